@@ -1,0 +1,65 @@
+"""Data types: one table of name, bit width and torch dtype name.
+
+``pypto.ir`` does not import torch; backends map ``DataType.torch_name`` with
+``getattr(torch, dtype.torch_name)``.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class DataType(Enum):
+    """An element type. ``value`` is ``(name, bits, torch_name, kind)``."""
+
+    FP16 = ("FP16", 16, "float16", "float")
+    BF16 = ("BF16", 16, "bfloat16", "float")
+    FP32 = ("FP32", 32, "float32", "float")
+    INT8 = ("INT8", 8, "int8", "int")
+    INT16 = ("INT16", 16, "int16", "int")
+    INT32 = ("INT32", 32, "int32", "int")
+    INT64 = ("INT64", 64, "int64", "int")
+    UINT8 = ("UINT8", 8, "uint8", "int")
+    BOOL = ("BOOL", 8, "bool", "bool")
+    INDEX = ("INDEX", 64, "int64", "index")
+
+    @property
+    def bits(self) -> int:
+        return self.value[1]
+
+    @property
+    def nbytes(self) -> int:
+        return self.value[1] // 8
+
+    @property
+    def torch_name(self) -> str:
+        return self.value[2]
+
+    @property
+    def is_float(self) -> bool:
+        return self.value[3] == "float"
+
+    @property
+    def is_integer(self) -> bool:
+        return self.value[3] in ("int", "index")
+
+    def __repr__(self) -> str:
+        return f"pl.{self.name}"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+# torch dtype name -> DataType, for binding call arguments. INDEX is never inferred from torch.
+DTYPE_BY_TORCH_NAME: dict[str, DataType] = {
+    dt.torch_name: dt for dt in DataType if dt is not DataType.INDEX
+}
+
+
+def dtype_from_torch_name(name: str) -> DataType | None:
+    """``"float16"`` or ``"torch.float16"`` -> ``DataType.FP16``; ``None`` if unsupported."""
+    return DTYPE_BY_TORCH_NAME.get(name.removeprefix("torch."))
+
+
+def supported_torch_dtypes() -> list[str]:
+    return [f"torch.{name}" for name in DTYPE_BY_TORCH_NAME]

@@ -1,0 +1,114 @@
+"""Diagnostics: every user-facing error is a :class:`PyptoError` with a source span.
+
+A rendered error reads like a compiler message::
+
+    kernel.py:12:9: error: Parameter 'a' missing type annotation
+       12 |     def f(a, b: pl.Tensor[[64, 64], pl.FP32]):
+          |           ^
+    hint: annotate it, e.g. a: pl.Tensor[[128, 128], pl.FP32]
+"""
+
+from __future__ import annotations
+
+import linecache
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SourceSpan:
+    """A place in the user's source: 1-based line, 0-based column, optional end column."""
+
+    file: str
+    line: int
+    col: int = 0
+    end_col: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col + 1}"
+
+    def source_line(self) -> str:
+        return linecache.getline(self.file, self.line).rstrip("\n")
+
+    def excerpt(self) -> str:
+        """The source line with a caret under the span (empty when the file is unreadable)."""
+        text = self.source_line()
+        if not text:
+            return ""
+        width = 1
+        if self.end_col is not None and self.end_col > self.col:
+            width = self.end_col - self.col
+        width = max(1, min(width, len(text) - self.col))
+        gutter = f"{self.line:>5} | "
+        return f"{gutter}{text}\n{' ' * (len(gutter) - 2)}| {' ' * self.col}{'^' * width}"
+
+
+class PyptoError(Exception):
+    """Root of every error a PyPTO user can see.
+
+    ``message`` is the plain text (tests may compare it exactly), ``span`` points at the user's
+    line, ``hint`` says how to fix it. ``str(err)`` renders all three.
+    """
+
+    kind = "error"
+
+    def __init__(self, message: str, span: SourceSpan | None = None, hint: str | None = None):
+        self.message = message
+        self.span = span
+        self.hint = hint
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        return self.render()
+
+    def render(self) -> str:
+        head = f"{self.span}: {self.kind}: {self.message}" if self.span else self.message
+        parts = [head]
+        if self.span is not None:
+            excerpt = self.span.excerpt()
+            if excerpt:
+                parts.append(excerpt)
+        if self.hint:
+            parts.append(f"hint: {self.hint}")
+        return "\n".join(parts)
+
+    def with_span(self, span: SourceSpan | None) -> PyptoError:
+        """Attach ``span`` if the error has none yet (used when re-raising at a call site)."""
+        if self.span is None and span is not None:
+            self.span = span
+        return self
+
+
+class ParseError(PyptoError):
+    """The kernel's Python source uses a construct the DSL does not accept."""
+
+
+class TypeCheckError(PyptoError, TypeError):
+    """An op got operands of the wrong shape, dtype or memory space."""
+
+
+class VerificationError(PyptoError):
+    """The IR broke an invariant (a pass produced bad IR, or a hand-built program is wrong)."""
+
+
+class MemoryBudgetError(PyptoError, ValueError):
+    """An on-chip memory space is over its platform limit."""
+
+
+class UnsupportedDtypeError(PyptoError, TypeError):
+    """A torch tensor of a dtype PyPTO has no mapping for was passed in."""
+
+
+class SpecializationError(PyptoError, TypeError):
+    """Call arguments do not match the kernel's annotations."""
+
+
+class PlatformError(PyptoError, ValueError):
+    """A platform or backend cannot do what was asked."""
+
+
+class DeadlockError(PyptoError):
+    """Every live core of a simulated launch is blocked."""
+
+
+class RaceError(PyptoError):
+    """Two accesses to the same global memory are not ordered."""

@@ -1,0 +1,43 @@
+"""The result of memory allocation, attached to a kernel as ``attrs["memory_plan"]``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from pypto.ir.types import MemorySpace
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """One tile buffer: ``size`` bytes at byte ``offset`` of ``space`` in its core's memory."""
+
+    name: str
+    space: MemorySpace
+    offset: int
+    size: int
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.size
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """A window at the bottom of a space held back from tile allocation (a pipe ring)."""
+
+    space: MemorySpace
+    size: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """Per-kernel placement of every tile; ``peak`` is the high-water mark per space."""
+
+    allocations: Mapping[str, Allocation]
+    peak: Mapping[MemorySpace, int]
+    reservations: tuple[Reservation, ...] = field(default=())
+
+    def of(self, name: str) -> Allocation | None:
+        return self.allocations.get(name)

@@ -1,0 +1,241 @@
+"""IR nodes: expressions, statements, functions, programs.
+
+All nodes are frozen dataclasses compared by identity (``eq=False``): two ``Var`` objects with
+the same name are different variables. Passes build new nodes with ``dataclasses.replace``.
+Every node keeps the ``SourceSpan`` of the user's code it came from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from pypto.ir.errors import SourceSpan
+from pypto.ir.types import Direction, ScalarType, Type
+
+# ---------------------------------------------------------------- expressions
+
+
+class Expr:
+    """Base of expressions; every expression has a ``type``."""
+
+    type: Type
+    span: SourceSpan | None
+
+
+@dataclass(frozen=True, eq=False)
+class Var(Expr):
+    name: str
+    type: Type
+    span: SourceSpan | None = None
+
+    def __repr__(self) -> str:
+        return f"Var({self.name}: {self.type})"
+
+
+@dataclass(frozen=True, eq=False)
+class Const(Expr):
+    value: int | float | bool
+    type: ScalarType
+    span: SourceSpan | None = None
+
+    def __repr__(self) -> str:
+        return f"Const({self.value!r})"
+
+
+@dataclass(frozen=True, eq=False)
+class TupleExpr(Expr):
+    """A list of expressions written ``[a, b]`` in the DSL (offsets, shapes)."""
+
+    elements: tuple[Expr, ...]
+    type: Type
+    span: SourceSpan | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Call(Expr):
+    """An op application. ``op`` names an entry of the op table (``pypto.ir.ops``)."""
+
+    op: str
+    args: tuple[Expr, ...]
+    type: Type
+    attrs: Mapping[str, Any] = field(default_factory=dict)
+    span: SourceSpan | None = None
+
+
+# ---------------------------------------------------------------- statements
+
+
+class Stmt:
+    span: SourceSpan | None
+
+
+@dataclass(frozen=True, eq=False)
+class Assign(Stmt):
+    target: Var
+    value: Expr
+    span: SourceSpan | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Eval(Stmt):
+    """An op evaluated for its effect (a store, a kernel call)."""
+
+    value: Expr
+    span: SourceSpan | None = None
+
+
+class LoopKind(Enum):
+    range = "range"
+    parallel = "parallel"
+    unroll = "unroll"
+    pipeline = "pipeline"
+
+
+@dataclass(frozen=True, eq=False)
+class For(Stmt):
+    """``for var in pl.<kind>(start, stop, step)``; ``var`` is an INDEX scalar."""
+
+    var: Var
+    start: Expr
+    stop: Expr
+    step: Expr
+    body: tuple[Stmt, ...]
+    kind: LoopKind = LoopKind.range
+    span: SourceSpan | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Return(Stmt):
+    values: tuple[Expr, ...]
+    span: SourceSpan | None = None
+
+
+class Level(Enum):
+    """Hierarchy levels a ``pl.at`` scope can name."""
+
+    HOST = "HOST"
+    CHIP = "CHIP"
+    CORE_GROUP = "CORE_GROUP"
+    AIC = "AIC"
+    AIV = "AIV"
+
+
+class SplitMode(Enum):
+    """Axis along which the vector sub-region of a mixed scope is halved."""
+
+    NONE = "NONE"
+    UP_DOWN = "UP_DOWN"
+    LEFT_RIGHT = "LEFT_RIGHT"
+
+    def __repr__(self) -> str:
+        return f"pl.SplitMode.{self.name}"
+
+
+@dataclass(frozen=True, eq=False)
+class ScopeStmt(Stmt):
+    """``with pl.at(level=..., optimizations=[...], name_hint=...)``: becomes one kernel."""
+
+    body: tuple[Stmt, ...]
+    level: Level = Level.CORE_GROUP
+    name_hint: str | None = None
+    split: SplitMode | None = None
+    slot_num: int | None = None
+    span: SourceSpan | None = None
+
+
+# ---------------------------------------------------------------- functions
+
+
+class FunctionKind(Enum):
+    Orchestration = "Orchestration"
+    InCore = "InCore"
+    AIC = "AIC"
+    AIV = "AIV"
+    Group = "Group"
+
+
+@dataclass(frozen=True, eq=False)
+class Param:
+    var: Var
+    direction: Direction = Direction.In
+
+
+@dataclass(frozen=True, eq=False)
+class Function:
+    name: str
+    params: tuple[Param, ...]
+    body: tuple[Stmt, ...]
+    kind: FunctionKind
+    span: SourceSpan | None = None
+    attrs: Mapping[str, Any] = field(default_factory=dict)
+
+    def param(self, name: str) -> Param | None:
+        return next((p for p in self.params if p.var.name == name), None)
+
+
+@dataclass(frozen=True, eq=False)
+class Program:
+    """A whole compiled unit: the entry (Orchestration) function and its kernels."""
+
+    name: str
+    functions: tuple[Function, ...]
+    entry: str
+    attrs: Mapping[str, Any] = field(default_factory=dict)
+
+    def function(self, name: str) -> Function:
+        for fn in self.functions:
+            if fn.name == name:
+                return fn
+        raise KeyError(name)
+
+    @property
+    def entry_function(self) -> Function:
+        return self.function(self.entry)
+
+    def replace_function(self, fn: Function) -> Program:
+        from dataclasses import replace
+
+        funcs = tuple(fn if f.name == fn.name else f for f in self.functions)
+        return replace(self, functions=funcs)
+
+
+# ---------------------------------------------------------------- traversal
+
+
+def walk_stmts(body: tuple[Stmt, ...]) -> Iterator[Stmt]:
+    """Every statement in ``body``, depth first, loop and scope bodies included."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, (For, ScopeStmt)):
+            yield from walk_stmts(stmt.body)
+
+
+def stmt_exprs(stmt: Stmt) -> tuple[Expr, ...]:
+    """The expressions a statement evaluates directly (not those of nested bodies)."""
+    if isinstance(stmt, (Assign, Eval)):
+        return (stmt.value,)
+    if isinstance(stmt, For):
+        return (stmt.start, stmt.stop, stmt.step)
+    if isinstance(stmt, Return):
+        return stmt.values
+    return ()
+
+
+def walk_expr(expr: Expr) -> Iterator[Expr]:
+    """``expr`` and every sub-expression."""
+    yield expr
+    if isinstance(expr, Call):
+        for arg in expr.args:
+            yield from walk_expr(arg)
+    elif isinstance(expr, TupleExpr):
+        for el in expr.elements:
+            yield from walk_expr(el)
+
+
+def used_vars(expr: Expr) -> Iterator[Var]:
+    for e in walk_expr(expr):
+        if isinstance(e, Var):
+            yield e

@@ -1,0 +1,449 @@
+"""The op table: every op is declared once here.
+
+An :class:`OpDef` gives the op's name, the unit that executes it, its type rule, which operands
+it reads and writes, and the cost class a backend's cost model keys on. The DSL, the printer, the
+verifier, the passes and the simulator's semantics all look ops up by name in :data:`OPS`.
+
+Naming: ``tensor.*`` ops work on whole global-memory tensors inside a scope (the compiler tiles
+them), ``tile.*`` ops are single tile instructions, ``scalar.*`` ops are index arithmetic.
+A ``tile.X`` exists for every elementwise ``tensor.X`` so lowering maps them by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from pypto.ir.dtypes import DataType
+from pypto.ir.errors import SourceSpan, TypeCheckError, VerificationError
+from pypto.ir.nodes import Call, Const, Expr, TupleExpr
+from pypto.ir.types import (
+    INDEX,
+    UNIT,
+    MemorySpace,
+    ScalarType,
+    TensorType,
+    TileType,
+    Type,
+    describe,
+)
+
+
+class Unit(Enum):
+    """The hardware unit an op runs on."""
+
+    CUBE = "CUBE"
+    VECTOR = "VECTOR"
+    MTE = "MTE"  # data movement engines (loads, stores, moves)
+    SCALAR = "SCALAR"
+    BOUNDARY = "BOUNDARY"  # cross-core pipe ops
+    HOST = "HOST"  # orchestration-level: allocation, kernel calls
+
+
+InferFn = Callable[[Sequence[Expr], Mapping[str, Any], SourceSpan | None], Type]
+
+
+@dataclass(frozen=True)
+class OpDef:
+    name: str
+    unit: Unit
+    infer: InferFn
+    reads: tuple[int, ...] = ()
+    writes: tuple[int, ...] = ()
+    cost: str = "none"
+    doc: str = ""
+
+    @property
+    def dsl_name(self) -> str:
+        return f"pl.{self.name}"
+
+
+OPS: dict[str, OpDef] = {}
+
+
+def declare(op: OpDef) -> OpDef:
+    if op.name in OPS:
+        raise ValueError(f"op {op.name!r} declared twice")
+    OPS[op.name] = op
+    return op
+
+
+def get_op(name: str) -> OpDef:
+    try:
+        return OPS[name]
+    except KeyError:
+        raise VerificationError(f"unknown op {name!r}") from None
+
+
+def make_call(
+    op: str,
+    args: Sequence[Expr],
+    attrs: Mapping[str, Any] | None = None,
+    span: SourceSpan | None = None,
+    type: Type | None = None,
+) -> Call:
+    """Build a ``Call`` whose type comes from the op's type rule (or ``type`` if given)."""
+    attrs = dict(attrs or {})
+    args = tuple(args)
+    result = type if type is not None else get_op(op).infer(args, attrs, span)
+    return Call(op, args, result, attrs, span)
+
+
+# ---------------------------------------------------------------- type-rule helpers
+
+
+def _user_name(op: str) -> str:
+    return "pl." + op.split(".", 1)[1]
+
+
+def _fail(op: str, message: str, span: SourceSpan | None, hint: str | None = None) -> TypeCheckError:
+    return TypeCheckError(f"{_user_name(op)}: {message}", span, hint)
+
+
+def _shaped(op: str, e: Expr, span: SourceSpan | None, what: str = "operand") -> TileType | TensorType:
+    if not isinstance(e.type, (TileType, TensorType)):
+        raise _fail(op, f"{what} must be a tensor or a tile, got {describe(e.type)}", span)
+    return e.type
+
+
+def _same_kind(op: str, lhs: Type, rhs: Type, span: SourceSpan | None) -> None:
+    if type(lhs) is not type(rhs):
+        raise _fail(
+            op,
+            f"operands mix a tensor and a tile: {describe(lhs)} and {describe(rhs)}",
+            span,
+            "load the tensor into a tile with pl.load first, or use tensors on both sides",
+        )
+
+
+def _with(t: TileType | TensorType, **changes: Any) -> Type:
+    from dataclasses import replace
+
+    if isinstance(t, TensorType):
+        changes.pop("memory_space", None)
+        changes.pop("valid_shape", None)
+    return replace(t, **changes)
+
+
+def _check_vec(op: str, t: Type, span: SourceSpan | None) -> None:
+    if isinstance(t, TileType) and t.memory_space not in (None, MemorySpace.Vec):
+        raise _fail(
+            op,
+            f"vector op needs its tiles in Vec, got {describe(t)}",
+            span,
+            "load the data with pl.load(..., target_memory=pl.Mem.Vec)",
+        )
+
+
+def _binary(op: str) -> InferFn:
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        lhs, rhs = (_shaped(op, a, span) for a in args)
+        _same_kind(op, lhs, rhs, span)
+        if lhs.shape != rhs.shape:
+            raise _fail(
+                op,
+                f"operand shape mismatch: {describe(lhs)} vs {describe(rhs)}",
+                span,
+                "both operands of an elementwise op must have the same shape",
+            )
+        if lhs.dtype != rhs.dtype:
+            raise _fail(
+                op,
+                f"operand dtype mismatch: {describe(lhs)} vs {describe(rhs)}",
+                span,
+                "PyPTO has no implicit promotion: convert one side with pl.cast(x, dtype)",
+            )
+        _check_vec(op, lhs, span)
+        _check_vec(op, rhs, span)
+        return _with(lhs, memory_space=MemorySpace.Vec) if isinstance(lhs, TileType) else lhs
+
+    return infer
+
+
+def _binary_scalar(op: str) -> InferFn:
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        lhs = _shaped(op, args[0], span)
+        if not isinstance(args[1].type, ScalarType):
+            raise _fail(op, f"right operand must be a scalar, got {describe(args[1].type)}", span)
+        _check_vec(op, lhs, span)
+        return _with(lhs, memory_space=MemorySpace.Vec) if isinstance(lhs, TileType) else lhs
+
+    return infer
+
+
+def _unary(op: str) -> InferFn:
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        x = _shaped(op, args[0], span)
+        _check_vec(op, x, span)
+        return _with(x, memory_space=MemorySpace.Vec) if isinstance(x, TileType) else x
+
+    return infer
+
+
+def _cast(op: str) -> InferFn:
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        x = args[0].type
+        dtype = attrs["dtype"]
+        if isinstance(x, ScalarType):
+            return ScalarType(dtype)
+        x = _shaped(op, args[0], span)
+        _check_vec(op, x, span)
+        if isinstance(x, TileType):
+            return _with(x, dtype=dtype, memory_space=MemorySpace.Vec)
+        return _with(x, dtype=dtype)
+
+    return infer
+
+
+def _concat(op: str) -> InferFn:
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        lhs, rhs = (_shaped(op, a, span) for a in args)
+        _same_kind(op, lhs, rhs, span)
+        if len(lhs.shape) != 2 or len(rhs.shape) != 2 or lhs.shape[0] != rhs.shape[0]:
+            raise _fail(
+                op,
+                f"concatenates columns of 2-D operands with equal row counts, "
+                f"got {describe(lhs)} and {describe(rhs)}",
+                span,
+            )
+        if lhs.dtype != rhs.dtype:
+            raise _fail(op, f"operand dtype mismatch: {describe(lhs)} vs {describe(rhs)}", span)
+        _check_vec(op, lhs, span)
+        _check_vec(op, rhs, span)
+        shape = (lhs.shape[0], lhs.shape[1] + rhs.shape[1])
+        if isinstance(lhs, TileType):
+            return _with(lhs, shape=shape, memory_space=MemorySpace.Vec, valid_shape=None)
+        return _with(lhs, shape=shape)
+
+    return infer
+
+
+def matmul_result_dtype(a: DataType, b: DataType, out_dtype: DataType | None) -> DataType:
+    return out_dtype or (DataType.INT32 if a.is_integer else DataType.FP32)
+
+
+def _matmul(op: str) -> InferFn:
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        # tile.matmul_acc(acc, lhs, rhs) accumulates into acc; the plain forms are (lhs, rhs).
+        operands = args[1:3] if op == "tile.matmul_acc" else args[:2]
+        a, b = (_shaped(op, x, span) for x in operands)
+        _same_kind(op, a, b, span)
+        if len(a.shape) != 2 or len(b.shape) != 2:
+            raise _fail(op, f"needs 2-D operands, got {describe(a)} and {describe(b)}", span)
+        m, ka = (a.shape[1], a.shape[0]) if attrs.get("a_trans") else a.shape
+        kb, n = (b.shape[1], b.shape[0]) if attrs.get("b_trans") else b.shape
+        if ka != kb:
+            raise _fail(
+                op,
+                f"inner dimensions differ: {describe(a)} @ {describe(b)} ({ka} != {kb})",
+                span,
+                "the left operand's columns must equal the right operand's rows",
+            )
+        if a.dtype != b.dtype:
+            raise _fail(
+                op,
+                f"operand dtype mismatch: {describe(a)} vs {describe(b)}",
+                span,
+                "cast one operand with pl.cast(x, dtype)",
+            )
+        dtype = matmul_result_dtype(a.dtype, b.dtype, attrs.get("out_dtype"))
+        if isinstance(a, TileType):
+            for t, space, side in ((a, MemorySpace.Left, "left"), (b, MemorySpace.Right, "right")):
+                if t.memory_space not in (None, space):
+                    raise _fail(
+                        op,
+                        f"the {side} operand must be in {space.name}, got {describe(t)}",
+                        span,
+                        f"move it first: pl.move(tile, target_memory=pl.Mem.{space.name})",
+                    )
+            if op == "tile.matmul_acc":
+                acc = args[0].type
+                if not isinstance(acc, TileType) or acc.shape != (m, n):
+                    raise _fail(op, f"accumulator must be a [{m}, {n}] Acc tile", span)
+            return TileType((m, n), dtype, MemorySpace.Acc)
+        return TensorType((m, n), dtype)
+
+    return infer
+
+
+def _offsets(op: str, e: Expr, rank: int, span: SourceSpan | None) -> None:
+    if not isinstance(e, TupleExpr) or len(e.elements) != rank:
+        raise _fail(op, f"offsets must be a list of {rank} indices", span)
+    for el in e.elements:
+        if not isinstance(el.type, ScalarType) or not el.type.dtype.is_integer:
+            raise _fail(op, f"offsets must be integers, got {describe(el.type)}", span)
+
+
+def _static_bounds(
+    op: str, shape: Sequence[int], offsets: Expr, region: Sequence[int], span: SourceSpan | None
+) -> None:
+    assert isinstance(offsets, TupleExpr)
+    for dim, (off, size, full) in enumerate(zip(offsets.elements, region, shape, strict=True)):
+        if size <= 0:
+            raise _fail(op, f"shape must be positive, got {list(region)}", span)
+        if isinstance(off, Const) and (off.value < 0 or off.value + size > full):
+            raise _fail(
+                op,
+                f"region [{off.value}:{off.value + size}] is outside dim {dim} of size {full}",
+                span,
+            )
+
+
+def _load(op: str) -> InferFn:
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        src = args[0].type
+        if not isinstance(src, TensorType):
+            raise _fail(op, f"loads from a tensor, got {describe(src)}", span)
+        shape = tuple(attrs["shape"])
+        _offsets(op, args[1], len(src.shape), span)
+        _static_bounds(op, src.shape, args[1], shape, span)
+        valid = attrs.get("valid_shape")
+        return TileType(shape, src.dtype, attrs.get("target_memory"), tuple(valid) if valid else None)
+
+    return infer
+
+
+def _store(op: str) -> InferFn:
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        tile, offsets, dst = args
+        if not isinstance(tile.type, TileType):
+            raise _fail(op, f"stores a tile, got {describe(tile.type)}", span)
+        if not isinstance(dst.type, TensorType):
+            raise _fail(op, f"stores into a tensor, got {describe(dst.type)}", span)
+        if tile.type.dtype != dst.type.dtype:
+            raise _fail(
+                op,
+                f"dtype mismatch: {describe(tile.type)} into {describe(dst.type)}",
+                span,
+                "cast the tile with pl.cast(tile, dtype) before storing",
+            )
+        _offsets(op, offsets, len(dst.type.shape), span)
+        _static_bounds(op, dst.type.shape, offsets, tile.type.shape, span)
+        return dst.type
+
+    return infer
+
+
+def _move(op: str) -> InferFn:
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        t = args[0].type
+        if not isinstance(t, TileType):
+            raise _fail(op, f"moves a tile, got {describe(t)}", span)
+        return _with(t, memory_space=attrs["target_memory"])
+
+    return infer
+
+
+def _create_tile(op: str) -> InferFn:
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        return TileType(tuple(attrs["shape"]), attrs["dtype"], attrs.get("target_memory"))
+
+    return infer
+
+
+def _create_tensor(op: str) -> InferFn:
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        return TensorType(tuple(attrs["shape"]), attrs["dtype"])
+
+    return infer
+
+
+def _assemble(op: str) -> InferFn:
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        dst, value, offsets = args
+        if not isinstance(dst.type, TensorType):
+            raise _fail(op, f"writes into a tensor, got {describe(dst.type)}", span)
+        v = _shaped(op, value, span, "value")
+        if v.dtype != dst.type.dtype:
+            raise _fail(
+                op,
+                f"dtype mismatch: writing {describe(v)} into {describe(dst.type)}",
+                span,
+                "cast the value with pl.cast(x, dtype) first",
+            )
+        _offsets(op, offsets, len(dst.type.shape), span)
+        if len(v.shape) != len(dst.type.shape):
+            raise _fail(op, f"rank mismatch: {describe(v)} into {describe(dst.type)}", span)
+        _static_bounds(op, dst.type.shape, offsets, v.shape, span)
+        return dst.type
+
+    return infer
+
+
+def _scalar_binary(op: str) -> InferFn:
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        types = [a.type for a in args]
+        for t in types:
+            if not isinstance(t, ScalarType):
+                raise _fail(op, f"needs scalar operands, got {describe(t)}", span)
+        dtypes = [t.dtype for t in types]  # type: ignore[union-attr]
+        if op in ("scalar.lt", "scalar.le", "scalar.gt", "scalar.ge", "scalar.eq", "scalar.ne"):
+            return ScalarType(DataType.BOOL)
+        floats = [d for d in dtypes if d.is_float]
+        if op == "scalar.truediv" and not floats:
+            return ScalarType(DataType.FP32)
+        if floats:
+            return ScalarType(floats[0])
+        return INDEX if DataType.INDEX in dtypes else ScalarType(dtypes[0])
+
+    return infer
+
+
+def _unit(op: str) -> InferFn:
+    return lambda args, attrs, span: UNIT
+
+
+def _given(op: str) -> InferFn:
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        raise VerificationError(f"op {op!r} takes its result type from the caller", span)
+
+    return infer
+
+
+# ---------------------------------------------------------------- the table
+
+ELEMENTWISE_BINARY = ("add", "sub", "mul", "div", "maximum", "minimum")
+ELEMENTWISE_UNARY = ("exp", "log", "sqrt", "rsqrt", "recip", "neg", "abs", "relu")
+# Unary ops that take several vector cycles per element group on a2a3.
+TRANSCENDENTAL = frozenset({"exp", "log", "sqrt", "rsqrt", "recip", "div", "divs"})
+SCALAR_BINARY = ("add", "sub", "mul", "floordiv", "truediv", "mod", "min", "max")
+SCALAR_COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
+
+
+def _declare_all() -> None:
+    for level in ("tensor", "tile"):
+        for name in ELEMENTWISE_BINARY:
+            cost = "vector_slow" if name in TRANSCENDENTAL else "vector"
+            op = f"{level}.{name}"
+            declare(OpDef(op, Unit.VECTOR, _binary(op), reads=(0, 1), cost=cost))
+            ops = f"{level}.{name}s"
+            declare(OpDef(ops, Unit.VECTOR, _binary_scalar(ops), reads=(0,), cost=cost))
+        for name in ELEMENTWISE_UNARY:
+            cost = "vector_slow" if name in TRANSCENDENTAL else "vector"
+            op = f"{level}.{name}"
+            declare(OpDef(op, Unit.VECTOR, _unary(op), reads=(0,), cost=cost))
+        declare(OpDef(f"{level}.cast", Unit.VECTOR, _cast(f"{level}.cast"), reads=(0,), cost="vector"))
+        declare(
+            OpDef(f"{level}.concat", Unit.VECTOR, _concat(f"{level}.concat"), reads=(0, 1), cost="vector")
+        )
+        declare(OpDef(f"{level}.matmul", Unit.CUBE, _matmul(f"{level}.matmul"), reads=(0, 1), cost="matmul"))
+
+    declare(OpDef("tile.matmul_acc", Unit.CUBE, _matmul("tile.matmul_acc"), reads=(0, 1, 2), cost="matmul"))
+    declare(OpDef("tile.load", Unit.MTE, _load("tile.load"), reads=(0,), cost="load"))
+    declare(OpDef("tile.store", Unit.MTE, _store("tile.store"), reads=(0,), writes=(2,), cost="store"))
+    declare(OpDef("tile.move", Unit.MTE, _move("tile.move"), reads=(0,), cost="move"))
+    declare(OpDef("tile.create", Unit.SCALAR, _create_tile("tile.create")))
+    declare(OpDef("tensor.create", Unit.HOST, _create_tensor("tensor.create")))
+    declare(
+        OpDef("tensor.assemble", Unit.MTE, _assemble("tensor.assemble"), reads=(1,), writes=(0,), cost="store")
+    )
+    declare(OpDef("call", Unit.HOST, _given("call"), doc="call a kernel; attrs: callee"))
+    for name in SCALAR_BINARY + SCALAR_COMPARE:
+        declare(OpDef(f"scalar.{name}", Unit.SCALAR, _scalar_binary(f"scalar.{name}")))
+    declare(OpDef("scalar.neg", Unit.SCALAR, lambda args, attrs, span: args[0].type))
+    declare(OpDef("scalar.cast", Unit.SCALAR, _cast("scalar.cast")))
+
+
+_declare_all()

@@ -1,0 +1,179 @@
+"""Print IR as pl-style Python text, for dumps, ``.lower()`` output and golden tests."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from pypto.ir.dtypes import DataType
+from pypto.ir.memory import MemoryPlan
+from pypto.ir.nodes import (
+    Assign,
+    Call,
+    Const,
+    Eval,
+    Expr,
+    For,
+    Function,
+    FunctionKind,
+    Program,
+    Return,
+    ScopeStmt,
+    Stmt,
+    TupleExpr,
+    Var,
+)
+from pypto.ir.types import Direction, MemorySpace, TensorType, TileType, Type
+
+_INFIX = {
+    "scalar.add": "+",
+    "scalar.sub": "-",
+    "scalar.mul": "*",
+    "scalar.floordiv": "//",
+    "scalar.truediv": "/",
+    "scalar.mod": "%",
+    "scalar.lt": "<",
+    "scalar.le": "<=",
+    "scalar.gt": ">",
+    "scalar.ge": ">=",
+    "scalar.eq": "==",
+    "scalar.ne": "!=",
+}
+_INDENT = "    "
+
+
+def format_value(value: Any) -> str:
+    """An attribute value as DSL text."""
+    if isinstance(value, DataType):
+        return f"pl.{value.name}"
+    if isinstance(value, MemorySpace):
+        return f"pl.Mem.{value.name}"
+    if isinstance(value, Enum):
+        return f"pl.{type(value).__name__}.{value.name}"
+    if isinstance(value, (tuple, list)):
+        return "[" + ", ".join(format_value(v) for v in value) + "]"
+    return repr(value)
+
+
+def format_type(t: Type) -> str:
+    return str(t)
+
+
+def format_expr(e: Expr) -> str:
+    if isinstance(e, Var):
+        return e.name
+    if isinstance(e, Const):
+        return repr(e.value)
+    if isinstance(e, TupleExpr):
+        return "[" + ", ".join(format_expr(x) for x in e.elements) + "]"
+    if isinstance(e, Call):
+        if e.op in _INFIX:
+            lhs, rhs = (_operand(a) for a in e.args)
+            return f"{lhs} {_INFIX[e.op]} {rhs}"
+        if e.op == "scalar.neg":
+            return f"-{_operand(e.args[0])}"
+        args = [format_expr(a) for a in e.args]
+        if e.op == "call":
+            return f"self.{e.attrs['callee']}({', '.join(args)})"
+        args += [f"{k}={format_value(v)}" for k, v in e.attrs.items()]
+        return f"pl.{e.op}({', '.join(args)})"
+    raise TypeError(f"cannot print {e!r}")
+
+
+def _operand(e: Expr) -> str:
+    text = format_expr(e)
+    return f"({text})" if isinstance(e, Call) and e.op in _INFIX else text
+
+
+class _Printer:
+    def __init__(self, plan: MemoryPlan | None) -> None:
+        self.plan = plan
+        self.lines: list[str] = []
+
+    def emit(self, depth: int, text: str) -> None:
+        self.lines.append(_INDENT * depth + text)
+
+    def body(self, stmts: tuple[Stmt, ...], depth: int) -> None:
+        if not stmts:
+            self.emit(depth, "pass")
+        for stmt in stmts:
+            self.stmt(stmt, depth)
+
+    def stmt(self, s: Stmt, depth: int) -> None:
+        if isinstance(s, Assign):
+            text = f"{s.target.name}: {format_type(s.target.type)} = {format_expr(s.value)}"
+            self.emit(depth, text + self.placement(s.target))
+        elif isinstance(s, Eval):
+            self.emit(depth, format_expr(s.value))
+        elif isinstance(s, For):
+            rng = ", ".join(format_expr(x) for x in (s.start, s.stop, s.step))
+            self.emit(depth, f"for {s.var.name} in pl.{s.kind.value}({rng}):")
+            self.body(s.body, depth + 1)
+        elif isinstance(s, Return):
+            self.emit(depth, "return " + ", ".join(format_expr(v) for v in s.values))
+        elif isinstance(s, ScopeStmt):
+            opts = []
+            if s.split is not None:
+                opts.append(f"pl.split({format_value(s.split)})")
+            if s.slot_num is not None:
+                opts.append(f"pl.cross_core_slot(slot_num={s.slot_num})")
+            args = [f"level=pl.Level.{s.level.name}"]
+            if opts:
+                args.append(f"optimizations=[{', '.join(opts)}]")
+            if s.name_hint:
+                args.append(f"name_hint={s.name_hint!r}")
+            self.emit(depth, f"with pl.at({', '.join(args)}):")
+            self.body(s.body, depth + 1)
+        else:
+            raise TypeError(f"cannot print {s!r}")
+
+    def placement(self, var: Var) -> str:
+        if self.plan is None or not isinstance(var.type, TileType):
+            return ""
+        alloc = self.plan.of(var.name)
+        if alloc is None:
+            return ""
+        return f"  # {alloc.space.name}[{alloc.offset:#x}, +{alloc.size}]"
+
+
+def _param(p: Any) -> str:
+    t = format_type(p.var.type)
+    if isinstance(p.var.type, TensorType) and p.direction is not Direction.In:
+        t = f"pl.{p.direction.value}[{t}]"
+    return f"{p.var.name}: {t}"
+
+
+def print_function(fn: Function, depth: int = 0) -> str:
+    plan = fn.attrs.get("memory_plan")
+    printer = _Printer(plan if isinstance(plan, MemoryPlan) else None)
+    printer.emit(depth, f"@pl.function(type=pl.FunctionType.{fn.kind.value})")
+    for key, value in fn.attrs.items():
+        if key != "memory_plan":
+            printer.emit(depth, f"# {key} = {format_value(value)}")
+    if isinstance(plan, MemoryPlan):
+        for r in plan.reservations:
+            printer.emit(depth, f"# reserved {r.space.name}[0x0, +{r.size}]: {r.reason}")
+    params = ", ".join(["self"] + [_param(p) for p in fn.params])
+    printer.emit(depth, f"def {fn.name}({params}):")
+    printer.body(fn.body, depth + 1)
+    return "\n".join(printer.lines)
+
+
+def print_program(program: Program) -> str:
+    """The whole program as a ``@pl.program`` class, entry first."""
+    funcs = sorted(program.functions, key=lambda f: f.kind is not FunctionKind.Orchestration)
+    parts = [f"@pl.program\nclass {program.name}:"]
+    parts += [print_function(fn, depth=1) for fn in funcs]
+    return "\n\n".join(parts) + "\n"
+
+
+def print_ir(node: Program | Function | Stmt | Expr) -> str:
+    if isinstance(node, Program):
+        return print_program(node)
+    if isinstance(node, Function):
+        return print_function(node)
+    if isinstance(node, Expr):
+        return format_expr(node)
+    printer = _Printer(None)
+    printer.stmt(node, 0)
+    return "\n".join(printer.lines)

@@ -1,0 +1,124 @@
+"""IR types: scalars, global-memory tensors, on-chip tiles, tuples."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from math import prod
+
+from pypto.ir.dtypes import DataType
+
+
+class MemorySpace(Enum):
+    """Where a value lives. DDR is global memory; the rest are on-chip buffers."""
+
+    DDR = "DDR"
+    Vec = "Vec"  # UB, vector side
+    Mat = "Mat"  # L1, cube side
+    Left = "Left"  # L0A
+    Right = "Right"  # L0B
+    Acc = "Acc"  # L0C
+    Bias = "Bias"  # BT
+
+    def __repr__(self) -> str:
+        return f"pl.Mem.{self.name}"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Direction(Enum):
+    """Parameter direction; decides which tensors a task reads and writes."""
+
+    In = "In"
+    Out = "Out"
+    InOut = "InOut"
+
+    @property
+    def writes(self) -> bool:
+        return self is not Direction.In
+
+    @property
+    def reads(self) -> bool:
+        return self is not Direction.Out
+
+
+class Type:
+    """Base of all IR types."""
+
+
+@dataclass(frozen=True)
+class UnitType(Type):
+    """The type of an op that produces nothing (a store, a pipe free)."""
+
+    def __str__(self) -> str:
+        return "None"
+
+
+@dataclass(frozen=True)
+class ScalarType(Type):
+    dtype: DataType
+
+    def __str__(self) -> str:
+        return f"pl.Scalar[pl.{self.dtype.name}]"
+
+
+@dataclass(frozen=True)
+class TensorType(Type):
+    """A global-memory array of fixed shape."""
+
+    shape: tuple[int, ...]
+    dtype: DataType
+
+    @property
+    def nbytes(self) -> int:
+        return prod(self.shape) * self.dtype.nbytes
+
+    def __str__(self) -> str:
+        return f"pl.Tensor[{list(self.shape)}, pl.{self.dtype.name}]"
+
+
+@dataclass(frozen=True)
+class TileType(Type):
+    """An on-chip buffer. ``memory_space`` is None until InferTileMemorySpace decides it."""
+
+    shape: tuple[int, ...]
+    dtype: DataType
+    memory_space: MemorySpace | None = MemorySpace.Vec
+    valid_shape: tuple[int, ...] | None = None
+
+    @property
+    def nbytes(self) -> int:
+        return prod(self.shape) * self.dtype.nbytes
+
+    def __str__(self) -> str:
+        parts = [str(list(self.shape)), f"pl.{self.dtype.name}"]
+        if self.memory_space is not None:
+            parts.append(f"pl.Mem.{self.memory_space.name}")
+        if self.valid_shape is not None and self.valid_shape != self.shape:
+            parts.append(f"valid_shape={list(self.valid_shape)}")
+        return f"pl.Tile[{', '.join(parts)}]"
+
+
+@dataclass(frozen=True)
+class TupleType(Type):
+    types: tuple[Type, ...]
+
+    def __str__(self) -> str:
+        return f"tuple[{', '.join(map(str, self.types))}]"
+
+
+INDEX = ScalarType(DataType.INDEX)
+UNIT = UnitType()
+
+
+def describe(t: Type) -> str:
+    """Short user-facing description: ``Tile[[64, 64], FP32, Vec]``."""
+    if isinstance(t, TileType):
+        space = f", {t.memory_space.name}" if t.memory_space else ""
+        return f"Tile[{list(t.shape)}, {t.dtype.name}{space}]"
+    if isinstance(t, TensorType):
+        return f"Tensor[{list(t.shape)}, {t.dtype.name}]"
+    if isinstance(t, ScalarType):
+        return f"Scalar[{t.dtype.name}]"
+    return str(t)

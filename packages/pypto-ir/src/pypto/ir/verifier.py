@@ -1,0 +1,85 @@
+"""Type verifier: re-checks every op against the op table and every use against a definition."""
+
+from __future__ import annotations
+
+from pypto.ir.errors import PyptoError, VerificationError
+from pypto.ir.nodes import (
+    Assign,
+    Call,
+    Expr,
+    For,
+    Function,
+    FunctionKind,
+    Program,
+    ScopeStmt,
+    Stmt,
+    Var,
+    stmt_exprs,
+    walk_expr,
+)
+from pypto.ir.ops import Unit, get_op
+
+_DEVICE_UNITS = (Unit.CUBE, Unit.VECTOR, Unit.MTE)
+
+
+def verify_program(program: Program) -> None:
+    """Raise ``VerificationError`` (or the op's own ``TypeCheckError``) on the first problem."""
+    names = {fn.name for fn in program.functions}
+    if program.entry not in names:
+        raise VerificationError(f"entry function {program.entry!r} is not in the program")
+    for fn in program.functions:
+        verify_function(fn, names)
+
+
+def verify_function(fn: Function, callees: set[str] | None = None) -> None:
+    defined: set[Var] = {p.var for p in fn.params}
+    _verify_body(fn, fn.body, defined, callees, in_scope=False)
+
+
+def _verify_body(
+    fn: Function, body: tuple[Stmt, ...], defined: set[Var], callees: set[str] | None, in_scope: bool
+) -> None:
+    for stmt in body:
+        for expr in stmt_exprs(stmt):
+            _verify_expr(fn, expr, defined, callees, in_scope)
+        if isinstance(stmt, Assign):
+            defined.add(stmt.target)
+            if stmt.target.type != stmt.value.type:
+                raise VerificationError(
+                    f"in {fn.name}: {stmt.target.name} is declared {stmt.target.type} "
+                    f"but assigned {stmt.value.type}",
+                    stmt.span,
+                )
+        elif isinstance(stmt, For):
+            _verify_body(fn, stmt.body, defined | {stmt.var}, callees, in_scope)
+        elif isinstance(stmt, ScopeStmt):
+            _verify_body(fn, stmt.body, defined, callees, in_scope=True)
+
+
+def _verify_expr(
+    fn: Function, expr: Expr, defined: set[Var], callees: set[str] | None, in_scope: bool
+) -> None:
+    for e in walk_expr(expr):
+        if isinstance(e, Var) and e not in defined:
+            raise VerificationError(f"in {fn.name}: {e.name} is used before it is defined", e.span)
+        if not isinstance(e, Call):
+            continue
+        opdef = get_op(e.op)
+        if e.op == "call":
+            if callees is not None and e.attrs.get("callee") not in callees:
+                raise VerificationError(f"in {fn.name}: call to unknown kernel {e.attrs.get('callee')!r}", e.span)
+            continue
+        if fn.kind is FunctionKind.Orchestration and not in_scope and opdef.unit in _DEVICE_UNITS:
+            raise VerificationError(
+                f"in {fn.name}: {opdef.dsl_name} runs on a core but sits in the orchestration body",
+                e.span,
+            )
+        try:
+            expected = opdef.infer(e.args, e.attrs, e.span)
+        except PyptoError:
+            raise
+        if expected != e.type:
+            raise VerificationError(
+                f"in {fn.name}: {opdef.dsl_name} has type {e.type} but its rule gives {expected}",
+                e.span,
+            )
