@@ -34,6 +34,7 @@ class RunReport:
     busy_cycles: dict[str, int] = field(default_factory=dict)  # per core, e.g. "cg0.AIC"
     trace_events: list[dict[str, Any]] = field(default_factory=list)
     memory_map: dict[str, Any] = field(default_factory=dict)
+    outputs: tuple[Any, ...] = ()  # the values the entry function returned, in order
     modeled: bool = True
 
     @property
