@@ -29,6 +29,7 @@ class Reservation:
     space: MemorySpace
     size: int
     reason: str
+    automatic: bool = False  # reserved by the compiler for an automatic pipe, not by the user
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,228 @@
+"""AllocateMemory: place every tile of every kernel at a byte offset of its memory space.
+
+Liveness is computed over the kernel body in program order; a tile defined before a loop and
+used inside it stays live to the loop's end. An op's result may take the buffer of an operand
+whose last use is that op. Buffers are aligned to the space's alignment and placed first-fit
+above any reservation (a pipe ring) at the bottom of the space; every space is then checked
+against the target's usable size.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field, replace
+
+from pypto.ir import (
+    Allocation,
+    Assign,
+    For,
+    Function,
+    FunctionKind,
+    MemoryBudgetError,
+    MemoryPlan,
+    MemorySpace,
+    Program,
+    Reservation,
+    ScopeStmt,
+    SourceSpan,
+    Stmt,
+    Target,
+    TileType,
+    Var,
+)
+from pypto.ir.nodes import stmt_exprs, used_vars
+from pypto.passes.manager import PassContext
+
+KERNEL_KINDS = (FunctionKind.InCore, FunctionKind.AIC, FunctionKind.AIV)
+
+
+@dataclass
+class _Liveness:
+    defs: dict[Var, int] = field(default_factory=dict)
+    def_loops: dict[Var, tuple[int, ...]] = field(default_factory=dict)
+    last_use: dict[Var, int] = field(default_factory=dict)
+    loop_end: dict[int, int] = field(default_factory=dict)
+    position: int = 0
+
+
+def _scan(body: tuple[Stmt, ...], live: _Liveness, loops: tuple[int, ...]) -> None:
+    for stmt in body:
+        pos = live.position
+        live.position += 1
+        for expr in stmt_exprs(stmt):
+            for v in used_vars(expr):
+                _use(live, v, pos, loops)
+        if isinstance(stmt, Assign) and isinstance(stmt.target.type, TileType):
+            live.defs[stmt.target] = pos
+            live.def_loops[stmt.target] = loops
+            live.last_use.setdefault(stmt.target, pos)
+        elif isinstance(stmt, (For, ScopeStmt)):
+            inner = (*loops, pos) if isinstance(stmt, For) else loops
+            _scan(stmt.body, live, inner)
+            live.loop_end[pos] = live.position - 1
+
+
+def _use(live: _Liveness, v: Var, pos: int, loops: tuple[int, ...]) -> None:
+    if v in live.defs:
+        live.last_use[v] = max(live.last_use[v], pos)
+
+
+def live_ranges(body: tuple[Stmt, ...]) -> dict[Var, tuple[int, int]]:
+    """Each tile var's [definition, last use] in program order (loop-extended)."""
+    live = _Liveness()
+    _scan(body, live, ())
+    ranges: dict[Var, tuple[int, int]] = {}
+    for v, start in live.defs.items():
+        ranges[v] = (start, live.last_use[v])
+    extended = _extend_for_loops(body, live)
+    for v, end in extended.items():
+        start, old_end = ranges[v]
+        ranges[v] = (start, max(old_end, end))
+    return ranges
+
+
+def _extend_for_loops(body: tuple[Stmt, ...], live: _Liveness) -> dict[Var, int]:
+    """A tile used inside a loop it was defined outside of stays live to that loop's end."""
+    ends: dict[Var, int] = {}
+    counter = [0]
+
+    def visit(stmts: tuple[Stmt, ...], loops: tuple[int, ...]) -> None:
+        for stmt in stmts:
+            pos = counter[0]
+            counter[0] += 1
+            for expr in stmt_exprs(stmt):
+                for v in used_vars(expr):
+                    if v in live.defs:
+                        outer = [lp for lp in loops if lp not in live.def_loops[v]]
+                        if outer:
+                            ends[v] = max(ends.get(v, 0), live.loop_end[outer[0]])
+            if isinstance(stmt, (For, ScopeStmt)):
+                visit(stmt.body, (*loops, pos) if isinstance(stmt, For) else loops)
+
+    visit(body, ())
+    return ends
+
+
+class _SpaceAllocator:
+    """First-fit placement in one space, above ``base`` bytes of reservations."""
+
+    def __init__(self, base: int, alignment: int) -> None:
+        self.base = base
+        self.alignment = alignment
+        self.blocks: list[tuple[int, int]] = []  # (offset, end), sorted
+        self.peak = base
+
+    def alloc(self, size: int) -> int:
+        size = _align(size, self.alignment)
+        offset = self.base
+        for start, end in self.blocks:
+            if start - offset >= size:
+                break
+            offset = max(offset, _align(end, self.alignment))
+        self.blocks.append((offset, offset + size))
+        self.blocks.sort()
+        self.peak = max(self.peak, offset + size)
+        return offset
+
+    def free(self, offset: int) -> None:
+        self.blocks = [b for b in self.blocks if b[0] != offset]
+
+
+def _align(n: int, alignment: int) -> int:
+    return -(-n // alignment) * alignment
+
+
+def plan_memory(
+    body: tuple[Stmt, ...], target: Target, reservations: tuple[Reservation, ...] = ()
+) -> MemoryPlan:
+    """Place every tile assigned in ``body``; no budget check (see :func:`check_budget`)."""
+    reserved: dict[MemorySpace, int] = defaultdict(int)
+    for r in reservations:
+        reserved[r.space] += r.size
+    allocators: dict[MemorySpace, _SpaceAllocator] = {}
+    ranges = live_ranges(body)
+    events: dict[int, list[Var]] = defaultdict(list)
+    for v, (start, _end) in ranges.items():
+        events[start].append(v)
+    dying: dict[int, list[Var]] = defaultdict(list)
+    for v, (_start, end) in ranges.items():
+        dying[end].append(v)
+
+    allocations: dict[str, Allocation] = {}
+    for pos in sorted(set(events) | set(dying)):
+        for v in dying[pos]:  # operands whose last use is this op free first: the result may reuse them
+            if ranges[v][0] < pos:
+                _release(allocators, allocations[v.name])
+        for v in events[pos]:
+            t = v.type
+            assert isinstance(t, TileType) and t.memory_space is not None
+            space = t.memory_space
+            if space not in allocators:
+                allocators[space] = _SpaceAllocator(reserved[space], target.spec(space).alignment)
+            offset = allocators[space].alloc(t.nbytes)
+            allocations[v.name] = Allocation(
+                v.name, space, offset, _align(t.nbytes, allocators[space].alignment)
+            )
+        for v in events[pos]:
+            if ranges[v][1] == pos:
+                _release(allocators, allocations[v.name])
+    peak = {space: a.peak for space, a in allocators.items()}
+    for space, size in reserved.items():
+        peak[space] = max(peak.get(space, 0), size)
+    return MemoryPlan(allocations, peak, tuple(reservations))
+
+
+def _release(allocators: dict[MemorySpace, _SpaceAllocator], alloc: Allocation) -> None:
+    allocators[alloc.space].free(alloc.offset)
+
+
+def over_budget(plan: MemoryPlan, target: Target) -> list[MemorySpace]:
+    return [s for s, used in plan.peak.items() if s in target.memory and used > target.usable(s)]
+
+
+def budget_error(
+    fn_name: str, plan: MemoryPlan, space: MemorySpace, target: Target, span: SourceSpan | None
+) -> MemoryBudgetError:
+    """The over-budget error, worded as mixed-kernels.md specifies."""
+    usage, limit = plan.peak[space], target.usable(space)
+    message = (
+        f"Function '{fn_name}': {space.name} buffer usage ({usage} bytes) "
+        f"exceeds platform limit ({limit} bytes)"
+    )
+    rings = [r for r in plan.reservations if r.space is space]
+    hint = "use smaller tiles (fewer rows per pl.load) or keep fewer tiles live at once"
+    if rings:
+        size = sum(r.size for r in rings)
+        message += (
+            f". The first {size} bytes of that space are reserved by system.reserve_buffer, so tiles"
+            " are allocated above them — this is the cross-core pipe ring."
+        )
+        if any(r.automatic for r in rings):
+            message += (
+                " Lower its depth with optimizations=[pl.cross_core_slot(slot_num=N)] on the"
+                " enclosing pl.at(...), or shrink the tile that crosses the cube/vector boundary"
+            )
+        hint = "the ring holds slot_num whole crossing tiles; pick the largest depth that fits"
+    return MemoryBudgetError(message, span, hint)
+
+
+@dataclass(frozen=True)
+class AllocateMemory:
+    """Attach a ``MemoryPlan`` to every kernel and check each space against the target."""
+
+    name: str = "AllocateMemory"
+
+    def run(self, program: Program, ctx: PassContext) -> Program:
+        funcs = []
+        for fn in program.functions:
+            if fn.kind in KERNEL_KINDS:
+                fn = self.allocate(fn, ctx.target)
+            funcs.append(fn)
+        return replace(program, functions=tuple(funcs))
+
+    def allocate(self, fn: Function, target: Target) -> Function:
+        reservations = tuple(fn.attrs.get("reservations", ()))
+        plan = plan_memory(fn.body, target, reservations)
+        for space in over_budget(plan, target):
+            raise budget_error(fn.name, plan, space, target, fn.span)
+        return replace(fn, attrs={**fn.attrs, "memory_plan": plan})

@@ -1,0 +1,189 @@
+"""OutlineScopes: each ``pl.at(CORE_GROUP)`` scope of the entry becomes an InCore kernel."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from pypto.ir import (
+    UNIT,
+    Assign,
+    Const,
+    Direction,
+    Eval,
+    For,
+    Function,
+    FunctionKind,
+    Level,
+    Param,
+    ParseError,
+    Program,
+    ScalarType,
+    ScopeStmt,
+    Stmt,
+    TensorType,
+    TupleExpr,
+    TupleType,
+    Var,
+    get_op,
+    make_call,
+)
+from pypto.ir.nodes import Call, Expr, stmt_exprs, walk_expr, walk_stmts
+from pypto.ir.types import INDEX, describe
+from pypto.passes.manager import PassContext
+from pypto.passes.rewrite import NameGen, defined_vars, free_vars, substitute_body, vars_used_in
+
+
+def zero_offsets(rank: int) -> TupleExpr:
+    zeros = tuple(Const(0, INDEX) for _ in range(rank))
+    return TupleExpr(zeros, TupleType(tuple(INDEX for _ in range(rank))))
+
+
+def tensor_access(body: tuple[Stmt, ...]) -> tuple[set[Var], set[Var]]:
+    """(vars read, vars written in place) by the ops of ``body``, by the op table's effects."""
+    read: set[Var] = set()
+    written: set[Var] = set()
+    for stmt in walk_stmts(body):
+        for expr in stmt_exprs(stmt):
+            for e in walk_expr(expr):
+                if not isinstance(e, Call) or e.op == "call":
+                    continue
+                writes = get_op(e.op).writes
+                for index, arg in enumerate(e.args):
+                    if isinstance(arg, Var):
+                        (written if index in writes else read).add(arg)
+    return read, written
+
+
+@dataclass(frozen=True)
+class OutlineScopes:
+    """Turn scopes into InCore kernels called from the orchestration.
+
+    Tensors a scope reads become In params, tensors it writes Out (or InOut when also read);
+    scalars it uses become scalar params. A tensor value computed in the scope and used after
+    it is allocated by the orchestration (``tensor.create``) and written by the kernel.
+    """
+
+    name: str = "OutlineScopes"
+
+    def run(self, program: Program, ctx: PassContext) -> Program:
+        entry = program.entry_function
+        names = NameGen(fn.name for fn in program.functions)
+        kernels: list[Function] = []
+        body = self._block(entry, entry.body, names, kernels)
+        # `c2 = pl.store(t, [0, 0], c)` inside a scope names `c` itself once outside it.
+        aliases: dict[Var, Expr] = {}
+        for kernel in kernels:
+            aliases.update(_write_aliases(kernel.body))
+        entry = replace(entry, body=substitute_body(body, aliases))
+        funcs = tuple(entry if f is program.entry_function else f for f in program.functions)
+        return replace(program, functions=funcs + tuple(kernels))
+
+    def _block(
+        self, entry: Function, body: tuple[Stmt, ...], names: NameGen, kernels: list[Function]
+    ) -> tuple[Stmt, ...]:
+        out: list[Stmt] = []
+        for stmt in body:
+            if isinstance(stmt, ScopeStmt):
+                out.extend(self._outline(entry, stmt, names, kernels))
+            elif isinstance(stmt, For):
+                out.append(replace(stmt, body=self._block(entry, stmt.body, names, kernels)))
+            else:
+                out.append(stmt)
+        return tuple(out)
+
+    def _outline(
+        self, entry: Function, scope: ScopeStmt, names: NameGen, kernels: list[Function]
+    ) -> list[Stmt]:
+        if scope.level is not Level.CORE_GROUP:
+            raise ParseError(
+                f"pl.at(level=pl.Level.{scope.level.name}) does not make a kernel yet",
+                scope.span,
+                "use pl.at(level=pl.Level.CORE_GROUP)",
+            )
+        kernel_name = names.fresh(scope.name_hint or f"{entry.name}_incore")
+        kernel_names = NameGen(v.name for v in (*defined_vars(scope.body), *free_vars(scope.body)))
+        outside_uses = set(vars_used_in(_without(entry.body, scope)))
+        aliased = _write_aliases(scope.body)
+        escaping = [v for v in _assigned(scope.body) if v in outside_uses and v not in aliased]
+
+        read, written = tensor_access(scope.body)
+        params: list[Param] = []
+        for v in free_vars(scope.body):
+            if isinstance(v.type, TensorType):
+                params.append(Param(v, _direction(v in read, v in written)))
+            elif isinstance(v.type, ScalarType):
+                params.append(Param(v))
+            else:
+                raise ParseError(
+                    f"{v.name} ({describe(v.type)}) is defined outside scope "
+                    f"'{kernel_name}' and cannot be passed into it",
+                    v.span,
+                    "only tensors and scalars cross a pl.at(...) boundary",
+                )
+
+        pre: list[Stmt] = []
+        renames: dict[Var, Expr] = {}
+        call_args: list[Expr] = [p.var for p in params]
+        tail: list[Stmt] = []
+        for v in escaping:
+            if not isinstance(v.type, TensorType):
+                raise ParseError(
+                    f"{v.name} ({describe(v.type)}) is computed in scope '{kernel_name}' "
+                    "but used after it; only tensors can leave a scope",
+                    v.span,
+                    "store the tile into a tensor (pl.store) and use the tensor outside",
+                )
+            # The orchestration now owns `v` (allocated before the call); the kernel computes
+            # into a renamed value and writes it to an Out param of the same name.
+            inner = Var(kernel_names.fresh(v.name), v.type, v.span)
+            renames[v] = inner
+            out_param = Var(v.name, v.type, v.span)
+            params.append(Param(out_param, Direction.Out))
+            call_args.append(v)
+            create = make_call("tensor.create", (), {"shape": v.type.shape, "dtype": v.type.dtype}, v.span)
+            pre.append(Assign(v, create, v.span))
+            offsets = zero_offsets(len(v.type.shape))
+            tail.append(Eval(make_call("tensor.assemble", (out_param, inner, offsets), {}, v.span), v.span))
+        kernel_body = substitute_body(scope.body, renames) + tuple(tail)
+        attrs: dict[str, object] = {}
+        if scope.split is not None:
+            attrs["split"] = scope.split
+        if scope.slot_num is not None:
+            attrs["slot_num"] = scope.slot_num
+        kernels.append(
+            Function(kernel_name, tuple(params), kernel_body, FunctionKind.InCore, scope.span, attrs)
+        )
+        call = make_call("call", tuple(call_args), {"callee": kernel_name}, scope.span, type=UNIT)
+        return [*pre, Eval(call, scope.span)]
+
+
+def _write_aliases(body: tuple[Stmt, ...]) -> dict[Var, Expr]:
+    """Targets of ops that write a tensor in place and return it: target -> written tensor."""
+    aliases: dict[Var, Expr] = {}
+    for stmt in walk_stmts(body):
+        if isinstance(stmt, Assign) and isinstance(stmt.value, Call) and stmt.value.op != "call":
+            writes = get_op(stmt.value.op).writes
+            if writes:
+                aliases[stmt.target] = stmt.value.args[writes[0]]
+    return aliases
+
+
+def _direction(read: bool, written: bool) -> Direction:
+    if written:
+        return Direction.InOut if read else Direction.Out
+    return Direction.In
+
+
+def _assigned(body: tuple[Stmt, ...]) -> list[Var]:
+    return [s.target for s in walk_stmts(body) if isinstance(s, Assign)]
+
+
+def _without(body: tuple[Stmt, ...], scope: ScopeStmt) -> tuple[Stmt, ...]:
+    out: list[Stmt] = []
+    for stmt in body:
+        if stmt is scope:
+            continue
+        if isinstance(stmt, (For, ScopeStmt)):
+            stmt = replace(stmt, body=_without(stmt.body, scope))
+        out.append(stmt)
+    return tuple(out)

@@ -1,0 +1,131 @@
+"""Small IR-rewriting tools the passes share: fresh names, substitution, def/use queries."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
+from dataclasses import replace
+
+from pypto.ir import (
+    Assign,
+    Call,
+    Eval,
+    Expr,
+    For,
+    Function,
+    FunctionKind,
+    Program,
+    Return,
+    ScopeStmt,
+    Stmt,
+    TupleExpr,
+    Var,
+    make_call,
+)
+from pypto.ir.nodes import stmt_exprs, used_vars, walk_stmts
+
+
+class NameGen:
+    """Hands out names unique within one function: ``acc``, ``acc_1``, ``acc_2`` ..."""
+
+    def __init__(self, taken: Iterable[str] = ()) -> None:
+        self.taken = set(taken)
+
+    @classmethod
+    def for_function(cls, fn: Function) -> NameGen:
+        names = {p.var.name for p in fn.params}
+        names |= {v.name for v in defined_vars(fn.body)}
+        return cls(names)
+
+    def fresh(self, base: str) -> str:
+        name, n = base, 0
+        while name in self.taken:
+            n += 1
+            name = f"{base}_{n}"
+        self.taken.add(name)
+        return name
+
+
+def defined_vars(body: tuple[Stmt, ...]) -> Iterator[Var]:
+    """Assignment targets and loop variables, nested bodies included."""
+    for stmt in walk_stmts(body):
+        if isinstance(stmt, Assign):
+            yield stmt.target
+        elif isinstance(stmt, For):
+            yield stmt.var
+
+
+def vars_used_in(body: tuple[Stmt, ...]) -> Iterator[Var]:
+    for stmt in walk_stmts(body):
+        for expr in stmt_exprs(stmt):
+            yield from used_vars(expr)
+
+
+def free_vars(body: tuple[Stmt, ...]) -> list[Var]:
+    """Vars ``body`` uses but does not define, in first-use order."""
+    defined = set(defined_vars(body))
+    seen: dict[Var, None] = {}
+    for v in vars_used_in(body):
+        if v not in defined:
+            seen.setdefault(v, None)
+    return list(seen)
+
+
+def substitute_expr(expr: Expr, mapping: Mapping[Var, Expr]) -> Expr:
+    """Replace vars by ``mapping``; calls whose operands changed are re-typed by the op table."""
+    if isinstance(expr, Var):
+        return mapping.get(expr, expr)
+    if isinstance(expr, TupleExpr):
+        elements = tuple(substitute_expr(e, mapping) for e in expr.elements)
+        if all(a is b for a, b in zip(elements, expr.elements, strict=True)):
+            return expr
+        return replace(expr, elements=elements)
+    if isinstance(expr, Call):
+        args = tuple(substitute_expr(a, mapping) for a in expr.args)
+        if all(a is b for a, b in zip(args, expr.args, strict=True)):
+            return expr
+        if expr.op == "call":
+            return replace(expr, args=args)
+        return make_call(expr.op, args, expr.attrs, expr.span)
+    return expr
+
+
+def substitute_body(body: tuple[Stmt, ...], mapping: dict[Var, Expr]) -> tuple[Stmt, ...]:
+    """Substitute through a body. An assignment whose target maps to a Var is renamed; a
+    re-typed assignment gets a new target var, recorded in ``mapping`` so later uses follow it."""
+    out: list[Stmt] = []
+    for stmt in body:
+        if isinstance(stmt, Assign):
+            value = substitute_expr(stmt.value, mapping)
+            renamed = mapping.get(stmt.target)
+            target = renamed if isinstance(renamed, Var) else stmt.target
+            if value.type != target.type:
+                target = replace(target, type=value.type)
+                mapping[stmt.target] = target
+            out.append(replace(stmt, target=target, value=value))
+        elif isinstance(stmt, Eval):
+            out.append(replace(stmt, value=substitute_expr(stmt.value, mapping)))
+        elif isinstance(stmt, Return):
+            out.append(replace(stmt, values=tuple(substitute_expr(v, mapping) for v in stmt.values)))
+        elif isinstance(stmt, For):
+            out.append(
+                replace(
+                    stmt,
+                    start=substitute_expr(stmt.start, mapping),
+                    stop=substitute_expr(stmt.stop, mapping),
+                    step=substitute_expr(stmt.step, mapping),
+                    body=substitute_body(stmt.body, mapping),
+                )
+            )
+        elif isinstance(stmt, ScopeStmt):
+            out.append(replace(stmt, body=substitute_body(stmt.body, mapping)))
+        else:
+            out.append(stmt)
+    return tuple(out)
+
+
+def map_functions(
+    program: Program, kinds: Container[FunctionKind], fn_pass: Callable[[Function], Function]
+) -> Program:
+    """Apply ``fn_pass(fn)`` to every function whose kind is in ``kinds``."""
+    funcs = tuple(fn_pass(fn) if fn.kind in kinds else fn for fn in program.functions)
+    return replace(program, functions=funcs)

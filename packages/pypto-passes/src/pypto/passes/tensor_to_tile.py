@@ -1,0 +1,326 @@
+"""ConvertTensorToTileOps: whole-tensor ops inside kernels become tile instructions.
+
+Consecutive tensor-level statements of a kernel form a *region*. Tensor values computed in the
+region become tiles; tensors from global memory are loaded where they are used (Vec for vector
+operands; Mat, then Left/Right, for matmul operands); ``tensor.assemble`` becomes ``tile.store``.
+
+Regions are tiled by rows: most ops are row-local (elementwise ops, a matmul's left operand and
+result, column concat), so the region runs as a loop over row blocks of ``R`` rows. ``R`` is the
+largest divisor of the row count, at most ``max_block_rows``, for which the region's tiles fit
+the target's on-chip budgets (checked with the allocator itself). A matmul's right operand is
+loaded whole, once, before the loop.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import deque
+from dataclasses import dataclass, field, replace
+
+from pypto.ir import (
+    INDEX,
+    Assign,
+    Call,
+    Const,
+    Eval,
+    Expr,
+    For,
+    Function,
+    FunctionKind,
+    MemorySpace,
+    ParseError,
+    Program,
+    ScalarType,
+    SourceSpan,
+    Stmt,
+    Target,
+    TensorType,
+    TileType,
+    TupleExpr,
+    TupleType,
+    Var,
+    make_call,
+)
+from pypto.ir.nodes import stmt_exprs, used_vars, walk_stmts
+from pypto.passes.allocate import over_budget, plan_memory
+from pypto.passes.manager import PassContext
+from pypto.passes.rewrite import NameGen, map_functions
+
+
+def is_tensor_stmt(stmt: Stmt) -> bool:
+    """A statement the pass lowers: a tensor-level compute op or a write into a tensor."""
+    if not isinstance(stmt, (Assign, Eval)) or not isinstance(stmt.value, Call):
+        return False
+    op = stmt.value.op
+    return op.startswith("tensor.") and op != "tensor.create"
+
+
+def index_add(a: Expr, b: Expr) -> Expr:
+    """``a + b`` on indices, folded when both are constants."""
+    if isinstance(b, Const) and b.value == 0:
+        return a
+    if isinstance(a, Const) and a.value == 0:
+        return b
+    if isinstance(a, Const) and isinstance(b, Const):
+        return Const(a.value + b.value, INDEX)
+    return make_call("scalar.add", (a, b))
+
+
+def index_tuple(elements: list[Expr]) -> TupleExpr:
+    return TupleExpr(tuple(elements), TupleType(tuple(e.type for e in elements)))
+
+
+def _suffix(op: str) -> str:
+    return op.split(".", 1)[1]
+
+
+@dataclass(frozen=True)
+class ConvertTensorToTileOps:
+    name: str = "ConvertTensorToTileOps"
+    max_block_rows: int = 128
+
+    def run(self, program: Program, ctx: PassContext) -> Program:
+        return map_functions(program, (FunctionKind.InCore,), lambda fn: self.convert(fn, ctx.target))
+
+    def convert(self, fn: Function, target: Target) -> Function:
+        names = NameGen.for_function(fn)
+        return replace(fn, body=self._block(fn.body, names, target))
+
+    def _block(self, body: tuple[Stmt, ...], names: NameGen, target: Target) -> tuple[Stmt, ...]:
+        out: list[Stmt] = []
+        region: list[Stmt] = []
+        lowered_values: set[Var] = set()  # tensor values that became tiles of an earlier region
+
+        def flush() -> None:
+            for stmt in region:
+                _reject_uses(stmt, lowered_values)
+            out.extend(self._region(region, names, target))
+            lowered_values.update(_region_defs(region))
+            region.clear()
+
+        for stmt in body:
+            if is_tensor_stmt(stmt):
+                region.append(stmt)
+                continue
+            if region:
+                flush()
+            _reject_uses(stmt, lowered_values)
+            if isinstance(stmt, For):
+                stmt = replace(stmt, body=self._block(stmt.body, names, target))
+            out.append(stmt)
+        if region:
+            flush()
+        return tuple(out)
+
+    def _region(self, region: list[Stmt], names: NameGen, target: Target) -> list[Stmt]:
+        rows = _block_rows(region)
+        candidates = [None] if rows is None else _divisors_at_most(rows, self.max_block_rows)
+        attempt: list[Stmt] = []
+        for block in candidates:
+            trial_names = copy.deepcopy(names)
+            attempt = _RegionLowering(region, block, rows, trial_names, target).lower()
+            if not over_budget(plan_memory(tuple(attempt), target), target):
+                break
+        names.taken = trial_names.taken
+        return attempt
+
+
+def _divisors_at_most(n: int, limit: int) -> list[int]:
+    return [d for d in range(min(n, limit), 0, -1) if n % d == 0]
+
+
+def _region_defs(region: list[Stmt]) -> dict[Var, Call]:
+    return {s.target: s.value for s in region if isinstance(s, Assign) and isinstance(s.value, Call)}
+
+
+def _block_rows(region: list[Stmt]) -> int | None:
+    """The common row count of the region's row-local values, or None if it cannot be tiled."""
+    defs = _region_defs(region)
+    row_counts: set[int] = set()
+    for stmt in region:
+        call = stmt.value
+        assert isinstance(call, Call)
+        if call.op == "tensor.assemble":
+            operands: tuple[Expr, ...] = (call.args[1],)
+        elif call.op == "tensor.matmul":
+            if call.attrs.get("a_trans") or call.args[1] in defs:
+                return None
+            operands = (call.args[0],)
+        else:
+            operands = call.args
+        if isinstance(stmt, Assign):
+            operands = (*operands, stmt.target)
+        for x in operands:
+            if isinstance(x.type, TileType):
+                return None
+            if isinstance(x.type, TensorType):
+                row_counts.add(x.type.shape[0])
+    return row_counts.pop() if len(row_counts) == 1 else None
+
+
+def _reject_uses(stmt: Stmt, lowered_values: set[Var]) -> None:
+    for inner in walk_stmts((stmt,)):
+        for expr in stmt_exprs(inner):
+            for v in used_vars(expr):
+                if v in lowered_values:
+                    raise ParseError(
+                        f"{v.name} is the result of a tensor-level op and is used after tile "
+                        "ops that come between; the compiler cannot keep it on chip",
+                        inner.span,
+                        "write it into a tensor first (out[:] = ...) and pl.load it, or keep "
+                        "the tensor-level ops together",
+                    )
+
+
+@dataclass
+class _RegionLowering:
+    region: list[Stmt]
+    block: int | None  # rows per block; None: the region runs whole
+    rows: int | None
+    names: NameGen
+    target: Target
+    tiles: dict[tuple[Var, MemorySpace, bool], Var] = field(default_factory=dict)
+    hoisted: list[Stmt] = field(default_factory=list)
+    body: list[Stmt] = field(default_factory=list)
+    row: Expr = field(default_factory=lambda: Const(0, INDEX))
+
+    def lower(self) -> list[Stmt]:
+        looped = self.block is not None and self.rows is not None and self.block < self.rows
+        if looped:
+            self.row = Var(self.names.fresh("r"), INDEX)
+        self.defs = _region_defs(self.region)
+        for stmt in self.region:
+            self._stmt(stmt)
+        if not looped:
+            return self.hoisted + self.body
+        assert isinstance(self.row, Var) and self.rows is not None and self.block is not None
+        span = self.region[0].span
+        loop = For(
+            self.row,
+            Const(0, INDEX),
+            Const(self.rows, INDEX),
+            Const(self.block, INDEX),
+            tuple(self.body),
+            span=span,
+        )
+        return [*self.hoisted, loop]
+
+    # -- statements
+
+    def _stmt(self, stmt: Stmt) -> None:
+        call = stmt.value  # type: ignore[attr-defined]
+        if call.op == "tensor.assemble":
+            self._assemble(call, stmt.span)
+            return
+        assert isinstance(stmt, Assign)
+        op = _suffix(call.op)
+        if op == "matmul":
+            lhs = self._tile(call.args[0], MemorySpace.Left, True, call.span)
+            rhs = self._tile(call.args[1], MemorySpace.Right, False, call.span)
+            args: tuple[Expr, ...] = (lhs, rhs)
+        else:
+            args = tuple(
+                a if isinstance(a.type, ScalarType) else self._tile(a, MemorySpace.Vec, True, call.span)
+                for a in call.args
+            )
+        value = make_call(f"tile.{op}", args, call.attrs, call.span)
+        tile = Var(stmt.target.name, value.type, stmt.target.span)
+        self.body.append(Assign(tile, value, stmt.span))
+        assert isinstance(value.type, TileType) and value.type.memory_space is not None
+        self.tiles[(stmt.target, value.type.memory_space, True)] = tile
+
+    def _assemble(self, call: Call, span: SourceSpan | None) -> None:
+        dst, value, offsets = call.args
+        assert isinstance(offsets, TupleExpr)
+        if isinstance(value.type, TileType):
+            tile = value
+        else:
+            natural = self._natural_space(value)
+            tile = self._tile(value, natural, True, call.span)
+        elements = list(offsets.elements)
+        elements[0] = index_add(elements[0], self.row)
+        store = make_call("tile.store", (tile, index_tuple(elements), dst), {}, call.span)
+        self.body.append(Eval(store, span))
+
+    def _natural_space(self, value: Expr) -> MemorySpace:
+        for (var, space, _), _tile in self.tiles.items():
+            if var is value:
+                return space
+        return MemorySpace.Vec
+
+    # -- operands
+
+    def _tile(self, x: Expr, space: MemorySpace, row_local: bool, span: SourceSpan | None) -> Expr:
+        if isinstance(x.type, TileType):
+            return x
+        assert isinstance(x, Var)
+        key = (x, space, row_local)
+        if key in self.tiles:
+            return self.tiles[key]
+        tile = self._convert(x, space, span) if x in self.defs else self._load(x, space, row_local, span)
+        self.tiles[key] = tile
+        return tile
+
+    def _convert(self, x: Var, space: MemorySpace, span: SourceSpan | None) -> Var:
+        """A computed value needed in another space: move it along the target's legal paths."""
+        src_key = next(k for k in self.tiles if k[0] is x and k[2])
+        tile = self.tiles[src_key]
+        for hop in _route(self.target, src_key[1], space):
+            tile = self._emit(
+                f"{x.name}_{hop.name.lower()}",
+                make_call("tile.move", (tile,), {"target_memory": hop}),
+                self.body,
+            )
+        return tile
+
+    def _load(self, x: Var, space: MemorySpace, row_local: bool, span: SourceSpan | None) -> Var:
+        assert isinstance(x.type, TensorType)
+        shape = list(x.type.shape)
+        offsets: list[Expr] = [Const(0, INDEX) for _ in shape]
+        blocked = row_local and self.block is not None
+        if blocked:
+            shape[0] = self.block  # type: ignore[assignment]
+            offsets[0] = self.row
+        sink = self.body if blocked or not isinstance(self.row, Var) else self.hoisted
+        staging = (
+            MemorySpace.Mat if space in (MemorySpace.Left, MemorySpace.Right, MemorySpace.Bias) else space
+        )
+        attrs = {"shape": tuple(shape), "target_memory": staging}
+        tile = self._emit(
+            f"{x.name}_{staging.name.lower()}", make_call("tile.load", (x, index_tuple(offsets)), attrs), sink
+        )
+        if staging is not space:
+            tile = self._emit(
+                f"{x.name}_{space.name.lower()}",
+                make_call("tile.move", (tile,), {"target_memory": space}),
+                sink,
+            )
+        return tile
+
+    def _emit(self, base: str, value: Call, sink: list[Stmt]) -> Var:
+        tile = Var(self.names.fresh(base), value.type, value.span)
+        sink.append(Assign(tile, value, value.span))
+        return tile
+
+
+_VIA_MAT = (MemorySpace.Left, MemorySpace.Right, MemorySpace.Bias)
+
+
+def _move(tile: Expr, space: MemorySpace, span: SourceSpan | None) -> Call:
+    return make_call("tile.move", (tile,), {"target_memory": space}, span)
+
+
+def _route(target: Target, src: MemorySpace, dst: MemorySpace) -> list[MemorySpace]:
+    """Spaces to move through from ``src`` to ``dst`` along legal paths; a direct (illegal)
+    hop when none exists — a cube/vector crossing that later passes turn into a pipe or reject."""
+    frontier = deque([(src, [])])
+    seen = {src}
+    while frontier:
+        space, path = frontier.popleft()
+        if space is dst:
+            return path
+        for a, b in target.data_paths:
+            if a is space and b not in seen and b is not MemorySpace.DDR:
+                seen.add(b)
+                frontier.append((b, [*path, b]))
+    return [dst]
