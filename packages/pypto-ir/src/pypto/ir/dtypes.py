@@ -51,9 +51,7 @@ class DataType(Enum):
 
 
 # torch dtype name -> DataType, for binding call arguments. INDEX is never inferred from torch.
-DTYPE_BY_TORCH_NAME: dict[str, DataType] = {
-    dt.torch_name: dt for dt in DataType if dt is not DataType.INDEX
-}
+DTYPE_BY_TORCH_NAME: dict[str, DataType] = {dt.torch_name: dt for dt in DataType if dt is not DataType.INDEX}
 
 
 def dtype_from_torch_name(name: str) -> DataType | None:

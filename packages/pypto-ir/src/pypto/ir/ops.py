@@ -436,9 +436,8 @@ def _declare_all() -> None:
     declare(OpDef("tile.move", Unit.MTE, _move("tile.move"), reads=(0,), cost="move"))
     declare(OpDef("tile.create", Unit.SCALAR, _create_tile("tile.create")))
     declare(OpDef("tensor.create", Unit.HOST, _create_tensor("tensor.create")))
-    declare(
-        OpDef("tensor.assemble", Unit.MTE, _assemble("tensor.assemble"), reads=(1,), writes=(0,), cost="store")
-    )
+    assemble = _assemble("tensor.assemble")
+    declare(OpDef("tensor.assemble", Unit.MTE, assemble, reads=(1,), writes=(0,), cost="store"))
     declare(OpDef("call", Unit.HOST, _given("call"), doc="call a kernel; attrs: callee"))
     for name in SCALAR_BINARY + SCALAR_COMPARE:
         declare(OpDef(f"scalar.{name}", Unit.SCALAR, _scalar_binary(f"scalar.{name}")))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pypto.ir.errors import PyptoError, VerificationError
+from pypto.ir.errors import VerificationError
 from pypto.ir.nodes import (
     Assign,
     Call,
@@ -66,18 +66,16 @@ def _verify_expr(
             continue
         opdef = get_op(e.op)
         if e.op == "call":
-            if callees is not None and e.attrs.get("callee") not in callees:
-                raise VerificationError(f"in {fn.name}: call to unknown kernel {e.attrs.get('callee')!r}", e.span)
+            callee = e.attrs.get("callee")
+            if callees is not None and callee not in callees:
+                raise VerificationError(f"in {fn.name}: call to unknown kernel {callee!r}", e.span)
             continue
         if fn.kind is FunctionKind.Orchestration and not in_scope and opdef.unit in _DEVICE_UNITS:
             raise VerificationError(
                 f"in {fn.name}: {opdef.dsl_name} runs on a core but sits in the orchestration body",
                 e.span,
             )
-        try:
-            expected = opdef.infer(e.args, e.attrs, e.span)
-        except PyptoError:
-            raise
+        expected = opdef.infer(e.args, e.attrs, e.span)
         if expected != e.type:
             raise VerificationError(
                 f"in {fn.name}: {opdef.dsl_name} has type {e.type} but its rule gives {expected}",
