@@ -67,11 +67,11 @@ def _use(live: _Liveness, v: Var, pos: int, loops: tuple[int, ...]) -> None:
         live.last_use[v] = max(live.last_use[v], pos)
 
 
-def live_ranges(body: tuple[Stmt, ...]) -> dict[Var, tuple[int, int]]:
+def live_ranges(body: tuple[Stmt, ...]) -> dict[Var, tuple[int, float]]:
     """Each tile var's [definition, last use] in program order (loop-extended)."""
     live = _Liveness()
     _scan(body, live, ())
-    ranges: dict[Var, tuple[int, int]] = {}
+    ranges: dict[Var, tuple[int, float]] = {}
     for v, start in live.defs.items():
         ranges[v] = (start, live.last_use[v])
     extended = _extend_for_loops(body, live)
@@ -81,9 +81,9 @@ def live_ranges(body: tuple[Stmt, ...]) -> dict[Var, tuple[int, int]]:
     return ranges
 
 
-def _extend_for_loops(body: tuple[Stmt, ...], live: _Liveness) -> dict[Var, int]:
+def _extend_for_loops(body: tuple[Stmt, ...], live: _Liveness) -> dict[Var, float]:
     """A tile used inside a loop it was defined outside of stays live to that loop's end."""
-    ends: dict[Var, int] = {}
+    ends: dict[Var, float] = {}
     counter = [0]
 
     def visit(stmts: tuple[Stmt, ...], loops: tuple[int, ...]) -> None:
@@ -95,7 +95,8 @@ def _extend_for_loops(body: tuple[Stmt, ...], live: _Liveness) -> dict[Var, int]
                     if v in live.defs:
                         outer = [lp for lp in loops if lp not in live.def_loops[v]]
                         if outer:
-                            ends[v] = max(ends.get(v, 0), live.loop_end[outer[0]])
+                            # Live through the loop's last op too: the next iteration reads it.
+                            ends[v] = max(ends.get(v, 0), live.loop_end[outer[0]] + 0.5)
             if isinstance(stmt, (For, ScopeStmt)):
                 visit(stmt.body, (*loops, pos) if isinstance(stmt, For) else loops)
 
@@ -141,10 +142,10 @@ def plan_memory(
         reserved[r.space] += r.size
     allocators: dict[MemorySpace, _SpaceAllocator] = {}
     ranges = live_ranges(body)
-    events: dict[int, list[Var]] = defaultdict(list)
+    events: dict[float, list[Var]] = defaultdict(list)
     for v, (start, _end) in ranges.items():
         events[start].append(v)
-    dying: dict[int, list[Var]] = defaultdict(list)
+    dying: dict[float, list[Var]] = defaultdict(list)
     for v, (_start, end) in ranges.items():
         dying[end].append(v)
 
