@@ -1,0 +1,64 @@
+"""Sessions: lint, tests (everything in one environment), isolated (each package alone),
+examples (every file under examples/), bench (modeled and wall-clock figures)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nox
+
+nox.options.sessions = ["lint", "tests", "isolated", "examples"]
+nox.options.reuse_existing_virtualenvs = True
+
+ROOT = Path(__file__).parent
+CONSTRAINTS = ("-c", str(ROOT / "constraints.txt"))
+# Each package and the local packages it declares, in install order.
+PACKAGES: dict[str, list[str]] = {
+    "pypto-ir": ["pypto-ir"],
+    "pypto-passes": ["pypto-ir", "pypto-passes"],
+    "pypto-lang": ["pypto-ir", "pypto-passes", "pypto-lang"],
+    "pypto-sim-a2a3": ["pypto-ir", "pypto-sim-a2a3"],
+    "pypto-models": ["pypto-ir", "pypto-passes", "pypto-lang", "pypto-models"],
+}
+NEEDS_NO_TORCH = ("pypto-ir", "pypto-passes")
+
+
+def _install_all(session: nox.Session) -> None:
+    session.install(*CONSTRAINTS, "-r", str(ROOT / "requirements.txt"))
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    session.install("ruff")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    _install_all(session)
+    session.run("python", "-m", "pytest", *session.posargs)
+
+
+@nox.session
+@nox.parametrize("package", list(PACKAGES))
+def isolated(session: nox.Session, package: str) -> None:
+    """Install one package with only its declared dependencies and run its own tests."""
+    paths = [str(ROOT / "packages" / name) for name in PACKAGES[package]]
+    session.install(*CONSTRAINTS, "pytest", *paths)
+    if package in NEEDS_NO_TORCH:
+        session.run("python", "-c", "import importlib.util as u, sys; sys.exit(u.find_spec('torch') is not None)")
+    session.run("python", "-m", "pytest", "-p", "no:cacheprovider", str(ROOT / "packages" / package / "tests"))
+
+
+@nox.session
+def examples(session: nox.Session) -> None:
+    """Run every example; each checks itself against torch and prints OK."""
+    _install_all(session)
+    for path in sorted((ROOT / "examples").rglob("*.py")):
+        if "plugins" in path.parts:
+            continue
+        output = session.run("python", str(path), silent=True)
+        if not output or output.strip().splitlines()[-1] != "OK":
+            session.error(f"{path.relative_to(ROOT)} did not print OK:\n{output}")
+        session.log(f"{path.relative_to(ROOT)}: OK")
