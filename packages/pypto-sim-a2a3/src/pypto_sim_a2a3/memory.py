@@ -1,0 +1,92 @@
+"""On-chip memory of one core: real byte buffers, and tiles as views at their allocated offsets.
+
+Because a tile is ``buffer[offset:offset + nbytes]`` reinterpreted, two tiles whose allocations
+overlap share bytes, and a planning bug shows up as wrong numbers, as it would on the chip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import torch
+
+from pypto.ir import (
+    Allocation,
+    DataType,
+    Function,
+    MemoryPlan,
+    MemorySpace,
+    SourceSpan,
+    Target,
+    TileType,
+    Var,
+    VerificationError,
+)
+
+
+def torch_dtype(dtype: DataType) -> torch.dtype:
+    """The torch dtype holding ``dtype`` elements, e.g. ``DataType.FP16 -> torch.float16``."""
+    return getattr(torch, dtype.torch_name)
+
+
+class CoreMemory:
+    """One ``torch.uint8`` buffer per on-chip space a core owns, sized by the target's capacity.
+
+    ``CoreMemory(A2A3_TARGET, [MemorySpace.Vec]).buffers[MemorySpace.Vec]`` is 196608 zero bytes.
+    """
+
+    def __init__(self, target: Target, spaces: Iterable[MemorySpace]):
+        self.target = target
+        self.buffers = {s: torch.zeros(target.spec(s).capacity, dtype=torch.uint8) for s in spaces}
+
+    def shares_storage(self, tensor: torch.Tensor) -> bool:
+        """True if ``tensor`` is a view into one of this core's buffers."""
+        ptr = tensor.untyped_storage().data_ptr()
+        return any(buf.untyped_storage().data_ptr() == ptr for buf in self.buffers.values())
+
+    def view(self, allocation: Allocation, tile: TileType) -> torch.Tensor:
+        """The tile's elements: ``buffer[offset:offset + nbytes]`` as ``tile.dtype`` of ``tile.shape``."""
+        buf = self.buffers[allocation.space]
+        raw = buf[allocation.offset : allocation.offset + tile.nbytes]
+        return raw.view(torch_dtype(tile.dtype)).view(tile.shape)
+
+    def place(self, kernel: Function, var: Var, core: str, span: SourceSpan | None) -> torch.Tensor:
+        """The buffer view of tile ``var`` of ``kernel`` per its memory plan, after checking the plan."""
+        assert isinstance(var.type, TileType)
+        allocation = self._allocation(kernel, var, span)
+        problem = self._problem(allocation, var.type, core)
+        if problem is not None:
+            raise VerificationError(
+                f"in kernel {kernel.name}: tile {var.name} {problem}",
+                span,
+                "fix the kernel's memory plan (the AllocateMemory pass places every tile)",
+            )
+        return self.view(allocation, var.type)
+
+    @staticmethod
+    def _allocation(kernel: Function, var: Var, span: SourceSpan | None) -> Allocation:
+        plan = kernel.attrs.get("memory_plan")
+        allocation = plan.of(var.name) if isinstance(plan, MemoryPlan) else None
+        if allocation is None:
+            raise VerificationError(
+                f"in kernel {kernel.name}: tile {var.name} has no allocation in the memory plan",
+                span,
+                "run the AllocateMemory pass, or give the tile an Allocation in fn.attrs['memory_plan']",
+            )
+        return allocation
+
+    def _problem(self, allocation: Allocation, tile: TileType, core: str) -> str | None:
+        a = allocation
+        where = f"{a.space.name}[{a.offset}:{a.end}]"
+        if tile.memory_space is not None and tile.memory_space is not a.space:
+            return f"is a {tile.memory_space.name} tile but is allocated in {a.space.name}"
+        if a.space not in self.buffers:
+            return f"is allocated in {a.space.name}, which the {core} core does not have"
+        spec = self.target.spec(a.space)
+        if a.offset < 0 or a.end > spec.capacity:
+            return f"at {where} lies outside the {spec.capacity}-byte {a.space.name}"
+        if a.offset % spec.alignment:
+            return f"at {where} is not aligned to {spec.alignment} bytes"
+        if a.size < tile.nbytes:
+            return f"at {where} has {a.size} bytes but needs {tile.nbytes}"
+        return None

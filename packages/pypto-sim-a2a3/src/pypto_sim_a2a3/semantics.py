@@ -1,0 +1,292 @@
+"""What each op computes: one function per op name, looked up in :data:`SEMANTICS`.
+
+An implementation takes the ``Call`` (for its attrs, result type and span) and its evaluated
+operands (torch tensors for tiles and GM tensors, Python numbers for scalars, tuples for offset
+lists) and returns a fresh value; the interpreter copies tile results into their buffers. Only
+``tile.store`` has an effect: it writes a region of a GM tensor.
+
+Hardware dtype behaviour: vector ops compute in the operand dtype, matmuls accumulate fp16/bf16
+in fp32 (ints in int32), and float->int casts round as the ``mode`` attr says and saturate.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from pypto.ir import Call, DataType, ScalarType, TensorType, TileType, VerificationError
+from pypto_sim_a2a3.errors import DivisionByZeroError, OutOfBoundsError
+from pypto_sim_a2a3.memory import torch_dtype
+
+OpImpl = Callable[[Call, Sequence[Any]], Any]
+
+SEMANTICS: dict[str, OpImpl] = {}
+
+
+def implements(*names: str) -> Callable[[OpImpl], OpImpl]:
+    """Register the decorated function as the semantics of each op in ``names``."""
+
+    def register(fn: OpImpl) -> OpImpl:
+        for name in names:
+            SEMANTICS[name] = fn
+        return fn
+
+    return register
+
+
+def _result(call: Call, value: torch.Tensor) -> torch.Tensor:
+    """``value`` in the dtype of the call's result type."""
+    assert isinstance(call.type, (TileType, TensorType))
+    return value.to(torch_dtype(call.type.dtype))
+
+
+def _user_op(call: Call) -> str:
+    return "pl." + call.op.split(".", 1)[1]
+
+
+# ---------------------------------------------------------------- elementwise
+
+
+def _divide(call: Call, lhs: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
+    if lhs.is_floating_point():
+        return lhs / rhs
+    if bool((rhs == 0).any()):
+        raise DivisionByZeroError(
+            f"{_user_op(call)}: integer division by zero", call.span, "guard the divisor or divide in floats"
+        )
+    return torch.div(lhs, rhs, rounding_mode="trunc")
+
+
+_BINARY: dict[str, Callable[[Call, torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    "add": lambda call, a, b: a + b,
+    "sub": lambda call, a, b: a - b,
+    "mul": lambda call, a, b: a * b,
+    "div": _divide,
+    "maximum": lambda call, a, b: torch.maximum(a, b),
+    "minimum": lambda call, a, b: torch.minimum(a, b),
+}
+
+_UNARY: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "exp": torch.exp,
+    "log": torch.log,
+    "sqrt": torch.sqrt,
+    "rsqrt": torch.rsqrt,
+    "recip": torch.reciprocal,
+    "neg": torch.neg,
+    "abs": torch.abs,
+    "relu": torch.relu,
+}
+
+
+def _binary_impl(name: str) -> OpImpl:
+    fn = _BINARY[name]
+    return lambda call, args: _result(call, fn(call, args[0], args[1]))
+
+
+def _binary_scalar_impl(name: str) -> OpImpl:
+    fn = _BINARY[name]
+
+    def impl(call: Call, args: Sequence[Any]) -> torch.Tensor:
+        tile, scalar = args
+        # The vector unit reads the scalar in the tile's dtype.
+        return _result(call, fn(call, tile, torch.tensor(scalar, dtype=tile.dtype)))
+
+    return impl
+
+
+def _unary_impl(name: str) -> OpImpl:
+    fn = _UNARY[name]
+    return lambda call, args: _result(call, fn(args[0]))
+
+
+@implements("tile.concat")
+def _concat(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    return _result(call, torch.cat([args[0], args[1]], dim=1))
+
+
+# ---------------------------------------------------------------- casts
+
+ROUNDING_MODES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "round": lambda x: torch.sign(x) * torch.floor(torch.abs(x) + 0.5),  # half away from zero
+    "rint": torch.round,  # half to even
+    "floor": torch.floor,
+    "ceil": torch.ceil,
+    "trunc": torch.trunc,
+}
+
+
+def cast_tensor(call: Call, x: torch.Tensor, dtype: DataType) -> torch.Tensor:
+    """``x`` as ``dtype``; float->int rounds per ``call.attrs["mode"]`` (default "round") and saturates."""
+    target = torch_dtype(dtype)
+    if not (x.is_floating_point() and dtype.is_integer):
+        return x.to(target)
+    mode = call.attrs.get("mode", "round")
+    if mode not in ROUNDING_MODES:
+        raise VerificationError(
+            f"{_user_op(call)}: unknown rounding mode {mode!r}",
+            call.span,
+            f"use one of {', '.join(repr(m) for m in ROUNDING_MODES)}",
+        )
+    info = torch.iinfo(target)
+    rounded = ROUNDING_MODES[mode](x.to(torch.float64))
+    return rounded.clamp(info.min, info.max).to(target)
+
+
+@implements("tile.cast")
+def _cast(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    return cast_tensor(call, args[0], call.attrs["dtype"])
+
+
+@implements("scalar.cast")
+def _scalar_cast(call: Call, args: Sequence[Any]) -> int | float | bool:
+    value = args[0]
+    # torch.tensor infers bool and int64 itself but would narrow a Python float to float32.
+    x = torch.tensor(value, dtype=torch.float64) if isinstance(value, float) else torch.tensor(value)
+    return cast_tensor(call, x, call.attrs["dtype"]).item()
+
+
+# ---------------------------------------------------------------- cube
+
+
+def _accumulation_dtype(x: torch.Tensor) -> torch.dtype:
+    return torch.float32 if x.is_floating_point() else torch.int32
+
+
+def _product(call: Call, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``a @ b`` (transposed per the a_trans/b_trans attrs) in the cube's accumulation dtype."""
+    a = a.T if call.attrs.get("a_trans") else a
+    b = b.T if call.attrs.get("b_trans") else b
+    acc = _accumulation_dtype(a)
+    return a.to(acc) @ b.to(acc)
+
+
+@implements("tile.matmul")
+def _matmul(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    return _result(call, _product(call, args[0], args[1]))
+
+
+@implements("tile.matmul_acc")
+def _matmul_acc(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    acc, a, b = args
+    product = _product(call, a, b)
+    return _result(call, acc.to(product.dtype) + product)
+
+
+# ---------------------------------------------------------------- data movement
+
+
+def _gm_region(
+    call: Call, tensor: torch.Tensor, offsets: Sequence[int], extent: Sequence[int]
+) -> torch.Tensor:
+    """The view ``tensor[offsets : offsets + extent]``, or an OutOfBoundsError at the call."""
+    for dim, (off, size, full) in enumerate(zip(offsets, extent, tensor.shape, strict=True)):
+        if off < 0 or off + size > full:
+            raise OutOfBoundsError(
+                f"{_user_op(call)}: region [{off}:{off + size}] is outside dim {dim} of size {full} "
+                f"(offsets {list(offsets)})",
+                call.span,
+                "keep offset + tile size inside the tensor; give an edge tile a smaller valid_shape",
+            )
+    return tensor[tuple(slice(off, off + size) for off, size in zip(offsets, extent, strict=True))]
+
+
+def _leading(shape: Sequence[int]) -> tuple[slice, ...]:
+    return tuple(slice(0, n) for n in shape)
+
+
+@implements("tile.load")
+def _load(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    tensor, offsets = args
+    assert isinstance(call.type, TileType)
+    valid = call.type.valid_shape or call.type.shape
+    tile = torch.zeros(call.type.shape, dtype=torch_dtype(call.type.dtype))
+    tile[_leading(valid)] = _gm_region(call, tensor, offsets, valid)
+    return tile
+
+
+@implements("tile.store")
+def _store(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    tile, offsets, tensor = args
+    tile_type = call.args[0].type
+    assert isinstance(tile_type, TileType)
+    valid = tile_type.valid_shape or tile_type.shape
+    _gm_region(call, tensor, offsets, valid).copy_(tile[_leading(valid)])
+    return tensor
+
+
+@implements("tile.move")
+def _move(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    return args[0].clone()
+
+
+@implements("tile.create", "tensor.create")
+def _create(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    # The simulator clears new tiles so results never depend on stale bytes.
+    assert isinstance(call.type, (TileType, TensorType))
+    return torch.zeros(call.type.shape, dtype=torch_dtype(call.type.dtype))
+
+
+# ---------------------------------------------------------------- scalar (index) math
+
+_SCALAR_BINARY: dict[str, Callable[[Any, Any], Any]] = {
+    "add": operator.add,
+    "sub": operator.sub,
+    "mul": operator.mul,
+    "floordiv": operator.floordiv,
+    "truediv": operator.truediv,
+    "mod": operator.mod,
+    "min": min,
+    "max": max,
+    "lt": operator.lt,
+    "le": operator.le,
+    "gt": operator.gt,
+    "ge": operator.ge,
+    "eq": operator.eq,
+    "ne": operator.ne,
+}
+
+
+def _scalar_impl(name: str) -> OpImpl:
+    fn = _SCALAR_BINARY[name]
+
+    def impl(call: Call, args: Sequence[Any]) -> Any:
+        try:
+            value = fn(args[0], args[1])
+        except ZeroDivisionError:
+            raise DivisionByZeroError(
+                f"{_user_op(call)}: division by zero ({args[0]} / {args[1]})",
+                call.span,
+                "guard the divisor",
+            ) from None
+        return _scalar_result(call, value)
+
+    return impl
+
+
+def _scalar_result(call: Call, value: Any) -> int | float | bool:
+    assert isinstance(call.type, ScalarType)
+    dtype = call.type.dtype
+    if dtype is DataType.BOOL:
+        return bool(value)
+    return float(value) if dtype.is_float else int(value)
+
+
+@implements("scalar.neg")
+def _scalar_neg(call: Call, args: Sequence[Any]) -> Any:
+    return -args[0]
+
+
+def _register_op_families() -> None:
+    for name in _BINARY:
+        implements(f"tile.{name}")(_binary_impl(name))
+        implements(f"tile.{name}s")(_binary_scalar_impl(name))
+    for name in _UNARY:
+        implements(f"tile.{name}")(_unary_impl(name))
+    for name in _SCALAR_BINARY:
+        implements(f"scalar.{name}")(_scalar_impl(name))
+
+
+_register_op_families()

@@ -1,0 +1,94 @@
+"""The a2a3 chip (Ascend A2/A3, "dav-c220") as a :class:`pypto.ir.Target`.
+
+Every a2a3 figure the simulator uses lives here; the rest of the package reads them from the
+target, so a second target can differ. Throughputs are modeling constants, not measurements.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from pypto.ir import MemorySpace, MemorySpec, Target
+
+Mem = MemorySpace
+
+# The MTE2 (GM -> L1/UB) line runs through the vendor cost model's two reference loads:
+# 64 KiB ~ 2090 cycles and 128 KiB ~ 2775 cycles.
+_MTE2_REF_SMALL = (65536, 2090)
+_MTE2_REF_LARGE = (131072, 2775)
+_MTE2_BYTES_PER_CYCLE = (_MTE2_REF_LARGE[0] - _MTE2_REF_SMALL[0]) / (_MTE2_REF_LARGE[1] - _MTE2_REF_SMALL[1])
+_MTE2_LATENCY_CYCLES = _MTE2_REF_SMALL[1] - _MTE2_REF_SMALL[0] / _MTE2_BYTES_PER_CYCLE
+
+A2A3_COST: dict[str, float] = {
+    # cube: one 16x16x16 fp16 block (4096 MACs) per cycle; fp32 inputs take 2 passes, int8 half a pass
+    "cube_block_m": 16,
+    "cube_block_n": 16,
+    "cube_block_k": 16,
+    "cube_macs_per_cycle": 4096,
+    "cube_fp32_passes": 2,
+    "cube_int8_passes": 0.5,
+    "matmul_head_cycles": 21,  # per K-block of a matmul instruction
+    # vector: operand bytes per cycle for simple elementwise ops; exp/log/sqrt/div are slower
+    "vector_bytes_per_cycle": 256,
+    "vector_slow_factor": 4,
+    # data movement
+    "mte2_latency_cycles": _MTE2_LATENCY_CYCLES,  # 1405
+    "mte2_bytes_per_cycle": _MTE2_BYTES_PER_CYCLE,  # ~95.7
+    "mte3_bytes_per_cycle": 64,
+    "l1_to_l0a_bytes_per_cycle": 130,
+    "l1_to_l0b_bytes_per_cycle": 85,
+    "l1_to_bt_bytes_per_cycle": 85,  # no published figure; assumed like L1->L0B
+    "fixpipe_bytes_per_cycle": 118,
+    "fixpipe_drain_cycles": 164,
+    "scalar_op_cycles": 1,
+    # AICPU task dispatch
+    "task_submit_cycles": 100,
+    "task_schedule_cycles": 200,
+    "task_resolve_cycles": 390,
+    "task_complete_cycles": 240,
+}
+
+A2A3_TARGET = Target(
+    name="a2a3",
+    core_groups=24,
+    aic_per_group=1,
+    aiv_per_group=2,
+    clock_mhz=1850,
+    memory={
+        Mem.Vec: MemorySpec(capacity=196608, usable=188416, alignment=32),
+        Mem.Mat: MemorySpec(capacity=524288, usable=524288, alignment=32),
+        Mem.Left: MemorySpec(capacity=65536, usable=65536, alignment=32),
+        Mem.Right: MemorySpec(capacity=65536, usable=65536, alignment=32),
+        Mem.Acc: MemorySpec(capacity=131072, usable=131072, alignment=32),
+        Mem.Bias: MemorySpec(capacity=1024, usable=1024, alignment=32),
+    },
+    data_paths=frozenset(
+        {
+            (Mem.DDR, Mem.Vec),
+            (Mem.DDR, Mem.Mat),
+            (Mem.Vec, Mem.DDR),
+            (Mem.Mat, Mem.Left),
+            (Mem.Mat, Mem.Right),
+            (Mem.Mat, Mem.Bias),
+            (Mem.Acc, Mem.Mat),
+            (Mem.Acc, Mem.DDR),
+        }
+    ),
+    max_pipe_slots=8,
+    default_slot_num=2,
+    cost=A2A3_COST,
+)
+
+
+class CoreKind(Enum):
+    """The two kinds of core in a core group."""
+
+    AIC = "AIC"  # cube core
+    AIV = "AIV"  # vector core
+
+
+# Which on-chip memory spaces each kind of core owns.
+CORE_MEMORY_SPACES: dict[CoreKind, tuple[MemorySpace, ...]] = {
+    CoreKind.AIC: (Mem.Mat, Mem.Left, Mem.Right, Mem.Acc, Mem.Bias),
+    CoreKind.AIV: (Mem.Vec,),
+}

@@ -1,0 +1,227 @@
+"""Building lowered programs (contract 2 of docs/ir.md) by hand, for the simulator's tests.
+
+``FunctionBuilder`` appends statements; every tile-typed assignment gets a bump allocation in its
+memory space unless the test places it with ``build(at={"tile": offset})``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from pypto.ir import (
+    INDEX,
+    UNIT,
+    Allocation,
+    Assign,
+    Call,
+    Const,
+    DataType,
+    Direction,
+    Eval,
+    Expr,
+    For,
+    Function,
+    FunctionKind,
+    MemoryPlan,
+    MemorySpace,
+    Param,
+    Program,
+    Return,
+    RunReport,
+    ScalarType,
+    SourceSpan,
+    Stmt,
+    TensorType,
+    TileType,
+    TupleExpr,
+    TupleType,
+    Type,
+    Var,
+    make_call,
+)
+from pypto.ir.nodes import walk_stmts
+from pypto_sim_a2a3 import A2A3SimBackend
+
+FP32 = DataType.FP32
+FP16 = DataType.FP16
+Mem = MemorySpace
+ALIGN = 32
+
+
+def tensor_t(shape: Sequence[int], dtype: DataType = FP32) -> TensorType:
+    return TensorType(tuple(shape), dtype)
+
+
+def tile_t(shape: Sequence[int], dtype: DataType = FP32, space: MemorySpace = Mem.Vec) -> TileType:
+    return TileType(tuple(shape), dtype, space)
+
+
+def expr(value: Any) -> Expr:
+    """Ints become INDEX constants, floats FP32 constants, lists offset tuples; Exprs stay."""
+    if isinstance(value, Expr):
+        return value
+    if isinstance(value, bool):
+        return Const(value, ScalarType(DataType.BOOL))
+    if isinstance(value, int):
+        return Const(value, INDEX)
+    if isinstance(value, float):
+        return Const(value, ScalarType(FP32))
+    if isinstance(value, (list, tuple)):
+        elements = tuple(expr(v) for v in value)
+        return TupleExpr(elements, TupleType(tuple(e.type for e in elements)))
+    raise TypeError(f"cannot make an expression of {value!r}")
+
+
+@dataclass
+class FunctionBuilder:
+    """Appends statements to one function; ``build()`` attaches a memory plan."""
+
+    name: str
+    kind: FunctionKind
+    params: list[Param] = field(default_factory=list)
+    _bodies: list[list[Stmt]] = field(default_factory=lambda: [[]])
+    _line: int = 0
+
+    def span(self) -> SourceSpan:
+        self._line += 1
+        return SourceSpan(f"{self.name}.py", self._line)
+
+    def param(self, name: str, type: Type, direction: Direction = Direction.In) -> Var:
+        var = Var(name, type, self.span())
+        self.params.append(Param(var, direction))
+        return var
+
+    def op(self, name: str, op: str, *args: Any, **attrs: Any) -> Var:
+        """``name = op(*args, **attrs)``."""
+        span = self.span()
+        call = make_call(op, [expr(a) for a in args], attrs, span)
+        var = Var(name, call.type, span)
+        self._emit(Assign(var, call, span))
+        return var
+
+    def do(self, op: str, *args: Any, **attrs: Any) -> Call:
+        """``op(*args, **attrs)`` evaluated for its effect."""
+        span = self.span()
+        call = make_call(op, [expr(a) for a in args], attrs, span)
+        self._emit(Eval(call, span))
+        return call
+
+    def call(self, callee: str, *args: Any, name: str | None = None, type: Type = UNIT) -> Var | None:
+        """A kernel launch from the orchestration; assigned to ``name`` if given."""
+        span = self.span()
+        call = make_call("call", [expr(a) for a in args], {"callee": callee}, span, type=type)
+        if name is None:
+            self._emit(Eval(call, span))
+            return None
+        var = Var(name, type, span)
+        self._emit(Assign(var, call, span))
+        return var
+
+    def scalar(self, op: str, lhs: Any, rhs: Any) -> Call:
+        """A scalar expression such as ``i * 32`` to nest in offsets."""
+        return make_call(op, [expr(lhs), expr(rhs)], {}, self.span())
+
+    @contextmanager
+    def loop(self, name: str, start: Any, stop: Any, step: Any = 1) -> Iterator[Var]:
+        span = self.span()
+        var = Var(name, INDEX, span)
+        self._bodies.append([])
+        yield var
+        body = tuple(self._bodies.pop())
+        self._emit(For(var, expr(start), expr(stop), expr(step), body, span=span))
+
+    def ret(self, *values: Any) -> None:
+        self._emit(Return(tuple(expr(v) for v in values), self.span()))
+
+    def build(self, at: dict[str, int] | None = None, plan: MemoryPlan | None = None) -> Function:
+        """The function, with ``plan`` or a bump-allocated plan (``at`` pins chosen tiles' offsets)."""
+        body = tuple(self._bodies[0])
+        attrs = {"memory_plan": plan or bump_plan(body, at or {})}
+        return Function(
+            self.name, tuple(self.params), body, self.kind, SourceSpan(f"{self.name}.py", 0), attrs
+        )
+
+    def _emit(self, stmt: Stmt) -> None:
+        self._bodies[-1].append(stmt)
+
+
+def bump_plan(body: tuple[Stmt, ...], at: dict[str, int]) -> MemoryPlan:
+    """Every tile assignment at the next free aligned offset of its space (or where ``at`` says)."""
+    top: dict[MemorySpace, int] = {}
+    allocations = {}
+    for stmt in walk_stmts(body):
+        if not (isinstance(stmt, Assign) and isinstance(stmt.target.type, TileType)):
+            continue
+        tile = stmt.target.type
+        assert tile.memory_space is not None
+        offset = at.get(stmt.target.name, top.get(tile.memory_space, 0))
+        size = -(-tile.nbytes // ALIGN) * ALIGN
+        top[tile.memory_space] = max(top.get(tile.memory_space, 0), offset + size)
+        allocations[stmt.target.name] = Allocation(stmt.target.name, tile.memory_space, offset, size)
+    return MemoryPlan(allocations, dict(top))
+
+
+def program(entry: Function, *kernels: Function) -> Program:
+    return Program(entry.name, (entry, *kernels), entry.name)
+
+
+def launcher(kernel: Function) -> Function:
+    """An orchestration taking the kernel's parameters and calling it once."""
+    b = FunctionBuilder(f"{kernel.name}_host", FunctionKind.Orchestration)
+    args = [b.param(p.var.name, p.var.type, p.direction) for p in kernel.params]
+    b.call(kernel.name, *args)
+    return b.build()
+
+
+def single(kernel: Function) -> Program:
+    """A program whose entry calls ``kernel`` once with the entry's own arguments."""
+    return program(launcher(kernel), kernel)
+
+
+def run(prog: Program, *args: Any) -> RunReport:
+    return A2A3SimBackend().run(prog, list(args), {})
+
+
+# ---------------------------------------------------------------- kernels several tests use
+
+
+def vector_binary_kernel(
+    op: str, shape: Sequence[int] = (64, 128), dtype: DataType = FP32, name: str | None = None
+) -> Function:
+    """AIV kernel: ``out = op(a, b)`` over one tile."""
+    b = FunctionBuilder(name or f"vec_{op.split('.')[1]}", FunctionKind.AIV)
+    a_gm = b.param("a", tensor_t(shape, dtype))
+    b_gm = b.param("b", tensor_t(shape, dtype))
+    out = b.param("out", tensor_t(shape, dtype), Direction.Out)
+    x = b.op("x", "tile.load", a_gm, [0, 0], shape=shape, target_memory=Mem.Vec)
+    y = b.op("y", "tile.load", b_gm, [0, 0], shape=shape, target_memory=Mem.Vec)
+    z = b.op("z", op, x, y)
+    b.do("tile.store", z, [0, 0], out)
+    return b.build()
+
+
+def matmul_kernel(
+    m: int, k: int, n: int, dtype: DataType = FP32, out_dtype: DataType = FP32, name: str = "mm"
+) -> Function:
+    """AIC kernel: load A and B to Mat, move to Left/Right, matmul into Acc, store to ``c``."""
+    b = FunctionBuilder(name, FunctionKind.AIC)
+    a_gm = b.param("a", tensor_t((m, k), dtype))
+    b_gm = b.param("b", tensor_t((k, n), dtype))
+    c_gm = b.param("c", tensor_t((m, n), out_dtype), Direction.Out)
+    a_l1 = b.op("a_l1", "tile.load", a_gm, [0, 0], shape=(m, k), target_memory=Mem.Mat)
+    b_l1 = b.op("b_l1", "tile.load", b_gm, [0, 0], shape=(k, n), target_memory=Mem.Mat)
+    a_l0 = b.op("a_l0", "tile.move", a_l1, target_memory=Mem.Left)
+    b_l0 = b.op("b_l0", "tile.move", b_l1, target_memory=Mem.Right)
+    acc = b.op("acc", "tile.matmul", a_l0, b_l0, out_dtype=out_dtype)
+    b.do("tile.store", acc, [0, 0], c_gm)
+    return b.build()
+
+
+def rand(*shape: int, dtype: torch.dtype = torch.float32, seed: int = 0) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=gen).to(dtype)

@@ -1,0 +1,143 @@
+"""Cost-model invariants: relative answers, never absolute times."""
+
+from __future__ import annotations
+
+import torch
+
+from pypto.ir import INDEX, Direction, FunctionKind, Var, make_call
+from pypto_sim_a2a3 import A2A3_TARGET
+from pypto_sim_a2a3.cost import CostModel
+
+from .lowered import (
+    FP16,
+    FP32,
+    FunctionBuilder,
+    Mem,
+    expr,
+    matmul_kernel,
+    program,
+    rand,
+    run,
+    single,
+    tensor_t,
+    tile_t,
+)
+
+COST = CostModel(A2A3_TARGET)
+
+
+def _matmul_call(m, k, n, dtype=FP32):
+    a, b = Var("a", tile_t((m, k), dtype, Mem.Left)), Var("b", tile_t((k, n), dtype, Mem.Right))
+    return make_call("tile.matmul", [a, b])
+
+
+def _vector_call(op, shape=(64, 128)):
+    x = Var("x", tile_t(shape))
+    return make_call(op, [x, x] if op in ("tile.add", "tile.div") else [x])
+
+
+def _load_call(rows, cols=256):
+    gm = Var("gm", tensor_t((rows, cols)))
+    return make_call("tile.load", [gm, expr([0, 0])], {"shape": (rows, cols), "target_memory": Mem.Vec})
+
+
+def test_bigger_matmul_costs_more_cube_cycles():
+    small, big = COST.op_cost(_matmul_call(64, 64, 64)), COST.op_cost(_matmul_call(128, 128, 128))
+    assert small.unit == big.unit == "CUBE"
+    assert big.cycles > 4 * small.cycles
+
+
+def test_fp32_matmul_takes_about_twice_the_cycles_of_fp16():
+    fp32, fp16 = COST.op_cost(_matmul_call(128, 256, 128)), COST.op_cost(_matmul_call(128, 256, 128, FP16))
+    assert 1.5 < fp32.cycles / fp16.cycles <= 2
+
+
+def test_exp_is_slower_than_add_over_the_same_bytes():
+    exp = COST.op_cost(_vector_call("tile.exp"))
+    neg = COST.op_cost(_vector_call("tile.neg"))
+    assert exp.unit == neg.unit == "VECTOR"
+    assert exp.cycles == neg.cycles * A2A3_TARGET.cost["vector_slow_factor"]
+    assert exp.cycles > COST.op_cost(_vector_call("tile.add")).cycles
+
+
+def test_vector_cycles_scale_with_operand_bytes():
+    small, big = COST.op_cost(_vector_call("tile.add", (32, 128))), COST.op_cost(_vector_call("tile.add"))
+    assert big.cycles == 2 * small.cycles
+
+
+def test_loads_pay_a_fixed_latency_so_doubling_bytes_costs_less_than_double():
+    small, big = COST.op_cost(_load_call(64)), COST.op_cost(_load_call(128))
+    assert small.unit == "MTE2"
+    assert small.cycles < big.cycles < 2 * small.cycles
+
+
+def test_l1_to_l0b_moves_are_slower_than_l1_to_l0a():
+    tile = Var("t", tile_t((64, 64), FP16, Mem.Mat))
+    to_left = COST.op_cost(make_call("tile.move", [tile], {"target_memory": Mem.Left}))
+    to_right = COST.op_cost(make_call("tile.move", [tile], {"target_memory": Mem.Right}))
+    assert to_left.unit == to_right.unit == "MTE1"
+    assert to_right.cycles > to_left.cycles
+
+
+def test_storing_from_acc_goes_through_fixpipe_and_from_vec_through_mte3():
+    gm = Var("gm", tensor_t((64, 64)))
+    acc, vec = Var("acc", tile_t((64, 64), FP32, Mem.Acc)), Var("vec", tile_t((64, 64)))
+    from_acc = COST.op_cost(make_call("tile.store", [acc, expr([0, 0]), gm]))
+    from_vec = COST.op_cost(make_call("tile.store", [vec, expr([0, 0]), gm]))
+    assert (from_acc.unit, from_vec.unit) == ("FIXPIPE", "MTE3")
+
+
+def test_scalar_index_math_is_cheap_next_to_a_vector_op():
+    i = Var("i", INDEX)
+    scalar = COST.op_cost(make_call("scalar.mul", [i, expr(32)]))
+    assert scalar.unit == "SCALAR"
+    assert scalar.cycles * 100 < COST.op_cost(_vector_call("tile.add")).cycles
+
+
+def test_a_bigger_matmul_kernel_takes_more_modeled_cycles_end_to_end():
+    small = run(single(matmul_kernel(32, 32, 32)), rand(32, 32), rand(32, 32), torch.zeros(32, 32))
+    big = run(single(matmul_kernel(128, 128, 128)), rand(128, 128), rand(128, 128), torch.zeros(128, 128))
+    assert big.total_cycles > small.total_cycles
+    assert big.busy_cycles["cg0.AIC"] > small.busy_cycles["cg0.AIC"]
+
+
+def test_gm_transfer_dominates_a_small_matmul_task():
+    report = run(single(matmul_kernel(128, 256, 128, FP16)), *_fp16_mm_args())
+    task = report.tasks[0]
+    cube = COST.op_cost(_matmul_call(128, 256, 128, FP16)).cycles
+    assert cube < (task.end_cycle - task.start_cycle) / 3
+
+
+def _fp16_mm_args():
+    return rand(128, 256, dtype=torch.float16), rand(256, 128, dtype=torch.float16), torch.zeros(128, 128)
+
+
+def test_report_counts_busy_cycles_per_core_and_the_idle_cores():
+    k = FunctionBuilder("add", FunctionKind.AIV)
+    a = k.param("a", tensor_t((64, 128)))
+    out = k.param("out", tensor_t((64, 128)), Direction.Out)
+    x = k.op("x", "tile.load", a, [0, 0], shape=(64, 128), target_memory=Mem.Vec)
+    y = k.op("y", "tile.adds", x, 1.0)
+    k.do("tile.store", y, [0, 0], out)
+    report = run(single(k.build()), rand(64, 128), torch.zeros(64, 128))
+    assert set(report.busy_cycles) == {"cg0.AIC", "cg0.AIV0", "cg0.AIV1"}
+    assert report.busy_cycles["cg0.AIV0"] > 0
+    assert report.busy_cycles["cg0.AIC"] == report.busy_cycles["cg0.AIV1"] == 0
+    task = report.tasks[0]
+    assert task.end_cycle - task.start_cycle == report.busy_cycles["cg0.AIV0"]
+    assert report.total_cycles > task.end_cycle > task.start_cycle > 0
+    assert report.modeled and "modeled cycles" in report.summary()
+
+
+def test_sequential_tasks_each_pay_dispatch_and_do_not_overlap():
+    kernel = matmul_kernel(32, 32, 32)
+    host = FunctionBuilder("host", FunctionKind.Orchestration)
+    args = [host.param(p.var.name, p.var.type, p.direction) for p in kernel.params]
+    host.call("mm", *args)
+    host.call("mm", *args)
+    twice = run(program(host.build(), kernel), rand(32, 32), rand(32, 32), torch.zeros(32, 32))
+    once = run(single(kernel), rand(32, 32), rand(32, 32), torch.zeros(32, 32))
+    first, second = twice.tasks
+    assert first.end_cycle < second.start_cycle
+    assert twice.total_cycles > 2 * (once.tasks[0].end_cycle - once.tasks[0].start_cycle)
+    assert twice.busy_cycles["cg0.AIC"] == 2 * once.busy_cycles["cg0.AIC"]

@@ -1,0 +1,338 @@
+"""Every op's semantics against torch, and the dispatch table against the op table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from pypto.ir import INDEX, OPS, DataType, ScalarType, TensorType, TileType, Unit, Var, make_call
+from pypto_sim_a2a3 import DivisionByZeroError, OutOfBoundsError
+from pypto_sim_a2a3.semantics import SEMANTICS
+
+from .lowered import FP16, FP32, Mem, expr, rand
+
+BINARY = {
+    "add": torch.add,
+    "sub": torch.sub,
+    "mul": torch.mul,
+    "div": torch.div,
+    "maximum": torch.maximum,
+    "minimum": torch.minimum,
+}
+UNARY = {
+    "exp": torch.exp,
+    "log": torch.log,
+    "sqrt": torch.sqrt,
+    "rsqrt": torch.rsqrt,
+    "recip": torch.reciprocal,
+    "neg": torch.neg,
+    "abs": torch.abs,
+    "relu": torch.relu,
+}
+SCALAR = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "floordiv": lambda a, b: a // b,
+    "truediv": lambda a, b: a / b,
+    "mod": lambda a, b: a % b,
+    "min": min,
+    "max": max,
+    "lt": lambda a, b: a < b,
+    "le": lambda a, b: a <= b,
+    "gt": lambda a, b: a > b,
+    "ge": lambda a, b: a >= b,
+    "eq": lambda a, b: a == b,
+    "ne": lambda a, b: a != b,
+}
+# Ops tested one by one below (the families above are parametrized).
+SINGLE_OPS = {
+    "tile.cast",
+    "tile.concat",
+    "tile.matmul",
+    "tile.matmul_acc",
+    "tile.load",
+    "tile.store",
+    "tile.move",
+    "tile.create",
+    "tensor.create",
+    "scalar.neg",
+    "scalar.cast",
+}
+TESTED_OPS = (
+    {f"tile.{n}" for n in BINARY}
+    | {f"tile.{n}s" for n in BINARY}
+    | {f"tile.{n}" for n in UNARY}
+    | {f"scalar.{n}" for n in SCALAR}
+    | SINGLE_OPS
+)
+
+
+def apply(op: str, operands: list[tuple[Any, Any]], **attrs: Any) -> Any:
+    """Run ``op``'s semantics on (type-or-expr, value) operand pairs."""
+    exprs = [t if not isinstance(t, (TileType, TensorType, ScalarType)) else Var("v", t) for t, _ in operands]
+    call = make_call(op, [expr(e) for e in exprs], attrs)
+    return SEMANTICS[op](call, [value for _, value in operands])
+
+
+def tile_of(x: torch.Tensor, space=Mem.Vec) -> tuple[TileType, torch.Tensor]:
+    dtype = {torch.float32: FP32, torch.float16: FP16, torch.int32: DataType.INT32, torch.int8: DataType.INT8}
+    return TileType(tuple(x.shape), dtype[x.dtype], space), x
+
+
+# ---------------------------------------------------------------- coverage
+
+
+def test_dispatch_table_covers_every_tile_and_scalar_op_of_the_op_table():
+    device_units = (Unit.VECTOR, Unit.CUBE, Unit.MTE, Unit.SCALAR)
+    required = {
+        name
+        for name, op in OPS.items()
+        if op.unit in device_units and name.split(".")[0] in ("tile", "scalar")
+    } | {"tensor.create"}
+    assert required - SEMANTICS.keys() == set()
+
+
+def test_every_implemented_op_has_a_semantics_test():
+    assert set(SEMANTICS) == TESTED_OPS
+
+
+# ---------------------------------------------------------------- elementwise
+
+
+@pytest.mark.parametrize("name", BINARY)
+def test_binary_tile_op_matches_torch(name):
+    a, b = rand(8, 16, seed=1), rand(8, 16, seed=2).abs() + 0.5
+    got = apply(f"tile.{name}", [tile_of(a), tile_of(b)])
+    torch.testing.assert_close(got, BINARY[name](a, b), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("name", BINARY)
+def test_binary_tile_op_with_scalar_right_operand_matches_torch(name):
+    a = rand(8, 16, seed=3)
+    got = apply(f"tile.{name}s", [tile_of(a), (ScalarType(FP32), 1.5)])
+    torch.testing.assert_close(got, BINARY[name](a, torch.tensor(1.5)), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_unary_tile_op_matches_torch(name):
+    x = rand(8, 16, seed=4).abs() + 0.1 if name in ("log", "sqrt", "rsqrt") else rand(8, 16, seed=4)
+    got = apply(f"tile.{name}", [tile_of(x)])
+    torch.testing.assert_close(got, UNARY[name](x), rtol=0, atol=0)
+
+
+def test_vector_ops_on_fp16_tiles_compute_and_return_fp16():
+    a, b = rand(8, 16, dtype=torch.float16, seed=5), rand(8, 16, dtype=torch.float16, seed=6)
+    got = apply("tile.add", [tile_of(a), tile_of(b)])
+    assert got.dtype == torch.float16
+    torch.testing.assert_close(got, a + b, rtol=0, atol=0)
+
+
+def test_integer_tile_division_truncates_toward_zero():
+    a = torch.tensor([[7, -7, 9, -9]], dtype=torch.int32)
+    b = torch.tensor([[2, 2, -4, 4]], dtype=torch.int32)
+    got = apply("tile.div", [tile_of(a), tile_of(b)])
+    assert got.tolist() == [[3, -3, -2, -2]]
+
+
+def test_integer_tile_division_by_zero_is_a_pypto_error_at_the_op():
+    a = torch.ones(1, 4, dtype=torch.int32)
+    with pytest.raises(DivisionByZeroError, match="integer division by zero"):
+        apply("tile.divs", [tile_of(a), (ScalarType(DataType.INT32), 0)])
+
+
+def test_concat_joins_columns():
+    a, b = rand(8, 16, seed=7), rand(8, 8, seed=8)
+    got = apply("tile.concat", [tile_of(a), tile_of(b)])
+    torch.testing.assert_close(got, torch.cat([a, b], dim=1), rtol=0, atol=0)
+
+
+# ---------------------------------------------------------------- casts
+
+CAST_INPUT = torch.tensor([[-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 0.49999997, -2.7]])
+CAST_EXPECTED = {
+    "round": [-3, -2, -1, 1, 2, 3, 0, -3],
+    "rint": [-2, -2, 0, 0, 2, 2, 0, -3],
+    "floor": [-3, -2, -1, 0, 1, 2, 0, -3],
+    "ceil": [-2, -1, 0, 1, 2, 3, 1, -2],
+    "trunc": [-2, -1, 0, 0, 1, 2, 0, -2],
+}
+
+
+@pytest.mark.parametrize("mode", CAST_EXPECTED)
+def test_float_to_int_cast_rounds_per_mode(mode):
+    got = apply("tile.cast", [tile_of(CAST_INPUT)], dtype=DataType.INT32, mode=mode)
+    assert got.dtype == torch.int32
+    assert got.tolist() == [CAST_EXPECTED[mode]]
+
+
+def test_float_to_int_cast_saturates_at_the_integer_range():
+    x = torch.tensor([[1e12, -1e12, 300.0]])
+    got = apply("tile.cast", [tile_of(x)], dtype=DataType.INT8, mode="round")
+    assert got.tolist() == [[127, -128, 127]]
+
+
+def test_float_to_float_cast_is_a_plain_torch_cast():
+    x = rand(8, 16, seed=9)
+    got = apply("tile.cast", [tile_of(x)], dtype=DataType.BF16, mode="floor")
+    torch.testing.assert_close(got, x.to(torch.bfloat16), rtol=0, atol=0)
+
+
+def test_unknown_cast_mode_names_the_modes():
+    with pytest.raises(Exception, match="unknown rounding mode 'nearest'") as info:
+        apply("tile.cast", [tile_of(CAST_INPUT)], dtype=DataType.INT32, mode="nearest")
+    assert "'rint'" in info.value.hint
+
+
+@pytest.mark.parametrize(
+    ("value", "dtype", "mode", "expected"),
+    [
+        (2.5, DataType.INT32, "round", 3),
+        (2.5, DataType.INT32, "rint", 2),
+        (-2.5, DataType.INDEX, "trunc", -2),
+        (7, DataType.FP32, "round", 7.0),
+        (0.1, DataType.FP16, "round", float(torch.tensor(0.1, dtype=torch.float16))),
+    ],
+)
+def test_scalar_cast_converts_with_the_same_rounding_as_tiles(value, dtype, mode, expected):
+    assert (
+        apply(
+            "scalar.cast",
+            [(ScalarType(FP32 if isinstance(value, float) else INDEX.dtype), value)],
+            dtype=dtype,
+            mode=mode,
+        )
+        == expected
+    )
+
+
+# ---------------------------------------------------------------- cube
+
+
+def test_matmul_matches_torch():
+    a, b = rand(32, 48, seed=10), rand(48, 16, seed=11)
+    got = apply("tile.matmul", [tile_of(a, Mem.Left), tile_of(b, Mem.Right)])
+    torch.testing.assert_close(got, a @ b)
+
+
+def test_matmul_transposes_operands_per_attrs():
+    a, b = rand(48, 32, seed=12), rand(16, 48, seed=13)
+    got = apply("tile.matmul", [tile_of(a, Mem.Left), tile_of(b, Mem.Right)], a_trans=True, b_trans=True)
+    torch.testing.assert_close(got, a.T @ b.T)
+
+
+def test_fp16_matmul_keeps_fp32_precision_in_the_accumulator():
+    # 1 + 2**-11 needs fp32: an fp16 accumulator would round it to 1.
+    a = torch.tensor([[1.0, 1.0]], dtype=torch.float16)
+    b = torch.tensor([[1.0], [2.0**-11]], dtype=torch.float16)
+    got = apply("tile.matmul", [tile_of(a, Mem.Left), tile_of(b, Mem.Right)])
+    assert got.dtype == torch.float32
+    assert got.item() == 1.0 + 2.0**-11
+
+
+def test_fp16_matmul_with_fp16_out_dtype_rounds_once_at_the_end():
+    a = torch.tensor([[1.0, 1.0]], dtype=torch.float16)
+    b = torch.tensor([[1.0], [2.0**-11]], dtype=torch.float16)
+    got = apply("tile.matmul", [tile_of(a, Mem.Left), tile_of(b, Mem.Right)], out_dtype=FP16)
+    assert got.dtype == torch.float16
+    assert got.item() == 1.0
+
+
+def test_int8_matmul_accumulates_in_int32():
+    a = torch.full((4, 64), 100, dtype=torch.int8)
+    b = torch.full((64, 4), 100, dtype=torch.int8)
+    got = apply("tile.matmul", [tile_of(a, Mem.Left), tile_of(b, Mem.Right)])
+    assert got.dtype == torch.int32
+    assert got[0, 0].item() == 64 * 100 * 100
+
+
+def test_matmul_acc_adds_the_product_to_the_accumulator():
+    acc, a, b = rand(16, 16, seed=14), rand(16, 32, seed=15), rand(32, 16, seed=16)
+    got = apply("tile.matmul_acc", [tile_of(acc, Mem.Acc), tile_of(a, Mem.Left), tile_of(b, Mem.Right)])
+    torch.testing.assert_close(got, acc + a @ b)
+
+
+# ---------------------------------------------------------------- data movement
+
+
+def _gm(x: torch.Tensor) -> tuple[TensorType, torch.Tensor]:
+    return TensorType(tuple(x.shape), tile_of(x)[0].dtype), x
+
+
+def test_load_copies_the_region_at_the_offsets():
+    gm = rand(64, 32, seed=17)
+    got = apply("tile.load", [_gm(gm), ([16, 8], (16, 8))], shape=(16, 16), target_memory=Mem.Vec)
+    torch.testing.assert_close(got, gm[16:32, 8:24], rtol=0, atol=0)
+
+
+def test_load_with_valid_shape_copies_only_the_valid_part_and_zeroes_the_rest():
+    gm = rand(20, 16, seed=18)
+    row = Var("row", INDEX)  # a run-time offset: the type rule cannot check it statically
+    got = apply(
+        "tile.load", [_gm(gm), ([row, 0], (16, 0))], shape=(8, 16), target_memory=Mem.Vec, valid_shape=(4, 16)
+    )
+    torch.testing.assert_close(got[:4], gm[16:20], rtol=0, atol=0)
+    assert bool((got[4:] == 0).all())
+
+
+def test_load_outside_the_tensor_raises_out_of_bounds_at_the_op():
+    gm = rand(64, 32)
+    row = Var("row", INDEX)
+    with pytest.raises(OutOfBoundsError, match=r"region \[56:72\] is outside dim 0 of size 64") as info:
+        apply("tile.load", [_gm(gm), ([row, 0], (56, 0))], shape=(16, 32), target_memory=Mem.Vec)
+    assert isinstance(info.value, IndexError)
+    assert "valid_shape" in info.value.hint
+
+
+def test_store_writes_the_tile_into_the_region():
+    gm, tile = torch.zeros(32, 32), rand(8, 16, seed=19)
+    returned = apply("tile.store", [tile_of(tile), ([8, 16], (8, 16)), _gm(gm)])
+    assert returned is gm
+    torch.testing.assert_close(gm[8:16, 16:32], tile, rtol=0, atol=0)
+    assert float(gm.sum() - tile.sum()) == pytest.approx(0.0, abs=1e-4)
+
+
+def test_store_of_a_tile_with_valid_shape_writes_only_the_valid_part():
+    gm, tile = torch.zeros(10, 16), rand(8, 16, seed=20)
+    tile_type = TileType((8, 16), FP32, Mem.Vec, valid_shape=(2, 16))
+    apply("tile.store", [(tile_type, tile), ([Var("row", INDEX), 0], (8, 0)), _gm(gm)])
+    torch.testing.assert_close(gm[8:], tile[:2], rtol=0, atol=0)
+    assert bool((gm[:8] == 0).all())
+
+
+def test_move_copies_the_tile_without_changing_its_dtype():
+    acc = rand(16, 16, seed=21)
+    got = apply("tile.move", [tile_of(acc, Mem.Acc)], target_memory=Mem.Mat)
+    assert got.dtype == torch.float32
+    assert got.data_ptr() != acc.data_ptr()
+    torch.testing.assert_close(got, acc, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("op", ["tile.create", "tensor.create"])
+def test_create_gives_zeros_of_the_shape_and_dtype(op):
+    got = apply(op, [], shape=(4, 8), dtype=FP16, target_memory=Mem.Vec)
+    assert got.dtype == torch.float16
+    assert got.shape == (4, 8)
+    assert bool((got == 0).all())
+
+
+# ---------------------------------------------------------------- scalar math
+
+
+@pytest.mark.parametrize("name", SCALAR)
+@pytest.mark.parametrize(("a", "b"), [(7, 2), (-7, 2), (3, 3)])
+def test_scalar_op_matches_python(name, a, b):
+    got = apply(f"scalar.{name}", [(INDEX, a), (INDEX, b)])
+    assert got == SCALAR[name](a, b)
+    assert type(got) is type(SCALAR[name](a, b))
+
+
+def test_scalar_neg_negates():
+    assert apply("scalar.neg", [(INDEX, 5)]) == -5
+
+
+def test_scalar_division_by_zero_is_a_pypto_error():
+    with pytest.raises(DivisionByZeroError, match="division by zero"):
+        apply("scalar.floordiv", [(INDEX, 1), (INDEX, 0)])
