@@ -298,8 +298,9 @@ def _load(op: str) -> InferFn:
             raise _fail(op, f"loads from a tensor, got {describe(src)}", span)
         shape = tuple(attrs["shape"])
         _offsets(op, args[1], len(src.shape), span)
-        _static_bounds(op, src.shape, args[1], shape, span)
         valid = attrs.get("valid_shape")
+        # Only the valid region is read: an edge tile may hang over the tensor's end.
+        _static_bounds(op, src.shape, args[1], tuple(valid) if valid else shape, span)
         return TileType(shape, src.dtype, attrs.get("target_memory"), tuple(valid) if valid else None)
 
     return infer
@@ -320,7 +321,7 @@ def _store(op: str) -> InferFn:
                 "cast the tile with pl.cast(tile, dtype) before storing",
             )
         _offsets(op, offsets, len(dst.type.shape), span)
-        _static_bounds(op, dst.type.shape, offsets, tile.type.shape, span)
+        _static_bounds(op, dst.type.shape, offsets, tile.type.valid_shape or tile.type.shape, span)
         return dst.type
 
     return infer
