@@ -18,7 +18,7 @@ from typing import Any
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import SourceSpan, TypeCheckError, VerificationError
-from pypto.ir.nodes import Call, Const, Expr, TupleExpr
+from pypto.ir.nodes import Call, Const, Expr, SplitMode, TupleExpr
 from pypto.ir.types import (
     INDEX,
     UNIT,
@@ -54,6 +54,7 @@ class OpDef:
     writes: tuple[int, ...] = ()
     cost: str = "none"
     doc: str = ""
+    in_pipe_slot: bool = False  # the result lives in a pipe ring slot, not an allocated buffer
 
     @property
     def dsl_name(self) -> str:
@@ -95,7 +96,9 @@ def make_call(
 
 
 def _user_name(op: str) -> str:
-    return "pl." + op.split(".", 1)[1]
+    """``tile.add`` -> ``pl.add``; ``system.fence`` -> ``pl.system.fence``."""
+    level, _, rest = op.partition(".")
+    return "pl." + (rest if level in ("tile", "tensor", "scalar") and rest else op)
 
 
 def _fail(op: str, message: str, span: SourceSpan | None, hint: str | None = None) -> TypeCheckError:
@@ -403,6 +406,154 @@ def _given(op: str) -> InferFn:
     return infer
 
 
+# ---------------------------------------------------------------- cross-core pipes
+
+# Spaces a crossing tile may come from on each side.
+_CUBE_OUT = (MemorySpace.Acc, MemorySpace.Mat)
+
+
+def split_axis(mode: SplitMode | None) -> int | None:
+    """The dim a split halves: rows for UP_DOWN, columns for LEFT_RIGHT, none for NONE."""
+    return {SplitMode.UP_DOWN: 0, SplitMode.LEFT_RIGHT: 1}.get(mode) if mode else None
+
+
+def split_shape(shape: tuple[int, ...], mode: SplitMode | None) -> tuple[int, ...]:
+    """The shape one AIV lane holds of a tile split by ``mode`` (lane 0's, for odd extents)."""
+    axis = split_axis(mode)
+    if axis is None:
+        return shape
+    halved = list(shape)
+    halved[axis] = -(-shape[axis] // 2)
+    return tuple(halved)
+
+
+def _pipe_init(op: str) -> InferFn:
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        mask, size, num = attrs.get("dir_mask"), attrs.get("slot_size"), attrs.get("slot_num")
+        if mask not in (1, 2, 3):
+            raise _fail(
+                op, f"dir_mask must be 1 (cube->vector), 2 (vector->cube) or 3 (both), got {mask!r}", span
+            )
+        for name, value in (("slot_size", size), ("slot_num", num)):
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise _fail(op, f"{name} must be a positive int, got {value!r}", span)
+        return UNIT
+
+    return infer
+
+
+def _tile_arg(op: str, e: Expr, spaces: tuple[MemorySpace, ...], span: SourceSpan | None) -> TileType:
+    t = e.type
+    if not isinstance(t, TileType):
+        raise _fail(op, f"takes a tile, got {describe(t)}", span)
+    if t.memory_space is not None and t.memory_space not in spaces:
+        names = " or ".join(s.name for s in spaces)
+        raise _fail(op, f"takes a tile in {names}, got {describe(t)}", span)
+    return t
+
+
+def _push(op: str, spaces: tuple[MemorySpace, ...]) -> InferFn:
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        _tile_arg(op, args[0], spaces, span)
+        return UNIT
+
+    return infer
+
+
+def _pop(op: str, space: MemorySpace) -> InferFn:
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        shape, dtype = attrs.get("shape"), attrs.get("dtype")
+        if not shape or not isinstance(dtype, DataType):
+            raise _fail(op, "needs shape=[...] and dtype= of the tile it pops", span)
+        return TileType(tuple(shape), dtype, space)
+
+    return infer
+
+
+def _free(op: str, space: MemorySpace) -> InferFn:
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        _tile_arg(op, args[0], (space,), span)
+        return UNIT
+
+    return infer
+
+
+def _shard(op: str) -> InferFn:
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        t = _tile_arg(op, args[0], _CUBE_OUT, span)
+        mode = attrs.get("split")
+        axis = split_axis(mode)
+        if axis is not None and (axis >= len(t.shape) or t.shape[axis] < 2):
+            raise _fail(
+                op,
+                f"cannot halve {describe(t)} along dim {axis} for {mode!r}",
+                span,
+                "split along the other axis, or use pl.SplitMode.NONE",
+            )
+        return TileType(split_shape(t.shape, mode), t.dtype, MemorySpace.Vec)
+
+    return infer
+
+
+def _gather(op: str) -> InferFn:
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        t = _tile_arg(op, args[0], (MemorySpace.Vec,), span)
+        axis = split_axis(attrs.get("split"))
+        shape = list(t.shape)
+        if axis is not None:
+            shape[axis] *= 2
+        return TileType(tuple(shape), t.dtype, MemorySpace.Mat)
+
+    return infer
+
+
+def _index(op: str) -> InferFn:
+    return lambda args, attrs, span: INDEX
+
+
+def _cacheinvalid(op: str) -> InferFn:
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        if args and not isinstance(args[0].type, TensorType):
+            raise _fail(op, f"invalidates a tensor region, got {describe(args[0].type)}", span)
+        return UNIT
+
+    return infer
+
+
+def _syncall(op: str) -> InferFn:
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        mode = attrs.get("mode", "hard")
+        if mode not in ("hard", "soft"):
+            raise _fail(op, f'mode must be "hard" or "soft", got {mode!r}', span)
+        if mode == "soft":
+            if not args:
+                raise _fail(
+                    op,
+                    'mode="soft" needs gm_workspace=, a zeroed INT32 tensor of at least 16 elements',
+                    span,
+                )
+            ws = args[0].type
+            if not isinstance(ws, TensorType) or ws.dtype is not DataType.INT32 or _numel(ws) < 16:
+                raise _fail(
+                    op,
+                    f"gm_workspace must be an INT32 tensor of at least 16 elements, got {describe(ws)}",
+                    span,
+                )
+            used = attrs.get("used_cores")
+            if not isinstance(used, int) or isinstance(used, bool) or used <= 0:
+                raise _fail(op, f'mode="soft" needs used_cores= a positive int, got {used!r}', span)
+        return UNIT
+
+    return infer
+
+
+def _numel(t: TensorType) -> int:
+    n = 1
+    for d in t.shape:
+        n *= d
+    return n
+
+
 # ---------------------------------------------------------------- the table
 
 ELEMENTWISE_BINARY = ("add", "sub", "mul", "div", "maximum", "minimum")
@@ -440,10 +591,31 @@ def _declare_all() -> None:
     assemble = _assemble("tensor.assemble")
     declare(OpDef("tensor.assemble", Unit.MTE, assemble, reads=(1,), writes=(0,), cost="store"))
     declare(OpDef("call", Unit.HOST, _given("call"), doc="call a kernel; attrs: callee"))
+    _declare_cross_core()
     for name in SCALAR_BINARY + SCALAR_COMPARE:
         declare(OpDef(f"scalar.{name}", Unit.SCALAR, _scalar_binary(f"scalar.{name}")))
     declare(OpDef("scalar.neg", Unit.SCALAR, lambda args, attrs, span: args[0].type))
     declare(OpDef("scalar.cast", Unit.SCALAR, _cast("scalar.cast")))
+
+
+def _declare_cross_core() -> None:
+    vec, mat = MemorySpace.Vec, MemorySpace.Mat
+    b = Unit.BOUNDARY
+    for name in ("aic_initialize_pipe", "aiv_initialize_pipe"):
+        declare(OpDef(name, b, _pipe_init(name), cost="pipe_init"))
+    declare(OpDef("tpush_to_aiv", b, _push("tpush_to_aiv", _CUBE_OUT), reads=(0,), cost="pipe_push"))
+    declare(OpDef("tpush_to_aic", b, _push("tpush_to_aic", (vec,)), reads=(0,), cost="pipe_push"))
+    declare(OpDef("tpop_from_aic", b, _pop("tpop_from_aic", vec), cost="pipe_pop", in_pipe_slot=True))
+    declare(OpDef("tpop_from_aiv", b, _pop("tpop_from_aiv", mat), cost="pipe_pop", in_pipe_slot=True))
+    declare(OpDef("tfree_to_aic", b, _free("tfree_to_aic", vec), cost="pipe_free"))
+    declare(OpDef("tfree_to_aiv", b, _free("tfree_to_aiv", mat), cost="pipe_free"))
+    declare(OpDef("aiv_shard", b, _shard("aiv_shard"), reads=(0,), doc="cube value -> each lane's share"))
+    declare(OpDef("aic_gather", b, _gather("aic_gather"), reads=(0,), doc="lane shares -> cube value"))
+    for name in ("get_subblock_idx", "get_block_idx", "get_block_num"):
+        declare(OpDef(name, Unit.SCALAR, _index(name)))
+    declare(OpDef("system.fence", b, _unit("system.fence"), cost="sync"))
+    declare(OpDef("system.cacheinvalid", b, _cacheinvalid("system.cacheinvalid"), reads=(0,), cost="sync"))
+    declare(OpDef("system.syncall", b, _syncall("system.syncall"), cost="sync"))
 
 
 _declare_all()
