@@ -1,0 +1,146 @@
+"""Type annotations: ``pl.Tensor``, ``pl.Tile``, ``pl.Scalar``, ``pl.Out`` and ``pl.InOut``.
+
+Subscripting an annotation class builds a plain spec object, so annotations work both when
+Python evaluates a signature at ``def`` time and when the parser evaluates one from the AST.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pypto.ir import DataType, Direction, MemorySpace, ParseError
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A global-memory tensor annotation; ``shape``/``dtype`` are None for a bare ``pl.Tensor``."""
+
+    shape: tuple[int, ...] | None = None
+    dtype: DataType | None = None
+    direction: Direction = Direction.In
+
+    def __str__(self) -> str:
+        inner = "pl.Tensor" if self.shape is None else f"pl.Tensor[{list(self.shape)}, pl.{self.dtype}]"
+        return inner if self.direction is Direction.In else f"pl.{self.direction.value}[{inner}]"
+
+
+@dataclass(frozen=True)
+class TileSpec:
+    """An on-chip tile annotation, used on annotated assignments inside scopes."""
+
+    shape: tuple[int, ...]
+    dtype: DataType
+    memory_space: MemorySpace = MemorySpace.Vec
+
+
+@dataclass(frozen=True)
+class ScalarSpec:
+    """A scalar annotation: ``pl.Scalar[pl.FP32]`` or a bare dtype such as ``pl.FP32``."""
+
+    dtype: DataType
+
+
+AnnotationSpec = TensorSpec | TileSpec | ScalarSpec
+
+
+def _shape(value: Any, what: str) -> tuple[int, ...]:
+    if not isinstance(value, (list, tuple)) or not value:
+        raise ParseError(f"{what} shape must be a non-empty list of ints, got {value!r}")
+    for dim in value:
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
+            raise ParseError(f"{what} shape must hold positive ints, got {list(value)!r}")
+    return tuple(value)
+
+
+def _dtype(value: Any, what: str) -> DataType:
+    if not isinstance(value, DataType):
+        raise ParseError(f"{what} dtype must be a pl dtype such as pl.FP32, got {value!r}")
+    return value
+
+
+def _items(item: Any, what: str, count: tuple[int, ...]) -> tuple[Any, ...]:
+    items = item if isinstance(item, tuple) else (item,)
+    if len(items) not in count:
+        raise ParseError(
+            f"{what}[...] takes a shape and a dtype, got {len(items)} item(s)",
+            hint=f"write {what}[[128, 128], pl.FP32]",
+        )
+    return items
+
+
+class Tensor:
+    """``pl.Tensor[[128, 256], pl.FP16]``: a global-memory array.
+
+    Bare ``pl.Tensor`` takes shape and dtype from the argument at call time.
+    """
+
+    def __class_getitem__(cls, item: Any) -> TensorSpec:
+        shape, dtype = _items(item, "pl.Tensor", (2,))
+        return TensorSpec(_shape(shape, "pl.Tensor"), _dtype(dtype, "pl.Tensor"))
+
+
+class Tile:
+    """``pl.Tile[[64, 64], pl.FP32]`` or ``pl.Tile[[64, 64], pl.FP16, pl.Mem.Mat]``: an on-chip buffer."""
+
+    def __class_getitem__(cls, item: Any) -> TileSpec:
+        items = _items(item, "pl.Tile", (2, 3))
+        memory = items[2] if len(items) == 3 else MemorySpace.Vec
+        if not isinstance(memory, MemorySpace):
+            raise ParseError(f"pl.Tile memory space must be a pl.Mem member, got {memory!r}")
+        return TileSpec(_shape(items[0], "pl.Tile"), _dtype(items[1], "pl.Tile"), memory)
+
+
+class Scalar:
+    """``pl.Scalar[pl.FP32]``: a scalar parameter."""
+
+    def __class_getitem__(cls, item: Any) -> ScalarSpec:
+        return ScalarSpec(_dtype(item, "pl.Scalar"))
+
+
+def _directed(item: Any, direction: Direction) -> TensorSpec:
+    spec = as_spec(item)
+    if not isinstance(spec, TensorSpec):
+        raise ParseError(
+            f"pl.{direction.value}[...] wraps a tensor annotation, got {item!r}",
+            hint=f"write pl.{direction.value}[pl.Tensor[[128, 128], pl.FP32]]",
+        )
+    return replace(spec, direction=direction)
+
+
+class Out:
+    """``pl.Out[pl.Tensor[...]]``: a tensor the kernel writes (and does not read)."""
+
+    def __class_getitem__(cls, item: Any) -> TensorSpec:
+        return _directed(item, Direction.Out)
+
+
+class InOut:
+    """``pl.InOut[pl.Tensor[...]]``: a tensor the kernel reads and writes."""
+
+    def __class_getitem__(cls, item: Any) -> TensorSpec:
+        return _directed(item, Direction.InOut)
+
+
+def as_spec(annotation: Any) -> AnnotationSpec:
+    """Normalize an evaluated annotation.
+
+    >>> as_spec(pl.Tensor), as_spec(pl.FP32)
+    (TensorSpec(shape=None, dtype=None, direction=<Direction.In: 'In'>), ScalarSpec(dtype=pl.FP32))
+    """
+    if isinstance(annotation, (TensorSpec, TileSpec, ScalarSpec)):
+        return annotation
+    if annotation is Tensor:
+        return TensorSpec()
+    if isinstance(annotation, DataType):
+        return ScalarSpec(annotation)
+    if annotation is int:
+        return ScalarSpec(DataType.INDEX)
+    if annotation is float:
+        return ScalarSpec(DataType.FP32)
+    if annotation is bool:
+        return ScalarSpec(DataType.BOOL)
+    raise ParseError(
+        f"unsupported annotation {getattr(annotation, '__name__', annotation)!r}",
+        hint="use pl.Tensor[[shape], dtype], pl.Out[...], pl.InOut[...], pl.Scalar[dtype] or a dtype",
+    )

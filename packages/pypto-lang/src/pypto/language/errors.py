@@ -1,0 +1,13 @@
+"""Errors raised by the ``pl`` surface itself (not by the parser or the compiler)."""
+
+from __future__ import annotations
+
+from pypto.ir import PyptoError
+
+
+class ScopeOptionError(PyptoError, ValueError):
+    """A ``pl.at(optimizations=[...])`` entry got a bad value, e.g. ``pl.cross_core_slot(slot_num=0)``."""
+
+
+class KernelOnlyError(PyptoError, RuntimeError):
+    """A DSL builtin such as ``pl.add`` was called as plain Python, outside a kernel being parsed."""

@@ -1,0 +1,135 @@
+"""``@pl.jit``: lazy, specializing compilation of a kernel on its first call per argument signature."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple, ParamSpec, TypeVar
+
+from pypto.ir import Program, PyptoError, RunReport
+from pypto.language.errors import KernelOnlyError
+from pypto.language.kernel import JitKind, KernelFunction
+from pypto.language.parser.program import parse_program
+from pypto.language.specialize import Specialization, specialize
+from pypto.language.tracebacks import raise_at_user_line
+from pypto.runtime.compiled import CompiledProgram, compile_program
+from pypto.runtime.config import RunConfig
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class CacheInfo(NamedTuple):
+    """Compile cache statistics of one ``@pl.jit`` function, like ``functools.lru_cache``'s."""
+
+    hits: int
+    misses: int
+    size: int
+
+
+def _user_errors(method: Callable[P, R]) -> Callable[P, R]:
+    """Raise any PyptoError at the user's line, without the compiler's frames or exception chain."""
+
+    @functools.wraps(method)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(*args, **kwargs)
+        except PyptoError as err:
+            failure = err
+        raise_at_user_line(failure, getattr(args[0], "name", "kernel"))
+
+    return wrapper
+
+
+class JitFunction(KernelFunction):
+    """A ``@pl.jit`` (or ``@pl.jit.incore``) kernel: call it with torch tensors to compile and run.
+
+    >>> out = mixed(a, b, bias, out, config=RunConfig(platform="a2a3sim"))  # doctest: +SKIP
+    >>> mixed.last_report.total_cycles  # doctest: +SKIP
+    """
+
+    def __init__(self, func: Callable[..., Any], kind: JitKind = JitKind.entry) -> None:
+        super().__init__(func, kind)
+        self.last_report: RunReport | None = None
+        self._compiled: dict[tuple[Any, ...], CompiledProgram] = {}
+        self._hits = 0
+        self._misses = 0
+
+    def _specialize(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Specialization:
+        if self.kind is JitKind.inline:
+            raise KernelOnlyError(
+                f"{self.name}() is @pl.jit.inline: it is spliced into the kernel that calls it",
+                hint="call it from a @pl.jit or @pl.jit.incore body",
+            )
+        return specialize(self, args, kwargs)
+
+    @_user_errors
+    def parse(self, *args: Any, **kwargs: Any) -> Program:
+        """The parsed, not lowered, program for these arguments: ``mixed.parse(a, b, bias, out)``."""
+        return parse_program(self, self._specialize(args, kwargs).params)
+
+    def _compile(self, spec: Specialization, config: RunConfig) -> CompiledProgram:
+        key = (spec.key, config.cache_key())
+        compiled = self._compiled.get(key)
+        if compiled is not None:
+            self._hits += 1
+            return compiled
+        self._misses += 1
+        program = parse_program(self, spec.params)
+        compiled = compile_program(program, config, spec.constants)
+        self._compiled[key] = compiled
+        return compiled
+
+    @_user_errors
+    def compile(self, *args: Any, config: RunConfig | None = None, **kwargs: Any) -> CompiledProgram:
+        """Compile for these arguments (none needed when every parameter is fully annotated).
+
+        >>> mixed.compile(config=RunConfig(platform="a2a3")).program  # doctest: +SKIP
+        """
+        return self._compile(self._specialize(args, kwargs), config or RunConfig())
+
+    @_user_errors
+    def lower(self, *args: Any, config: RunConfig | None = None, **kwargs: Any) -> Program:
+        """The lowered IR program: ``[f.name for f in mixed.lower().functions]``."""
+        return self._compile(self._specialize(args, kwargs), config or RunConfig()).program
+
+    @_user_errors
+    def __call__(self, *args: Any, config: RunConfig | None = None, **kwargs: Any) -> Any:
+        """Compile (once per specialization) and run; ``pl.Out`` tensors are written in place."""
+        spec = self._specialize(args, kwargs)
+        compiled = self._compile(spec, config or RunConfig())
+        result = compiled.run(*spec.args)
+        self.last_report = compiled.last_report
+        return result
+
+    def cache_info(self) -> CacheInfo:
+        """``CacheInfo(hits, misses, size)`` of the compile cache."""
+        return CacheInfo(self._hits, self._misses, len(self._compiled))
+
+    def cache_clear(self) -> None:
+        self._compiled.clear()
+        self._hits = self._misses = 0
+
+
+class Jit:
+    """The ``pl.jit`` decorator, with ``pl.jit.incore`` and ``pl.jit.inline``.
+
+    >>> @pl.jit
+    ... def add(a: pl.Tensor[[64, 64], pl.FP32], out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]): ...
+    """
+
+    def __call__(self, func: Callable[..., Any] | None = None) -> Any:
+        return self if func is None else JitFunction(func, JitKind.entry)
+
+    @staticmethod
+    def incore(func: Callable[..., Any]) -> JitFunction:
+        """A device kernel, callable by its bare name from a ``@pl.jit`` body."""
+        return JitFunction(func, JitKind.incore)
+
+    @staticmethod
+    def inline(func: Callable[..., Any]) -> JitFunction:
+        """A function spliced into the kernel that calls it."""
+        return JitFunction(func, JitKind.inline)
+
+
+jit = Jit()

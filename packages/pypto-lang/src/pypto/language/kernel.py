@@ -1,0 +1,58 @@
+"""``KernelFunction``: a Python function marked by ``@pl.jit``, ``@pl.jit.incore`` or ``@pl.jit.inline``.
+
+It holds what the parser reads from the function (source, free names, signature), each read once.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from pypto.language.parser.resolve import GlobalNames
+from pypto.language.parser.source import KernelSource
+
+if TYPE_CHECKING:
+    from pypto.language.parser.signature import ParamSignature
+
+
+class JitKind(Enum):
+    """Which decorator made the kernel."""
+
+    entry = "@pl.jit"
+    incore = "@pl.jit.incore"
+    inline = "@pl.jit.inline"
+
+
+class KernelFunction:
+    """A decorated kernel; parsing happens on demand, never at decoration time."""
+
+    def __init__(self, func: Callable[..., Any], kind: JitKind) -> None:
+        functools.update_wrapper(self, func)
+        self.func = func
+        self.kind = kind
+
+    @property
+    def name(self) -> str:
+        return self.func.__name__
+
+    @functools.cached_property
+    def source(self) -> KernelSource:
+        return KernelSource.of(self.func)
+
+    @functools.cached_property
+    def names(self) -> GlobalNames:
+        return GlobalNames(self.func)
+
+    @functools.cached_property
+    def signature(self) -> tuple[ParamSignature, ...]:
+        """The parameters with their evaluated annotations."""
+        # Imported here: the signature reader parses annotations with the expression parser,
+        # which itself needs to recognize KernelFunction.
+        from pypto.language.parser.signature import read_signature
+
+        return read_signature(self)
+
+    def __repr__(self) -> str:
+        return f"<{self.kind.value} {self.name}>"

@@ -1,0 +1,131 @@
+"""Calls from a kernel body to other kernels: ``@pl.jit.incore`` helpers and ``@pl.jit.inline`` splices."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from pypto.ir import (
+    UNIT,
+    Eval,
+    Expr,
+    Function,
+    Return,
+    ScalarType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCheckError,
+    Var,
+    make_call,
+)
+from pypto.ir.types import describe
+from pypto.language.annotations import ScalarSpec, TensorSpec
+from pypto.language.kernel import KernelFunction
+from pypto.language.parser.env import Env
+from pypto.language.parser.exprs import ExprParser, KernelCalls
+from pypto.language.parser.signature import BoundParam, ParamSignature
+from pypto.language.parser.stmts import Role, StmtParser
+from pypto.language.parser.values import describe_value, is_number, number, scalar_expr
+
+KernelFor = Callable[[KernelFunction, tuple[BoundParam, ...]], Function]
+
+
+def bind_arguments(
+    parser: ExprParser, callee: KernelFunction, args: list[Any], kwargs: dict[str, Any], node: ast.Call
+) -> dict[str, Any]:
+    """Match call arguments to ``callee``'s parameters by Python's rules (defaults included)."""
+    try:
+        bound = inspect.signature(callee.func).bind(*args, **kwargs)
+    except TypeError as exc:
+        raise parser.error(node, f"{callee.name}(): {exc}") from None
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
+def bind_param(
+    parser: ExprParser, callee: KernelFunction, sig: ParamSignature, value: Any, node: ast.Call
+) -> tuple[BoundParam, Expr]:
+    """The helper parameter specialized on the call-site value, and the call's argument."""
+    where = f"argument '{sig.name}' of {callee.name}()"
+    span = parser.span(node)
+    if isinstance(sig.spec, ScalarSpec):
+        dtype = sig.spec.dtype
+        if is_number(value):
+            arg = scalar_expr(number(value), dtype, span)
+            return BoundParam(sig.name, arg.type, value=number(arg), span=sig.span), arg
+        if isinstance(value, Expr) and value.type == ScalarType(dtype):
+            return BoundParam(sig.name, value.type, span=sig.span), value
+        raise TypeCheckError(f"{where} must be a pl.{dtype.name} scalar, got {describe_value(value)}", span)
+    spec: TensorSpec = sig.spec  # type: ignore[assignment]
+    value = parser.body.atom(value)
+    if not (isinstance(value, Var) and isinstance(value.type, TensorType)):
+        raise TypeCheckError(f"{where} must be a tensor, got {describe_value(value)}", span)
+    t = value.type
+    if (spec.shape is not None and spec.shape != t.shape) or (
+        spec.dtype is not None and spec.dtype != t.dtype
+    ):
+        raise TypeCheckError(f"{where} is {describe(t)} but the parameter is annotated {spec}", span)
+    return BoundParam(sig.name, t, spec.direction, span=sig.span), value
+
+
+def returned_params(fn: Function) -> tuple[list[int], Type]:
+    """Which params ``fn`` returns (by index), and the type a call of ``fn`` has."""
+    ret = next((s for s in reversed(fn.body) if isinstance(s, Return)), None)
+    if ret is None:
+        return [], UNIT
+    indexes = [next(i for i, p in enumerate(fn.params) if p.var is v) for v in ret.values]
+    types = [fn.params[i].var.type for i in indexes]
+    return indexes, UNIT if not types else types[0] if len(types) == 1 else TupleType(tuple(types))
+
+
+def incore_call(
+    parser: ExprParser,
+    callee: KernelFunction,
+    args: list[Any],
+    kwargs: dict[str, Any],
+    node: ast.Call,
+    kernel_for: KernelFor,
+) -> Any:
+    """``y = helper(a, b, out)``: emit ``Eval(call(...))``.
+
+    ``y`` aliases the tensor passed for the returned parameter; no new variable is made.
+    """
+    if parser.body.on_device:
+        raise parser.error(
+            node,
+            f"{callee.name}() is an @pl.jit.incore kernel: call it from the @pl.jit body, "
+            "outside pl.at scopes",
+        )
+    values = bind_arguments(parser, callee, args, kwargs, node)
+    bound, call_args = [], []
+    for sig in callee.signature:
+        param, arg = bind_param(parser, callee, sig, values[sig.name], node)
+        bound.append(param)
+        call_args.append(arg)
+    fn = kernel_for(callee, tuple(bound))
+    returned, result_type = returned_params(fn)
+    span = parser.span(node)
+    parser.body.emit(Eval(make_call("call", call_args, {"callee": fn.name}, span, type=result_type), span))
+    aliases = tuple(call_args[i] for i in returned)
+    return None if not aliases else aliases[0] if len(aliases) == 1 else aliases
+
+
+def inline_call(
+    parser: ExprParser,
+    callee: KernelFunction,
+    args: list[Any],
+    kwargs: dict[str, Any],
+    node: ast.Call,
+    calls: KernelCalls,
+) -> Any:
+    """Splice an ``@pl.jit.inline`` body into the caller; the call's value is what it returns."""
+    env = Env()
+    for name, value in bind_arguments(parser, callee, args, kwargs, node).items():
+        env.bind(name, value, parser.span(node))
+    inner = StmtParser(callee, callee.source, callee.names, env, parser.body, calls, Role.inline)
+    inner.stmts(callee.source.tree.body)
+    values = inner.returned or ()
+    return None if not values else values[0] if len(values) == 1 else values

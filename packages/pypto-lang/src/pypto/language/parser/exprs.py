@@ -1,0 +1,347 @@
+"""The expression half of the kernel parser: one visitor method per expression kind."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import operator
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from pypto.ir import Expr, ParseError, PyptoError, ScalarType, SourceSpan, TensorType, TileType
+from pypto.language import annotations as ann
+from pypto.language.builtins import Builtin
+from pypto.language.kernel import KernelFunction
+from pypto.language.options import cross_core_slot, split
+from pypto.language.parser.arith import scalar_binary
+from pypto.language.parser.body import BodyBuilder
+from pypto.language.parser.env import Env
+from pypto.language.parser.opcall import OpContext
+from pypto.language.parser.ops import build_op
+from pypto.language.parser.resolve import GlobalNames
+from pypto.language.parser.source import KernelSource
+from pypto.language.parser.values import describe_value, is_number, is_scalar, number
+
+# Python constructs the DSL does not accept, as the error names them.
+CONSTRUCTS = {
+    "ListComp": "a list comprehension",
+    "SetComp": "a set comprehension",
+    "DictComp": "a dict comprehension",
+    "GeneratorExp": "a generator expression",
+    "Lambda": "a lambda",
+    "Dict": "a dict display",
+    "Set": "a set display",
+    "JoinedStr": "an f-string",
+    "Starred": "a starred expression",
+    "NamedExpr": "an assignment expression (:=)",
+    "Await": "await",
+    "Yield": "yield",
+    "YieldFrom": "yield from",
+    "While": "a while loop",
+    "Try": "a try statement",
+    "TryStar": "a try statement",
+    "Raise": "a raise statement",
+    "Delete": "a del statement",
+    "Global": "a global statement",
+    "Nonlocal": "a nonlocal statement",
+    "Import": "an import",
+    "ImportFrom": "an import",
+    "FunctionDef": "a nested def",
+    "AsyncFunctionDef": "a nested def",
+    "ClassDef": "a class definition",
+    "AsyncFor": "async for",
+    "AsyncWith": "async with",
+    "Match": "a match statement",
+    "Break": "break",
+    "Continue": "continue",
+}
+
+OPERATORS: dict[type, str] = {
+    ast.Add: "add",
+    ast.Sub: "sub",
+    ast.Mult: "mul",
+    ast.Div: "div",
+    ast.FloorDiv: "floordiv",
+    ast.Mod: "mod",
+    ast.MatMult: "matmul",
+}
+COMPARISONS: dict[type, str] = {
+    ast.Lt: "lt",
+    ast.LtE: "le",
+    ast.Gt: "gt",
+    ast.GtE: "ge",
+    ast.Eq: "eq",
+    ast.NotEq: "ne",
+}
+PY_COMPARISONS: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Is: operator.is_,
+    ast.IsNot: operator.is_not,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+}
+# Called at parse time on constants (never on IR values).
+COMPILE_TIME_FUNCTIONS: frozenset[Any] = frozenset(
+    {len, min, max, abs, int, float, bool, split, cross_core_slot}
+)
+ANNOTATION_CLASSES = (ann.Tensor, ann.Tile, ann.Scalar, ann.Out, ann.InOut)
+STATEMENT_BUILTINS = {
+    "at": "pl.at(...) opens a scope: use it as `with pl.at(level=pl.Level.CORE_GROUP):`",
+    "range": "pl.range(...) is the iterable of a for loop: `for i in pl.range(n):`",
+    "parallel": "pl.parallel(...) is the iterable of a for loop: `for i in pl.parallel(n):`",
+    "unroll": "pl.unroll(...) is the iterable of a for loop: `for i in pl.unroll(n):`",
+}
+
+
+class KernelCalls(Protocol):
+    """How the parser calls other kernels (provided by the program being built)."""
+
+    def call_kernel(
+        self,
+        parser: ExprParser,
+        callee: KernelFunction,
+        args: list[Any],
+        kwargs: dict[str, Any],
+        node: ast.Call,
+    ) -> Any: ...
+
+
+class ExprParser:
+    """Turns expression nodes into parse-time values (IR expressions or Python constants)."""
+
+    def __init__(
+        self, source: KernelSource, names: GlobalNames, env: Env, body: BodyBuilder, calls: KernelCalls
+    ) -> None:
+        self.source = source
+        self.names = names
+        self.env = env
+        self.body = body
+        self.calls = calls
+
+    # ------------------------------------------------------------ helpers
+
+    def span(self, node: ast.AST) -> SourceSpan:
+        return self.source.span(node)
+
+    def error(self, node: ast.AST, message: str, hint: str | None = None) -> ParseError:
+        return ParseError(message, self.span(node), hint)
+
+    def unsupported(self, node: ast.AST) -> ParseError:
+        kind = type(node).__name__
+        what = CONSTRUCTS.get(kind, f"{kind} syntax")
+        return self.error(
+            node,
+            f"unsupported Python construct in a kernel: {what}",
+            "kernel bodies accept assignments, pl.* calls, `for ... in pl.range(...)`, "
+            "`with pl.at(...)`, compile-time `if`, and `return`",
+        )
+
+    def op_context(self, node: ast.AST, name: str, level: str | None = None) -> OpContext:
+        return OpContext(self.body, self.span(node), name, level)
+
+    def expr(self, node: ast.expr) -> Any:
+        visitor = getattr(self, f"visit_{type(node).__name__}", None)
+        if visitor is None:
+            raise self.unsupported(node)
+        return visitor(node)
+
+    def constant(self, node: ast.expr, what: str) -> Any:
+        """A value that must be known at compile time (folds; IR values are an error)."""
+        value = self.expr(node)
+        if isinstance(value, Expr) and not is_number(value):
+            raise self.error(node, f"{what} must be known at compile time, got {describe_value(value)}")
+        return number(value) if is_number(value) else value
+
+    # ------------------------------------------------------------ names and literals
+
+    def visit_Constant(self, node: ast.Constant) -> Any:
+        return node.value
+
+    def visit_Name(self, node: ast.Name) -> Any:
+        binding = self.env.lookup(node.id)
+        if binding is not None:
+            return binding.value
+        found, value = self.names.lookup(node.id)
+        if found:
+            return value
+        if node.id in self.env.loop_locals:
+            where = self.env.loop_locals[node.id]
+            raise self.error(
+                node,
+                f"'{node.id}' is defined inside a loop{f' (line {where.line})' if where else ''} "
+                "and does not exist after it",
+                "write the value into a tensor inside the loop, or compute it after the loop",
+            )
+        raise self.error(
+            node,
+            f"unknown name '{node.id}'",
+            "define it before the kernel uses it (a module global, a closure variable, or a "
+            "name assigned earlier in the kernel)",
+        )
+
+    def visit_Tuple(self, node: ast.Tuple) -> tuple[Any, ...]:
+        return tuple(self.expr(e) for e in node.elts)
+
+    def visit_List(self, node: ast.List) -> list[Any]:
+        return [self.expr(e) for e in node.elts]
+
+    def visit_Attribute(self, node: ast.Attribute) -> Any:
+        base = self.expr(node.value)
+        if isinstance(base, Expr):
+            return self.ir_attribute(base, node)
+        try:
+            return getattr(base, node.attr)
+        except AttributeError:
+            raise self.error(node, f"{describe_value(base)} has no attribute '{node.attr}'") from None
+
+    def ir_attribute(self, base: Expr, node: ast.Attribute) -> Any:
+        """``a.shape`` and ``a.dtype`` fold to the specialized constants."""
+        t = base.type
+        if node.attr == "shape" and isinstance(t, (TensorType, TileType)):
+            return t.shape
+        if node.attr == "dtype" and isinstance(t, (TensorType, TileType, ScalarType)):
+            return t.dtype
+        raise self.error(
+            node,
+            f"'.{node.attr}' is not available on {describe_value(base)}",
+            "kernel values offer .shape and .dtype",
+        )
+
+    def visit_Subscript(self, node: ast.Subscript) -> Any:
+        base = self.expr(node.value)
+        if isinstance(base, Expr):
+            raise self.error(
+                node,
+                f"reading a region of {describe_value(base)} by subscript is not supported yet",
+                "load the region as a tile: pl.load(a, [row, col], [rows, cols]) inside a scope",
+            )
+        key = self.subscript_key(node.slice)
+        if isinstance(base, type) and issubclass(base, ANNOTATION_CLASSES):
+            try:
+                return base[key]
+            except PyptoError as err:
+                raise err.with_span(self.span(node)) from None
+        if isinstance(base, (tuple, list)):
+            try:
+                return base[key]
+            except (IndexError, TypeError) as exc:
+                raise self.error(node, f"cannot index {describe_value(base)} with {key!r}: {exc}") from None
+        raise self.error(node, f"cannot subscript {describe_value(base)}")
+
+    def subscript_key(self, node: ast.expr) -> Any:
+        if isinstance(node, ast.Slice):
+            parts = (node.lower, node.upper, node.step)
+            return slice(*(None if p is None else self.constant(p, "a slice bound") for p in parts))
+        key = self.expr(node)
+        return number(key) if is_number(key) else key
+
+    # ------------------------------------------------------------ operators
+
+    def visit_BinOp(self, node: ast.BinOp) -> Any:
+        lhs, rhs = self.expr(node.left), self.expr(node.right)
+        name = OPERATORS.get(type(node.op))
+        if name is None:
+            if is_number(lhs) and is_number(rhs) and isinstance(node.op, ast.Pow):
+                return number(lhs) ** number(rhs)
+            raise self.error(node, f"operator {type(node.op).__name__} is not supported here")
+        ctx = self.op_context(node, f"pl.{name}")
+        if name in ("floordiv", "mod"):
+            return scalar_binary(ctx, name, lhs, rhs)
+        return build_op(ctx, name, [lhs, rhs], {})
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> Any:
+        value = self.expr(node.operand)
+        if isinstance(node.op, ast.USub):
+            return build_op(self.op_context(node, "pl.neg"), "neg", [value], {})
+        if isinstance(node.op, ast.UAdd) and is_scalar(value):
+            return value
+        if isinstance(value, Expr) and not is_number(value):
+            raise self.error(
+                node, f"operator {type(node.op).__name__} on {describe_value(value)} is not supported"
+            )
+        folded = number(value) if is_number(value) else value
+        return not folded if isinstance(node.op, ast.Not) else ~folded
+
+    def visit_Compare(self, node: ast.Compare) -> Any:
+        values = [self.expr(node.left), *(self.expr(c) for c in node.comparators)]
+        if any(isinstance(v, Expr) and not is_number(v) for v in values):
+            if len(node.ops) != 1 or type(node.ops[0]) not in COMPARISONS:
+                raise self.error(node, "only a single <, <=, >, >=, == or != compares run-time scalars")
+            ctx = self.op_context(node, "comparison")
+            return scalar_binary(ctx, COMPARISONS[type(node.ops[0])], values[0], values[1])
+        plain = [number(v) if is_number(v) else v for v in values]
+        for op, lhs, rhs in zip(node.ops, plain, plain[1:], strict=False):
+            compare = PY_COMPARISONS.get(type(op))
+            ok = (
+                compare(lhs, rhs)
+                if compare
+                else scalar_binary(self.op_context(node, "comparison"), COMPARISONS[type(op)], lhs, rhs)
+            )
+            if not ok:
+                return False
+        return True
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> Any:
+        result: Any = None
+        for operand in node.values:
+            result = self.constant(operand, "an operand of and/or")
+            if bool(result) is isinstance(node.op, ast.Or):
+                return result
+        return result
+
+    def visit_IfExp(self, node: ast.IfExp) -> Any:
+        test = self.constant(node.test, "the condition of `x if cond else y`")
+        return self.expr(node.body if test else node.orelse)
+
+    # ------------------------------------------------------------ calls
+
+    def visit_Call(self, node: ast.Call) -> Any:
+        callee = self.expr(node.func)
+        if isinstance(callee, Expr):
+            raise self.error(node, f"cannot call {describe_value(callee)}")
+        args = [self.expr(a) for a in node.args]
+        kwargs: dict[str, Any] = {}
+        for kw in node.keywords:
+            if kw.arg is None:
+                raise self.error(kw.value, "unsupported Python construct in a kernel: **kwargs in a call")
+            kwargs[kw.arg] = self.expr(kw.value)
+        return self.call(callee, args, kwargs, node)
+
+    def call(self, callee: Any, args: list[Any], kwargs: dict[str, Any], node: ast.Call) -> Any:
+        if isinstance(callee, Builtin):
+            if callee.name in STATEMENT_BUILTINS:
+                raise self.error(
+                    node, f"{callee.dsl_name}(...) cannot be used here", STATEMENT_BUILTINS[callee.name]
+                )
+            return build_op(self.op_context(node, callee.dsl_name, callee.level), callee.name, args, kwargs)
+        if isinstance(callee, KernelFunction):
+            return self.calls.call_kernel(self, callee, args, kwargs, node)
+        if callee is builtins.range:
+            raise self.error(
+                node,
+                "Python range() in a kernel: the loop would be unrolled by Python, not compiled",
+                "use pl.range(...) (or pl.parallel / pl.unroll)",
+            )
+        if callee in COMPILE_TIME_FUNCTIONS:
+            return self.fold_call(callee, args, kwargs, node)
+        name = getattr(callee, "__qualname__", None) or describe_value(callee)
+        raise self.error(
+            node,
+            f"cannot call {name} inside a kernel",
+            "a kernel calls pl.* operations, @pl.jit.incore / @pl.jit.inline functions, and "
+            "compile-time helpers such as len, min and max",
+        )
+
+    def fold_call(
+        self, callee: Callable[..., Any], args: list[Any], kwargs: dict[str, Any], node: ast.Call
+    ) -> Any:
+        """Evaluate a compile-time function (``len(a.shape)``, ``pl.split(...)``) on constants."""
+        plain = [number(a) if is_number(a) else a for a in args]
+        named = {k: number(v) if is_number(v) else v for k, v in kwargs.items()}
+        if any(isinstance(v, Expr) for v in (*plain, *named.values())):
+            raise self.error(node, f"{callee.__name__}() runs at compile time and needs constant arguments")
+        try:
+            return callee(*plain, **named)
+        except PyptoError as err:
+            raise err.with_span(self.span(node)) from None
+        except (TypeError, ValueError) as exc:
+            raise self.error(node, f"{callee.__name__}() failed at compile time: {exc}") from None

@@ -1,0 +1,48 @@
+"""Parsing one kernel into an IR ``Function`` for one specialization of its parameters."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pypto.ir import Function, FunctionKind, Param, ScalarType, Var
+from pypto.language.kernel import KernelFunction
+from pypto.language.parser.body import BodyBuilder
+from pypto.language.parser.env import Env, Namer
+from pypto.language.parser.exprs import KernelCalls
+from pypto.language.parser.signature import BoundParam
+from pypto.language.parser.stmts import Role, StmtParser
+from pypto.language.parser.values import const
+
+
+def parse_function(
+    kernel: KernelFunction,
+    kind: FunctionKind,
+    params: Sequence[BoundParam],
+    calls: KernelCalls,
+    name: str | None = None,
+) -> Function:
+    """Parse ``kernel``'s body with ``params`` bound.
+
+    >>> parse_function(helper, FunctionKind.InCore, bound, program)  # doctest: +SKIP
+
+
+    A scalar parameter bound to a value reads as that ``Const`` in the body (the value is part
+    of the specialization); the parameter itself stays in the signature.
+    """
+    namer = Namer()
+    env = Env()
+    ir_params: list[Param] = []
+    for p in params:
+        var = Var(namer.fresh(p.name), p.type, p.span)
+        ir_params.append(Param(var, p.direction))
+        if p.value is not None and isinstance(p.type, ScalarType):
+            env.bind(p.name, const(p.value, p.type.dtype, p.span), p.span)
+        else:
+            env.bind(p.name, var, p.span)
+    body = BodyBuilder(namer, kernel=kind is FunctionKind.InCore)
+    outputs = tuple(p.var for p in ir_params if p.direction.writes)
+    role = Role.incore if kind is FunctionKind.InCore else Role.entry
+    parser = StmtParser(kernel, kernel.source, kernel.names, env, body, calls, role, outputs)
+    parser.stmts(kernel.source.tree.body)
+    span = kernel.source.span(kernel.source.tree)
+    return Function(name or kernel.name, tuple(ir_params), body.statements, kind, span)

@@ -1,0 +1,77 @@
+"""``OpContext``: what an op builder needs to turn one DSL call into an IR ``Call``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pypto.ir import Call, Eval, Expr, ParseError, SourceSpan, TensorType, TileType, make_call
+from pypto.language.parser.body import BodyBuilder
+from pypto.language.parser.values import describe_value, is_shaped
+
+SCOPE_HINT = "put it inside `with pl.at(level=pl.Level.CORE_GROUP):`, or in a @pl.jit.incore function"
+
+
+@dataclass
+class OpContext:
+    """One DSL op call being built: where it is, what the user called it, which level it pins."""
+
+    body: BodyBuilder
+    span: SourceSpan | None
+    name: str  # as the user wrote it, for messages: "pl.add", "pl.tile.load", "a + b (pl.add)"
+    level: str | None = None  # "tile" / "tensor" for the pl.tile.* / pl.tensor.* spellings
+
+    def fail(self, message: str, hint: str | None = None) -> ParseError:
+        return ParseError(f"{self.name}: {message}", self.span, hint)
+
+    def shaped(self, value: Any, what: str = "operand") -> Expr:
+        """``value`` as a tensor or tile operand (error otherwise)."""
+        if not is_shaped(value):
+            raise self.fail(f"{what} must be a tensor or a tile, got {describe_value(value)}")
+        return value
+
+    def level_of(self, value: Expr) -> str:
+        """``"tensor"`` or ``"tile"``: the op family that matches the operand."""
+        level = "tile" if isinstance(value.type, TileType) else "tensor"
+        if self.level is not None and level != self.level:
+            raise self.fail(
+                f"takes {self.level}s, got {describe_value(value)}",
+                f"use pl.{self.name.rsplit('.', 1)[-1]}(...), which dispatches on the operand kind",
+            )
+        return level
+
+    def tensor(self, value: Any, what: str) -> Expr:
+        if not (isinstance(value, Expr) and isinstance(value.type, TensorType)):
+            raise self.fail(f"{what} must be a tensor, got {describe_value(value)}")
+        return value
+
+    def tile(self, value: Any, what: str) -> Expr:
+        if not (isinstance(value, Expr) and isinstance(value.type, TileType)):
+            raise self.fail(f"{what} must be a tile, got {describe_value(value)}")
+        return value
+
+    def call(self, op: str, args: Sequence[Any], attrs: Mapping[str, Any] | None = None) -> Call:
+        """Build ``op(args)``; the op table's type rule checks the operands at this span."""
+        self._check_placement(op)
+        return make_call(op, [self.body.atom(a) for a in args], attrs, self.span)
+
+    def effect(self, op: str, args: Sequence[Any], attrs: Mapping[str, Any] | None, result: Any) -> Any:
+        """Emit ``op(args)`` as a statement (a write); the expression's value is ``result``."""
+        self.body.emit(Eval(self.call(op, args, attrs), self.span))
+        return result
+
+    def _check_placement(self, op: str) -> None:
+        if op == "tensor.create":
+            if self.body.on_device:
+                raise self.fail(
+                    "allocates a global-memory tensor, which the @pl.jit body does outside pl.at scopes",
+                    "create the tensor before the `with pl.at(...)` block and pass it in",
+                )
+        elif op.startswith(("tile.", "tensor.")) and not self.body.on_device:
+            raise ParseError(
+                f"{self.name} outside a pl.at scope: tensor and tile operations run on a core "
+                "group, not directly in the @pl.jit body",
+                self.span,
+                SCOPE_HINT,
+            )

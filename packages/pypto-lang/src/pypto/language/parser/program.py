@@ -1,0 +1,86 @@
+"""Parsing a ``@pl.jit`` entry and the kernels it calls into one IR ``Program``."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from typing import Any
+
+from pypto.ir import Eval, Function, FunctionKind, Param, Program, Return, Var, make_call
+from pypto.language.kernel import JitKind, KernelFunction
+from pypto.language.parser.calls import incore_call, inline_call, returned_params
+from pypto.language.parser.env import Namer
+from pypto.language.parser.exprs import ExprParser
+from pypto.language.parser.function import parse_function
+from pypto.language.parser.signature import BoundParam
+
+
+class ProgramBuilder:
+    """The functions of the program being parsed; one InCore function per helper specialization."""
+
+    def __init__(self, entry_name: str) -> None:
+        self.names = Namer([entry_name])
+        self.kernels: dict[tuple[Any, ...], Function] = {}
+        self.inlining: list[KernelFunction] = []
+
+    def kernel_for(self, kernel: KernelFunction, params: tuple[BoundParam, ...]) -> Function:
+        """The InCore function of ``kernel`` for ``params``; a new specialization gets a suffixed name."""
+        key = (kernel, tuple((p.type, p.value) for p in params))
+        if key not in self.kernels:
+            name = self.names.fresh(kernel.name)
+            self.kernels[key] = parse_function(kernel, FunctionKind.InCore, params, self, name)
+        return self.kernels[key]
+
+    def call_kernel(
+        self,
+        parser: ExprParser,
+        callee: KernelFunction,
+        args: list[Any],
+        kwargs: dict[str, Any],
+        node: ast.Call,
+    ) -> Any:
+        if callee.kind is JitKind.incore:
+            return incore_call(parser, callee, args, kwargs, node, self.kernel_for)
+        if callee.kind is JitKind.inline:
+            if callee in self.inlining:
+                raise parser.error(
+                    node, f"@pl.jit.inline {callee.name}() calls itself; inlining would not end"
+                )
+            self.inlining.append(callee)
+            try:
+                return inline_call(parser, callee, args, kwargs, node, self)
+            finally:
+                self.inlining.pop()
+        raise parser.error(
+            node,
+            f"{callee.name}() is a @pl.jit entry and cannot be called from a kernel",
+            "mark it @pl.jit.incore (a kernel) or @pl.jit.inline (spliced in) to call it here",
+        )
+
+
+def parse_program(kernel: KernelFunction, params: Sequence[BoundParam]) -> Program:
+    """The parsed (not lowered) program of ``kernel`` for ``params``: ``parse_program(k, bound)``.
+
+    An ``@pl.jit.incore`` kernel parsed on its own gets an Orchestration entry of the same name
+    that calls it (the kernel itself is named ``<name>_kernel``).
+    """
+    builder = ProgramBuilder(kernel.name)
+    if kernel.kind is JitKind.incore:
+        return _standalone_incore(kernel, tuple(params), builder)
+    entry = parse_function(kernel, FunctionKind.Orchestration, params, builder)
+    return Program(kernel.name, (entry, *builder.kernels.values()), kernel.name)
+
+
+def _standalone_incore(
+    kernel: KernelFunction, params: tuple[BoundParam, ...], builder: ProgramBuilder
+) -> Program:
+    builder.names.taken.add(kernel.name)
+    fn = parse_function(
+        kernel, FunctionKind.InCore, params, builder, builder.names.fresh(f"{kernel.name}_kernel")
+    )
+    entry_params = tuple(Param(Var(p.var.name, p.var.type, p.var.span), p.direction) for p in fn.params)
+    returned, result_type = returned_params(fn)
+    call = make_call("call", [p.var for p in entry_params], {"callee": fn.name}, fn.span, type=result_type)
+    body = (Eval(call, fn.span), Return(tuple(entry_params[i].var for i in returned), fn.span))
+    entry = Function(kernel.name, entry_params, body, FunctionKind.Orchestration, fn.span)
+    return Program(kernel.name, (entry, fn), kernel.name)

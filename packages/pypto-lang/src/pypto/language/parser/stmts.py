@@ -1,0 +1,396 @@
+"""The statement half of the kernel parser: one visitor method per statement kind."""
+
+from __future__ import annotations
+
+import ast
+import warnings
+from dataclasses import replace
+from enum import Enum
+from typing import Any
+
+from pypto.ir import (
+    INDEX,
+    Call,
+    DataType,
+    Expr,
+    For,
+    Level,
+    LoopKind,
+    Return,
+    ScalarType,
+    ScopeStmt,
+    SplitMode,
+    TensorType,
+    TileType,
+    TypeCheckError,
+    Var,
+)
+from pypto.ir.types import describe
+from pypto.language.annotations import ScalarSpec, TensorSpec, TileSpec
+from pypto.language.builtins import Builtin
+from pypto.language.options import CrossCoreSlot, Split
+from pypto.language.parser.body import BodyBuilder
+from pypto.language.parser.env import Env
+from pypto.language.parser.exprs import ExprParser, KernelCalls
+from pypto.language.parser.ops import build_op
+from pypto.language.parser.resolve import GlobalNames
+from pypto.language.parser.signature import evaluate_annotation
+from pypto.language.parser.source import KernelSource
+from pypto.language.parser.values import describe_value, is_number, number, scalar_expr
+from pypto.passes import CompileWarning
+
+LOOP_KINDS = {"range": LoopKind.range, "parallel": LoopKind.parallel, "unroll": LoopKind.unroll}
+UNSUPPORTED_SCOPE_ARGS = ("deps", "no_dep_args", "allow_early_resolve")
+
+
+class Role(Enum):
+    """What the function being parsed is, which decides what ``return`` means."""
+
+    entry = "entry"
+    incore = "incore"
+    inline = "inline"
+
+
+class StmtParser(ExprParser):
+    """Parses a function body statement by statement into ``self.body``."""
+
+    def __init__(
+        self,
+        kernel: Any,
+        source: KernelSource,
+        names: GlobalNames,
+        env: Env,
+        body: BodyBuilder,
+        calls: KernelCalls,
+        role: Role,
+        outputs: tuple[Var, ...] = (),
+    ) -> None:
+        super().__init__(source, names, env, body, calls)
+        self.kernel = kernel
+        self.role = role
+        self.outputs = outputs  # the pl.Out / pl.InOut parameters
+        self.nesting = 0  # loops and scopes this parser opened
+        self.returned: tuple[Any, ...] | None = None
+
+    def stmts(self, nodes: list[ast.stmt]) -> None:
+        for node in nodes:
+            if self.returned is not None:
+                raise self.error(node, "code after `return` is not supported", "remove it or move it up")
+            visitor = getattr(self, f"visit_{type(node).__name__}", None)
+            if visitor is None:
+                raise self.unsupported(node)
+            visitor(node)
+
+    # ------------------------------------------------------------ simple statements
+
+    def visit_Pass(self, node: ast.Pass) -> None:
+        return
+
+    def visit_Expr(self, node: ast.Expr) -> None:
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return  # a docstring
+        self.body.atom(self.expr(node.value))
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        if len(node.targets) != 1:
+            raise self.error(node, "chained assignment (a = b = ...) is not supported")
+        self.assign(node.targets[0], self.expr(node.value))
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        if not isinstance(node.target, ast.Name):
+            raise self.error(node, "augmented assignment works on names only (x += y)")
+        binop = ast.BinOp(node.target, node.op, node.value)
+        ast.copy_location(binop, node)
+        self.bind_name(node.target.id, self.visit_BinOp(binop), node.target)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is None or not isinstance(node.target, ast.Name):
+            raise self.error(
+                node, "an annotated assignment needs a plain name and a value: t: pl.Tile[...] = ..."
+            )
+        spec = evaluate_annotation(self.kernel, node.annotation, self.env)
+        value = self.checked(spec, self.expr(node.value), node)
+        self.bind_name(node.target.id, value, node.target)
+
+    def visit_Assert(self, node: ast.Assert) -> None:
+        if not self.constant(node.test, "an assert condition"):
+            message = self.constant(node.msg, "an assert message") if node.msg else ast.unparse(node.test)
+            raise self.error(node, f"assertion failed at compile time: {message}")
+
+    def visit_If(self, node: ast.If) -> None:
+        test = self.expr(node.test)
+        if isinstance(test, Expr) and not is_number(test):
+            raise self.error(
+                node.test,
+                "a run-time `if` is not supported yet; the condition must be known at compile time",
+                "conditions on shapes, dtypes and scalar arguments fold; a run-time scalar does not",
+            )
+        self.stmts(node.body if (number(test) if is_number(test) else test) else node.orelse)
+
+    def visit_Return(self, node: ast.Return) -> None:
+        if self.nesting:
+            raise self.error(node, "`return` must be the last statement, outside loops and scopes")
+        elts: list[ast.expr] = []
+        if node.value is not None:
+            elts = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+        values = tuple(self.expr(e) for e in elts)
+        self.returned = values
+        if self.role is not Role.inline:
+            exprs = tuple(self.returned_tensor(v, e) for v, e in zip(values, elts, strict=True))
+            self.body.emit(Return(exprs, self.span(node)))
+
+    def returned_tensor(self, value: Any, node: ast.expr) -> Expr:
+        value = self.body.atom(value)
+        if not (isinstance(value, Var) and isinstance(value.type, TensorType)):
+            raise self.error(node, f"a kernel returns tensors, got {describe_value(value)}")
+        if self.role is Role.incore and not any(value is out for out in self.outputs):
+            raise self.error(
+                node,
+                f"an @pl.jit.incore function returns the pl.Out / pl.InOut tensors it writes; "
+                f"'{value.name}' is not one",
+                "return the output parameters, e.g. `return out`",
+            )
+        return value
+
+    # ------------------------------------------------------------ assignment targets
+
+    def assign(self, target: ast.expr, value: Any) -> None:
+        if isinstance(target, ast.Name):
+            self.bind_name(target.id, value, target)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            self.unpack(target, value)
+        elif isinstance(target, ast.Subscript):
+            self.write_region(target, value)
+        else:
+            raise self.unsupported(target)
+
+    def unpack(self, target: ast.Tuple | ast.List, value: Any) -> None:
+        if not isinstance(value, (tuple, list)):
+            raise self.error(target, f"cannot unpack {describe_value(value)}")
+        if len(value) != len(target.elts):
+            raise self.error(target, f"cannot unpack {len(value)} values into {len(target.elts)} names")
+        for elt, item in zip(target.elts, value, strict=True):
+            self.assign(elt, item)
+
+    def bind_name(self, name: str, value: Any, node: ast.AST) -> None:
+        """``name = value``: an op result gets a fresh unique variable; other values are aliased."""
+        span = self.span(node)
+        current = self.env.lookup(name)
+        if (
+            current is not None
+            and any(current.value is out for out in self.outputs)
+            and value is not current.value
+        ):
+            warnings.warn_explicit(
+                f"line {span.line}: `{name} = ...` rebinds the name and writes nothing to the output "
+                f"tensor '{name}'; write into it with `{name}[:] = ...`",
+                CompileWarning,
+                span.file,
+                span.line,
+            )
+        if isinstance(value, Call):
+            value = self.body.assign(name, value, span)
+        self.env.bind(name, value, span)
+
+    def write_region(self, target: ast.Subscript, value: Any) -> None:
+        """``out[:] = v`` / ``out[r0:r1, c0:c1] = v``: assemble a tensor (or store a tile) into ``out``."""
+        dst = self.expr(target.value)
+        if not (isinstance(dst, Expr) and isinstance(dst.type, TensorType)):
+            raise self.error(
+                target, f"only tensors take region writes (out[...] = ...), got {describe_value(dst)}"
+            )
+        dims = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+        shape = dst.type.shape
+        if len(dims) > len(shape):
+            raise self.error(target, f"{len(dims)} subscripts for a tensor of rank {len(shape)}")
+        ctx = self.op_context(target, f"{ast.unparse(target)} = ...")
+        value = ctx.shaped(value, "the written value")
+        offsets = [self.region_start(d, i, shape[i], value, ctx) for i, d in enumerate(dims)]
+        offsets += [0] * (len(shape) - len(dims))
+        if isinstance(value.type, TileType):
+            build_op(ctx, "store", [value, offsets, dst], {})
+        else:
+            build_op(ctx, "assemble", [dst, value, offsets], {})
+
+    def region_start(self, node: ast.expr, dim: int, full: int, value: Expr, ctx: Any) -> Any:
+        if not isinstance(node, ast.Slice) or node.step is not None:
+            raise self.error(node, "write a region with slices: out[r0:r1, c0:c1] (no indices, no steps)")
+        lower = 0 if node.lower is None else self.expr(node.lower)
+        upper = full if node.upper is None else self.expr(node.upper)
+        sizes = value.type.shape  # type: ignore[attr-defined]
+        known = is_number(lower) and is_number(upper) and dim < len(sizes)
+        if known and number(upper) - number(lower) != sizes[dim]:
+            raise TypeCheckError(
+                f"{ctx.name}: the region [{number(lower)}:{number(upper)}] of dim {dim} holds "
+                f"{number(upper) - number(lower)} elements but the value has {sizes[dim]} "
+                f"({describe(value.type)})",
+                ctx.span,
+            )
+        return lower
+
+    def checked(self, spec: Any, value: Any, node: ast.AnnAssign) -> Any:
+        """The value of ``x: <spec> = value``, checked against the annotation."""
+        if isinstance(spec, ScalarSpec) and is_number(value):
+            return scalar_expr(number(value), spec.dtype, self.span(node.value))
+        expected: Any = None
+        if isinstance(spec, TileSpec):
+            expected = TileType(spec.shape, spec.dtype, spec.memory_space)
+        elif isinstance(spec, TensorSpec) and spec.shape is not None:
+            expected = TensorType(spec.shape, spec.dtype)  # type: ignore[arg-type]
+        elif isinstance(spec, ScalarSpec):
+            expected = ScalarType(spec.dtype)
+        actual = getattr(value, "type", None) if isinstance(value, Expr) else None
+        if isinstance(actual, TileType):
+            actual = replace(actual, valid_shape=None)
+        kind_ok = isinstance(spec, TensorSpec) and isinstance(actual, TensorType)
+        if (expected is not None and actual != expected) or (expected is None and not kind_ok):
+            raise TypeCheckError(
+                f"'{ast.unparse(node.target)}' is annotated {ast.unparse(node.annotation)} but the "
+                f"value is {describe_value(value)}",
+                self.span(node),
+            )
+        return value
+
+    # ------------------------------------------------------------ loops
+
+    def visit_For(self, node: ast.For) -> None:
+        kind, call = self.loop_kind(node.iter)
+        if node.orelse:
+            raise self.error(node, "for ... else is not supported in a kernel")
+        if not isinstance(node.target, ast.Name):
+            raise self.error(
+                node.target,
+                "the loop target must be one name; loop-carried values (init_values=) are not supported yet",
+            )
+        if call.keywords:
+            raise self.error(
+                call.keywords[0].value,
+                f"pl.{kind.value}() takes no keyword arguments here; "
+                "loop-carried values (init_values=) are not supported yet",
+            )
+        start, stop, step = self.loop_bounds(call, kind)
+        var = Var(self.body.namer.fresh(node.target.id), INDEX, self.span(node.target))
+        self.nesting += 1
+        with self.env.loop(), self.body.block() as stmts:
+            self.env.bind(node.target.id, var, var.span)
+            self.stmts(node.body)
+        self.nesting -= 1
+        self.body.emit(For(var, start, stop, step, tuple(stmts), kind, self.span(node)))
+
+    def loop_kind(self, node: ast.expr) -> tuple[LoopKind, ast.Call]:
+        callee = self.expr(node.func) if isinstance(node, ast.Call) else None
+        if isinstance(node, ast.Call) and isinstance(callee, Builtin) and callee.name in LOOP_KINDS:
+            return LOOP_KINDS[callee.name], node
+        if callee is range:
+            raise self.error(
+                node,
+                "Python range() in a kernel: the loop would be unrolled by Python, not compiled",
+                "use pl.range(...) (or pl.parallel / pl.unroll)",
+            )
+        raise self.error(
+            node,
+            "a kernel loop iterates over pl.range(...), pl.parallel(...) or pl.unroll(...)",
+            "for i in pl.range(n):",
+        )
+
+    def loop_bounds(self, call: ast.Call, kind: LoopKind) -> tuple[Expr, Expr, Expr]:
+        if not 1 <= len(call.args) <= 3:
+            raise self.error(
+                call,
+                f"pl.{kind.value}() takes (stop), (start, stop) or (start, stop, step); "
+                f"got {len(call.args)} arguments",
+            )
+        values = [self.loop_bound(arg, kind) for arg in call.args]
+        if len(values) == 1:
+            values.insert(0, 0)
+        if len(values) == 2:
+            values.append(1)
+        if is_number(values[2]) and number(values[2]) == 0:
+            raise self.error(call.args[2], f"pl.{kind.value}() step must not be zero")
+        start, stop, step = (scalar_expr(v, DataType.INDEX, self.span(call)) for v in values)
+        return start, stop, step
+
+    def loop_bound(self, node: ast.expr, kind: LoopKind) -> Any:
+        value = self.expr(node)
+        plain = number(value) if is_number(value) else value
+        if isinstance(plain, int) and not isinstance(plain, bool):
+            return plain
+        if isinstance(value, Expr) and isinstance(value.type, ScalarType) and value.type.dtype.is_integer:
+            return value
+        raise self.error(node, f"pl.{kind.value}() bounds must be integers, got {describe_value(value)}")
+
+    # ------------------------------------------------------------ scopes
+
+    def visit_With(self, node: ast.With) -> None:
+        if len(node.items) != 1:
+            raise self.error(node, "one pl.at(...) per with statement")
+        item = node.items[0]
+        call = item.context_expr
+        callee = self.expr(call.func) if isinstance(call, ast.Call) else None
+        if not (isinstance(call, ast.Call) and isinstance(callee, Builtin) and callee.name == "at"):
+            raise self.error(call, "a with statement in a kernel opens a scope: `with pl.at(level=...):`")
+        if item.optional_vars is not None:
+            raise self.error(item.optional_vars, "`pl.at(...) as tid` (task ids) is not supported yet")
+        if self.body.kernel:
+            raise self.error(
+                call, "an @pl.jit.incore body already runs on one core group: drop the pl.at scope"
+            )
+        if self.body.in_scope:
+            raise self.error(call, "pl.at scopes do not nest", "close the outer scope first")
+        level, name_hint, split, slot_num = self.scope_options(call)
+        self.nesting += 1
+        with self.body.scope(), self.body.block() as stmts:
+            self.stmts(node.body)
+        self.nesting -= 1
+        self.body.emit(ScopeStmt(tuple(stmts), level, name_hint, split, slot_num, self.span(call)))
+
+    def scope_options(self, call: ast.Call) -> tuple[Level, str | None, SplitMode | None, int | None]:
+        if call.args:
+            raise self.error(
+                call.args[0], "pl.at() takes keyword arguments: pl.at(level=pl.Level.CORE_GROUP)"
+            )
+        level, name_hint, split, slot_num = Level.CORE_GROUP, None, None, None
+        for kw in call.keywords:
+            if kw.arg == "level":
+                level = self.constant(kw.value, "level=")
+                if not isinstance(level, Level):
+                    raise self.error(kw.value, f"level= takes a pl.Level member, got {describe_value(level)}")
+            elif kw.arg == "name_hint":
+                name_hint = self.constant(kw.value, "name_hint=")
+                if not (isinstance(name_hint, str) and name_hint.isidentifier()):
+                    raise self.error(kw.value, f"name_hint= must be an identifier string, got {name_hint!r}")
+            elif kw.arg == "optimizations":
+                split, slot_num = self.optimizations(kw.value)
+            elif kw.arg in UNSUPPORTED_SCOPE_ARGS:
+                raise self.error(kw.value, f"pl.at({kw.arg}=...) is not supported yet")
+            else:
+                raise self.error(
+                    kw.value if kw.arg else call, f"pl.at() got an unexpected keyword argument {kw.arg!r}"
+                )
+        return level, name_hint, split, slot_num
+
+    def optimizations(self, node: ast.expr) -> tuple[SplitMode | None, int | None]:
+        if not isinstance(node, ast.List):
+            raise self.error(
+                node,
+                "optimizations= must be a literal list",
+                "write the list in place: optimizations=[pl.split(pl.SplitMode.UP_DOWN), "
+                "pl.cross_core_slot(slot_num=2)]",
+            )
+        split: SplitMode | None = None
+        slot_num: int | None = None
+        for elt in node.elts:
+            option = self.expr(elt)
+            if isinstance(option, Split) and split is None:
+                split = option.mode
+            elif isinstance(option, CrossCoreSlot) and slot_num is None:
+                slot_num = option.slot_num
+            elif isinstance(option, (Split, CrossCoreSlot)):
+                raise self.error(elt, f"{ast.unparse(elt)} is given twice in optimizations=")
+            else:
+                raise self.error(
+                    elt,
+                    "optimizations= holds pl.split(...) and pl.cross_core_slot(...), "
+                    f"got {describe_value(option)}",
+                )
+        return split, slot_num

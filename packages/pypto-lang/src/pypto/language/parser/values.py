@@ -1,0 +1,108 @@
+"""Parse-time values: IR expressions, or compile-time Python values that fold away.
+
+A name in a kernel body means either an IR expression (a tensor, a tile, a run-time scalar) or
+a compile-time constant (an int from ``a.shape``, a dtype, an enum member, a scalar argument
+the kernel was specialized on). Constants become ``Const`` only where an op needs an operand.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pypto.ir import (
+    INDEX,
+    Const,
+    DataType,
+    Expr,
+    ParseError,
+    ScalarType,
+    SourceSpan,
+    TensorType,
+    TileType,
+    TupleExpr,
+    TupleType,
+)
+from pypto.ir.types import describe
+
+
+def is_number(value: Any) -> bool:
+    """A compile-time number: a Python int/float/bool or an IR ``Const``."""
+    return isinstance(value, (int, float, bool, Const))
+
+
+def number(value: Any) -> int | float | bool:
+    return value.value if isinstance(value, Const) else value
+
+
+def is_scalar(value: Any) -> bool:
+    """A compile-time number or a run-time IR scalar."""
+    return is_number(value) or (isinstance(value, Expr) and isinstance(value.type, ScalarType))
+
+
+def is_shaped(value: Any) -> bool:
+    return isinstance(value, Expr) and isinstance(value.type, (TensorType, TileType))
+
+
+def describe_value(value: Any) -> str:
+    """How a value reads in an error message: ``Tensor[[128, 128], FP32]``, ``the int 3``."""
+    if isinstance(value, Expr):
+        return describe(value.type)
+    if isinstance(value, (list, tuple)):
+        return f"the list {list(value)!r}"
+    return f"the {type(value).__name__} {value!r}"
+
+
+def const(value: int | float | bool, dtype: DataType | None, span: SourceSpan | None) -> Const:
+    """A ``Const`` of ``value``, typed like ``dtype`` where the kinds agree.
+
+    >>> const(2, DataType.FP32, None)   # Const(2.0) typed FP32
+    """
+    if isinstance(value, bool):
+        return Const(value, ScalarType(DataType.BOOL), span)
+    if isinstance(value, float):
+        kind = dtype if dtype is not None and dtype.is_float else DataType.FP32
+        return Const(value, ScalarType(kind), span)
+    if dtype is not None and dtype.is_float:
+        return Const(float(value), ScalarType(dtype), span)
+    return Const(value, ScalarType(dtype) if dtype is not None else INDEX, span)
+
+
+def scalar_expr(value: Any, dtype: DataType | None, span: SourceSpan | None) -> Expr:
+    """A scalar operand as IR: numbers become ``Const`` (typed like ``dtype``), IR scalars pass."""
+    if isinstance(value, Const):
+        return value
+    if is_number(value):
+        return const(value, dtype, span)
+    if isinstance(value, Expr) and isinstance(value.type, ScalarType):
+        return value
+    raise ParseError(f"expected a scalar, got {describe_value(value)}", span)
+
+
+def index_tuple(values: Any, span: SourceSpan | None, what: str = "offsets") -> TupleExpr:
+    """``[i * 128, 0]`` as a ``TupleExpr`` of integer scalars."""
+    if not isinstance(values, (list, tuple)):
+        raise ParseError(f"{what} must be a list such as [0, 0], got {describe_value(values)}", span)
+    elements: list[Expr] = []
+    for v in values:
+        if isinstance(v, bool) or not is_scalar(v):
+            raise ParseError(f"{what} must hold integer scalars, got {describe_value(v)}", span)
+        e = scalar_expr(v, DataType.INDEX, span)
+        if not isinstance(e.type, ScalarType) or not e.type.dtype.is_integer:
+            raise ParseError(f"{what} must hold integers, got {describe_value(v)}", span)
+        elements.append(e)
+    return TupleExpr(tuple(elements), TupleType(tuple(e.type for e in elements)), span)
+
+
+def static_shape(values: Any, span: SourceSpan | None, what: str = "shape") -> tuple[int, ...]:
+    """A shape known at compile time: a list of positive ints (constants fold, e.g. ``[M, K // 2]``)."""
+    if not isinstance(values, (list, tuple)) or not values:
+        raise ParseError(f"{what} must be a non-empty list of ints, got {describe_value(values)}", span)
+    dims = [number(v) if is_number(v) else v for v in values]
+    for dim in dims:
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
+            raise ParseError(
+                f"{what} must hold positive ints known at compile time, got {describe_value(dim)}",
+                span,
+                "shapes fold from constants and a.shape; run-time values cannot size a tile",
+            )
+    return tuple(dims)

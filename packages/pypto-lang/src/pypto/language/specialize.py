@@ -1,0 +1,84 @@
+"""Specialization: binding call arguments to a kernel's annotated parameters."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any
+
+from pypto.ir import ScalarType, SpecializationError, TensorType
+from pypto.language.annotations import ScalarSpec, TensorSpec
+from pypto.language.kernel import KernelFunction
+from pypto.language.parser.signature import BoundParam, ParamSignature
+from pypto.runtime.arguments import scalar_value, tensor_type
+
+
+@dataclass(frozen=True)
+class Specialization:
+    """The parameters bound for one call, and the call's arguments in parameter order."""
+
+    params: tuple[BoundParam, ...]
+    args: tuple[Any, ...] = ()
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        """What selects a compiled program: each param's type, and each scalar's value."""
+        return tuple((p.type, p.value) for p in self.params)
+
+    @property
+    def constants(self) -> dict[str, Any]:
+        return {p.name: p.value for p in self.params if p.value is not None}
+
+
+def specialize(kernel: KernelFunction, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Specialization:
+    """Bind ``args`` to ``kernel``'s parameters; no arguments at all means "from the annotations".
+
+    >>> specialize(mixed, (a, b, bias, out), {}).key  # doctest: +SKIP
+    """
+    signature = kernel.signature
+    if not args and not kwargs and signature:
+        return Specialization(tuple(_from_annotation(kernel, sig) for sig in signature))
+    try:
+        bound = inspect.signature(kernel.func).bind(*args, **kwargs)
+    except TypeError as exc:
+        names = ", ".join(sig.name for sig in signature)
+        raise SpecializationError(f"{kernel.name}(): {exc}", hint=f"{kernel.name} takes ({names})") from None
+    bound.apply_defaults()
+    values = tuple(bound.arguments[sig.name] for sig in signature)
+    params = tuple(_bind(sig, value) for sig, value in zip(signature, values, strict=True))
+    return Specialization(params, values)
+
+
+def _from_annotation(kernel: KernelFunction, sig: ParamSignature) -> BoundParam:
+    spec = sig.spec
+    if isinstance(spec, ScalarSpec):
+        default = inspect.signature(kernel.func).parameters[sig.name].default
+        if default is not inspect.Parameter.empty:
+            return _bind(sig, default)
+        return BoundParam(sig.name, ScalarType(spec.dtype), span=sig.span)
+    if not isinstance(spec, TensorSpec) or spec.shape is None or spec.dtype is None:
+        raise SpecializationError(
+            f"parameter '{sig.name}' is annotated {spec}, which fixes no shape and dtype",
+            sig.span,
+            "pass the tensors (the shapes come from them), or annotate the shape and dtype",
+        )
+    return BoundParam(sig.name, TensorType(spec.shape, spec.dtype), spec.direction, span=sig.span)
+
+
+def _bind(sig: ParamSignature, value: Any) -> BoundParam:
+    spec = sig.spec
+    if isinstance(spec, ScalarSpec):
+        constant = scalar_value(value, spec.dtype, sig.name)
+        return BoundParam(sig.name, ScalarType(spec.dtype), value=constant, span=sig.span)
+    if not isinstance(spec, TensorSpec):
+        raise SpecializationError(f"parameter '{sig.name}' has an unsupported annotation", sig.span)
+    actual = tensor_type(value, sig.name)
+    for what, want, got in (("shape", spec.shape, actual.shape), ("dtype", spec.dtype, actual.dtype)):
+        if want is not None and want != got:
+            shown = list(got) if what == "shape" else f"torch.{actual.dtype.torch_name}"
+            raise SpecializationError(
+                f"argument '{sig.name}' has {what} {shown}, but parameter '{sig.name}' is annotated {spec}",
+                sig.span,
+                "pass a tensor that matches the annotation, or annotate the parameter as bare pl.Tensor",
+            )
+    return BoundParam(sig.name, actual, spec.direction, span=sig.span)

@@ -1,0 +1,112 @@
+"""Compiling a parsed program for a platform, and running it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pypto.ir import Function, Program, Return, RunReport, SpecializationError, Target, Var
+from pypto.passes import PassContext, PassManager, build_pass, dump_to, lower
+from pypto.runtime.arguments import check_argument
+from pypto.runtime.config import RunConfig
+from pypto.runtime.registry import get_backend, get_target
+
+
+def lower_program(program: Program, target: Target, config: RunConfig) -> Program:
+    """Run ``config.pipeline`` (default: the standard pipeline) over a parsed program."""
+    dump_dir = config.dump_dir(program.name)
+    if config.pipeline is None:
+        return lower(program, target, options=config.options, dump_dir=dump_dir)
+    passes = [build_pass(name) for name in config.pipeline]
+    instruments = [dump_to(dump_dir)] if dump_dir else []
+    return PassManager(passes, instruments).run(program, PassContext(target, dict(config.options)))
+
+
+@dataclass
+class CompiledProgram:
+    """A lowered program bound to a platform.
+
+    ``constants`` maps scalar parameters that were compiled in as constants to their values; a
+    run must pass the same values.
+
+    >>> compiled = mixed.compile(a, b, bias, out)  # doctest: +SKIP
+    >>> compiled.run(a, b, bias, out)  # doctest: +SKIP
+    """
+
+    program: Program
+    config: RunConfig
+    constants: Mapping[str, Any] = field(default_factory=dict)
+    last_report: RunReport | None = None
+
+    @property
+    def entry(self) -> Function:
+        return self.program.entry_function
+
+    def run(self, *args: Any) -> Any:
+        """Run the entry on ``args`` (written in place); returns what the entry returns."""
+        self._check(args)
+        backend = get_backend(self.config.platform)
+        report = backend.run(self.program, list(args), self.config.backend_options())
+        self.last_report = report
+        return self._returned(report, args)
+
+    def _check(self, args: tuple[Any, ...]) -> None:
+        params = self.entry.params
+        if len(args) != len(params):
+            names = ", ".join(p.var.name for p in params)
+            raise SpecializationError(
+                f"{self.entry.name}() takes {len(params)} argument(s) ({names}), got {len(args)}"
+            )
+        for param, value in zip(params, args, strict=True):
+            name = param.var.name
+            check_argument(value, param.var.type, name)
+            if name in self.constants and value != self.constants[name]:
+                raise SpecializationError(
+                    f"argument {name!r} is {value!r} but the program was compiled with {name}="
+                    f"{self.constants[name]!r}",
+                    hint="scalar values are part of the specialization: compile again for this value",
+                )
+
+    def _returned(self, report: RunReport, args: tuple[Any, ...]) -> Any:
+        values = tuple(report.outputs) or self._returned_params(args)
+        if not values:
+            return None
+        return values[0] if len(values) == 1 else values
+
+    def _returned_params(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        """Returned entry params mapped to the caller's arguments (for backends that report none)."""
+        ret = next((s for s in reversed(self.entry.body) if isinstance(s, Return)), None)
+        if ret is None:
+            return ()
+        index = {p.var.name: i for i, p in enumerate(self.entry.params)}
+        picked = [index.get(v.name) for v in ret.values if isinstance(v, Var)]
+        if len(picked) != len(ret.values) or None in picked:
+            return ()
+        return tuple(args[i] for i in picked if i is not None)
+
+
+def compile_program(
+    program: Program, config: RunConfig | None = None, constants: Mapping[str, Any] | None = None
+) -> CompiledProgram:
+    """Lower a parsed ``Program`` for ``config.platform``: ``compile_program(prog, RunConfig())``."""
+    config = config or RunConfig()
+    lowered = lower_program(program, get_target(config.platform), config)
+    return CompiledProgram(lowered, config, dict(constants or {}))
+
+
+def run(program_or_jit: Any, *tensors: Any, config: RunConfig | None = None) -> Any:
+    """Compile (if needed) and run: ``run(mixed, a, b, bias, out, config=RunConfig())``.
+
+    Accepts a ``@pl.jit`` function, a parsed ``Program`` or a ``CompiledProgram``; returns what
+    the entry returns.
+    """
+    if isinstance(program_or_jit, CompiledProgram):
+        return program_or_jit.run(*tensors)
+    if isinstance(program_or_jit, Program):
+        return compile_program(program_or_jit, config).run(*tensors)
+    if callable(getattr(program_or_jit, "compile", None)):
+        return program_or_jit(*tensors, config=config)
+    raise TypeError(
+        f"run() takes a @pl.jit function, a Program or a CompiledProgram, got {type(program_or_jit).__name__}"
+    )

@@ -1,0 +1,36 @@
+"""The ``pypto`` plugin hooks (pluggy project ``"pypto"``, entry-point group ``"pypto"``).
+
+A plugin module implements the hooks with :data:`hookimpl`::
+
+    import pluggy
+
+    hookimpl = pluggy.HookimplMarker("pypto")
+
+    @hookimpl
+    def pypto_register_backends(register):
+        register(MyBackend())
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pluggy
+
+from pypto.ir import Backend, Target
+
+PROJECT = "pypto"
+ENTRY_POINT_GROUP = "pypto"
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@hookspec
+def pypto_register_backends(register: Callable[[Backend], None]) -> None:
+    """Register backends: call ``register(backend)`` with a ``pypto.ir.Backend`` for each."""
+
+
+@hookspec
+def pypto_register_targets(register: Callable[[Target], None]) -> None:
+    """Register compile-only targets (a chip with no backend here): ``register(target)``."""

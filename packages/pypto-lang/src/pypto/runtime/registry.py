@@ -1,0 +1,209 @@
+"""The platform registry: backends and compile-only targets contributed by ``pypto`` plugins.
+
+Plugins come from the ``pypto`` entry-point group (restricted by ``PYPTO_LOAD_PLUGINS=a,b``;
+set but empty loads none) and from :func:`register_plugin`. Nothing loads until first use.
+
+>>> get_backend("a2a3sim").run(program, tensors, {})  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+from collections.abc import Callable
+from typing import Any
+
+import pluggy
+
+from pypto.ir import Backend, PlatformError, Target
+from pypto.runtime import hookspecs
+from pypto.runtime.hookspecs import ENTRY_POINT_GROUP, PROJECT
+
+LOAD_PLUGINS_ENV = "PYPTO_LOAD_PLUGINS"
+
+
+def _selected_entry_points() -> list[importlib.metadata.EntryPoint]:
+    eps = list(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP))
+    allowed = os.environ.get(LOAD_PLUGINS_ENV)
+    if allowed is None:
+        return eps
+    names = {name.strip() for name in allowed.split(",") if name.strip()}
+    return [ep for ep in eps if ep.name in names]
+
+
+class PlatformRegistry:
+    """One plugin manager plus the backends and targets its plugins registered."""
+
+    def __init__(self, load_entry_points: bool = True) -> None:
+        self.plugins = pluggy.PluginManager(PROJECT)
+        self.plugins.add_hookspecs(hookspecs)
+        self._origins: dict[str, str] = {}
+        self._backends: dict[str, tuple[Backend, str]] | None = None
+        self._targets: dict[str, tuple[Target, str]] | None = None
+        if load_entry_points:
+            for ep in _selected_entry_points():
+                self._load_entry_point(ep)
+
+    def _load_entry_point(self, ep: importlib.metadata.EntryPoint) -> None:
+        dist = f"distribution {ep.dist.name} {ep.dist.version}" if ep.dist else "unknown distribution"
+        origin = f"plugin {ep.name!r} ({dist})"
+        if self.plugins.has_plugin(ep.name):
+            raise PlatformError(
+                f"two plugins are named {ep.name!r}: {self._origins[ep.name]} and {origin}",
+                hint=f"uninstall one, or choose plugins with {LOAD_PLUGINS_ENV}",
+            )
+        try:
+            plugin = ep.load()
+        except Exception as exc:
+            raise PlatformError(
+                f"cannot load {origin}: {type(exc).__name__}: {exc}",
+                hint=f"fix or uninstall it, or skip it with {LOAD_PLUGINS_ENV}",
+            ) from exc
+        self._add(plugin, ep.name, origin)
+
+    def register_plugin(self, plugin: object, name: str | None = None) -> str:
+        """Register a plugin object (a module or an instance with hookimpls); returns its name."""
+        name = name or getattr(plugin, "__name__", None) or f"plugin-{id(plugin)}"
+        return self._add(plugin, name, f"plugin {name!r} (registered in-process)")
+
+    def _add(self, plugin: object, name: str, origin: str) -> str:
+        try:
+            registered = self.plugins.register(plugin, name=name)
+            self.plugins.check_pending()
+        except (ValueError, pluggy.PluginValidationError) as exc:
+            raise PlatformError(f"cannot register {origin}: {exc}") from None
+        assert registered is not None
+        self._origins[registered] = origin
+        self._backends = self._targets = None
+        return registered
+
+    def _collect(self) -> tuple[dict[str, tuple[Backend, str]], dict[str, tuple[Target, str]]]:
+        if self._backends is None or self._targets is None:
+            backends: dict[str, tuple[Backend, str]] = {}
+            targets: dict[str, tuple[Target, str]] = {}
+            self._call(self.plugins.hook.pypto_register_backends, backends, _check_backend, "backends")
+            self._call(self.plugins.hook.pypto_register_targets, targets, _check_target, "targets")
+            self._backends, self._targets = backends, targets
+        return self._backends, self._targets
+
+    def _call(
+        self, hook: Any, table: dict[str, tuple[Any, str]], check: Callable[[Any, str], str], kind: str
+    ) -> None:
+        """Call each plugin's implementation on its own, so every entry knows where it came from."""
+        for impl in hook.get_hookimpls():
+            origin = self._origins.get(impl.plugin_name, f"plugin {impl.plugin_name!r}")
+
+            def register(item: Any, origin: str = origin) -> None:
+                name = check(item, origin)
+                if name in table:
+                    raise PlatformError(
+                        f"two {kind} are named {name!r}: one from {table[name][1]}, one from {origin}",
+                        hint=f"uninstall one of them, or choose plugins with {LOAD_PLUGINS_ENV}",
+                    )
+                table[name] = (item, origin)
+
+            impl.function(**{arg: register for arg in impl.argnames})
+
+    def backend(self, name: str) -> Backend:
+        """The backend registered as ``name``; a PlatformError says why there is none."""
+        backends, targets = self._collect()
+        if name in backends:
+            return backends[name][0]
+        if name in targets:
+            same_chip = sorted(b for b, (backend, _) in backends.items() if backend.target.name == name)
+            suggestion = same_chip or sorted(backends)
+            hint = (
+                f"run on {' or '.join(repr(s) for s in suggestion)} instead, e.g. "
+                f"RunConfig(platform={suggestion[0]!r})"
+                if suggestion
+                else "install a backend plugin"
+            )
+            raise PlatformError(
+                f"platform {name!r} is a compile-only target here: running on it needs a device "
+                "backend plugin, and none is installed",
+                hint=hint,
+            )
+        raise self._unknown(name)
+
+    def target(self, name: str) -> Target:
+        """The target a program for platform ``name`` is compiled for (a backend's target counts)."""
+        backends, targets = self._collect()
+        if name in targets:
+            return targets[name][0]
+        if name in backends:
+            return backends[name][0].target
+        raise self._unknown(name)
+
+    def platforms(self) -> list[str]:
+        """Every platform name: backends and compile-only targets, sorted."""
+        backends, targets = self._collect()
+        return sorted(set(backends) | set(targets))
+
+    def _unknown(self, name: str) -> PlatformError:
+        known = ", ".join(self.platforms()) or "(none)"
+        return PlatformError(
+            f"unknown platform {name!r}; registered platforms: {known}",
+            hint=f"install a backend plugin, or check {LOAD_PLUGINS_ENV} if it is set",
+        )
+
+
+def _check_backend(item: Any, origin: str) -> str:
+    if not isinstance(item, Backend) or not isinstance(item.target, Target):
+        raise PlatformError(f"{origin} registered {item!r}, which is not a pypto.ir.Backend")
+    return item.name
+
+
+def _check_target(item: Any, origin: str) -> str:
+    if not isinstance(item, Target):
+        raise PlatformError(f"{origin} registered {item!r}, which is not a pypto.ir.Target")
+    return item.name
+
+
+_registry: PlatformRegistry | None = None
+
+
+def registry() -> PlatformRegistry:
+    """The process-wide registry, loading the entry-point plugins on first use."""
+    global _registry
+    if _registry is None:
+        _registry = PlatformRegistry()
+    return _registry
+
+
+def reset_registry(load_entry_points: bool = True) -> None:
+    """Forget every plugin (for tests). With ``load_entry_points=False`` the next registry starts
+    empty; otherwise the entry points load again on next use: ``reset_registry(False)``."""
+    global _registry
+    _registry = None if load_entry_points else PlatformRegistry(load_entry_points=False)
+
+
+def register_plugin(plugin: object, name: str | None = None) -> str:
+    """Register hook implementations in-process: ``register_plugin(MyPlugin(), name="mine")``."""
+    return registry().register_plugin(plugin, name)
+
+
+def get_backend(platform: str) -> Backend:
+    """The backend that runs ``platform``: ``get_backend("a2a3sim")``."""
+    return registry().backend(platform)
+
+
+def get_target(platform: str) -> Target:
+    """The target ``platform`` compiles for: ``get_target("a2a3")``."""
+    return registry().target(platform)
+
+
+def list_platforms() -> list[str]:
+    """Registered platform names: ``list_platforms()`` -> ``["a2a3", "a2a3sim"]``."""
+    return registry().platforms()
+
+
+__all__ = [
+    "LOAD_PLUGINS_ENV",
+    "PlatformRegistry",
+    "get_backend",
+    "get_target",
+    "list_platforms",
+    "register_plugin",
+    "registry",
+    "reset_registry",
+]
