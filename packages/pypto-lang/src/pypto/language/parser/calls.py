@@ -124,7 +124,7 @@ def inline_call(
     """Splice an ``@pl.jit.inline`` body into the caller; the call's value is what it returns."""
     env = Env()
     for name, value in bind_arguments(parser, callee, args, kwargs, node).items():
-        env.bind(name, value, parser.span(node))
+        env.bind(name, parser.body.atom(value), parser.span(node))  # an op argument is computed once
     inner = StmtParser(callee, callee.source, callee.names, env, parser.body, calls, Role.inline)
     inner.stmts(callee.source.tree.body)
     values = inner.returned or ()

@@ -74,6 +74,12 @@ COMPARISONS: dict[type, str] = {
     ast.NotEq: "ne",
 }
 PY_COMPARISONS: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
     ast.Is: operator.is_,
     ast.IsNot: operator.is_not,
     ast.In: lambda a, b: a in b,
@@ -269,16 +275,13 @@ class ExprParser:
             ctx = self.op_context(node, "comparison")
             return scalar_binary(ctx, COMPARISONS[type(node.ops[0])], values[0], values[1])
         plain = [number(v) if is_number(v) else v for v in values]
-        for op, lhs, rhs in zip(node.ops, plain, plain[1:], strict=False):
-            compare = PY_COMPARISONS.get(type(op))
-            ok = (
-                compare(lhs, rhs)
-                if compare
-                else scalar_binary(self.op_context(node, "comparison"), COMPARISONS[type(op)], lhs, rhs)
+        try:
+            return all(
+                PY_COMPARISONS[type(op)](lhs, rhs)
+                for op, lhs, rhs in zip(node.ops, plain, plain[1:], strict=False)
             )
-            if not ok:
-                return False
-        return True
+        except TypeError as exc:
+            raise self.error(node, f"cannot compare at compile time: {exc}") from None
 
     def visit_BoolOp(self, node: ast.BoolOp) -> Any:
         result: Any = None
@@ -318,7 +321,7 @@ class ExprParser:
         if callee is builtins.range:
             raise self.error(
                 node,
-                "Python range() in a kernel: the loop would be unrolled by Python, not compiled",
+                "Python range() cannot drive a kernel loop: a kernel loop is compiled, not run by Python",
                 "use pl.range(...) (or pl.parallel / pl.unroll)",
             )
         if callee in COMPILE_TIME_FUNCTIONS:

@@ -284,7 +284,7 @@ class StmtParser(ExprParser):
         if callee is range:
             raise self.error(
                 node,
-                "Python range() in a kernel: the loop would be unrolled by Python, not compiled",
+                "Python range() cannot drive a kernel loop: a kernel loop is compiled, not run by Python",
                 "use pl.range(...) (or pl.parallel / pl.unroll)",
             )
         raise self.error(

@@ -1,0 +1,42 @@
+"""Reading a rendered PyptoError back: header, source line, underlined text and hint."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pypto.ir import PyptoError
+
+
+def line_of(path: str, snippet: str) -> int:
+    """The 1-based line of ``path`` that starts with ``snippet`` (after indentation; must be unique)."""
+    text = Path(path).read_text().splitlines()
+    lines = [i for i, line in enumerate(text, 1) if line.strip().startswith(snippet)]
+    assert len(lines) == 1, f"{snippet!r} found on lines {lines}"
+    return lines[0]
+
+
+@dataclass(frozen=True)
+class Rendered:
+    header: str
+    source: str
+    underlined: str
+    hint: str | None
+
+
+def rendered(err: PyptoError) -> Rendered:
+    """Split ``str(err)``: ``file:line:col: error: msg`` / ``NN | source`` / ``| ^^^`` / ``hint: ...``."""
+    lines = str(err).splitlines()
+    header, source, carets = lines[0], lines[1], lines[2]
+    gutter = source.index("| ") + 2
+    start = carets.index("^")
+    width = len(carets) - start
+    hint = lines[3].removeprefix("hint: ") if len(lines) > 3 else None
+    return Rendered(header, source[gutter:], source[start : start + width], hint)
+
+
+def header(path: str, snippet: str, column_text: str, message: str) -> str:
+    """The expected first line: the file, the line holding ``snippet`` and the column of ``column_text``."""
+    line = line_of(path, snippet)
+    col = Path(path).read_text().splitlines()[line - 1].index(column_text) + 1
+    return f"{path}:{line}:{col}: error: {message}"
