@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pypto.ir import (
     INDEX,
-    UNIT,
     Assign,
     Const,
     DataType,
@@ -99,15 +98,14 @@ def staged_program(m: int = 128) -> Program:
     return program("staged", params, scopes)
 
 
-def mixed_program(split: SplitMode | None = SplitMode.UP_DOWN, slot_num: int | None = None) -> Program:
+def mixed_program(
+    split: SplitMode | None = SplitMode.UP_DOWN, slot_num: int | None = None, m: int = 128
+) -> Program:
     """The seed's Step 1 kernel: matmul and add in one scope."""
-    a, b = tensor("a", [128, 256], FP16), tensor("b", [256, 128], FP16)
-    bias, out = tensor("bias", [128, 128]), tensor("out", [128, 128])
+    a, b = tensor("a", [m, 256], FP16), tensor("b", [256, 128], FP16)
+    bias, out = tensor("bias", [m, 128]), tensor("out", [m, 128])
     mm = assign("acc", "tensor.matmul", a, b, out_dtype=FP32)
     add = assign("t", "tensor.add", mm.target, bias)
     scope = ScopeStmt((mm, add, write(out, add.target)), name_hint="mixed", split=split, slot_num=slot_num)
     params = [Param(a), Param(b), Param(bias), Param(out, Direction.Out)]
     return program("mixed", params, [scope, Return((out,))])
-
-
-__all__ = ["UNIT", "Eval"]

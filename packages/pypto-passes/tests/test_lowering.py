@@ -4,7 +4,7 @@ import passes_irbuild as irbuild
 import pytest
 from passes_golden import check_golden
 
-from pypto.ir import FunctionKind, ParseError, SplitMode, print_ir
+from pypto.ir import FunctionKind, print_ir
 from pypto.passes import DEFAULT_PIPELINE, build_pass, lower
 
 
@@ -22,12 +22,6 @@ def test_staged_seed_program_lowers_to_an_aic_and_an_aiv_kernel():
 def test_long_operands_stream_through_the_kernel_in_row_blocks():
     lowered = lower(irbuild.staged_program(4096), irbuild.TARGET)
     check_golden("staged_4096.txt", print_ir(lowered))
-
-
-def test_a_scope_mixing_cube_and_vector_work_names_both_ops():
-    with pytest.raises(ParseError) as info:
-        lower(irbuild.mixed_program(split=SplitMode.UP_DOWN), irbuild.TARGET)
-    assert "mixes cube work (pl.matmul) and vector work (pl.add)" in info.value.message
 
 
 def test_dump_passes_writes_one_file_per_pass(tmp_path):

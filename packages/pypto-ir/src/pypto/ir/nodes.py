@@ -146,6 +146,23 @@ class ScopeStmt(Stmt):
     span: SourceSpan | None = None
 
 
+@dataclass(frozen=True, eq=False)
+class SplitAivRegion(Stmt):
+    """``for lane in pl.split_aiv(2, mode=...)``: an explicit vector region of a mixed scope.
+
+    Both AIV lanes run ``body`` with ``lane`` = 0 / 1; the author divides the work by lane.
+    """
+
+    lane: Var
+    body: tuple[Stmt, ...]
+    mode: SplitMode = SplitMode.NONE
+    span: SourceSpan | None = None
+
+
+# Statements that hold a nested body.
+BLOCK_STMTS = (For, ScopeStmt, SplitAivRegion)
+
+
 # ---------------------------------------------------------------- functions
 
 
@@ -209,7 +226,7 @@ def walk_stmts(body: tuple[Stmt, ...]) -> Iterator[Stmt]:
     """Every statement in ``body``, depth first, loop and scope bodies included."""
     for stmt in body:
         yield stmt
-        if isinstance(stmt, (For, ScopeStmt)):
+        if isinstance(stmt, BLOCK_STMTS):
             yield from walk_stmts(stmt.body)
 
 

@@ -19,6 +19,7 @@ from pypto.ir.nodes import (
     Program,
     Return,
     ScopeStmt,
+    SplitAivRegion,
     Stmt,
     TupleExpr,
     Var,
@@ -111,6 +112,9 @@ class _Printer:
             self.body(s.body, depth + 1)
         elif isinstance(s, Return):
             self.emit(depth, "return " + ", ".join(format_expr(v) for v in s.values))
+        elif isinstance(s, SplitAivRegion):
+            self.emit(depth, f"for {s.lane.name} in pl.split_aiv(2, mode={format_value(s.mode)}):")
+            self.body(s.body, depth + 1)
         elif isinstance(s, ScopeStmt):
             opts = []
             if s.split is not None:
@@ -148,11 +152,10 @@ def print_function(fn: Function, depth: int = 0) -> str:
     printer = _Printer(plan if isinstance(plan, MemoryPlan) else None)
     printer.emit(depth, f"@pl.function(type=pl.FunctionType.{fn.kind.value})")
     for key, value in fn.attrs.items():
-        if key != "memory_plan":
+        if key not in ("memory_plan", "reservations"):
             printer.emit(depth, f"# {key} = {format_value(value)}")
-    if isinstance(plan, MemoryPlan):
-        for r in plan.reservations:
-            printer.emit(depth, f"# reserved {r.space.name}[0x0, +{r.size}]: {r.reason}")
+    for r in fn.attrs.get("reservations", ()):
+        printer.emit(depth, f"# reserved {r.space.name}[0x0, +{r.size}]: {r.reason}")
     params = ", ".join(["self"] + [_param(p) for p in fn.params])
     printer.emit(depth, f"def {fn.name}({params}):")
     printer.body(fn.body, depth + 1)

@@ -12,6 +12,7 @@ from pypto.ir.nodes import (
     FunctionKind,
     Program,
     ScopeStmt,
+    SplitAivRegion,
     Stmt,
     Var,
     stmt_exprs,
@@ -54,6 +55,8 @@ def _verify_body(
             _verify_body(fn, stmt.body, defined | {stmt.var}, callees, in_scope)
         elif isinstance(stmt, ScopeStmt):
             _verify_body(fn, stmt.body, defined, callees, in_scope=True)
+        elif isinstance(stmt, SplitAivRegion):
+            _verify_body(fn, stmt.body, defined | {stmt.lane}, callees, in_scope)
 
 
 def _verify_expr(

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pypto.ir import (
     Allocation,
     Assign,
+    Call,
     For,
     Function,
     FunctionKind,
@@ -23,17 +24,17 @@ from pypto.ir import (
     MemorySpace,
     Program,
     Reservation,
-    ScopeStmt,
     SourceSpan,
     Stmt,
     Target,
     TileType,
     Var,
+    get_op,
 )
-from pypto.ir.nodes import stmt_exprs, used_vars
+from pypto.ir.nodes import BLOCK_STMTS, stmt_exprs, used_vars
 from pypto.passes.manager import PassContext
 
-KERNEL_KINDS = (FunctionKind.InCore, FunctionKind.AIC, FunctionKind.AIV)
+KERNEL_KINDS = (FunctionKind.AIC, FunctionKind.AIV)
 
 
 @dataclass
@@ -52,14 +53,19 @@ def _scan(body: tuple[Stmt, ...], live: _Liveness, loops: tuple[int, ...]) -> No
         for expr in stmt_exprs(stmt):
             for v in used_vars(expr):
                 _use(live, v, pos, loops)
-        if isinstance(stmt, Assign) and isinstance(stmt.target.type, TileType):
+        if isinstance(stmt, Assign) and isinstance(stmt.target.type, TileType) and not _in_ring(stmt):
             live.defs[stmt.target] = pos
             live.def_loops[stmt.target] = loops
             live.last_use.setdefault(stmt.target, pos)
-        elif isinstance(stmt, (For, ScopeStmt)):
+        elif isinstance(stmt, BLOCK_STMTS):
             inner = (*loops, pos) if isinstance(stmt, For) else loops
             _scan(stmt.body, live, inner)
             live.loop_end[pos] = live.position - 1
+
+
+def _in_ring(stmt: Assign) -> bool:
+    """A popped tile lives in its pipe's ring slot, not in a buffer of its own."""
+    return isinstance(stmt.value, Call) and get_op(stmt.value.op).in_pipe_slot
 
 
 def _use(live: _Liveness, v: Var, pos: int, loops: tuple[int, ...]) -> None:
@@ -97,7 +103,7 @@ def _extend_for_loops(body: tuple[Stmt, ...], live: _Liveness) -> dict[Var, floa
                         if outer:
                             # Live through the loop's last op too: the next iteration reads it.
                             ends[v] = max(ends.get(v, 0), live.loop_end[outer[0]] + 0.5)
-            if isinstance(stmt, (For, ScopeStmt)):
+            if isinstance(stmt, BLOCK_STMTS):
                 visit(stmt.body, (*loops, pos) if isinstance(stmt, For) else loops)
 
     visit(body, ())

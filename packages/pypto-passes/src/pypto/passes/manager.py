@@ -40,7 +40,9 @@ PASS_REGISTRY: dict[str, str] = {
     "OutlineScopes": "pypto.passes.outline:OutlineScopes",
     "ConvertTensorToTileOps": "pypto.passes.tensor_to_tile:ConvertTensorToTileOps",
     "InferTileMemorySpace": "pypto.passes.memory_space:InferTileMemorySpace",
-    "ClassifyKernels": "pypto.passes.classify:ClassifyKernels",
+    "LowerAutoVectorSplit": "pypto.passes.vector_split:LowerAutoVectorSplit",
+    "ExpandMixedKernel": "pypto.passes.expand_mixed:ExpandMixedKernel",
+    "StampTfree": "pypto.passes.tfree:StampTfree",
     "AllocateMemory": "pypto.passes.allocate:AllocateMemory",
 }
 
@@ -48,7 +50,9 @@ DEFAULT_PIPELINE: tuple[str, ...] = (
     "OutlineScopes",
     "ConvertTensorToTileOps",
     "InferTileMemorySpace",
-    "ClassifyKernels",
+    "LowerAutoVectorSplit",
+    "ExpandMixedKernel",
+    "StampTfree",
     "AllocateMemory",
 )
 

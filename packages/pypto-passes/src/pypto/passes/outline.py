@@ -145,7 +145,7 @@ class OutlineScopes:
             offsets = zero_offsets(len(v.type.shape))
             tail.append(Eval(make_call("tensor.assemble", (out_param, inner, offsets), {}, v.span), v.span))
         kernel_body = substitute_body(scope.body, renames) + tuple(tail)
-        attrs: dict[str, object] = {}
+        attrs: dict[str, object] = {"name_hint": scope.name_hint or kernel_name}
         if scope.split is not None:
             attrs["split"] = scope.split
         if scope.slot_num is not None:

@@ -6,8 +6,10 @@ from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from dataclasses import replace
 
 from pypto.ir import (
+    INDEX,
     Assign,
     Call,
+    Const,
     Eval,
     Expr,
     For,
@@ -16,8 +18,10 @@ from pypto.ir import (
     Program,
     Return,
     ScopeStmt,
+    SplitAivRegion,
     Stmt,
     TupleExpr,
+    TupleType,
     Var,
     make_call,
 )
@@ -116,7 +120,7 @@ def substitute_body(body: tuple[Stmt, ...], mapping: dict[Var, Expr]) -> tuple[S
                     body=substitute_body(stmt.body, mapping),
                 )
             )
-        elif isinstance(stmt, ScopeStmt):
+        elif isinstance(stmt, (ScopeStmt, SplitAivRegion)):
             out.append(replace(stmt, body=substitute_body(stmt.body, mapping)))
         else:
             out.append(stmt)
@@ -129,3 +133,18 @@ def map_functions(
     """Apply ``fn_pass(fn)`` to every function whose kind is in ``kinds``."""
     funcs = tuple(fn_pass(fn) if fn.kind in kinds else fn for fn in program.functions)
     return replace(program, functions=funcs)
+
+
+def index_add(a: Expr, b: Expr) -> Expr:
+    """``a + b`` on indices, folded when both are constants."""
+    if isinstance(b, Const) and b.value == 0:
+        return a
+    if isinstance(a, Const) and a.value == 0:
+        return b
+    if isinstance(a, Const) and isinstance(b, Const):
+        return Const(a.value + b.value, INDEX)
+    return make_call("scalar.add", (a, b))
+
+
+def index_tuple(elements: list[Expr]) -> TupleExpr:
+    return TupleExpr(tuple(elements), TupleType(tuple(e.type for e in elements)))

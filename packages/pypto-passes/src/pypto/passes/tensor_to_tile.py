@@ -32,19 +32,19 @@ from pypto.ir import (
     Program,
     ScalarType,
     SourceSpan,
+    SplitAivRegion,
     Stmt,
     Target,
     TensorType,
     TileType,
     TupleExpr,
-    TupleType,
     Var,
     make_call,
 )
 from pypto.ir.nodes import stmt_exprs, used_vars, walk_stmts
-from pypto.passes.allocate import over_budget, plan_memory
+from pypto.passes.fit import fits_alone
 from pypto.passes.manager import PassContext
-from pypto.passes.rewrite import NameGen, map_functions
+from pypto.passes.rewrite import NameGen, index_add, index_tuple, map_functions
 
 
 def is_tensor_stmt(stmt: Stmt) -> bool:
@@ -53,21 +53,6 @@ def is_tensor_stmt(stmt: Stmt) -> bool:
         return False
     op = stmt.value.op
     return op.startswith("tensor.") and op != "tensor.create"
-
-
-def index_add(a: Expr, b: Expr) -> Expr:
-    """``a + b`` on indices, folded when both are constants."""
-    if isinstance(b, Const) and b.value == 0:
-        return a
-    if isinstance(a, Const) and a.value == 0:
-        return b
-    if isinstance(a, Const) and isinstance(b, Const):
-        return Const(a.value + b.value, INDEX)
-    return make_call("scalar.add", (a, b))
-
-
-def index_tuple(elements: list[Expr]) -> TupleExpr:
-    return TupleExpr(tuple(elements), TupleType(tuple(e.type for e in elements)))
 
 
 def _suffix(op: str) -> str:
@@ -84,9 +69,11 @@ class ConvertTensorToTileOps:
 
     def convert(self, fn: Function, target: Target) -> Function:
         names = NameGen.for_function(fn)
-        return replace(fn, body=self._block(fn.body, names, target))
+        return replace(fn, body=self._block(fn.body, fn, names, target))
 
-    def _block(self, body: tuple[Stmt, ...], names: NameGen, target: Target) -> tuple[Stmt, ...]:
+    def _block(
+        self, body: tuple[Stmt, ...], fn: Function, names: NameGen, target: Target
+    ) -> tuple[Stmt, ...]:
         out: list[Stmt] = []
         region: list[Stmt] = []
         lowered_values: set[Var] = set()  # tensor values that became tiles of an earlier region
@@ -94,7 +81,7 @@ class ConvertTensorToTileOps:
         def flush() -> None:
             for stmt in region:
                 _reject_uses(stmt, lowered_values)
-            out.extend(self._region(region, names, target))
+            out.extend(self._region(region, fn, names, target))
             lowered_values.update(_region_defs(region))
             region.clear()
 
@@ -105,24 +92,28 @@ class ConvertTensorToTileOps:
             if region:
                 flush()
             _reject_uses(stmt, lowered_values)
-            if isinstance(stmt, For):
-                stmt = replace(stmt, body=self._block(stmt.body, names, target))
+            if isinstance(stmt, (For, SplitAivRegion)):
+                stmt = replace(stmt, body=self._block(stmt.body, fn, names, target))
             out.append(stmt)
         if region:
             flush()
         return tuple(out)
 
-    def _region(self, region: list[Stmt], names: NameGen, target: Target) -> list[Stmt]:
+    def _region(self, region: list[Stmt], fn: Function, names: NameGen, target: Target) -> list[Stmt]:
         rows = _block_rows(region)
         candidates = [None] if rows is None else _divisors_at_most(rows, self.max_block_rows)
-        attempt: list[Stmt] = []
+        chosen: tuple[list[Stmt], NameGen] | None = None
         for block in candidates:
             trial_names = copy.deepcopy(names)
             attempt = _RegionLowering(region, block, rows, trial_names, target).lower()
-            if not over_budget(plan_memory(tuple(attempt), target), target):
+            if chosen is None:
+                chosen = (attempt, trial_names)  # nothing fits: the largest blocks name the overrun
+            if fits_alone(attempt, fn, target):
+                chosen = (attempt, trial_names)
                 break
-        names.taken = trial_names.taken
-        return attempt
+        assert chosen is not None
+        names.taken = chosen[1].taken
+        return chosen[0]
 
 
 def _divisors_at_most(n: int, limit: int) -> list[int]:

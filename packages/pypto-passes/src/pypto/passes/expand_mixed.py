@@ -1,0 +1,221 @@
+"""ExpandMixedKernel: each InCore kernel becomes an AIC kernel, an AIV kernel, or both.
+
+A pure cube kernel becomes ``AIC``, a pure vector kernel ``AIV``. A mixed kernel ``k`` becomes
+``k_aic`` (cube ops + the shared control flow), ``k_aiv`` (vector ops + the same control
+flow) and a ``Group`` kernel that launches both on one core group. Each ``aiv_shard`` becomes
+``tpush_to_aiv`` on the AIC and ``tpop_from_aic`` on the AIV; each ``aic_gather`` becomes
+``tpush_to_aic`` on the AIV and ``tpop_from_aiv`` on the AIC. Unless the author set the pipe
+up by hand, both kernels start with the automatic pipe setup and the consumer reserves the
+ring at the bottom of its memory space.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pypto.ir import (
+    UNIT,
+    Assign,
+    Call,
+    Eval,
+    For,
+    Function,
+    FunctionKind,
+    MemorySpace,
+    ParseError,
+    PlatformError,
+    Program,
+    Reservation,
+    Return,
+    SplitAivRegion,
+    SplitMode,
+    Stmt,
+    Target,
+    TileType,
+    make_call,
+)
+from pypto.ir.nodes import walk_stmts
+from pypto.passes.manager import PassContext
+from pypto.passes.sides import BOUNDARY_OPS, Side, call_side, first_ops_by_side
+from pypto.passes.vector_split import has_split_regions
+
+C2V, V2C = 1, 2
+RING_REASON = "cross-core pipe ring"
+_INIT = {Side.CUBE: "aic_initialize_pipe", Side.VECTOR: "aiv_initialize_pipe"}
+
+
+@dataclass
+class _Pipes:
+    """What crosses, per direction: the largest full tile in bytes."""
+
+    slot_size: dict[int, int] = field(default_factory=dict)
+
+    def note(self, direction: int, t: object) -> None:
+        if isinstance(t, TileType):
+            self.slot_size[direction] = max(self.slot_size.get(direction, 0), t.nbytes)
+
+    @property
+    def dir_mask(self) -> int:
+        return sum(self.slot_size)
+
+
+@dataclass(frozen=True)
+class ExpandMixedKernel:
+    name: str = "ExpandMixedKernel"
+
+    def run(self, program: Program, ctx: PassContext) -> Program:
+        funcs: list[Function] = []
+        for fn in program.functions:
+            funcs.extend(self.expand(fn, ctx.target) if fn.kind is FunctionKind.InCore else [fn])
+        return replace(program, functions=tuple(funcs))
+
+    def expand(self, fn: Function, target: Target) -> list[Function]:
+        sides = first_ops_by_side(fn)
+        hint = fn.attrs.get("name_hint", fn.name)
+        attrs = {k: v for k, v in fn.attrs.items() if k != "name_hint"}
+        if not (Side.CUBE in sides and Side.VECTOR in sides) and not has_split_regions(fn):
+            kind = FunctionKind.AIC if Side.CUBE in sides else FunctionKind.AIV
+            return [replace(fn, kind=kind, attrs=attrs)]
+        mode = fn.attrs.get("split") or SplitMode.NONE
+        pipes = _Pipes()
+        splitter = _SideSplitter(mode, pipes, explicit=has_split_regions(fn))
+        cube, vector = splitter.block(fn.body, in_region=False)
+        aic_attrs, aiv_attrs = dict(attrs), dict(attrs)
+        user_inits = _user_pipe_inits(fn)
+        if pipes.dir_mask and not user_inits:
+            slot_num = _slot_num(fn, target, pipes.dir_mask)
+            setup = {
+                "dir_mask": pipes.dir_mask,
+                "slot_size": max(pipes.slot_size.values()),
+                "slot_num": slot_num,
+            }
+            cube = (Eval(make_call(_INIT[Side.CUBE], (), setup, fn.span), fn.span), *cube)
+            vector = (Eval(make_call(_INIT[Side.VECTOR], (), setup, fn.span), fn.span), *vector)
+            aic_attrs["pipe_setup"] = aiv_attrs["pipe_setup"] = "automatic"
+            rings = _rings(setup, automatic=True)
+        else:
+            rings = [
+                r for call in user_inits for r in _rings(call.attrs, automatic=False, side=call_side(call))
+            ]
+        for kernel_attrs, side in ((aic_attrs, Side.CUBE), (aiv_attrs, Side.VECTOR)):
+            mine = tuple(r for r in rings if (r.space is MemorySpace.Vec) == (side is Side.VECTOR))
+            if mine:
+                kernel_attrs["reservations"] = mine
+        aic = Function(f"{hint}_aic", fn.params, cube, FunctionKind.AIC, fn.span, aic_attrs)
+        aiv = Function(f"{hint}_aiv", fn.params, vector, FunctionKind.AIV, fn.span, aiv_attrs)
+        args = tuple(p.var for p in fn.params)
+        launch = tuple(
+            Eval(make_call("call", args, {"callee": k.name}, fn.span, type=UNIT), fn.span) for k in (aic, aiv)
+        )
+        group = Function(fn.name, fn.params, launch, FunctionKind.Group, fn.span, {"split": mode})
+        return [group, aic, aiv]
+
+
+def _slot_num(fn: Function, target: Target, dir_mask: int) -> int:
+    slot_num = fn.attrs.get("slot_num") or target.default_slot_num
+    limit = target.max_pipe_slots if dir_mask != 3 else target.max_pipe_slots // 2
+    if slot_num > limit:
+        per = "per direction" if dir_mask != 3 else "per direction when both directions are used"
+        raise PlatformError(
+            f"pl.cross_core_slot(slot_num={slot_num}) asks for more ring slots than {target.name} "
+            f"pipes have ({limit} {per})",
+            fn.span,
+            f"use slot_num between 1 and {limit}",
+        )
+    return slot_num
+
+
+def _rings(attrs: Mapping[str, Any], automatic: bool, side: Side | None = None) -> list[Reservation]:
+    """Rings the consumers reserve: Vec for cube->vector, Mat for vector->cube."""
+    size = attrs["slot_num"] * attrs["slot_size"]
+    rings = []
+    if attrs["dir_mask"] & C2V and side in (None, Side.VECTOR):
+        rings.append(Reservation(MemorySpace.Vec, size, RING_REASON, automatic))
+    if attrs["dir_mask"] & V2C and side in (None, Side.CUBE):
+        rings.append(Reservation(MemorySpace.Mat, size, RING_REASON, automatic))
+    return rings
+
+
+def _user_pipe_inits(fn: Function) -> list[Call]:
+    return [
+        s.value
+        for s in walk_stmts(fn.body)
+        if isinstance(s, Eval) and isinstance(s.value, Call) and s.value.op in _INIT.values()
+    ]
+
+
+@dataclass
+class _SideSplitter:
+    mode: SplitMode
+    pipes: _Pipes
+    explicit: bool
+
+    def block(self, body: tuple[Stmt, ...], in_region: bool) -> tuple[tuple[Stmt, ...], tuple[Stmt, ...]]:
+        cube: list[Stmt] = []
+        vector: list[Stmt] = []
+        for stmt in body:
+            if isinstance(stmt, SplitAivRegion):
+                self.check_region(stmt)
+                lane = Assign(stmt.lane, make_call("get_subblock_idx", ()), stmt.span)
+                _, inner = self.block(stmt.body, in_region=True)
+                vector.extend((lane, *inner))
+            elif isinstance(stmt, For):
+                c, v = self.block(stmt.body, in_region)
+                if c:
+                    cube.append(replace(stmt, body=c))
+                if v:
+                    vector.append(replace(stmt, body=v))
+            elif isinstance(stmt, (Assign, Eval)) and isinstance(stmt.value, Call):
+                c, v = self.statement(stmt, in_region)
+                cube.extend(c)
+                vector.extend(v)
+            elif isinstance(stmt, Return):
+                continue
+            else:
+                cube.append(stmt)
+                vector.append(stmt)
+        return tuple(cube), tuple(vector)
+
+    def statement(self, stmt: Assign | Eval, in_region: bool) -> tuple[list[Stmt], list[Stmt]]:
+        call = stmt.value
+        assert isinstance(call, Call)
+        if call.op in BOUNDARY_OPS:
+            return self.boundary(stmt, call)
+        side = call_side(call)
+        if side is None and self.explicit and call.op.startswith("system."):
+            side = Side.VECTOR if in_region else Side.CUBE
+        if side is None:
+            return [stmt], [stmt]
+        return ([stmt], []) if side is Side.CUBE else ([], [stmt])
+
+    def boundary(self, stmt: Assign | Eval, call: Call) -> tuple[list[Stmt], list[Stmt]]:
+        assert isinstance(stmt, Assign)
+        value, target = call.args[0], stmt.target
+        t = target.type
+        assert isinstance(t, TileType)
+        split = call.attrs.get("split", self.mode)
+        pop_attrs = {"shape": t.shape, "dtype": t.dtype, "split": split}
+        if call.op == "aiv_shard":
+            self.pipes.note(C2V, value.type)
+            push = Eval(make_call("tpush_to_aiv", (value,), {"split": split}, call.span), stmt.span)
+            pop = Assign(target, make_call("tpop_from_aic", (), pop_attrs, call.span), stmt.span)
+            return [push], [pop]
+        self.pipes.note(V2C, t)
+        push = Eval(make_call("tpush_to_aic", (value,), {"split": split}, call.span), stmt.span)
+        pop = Assign(target, make_call("tpop_from_aiv", (), pop_attrs, call.span), stmt.span)
+        return [pop], [push]
+
+    def check_region(self, region: SplitAivRegion) -> None:
+        for stmt in walk_stmts(region.body):
+            if not isinstance(stmt, (Assign, Eval)) or not isinstance(stmt.value, Call):
+                continue
+            call = stmt.value
+            if call.op in BOUNDARY_OPS or call_side(call) is Side.CUBE:
+                raise ParseError(
+                    f"pl.{call.op.split('.', 1)[-1]} runs on the cube side and cannot sit inside a "
+                    "pl.split_aiv region, whose body runs on the AIV lanes",
+                    call.span,
+                    "move it before the region (aiv_shard) or after it (aic_gather)",
+                )

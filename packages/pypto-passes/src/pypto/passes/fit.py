@@ -1,0 +1,33 @@
+"""Does a candidate kernel body fit on chip? Asked by tiling before it commits to a block size.
+
+The body is lowered the rest of the way on its own — memory spaces, the vector split, the
+expansion into AIC and AIV kernels with their rings — and every resulting kernel is planned
+against the target's budgets. Rings are sized at the default depth: a deeper ring is the
+author's explicit choice, reported when it does not fit rather than paid for with smaller tiles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from pypto.ir import Function, PyptoError, Stmt, Target
+from pypto.passes.allocate import over_budget, plan_memory
+from pypto.passes.expand_mixed import ExpandMixedKernel
+from pypto.passes.memory_space import InferTileMemorySpace
+from pypto.passes.vector_split import LowerAutoVectorSplit
+
+
+def fits_alone(body: Sequence[Stmt], fn: Function, target: Target) -> bool:
+    attrs = {k: v for k, v in fn.attrs.items() if k != "slot_num"}
+    probe = replace(fn, body=tuple(body), attrs=attrs)
+    try:
+        probe = LowerAutoVectorSplit().lower(InferTileMemorySpace().infer(probe, target))
+        kernels = ExpandMixedKernel().expand(probe, target)
+    except PyptoError:
+        return False  # this block size cannot be lowered at all (e.g. it cannot be halved)
+    for kernel in kernels:
+        plan = plan_memory(kernel.body, target, tuple(kernel.attrs.get("reservations", ())))
+        if over_budget(plan, target):
+            return False
+    return True

@@ -1,0 +1,80 @@
+"""StampTfree: every tile popped from a pipe is given back with exactly one tfree.
+
+In kernels whose pipes the compiler set up, a ``tfree`` goes right after the popped tile's last
+use in the block that popped it. In kernels written with explicit pipe ops the author places
+the tfrees; a pop that is not freed on every path is warned about here, since the hardware
+would only stall.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from pypto.ir import Assign, Call, Eval, Function, FunctionKind, Program, Stmt, Var, make_call
+from pypto.ir.nodes import BLOCK_STMTS, stmt_exprs, used_vars, walk_stmts
+from pypto.passes.manager import PassContext
+from pypto.passes.rewrite import map_functions
+
+FREE_OF = {"tpop_from_aic": "tfree_to_aic", "tpop_from_aiv": "tfree_to_aiv"}
+
+
+def _pop(stmt: Stmt) -> Var | None:
+    if isinstance(stmt, Assign) and isinstance(stmt.value, Call) and stmt.value.op in FREE_OF:
+        return stmt.target
+    return None
+
+
+def _uses(stmt: Stmt, v: Var) -> bool:
+    return any(v in used_vars(e) for s in walk_stmts((stmt,)) for e in stmt_exprs(s))
+
+
+def _freed(body: tuple[Stmt, ...], v: Var) -> bool:
+    return any(
+        isinstance(s, Eval)
+        and isinstance(s.value, Call)
+        and s.value.op in FREE_OF.values()
+        and v in s.value.args
+        for s in body
+    )
+
+
+@dataclass(frozen=True)
+class StampTfree:
+    name: str = "StampTfree"
+
+    def run(self, program: Program, ctx: PassContext) -> Program:
+        def stamp(fn: Function) -> Function:
+            if fn.attrs.get("pipe_setup") == "automatic":
+                return replace(fn, body=_stamp(fn.body))
+            _check_freed(fn, fn.body, ctx)
+            return fn
+
+        return map_functions(program, (FunctionKind.AIC, FunctionKind.AIV), stamp)
+
+
+def _stamp(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
+    out = [replace(s, body=_stamp(s.body)) if isinstance(s, BLOCK_STMTS) else s for s in body]
+    for index in range(len(out) - 1, -1, -1):
+        popped = _pop(out[index])
+        if popped is None:
+            continue
+        last = max((j for j in range(index, len(out)) if _uses(out[j], popped)), default=index)
+        call = out[index].value  # type: ignore[attr-defined]
+        free = make_call(FREE_OF[call.op], (popped,), {}, call.span)
+        out.insert(last + 1, Eval(free, call.span))
+    return tuple(out)
+
+
+def _check_freed(fn: Function, body: tuple[Stmt, ...], ctx: PassContext) -> None:
+    for index, stmt in enumerate(body):
+        if isinstance(stmt, BLOCK_STMTS):
+            _check_freed(fn, stmt.body, ctx)
+        popped = _pop(stmt)
+        if popped is not None and not _freed(body[index + 1 :], popped):
+            call = stmt.value  # type: ignore[attr-defined]
+            where = f"{call.span}: " if call.span else ""
+            ctx.warn(
+                f"{where}in {fn.name}: the tile {popped.name} popped by pl.{call.op} is not freed "
+                f"on every path; add pl.{FREE_OF[call.op]}({popped.name}) after its last use, or "
+                "the producer stalls once the ring is full"
+            )

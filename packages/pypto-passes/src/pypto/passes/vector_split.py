@@ -1,0 +1,172 @@
+"""LowerAutoVectorSplit: halve the vector side of a mixed kernel across the two AIV lanes.
+
+In a mixed kernel marked ``pl.split(mode)`` (no mark means ``NONE``), every cube->vector
+crossing becomes ``aiv_shard`` (each lane receives its share of the cube's tile) and every
+vector->cube crossing ``aic_gather``. Vector-side tiles shrink to one lane's share: loads and
+stores of global memory shift by ``lane * share`` along the split axis, where ``lane`` is
+``pl.get_subblock_idx()``. With ``NONE`` nothing is halved: lane 0 does the vector work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from pypto.ir import (
+    INDEX,
+    Assign,
+    Call,
+    Const,
+    Eval,
+    Expr,
+    For,
+    Function,
+    FunctionKind,
+    MemorySpace,
+    ParseError,
+    Program,
+    SplitAivRegion,
+    SplitMode,
+    Stmt,
+    TileType,
+    TupleExpr,
+    Var,
+    make_call,
+)
+from pypto.ir.nodes import walk_stmts
+from pypto.ir.ops import split_axis, split_shape
+from pypto.passes.manager import PassContext
+from pypto.passes.rewrite import NameGen, index_add, index_tuple, map_functions, substitute_expr
+from pypto.passes.sides import is_crossing, is_mixed
+
+# Vector ops whose result is not the lane-wise combination of lane shares along an axis.
+_NOT_SPLITTABLE = {1: frozenset({"tile.concat"})}
+
+
+def has_split_regions(fn: Function) -> bool:
+    return any(isinstance(s, SplitAivRegion) for s in walk_stmts(fn.body))
+
+
+@dataclass(frozen=True)
+class LowerAutoVectorSplit:
+    name: str = "LowerAutoVectorSplit"
+
+    def run(self, program: Program, ctx: PassContext) -> Program:
+        return map_functions(program, (FunctionKind.InCore,), self.lower)
+
+    def lower(self, fn: Function) -> Function:
+        if not is_mixed(fn) or has_split_regions(fn):
+            return fn
+        mode = fn.attrs.get("split") or SplitMode.NONE
+        names = NameGen.for_function(fn)
+        lane = Var(names.fresh("lane"), INDEX, fn.span)
+        split = _Splitter(fn, mode, lane)
+        body = split.block(fn.body)
+        if split_axis(mode) is not None:
+            body = (Assign(lane, make_call("get_subblock_idx", ()), fn.span), *body)
+        return replace(fn, body=body, attrs={**fn.attrs, "split": mode})
+
+
+@dataclass
+class _Splitter:
+    fn: Function
+    mode: SplitMode
+    lane: Var
+
+    def __post_init__(self) -> None:
+        self.axis = split_axis(self.mode)
+        self.mapping: dict[Var, Expr] = {}
+
+    def block(self, body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
+        out: list[Stmt] = []
+        for stmt in body:
+            if isinstance(stmt, For):
+                out.append(replace(stmt, body=self.block(stmt.body)))
+            elif isinstance(stmt, Assign) and isinstance(stmt.value, Call):
+                out.extend(self.assign(stmt))
+            elif isinstance(stmt, Eval) and isinstance(stmt.value, Call):
+                out.append(replace(stmt, value=self.call(stmt.value)))
+            else:
+                out.append(stmt)
+        return tuple(out)
+
+    def assign(self, stmt: Assign) -> list[Stmt]:
+        call = stmt.value
+        assert isinstance(call, Call)
+        if not is_crossing(call):
+            return [self.bind(stmt.target, self.call(call), stmt)]
+        src = substitute_expr(call.args[0], self.mapping)
+        dst = call.attrs["target_memory"]
+        attrs = {"split": self.mode}
+        if dst is MemorySpace.Vec:
+            self.check_extent(src.type.shape, call)  # type: ignore[attr-defined]
+            return [self.bind(stmt.target, make_call("aiv_shard", (src,), attrs, call.span), stmt)]
+        gathered = make_call("aic_gather", (src,), attrs, call.span)
+        if dst is MemorySpace.Mat:
+            return [self.bind(stmt.target, gathered, stmt)]
+        # aic_gather lands in Mat; the original move went on to Left/Right.
+        staged = Var(f"{stmt.target.name}_mat", gathered.type, stmt.target.span)
+        moved = make_call("tile.move", (staged,), {"target_memory": dst}, call.span)
+        return [Assign(staged, gathered, stmt.span), self.bind(stmt.target, moved, stmt)]
+
+    def bind(self, old: Var, value: Call, stmt: Assign) -> Assign:
+        target = Var(old.name, value.type, old.span)
+        self.mapping[old] = target
+        return Assign(target, value, stmt.span)
+
+    def call(self, call: Call) -> Call:
+        args = tuple(substitute_expr(a, self.mapping) for a in call.args)
+        if self.axis is None:
+            return call if args == call.args else make_call(call.op, args, call.attrs, call.span)
+        if call.op in _NOT_SPLITTABLE.get(self.axis, ()):
+            raise _rejected(call, self.mode)
+        if call.op == "tile.load" and call.attrs.get("target_memory") is MemorySpace.Vec:
+            shape = self.share(tuple(call.attrs["shape"]), call)
+            offsets = self.shifted(args[1], shape)
+            return make_call("tile.load", (args[0], offsets), {**call.attrs, "shape": shape}, call.span)
+        if call.op == "tile.create" and call.attrs.get("target_memory") is MemorySpace.Vec:
+            shape = self.share(tuple(call.attrs["shape"]), call)
+            return make_call("tile.create", (), {**call.attrs, "shape": shape}, call.span)
+        if call.op == "tile.store" and _space(args[0]) is MemorySpace.Vec:
+            shape = args[0].type.shape  # type: ignore[attr-defined]
+            return make_call(
+                "tile.store", (args[0], self.shifted(args[1], shape), args[2]), call.attrs, call.span
+            )
+        return make_call(call.op, args, call.attrs, call.span)
+
+    def share(self, shape: tuple[int, ...], call: Call) -> tuple[int, ...]:
+        self.check_extent(shape, call)
+        return split_shape(shape, self.mode)
+
+    def check_extent(self, shape: tuple[int, ...], call: Call) -> None:
+        if self.axis is None:
+            return
+        extent = shape[self.axis] if self.axis < len(shape) else 1
+        if extent % 2:
+            dim = "rows" if self.axis == 0 else "columns"
+            raise ParseError(
+                f"pl.split({self.mode!r}) cannot halve {extent} {dim} of the tile made by "
+                f"pl.{call.op.split('.', 1)[-1]} (dim {self.axis}) evenly across the two AIV lanes",
+                call.span,
+                "use an even extent along the split axis, the other split mode, or pl.SplitMode.NONE",
+            )
+
+    def shifted(self, offsets: Expr, share: tuple[int, ...]) -> TupleExpr:
+        assert isinstance(offsets, TupleExpr) and self.axis is not None
+        elements = list(offsets.elements)
+        step = make_call("scalar.mul", (self.lane, Const(share[self.axis], INDEX)))
+        elements[self.axis] = index_add(elements[self.axis], step)
+        return index_tuple(elements)
+
+
+def _rejected(call: Call, mode: SplitMode) -> ParseError:
+    where = f" at line {call.span.line}" if call.span else ""
+    return ParseError(
+        f"split rejected: the body mixes split and plain full-width vector ops "
+        f"(pl.{call.op.split('.', 1)[-1]}{where} needs whole rows, which pl.split({mode!r}) halves)",
+        call.span,
+        "use the explicit pl.split_aiv region form, or the other split mode",
+    )
+
+
+def _space(e: Expr) -> MemorySpace | None:
+    return e.type.memory_space if isinstance(e.type, TileType) else None

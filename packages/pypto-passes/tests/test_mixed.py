@@ -1,0 +1,117 @@
+"""Mixed kernels: split, expansion into AIC + AIV + Group, pipes, rings and their budget."""
+
+import warnings
+
+import passes_irbuild as irbuild
+import pytest
+from passes_golden import check_golden
+
+from pypto.ir import (
+    Assign,
+    Call,
+    Eval,
+    FunctionKind,
+    MemoryBudgetError,
+    MemorySpace,
+    ParseError,
+    PlatformError,
+    ScopeStmt,
+    SplitMode,
+    print_ir,
+)
+from pypto.ir.nodes import walk_stmts
+from pypto.passes import CompileWarning, lower
+
+
+def ops(fn):
+    return [
+        s.value.op for s in walk_stmts(fn.body) if isinstance(s, (Assign, Eval)) and isinstance(s.value, Call)
+    ]
+
+
+@pytest.mark.parametrize("mode", list(SplitMode))
+def test_the_seed_kernel_lowers_to_group_aic_and_aiv(mode):
+    lowered = lower(irbuild.mixed_program(split=mode), irbuild.TARGET)
+    kinds = {fn.name: fn.kind for fn in lowered.functions}
+    assert kinds == {
+        "mixed": FunctionKind.Orchestration,
+        "mixed_1": FunctionKind.Group,
+        "mixed_aic": FunctionKind.AIC,
+        "mixed_aiv": FunctionKind.AIV,
+    }
+    check_golden(f"mixed_{mode.name.lower()}.txt", print_ir(lowered))
+
+
+def test_pipe_setup_pairs_every_push_with_a_pop_and_every_pop_with_a_free():
+    lowered = lower(irbuild.mixed_program(), irbuild.TARGET)
+    aic, aiv = lowered.function("mixed_aic"), lowered.function("mixed_aiv")
+    assert ops(aic)[0] == "aic_initialize_pipe" and ops(aiv)[0] == "aiv_initialize_pipe"
+    setup = next(s.value for s in aic.body if isinstance(s, Eval))
+    assert dict(setup.attrs) == {"dir_mask": 1, "slot_size": 65536, "slot_num": 2}
+    assert ops(aic).count("tpush_to_aiv") == 1
+    assert ops(aiv).count("tpop_from_aic") == ops(aiv).count("tfree_to_aic") == 1
+    free_at, add_at = ops(aiv).index("tfree_to_aic"), ops(aiv).index("tile.add")
+    assert free_at == add_at + 1  # right after the popped tile's last use
+
+
+def test_the_ring_sits_at_the_bottom_of_vec_and_tiles_above_it():
+    aiv = lower(irbuild.mixed_program(), irbuild.TARGET).function("mixed_aiv")
+    plan = aiv.attrs["memory_plan"]
+    assert [(r.space, r.size) for r in plan.reservations] == [(MemorySpace.Vec, 131072)]
+    assert min(a.offset for a in plan.allocations.values()) == 131072
+    assert plan.peak[MemorySpace.Vec] == 131072 + 32768  # the add reuses the bias buffer
+
+
+def test_slot_num_4_overruns_vec_with_the_exact_seed_message():
+    with pytest.raises(MemoryBudgetError) as info:
+        lower(irbuild.mixed_program(slot_num=4), irbuild.TARGET)
+    assert info.value.message == (
+        "Function 'mixed_aiv': Vec buffer usage (294912 bytes) exceeds platform limit (188416 bytes)."
+        " The first 262144 bytes of that space are reserved by system.reserve_buffer, so tiles are"
+        " allocated above them — this is the cross-core pipe ring. Lower its depth with"
+        " optimizations=[pl.cross_core_slot(slot_num=N)] on the enclosing pl.at(...), or shrink the"
+        " tile that crosses the cube/vector boundary"
+    )
+
+
+@pytest.mark.parametrize(("slot_num", "fits"), [(1, True), (2, True), (3, False), (4, False)])
+def test_two_slots_is_the_deepest_ring_that_fits_the_seed_kernel(slot_num, fits):
+    if fits:
+        lower(irbuild.mixed_program(slot_num=slot_num), irbuild.TARGET)
+    else:
+        with pytest.raises(MemoryBudgetError):
+            lower(irbuild.mixed_program(slot_num=slot_num), irbuild.TARGET)
+
+
+def test_slot_num_beyond_the_hardware_is_an_error_not_a_silent_cap():
+    with pytest.raises(
+        PlatformError,
+        match=r"slot_num=9\) asks for more ring slots than test-a2a3 pipes have \(8 per direction\)",
+    ):
+        lower(irbuild.mixed_program(slot_num=9), irbuild.TARGET)
+
+
+def test_a_split_that_cannot_be_honoured_is_rejected_with_the_explicit_form_as_the_fix():
+    a, b = irbuild.tensor("a", [64, 64], irbuild.FP16), irbuild.tensor("b", [64, 32], irbuild.FP16)
+    c, out = irbuild.tensor("c", [64, 32]), irbuild.tensor("out", [64, 64])
+    mm = irbuild.assign("acc", "tensor.matmul", a, b, out_dtype=irbuild.FP32)
+    cat = irbuild.assign("joined", "tensor.concat", mm.target, c)
+    scope = ScopeStmt((mm, cat, irbuild.write(out, cat.target)), name_hint="k", split=SplitMode.LEFT_RIGHT)
+    params = [irbuild.Param(x) for x in (a, b, c)] + [irbuild.Param(out, irbuild.Direction.Out)]
+    with pytest.raises(ParseError) as info:
+        lower(irbuild.program("main", params, [scope]), irbuild.TARGET)
+    assert info.value.message.startswith(
+        "split rejected: the body mixes split and plain full-width vector ops"
+    )
+    assert "pl.split_aiv" in info.value.hint
+
+
+def test_long_operands_stream_tiles_through_the_pipe():
+    lowered = lower(irbuild.mixed_program(m=512), irbuild.TARGET)
+    check_golden("mixed_up_down_512.txt", print_ir(lowered))
+
+
+def test_compiler_placed_pops_raise_no_missing_tfree_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        lower(irbuild.mixed_program(), irbuild.TARGET)
