@@ -1,0 +1,160 @@
+"""The pluggy platform registry: in-process plugins, entry points, and its error messages."""
+
+import textwrap
+
+import pytest
+import torch
+from platforms import A2A3_LIKE, RecordingBackend, RecordingPlugin
+
+import pypto.language as pl
+from pypto.ir import PlatformError
+from pypto.runtime import (
+    RunConfig,
+    get_backend,
+    get_target,
+    hookimpl,
+    list_platforms,
+    register_plugin,
+    reset_registry,
+)
+
+
+class BackendPlugin:
+    def __init__(self, backend):
+        self.backend = backend
+
+    @hookimpl
+    def pypto_register_backends(self, register):
+        register(self.backend)
+
+
+@pl.jit
+def exp_kernel(a: pl.Tensor[[64, 64], pl.FP32], out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.exp(a)
+    return out
+
+
+def test_in_process_plugins_register_backends_and_targets(backend):
+    assert get_backend("testsim") is backend
+    assert get_target("a2a3") is A2A3_LIKE
+    assert list_platforms() == ["a2a3", "testsim"]
+
+
+def test_a_backends_target_is_the_target_of_its_platform(backend):
+    assert get_target("testsim") is backend.target
+
+
+def test_unknown_platform_is_a_value_error_listing_the_registered_ones(backend):
+    with pytest.raises(ValueError) as info:
+        get_backend("tpu")
+    assert isinstance(info.value, PlatformError)
+    assert info.value.message == "unknown platform 'tpu'; registered platforms: a2a3, testsim"
+
+
+def test_unknown_platform_in_run_config_fails_when_compiling(backend):
+    with pytest.raises(PlatformError, match="unknown platform 'nosuch'"):
+        exp_kernel.compile(config=RunConfig(platform="nosuch", pipeline=()))
+
+
+def test_two_backends_of_one_name_is_an_error_naming_both(empty_registry):
+    register_plugin(BackendPlugin(RecordingBackend()), name="first")
+    register_plugin(BackendPlugin(RecordingBackend()), name="second")
+    with pytest.raises(PlatformError) as info:
+        list_platforms()
+    message = info.value.message
+    assert message.startswith("two backends are named 'testsim': one from plugin ")
+    assert "plugin 'first' (registered in-process)" in message
+    assert "plugin 'second' (registered in-process)" in message
+
+
+def test_registering_something_that_is_not_a_backend_is_rejected(empty_registry):
+    register_plugin(BackendPlugin(object()), name="bogus")
+    with pytest.raises(PlatformError) as info:
+        list_platforms()
+    assert info.value.message.startswith("plugin 'bogus' (registered in-process) registered <object object")
+    assert info.value.message.endswith("which is not a pypto.ir.Backend")
+
+
+def test_a2a3_compiles_without_a_backend_but_running_suggests_the_simulator(empty_registry):
+    register_plugin(RecordingPlugin(RecordingBackend(name="a2a3sim")), name="sim")
+    config = RunConfig(platform="a2a3", pipeline=())
+    exp_kernel.cache_clear()
+    lowered = exp_kernel.lower(config=config)
+    assert lowered.entry == "exp_kernel"
+    with pytest.raises(PlatformError) as info:
+        exp_kernel(torch.ones(64, 64), torch.zeros(64, 64), config=config)
+    assert info.value.message == (
+        "platform 'a2a3' is a compile-only target here: running on it needs a device backend plugin, "
+        "and none is installed"
+    )
+    assert info.value.hint == "run on 'a2a3sim' instead, e.g. RunConfig(platform='a2a3sim')"
+
+
+def _fake_distribution(root, dist, module, backend_name, body=None):
+    """A distribution on sys.path whose ``pypto`` entry point registers ``backend_name``."""
+    info = root / f"{dist}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[pypto]\n{dist} = {module}\n")
+    (root / f"{module}.py").write_text(
+        body
+        or textwrap.dedent(
+            f"""\
+            import pluggy
+            from platforms import RecordingBackend
+
+            hookimpl = pluggy.HookimplMarker("pypto")
+
+            @hookimpl
+            def pypto_register_backends(register):
+                register(RecordingBackend(name={backend_name!r}))
+            """
+        )
+    )
+
+
+@pytest.fixture
+def plugin_path(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield tmp_path
+    reset_registry()
+
+
+def test_entry_points_load_lazily_and_pypto_load_plugins_restricts_them(plugin_path, monkeypatch):
+    _fake_distribution(plugin_path, "alpha-plugin", "alpha_plugin_mod", "alphasim")
+    _fake_distribution(plugin_path, "beta-plugin", "beta_plugin_mod", "betasim")
+    monkeypatch.setenv("PYPTO_LOAD_PLUGINS", "alpha-plugin")
+    reset_registry()
+    assert list_platforms() == ["alphasim"]
+    monkeypatch.setenv("PYPTO_LOAD_PLUGINS", "alpha-plugin, beta-plugin")
+    reset_registry()
+    assert list_platforms() == ["alphasim", "betasim"]
+    monkeypatch.setenv("PYPTO_LOAD_PLUGINS", "")
+    reset_registry()
+    assert list_platforms() == []
+
+
+def test_duplicate_backends_from_two_distributions_name_both(plugin_path, monkeypatch):
+    _fake_distribution(plugin_path, "gamma-plugin", "gamma_plugin_mod", "samesim")
+    _fake_distribution(plugin_path, "delta-plugin", "delta_plugin_mod", "samesim")
+    monkeypatch.setenv("PYPTO_LOAD_PLUGINS", "gamma-plugin,delta-plugin")
+    reset_registry()
+    with pytest.raises(PlatformError) as info:
+        get_backend("samesim")
+    assert "distribution gamma-plugin 0.1" in info.value.message
+    assert "distribution delta-plugin 0.1" in info.value.message
+
+
+def test_a_plugin_that_fails_to_import_is_named(plugin_path, monkeypatch):
+    _fake_distribution(
+        plugin_path, "broken-plugin", "broken_plugin_mod", "", body="raise ImportError('boom')\n"
+    )
+    monkeypatch.setenv("PYPTO_LOAD_PLUGINS", "broken-plugin")
+    reset_registry()
+    with pytest.raises(PlatformError) as info:
+        list_platforms()
+    assert info.value.message == (
+        "cannot load plugin 'broken-plugin' (distribution broken-plugin 0.1): ImportError: boom"
+    )
+    assert "PYPTO_LOAD_PLUGINS" in info.value.hint
