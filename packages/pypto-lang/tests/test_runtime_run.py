@@ -1,0 +1,68 @@
+"""RunConfig and run(): options reach the passes and the backend, and every input kind runs."""
+
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+import pypto.language as pl
+from pypto.runtime import CompiledProgram, RunConfig, compile_program, run
+
+
+@pl.jit
+def negate(a: pl.Tensor[[8, 8], pl.FP32], out: pl.Out[pl.Tensor[[8, 8], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.neg(a)
+    return out
+
+
+def test_run_config_defaults_target_the_simulator():
+    config = RunConfig()
+    assert (config.platform, config.rtol, config.atol) == ("a2a3sim", 1e-5, 1e-5)
+    assert (config.dump_passes, config.enable_profiling, config.profile_dir) == (False, False, None)
+    assert config.options == {}
+
+
+def test_enable_chip_swimlane_is_an_alias_of_enable_profiling():
+    assert RunConfig(enable_chip_swimlane=True).enable_profiling is True
+    assert RunConfig(enable_profiling=True).enable_chip_swimlane is True
+
+
+def test_dump_passes_true_dumps_under_a_directory_per_kernel():
+    assert RunConfig().dump_dir("k") is None
+    assert RunConfig(dump_passes=True).dump_dir("k") == Path("pypto_passes") / "k"
+    assert RunConfig(dump_passes="out/dumps").dump_dir("k") == Path("out/dumps")
+
+
+def test_an_empty_platform_name_is_rejected():
+    with pytest.raises(ValueError, match=re.escape("RunConfig.platform must be a platform name")):
+        RunConfig(platform="")
+
+
+def test_options_and_profiling_switches_reach_the_backend(backend):
+    config = RunConfig(
+        platform="testsim", pipeline=(), options={"trace": "full"}, enable_profiling=True, profile_dir="p"
+    )
+    negate.cache_clear()
+    negate(torch.ones(8, 8), torch.zeros(8, 8), config=config)
+    options = backend.calls[0][2]
+    assert options["trace"] == "full"
+    assert (options["enable_profiling"], options["profile_dir"]) == (True, "p")
+
+
+def test_run_accepts_a_jit_function_a_program_or_a_compiled_program(backend, config):
+    a, out = torch.ones(8, 8), torch.zeros(8, 8)
+    assert run(negate, a, out, config=config) is out
+    assert run(negate.parse(), a, out, config=config) is out
+    compiled = compile_program(negate.parse(), config)
+    assert isinstance(compiled, CompiledProgram)
+    assert run(compiled, a, out) is out
+    assert len(backend.calls) == 3
+
+
+def test_run_rejects_anything_else():
+    with pytest.raises(
+        TypeError, match=re.escape("run() takes a @pl.jit function, a Program or a CompiledProgram")
+    ):
+        run(42)
