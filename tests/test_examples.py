@@ -1,0 +1,48 @@
+"""Examples are tests: every file under examples/ runs on its own and prints OK."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted(p for p in (ROOT / "examples").rglob("*.py") if "plugins" not in p.parts)
+# Extra command lines worth running beyond each file's defaults.
+VARIANTS = {
+    "examples/advanced/03_mixed_kernel.py": [
+        ["--mode", "staged"],
+        ["--mode", "mixed"],
+        ["--mode", "left_right"],
+    ],
+}
+
+
+def cases():
+    for path in EXAMPLES:
+        rel = path.relative_to(ROOT).as_posix()
+        for args in VARIANTS.get(rel, [[]]):
+            yield pytest.param(path, args, id=" ".join([rel, *args]))
+
+
+def test_examples_exist():
+    names = {p.relative_to(ROOT).as_posix() for p in EXAMPLES}
+    for required in (
+        "examples/beginner/01_hello_world.py",
+        "examples/beginner/02_elementwise.py",
+        "examples/beginner/03_scalar_ops.py",
+        "examples/beginner/04_activation.py",
+        "examples/beginner/05_matmul.py",
+        "examples/beginner/06_concat.py",
+        "examples/advanced/03_mixed_kernel.py",
+    ):
+        assert required in names
+
+
+@pytest.mark.parametrize(("path", "args"), list(cases()))
+def test_example_prints_ok(path, args):
+    result = subprocess.run(
+        [sys.executable, str(path), *args], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "OK"

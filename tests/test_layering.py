@@ -1,0 +1,59 @@
+"""Arrows only point down: ir <- passes <- lang <- models; the sim plugin sees only pypto.ir."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGES = Path(__file__).resolve().parent.parent / "packages"
+# package dir -> the pypto modules it may import (besides its own)
+ALLOWED = {
+    "pypto-ir": {"pypto.ir"},
+    "pypto-passes": {"pypto.ir", "pypto.passes"},
+    "pypto-lang": {"pypto.ir", "pypto.passes", "pypto.language", "pypto.runtime", "pypto.cli"},
+    "pypto-sim-a2a3": {"pypto.ir", "pypto_sim_a2a3"},
+    "pypto-models": {"pypto.ir", "pypto.passes", "pypto.language", "pypto.runtime", "pypto.models"},
+}
+
+
+def imported_modules(path: Path):
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.module
+
+
+def own_modules(module: str) -> str | None:
+    if module.startswith("pypto_sim_a2a3"):
+        return "pypto_sim_a2a3"
+    parts = module.split(".")
+    if parts[0] == "pypto" and len(parts) > 1:
+        return ".".join(parts[:2])
+    return None
+
+
+@pytest.mark.parametrize("package", sorted(ALLOWED))
+def test_a_package_imports_only_the_floors_below_it(package):
+    offenders = []
+    for path in (PACKAGES / package / "src").rglob("*.py"):
+        for module in imported_modules(path):
+            top = own_modules(module)
+            if top is not None and top not in ALLOWED[package]:
+                offenders.append(f"{path.relative_to(PACKAGES)} imports {module}")
+    assert offenders == []
+
+
+@pytest.mark.parametrize("package", ["pypto-ir", "pypto-passes"])
+def test_the_compiler_floors_need_no_torch(package):
+    users = [
+        str(path.relative_to(PACKAGES))
+        for path in (PACKAGES / package / "src").rglob("*.py")
+        if any(m == "torch" or m.startswith("torch.") for m in imported_modules(path))
+    ]
+    assert users == []
+
+
+def test_pypto_is_a_namespace_package():
+    assert not list(PACKAGES.glob("*/src/pypto/__init__.py"))
