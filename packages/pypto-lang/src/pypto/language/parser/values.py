@@ -7,6 +7,7 @@ the kernel was specialized on). Constants become ``Const`` only where an op need
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Any
 
 from pypto.ir import (
@@ -49,7 +50,9 @@ def describe_value(value: Any) -> str:
         return describe(value.type)
     if isinstance(value, (list, tuple)):
         return f"the list {list(value)!r}"
-    return f"the {type(value).__name__} {value!r}"
+    if value is None or isinstance(value, (int, float, str, Enum)):
+        return f"the {type(value).__name__} {value!r}"
+    return f"a Python {type(value).__name__} object"
 
 
 def const(value: int | float | bool, dtype: DataType | None, span: SourceSpan | None) -> Const:
