@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from platforms import RecordingBackend, RecordingPlugin
+from lang_platforms import RecordingBackend, RecordingPlugin
 
 from pypto.runtime import RunConfig, register_plugin, reset_registry
 

@@ -1,7 +1,7 @@
 """Rebinding an output parameter writes nothing: a CompileWarning names the line and the fix."""
 
 import pytest
-from diagnostics import line_of
+from lang_diagnostics import line_of
 
 import pypto.language as pl
 from pypto.passes import CompileWarning

@@ -1,7 +1,7 @@
 """Structural errors: each is a ParseError at the user's line, with a caret and a hint."""
 
 import pytest
-from diagnostics import header, rendered
+from lang_diagnostics import header, rendered
 
 import pypto.language as pl
 from pypto.ir import ParseError, PyptoError, TypeCheckError

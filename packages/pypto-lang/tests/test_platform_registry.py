@@ -4,7 +4,7 @@ import textwrap
 
 import pytest
 import torch
-from platforms import A2A3_LIKE, RecordingBackend, RecordingPlugin
+from lang_platforms import A2A3_LIKE, RecordingBackend, RecordingPlugin
 
 import pypto.language as pl
 from pypto.ir import PlatformError
@@ -102,7 +102,7 @@ def _fake_distribution(root, dist, module, backend_name, body=None):
         or textwrap.dedent(
             f"""\
             import pluggy
-            from platforms import RecordingBackend
+            from lang_platforms import RecordingBackend
 
             hookimpl = pluggy.HookimplMarker("pypto")
 

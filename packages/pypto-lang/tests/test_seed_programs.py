@@ -1,7 +1,7 @@
 """The seed page's programs parse into the IR of Contract 1 (golden printed text)."""
 
-from golden import check_golden
-from kernels_seed import mixed, mixed_slots, staged
+from lang_golden import check_golden
+from lang_kernels_seed import mixed, mixed_slots, staged
 
 from pypto.ir import FunctionKind, ScopeStmt, SplitMode, print_ir
 

@@ -3,7 +3,7 @@
 import traceback
 
 import pytest
-from diagnostics import line_of
+from lang_diagnostics import line_of
 
 import pypto.language as pl
 from pypto.ir import ParseError

@@ -1,4 +1,4 @@
-"""The seed page's kernels, as written there (the companion of test_seed_programs)."""
+"""The seed page's kernels, as written there (the companion of test_seed_programs.py)."""
 
 import pypto.language as pl
 
