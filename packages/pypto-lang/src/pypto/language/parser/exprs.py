@@ -265,7 +265,10 @@ class ExprParser:
                 node, f"operator {type(node.op).__name__} on {describe_value(value)} is not supported"
             )
         folded = number(value) if is_number(value) else value
-        return not folded if isinstance(node.op, ast.Not) else ~folded
+        try:
+            return not folded if isinstance(node.op, ast.Not) else ~folded
+        except TypeError as exc:
+            raise self.error(node, f"cannot fold {ast.unparse(node)}: {exc}") from None
 
     def visit_Compare(self, node: ast.Compare) -> Any:
         values = [self.expr(node.left), *(self.expr(c) for c in node.comparators)]
