@@ -1,6 +1,8 @@
 """The pluggy platform registry: in-process plugins, entry points, and its error messages."""
 
+import re
 import textwrap
+from pathlib import Path
 
 import pytest
 import torch
@@ -13,6 +15,7 @@ from pypto.runtime import (
     get_backend,
     get_target,
     hookimpl,
+    hookspecs,
     list_platforms,
     register_plugin,
     reset_registry,
@@ -158,3 +161,10 @@ def test_a_plugin_that_fails_to_import_is_named(plugin_path, monkeypatch):
         "cannot load plugin 'broken-plugin' (distribution broken-plugin 0.1): ImportError: boom"
     )
     assert "PYPTO_LOAD_PLUGINS" in info.value.hint
+
+
+def test_the_readme_documents_every_hook_with_its_signature():
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    documented = set(re.findall(r"def (pypto_\w+)\(register\):", readme))
+    declared = {name for name in dir(hookspecs) if name.startswith("pypto_")}
+    assert documented == declared == {"pypto_register_backends", "pypto_register_targets"}

@@ -21,6 +21,8 @@ def raise_at_user_line(err: PyptoError, where: str) -> NoReturn:
     # the line without underlining part of it.
     line = span.source_line()
     indent = line[: len(line) - len(line.lstrip())]
+    if span.line < 2:
+        indent = ""
     head = "\n" * (span.line - 2) + "if 1:\n" if indent else "\n" * (span.line - 1)
     code = compile(head + indent + "raise __pypto_error__ \\\n    from None\n", span.file, "exec")
     exec(code.replace(co_name=where), {"__pypto_error__": err})
