@@ -170,3 +170,25 @@ def test_an_inline_function_is_spliced_and_its_arguments_are_computed_once():
     assert ops == ["tensor.exp", "tensor.add", "tensor.assemble"]
     add = splice.parse().entry_function.body[0].body[1].value
     assert isinstance(add, Call) and add.args[0] is add.args[1]
+
+
+def test_scalar_arguments_specialize_the_helper():
+    @pl.jit.incore
+    def scale_tile(x: T64, k: pl.FP32, out: pl.Out[T64]):
+        pl.store(pl.load(x, [0, 0], [64, 64]) * k, [0, 0], out)
+        return out
+
+    @pl.jit
+    def caller(a: T64, out: pl.Out[T64]):
+        scale_tile(a, 2, out)
+        scale_tile(a, 3, out)
+        return out
+
+    program = caller.parse()
+    calls = [s.value for s in program.entry_function.body if isinstance(s, Eval)]
+    assert [(c.attrs["callee"], c.args[1].value) for c in calls] == [
+        ("scale_tile", 2.0),
+        ("scale_tile_1", 3.0),
+    ]
+    muls = program.function("scale_tile_1").body[1].value
+    assert muls.op == "tile.muls" and muls.args[1].value == 3.0

@@ -53,11 +53,10 @@ def bind_param(
     span = parser.span(node)
     if isinstance(sig.spec, ScalarSpec):
         dtype = sig.spec.dtype
-        if is_number(value):
-            arg = scalar_expr(number(value), dtype, span)
-            return BoundParam(sig.name, arg.type, value=number(arg), span=sig.span), arg
-        if isinstance(value, Expr) and value.type == ScalarType(dtype):
-            return BoundParam(sig.name, value.type, span=sig.span), value
+        arg = scalar_expr(number(value), dtype, span) if is_number(value) else value
+        if isinstance(arg, Expr) and arg.type == ScalarType(dtype):
+            constant = number(arg) if is_number(arg) else None
+            return BoundParam(sig.name, arg.type, value=constant, span=sig.span), arg
         raise TypeCheckError(f"{where} must be a pl.{dtype.name} scalar, got {describe_value(value)}", span)
     spec: TensorSpec = sig.spec  # type: ignore[assignment]
     value = parser.body.atom(value)
