@@ -406,6 +406,39 @@ def _given(op: str) -> InferFn:
     return infer
 
 
+def _gather_row(op: str) -> InferFn:
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        dst, src, dst_offsets, src_offsets = args
+        if not isinstance(dst.type, TileType):
+            raise _fail(op, f"gathers into a tile, got {describe(dst.type)}", span)
+        if not isinstance(src.type, TensorType):
+            raise _fail(op, f"gathers from a tensor, got {describe(src.type)}", span)
+        if dst.type.dtype != src.type.dtype:
+            raise _fail(op, f"dtype mismatch: {describe(src.type)} into {describe(dst.type)}", span)
+        shape = tuple(attrs["shape"])
+        if len(shape) != 2 or shape[0] != 1:
+            raise _fail(op, f"copies one row: shape must be [1, C], got {list(shape)}", span)
+        _offsets(op, dst_offsets, len(dst.type.shape), span)
+        _offsets(op, src_offsets, len(src.type.shape), span)
+        _static_bounds(op, dst.type.shape, dst_offsets, shape, span)
+        _static_bounds(op, src.type.shape, src_offsets, shape, span)
+        _check_vec(op, dst.type, span)
+        return dst.type
+
+    return infer
+
+
+def _read(op: str) -> InferFn:
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        src = args[0].type
+        if not isinstance(src, TensorType):
+            raise _fail(op, f"reads one element of a tensor, got {describe(src)}", span)
+        _offsets(op, args[1], len(src.shape), span)
+        return ScalarType(src.dtype)
+
+    return infer
+
+
 # ---------------------------------------------------------------- cross-core pipes
 
 # Spaces a crossing tile may come from on each side.
@@ -585,6 +618,9 @@ def _declare_all() -> None:
     declare(OpDef("tile.matmul_acc", Unit.CUBE, _matmul("tile.matmul_acc"), reads=(0, 1, 2), cost="matmul"))
     declare(OpDef("tile.load", Unit.MTE, _load("tile.load"), reads=(0,), cost="load"))
     declare(OpDef("tile.store", Unit.MTE, _store("tile.store"), reads=(0,), writes=(2,), cost="store"))
+    gather = _gather_row("tile.gather_row")
+    declare(OpDef("tile.gather_row", Unit.VECTOR, gather, reads=(1,), writes=(0,), cost="gather"))
+    declare(OpDef("scalar.read", Unit.SCALAR, _read("scalar.read"), reads=(0,), cost="scalar_read"))
     declare(OpDef("tile.move", Unit.MTE, _move("tile.move"), reads=(0,), cost="move"))
     declare(OpDef("tile.create", Unit.SCALAR, _create_tile("tile.create")))
     declare(OpDef("tensor.create", Unit.HOST, _create_tensor("tensor.create")))
