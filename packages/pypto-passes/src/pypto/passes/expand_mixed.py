@@ -96,6 +96,7 @@ class ExpandMixedKernel:
             aic_attrs["pipe_setup"] = aiv_attrs["pipe_setup"] = "automatic"
             rings = _rings(setup, automatic=True)
         else:
+            _check_pipes_set_up(fn, user_inits)
             rings = [
                 r for call in user_inits for r in _rings(call.attrs, automatic=False, side=call_side(call))
             ]
@@ -136,6 +137,37 @@ def _rings(attrs: Mapping[str, Any], automatic: bool, side: Side | None = None) 
     if attrs["dir_mask"] & V2C and side in (None, Side.CUBE):
         rings.append(Reservation(MemorySpace.Mat, size, RING_REASON, automatic))
     return rings
+
+
+# Hand-written pipe ops and the direction bit of dir_mask each needs.
+_DIRECTION_OF = {
+    "tpush_to_aiv": C2V,
+    "tpop_from_aic": C2V,
+    "tfree_to_aic": C2V,
+    "tpush_to_aic": V2C,
+    "tpop_from_aiv": V2C,
+    "tfree_to_aiv": V2C,
+}
+
+
+def _check_pipes_set_up(fn: Function, inits: list[Call]) -> None:
+    """Every hand-written push/pop/free needs both sides to set up its direction."""
+    masks = {call_side(c): c.attrs.get("dir_mask", 0) for c in inits}
+    for stmt in walk_stmts(fn.body):
+        call = stmt.value if isinstance(stmt, (Assign, Eval)) else None
+        if not isinstance(call, Call) or call.op not in _DIRECTION_OF:
+            continue
+        bit = _DIRECTION_OF[call.op]
+        missing = [_INIT[side] for side in (Side.CUBE, Side.VECTOR) if not masks.get(side, 0) & bit]
+        if missing:
+            calls = [f"pl.{name}(dir_mask={bit}, slot_size=..., slot_num=...)" for name in missing]
+            setup = " and ".join(calls)
+            direction = "cube->vector" if bit == C2V else "vector->cube"
+            raise ParseError(
+                f"pl.{call.op} uses the {direction} pipe, which this kernel never sets up",
+                call.span,
+                f"start the kernel with {setup}",
+            )
 
 
 def _user_pipe_inits(fn: Function) -> list[Call]:
