@@ -1,11 +1,16 @@
 """The programs of the user's page on mixed kernels (shared/seed), as written there."""
 
+import os
+from pathlib import Path
+
 import pytest
 import torch
 
 import pypto.language as pl
-from pypto.ir import FunctionKind, MemoryBudgetError
+from pypto.ir import FunctionKind, MemoryBudgetError, print_ir
 from pypto.runtime import RunConfig
+
+GOLDEN = Path(__file__).parent / "golden"
 
 
 def seed_inputs():
@@ -157,3 +162,19 @@ def test_step2_slot_num_4_fails_to_allocate_with_the_seed_message():
     )
     # The error points at the user's pl.at(...) line.
     assert str(info.value).splitlines()[1].endswith("|     with pl.at(")
+
+
+def test_step1_lowered_ir_is_the_golden_aic_aiv_group_program():
+    text = print_ir(mixed.lower(config=RunConfig(platform="a2a3sim")))
+    golden = GOLDEN / "seed_step1_lowered.txt"
+    if os.environ.get("PYPTO_UPDATE_GOLDEN") == "1":
+        golden.write_text(text)
+    assert text == golden.read_text()
+    for line in (
+        "    @pl.function(type=pl.FunctionType.Group)",
+        "        pl.aic_initialize_pipe(dir_mask=1, slot_size=65536, slot_num=2)",
+        "        pl.aiv_initialize_pipe(dir_mask=1, slot_size=65536, slot_num=2)",
+        "        pl.tpush_to_aiv(acc, split=pl.SplitMode.UP_DOWN)",
+        "        pl.tfree_to_aic(acc_vec)",
+    ):
+        assert line in text.splitlines()
