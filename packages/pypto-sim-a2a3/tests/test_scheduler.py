@@ -1,4 +1,4 @@
-"""The discrete-event scheduler on hand-written coroutines: clock order, waits, deadlock."""
+"""The discrete-event scheduler on hand-written coroutines: clock order, waits, stalls, deadlock."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from pypto.ir import DeadlockError, SourceSpan
-from pypto_sim_a2a3.scheduler import Advance, Scheduler, Wait
+from pypto_sim_a2a3.scheduler import Advance, Blocked, Scheduler, Wait
 
 
 @dataclass(eq=False)
@@ -15,9 +15,14 @@ class ToyCore:
     name: str
     clock: int = 0
     log: list[tuple[str, int]] = field(default_factory=list)
+    stalled: int = 0
 
     def advance(self, unit: str, cycles: int) -> None:
         self.log.append((unit, self.clock))
+        self.clock += cycles
+
+    def stall(self, cycles: int) -> None:
+        self.stalled += cycles
         self.clock += cycles
 
 
@@ -66,6 +71,20 @@ def test_a_waiting_core_resumes_at_the_time_the_other_core_freed_it():
     scheduler.run()
     assert consumer_core.log == [("VECTOR", 100)]
     assert consumer_core.clock == 107
+    assert consumer_core.stalled == 100
+
+
+def test_a_wait_that_is_already_satisfied_costs_no_stall():
+    def kernel():
+        yield Advance("VECTOR", 50)
+        yield Wait(lambda: True, "nothing")
+        yield Advance("VECTOR", 5)
+
+    core = ToyCore("aiv")
+    scheduler = Scheduler()
+    scheduler.spawn(core, kernel())
+    scheduler.run()
+    assert (core.clock, core.stalled) == (55, 0)
 
 
 def test_every_live_core_blocked_is_a_deadlock_naming_each_core_and_wait():
@@ -80,6 +99,25 @@ def test_every_live_core_blocked_is_a_deadlock_naming_each_core_and_wait():
     with pytest.raises(DeadlockError) as info:
         scheduler.run()
     message = info.value.message
-    assert "cg0.AIC waits for a free slot of pipe c2v at kernel.py:31:1" in message
-    assert "cg0.AIV0 waits for a full slot of pipe v2c" in message
+    assert "cg0.AIC: waits for a free slot of pipe c2v at kernel.py:31:1" in message
+    assert "cg0.AIV0: waits for a full slot of pipe v2c" in message
     assert info.value.span == span
+
+
+def test_a_deadlock_blames_the_cause_a_wait_explains_and_lists_cores_in_spawn_order():
+    wait_span, cause = SourceSpan("kernel.py", 31), SourceSpan("kernel.py", 40)
+
+    def stuck(reason: Blocked | None):
+        yield Wait(lambda: False, "something", wait_span, (lambda: reason) if reason else None)
+
+    scheduler = Scheduler()
+    scheduler.spawn(ToyCore("cg0.AIC"), stuck(None))
+    scheduler.spawn(ToyCore("cg0.AIV0"), stuck(Blocked("tpop blocks: slot 0 never freed", cause, "free it")))
+    with pytest.raises(DeadlockError) as info:
+        scheduler.run()
+    assert info.value.message.splitlines() == [
+        "every live core is blocked:",
+        "  cg0.AIC: waits for something at kernel.py:31:1",
+        "  cg0.AIV0: tpop blocks: slot 0 never freed",
+    ]
+    assert (info.value.span, info.value.hint) == (cause, "free it")

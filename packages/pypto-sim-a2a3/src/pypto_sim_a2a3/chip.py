@@ -33,17 +33,23 @@ from pypto_sim_a2a3.target import CORE_MEMORY_SPACES, CoreKind
 
 @dataclass(eq=False)
 class Core:
-    """One core (or the host): a modeled clock, its busy cycles, and its on-chip memory."""
+    """One core (or the host): a modeled clock, its busy and stall cycles, and its on-chip memory."""
 
     name: str
     memory: CoreMemory | None = None
     clock: int = 0
     busy: int = 0
+    stalled: int = 0
 
     def advance(self, unit: str, cycles: int) -> None:
         """Spend ``cycles`` on ``unit``: the clock moves and the core counts as busy."""
         self.clock += cycles
         self.busy += cycles
+
+    def stall(self, cycles: int) -> None:
+        """Wait ``cycles`` blocked on a pipe, a barrier or a task: the clock moves, nothing is busy."""
+        self.clock += cycles
+        self.stalled += cycles
 
 
 @dataclass(eq=False)

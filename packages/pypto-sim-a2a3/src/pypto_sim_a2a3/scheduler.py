@@ -1,9 +1,11 @@
 """One discrete-event scheduler driving every core's coroutine.
 
 A coroutine is a generator that yields :class:`Advance` when its core spends cycles on a unit
-and :class:`Wait` when it cannot go on (a task it waits for, later a full or empty pipe ring).
-The scheduler always steps the runnable coroutine whose core clock is earliest, re-checks blocked
-coroutines after every step, and raises ``DeadlockError`` when every live coroutine is blocked.
+and :class:`Wait` when it cannot go on (a task it waits for, a full or empty pipe ring, a
+barrier). The scheduler always steps the runnable coroutine whose core clock is earliest,
+re-checks blocked coroutines after every step, and raises ``DeadlockError`` when every live
+coroutine is blocked. A woken core's clock jumps to the time of the step that freed it; those
+cycles are *stall*, kept apart from the busy cycles of ``Advance``.
 """
 
 from __future__ import annotations
@@ -26,12 +28,36 @@ class Advance:
 
 
 @dataclass(frozen=True)
+class Blocked:
+    """Why a coroutine cannot go on: its line of a deadlock report and, if known, the root cause.
+
+    ``Blocked("tpush_to_aiv on pipe mixed_c2v blocks at k.py:9: ...", cause=pop_span, hint=...)``
+    """
+
+    text: str
+    cause: SourceSpan | None = None  # the user's line to blame, e.g. a pop that was never freed
+    hint: str | None = None
+
+
+@dataclass(frozen=True)
 class Wait:
-    """Yielded by a coroutine: it is blocked until ``ready()``; ``what`` names the wait in reports."""
+    """Yielded by a coroutine: it is blocked until ``ready()``; ``what`` names the wait in reports.
+
+    ``explain`` (called only when the run deadlocks) describes the wait from the state it is
+    blocked on; without it the report says "waits for <what> at <span>".
+    """
 
     ready: Callable[[], bool]
     what: str
     span: SourceSpan | None = None
+    explain: Callable[[], Blocked] | None = None
+
+    def blocked(self) -> Blocked:
+        """This wait's line of a deadlock report."""
+        if self.explain is not None:
+            return self.explain()
+        where = f" at {self.span}" if self.span else ""
+        return Blocked(f"waits for {self.what}{where}")
 
 
 Event = Advance | Wait
@@ -46,6 +72,8 @@ class Clocked(Protocol):
 
     def advance(self, unit: str, cycles: int) -> None: ...
 
+    def stall(self, cycles: int) -> None: ...
+
 
 @dataclass(eq=False)
 class Process:
@@ -53,6 +81,7 @@ class Process:
 
     core: Clocked
     coroutine: Coroutine
+    order: int = 0  # spawn order: deadlock reports list cores in it
     result: Any = None
     done: bool = False
     waiting: Wait | None = None
@@ -72,7 +101,7 @@ class Scheduler:
 
     def spawn(self, core: Clocked, coroutine: Coroutine) -> Process:
         """Start ``coroutine`` on ``core`` at the core's current clock."""
-        proc = Process(core, coroutine)
+        proc = Process(core, coroutine, order=next(self._order))
         self._push(proc)
         return proc
 
@@ -109,20 +138,25 @@ class Scheduler:
             if proc.waiting.ready():
                 proc.waiting = None
                 # A woken core resumes when the event that freed it happened, not earlier.
-                proc.core.clock = max(proc.core.clock, self.now)
+                if self.now > proc.core.clock:
+                    proc.core.stall(self.now - proc.core.clock)
                 self._push(proc)
             else:
                 self._blocked.append(proc)
 
     def _deadlock(self) -> DeadlockError:
-        lines = []
-        for proc in self._blocked:
+        blocked = sorted(self._blocked, key=lambda proc: proc.order)
+        reasons = []
+        for proc in blocked:
             assert proc.waiting is not None
-            where = f" at {proc.waiting.span}" if proc.waiting.span else ""
-            lines.append(f"  {proc.core.name} waits for {proc.waiting.what}{where}")
-        first = self._blocked[0].waiting
+            reasons.append((proc, proc.waiting.blocked()))
+        lines = [f"  {proc.core.name}: {reason.text}" for proc, reason in reasons]
+        causes = [reason for _, reason in reasons if reason.cause is not None]
+        first = blocked[0].waiting
+        assert first is not None
         return DeadlockError(
             "every live core is blocked:\n" + "\n".join(lines),
-            first.span if first else None,
-            "each wait needs another core to make progress; check the order of pushes and pops",
+            causes[0].cause if causes else first.span,
+            (causes[0].hint if causes else None)
+            or "each wait needs another core to make progress; check the order of pushes and pops",
         )
