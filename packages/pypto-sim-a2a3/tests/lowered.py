@@ -1,12 +1,13 @@
 """Building lowered programs (contract 2 of docs/ir.md) by hand, for the simulator's tests.
 
 ``FunctionBuilder`` appends statements; every tile-typed assignment gets a bump allocation in its
-memory space unless the test places it with ``build(at={"tile": offset})``.
+memory space unless the test places it with ``build(at={"tile": offset})``. A popped tile lives in
+its pipe slot and gets none; ``build(reserve={Mem.Vec: n})`` keeps the bottom ``n`` bytes for a ring.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,7 @@ from pypto.ir import (
     MemorySpace,
     Param,
     Program,
+    Reservation,
     Return,
     RunReport,
     ScalarType,
@@ -42,6 +44,7 @@ from pypto.ir import (
     TupleType,
     Type,
     Var,
+    get_op,
     make_call,
 )
 from pypto.ir.nodes import walk_stmts
@@ -138,10 +141,15 @@ class FunctionBuilder:
     def ret(self, *values: Any) -> None:
         self._emit(Return(tuple(expr(v) for v in values), self.span()))
 
-    def build(self, at: dict[str, int] | None = None, plan: MemoryPlan | None = None) -> Function:
+    def build(
+        self,
+        at: dict[str, int] | None = None,
+        plan: MemoryPlan | None = None,
+        reserve: Mapping[MemorySpace, int] | None = None,
+    ) -> Function:
         """The function, with ``plan`` or a bump-allocated plan (``at`` pins chosen tiles' offsets)."""
         body = tuple(self._bodies[0])
-        attrs = {"memory_plan": plan or bump_plan(body, at or {})}
+        attrs = {"memory_plan": plan or bump_plan(body, at or {}, reserve or {})}
         return Function(
             self.name, tuple(self.params), body, self.kind, SourceSpan(f"{self.name}.py", 0), attrs
         )
@@ -150,12 +158,17 @@ class FunctionBuilder:
         self._bodies[-1].append(stmt)
 
 
-def bump_plan(body: tuple[Stmt, ...], at: dict[str, int]) -> MemoryPlan:
-    """Every tile assignment at the next free aligned offset of its space (or where ``at`` says)."""
-    top: dict[MemorySpace, int] = {}
+def bump_plan(
+    body: tuple[Stmt, ...], at: dict[str, int], reserve: Mapping[MemorySpace, int] | None = None
+) -> MemoryPlan:
+    """Every tile assignment at the next free aligned offset of its space (or where ``at`` says),
+    above the ``reserve``d bottom of each space; popped tiles live in their ring slot instead."""
+    top: dict[MemorySpace, int] = dict(reserve or {})
     allocations = {}
     for stmt in walk_stmts(body):
         if not (isinstance(stmt, Assign) and isinstance(stmt.target.type, TileType)):
+            continue
+        if isinstance(stmt.value, Call) and get_op(stmt.value.op).in_pipe_slot:
             continue
         tile = stmt.target.type
         assert tile.memory_space is not None
@@ -163,7 +176,10 @@ def bump_plan(body: tuple[Stmt, ...], at: dict[str, int]) -> MemoryPlan:
         size = -(-tile.nbytes // ALIGN) * ALIGN
         top[tile.memory_space] = max(top.get(tile.memory_space, 0), offset + size)
         allocations[stmt.target.name] = Allocation(stmt.target.name, tile.memory_space, offset, size)
-    return MemoryPlan(allocations, dict(top))
+    reservations = tuple(
+        Reservation(space, size, "cross-core pipe ring") for space, size in (reserve or {}).items()
+    )
+    return MemoryPlan(allocations, dict(top), reservations)
 
 
 def program(entry: Function, *kernels: Function) -> Program:

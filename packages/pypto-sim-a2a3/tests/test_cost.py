@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
-from pypto.ir import INDEX, Direction, FunctionKind, Var, make_call
+from pypto.ir import INDEX, DataType, Direction, FunctionKind, SplitMode, Var, make_call
 from pypto_sim_a2a3 import A2A3_TARGET
 from pypto_sim_a2a3.cost import CostModel
 
@@ -141,3 +142,38 @@ def test_sequential_tasks_each_pay_dispatch_and_do_not_overlap():
     assert first.end_cycle < second.start_cycle
     assert twice.total_cycles > 2 * (once.tasks[0].end_cycle - once.tasks[0].start_cycle)
     assert twice.busy_cycles["cg0.AIC"] == 2 * once.busy_cycles["cg0.AIC"]
+
+
+def _pipe_call(op, shape=(128, 128), space=Mem.Acc):
+    tile = Var("t", tile_t(shape, FP32, space))
+    return make_call(op, [tile], {"split": SplitMode.UP_DOWN})
+
+
+def test_a_push_pays_a_fixed_handshake_plus_its_bytes_at_the_crossing_rate():
+    small, big = COST.op_cost(_pipe_call("tpush_to_aiv", (64, 128))), COST.op_cost(_pipe_call("tpush_to_aiv"))
+    handshake = A2A3_TARGET.cost["pipe_push_handshake_cycles"]
+    assert small.unit == "FIXPIPE"
+    assert big.cycles - handshake == pytest.approx(2 * (small.cycles - handshake), abs=1)
+    assert COST.push_cost(_pipe_call("tpush_to_aiv"), nbytes=0).cycles == handshake
+
+
+def test_vector_to_cube_pushes_leave_through_mte3_at_a_slower_rate():
+    to_aic = COST.op_cost(_pipe_call("tpush_to_aic", space=Mem.Vec))
+    to_aiv = COST.op_cost(_pipe_call("tpush_to_aiv"))
+    assert to_aic.unit == "MTE3"
+    assert to_aic.cycles > to_aiv.cycles
+
+
+def test_pop_and_free_are_small_fixed_handshakes():
+    pop = COST.op_cost(make_call("tpop_from_aic", [], {"shape": (64, 128), "dtype": FP32}))
+    free = COST.op_cost(make_call("tfree_to_aic", [Var("t", tile_t((64, 128)))]))
+    assert pop == free
+    assert pop.cycles * 5 < COST.op_cost(_pipe_call("tpush_to_aiv", (64, 128))).cycles
+
+
+def test_a_soft_syncall_through_gm_costs_more_than_the_hard_barrier():
+    ws = Var("ws", tensor_t((16,), DataType.INT32))
+    soft = COST.op_cost(make_call("system.syncall", [ws], {"mode": "soft", "used_cores": 3}))
+    hard = COST.op_cost(make_call("system.syncall", [], {"mode": "hard"}))
+    fence = COST.op_cost(make_call("system.fence", []))
+    assert soft.cycles > hard.cycles > fence.cycles

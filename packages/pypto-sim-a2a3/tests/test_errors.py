@@ -13,7 +13,6 @@ from pypto.ir import (
     Direction,
     FunctionKind,
     MemoryPlan,
-    PlatformError,
     PyptoError,
     SpecializationError,
     UnsupportedDtypeError,
@@ -140,9 +139,9 @@ def test_illegal_data_path_names_the_legal_ones():
     assert "Acc->Mat" in info.value.hint
 
 
-def test_group_kernel_is_a_platform_error_for_now():
+def test_group_kernel_whose_body_is_not_its_two_kernel_calls_is_a_verification_error():
     group = replace(matmul_kernel(16, 16, 16), kind=FunctionKind.Group)
-    with pytest.raises(PlatformError, match="Group kernel"):
+    with pytest.raises(VerificationError, match="Group kernel mm may only call its AIC and AIV kernels"):
         run(single(group), rand(16, 16), rand(16, 16), torch.zeros(16, 16))
 
 

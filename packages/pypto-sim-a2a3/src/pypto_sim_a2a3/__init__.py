@@ -1,9 +1,19 @@
 """pypto_sim_a2a3 — the a2a3sim backend: a CPU simulator of one Ascend A2/A3 chip for PyPTO."""
 
 from pypto_sim_a2a3.backend import A2A3SimBackend
-from pypto_sim_a2a3.errors import DivisionByZeroError, OutOfBoundsError
+from pypto_sim_a2a3.chip import SimRunReport
+from pypto_sim_a2a3.errors import BarrierError, DivisionByZeroError, OutOfBoundsError, PipeError
 from pypto_sim_a2a3.target import A2A3_TARGET
 
 __version__ = "0.1.0"
 
-__all__ = ["A2A3_TARGET", "A2A3SimBackend", "DivisionByZeroError", "OutOfBoundsError", "__version__"]
+__all__ = [
+    "A2A3_TARGET",
+    "A2A3SimBackend",
+    "BarrierError",
+    "DivisionByZeroError",
+    "OutOfBoundsError",
+    "PipeError",
+    "SimRunReport",
+    "__version__",
+]

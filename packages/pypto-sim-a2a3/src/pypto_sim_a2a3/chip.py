@@ -1,31 +1,22 @@
 """The simulated chip: cores with clocks and memory, core groups, and task launch.
 
 The orchestration runs as a coroutine on a ``host`` clock. A ``call`` launches the callee as a
-task: each core the kernel needs gets a :class:`KernelFrame` coroutine under the same
-:class:`Scheduler`, and the host waits until they all finish. Today every task runs on core
-group 0, one after another.
+task (see :mod:`pypto_sim_a2a3.launch`): each core the kernel needs — one for an AIC or AIV
+kernel, the AIC and both AIV lanes for a Group kernel — gets a :class:`KernelFrame` coroutine
+under the same :class:`Scheduler`, and the host waits until they all finish. The task's modeled
+time is the max of its cores' clocks. Today every task runs on core group 0, one after another.
 """
 
 from __future__ import annotations
 
 from collections.abc import Generator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from pypto.ir import (
-    Call,
-    Function,
-    FunctionKind,
-    PlatformError,
-    Program,
-    RunReport,
-    Target,
-    TaskRecord,
-    VerificationError,
-)
-from pypto_sim_a2a3.arguments import argument_mismatch
+from pypto.ir import Call, Function, Program, RunReport, Target, TaskRecord
 from pypto_sim_a2a3.cost import CostModel
 from pypto_sim_a2a3.interpreter import HostFrame, KernelFrame
+from pypto_sim_a2a3.launch import Placement, plan_launch, resolve_callee
 from pypto_sim_a2a3.memory import CoreMemory
 from pypto_sim_a2a3.scheduler import Advance, Event, Scheduler, Wait
 from pypto_sim_a2a3.target import CORE_MEMORY_SPACES, CoreKind
@@ -52,6 +43,14 @@ class Core:
         self.stalled += cycles
 
 
+@dataclass
+class SimRunReport(RunReport):
+    """A ``RunReport`` that also gives each core's modeled stall cycles (blocked on a pipe or a
+    barrier), kept apart from ``busy_cycles``: ``report.stall_cycles["cg0.AIV0"]``."""
+
+    stall_cycles: dict[str, int] = field(default_factory=dict)
+
+
 @dataclass(eq=False)
 class CoreGroup:
     """One AIC and its AIV lanes, e.g. ``cg0.AIC``, ``cg0.AIV0``, ``cg0.AIV1``."""
@@ -73,24 +72,6 @@ class CoreGroup:
     @property
     def cores(self) -> tuple[Core, ...]:
         return (self.aic, *self.aiv)
-
-    def cores_for(self, kernel: Function, call: Call) -> tuple[Core, ...]:
-        """The cores that run ``kernel``: the AIC for AIC kernels, AIV lane 0 for AIV kernels."""
-        if kernel.kind is FunctionKind.AIC:
-            return (self.aic,)
-        if kernel.kind is FunctionKind.AIV:
-            return (self.aiv[0],)
-        if kernel.kind is FunctionKind.Group:
-            raise PlatformError(
-                f"kernel {kernel.name} is a Group kernel, which a2a3sim cannot run yet",
-                call.span,
-                "run AIC and AIV kernels separately for now",
-            )
-        raise VerificationError(
-            f"{kernel.name} is a {kernel.kind.value} function, not a kernel a core can run",
-            call.span,
-            "run the pass pipeline: it splits InCore functions into AIC and AIV kernels",
-        )
 
 
 class Chip:
@@ -120,46 +101,37 @@ class Chip:
 
     def launch(self, call: Call, args: Sequence[Any]) -> Generator[Event, None, tuple[Any, ...]]:
         """Host side of a ``call``: dispatch the callee, wait for its cores, return its results."""
-        kernel = self._callee(call, args)
+        kernel = resolve_callee(self.program, call, args)
         group = self.core_group(0)
-        cores = group.cores_for(kernel, call)
+        launch, placements = plan_launch(self.program, kernel, tuple(args), call, group, self.target)
+        cores = [placement.role.core for placement in placements]
         yield Advance("AICPU", self.cost.launch_cycles(after_another_task=bool(self.tasks)))
         for core in cores:
             core.clock = max(core.clock, self.host.clock)
         start = min(core.clock for core in cores)
-        procs = [self.scheduler.spawn(c, KernelFrame(kernel, args, c, self.cost).run()) for c in cores]
+        procs = [self.scheduler.spawn(p.role.core, self._run_kernel(p)) for p in placements]
         what = f"task {kernel.name} on cg{group.index}"
         yield Wait(lambda: all(p.done for p in procs), what, call.span)
+        launch.check_drained()
         self.tasks.append(TaskRecord(kernel.name, group.index, start, max(c.clock for c in cores)))
         yield Advance("AICPU", self.cost.retire_cycles())
         return procs[0].result
 
-    def _callee(self, call: Call, args: Sequence[Any]) -> Function:
-        name = call.attrs.get("callee")
-        try:
-            kernel = self.program.function(name)
-        except KeyError:
-            raise VerificationError(f"call to unknown kernel {name!r}", call.span) from None
-        if len(args) != len(kernel.params):
-            raise VerificationError(
-                f"kernel {kernel.name} takes {len(kernel.params)} argument(s) but is called with {len(args)}",
-                call.span,
-            )
-        for param, value in zip(kernel.params, args, strict=True):
-            problem = argument_mismatch(param, value)
-            if problem is not None:
-                message = f"kernel {kernel.name}: parameter {param.var.name} {problem}"
-                raise VerificationError(message, call.span)
-        return kernel
+    def _run_kernel(self, placement: Placement) -> Generator[Event, None, tuple[Any, ...]]:
+        role = placement.role
+        result = yield from KernelFrame(placement.kernel, placement.args, role, self.cost).run()
+        role.launch.finish(role)
+        return result
 
-    def report(self, outputs: tuple[Any, ...]) -> RunReport:
-        """The run's modeled timing and the entry's returned values."""
+    def report(self, outputs: tuple[Any, ...]) -> SimRunReport:
+        """The run's modeled timing (busy and stall cycles per core) and the entry's returned values."""
         cores = [core for index in sorted(self.groups) for core in self.groups[index].cores]
-        return RunReport(
+        return SimRunReport(
             platform=self.platform,
             clock_mhz=self.target.clock_mhz,
             total_cycles=self.host.clock,
             tasks=list(self.tasks),
             busy_cycles={core.name: core.busy for core in cores},
             outputs=outputs,
+            stall_cycles={core.name: core.stalled for core in cores},
         )

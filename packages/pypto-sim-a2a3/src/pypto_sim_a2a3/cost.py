@@ -32,6 +32,18 @@ _MOVE_RATES: dict[tuple[MemorySpace, MemorySpace], tuple[str, str]] = {
     (Mem.Acc, Mem.Mat): ("FIXPIPE", "fixpipe_bytes_per_cycle"),
 }
 
+# Push op -> (the producer's outgoing unit, bytes-per-cycle constant of the whole crossing).
+_PUSH_RATES: dict[str, tuple[str, str]] = {
+    "tpush_to_aiv": ("FIXPIPE", "pipe_c2v_bytes_per_cycle"),
+    "tpush_to_aic": ("MTE3", "pipe_v2c_bytes_per_cycle"),
+}
+
+# system.* op -> its constant (syncall's depends on its mode).
+_SYNC_CYCLES: dict[str, str] = {
+    "system.fence": "fence_cycles",
+    "system.cacheinvalid": "cacheinvalid_cycles",
+}
+
 
 def tile_bytes(tile: TileType) -> int:
     """Bytes of the tile's valid region (the bytes a transfer actually moves)."""
@@ -53,6 +65,11 @@ class CostModel:
             "load": self._load,
             "store": self._store,
             "move": self._move,
+            "pipe_init": self._flag("pipe_init_cycles"),
+            "pipe_push": lambda call: self.push_cost(call, tile_bytes(_tile_arg(call))),
+            "pipe_pop": self._flag("pipe_flag_cycles"),
+            "pipe_free": self._flag("pipe_flag_cycles"),
+            "sync": self._sync,
             "none": self._scalar,
         }
 
@@ -72,6 +89,12 @@ class CostModel:
         if cost_class not in self._rules:
             raise PlatformError(f"the a2a3 cost model has no rule for cost class {cost_class!r} ({call.op})")
         return self._rules[cost_class](call)
+
+    def push_cost(self, call: Call, nbytes: int) -> OpCost:
+        """A pipe push moving ``nbytes`` (0 for a data-less token): handshake plus bytes at the rate."""
+        unit, rate = _PUSH_RATES[call.op]
+        transfer = nbytes / self.constant(rate)
+        return OpCost(unit, ceil(self.constant("pipe_push_handshake_cycles") + transfer))
 
     def launch_cycles(self, after_another_task: bool) -> int:
         """Host-side cycles from issuing a task to its kernel starting on a core group."""
@@ -144,5 +167,21 @@ class CostModel:
             return self._fixpipe(tile_bytes(tile))
         return OpCost(unit, ceil(tile_bytes(tile) / self.constant(rate)))
 
+    def _flag(self, name: str) -> Callable[[Call], OpCost]:
+        return lambda call: OpCost("SCALAR", ceil(self.constant(name)))
+
+    def _sync(self, call: Call) -> OpCost:
+        if call.op == "system.syncall":
+            name = f"syncall_{call.attrs.get('mode', 'hard')}_cycles"
+        else:
+            name = _SYNC_CYCLES[call.op]
+        return OpCost("SCALAR", ceil(self.constant(name)))
+
     def _scalar(self, call: Call) -> OpCost:
         return OpCost("SCALAR", ceil(self.constant("scalar_op_cycles")))
+
+
+def _tile_arg(call: Call) -> TileType:
+    tile = call.args[0].type
+    assert isinstance(tile, TileType)
+    return tile

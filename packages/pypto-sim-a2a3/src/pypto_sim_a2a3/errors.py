@@ -11,3 +11,13 @@ class OutOfBoundsError(PyptoError, IndexError):
 
 class DivisionByZeroError(PyptoError, ZeroDivisionError):
     """An integer division (scalar or tile) by zero."""
+
+
+class PipeError(PyptoError, ValueError):
+    """A cross-core pipe used wrongly: mismatched setup, a push or pop on the wrong side or before
+    setup, a tile that does not fit a slot or differs from what was pushed, a bad tfree."""
+
+
+class BarrierError(PyptoError, ValueError):
+    """A ``system.syncall`` used wrongly: a non-zero soft-sync workspace, a core the barrier does
+    not include."""

@@ -2,9 +2,10 @@
 
 A :class:`Frame` walks one function body (``Assign``, ``Eval``, ``For``, ``Return``) and evaluates
 expressions; its ``run()`` is a generator that yields scheduler events and returns the values of
-the function's ``Return``. :class:`KernelFrame` runs an AIC/AIV kernel on one core: tile values
-live in the core's buffers and every op yields its modeled cycles. :class:`HostFrame` runs the
-Orchestration function: ``call`` launches a kernel as a task on the chip.
+the function's ``Return``. :class:`KernelFrame` runs an AIC/AIV kernel on one core of a launch:
+tile values live in the core's buffers (a popped tile in its pipe slot), every op yields its
+modeled cycles, pipe and system ops go to :data:`~pypto_sim_a2a3.crosscore.LAUNCH_OPS`.
+:class:`HostFrame` runs the Orchestration function: ``call`` launches a kernel as a task.
 """
 
 from __future__ import annotations
@@ -33,11 +34,15 @@ from pypto.ir import (
     get_op,
 )
 from pypto_sim_a2a3.cost import CostModel
+from pypto_sim_a2a3.crosscore import LAUNCH_OPS, Popped
+from pypto_sim_a2a3.errors import PipeError
+from pypto_sim_a2a3.launch import CoreRole
+from pypto_sim_a2a3.ring import TOKEN, Token
 from pypto_sim_a2a3.scheduler import Advance, Event
 from pypto_sim_a2a3.semantics import SEMANTICS, OpImpl
 
 if TYPE_CHECKING:
-    from pypto_sim_a2a3.chip import Chip, Core
+    from pypto_sim_a2a3.chip import Chip
 
 Steps = Generator[Event, None, Any]
 
@@ -143,26 +148,51 @@ class Frame:
 
 
 class KernelFrame(Frame):
-    """An AIC or AIV kernel running on one core; tiles live in ``core.memory``."""
+    """An AIC or AIV kernel running on one core of a launch; tiles live in the core's memory."""
 
-    def __init__(self, fn: Function, args: Sequence[Any], core: Core, cost: CostModel):
+    def __init__(self, fn: Function, args: Sequence[Any], role: CoreRole, cost: CostModel):
         super().__init__(fn, args)
-        self.core = core
+        self.role = role
+        self.core = role.core
         self.cost = cost
 
     def _apply(self, call: Call, args: tuple[Any, ...]) -> Steps:
+        if self.role.mirror and _is_work(call):
+            return _skipped(call, args)
+        if call.op in LAUNCH_OPS:
+            return (yield from LAUNCH_OPS[call.op](self.role, call, args, self.cost))
         unit = get_op(call.op).unit
-        if unit not in (Unit.VECTOR, Unit.CUBE, Unit.MTE, Unit.SCALAR) or call.op.startswith("tensor."):
+        if unit not in _CORE_UNITS or call.op.startswith("tensor."):
             raise self._error(
                 f"{call.op} cannot run inside a kernel",
                 call,
-                "a lowered kernel holds only tile.* ops, scalar math and loops",
+                "a lowered kernel holds tile.* ops, pipe and system ops, scalar math and loops",
             )
+        self._check_has_data(call, args)
         self._check_route(call)
+        self._track_gm(call, args)
         value = self._semantics(call)(call, args)
         cost = self.cost.op_cost(call)
         yield Advance(cost.unit, cost.cycles)
         return value
+
+    def _check_has_data(self, call: Call, args: tuple[Any, ...]) -> None:
+        for expr, value in zip(call.args, args, strict=True):
+            if isinstance(value, Token):
+                name = expr.name if isinstance(expr, Var) else "an operand"
+                raise PipeError(
+                    f"in {self.fn.name}: {call.op} on {self.role.name} uses {name}, which holds no data: "
+                    "with split=NONE lane 1 pops a data-less token",
+                    call.span,
+                    "only lane 0 computes on a split=NONE tile: guard lane 1's work with "
+                    "get_subblock_idx(), or split UP_DOWN / LEFT_RIGHT",
+                )
+
+    def _track_gm(self, call: Call, args: tuple[Any, ...]) -> None:
+        if call.op == "tile.load":
+            self.role.launch.gm.load(self.core.name, call, args)
+        elif call.op == "tile.store":
+            self.role.launch.gm.store(self.core.name, call, args)
 
     def _check_route(self, call: Call) -> None:
         route = _data_route(call)
@@ -177,7 +207,12 @@ class KernelFrame(Frame):
 
     def _bind(self, stmt: Assign, value: Any) -> None:
         var = stmt.target
-        if not isinstance(var.type, TileType):
+        if isinstance(value, Popped):
+            # A popped tile is a view onto its ring slot: it has no allocation of its own.
+            self.role.popped[var.name] = value.slot
+            self.env[var.name] = value.value
+            return
+        if not isinstance(var.type, TileType) or isinstance(value, Token):
             super()._bind(stmt, value)
             return
         assert self.core.memory is not None
@@ -186,6 +221,22 @@ class KernelFrame(Frame):
             value = value.clone()  # a view of a buffer may overlap the destination
         dest.copy_(value)
         self.env[var.name] = dest
+
+
+_CORE_UNITS = (Unit.VECTOR, Unit.CUBE, Unit.MTE, Unit.SCALAR)
+
+
+def _is_work(call: Call) -> bool:
+    """Ops a mirroring lane skips: loads, stores, compute, and anything else that makes a tile."""
+    op = get_op(call.op)
+    makes_tile = isinstance(call.type, TileType) and not op.in_pipe_slot
+    return op.unit in (Unit.VECTOR, Unit.CUBE, Unit.MTE) or makes_tile
+
+
+def _skipped(call: Call, args: tuple[Any, ...]) -> Any:
+    """What a skipped op evaluates to on a mirroring lane: the tensor it writes, or a token."""
+    writes = get_op(call.op).writes
+    return args[writes[0]] if writes else TOKEN
 
 
 def _data_route(call: Call) -> tuple[MemorySpace, MemorySpace] | None:

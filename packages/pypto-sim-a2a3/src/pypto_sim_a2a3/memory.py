@@ -46,8 +46,11 @@ class CoreMemory:
 
     def view(self, allocation: Allocation, tile: TileType) -> torch.Tensor:
         """The tile's elements: ``buffer[offset:offset + nbytes]`` as ``tile.dtype`` of ``tile.shape``."""
-        buf = self.buffers[allocation.space]
-        raw = buf[allocation.offset : allocation.offset + tile.nbytes]
+        return self.view_at(allocation.space, allocation.offset, tile)
+
+    def view_at(self, space: MemorySpace, offset: int, tile: TileType) -> torch.Tensor:
+        """``tile``'s elements on the bytes of ``space`` starting at ``offset`` (e.g. a pipe slot)."""
+        raw = self.buffers[space][offset : offset + tile.nbytes]
         return raw.view(torch_dtype(tile.dtype)).view(tile.shape)
 
     def place(self, kernel: Function, var: Var, core: str, span: SourceSpan | None) -> torch.Tensor:

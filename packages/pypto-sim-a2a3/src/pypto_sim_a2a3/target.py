@@ -41,6 +41,19 @@ A2A3_COST: dict[str, float] = {
     "fixpipe_bytes_per_cycle": 118,
     "fixpipe_drain_cycles": 164,
     "scalar_op_cycles": 1,
+    # cross-core pipes: C->V leaves the cube through FIXPIPE into L2 and enters UB by an MTE2-like
+    # read (L2 hit); V->C leaves UB by MTE3 and enters L1 by MTE2. A push moves its bytes at the
+    # slower stage's rate plus a fixed handshake; pop and free only wait on / set a cross-core flag.
+    "pipe_c2v_bytes_per_cycle": 110,  # L2-hit read into UB (~110) is slower than FIXPIPE (~118)
+    "pipe_v2c_bytes_per_cycle": 86,  # UB -> L2 write (~86) is slower than L2 -> L1 (~110)
+    "pipe_push_handshake_cycles": 164,  # assumed: a drain like FIXPIPE's plus setting the ready flag
+    "pipe_flag_cycles": 20,  # assumed: one cross-core flag wait or set (tpop, tfree)
+    "pipe_init_cycles": 40,  # assumed: resetting the slot flags of both directions
+    # cross-core ordering through GM (assumed figures, no published ones)
+    "fence_cycles": 30,  # drain the core's outstanding memory pipes
+    "cacheinvalid_cycles": 120,  # write back / invalidate the core's data cache lines
+    "syncall_hard_cycles": 100,  # hardware cross-core barrier after the last arrival
+    "syncall_soft_cycles": 600,  # barrier through atomics on a GM workspace: a few GM round trips
     # AICPU task dispatch
     "task_submit_cycles": 100,
     "task_schedule_cycles": 200,

@@ -1,0 +1,251 @@
+"""Ordering of cross-core global-memory traffic within one launch (mixed-kernels.md).
+
+A pipe orders only the tile it carries. For a load by one core of GM bytes another core of the
+same launch stored, the program must order them itself: the writer publishes its store
+(``system.cacheinvalid`` covering it), fences (``system.fence``), arrives at a ``system.syncall``;
+the reader passes that same round and invalidates (``system.cacheinvalid``, whole GM or a region
+covering the bytes) before its load. A store over bytes another core loaded earlier needs a
+syncall round the reader reached after its load. Anything else is a ``RaceError`` naming both
+cores, the tensor and both lines. Accesses are tracked per GM tensor as boxes of its index space;
+different launches are ordered by the task boundary, so each launch keeps its own record.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from pypto.ir import Call, RaceError, SourceSpan, TileType, Var
+from pypto_sim_a2a3.ring import at_line
+
+TensorKey = tuple[int, int, tuple[int, ...], tuple[int, ...]]
+
+RACE_HINT = (
+    "order cross-core GM traffic: the writer publishes its store (pl.system.cacheinvalid), fences "
+    "(pl.system.fence), both cores pass one pl.system.syncall, then the reader invalidates "
+    "(pl.system.cacheinvalid) before it loads"
+)
+OVERWRITE_HINT = (
+    "before overwriting data another core loaded, pass a pl.system.syncall that core reached after its load"
+)
+
+
+def tensor_key(tensor: torch.Tensor) -> TensorKey:
+    """Identifies a GM tensor by its storage and view, so aliases passed twice match."""
+    return (
+        tensor.untyped_storage().data_ptr(),
+        tensor.storage_offset(),
+        tuple(tensor.shape),
+        tensor.stride(),
+    )
+
+
+@dataclass(frozen=True)
+class Region:
+    """A box ``[lo, hi)`` per dim of a GM tensor's index space."""
+
+    lo: tuple[int, ...]
+    hi: tuple[int, ...]
+
+    @classmethod
+    def box(cls, offsets: Sequence[int], extent: Sequence[int]) -> Region:
+        return cls(tuple(offsets), tuple(o + n for o, n in zip(offsets, extent, strict=True)))
+
+    def overlap(self, other: Region) -> Region | None:
+        lo = tuple(map(max, self.lo, other.lo))
+        hi = tuple(map(min, self.hi, other.hi))
+        return Region(lo, hi) if all(a < b for a, b in zip(lo, hi, strict=True)) else None
+
+    def covers(self, other: Region) -> bool:
+        return all(a <= c and d <= b for a, b, c, d in zip(self.lo, self.hi, other.lo, other.hi, strict=True))
+
+    def __str__(self) -> str:
+        return "[" + ", ".join(f"{a}:{b}" for a, b in zip(self.lo, self.hi, strict=True)) + "]"
+
+
+@dataclass(frozen=True)
+class Access:
+    """A load or store of a GM box by one core."""
+
+    core: str
+    tensor: str
+    key: TensorKey
+    region: Region
+    span: SourceSpan | None
+    store: bool
+
+
+@dataclass(frozen=True)
+class Invalidate:
+    """A ``system.cacheinvalid``: all of GM (``key`` None) or one box of one tensor."""
+
+    key: TensorKey | None
+    region: Region | None
+
+    def covers(self, key: TensorKey, region: Region) -> bool:
+        if self.key is None:
+            return True
+        return self.key == key and self.region is not None and self.region.covers(region)
+
+
+@dataclass(frozen=True)
+class Fence:
+    """A ``system.fence``."""
+
+
+@dataclass(frozen=True)
+class Arrive:
+    """An arrival at a syncall round; ``counted`` if it came before the round released."""
+
+    round: tuple[str, int]
+    counted: bool
+
+
+GmEvent = Access | Invalidate | Fence | Arrive
+
+
+class GmOrder:
+    """Per core of one launch, the GM accesses and ordering events in program order.
+
+    ``order.store("cg0.AIC", call, args)`` records a store; ``order.load(...)`` raises
+    ``RaceError`` if an earlier store by another core is not ordered before it.
+    """
+
+    def __init__(self) -> None:
+        self._logs: dict[str, list[GmEvent]] = defaultdict(list)
+
+    def load(self, core: str, call: Call, args: Sequence[Any]) -> None:
+        """Record ``tile.load`` by ``core``; a RaceError if it reads an unordered store of another core."""
+        assert isinstance(call.type, TileType)
+        access = _access(core, call, args[0], args[1], call.type, call.args[0], store=False)
+        for log in self._others(core):
+            for position, event in enumerate(log):
+                if isinstance(event, Access) and event.store:
+                    self._check_read_after_write(event, log[position + 1 :], access)
+        self._logs[core].append(access)
+
+    def store(self, core: str, call: Call, args: Sequence[Any]) -> None:
+        """Record ``tile.store`` by ``core``; a RaceError if it overwrites another core's unordered load."""
+        tile = call.args[0].type
+        assert isinstance(tile, TileType)
+        access = _access(core, call, args[2], args[1], tile, call.args[2], store=True)
+        for log in self._others(core):
+            for position, event in enumerate(log):
+                if isinstance(event, Access) and not event.store:
+                    self._check_write_after_read(event, log[position + 1 :], access)
+        self._logs[core].append(access)
+
+    def invalidate(self, core: str, call: Call, args: Sequence[Any]) -> None:
+        """Record ``system.cacheinvalid``: no args = all of GM; a tensor = all of it; or a box."""
+        if not args:
+            self._logs[core].append(Invalidate(None, None))
+            return
+        tensor = args[0]
+        offsets = tuple(args[1]) if len(args) > 1 else (0,) * tensor.dim()
+        rest = [n - o for n, o in zip(tensor.shape, offsets, strict=True)]
+        extent = call.attrs.get("shape") or rest
+        self._logs[core].append(Invalidate(tensor_key(tensor), Region.box(offsets, extent)))
+
+    def fence(self, core: str) -> None:
+        """Record ``system.fence``."""
+        self._logs[core].append(Fence())
+
+    def arrive(self, core: str, round_: tuple[str, int], counted: bool) -> None:
+        """Record an arrival at syncall round ``round_``."""
+        self._logs[core].append(Arrive(round_, counted))
+
+    def _others(self, core: str) -> list[list[GmEvent]]:
+        return [log for name, log in self._logs.items() if name != core]
+
+    def _check_read_after_write(self, write: Access, after_write: list[GmEvent], read: Access) -> None:
+        shared = _shared(write, read)
+        if shared is None:
+            return
+        rounds, gap = _published_rounds(write, after_write, shared)
+        gap = gap or self._invalidate_gap(write, rounds, read, shared)
+        if gap is not None:
+            raise RaceError(
+                f"{read.core} loads {_named(read, write)}{shared} at {at_line(read.span)} after {write.core} "
+                f"stored it at {at_line(write.span)}, but nothing orders the two: {gap}",
+                read.span,
+                RACE_HINT,
+            )
+
+    def _invalidate_gap(
+        self, write: Access, rounds: set[tuple[str, int]], read: Access, shared: Region
+    ) -> str | None:
+        """What the reader misses: passing a round the writer reached after its fence, then invalidating."""
+        reader_log = self._logs[read.core]
+        passes = [i for i, e in enumerate(reader_log) if isinstance(e, Arrive) and e.round in rounds]
+        if not passes:
+            return f"{read.core} passed no pl.system.syncall that {write.core} reached after its fence"
+        for event in reader_log[passes[0] + 1 :]:
+            if isinstance(event, Invalidate) and event.covers(read.key, shared):
+                return None
+        return f"{read.core} did not pl.system.cacheinvalid the data after the syncall, before its load"
+
+    def _check_write_after_read(self, read: Access, after_read: list[GmEvent], write: Access) -> None:
+        shared = _shared(read, write)
+        if shared is None:
+            return
+        rounds = {e.round for e in after_read if isinstance(e, Arrive) and e.counted}
+        if any(isinstance(e, Arrive) and e.round in rounds for e in self._logs[write.core]):
+            return
+        raise RaceError(
+            f"{write.core} stores {_named(write, read)}{shared} at {at_line(write.span)} after {read.core} "
+            f"loaded it at {at_line(read.span)}, but nothing orders the two: no pl.system.syncall that both "
+            f"cores passed lies between the load and the store",
+            write.span,
+            OVERWRITE_HINT,
+        )
+
+
+def _access(
+    core: str,
+    call: Call,
+    tensor: torch.Tensor,
+    offsets: Sequence[int],
+    tile: TileType,
+    name: Any,
+    store: bool,
+) -> Access:
+    extent = tile.valid_shape or tile.shape
+    label = name.name if isinstance(name, Var) else "a GM tensor"
+    return Access(core, label, tensor_key(tensor), Region.box(offsets, extent), call.span, store)
+
+
+def _shared(a: Access, b: Access) -> Region | None:
+    return a.region.overlap(b.region) if a.key == b.key else None
+
+
+def _named(access: Access, other: Access) -> str:
+    """The tensor as ``access``'s kernel calls it, with the other kernel's name if it differs."""
+    if access.tensor == other.tensor:
+        return access.tensor
+    return f"{access.tensor} ({other.tensor} on {other.core})"
+
+
+def _published_rounds(
+    write: Access, after_write: list[GmEvent], shared: Region
+) -> tuple[set[tuple[str, int]], str | None]:
+    """The syncall rounds the writer reached after publishing and fencing its store, or what it missed."""
+    published = next(
+        (i for i, e in enumerate(after_write) if isinstance(e, Invalidate) and e.covers(write.key, shared)),
+        None,
+    )
+    if published is None:
+        return set(), f"{write.core} never published its store (pl.system.cacheinvalid after it)"
+    fence = next((i for i, e in enumerate(after_write) if isinstance(e, Fence) and i > published), None)
+    if fence is None:
+        return set(), f"{write.core} did not pl.system.fence after publishing its store"
+    arrivals = [e for e in after_write[fence:] if isinstance(e, Arrive)]
+    rounds = {e.round for e in arrivals if e.counted}
+    if arrivals and not rounds:
+        return set(), f"{write.core} reached pl.system.syncall only after the round had released without it"
+    if not rounds:
+        return set(), f"{write.core} reached no pl.system.syncall after its fence"
+    return rounds, None

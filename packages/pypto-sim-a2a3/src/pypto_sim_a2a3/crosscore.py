@@ -1,0 +1,108 @@
+"""Ops a core runs against its launch rather than on its own tiles: pipe setup and handshakes, the
+lane and block indices, and cross-core ordering through GM (fence, cacheinvalid, syncall).
+
+:data:`LAUNCH_OPS` maps each op name to a coroutine ``op(role, call, args, cost)``; the kernel
+interpreter dispatches to it before the pure :data:`~pypto_sim_a2a3.semantics.SEMANTICS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from pypto.ir import Call, TileType
+from pypto_sim_a2a3.cost import CostModel, OpCost, tile_bytes
+from pypto_sim_a2a3.launch import CoreRole
+from pypto_sim_a2a3.ring import RingSlot, Token
+from pypto_sim_a2a3.scheduler import Advance, Event
+
+Steps = Generator[Event, None, Any]
+LaunchOp = Callable[[CoreRole, Call, tuple[Any, ...], CostModel], Steps]
+
+LAUNCH_OPS: dict[str, LaunchOp] = {}
+
+
+@dataclass(frozen=True)
+class Popped:
+    """A pop's result: the tile (a view onto ``slot``'s bytes, or a token) and the slot to free."""
+
+    slot: RingSlot
+    value: torch.Tensor | Token
+
+
+def _handles(*names: str) -> Callable[[LaunchOp], LaunchOp]:
+    def register(fn: LaunchOp) -> LaunchOp:
+        for name in names:
+            LAUNCH_OPS[name] = fn
+        return fn
+
+    return register
+
+
+def _spend(cost: OpCost) -> Generator[Event, None, None]:
+    yield Advance(cost.unit, cost.cycles)
+
+
+@_handles("aic_initialize_pipe", "aiv_initialize_pipe")
+def _initialize(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
+    role.launch.initialize_pipes(role, call)
+    yield from _spend(cost.op_cost(call))
+
+
+@_handles("tpush_to_aiv", "tpush_to_aic")
+def _push(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
+    pipe = role.launch.pipe(role, call)
+    tile = call.args[0].type
+    assert isinstance(tile, TileType)
+    nbytes = 0 if isinstance(args[0], Token) else tile_bytes(tile)
+    yield from pipe.push(role.name, role.lane, call, args[0], cost.push_cost(call, nbytes))
+
+
+@_handles("tpop_from_aic", "tpop_from_aiv")
+def _pop(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
+    pipe = role.launch.pipe(role, call)
+    slot, value = yield from pipe.pop(role.name, call, cost.op_cost(call))
+    return Popped(slot, value)
+
+
+@_handles("tfree_to_aic", "tfree_to_aiv")
+def _free(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
+    pipe = role.launch.pipe(role, call)
+    yield from pipe.free(role.name, role.take_popped(call), cost.op_cost(call))
+
+
+_INDICES: dict[str, Callable[[CoreRole], int]] = {
+    "get_subblock_idx": lambda role: role.lane,
+    "get_block_idx": lambda role: role.launch.group.index,
+    "get_block_num": lambda role: role.launch.block_num,
+}
+
+
+@_handles(*_INDICES)
+def _index(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
+    yield from _spend(cost.op_cost(call))
+    return _INDICES[call.op](role)
+
+
+@_handles("system.fence")
+def _fence(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
+    role.launch.gm.fence(role.core.name)
+    yield from _spend(cost.op_cost(call))
+
+
+@_handles("system.cacheinvalid")
+def _cacheinvalid(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
+    role.launch.gm.invalidate(role.core.name, call, args)
+    yield from _spend(cost.op_cost(call))
+
+
+@_handles("system.syncall")
+def _syncall(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
+    launch = role.launch
+    round_, counted = launch.barrier.join(role.name, call, args)
+    launch.gm.arrive(role.core.name, (round_.core_type, round_.index), counted)
+    yield from launch.barrier.wait(round_, call)
+    yield from _spend(cost.op_cost(call))

@@ -1,0 +1,339 @@
+"""Cross-core pipes of a Group launch: ``<group>_c2v`` (AIC -> both AIV lanes) and ``<group>_v2c``.
+
+A :class:`Pipe` has one :class:`~pypto_sim_a2a3.ring.Ring` per consumer, in the consumer's memory:
+C->V gives each AIV lane its own ring in its Vec, and the AIC pushes each lane its share of the
+tile (``split_shape``); V->C has one ring in the AIC's Mat, and each lane writes its share into
+the slot at its position. ``split=NONE`` gives lane 0 the whole tile and lane 1 a data-less token.
+
+``push``, ``pop`` and ``free`` are coroutines: they yield a scheduler ``Wait`` (never a busy loop)
+until the ring allows them, then the handshake's modeled cycles. When the run deadlocks, each wait
+explains itself from the ring's slot states.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+import torch
+
+from pypto.ir import Call, DeadlockError, SourceSpan, SplitMode, Target, TileType
+from pypto.ir.ops import split_axis, split_shape
+from pypto.ir.types import MemorySpace, describe
+from pypto_sim_a2a3.cost import OpCost
+from pypto_sim_a2a3.errors import PipeError
+from pypto_sim_a2a3.memory import CoreMemory, torch_dtype
+from pypto_sim_a2a3.ring import TOKEN, Ring, RingSlot, SlotContent, SlotState, Token, at_line
+from pypto_sim_a2a3.scheduler import Advance, Blocked, Event, Wait
+
+FREE_HINT = "match every tpop with a tfree"
+PUSH_HINT = "every tpush needs a matching tpop"
+POP_HINT = "every tpop needs a matching tpush"
+SHARE_HINT = "both AIV lanes push their share of every tile"
+INIT_HINT = "initialize the pipe on both sides (aic_initialize_pipe and aiv_initialize_pipe)"
+
+
+class PipeDirection(Enum):
+    """The two directions of a core group's pipe, with their ``dir_mask`` bits."""
+
+    C2V = "c2v"
+    V2C = "v2c"
+
+    @property
+    def mask(self) -> int:
+        return 1 if self is PipeDirection.C2V else 2
+
+    @property
+    def consumer_space(self) -> MemorySpace:
+        """Where the ring lives: the consumer's Vec (C->V) or Mat (V->C)."""
+        return MemorySpace.Vec if self is PipeDirection.C2V else MemorySpace.Mat
+
+    @property
+    def free_op(self) -> str:
+        return "tfree_to_aic" if self is PipeDirection.C2V else "tfree_to_aiv"
+
+
+@dataclass(frozen=True)
+class PipeSetup:
+    """What ``aic_initialize_pipe`` / ``aiv_initialize_pipe`` say; both sides must agree."""
+
+    dir_mask: int
+    slot_size: int
+    slot_num: int
+
+    @classmethod
+    def of(cls, call: Call) -> PipeSetup:
+        return cls(call.attrs["dir_mask"], call.attrs["slot_size"], call.attrs["slot_num"])
+
+    def enables(self, direction: PipeDirection) -> bool:
+        return bool(self.dir_mask & direction.mask)
+
+    def __str__(self) -> str:
+        return f"dir_mask={self.dir_mask}, slot_size={self.slot_size}, slot_num={self.slot_num}"
+
+
+def split_of(call: Call) -> SplitMode:
+    """The call's ``split`` attr (absent means NONE)."""
+    return call.attrs.get("split") or SplitMode.NONE
+
+
+def lane_share(data: torch.Tensor, mode: SplitMode, lane: int) -> torch.Tensor | None:
+    """Lane ``lane``'s rows (UP_DOWN) or columns (LEFT_RIGHT); lane 0 takes the ceiling half.
+
+    Under NONE lane 0 takes the whole tile and lane 1 nothing (None: a token).
+    """
+    axis = split_axis(mode)
+    if axis is None:
+        return data if lane == 0 else None
+    extent = data.shape[axis]
+    half = -(-extent // 2)
+    start = min(lane * half, extent)
+    return data.narrow(axis, start, min(half, extent - start))
+
+
+@dataclass(frozen=True)
+class _Share:
+    """One ring's part of a push: the slot content, and the bytes to write where in the slot tile."""
+
+    ring: Ring
+    content: SlotContent
+    data: torch.Tensor | None  # None: a token, nothing to write
+    where: tuple[slice, ...] = ()
+
+
+Steps = Generator[Event, None, Any]
+
+
+@dataclass(eq=False)
+class Pipe:
+    """One direction of a launch's pipe, e.g. ``mixed_c2v`` from ``AIC`` to ``AIV0`` and ``AIV1``."""
+
+    name: str
+    direction: PipeDirection
+    producers: tuple[str, ...]
+    consumers: tuple[str, ...]
+    finished: set[str]  # the launch's finished cores, shared: diagnostics name who stopped early
+    rings: dict[str, Ring] = field(default_factory=dict)
+    initialized: set[str] = field(default_factory=set)
+
+    def open(
+        self, setup: PipeSetup, memories: dict[str, CoreMemory], target: Target, span: SourceSpan | None
+    ) -> None:
+        """Build each consumer's ring of free slots at the bottom of its space."""
+        space = self.direction.consumer_space
+        spec = target.spec(space)
+        if setup.slot_size % spec.alignment:
+            raise PipeError(
+                f"pipe {self.name}: slot_size={setup.slot_size} is not a multiple of {spec.alignment} bytes",
+                span,
+                f"round slot_size up to a multiple of {spec.alignment}",
+            )
+        total = setup.slot_num * setup.slot_size
+        if total > spec.capacity:
+            cores = " and ".join(self.consumers)
+            raise PipeError(
+                f"pipe {self.name} needs {setup.slot_num} x {setup.slot_size} = {total} bytes "
+                f"of {space.name} on {cores}, which holds {spec.capacity}",
+                span,
+                "lower slot_num, or shrink the tile that crosses",
+            )
+        for consumer in self.consumers:
+            self.rings[consumer] = Ring.build(
+                consumer, memories[consumer], space, setup.slot_size, setup.slot_num, self.producers
+            )
+
+    # ------------------------------------------------------------ the three handshakes
+
+    def push(self, producer: str, lane: int, call: Call, value: Any, cost: OpCost) -> Steps:
+        """Wait for a free tail slot in every ring, spend ``cost``, then deliver the shares."""
+        shares = self._shares(lane, call, value)
+        yield Wait(
+            lambda: self._writable(producer),
+            f"a free slot of pipe {self.name}",
+            call.span,
+            lambda: self._push_blocked(producer, call),
+        )
+        slots = [share.ring.claim(producer, call.span) for share in shares]
+        yield Advance(cost.unit, cost.cycles)
+        for share, slot in zip(shares, slots, strict=True):
+            self._deliver(producer, share, slot, call)
+
+    def pop(self, consumer: str, call: Call, cost: OpCost) -> Generator[Event, None, tuple[RingSlot, Any]]:
+        """Wait for the head slot to be ready, take it; return it and a view of its tile (or a token)."""
+        ring = self.rings[consumer]
+        yield Wait(
+            ring.readable,
+            f"a ready slot of pipe {self.name}",
+            call.span,
+            lambda: self._pop_blocked(consumer, call),
+        )
+        slot = ring.take(consumer, call.span)
+        self._check_pop(call, slot)
+        yield Advance(cost.unit, cost.cycles)
+        assert slot.content is not None and isinstance(call.type, TileType)
+        return slot, TOKEN if slot.content.tile is None else ring.view(slot, call.type)
+
+    def free(self, consumer: str, slot: RingSlot, cost: OpCost) -> Steps:
+        """Spend ``cost``, then give ``slot`` back to the producers."""
+        yield Advance(cost.unit, cost.cycles)
+        self.rings[consumer].release(slot)
+
+    # ------------------------------------------------------------ moving the data
+
+    def _writable(self, producer: str) -> bool:
+        if not self.initialized.issuperset(self.consumers):
+            return False
+        return all(ring.writable(producer) for ring in self.rings.values())
+
+    def _shares(self, lane: int, call: Call, value: Any) -> list[_Share]:
+        tile = call.args[0].type
+        assert isinstance(tile, TileType)
+        mode = split_of(call)
+        if self.direction is PipeDirection.C2V:
+            shares = [self._lane_slot(tile, mode, i, value, c) for i, c in enumerate(self.consumers)]
+        else:
+            shares = [self._gathered_slot(tile, mode, lane, value)]
+        for share in shares:
+            self._check_fits(share, call)
+        return shares
+
+    def _lane_slot(self, tile: TileType, mode: SplitMode, lane: int, value: Any, consumer: str) -> _Share:
+        """C->V: the share of AIV lane ``lane``, zero-padded to ``split_shape`` (a short odd half)."""
+        ring = self.rings[consumer]
+        data = lane_share(value, mode, lane)
+        if data is None:
+            return _Share(ring, SlotContent(mode, None), None)
+        slot_tile = TileType(split_shape(tile.shape, mode), tile.dtype, ring.space)
+        padded = torch.zeros(slot_tile.shape, dtype=torch_dtype(tile.dtype))
+        padded[tuple(slice(0, n) for n in data.shape)] = data
+        return _Share(ring, SlotContent(mode, slot_tile), padded)
+
+    def _gathered_slot(self, tile: TileType, mode: SplitMode, lane: int, value: Any) -> _Share:
+        """V->C: lane ``lane``'s share at its position in the AIC's whole tile."""
+        ring = self.rings[self.consumers[0]]
+        axis = split_axis(mode)
+        shape = list(tile.shape)
+        where = [slice(None)] * len(shape)
+        if axis is not None:
+            where[axis] = slice(lane * shape[axis], (lane + 1) * shape[axis])
+            shape[axis] *= 2
+        content = SlotContent(mode, TileType(tuple(shape), tile.dtype, ring.space))
+        carries_data = not isinstance(value, Token) and (axis is not None or lane == 0)
+        return _Share(ring, content, value if carries_data else None, tuple(where))
+
+    def _check_fits(self, share: _Share, call: Call) -> None:
+        tile = share.content.tile
+        if tile is not None and tile.nbytes > share.ring.slot_size:
+            raise PipeError(
+                f"{call.op} puts a {describe(tile)} ({tile.nbytes} bytes) into pipe {self.name}, "
+                f"whose slots hold {share.ring.slot_size} bytes",
+                call.span,
+                "initialize the pipe with slot_size >= the bytes of the largest tile that crosses",
+            )
+
+    def _deliver(self, producer: str, share: _Share, slot: RingSlot, call: Call) -> None:
+        if slot.content is not None and slot.content != share.content:
+            raise PipeError(
+                f"{call.op} from {producer} puts {_content(share.content)} into slot {slot.index} of pipe "
+                f"{self.name}, but {' and '.join(slot.arrived)} put {_content(slot.content)} there",
+                call.span,
+                SHARE_HINT + ", with the same shape, dtype and split",
+            )
+        if share.data is not None and share.content.tile is not None:
+            share.ring.view(slot, share.content.tile)[share.where].copy_(share.data)
+        share.ring.arrive(slot, producer, share.content)
+
+    def _check_pop(self, call: Call, slot: RingSlot) -> None:
+        assert slot.content is not None and isinstance(call.type, TileType)
+        want, got = call.type, slot.content
+        same_tile = got.tile is None or (got.tile.shape, got.tile.dtype) == (want.shape, want.dtype)
+        if split_of(call) is got.split and same_tile:
+            return
+        raise PipeError(
+            f"{call.op} pops {describe(want)} with split={split_of(call).name} from pipe {self.name}, but "
+            f"slot {slot.index} holds {_content(got)} pushed at {at_line(slot.pushed_at)}",
+            call.span,
+            "pop the split and the lane's share shape (split_shape) of the tile the producer pushed",
+        )
+
+    # ------------------------------------------------------------ diagnostics
+
+    def _push_blocked(self, producer: str, call: Call) -> Blocked:
+        where = f"{call.op} on pipe {self.name} blocks at {at_line(call.span)}"
+        waiting = [c for c in self.consumers if c not in self.initialized]
+        if waiting:
+            return self._uninitialized(where, waiting[0], call)
+        ring = next(r for r in self.rings.values() if not r.writable(producer))
+        text = f"{where}: {ring.owner}'s ring is full — {ring.describe()}"
+        popped = [s for s in ring.slots if s.state is SlotState.POPPED]
+        if popped:
+            return Blocked(f"{text} (missing {self.direction.free_op})", popped[0].popped_at, FREE_HINT)
+        if ring.owner in self.finished:
+            pushes = ring.pushes[producer]
+            note = (
+                f"{ring.owner} finished after {ring.pops} pop(s) of {pushes} push(es): more pushes than pops"
+            )
+            return Blocked(f"{text} ({note})", call.span, PUSH_HINT)
+        return self._with_stopped_producers(text, ring, call)
+
+    def _pop_blocked(self, consumer: str, call: Call) -> Blocked:
+        where = f"{call.op} on pipe {self.name} blocks at {at_line(call.span)}"
+        waiting = [p for p in self.producers if p not in self.initialized]
+        if waiting:
+            return self._uninitialized(where, waiting[0], call)
+        ring = self.rings[consumer]
+        text = f"{where}: the next slot is not ready — {ring.describe()}"
+        if ring.head().state is SlotState.POPPED:
+            return Blocked(f"{text} (missing {self.direction.free_op})", ring.head().popped_at, FREE_HINT)
+        return self._with_stopped_producers(text, ring, call)
+
+    def _with_stopped_producers(self, text: str, ring: Ring, call: Call) -> Blocked:
+        """Name the producers that finished with fewer pushes than the consumer needs."""
+        stopped = [p for p in self.producers if p in self.finished]
+        if not stopped:
+            return Blocked(text)
+        counts = ", ".join(f"{p} finished after {ring.pushes[p]} push(es)" for p in stopped)
+        if len(self.producers) > 1 and len(stopped) < len(self.producers):
+            return Blocked(f"{text} ({counts})", call.span, SHARE_HINT)
+        note = f"{counts} and {ring.owner} popped {ring.pops}: more pops than pushes"
+        return Blocked(f"{text} ({note})", call.span, POP_HINT)
+
+    def _uninitialized(self, where: str, core: str, call: Call) -> Blocked:
+        if core in self.finished:
+            return Blocked(f"{where}: {core} finished without initializing the pipe", call.span, INIT_HINT)
+        return Blocked(f"{where}: {core} has not initialized the pipe")
+
+    def undrained(self, launch: str) -> DeadlockError | None:
+        """The error for a launch that ends with tiles left in a ring or popped slots never freed."""
+        rings = list(self.rings.values())
+        if all(ring.drained for ring in rings):
+            return None
+        parts = []
+        for ring in rings:
+            pushes = ", ".join(f"{p} pushed {n}" for p, n in ring.pushes.items())
+            counts = f"{pushes}, {ring.pops} popped, {ring.frees} freed"
+            parts.append(f"{ring.owner}'s ring ({counts}): {ring.describe()}")
+        cause, hint = _undrained_cause(rings)
+        message = f"pipe {self.name} is not drained when the launch of {launch} ends — " + "; ".join(parts)
+        return DeadlockError(message, cause, hint)
+
+
+def _undrained_cause(rings: list[Ring]) -> tuple[SourceSpan | None, str]:
+    """The line to blame for a ring left non-empty: an unpopped push first, then an unfreed pop."""
+    slots = [slot for ring in rings for slot in ring.slots]
+    for state, hint in (
+        (SlotState.READY, PUSH_HINT + ": more pushes than pops"),
+        (SlotState.FILLING, SHARE_HINT),
+    ):
+        for slot in slots:
+            if slot.state is state:
+                return slot.pushed_at, hint
+    popped = next(slot for slot in slots if slot.state is SlotState.POPPED)
+    return popped.popped_at, FREE_HINT
+
+
+def _content(content: SlotContent) -> str:
+    tile = "a data-less token" if content.tile is None else describe(content.tile)
+    return f"{tile} (split={content.split.name})"
