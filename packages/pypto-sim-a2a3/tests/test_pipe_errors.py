@@ -11,7 +11,7 @@ import torch
 from pypto.ir import DeadlockError, FunctionKind, SplitMode
 from pypto_sim_a2a3 import PipeError
 
-from .lowered import FP32, FunctionBuilder, Mem, matmul_kernel, rand, run, single
+from .lowered import FP32, FunctionBuilder, Mem, matmul_kernel, rand, run, single, tensor_t
 from .mixed import MatmulBias, at, group_program, span_of
 
 STREAM = MatmulBias(blocks=4, rows=64, k=128)
@@ -163,3 +163,24 @@ def test_a_tile_bigger_than_a_slot_is_a_pipe_error():
     assert info.value.message == (
         "tpush_to_aiv puts a Tile[[32, 64], FP32, Vec] (8192 bytes) into pipe mm_c2v, whose slots hold 1024 bytes"
     )
+
+
+def test_lane_1_pushing_its_split_none_token_as_a_real_share_is_a_pipe_error():
+    # The lanes ask for their lane, so lane 1 does not mirror; it pops a token and pushes it back split.
+    aic = FunctionBuilder("echo_aic", FunctionKind.AIC)
+    aic.param("x", tensor_t((16, 16)))
+    aic.do("aic_initialize_pipe", dir_mask=3, slot_size=2048, slot_num=2)
+    eye = aic.op("eye", "tile.load", aic.params[0].var, [0, 0], shape=(16, 16), target_memory=Mem.Mat)
+    aic.do("tpush_to_aiv", eye, split=SplitMode.NONE)
+    aic.op("back", "tpop_from_aiv", shape=(32, 16), dtype=FP32, split=SplitMode.UP_DOWN)
+    aiv = FunctionBuilder("echo_aiv", FunctionKind.AIV)
+    aiv.param("x", tensor_t((16, 16)))
+    aiv.do("aiv_initialize_pipe", dir_mask=3, slot_size=2048, slot_num=2)
+    aiv.op("lane", "get_subblock_idx")
+    got = aiv.op("got", "tpop_from_aic", shape=(16, 16), dtype=FP32, split=SplitMode.NONE)
+    aiv.do("tpush_to_aic", got, split=SplitMode.UP_DOWN)
+    prog = group_program("echo", aic.build(reserve={Mem.Mat: 4096}), aiv.build(reserve={Mem.Vec: 4096}))
+    with pytest.raises(
+        PipeError, match=r"tpush_to_aic\(split=UP_DOWN\) on AIV1 pushes a share it has no data for"
+    ):
+        run(prog, rand(16, 16))

@@ -13,9 +13,11 @@ from typing import Any
 
 import torch
 
-from pypto.ir import Call, TileType
+from pypto.ir import Call, SplitMode, TileType
 from pypto_sim_a2a3.cost import CostModel, OpCost, tile_bytes
+from pypto_sim_a2a3.errors import PipeError
 from pypto_sim_a2a3.launch import CoreRole
+from pypto_sim_a2a3.pipe import split_of
 from pypto_sim_a2a3.ring import RingSlot, Token
 from pypto_sim_a2a3.scheduler import Advance, Event
 
@@ -57,6 +59,13 @@ def _push(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) ->
     pipe = role.launch.pipe(role, call)
     tile = call.args[0].type
     assert isinstance(tile, TileType)
+    if isinstance(args[0], Token) and split_of(call) is not SplitMode.NONE:
+        raise PipeError(
+            f"{call.op}(split={split_of(call).name}) on {role.name} pushes a share it has no data for: "
+            "under split=NONE lane 1 popped a data-less token",
+            call.span,
+            "push lane 1's token back with split=NONE, or split the incoming tile UP_DOWN / LEFT_RIGHT",
+        )
     nbytes = 0 if isinstance(args[0], Token) else tile_bytes(tile)
     yield from pipe.push(role.name, role.lane, call, args[0], cost.push_cost(call, nbytes))
 
