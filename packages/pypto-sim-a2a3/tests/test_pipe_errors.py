@@ -100,6 +100,18 @@ def test_more_slots_than_the_hardware_has_is_a_pipe_error():
     assert "slot_num=9 is more than the 8 slots per direction of a2a3" in err.message
 
 
+def test_both_directions_halve_the_slots_each_may_use():
+    aic = FunctionBuilder("both_aic", FunctionKind.AIC)
+    aic.param("x", tensor_t((8, 8)))
+    aic.do("aic_initialize_pipe", dir_mask=3, slot_size=1024, slot_num=5)
+    aiv = FunctionBuilder("both_aiv", FunctionKind.AIV)
+    aiv.param("x", tensor_t((8, 8)))
+    with pytest.raises(
+        PipeError, match="slot_num=5 is more than the 4 slots per direction of a2a3 when both"
+    ):
+        run(group_program("both", aic.build(), aiv.build()), rand(8, 8))
+
+
 def test_popping_with_another_split_than_the_push_is_a_pipe_error():
     err, aic, _ = _fail(MatmulBias(pop_split=SplitMode.LEFT_RIGHT), PipeError)
     assert err.message == (

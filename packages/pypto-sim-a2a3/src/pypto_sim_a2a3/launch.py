@@ -125,12 +125,16 @@ class Launch:
         """``role``'s ``*_initialize_pipe``: the first one opens the rings, later ones must agree."""
         self._check_side(role, call, _INIT_OPS[call.op])
         setup = PipeSetup.of(call)
-        if setup.slot_num > self.target.max_pipe_slots:
+        both = setup.dir_mask == PipeDirection.C2V.mask | PipeDirection.V2C.mask
+        # The hardware's slots per direction halve when both directions are used.
+        limit = self.target.max_pipe_slots // 2 if both else self.target.max_pipe_slots
+        if setup.slot_num > limit:
+            when = " when both directions are used" if both else ""
             raise PipeError(
-                f"{call.op}: slot_num={setup.slot_num} is more than the {self.target.max_pipe_slots} "
-                f"slots per direction of {self.target.name}",
+                f"{call.op}: slot_num={setup.slot_num} is more than the {limit} slots per direction of "
+                f"{self.target.name}{when}",
                 call.span,
-                f"use slot_num <= {self.target.max_pipe_slots}",
+                f"use slot_num <= {limit}",
             )
         if self._setup is None:
             self._open(role, setup, call.span)
