@@ -177,3 +177,18 @@ def test_a_soft_syncall_through_gm_costs_more_than_the_hard_barrier():
     hard = COST.op_cost(make_call("system.syncall", [], {"mode": "hard"}))
     fence = COST.op_cost(make_call("system.fence", []))
     assert soft.cycles > hard.cycles > fence.cycles
+
+
+def test_gathering_one_row_costs_less_than_loading_the_tile_but_pays_the_gm_latency():
+    dst, src = Var("dst", tile_t((64, 256))), Var("src", tensor_t((64, 256)))
+    row = make_call("tile.gather_row", [dst, src, expr([0, 0]), expr([0, 0])], {"shape": (1, 256)})
+    gather, load = COST.op_cost(row), COST.op_cost(_load_call(64))
+    assert gather.unit == "MTE2"
+    assert A2A3_TARGET.cost["mte2_latency_cycles"] < gather.cycles < load.cycles
+
+
+def test_a_scalar_read_of_gm_costs_far_more_than_index_math():
+    read = COST.op_cost(make_call("scalar.read", [Var("t", tensor_t((4, 4))), expr([0, 0])]))
+    math = COST.op_cost(make_call("scalar.mul", [Var("i", INDEX), expr(32)]))
+    assert read.unit == "SCALAR"
+    assert read.cycles > 10 * math.cycles

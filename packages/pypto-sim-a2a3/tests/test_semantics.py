@@ -55,6 +55,8 @@ SINGLE_OPS = {
     "tile.matmul_acc",
     "tile.load",
     "tile.store",
+    "tile.gather_row",
+    "scalar.read",
     "tile.move",
     "tile.create",
     "tensor.create",
@@ -300,6 +302,42 @@ def test_store_of_a_tile_with_valid_shape_writes_only_the_valid_part():
     apply("tile.store", [(tile_type, tile), ([Var("row", INDEX), 0], (8, 0)), _gm(gm)])
     torch.testing.assert_close(gm[8:], tile[:2], rtol=0, atol=0)
     assert bool((gm[:8] == 0).all())
+
+
+def test_gather_row_copies_one_row_of_the_tensor_into_the_destination_tile():
+    src, dst = rand(8, 16, seed=22), rand(4, 16, seed=23)
+    got = apply(
+        "tile.gather_row",
+        [tile_of(dst), _gm(src), ([2, 0], (2, 0)), ([Var("row", INDEX), 0], (5, 0))],
+        shape=(1, 16),
+    )
+    torch.testing.assert_close(got[2], src[5], rtol=0, atol=0)
+    torch.testing.assert_close(got[[0, 1, 3]], dst[[0, 1, 3]], rtol=0, atol=0)
+    assert got.data_ptr() != dst.data_ptr()
+
+
+def test_gather_row_from_past_the_tensor_raises_out_of_bounds():
+    src, dst = rand(8, 16), torch.zeros(4, 16)
+    with pytest.raises(OutOfBoundsError, match=r"pl\.gather_row: region \[8:9\] is outside dim 0 of size 8"):
+        apply(
+            "tile.gather_row",
+            [tile_of(dst), _gm(src), ([0, 0], (0, 0)), ([Var("row", INDEX), 0], (8, 0))],
+            shape=(1, 16),
+        )
+
+
+@pytest.mark.parametrize(("dtype", "expected"), [(torch.int32, 7), (torch.float32, 7.0)])
+def test_read_gives_one_element_as_a_python_scalar_of_the_tensors_dtype(dtype, expected):
+    gm = torch.zeros(4, 4, dtype=dtype)
+    gm[1, 2] = 7
+    got = apply("scalar.read", [_gm(gm), ([Var("i", INDEX), 2], (1, 2))])
+    assert got == expected
+    assert type(got) is type(expected)
+
+
+def test_read_outside_the_tensor_raises_out_of_bounds():
+    with pytest.raises(OutOfBoundsError, match=r"pl\.read: region \[4:5\] is outside dim 0"):
+        apply("scalar.read", [_gm(torch.zeros(4, 4)), ([Var("i", INDEX), 0], (4, 0))])
 
 
 def test_move_copies_the_tile_without_changing_its_dtype():

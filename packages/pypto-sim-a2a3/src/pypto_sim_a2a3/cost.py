@@ -63,12 +63,14 @@ class CostModel:
             "vector_slow": self._vector_slow,
             "matmul": self._matmul,
             "load": self._load,
+            "gather": self._gather,
+            "scalar_read": self._fixed("scalar_gm_read_cycles"),
             "store": self._store,
             "move": self._move,
-            "pipe_init": self._flag("pipe_init_cycles"),
+            "pipe_init": self._fixed("pipe_init_cycles"),
             "pipe_push": lambda call: self.push_cost(call, tile_bytes(_tile_arg(call))),
-            "pipe_pop": self._flag("pipe_flag_cycles"),
-            "pipe_free": self._flag("pipe_flag_cycles"),
+            "pipe_pop": self._fixed("pipe_flag_cycles"),
+            "pipe_free": self._fixed("pipe_flag_cycles"),
             "sync": self._sync,
             "none": self._scalar,
         }
@@ -145,6 +147,14 @@ class CostModel:
         transfer = tile_bytes(call.type) / self.constant("mte2_bytes_per_cycle")
         return OpCost("MTE2", ceil(self.constant("mte2_latency_cycles") + transfer))
 
+    def _gather(self, call: Call) -> OpCost:
+        dst = _tile_arg(call)
+        nbytes = prod(call.attrs["shape"]) * dst.dtype.nbytes
+        return OpCost(
+            "MTE2",
+            ceil(self.constant("mte2_latency_cycles") + nbytes / self.constant("mte2_bytes_per_cycle")),
+        )
+
     def _store(self, call: Call) -> OpCost:
         tile = call.args[0].type
         assert isinstance(tile, TileType)
@@ -167,7 +177,7 @@ class CostModel:
             return self._fixpipe(tile_bytes(tile))
         return OpCost(unit, ceil(tile_bytes(tile) / self.constant(rate)))
 
-    def _flag(self, name: str) -> Callable[[Call], OpCost]:
+    def _fixed(self, name: str) -> Callable[[Call], OpCost]:
         return lambda call: OpCost("SCALAR", ceil(self.constant(name)))
 
     def _sync(self, call: Call) -> OpCost:

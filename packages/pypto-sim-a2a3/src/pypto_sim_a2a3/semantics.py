@@ -3,7 +3,8 @@
 An implementation takes the ``Call`` (for its attrs, result type and span) and its evaluated
 operands (torch tensors for tiles and GM tensors, Python numbers for scalars, tuples for offset
 lists) and returns a fresh value; the interpreter copies tile results into their buffers. Only
-``tile.store`` has an effect: it writes a region of a GM tensor.
+``tile.store`` has an effect: it writes a region of a GM tensor. ``tile.gather_row`` is
+destination-passing: it returns its destination tile with one row replaced.
 
 Hardware dtype behaviour: vector ops compute in the operand dtype, matmuls accumulate fp16/bf16
 in fp32 (ints in int32), and float->int casts round as the ``mode`` attr says and saturate.
@@ -215,6 +216,22 @@ def _store(call: Call, args: Sequence[Any]) -> torch.Tensor:
     valid = tile_type.valid_shape or tile_type.shape
     _gm_region(call, tensor, offsets, valid).copy_(tile[_leading(valid)])
     return tensor
+
+
+@implements("tile.gather_row")
+def _gather_row(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    # Destination-passing: the result is the destination tile with one row replaced.
+    dst, src, dst_offsets, src_offsets = args
+    shape = tuple(call.attrs["shape"])
+    updated = dst.clone()
+    _gm_region(call, updated, dst_offsets, shape).copy_(_gm_region(call, src, src_offsets, shape))
+    return updated
+
+
+@implements("scalar.read")
+def _read(call: Call, args: Sequence[Any]) -> int | float | bool:
+    tensor, offsets = args
+    return _scalar_result(call, _gm_region(call, tensor, offsets, (1,) * tensor.dim()).item())
 
 
 @implements("tile.move")

@@ -41,6 +41,7 @@ A2A3_COST: dict[str, float] = {
     "fixpipe_bytes_per_cycle": 118,
     "fixpipe_drain_cycles": 164,
     "scalar_op_cycles": 1,
+    "scalar_gm_read_cycles": 200,  # assumed: one scalar load from GM through the scalar data cache
     # cross-core pipes: C->V leaves the cube through FIXPIPE into L2 and enters UB by an MTE2-like
     # read (L2 hit); V->C leaves UB by MTE3 and enters L1 by MTE2. A push moves its bytes at the
     # slower stage's rate plus a fixed handshake; pop and free only wait on / set a cross-core flag.
