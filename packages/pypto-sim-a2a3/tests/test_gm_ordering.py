@@ -43,8 +43,8 @@ def test_invalidating_just_the_lanes_rows_is_enough_for_that_lanes_load():
 def test_a_lane_loading_before_the_cube_stores_is_a_race_naming_both_cores_and_lines():
     err, store, load = _race((), ())
     assert err.message == (
-        f"cg0.AIC stores tmp[0:32, 0:64] at {store} after cg0.AIV0 loaded it at {at(load)}, but nothing "
-        "orders the two: no pl.system.syncall that both cores passed lies between the load and the store"
+        f"cg0.AIC writes tmp[0:32, 0:64] at {store} after cg0.AIV0 read it at {at(load)}, but nothing "
+        "orders the two: no pl.system.syncall that both cores passed lies between the read and the write"
     )
     assert "pl.system.syncall" in err.hint
 
@@ -52,30 +52,30 @@ def test_a_lane_loading_before_the_cube_stores_is_a_race_naming_both_cores_and_l
 def test_a_barrier_alone_does_not_order_the_store_before_the_load():
     err, store, load = _race(("syncall",), ("syncall",))
     assert err.message == (
-        f"cg0.AIV0 loads tmp[0:32, 0:64] at {at(load)} after cg0.AIC stored it at {store}, but nothing "
-        "orders the two: cg0.AIC never published its store (pl.system.cacheinvalid after it)"
+        f"cg0.AIV0 reads tmp[0:32, 0:64] at {at(load)} after cg0.AIC wrote it at {store}, but nothing "
+        "orders the two: cg0.AIC never published its write (pl.system.cacheinvalid after it)"
     )
     assert err.span == load
     assert err.hint == (
-        "order cross-core GM traffic: the writer publishes its store (pl.system.cacheinvalid), fences "
+        "order cross-core GM traffic: the writer publishes its write (pl.system.cacheinvalid), fences "
         "(pl.system.fence), both cores pass one pl.system.syncall, then the reader invalidates "
-        "(pl.system.cacheinvalid) before it loads"
+        "(pl.system.cacheinvalid) before it reads"
     )
 
 
 @pytest.mark.parametrize(
     ("aic_sync", "aiv_sync", "gap"),
     [
-        (("cacheinvalid", "syncall"), ACQUIRE, "cg0.AIC did not pl.system.fence after publishing its store"),
+        (("cacheinvalid", "syncall"), ACQUIRE, "cg0.AIC did not pl.system.fence after publishing its write"),
         (
             PUBLISH,
             ("syncall",),
-            "cg0.AIV0 did not pl.system.cacheinvalid the data after the syncall, before its load",
+            "cg0.AIV0 did not pl.system.cacheinvalid the data after the syncall, before its read",
         ),
         (
             PUBLISH,
             ("cacheinvalid", "syncall"),
-            "cg0.AIV0 did not pl.system.cacheinvalid the data after the syncall, before its load",
+            "cg0.AIV0 did not pl.system.cacheinvalid the data after the syncall, before its read",
         ),
     ],
 )
@@ -173,3 +173,16 @@ def test_a_core_outside_the_barriers_core_type_is_a_barrier_error():
 def test_an_unknown_core_type_is_a_barrier_error():
     with pytest.raises(BarrierError, match='core_type must be "aic", "aiv" or "mix"'):
         run(_barrier_program(None, "vector"), rand(8, 8))
+
+
+def test_a_scalar_read_of_another_cores_unpublished_write_is_a_race():
+    aic = through_gm(("syncall",), ()).function("gm_aic")
+    v = FunctionBuilder("gm_aiv", FunctionKind.AIV)
+    params = [v.param(p.var.name, p.var.type, p.direction) for p in aic.params]
+    v.do("system.syncall")
+    v.op("first", "scalar.read", params[3], [0, 0])
+    prog = group_program("gm", aic, v.build())
+    with pytest.raises(
+        RaceError, match=r"cg0\.AIV0 reads tmp\[0:1, 0:1\] at gm_aiv\.py:\d+ after cg0\.AIC wrote it"
+    ):
+        run(prog, *gm_args())

@@ -1,13 +1,14 @@
 """Ordering of cross-core global-memory traffic within one launch (mixed-kernels.md).
 
-A pipe orders only the tile it carries. For a load by one core of GM bytes another core of the
-same launch stored, the program must order them itself: the writer publishes its store
+A pipe orders only the tile it carries. When one core reads GM bytes (``tile.load``,
+``tile.gather_row``, ``scalar.read``) that another core of the same launch wrote
+(``tile.store``), the program must order them itself: the writer publishes its write
 (``system.cacheinvalid`` covering it), fences (``system.fence``), arrives at a ``system.syncall``;
 the reader passes that same round and invalidates (``system.cacheinvalid``, whole GM or a region
-covering the bytes) before its load. A store over bytes another core loaded earlier needs a
-syncall round the reader reached after its load. Anything else is a ``RaceError`` naming both
-cores, the tensor and both lines. Accesses are tracked per GM tensor as boxes of its index space;
-different launches are ordered by the task boundary, so each launch keeps its own record.
+covering the bytes) before it reads. A write over bytes another core read earlier needs a syncall
+round the reader reached after its read. Anything else is a ``RaceError`` naming both cores, the
+tensor and both lines. Accesses are tracked per GM tensor as boxes of its index space; different
+launches are ordered by the task boundary, so each launch keeps its own record.
 """
 
 from __future__ import annotations
@@ -25,12 +26,12 @@ from pypto_sim_a2a3.ring import at_line
 TensorKey = tuple[int, int, tuple[int, ...], tuple[int, ...]]
 
 RACE_HINT = (
-    "order cross-core GM traffic: the writer publishes its store (pl.system.cacheinvalid), fences "
+    "order cross-core GM traffic: the writer publishes its write (pl.system.cacheinvalid), fences "
     "(pl.system.fence), both cores pass one pl.system.syncall, then the reader invalidates "
-    "(pl.system.cacheinvalid) before it loads"
+    "(pl.system.cacheinvalid) before it reads"
 )
 OVERWRITE_HINT = (
-    "before overwriting data another core loaded, pass a pl.system.syncall that core reached after its load"
+    "before overwriting data another core read, pass a pl.system.syncall that core reached after its read"
 )
 
 
@@ -69,14 +70,14 @@ class Region:
 
 @dataclass(frozen=True)
 class Access:
-    """A load or store of a GM box by one core."""
+    """A read or write of a GM box by one core."""
 
     core: str
     tensor: str
     key: TensorKey
     region: Region
     span: SourceSpan | None
-    store: bool
+    write: bool
 
 
 @dataclass(frozen=True)
@@ -111,32 +112,27 @@ GmEvent = Access | Invalidate | Fence | Arrive
 class GmOrder:
     """Per core of one launch, the GM accesses and ordering events in program order.
 
-    ``order.store("cg0.AIC", call, args)`` records a store; ``order.load(...)`` raises
-    ``RaceError`` if an earlier store by another core is not ordered before it.
+    ``order.access("cg0.AIV0", load_call, args)`` records a read and raises ``RaceError`` if an
+    earlier write of the same bytes by another core is not ordered before it.
     """
 
     def __init__(self) -> None:
         self._logs: dict[str, list[GmEvent]] = defaultdict(list)
 
-    def load(self, core: str, call: Call, args: Sequence[Any]) -> None:
-        """Record ``tile.load`` by ``core``; a RaceError if it reads an unordered store of another core."""
-        assert isinstance(call.type, TileType)
-        access = _access(core, call, args[0], args[1], call.type, call.args[0], store=False)
+    def access(self, core: str, call: Call, args: Sequence[Any]) -> None:
+        """Record ``call``'s GM read or write by ``core`` (other ops are ignored); a RaceError if it
+        reads another core's unordered write, or writes over another core's unordered read."""
+        access = _access(core, call, args)
+        if access is None:
+            return
         for log in self._others(core):
             for position, event in enumerate(log):
-                if isinstance(event, Access) and event.store:
-                    self._check_read_after_write(event, log[position + 1 :], access)
-        self._logs[core].append(access)
-
-    def store(self, core: str, call: Call, args: Sequence[Any]) -> None:
-        """Record ``tile.store`` by ``core``; a RaceError if it overwrites another core's unordered load."""
-        tile = call.args[0].type
-        assert isinstance(tile, TileType)
-        access = _access(core, call, args[2], args[1], tile, call.args[2], store=True)
-        for log in self._others(core):
-            for position, event in enumerate(log):
-                if isinstance(event, Access) and not event.store:
+                if not isinstance(event, Access) or event.write == access.write:
+                    continue
+                if access.write:
                     self._check_write_after_read(event, log[position + 1 :], access)
+                else:
+                    self._check_read_after_write(event, log[position + 1 :], access)
         self._logs[core].append(access)
 
     def invalidate(self, core: str, call: Call, args: Sequence[Any]) -> None:
@@ -169,8 +165,8 @@ class GmOrder:
         gap = gap or self._invalidate_gap(write, rounds, read, shared)
         if gap is not None:
             raise RaceError(
-                f"{read.core} loads {_named(read, write)}{shared} at {at_line(read.span)} after {write.core} "
-                f"stored it at {at_line(write.span)}, but nothing orders the two: {gap}",
+                f"{read.core} reads {_named(read, write)}{shared} at {at_line(read.span)} after {write.core} "
+                f"wrote it at {at_line(write.span)}, but nothing orders the two: {gap}",
                 read.span,
                 RACE_HINT,
             )
@@ -186,7 +182,7 @@ class GmOrder:
         for event in reader_log[passes[0] + 1 :]:
             if isinstance(event, Invalidate) and event.covers(read.key, shared):
                 return None
-        return f"{read.core} did not pl.system.cacheinvalid the data after the syncall, before its load"
+        return f"{read.core} did not pl.system.cacheinvalid the data after the syncall, before its read"
 
     def _check_write_after_read(self, read: Access, after_read: list[GmEvent], write: Access) -> None:
         shared = _shared(read, write)
@@ -196,26 +192,43 @@ class GmOrder:
         if any(isinstance(e, Arrive) and e.round in rounds for e in self._logs[write.core]):
             return
         raise RaceError(
-            f"{write.core} stores {_named(write, read)}{shared} at {at_line(write.span)} after {read.core} "
-            f"loaded it at {at_line(read.span)}, but nothing orders the two: no pl.system.syncall that both "
-            f"cores passed lies between the load and the store",
+            f"{write.core} writes {_named(write, read)}{shared} at {at_line(write.span)} after {read.core} "
+            f"read it at {at_line(read.span)}, but nothing orders the two: no pl.system.syncall that both "
+            f"cores passed lies between the read and the write",
             write.span,
             OVERWRITE_HINT,
         )
 
 
-def _access(
-    core: str,
-    call: Call,
-    tensor: torch.Tensor,
-    offsets: Sequence[int],
-    tile: TileType,
-    name: Any,
-    store: bool,
-) -> Access:
-    extent = tile.valid_shape or tile.shape
+def _access(core: str, call: Call, args: Sequence[Any]) -> Access | None:
+    """The GM box ``call`` reads or writes, or None for an op that does not touch GM."""
+    if call.op not in _GM_OPERANDS:
+        return None
+    write, tensor_at, offsets_at = _GM_OPERANDS[call.op]
+    tensor, name = args[tensor_at], call.args[tensor_at]
     label = name.name if isinstance(name, Var) else "a GM tensor"
-    return Access(core, label, tensor_key(tensor), Region.box(offsets, extent), call.span, store)
+    region = Region.box(args[offsets_at], _extent(call, tensor))
+    return Access(core, label, tensor_key(tensor), region, call.span, write)
+
+
+# Op -> (writes GM?, index of the GM tensor operand, index of its offsets operand).
+_GM_OPERANDS: dict[str, tuple[bool, int, int]] = {
+    "tile.load": (False, 0, 1),
+    "tile.store": (True, 2, 1),
+    "tile.gather_row": (False, 1, 3),
+    "scalar.read": (False, 0, 1),
+}
+
+
+def _extent(call: Call, tensor: torch.Tensor) -> tuple[int, ...]:
+    """The extent of the GM box: the tile's valid shape, the gathered row, or one element."""
+    if call.op == "scalar.read":
+        return (1,) * tensor.dim()
+    if call.op == "tile.gather_row":
+        return tuple(call.attrs["shape"])
+    tile = call.type if call.op == "tile.load" else call.args[0].type
+    assert isinstance(tile, TileType)
+    return tile.valid_shape or tile.shape
 
 
 def _shared(a: Access, b: Access) -> Region | None:
@@ -232,16 +245,16 @@ def _named(access: Access, other: Access) -> str:
 def _published_rounds(
     write: Access, after_write: list[GmEvent], shared: Region
 ) -> tuple[set[tuple[str, int]], str | None]:
-    """The syncall rounds the writer reached after publishing and fencing its store, or what it missed."""
+    """The syncall rounds the writer reached after publishing and fencing its write, or what it missed."""
     published = next(
         (i for i, e in enumerate(after_write) if isinstance(e, Invalidate) and e.covers(write.key, shared)),
         None,
     )
     if published is None:
-        return set(), f"{write.core} never published its store (pl.system.cacheinvalid after it)"
+        return set(), f"{write.core} never published its write (pl.system.cacheinvalid after it)"
     fence = next((i for i, e in enumerate(after_write) if isinstance(e, Fence) and i > published), None)
     if fence is None:
-        return set(), f"{write.core} did not pl.system.fence after publishing its store"
+        return set(), f"{write.core} did not pl.system.fence after publishing its write"
     arrivals = [e for e in after_write[fence:] if isinstance(e, Arrive)]
     rounds = {e.round for e in arrivals if e.counted}
     if arrivals and not rounds:

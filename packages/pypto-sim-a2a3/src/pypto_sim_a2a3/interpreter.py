@@ -170,7 +170,7 @@ class KernelFrame(Frame):
             )
         self._check_has_data(call, args)
         self._check_route(call)
-        self._track_gm(call, args)
+        self.role.launch.gm.access(self.core.name, call, args)
         value = self._semantics(call)(call, args)
         cost = self.cost.op_cost(call)
         yield Advance(cost.unit, cost.cycles)
@@ -187,12 +187,6 @@ class KernelFrame(Frame):
                     "only lane 0 computes on a split=NONE tile: guard lane 1's work with "
                     "get_subblock_idx(), or split UP_DOWN / LEFT_RIGHT",
                 )
-
-    def _track_gm(self, call: Call, args: tuple[Any, ...]) -> None:
-        if call.op == "tile.load":
-            self.role.launch.gm.load(self.core.name, call, args)
-        elif call.op == "tile.store":
-            self.role.launch.gm.store(self.core.name, call, args)
 
     def _check_route(self, call: Call) -> None:
         route = _data_route(call)
