@@ -3,9 +3,14 @@
 Modes:
   mixed       one scope, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]
   left_right  the same scope split along columns (pl.SplitMode.LEFT_RIGHT)
+  none        the same scope unsplit (pl.SplitMode.NONE): lane 0 does the vector work
   staged      the two-scope form: the matmul scope, then the add scope
 
-    python examples/advanced/03_mixed_kernel.py [--mode staged] [-p a2a3sim]
+    python examples/advanced/03_mixed_kernel.py [--mode mixed] [-p a2a3sim] [--slot-num 2] [--m 128]
+
+Rows of ``a``, ``bias`` and ``out`` stream through the scope in [128, 128] tiles, so with a
+large ``--m`` the cube computes the next tile's matmul while the vector lanes add the bias to
+the previous one.
 """
 
 import argparse
@@ -16,28 +21,24 @@ import pypto.language as pl
 from pypto.runtime import RunConfig
 
 
-@pl.jit
-def mixed_matmul_bias(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(
-        level=pl.Level.CORE_GROUP,
-        optimizations=[pl.split(pl.SplitMode.UP_DOWN)],
-        name_hint="mixed",
-    ):
-        acc = pl.matmul(a, b, out_dtype=pl.FP32)  # cube (AIC)
-        out[:] = pl.add(acc, bias)  # vector (AIV)
-    return out
+def mixed_kernel(mode: pl.SplitMode = pl.SplitMode.UP_DOWN, slot_num: int = 2):
+    """The one-scope kernel for a split mode and a ring depth."""
+
+    @pl.jit
+    def mixed_matmul_bias(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(
+            level=pl.Level.CORE_GROUP,
+            optimizations=[pl.split(mode), pl.cross_core_slot(slot_num=slot_num)],
+            name_hint="mixed",
+        ):
+            acc = pl.matmul(a, b, out_dtype=pl.FP32)  # cube (AIC)
+            out[:] = pl.add(acc, bias)  # vector (AIV)
+        return out
+
+    return mixed_matmul_bias
 
 
-@pl.jit
-def mixed_matmul_bias_left_right(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(
-        level=pl.Level.CORE_GROUP,
-        optimizations=[pl.split(pl.SplitMode.LEFT_RIGHT)],
-        name_hint="mixed",
-    ):
-        acc = pl.matmul(a, b, out_dtype=pl.FP32)
-        out[:] = pl.add(acc, bias)
-    return out
+mixed_matmul_bias = mixed_kernel()
 
 
 @pl.jit
@@ -49,28 +50,27 @@ def staged_matmul_bias(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, out: pl.Out[
     return out
 
 
-KERNELS = {
-    "mixed": mixed_matmul_bias,
-    "left_right": mixed_matmul_bias_left_right,
-    "staged": staged_matmul_bias,
-}
+MODES = {"mixed": pl.SplitMode.UP_DOWN, "left_right": pl.SplitMode.LEFT_RIGHT, "none": pl.SplitMode.NONE}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--mode", choices=sorted(KERNELS), default="staged", help="kernel form (default: staged)"
+        "--mode", choices=[*MODES, "staged"], default="mixed", help="kernel form (default: mixed)"
     )
     parser.add_argument("-p", "--platform", default="a2a3sim", help="platform to run on (default: a2a3sim)")
+    parser.add_argument("--slot-num", type=int, default=2, help="cross-core ring depth (default: 2)")
     parser.add_argument("--m", type=int, default=128, help="rows of a, bias and out (default: 128)")
     args = parser.parse_args()
+
+    kernel = staged_matmul_bias if args.mode == "staged" else mixed_kernel(MODES[args.mode], args.slot_num)
 
     torch.manual_seed(0)
     a = torch.randn(args.m, 256, dtype=torch.float16)
     b = torch.randn(256, 128, dtype=torch.float16)
     bias = torch.randn(args.m, 128, dtype=torch.float32)
     out = torch.zeros(args.m, 128, dtype=torch.float32)
-    KERNELS[args.mode](a, b, bias, out, config=RunConfig(platform=args.platform))
+    kernel(a, b, bias, out, config=RunConfig(platform=args.platform))
     assert torch.allclose(out, a.float() @ b.float() + bias, rtol=1e-2, atol=1e-2)
     print("OK")
 
