@@ -51,7 +51,27 @@ def test_dtypes_and_enums_are_the_ir_ones():
     assert (pl.Level, pl.SplitMode, pl.FunctionType) == (Level, SplitMode, FunctionKind)
 
 
-@pytest.mark.parametrize("name", [*TIER1_OPS, "at", "range", "parallel", "unroll"])
+MIXED_FORM = [
+    "split_aiv",
+    "aic_initialize_pipe",
+    "aiv_initialize_pipe",
+    "tpush_to_aiv",
+    "tpush_to_aic",
+    "tpop_from_aic",
+    "tpop_from_aiv",
+    "tfree_to_aic",
+    "tfree_to_aiv",
+    "aiv_shard",
+    "aic_gather",
+    "get_subblock_idx",
+    "get_block_idx",
+    "get_block_num",
+    "read",
+    "gather_row",
+]
+
+
+@pytest.mark.parametrize("name", [*TIER1_OPS, *MIXED_FORM, "at", "range", "parallel", "unroll"])
 def test_builtins_called_outside_a_kernel_say_where_they_belong(name):
     with pytest.raises(PyptoError) as info:
         getattr(pl, name)()

@@ -11,7 +11,7 @@
 from pypto.ir import DataType, Level, MemorySpace, SplitMode
 from pypto.ir import FunctionKind as FunctionType
 from pypto.language.annotations import InOut, Out, Scalar, Tensor, Tile
-from pypto.language.builtins import BUILTINS, tensor, tile
+from pypto.language.builtins import BUILTINS, system, tensor, tile
 from pypto.language.errors import KernelOnlyError, ScopeOptionError
 from pypto.language.jit import JitFunction, jit
 from pypto.language.options import cross_core_slot, split
@@ -58,6 +58,23 @@ recip = BUILTINS["recip"]
 neg = BUILTINS["neg"]
 abs = BUILTINS["abs"]
 relu = BUILTINS["relu"]
+read = BUILTINS["read"]
+gather_row = BUILTINS["gather_row"]
+
+split_aiv = BUILTINS["split_aiv"]
+aic_initialize_pipe = BUILTINS["aic_initialize_pipe"]
+aiv_initialize_pipe = BUILTINS["aiv_initialize_pipe"]
+tpush_to_aiv = BUILTINS["tpush_to_aiv"]
+tpush_to_aic = BUILTINS["tpush_to_aic"]
+tpop_from_aic = BUILTINS["tpop_from_aic"]
+tpop_from_aiv = BUILTINS["tpop_from_aiv"]
+tfree_to_aic = BUILTINS["tfree_to_aic"]
+tfree_to_aiv = BUILTINS["tfree_to_aiv"]
+aiv_shard = BUILTINS["aiv_shard"]
+aic_gather = BUILTINS["aic_gather"]
+get_subblock_idx = BUILTINS["get_subblock_idx"]
+get_block_idx = BUILTINS["get_block_idx"]
+get_block_num = BUILTINS["get_block_num"]
 
 __all__ = [
     "BF16",
@@ -86,6 +103,10 @@ __all__ = [
     "Tile",
     "abs",
     "add",
+    "aic_gather",
+    "aic_initialize_pipe",
+    "aiv_initialize_pipe",
+    "aiv_shard",
     "assemble",
     "at",
     "cast",
@@ -95,6 +116,10 @@ __all__ = [
     "cross_core_slot",
     "div",
     "exp",
+    "gather_row",
+    "get_block_idx",
+    "get_block_num",
+    "get_subblock_idx",
     "jit",
     "load",
     "log",
@@ -107,14 +132,23 @@ __all__ = [
     "neg",
     "parallel",
     "range",
+    "read",
     "recip",
     "relu",
     "rsqrt",
     "split",
+    "split_aiv",
     "sqrt",
     "store",
     "sub",
+    "system",
     "tensor",
+    "tfree_to_aic",
+    "tfree_to_aiv",
     "tile",
+    "tpop_from_aic",
+    "tpop_from_aiv",
+    "tpush_to_aic",
+    "tpush_to_aiv",
     "unroll",
 ]

@@ -1,4 +1,4 @@
-"""The DSL builtins: ``pl.add``, ``pl.load``, ``pl.at``, ``pl.range``, ...
+"""The DSL builtins: ``pl.add``, ``pl.load``, ``pl.at``, ``pl.range``, ``pl.system.syncall``, ...
 
 A builtin is a named marker. The parser recognizes it when it resolves a callee and builds IR
 for it; called as plain Python it raises, because a kernel body is parsed, never executed.
@@ -30,7 +30,47 @@ BUILTIN_DOCS: dict[str, tuple[str, str]] = {
     "matmul_acc": ("matmul_acc(acc, a, b)", "acc + a @ b on Acc/Left/Right tiles"),
     "cast": ("cast(x, dtype, mode='round')", "convert the element type"),
     "concat": ("concat(a, b)", "concatenate columns"),
+    "read": ("read(tensor, offsets)", "one element of a tensor, as a run-time scalar"),
+    "gather_row": (
+        "gather_row(dst_tile, src_tensor, dst_offset, src_offset, shape)",
+        "copy a [1, C] row of a tensor into the tile (destination-passing: returns dst_tile)",
+    ),
+    "split_aiv": (
+        "split_aiv(2, mode=pl.SplitMode.NONE)",
+        "an explicit vector region; iterates over the lane",
+    ),
+    "aiv_shard": ("aiv_shard(tile, split=None)", "a cube tile -> each AIV lane's share"),
+    "aic_gather": ("aic_gather(tile, split=None)", "the lanes' shares -> one cube tile"),
+    "get_subblock_idx": ("get_subblock_idx()", "this AIV lane (0 or 1)"),
+    "get_block_idx": ("get_block_idx()", "this core group's index in the launch"),
+    "get_block_num": ("get_block_num()", "the number of core groups in the launch"),
+    "system.fence": ("system.fence()", "order this core's earlier global-memory writes before later ones"),
+    "system.cacheinvalid": (
+        "system.cacheinvalid(tensor=None, offsets=None, shape=None)",
+        "write back and invalidate the data cache: all of GM, or one tensor region",
+    ),
+    "system.syncall": (
+        'system.syncall(core_type=None, mode="hard", gm_workspace=None, used_cores=None)',
+        "a barrier across the cores of the launch",
+    ),
 }
+for _side, _peer in (("aic", "aiv"), ("aiv", "aic")):
+    BUILTIN_DOCS[f"{_side}_initialize_pipe"] = (
+        f"{_side}_initialize_pipe(*, dir_mask, slot_size, slot_num)",
+        f"set up the cross-core pipe on the {_side.upper()} side",
+    )
+    BUILTIN_DOCS[f"tpush_to_{_peer}"] = (
+        f"tpush_to_{_peer}(tile, split=pl.SplitMode.NONE)",
+        f"push a tile to the {_peer.upper()} through the pipe",
+    )
+    BUILTIN_DOCS[f"tpop_from_{_peer}"] = (
+        f"tpop_from_{_peer}(shape, dtype, split=pl.SplitMode.NONE)",
+        f"pop the next tile the {_peer.upper()} pushed",
+    )
+    BUILTIN_DOCS[f"tfree_to_{_peer}"] = (
+        f"tfree_to_{_peer}(tile)",
+        f"give a tile popped from the {_peer.upper()} back to its ring",
+    )
 for _name in ("add", "sub", "mul", "div", "maximum", "minimum"):
     BUILTIN_DOCS[_name] = (f"{_name}(lhs, rhs)", "elementwise; a scalar rhs selects the scalar form")
 for _name in ("exp", "log", "sqrt", "rsqrt", "recip", "neg", "abs", "relu"):
@@ -58,7 +98,7 @@ class Builtin:
         self.name = name
         self.level = level
         signature, meaning = BUILTIN_DOCS[name]
-        self.__name__ = name
+        self.__name__ = name.rsplit(".", 1)[-1]
         self.__doc__ = f"pl.{signature}: {meaning}."
 
     @property
@@ -86,3 +126,6 @@ def _namespace(level: str, names: tuple[str, ...], aliases: dict[str, str]) -> S
 
 tile = _namespace("tile", TILE_OPS, {"create": "create_tile"})
 tensor = _namespace("tensor", TENSOR_OPS, {"create": "create_tensor"})
+system = SimpleNamespace(
+    **{name.split(".", 1)[1]: builtin for name, builtin in BUILTINS.items() if name.startswith("system.")}
+)

@@ -8,19 +8,22 @@ from typing import Any
 
 from pypto.ir import Assign, Call, Expr, SourceSpan, Stmt, Var
 from pypto.language.parser.env import Namer
+from pypto.language.parser.regions import ScopeRegions
 
 
 class BodyBuilder:
     """The statements of the function being built.
 
     ``kernel`` is True for an ``@pl.jit.incore`` body, where every op runs on a core group;
-    in the ``@pl.jit`` body only the inside of a ``pl.at`` scope does.
+    in the ``@pl.jit`` body only the inside of a ``pl.at`` scope does. ``regions`` tracks the
+    ``pl.split_aiv`` regions of the core-group scope (or incore body) being parsed.
     """
 
     def __init__(self, namer: Namer, kernel: bool) -> None:
         self.namer = namer
         self.kernel = kernel
         self.in_scope = False
+        self.regions: ScopeRegions | None = None
         self.blocks: list[list[Stmt]] = [[]]
 
     @property
@@ -51,10 +54,21 @@ class BodyBuilder:
         finally:
             self.in_scope = False
 
+    @contextmanager
+    def tracking(self, regions: ScopeRegions | None) -> Iterator[None]:
+        """Check the ops emitted inside the ``with`` against the region rules of ``regions``."""
+        self.regions = regions
+        try:
+            yield
+        finally:
+            self.regions = None
+
     def assign(self, name: str, value: Expr, span: SourceSpan | None) -> Var:
         """Emit ``name = value`` under a fresh unique name; returns the new variable."""
         var = Var(self.namer.fresh(name), value.type, span)
         self.emit(Assign(var, value, span))
+        if self.regions is not None:
+            self.regions.note(var, value)
         return var
 
     def atom(self, value: Any) -> Any:

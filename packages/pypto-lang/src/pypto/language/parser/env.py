@@ -70,3 +70,18 @@ class Env:
         finally:
             frame = self.frames.pop()
             self.loop_locals.update({name: b.span for name, b in frame.items()})
+
+    @contextmanager
+    def lane(self, name: str, lane: Any, span: SourceSpan | None) -> Iterator[None]:
+        """A region's lane variable: bound in the region's body only, unlike the names bound there."""
+        frame = self.frames[-1]
+        before = frame.get(name)
+        self.bind(name, lane, span)
+        try:
+            yield
+        finally:
+            if before is not None:
+                frame[name] = before
+            else:
+                frame.pop(name, None)
+                self.loop_locals[name] = span

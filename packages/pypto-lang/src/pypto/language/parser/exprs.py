@@ -95,6 +95,7 @@ STATEMENT_BUILTINS = {
     "range": "pl.range(...) is the iterable of a for loop: `for i in pl.range(n):`",
     "parallel": "pl.parallel(...) is the iterable of a for loop: `for i in pl.parallel(n):`",
     "unroll": "pl.unroll(...) is the iterable of a for loop: `for i in pl.unroll(n):`",
+    "split_aiv": "pl.split_aiv(...) opens a vector region: `for aiv_id in pl.split_aiv(2, mode=...):`",
 }
 
 

@@ -43,6 +43,6 @@ def parse_function(
     outputs = tuple(p.var for p in ir_params if p.direction.writes)
     role = Role.incore if kind is FunctionKind.InCore else Role.entry
     parser = StmtParser(kernel, kernel.source, kernel.names, env, body, calls, role, outputs)
-    parser.stmts(kernel.source.tree.body)
+    parser.function_body(kernel.source.tree.body)
     span = kernel.source.span(kernel.source.tree)
     return Function(name or kernel.name, tuple(ir_params), body.statements, kind, span)

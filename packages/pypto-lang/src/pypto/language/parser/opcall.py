@@ -6,11 +6,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pypto.ir import Call, Eval, Expr, ParseError, SourceSpan, TensorType, TileType, make_call
+from pypto.ir import Call, Eval, Expr, ParseError, SourceSpan, TensorType, TileType, Unit, get_op, make_call
 from pypto.language.parser.body import BodyBuilder
 from pypto.language.parser.values import describe_value, is_shaped
 
 SCOPE_HINT = "put it inside `with pl.at(level=pl.Level.CORE_GROUP):`, or in a @pl.jit.incore function"
+LANE_OPS = frozenset({"get_subblock_idx", "get_block_idx", "get_block_num"})
 
 
 @dataclass
@@ -52,9 +53,15 @@ class OpContext:
         return value
 
     def call(self, op: str, args: Sequence[Any], attrs: Mapping[str, Any] | None = None) -> Call:
-        """Build ``op(args)``; the op table's type rule checks the operands at this span."""
+        """Build ``op(args)``; the op table's type rule checks the operands at this span.
+
+        Inside a scope with ``pl.split_aiv`` regions, the region rules check the op too.
+        """
         self._check_placement(op)
-        return make_call(op, [self.body.atom(a) for a in args], attrs, self.span)
+        call = make_call(op, [self.body.atom(a) for a in args], attrs, self.span)
+        if self.body.regions is not None:
+            self.body.regions.check(call, self.name, self.span)
+        return call
 
     def effect(self, op: str, args: Sequence[Any], attrs: Mapping[str, Any] | None, result: Any) -> Any:
         """Emit ``op(args)`` as a statement (a write); the expression's value is ``result``."""
@@ -68,10 +75,17 @@ class OpContext:
                     "allocates a global-memory tensor, which the @pl.jit body does outside pl.at scopes",
                     "create the tensor before the `with pl.at(...)` block and pass it in",
                 )
-        elif op.startswith(("tile.", "tensor.")) and not self.body.on_device:
-            raise ParseError(
-                f"{self.name} outside a pl.at scope: tensor and tile operations run on a core "
-                "group, not directly in the @pl.jit body",
-                self.span,
-                SCOPE_HINT,
-            )
+        elif self.body.on_device:
+            return
+        elif op.startswith(("tile.", "tensor.")):
+            raise self._outside_scope("tensor and tile operations")
+        elif op in LANE_OPS or get_op(op).unit is Unit.BOUNDARY:
+            raise self._outside_scope("cross-core, lane and system operations")
+
+    def _outside_scope(self, what: str) -> ParseError:
+        return ParseError(
+            f"{self.name} outside a pl.at scope: {what} run on a core group, "
+            "not directly in the @pl.jit body",
+            self.span,
+            SCOPE_HINT,
+        )

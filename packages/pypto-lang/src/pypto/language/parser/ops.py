@@ -13,6 +13,7 @@ from typing import Any
 from pypto.ir import DataType, MemorySpace, ParseError
 from pypto.language.builtins import BUILTIN_DOCS
 from pypto.language.parser.arith import SCALAR_UNARY, scalar_binary, scalar_unary
+from pypto.language.parser.crosscore import CROSS_CORE_BUILDERS
 from pypto.language.parser.opcall import OpContext
 from pypto.language.parser.values import describe_value, index_tuple, is_scalar, scalar_expr, static_shape
 
@@ -124,6 +125,24 @@ def build_assemble(ctx: OpContext, target: Any, value: Any, offsets: Any) -> Any
     return ctx.effect("tensor.assemble", args, None, dst)
 
 
+def build_read(ctx: OpContext, tensor: Any, offsets: Any) -> Any:
+    return ctx.call("scalar.read", [ctx.tensor(tensor, "source"), index_tuple(offsets, ctx.span)])
+
+
+def build_gather_row(
+    ctx: OpContext, dst_tile: Any, src_tensor: Any, dst_offset: Any, src_offset: Any, shape: Any
+) -> Any:
+    """Destination-passing: the row lands in ``dst_tile``, which is also the expression's value."""
+    dst = ctx.body.atom(ctx.tile(dst_tile, "destination"))
+    args = [
+        dst,
+        ctx.tensor(src_tensor, "source"),
+        index_tuple(dst_offset, ctx.span, "dst_offset"),
+        index_tuple(src_offset, ctx.span, "src_offset"),
+    ]
+    return ctx.effect("tile.gather_row", args, {"shape": static_shape(shape, ctx.span)}, dst)
+
+
 def build_move(ctx: OpContext, tile: Any, target_memory: Any) -> Any:
     return ctx.call("tile.move", [ctx.tile(tile, "source")], {"target_memory": _memory(ctx, target_memory)})
 
@@ -158,6 +177,9 @@ BUILDERS: dict[str, Builder] = {
     "move": build_move,
     "create_tile": build_create_tile,
     "create_tensor": build_create_tensor,
+    "read": build_read,
+    "gather_row": build_gather_row,
+    **CROSS_CORE_BUILDERS,
 }
 
 

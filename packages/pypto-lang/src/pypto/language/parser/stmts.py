@@ -1,4 +1,7 @@
-"""The statement half of the kernel parser: one visitor method per statement kind."""
+"""The statement half of the kernel parser: one visitor method per statement kind.
+
+Scopes and ``pl.split_aiv`` regions are parsed by :class:`~pypto.language.parser.scopes.ScopeParser`.
+"""
 
 from __future__ import annotations
 
@@ -14,12 +17,9 @@ from pypto.ir import (
     DataType,
     Expr,
     For,
-    Level,
     LoopKind,
     Return,
     ScalarType,
-    ScopeStmt,
-    SplitMode,
     TensorType,
     TileType,
     TypeCheckError,
@@ -28,19 +28,19 @@ from pypto.ir import (
 from pypto.ir.types import describe
 from pypto.language.annotations import ScalarSpec, TensorSpec, TileSpec
 from pypto.language.builtins import Builtin
-from pypto.language.options import CrossCoreSlot, Split
 from pypto.language.parser.body import BodyBuilder
 from pypto.language.parser.env import Env
-from pypto.language.parser.exprs import ExprParser, KernelCalls
+from pypto.language.parser.exprs import KernelCalls
 from pypto.language.parser.ops import build_op
 from pypto.language.parser.resolve import GlobalNames
+from pypto.language.parser.scopes import ScopeParser
 from pypto.language.parser.signature import evaluate_annotation
 from pypto.language.parser.source import KernelSource
 from pypto.language.parser.values import describe_value, is_number, number, scalar_expr
 from pypto.passes import CompileWarning
 
 LOOP_KINDS = {"range": LoopKind.range, "parallel": LoopKind.parallel, "unroll": LoopKind.unroll}
-UNSUPPORTED_SCOPE_ARGS = ("deps", "no_dep_args", "allow_early_resolve")
+FOR_BUILTINS = (*LOOP_KINDS, "split_aiv")
 
 
 class Role(Enum):
@@ -51,7 +51,7 @@ class Role(Enum):
     inline = "inline"
 
 
-class StmtParser(ExprParser):
+class StmtParser(ScopeParser):
     """Parses a function body statement by statement into ``self.body``."""
 
     def __init__(
@@ -69,13 +69,15 @@ class StmtParser(ExprParser):
         self.kernel = kernel
         self.role = role
         self.outputs = outputs  # the pl.Out / pl.InOut parameters
-        self.nesting = 0  # loops and scopes this parser opened
+        self.nesting = 0  # loops, scopes and regions this parser opened
         self.returned: tuple[Any, ...] | None = None
 
     def stmts(self, nodes: list[ast.stmt]) -> None:
         for node in nodes:
             if self.returned is not None:
                 raise self.error(node, "code after `return` is not supported", "remove it or move it up")
+            if self.body.regions is not None:
+                self.body.regions.advance(self.source, node)
             visitor = getattr(self, f"visit_{type(node).__name__}", None)
             if visitor is None:
                 raise self.unsupported(node)
@@ -173,9 +175,15 @@ class StmtParser(ExprParser):
             self.assign(elt, item)
 
     def bind_name(self, name: str, value: Any, node: ast.AST) -> None:
-        """``name = value``: an op result gets a fresh unique variable; other values are aliased."""
+        """``name = value``: an op result gets a fresh unique variable; other values are aliased.
+
+        Binding a name to the value it already names (``rows = pl.gather_row(rows, ...)``,
+        ``out = helper(a, out)``) keeps the binding, so it is legal inside a loop too.
+        """
         span = self.span(node)
         current = self.env.lookup(name)
+        if current is not None and value is current.value:
+            return
         if (
             current is not None
             and any(current.value is out for out in self.outputs)
@@ -254,7 +262,7 @@ class StmtParser(ExprParser):
     # ------------------------------------------------------------ loops
 
     def visit_For(self, node: ast.For) -> None:
-        kind, call = self.loop_kind(node.iter)
+        name, call = self.loop_call(node.iter)
         if node.orelse:
             raise self.error(node, "for ... else is not supported in a kernel")
         if not isinstance(node.target, ast.Name):
@@ -262,6 +270,14 @@ class StmtParser(ExprParser):
                 node.target,
                 "the loop target must be one name; loop-carried values (init_values=) are not supported yet",
             )
+        if name == "split_aiv":
+            self.visit_region(node, call)
+        else:
+            self.loop(node, call, LOOP_KINDS[name])
+
+    def loop(self, node: ast.For, call: ast.Call, kind: LoopKind) -> None:
+        """``for i in pl.range(...)`` (or parallel / unroll); bounds may be run-time INDEX scalars."""
+        assert isinstance(node.target, ast.Name)
         if call.keywords:
             raise self.error(
                 call.keywords[0].value,
@@ -277,10 +293,11 @@ class StmtParser(ExprParser):
         self.nesting -= 1
         self.body.emit(For(var, start, stop, step, tuple(stmts), kind, self.span(node)))
 
-    def loop_kind(self, node: ast.expr) -> tuple[LoopKind, ast.Call]:
+    def loop_call(self, node: ast.expr) -> tuple[str, ast.Call]:
+        """The builtin a for statement iterates over: a pl.range kind, or ``split_aiv``."""
         callee = self.expr(node.func) if isinstance(node, ast.Call) else None
-        if isinstance(node, ast.Call) and isinstance(callee, Builtin) and callee.name in LOOP_KINDS:
-            return LOOP_KINDS[callee.name], node
+        if isinstance(node, ast.Call) and isinstance(callee, Builtin) and callee.name in FOR_BUILTINS:
+            return callee.name, node
         if callee is range:
             raise self.error(
                 node,
@@ -307,7 +324,8 @@ class StmtParser(ExprParser):
             values.append(1)
         if is_number(values[2]) and number(values[2]) == 0:
             raise self.error(call.args[2], f"pl.{kind.value}() step must not be zero")
-        start, stop, step = (scalar_expr(v, DataType.INDEX, self.span(call)) for v in values)
+        span = self.span(call)
+        start, stop, step = (self.body.atom(scalar_expr(v, DataType.INDEX, span)) for v in values)
         return start, stop, step
 
     def loop_bound(self, node: ast.expr, kind: LoopKind) -> Any:
@@ -318,79 +336,3 @@ class StmtParser(ExprParser):
         if isinstance(value, Expr) and isinstance(value.type, ScalarType) and value.type.dtype.is_integer:
             return value
         raise self.error(node, f"pl.{kind.value}() bounds must be integers, got {describe_value(value)}")
-
-    # ------------------------------------------------------------ scopes
-
-    def visit_With(self, node: ast.With) -> None:
-        if len(node.items) != 1:
-            raise self.error(node, "one pl.at(...) per with statement")
-        item = node.items[0]
-        call = item.context_expr
-        callee = self.expr(call.func) if isinstance(call, ast.Call) else None
-        if not (isinstance(call, ast.Call) and isinstance(callee, Builtin) and callee.name == "at"):
-            raise self.error(call, "a with statement in a kernel opens a scope: `with pl.at(level=...):`")
-        if item.optional_vars is not None:
-            raise self.error(item.optional_vars, "`pl.at(...) as tid` (task ids) is not supported yet")
-        if self.body.kernel:
-            raise self.error(
-                call, "an @pl.jit.incore body already runs on one core group: drop the pl.at scope"
-            )
-        if self.body.in_scope:
-            raise self.error(call, "pl.at scopes do not nest", "close the outer scope first")
-        level, name_hint, split, slot_num = self.scope_options(call)
-        self.nesting += 1
-        with self.body.scope(), self.body.block() as stmts:
-            self.stmts(node.body)
-        self.nesting -= 1
-        self.body.emit(ScopeStmt(tuple(stmts), level, name_hint, split, slot_num, self.span(call)))
-
-    def scope_options(self, call: ast.Call) -> tuple[Level, str | None, SplitMode | None, int | None]:
-        if call.args:
-            raise self.error(
-                call.args[0], "pl.at() takes keyword arguments: pl.at(level=pl.Level.CORE_GROUP)"
-            )
-        level, name_hint, split, slot_num = Level.CORE_GROUP, None, None, None
-        for kw in call.keywords:
-            if kw.arg == "level":
-                level = self.constant(kw.value, "level=")
-                if not isinstance(level, Level):
-                    raise self.error(kw.value, f"level= takes a pl.Level member, got {describe_value(level)}")
-            elif kw.arg == "name_hint":
-                name_hint = self.constant(kw.value, "name_hint=")
-                if not (isinstance(name_hint, str) and name_hint.isidentifier()):
-                    raise self.error(kw.value, f"name_hint= must be an identifier string, got {name_hint!r}")
-            elif kw.arg == "optimizations":
-                split, slot_num = self.optimizations(kw.value)
-            elif kw.arg in UNSUPPORTED_SCOPE_ARGS:
-                raise self.error(kw.value, f"pl.at({kw.arg}=...) is not supported yet")
-            else:
-                raise self.error(
-                    kw.value if kw.arg else call, f"pl.at() got an unexpected keyword argument {kw.arg!r}"
-                )
-        return level, name_hint, split, slot_num
-
-    def optimizations(self, node: ast.expr) -> tuple[SplitMode | None, int | None]:
-        if not isinstance(node, ast.List):
-            raise self.error(
-                node,
-                "optimizations= must be a literal list",
-                "write the list in place: optimizations=[pl.split(pl.SplitMode.UP_DOWN), "
-                "pl.cross_core_slot(slot_num=2)]",
-            )
-        split: SplitMode | None = None
-        slot_num: int | None = None
-        for elt in node.elts:
-            option = self.expr(elt)
-            if isinstance(option, Split) and split is None:
-                split = option.mode
-            elif isinstance(option, CrossCoreSlot) and slot_num is None:
-                slot_num = option.slot_num
-            elif isinstance(option, (Split, CrossCoreSlot)):
-                raise self.error(elt, f"{ast.unparse(elt)} is given twice in optimizations=")
-            else:
-                raise self.error(
-                    elt,
-                    "optimizations= holds pl.split(...) and pl.cross_core_slot(...), "
-                    f"got {describe_value(option)}",
-                )
-        return split, slot_num
