@@ -1,7 +1,6 @@
 """pypto_sim_a2a3 — the a2a3sim backend: a CPU simulator of one Ascend A2/A3 chip for PyPTO."""
 
 from pypto_sim_a2a3.backend import A2A3SimBackend
-from pypto_sim_a2a3.chip import SimRunReport
 from pypto_sim_a2a3.errors import BarrierError, DivisionByZeroError, OutOfBoundsError, PipeError
 from pypto_sim_a2a3.target import A2A3_TARGET
 
@@ -14,6 +13,5 @@ __all__ = [
     "DivisionByZeroError",
     "OutOfBoundsError",
     "PipeError",
-    "SimRunReport",
     "__version__",
 ]

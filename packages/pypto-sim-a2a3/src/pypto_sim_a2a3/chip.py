@@ -10,7 +10,7 @@ time is the max of its cores' clocks. Today every task runs on core group 0, one
 from __future__ import annotations
 
 from collections.abc import Generator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pypto.ir import Call, Function, Program, RunReport, Target, TaskRecord
@@ -41,14 +41,6 @@ class Core:
         """Wait ``cycles`` blocked on a pipe, a barrier or a task: the clock moves, nothing is busy."""
         self.clock += cycles
         self.stalled += cycles
-
-
-@dataclass
-class SimRunReport(RunReport):
-    """A ``RunReport`` that also gives each core's modeled stall cycles (blocked on a pipe or a
-    barrier), kept apart from ``busy_cycles``: ``report.stall_cycles["cg0.AIV0"]``."""
-
-    stall_cycles: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(eq=False)
@@ -123,10 +115,10 @@ class Chip:
         role.launch.finish(role)
         return result
 
-    def report(self, outputs: tuple[Any, ...]) -> SimRunReport:
+    def report(self, outputs: tuple[Any, ...]) -> RunReport:
         """The run's modeled timing (busy and stall cycles per core) and the entry's returned values."""
         cores = [core for index in sorted(self.groups) for core in self.groups[index].cores]
-        return SimRunReport(
+        return RunReport(
             platform=self.platform,
             clock_mhz=self.target.clock_mhz,
             total_cycles=self.host.clock,
