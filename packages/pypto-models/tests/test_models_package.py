@@ -1,5 +1,5 @@
-import pypto.models
 import pypto.language as pl
+import pypto.models
 
 
 def test_models_package_imports_beside_the_language():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pypto.ir import DeadlockError, Direction, FunctionKind, RaceError
+from pypto.ir import DeadlockError, Direction, FunctionKind, RaceError, TypeCheckError
 from pypto_sim_a2a3 import A2A3_TARGET, BarrierError
 
 from .lowered import FunctionBuilder, matmul_kernel, program, rand, run, tensor_t, vector_binary_kernel
@@ -170,8 +170,8 @@ def test_a_core_outside_the_barriers_core_type_is_a_barrier_error():
         run(_barrier_program("aiv", "aiv"), rand(8, 8))
 
 
-def test_an_unknown_core_type_is_a_barrier_error():
-    with pytest.raises(BarrierError, match='core_type must be "aic", "aiv" or "mix"'):
+def test_an_unknown_core_type_is_rejected_when_the_op_is_built():
+    with pytest.raises(TypeCheckError, match='core_type must be "aic", "aiv" or "mix"'):
         run(_barrier_program(None, "vector"), rand(8, 8))
 
 

@@ -463,7 +463,7 @@ def split_shape(shape: tuple[int, ...], mode: SplitMode | None) -> tuple[int, ..
 def _pipe_init(op: str) -> InferFn:
     def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
         mask, size, num = attrs.get("dir_mask"), attrs.get("slot_size"), attrs.get("slot_num")
-        if mask not in (1, 2, 3):
+        if isinstance(mask, bool) or mask not in (1, 2, 3):
             raise _fail(
                 op, f"dir_mask must be 1 (cube->vector), 2 (vector->cube) or 3 (both), got {mask!r}", span
             )
@@ -546,8 +546,17 @@ def _index(op: str) -> InferFn:
 
 def _cacheinvalid(op: str) -> InferFn:
     def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
-        if args and not isinstance(args[0].type, TensorType):
-            raise _fail(op, f"invalidates a tensor region, got {describe(args[0].type)}", span)
+        if not args:
+            return UNIT  # the whole of global memory
+        t = args[0].type
+        if not isinstance(t, TensorType):
+            raise _fail(op, f"invalidates a tensor region, got {describe(t)}", span)
+        if len(args) > 1:
+            shape = tuple(attrs.get("shape") or ())
+            if len(shape) != len(t.shape):
+                raise _fail(op, f"a region of {describe(t)} needs a shape of rank {len(t.shape)}", span)
+            _offsets(op, args[1], len(t.shape), span)
+            _static_bounds(op, t.shape, args[1], shape, span)
         return UNIT
 
     return infer
@@ -555,6 +564,9 @@ def _cacheinvalid(op: str) -> InferFn:
 
 def _syncall(op: str) -> InferFn:
     def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        core_type = attrs.get("core_type")
+        if core_type not in (None, "aic", "aiv", "mix"):
+            raise _fail(op, f'core_type must be "aic", "aiv" or "mix", got {core_type!r}', span)
         mode = attrs.get("mode", "hard")
         if mode not in ("hard", "soft"):
             raise _fail(op, f'mode must be "hard" or "soft", got {mode!r}', span)

@@ -56,7 +56,10 @@ def _verify_body(
         elif isinstance(stmt, ScopeStmt):
             _verify_body(fn, stmt.body, defined, callees, in_scope=True)
         elif isinstance(stmt, SplitAivRegion):
-            _verify_body(fn, stmt.body, defined | {stmt.lane}, callees, in_scope)
+            # Values a region binds stay visible after it (aic_gather collects them); its lane does not.
+            inner = defined | {stmt.lane}
+            _verify_body(fn, stmt.body, inner, callees, in_scope)
+            defined |= inner - {stmt.lane}
 
 
 def _verify_expr(

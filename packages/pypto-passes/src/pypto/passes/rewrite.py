@@ -56,6 +56,8 @@ def defined_vars(body: tuple[Stmt, ...]) -> Iterator[Var]:
             yield stmt.target
         elif isinstance(stmt, For):
             yield stmt.var
+        elif isinstance(stmt, SplitAivRegion):
+            yield stmt.lane
 
 
 def vars_used_in(body: tuple[Stmt, ...]) -> Iterator[Var]:
