@@ -100,8 +100,17 @@ Seat = tuple["Core", CoreKind, int, bool]  # core, kind, lane, mirror
 class Launch:
     """What the cores of one task share: pipes, the syncall barrier, the GM access record."""
 
-    def __init__(self, name: str, group: CoreGroup, target: Target, seats: Sequence[Seat], piped: bool):
+    def __init__(
+        self,
+        name: str,
+        group: CoreGroup,
+        target: Target,
+        seats: Sequence[Seat],
+        piped: bool,
+        pipe_name: str | None = None,
+    ):
         self.name = name
+        self.pipe_name = pipe_name or name  # the scope's name_hint: pipes read "<scope>_c2v"
         self.group = group
         self.target = target
         self.block_num = 1  # one core group per launch for now
@@ -117,7 +126,7 @@ class Launch:
         aiv = tuple(r.name for r in self.roles if r.kind is CoreKind.AIV)
         ends = {PipeDirection.C2V: (aic, aiv), PipeDirection.V2C: (aiv, aic)}
         return {
-            d: Pipe(f"{self.name}_{d.value}", d, producers, consumers, self.finished)
+            d: Pipe(f"{self.pipe_name}_{d.value}", d, producers, consumers, self.finished)
             for d, (producers, consumers) in ends.items()
         }
 
@@ -208,7 +217,9 @@ def plan_launch(
         seats: list[Seat] = [(group.aic, CoreKind.AIC, 0, False)]
         mirror = mirrors_lane_1(aiv_fn)
         seats += [(core, CoreKind.AIV, lane, mirror and lane > 0) for lane, core in enumerate(group.aiv)]
-        launch = Launch(kernel.name, group, target, seats, piped=True)
+        launch = Launch(
+            kernel.name, group, target, seats, piped=True, pipe_name=kernel.attrs.get("pipe_name")
+        )
         aic_role, *aiv_roles = launch.roles
         aiv = [Placement(role, aiv_fn, aiv_args) for role in aiv_roles]
         return launch, [Placement(aic_role, aic_fn, aic_args), *aiv]

@@ -110,7 +110,8 @@ class ExpandMixedKernel:
         launch = tuple(
             Eval(make_call("call", args, {"callee": k.name}, fn.span, type=UNIT), fn.span) for k in (aic, aiv)
         )
-        group = Function(fn.name, fn.params, launch, FunctionKind.Group, fn.span, {"split": mode})
+        group_attrs = {"split": mode, "pipe_name": hint} if not splitter.explicit else {"pipe_name": hint}
+        group = Function(fn.name, fn.params, launch, FunctionKind.Group, fn.span, group_attrs)
         return [group, aic, aiv]
 
 
