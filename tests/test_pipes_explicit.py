@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import pypto.language as pl
-from pypto.ir import DeadlockError
+from pypto.ir import DeadlockError, RaceError
 from pypto.passes import CompileWarning
 
 torch.manual_seed(0)
@@ -167,4 +167,80 @@ def test_the_same_stream_with_every_pop_freed_runs_clean():
     with warnings.catch_warnings():
         warnings.simplefilter("error", CompileWarning)
         fixed(a, b, out)
+    assert torch.allclose(out, torch.relu(a.float() @ b.float()), rtol=1e-2, atol=1e-2)
+
+
+# Cross-core ordering through global memory: the cube writes a scratch tensor, the lanes read it.
+@pl.jit
+def unordered(
+    a: pl.Tensor[[128, 128], pl.FP16],
+    b: pl.Tensor[[128, 128], pl.FP16],
+    out: pl.Out[pl.Tensor[[128, 128], pl.FP32]],
+):
+    scratch = pl.create_tensor([128, 128], pl.FP32)
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="through_gm"):
+        a_l1 = pl.load(a, [0, 0], [128, 128], target_memory=pl.Mem.Mat)
+        b_l1 = pl.load(b, [0, 0], [128, 128], target_memory=pl.Mem.Mat)
+        acc = pl.matmul(pl.move(a_l1, target_memory=pl.Mem.Left), pl.move(b_l1, target_memory=pl.Mem.Right))
+        pl.store(acc, [0, 0], scratch)
+        pl.system.syncall()
+        for lane in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):
+            pl.system.syncall()
+            t = pl.load(scratch, [lane * 64, 0], [64, 128])
+            pl.store(pl.relu(t), [lane * 64, 0], out)
+    return out
+
+
+@pl.jit
+def ordered(
+    a: pl.Tensor[[128, 128], pl.FP16],
+    b: pl.Tensor[[128, 128], pl.FP16],
+    out: pl.Out[pl.Tensor[[128, 128], pl.FP32]],
+):
+    scratch = pl.create_tensor([128, 128], pl.FP32)
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="through_gm"):
+        a_l1 = pl.load(a, [0, 0], [128, 128], target_memory=pl.Mem.Mat)
+        b_l1 = pl.load(b, [0, 0], [128, 128], target_memory=pl.Mem.Mat)
+        acc = pl.matmul(pl.move(a_l1, target_memory=pl.Mem.Left), pl.move(b_l1, target_memory=pl.Mem.Right))
+        pl.store(acc, [0, 0], scratch)
+        pl.system.cacheinvalid()  # publish
+        pl.system.fence()
+        pl.system.syncall()
+        for lane in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):
+            pl.system.syncall()
+            pl.system.cacheinvalid()  # see the cube's writes
+            t = pl.load(scratch, [lane * 64, 0], [64, 128])
+            pl.store(pl.relu(t), [lane * 64, 0], out)
+    return out
+
+
+def test_a_vector_read_of_a_cube_write_with_only_a_barrier_is_a_race_naming_both_lines():
+    a, b, out = (
+        torch.randn(128, 128, dtype=torch.float16),
+        torch.randn(128, 128, dtype=torch.float16),
+        torch.zeros(128, 128),
+    )
+    with pytest.raises(RaceError) as info:
+        unordered(a, b, out)
+    with open(__file__) as source:
+        lines = source.read().splitlines()
+    start = next(n for n, line in enumerate(lines, 1) if line.startswith("def unordered"))
+    store = next(
+        n for n, line in enumerate(lines, 1) if n > start and "pl.store(acc, [0, 0], scratch)" in line
+    )
+    load = next(n for n, line in enumerate(lines, 1) if n > start and "t = pl.load(scratch" in line)
+    text = str(info.value)
+    assert f"after cg0.AIC wrote it at {__file__}:{store}" in text
+    assert "reads scratch" in text and f"{__file__}:{load}" in text
+    assert "never published its write" in text
+    assert "fence" in info.value.hint and "syncall" in info.value.hint and "cacheinvalid" in info.value.hint
+
+
+def test_publish_fence_syncall_invalidate_orders_the_read():
+    a, b, out = (
+        torch.randn(128, 128, dtype=torch.float16),
+        torch.randn(128, 128, dtype=torch.float16),
+        torch.zeros(128, 128),
+    )
+    ordered(a, b, out)
     assert torch.allclose(out, torch.relu(a.float() @ b.float()), rtol=1e-2, atol=1e-2)
