@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-from pypto.ir import INDEX, DataType, Direction, FunctionKind, SplitMode, Var, make_call
-from pypto_sim_a2a3 import A2A3_TARGET
-from pypto_sim_a2a3.cost import CostModel
-
-from .lowered import (
+from sim_lowered import (
     FP16,
     FP32,
     FunctionBuilder,
@@ -23,6 +18,10 @@ from .lowered import (
     tensor_t,
     tile_t,
 )
+
+from pypto.ir import INDEX, DataType, Direction, FunctionKind, SplitMode, Var, make_call
+from pypto_sim_a2a3 import A2A3_TARGET
+from pypto_sim_a2a3.cost import CostModel
 
 COST = CostModel(A2A3_TARGET)
 

@@ -6,6 +6,17 @@ from dataclasses import replace
 
 import pytest
 import torch
+from sim_lowered import (
+    FunctionBuilder,
+    Mem,
+    matmul_kernel,
+    program,
+    rand,
+    run,
+    single,
+    tensor_t,
+    vector_binary_kernel,
+)
 
 from pypto.ir import (
     INDEX,
@@ -19,18 +30,6 @@ from pypto.ir import (
     VerificationError,
 )
 from pypto_sim_a2a3 import OutOfBoundsError
-
-from .lowered import (
-    FunctionBuilder,
-    Mem,
-    matmul_kernel,
-    program,
-    rand,
-    run,
-    single,
-    tensor_t,
-    vector_binary_kernel,
-)
 
 
 def _assert_user_facing(err: PyptoError) -> None:

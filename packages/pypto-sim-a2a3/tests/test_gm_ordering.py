@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from sim_lowered import FunctionBuilder, matmul_kernel, program, rand, run, tensor_t, vector_binary_kernel
+from sim_mixed import at, gm_args, group_program, span_of, through_gm
 
 from pypto.ir import DeadlockError, Direction, FunctionKind, RaceError, TypeCheckError
 from pypto_sim_a2a3 import A2A3_TARGET, BarrierError
-
-from .lowered import FunctionBuilder, matmul_kernel, program, rand, run, tensor_t, vector_binary_kernel
-from .mixed import at, gm_args, group_program, span_of, through_gm
 
 PUBLISH = ("cacheinvalid", "fence", "syncall")
 ACQUIRE = ("syncall", "cacheinvalid")

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import pytest
 import torch
+from sim_lowered import FP32, FunctionBuilder, Mem, rand, run, single, tensor_t, vector_binary_kernel
+from sim_mixed import MatmulBias, group_program, round_trip, scale_then_matmul
 
 from pypto.ir import Direction, FunctionKind, MemorySpace, SplitMode
 from pypto_sim_a2a3 import A2A3_TARGET, PipeError
 from pypto_sim_a2a3.chip import Chip
 from pypto_sim_a2a3.pipe import lane_share
-
-from .lowered import FP32, FunctionBuilder, Mem, rand, run, single, tensor_t, vector_binary_kernel
-from .mixed import MatmulBias, group_program, round_trip, scale_then_matmul
 
 MODES = list(SplitMode)
 

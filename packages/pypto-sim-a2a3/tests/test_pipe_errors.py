@@ -7,12 +7,11 @@ from dataclasses import replace
 
 import pytest
 import torch
+from sim_lowered import FP32, FunctionBuilder, Mem, matmul_kernel, rand, run, single, tensor_t
+from sim_mixed import MatmulBias, at, group_program, span_of
 
 from pypto.ir import DeadlockError, FunctionKind, SplitMode
 from pypto_sim_a2a3 import PipeError
-
-from .lowered import FP32, FunctionBuilder, Mem, matmul_kernel, rand, run, single, tensor_t
-from .mixed import MatmulBias, at, group_program, span_of
 
 STREAM = MatmulBias(blocks=4, rows=64, k=128)
 

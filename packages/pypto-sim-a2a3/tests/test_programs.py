@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import torch
-
-from pypto.ir import INDEX, Direction, FunctionKind, ScalarType
-
-from .lowered import (
+from sim_lowered import (
     FP16,
     FP32,
     FunctionBuilder,
@@ -20,6 +17,8 @@ from .lowered import (
     tensor_t,
     vector_binary_kernel,
 )
+
+from pypto.ir import INDEX, Direction, FunctionKind, ScalarType
 
 
 def test_vector_add_kernel_writes_the_sum_into_the_output_tensor():
@@ -140,7 +139,7 @@ def test_partially_overlapping_tiles_corrupt_only_the_shared_bytes():
 def _replan(kernel, offsets):
     from dataclasses import replace
 
-    from .lowered import bump_plan
+    from sim_lowered import bump_plan
 
     return replace(kernel, attrs={"memory_plan": bump_plan(kernel.body, offsets)})
 

@@ -4,7 +4,8 @@ An implementation takes the ``Call`` (for its attrs, result type and span) and i
 operands (torch tensors for tiles and GM tensors, Python numbers for scalars, tuples for offset
 lists) and returns a fresh value; the interpreter copies tile results into their buffers. Only
 ``tile.store`` has an effect: it writes a region of a GM tensor. ``tile.gather_row`` is
-destination-passing: it returns its destination tile with one row replaced.
+destination-passing: it writes one row into its destination tile's buffer (the op table says
+it writes operand 0) and returns that tile.
 
 Hardware dtype behaviour: vector ops compute in the operand dtype, matmuls accumulate fp16/bf16
 in fp32 (ints in int32), and float->int casts round as the ``mode`` attr says and saturate.
@@ -220,12 +221,11 @@ def _store(call: Call, args: Sequence[Any]) -> torch.Tensor:
 
 @implements("tile.gather_row")
 def _gather_row(call: Call, args: Sequence[Any]) -> torch.Tensor:
-    # Destination-passing: the result is the destination tile with one row replaced.
+    # Destination-passing: the row lands in the destination tile's own bytes.
     dst, src, dst_offsets, src_offsets = args
     shape = tuple(call.attrs["shape"])
-    updated = dst.clone()
-    _gm_region(call, updated, dst_offsets, shape).copy_(_gm_region(call, src, src_offsets, shape))
-    return updated
+    _gm_region(call, dst, dst_offsets, shape).copy_(_gm_region(call, src, src_offsets, shape))
+    return dst
 
 
 @implements("scalar.read")

@@ -9,12 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import torch
+from sim_lowered import FP16, FP32, FunctionBuilder, Mem, program, rand, tensor_t
 
 from pypto.ir import Call, DataType, Direction, Function, FunctionKind, Program, SourceSpan, SplitMode, Var
 from pypto.ir.nodes import stmt_exprs, walk_expr, walk_stmts
 from pypto.ir.ops import split_shape
-
-from .lowered import FP16, FP32, FunctionBuilder, Mem, program, rand, tensor_t
 
 C2V, V2C, BOTH = 1, 2, 3
 INT32 = DataType.INT32
