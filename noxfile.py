@@ -47,8 +47,10 @@ def isolated(session: nox.Session, package: str) -> None:
     paths = [str(ROOT / "packages" / name) for name in PACKAGES[package]]
     session.install(*CONSTRAINTS, "pytest", *paths)
     if package in NEEDS_NO_TORCH:
-        session.run("python", "-c", "import importlib.util as u, sys; sys.exit(u.find_spec('torch') is not None)")
-    session.run("python", "-m", "pytest", "-p", "no:cacheprovider", str(ROOT / "packages" / package / "tests"))
+        no_torch = "import importlib.util as u, sys; sys.exit(u.find_spec('torch') is not None)"
+        session.run("python", "-c", no_torch)
+    tests = str(ROOT / "packages" / package / "tests")
+    session.run("python", "-m", "pytest", "-p", "no:cacheprovider", tests)
 
 
 @nox.session
