@@ -5,6 +5,8 @@ task (see :mod:`pypto_sim_a2a3.launch`): each core the kernel needs — one for 
 kernel, the AIC and both AIV lanes for a Group kernel — gets a :class:`KernelFrame` coroutine
 under the same :class:`Scheduler`, and the host waits until they all finish. The task's modeled
 time is the max of its cores' clocks. Today every task runs on core group 0, one after another.
+A :class:`~pypto_sim_a2a3.timeline.Recorder` keeps every core's busy and stalled slices, ring
+occupancy and pipe transfers for the report.
 """
 
 from __future__ import annotations
@@ -20,17 +22,22 @@ from pypto_sim_a2a3.launch import Placement, plan_launch, resolve_callee
 from pypto_sim_a2a3.memory import CoreMemory
 from pypto_sim_a2a3.scheduler import Advance, Event, Scheduler, Wait
 from pypto_sim_a2a3.target import CORE_MEMORY_SPACES, CoreKind
+from pypto_sim_a2a3.timeline import Recorder
 
 
 @dataclass(eq=False)
 class Core:
-    """One core (or the host): a modeled clock, its busy and stall cycles, and its on-chip memory."""
+    """One core (or the host): a modeled clock, its busy and stall cycles, and its on-chip memory.
+
+    ``task`` names the kernel the core runs now, so the timeline can attribute its slices.
+    """
 
     name: str
     memory: CoreMemory | None = None
     clock: int = 0
     busy: int = 0
     stalled: int = 0
+    task: str = ""
 
     def advance(self, unit: str, cycles: int) -> None:
         """Spend ``cycles`` on ``unit``: the clock moves and the core counts as busy."""
@@ -75,6 +82,7 @@ class Chip:
         self.platform = platform
         self.cost = CostModel(target)
         self.scheduler = Scheduler()
+        self.recorder = Recorder(self.scheduler)
         self.host = Core("host")
         self.groups: dict[int, CoreGroup] = {}
         self.tasks: list[TaskRecord] = []
@@ -95,18 +103,22 @@ class Chip:
         """Host side of a ``call``: dispatch the callee, wait for its cores, return its results."""
         kernel = resolve_callee(self.program, call, args)
         group = self.core_group(0)
-        launch, placements = plan_launch(self.program, kernel, tuple(args), call, group, self.target)
+        launch, placements = plan_launch(
+            self.program, kernel, tuple(args), call, group, self.target, self.recorder
+        )
         cores = [placement.role.core for placement in placements]
-        yield Advance("AICPU", self.cost.launch_cycles(after_another_task=bool(self.tasks)))
+        dispatch = self.cost.launch_cycles(after_another_task=bool(self.tasks))
+        yield Advance("AICPU", dispatch, f"dispatch {kernel.name}", call.span)
         for core in cores:
             core.clock = max(core.clock, self.host.clock)
+            core.task = kernel.name
         start = min(core.clock for core in cores)
         procs = [self.scheduler.spawn(p.role.core, self._run_kernel(p)) for p in placements]
         what = f"task {kernel.name} on cg{group.index}"
         yield Wait(lambda: all(p.done for p in procs), what, call.span)
         launch.check_drained()
         self.tasks.append(TaskRecord(kernel.name, group.index, start, max(c.clock for c in cores)))
-        yield Advance("AICPU", self.cost.retire_cycles())
+        yield Advance("AICPU", self.cost.retire_cycles(), f"retire {kernel.name}", call.span)
         return procs[0].result
 
     def _run_kernel(self, placement: Placement) -> Generator[Event, None, tuple[Any, ...]]:
@@ -116,7 +128,8 @@ class Chip:
         return result
 
     def report(self, outputs: tuple[Any, ...]) -> RunReport:
-        """The run's modeled timing (busy and stall cycles per core) and the entry's returned values."""
+        """The run's modeled timing (busy and stall cycles per core, the timeline) and the entry's
+        returned values."""
         cores = [core for index in sorted(self.groups) for core in self.groups[index].cores]
         return RunReport(
             platform=self.platform,
@@ -126,4 +139,8 @@ class Chip:
             busy_cycles={core.name: core.busy for core in cores},
             outputs=outputs,
             stall_cycles={core.name: core.stalled for core in cores},
+            timeline=self.recorder.slices,
+            rings=self.recorder.rings,
+            transfers=self.recorder.transfers,
+            aiv_per_group=self.target.aiv_per_group,
         )

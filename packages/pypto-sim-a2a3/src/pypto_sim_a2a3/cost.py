@@ -2,7 +2,9 @@
 
 Rules are keyed by the op table's cost class (``OpDef.cost``) and read every constant from
 ``Target.cost`` by name, so another target only needs other numbers. All figures are modeled
-cycles, never measurements.
+cycles, never measurements. Besides its cycles, an op that does cube, vector or memory work says
+how many cycles that work needs at the unit's peak rate (no fixed latency, head or drain): the
+roofline of a kernel adds these up.
 """
 
 from __future__ import annotations
@@ -12,16 +14,28 @@ from dataclasses import dataclass
 from math import ceil, prod
 
 from pypto.ir import Call, DataType, MemorySpace, PlatformError, Target, TileType, get_op
+from pypto.ir.backend import ROOF_CUBE, ROOF_MEMORY, ROOF_VECTOR
+from pypto_sim_a2a3.scheduler import Advance
 
 Mem = MemorySpace
 
 
 @dataclass(frozen=True)
 class OpCost:
-    """``cycles`` modeled cycles on ``unit`` (e.g. "CUBE", "VECTOR", "MTE2", "FIXPIPE")."""
+    """``cycles`` modeled cycles on ``unit`` (e.g. "CUBE", "VECTOR", "MTE2", "FIXPIPE").
+
+    ``peak_cycles`` is what the op's work needs at peak on the roof ``roof`` ("cube", "vector" or
+    "memory"; None for control, scalar and synchronisation ops).
+    """
 
     unit: str
     cycles: int
+    peak_cycles: float = 0.0
+    roof: str | None = None
+
+    def on(self, call: Call) -> Advance:
+        """The scheduler event of spending this cost on ``call``."""
+        return Advance(self.unit, self.cycles, call.op, call.span, self.peak_cycles, self.roof)
 
 
 # On-chip move path -> (unit, bytes-per-cycle constant); FIXPIPE paths also pay a drain.
@@ -32,11 +46,8 @@ _MOVE_RATES: dict[tuple[MemorySpace, MemorySpace], tuple[str, str]] = {
     (Mem.Acc, Mem.Mat): ("FIXPIPE", "fixpipe_bytes_per_cycle"),
 }
 
-# Push op -> (the producer's outgoing unit, bytes-per-cycle constant of the whole crossing).
-_PUSH_RATES: dict[str, tuple[str, str]] = {
-    "tpush_to_aiv": ("FIXPIPE", "pipe_c2v_bytes_per_cycle"),
-    "tpush_to_aic": ("MTE3", "pipe_v2c_bytes_per_cycle"),
-}
+# Push op -> the producer's unit that writes the tile out; the consumer reads it in by MTE2.
+_PUSH_UNIT: dict[str, str] = {"tpush_to_aiv": "FIXPIPE", "tpush_to_aic": "MTE3"}
 
 # system.* op -> its constant (syncall's depends on its mode).
 _SYNC_CYCLES: dict[str, str] = {
@@ -69,7 +80,7 @@ class CostModel:
             "move": self._move,
             "pipe_init": self._fixed("pipe_init_cycles"),
             "pipe_push": lambda call: self.push_cost(call, tile_bytes(_tile_arg(call))),
-            "pipe_pop": self._fixed("pipe_flag_cycles"),
+            "pipe_pop": lambda call: self.pop_cost(tile_bytes(_result_tile(call))),
             "pipe_free": self._fixed("pipe_flag_cycles"),
             "sync": self._sync,
             "none": self._scalar,
@@ -93,10 +104,14 @@ class CostModel:
         return self._rules[cost_class](call)
 
     def push_cost(self, call: Call, nbytes: int) -> OpCost:
-        """A pipe push moving ``nbytes`` (0 for a data-less token): handshake plus bytes at the rate."""
-        unit, rate = _PUSH_RATES[call.op]
-        transfer = nbytes / self.constant(rate)
-        return OpCost(unit, ceil(self.constant("pipe_push_handshake_cycles") + transfer))
+        """A push writing ``nbytes`` out (0 for a data-less token): a handshake plus the bytes."""
+        return self._transfer(
+            _PUSH_UNIT[call.op], nbytes, "pipe_out_bytes_per_cycle", "pipe_push_handshake_cycles"
+        )
+
+    def pop_cost(self, nbytes: int) -> OpCost:
+        """A pop reading its ``nbytes`` share into the ring (0 for a token): a flag plus the bytes."""
+        return self._transfer("MTE2", nbytes, "pipe_in_bytes_per_cycle", "pipe_flag_cycles")
 
     def launch_cycles(self, after_another_task: bool) -> int:
         """Host-side cycles from issuing a task to its kernel starting on a core group."""
@@ -116,12 +131,20 @@ class CostModel:
         result = [call.type] if isinstance(call.type, TileType) else []
         return sum(t.nbytes for t in tiles + result)
 
+    def _transfer(self, unit: str, nbytes: float, rate: str, fixed: str | None = None) -> OpCost:
+        """``nbytes`` at the ``rate`` constant, plus the ``fixed`` constant (a latency or drain)."""
+        peak = nbytes / self.constant(rate)
+        overhead = self.constant(fixed) if fixed else 0
+        return OpCost(unit, ceil(overhead + peak), peak, ROOF_MEMORY)
+
     def _vector(self, call: Call) -> OpCost:
-        return OpCost("VECTOR", ceil(self._operand_bytes(call) / self.constant("vector_bytes_per_cycle")))
+        peak = self._operand_bytes(call) / self.constant("vector_bytes_per_cycle")
+        return OpCost("VECTOR", ceil(peak), peak, ROOF_VECTOR)
 
     def _vector_slow(self, call: Call) -> OpCost:
         fast = self._operand_bytes(call) / self.constant("vector_bytes_per_cycle")
-        return OpCost("VECTOR", ceil(fast * self.constant("vector_slow_factor")))
+        peak = fast * self.constant("vector_slow_factor")
+        return OpCost("VECTOR", ceil(peak), peak, ROOF_VECTOR)
 
     def _cube_passes(self, dtype: DataType) -> float:
         if dtype is DataType.FP32:
@@ -139,32 +162,29 @@ class CostModel:
         blocks = ceil(m / bm) * ceil(n / bn)
         k_blocks = ceil(k / bk)
         mac_cycles = blocks * k_blocks * bm * bn * bk / self.constant("cube_macs_per_cycle")
+        peak = mac_cycles * self._cube_passes(left.dtype)
         head = k_blocks * self.constant("matmul_head_cycles")
-        return OpCost("CUBE", ceil(mac_cycles * self._cube_passes(left.dtype) + head))
+        return OpCost("CUBE", ceil(peak + head), peak, ROOF_CUBE)
 
     def _load(self, call: Call) -> OpCost:
         assert isinstance(call.type, TileType)
-        transfer = tile_bytes(call.type) / self.constant("mte2_bytes_per_cycle")
-        return OpCost("MTE2", ceil(self.constant("mte2_latency_cycles") + transfer))
+        return self._gm_read(tile_bytes(call.type))
 
     def _gather(self, call: Call) -> OpCost:
         dst = _tile_arg(call)
-        nbytes = prod(call.attrs["shape"]) * dst.dtype.nbytes
-        return OpCost(
-            "MTE2",
-            ceil(self.constant("mte2_latency_cycles") + nbytes / self.constant("mte2_bytes_per_cycle")),
-        )
+        return self._gm_read(prod(call.attrs["shape"]) * dst.dtype.nbytes)
+
+    def _gm_read(self, nbytes: int) -> OpCost:
+        return self._transfer("MTE2", nbytes, "mte2_bytes_per_cycle", "mte2_latency_cycles")
 
     def _store(self, call: Call) -> OpCost:
         tile = call.args[0].type
         assert isinstance(tile, TileType)
         if tile.memory_space is Mem.Acc:
-            return self._fixpipe(tile_bytes(tile))
-        return OpCost("MTE3", ceil(tile_bytes(tile) / self.constant("mte3_bytes_per_cycle")))
-
-    def _fixpipe(self, nbytes: int) -> OpCost:
-        transfer = nbytes / self.constant("fixpipe_bytes_per_cycle")
-        return OpCost("FIXPIPE", ceil(self.constant("fixpipe_drain_cycles") + transfer))
+            # L0C -> GM drains through FIXPIPE but lands at the GM write rate, the slower of the two.
+            rate = min(("fixpipe_bytes_per_cycle", "gm_write_bytes_per_cycle"), key=self.constant)
+            return self._transfer("FIXPIPE", tile_bytes(tile), rate, "fixpipe_drain_cycles")
+        return self._transfer("MTE3", tile_bytes(tile), "gm_write_bytes_per_cycle")
 
     def _move(self, call: Call) -> OpCost:
         tile = call.args[0].type
@@ -173,9 +193,8 @@ class CostModel:
         if path not in _MOVE_RATES:
             raise PlatformError(f"the a2a3 cost model has no rate for a {path[0].name}->{path[1].name} move")
         unit, rate = _MOVE_RATES[path]
-        if unit == "FIXPIPE":
-            return self._fixpipe(tile_bytes(tile))
-        return OpCost(unit, ceil(tile_bytes(tile) / self.constant(rate)))
+        drain = "fixpipe_drain_cycles" if unit == "FIXPIPE" else None
+        return self._transfer(unit, tile_bytes(tile), rate, drain)
 
     def _fixed(self, name: str) -> Callable[[Call], OpCost]:
         return lambda call: OpCost("SCALAR", ceil(self.constant(name)))
@@ -195,3 +214,8 @@ def _tile_arg(call: Call) -> TileType:
     tile = call.args[0].type
     assert isinstance(tile, TileType)
     return tile
+
+
+def _result_tile(call: Call) -> TileType:
+    assert isinstance(call.type, TileType)
+    return call.type

@@ -14,12 +14,12 @@ from typing import Any
 import torch
 
 from pypto.ir import Call, SplitMode, TileType
-from pypto_sim_a2a3.cost import CostModel, OpCost, tile_bytes
+from pypto_sim_a2a3.cost import CostModel, tile_bytes
 from pypto_sim_a2a3.errors import PipeError
 from pypto_sim_a2a3.launch import CoreRole
 from pypto_sim_a2a3.pipe import split_of
 from pypto_sim_a2a3.ring import RingSlot, Token
-from pypto_sim_a2a3.scheduler import Advance, Event
+from pypto_sim_a2a3.scheduler import Event
 
 Steps = Generator[Event, None, Any]
 LaunchOp = Callable[[CoreRole, Call, tuple[Any, ...], CostModel], Steps]
@@ -44,14 +44,14 @@ def _handles(*names: str) -> Callable[[LaunchOp], LaunchOp]:
     return register
 
 
-def _spend(cost: OpCost) -> Generator[Event, None, None]:
-    yield Advance(cost.unit, cost.cycles)
+def _spend(cost: CostModel, call: Call) -> Generator[Event, None, None]:
+    yield cost.op_cost(call).on(call)
 
 
 @_handles("aic_initialize_pipe", "aiv_initialize_pipe")
 def _initialize(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
     role.launch.initialize_pipes(role, call)
-    yield from _spend(cost.op_cost(call))
+    yield from _spend(cost, call)
 
 
 @_handles("tpush_to_aiv", "tpush_to_aic")
@@ -73,14 +73,14 @@ def _push(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) ->
 @_handles("tpop_from_aic", "tpop_from_aiv")
 def _pop(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
     pipe = role.launch.pipe(role, call)
-    slot, value = yield from pipe.pop(role.name, call, cost.op_cost(call))
+    slot, value = yield from pipe.pop(role.name, call, cost.pop_cost)
     return Popped(slot, value)
 
 
 @_handles("tfree_to_aic", "tfree_to_aiv")
 def _free(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
     pipe = role.launch.pipe(role, call)
-    yield from pipe.free(role.name, role.take_popped(call), cost.op_cost(call))
+    yield from pipe.free(role.name, role.take_popped(call), call, cost.op_cost(call))
 
 
 _INDICES: dict[str, Callable[[CoreRole], int]] = {
@@ -92,20 +92,20 @@ _INDICES: dict[str, Callable[[CoreRole], int]] = {
 
 @_handles(*_INDICES)
 def _index(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
-    yield from _spend(cost.op_cost(call))
+    yield from _spend(cost, call)
     return _INDICES[call.op](role)
 
 
 @_handles("system.fence")
 def _fence(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
     role.launch.gm.fence(role.core.name)
-    yield from _spend(cost.op_cost(call))
+    yield from _spend(cost, call)
 
 
 @_handles("system.cacheinvalid")
 def _cacheinvalid(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
     role.launch.gm.invalidate(role.core.name, call, args)
-    yield from _spend(cost.op_cost(call))
+    yield from _spend(cost, call)
 
 
 @_handles("system.syncall")
@@ -114,4 +114,4 @@ def _syncall(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel)
     round_, counted = launch.barrier.join(role.name, call, args)
     launch.gm.arrive(role.core.name, (round_.core_type, round_.index), counted)
     yield from launch.barrier.wait(round_, call)
-    yield from _spend(cost.op_cost(call))
+    yield from _spend(cost, call)

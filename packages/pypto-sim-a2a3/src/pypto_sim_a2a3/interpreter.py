@@ -38,7 +38,7 @@ from pypto_sim_a2a3.crosscore import LAUNCH_OPS, Popped
 from pypto_sim_a2a3.errors import PipeError
 from pypto_sim_a2a3.launch import CoreRole
 from pypto_sim_a2a3.ring import TOKEN, Token
-from pypto_sim_a2a3.scheduler import Advance, Event
+from pypto_sim_a2a3.scheduler import Event
 from pypto_sim_a2a3.semantics import SEMANTICS, OpImpl
 
 if TYPE_CHECKING:
@@ -172,8 +172,7 @@ class KernelFrame(Frame):
         self._check_route(call)
         self.role.launch.gm.access(self.core.name, call, args)
         value = self._semantics(call)(call, args)
-        cost = self.cost.op_cost(call)
-        yield Advance(cost.unit, cost.cycles)
+        yield self.cost.op_cost(call).on(call)
         return value
 
     def _check_has_data(self, call: Call, args: tuple[Any, ...]) -> None:

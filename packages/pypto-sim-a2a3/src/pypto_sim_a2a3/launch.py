@@ -40,6 +40,7 @@ from pypto_sim_a2a3.errors import PipeError
 from pypto_sim_a2a3.pipe import Pipe, PipeDirection, PipeSetup, split_of
 from pypto_sim_a2a3.ring import RingSlot, at_line
 from pypto_sim_a2a3.target import CoreKind
+from pypto_sim_a2a3.timeline import Recorder
 
 if TYPE_CHECKING:
     from pypto_sim_a2a3.chip import Core, CoreGroup
@@ -106,10 +107,12 @@ class Launch:
         group: CoreGroup,
         target: Target,
         seats: Sequence[Seat],
+        recorder: Recorder,
         piped: bool,
         pipe_name: str | None = None,
     ):
         self.name = name
+        self.recorder = recorder
         self.pipe_name = pipe_name or name  # the scope's name_hint: pipes read "<scope>_c2v"
         self.group = group
         self.target = target
@@ -126,7 +129,15 @@ class Launch:
         aiv = tuple(r.name for r in self.roles if r.kind is CoreKind.AIV)
         ends = {PipeDirection.C2V: (aic, aiv), PipeDirection.V2C: (aiv, aic)}
         return {
-            d: Pipe(f"{self.pipe_name}_{d.value}", d, producers, consumers, self.finished)
+            d: Pipe(
+                f"{self.pipe_name}_{d.value}",
+                d,
+                producers,
+                consumers,
+                self.finished,
+                self.recorder,
+                f"cg{self.group.index}",
+            )
             for d, (producers, consumers) in ends.items()
         }
 
@@ -204,22 +215,27 @@ class Launch:
 
 
 def plan_launch(
-    program: Program, kernel: Function, args: tuple[Any, ...], call: Call, group: CoreGroup, target: Target
+    program: Program,
+    kernel: Function,
+    args: tuple[Any, ...],
+    call: Call,
+    group: CoreGroup,
+    target: Target,
+    recorder: Recorder,
 ) -> tuple[Launch, list[Placement]]:
     """The launch of ``kernel`` on ``group`` and the kernel body each of its cores runs."""
     if kernel.kind in (FunctionKind.AIC, FunctionKind.AIV):
         aic = kernel.kind is FunctionKind.AIC
         seat = (group.aic, CoreKind.AIC, 0, False) if aic else (group.aiv[0], CoreKind.AIV, 0, False)
-        launch = Launch(kernel.name, group, target, [seat], piped=False)
+        launch = Launch(kernel.name, group, target, [seat], recorder, piped=False)
         return launch, [Placement(launch.roles[0], kernel, args)]
     if kernel.kind is FunctionKind.Group:
         (aic_fn, aic_args), (aiv_fn, aiv_args) = group_members(program, kernel, args)
         seats: list[Seat] = [(group.aic, CoreKind.AIC, 0, False)]
         mirror = mirrors_lane_1(aiv_fn)
         seats += [(core, CoreKind.AIV, lane, mirror and lane > 0) for lane, core in enumerate(group.aiv)]
-        launch = Launch(
-            kernel.name, group, target, seats, piped=True, pipe_name=kernel.attrs.get("pipe_name")
-        )
+        pipe_name = kernel.attrs.get("pipe_name")
+        launch = Launch(kernel.name, group, target, seats, recorder, piped=True, pipe_name=pipe_name)
         aic_role, *aiv_roles = launch.roles
         aiv = [Placement(role, aiv_fn, aiv_args) for role in aiv_roles]
         return launch, [Placement(aic_role, aic_fn, aic_args), *aiv]

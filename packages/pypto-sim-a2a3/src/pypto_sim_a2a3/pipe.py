@@ -12,7 +12,7 @@ explains itself from the ring's slot states.
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -20,13 +20,15 @@ from typing import Any
 import torch
 
 from pypto.ir import Call, DeadlockError, SourceSpan, SplitMode, Target, TileType
+from pypto.ir.backend import Transfer
 from pypto.ir.ops import split_axis, split_shape
 from pypto.ir.types import MemorySpace, describe
 from pypto_sim_a2a3.cost import OpCost
 from pypto_sim_a2a3.errors import PipeError
 from pypto_sim_a2a3.memory import CoreMemory, torch_dtype
 from pypto_sim_a2a3.ring import TOKEN, Ring, RingSlot, SlotContent, SlotState, Token, at_line
-from pypto_sim_a2a3.scheduler import Advance, Blocked, Event, Wait
+from pypto_sim_a2a3.scheduler import Blocked, Event, Wait
+from pypto_sim_a2a3.timeline import Recorder
 
 FREE_HINT = "match every tpop with a tfree"
 PUSH_HINT = "every tpush needs a matching tpop"
@@ -108,13 +110,18 @@ Steps = Generator[Event, None, Any]
 
 @dataclass(eq=False)
 class Pipe:
-    """One direction of a launch's pipe, e.g. ``mixed_c2v`` from ``AIC`` to ``AIV0`` and ``AIV1``."""
+    """One direction of a launch's pipe, e.g. ``mixed_c2v`` from ``AIC`` to ``AIV0`` and ``AIV1``.
+
+    ``group`` (e.g. ``cg0``) prefixes the core names in what the pipe tells ``recorder``.
+    """
 
     name: str
     direction: PipeDirection
     producers: tuple[str, ...]
     consumers: tuple[str, ...]
     finished: set[str]  # the launch's finished cores, shared: diagnostics name who stopped early
+    recorder: Recorder
+    group: str
     rings: dict[str, Ring] = field(default_factory=dict)
     initialized: set[str] = field(default_factory=set)
 
@@ -140,9 +147,13 @@ class Pipe:
                 "lower slot_num, or shrink the tile that crosses",
             )
         for consumer in self.consumers:
+            track = self.recorder.ring(self.name, self._core(consumer), setup.slot_num)
             self.rings[consumer] = Ring.build(
-                consumer, memories[consumer], space, setup.slot_size, setup.slot_num, self.producers
+                consumer, memories[consumer], space, setup.slot_size, setup.slot_num, self.producers, track
             )
+
+    def _core(self, role: str) -> str:
+        return f"{self.group}.{role}"
 
     # ------------------------------------------------------------ the three handshakes
 
@@ -156,12 +167,17 @@ class Pipe:
             lambda: self._push_blocked(producer, call),
         )
         slots = [share.ring.claim(producer, call.span) for share in shares]
-        yield Advance(cost.unit, cost.cycles)
+        start = self.recorder.now()
+        yield cost.on(call)
         for share, slot in zip(shares, slots, strict=True):
             self._deliver(producer, share, slot, call)
+            slot.pushed[producer] = (start, self.recorder.now())
 
-    def pop(self, consumer: str, call: Call, cost: OpCost) -> Generator[Event, None, tuple[RingSlot, Any]]:
-        """Wait for the head slot to be ready, take it; return it and a view of its tile (or a token)."""
+    def pop(
+        self, consumer: str, call: Call, cost_of: Callable[[int], OpCost]
+    ) -> Generator[Event, None, tuple[RingSlot, Any]]:
+        """Wait for the head slot to be ready, take it, read it in (``cost_of`` its bytes); return
+        the slot and a view of its tile (or a token)."""
         ring = self.rings[consumer]
         yield Wait(
             ring.readable,
@@ -171,13 +187,20 @@ class Pipe:
         )
         slot = ring.take(consumer, call.span)
         self._check_pop(call, slot)
-        yield Advance(cost.unit, cost.cycles)
         assert slot.content is not None and isinstance(call.type, TileType)
-        return slot, TOKEN if slot.content.tile is None else ring.view(slot, call.type)
+        tile = slot.content.tile
+        start = self.recorder.now()
+        yield cost_of(0 if tile is None else tile.nbytes).on(call)
+        for producer, pushed in slot.pushed.items():
+            popped = (start, self.recorder.now())
+            self.recorder.transfer(
+                Transfer(self.name, self._core(producer), self._core(consumer), pushed, popped)
+            )
+        return slot, TOKEN if tile is None else ring.view(slot, call.type)
 
-    def free(self, consumer: str, slot: RingSlot, cost: OpCost) -> Steps:
+    def free(self, consumer: str, slot: RingSlot, call: Call, cost: OpCost) -> Steps:
         """Spend ``cost``, then give ``slot`` back to the producers."""
-        yield Advance(cost.unit, cost.cycles)
+        yield cost.on(call)
         self.rings[consumer].release(slot)
 
     # ------------------------------------------------------------ moving the data

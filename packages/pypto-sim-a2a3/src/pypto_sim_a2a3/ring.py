@@ -8,6 +8,7 @@ the data really lives in the ring, and a tile allocated over the ring corrupts i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -62,6 +63,7 @@ class RingSlot:
     content: SlotContent | None = None
     popped_by: str | None = None
     popped_at: SourceSpan | None = None
+    pushed: dict[str, tuple[int, int]] = field(default_factory=dict)  # producer -> its push's cycles
 
     @property
     def pushed_at(self) -> SourceSpan | None:
@@ -96,6 +98,7 @@ class Ring:
     slots: tuple[RingSlot, ...]
     producers: tuple[str, ...]
     pushes: dict[str, int]
+    on_change: Callable[[int], None]  # told the slots in use whenever that number changes
     pops: int = 0
     frees: int = 0
 
@@ -108,10 +111,12 @@ class Ring:
         slot_size: int,
         slot_num: int,
         producers: tuple[str, ...],
+        on_change: Callable[[int], None],
     ) -> Ring:
         """A ring of free slots at offsets ``k * slot_size`` of ``space``."""
         slots = tuple(RingSlot(k, k * slot_size) for k in range(slot_num))
-        return cls(owner, memory, space, slot_size, slots, producers, dict.fromkeys(producers, 0))
+        pushes = dict.fromkeys(producers, 0)
+        return cls(owner, memory, space, slot_size, slots, producers, pushes, on_change)
 
     def tail(self, producer: str) -> RingSlot:
         """The slot ``producer`` pushes into next."""
@@ -131,9 +136,12 @@ class Ring:
     def claim(self, producer: str, span: SourceSpan | None) -> RingSlot:
         """Take ``producer``'s tail slot for its share (call only when :meth:`writable`)."""
         slot = self.tail(producer)
+        newly_used = slot.state is SlotState.FREE
         slot.state = SlotState.FILLING
         slot.writers[producer] = span
         self.pushes[producer] += 1
+        if newly_used:
+            self.on_change(self.in_use)
         return slot
 
     def arrive(self, slot: RingSlot, producer: str, content: SlotContent) -> None:
@@ -162,7 +170,9 @@ class Ring:
         slot.arrived.clear()
         slot.content = None
         slot.popped_by = slot.popped_at = None
+        slot.pushed.clear()
         self.frees += 1
+        self.on_change(self.in_use)
 
     def view(self, slot: RingSlot, tile: TileType) -> torch.Tensor:
         """``tile``'s elements on the slot's bytes."""
@@ -171,6 +181,11 @@ class Ring:
     def describe(self) -> str:
         """Every slot's state, e.g. ``slot 0 free, slot 1 ready (pushed by AIC at k.py:9) ...``."""
         return ", ".join(slot.describe(self.producers) for slot in self.slots)
+
+    @property
+    def in_use(self) -> int:
+        """Slots that are not free: being filled, ready, or popped and not yet freed."""
+        return sum(slot.state is not SlotState.FREE for slot in self.slots)
 
     @property
     def drained(self) -> bool:

@@ -5,7 +5,8 @@ and :class:`Wait` when it cannot go on (a task it waits for, a full or empty pip
 barrier). The scheduler always steps the runnable coroutine whose core clock is earliest,
 re-checks blocked coroutines after every step, and raises ``DeadlockError`` when every live
 coroutine is blocked. A woken core's clock jumps to the time of the step that freed it; those
-cycles are *stall*, kept apart from the busy cycles of ``Advance``.
+cycles are *stall*, kept apart from the busy cycles of ``Advance``. An observer (see
+:meth:`Scheduler.observe`) sees every busy and every stalled stretch of every core as it happens.
 """
 
 from __future__ import annotations
@@ -21,10 +22,18 @@ from pypto.ir import DeadlockError, SourceSpan
 
 @dataclass(frozen=True)
 class Advance:
-    """Yielded by a coroutine: its core spends ``cycles`` modeled cycles on ``unit``."""
+    """Yielded by a coroutine: its core spends ``cycles`` modeled cycles on ``unit``.
+
+    ``op`` and ``span`` say what the cycles were spent on; ``peak_cycles`` and ``roof`` what
+    that work needs at the unit's peak rate (see :class:`pypto_sim_a2a3.cost.OpCost`).
+    """
 
     unit: str
     cycles: int
+    op: str = ""
+    span: SourceSpan | None = None
+    peak_cycles: float = 0.0
+    roof: str | None = None
 
 
 @dataclass(frozen=True)
@@ -75,6 +84,13 @@ class Clocked(Protocol):
     def stall(self, cycles: int) -> None: ...
 
 
+class Observer(Protocol):
+    """Called for each stretch of a core's time: ``event`` is the Advance it was busy with, or the
+    Wait it was stalled in; the stretch starts at ``start`` and lasts ``cycles``."""
+
+    def __call__(self, core: Clocked, start: int, cycles: int, event: Event) -> None: ...
+
+
 @dataclass(eq=False)
 class Process:
     """A coroutine bound to the core whose clock it advances."""
@@ -98,6 +114,11 @@ class Scheduler:
         self._runnable: list[tuple[int, int, Process]] = []
         self._blocked: list[Process] = []
         self._order = itertools.count()
+        self._observers: list[Observer] = []
+
+    def observe(self, observer: Observer) -> None:
+        """Have ``observer`` see every busy and stalled stretch from now on."""
+        self._observers.append(observer)
 
     def spawn(self, core: Clocked, coroutine: Coroutine) -> Process:
         """Start ``coroutine`` on ``core`` at the core's current clock."""
@@ -125,6 +146,7 @@ class Scheduler:
             proc.result, proc.done = stop.value, True
             return
         if isinstance(event, Advance):
+            self._notify(proc.core, event.cycles, event)
             proc.core.advance(event.unit, event.cycles)
             self._push(proc)
         else:
@@ -136,13 +158,18 @@ class Scheduler:
         for proc in blocked:
             assert proc.waiting is not None
             if proc.waiting.ready():
-                proc.waiting = None
                 # A woken core resumes when the event that freed it happened, not earlier.
                 if self.now > proc.core.clock:
+                    self._notify(proc.core, self.now - proc.core.clock, proc.waiting)
                     proc.core.stall(self.now - proc.core.clock)
+                proc.waiting = None
                 self._push(proc)
             else:
                 self._blocked.append(proc)
+
+    def _notify(self, core: Clocked, cycles: int, event: Event) -> None:
+        for observer in self._observers:
+            observer(core, core.clock, cycles, event)
 
     def _deadlock(self) -> DeadlockError:
         blocked = sorted(self._blocked, key=lambda proc: proc.order)

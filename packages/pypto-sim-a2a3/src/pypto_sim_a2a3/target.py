@@ -34,7 +34,7 @@ A2A3_COST: dict[str, float] = {
     # data movement
     "mte2_latency_cycles": _MTE2_LATENCY_CYCLES,  # 1405
     "mte2_bytes_per_cycle": _MTE2_BYTES_PER_CYCLE,  # ~95.7
-    "mte3_bytes_per_cycle": 64,
+    "gm_write_bytes_per_cycle": 64,  # UB -> GM (MTE3) and L0C -> GM (FIXPIPE out)
     "l1_to_l0a_bytes_per_cycle": 130,
     "l1_to_l0b_bytes_per_cycle": 85,
     "l1_to_bt_bytes_per_cycle": 85,  # no published figure; assumed like L1->L0B
@@ -42,11 +42,11 @@ A2A3_COST: dict[str, float] = {
     "fixpipe_drain_cycles": 164,
     "scalar_op_cycles": 1,
     "scalar_gm_read_cycles": 200,  # assumed: one scalar load from GM through the scalar data cache
-    # cross-core pipes: C->V leaves the cube through FIXPIPE into L2 and enters UB by an MTE2-like
-    # read (L2 hit); V->C leaves UB by MTE3 and enters L1 by MTE2. A push moves its bytes at the
-    # slower stage's rate plus a fixed handshake; pop and free only wait on / set a cross-core flag.
-    "pipe_c2v_bytes_per_cycle": 110,  # L2-hit read into UB (~110) is slower than FIXPIPE (~118)
-    "pipe_v2c_bytes_per_cycle": 86,  # UB -> L2 write (~86) is slower than L2 -> L1 (~110)
+    # cross-core pipes go through L2 on a2a3: the producer writes its tile out (C->V by FIXPIPE,
+    # V->C by MTE3) and sets the ready flag; the consumer waits for the flag and reads its share
+    # into the ring slot in its own memory. Each side's transfer is busy time on its own core.
+    "pipe_out_bytes_per_cycle": 86,  # L2 write (~86), slower than FIXPIPE's own ~118
+    "pipe_in_bytes_per_cycle": 110,  # L2-hit read into UB or L1 (~110)
     "pipe_push_handshake_cycles": 164,  # assumed: a drain like FIXPIPE's plus setting the ready flag
     "pipe_flag_cycles": 20,  # assumed: one cross-core flag wait or set (tpop, tfree)
     "pipe_init_cycles": 40,  # assumed: resetting the slot flags of both directions

@@ -20,6 +20,116 @@ class TaskRecord:
     end_cycle: int
 
 
+# The roofs a kernel's work is measured against.
+ROOF_CUBE, ROOF_VECTOR, ROOF_MEMORY = "cube", "vector", "memory"
+STALL = "STALL"  # the unit of a slice a core spent blocked on a pipe, a barrier or a task
+
+
+@dataclass(frozen=True)
+class Slice:
+    """One stretch of one core's modeled time: an op it executed, or a wait it was blocked in.
+
+    ``Slice("cg0.AIC", start=2090, cycles=1360, name="tile.matmul", unit="CUBE", task="mixed")``.
+    ``peak_cycles`` is what the op's work needs at peak on ``roof`` (cube, vector or memory).
+    """
+
+    core: str
+    start: int
+    cycles: int
+    name: str
+    unit: str
+    task: str = ""
+    source: str | None = None  # the user's line, e.g. "kernel.py:31"
+    peak_cycles: float = 0.0
+    roof: str | None = None
+
+    @property
+    def end(self) -> int:
+        return self.start + self.cycles
+
+    @property
+    def stalled(self) -> bool:
+        return self.unit == STALL
+
+
+@dataclass
+class RingTrack:
+    """One pipe ring's slots in use over time: ``samples`` of (modeled cycle, slots in use).
+
+    ``RingTrack("mixed_c2v", "cg0.AIV0", slots=2, samples=[(1200, 1), (2100, 2), (2500, 1)])``
+    """
+
+    pipe: str
+    owner: str  # the consuming core, in whose memory the ring lives
+    slots: int
+    samples: list[tuple[int, int]] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return f"{self.pipe} {self.owner}"
+
+    def steps(self, until: int) -> list[tuple[int, int, int]]:
+        """(start, end, slots in use) for each stretch of constant occupancy up to ``until``."""
+        ends = [cycle for cycle, _ in self.samples[1:]] + [until]
+        return [(c, max(c, e), used) for (c, used), e in zip(self.samples, ends, strict=True)]
+
+    def mean_in_use(self, until: int) -> float:
+        """Time-weighted mean of the slots in use from cycle 0 to ``until``."""
+        return sum((e - s) * used for s, e, used in self.steps(until)) / until if until else 0.0
+
+    def full_cycles(self, until: int) -> int:
+        """Cycles up to ``until`` during which every slot was in use."""
+        return sum(e - s for s, e, used in self.steps(until) if used >= self.slots)
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """One tile (or a lane's share of it) crossing a pipe, as (start, end) cycles of both ends."""
+
+    pipe: str
+    producer: str
+    consumer: str
+    push: tuple[int, int]
+    pop: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class OpStats:
+    """How often an op ran and the modeled cycles it kept its cores busy."""
+
+    count: int
+    cycles: int
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """A kernel's modeled cycles against what its work needs at peak on each roof.
+
+    ``cube``: its MAC cycles at one block per cycle; ``vector``: its vector cycles spread over all
+    the vector lanes of a core group; ``memory``: the busiest core's transfer bytes at their
+    rates, without fixed latencies. The largest is the bound; ``ratio`` = cycles / bound.
+    """
+
+    kernel: str
+    cycles: int
+    cube: float
+    vector: float
+    memory: float
+
+    @property
+    def bound(self) -> str:
+        roofs = {ROOF_CUBE: self.cube, ROOF_VECTOR: self.vector, ROOF_MEMORY: self.memory}
+        return max(roofs, key=lambda roof: roofs[roof])
+
+    @property
+    def bound_cycles(self) -> float:
+        return max(self.cube, self.vector, self.memory)
+
+    @property
+    def ratio(self) -> float:
+        return self.cycles / self.bound_cycles if self.bound_cycles else float("inf")
+
+
 @dataclass
 class RunReport:
     """What a backend returns after running a program.
@@ -27,6 +137,10 @@ class RunReport:
     Times are modeled by the backend's cost model (``modeled=True``), never measured. Per-core
     figures are keyed by core name: ``"cg0.AIC"``, ``"cg0.AIV0"``, ``"cg0.AIV1"``. A core is
     *busy* while it executes ops and *stalled* while it waits on a pipe, a barrier or a peer.
+    ``timeline`` holds every busy and stalled :class:`Slice`, ``rings`` the occupancy of every
+    pipe ring, ``transfers`` every tile that crossed a pipe; the methods below summarise them.
+
+    >>> report.overlap, report.roofline()[0].ratio, print(report.summary())  # doctest: +SKIP
     """
 
     platform: str
@@ -39,6 +153,10 @@ class RunReport:
     memory_map: dict[str, Any] = field(default_factory=dict)
     outputs: tuple[Any, ...] = ()  # the values the entry function returned, in order
     modeled: bool = True
+    timeline: list[Slice] = field(default_factory=list)
+    rings: list[RingTrack] = field(default_factory=list)
+    transfers: list[Transfer] = field(default_factory=list)
+    aiv_per_group: int = 1  # vector lanes per core group: the vector roof spreads work over them
 
     @property
     def total_us(self) -> float:
@@ -60,8 +178,63 @@ class RunReport:
             return "vector"
         return None
 
+    # ------------------------------------------------------------ overlap
+
+    def overlap_cycles(self) -> int:
+        """Modeled cycles in which a core group's AIC and at least one of its AIV lanes are busy
+        at once, summed over core groups."""
+        busy = _busy_intervals(self.timeline)
+        total = 0
+        for group in sorted({core.split(".")[0] for core in busy}):
+            cube = busy.get(f"{group}.AIC", [])
+            lanes = [spans for core, spans in busy.items() if core.startswith(f"{group}.AIV")]
+            total += _intersection(cube, _union(lanes))
+        return total
+
+    @property
+    def overlap(self) -> float:
+        """The fraction of the modeled run in which cube and vector are busy together."""
+        return self.overlap_cycles() / self.total_cycles if self.total_cycles else 0.0
+
+    # ------------------------------------------------------------ breakdowns
+
+    def kernel_cycles(self) -> dict[str, int]:
+        """Modeled cycles of each kernel's launches (first launch first), start to end."""
+        cycles: dict[str, int] = {}
+        for task in self.tasks:
+            cycles[task.kernel] = cycles.get(task.kernel, 0) + task.end_cycle - task.start_cycle
+        return cycles
+
+    def op_breakdown(self, kernel: str | None = None) -> dict[str, OpStats]:
+        """Busy modeled cycles and counts per op name (of one kernel, or of every kernel)."""
+        stats: dict[str, OpStats] = {}
+        for s in self.timeline:
+            if s.stalled or not s.task or (kernel is not None and s.task != kernel):
+                continue
+            seen = stats.get(s.name, OpStats(0, 0))
+            stats[s.name] = OpStats(seen.count + 1, seen.cycles + s.cycles)
+        return dict(sorted(stats.items(), key=lambda item: -item[1].cycles))
+
+    def roofline(self) -> list[Roofline]:
+        """One :class:`Roofline` per kernel, in the order the kernels were first launched."""
+        lanes = max(1, self.aiv_per_group)
+        lines = []
+        for kernel, cycles in self.kernel_cycles().items():
+            mine = [s for s in self.timeline if s.task == kernel and not s.stalled]
+            memory: dict[str, float] = {}
+            for s in mine:
+                if s.roof == ROOF_MEMORY:
+                    memory[s.core] = memory.get(s.core, 0.0) + s.peak_cycles
+            cube = sum(s.peak_cycles for s in mine if s.roof == ROOF_CUBE)
+            vector = sum(s.peak_cycles for s in mine if s.roof == ROOF_VECTOR) / lanes
+            lines.append(Roofline(kernel, cycles, cube, vector, max(memory.values(), default=0.0)))
+        return lines
+
+    # ------------------------------------------------------------ text
+
     def summary(self) -> str:
-        """A few lines: total modeled time, each core's busy/stall/idle, and the bottleneck."""
+        """A few lines: total modeled time, each core's busy/stall/idle, the cube-vector overlap,
+        each kernel's roofline, each ring's occupancy, and the bottleneck."""
         lines = [
             f"{self.platform}: {self.total_cycles} modeled cycles "
             f"({self.total_us:.2f} modeled us at {self.clock_mhz:g} MHz), {len(self.tasks)} task(s)"
@@ -73,6 +246,10 @@ class RunReport:
                     f"  {core:<10} busy {busy:>9}  stall {stall:>9}  idle {self.idle_cycles(core):>9}"
                     "  (modeled cycles)"
                 )
+        if self.timeline:
+            lines.append(f"  cube-vector overlap {self.overlap:.1%} of the modeled time")
+        lines += [f"  {_roofline_line(line)}" for line in self.roofline() if line.bound_cycles]
+        lines += [f"  {_ring_line(ring, self.total_cycles)}" for ring in self.rings]
         side = self.dominant_side()
         if side is not None:
             other = "vector lanes" if side == "cube" else "cube"
@@ -81,6 +258,68 @@ class RunReport:
                 f"shorten the {side} work to go faster"
             )
         return "\n".join(lines)
+
+    def breakdown_table(self) -> str:
+        """Per kernel, per op: count, busy modeled cycles and share of the kernel's busy cycles."""
+        lines = [f"{'kernel':<20} {'op':<24} {'count':>7} {'modeled cycles':>15} {'share':>7}"]
+        for kernel in self.kernel_cycles():
+            ops = self.op_breakdown(kernel)
+            busy = sum(stats.cycles for stats in ops.values()) or 1
+            for op, stats in ops.items():
+                lines.append(
+                    f"{kernel:<20} {op:<24} {stats.count:>7} {stats.cycles:>15} {stats.cycles / busy:>7.1%}"
+                )
+        return "\n".join(lines)
+
+
+def _roofline_line(line: Roofline) -> str:
+    return (
+        f"{line.kernel}: {line.cycles} modeled cycles = {line.ratio:.2f}x its {line.bound} bound "
+        f"({line.bound_cycles:.0f}; cube {line.cube:.0f}, vector {line.vector:.0f}, "
+        f"memory {line.memory:.0f} modeled cycles at peak)"
+    )
+
+
+def _ring_line(ring: RingTrack, until: int) -> str:
+    full = ring.full_cycles(until) / until if until else 0.0
+    return (
+        f"ring {ring.name}: {ring.mean_in_use(until):.2f} of {ring.slots} slot(s) in use on average, "
+        f"full {full:.1%} of the modeled time"
+    )
+
+
+Spans = list[tuple[int, int]]
+
+
+def _busy_intervals(timeline: list[Slice]) -> dict[str, Spans]:
+    """Each core's busy (start, end) stretches, merged."""
+    spans: dict[str, Spans] = {}
+    for s in timeline:
+        if not s.stalled and s.cycles:
+            spans.setdefault(s.core, []).append((s.start, s.end))
+    return {core: _union([mine]) for core, mine in spans.items()}
+
+
+def _union(lists: list[Spans]) -> Spans:
+    merged: Spans = []
+    for start, end in sorted(span for spans in lists for span in spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _intersection(a: Spans, b: Spans) -> int:
+    """Total length of the overlap of two merged, sorted span lists."""
+    total, i, j = 0, 0, 0
+    while i < len(a) and j < len(b):
+        total += max(0, min(a[i][1], b[j][1]) - max(a[i][0], b[j][0]))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
 
 
 @runtime_checkable

@@ -1,0 +1,91 @@
+"""RunReport: what it derives from a backend's timeline (overlap, breakdowns, roofline, rings)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pypto.ir import RunReport, TaskRecord
+from pypto.ir.backend import STALL, RingTrack, Roofline, Slice
+
+
+def _report(*slices: Slice, total: int = 100, tasks: list[TaskRecord] | None = None) -> RunReport:
+    busy: dict[str, int] = {}
+    for s in slices:
+        if not s.stalled:
+            busy[s.core] = busy.get(s.core, 0) + s.cycles
+    return RunReport(
+        "toy",
+        clock_mhz=1000,
+        total_cycles=total,
+        busy_cycles=busy,
+        timeline=list(slices),
+        tasks=tasks or [TaskRecord("k", 0, 0, total)],
+        aiv_per_group=2,
+    )
+
+
+def test_overlap_counts_cycles_where_the_cube_and_any_lane_of_its_group_are_busy():
+    report = _report(
+        Slice("cg0.AIC", 0, 50, "tile.matmul", "CUBE", "k"),
+        Slice("cg0.AIV0", 20, 20, "tile.add", "VECTOR", "k"),
+        Slice("cg0.AIV1", 30, 30, "tile.add", "VECTOR", "k"),  # 30..50 overlaps, 50..60 does not
+        Slice("cg0.AIV0", 60, 30, "wait for x", STALL, "k"),
+    )
+    assert report.overlap_cycles() == 30
+    assert report.overlap == pytest.approx(0.3)
+
+
+def test_overlap_is_zero_when_cube_and_vector_take_turns():
+    report = _report(
+        Slice("cg0.AIC", 0, 50, "tile.matmul", "CUBE", "k"),
+        Slice("cg0.AIV0", 50, 50, "tile.add", "VECTOR", "k"),
+    )
+    assert report.overlap == 0
+
+
+def test_the_roofline_takes_the_largest_roof_and_spreads_vector_work_over_the_lanes():
+    report = _report(
+        Slice("cg0.AIC", 0, 40, "tile.matmul", "CUBE", "k", peak_cycles=30, roof="cube"),
+        Slice("cg0.AIC", 40, 30, "tile.load", "MTE2", "k", peak_cycles=10, roof="memory"),
+        Slice("cg0.AIV0", 0, 80, "tile.exp", "VECTOR", "k", peak_cycles=80, roof="vector"),
+        Slice("cg0.AIV0", 80, 20, "tile.load", "MTE2", "k", peak_cycles=15, roof="memory"),
+    )
+    (line,) = report.roofline()
+    assert (line.cube, line.vector, line.memory) == (30, 40, 15)
+    assert line.bound == "vector" and line.ratio == pytest.approx(100 / 40)
+
+
+def test_a_kernel_without_roofed_work_has_an_infinite_ratio():
+    assert Roofline("k", 10, 0, 0, 0).ratio == float("inf")
+
+
+def test_the_op_breakdown_sums_busy_slices_per_op_and_skips_stalls():
+    report = _report(
+        Slice("cg0.AIC", 0, 40, "tile.matmul", "CUBE", "k"),
+        Slice("cg0.AIC", 40, 40, "tile.matmul", "CUBE", "k"),
+        Slice("cg0.AIV0", 0, 10, "wait for x", STALL, "k"),
+    )
+    stats = report.op_breakdown("k")
+    assert list(stats) == ["tile.matmul"] and (stats["tile.matmul"].count, stats["tile.matmul"].cycles) == (
+        2,
+        80,
+    )
+    assert "tile.matmul" in report.breakdown_table()
+
+
+def test_ring_occupancy_is_time_weighted_and_knows_when_the_ring_was_full():
+    ring = RingTrack("p_c2v", "cg0.AIV0", slots=2, samples=[(10, 1), (20, 2), (60, 1), (80, 0)])
+    assert ring.mean_in_use(100) == pytest.approx((10 * 1 + 40 * 2 + 20 * 1) / 100)
+    assert ring.full_cycles(100) == 40
+
+
+def test_the_summary_keeps_the_core_lines_and_labels_every_figure_modeled():
+    report = _report(
+        Slice("cg0.AIC", 0, 90, "tile.matmul", "CUBE", "k", peak_cycles=80, roof="cube"),
+        Slice("cg0.AIV0", 0, 10, "tile.add", "VECTOR", "k", peak_cycles=10, roof="vector"),
+    )
+    summary = report.summary()
+    assert "100 modeled cycles" in summary and "cg0.AIC" in summary
+    assert "cube-vector overlap 10.0% of the modeled time" in summary
+    assert "k: 100 modeled cycles = 1.25x its cube bound" in summary
+    assert "the cube side dominates" in summary
