@@ -25,6 +25,7 @@ from pypto.ir.nodes import (
     For,
     Function,
     FunctionKind,
+    If,
     Level,
     LoopKind,
     Param,
@@ -37,7 +38,7 @@ from pypto.ir.nodes import (
     TupleExpr,
     Var,
 )
-from pypto.ir.ops import OPS, OpDef, Unit, get_op, make_call
+from pypto.ir.ops import OPS, AtomicType, OpDef, PadValue, Unit, get_op, make_call
 from pypto.ir.printer import print_ir
 from pypto.ir.target import MemorySpec, Target
 from pypto.ir.types import (
@@ -61,6 +62,7 @@ __all__ = [
     "UNIT",
     "Allocation",
     "Assign",
+    "AtomicType",
     "Backend",
     "Call",
     "Const",
@@ -72,6 +74,7 @@ __all__ = [
     "For",
     "Function",
     "FunctionKind",
+    "If",
     "Level",
     "LoopKind",
     "MemoryBudgetError",
@@ -79,6 +82,7 @@ __all__ = [
     "MemorySpace",
     "MemorySpec",
     "OpDef",
+    "PadValue",
     "Param",
     "ParseError",
     "PlatformError",

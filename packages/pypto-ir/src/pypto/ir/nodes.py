@@ -159,8 +159,40 @@ class SplitAivRegion(Stmt):
     span: SourceSpan | None = None
 
 
-# Statements that hold a nested body.
+@dataclass(frozen=True, eq=False)
+class If(Stmt):
+    """``if cond: ... else: ...`` on a run-time scalar; no values leave the arms (no yields).
+
+    The arms hold statements with effects (stores, kernel calls); names bound in an arm end
+    with it.
+    """
+
+    cond: Expr
+    then_body: tuple[Stmt, ...]
+    else_body: tuple[Stmt, ...] = ()
+    span: SourceSpan | None = None
+
+
+# Statements that hold one nested ``body``; ``If`` holds two (see :func:`nested_bodies`).
 BLOCK_STMTS = (For, ScopeStmt, SplitAivRegion)
+
+
+def nested_bodies(stmt: Stmt) -> tuple[tuple[Stmt, ...], ...]:
+    """The bodies nested in ``stmt``: a loop's, scope's or region's body, an ``If``'s two arms."""
+    if isinstance(stmt, If):
+        return (stmt.then_body, stmt.else_body)
+    if isinstance(stmt, BLOCK_STMTS):
+        return (stmt.body,)
+    return ()
+
+
+def with_bodies(stmt: Stmt, bodies: tuple[tuple[Stmt, ...], ...]) -> Stmt:
+    """``stmt`` with its nested bodies replaced, in the order :func:`nested_bodies` gives them."""
+    from dataclasses import replace
+
+    if isinstance(stmt, If):
+        return replace(stmt, then_body=bodies[0], else_body=bodies[1])
+    return replace(stmt, body=bodies[0])
 
 
 # ---------------------------------------------------------------- functions
@@ -223,11 +255,11 @@ class Program:
 
 
 def walk_stmts(body: tuple[Stmt, ...]) -> Iterator[Stmt]:
-    """Every statement in ``body``, depth first, loop and scope bodies included."""
+    """Every statement in ``body``, depth first, loop, scope and ``If`` bodies included."""
     for stmt in body:
         yield stmt
-        if isinstance(stmt, BLOCK_STMTS):
-            yield from walk_stmts(stmt.body)
+        for inner in nested_bodies(stmt):
+            yield from walk_stmts(inner)
 
 
 def stmt_exprs(stmt: Stmt) -> tuple[Expr, ...]:
@@ -236,6 +268,8 @@ def stmt_exprs(stmt: Stmt) -> tuple[Expr, ...]:
         return (stmt.value,)
     if isinstance(stmt, For):
         return (stmt.start, stmt.stop, stmt.step)
+    if isinstance(stmt, If):
+        return (stmt.cond,)
     if isinstance(stmt, Return):
         return stmt.values
     return ()

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from math import prod
 from typing import Any
 
 from pypto.ir.dtypes import DataType
@@ -40,6 +41,27 @@ class Unit(Enum):
     SCALAR = "SCALAR"
     BOUNDARY = "BOUNDARY"  # cross-core pipe ops
     HOST = "HOST"  # orchestration-level: allocation, kernel calls
+
+
+class AtomicType(Enum):
+    """How a write into global memory combines with what is there: overwrite or accumulate."""
+
+    NONE = "NONE"
+    Add = "Add"
+
+    def __repr__(self) -> str:
+        return f"pl.AtomicType.{self.name}"
+
+
+class PadValue(Enum):
+    """What ``pl.fillpad`` writes outside a tile's valid shape: 0, the dtype's lowest or highest."""
+
+    zero = "zero"
+    min = "min"
+    max = "max"
+
+    def __repr__(self) -> str:
+        return f"pl.PadValue.{self.name}"
 
 
 InferFn = Callable[[Sequence[Expr], Mapping[str, Any], SourceSpan | None], Type]
@@ -95,8 +117,14 @@ def make_call(
 # ---------------------------------------------------------------- type-rule helpers
 
 
+# Ops the user writes under another name: pl.load(valid_shape=[n, 64]) makes a tile.load_partial.
+_WRITTEN_AS = {"tile.load_partial": "load", "tile.store_partial": "store", "tile.store_atomic": "store"}
+
+
 def _user_name(op: str) -> str:
     """``tile.add`` -> ``pl.add``; ``system.fence`` -> ``pl.system.fence``."""
+    if op in _WRITTEN_AS:
+        return f"pl.{_WRITTEN_AS[op]}"
     level, _, rest = op.partition(".")
     return "pl." + (rest if level in ("tile", "tensor", "scalar") and rest else op)
 
@@ -229,8 +257,9 @@ def matmul_result_dtype(a: DataType, b: DataType, out_dtype: DataType | None) ->
 
 def _matmul(op: str) -> InferFn:
     def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
-        # tile.matmul_acc(acc, lhs, rhs) accumulates into acc; the plain forms are (lhs, rhs).
-        operands = args[1:3] if op == "tile.matmul_acc" else args[:2]
+        # matmul_acc(acc, lhs, rhs) accumulates into acc; the plain forms are (lhs, rhs).
+        accumulates = op.endswith(".matmul_acc")
+        operands = args[1:3] if accumulates else args[:2]
         a, b = (_shaped(op, x, span) for x in operands)
         _same_kind(op, a, b, span)
         if len(a.shape) != 2 or len(b.shape) != 2:
@@ -261,22 +290,37 @@ def _matmul(op: str) -> InferFn:
                         span,
                         f"move it first: pl.move(tile, target_memory=pl.Mem.{space.name})",
                     )
-            if op == "tile.matmul_acc":
-                acc = args[0].type
-                if not isinstance(acc, TileType) or acc.shape != (m, n):
-                    raise _fail(op, f"accumulator must be a [{m}, {n}] Acc tile", span)
-            return TileType((m, n), dtype, MemorySpace.Acc)
-        return TensorType((m, n), dtype)
+            result: TileType | TensorType = TileType((m, n), dtype, MemorySpace.Acc)
+        else:
+            result = TensorType((m, n), dtype)
+        if accumulates:
+            _check_accumulator(op, args[0].type, result, span)
+        return result
 
     return infer
 
 
-def _offsets(op: str, e: Expr, rank: int, span: SourceSpan | None) -> None:
+def _check_accumulator(op: str, acc: Type, result: TileType | TensorType, span: SourceSpan | None) -> None:
+    """``acc`` of ``matmul_acc`` must be what the product adds to: same kind, shape and dtype (in Acc)."""
+    fits = type(acc) is type(result) and (acc.shape, acc.dtype) == (result.shape, result.dtype)  # type: ignore[attr-defined]
+    if isinstance(acc, TileType) and acc.memory_space not in (None, MemorySpace.Acc):
+        fits = False
+    if not fits:
+        want = "Acc tile" if isinstance(result, TileType) else "tensor"
+        raise _fail(
+            op,
+            f"accumulator must be a {list(result.shape)} {result.dtype.name} {want}, got {describe(acc)}",
+            span,
+            "start the sum with acc = pl.matmul(a, b), then acc = pl.matmul_acc(acc, a2, b2)",
+        )
+
+
+def _offsets(op: str, e: Expr, rank: int, span: SourceSpan | None, what: str = "offsets") -> None:
     if not isinstance(e, TupleExpr) or len(e.elements) != rank:
-        raise _fail(op, f"offsets must be a list of {rank} indices", span)
+        raise _fail(op, f"{what} must be a list of {rank} indices", span)
     for el in e.elements:
         if not isinstance(el.type, ScalarType) or not el.type.dtype.is_integer:
-            raise _fail(op, f"offsets must be integers, got {describe(el.type)}", span)
+            raise _fail(op, f"{what} must be integers, got {describe(el.type)}", span)
 
 
 def _static_bounds(
@@ -312,19 +356,86 @@ def _load(op: str) -> InferFn:
 def _store(op: str) -> InferFn:
     def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
         tile, offsets, dst = args
-        if not isinstance(tile.type, TileType):
-            raise _fail(op, f"stores a tile, got {describe(tile.type)}", span)
-        if not isinstance(dst.type, TensorType):
-            raise _fail(op, f"stores into a tensor, got {describe(dst.type)}", span)
-        if tile.type.dtype != dst.type.dtype:
+        t = _check_store(op, tile, offsets, dst, span)
+        _static_bounds(op, dst.type.shape, offsets, t.valid_shape or t.shape, span)  # type: ignore[attr-defined]
+        return dst.type
+
+    return infer
+
+
+def _check_store(op: str, tile: Expr, offsets: Expr, dst: Expr, span: SourceSpan | None) -> TileType:
+    """A tile stored into a tensor of the same dtype at offsets of the tensor's rank."""
+    if not isinstance(tile.type, TileType):
+        raise _fail(op, f"stores a tile, got {describe(tile.type)}", span)
+    if not isinstance(dst.type, TensorType):
+        raise _fail(op, f"stores into a tensor, got {describe(dst.type)}", span)
+    if tile.type.dtype != dst.type.dtype:
+        raise _fail(
+            op,
+            f"dtype mismatch: {describe(tile.type)} into {describe(dst.type)}",
+            span,
+            "cast the tile with pl.cast(tile, dtype) before storing",
+        )
+    _offsets(op, offsets, len(dst.type.shape), span)
+    return tile.type
+
+
+def _run_time_region(
+    op: str, shape: Sequence[int], offsets: Expr, valid: Expr, tile: Sequence[int], span: SourceSpan | None
+) -> None:
+    """A valid shape given as index expressions: each constant entry lies in ``[0, tile dim]``,
+    and a constant offset plus a constant entry stays inside the tensor."""
+    _offsets(op, valid, len(tile), span, "valid_shape")
+    assert isinstance(valid, TupleExpr) and isinstance(offsets, TupleExpr)
+    for dim, (off, size) in enumerate(zip(offsets.elements, valid.elements, strict=True)):
+        if not isinstance(size, Const):
+            continue
+        if not 0 <= size.value <= tile[dim]:
+            raise _fail(op, f"valid_shape {size.value} of dim {dim} is outside the tile's {tile[dim]}", span)
+        if isinstance(off, Const) and (off.value < 0 or off.value + size.value > shape[dim]):
             raise _fail(
                 op,
-                f"dtype mismatch: {describe(tile.type)} into {describe(dst.type)}",
+                f"region [{off.value}:{off.value + size.value}] is outside dim {dim} of size {shape[dim]}",
                 span,
-                "cast the tile with pl.cast(tile, dtype) before storing",
             )
-        _offsets(op, offsets, len(dst.type.shape), span)
-        _static_bounds(op, dst.type.shape, offsets, tile.type.valid_shape or tile.type.shape, span)
+
+
+def _load_partial(op: str) -> InferFn:
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        src, offsets, valid = args
+        if not isinstance(src.type, TensorType):
+            raise _fail(op, f"loads from a tensor, got {describe(src.type)}", span)
+        shape = tuple(attrs["shape"])
+        _offsets(op, offsets, len(src.type.shape), span)
+        _run_time_region(op, src.type.shape, offsets, valid, shape, span)
+        return TileType(shape, src.type.dtype, attrs.get("target_memory"))
+
+    return infer
+
+
+def _store_partial(op: str) -> InferFn:
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        tile, offsets, dst, valid = args
+        t = _check_store(op, tile, offsets, dst, span)
+        _run_time_region(op, dst.type.shape, offsets, valid, t.shape, span)  # type: ignore[attr-defined]
+        return dst.type
+
+    return infer
+
+
+def _store_atomic(op: str) -> InferFn:
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        tile, offsets, dst = args[:3]
+        if attrs.get("atomic") is not AtomicType.Add:
+            raise _fail(
+                op, f"atomic must be pl.AtomicType.Add, got {attrs.get('atomic')!r}", span, "use pl.store"
+            )
+        t = _check_store(op, tile, offsets, dst, span)
+        shape = dst.type.shape  # type: ignore[attr-defined]
+        if len(args) == 4:
+            _run_time_region(op, shape, offsets, args[3], t.shape, span)
+        else:
+            _static_bounds(op, shape, offsets, t.valid_shape or t.shape, span)
         return dst.type
 
     return infer
@@ -371,6 +482,8 @@ def _assemble(op: str) -> InferFn:
         if len(v.shape) != len(dst.type.shape):
             raise _fail(op, f"rank mismatch: {describe(v)} into {describe(dst.type)}", span)
         _static_bounds(op, dst.type.shape, offsets, v.shape, span)
+        if not isinstance(attrs.get("atomic", AtomicType.NONE), AtomicType):
+            raise _fail(op, f"atomic must be a pl.AtomicType, got {attrs['atomic']!r}", span)
         return dst.type
 
     return infer
@@ -435,6 +548,156 @@ def _read(op: str) -> InferFn:
             raise _fail(op, f"reads one element of a tensor, got {describe(src)}", span)
         _offsets(op, args[1], len(src.shape), span)
         return ScalarType(src.dtype)
+
+    return infer
+
+
+# ---------------------------------------------------------------- reductions, broadcasts, views
+
+
+def _matrix(op: str, e: Expr, span: SourceSpan | None, what: str = "operand") -> TileType | TensorType:
+    t = _shaped(op, e, span, what)
+    if len(t.shape) != 2:
+        raise _fail(op, f"{what} must be 2-D, got {describe(t)}", span)
+    _check_vec(op, t, span)
+    return t
+
+
+def _vector_result(t: TileType | TensorType, **changes: Any) -> Type:
+    """The result of a vector op shaped from ``t``: a Vec tile, or a tensor."""
+    if isinstance(t, TileType):
+        return _with(t, memory_space=MemorySpace.Vec, **changes)
+    return _with(t, **changes)
+
+
+def _row_reduce(op: str) -> InferFn:
+    """``row_max(x, tmp)`` on tiles (tmp: a scratch tile like x), ``row_max(x)`` on tensors -> [R, 1]."""
+
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        x = _matrix(op, args[0], span)
+        if isinstance(x, TileType):
+            tmp = args[1].type if len(args) == 2 else None
+            if not isinstance(tmp, TileType) or (tmp.shape, tmp.dtype) != (x.shape, x.dtype):
+                got = describe(tmp) if tmp is not None else "no scratch tile"
+                raise _fail(
+                    op,
+                    f"needs a scratch tile shaped like {describe(x)}, got {got}",
+                    span,
+                    "pass one: tmp = pl.create_tile(x.shape, x.dtype); pl.row_max(x, tmp)",
+                )
+            _check_vec(op, tmp, span)
+        elif len(args) != 1:
+            raise _fail(op, "on a tensor takes no scratch operand (the compiler makes one per tile)", span)
+        valid = (x.valid_shape[0], 1) if isinstance(x, TileType) and x.valid_shape else None
+        return _vector_result(x, shape=(x.shape[0], 1), valid_shape=valid)
+
+    return infer
+
+
+def _col_reduce(op: str) -> InferFn:
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        x = _matrix(op, args[0], span)
+        valid = (1, x.valid_shape[1]) if isinstance(x, TileType) and x.valid_shape else None
+        return _vector_result(x, shape=(1, x.shape[1]), valid_shape=valid)
+
+    return infer
+
+
+def _expand(op: str, axis: int) -> InferFn:
+    """``x`` combined with a vector broadcast along ``axis``: [R, 1] across columns (axis 1),
+    [1, C] down rows (axis 0)."""
+
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        x = _matrix(op, args[0], span)
+        vec = _matrix(op, args[1], span, "the broadcast operand")
+        _same_kind(op, x, vec, span)
+        want = (x.shape[0], 1) if axis == 1 else (1, x.shape[1])
+        if vec.shape != want:
+            raise _fail(
+                op,
+                f"the broadcast operand must be {list(want)} for {describe(x)}, got {describe(vec)}",
+                span,
+                "row vectors come from pl.row_max/row_sum, column vectors from pl.col_sum or a [1, C] load",
+            )
+        if vec.dtype != x.dtype:
+            raise _fail(op, f"operand dtype mismatch: {describe(x)} vs {describe(vec)}", span)
+        return _vector_result(x)
+
+    return infer
+
+
+def _reshape(op: str) -> InferFn:
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        x = _shaped(op, args[0], span)
+        shape = tuple(attrs["shape"])
+        if prod(shape) != prod(x.shape):
+            raise _fail(
+                op,
+                f"cannot reshape {describe(x)} ({prod(x.shape)} elements) to {list(shape)} "
+                f"({prod(shape)} elements)",
+                span,
+            )
+        return _with(x, shape=shape, valid_shape=None)
+
+    return infer
+
+
+def _slice(op: str) -> InferFn:
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        x = _shaped(op, args[0], span)
+        shape = tuple(attrs["shape"])
+        if len(shape) != len(x.shape):
+            raise _fail(op, f"a slice of {describe(x)} needs a shape of rank {len(x.shape)}", span)
+        _offsets(op, args[1], len(x.shape), span)
+        _static_bounds(op, x.shape, args[1], shape, span)
+        return _with(x, shape=shape, valid_shape=None)
+
+    return infer
+
+
+def _fillpad(op: str) -> InferFn:
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        x = args[0].type
+        if not isinstance(x, TileType):
+            raise _fail(op, f"fills a tile outside its valid shape, got {describe(x)}", span)
+        _check_vec(op, x, span)
+        if not isinstance(attrs.get("pad_value"), PadValue):
+            raise _fail(op, f"pad_value must be a pl.PadValue, got {attrs.get('pad_value')!r}", span)
+        if len(args) == 2:
+            _offsets(op, args[1], len(x.shape), span, "valid_shape")
+        return _with(x, memory_space=MemorySpace.Vec, valid_shape=None)
+
+    return infer
+
+
+def _full(op: str) -> InferFn:
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        if len(args) != 1 or not isinstance(args[0].type, ScalarType):
+            raise _fail(op, "the fill value must be a scalar", span)
+        return TileType(tuple(attrs["shape"]), attrs["dtype"], MemorySpace.Vec)
+
+    return infer
+
+
+# (source space, destination space) pairs a tile can be assembled along.
+TILE_ASSEMBLE_PATHS = ((MemorySpace.Acc, MemorySpace.Mat), (MemorySpace.Vec, MemorySpace.Vec))
+
+
+def _tile_assemble(op: str) -> InferFn:
+    def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        dst, src, offsets = args
+        d, v = dst.type, src.type
+        if not isinstance(d, TileType) or not isinstance(v, TileType):
+            raise _fail(op, f"writes a tile into a tile, got {describe(v)} into {describe(d)}", span)
+        if d.dtype != v.dtype or len(d.shape) != len(v.shape):
+            raise _fail(op, f"writes {describe(v)} into {describe(d)}: dtype or rank differs", span)
+        spaces = (v.memory_space, d.memory_space)
+        if None not in spaces and spaces not in TILE_ASSEMBLE_PATHS:
+            legal = ", ".join(f"{a.name}->{b.name}" for a, b in TILE_ASSEMBLE_PATHS)
+            raise _fail(op, f"cannot assemble {describe(v)} into {describe(d)}", span, f"legal: {legal}")
+        _offsets(op, offsets, len(d.shape), span)
+        _static_bounds(op, d.shape, offsets, v.shape, span)
+        return d
 
     return infer
 
@@ -607,6 +870,10 @@ ELEMENTWISE_UNARY = ("exp", "log", "sqrt", "rsqrt", "recip", "neg", "abs", "relu
 TRANSCENDENTAL = frozenset({"exp", "log", "sqrt", "rsqrt", "recip", "div", "divs"})
 SCALAR_BINARY = ("add", "sub", "mul", "floordiv", "truediv", "mod", "min", "max")
 SCALAR_COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
+ROW_REDUCTIONS = ("row_max", "row_sum", "row_min")
+COL_REDUCTIONS = ("col_sum", "col_max")
+ROW_EXPANDS = ("row_expand_add", "row_expand_sub", "row_expand_mul", "row_expand_div")
+COL_EXPANDS = ("col_expand", "col_expand_mul")
 
 
 def _declare_all() -> None:
@@ -626,8 +893,23 @@ def _declare_all() -> None:
             OpDef(f"{level}.concat", Unit.VECTOR, _concat(f"{level}.concat"), reads=(0, 1), cost="vector")
         )
         declare(OpDef(f"{level}.matmul", Unit.CUBE, _matmul(f"{level}.matmul"), reads=(0, 1), cost="matmul"))
+        acc = f"{level}.matmul_acc"
+        declare(OpDef(acc, Unit.CUBE, _matmul(acc), reads=(0, 1, 2), cost="matmul"))
+        _declare_reductions(level)
+        # Views run on the side that holds the tile (MTE: the side of the first operand's space).
+        declare(OpDef(f"{level}.reshape", Unit.MTE, _reshape(f"{level}.reshape"), reads=(0,)))
+        declare(OpDef(f"{level}.slice", Unit.MTE, _slice(f"{level}.slice"), reads=(0,), cost="vector"))
 
-    declare(OpDef("tile.matmul_acc", Unit.CUBE, _matmul("tile.matmul_acc"), reads=(0, 1, 2), cost="matmul"))
+    declare(OpDef("tile.fillpad", Unit.VECTOR, _fillpad("tile.fillpad"), reads=(0,), cost="vector"))
+    declare(OpDef("tile.full", Unit.VECTOR, _full("tile.full"), cost="vector"))
+    assemble_tile = _tile_assemble("tile.assemble")
+    declare(OpDef("tile.assemble", Unit.MTE, assemble_tile, reads=(1,), writes=(0,), cost="vector"))
+    partial = _load_partial("tile.load_partial")
+    declare(OpDef("tile.load_partial", Unit.MTE, partial, reads=(0,), cost="load"))
+    partial = _store_partial("tile.store_partial")
+    declare(OpDef("tile.store_partial", Unit.MTE, partial, reads=(0,), writes=(2,), cost="store"))
+    atomic = _store_atomic("tile.store_atomic")
+    declare(OpDef("tile.store_atomic", Unit.MTE, atomic, reads=(0, 2), writes=(2,), cost="store"))
     declare(OpDef("tile.load", Unit.MTE, _load("tile.load"), reads=(0,), cost="load"))
     declare(OpDef("tile.store", Unit.MTE, _store("tile.store"), reads=(0,), writes=(2,), cost="store"))
     gather = _gather_row("tile.gather_row")
@@ -644,6 +926,20 @@ def _declare_all() -> None:
         declare(OpDef(f"scalar.{name}", Unit.SCALAR, _scalar_binary(f"scalar.{name}")))
     declare(OpDef("scalar.neg", Unit.SCALAR, lambda args, attrs, span: args[0].type))
     declare(OpDef("scalar.cast", Unit.SCALAR, _cast("scalar.cast")))
+
+
+def _declare_reductions(level: str) -> None:
+    """Row/column reductions and broadcasts of 2-D operands, at ``level`` ("tensor" or "tile")."""
+    for name in ROW_REDUCTIONS:
+        op = f"{level}.{name}"
+        declare(OpDef(op, Unit.VECTOR, _row_reduce(op), reads=(0,), cost="vector"))
+    for name in COL_REDUCTIONS:
+        op = f"{level}.{name}"
+        declare(OpDef(op, Unit.VECTOR, _col_reduce(op), reads=(0,), cost="vector"))
+    for name, axis in [(n, 1) for n in ROW_EXPANDS] + [(n, 0) for n in COL_EXPANDS]:
+        op = f"{level}.{name}"
+        cost = "vector_slow" if name == "row_expand_div" else "vector"
+        declare(OpDef(op, Unit.VECTOR, _expand(op, axis), reads=(0, 1), cost=cost))
 
 
 def _declare_cross_core() -> None:

@@ -16,6 +16,7 @@ from pypto.ir.nodes import (
     For,
     Function,
     FunctionKind,
+    If,
     Program,
     Return,
     ScopeStmt,
@@ -110,6 +111,12 @@ class _Printer:
             rng = ", ".join(format_expr(x) for x in (s.start, s.stop, s.step))
             self.emit(depth, f"for {s.var.name} in pl.{s.kind.value}({rng}):")
             self.body(s.body, depth + 1)
+        elif isinstance(s, If):
+            self.emit(depth, f"if {format_expr(s.cond)}:")
+            self.body(s.then_body, depth + 1)
+            if s.else_body:
+                self.emit(depth, "else:")
+                self.body(s.else_body, depth + 1)
         elif isinstance(s, Return):
             self.emit(depth, "return " + ", ".join(format_expr(v) for v in s.values))
         elif isinstance(s, SplitAivRegion):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pypto.ir.dtypes import DataType
 from pypto.ir.errors import VerificationError
 from pypto.ir.nodes import (
     Assign,
@@ -10,6 +11,7 @@ from pypto.ir.nodes import (
     For,
     Function,
     FunctionKind,
+    If,
     Program,
     ScopeStmt,
     SplitAivRegion,
@@ -19,6 +21,7 @@ from pypto.ir.nodes import (
     walk_expr,
 )
 from pypto.ir.ops import Unit, get_op
+from pypto.ir.types import ScalarType
 
 _DEVICE_UNITS = (Unit.CUBE, Unit.VECTOR, Unit.MTE)
 
@@ -53,6 +56,10 @@ def _verify_body(
                 )
         elif isinstance(stmt, For):
             _verify_body(fn, stmt.body, defined | {stmt.var}, callees, in_scope)
+        elif isinstance(stmt, If):
+            _verify_condition(fn, stmt)
+            for arm in (stmt.then_body, stmt.else_body):
+                _verify_body(fn, arm, set(defined), callees, in_scope)  # names bound in an arm end with it
         elif isinstance(stmt, ScopeStmt):
             _verify_body(fn, stmt.body, defined, callees, in_scope=True)
         elif isinstance(stmt, SplitAivRegion):
@@ -60,6 +67,14 @@ def _verify_body(
             inner = defined | {stmt.lane}
             _verify_body(fn, stmt.body, inner, callees, in_scope)
             defined |= inner - {stmt.lane}
+
+
+def _verify_condition(fn: Function, stmt: If) -> None:
+    t = stmt.cond.type
+    if not isinstance(t, ScalarType) or not (t.dtype is DataType.BOOL or t.dtype.is_integer):
+        raise VerificationError(
+            f"in {fn.name}: an if condition must be a boolean or integer scalar, got {t}", stmt.span
+        )
 
 
 def _verify_expr(
