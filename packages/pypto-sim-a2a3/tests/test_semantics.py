@@ -8,7 +8,19 @@ import pytest
 import torch
 from sim_lowered import FP16, FP32, Mem, expr, rand
 
-from pypto.ir import INDEX, OPS, DataType, ScalarType, TensorType, TileType, Unit, Var, make_call
+from pypto.ir import (
+    INDEX,
+    OPS,
+    AtomicType,
+    DataType,
+    PadValue,
+    ScalarType,
+    TensorType,
+    TileType,
+    Unit,
+    Var,
+    make_call,
+)
 from pypto_sim_a2a3 import DivisionByZeroError, OutOfBoundsError
 from pypto_sim_a2a3.semantics import SEMANTICS
 
@@ -61,9 +73,29 @@ SINGLE_OPS = {
     "tensor.create",
     "scalar.neg",
     "scalar.cast",
+    "tile.col_expand",
+    "tile.col_expand_mul",
+    "tile.reshape",
+    "tile.slice",
+    "tile.fillpad",
+    "tile.full",
+    "tile.assemble",
+    "tile.load_partial",
+    "tile.store_partial",
+    "tile.store_atomic",
 }
+REDUCTIONS = {
+    "row_max": lambda x: x.amax(dim=1, keepdim=True),
+    "row_sum": lambda x: x.sum(dim=1, keepdim=True),
+    "row_min": lambda x: x.amin(dim=1, keepdim=True),
+    "col_sum": lambda x: x.sum(dim=0, keepdim=True),
+    "col_max": lambda x: x.amax(dim=0, keepdim=True),
+}
+ROW_EXPANDS = ("add", "sub", "mul", "div")
 TESTED_OPS = (
     {f"tile.{n}" for n in BINARY}
+    | {f"tile.{n}" for n in REDUCTIONS}
+    | {f"tile.row_expand_{n}" for n in ROW_EXPANDS}
     | {f"tile.{n}s" for n in BINARY}
     | {f"tile.{n}" for n in UNARY}
     | {f"scalar.{n}" for n in SCALAR}
@@ -354,6 +386,120 @@ def test_create_gives_zeros_of_the_shape_and_dtype(op):
     assert got.dtype == torch.float16
     assert got.shape == (4, 8)
     assert bool((got == 0).all())
+
+
+# ---------------------------------------------------------------- reductions and broadcasts
+
+
+@pytest.mark.parametrize("name", REDUCTIONS)
+def test_reduction_matches_torch(name):
+    x = rand(16, 32, seed=30)
+    operands = [tile_of(x), tile_of(torch.zeros_like(x))] if name.startswith("row") else [tile_of(x)]
+    got = apply(f"tile.{name}", operands)
+    torch.testing.assert_close(got, REDUCTIONS[name](x), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ROW_EXPANDS)
+def test_row_expand_broadcasts_the_row_vector_across_the_columns(name):
+    x, v = rand(16, 32, seed=31), rand(16, 1, seed=32).abs() + 0.5
+    got = apply(f"tile.row_expand_{name}", [tile_of(x), tile_of(v)])
+    torch.testing.assert_close(got, BINARY[name](x, v), rtol=0, atol=0)
+
+
+def test_col_expand_repeats_the_column_vector_down_the_rows_and_col_expand_mul_scales_by_it():
+    x, g = rand(16, 32, seed=33), rand(1, 32, seed=34)
+    torch.testing.assert_close(apply("tile.col_expand", [tile_of(x), tile_of(g)]), g.expand(16, 32))
+    torch.testing.assert_close(apply("tile.col_expand_mul", [tile_of(x), tile_of(g)]), x * g, rtol=0, atol=0)
+
+
+# ---------------------------------------------------------------- views, fills, tile assembly
+
+
+def test_reshape_keeps_the_elements_in_row_major_order():
+    x = rand(8, 16, seed=35)
+    got = apply("tile.reshape", [tile_of(x)], shape=(16, 8))
+    torch.testing.assert_close(got, x.reshape(16, 8), rtol=0, atol=0)
+
+
+def test_slice_copies_the_sub_tile_at_run_time_offsets():
+    x = rand(16, 32, seed=36)
+    got = apply("tile.slice", [tile_of(x), ([Var("k", INDEX), 8], (4, 8))], shape=(8, 16))
+    torch.testing.assert_close(got, x[4:12, 8:24], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(
+    ("pad", "value"), [(PadValue.zero, 0.0), (PadValue.min, -torch.inf), (PadValue.max, torch.inf)]
+)
+def test_fillpad_fills_outside_the_static_valid_shape(pad, value):
+    x = rand(8, 16, seed=37)
+    tile_type = TileType((8, 16), FP32, Mem.Vec, valid_shape=(3, 10))
+    got = apply("tile.fillpad", [(tile_type, x)], pad_value=pad)
+    torch.testing.assert_close(got[:3, :10], x[:3, :10], rtol=0, atol=0)
+    assert bool((got[3:] == value).all()) and bool((got[:, 10:] == value).all())
+
+
+def test_fillpad_of_an_int_tile_pads_with_the_dtype_limits_at_a_run_time_valid_shape():
+    x = torch.ones(4, 4, dtype=torch.int32)
+    got = apply("tile.fillpad", [tile_of(x), ([Var("n", INDEX), 4], (2, 4))], pad_value=PadValue.min)
+    assert got[2:].unique().tolist() == [torch.iinfo(torch.int32).min]
+    assert bool((got[:2] == 1).all())
+
+
+def test_full_fills_the_tile_with_the_value_in_its_dtype():
+    got = apply("tile.full", [(ScalarType(FP32), 1.5)], shape=(4, 8), dtype=FP16)
+    assert got.dtype == torch.float16 and bool((got == 1.5).all())
+
+
+def test_tile_assemble_writes_the_source_into_the_destinations_own_buffer():
+    dst, src = torch.zeros(8, 16), rand(2, 8, seed=38)
+    got = apply("tile.assemble", [tile_of(dst), tile_of(src), ([Var("r", INDEX), 8], (3, 8))])
+    assert got.data_ptr() == dst.data_ptr()
+    torch.testing.assert_close(dst[3:5, 8:], src, rtol=0, atol=0)
+    assert float(dst.abs().sum() - src.abs().sum()) == pytest.approx(0.0, abs=1e-5)
+
+
+def test_partial_load_reads_the_run_time_valid_region_and_zeroes_the_rest():
+    gm = rand(10, 16, seed=39)
+    n = Var("n", INDEX)
+    operands = [_gm(gm), ([n, 0], (8, 0)), ([n, n], (2, 12))]
+    got = apply("tile.load_partial", operands, shape=(8, 16), target_memory=Mem.Vec)
+    torch.testing.assert_close(got[:2, :12], gm[8:, :12], rtol=0, atol=0)
+    assert float(got.abs().sum() - gm[8:, :12].abs().sum()) == pytest.approx(0.0, abs=1e-5)
+
+
+def test_partial_load_with_a_valid_shape_beyond_the_tile_is_out_of_bounds():
+    n = Var("n", INDEX)
+    with pytest.raises(OutOfBoundsError, match=r"valid_shape \[9, 16\] leaves the tile's \[8, 16\]"):
+        apply(
+            "tile.load_partial",
+            [_gm(rand(20, 16)), ([0, 0], (0, 0)), ([n, 16], (9, 16))],
+            shape=(8, 16),
+            target_memory=Mem.Vec,
+        )
+
+
+def test_partial_store_writes_only_the_run_time_valid_region():
+    gm, tile = torch.zeros(10, 16), rand(8, 16, seed=40)
+    n = Var("n", INDEX)
+    apply("tile.store_partial", [tile_of(tile), ([n, 0], (8, 0)), _gm(gm), ([n, 16], (2, 16))])
+    torch.testing.assert_close(gm[8:], tile[:2], rtol=0, atol=0)
+    assert bool((gm[:8] == 0).all())
+
+
+def test_atomic_store_adds_into_global_memory():
+    gm, tile = torch.ones(8, 8), rand(4, 8, seed=41)
+    apply("tile.store_atomic", [tile_of(tile), ([4, 0], (4, 0)), _gm(gm)], atomic=AtomicType.Add)
+    apply("tile.store_atomic", [tile_of(tile), ([4, 0], (4, 0)), _gm(gm)], atomic=AtomicType.Add)
+    torch.testing.assert_close(gm[4:], 1 + 2 * tile)
+    assert bool((gm[:4] == 1).all())
+
+
+def test_atomic_store_of_a_partial_tile_adds_only_the_valid_rows():
+    gm, tile = torch.zeros(6, 8), rand(4, 8, seed=42)
+    n = Var("n", INDEX)
+    operands = [tile_of(tile), ([n, 0], (4, 0)), _gm(gm), ([n, 8], (2, 8))]
+    apply("tile.store_atomic", operands, atomic=AtomicType.Add)
+    torch.testing.assert_close(gm[4:], tile[:2], rtol=0, atol=0)
 
 
 # ---------------------------------------------------------------- scalar math

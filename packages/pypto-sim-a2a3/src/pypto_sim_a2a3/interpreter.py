@@ -1,6 +1,6 @@
 """Interpreters of lowered functions, written as coroutines for the scheduler.
 
-A :class:`Frame` walks one function body (``Assign``, ``Eval``, ``For``, ``Return``) and evaluates
+A :class:`Frame` walks one function body (``Assign``, ``Eval``, ``For``, ``If``, ``Return``) and evaluates
 expressions; its ``run()`` is a generator that yields scheduler events and returns the values of
 the function's ``Return``. :class:`KernelFrame` runs an AIC/AIV kernel on one core of a launch:
 tile values live in the core's buffers (a popped tile in its pipe slot), every op yields its
@@ -23,6 +23,7 @@ from pypto.ir import (
     Expr,
     For,
     Function,
+    If,
     MemorySpace,
     Return,
     Stmt,
@@ -76,6 +77,9 @@ class Frame:
             yield from self._eval_statement_call(stmt.value)
         elif isinstance(stmt, For):
             return (yield from self._exec_for(stmt))
+        elif isinstance(stmt, If):
+            taken = yield from self._eval(stmt.cond)
+            return (yield from self._exec_body(stmt.then_body if taken else stmt.else_body))
         elif isinstance(stmt, Return):
             return (yield from self._eval_all(stmt.values))
         else:

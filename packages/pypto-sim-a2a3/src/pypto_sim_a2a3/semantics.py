@@ -2,10 +2,11 @@
 
 An implementation takes the ``Call`` (for its attrs, result type and span) and its evaluated
 operands (torch tensors for tiles and GM tensors, Python numbers for scalars, tuples for offset
-lists) and returns a fresh value; the interpreter copies tile results into their buffers. Only
-``tile.store`` has an effect: it writes a region of a GM tensor. ``tile.gather_row`` is
-destination-passing: it writes one row into its destination tile's buffer (the op table says
-it writes operand 0) and returns that tile.
+lists) and returns a fresh value; the interpreter copies tile results into their buffers. The
+stores (``tile.store``, ``tile.store_partial``, ``tile.store_atomic``) have an effect: they write
+(or, atomically, add into) a region of a GM tensor. ``tile.gather_row`` and ``tile.assemble`` are
+destination-passing: they write into their destination tile's buffer (the op table says they
+write operand 0) and return that tile. A run-time valid shape arrives as an operand (a tuple).
 
 Hardware dtype behaviour: vector ops compute in the operand dtype, matmuls accumulate fp16/bf16
 in fp32 (ints in int32), and float->int casts round as the ``mode`` attr says and saturate.
@@ -19,7 +20,7 @@ from typing import Any
 
 import torch
 
-from pypto.ir import Call, DataType, ScalarType, TensorType, TileType, VerificationError
+from pypto.ir import Call, DataType, PadValue, ScalarType, TensorType, TileType, VerificationError
 from pypto_sim_a2a3.errors import DivisionByZeroError, OutOfBoundsError
 from pypto_sim_a2a3.memory import torch_dtype
 
@@ -246,6 +247,131 @@ def _create(call: Call, args: Sequence[Any]) -> torch.Tensor:
     return torch.zeros(call.type.shape, dtype=torch_dtype(call.type.dtype))
 
 
+# ---------------------------------------------------------------- reductions and broadcasts
+
+_REDUCTIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "row_max": lambda x: x.amax(dim=1, keepdim=True),
+    "row_sum": lambda x: x.sum(dim=1, keepdim=True),
+    "row_min": lambda x: x.amin(dim=1, keepdim=True),
+    "col_sum": lambda x: x.sum(dim=0, keepdim=True),
+    "col_max": lambda x: x.amax(dim=0, keepdim=True),
+}
+
+
+def _reduction_impl(name: str) -> OpImpl:
+    # The whole tile takes part (a row reduction's scratch operand holds nothing the result needs):
+    # pad a partial tile with pl.fillpad first.
+    reduce = _REDUCTIONS[name]
+    return lambda call, args: _result(call, reduce(args[0]))
+
+
+def _row_expand_impl(name: str) -> OpImpl:
+    fn = _BINARY[name]
+    return lambda call, args: _result(call, fn(call, args[0], args[1].expand_as(args[0])))
+
+
+@implements("tile.col_expand")
+def _col_expand(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    return _result(call, args[1].expand_as(args[0]))
+
+
+@implements("tile.col_expand_mul")
+def _col_expand_mul(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    return _result(call, args[0] * args[1].expand_as(args[0]))
+
+
+# ---------------------------------------------------------------- views, fills, tile assembly
+
+
+@implements("tile.reshape")
+def _reshape(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    return args[0].reshape(tuple(call.attrs["shape"])).clone()
+
+
+@implements("tile.slice")
+def _slice(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    tile, offsets = args
+    return _gm_region(call, tile, offsets, tuple(call.attrs["shape"])).clone()
+
+
+def pad_scalar(pad: PadValue, dtype: torch.dtype) -> float | int:
+    """The value ``pad`` stands for in ``dtype``: 0, or the lowest / highest value (±inf for floats)."""
+    if pad is PadValue.zero:
+        return 0
+    if dtype.is_floating_point:
+        return -torch.inf if pad is PadValue.min else torch.inf
+    info = torch.iinfo(dtype)
+    return info.min if pad is PadValue.min else info.max
+
+
+def _valid_extent(call: Call, valid: Sequence[int], shape: Sequence[int]) -> tuple[int, ...]:
+    """A run-time valid shape, checked against the tile's shape."""
+    for dim, (size, full) in enumerate(zip(valid, shape, strict=True)):
+        if not 0 <= size <= full:
+            raise OutOfBoundsError(
+                f"{_user_op(call)}: valid_shape {list(valid)} leaves the tile's {list(shape)} in dim {dim}",
+                call.span,
+                "keep each valid extent between 0 and the tile's extent, e.g. pl.minimum(rows, n - row)",
+            )
+    return tuple(valid)
+
+
+@implements("tile.fillpad")
+def _fillpad(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    x = args[0]
+    tile_type = call.args[0].type
+    assert isinstance(tile_type, TileType)
+    valid = args[1] if len(args) == 2 else tile_type.valid_shape or tile_type.shape
+    valid = _valid_extent(call, valid, tile_type.shape)
+    padded = torch.full_like(x, pad_scalar(call.attrs["pad_value"], x.dtype))
+    padded[_leading(valid)] = x[_leading(valid)]
+    return padded
+
+
+@implements("tile.full")
+def _full(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    assert isinstance(call.type, TileType)
+    return torch.full(call.type.shape, args[0], dtype=torch_dtype(call.type.dtype))
+
+
+@implements("tile.assemble")
+def _assemble(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    # Destination-passing, like gather_row: the source lands in the destination tile's own bytes.
+    dst, src, offsets = args
+    _gm_region(call, dst, offsets, tuple(src.shape)).copy_(src)
+    return dst
+
+
+@implements("tile.load_partial")
+def _load_partial(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    tensor, offsets, valid = args
+    assert isinstance(call.type, TileType)
+    valid = _valid_extent(call, valid, call.type.shape)
+    tile = torch.zeros(call.type.shape, dtype=torch_dtype(call.type.dtype))
+    tile[_leading(valid)] = _gm_region(call, tensor, offsets, valid)
+    return tile
+
+
+@implements("tile.store_partial")
+def _store_partial(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    tile, offsets, tensor, valid = args
+    valid = _valid_extent(call, valid, tuple(tile.shape))
+    _gm_region(call, tensor, offsets, valid).copy_(tile[_leading(valid)])
+    return tensor
+
+
+@implements("tile.store_atomic")
+def _store_atomic(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    # AtomicType.Add: the tile's valid region is added to what global memory holds.
+    tile, offsets, tensor = args[:3]
+    tile_type = call.args[0].type
+    assert isinstance(tile_type, TileType)
+    valid = args[3] if len(args) == 4 else tile_type.valid_shape or tile_type.shape
+    valid = _valid_extent(call, valid, tuple(tile.shape))
+    _gm_region(call, tensor, offsets, valid).add_(tile[_leading(valid)].to(tensor.dtype))
+    return tensor
+
+
 # ---------------------------------------------------------------- scalar (index) math
 
 _SCALAR_BINARY: dict[str, Callable[[Any, Any], Any]] = {
@@ -302,6 +428,10 @@ def _register_op_families() -> None:
         implements(f"tile.{name}s")(_binary_scalar_impl(name))
     for name in _UNARY:
         implements(f"tile.{name}")(_unary_impl(name))
+    for name in _REDUCTIONS:
+        implements(f"tile.{name}")(_reduction_impl(name))
+    for name in ("add", "sub", "mul", "div"):
+        implements(f"tile.row_expand_{name}")(_row_expand_impl(name))
     for name in _SCALAR_BINARY:
         implements(f"scalar.{name}")(_scalar_impl(name))
 
