@@ -89,3 +89,12 @@ def test_the_summary_keeps_the_core_lines_and_labels_every_figure_modeled():
     assert "cube-vector overlap 10.0% of the modeled time" in summary
     assert "k: 100 modeled cycles = 1.25x its cube bound" in summary
     assert "the cube side dominates" in summary
+
+
+def test_a_run_where_cube_and_vector_take_turns_suggests_a_mixed_kernel():
+    report = _report(
+        Slice("cg0.AIC", 0, 60, "tile.matmul", "CUBE", "k"),
+        Slice("cg0.AIV0", 60, 40, "tile.add", "VECTOR", "k"),
+    )
+    assert "cube and vector never ran at once" in report.summary()
+    assert "dominates" not in report.summary()

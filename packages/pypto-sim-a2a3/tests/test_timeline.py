@@ -3,14 +3,15 @@ report derives from them (overlap, breakdowns, roofline). Invariants and ratios 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from itertools import pairwise
 
 import pytest
 import torch
-from sim_lowered import rand, run, single, vector_binary_kernel
+from sim_lowered import FunctionBuilder, Mem, rand, run, single, tensor_t, vector_binary_kernel
 from sim_mixed import MatmulBias
 
-from pypto.ir import SplitMode
+from pypto.ir import Direction, FunctionKind, SplitMode
 
 
 def _stream(slot_num: int = 2, consumer_work: int = 0, mode: SplitMode = SplitMode.UP_DOWN):
@@ -104,3 +105,22 @@ def test_the_summary_states_overlap_and_ring_occupancy_as_modeled_figures():
     summary = _stream().summary()
     assert "cube-vector overlap" in summary and "of the modeled time" in summary
     assert "ring mixed_c2v cg0.AIV0:" in summary
+
+
+def test_an_aiv_kernel_split_up_down_runs_on_both_lanes_each_on_its_half():
+    k = FunctionBuilder("halves", FunctionKind.AIV)
+    a, b = k.param("a", tensor_t((128, 128))), k.param("b", tensor_t((128, 128)))
+    out = k.param("out", tensor_t((128, 128)), Direction.Out)
+    lane = k.op("lane", "get_subblock_idx")
+    row = k.scalar("scalar.mul", lane, 64)
+    x = k.op("x", "tile.load", a, [row, 0], shape=(64, 128), target_memory=Mem.Vec)
+    y = k.op("y", "tile.load", b, [row, 0], shape=(64, 128), target_memory=Mem.Vec)
+    k.do("tile.store", k.op("z", "tile.add", x, y), [row, 0], out)
+    kernel = k.build()
+    split = replace(kernel, attrs={**kernel.attrs, "split": SplitMode.UP_DOWN})
+    x_in, y_in, result = rand(128, 128), rand(128, 128, seed=1), torch.zeros(128, 128)
+    report = run(single(split), x_in, y_in, result)
+    torch.testing.assert_close(result, x_in + y_in)
+    assert report.busy_cycles["cg0.AIV0"] == report.busy_cycles["cg0.AIV1"] > 0
+    alone = run(single(kernel), x_in, y_in, torch.zeros(128, 128))
+    assert alone.busy_cycles["cg0.AIV1"] == 0

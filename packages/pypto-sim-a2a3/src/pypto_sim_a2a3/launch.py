@@ -1,6 +1,8 @@
 """One task's launch on a core group: which kernel runs on which core, and what the cores share.
 
-A plain AIC or AIV kernel runs alone, on the AIC or on AIV lane 0. A ``Group`` kernel's body calls
+A plain AIC or AIV kernel runs alone, on the AIC or on AIV lane 0; an AIV kernel split ``UP_DOWN``
+or ``LEFT_RIGHT`` (``attrs["split"]``) is data-parallel and runs on both AIV lanes, each on its
+share (its lane from ``get_subblock_idx``). A ``Group`` kernel's body calls
 its AIC kernel, then its AIV kernel: the first runs on the AIC and the second on both AIV lanes,
 all three concurrently, sharing the launch's pipes (``<group>_c2v``, ``<group>_v2c``), its
 ``system.syncall`` barrier and its record of GM accesses.
@@ -33,6 +35,7 @@ from pypto.ir import (
     VerificationError,
 )
 from pypto.ir.nodes import stmt_exprs, walk_expr, walk_stmts
+from pypto.ir.ops import split_axis
 from pypto_sim_a2a3.arguments import argument_mismatch
 from pypto_sim_a2a3.barrier import SyncAll
 from pypto_sim_a2a3.coherence import GmOrder
@@ -224,6 +227,10 @@ def plan_launch(
     recorder: Recorder,
 ) -> tuple[Launch, list[Placement]]:
     """The launch of ``kernel`` on ``group`` and the kernel body each of its cores runs."""
+    if kernel.kind is FunctionKind.AIV and data_parallel(kernel):
+        lanes = [(core, CoreKind.AIV, lane, False) for lane, core in enumerate(group.aiv)]
+        launch = Launch(kernel.name, group, target, lanes, recorder, piped=False)
+        return launch, [Placement(role, kernel, args) for role in launch.roles]
     if kernel.kind in (FunctionKind.AIC, FunctionKind.AIV):
         aic = kernel.kind is FunctionKind.AIC
         seat = (group.aic, CoreKind.AIC, 0, False) if aic else (group.aiv[0], CoreKind.AIV, 0, False)
@@ -244,6 +251,11 @@ def plan_launch(
         call.span,
         "run the pass pipeline: it splits InCore functions into AIC and AIV kernels",
     )
+
+
+def data_parallel(kernel: Function) -> bool:
+    """True for an AIV kernel split UP_DOWN or LEFT_RIGHT: both lanes run it, each on its share."""
+    return split_axis(kernel.attrs.get("split") or SplitMode.NONE) is not None
 
 
 def resolve_callee(program: Program, call: Call, args: Sequence[Any]) -> Function:

@@ -250,14 +250,23 @@ class RunReport:
             lines.append(f"  cube-vector overlap {self.overlap:.1%} of the modeled time")
         lines += [f"  {_roofline_line(line)}" for line in self.roofline() if line.bound_cycles]
         lines += [f"  {_ring_line(ring, self.total_cycles)}" for ring in self.rings]
-        side = self.dominant_side()
-        if side is not None:
-            other = "vector lanes" if side == "cube" else "cube"
-            lines.append(
-                f"  the {side} side dominates: the {other} wait on it, so overlap cannot hide it; "
-                f"shorten the {side} work to go faster"
-            )
+        lines += self._advice()
         return "\n".join(lines)
+
+    def _advice(self) -> list[str]:
+        side = self.dominant_side()
+        if self.timeline and self.overlap_cycles() == 0 and _both_sides_busy(self.busy_cycles):
+            return [
+                "  cube and vector never ran at once: put both in one pl.at scope with pl.split "
+                "so that they overlap"
+            ]
+        if side is None:
+            return []
+        other = "vector lanes" if side == "cube" else "cube"
+        return [
+            f"  the {side} side dominates: the {other} wait on it, so overlap cannot hide it; "
+            f"shorten the {side} work to go faster"
+        ]
 
     def breakdown_table(self) -> str:
         """Per kernel, per op: count, busy modeled cycles and share of the kernel's busy cycles."""
@@ -270,6 +279,11 @@ class RunReport:
                     f"{kernel:<20} {op:<24} {stats.count:>7} {stats.cycles:>15} {stats.cycles / busy:>7.1%}"
                 )
         return "\n".join(lines)
+
+
+def _both_sides_busy(busy: dict[str, int]) -> bool:
+    cube = any(v for k, v in busy.items() if k.endswith(".AIC"))
+    return cube and any(v for k, v in busy.items() if ".AIV" in k)
 
 
 def _roofline_line(line: Roofline) -> str:

@@ -1,6 +1,7 @@
 """ExpandMixedKernel: each InCore kernel becomes an AIC kernel, an AIV kernel, or both.
 
-A pure cube kernel becomes ``AIC``, a pure vector kernel ``AIV``. A mixed kernel ``k`` becomes
+A pure cube kernel becomes ``AIC``, a pure vector kernel ``AIV`` (it keeps its ``split``: split
+``UP_DOWN`` or ``LEFT_RIGHT``, both AIV lanes run it on their shares). A mixed kernel ``k`` becomes
 ``k_aic`` (cube ops + the shared control flow), ``k_aiv`` (vector ops + the same control
 flow) and a ``Group`` kernel that launches both on one core group. Each ``aiv_shard`` becomes
 ``tpush_to_aiv`` on the AIC and ``tpop_from_aic`` on the AIV; each ``aic_gather`` becomes

@@ -5,6 +5,10 @@ crossing becomes ``aiv_shard`` (each lane receives its share of the cube's tile)
 vector->cube crossing ``aic_gather``. Vector-side tiles shrink to one lane's share: loads and
 stores of global memory shift by ``lane * share`` along the split axis, where ``lane`` is
 ``pl.get_subblock_idx()``. With ``NONE`` nothing is halved: lane 0 does the vector work.
+
+A pure vector kernel marked ``pl.split(UP_DOWN)`` or ``pl.split(LEFT_RIGHT)`` is split the same
+way and becomes data-parallel: both lanes run it, each on its share (unmarked or ``NONE``, it
+runs on lane 0 alone).
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from pypto.ir.nodes import walk_stmts
 from pypto.ir.ops import split_axis, split_shape
 from pypto.passes.manager import PassContext
 from pypto.passes.rewrite import NameGen, index_add, index_tuple, map_functions, substitute_expr
-from pypto.passes.sides import is_crossing, is_mixed
+from pypto.passes.sides import Side, first_ops_by_side, is_crossing, is_mixed
 
 # Vector ops whose result is not the lane-wise combination of lane shares along an axis.
 _NOT_SPLITTABLE = {1: frozenset({"tile.concat"})}
@@ -54,9 +58,9 @@ class LowerAutoVectorSplit:
         return map_functions(program, (FunctionKind.InCore,), self.lower)
 
     def lower(self, fn: Function) -> Function:
-        if not is_mixed(fn) or has_split_regions(fn):
-            return fn
         mode = fn.attrs.get("split") or SplitMode.NONE
+        if not _splits(fn, mode) or has_split_regions(fn):
+            return fn
         names = NameGen.for_function(fn)
         lane = Var(names.fresh("lane"), INDEX, fn.span)
         split = _Splitter(fn, mode, lane)
@@ -64,6 +68,13 @@ class LowerAutoVectorSplit:
         if split_axis(mode) is not None:
             body = (Assign(lane, make_call("get_subblock_idx", ()), fn.span), *body)
         return replace(fn, body=body, attrs={**fn.attrs, "split": mode})
+
+
+def _splits(fn: Function, mode: SplitMode) -> bool:
+    """A mixed kernel always goes through the split (NONE too); a pure vector one when it halves."""
+    if is_mixed(fn):
+        return True
+    return split_axis(mode) is not None and set(first_ops_by_side(fn)) == {Side.VECTOR}
 
 
 @dataclass
