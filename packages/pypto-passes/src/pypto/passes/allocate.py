@@ -31,7 +31,7 @@ from pypto.ir import (
     Var,
     get_op,
 )
-from pypto.ir.nodes import BLOCK_STMTS, stmt_exprs, used_vars
+from pypto.ir.nodes import nested_bodies, stmt_exprs, used_vars
 from pypto.passes.manager import PassContext
 
 KERNEL_KINDS = (FunctionKind.AIC, FunctionKind.AIV)
@@ -57,9 +57,10 @@ def _scan(body: tuple[Stmt, ...], live: _Liveness, loops: tuple[int, ...]) -> No
             live.defs[stmt.target] = pos
             live.def_loops[stmt.target] = loops
             live.last_use.setdefault(stmt.target, pos)
-        elif isinstance(stmt, BLOCK_STMTS):
+        elif nested_bodies(stmt):
             inner = (*loops, pos) if isinstance(stmt, For) else loops
-            _scan(stmt.body, live, inner)
+            for body_ in nested_bodies(stmt):  # an If's arms one after the other: only one runs
+                _scan(body_, live, inner)
             live.loop_end[pos] = live.position - 1
 
 
@@ -103,8 +104,8 @@ def _extend_for_loops(body: tuple[Stmt, ...], live: _Liveness) -> dict[Var, floa
                         if outer:
                             # Live through the loop's last op too: the next iteration reads it.
                             ends[v] = max(ends.get(v, 0), live.loop_end[outer[0]] + 0.5)
-            if isinstance(stmt, BLOCK_STMTS):
-                visit(stmt.body, (*loops, pos) if isinstance(stmt, For) else loops)
+            for inner in nested_bodies(stmt):
+                visit(inner, (*loops, pos) if isinstance(stmt, For) else loops)
 
     visit(body, ())
     return ends

@@ -24,6 +24,7 @@ from pypto.ir import (
     For,
     Function,
     FunctionKind,
+    If,
     MemorySpace,
     ParseError,
     PlatformError,
@@ -37,7 +38,7 @@ from pypto.ir import (
     TileType,
     make_call,
 )
-from pypto.ir.nodes import walk_stmts
+from pypto.ir.nodes import nested_bodies, walk_stmts, with_bodies
 from pypto.passes.manager import PassContext
 from pypto.passes.sides import BOUNDARY_OPS, Side, call_side, first_ops_by_side
 from pypto.passes.vector_split import has_split_regions
@@ -195,12 +196,11 @@ class _SideSplitter:
                 lane = Assign(stmt.lane, make_call("get_subblock_idx", ()), stmt.span)
                 _, inner = self.block(stmt.body, in_region=True)
                 vector.extend((lane, *inner))
-            elif isinstance(stmt, For):
-                c, v = self.block(stmt.body, in_region)
-                if c:
-                    cube.append(replace(stmt, body=c))
-                if v:
-                    vector.append(replace(stmt, body=v))
+            elif isinstance(stmt, (For, If)):
+                sides = [self.block(b, in_region) for b in nested_bodies(stmt)]
+                for out, side_bodies in ((cube, [c for c, _ in sides]), (vector, [v for _, v in sides])):
+                    if any(side_bodies):
+                        out.append(with_bodies(stmt, tuple(side_bodies)))
             elif isinstance(stmt, (Assign, Eval)) and isinstance(stmt.value, Call):
                 c, v = self.statement(stmt, in_region)
                 cube.extend(c)

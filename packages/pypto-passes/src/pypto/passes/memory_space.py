@@ -32,6 +32,8 @@ _OPERAND_SPACE = {
     ("tile.matmul_acc", 2): MemorySpace.Right,
 }
 _KERNELS = (FunctionKind.InCore, FunctionKind.AIC, FunctionKind.AIV)
+_LOADS = frozenset({"tile.load", "tile.load_partial"})
+_STORES = frozenset({"tile.store", "tile.store_partial", "tile.store_atomic"})
 
 
 @dataclass(frozen=True)
@@ -92,14 +94,14 @@ def _check_paths(fn: Function, target: Target) -> None:
     for stmt in walk_stmts(fn.body):
         for expr in stmt_exprs(stmt):
             for e in walk_expr(expr):
-                if isinstance(e, Call) and e.op in ("tile.load", "tile.store", "tile.move"):
+                if isinstance(e, Call) and (e.op in _LOADS or e.op in _STORES or e.op == "tile.move"):
                     _check_path(e, target)
 
 
 def _check_path(call: Call, target: Target) -> None:
-    if call.op == "tile.load":
+    if call.op in _LOADS:
         src, dst = MemorySpace.DDR, call.type.memory_space  # type: ignore[attr-defined]
-    elif call.op == "tile.store":
+    elif call.op in _STORES:
         src, dst = call.args[0].type.memory_space, MemorySpace.DDR  # type: ignore[attr-defined]
     else:
         if is_crossing(call):

@@ -7,12 +7,14 @@ from dataclasses import dataclass, replace
 from pypto.ir import (
     UNIT,
     Assign,
+    AtomicType,
     Const,
     Direction,
     Eval,
     For,
     Function,
     FunctionKind,
+    If,
     Level,
     Param,
     ParseError,
@@ -27,7 +29,7 @@ from pypto.ir import (
     get_op,
     make_call,
 )
-from pypto.ir.nodes import Call, Expr, stmt_exprs, walk_expr, walk_stmts
+from pypto.ir.nodes import Call, Expr, nested_bodies, stmt_exprs, walk_expr, walk_stmts, with_bodies
 from pypto.ir.types import INDEX, describe
 from pypto.passes.manager import PassContext
 from pypto.passes.rewrite import NameGen, defined_vars, free_vars, substitute_body, vars_used_in
@@ -47,11 +49,20 @@ def tensor_access(body: tuple[Stmt, ...]) -> tuple[set[Var], set[Var]]:
             for e in walk_expr(expr):
                 if not isinstance(e, Call) or e.op == "call":
                     continue
-                writes = get_op(e.op).writes
+                op = get_op(e.op)
                 for index, arg in enumerate(e.args):
-                    if isinstance(arg, Var):
-                        (written if index in writes else read).add(arg)
+                    if not isinstance(arg, Var):
+                        continue
+                    if index in op.writes:
+                        written.add(arg)
+                    # An atomic write adds to what the tensor holds: it reads it too.
+                    if index not in op.writes or index in op.reads or _atomic(e):
+                        read.add(arg)
     return read, written
+
+
+def _atomic(call: Call) -> bool:
+    return call.attrs.get("atomic", AtomicType.NONE) is not AtomicType.NONE
 
 
 @dataclass(frozen=True)
@@ -85,8 +96,9 @@ class OutlineScopes:
         for stmt in body:
             if isinstance(stmt, ScopeStmt):
                 out.extend(self._outline(entry, stmt, names, kernels))
-            elif isinstance(stmt, For):
-                out.append(replace(stmt, body=self._block(entry, stmt.body, names, kernels)))
+            elif isinstance(stmt, (For, If)):
+                bodies = tuple(self._block(entry, b, names, kernels) for b in nested_bodies(stmt))
+                out.append(with_bodies(stmt, bodies))
             else:
                 out.append(stmt)
         return tuple(out)
@@ -183,7 +195,7 @@ def _without(body: tuple[Stmt, ...], scope: ScopeStmt) -> tuple[Stmt, ...]:
     for stmt in body:
         if stmt is scope:
             continue
-        if isinstance(stmt, (For, ScopeStmt)):
-            stmt = replace(stmt, body=_without(stmt.body, scope))
+        if isinstance(stmt, (For, ScopeStmt, If)):
+            stmt = with_bodies(stmt, tuple(_without(b, scope) for b in nested_bodies(stmt)))
         out.append(stmt)
     return tuple(out)

@@ -15,6 +15,7 @@ from pypto.ir import (
     For,
     Function,
     FunctionKind,
+    If,
     Program,
     Return,
     ScopeStmt,
@@ -124,6 +125,10 @@ def substitute_body(body: tuple[Stmt, ...], mapping: dict[Var, Expr]) -> tuple[S
             )
         elif isinstance(stmt, (ScopeStmt, SplitAivRegion)):
             out.append(replace(stmt, body=substitute_body(stmt.body, mapping)))
+        elif isinstance(stmt, If):
+            then_body, else_body = (substitute_body(b, mapping) for b in (stmt.then_body, stmt.else_body))
+            cond = substitute_expr(stmt.cond, mapping)
+            out.append(replace(stmt, cond=cond, then_body=then_body, else_body=else_body))
         else:
             out.append(stmt)
     return tuple(out)

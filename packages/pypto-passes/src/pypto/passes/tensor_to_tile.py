@@ -4,11 +4,14 @@ Consecutive tensor-level statements of a kernel form a *region*. Tensor values c
 region become tiles; tensors from global memory are loaded where they are used (Vec for vector
 operands; Mat, then Left/Right, for matmul operands); ``tensor.assemble`` becomes ``tile.store``.
 
-Regions are tiled by rows: most ops are row-local (elementwise ops, a matmul's left operand and
-result, column concat), so the region runs as a loop over row blocks of ``R`` rows. ``R`` is the
-largest divisor of the row count, at most ``max_block_rows``, for which the region's tiles fit
-the target's on-chip budgets (checked with the allocator itself). A matmul's right operand is
-loaded whole, once, before the loop.
+Regions are tiled by rows: most ops are row-local (elementwise ops, row reductions and
+row broadcasts, a matmul's left operand, accumulator and result, column concat), so the region
+runs as a loop over row blocks of ``R`` rows. ``R`` is the largest divisor of the row count, at
+most ``max_block_rows``, for which the region's tiles fit the target's on-chip budgets (checked
+with the allocator itself). A matmul's right operand and a broadcast column vector are loaded
+whole, once, before the loop. A region with a column reduction or a reshape combines rows, so it
+runs whole. A slice of a global tensor (``a[:, k0:k0 + 128]``) is a view: its uses load from the
+tensor at the slice's offsets. An atomic ``assemble`` becomes ``tile.store_atomic``.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from pypto.ir import (
     INDEX,
     Assign,
+    AtomicType,
     Call,
     Const,
     Eval,
@@ -27,10 +31,10 @@ from pypto.ir import (
     For,
     Function,
     FunctionKind,
+    If,
     MemorySpace,
     ParseError,
     Program,
-    ScalarType,
     SourceSpan,
     SplitAivRegion,
     Stmt,
@@ -41,7 +45,7 @@ from pypto.ir import (
     Var,
     make_call,
 )
-from pypto.ir.nodes import stmt_exprs, used_vars, walk_stmts
+from pypto.ir.nodes import nested_bodies, stmt_exprs, used_vars, walk_stmts, with_bodies
 from pypto.passes.fit import fits_alone
 from pypto.passes.manager import PassContext
 from pypto.passes.rewrite import NameGen, index_add, index_tuple, map_functions
@@ -57,6 +61,27 @@ def is_tensor_stmt(stmt: Stmt) -> bool:
 
 def _suffix(op: str) -> str:
     return op.split(".", 1)[1]
+
+
+# Ops that combine or move elements across rows: their region runs whole.
+_WHOLE_REGION_OPS = frozenset({"tensor.col_sum", "tensor.col_max", "tensor.reshape"})
+# The operand loaded whole, once before the row loop: a matmul's right operand, a column vector.
+_WHOLE_OPERAND = {
+    "tensor.matmul": 1,
+    "tensor.matmul_acc": 2,
+    "tensor.col_expand": 1,
+    "tensor.col_expand_mul": 1,
+}
+# (space, row-local) of each operand of the tile op a tensor op becomes; Vec and row-local otherwise.
+_OPERAND_SPACES: dict[str, tuple[tuple[MemorySpace, bool], ...]] = {
+    "matmul": ((MemorySpace.Left, True), (MemorySpace.Right, False)),
+    "matmul_acc": ((MemorySpace.Acc, True), (MemorySpace.Left, True), (MemorySpace.Right, False)),
+    "col_expand": ((MemorySpace.Vec, True), (MemorySpace.Vec, False)),
+    "col_expand_mul": ((MemorySpace.Vec, True), (MemorySpace.Vec, False)),
+}
+_VEC_ROWS = (MemorySpace.Vec, True)
+# Tile row reductions take a scratch tile shaped like their operand.
+_ROW_REDUCTIONS = frozenset({"row_max", "row_sum", "row_min"})
 
 
 @dataclass(frozen=True)
@@ -92,8 +117,9 @@ class ConvertTensorToTileOps:
             if region:
                 flush()
             _reject_uses(stmt, lowered_values)
-            if isinstance(stmt, (For, SplitAivRegion)):
-                stmt = replace(stmt, body=self._block(stmt.body, fn, names, target))
+            if isinstance(stmt, (For, SplitAivRegion, If)):
+                bodies = tuple(self._block(b, fn, names, target) for b in nested_bodies(stmt))
+                stmt = with_bodies(stmt, bodies)
             out.append(stmt)
         if region:
             flush()
@@ -131,14 +157,9 @@ def _block_rows(region: list[Stmt]) -> int | None:
     for stmt in region:
         call = stmt.value
         assert isinstance(call, Call)
-        if call.op == "tensor.assemble":
-            operands: tuple[Expr, ...] = (call.args[1],)
-        elif call.op == "tensor.matmul":
-            if call.attrs.get("a_trans") or call.args[1] in defs:
-                return None
-            operands = (call.args[0],)
-        else:
-            operands = call.args
+        operands = _row_operands(call, defs)
+        if operands is None:
+            return None
         if isinstance(stmt, Assign):
             operands = (*operands, stmt.target)
         for x in operands:
@@ -147,6 +168,29 @@ def _block_rows(region: list[Stmt]) -> int | None:
             if isinstance(x.type, TensorType):
                 row_counts.add(x.type.shape[0])
     return row_counts.pop() if len(row_counts) == 1 else None
+
+
+def _row_operands(call: Call, defs: dict[Var, Call]) -> tuple[Expr, ...] | None:
+    """The operands of ``call`` blocked by rows with its result; None if the region must run whole."""
+    if call.op in _WHOLE_REGION_OPS:
+        return None
+    if call.op == "tensor.assemble":
+        return (call.args[1],)
+    if call.op == "tensor.slice":
+        return () if _is_view(call.args[0], defs) else None
+    whole = _WHOLE_OPERAND.get(call.op)
+    if whole is None:
+        return call.args
+    if call.attrs.get("a_trans") or not _is_view(call.args[whole], defs):
+        return None
+    return tuple(a for i, a in enumerate(call.args) if i != whole)
+
+
+def _is_view(x: Expr, defs: dict[Var, Call]) -> bool:
+    """A tensor read from global memory: a tensor the region does not compute, or a slice of one."""
+    if not isinstance(x, Var) or x not in defs:
+        return True
+    return defs[x].op == "tensor.slice" and _is_view(defs[x].args[0], defs)
 
 
 def _reject_uses(stmt: Stmt, lowered_values: set[Var]) -> None:
@@ -171,6 +215,7 @@ class _RegionLowering:
     names: NameGen
     target: Target
     tiles: dict[tuple[Var, MemorySpace, bool], Var] = field(default_factory=dict)
+    views: dict[Var, tuple[Var, list[Expr]]] = field(default_factory=dict)  # slice -> (tensor, offsets)
     hoisted: list[Stmt] = field(default_factory=list)
     body: list[Stmt] = field(default_factory=list)
     row: Expr = field(default_factory=lambda: Const(0, INDEX))
@@ -205,20 +250,40 @@ class _RegionLowering:
             return
         assert isinstance(stmt, Assign)
         op = _suffix(call.op)
-        if op == "matmul":
-            lhs = self._tile(call.args[0], MemorySpace.Left, True, call.span)
-            rhs = self._tile(call.args[1], MemorySpace.Right, False, call.span)
-            args: tuple[Expr, ...] = (lhs, rhs)
-        else:
-            args = tuple(
-                a if isinstance(a.type, ScalarType) else self._tile(a, MemorySpace.Vec, True, call.span)
-                for a in call.args
-            )
+        if op == "slice" and _is_view(stmt.target, self.defs):
+            self._view(stmt.target, call)
+            return
+        spaces = _OPERAND_SPACES.get(op, ())
+        args = tuple(
+            self._operand(a, spaces[i] if i < len(spaces) else _VEC_ROWS, call.span)
+            for i, a in enumerate(call.args)
+        )
+        if op in _ROW_REDUCTIONS:
+            args = (*args, self._scratch(args[0]))
         value = make_call(f"tile.{op}", args, call.attrs, call.span)
         tile = Var(stmt.target.name, value.type, stmt.target.span)
         self.body.append(Assign(tile, value, stmt.span))
         assert isinstance(value.type, TileType) and value.type.memory_space is not None
         self.tiles[(stmt.target, value.type.memory_space, True)] = tile
+
+    def _operand(self, x: Expr, placement: tuple[MemorySpace, bool], span: SourceSpan | None) -> Expr:
+        """A tensor operand as a tile in ``placement``'s space; scalars and offset lists stay."""
+        if not isinstance(x.type, (TensorType, TileType)):
+            return x
+        space, row_local = placement
+        return self._tile(x, space, row_local, span)
+
+    def _scratch(self, like: Expr) -> Var:
+        assert isinstance(like.type, TileType)
+        attrs = {"shape": like.type.shape, "dtype": like.type.dtype, "target_memory": MemorySpace.Vec}
+        return self._emit("tmp", make_call("tile.create", (), attrs), self.body)
+
+    def _view(self, target: Var, call: Call) -> None:
+        """``target = tensor.slice(src, offsets)`` of global memory: remember where it starts."""
+        src, offsets = call.args
+        assert isinstance(src, Var) and isinstance(offsets, TupleExpr)
+        base, starts = self.views.get(src, (src, [Const(0, INDEX) for _ in offsets.elements]))
+        self.views[target] = (base, [index_add(a, b) for a, b in zip(starts, offsets.elements, strict=True)])
 
     def _assemble(self, call: Call, span: SourceSpan | None) -> None:
         dst, value, offsets = call.args
@@ -230,7 +295,11 @@ class _RegionLowering:
             tile = self._tile(value, natural, True, call.span)
         elements = list(offsets.elements)
         elements[0] = index_add(elements[0], self.row)
-        store = make_call("tile.store", (tile, index_tuple(elements), dst), {}, call.span)
+        atomic = call.attrs.get("atomic", AtomicType.NONE)
+        op, attrs = (
+            ("tile.store", {}) if atomic is AtomicType.NONE else ("tile.store_atomic", {"atomic": atomic})
+        )
+        store = make_call(op, (tile, index_tuple(elements), dst), attrs, call.span)
         self.body.append(Eval(store, span))
 
     def _natural_space(self, value: Expr) -> MemorySpace:
@@ -248,7 +317,8 @@ class _RegionLowering:
         key = (x, space, row_local)
         if key in self.tiles:
             return self.tiles[key]
-        tile = self._convert(x, space, span) if x in self.defs else self._load(x, space, row_local, span)
+        computed = x in self.defs and x not in self.views
+        tile = self._convert(x, space, span) if computed else self._load(x, space, row_local, span)
         self.tiles[key] = tile
         return tile
 
@@ -265,20 +335,24 @@ class _RegionLowering:
         return tile
 
     def _load(self, x: Var, space: MemorySpace, row_local: bool, span: SourceSpan | None) -> Var:
+        """Load ``x`` (a tensor, or a view of one) whole or, row-local, as this block's rows."""
         assert isinstance(x.type, TensorType)
         shape = list(x.type.shape)
-        offsets: list[Expr] = [Const(0, INDEX) for _ in shape]
+        base, starts = self.views.get(x, (x, [Const(0, INDEX) for _ in shape]))
+        offsets = list(starts)
         blocked = row_local and self.block is not None
         if blocked:
             shape[0] = self.block  # type: ignore[assignment]
-            offsets[0] = self.row
+            offsets[0] = index_add(offsets[0], self.row)
         sink = self.body if blocked or not isinstance(self.row, Var) else self.hoisted
         staging = (
             MemorySpace.Mat if space in (MemorySpace.Left, MemorySpace.Right, MemorySpace.Bias) else space
         )
         attrs = {"shape": tuple(shape), "target_memory": staging}
         tile = self._emit(
-            f"{x.name}_{staging.name.lower()}", make_call("tile.load", (x, index_tuple(offsets)), attrs), sink
+            f"{x.name}_{staging.name.lower()}",
+            make_call("tile.load", (base, index_tuple(offsets)), attrs),
+            sink,
         )
         if staging is not space:
             tile = self._emit(

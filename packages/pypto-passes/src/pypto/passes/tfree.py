@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from pypto.ir import Assign, Call, Eval, Function, FunctionKind, Program, Stmt, Var, make_call
-from pypto.ir.nodes import BLOCK_STMTS, stmt_exprs, used_vars, walk_stmts
+from pypto.ir.nodes import nested_bodies, stmt_exprs, used_vars, walk_stmts, with_bodies
 from pypto.passes.manager import PassContext
 from pypto.passes.rewrite import map_functions
 
@@ -53,7 +53,7 @@ class StampTfree:
 
 
 def _stamp(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
-    out = [replace(s, body=_stamp(s.body)) if isinstance(s, BLOCK_STMTS) else s for s in body]
+    out = [with_bodies(s, tuple(map(_stamp, nested_bodies(s)))) if nested_bodies(s) else s for s in body]
     for index in range(len(out) - 1, -1, -1):
         popped = _pop(out[index])
         if popped is None:
@@ -67,8 +67,8 @@ def _stamp(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
 
 def _check_freed(fn: Function, body: tuple[Stmt, ...], ctx: PassContext) -> None:
     for index, stmt in enumerate(body):
-        if isinstance(stmt, BLOCK_STMTS):
-            _check_freed(fn, stmt.body, ctx)
+        for inner in nested_bodies(stmt):
+            _check_freed(fn, inner, ctx)
         popped = _pop(stmt)
         if popped is not None and not _freed(body[index + 1 :], popped):
             call = stmt.value  # type: ignore[attr-defined]

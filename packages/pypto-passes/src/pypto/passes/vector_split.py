@@ -25,6 +25,7 @@ from pypto.ir import (
     For,
     Function,
     FunctionKind,
+    If,
     MemorySpace,
     ParseError,
     Program,
@@ -36,14 +37,25 @@ from pypto.ir import (
     Var,
     make_call,
 )
-from pypto.ir.nodes import walk_stmts
-from pypto.ir.ops import split_axis, split_shape
+from pypto.ir.nodes import nested_bodies, walk_stmts, with_bodies
+from pypto.ir.ops import COL_EXPANDS, COL_REDUCTIONS, ROW_EXPANDS, ROW_REDUCTIONS, split_axis, split_shape
 from pypto.passes.manager import PassContext
 from pypto.passes.rewrite import NameGen, index_add, index_tuple, map_functions, substitute_expr
-from pypto.passes.sides import Side, first_ops_by_side, is_crossing, is_mixed
+from pypto.passes.sides import Side, call_side, first_ops_by_side, is_crossing, is_mixed
 
-# Vector ops whose result is not the lane-wise combination of lane shares along an axis.
-_NOT_SPLITTABLE = {1: frozenset({"tile.concat"})}
+# Vector ops that work on the whole tile: offsets, shapes and valid shapes of the unsplit tile.
+_WHOLE_TILE = frozenset(
+    {"tile.reshape", "tile.slice", "tile.assemble", "tile.fillpad", "tile.load_partial", "tile.store_partial"}
+)
+# Vector ops whose result is not the lane-wise combination of lane shares along an axis: they
+# combine or broadcast across it (axis 0: rows, halved by UP_DOWN; axis 1: columns, by LEFT_RIGHT).
+_NOT_SPLITTABLE = {
+    0: _WHOLE_TILE | {f"tile.{name}" for name in (*COL_REDUCTIONS, *COL_EXPANDS)},
+    1: _WHOLE_TILE | {"tile.concat"} | {f"tile.{name}" for name in (*ROW_REDUCTIONS, *ROW_EXPANDS)},
+}
+# Ops that make a Vec tile from a shape attr, and stores that write a Vec tile at offsets.
+_SHAPED_MAKERS = frozenset({"tile.create", "tile.full"})
+_STORES = frozenset({"tile.store", "tile.store_atomic"})
 
 
 def has_split_regions(fn: Function) -> bool:
@@ -90,8 +102,8 @@ class _Splitter:
     def block(self, body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
         out: list[Stmt] = []
         for stmt in body:
-            if isinstance(stmt, For):
-                out.append(replace(stmt, body=self.block(stmt.body)))
+            if isinstance(stmt, (For, If)):
+                out.append(with_bodies(stmt, tuple(self.block(b) for b in nested_bodies(stmt))))
             elif isinstance(stmt, Assign) and isinstance(stmt.value, Call):
                 out.extend(self.assign(stmt))
             elif isinstance(stmt, Eval) and isinstance(stmt.value, Call):
@@ -128,20 +140,18 @@ class _Splitter:
         args = tuple(substitute_expr(a, self.mapping) for a in call.args)
         if self.axis is None:
             return call if args == call.args else make_call(call.op, args, call.attrs, call.span)
-        if call.op in _NOT_SPLITTABLE.get(self.axis, ()):
+        if _not_splittable(call, self.axis):
             raise _rejected(call, self.mode)
         if call.op == "tile.load" and call.attrs.get("target_memory") is MemorySpace.Vec:
             shape = self.share(tuple(call.attrs["shape"]), call)
             offsets = self.shifted(args[1], shape)
             return make_call("tile.load", (args[0], offsets), {**call.attrs, "shape": shape}, call.span)
-        if call.op == "tile.create" and call.attrs.get("target_memory") is MemorySpace.Vec:
+        if call.op in _SHAPED_MAKERS and call.type.memory_space is MemorySpace.Vec:  # type: ignore[attr-defined]
             shape = self.share(tuple(call.attrs["shape"]), call)
-            return make_call("tile.create", (), {**call.attrs, "shape": shape}, call.span)
-        if call.op == "tile.store" and _space(args[0]) is MemorySpace.Vec:
+            return make_call(call.op, args, {**call.attrs, "shape": shape}, call.span)
+        if call.op in _STORES and _space(args[0]) is MemorySpace.Vec:
             shape = args[0].type.shape  # type: ignore[attr-defined]
-            return make_call(
-                "tile.store", (args[0], self.shifted(args[1], shape), args[2]), call.attrs, call.span
-            )
+            return make_call(call.op, (args[0], self.shifted(args[1], shape), args[2]), call.attrs, call.span)
         return make_call(call.op, args, call.attrs, call.span)
 
     def share(self, shape: tuple[int, ...], call: Call) -> tuple[int, ...]:
@@ -169,11 +179,20 @@ class _Splitter:
         return index_tuple(elements)
 
 
+def _not_splittable(call: Call, axis: int) -> bool:
+    """A vector op that needs the whole extent along ``axis``, or an atomic store of a tile whose
+    valid shape is known only at run time (its 4th operand)."""
+    if call.op == "tile.store_atomic" and len(call.args) == 4:
+        return True
+    return call.op in _NOT_SPLITTABLE[axis] and call_side(call) is Side.VECTOR
+
+
 def _rejected(call: Call, mode: SplitMode) -> ParseError:
     where = f" at line {call.span.line}" if call.span else ""
+    needs = "every row" if split_axis(mode) == 0 else "whole rows"
     return ParseError(
         f"split rejected: the body mixes split and plain full-width vector ops "
-        f"(pl.{call.op.split('.', 1)[-1]}{where} needs whole rows, which pl.split({mode!r}) halves)",
+        f"(pl.{call.op.split('.', 1)[-1]}{where} needs {needs}, which pl.split({mode!r}) halves)",
         call.span,
         "use the explicit pl.split_aiv region form, or the other split mode",
     )
