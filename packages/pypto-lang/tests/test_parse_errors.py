@@ -303,16 +303,20 @@ def test_region_size_that_contradicts_the_value_is_a_type_error():
         short_region.parse()
 
 
-def test_run_time_if_is_not_supported_yet():
+def test_rebinding_an_outer_name_in_a_run_time_if_arm_is_a_parse_error():
     @pl.jit
-    def branchy(a: T64, out: pl.Out[T64]):
-        for i in pl.range(4):
-            if i < 2:
-                pass
+    def branchy(a: T64, flags: pl.Tensor[[4], pl.INT32], out: pl.Out[T64]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(a, [0, 0], [64, 64])
+            if pl.read(flags, [0]) > 0:
+                t = pl.exp(t)
+            pl.store(t, [0, 0], out)
         return out
 
-    with pytest.raises(ParseError, match="a run-time `if` is not supported yet"):
+    with pytest.raises(ParseError, match="'t' is bound before the if") as info:
         branchy.parse()
+    assert "values leaving an if (pl.yield_) are not supported yet" in info.value.message
+    assert "t_then" in info.value.hint
 
 
 def test_calling_an_arbitrary_python_function_is_rejected():

@@ -8,7 +8,7 @@
 ...     return out
 """
 
-from pypto.ir import DataType, Level, MemorySpace, SplitMode
+from pypto.ir import AtomicType, DataType, Level, MemorySpace, PadValue, SplitMode
 from pypto.ir import FunctionKind as FunctionType
 from pypto.language.annotations import InOut, Out, Scalar, Tensor, Tile
 from pypto.language.builtins import BUILTINS, system, tensor, tile
@@ -60,6 +60,21 @@ abs = BUILTINS["abs"]
 relu = BUILTINS["relu"]
 read = BUILTINS["read"]
 gather_row = BUILTINS["gather_row"]
+reshape = BUILTINS["reshape"]
+slice = BUILTINS["slice"]  # shadows the builtin on purpose: pl.slice is the DSL view
+fillpad = BUILTINS["fillpad"]
+full = BUILTINS["full"]
+row_max = BUILTINS["row_max"]
+row_sum = BUILTINS["row_sum"]
+row_min = BUILTINS["row_min"]
+col_sum = BUILTINS["col_sum"]
+col_max = BUILTINS["col_max"]
+row_expand_add = BUILTINS["row_expand_add"]
+row_expand_sub = BUILTINS["row_expand_sub"]
+row_expand_mul = BUILTINS["row_expand_mul"]
+row_expand_div = BUILTINS["row_expand_div"]
+col_expand = BUILTINS["col_expand"]
+col_expand_mul = BUILTINS["col_expand_mul"]
 
 split_aiv = BUILTINS["split_aiv"]
 aic_initialize_pipe = BUILTINS["aic_initialize_pipe"]
@@ -87,6 +102,7 @@ __all__ = [
     "INT32",
     "INT64",
     "UINT8",
+    "AtomicType",
     "DataType",
     "FunctionType",
     "InOut",
@@ -96,6 +112,7 @@ __all__ = [
     "Mem",
     "MemorySpace",
     "Out",
+    "PadValue",
     "Scalar",
     "ScopeOptionError",
     "SplitMode",
@@ -110,12 +127,18 @@ __all__ = [
     "assemble",
     "at",
     "cast",
+    "col_expand",
+    "col_expand_mul",
+    "col_max",
+    "col_sum",
     "concat",
     "create_tensor",
     "create_tile",
     "cross_core_slot",
     "div",
     "exp",
+    "fillpad",
+    "full",
     "gather_row",
     "get_block_idx",
     "get_block_num",
@@ -135,7 +158,16 @@ __all__ = [
     "read",
     "recip",
     "relu",
+    "reshape",
+    "row_expand_add",
+    "row_expand_div",
+    "row_expand_mul",
+    "row_expand_sub",
+    "row_max",
+    "row_min",
+    "row_sum",
     "rsqrt",
+    "slice",
     "split",
     "split_aiv",
     "sqrt",

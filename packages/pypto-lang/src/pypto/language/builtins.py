@@ -25,9 +25,21 @@ BUILTIN_DOCS: dict[str, tuple[str, str]] = {
     "move": ("move(tile, target_memory=)", "tile -> tile in another memory space"),
     "create_tile": ("create_tile(shape, dtype, target_memory=pl.Mem.Vec)", "an uninitialized tile"),
     "create_tensor": ("create_tensor(shape, dtype)", "a global-memory tensor"),
-    "assemble": ("assemble(target, value, offsets)", "write value into a region of target"),
+    "assemble": (
+        "assemble(target, value, offsets, atomic=pl.AtomicType.NONE)",
+        "write value into a region of target (a tensor, added in when atomic=pl.AtomicType.Add; or a tile)",
+    ),
     "matmul": ("matmul(a, b, out_dtype=None, a_trans=False, b_trans=False)", "matrix product"),
-    "matmul_acc": ("matmul_acc(acc, a, b)", "acc + a @ b on Acc/Left/Right tiles"),
+    "matmul_acc": ("matmul_acc(acc, a, b)", "acc + a @ b, on tensors or on Acc/Left/Right tiles"),
+    "reshape": ("reshape(x, shape)", "the same elements in another shape"),
+    "slice": ("slice(x, shape, offset)", "a region of a tensor or tile (offsets may be run-time)"),
+    "fillpad": (
+        "fillpad(x, pad_value=pl.PadValue.zero)",
+        "fill a tile outside its valid shape with 0, the dtype's lowest or its highest value",
+    ),
+    "full": ("full(shape, dtype, value)", "a Vec tile holding value everywhere"),
+    "col_expand": ("col_expand(x, col_vec)", "a [1, C] vector repeated down the rows of x's shape"),
+    "col_expand_mul": ("col_expand_mul(x, col_vec)", "x times a [1, C] vector, row by row"),
     "cast": ("cast(x, dtype, mode='round')", "convert the element type"),
     "concat": ("concat(a, b)", "concatenate columns"),
     "read": ("read(tensor, offsets)", "one element of a tensor, as a run-time scalar"),
@@ -75,14 +87,32 @@ for _name in ("add", "sub", "mul", "div", "maximum", "minimum"):
     BUILTIN_DOCS[_name] = (f"{_name}(lhs, rhs)", "elementwise; a scalar rhs selects the scalar form")
 for _name in ("exp", "log", "sqrt", "rsqrt", "recip", "neg", "abs", "relu"):
     BUILTIN_DOCS[_name] = (f"{_name}(x)", "elementwise")
+for _name in ("row_max", "row_sum", "row_min"):
+    BUILTIN_DOCS[_name] = (
+        f"{_name}(x, tmp=None)",
+        "reduce each row to [R, 1]; on tiles tmp is a scratch tile like x",
+    )
+for _name in ("col_sum", "col_max"):
+    BUILTIN_DOCS[_name] = (f"{_name}(x)", "reduce each column to [1, C]")
+for _name in ("add", "sub", "mul", "div"):
+    BUILTIN_DOCS[f"row_expand_{_name}"] = (
+        f"row_expand_{_name}(x, row_vec)",
+        f"{_name} a [R, 1] vector to every column of x",
+    )
+
+REDUCTION_OPS = (
+    *("row_max", "row_sum", "row_min", "col_sum", "col_max"),
+    *("row_expand_add", "row_expand_sub", "row_expand_mul", "row_expand_div", "col_expand", "col_expand_mul"),
+)
 
 TILE_OPS = (
     *("load", "store", "move", "matmul", "matmul_acc", "cast", "concat"),
+    *("assemble", "reshape", "slice", "fillpad", "full", *REDUCTION_OPS),
     *("add", "sub", "mul", "div", "maximum", "minimum"),
     *("exp", "log", "sqrt", "rsqrt", "recip", "neg", "abs", "relu"),
 )
 TENSOR_OPS = (
-    *("matmul", "cast", "concat", "assemble"),
+    *("matmul", "matmul_acc", "cast", "concat", "assemble", "reshape", "slice", *REDUCTION_OPS),
     *("add", "sub", "mul", "div", "maximum", "minimum"),
     *("exp", "log", "sqrt", "rsqrt", "recip", "neg", "abs", "relu"),
 )

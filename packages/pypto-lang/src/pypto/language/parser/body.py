@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from pypto.ir import Assign, Call, Expr, SourceSpan, Stmt, Var
+from pypto.ir import Assign, Call, Expr, SourceSpan, Stmt, TupleExpr, Var
 from pypto.language.parser.env import Namer
 from pypto.language.parser.regions import ScopeRegions
 
@@ -16,7 +16,8 @@ class BodyBuilder:
 
     ``kernel`` is True for an ``@pl.jit.incore`` body, where every op runs on a core group;
     in the ``@pl.jit`` body only the inside of a ``pl.at`` scope does. ``regions`` tracks the
-    ``pl.split_aiv`` regions of the core-group scope (or incore body) being parsed.
+    ``pl.split_aiv`` regions of the core-group scope (or incore body) being parsed. ``valid``
+    holds the run-time valid shapes of tiles (see :mod:`~pypto.language.parser.valid`).
     """
 
     def __init__(self, namer: Namer, kernel: bool) -> None:
@@ -25,6 +26,7 @@ class BodyBuilder:
         self.in_scope = False
         self.regions: ScopeRegions | None = None
         self.blocks: list[list[Stmt]] = [[]]
+        self.valid: dict[Expr, TupleExpr] = {}
 
     @property
     def on_device(self) -> bool:
@@ -67,6 +69,8 @@ class BodyBuilder:
         """Emit ``name = value`` under a fresh unique name; returns the new variable."""
         var = Var(self.namer.fresh(name), value.type, span)
         self.emit(Assign(var, value, span))
+        if value in self.valid:
+            self.valid[var] = self.valid[value]
         if self.regions is not None:
             self.regions.note(var, value)
         return var

@@ -33,12 +33,20 @@ class Binding:
     span: SourceSpan | None
 
 
+# What a nested frame is, as messages name it.
+FRAME_NAMES = {"loop": "a loop", "if": "an if arm"}
+
+
 class Env:
-    """Python names of the body being parsed, one frame per enclosing loop body."""
+    """Python names of the body being parsed, one frame per enclosing loop body or ``if`` arm.
+
+    ``ended`` holds the names whose frame has closed: ``name -> (where it was bound, frame kind)``.
+    """
 
     def __init__(self) -> None:
         self.frames: list[dict[str, Binding]] = [{}]
-        self.loop_locals: dict[str, SourceSpan | None] = {}
+        self.kinds: list[str] = ["body"]
+        self.ended: dict[str, tuple[SourceSpan | None, str]] = {}
 
     def lookup(self, name: str) -> Binding | None:
         for frame in reversed(self.frames):
@@ -47,29 +55,35 @@ class Env:
         return None
 
     def bind(self, name: str, value: Any, span: SourceSpan | None) -> None:
-        """Bind ``name``; rebinding inside a loop a name bound before it is a loop-carried value."""
-        for frame in self.frames[:-1]:
+        """Bind ``name``; rebinding inside a loop (or an ``if`` arm) a name bound before it would
+        need the value to leave the loop or arm, which is not supported."""
+        for depth, frame in enumerate(self.frames[:-1]):
             if name in frame:
-                where = frame[name].span
-                before = f" (line {where.line})" if where else ""
-                raise ParseError(
-                    f"'{name}' is bound before the loop{before} and rebound inside it: "
-                    "loop-carried values are not supported yet",
-                    span,
-                    f"give the value computed in the loop a new name (e.g. {name}_next), or write "
-                    "it into a tensor region with out[...] = ...",
-                )
+                raise _rebinding_error(name, frame[name].span, self.kinds[depth + 1], span)
         self.frames[-1][name] = Binding(value, span)
 
     @contextmanager
     def loop(self) -> Iterator[None]:
         """A loop body: names bound inside it end with it."""
+        with self._frame("loop"):
+            yield
+
+    @contextmanager
+    def branch(self) -> Iterator[None]:
+        """One arm of a run-time ``if``: names bound inside it end with it."""
+        with self._frame("if"):
+            yield
+
+    @contextmanager
+    def _frame(self, kind: str) -> Iterator[None]:
         self.frames.append({})
+        self.kinds.append(kind)
         try:
             yield
         finally:
             frame = self.frames.pop()
-            self.loop_locals.update({name: b.span for name, b in frame.items()})
+            self.kinds.pop()
+            self.ended.update({name: (b.span, kind) for name, b in frame.items()})
 
     @contextmanager
     def lane(self, name: str, lane: Any, span: SourceSpan | None) -> Iterator[None]:
@@ -84,4 +98,23 @@ class Env:
                 frame[name] = before
             else:
                 frame.pop(name, None)
-                self.loop_locals[name] = span
+                self.ended[name] = (span, "loop")
+
+
+def _rebinding_error(name: str, bound: SourceSpan | None, kind: str, span: SourceSpan | None) -> ParseError:
+    before = f" (line {bound.line})" if bound else ""
+    if kind == "loop":
+        return ParseError(
+            f"'{name}' is bound before the loop{before} and rebound inside it: "
+            "loop-carried values are not supported yet",
+            span,
+            f"give the value computed in the loop a new name (e.g. {name}_next), or write "
+            "it into a tensor region with out[...] = ...",
+        )
+    return ParseError(
+        f"'{name}' is bound before the if{before} and rebound in one of its arms: values leaving "
+        "an if (pl.yield_) are not supported yet",
+        span,
+        f"give the value computed in the arm a new name (e.g. {name}_then), or write it into a "
+        "tensor region with out[...] = ... inside the arm",
+    )

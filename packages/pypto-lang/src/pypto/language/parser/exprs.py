@@ -15,7 +15,7 @@ from pypto.language.kernel import KernelFunction
 from pypto.language.options import cross_core_slot, split
 from pypto.language.parser.arith import scalar_binary
 from pypto.language.parser.body import BodyBuilder
-from pypto.language.parser.env import Env
+from pypto.language.parser.env import FRAME_NAMES, Env
 from pypto.language.parser.opcall import OpContext
 from pypto.language.parser.ops import build_op
 from pypto.language.parser.resolve import GlobalNames
@@ -170,13 +170,14 @@ class ExprParser:
         found, value = self.names.lookup(node.id)
         if found:
             return value
-        if node.id in self.env.loop_locals:
-            where = self.env.loop_locals[node.id]
+        if node.id in self.env.ended:
+            where, kind = self.env.ended[node.id]
+            construct = FRAME_NAMES[kind]
             raise self.error(
                 node,
-                f"'{node.id}' is defined inside a loop{f' (line {where.line})' if where else ''} "
+                f"'{node.id}' is defined inside {construct}{f' (line {where.line})' if where else ''} "
                 "and does not exist after it",
-                "write the value into a tensor inside the loop, or compute it after the loop",
+                f"write the value into a tensor inside {construct}, or compute it after it",
             )
         raise self.error(
             node,
@@ -216,11 +217,7 @@ class ExprParser:
     def visit_Subscript(self, node: ast.Subscript) -> Any:
         base = self.expr(node.value)
         if isinstance(base, Expr):
-            raise self.error(
-                node,
-                f"reading a region of {describe_value(base)} by subscript is not supported yet",
-                "load the region as a tile: pl.load(a, [row, col], [rows, cols]) inside a scope",
-            )
+            return self.region_read(base, node)
         key = self.subscript_key(node.slice)
         if isinstance(base, type) and issubclass(base, ANNOTATION_CLASSES):
             try:
@@ -233,6 +230,52 @@ class ExprParser:
             except (IndexError, TypeError) as exc:
                 raise self.error(node, f"cannot index {describe_value(base)} with {key!r}: {exc}") from None
         raise self.error(node, f"cannot subscript {describe_value(base)}")
+
+    def region_read(self, base: Expr, node: ast.Subscript) -> Any:
+        """``a[:, k0:k0 + 128]``: a region of a tensor or tile (``pl.slice``); omitted trailing dims
+        are whole. Offsets may be run-time; extents must be constant."""
+        t = base.type
+        if not isinstance(t, (TensorType, TileType)):
+            raise self.error(node, f"cannot subscript {describe_value(base)}")
+        dims = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if len(dims) > len(t.shape):
+            raise self.error(node, f"{len(dims)} subscripts for a value of rank {len(t.shape)}")
+        bounds = [self.slice_bounds(d, full) for d, full in zip(dims, t.shape, strict=False)]
+        bounds += [(0, full) for full in t.shape[len(dims) :]]
+        offsets, shape = [b[0] for b in bounds], [b[1] for b in bounds]
+        ctx = self.op_context(node, ast.unparse(node))
+        return build_op(ctx, "slice", [base, shape, offsets], {})
+
+    def slice_bounds(self, node: ast.expr, full: int) -> tuple[Any, int]:
+        """(start, extent) of one subscript: ``lo:hi`` with constants, or ``lo:lo + n`` at run time."""
+        if not isinstance(node, ast.Slice) or node.step is not None:
+            raise self.error(node, "read a region with slices: a[r0:r1, c0:c1] (no indices, no steps)")
+        lower = 0 if node.lower is None else self.expr(node.lower)
+        if is_number(lower):
+            upper = full if node.upper is None else self.constant(node.upper, "the end of a slice")
+            extent = number(upper) - number(lower)
+        else:
+            extent = self.run_time_extent(node)
+        if not isinstance(extent, int) or extent <= 0:
+            raise self.error(node, f"a slice must hold at least one element, got {ast.unparse(node)}")
+        return lower, extent
+
+    def run_time_extent(self, node: ast.Slice) -> Any:
+        """The ``n`` of ``lo:lo + n``: a slice that starts at run time has a constant extent."""
+        upper = node.upper
+        same_start = (
+            isinstance(upper, ast.BinOp)
+            and isinstance(upper.op, ast.Add)
+            and node.lower is not None
+            and ast.dump(upper.left) == ast.dump(node.lower)
+        )
+        if not same_start:
+            raise self.error(
+                node,
+                f"a slice with a run-time start needs a constant extent, got {ast.unparse(node)}",
+                "write the end as the start plus a constant: a[:, k0:k0 + 128]",
+            )
+        return self.constant(upper.right, "the extent of a slice")  # type: ignore[union-attr]
 
     def subscript_key(self, node: ast.expr) -> Any:
         if isinstance(node, ast.Slice):

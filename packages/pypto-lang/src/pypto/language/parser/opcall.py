@@ -6,8 +6,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pypto.ir import Call, Eval, Expr, ParseError, SourceSpan, TensorType, TileType, Unit, get_op, make_call
+from pypto.ir import (
+    Call,
+    Eval,
+    Expr,
+    ParseError,
+    SourceSpan,
+    TensorType,
+    TileType,
+    TupleExpr,
+    Unit,
+    get_op,
+    make_call,
+)
 from pypto.language.parser.body import BodyBuilder
+from pypto.language.parser.valid import result_valid
 from pypto.language.parser.values import describe_value, is_shaped
 
 SCOPE_HINT = "put it inside `with pl.at(level=pl.Level.CORE_GROUP):`, or in a @pl.jit.incore function"
@@ -61,7 +74,14 @@ class OpContext:
         call = make_call(op, [self.body.atom(a) for a in args], attrs, self.span)
         if self.body.regions is not None:
             self.body.regions.check(call, self.name, self.span)
+        valid = result_valid(call, self.body.valid)
+        if valid is not None:
+            self.body.valid[call] = valid
         return call
+
+    def valid_of(self, tile: Expr) -> TupleExpr | None:
+        """The run-time valid shape ``tile`` carries, if any."""
+        return self.body.valid.get(tile)
 
     def effect(self, op: str, args: Sequence[Any], attrs: Mapping[str, Any] | None, result: Any) -> Any:
         """Emit ``op(args)`` as a statement (a write); the expression's value is ``result``."""

@@ -10,12 +10,21 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from pypto.ir import DataType, MemorySpace, ParseError
+from pypto.ir import AtomicType, DataType, Expr, MemorySpace, PadValue, ParseError
+from pypto.ir.ops import COL_EXPANDS, COL_REDUCTIONS, ROW_EXPANDS, ROW_REDUCTIONS
 from pypto.language.builtins import BUILTIN_DOCS
 from pypto.language.parser.arith import SCALAR_UNARY, scalar_binary, scalar_unary
 from pypto.language.parser.crosscore import CROSS_CORE_BUILDERS
 from pypto.language.parser.opcall import OpContext
-from pypto.language.parser.values import describe_value, index_tuple, is_scalar, scalar_expr, static_shape
+from pypto.language.parser.values import (
+    describe_value,
+    index_tuple,
+    is_number,
+    is_scalar,
+    is_tile,
+    scalar_expr,
+    static_shape,
+)
 
 COMMUTATIVE = frozenset({"add", "mul", "maximum", "minimum"})
 CAST_MODES = ("none", "rint", "round", "floor", "ceil", "trunc", "odd")
@@ -87,7 +96,75 @@ def build_matmul(
 
 
 def build_matmul_acc(ctx: OpContext, acc: Any, a: Any, b: Any) -> Any:
-    return ctx.call("tile.matmul_acc", [ctx.tile(acc, "acc"), ctx.tile(a, "a"), ctx.tile(b, "b")])
+    """``acc + a @ b``: on tensors (the compiler tiles it), or on Acc x Left x Right tiles."""
+    acc = ctx.shaped(acc, "acc")
+    return ctx.call(f"{ctx.level_of(acc)}.matmul_acc", [acc, ctx.shaped(a, "a"), ctx.shaped(b, "b")])
+
+
+def _row_reduction(name: str) -> Builder:
+    def build(ctx: OpContext, x: Any, tmp: Any = None) -> Any:
+        # On tiles the scratch tile is required, on tensors refused: the op table says which.
+        x = ctx.shaped(x)
+        args = [x] if tmp is None else [x, ctx.shaped(tmp, "tmp")]
+        return ctx.call(f"{ctx.level_of(x)}.{name}", args)
+
+    return build
+
+
+def _col_reduction(name: str) -> Builder:
+    def build(ctx: OpContext, x: Any) -> Any:
+        x = ctx.shaped(x)
+        return ctx.call(f"{ctx.level_of(x)}.{name}", [x])
+
+    return build
+
+
+def _row_expand(name: str) -> Builder:
+    def build(ctx: OpContext, x: Any, row_vec: Any) -> Any:
+        x = ctx.shaped(x)
+        return ctx.call(f"{ctx.level_of(x)}.{name}", [x, ctx.shaped(row_vec, "row_vec")])
+
+    return build
+
+
+def _col_expand(name: str) -> Builder:
+    def build(ctx: OpContext, x: Any, col_vec: Any) -> Any:
+        x = ctx.shaped(x)
+        return ctx.call(f"{ctx.level_of(x)}.{name}", [x, ctx.shaped(col_vec, "col_vec")])
+
+    return build
+
+
+def build_reshape(ctx: OpContext, x: Any, shape: Any) -> Any:
+    x = ctx.shaped(x)
+    return ctx.call(f"{ctx.level_of(x)}.reshape", [x], {"shape": static_shape(shape, ctx.span)})
+
+
+def build_slice(ctx: OpContext, x: Any, shape: Any, offset: Any) -> Any:
+    """A sub-tensor (a view the compiler loads from) or a sub-tile; offsets may be run-time."""
+    x = ctx.shaped(x)
+    args = [x, index_tuple(offset, ctx.span, "offset")]
+    return ctx.call(f"{ctx.level_of(x)}.slice", args, {"shape": static_shape(shape, ctx.span)})
+
+
+def build_fillpad(ctx: OpContext, x: Any, pad_value: Any = PadValue.zero) -> Any:
+    """Fill the tile outside its valid shape (static, or run-time from its load)."""
+    tile = ctx.tile(x, "the padded value")
+    if not isinstance(pad_value, PadValue):
+        raise ctx.fail(f"pad_value must be pl.PadValue.zero, min or max, got {describe_value(pad_value)}")
+    valid = ctx.valid_of(tile)
+    args = [tile] if valid is None else [tile, valid]
+    return ctx.call("tile.fillpad", args, {"pad_value": pad_value})
+
+
+def build_full(ctx: OpContext, shape: Any, dtype: Any, value: Any) -> Any:
+    """A Vec tile of ``shape`` holding ``value`` (a number or a run-time scalar) everywhere."""
+    if not isinstance(dtype, DataType):
+        raise ctx.fail(f"dtype must be a pl dtype, got {describe_value(dtype)}")
+    if not is_scalar(value):
+        raise ctx.fail(f"the fill value must be a scalar, got {describe_value(value)}")
+    attrs = {"shape": static_shape(shape, ctx.span), "dtype": dtype}
+    return ctx.call("tile.full", [scalar_expr(value, dtype, ctx.span)], attrs)
 
 
 def _memory(ctx: OpContext, value: Any) -> MemorySpace:
@@ -104,25 +181,66 @@ def build_load(
     target_memory: Any = MemorySpace.Vec,
     valid_shape: Any = None,
 ) -> Any:
+    """A tile of ``shape``; a ``valid_shape`` with run-time entries makes a ``tile.load_partial``."""
     attrs: dict[str, Any] = {
         "shape": static_shape(shape, ctx.span),
         "target_memory": _memory(ctx, target_memory),
     }
+    args = [ctx.tensor(tensor, "source"), index_tuple(offsets, ctx.span)]
+    if valid_shape is not None and _run_time(valid_shape):
+        return ctx.call(
+            "tile.load_partial", [*args, index_tuple(valid_shape, ctx.span, "valid_shape")], attrs
+        )
     if valid_shape is not None:
         attrs["valid_shape"] = static_shape(valid_shape, ctx.span, "valid_shape")
-    return ctx.call("tile.load", [ctx.tensor(tensor, "source"), index_tuple(offsets, ctx.span)], attrs)
+    return ctx.call("tile.load", args, attrs)
+
+
+def _run_time(values: Any) -> bool:
+    return isinstance(values, (list, tuple)) and any(not is_number(v) for v in values)
 
 
 def build_store(ctx: OpContext, tile: Any, offsets: Any, tensor: Any) -> Any:
     dst = ctx.tensor(tensor, "destination")
-    args = [ctx.tile(tile, "value"), index_tuple(offsets, ctx.span), dst]
-    return ctx.effect("tile.store", args, None, dst)
+    return _store(ctx, ctx.tile(tile, "value"), index_tuple(offsets, ctx.span), dst, AtomicType.NONE)
 
 
-def build_assemble(ctx: OpContext, target: Any, value: Any, offsets: Any) -> Any:
+def _store(ctx: OpContext, tile: Expr, offsets: Expr, dst: Expr, atomic: AtomicType) -> Any:
+    """A tile written into ``dst`` (added to it when atomic), honouring a run-time valid shape."""
+    valid = ctx.valid_of(tile)
+    extra = [] if valid is None else [valid]
+    if atomic is not AtomicType.NONE:
+        return ctx.effect("tile.store_atomic", [tile, offsets, dst, *extra], {"atomic": atomic}, dst)
+    op = "tile.store" if valid is None else "tile.store_partial"
+    return ctx.effect(op, [tile, offsets, dst, *extra], None, dst)
+
+
+def build_assemble(
+    ctx: OpContext, target: Any, value: Any, offsets: Any, atomic: Any = AtomicType.NONE
+) -> Any:
+    """``value`` written into a region of ``target``: a tensor (added in when atomic), or a tile."""
+    if not isinstance(atomic, AtomicType):
+        raise ctx.fail(
+            f"atomic must be a pl.AtomicType such as pl.AtomicType.Add, got {describe_value(atomic)}"
+        )
+    if ctx.level == "tile" or (ctx.level is None and is_tile(target)):
+        return _assemble_tile(ctx, target, value, offsets, atomic)
     dst = ctx.tensor(target, "target")
-    args = [dst, ctx.shaped(value, "value"), index_tuple(offsets, ctx.span)]
-    return ctx.effect("tensor.assemble", args, None, dst)
+    value = ctx.shaped(value, "value")
+    starts = index_tuple(offsets, ctx.span)
+    if is_tile(value) and (atomic is not AtomicType.NONE or ctx.valid_of(value) is not None):
+        return _store(ctx, value, starts, dst, atomic)
+    attrs = {} if atomic is AtomicType.NONE else {"atomic": atomic}
+    return ctx.effect("tensor.assemble", [dst, value, starts], attrs, dst)
+
+
+def _assemble_tile(ctx: OpContext, target: Any, value: Any, offsets: Any, atomic: AtomicType) -> Any:
+    """Destination-passing, like gather_row: ``value`` lands in ``target``, the expression's value."""
+    if atomic is not AtomicType.NONE:
+        raise ctx.fail("atomic= applies to writes into global memory; a tile assembly overwrites")
+    dst = ctx.body.atom(ctx.tile(target, "target"))
+    args = [dst, ctx.tile(value, "value"), index_tuple(offsets, ctx.span)]
+    return ctx.effect("tile.assemble", args, None, dst)
 
 
 def build_read(ctx: OpContext, tensor: Any, offsets: Any) -> Any:
@@ -179,6 +297,14 @@ BUILDERS: dict[str, Builder] = {
     "create_tensor": build_create_tensor,
     "read": build_read,
     "gather_row": build_gather_row,
+    **{name: _row_reduction(name) for name in ROW_REDUCTIONS},
+    **{name: _col_reduction(name) for name in COL_REDUCTIONS},
+    **{name: _row_expand(name) for name in ROW_EXPANDS},
+    **{name: _col_expand(name) for name in COL_EXPANDS},
+    "reshape": build_reshape,
+    "slice": build_slice,
+    "fillpad": build_fillpad,
+    "full": build_full,
     **CROSS_CORE_BUILDERS,
 }
 

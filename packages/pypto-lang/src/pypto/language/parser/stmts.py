@@ -17,6 +17,7 @@ from pypto.ir import (
     DataType,
     Expr,
     For,
+    If,
     LoopKind,
     Return,
     ScalarType,
@@ -120,14 +121,30 @@ class StmtParser(ScopeParser):
             raise self.error(node, f"assertion failed at compile time: {message}")
 
     def visit_If(self, node: ast.If) -> None:
+        """A compile-time condition parses the taken arm only; a run-time one makes an ``If``."""
         test = self.expr(node.test)
         if isinstance(test, Expr) and not is_number(test):
+            self.run_time_if(node, test)
+            return
+        self.stmts(node.body if (number(test) if is_number(test) else test) else node.orelse)
+
+    def run_time_if(self, node: ast.If, test: Expr) -> None:
+        """Both arms become an ``If``; names bound in an arm end with it (no values leave it)."""
+        t = test.type
+        if not isinstance(t, ScalarType) or not (t.dtype is DataType.BOOL or t.dtype.is_integer):
             raise self.error(
                 node.test,
-                "a run-time `if` is not supported yet; the condition must be known at compile time",
-                "conditions on shapes, dtypes and scalar arguments fold; a run-time scalar does not",
+                f"an if condition must be a boolean or integer scalar, got {describe_value(test)}",
+                "compare the value: `if x > 0:`",
             )
-        self.stmts(node.body if (number(test) if is_number(test) else test) else node.orelse)
+        self.nesting += 1
+        arms = []
+        for nodes in (node.body, node.orelse):
+            with self.env.branch(), self.body.block() as stmts:
+                self.stmts(nodes)
+            arms.append(tuple(stmts))
+        self.nesting -= 1
+        self.body.emit(If(test, arms[0], arms[1], self.span(node)))
 
     def visit_Return(self, node: ast.Return) -> None:
         if self.nesting:

@@ -44,6 +44,10 @@ def is_shaped(value: Any) -> bool:
     return isinstance(value, Expr) and isinstance(value.type, (TensorType, TileType))
 
 
+def is_tile(value: Any) -> bool:
+    return isinstance(value, Expr) and isinstance(value.type, TileType)
+
+
 def describe_value(value: Any) -> str:
     """How a value reads in an error message: ``Tensor[[128, 128], FP32]``, ``the int 3``."""
     if isinstance(value, Expr):
