@@ -40,7 +40,8 @@ def test_an_empty_platform_name_is_rejected():
         RunConfig(platform="")
 
 
-def test_options_and_profiling_switches_reach_the_backend(backend):
+def test_options_and_profiling_switches_reach_the_backend(backend, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the profile goes to ./p
     config = RunConfig(
         platform="testsim", pipeline=(), options={"trace": "full"}, enable_profiling=True, profile_dir="p"
     )

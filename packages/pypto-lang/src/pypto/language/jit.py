@@ -97,8 +97,9 @@ class JitFunction(KernelFunction):
     def __call__(self, *args: Any, config: RunConfig | None = None, **kwargs: Any) -> Any:
         """Compile (once per specialization) and run; ``pl.Out`` tensors are written in place."""
         spec = self._specialize(args, kwargs)
-        compiled = self._compile(spec, config or RunConfig())
-        result = compiled.run(*spec.args)
+        config = config or RunConfig()
+        compiled = self._compile(spec, config)
+        result = compiled.run(*spec.args, config=config)
         self.last_report = compiled.last_report
         return result
 

@@ -10,6 +10,7 @@ from pypto.ir import Function, Program, Return, RunReport, SpecializationError, 
 from pypto.passes import PassContext, PassManager, build_pass, dump_to, lower
 from pypto.runtime.arguments import check_argument
 from pypto.runtime.config import RunConfig
+from pypto.runtime.profiling import ProfileFiles, write_profile
 from pypto.runtime.registry import get_backend, get_target
 
 
@@ -28,7 +29,8 @@ class CompiledProgram:
     """A lowered program bound to a platform.
 
     ``constants`` maps scalar parameters that were compiled in as constants to their values; a
-    run must pass the same values.
+    run must pass the same values. After a run, ``last_report`` holds the backend's report and,
+    when profiling is on, ``last_profile`` the files written from it.
 
     >>> compiled = mixed.compile(a, b, bias, out)  # doctest: +SKIP
     >>> compiled.run(a, b, bias, out)  # doctest: +SKIP
@@ -38,17 +40,26 @@ class CompiledProgram:
     config: RunConfig
     constants: Mapping[str, Any] = field(default_factory=dict)
     last_report: RunReport | None = None
+    last_profile: ProfileFiles | None = None
 
     @property
     def entry(self) -> Function:
         return self.program.entry_function
 
-    def run(self, *args: Any) -> Any:
-        """Run the entry on ``args`` (written in place); returns what the entry returns."""
+    def run(self, *args: Any, config: RunConfig | None = None) -> Any:
+        """Run the entry on ``args`` (written in place); returns what the entry returns.
+
+        ``config`` (default: the one it was compiled with) gives the run-time options: the
+        backend options and profiling. A cached program can so be run with profiling on.
+        """
         self._check(args)
+        config = config or self.config
         backend = get_backend(self.config.platform)
-        report = backend.run(self.program, list(args), self.config.backend_options())
+        report = backend.run(self.program, list(args), config.backend_options())
         self.last_report = report
+        directory = config.profile_path(self.program.name)
+        if directory is not None:
+            self.last_profile = write_profile(report, directory, title=self.program.name)
         return self._returned(report, args)
 
     def _check(self, args: tuple[Any, ...]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -9,6 +10,10 @@ from typing import Any
 
 # Where dump_passes=True writes, one sub-directory per kernel.
 DEFAULT_DUMP_ROOT = Path("pypto_passes")
+# Where profiles go when profiling is on without a directory, one sub-directory per kernel.
+DEFAULT_PROFILE_ROOT = Path("pypto_profile")
+# PYPTO_PROFILE=DIR profiles every run, into DIR/<kernel>/.
+PROFILE_ENV = "PYPTO_PROFILE"
 
 
 @dataclass
@@ -17,11 +22,13 @@ class RunConfig:
 
     ``platform`` names a registered backend (``"a2a3sim"``) or a compile-only target
     (``"a2a3"``). ``dump_passes`` is False, True (dump under ``./pypto_passes/<kernel>``) or a
-    directory. ``enable_chip_swimlane`` is an alias of ``enable_profiling``. ``options`` go to
+    directory. ``enable_profiling`` writes a profile of every run (see :meth:`profile_path`);
+    ``enable_chip_swimlane`` is its alias and ``profile_dir`` implies it. ``options`` go to
     the passes and the backend as they are. ``pipeline`` names the passes to run (None: the
     default pipeline of ``pypto.passes``).
 
     >>> RunConfig(platform="a2a3sim", dump_passes="dumps/", options={"verify": True})
+    >>> RunConfig(enable_profiling=True)  # profiles go to ./pypto_profile/<kernel>/
     """
 
     platform: str = "a2a3sim"
@@ -37,7 +44,8 @@ class RunConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.platform, str) or not self.platform:
             raise ValueError(f"RunConfig.platform must be a platform name, got {self.platform!r}")
-        self.enable_profiling = self.enable_chip_swimlane = self.enable_profiling or self.enable_chip_swimlane
+        enabled = self.enable_profiling or self.enable_chip_swimlane or self.profile_dir is not None
+        self.enable_profiling = self.enable_chip_swimlane = enabled
         if self.pipeline is not None:
             self.pipeline = tuple(self.pipeline)
 
@@ -48,6 +56,19 @@ class RunConfig:
         if self.dump_passes is True:
             return DEFAULT_DUMP_ROOT / kernel
         return Path(self.dump_passes)
+
+    def profile_path(self, kernel: str) -> Path | None:
+        """Where a run of ``kernel`` writes its profile, or None when profiling is off.
+
+        ``profile_dir`` if given; else, with profiling on or ``PYPTO_PROFILE=DIR`` set,
+        ``DIR/<kernel>`` (``./pypto_profile/<kernel>`` without the variable).
+        """
+        if self.profile_dir is not None:
+            return Path(self.profile_dir)
+        root = os.environ.get(PROFILE_ENV)
+        if not (self.enable_profiling or root):
+            return None
+        return Path(root or DEFAULT_PROFILE_ROOT) / kernel
 
     def backend_options(self) -> dict[str, Any]:
         """What a backend's ``run`` receives: the user options plus the profiling switches."""

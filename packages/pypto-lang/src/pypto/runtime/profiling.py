@@ -1,0 +1,370 @@
+"""Profiles of a run, written from its :class:`~pypto.ir.RunReport`: a Chrome/Perfetto trace, a
+PNG swimlane and a text summary. Every time in them is modeled by the backend's cost model.
+
+>>> files = write_profile(kernel.last_report, "pypto_profile/mixed", title="mixed")  # doctest: +SKIP
+>>> files.trace, files.swimlane, files.summary  # doctest: +SKIP
+
+The trace follows the trace-event format: one process per active core group, one thread per core
+(named ``AIC``, ``AIV0``, ``AIV1``) and per pipe (``pipe <name>``), counter tracks for ring
+occupancy, flow arrows from each push to its pop; ``ts``/``dur`` are modeled microseconds
+(cycles / clock MHz) and each event's ``args`` hold the exact cycles.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+from pypto.ir import RunReport
+from pypto.ir.backend import STALL, RingTrack, Slice
+
+TRACE_FILE = "trace.json"
+SWIMLANE_FILE = "swimlane.png"
+SUMMARY_FILE = "summary.txt"
+HOST = "host"
+HOST_PID = 0
+PIPE_TID_BASE = 100  # pipe threads sort after the cores of their group
+
+# Swimlane colours per unit; units not listed are drawn grey.
+UNIT_COLORS = {
+    "CUBE": "#d62728",
+    "VECTOR": "#1f77b4",
+    "MTE1": "#bcbd22",
+    "MTE2": "#2ca02c",
+    "MTE3": "#17becf",
+    "FIXPIPE": "#ff7f0e",
+    "SCALAR": "#7f7f7f",
+    "AICPU": "#9467bd",
+    STALL: "#e0e0e0",
+}
+OTHER_COLOR = "#8c564b"
+
+
+@dataclass(frozen=True)
+class ProfileFiles:
+    """The files :func:`write_profile` wrote."""
+
+    directory: Path
+    trace: Path
+    swimlane: Path
+    summary: Path
+
+
+def write_profile(report: RunReport, directory: str | Path, title: str = "") -> ProfileFiles:
+    """Write ``trace.json``, ``swimlane.png`` and ``summary.txt`` for ``report`` into ``directory``."""
+    root = Path(directory)
+    root.mkdir(parents=True, exist_ok=True)
+    files = ProfileFiles(root, root / TRACE_FILE, root / SWIMLANE_FILE, root / SUMMARY_FILE)
+    files.trace.write_text(json.dumps(chrome_trace(report, title)))
+    draw_swimlane(report, files.swimlane, title)
+    files.summary.write_text(summary_text(report, title))
+    return files
+
+
+# ---------------------------------------------------------------- text
+
+
+def summary_text(report: RunReport, title: str = "") -> str:
+    """The report's summary and its per-kernel, per-op table, headed by what the figures are."""
+    head = f"{title}: " if title else ""
+    return (
+        f"{head}modeled by the {report.platform} cost model at {report.clock_mhz:g} MHz "
+        "(modeled cycles, not measurements)\n\n"
+        f"{report.summary()}\n\n{report.breakdown_table()}\n"
+    )
+
+
+# ---------------------------------------------------------------- trace
+
+
+def chrome_trace(report: RunReport, title: str = "") -> dict[str, Any]:
+    """The run as a trace-event JSON object (Chrome tracing / Perfetto)."""
+    layout = _Layout.of(report)
+    events: list[dict[str, Any]] = layout.metadata()
+    events += [_slice_event(s, layout, report.clock_mhz) for s in report.timeline if layout.shows(s)]
+    for ring in report.rings:
+        events += _ring_counter(ring, layout, report.clock_mhz)
+    for pipe, rings in _rings_by_pipe(report.rings).items():
+        events += _pipe_events(pipe, rings, layout, report)
+    events += _flows(report, layout)
+    return {
+        "traceEvents": events,
+        "displayTimeUnit": "ns",
+        "otherData": {
+            "title": title,
+            "platform": report.platform,
+            "clock_mhz": report.clock_mhz,
+            "time_unit": "modeled microseconds: cycles / clock_mhz",
+            "modeled": report.modeled,
+            "total_cycles": report.total_cycles,
+        },
+    }
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Which process and thread each core and pipe gets."""
+
+    pids: dict[str, int]  # core group ("cg0") or HOST -> pid
+    tids: dict[str, int]  # full core name or "<group> pipe <name>" -> tid
+
+    @classmethod
+    def of(cls, report: RunReport) -> _Layout:
+        groups = sorted({_group(s.core) for s in report.timeline if s.core != HOST}, key=_group_index)
+        pids = {HOST: HOST_PID} | {group: _group_index(group) + 1 for group in groups}
+        cores = sorted({s.core for s in report.timeline if s.core != HOST})
+        tids = {HOST: 1} | {core: _lane_order(core) for core in cores}
+        pipes = sorted({(_group(r.owner), r.pipe) for r in report.rings})
+        tids |= {f"{group} pipe {pipe}": PIPE_TID_BASE + k for k, (group, pipe) in enumerate(pipes)}
+        return cls(pids, tids)
+
+    def shows(self, s: Slice) -> bool:
+        """Host stalls (waiting for a task to finish) are left out: the task's cores show it."""
+        return not (s.core == HOST and s.stalled)
+
+    def where(self, core: str) -> tuple[int, int]:
+        return self.pids[HOST if core == HOST else _group(core)], self.tids[core]
+
+    def metadata(self) -> list[dict[str, Any]]:
+        events = [_meta("process_name", pid, 0, _process_name(name)) for name, pid in self.pids.items()]
+        events += [_meta("process_sort_index", pid, 0, pid, key="sort_index") for pid in self.pids.values()]
+        for name, tid in self.tids.items():
+            pid = self.pids[HOST if name == HOST else _group(name.split(" ")[0])]
+            events.append(_meta("thread_name", pid, tid, _thread_name(name)))
+            events.append(_meta("thread_sort_index", pid, tid, tid, key="sort_index"))
+        return events
+
+
+def _meta(kind: str, pid: int, tid: int, value: Any, key: str = "name") -> dict[str, Any]:
+    return {"ph": "M", "name": kind, "pid": pid, "tid": tid, "args": {key: value}}
+
+
+def _process_name(name: str) -> str:
+    return "host (AICPU dispatch)" if name == HOST else f"core group {_group_index(name)}"
+
+
+def _thread_name(name: str) -> str:
+    if name == HOST:
+        return "AICPU"
+    if " pipe " in name:
+        return name.split(" ", 1)[1]  # "pipe mixed_c2v"
+    return name.split(".", 1)[1]  # "AIC", "AIV0", ...
+
+
+def _group(core: str) -> str:
+    return core.split(".", 1)[0]
+
+
+def _group_index(group: str) -> int:
+    return int(group.removeprefix("cg"))
+
+
+def _lane_order(core: str) -> int:
+    """AIC first, then the AIV lanes in order: tids 1, 2, 3, ..."""
+    lane = core.split(".", 1)[1]
+    return 1 if lane == "AIC" else 2 + int(lane.removeprefix("AIV"))
+
+
+def _us(cycles: float, clock_mhz: float) -> float:
+    return round(cycles / clock_mhz, 6)
+
+
+def _complete(
+    name: str,
+    cat: str,
+    start: int,
+    cycles: int,
+    where: tuple[int, int],
+    clock_mhz: float,
+    args: dict[str, Any],
+) -> dict[str, Any]:
+    """A complete ("X") event; ``start`` and ``cycles`` are modeled cycles, kept exact in ``args``."""
+    pid, tid = where
+    exact = {"start_cycle": start, "cycles": cycles}
+    return {
+        "ph": "X",
+        "name": name,
+        "cat": cat,
+        "ts": _us(start, clock_mhz),
+        "dur": _us(cycles, clock_mhz),
+        "pid": pid,
+        "tid": tid,
+        "args": exact | args,
+    }
+
+
+def _slice_event(s: Slice, layout: _Layout, clock_mhz: float) -> dict[str, Any]:
+    optional = {"kernel": s.task, "source": s.source, "roof": s.roof}
+    args: dict[str, Any] = {"unit": s.unit} | {key: value for key, value in optional.items() if value}
+    if s.roof:
+        args["peak_cycles"] = round(s.peak_cycles, 1)
+    cat = "stall" if s.stalled else s.unit.lower()
+    return _complete(s.name, cat, s.start, s.cycles, layout.where(s.core), clock_mhz, args)
+
+
+def _ring_counter(ring: RingTrack, layout: _Layout, clock_mhz: float) -> list[dict[str, Any]]:
+    pid = layout.pids[_group(ring.owner)]
+    name = f"ring {ring.pipe} {_thread_name(ring.owner)}"
+    return [
+        {"ph": "C", "name": name, "pid": pid, "ts": _us(cycle, clock_mhz), "args": {"slots in use": used}}
+        for cycle, used in ring.samples
+    ]
+
+
+def _rings_by_pipe(rings: list[RingTrack]) -> dict[tuple[str, str], list[RingTrack]]:
+    by_pipe: dict[tuple[str, str], list[RingTrack]] = {}
+    for ring in rings:
+        by_pipe.setdefault((_group(ring.owner), ring.pipe), []).append(ring)
+    return by_pipe
+
+
+def _pipe_events(
+    pipe: tuple[str, str], rings: list[RingTrack], layout: _Layout, report: RunReport
+) -> list[dict[str, Any]]:
+    """The pipe's thread: one slice per stretch in which some ring of the pipe holds tiles, named by
+    each ring's slots in use (e.g. ``AIV0 2/2, AIV1 1/2``); stretches never overlap."""
+    group, name = pipe
+    where = (layout.pids[group], layout.tids[f"{group} pipe {name}"])
+    lanes = [_thread_name(ring.owner) for ring in rings]
+    events = []
+    for start, end, used in _pipe_stretches(rings, report.total_cycles):
+        label = ", ".join(f"{lane} {n}/{r.slots}" for lane, n, r in zip(lanes, used, rings, strict=True))
+        in_use = {"slots in use": dict(zip(lanes, used, strict=True))}
+        events.append(_complete(label, "ring", start, end - start, where, report.clock_mhz, in_use))
+    return events
+
+
+def _pipe_stretches(rings: list[RingTrack], until: int) -> list[tuple[int, int, tuple[int, ...]]]:
+    """(start, end, slots in use per ring) wherever the rings' occupancy is constant and not all 0."""
+    steps = [ring.steps(until) for ring in rings]
+    cuts = sorted({cycle for ring_steps in steps for start, end, _ in ring_steps for cycle in (start, end)})
+    stretches = []
+    for start, end in pairwise(cuts):
+        used = tuple(_in_use_at(ring_steps, start) for ring_steps in steps)
+        if end > start and any(used):
+            stretches.append((start, end, used))
+    return stretches
+
+
+def _in_use_at(steps: list[tuple[int, int, int]], cycle: int) -> int:
+    return next((used for start, end, used in steps if start <= cycle < end), 0)
+
+
+def _flows(report: RunReport, layout: _Layout) -> list[dict[str, Any]]:
+    """A flow arrow from the middle of each push to the middle of its pop."""
+    events = []
+    for flow_id, transfer in enumerate(report.transfers, start=1):
+        ends = (("s", transfer.producer, transfer.push), ("f", transfer.consumer, transfer.pop))
+        for phase, core, (start, end) in ends:
+            pid, tid = layout.where(core)
+            event = {
+                "ph": phase,
+                "id": flow_id,
+                "name": transfer.pipe,
+                "cat": "pipe",
+                "ts": _us((start + end) / 2, report.clock_mhz),
+                "pid": pid,
+                "tid": tid,
+            }
+            events.append(event | ({"bp": "e"} if phase == "f" else {}))
+    return events
+
+
+# ---------------------------------------------------------------- swimlane
+
+
+def draw_swimlane(report: RunReport, path: str | Path, title: str = "") -> None:
+    """A PNG swimlane: one row per core (busy slices coloured by unit, stalls grey) and per pipe ring
+    (its slots in use), against modeled time. Drawn with matplotlib's Agg canvas (headless)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
+
+    rows = _swimlane_rows(report)
+    figure = Figure(figsize=(14, 1.2 + 0.45 * len(rows)), dpi=100)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    clock = report.clock_mhz
+    units: set[str] = set()
+    for y, (_, content) in enumerate(rows):
+        units |= _draw_row(axes, content, y, report)
+    axes.set_yticks(range(len(rows)), [label for label, _ in rows])
+    axes.set_ylim(max(len(rows), 1) - 0.5, -0.5)
+    axes.set_xlim(0, max(report.total_cycles, 1) / clock)
+    axes.set_xlabel(f"modeled time (µs at {clock:g} MHz)")
+    axes.set_title(_swimlane_title(report, title), fontsize=10)
+    legend = [
+        Patch(
+            facecolor=UNIT_COLORS.get(u, OTHER_COLOR),
+            hatch="////" if u == STALL else None,
+            label=_unit_label(u),
+        )
+        for u in sorted(units)
+    ]
+    axes.legend(handles=legend, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+    axes.grid(axis="x", alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(str(path))
+
+
+Row = tuple[str, list[Slice] | RingTrack]
+
+
+def _draw_row(axes: Any, content: list[Slice] | RingTrack, y: int, report: RunReport) -> set[str]:
+    """Draw one row; returns the units it used (for the legend)."""
+    if isinstance(content, RingTrack):
+        _draw_ring(axes, content, y, report.total_cycles, report.clock_mhz)
+        return set()
+    spans = _spans_by_unit(content, report.clock_mhz)
+    for unit, mine in spans.items():
+        hatch = "////" if unit == STALL else None
+        color = UNIT_COLORS.get(unit, OTHER_COLOR)
+        axes.broken_barh(mine, (y - 0.4, 0.8), facecolors=color, hatch=hatch, edgecolor="none")
+    return set(spans)
+
+
+def _swimlane_rows(report: RunReport) -> list[Row]:
+    by_core: dict[str, list[Slice]] = {}
+    for s in report.timeline:
+        if not (s.core == HOST and s.stalled):
+            by_core.setdefault(s.core, []).append(s)
+    rows: list[Row] = [(HOST, by_core.pop(HOST))] if HOST in by_core else []
+    for core in sorted(by_core, key=lambda c: (_group_index(_group(c)), _lane_order(c))):
+        rows.append((core, by_core[core]))
+    rows += [(f"{ring.owner} ring {ring.pipe}", ring) for ring in report.rings]
+    return rows
+
+
+def _spans_by_unit(slices: list[Slice], clock_mhz: float) -> dict[str, list[tuple[float, float]]]:
+    spans: dict[str, list[tuple[float, float]]] = {}
+    for s in slices:
+        if s.cycles:
+            spans.setdefault(s.unit, []).append((s.start / clock_mhz, s.cycles / clock_mhz))
+    return spans
+
+
+def _draw_ring(axes: Any, ring: RingTrack, y: int, until: int, clock_mhz: float) -> None:
+    """The ring's slots in use as a step curve filling the row (full ring = full row height)."""
+    base = y + 0.4
+    xs, ys = [0.0], [base]
+    for start, end, used in ring.steps(until):
+        level = base - 0.8 * used / ring.slots
+        xs += [start / clock_mhz, start / clock_mhz, end / clock_mhz]
+        ys += [ys[-1], level, level]
+    axes.fill_between(xs, ys, base, color=UNIT_COLORS["FIXPIPE"], alpha=0.5, linewidth=0)
+    axes.text(0, y, f" {ring.slots} slot(s)", va="center", fontsize=7)
+
+
+def _unit_label(unit: str) -> str:
+    return "stall (blocked)" if unit == STALL else unit
+
+
+def _swimlane_title(report: RunReport, title: str) -> str:
+    head = f"{title}: " if title else ""
+    return (
+        f"{head}{report.total_cycles} modeled cycles ({report.total_us:.2f} modeled µs), "
+        f"cube-vector overlap {report.overlap:.0%} — modeled by {report.platform}, not measured"
+    )

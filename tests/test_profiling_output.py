@@ -1,0 +1,145 @@
+"""What profiling writes: a trace-event JSON, a PNG swimlane and a text summary, and how it is
+switched on (RunConfig, its alias, PYPTO_PROFILE)."""
+
+import json
+from collections import defaultdict
+from itertools import pairwise
+
+import matplotlib.image
+import pytest
+import torch
+
+import pypto.language as pl
+from pypto.runtime import RunConfig
+from pypto.runtime.config import PROFILE_ENV
+
+M = 512
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+@pl.jit
+def mixed(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)], name_hint="mixed"):
+        acc = pl.matmul(a, b, out_dtype=pl.FP32)
+        out[:] = pl.add(acc, bias)
+    return out
+
+
+def inputs():
+    torch.manual_seed(0)
+    return (
+        torch.randn(M, 256, dtype=torch.float16),
+        torch.randn(256, 128, dtype=torch.float16),
+        torch.randn(M, 128),
+        torch.zeros(M, 128),
+    )
+
+
+@pytest.fixture(scope="module")
+def profile(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("profile")
+    mixed(*inputs(), config=RunConfig(enable_profiling=True, profile_dir=directory))
+    report = mixed.last_report
+    return report, json.loads((directory / "trace.json").read_text()), directory
+
+
+def test_every_complete_event_has_phase_time_duration_process_and_thread(profile):
+    _, trace, _ = profile
+    complete = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert complete
+    for event in complete:
+        assert {"ph", "ts", "dur", "pid", "tid", "name"} <= set(event)
+        assert event["dur"] >= 0
+
+
+def test_one_process_per_active_core_group_and_lanes_named_by_metadata(profile):
+    _, trace, _ = profile
+    meta = [e for e in trace["traceEvents"] if e["ph"] == "M"]
+    groups = {
+        e["pid"] for e in meta if e["name"] == "process_name" and e["args"]["name"].startswith("core group")
+    }
+    assert len(groups) == 1
+    (pid,) = groups
+    threads = {e["args"]["name"] for e in meta if e["name"] == "thread_name" and e["pid"] == pid}
+    assert threads == {"AIC", "AIV0", "AIV1", "pipe mixed_c2v"}
+
+
+def test_times_are_modeled_microseconds_with_exact_cycles_in_args(profile):
+    report, trace, _ = profile
+    assert trace["otherData"]["clock_mhz"] == report.clock_mhz == 1850
+    assert trace["otherData"]["modeled"] is True
+    for event in (e for e in trace["traceEvents"] if e["ph"] == "X"):
+        cycles = event["args"]["cycles"]
+        assert event["dur"] == pytest.approx(cycles / 1850, abs=1e-5)
+        assert event["ts"] == pytest.approx(event["args"]["start_cycle"] / 1850, abs=1e-5)
+
+
+def test_slices_on_one_thread_never_overlap(profile):
+    _, trace, _ = profile
+    by_thread = defaultdict(list)
+    for event in (e for e in trace["traceEvents"] if e["ph"] == "X"):
+        by_thread[event["pid"], event["tid"]].append((event["args"]["start_cycle"], event["args"]["cycles"]))
+    for spans in by_thread.values():
+        spans.sort()
+        assert all(start + cycles <= after for (start, cycles), (after, _) in pairwise(spans))
+
+
+def test_ring_occupancy_is_a_counter_track_per_ring(profile):
+    _, trace, _ = profile
+    counters = {e["name"] for e in trace["traceEvents"] if e["ph"] == "C"}
+    assert counters == {"ring mixed_c2v AIV0", "ring mixed_c2v AIV1"}
+    values = [e["args"]["slots in use"] for e in trace["traceEvents"] if e["ph"] == "C"]
+    assert max(values) <= 2 and min(values) == 0
+
+
+def test_each_push_flows_to_its_pop_and_both_ends_sit_inside_a_slice(profile):
+    _, trace, _ = profile
+    events = trace["traceEvents"]
+    starts = {e["id"]: e for e in events if e["ph"] == "s"}
+    finishes = {e["id"]: e for e in events if e["ph"] == "f"}
+    assert starts and starts.keys() == finishes.keys()
+    assert all(e.get("bp") == "e" for e in finishes.values())
+    slices = [e for e in events if e["ph"] == "X"]
+    for flow in (*starts.values(), *finishes.values()):
+        on_thread = [e for e in slices if (e["pid"], e["tid"]) == (flow["pid"], flow["tid"])]
+        assert any(e["ts"] <= flow["ts"] <= e["ts"] + e["dur"] for e in on_thread)
+    for flow_id, start in starts.items():
+        assert start["ts"] < finishes[flow_id]["ts"]
+
+
+def test_the_swimlane_is_a_png_matplotlib_can_read(profile):
+    _, _, directory = profile
+    png = directory / "swimlane.png"
+    assert png.read_bytes()[:8] == PNG_SIGNATURE
+    height, width, channels = matplotlib.image.imread(png).shape
+    assert width > 800 and height > 100 and channels in (3, 4)
+
+
+def test_the_summary_labels_its_figures_modeled_and_breaks_time_down_per_op(profile):
+    _, _, directory = profile
+    text = (directory / "summary.txt").read_text()
+    assert "modeled cycles" in text and "cube-vector overlap" in text
+    assert "tile.matmul" in text and "mixed" in text
+
+
+def test_the_chip_swimlane_alias_writes_under_pypto_profile_by_kernel(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(PROFILE_ENV, raising=False)
+    mixed(*inputs(), config=RunConfig(enable_chip_swimlane=True))
+    written = tmp_path / "pypto_profile" / "mixed"
+    assert {p.name for p in written.iterdir()} == {"trace.json", "swimlane.png", "summary.txt"}
+
+
+def test_the_environment_variable_profiles_every_run_into_a_directory_per_kernel(tmp_path, monkeypatch):
+    monkeypatch.setenv(PROFILE_ENV, str(tmp_path / "profiles"))
+    mixed(*inputs())
+    assert (tmp_path / "profiles" / "mixed" / "trace.json").is_file()
+
+
+def test_profiling_is_off_by_default(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(PROFILE_ENV, raising=False)
+    mixed.cache_clear()  # a cached program would keep the config it was first compiled with
+    compiled = mixed.compile(*inputs())
+    compiled.run(*inputs())
+    assert compiled.last_profile is None and not (tmp_path / "pypto_profile").exists()
