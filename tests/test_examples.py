@@ -34,6 +34,11 @@ def test_examples_exist():
         "examples/beginner/04_activation.py",
         "examples/beginner/05_matmul.py",
         "examples/beginner/06_concat.py",
+        "examples/intermediate/02_softmax.py",
+        "examples/intermediate/03_normalization.py",
+        "examples/intermediate/04_matmul_acc.py",
+        "examples/intermediate/05_assemble.py",
+        "examples/intermediate/06_dyn_valid_shape.py",
         "examples/advanced/03_mixed_kernel.py",
     ):
         assert required in names
