@@ -64,3 +64,11 @@ def examples(session: nox.Session) -> None:
         if not output or output.strip().splitlines()[-1] != "OK":
             session.error(f"{path.relative_to(ROOT)} did not print OK:\n{output}")
         session.log(f"{path.relative_to(ROOT)}: OK")
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Compile, cached-call and simulator wall-clock figures, and modeled cycles against the
+    roofline, printed as ratios measured in one run (benchmarks/README.md records them)."""
+    _install_all(session)
+    session.run("python", str(ROOT / "benchmarks" / "bench.py"))

@@ -1,0 +1,182 @@
+"""PyPTO benchmarks, measured in one run and printed as ratios (absolute figures alongside).
+
+    nox -s bench            # or: python benchmarks/bench.py
+
+1. compile time of the seed kernel: cold (the first compile in this process, after the one-off
+   plugin discovery, which is timed apart) and warm (again, after clearing the compile cache);
+2. the overhead of a cached call (on a backend that runs nothing) against a run on a2a3sim;
+3. the a2a3sim simulator's wall time against plain torch eager doing the same math, at three sizes;
+4. modeled cycles against the roofline bound for the mixed and the staged seed kernel at M=4096.
+
+Wall-clock figures depend on the machine and its load; modeled figures do not. Torch runs on one
+thread here, for the simulator and the eager baseline alike, so that the two compare fairly.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+import pypto.language as pl
+from pypto.ir import Program, RunReport
+from pypto.runtime import RunConfig, hookimpl
+from pypto.runtime.registry import get_target, register_plugin
+from pypto_sim_a2a3 import A2A3_TARGET
+
+EXAMPLE = Path(__file__).parents[1] / "examples" / "advanced" / "03_mixed_kernel.py"
+K, N = 256, 128
+SIZES = (128, 1024, 4096)  # rows M of the seed kernel
+MODEL_M = 4096
+REPEATS = 20
+CALL_REPEATS = 200  # a cached call's overhead is small: measure it many times
+
+
+def _example() -> Any:
+    spec = importlib.util.spec_from_file_location("mixed_kernel_example", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def seed_args(m: int) -> tuple[torch.Tensor, ...]:
+    """``a``, ``b``, ``bias``, ``out`` of the seed kernel with ``m`` rows."""
+    torch.manual_seed(0)
+    return (
+        torch.randn(m, K, dtype=torch.float16),
+        torch.randn(K, N, dtype=torch.float16),
+        torch.randn(m, N),
+        torch.zeros(m, N),
+    )
+
+
+def median_seconds(fn: Callable[[], object], repeats: int = REPEATS) -> float:
+    """The median wall time of ``repeats`` calls of ``fn``."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def compile_times(kernel: Any, args: tuple[torch.Tensor, ...]) -> tuple[float, float, float]:
+    """(plugin discovery, cold, warm) seconds: the first lookup of the platform, then the first
+    and a later compile of ``kernel`` for ``args``."""
+    start = time.perf_counter()
+    get_target("a2a3sim")
+    discovery = time.perf_counter() - start
+    start = time.perf_counter()
+    kernel.compile(*args)
+    cold = time.perf_counter() - start
+
+    def again() -> None:
+        kernel.cache_clear()
+        kernel.compile(*args)
+
+    return discovery, cold, median_seconds(again)
+
+
+class NullBackend:
+    """A backend that runs nothing: a cached call on it costs only the front end's dispatch
+    (specialization, cache lookup, argument checks)."""
+
+    name = "a2a3null"
+    target = A2A3_TARGET
+
+    def run(self, program: Program, args: Sequence[Any], options: Mapping[str, Any]) -> RunReport:
+        return RunReport(self.name, self.target.clock_mhz)
+
+
+class NullPlugin:
+    """Registers :class:`NullBackend` in-process."""
+
+    @hookimpl
+    def pypto_register_backends(self, register: Callable[[Any], None]) -> None:
+        register(NullBackend())
+
+
+def call_overhead(kernel: Any, args: tuple[torch.Tensor, ...]) -> tuple[float, float]:
+    """(overhead, run) seconds: a cached call on a backend that does nothing, and a run on a2a3sim."""
+    register_plugin(NullPlugin())
+    null = RunConfig(platform=NullBackend.name)
+    kernel(*args, config=null)
+    compiled = kernel.compile(*args)
+    overhead = median_seconds(lambda: kernel(*args, config=null), CALL_REPEATS)
+    return overhead, median_seconds(lambda: compiled.run(*args))
+
+
+def simulator_against_eager(kernel: Any, m: int) -> tuple[float, float]:
+    """(simulator, torch eager) seconds for ``out = a @ b + bias`` with ``m`` rows."""
+    a, b, bias, out = seed_args(m)
+    compiled = kernel.compile(a, b, bias, out)
+    sim = median_seconds(lambda: compiled.run(a, b, bias, out))
+    eager = median_seconds(lambda: torch.add(a.float() @ b.float(), bias, out=out))
+    return sim, eager
+
+
+def modeled_report(kernel: Any) -> RunReport:
+    """The report of one run of ``kernel`` at M=MODEL_M."""
+    kernel(*seed_args(MODEL_M))
+    return kernel.last_report
+
+
+def roofline_lines(report: RunReport) -> list[str]:
+    """Modeled cycles against the roofline bound, per kernel of the program and in total."""
+    lines = [
+        f"    {line.kernel:<12} {line.cycles:>8} modeled cycles / {line.bound_cycles:>8.0f} "
+        f"{line.bound} bound = {line.ratio:.2f}x"
+        for line in report.roofline()
+    ]
+    bound = sum(line.bound_cycles for line in report.roofline())
+    lines.append(
+        f"    {'program':<12} {report.total_cycles:>8} modeled cycles / {bound:>8.0f} summed bounds"
+        f" = {report.total_cycles / bound:.2f}x (overlap {report.overlap:.0%})"
+    )
+    return lines
+
+
+def main() -> None:
+    torch.set_num_threads(1)
+    example = _example()
+    mixed, staged = example.mixed_kernel(pl.SplitMode.UP_DOWN), example.staged_matmul_bias
+    machine = f"{platform.machine()}, {os.cpu_count()} CPU(s), python {platform.python_version()}"
+    print(f"PyPTO benchmarks — {machine}")
+    print(f"torch {torch.__version__} on {torch.get_num_threads()} thread(s)\n")
+
+    discovery, cold, warm = compile_times(mixed, seed_args(128))
+    print(f"plugin discovery (once per process) {discovery * 1e3:.1f} ms")
+    print("compile, seed kernel (M=128)")
+    print(f"  cold {cold * 1e3:8.1f} ms   warm {warm * 1e3:8.1f} ms   warm/cold = {warm / cold:.2f}")
+
+    overhead, run = call_overhead(mixed, seed_args(128))
+    print("cached call, seed kernel (M=128)")
+    share = overhead / run
+    print(f"  overhead {overhead * 1e6:6.0f} us   run {run * 1e3:8.2f} ms   overhead/run = {share:.1%}")
+
+    print("a2a3sim wall time against torch eager (a @ b + bias)")
+    for m in SIZES:
+        sim, eager = simulator_against_eager(mixed, m)
+        ratio = sim / eager
+        print(f"  M={m:<5} sim {sim * 1e3:8.2f} ms   eager {eager * 1e3:7.3f} ms   sim/eager = {ratio:5.0f}x")
+
+    print(f"modeled cycles against the roofline bound (M={MODEL_M}; modeled, not measured)")
+    reports = {"mixed (UP_DOWN)": modeled_report(mixed), "staged": modeled_report(staged)}
+    for name, report in reports.items():
+        print(f"  {name}")
+        for line in roofline_lines(report):
+            print(line)
+    speedup = reports["staged"].total_cycles / reports["mixed (UP_DOWN)"].total_cycles
+    print(f"  staged/mixed = {speedup:.2f}x modeled cycles")
+
+
+if __name__ == "__main__":
+    main()
