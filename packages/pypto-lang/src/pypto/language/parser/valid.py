@@ -5,7 +5,7 @@ valid shape is known only at run time. The IR carries it as operands: of the loa
 (``tile.load_partial``), and of the ops whose result depends on it (``tile.store_partial``,
 ``tile.store_atomic``, ``tile.fillpad``). While parsing, the valid shape follows the tile through
 vector ops the way a static one follows it through their type rules: a same-shaped result keeps
-its first operand's, a row reduction keeps the valid rows, a column reduction the valid columns.
+its first tile operand's, a row reduction the valid rows, a column reduction the valid columns.
 ``pl.fillpad`` defines the padding, so its result is valid everywhere.
 """
 
@@ -27,8 +27,8 @@ def result_valid(call: Call, valid: Mapping[Expr, TupleExpr]) -> TupleExpr | Non
         return None
     if get_op(call.op).unit is not Unit.VECTOR and call.op not in _KEEPS_VALID:
         return None
-    source = next((a for a in call.args if isinstance(a.type, TileType) and a in valid), None)
-    if source is None:
+    source = next((a for a in call.args if isinstance(a.type, TileType)), None)
+    if source is None or source not in valid:
         return None
     elements = valid[source].elements
     name = call.op.split(".", 1)[1]
