@@ -587,7 +587,9 @@ def _row_reduce(op: str) -> InferFn:
                 )
             _check_vec(op, tmp, span)
         elif len(args) != 1:
-            raise _fail(op, "on a tensor takes no scratch operand (the compiler makes one per tile)", span)
+            raise _fail(
+                op, f"on {describe(x)} takes no scratch operand (the compiler makes one per tile)", span
+            )
         valid = (x.valid_shape[0], 1) if isinstance(x, TileType) and x.valid_shape else None
         return _vector_result(x, shape=(x.shape[0], 1), valid_shape=valid)
 
@@ -673,7 +675,8 @@ def _fillpad(op: str) -> InferFn:
 def _full(op: str) -> InferFn:
     def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
         if len(args) != 1 or not isinstance(args[0].type, ScalarType):
-            raise _fail(op, "the fill value must be a scalar", span)
+            got = ", ".join(describe(a.type) for a in args) or "nothing"
+            raise _fail(op, f"the fill value must be a scalar, got {got}", span)
         return TileType(tuple(attrs["shape"]), attrs["dtype"], MemorySpace.Vec)
 
     return infer
