@@ -106,6 +106,19 @@ def test_a_slice_of_global_memory_is_loaded_from_the_tensor_at_its_offsets():
     assert isinstance(row, Var) and col.name == "k"
 
 
+def test_a_slice_handed_to_a_tile_op_asks_for_the_tensor_and_offsets():
+    a, out = irbuild.tensor("a", [64, 64]), irbuild.tensor("out", [64, 32])
+    view = irbuild.assign("view", "tensor.slice", a, irbuild.idx(0, 32), shape=(64, 32))
+    load = irbuild.assign(
+        "t", "tile.load", view.target, irbuild.idx(0, 0), shape=(64, 32), target_memory=None
+    )
+    store = Eval(make_call("tile.store", (load.target, irbuild.idx(0, 0), out)))
+    with pytest.raises(ParseError) as info:
+        lowered_kernel([view, load, store], [Param(a), Param(out, Direction.Out)])
+    assert info.value.message.startswith("a tensor slice (view) is a view that only tensor-level ops read")
+    assert "pl.load(a, [0, k0], [rows, cols])" in info.value.hint
+
+
 def test_matmul_acc_on_tensors_adds_into_the_matmuls_accumulator_tile():
     a, b = irbuild.tensor("a", [64, 64], FP16), irbuild.tensor("b", [64, 64], FP16)
     out = irbuild.tensor("out", [64, 64])

@@ -101,7 +101,7 @@ class ConvertTensorToTileOps:
     ) -> tuple[Stmt, ...]:
         out: list[Stmt] = []
         region: list[Stmt] = []
-        lowered_values: set[Var] = set()  # tensor values that became tiles of an earlier region
+        lowered_values: dict[Var, Call] = {}  # tensor values that became tiles of an earlier region
 
         def flush() -> None:
             for stmt in region:
@@ -193,18 +193,28 @@ def _is_view(x: Expr, defs: dict[Var, Call]) -> bool:
     return defs[x].op == "tensor.slice" and _is_view(defs[x].args[0], defs)
 
 
-def _reject_uses(stmt: Stmt, lowered_values: set[Var]) -> None:
+def _reject_uses(stmt: Stmt, lowered_values: dict[Var, Call]) -> None:
     for inner in walk_stmts((stmt,)):
         for expr in stmt_exprs(inner):
             for v in used_vars(expr):
                 if v in lowered_values:
-                    raise ParseError(
-                        f"{v.name} is the result of a tensor-level op and is used after tile "
-                        "ops that come between; the compiler cannot keep it on chip",
-                        inner.span,
-                        "write it into a tensor first (out[:] = ...) and pl.load it, or keep "
-                        "the tensor-level ops together",
-                    )
+                    raise _used_after_lowering(v, lowered_values[v], inner.span)
+
+
+def _used_after_lowering(v: Var, call: Call, span: SourceSpan | None) -> ParseError:
+    if call.op == "tensor.slice":
+        return ParseError(
+            f"a tensor slice ({v.name}) is a view that only tensor-level ops read; this tile op "
+            "takes the tensor itself",
+            span,
+            "give the op the tensor and the slice's offsets, e.g. pl.load(a, [0, k0], [rows, cols])",
+        )
+    return ParseError(
+        f"{v.name} is the result of a tensor-level op and is used after tile "
+        "ops that come between; the compiler cannot keep it on chip",
+        span,
+        "write it into a tensor first (out[:] = ...) and pl.load it, or keep the tensor-level ops together",
+    )
 
 
 @dataclass
