@@ -262,9 +262,9 @@ class RunReport:
             ]
         if side is None:
             return []
-        other = "vector lanes" if side == "cube" else "cube"
+        others = "the vector lanes wait" if side == "cube" else "the cube waits"
         return [
-            f"  the {side} side dominates: the {other} wait on it, so overlap cannot hide it; "
+            f"  the {side} side dominates: {others} on it, so overlap cannot hide it; "
             f"shorten the {side} work to go faster"
         ]
 
