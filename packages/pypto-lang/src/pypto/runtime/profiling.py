@@ -25,7 +25,7 @@ TRACE_FILE = "trace.json"
 SWIMLANE_FILE = "swimlane.png"
 SUMMARY_FILE = "summary.txt"
 HOST = "host"
-HOST_PID = 0
+HOST_PID = 1000  # core groups take pids 1, 2, ...; pid 0 means "no process" to some trace viewers
 PIPE_TID_BASE = 100  # pipe threads sort after the cores of their group
 
 # Swimlane colours per unit; units not listed are drawn grey.
@@ -130,7 +130,9 @@ class _Layout:
 
     def metadata(self) -> list[dict[str, Any]]:
         events = [_meta("process_name", pid, 0, _process_name(name)) for name, pid in self.pids.items()]
-        events += [_meta("process_sort_index", pid, 0, pid, key="sort_index") for pid in self.pids.values()]
+        # The host first, then the core groups in order.
+        for name, pid in self.pids.items():
+            events.append(_meta("process_sort_index", pid, 0, 0 if name == HOST else pid, key="sort_index"))
         for name, tid in self.tids.items():
             pid = self.pids[HOST if name == HOST else _group(name.split(" ")[0])]
             events.append(_meta("thread_name", pid, tid, _thread_name(name)))
