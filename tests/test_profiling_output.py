@@ -143,3 +143,23 @@ def test_profiling_is_off_by_default(tmp_path, monkeypatch):
     compiled = mixed.compile(*inputs())
     compiled.run(*inputs())
     assert compiled.last_profile is None and not (tmp_path / "pypto_profile").exists()
+
+
+@pl.jit
+def doubled_matmul(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)], name_hint="dmm"):
+        out[:] = pl.matmul(pl.add(a, a), b, out_dtype=pl.FP32)
+    return out
+
+
+def test_a_vector_to_cube_pipe_gets_its_thread_its_ring_on_the_cube_and_a_flow_per_lane_share(tmp_path):
+    a, b = torch.randn(256, 128, dtype=torch.float16), torch.randn(128, 128, dtype=torch.float16)
+    out = torch.zeros(256, 128)
+    doubled_matmul(a, b, out, config=RunConfig(profile_dir=tmp_path))
+    torch.testing.assert_close(out, (a + a).float() @ b.float(), rtol=1e-2, atol=1e-2)
+    events = json.loads((tmp_path / "trace.json").read_text())["traceEvents"]
+    threads = {e["args"]["name"] for e in events if e["name"] == "thread_name" and e["pid"] == 1}
+    assert threads == {"AIC", "AIV0", "AIV1", "pipe dmm_v2c"}
+    assert {e["name"] for e in events if e["ph"] == "C"} == {"ring dmm_v2c AIC"}
+    flow_sources = {e["tid"] for e in events if e["ph"] == "s"}
+    assert flow_sources == {2, 3}  # both lanes push their share to the cube
