@@ -38,6 +38,7 @@ class Pass(Protocol):
 # Pass name -> "module:Class", imported only when the pass is built (the CLI lists names cheaply).
 PASS_REGISTRY: dict[str, str] = {
     "OutlineScopes": "pypto.passes.outline:OutlineScopes",
+    "AutoTileMatmul": "pypto.passes.autotile:AutoTileMatmul",
     "ConvertTensorToTileOps": "pypto.passes.tensor_to_tile:ConvertTensorToTileOps",
     "InferTileMemorySpace": "pypto.passes.memory_space:InferTileMemorySpace",
     "LowerAutoVectorSplit": "pypto.passes.vector_split:LowerAutoVectorSplit",
@@ -48,6 +49,7 @@ PASS_REGISTRY: dict[str, str] = {
 
 DEFAULT_PIPELINE: tuple[str, ...] = (
     "OutlineScopes",
+    "AutoTileMatmul",
     "ConvertTensorToTileOps",
     "InferTileMemorySpace",
     "LowerAutoVectorSplit",

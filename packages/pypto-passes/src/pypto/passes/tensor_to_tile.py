@@ -160,8 +160,8 @@ def _block_rows(region: list[Stmt]) -> int | None:
         operands = _row_operands(call, defs)
         if operands is None:
             return None
-        if isinstance(stmt, Assign):
-            operands = (*operands, stmt.target)
+        if isinstance(stmt, Assign) and call.op != "tensor.slice":
+            operands = (*operands, stmt.target)  # a view's rows count where it is used, not here
         for x in operands:
             if isinstance(x.type, TileType):
                 return None
@@ -229,6 +229,13 @@ class _RegionLowering:
     hoisted: list[Stmt] = field(default_factory=list)
     body: list[Stmt] = field(default_factory=list)
     row: Expr = field(default_factory=lambda: Const(0, INDEX))
+
+    @property
+    def streams_weights(self) -> bool:
+        """Several matmuls (a K-blocked chain): load each right operand where it is used rather
+        than all of them before the row loop, where they would all be live at once."""
+        matmuls = [s for s in self.region if s.value.op in ("tensor.matmul", "tensor.matmul_acc")]  # type: ignore[attr-defined]
+        return len(matmuls) > 1
 
     def lower(self) -> list[Stmt]:
         looped = self.block is not None and self.rows is not None and self.block < self.rows
@@ -354,7 +361,8 @@ class _RegionLowering:
         if blocked:
             shape[0] = self.block  # type: ignore[assignment]
             offsets[0] = index_add(offsets[0], self.row)
-        sink = self.body if blocked or not isinstance(self.row, Var) else self.hoisted
+        hoist = isinstance(self.row, Var) and not blocked and not self.streams_weights
+        sink = self.hoisted if hoist else self.body
         staging = (
             MemorySpace.Mat if space in (MemorySpace.Left, MemorySpace.Right, MemorySpace.Bias) else space
         )

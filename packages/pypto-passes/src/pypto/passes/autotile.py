@@ -1,0 +1,210 @@
+"""AutoTileMatmul: whole-tensor matmuls too big for L0 become chains of blocks that fit.
+
+A ``tensor.matmul`` whose right operand does not fit L0B (Right), or whose left operand leaves
+no room for a block of rows in L0A (Left), is K-blocked: ``c = a @ b`` becomes
+``c = a[:, 0:kb] @ b[0:kb, :]`` followed by ``c = matmul_acc(c, a[:, k:k+kb], b[k:k+kb, :])``
+for the remaining blocks, all views of global memory. When even a 16-row block of the result
+is too wide for L0C, or a 16-row slice of the right operand too wide for L0B, the columns are
+blocked too; that needs the result to be written straight out (``out[...] = pl.matmul(...)``),
+since later vector ops would need the same column blocks. Rows are blocked later, by
+ConvertTensorToTileOps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from pypto.ir import (
+    INDEX,
+    Assign,
+    Call,
+    Const,
+    Eval,
+    Expr,
+    For,
+    Function,
+    FunctionKind,
+    If,
+    MemorySpace,
+    ParseError,
+    Program,
+    SplitAivRegion,
+    Stmt,
+    Target,
+    TensorType,
+    Var,
+    make_call,
+)
+from pypto.ir.nodes import stmt_exprs, used_vars, walk_stmts
+from pypto.passes.manager import PassContext
+from pypto.passes.rewrite import NameGen, index_add, index_tuple, map_functions
+
+MIN_ROWS = 16  # the cube's block edge: the fewest rows worth a matmul
+PREFERRED_ROWS = 128  # the row block the tiler prefers
+ACC_BYTES = 4  # L0C accumulates in 32 bits
+
+
+@dataclass(frozen=True)
+class MatmulBlocks:
+    kb: int
+    nb: int
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(n, 0, -1) if n % d == 0]
+
+
+def choose_blocks(m: int, k: int, n: int, in_bytes: int, target: Target) -> MatmulBlocks | None:
+    """K and N blocks whose slices fit L0A/L0B and whose result fits L0C, for a full block of
+    rows if possible (else the fewest rows worth a matmul); None when the matmul fits whole."""
+    left, right, acc = (target.usable(s) for s in (MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc))
+    for rows in dict.fromkeys((min(m, PREFERRED_ROWS), min(m, MIN_ROWS))):
+        if k * n * in_bytes <= right and rows * k * in_bytes <= left and rows * n * ACC_BYTES <= acc:
+            return None
+        for nb in _divisors(n):
+            if rows * nb * ACC_BYTES > acc:
+                continue
+            fitting = [
+                kb for kb in _divisors(k) if kb * nb * in_bytes <= right and rows * kb * in_bytes <= left
+            ]
+            if fitting:
+                return MatmulBlocks(fitting[0], nb)
+    return MatmulBlocks(1, 1)
+
+
+@dataclass(frozen=True)
+class AutoTileMatmul:
+    name: str = "AutoTileMatmul"
+
+    def run(self, program: Program, ctx: PassContext) -> Program:
+        return map_functions(program, (FunctionKind.InCore,), lambda fn: self.tile(fn, ctx.target))
+
+    def tile(self, fn: Function, target: Target) -> Function:
+        return replace(fn, body=_Blocker(target, NameGen.for_function(fn)).block(fn.body))
+
+
+@dataclass
+class _Blocker:
+    target: Target
+    names: NameGen
+
+    def block(self, body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
+        out: list[Stmt] = []
+        replaced: set[int] = set()  # writes re-emitted per column block
+        for index, stmt in enumerate(body):
+            if id(stmt) in replaced:
+                continue
+            if isinstance(stmt, (For, SplitAivRegion)):
+                out.append(replace(stmt, body=self.block(stmt.body)))
+            elif isinstance(stmt, If):
+                then_body, else_body = self.block(stmt.then_body), self.block(stmt.else_body)
+                out.append(replace(stmt, then_body=then_body, else_body=else_body))
+            elif _blocks_of(stmt, self.target) is not None:
+                stmts, writes = self.split(stmt, body[index + 1 :])  # type: ignore[arg-type]
+                out.extend(stmts)
+                replaced.update(id(w) for w in writes)
+            else:
+                out.append(stmt)
+        return tuple(out)
+
+    def split(self, stmt: Assign, rest: tuple[Stmt, ...]) -> tuple[list[Stmt], list[Eval]]:
+        call = stmt.value
+        assert isinstance(call, Call)
+        a, b = call.args
+        (m, k), (_, n) = a.type.shape, b.type.shape  # type: ignore[attr-defined]
+        blocks = _blocks_of(stmt, self.target)
+        assert blocks is not None
+        writes: list[Eval] = []
+        if blocks.nb < n:
+            found = _only_writes(stmt.target, rest)
+            if found is None:
+                raise ParseError(
+                    f"pl.matmul: the [{m}, {n}] result is too wide for the cube's L0 buffers and "
+                    "later ops use it, which would need the same column blocks",
+                    call.span,
+                    "write the product straight out (out[...] = pl.matmul(a, b)), or split N "
+                    "yourself with column slices b[:, j:j + nb]",
+                )
+            writes = found
+        out: list[Stmt] = []
+        for n0 in range(0, n, blocks.nb):
+            # Fresh left slices per column block: each block streams its K slices through L0A.
+            a_views = [self.view(a, (0, k0), (m, blocks.kb), call) for k0 in range(0, k, blocks.kb)]
+            out.extend(a_views)
+            result = stmt.target
+            if blocks.nb < n:
+                t = TensorType((m, blocks.nb), stmt.target.type.dtype)  # type: ignore[attr-defined]
+                result = Var(self.names.fresh(f"{stmt.target.name}_n{n0}"), t, stmt.target.span)
+            out.extend(self.k_chain(call, result, a_views, b, n0, blocks))
+            out.extend(_shifted_writes(writes, result, n0))
+        return out, writes
+
+    def k_chain(
+        self, call: Call, result: Var, a_views: list[Assign], b: Expr, n0: int, blocks: MatmulBlocks
+    ) -> list[Stmt]:
+        """``result = a_0 @ b_0`` then ``result = matmul_acc(result, a_i, b_i)`` per K block."""
+        stmts: list[Stmt] = []
+        acc: Var | None = None
+        for index, a_view in enumerate(a_views):
+            b_view = self.view(b, (index * blocks.kb, n0), (blocks.kb, blocks.nb), call)
+            last = index == len(a_views) - 1
+            name = result if last else Var(self.names.fresh(f"{result.name}_k"), result.type, result.span)
+            operands = (a_view.target, b_view.target)
+            if acc is None:
+                value = make_call("tensor.matmul", operands, call.attrs, call.span)
+            else:
+                value = make_call("tensor.matmul_acc", (acc, *operands), {}, call.span)
+            stmts += [b_view, Assign(name, value, call.span)]
+            acc = name
+        return stmts
+
+    def view(self, x: Expr, offsets: tuple[int, ...], shape: tuple[int, ...], call: Call) -> Assign:
+        starts = index_tuple([Const(o, INDEX) for o in offsets])
+        value = make_call("tensor.slice", (x, starts), {"shape": shape}, call.span)
+        base = getattr(x, "name", "view")
+        var = Var(self.names.fresh(f"{base}_{offsets[0]}_{offsets[1]}"), value.type, call.span)
+        return Assign(var, value, call.span)
+
+
+def _blocks_of(stmt: Stmt, target: Target) -> MatmulBlocks | None:
+    """How to block ``stmt`` if it is a whole-tensor matmul too big for L0, else None."""
+    if not (isinstance(stmt, Assign) and isinstance(stmt.value, Call) and stmt.value.op == "tensor.matmul"):
+        return None
+    call = stmt.value
+    a, b = call.args
+    if call.attrs.get("a_trans") or call.attrs.get("b_trans"):
+        return None
+    if not isinstance(a.type, TensorType) or not isinstance(b.type, TensorType):
+        return None
+    (m, k), (_, n) = a.type.shape, b.type.shape
+    return choose_blocks(m, k, n, a.type.dtype.nbytes, target)
+
+
+def _only_writes(value: Var, rest: tuple[Stmt, ...]) -> list[Eval] | None:
+    """The ``tensor.assemble`` writes of ``value`` in ``rest``, if nothing else uses it."""
+    writes: list[Eval] = []
+    for stmt in walk_stmts(rest):
+        if not any(value in used_vars(e) for e in stmt_exprs(stmt)):
+            continue
+        call = stmt.value if isinstance(stmt, Eval) else None
+        if not (isinstance(call, Call) and call.op == "tensor.assemble" and call.args[1] is value):
+            return None
+        if stmt not in rest:
+            return None  # a write nested in a loop would need the column blocks there too
+        writes.append(stmt)  # type: ignore[arg-type]
+    return writes
+
+
+def _shifted_writes(writes: list[Eval], block: Var, n0: int) -> list[Stmt]:
+    """Each write of the whole product, as a write of one column block at column offset ``n0``."""
+    out: list[Stmt] = []
+    for write in writes:
+        call = write.value
+        assert isinstance(call, Call)
+        dst, _, offsets = call.args
+        elements = list(offsets.elements)  # type: ignore[attr-defined]
+        elements[1] = index_add(elements[1], Const(n0, INDEX))
+        out.append(
+            Eval(make_call("tensor.assemble", (dst, block, index_tuple(elements)), call.attrs, call.span))
+        )
+    return out

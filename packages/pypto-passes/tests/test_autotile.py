@@ -1,0 +1,65 @@
+"""AutoTileMatmul: K and N blocking of whole-tensor matmuls that do not fit L0."""
+
+import passes_irbuild as irbuild
+import pytest
+
+from pypto.ir import Direction, MemorySpace, Param, ParseError, ScopeStmt
+from pypto.ir.nodes import Assign, Call, walk_stmts
+from pypto.passes import lower
+from pypto.passes.autotile import MatmulBlocks, choose_blocks
+
+
+def test_a_matmul_that_fits_l0_is_left_whole():
+    assert choose_blocks(128, 256, 128, 2, irbuild.TARGET) is None  # the seed kernel
+
+
+def test_a_deep_fp16_matmul_is_k_blocked_so_a_128_row_slice_fits_l0a():
+    assert choose_blocks(256, 1024, 128, 2, irbuild.TARGET) == MatmulBlocks(kb=256, nb=128)
+
+
+def test_a_wide_fp32_matmul_is_blocked_in_n_to_fit_l0c_for_128_rows():
+    assert choose_blocks(256, 512, 1024, 4, irbuild.TARGET) == MatmulBlocks(kb=64, nb=256)
+
+
+def matmul_program(m, k, n, dtype=irbuild.FP16, then_relu=False):
+    a, b = irbuild.tensor("a", [m, k], dtype), irbuild.tensor("b", [k, n], dtype)
+    out = irbuild.tensor("out", [m, n])
+    mm = irbuild.assign("c", "tensor.matmul", a, b, out_dtype=irbuild.FP32)
+    body = [mm]
+    value = mm.target
+    if then_relu:
+        body.append(irbuild.assign("r", "tensor.relu", value))
+        value = body[-1].target
+    body.append(irbuild.write(out, value))
+    scope = ScopeStmt(tuple(body), name_hint="mm")
+    return irbuild.program("main", [Param(a), Param(b), Param(out, Direction.Out)], [scope])
+
+
+def tile_ops(kernel):
+    return [
+        s.value.op for s in walk_stmts(kernel.body) if isinstance(s, Assign) and isinstance(s.value, Call)
+    ]
+
+
+def test_k_blocks_accumulate_with_matmul_acc_and_every_tile_fits():
+    kernel = lower(matmul_program(256, 1024, 128), irbuild.TARGET).function("mm")
+    ops = tile_ops(kernel)
+    assert ops.count("tile.matmul") == 1 and ops.count("tile.matmul_acc") == 3
+    plan = kernel.attrs["memory_plan"]
+    assert plan.peak[MemorySpace.Right] <= 65536 and plan.peak[MemorySpace.Left] <= 65536
+
+
+def test_n_blocks_of_a_product_written_straight_out_are_stored_at_column_offsets():
+    kernel = lower(matmul_program(128, 512, 1024, irbuild.FP32), irbuild.TARGET).function("mm")
+    stores = [
+        s.value
+        for s in walk_stmts(kernel.body)
+        if hasattr(s, "value") and getattr(s.value, "op", "") == "tile.store"
+    ]
+    assert sorted(st.args[1].elements[1].value for st in stores) == [0, 256, 512, 768]
+
+
+def test_n_blocking_a_product_that_feeds_vector_ops_is_an_error_with_a_fix():
+    with pytest.raises(ParseError, match=r"the \[128, 1024\] result is too wide") as info:
+        lower(matmul_program(128, 512, 1024, irbuild.FP32, then_relu=True), irbuild.TARGET)
+    assert "out[...] = pl.matmul" in info.value.hint
