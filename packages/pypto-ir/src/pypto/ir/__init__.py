@@ -1,6 +1,6 @@
 """pypto.ir — types, IR nodes, the op table, printer, verifier, diagnostics, targets, backends."""
 
-from pypto.ir.backend import Backend, RunReport, TaskRecord
+from pypto.ir.backend import Backend, RunReport, TaskEdge, TaskRecord
 from pypto.ir.dtypes import DataType, dtype_from_torch_name, supported_torch_dtypes
 from pypto.ir.errors import (
     DeadlockError,
@@ -41,12 +41,15 @@ from pypto.ir.nodes import (
 from pypto.ir.ops import OPS, AtomicType, OpDef, PadValue, Unit, get_op, make_call
 from pypto.ir.printer import print_ir
 from pypto.ir.target import MemorySpec, Target
+from pypto.ir.tasks import AccessMode
 from pypto.ir.types import (
     INDEX,
+    TASK_ID,
     UNIT,
     Direction,
     MemorySpace,
     ScalarType,
+    TaskIdType,
     TensorType,
     TileType,
     TupleType,
@@ -59,7 +62,9 @@ __version__ = "0.1.0"
 __all__ = [
     "INDEX",
     "OPS",
+    "TASK_ID",
     "UNIT",
+    "AccessMode",
     "Allocation",
     "Assign",
     "AtomicType",
@@ -100,6 +105,8 @@ __all__ = [
     "SplitMode",
     "Stmt",
     "Target",
+    "TaskEdge",
+    "TaskIdType",
     "TaskRecord",
     "TensorType",
     "TileType",

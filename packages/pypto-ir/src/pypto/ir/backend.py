@@ -12,12 +12,36 @@ from pypto.ir.target import Target
 
 @dataclass
 class TaskRecord:
-    """One kernel launch on one core group, in modeled cycles."""
+    """One kernel launch on one core group, in modeled cycles.
+
+    ``task_id`` numbers the tasks in submission order (from 1); an ``pl.spmd`` task has one record
+    per block, ``block`` = its ``pl.get_block_idx()``. ``source`` is the user's line of the scope or
+    call, e.g. ``"kernel.py:12"``.
+    """
 
     kernel: str
     core_group: int
     start_cycle: int
     end_cycle: int
+    task_id: int = 0
+    block: int = 0
+    source: str | None = None
+
+
+@dataclass(frozen=True)
+class TaskEdge:
+    """A dependency: task ``dst`` waited for task ``src`` to finish.
+
+    ``tensor`` names the tensor that implied the edge, or is None for one declared with ``deps=``.
+    """
+
+    src: int
+    dst: int
+    tensor: str | None = None
+
+    @property
+    def declared(self) -> bool:
+        return self.tensor is None
 
 
 # The roofs a kernel's work is measured against.
@@ -147,6 +171,7 @@ class RunReport:
     clock_mhz: float
     total_cycles: int = 0
     tasks: list[TaskRecord] = field(default_factory=list)
+    edges: list[TaskEdge] = field(default_factory=list)
     busy_cycles: dict[str, int] = field(default_factory=dict)
     stall_cycles: dict[str, int] = field(default_factory=dict)
     trace_events: list[dict[str, Any]] = field(default_factory=list)

@@ -136,13 +136,25 @@ class SplitMode(Enum):
 
 @dataclass(frozen=True, eq=False)
 class ScopeStmt(Stmt):
-    """``with pl.at(level=..., optimizations=[...], name_hint=...)``: becomes one kernel."""
+    """``with pl.at(level=..., optimizations=[...], name_hint=..., deps=[...], no_dep_args=[...]) as
+    task``: becomes one kernel, called as one task.
+
+    ``task`` (a ``TaskIdType`` var) names the task for later ``deps=``; ``deps`` are the task ids it
+    waits for besides the edges its tensors imply; ``no_dep_args`` are tensors through which it takes
+    no such edge; ``manual`` marks a scope inside ``pl.manual_scope()`` (it takes no tensor edge at
+    all); ``block_num`` is the number of core groups an ``pl.spmd`` launch runs it on.
+    """
 
     body: tuple[Stmt, ...]
     level: Level = Level.CORE_GROUP
     name_hint: str | None = None
     split: SplitMode | None = None
     slot_num: int | None = None
+    task: Var | None = None
+    deps: tuple[Var, ...] = ()
+    no_dep_args: tuple[Var, ...] = ()
+    manual: bool = False
+    block_num: int = 1
     span: SourceSpan | None = None
 
 

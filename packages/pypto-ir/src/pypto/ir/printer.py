@@ -25,6 +25,7 @@ from pypto.ir.nodes import (
     TupleExpr,
     Var,
 )
+from pypto.ir.tasks import AccessMode
 from pypto.ir.types import Direction, MemorySpace, TensorType, TileType, Type
 
 _INFIX = {
@@ -106,7 +107,7 @@ class _Printer:
             text = f"{s.target.name}: {format_type(s.target.type)} = {format_expr(s.value)}"
             self.emit(depth, text + self.placement(s.target))
         elif isinstance(s, Eval):
-            self.emit(depth, format_expr(s.value))
+            self.emit(depth, format_expr(s.value) + _task_comment(s.value))
         elif isinstance(s, For):
             rng = ", ".join(format_expr(x) for x in (s.start, s.stop, s.step))
             self.emit(depth, f"for {s.var.name} in pl.{s.kind.value}({rng}):")
@@ -133,7 +134,17 @@ class _Printer:
                 args.append(f"optimizations=[{', '.join(opts)}]")
             if s.name_hint:
                 args.append(f"name_hint={s.name_hint!r}")
-            self.emit(depth, f"with pl.at({', '.join(args)}):")
+            for key, names in (("deps", s.deps), ("no_dep_args", s.no_dep_args)):
+                if names:
+                    args.append(f"{key}=[{', '.join(v.name for v in names)}]")
+            bound = f" as {s.task.name}" if s.task is not None else ""
+            notes = [
+                text
+                for flag, text in ((s.manual, "manual_scope"), (s.block_num > 1, f"spmd({s.block_num})"))
+                if flag
+            ]
+            note = f"  # {', '.join(notes)}" if notes else ""
+            self.emit(depth, f"with pl.at({', '.join(args)}){bound}:{note}")
             self.body(s.body, depth + 1)
         else:
             raise TypeError(f"cannot print {s!r}")
@@ -145,6 +156,24 @@ class _Printer:
         if alloc is None:
             return ""
         return f"  # {alloc.space.name}[{alloc.offset:#x}, +{alloc.size}]"
+
+
+# Task attrs of a kernel call (see pypto.ir.tasks), printed after it as a comment.
+_TASK_ATTRS = ("task", "deps", "access", "no_dep", "no_dep_args", "manual", "block_num")
+
+
+def _task_comment(e: Expr) -> str:
+    if not (isinstance(e, Call) and e.op == "call"):
+        return ""
+    parts = [f"{key}={_task_value(e.attrs[key])}" for key in _TASK_ATTRS if key in e.attrs]
+    return f"  # {', '.join(parts)}" if parts else ""
+
+
+def _task_value(value: Any) -> str:
+    """Access modes by name (``[In, Out]``, ``-`` for a scalar); other values as DSL text."""
+    if isinstance(value, tuple) and any(isinstance(v, AccessMode) for v in value):
+        return "[" + ", ".join(v.name if isinstance(v, AccessMode) else "-" for v in value) + "]"
+    return format_value(value)
 
 
 def _param(p: Any) -> str:

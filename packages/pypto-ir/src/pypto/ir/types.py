@@ -101,6 +101,14 @@ class TileType(Type):
 
 
 @dataclass(frozen=True)
+class TaskIdType(Type):
+    """The type of a task id, bound by ``with pl.at(...) as tid`` and named in ``deps=[tid]``."""
+
+    def __str__(self) -> str:
+        return "pl.TaskId"
+
+
+@dataclass(frozen=True)
 class TupleType(Type):
     types: tuple[Type, ...]
 
@@ -110,6 +118,7 @@ class TupleType(Type):
 
 INDEX = ScalarType(DataType.INDEX)
 UNIT = UnitType()
+TASK_ID = TaskIdType()
 
 
 def describe(t: Type) -> str:
@@ -121,4 +130,6 @@ def describe(t: Type) -> str:
         return f"Tensor[{list(t.shape)}, {t.dtype.name}]"
     if isinstance(t, ScalarType):
         return f"Scalar[{t.dtype.name}]"
+    if isinstance(t, TaskIdType):
+        return "a task id"
     return str(t)

@@ -21,7 +21,7 @@ from pypto.ir.nodes import (
     walk_expr,
 )
 from pypto.ir.ops import Unit, get_op
-from pypto.ir.types import ScalarType
+from pypto.ir.types import ScalarType, TaskIdType, TensorType
 
 _DEVICE_UNITS = (Unit.CUBE, Unit.VECTOR, Unit.MTE)
 
@@ -61,12 +61,31 @@ def _verify_body(
             for arm in (stmt.then_body, stmt.else_body):
                 _verify_body(fn, arm, set(defined), callees, in_scope)  # names bound in an arm end with it
         elif isinstance(stmt, ScopeStmt):
+            _verify_task_vars(fn, stmt, defined)
             _verify_body(fn, stmt.body, defined, callees, in_scope=True)
+            if stmt.task is not None:
+                defined.add(stmt.task)
         elif isinstance(stmt, SplitAivRegion):
             # Values a region binds stay visible after it (aic_gather collects them); its lane does not.
             inner = defined | {stmt.lane}
             _verify_body(fn, stmt.body, inner, callees, in_scope)
             defined |= inner - {stmt.lane}
+
+
+def _verify_task_vars(fn: Function, scope: ScopeStmt, defined: set[Var]) -> None:
+    """A scope's ``deps`` are task ids bound before it; its ``no_dep_args`` are tensors."""
+    for var in scope.deps:
+        if var not in defined or not isinstance(var.type, TaskIdType):
+            raise VerificationError(
+                f"in {fn.name}: deps= names {var.name}, which is not a task id bound before the scope",
+                var.span,
+            )
+    for var in scope.no_dep_args:
+        if var not in defined or not isinstance(var.type, TensorType):
+            raise VerificationError(
+                f"in {fn.name}: no_dep_args= names {var.name}, which is not a tensor defined before the scope",
+                var.span,
+            )
 
 
 def _verify_condition(fn: Function, stmt: If) -> None:
