@@ -45,6 +45,7 @@ PASS_REGISTRY: dict[str, str] = {
     "ExpandMixedKernel": "pypto.passes.expand_mixed:ExpandMixedKernel",
     "StampTfree": "pypto.passes.tfree:StampTfree",
     "AllocateMemory": "pypto.passes.allocate:AllocateMemory",
+    "DeriveTaskDependencies": "pypto.passes.task_deps:DeriveTaskDependencies",
 }
 
 DEFAULT_PIPELINE: tuple[str, ...] = (
@@ -56,6 +57,7 @@ DEFAULT_PIPELINE: tuple[str, ...] = (
     "ExpandMixedKernel",
     "StampTfree",
     "AllocateMemory",
+    "DeriveTaskDependencies",
 )
 
 

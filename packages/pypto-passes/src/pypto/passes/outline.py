@@ -165,8 +165,33 @@ class OutlineScopes:
         kernels.append(
             Function(kernel_name, tuple(params), kernel_body, FunctionKind.InCore, scope.span, attrs)
         )
-        call = make_call("call", tuple(call_args), {"callee": kernel_name}, scope.span, type=UNIT)
+        call_attrs = {"callee": kernel_name, **_task_attrs(scope, kernel_name, params)}
+        call = make_call("call", tuple(call_args), call_attrs, scope.span, type=UNIT)
         return [*pre, Eval(call, scope.span)]
+
+
+def _task_attrs(scope: ScopeStmt, kernel: str, params: list[Param]) -> dict[str, object]:
+    """What the scope says about its task, as ``call`` attrs naming orchestration variables."""
+    passed = {p.var for p in params}
+    for tensor in scope.no_dep_args:
+        if tensor not in passed:
+            raise ParseError(
+                f"no_dep_args= names {tensor.name}, which scope '{kernel}' does not use",
+                scope.span,
+                "name only tensors the scope reads or writes",
+            )
+    attrs: dict[str, object] = {}
+    if scope.task is not None:
+        attrs["task"] = scope.task.name
+    if scope.deps:
+        attrs["deps"] = tuple(v.name for v in scope.deps)
+    if scope.no_dep_args:
+        attrs["no_dep_args"] = tuple(v.name for v in scope.no_dep_args)
+    if scope.manual:
+        attrs["manual"] = True
+    if scope.block_num > 1:
+        attrs["block_num"] = scope.block_num
+    return attrs
 
 
 def _write_aliases(body: tuple[Stmt, ...]) -> dict[Var, Expr]:

@@ -369,13 +369,13 @@ class _RegionLowering:
         attrs = {"shape": tuple(shape), "target_memory": staging}
         tile = self._emit(
             f"{x.name}_{staging.name.lower()}",
-            make_call("tile.load", (base, index_tuple(offsets)), attrs),
+            make_call("tile.load", (base, index_tuple(offsets)), attrs, span),
             sink,
         )
         if staging is not space:
             tile = self._emit(
                 f"{x.name}_{space.name.lower()}",
-                make_call("tile.move", (tile,), {"target_memory": space}),
+                make_call("tile.move", (tile,), {"target_memory": space}, span),
                 sink,
             )
         return tile

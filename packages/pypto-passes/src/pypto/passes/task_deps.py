@@ -1,0 +1,147 @@
+"""DeriveTaskDependencies: every kernel call of the orchestration becomes an annotated task.
+
+The edges themselves depend on the tensors each task instance actually gets (a call in a loop is
+many tasks), so a runtime derives them at submission; this pass says, per call, what it needs to:
+
+- ``access``: one :class:`~pypto.ir.AccessMode` per argument (None for scalars), from the
+  callee's parameter directions; an ``InOut`` tensor the kernel only adds into atomically
+  (``tile.store_atomic``) is ``Accumulate``, so accumulating tasks need not wait for each other.
+- ``no_dep``: the argument indices through which the task takes no edge: its scope's
+  ``no_dep_args``, tensors made with ``pl.create_tensor(..., manual_dep=True)``, and every tensor
+  of a task inside ``pl.manual_scope()``.
+- ``task`` and ``deps`` (task-id names) and ``block_num`` stay as the front end set them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pypto.ir import (
+    AccessMode,
+    Assign,
+    Call,
+    Eval,
+    Function,
+    FunctionKind,
+    Program,
+    ScalarType,
+    Stmt,
+    TensorType,
+    Var,
+)
+from pypto.ir.nodes import nested_bodies, stmt_exprs, walk_expr, walk_stmts, with_bodies
+from pypto.passes.manager import PassContext
+
+# Front-end attrs this pass folds into ``no_dep``.
+_FOLDED = ("no_dep_args", "manual")
+
+
+@dataclass(frozen=True)
+class DeriveTaskDependencies:
+    """Annotate each ``call`` of the entry with ``access`` modes and ``no_dep`` argument indices."""
+
+    name: str = "DeriveTaskDependencies"
+
+    def run(self, program: Program, ctx: PassContext) -> Program:
+        entry = program.entry_function
+        manual = _manual_dep_tensors(entry.body)
+        body = _annotate_body(entry.body, program, manual)
+        return program.replace_function(replace(entry, body=body))
+
+
+def _manual_dep_tensors(body: tuple[Stmt, ...]) -> set[str]:
+    """Names of the tensors made by ``pl.create_tensor(..., manual_dep=True)``."""
+    return {
+        s.target.name
+        for s in walk_stmts(body)
+        if isinstance(s, Assign)
+        and isinstance(s.value, Call)
+        and s.value.op == "tensor.create"
+        and s.value.attrs.get("manual_dep")
+    }
+
+
+def _annotate_body(body: tuple[Stmt, ...], program: Program, manual: set[str]) -> tuple[Stmt, ...]:
+    out: list[Stmt] = []
+    for stmt in body:
+        if isinstance(stmt, (Eval, Assign)) and _is_call(stmt.value):
+            stmt = replace(stmt, value=_annotate(stmt.value, program, manual))
+        bodies = nested_bodies(stmt)
+        if bodies:
+            stmt = with_bodies(stmt, tuple(_annotate_body(b, program, manual) for b in bodies))
+        out.append(stmt)
+    return tuple(out)
+
+
+def _is_call(expr: object) -> bool:
+    return isinstance(expr, Call) and expr.op == "call"
+
+
+def _annotate(call: Call, program: Program, manual: set[str]) -> Call:
+    kernel = program.function(call.attrs["callee"])
+    access = tuple(param_modes(program, kernel))
+    untracked = set(call.attrs.get("no_dep_args", ())) | manual
+    no_dep = tuple(
+        index
+        for index, (arg, mode) in enumerate(zip(call.args, access, strict=True))
+        if mode is not None and (call.attrs.get("manual") or (isinstance(arg, Var) and arg.name in untracked))
+    )
+    attrs = {key: value for key, value in call.attrs.items() if key not in _FOLDED}
+    attrs["access"] = access
+    if no_dep:
+        attrs["no_dep"] = no_dep
+    return replace(call, attrs=attrs)
+
+
+def param_modes(program: Program, kernel: Function) -> list[AccessMode | None]:
+    """How a launch of ``kernel`` touches each parameter: an access mode, or None for a scalar."""
+    if kernel.kind is FunctionKind.Group:
+        return _group_modes(program, kernel)
+    modes: list[AccessMode | None] = []
+    for param in kernel.params:
+        if isinstance(param.var.type, ScalarType):
+            modes.append(None)
+            continue
+        mode = AccessMode.of(param.direction)
+        if mode is AccessMode.InOut and _only_accumulates(kernel, param.var.name):
+            mode = AccessMode.Accumulate
+        modes.append(mode)
+    return modes
+
+
+def _group_modes(program: Program, group: Function) -> list[AccessMode | None]:
+    """A Group's modes: what its AIC and AIV kernels do with each parameter, joined."""
+    joined: dict[str, AccessMode] = {}
+    for member in _calls(group.body):
+        for arg, mode in zip(
+            member.args, param_modes(program, program.function(member.attrs["callee"])), strict=True
+        ):
+            if isinstance(arg, Var) and mode is not None:
+                joined[arg.name] = joined[arg.name].join(mode) if arg.name in joined else mode
+    return [_group_param_mode(p.var, p.direction, joined) for p in group.params]
+
+
+def _group_param_mode(var: Var, direction: Any, joined: Mapping[str, AccessMode]) -> AccessMode | None:
+    if not isinstance(var.type, TensorType):
+        return None
+    return joined.get(var.name, AccessMode.of(direction))
+
+
+def _calls(body: Iterable[Stmt]) -> list[Call]:
+    return [s.value for s in body if isinstance(s, Eval) and _is_call(s.value)]
+
+
+def _only_accumulates(kernel: Function, name: str) -> bool:
+    """Whether every use of tensor ``name`` in ``kernel`` is the target of an atomic add."""
+    uses = [
+        (e.op, index)
+        for stmt in walk_stmts(kernel.body)
+        for root in stmt_exprs(stmt)
+        for e in walk_expr(root)
+        if isinstance(e, Call)
+        for index, arg in enumerate(e.args)
+        if isinstance(arg, Var) and arg.name == name
+    ]
+    return bool(uses) and all(use == ("tile.store_atomic", 2) for use in uses)
