@@ -30,6 +30,8 @@ INDEX = DataType.INDEX
 Mem = MemorySpace
 
 at = BUILTINS["at"]
+manual_scope = BUILTINS["manual_scope"]
+spmd = BUILTINS["spmd"]
 range = BUILTINS["range"]  # shadows the builtin on purpose: pl.range is the DSL loop
 parallel = BUILTINS["parallel"]
 unroll = BUILTINS["unroll"]
@@ -146,6 +148,7 @@ __all__ = [
     "jit",
     "load",
     "log",
+    "manual_scope",
     "matmul",
     "matmul_acc",
     "maximum",
@@ -170,6 +173,7 @@ __all__ = [
     "slice",
     "split",
     "split_aiv",
+    "spmd",
     "sqrt",
     "store",
     "sub",

@@ -13,7 +13,15 @@ from pypto.language.errors import KernelOnlyError
 
 # name -> (signature, one-line meaning); the signatures are what the parser accepts.
 BUILTIN_DOCS: dict[str, tuple[str, str]] = {
-    "at": ("at(level=, optimizations=[...], name_hint=)", "a scope that becomes one kernel"),
+    "at": (
+        "at(level=, optimizations=[...], name_hint=, deps=[...], no_dep_args=[...]) as tid",
+        "a scope that becomes one kernel, called as one task",
+    ),
+    "manual_scope": ("manual_scope()", "a block in which only explicit deps= order tasks"),
+    "spmd": (
+        "spmd(core_num)",
+        "`for i in pl.spmd(n):` launches each kernel of the body on n core groups; i is the block index",
+    ),
     "range": ("range(stop) / range(start, stop, step=1)", "a sequential loop over an INDEX var"),
     "parallel": ("parallel(stop) / parallel(start, stop, step=1)", "a loop with independent iterations"),
     "unroll": ("unroll(stop) / unroll(start, stop, step=1)", "a loop unrolled at compile time"),
@@ -24,7 +32,10 @@ BUILTIN_DOCS: dict[str, tuple[str, str]] = {
     "store": ("store(tile, offsets, tensor)", "tile -> tensor region"),
     "move": ("move(tile, target_memory=)", "tile -> tile in another memory space"),
     "create_tile": ("create_tile(shape, dtype, target_memory=pl.Mem.Vec)", "an uninitialized tile"),
-    "create_tensor": ("create_tensor(shape, dtype)", "a global-memory tensor"),
+    "create_tensor": (
+        "create_tensor(shape, dtype, manual_dep=False)",
+        "a global-memory tensor (manual_dep=True: tasks are never ordered through it)",
+    ),
     "assemble": (
         "assemble(target, value, offsets, atomic=pl.AtomicType.NONE)",
         "write value into a region of target (a tensor, added in when atomic=pl.AtomicType.Add; or a tile)",

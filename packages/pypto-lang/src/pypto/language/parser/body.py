@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from pypto.ir import Assign, Call, Expr, SourceSpan, Stmt, TupleExpr, Var
+from pypto.ir import Assign, Call, Expr, SourceSpan, Stmt, TupleExpr, Var, make_call
 from pypto.language.parser.env import Namer
 from pypto.language.parser.regions import ScopeRegions
 
@@ -24,6 +24,10 @@ class BodyBuilder:
         self.namer = namer
         self.kernel = kernel
         self.in_scope = False
+        self.scope_body: list[Stmt] | None = None  # the open pl.at scope's statements
+        self.block_idx: Var | None = None  # its pl.get_block_idx(), once an spmd index is read
+        self.manual = False  # inside pl.manual_scope(): tasks take only explicit deps=
+        self.block_num = 1  # inside `for i in pl.spmd(n)`: kernels launch on n core groups
         self.regions: ScopeRegions | None = None
         self.blocks: list[list[Stmt]] = [[]]
         self.valid: dict[Expr, TupleExpr] = {}
@@ -49,12 +53,50 @@ class BodyBuilder:
             self.blocks.pop()
 
     @contextmanager
-    def scope(self) -> Iterator[None]:
+    def scope(self) -> Iterator[list[Stmt]]:
+        """A ``pl.at`` scope's body: collects its statements into a new list."""
         self.in_scope = True
+        try:
+            with self.block() as stmts:
+                self.scope_body = stmts
+                yield stmts
+        finally:
+            self.in_scope = False
+            self.scope_body, self.block_idx = None, None
+
+    def block_index(self, span: SourceSpan | None) -> Var:
+        """The scope's ``pl.get_block_idx()``, computed once at the top of the scope."""
+        if self.block_idx is None:
+            assert self.scope_body is not None
+            call = make_call("get_block_idx", (), {}, span)
+            self.block_idx = Var(self.namer.fresh("block_idx"), call.type, span)
+            self.scope_body.insert(0, Assign(self.block_idx, call, span))
+        return self.block_idx
+
+    @contextmanager
+    def manual_scope(self) -> Iterator[None]:
+        """Tasks submitted inside the ``with`` take no edges from the tensors they touch."""
+        outer, self.manual = self.manual, True
         try:
             yield
         finally:
-            self.in_scope = False
+            self.manual = outer
+
+    @contextmanager
+    def spmd(self, block_num: int) -> Iterator[None]:
+        """Kernels launched inside the ``with`` run on ``block_num`` core groups."""
+        self.block_num = block_num
+        try:
+            yield
+        finally:
+            self.block_num = 1
+
+    def task_attrs(self) -> dict[str, Any]:
+        """The ``call`` attrs of a task submitted here: manual, and its spmd block count."""
+        attrs: dict[str, Any] = {"manual": True} if self.manual else {}
+        if self.block_num > 1:
+            attrs["block_num"] = self.block_num
+        return attrs
 
     @contextmanager
     def tracking(self, regions: ScopeRegions | None) -> Iterator[None]:

@@ -107,7 +107,8 @@ def incore_call(
     fn = kernel_for(callee, tuple(bound))
     returned, result_type = returned_params(fn)
     span = parser.span(node)
-    parser.body.emit(Eval(make_call("call", call_args, {"callee": fn.name}, span, type=result_type), span))
+    attrs = {"callee": fn.name, **parser.body.task_attrs()}
+    parser.body.emit(Eval(make_call("call", call_args, attrs, span, type=result_type), span))
     aliases = tuple(call_args[i] for i in returned)
     return None if not aliases else aliases[0] if len(aliases) == 1 else aliases
 

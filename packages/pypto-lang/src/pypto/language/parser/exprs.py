@@ -6,9 +6,10 @@ import ast
 import builtins
 import operator
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pypto.ir import Expr, ParseError, PyptoError, ScalarType, SourceSpan, TensorType, TileType
+from pypto.ir import Expr, ParseError, PyptoError, ScalarType, SourceSpan, TensorType, TileType, Var
 from pypto.language import annotations as ann
 from pypto.language.builtins import Builtin
 from pypto.language.kernel import KernelFunction
@@ -112,6 +113,13 @@ class KernelCalls(Protocol):
     ) -> Any: ...
 
 
+@dataclass(frozen=True)
+class BlockIndex:
+    """The variable of ``for i in pl.spmd(n)``: inside a scope it reads ``pl.get_block_idx()``."""
+
+    name: str
+
+
 class ExprParser:
     """Turns expression nodes into parse-time values (IR expressions or Python constants)."""
 
@@ -165,6 +173,8 @@ class ExprParser:
 
     def visit_Name(self, node: ast.Name) -> Any:
         binding = self.env.lookup(node.id)
+        if binding is not None and isinstance(binding.value, BlockIndex):
+            return self.block_index(node)
         if binding is not None:
             return binding.value
         found, value = self.names.lookup(node.id)
@@ -185,6 +195,16 @@ class ExprParser:
             "define it before the kernel uses it (a module global, a closure variable, or a "
             "name assigned earlier in the kernel)",
         )
+
+    def block_index(self, node: ast.Name) -> Var:
+        """The variable of ``for i in pl.spmd(n)``: the block index, read inside a scope only."""
+        if not self.body.in_scope:
+            raise self.error(
+                node,
+                f"'{node.id}' is the block index of pl.spmd: it exists inside the pl.at scopes of the loop",
+                "use it inside `with pl.at(level=pl.Level.CORE_GROUP):`",
+            )
+        return self.body.block_index(self.span(node))
 
     def visit_Tuple(self, node: ast.Tuple) -> tuple[Any, ...]:
         return tuple(self.expr(e) for e in node.elts)

@@ -276,10 +276,15 @@ def build_create_tile(ctx: OpContext, shape: Any, dtype: Any, target_memory: Any
     return ctx.call("tile.create", [], attrs)
 
 
-def build_create_tensor(ctx: OpContext, shape: Any, dtype: Any) -> Any:
+def build_create_tensor(ctx: OpContext, shape: Any, dtype: Any, manual_dep: Any = False) -> Any:
     if not isinstance(dtype, DataType):
         raise ctx.fail(f"dtype must be a pl dtype, got {describe_value(dtype)}")
-    return ctx.call("tensor.create", [], {"shape": static_shape(shape, ctx.span), "dtype": dtype})
+    if not isinstance(manual_dep, bool):
+        raise ctx.fail(f"manual_dep= must be True or False, got {describe_value(manual_dep)}")
+    attrs: dict[str, Any] = {"shape": static_shape(shape, ctx.span), "dtype": dtype}
+    if manual_dep:
+        attrs["manual_dep"] = True  # tasks are never ordered through this tensor
+    return ctx.call("tensor.create", [], attrs)
 
 
 BUILDERS: dict[str, Builder] = {

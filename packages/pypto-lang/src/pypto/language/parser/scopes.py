@@ -9,17 +9,18 @@ from __future__ import annotations
 import ast
 import inspect
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from pypto.ir import INDEX, Level, PyptoError, ScopeStmt, SplitAivRegion, SplitMode, Var
+from pypto.ir import INDEX, TASK_ID, Level, PyptoError, ScopeStmt, SplitAivRegion, SplitMode, TensorType, Var
 from pypto.language.builtins import Builtin
 from pypto.language.options import CrossCoreSlot, Split
-from pypto.language.parser.exprs import ExprParser
+from pypto.language.parser.exprs import BlockIndex, ExprParser
 from pypto.language.parser.opcall import SCOPE_HINT
 from pypto.language.parser.regions import REGION_FORM, RegionMark, ScopeRegions
 from pypto.language.parser.values import describe_value
 
-UNSUPPORTED_SCOPE_ARGS = ("deps", "no_dep_args", "allow_early_resolve")
+UNSUPPORTED_SCOPE_ARGS = ("allow_early_resolve",)
 # pl.split_aiv(n, mode=pl.SplitMode.NONE), for binding the AST of its arguments.
 SPLIT_AIV_SIGNATURE = inspect.Signature(
     [
@@ -27,6 +28,18 @@ SPLIT_AIV_SIGNATURE = inspect.Signature(
         inspect.Parameter("mode", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None),
     ]
 )
+
+
+@dataclass
+class ScopeOptions:
+    """The keyword arguments of one ``pl.at(...)``."""
+
+    level: Level = Level.CORE_GROUP
+    name_hint: str | None = None
+    split: SplitMode | None = None
+    slot_num: int | None = None
+    deps: tuple[Var, ...] = ()
+    no_dep_args: tuple[Var, ...] = ()
 
 
 class ScopeParser(ExprParser):
@@ -49,48 +62,162 @@ class ScopeParser(ExprParser):
         item = node.items[0]
         call = item.context_expr
         callee = self.expr(call.func) if isinstance(call, ast.Call) else None
+        if isinstance(call, ast.Call) and isinstance(callee, Builtin) and callee.name == "manual_scope":
+            self.manual_scope(node, call)
+            return
         if not (isinstance(call, ast.Call) and isinstance(callee, Builtin) and callee.name == "at"):
-            raise self.error(call, "a with statement in a kernel opens a scope: `with pl.at(level=...):`")
-        if item.optional_vars is not None:
-            raise self.error(item.optional_vars, "`pl.at(...) as tid` (task ids) is not supported yet")
+            raise self.error(
+                call,
+                "a with statement in a kernel opens a scope: `with pl.at(level=...):` "
+                "(or `with pl.manual_scope():` around scopes)",
+            )
         if self.body.kernel:
             raise self.error(
                 call, "an @pl.jit.incore body already runs on one core group: drop the pl.at scope"
             )
         if self.body.in_scope:
             raise self.error(call, "pl.at scopes do not nest", "close the outer scope first")
-        level, name_hint, split, slot_num = self.scope_options(call)
-        regions = self.scope_regions(node.body, split) if level is Level.CORE_GROUP else None
+        options = self.scope_options(call)
+        task = self.task_var(item.optional_vars)
+        regions = self.scope_regions(node.body, options.split) if options.level is Level.CORE_GROUP else None
         self.nesting += 1
-        with self.body.scope(), self.body.tracking(regions), self.body.block() as stmts:
+        with self.body.scope() as stmts, self.body.tracking(regions):
             self.stmts(node.body)
         self.nesting -= 1
-        self.body.emit(ScopeStmt(tuple(stmts), level, name_hint, split, slot_num, self.span(call)))
+        scope = ScopeStmt(
+            tuple(stmts),
+            options.level,
+            options.name_hint,
+            options.split,
+            options.slot_num,
+            task=task,
+            deps=options.deps,
+            no_dep_args=options.no_dep_args,
+            manual=self.body.manual,
+            block_num=self.body.block_num,
+            span=self.span(call),
+        )
+        self.body.emit(scope)
+        if task is not None:
+            assert isinstance(item.optional_vars, ast.Name)
+            self.env.bind(item.optional_vars.id, task, task.span)
 
-    def scope_options(self, call: ast.Call) -> tuple[Level, str | None, SplitMode | None, int | None]:
+    def task_var(self, target: ast.expr | None) -> Var | None:
+        """The task id ``as tid`` binds, or None; it is bound after the scope's body."""
+        if target is None:
+            return None
+        if not isinstance(target, ast.Name):
+            raise self.error(target, "`pl.at(...) as tid` binds one name to the task id")
+        return Var(self.body.namer.fresh(target.id), TASK_ID, self.span(target))
+
+    def scope_options(self, call: ast.Call) -> ScopeOptions:
         if call.args:
             raise self.error(
                 call.args[0], "pl.at() takes keyword arguments: pl.at(level=pl.Level.CORE_GROUP)"
             )
-        level, name_hint, split, slot_num = Level.CORE_GROUP, None, None, None
+        options = ScopeOptions()
         for kw in call.keywords:
             if kw.arg == "level":
-                level = self.constant(kw.value, "level=")
-                if not isinstance(level, Level):
-                    raise self.error(kw.value, f"level= takes a pl.Level member, got {describe_value(level)}")
+                options.level = self.constant(kw.value, "level=")
+                if not isinstance(options.level, Level):
+                    raise self.error(
+                        kw.value, f"level= takes a pl.Level member, got {describe_value(options.level)}"
+                    )
             elif kw.arg == "name_hint":
                 name_hint = self.constant(kw.value, "name_hint=")
                 if not (isinstance(name_hint, str) and name_hint.isidentifier()):
                     raise self.error(kw.value, f"name_hint= must be an identifier string, got {name_hint!r}")
+                options.name_hint = name_hint
             elif kw.arg == "optimizations":
-                split, slot_num = self.optimizations(kw.value)
+                options.split, options.slot_num = self.optimizations(kw.value)
+            elif kw.arg == "deps":
+                options.deps = self.task_list(kw.value)
+            elif kw.arg == "no_dep_args":
+                options.no_dep_args = self.tensor_list(kw.value)
             elif kw.arg in UNSUPPORTED_SCOPE_ARGS:
                 raise self.error(kw.value, f"pl.at({kw.arg}=...) is not supported yet")
             else:
                 raise self.error(
                     kw.value if kw.arg else call, f"pl.at() got an unexpected keyword argument {kw.arg!r}"
                 )
-        return level, name_hint, split, slot_num
+        return options
+
+    def task_list(self, node: ast.expr) -> tuple[Var, ...]:
+        """``deps=[t0, t1]``: task ids bound earlier by ``with pl.at(...) as t0``."""
+        tasks = []
+        for elt in self.literal_list(node, "deps="):
+            value = self.expr(elt)
+            if not (isinstance(value, Var) and value.type == TASK_ID):
+                raise self.error(
+                    elt,
+                    f"deps= takes task ids, got {describe_value(value)}",
+                    "bind a task id with `with pl.at(...) as tid:` and write deps=[tid]",
+                )
+            tasks.append(value)
+        return tuple(tasks)
+
+    def tensor_list(self, node: ast.expr) -> tuple[Var, ...]:
+        """``no_dep_args=[x, y]``: tensors of the @pl.jit body."""
+        tensors = []
+        for elt in self.literal_list(node, "no_dep_args="):
+            value = self.expr(elt)
+            if not (isinstance(value, Var) and isinstance(value.type, TensorType)):
+                raise self.error(
+                    elt,
+                    f"no_dep_args= takes tensors the scope uses, got {describe_value(value)}",
+                    "name a tensor parameter or a pl.create_tensor(...) result",
+                )
+            tensors.append(value)
+        return tuple(tensors)
+
+    def literal_list(self, node: ast.expr, what: str) -> list[ast.expr]:
+        if not isinstance(node, (ast.List, ast.Tuple)):
+            raise self.error(node, f"{what} must be a literal list", f"write the list in place: {what}[...]")
+        return node.elts
+
+    def manual_scope(self, node: ast.With, call: ast.Call) -> None:
+        """``with pl.manual_scope():``: the tasks inside take only explicit ``deps=`` edges."""
+        if call.args or call.keywords:
+            raise self.error(call, "pl.manual_scope() takes no arguments")
+        if node.items[0].optional_vars is not None:
+            raise self.error(node.items[0].optional_vars, "pl.manual_scope() binds nothing: drop `as ...`")
+        if self.body.on_device:
+            raise self.error(
+                call,
+                "pl.manual_scope() orders tasks: write it in the @pl.jit body, around pl.at scopes",
+            )
+        with self.body.manual_scope():
+            self.stmts(node.body)
+
+    # ------------------------------------------------------------ pl.spmd
+
+    def visit_spmd(self, node: ast.For, call: ast.Call) -> None:
+        """``for i in pl.spmd(n):``: each kernel of the body launches on n core groups.
+
+        ``i`` stands for ``pl.get_block_idx()`` inside the body's scopes.
+        """
+        assert isinstance(node.target, ast.Name)
+        if self.body.on_device:
+            raise self.error(
+                call, "pl.spmd launches kernels: write it in the @pl.jit body, around pl.at scopes"
+            )
+        if self.body.block_num > 1:
+            raise self.error(call, "pl.spmd loops do not nest")
+        block_num = self.spmd_count(call)
+        self.nesting += 1
+        with self.env.loop(), self.body.spmd(block_num):
+            self.env.bind(node.target.id, BlockIndex(node.target.id), self.span(node.target))
+            self.stmts(node.body)
+        self.nesting -= 1
+
+    def spmd_count(self, call: ast.Call) -> int:
+        if len(call.args) + len(call.keywords) != 1 or any(kw.arg != "core_num" for kw in call.keywords):
+            raise self.error(call, "pl.spmd() takes one argument: pl.spmd(core_num)")
+        node = call.args[0] if call.args else call.keywords[0].value
+        count = self.constant(node, "the core count of pl.spmd()")
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            raise self.error(node, f"pl.spmd() takes a positive int core count, got {count!r}")
+        return count
 
     def optimizations(self, node: ast.expr) -> tuple[SplitMode | None, int | None]:
         if not isinstance(node, ast.List):

@@ -41,7 +41,7 @@ from pypto.language.parser.values import describe_value, is_number, number, scal
 from pypto.passes import CompileWarning
 
 LOOP_KINDS = {"range": LoopKind.range, "parallel": LoopKind.parallel, "unroll": LoopKind.unroll}
-FOR_BUILTINS = (*LOOP_KINDS, "split_aiv")
+FOR_BUILTINS = (*LOOP_KINDS, "split_aiv", "spmd")
 
 
 class Role(Enum):
@@ -289,6 +289,8 @@ class StmtParser(ScopeParser):
             )
         if name == "split_aiv":
             self.visit_region(node, call)
+        elif name == "spmd":
+            self.visit_spmd(node, call)
         else:
             self.loop(node, call, LOOP_KINDS[name])
 
