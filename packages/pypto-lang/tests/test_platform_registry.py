@@ -1,5 +1,6 @@
 """The pluggy platform registry: in-process plugins, entry points, and its error messages."""
 
+import inspect
 import re
 import textwrap
 from pathlib import Path
@@ -163,8 +164,25 @@ def test_a_plugin_that_fails_to_import_is_named(plugin_path, monkeypatch):
     assert "PYPTO_LOAD_PLUGINS" in info.value.hint
 
 
-def test_the_readme_documents_every_hook_with_its_signature():
+def _declared_signature(hook) -> str:
+    signature = inspect.signature(hook)
+    params = ", ".join(f"{p.name}: {p.annotation}" for p in signature.parameters.values())
+    return f"({params}) -> {signature.return_annotation}"
+
+
+def test_docs_plugins_md_documents_every_hook_with_its_exact_signature():
+    doc = (Path(__file__).parents[3] / "docs" / "plugins.md").read_text()
+    documented = dict(re.findall(r"^### `(pypto_\w+)(\(.*\) -> .*)`$", doc, re.MULTILINE))
+    declared = {
+        name: _declared_signature(getattr(hookspecs, name))
+        for name in dir(hookspecs)
+        if name.startswith("pypto_")
+    }
+    assert documented == declared
+    assert {"pypto_register_backends", "pypto_register_targets", "pypto_register_commands"} <= set(declared)
+
+
+def test_the_readme_shows_every_hook():
     readme = (Path(__file__).parents[1] / "README.md").read_text()
-    documented = set(re.findall(r"def (pypto_\w+)\(register\):", readme))
-    declared = {name for name in dir(hookspecs) if name.startswith("pypto_")}
-    assert documented == declared == {"pypto_register_backends", "pypto_register_targets"}
+    shown = set(re.findall(r"def (pypto_\w+)\(", readme))
+    assert shown == {name for name in dir(hookspecs) if name.startswith("pypto_")}

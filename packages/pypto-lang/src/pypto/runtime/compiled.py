@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pypto.ir import Function, Program, Return, RunReport, SpecializationError, Target, Var
 from pypto.passes import PassContext, PassManager, build_pass, dump_to, lower
+from pypto.runtime import launches
 from pypto.runtime.arguments import check_argument
+from pypto.runtime.cache import OFF, cached_lower
 from pypto.runtime.config import RunConfig
 from pypto.runtime.profiling import ProfileFiles, write_profile
-from pypto.runtime.registry import get_backend, get_target
+from pypto.runtime.progress import TaskProgress, count_tasks
+from pypto.runtime.registry import get_backend, get_target, registry
 
 
 def lower_program(program: Program, target: Target, config: RunConfig) -> Program:
@@ -29,7 +33,9 @@ class CompiledProgram:
     """A lowered program bound to a platform.
 
     ``constants`` maps scalar parameters that were compiled in as constants to their values; a
-    run must pass the same values. After a run, ``last_report`` holds the backend's report and,
+    run must pass the same values. ``compile_seconds`` is the wall time compiling took and
+    ``cache`` says where the program came from: ``"hit"`` (the disk cache), ``"miss"`` (compiled,
+    then stored) or ``"off"``. After a run, ``last_report`` holds the backend's report and,
     when profiling is on, ``last_profile`` the files written from it.
 
     >>> compiled = mixed.compile(a, b, bias, out)  # doctest: +SKIP
@@ -39,6 +45,8 @@ class CompiledProgram:
     program: Program
     config: RunConfig
     constants: Mapping[str, Any] = field(default_factory=dict)
+    compile_seconds: float = 0.0
+    cache: str = OFF
     last_report: RunReport | None = None
     last_profile: ProfileFiles | None = None
 
@@ -55,11 +63,16 @@ class CompiledProgram:
         self._check(args)
         config = config or self.config
         backend = get_backend(self.config.platform)
-        report = backend.run(self.program, list(args), config.backend_options())
+        start = time.perf_counter()
+        with TaskProgress(self.program.name, count_tasks(self.program)) as progress:
+            report = backend.run(self.program, list(args), {**config.backend_options(), **progress.options()})
         self.last_report = report
         directory = config.profile_path(self.program.name)
         if directory is not None:
             self.last_profile = write_profile(report, directory, title=self.program.name)
+        seconds = time.perf_counter() - start
+        profile = self.last_profile if directory is not None else None
+        launches.record(launches.Launch(self.program.name, self.config.platform, report, profile, seconds))
         return self._returned(report, args)
 
     def _check(self, args: tuple[Any, ...]) -> None:
@@ -102,8 +115,14 @@ def compile_program(
 ) -> CompiledProgram:
     """Lower a parsed ``Program`` for ``config.platform``: ``compile_program(prog, RunConfig())``."""
     config = config or RunConfig()
-    lowered = lower_program(program, get_target(config.platform), config)
-    return CompiledProgram(lowered, config, dict(constants or {}))
+    target = get_target(config.platform)
+    provider = str(registry().origin(config.platform))
+    start = time.perf_counter()
+    lowered, cache = cached_lower(
+        program, target, config, provider, lambda: lower_program(program, target, config)
+    )
+    seconds = time.perf_counter() - start
+    return CompiledProgram(lowered, config, dict(constants or {}), compile_seconds=seconds, cache=cache)
 
 
 def run(program_or_jit: Any, *tensors: Any, config: RunConfig | None = None) -> Any:

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pypto.runtime import settings
+from pypto.runtime.settings import DEFAULT_PROFILE_ROOT, PROFILE_ENV
+
 # Where dump_passes=True writes, one sub-directory per kernel.
 DEFAULT_DUMP_ROOT = Path("pypto_passes")
-# Where profiles go when profiling is on without a directory, one sub-directory per kernel.
-DEFAULT_PROFILE_ROOT = Path("pypto_profile")
-# PYPTO_PROFILE=DIR profiles every run, into DIR/<kernel>/.
-PROFILE_ENV = "PYPTO_PROFILE"
+
+__all__ = ["DEFAULT_DUMP_ROOT", "DEFAULT_PROFILE_ROOT", "PROFILE_ENV", "RunConfig"]
 
 
 @dataclass
@@ -21,8 +21,10 @@ class RunConfig:
     """Options for compiling and running a kernel.
 
     ``platform`` names a registered backend (``"a2a3sim"``) or a compile-only target
-    (``"a2a3"``). ``dump_passes`` is False, True (dump under ``./pypto_passes/<kernel>``) or a
-    directory. ``enable_profiling`` writes a profile of every run (see :meth:`profile_path`);
+    (``"a2a3"``); None takes the session default (``pypto run -p``, ``PYPTO_PLATFORM``,
+    ``[tool.pypto] platform``, else ``"a2a3sim"``: see :mod:`pypto.runtime.settings`).
+    ``dump_passes`` is False, True (dump under ``./pypto_passes/<kernel>``) or a directory.
+    ``enable_profiling`` writes a profile of every run (see :meth:`profile_path`);
     ``enable_chip_swimlane`` is its alias and ``profile_dir`` implies it. ``options`` go to
     the passes and the backend as they are. ``pipeline`` names the passes to run (None: the
     default pipeline of ``pypto.passes``).
@@ -31,7 +33,7 @@ class RunConfig:
     >>> RunConfig(enable_profiling=True)  # profiles go to ./pypto_profile/<kernel>/
     """
 
-    platform: str = "a2a3sim"
+    platform: str | None = None
     rtol: float = 1e-5
     atol: float = 1e-5
     dump_passes: bool | str | Path = False
@@ -42,6 +44,8 @@ class RunConfig:
     pipeline: Sequence[str] | None = None
 
     def __post_init__(self) -> None:
+        if self.platform is None:
+            self.platform = settings.platform()
         if not isinstance(self.platform, str) or not self.platform:
             raise ValueError(f"RunConfig.platform must be a platform name, got {self.platform!r}")
         enabled = self.enable_profiling or self.enable_chip_swimlane or self.profile_dir is not None
@@ -60,15 +64,15 @@ class RunConfig:
     def profile_path(self, kernel: str) -> Path | None:
         """Where a run of ``kernel`` writes its profile, or None when profiling is off.
 
-        ``profile_dir`` if given; else, with profiling on or ``PYPTO_PROFILE=DIR`` set,
-        ``DIR/<kernel>`` (``./pypto_profile/<kernel>`` without the variable).
+        ``profile_dir`` if given; else, with profiling on here or for the whole session
+        (``PYPTO_PROFILE=DIR``, ``pypto profile -o DIR``), ``ROOT/<kernel>`` where ROOT is that
+        directory, ``[tool.pypto] profile-dir`` or ``./pypto_profile``.
         """
         if self.profile_dir is not None:
             return Path(self.profile_dir)
-        root = os.environ.get(PROFILE_ENV)
-        if not (self.enable_profiling or root):
+        if not (self.enable_profiling or settings.profile_everything()):
             return None
-        return Path(root or DEFAULT_PROFILE_ROOT) / kernel
+        return settings.profile_root() / kernel
 
     def backend_options(self) -> dict[str, Any]:
         """What a backend's ``run`` receives: the user options plus the profiling switches."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import click
 import pluggy
 
 from pypto.ir import Backend, Target
@@ -34,3 +35,8 @@ def pypto_register_backends(register: Callable[[Backend], None]) -> None:
 @hookspec
 def pypto_register_targets(register: Callable[[Target], None]) -> None:
     """Register compile-only targets (a chip with no backend here): ``register(target)``."""
+
+
+@hookspec
+def pypto_register_commands(cli: click.Group) -> None:
+    """Add commands to the ``pypto`` command line: ``@cli.command()`` on a function."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pluggy
@@ -20,6 +21,37 @@ from pypto.runtime import hookspecs
 from pypto.runtime.hookspecs import ENTRY_POINT_GROUP, PROJECT
 
 LOAD_PLUGINS_ENV = "PYPTO_LOAD_PLUGINS"
+
+
+@dataclass(frozen=True)
+class PluginOrigin:
+    """Where a plugin came from: its name and, for an entry point, its distribution and version."""
+
+    plugin: str
+    distribution: str | None = None
+    version: str | None = None
+    in_process: bool = False
+
+    def __str__(self) -> str:
+        if self.in_process:
+            return f"plugin {self.plugin!r} (registered in-process)"
+        if self.distribution is None:
+            return f"plugin {self.plugin!r} (unknown distribution)"
+        return f"plugin {self.plugin!r} (distribution {self.distribution} {self.version})"
+
+
+@dataclass(frozen=True)
+class PlatformEntry:
+    """One registered platform, as ``pypto platforms`` lists it.
+
+    ``kind`` is ``"backend"`` (it runs programs) or ``"target"`` (compile only); ``chip`` is the
+    name of the target it compiles for.
+    """
+
+    name: str
+    kind: str
+    chip: str
+    origin: PluginOrigin
 
 
 def _selected_entry_points() -> list[importlib.metadata.EntryPoint]:
@@ -37,16 +69,16 @@ class PlatformRegistry:
     def __init__(self, load_entry_points: bool = True) -> None:
         self.plugins = pluggy.PluginManager(PROJECT)
         self.plugins.add_hookspecs(hookspecs)
-        self._origins: dict[str, str] = {}
-        self._backends: dict[str, tuple[Backend, str]] | None = None
-        self._targets: dict[str, tuple[Target, str]] | None = None
+        self._origins: dict[str, PluginOrigin] = {}
+        self._backends: dict[str, tuple[Backend, PluginOrigin]] | None = None
+        self._targets: dict[str, tuple[Target, PluginOrigin]] | None = None
         if load_entry_points:
             for ep in _selected_entry_points():
                 self._load_entry_point(ep)
 
     def _load_entry_point(self, ep: importlib.metadata.EntryPoint) -> None:
-        dist = f"distribution {ep.dist.name} {ep.dist.version}" if ep.dist else "unknown distribution"
-        origin = f"plugin {ep.name!r} ({dist})"
+        dist = ep.dist
+        origin = PluginOrigin(ep.name, dist.name if dist else None, dist.version if dist else None)
         if self.plugins.has_plugin(ep.name):
             raise PlatformError(
                 f"two plugins are named {ep.name!r}: {self._origins[ep.name]} and {origin}",
@@ -64,9 +96,9 @@ class PlatformRegistry:
     def register_plugin(self, plugin: object, name: str | None = None) -> str:
         """Register a plugin object (a module or an instance with hookimpls); returns its name."""
         name = name or getattr(plugin, "__name__", None) or f"plugin-{id(plugin)}"
-        return self._add(plugin, name, f"plugin {name!r} (registered in-process)")
+        return self._add(plugin, name, PluginOrigin(name, in_process=True))
 
-    def _add(self, plugin: object, name: str, origin: str) -> str:
+    def _add(self, plugin: object, name: str, origin: PluginOrigin) -> str:
         try:
             registered = self.plugins.register(plugin, name=name)
             self.plugins.check_pending()
@@ -77,23 +109,29 @@ class PlatformRegistry:
         self._backends = self._targets = None
         return registered
 
-    def _collect(self) -> tuple[dict[str, tuple[Backend, str]], dict[str, tuple[Target, str]]]:
+    def _collect(
+        self,
+    ) -> tuple[dict[str, tuple[Backend, PluginOrigin]], dict[str, tuple[Target, PluginOrigin]]]:
         if self._backends is None or self._targets is None:
-            backends: dict[str, tuple[Backend, str]] = {}
-            targets: dict[str, tuple[Target, str]] = {}
+            backends: dict[str, tuple[Backend, PluginOrigin]] = {}
+            targets: dict[str, tuple[Target, PluginOrigin]] = {}
             self._call(self.plugins.hook.pypto_register_backends, backends, _check_backend, "backends")
             self._call(self.plugins.hook.pypto_register_targets, targets, _check_target, "targets")
             self._backends, self._targets = backends, targets
         return self._backends, self._targets
 
     def _call(
-        self, hook: Any, table: dict[str, tuple[Any, str]], check: Callable[[Any, str], str], kind: str
+        self,
+        hook: Any,
+        table: dict[str, tuple[Any, PluginOrigin]],
+        check: Callable[[Any, PluginOrigin], str],
+        kind: str,
     ) -> None:
         """Call each plugin's implementation on its own, so every entry knows where it came from."""
         for impl in hook.get_hookimpls():
-            origin = self._origins.get(impl.plugin_name, f"plugin {impl.plugin_name!r}")
+            origin = self._origins.get(impl.plugin_name, PluginOrigin(impl.plugin_name))
 
-            def register(item: Any, origin: str = origin) -> None:
+            def register(item: Any, origin: PluginOrigin = origin) -> None:
                 name = check(item, origin)
                 if name in table:
                     raise PlatformError(
@@ -139,6 +177,26 @@ class PlatformRegistry:
         backends, targets = self._collect()
         return sorted(set(backends) | set(targets))
 
+    def entries(self) -> list[PlatformEntry]:
+        """Every platform with its kind, chip and plugin, sorted by name."""
+        backends, targets = self._collect()
+        found = [PlatformEntry(n, "backend", b.target.name, o) for n, (b, o) in backends.items()]
+        found += [PlatformEntry(n, "target", t.name, o) for n, (t, o) in targets.items() if n not in backends]
+        return sorted(found, key=lambda entry: entry.name)
+
+    def origin(self, name: str) -> PluginOrigin:
+        """The plugin that registered platform ``name`` (its backend, else its target)."""
+        backends, targets = self._collect()
+        if name in backends:
+            return backends[name][1]
+        if name in targets:
+            return targets[name][1]
+        raise self._unknown(name)
+
+    def register_commands(self, cli: Any) -> None:
+        """Let every plugin add commands to the ``pypto`` Click group ``cli``."""
+        self.plugins.hook.pypto_register_commands(cli=cli)
+
     def _unknown(self, name: str) -> PlatformError:
         known = ", ".join(self.platforms()) or "(none)"
         return PlatformError(
@@ -147,13 +205,13 @@ class PlatformRegistry:
         )
 
 
-def _check_backend(item: Any, origin: str) -> str:
+def _check_backend(item: Any, origin: PluginOrigin) -> str:
     if not isinstance(item, Backend) or not isinstance(item.target, Target):
         raise PlatformError(f"{origin} registered {item!r}, which is not a pypto.ir.Backend")
     return item.name
 
 
-def _check_target(item: Any, origin: str) -> str:
+def _check_target(item: Any, origin: PluginOrigin) -> str:
     if not isinstance(item, Target):
         raise PlatformError(f"{origin} registered {item!r}, which is not a pypto.ir.Target")
     return item.name
@@ -199,7 +257,9 @@ def list_platforms() -> list[str]:
 
 __all__ = [
     "LOAD_PLUGINS_ENV",
+    "PlatformEntry",
     "PlatformRegistry",
+    "PluginOrigin",
     "get_backend",
     "get_target",
     "list_platforms",

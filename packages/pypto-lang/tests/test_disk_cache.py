@@ -1,0 +1,191 @@
+"""The disk cache of compiled programs: keys, hits across JIT objects, corrupted entries, and the
+pickling of every IR class it relies on."""
+
+import dataclasses
+import pickle
+import warnings
+
+import pytest
+from lang_kernels_explicit import explicit
+from lang_kernels_seed import mixed, staged
+
+import pypto.ir as ir
+import pypto.language as pl
+from pypto.ir import nodes
+from pypto.passes import CompileWarning
+from pypto.runtime import RunConfig
+from pypto.runtime.cache import CacheWarning, ProgramCache, _Fingerprint, cache_key
+
+X = pl.Tensor[[64, 64], pl.FP32]
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch, backend):
+    """A fresh cache directory, the cache on, the recording ``testsim`` backend registered."""
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("PYPTO_CACHE", raising=False)
+    return tmp_path / "cache"
+
+
+def on_testsim():
+    return RunConfig(platform="testsim")
+
+
+def make_add(scale: float):
+    """Two kernels with the same source that differ only in a closure constant."""
+
+    @pl.jit
+    def add(a: X, out: pl.Out[X]):
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="add"):
+            out[:] = pl.mul(pl.add(a, a), scale)
+        return out
+
+    return add
+
+
+def fingerprint(value) -> str:
+    return _Fingerprint().add(value).digest.hexdigest()
+
+
+def ir_classes(value, seen=None) -> set[type]:
+    """Every dataclass type reachable from ``value``."""
+    seen = set() if seen is None else seen
+    found: set[type] = set()
+    if id(value) in seen:
+        return found
+    seen.add(id(value))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        found.add(type(value))
+        for field in dataclasses.fields(value):
+            found |= ir_classes(getattr(value, field.name), seen)
+    elif isinstance(value, (tuple, list, set, frozenset)):
+        for item in value:
+            found |= ir_classes(item, seen)
+    elif isinstance(value, dict) or hasattr(value, "items"):
+        for key, item in value.items():
+            found |= ir_classes(key, seen) | ir_classes(item, seen)
+    return found
+
+
+@pl.jit
+def branchy(a: X, b: X, out: pl.Out[X]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(4):
+            if i < 2:
+                out[i * 16 : i * 16 + 16, :] = pl.load(a, [i * 16, 0], [16, 64])
+            else:
+                out[i * 16 : i * 16 + 16, :] = pl.load(b, [i * 16, 0], [16, 64])
+    return out
+
+
+@pytest.mark.filterwarnings("ignore::pypto.passes.CompileWarning")
+def test_every_ir_class_round_trips_through_pickle(backend):
+    programs = []
+    for kernel in (mixed, staged, explicit, branchy):
+        programs += [kernel.parse(), kernel.lower(config=on_testsim())]
+    seen: set[type] = set()
+    for program in programs:
+        copy = pickle.loads(pickle.dumps(program))
+        assert fingerprint(copy) == fingerprint(program)  # same values, same sharing of Vars
+        assert ir.print_ir(copy) == ir.print_ir(program)
+        seen |= ir_classes(program)
+    node_classes = {
+        cls
+        for cls in vars(nodes).values()
+        if isinstance(cls, type) and dataclasses.is_dataclass(cls) and cls.__module__ == nodes.__name__
+    }
+    needed = node_classes | {ir.MemoryPlan, ir.Allocation, ir.Reservation, ir.TileType, ir.TensorType}
+    assert needed <= seen, f"not exercised: {sorted(c.__name__ for c in needed - seen)}"
+
+
+def test_the_fingerprint_keeps_distinct_vars_apart():
+    x, y = ir.Var("t", ir.INDEX), ir.Var("t", ir.INDEX)
+    assert fingerprint((x, x)) != fingerprint((x, y))
+
+
+def test_the_key_covers_closure_constants_platform_options_and_pipeline(cache_dir, backend):
+    target = backend.target
+    double, triple = make_add(2.0).parse(), make_add(3.0).parse()
+    base = cache_key(double, target, on_testsim(), "p")
+    assert base == cache_key(make_add(2.0).parse(), target, on_testsim(), "p")
+    assert base != cache_key(triple, target, on_testsim(), "p")
+    assert base != cache_key(double, target, RunConfig(platform="other"), "p")
+    assert base != cache_key(double, target, RunConfig(platform="testsim", options={"x": 1}), "p")
+    assert base != cache_key(double, target, RunConfig(platform="testsim", pipeline=["OutlineScopes"]), "p")
+    assert base != cache_key(double, target, on_testsim(), "plugin 'p' (distribution p 0.2)")
+    assert base != cache_key(double, dataclasses.replace(target, max_pipe_slots=4), on_testsim(), "p")
+
+
+def test_a_second_compile_comes_from_the_disk(cache_dir):
+    first = make_add(2.0).compile(config=on_testsim())
+    second = make_add(2.0).compile(config=on_testsim())  # a new JIT object: its memory cache is empty
+    assert (first.cache, second.cache) == ("miss", "hit")
+    assert ir.print_ir(second.program) == ir.print_ir(first.program)
+    (entry,) = ProgramCache(cache_dir).entries()
+    assert (entry.kernel, entry.platform, entry.hits) == ("add", "testsim", 1)
+    assert entry.last_hit_seconds < entry.compile_seconds
+
+
+def test_a_closure_constant_change_compiles_again(cache_dir):
+    make_add(2.0).compile(config=on_testsim())
+    assert make_add(3.0).compile(config=on_testsim()).cache == "miss"
+    assert len(ProgramCache(cache_dir).entries()) == 2
+
+
+def test_a_corrupted_entry_is_compiled_again_with_a_warning(cache_dir):
+    make_add(2.0).compile(config=on_testsim())
+    (path,) = (cache_dir / "compiled").glob("*.pickle")
+    path.write_bytes(b"\x80\x05 not a pickle")
+    with pytest.warns(CacheWarning, match="is corrupted .*; compiling again"):
+        again = make_add(2.0).compile(config=on_testsim())
+    assert again.cache == "miss"
+    assert make_add(2.0).compile(config=on_testsim()).cache == "hit"
+
+
+def test_an_entry_holding_something_else_counts_as_corrupted(cache_dir):
+    make_add(2.0).compile(config=on_testsim())
+    (path,) = (cache_dir / "compiled").glob("*.pickle")
+    path.write_bytes(pickle.dumps({"not": "an entry"}))
+    with pytest.warns(CacheWarning, match="it holds a dict, not a CacheEntry"):
+        assert make_add(2.0).compile(config=on_testsim()).cache == "miss"
+
+
+def test_writes_leave_no_temporary_files(cache_dir):
+    make_add(2.0).compile(config=on_testsim())
+    names = sorted(p.suffix for p in (cache_dir / "compiled").iterdir())
+    assert names == [".json", ".pickle"]
+
+
+def test_an_unwritable_cache_directory_is_a_warning_not_an_error(tmp_path, monkeypatch, backend):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(blocker))
+    with pytest.warns(CacheWarning, match="cannot write compile cache entry"):
+        assert make_add(2.0).compile(config=on_testsim()).cache == "miss"
+
+
+def test_the_cache_can_be_switched_off(cache_dir, monkeypatch):
+    monkeypatch.setenv("PYPTO_CACHE", "off")
+    assert make_add(2.0).compile(config=on_testsim()).cache == "off"
+    assert not (cache_dir / "compiled").exists()
+
+
+def test_pass_dumps_bypass_the_cache(cache_dir, tmp_path):
+    make_add(2.0).compile(config=on_testsim())
+    dumped = make_add(2.0).compile(config=RunConfig(platform="testsim", dump_passes=tmp_path / "dumps"))
+    assert dumped.cache == "off"
+    assert sorted(p.name for p in (tmp_path / "dumps").iterdir())[0] == "01_after_OutlineScopes.py"
+
+
+def test_compile_warnings_are_given_again_on_a_hit(cache_dir):
+    recorded = []
+    for _ in range(2):
+        explicit.cache_clear()  # the in-memory cache would hide the disk cache
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            compiled = explicit.compile(config=on_testsim())
+        messages = [str(w.message) for w in caught if issubclass(w.category, CompileWarning)]
+        recorded.append((compiled.cache, messages))
+    (first, first_messages), (second, second_messages) = recorded
+    assert (first, second) == ("miss", "hit")
+    assert first_messages and second_messages == first_messages
