@@ -1,0 +1,90 @@
+"""``pypto cache info`` and ``pypto cache clear``: the disk cache of compiled programs."""
+
+from __future__ import annotations
+
+import time
+
+import click
+
+from pypto.cli.views import table
+from pypto.runtime import settings
+from pypto.runtime.cache import EntryInfo, ProgramCache
+
+
+def _size(nbytes: int) -> str:
+    return f"{nbytes / 1024:.1f} KiB" if nbytes >= 1024 else f"{nbytes} B"
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1000:.1f} ms"
+
+
+def _age(created: float) -> str:
+    minutes = max(0.0, time.time() - created) / 60
+    return f"{minutes:.0f} min" if minutes < 120 else f"{minutes / 60:.0f} h"
+
+
+def _row(entry: EntryInfo) -> list[str]:
+    return [
+        entry.kernel,
+        entry.platform,
+        _ms(entry.compile_seconds),
+        str(entry.hits),
+        _ms(entry.last_hit_seconds),
+        _size(entry.size),
+        _age(entry.created),
+    ]
+
+
+@click.group()
+def cache() -> None:
+    """Inspect or empty the compile cache.
+
+    The cache lives in PYPTO_CACHE_DIR, else [tool.pypto] cache-dir, else the user cache
+    directory (~/.cache/pypto on Linux). PYPTO_CACHE=off (or cache = false) turns it off.
+
+    \b
+    Examples:
+      pypto cache info
+      pypto cache clear
+    """
+
+
+@cache.command()
+def info() -> None:
+    """Show the cache's directory and its entries.
+
+    A hit's time is what compiling cost when the cache had the program: making the key and
+    reading the entry.
+
+    \b
+    Example:
+      pypto cache info
+    """
+    store = ProgramCache(settings.cache_dir())
+    entries = store.entries()
+    hits = sum(entry.hits for entry in entries)
+    size = sum(entry.size for entry in entries)
+    click.echo(f"directory: {store.directory}")
+    click.echo(
+        f"enabled:   {'yes' if settings.cache_enabled() else 'no (PYPTO_CACHE or [tool.pypto] cache)'}"
+    )
+    click.echo(f"entries:   {len(entries)} ({_size(size)}), {hits} hit(s)")
+    if entries:
+        header = ["KERNEL", "PLATFORM", "COMPILE", "HITS", "LAST HIT", "SIZE", "AGE"]
+        click.echo("\n" + "\n".join(table([header, *(_row(entry) for entry in entries)])))
+
+
+@cache.command()
+def clear() -> None:
+    """Remove every entry from the cache.
+
+    \b
+    Example:
+      pypto cache clear
+    """
+    store = ProgramCache(settings.cache_dir())
+    click.echo(f"removed {store.clear()} entries from {store.directory}")
+
+
+COMMANDS = [cache]

@@ -1,0 +1,73 @@
+"""``pypto compile SCRIPT::KERNEL``: lower a kernel without running it and show the result."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from pypto.cli.arguments import compile_arguments, parse_args
+from pypto.cli.run_cmd import PLATFORM
+from pypto.cli.scripts import find_kernel, split_target
+from pypto.cli.views import memory_map, report
+from pypto.ir import print_ir
+from pypto.runtime import RunConfig, get_target
+
+EMITS = ("ir", "memory-map", "report")
+
+
+@click.command(name="compile")
+@click.argument("target", metavar="SCRIPT::KERNEL")
+@click.option(
+    "--arg",
+    "args",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="A parameter's shape and dtype (a=fp16[128,256]) or a scalar's value (n=4); repeat per "
+    "parameter. Parameters not given take their full annotation.",
+)
+@PLATFORM
+@click.option(
+    "--dump-passes",
+    type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR",
+    help="Write the program after each pass to DIR/NN_after_<Pass>.py.",
+)
+@click.option(
+    "--emit",
+    type=click.Choice(EMITS),
+    default="ir",
+    show_default=True,
+    help="What to print: the lowered program, each kernel's memory map, or a compile report.",
+)
+def compile_kernel(
+    target: str, args: tuple[str, ...], platform: str | None, dump_passes: Path | None, emit: str
+) -> None:
+    """Compile a kernel of a script without running it.
+
+    The script is loaded as a module (its `if __name__ == "__main__":` block does not run) and
+    KERNEL is looked up among its top-level names. Shapes come from full annotations or --arg.
+
+    \b
+    Example:
+      pypto compile examples/advanced/03_mixed_kernel.py::mixed_matmul_bias \\
+        --arg a=fp16[128,256] --arg b=fp16[256,128] \\
+        --arg bias=fp32[128,128] --arg out=fp32[128,128] --emit memory-map
+    """
+    script, name = split_target(target)
+    given = parse_args(args)
+    kernel = find_kernel(script, name)
+    config = RunConfig(platform=platform, dump_passes=dump_passes or False)
+    compiled = kernel.compile(config=config, **compile_arguments(kernel, given))
+    chip = get_target(config.platform)
+    if emit == "ir":
+        click.echo(print_ir(compiled.program), nl=False)
+    elif emit == "memory-map":
+        click.echo(memory_map(compiled.program.functions, chip))
+    else:
+        click.echo(report(compiled, chip))
+    if dump_passes is not None:
+        click.echo(f"pass dumps written to {dump_passes}", err=True)
+
+
+COMMANDS = [compile_kernel]

@@ -1,0 +1,78 @@
+"""The ``pypto`` Click group: its commands, the plugin commands, and how errors are shown."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from pypto.cli import cache_cmd, compile_cmd, info_cmd, run_cmd
+from pypto.ir import PyptoError
+from pypto.runtime.registry import PlatformRegistry, registry
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+class PyptoGroup(click.Group):
+    """A Click group that adds the commands of ``pypto`` plugins and shows a ``PyptoError`` as an
+    error message (``file:line:col``, the source line, a hint) instead of a traceback."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._loaded_for: PlatformRegistry | None = None
+        self._plugin_commands: set[str] = set()
+
+    def _load_plugin_commands(self) -> None:
+        try:
+            current = registry()
+        except PyptoError as err:
+            click.echo(f"pypto: warning: plugin commands not loaded: {err.message}", err=True)
+            return
+        if current is self._loaded_for:
+            return
+        for name in self._plugin_commands:
+            self.commands.pop(name, None)
+        before = set(self.commands)
+        current.register_commands(self)
+        self._plugin_commands = set(self.commands) - before
+        self._loaded_for = current
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self._load_plugin_commands()
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands or cmd_name in self._plugin_commands:
+            self._load_plugin_commands()
+        return super().get_command(ctx, cmd_name)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except PyptoError as err:
+            raise click.ClickException(err.render()) from None
+
+
+@click.group(name="pypto", cls=PyptoGroup, context_settings=CONTEXT)
+@click.version_option(package_name="pypto-lang", prog_name="pypto", message="%(prog)s %(version)s")
+def cli() -> None:
+    """PyPTO: compile, run and profile tile kernels for Ascend NPUs.
+
+    Settings come from the command line, then the environment (PYPTO_PLATFORM, PYPTO_PROFILE,
+    PYPTO_CACHE_DIR, PYPTO_CACHE, PYPTO_LOAD_PLUGINS), then [tool.pypto] in the nearest
+    pyproject.toml, then the built-in defaults.
+
+    \b
+    Example:
+      pypto run examples/advanced/03_mixed_kernel.py
+    """
+
+
+for module in (run_cmd, compile_cmd, info_cmd, cache_cmd):
+    for command in module.COMMANDS:
+        cli.add_command(command)
+
+
+def main() -> None:
+    """The console script ``pypto``."""
+    cli(prog_name="pypto")
