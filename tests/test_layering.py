@@ -57,3 +57,18 @@ def test_the_compiler_floors_need_no_torch(package):
 
 def test_pypto_is_a_namespace_package():
     assert not list(PACKAGES.glob("*/src/pypto/__init__.py"))
+
+
+def test_the_torchref_example_plugin_imports_only_pypto_ir():
+    src = PACKAGES.parent / "examples" / "plugins" / "pypto-backend-torchref" / "src"
+    imported = {m for path in src.rglob("*.py") for m in imported_modules(path)}
+    ours = {own_modules(m) for m in imported} - {None}
+    assert ours == {"pypto.ir"}
+    assert {m.split(".")[0] for m in imported} - {"pypto", "pypto_backend_torchref", "__future__"} <= {
+        "collections",
+        "dataclasses",
+        "typing",
+        "operator",
+        "pluggy",
+        "torch",
+    }

@@ -62,7 +62,11 @@ def main() -> None:
     parser.add_argument(
         "--mode", choices=[*MODES, "staged"], default="mixed", help="kernel form (default: mixed)"
     )
-    parser.add_argument("-p", "--platform", default="a2a3sim", help="platform to run on (default: a2a3sim)")
+    parser.add_argument(
+        "-p",
+        "--platform",
+        help="platform to run on (default: the session's, e.g. `pypto run -p`; else a2a3sim)",
+    )
     parser.add_argument("--slot-num", type=int, default=2, help="cross-core ring depth (default: 2)")
     parser.add_argument("--m", type=int, default=128, help="rows of a, bias and out (default: 128)")
     parser.add_argument(
