@@ -28,6 +28,7 @@ from pypto.ir import (
     For,
     Function,
     FunctionKind,
+    LoopKind,
     MemoryPlan,
     MemorySpace,
     Param,
@@ -114,10 +115,13 @@ class FunctionBuilder:
         self._emit(Eval(call, span))
         return call
 
-    def call(self, callee: str, *args: Any, name: str | None = None, type: Type = UNIT) -> Var | None:
-        """A kernel launch from the orchestration; assigned to ``name`` if given."""
+    def call(
+        self, callee: str, *args: Any, name: str | None = None, type: Type = UNIT, **attrs: Any
+    ) -> Var | None:
+        """A kernel launch from the orchestration (``attrs``: its task attrs, e.g. ``deps``);
+        assigned to ``name`` if given."""
         span = self.span()
-        call = make_call("call", [expr(a) for a in args], {"callee": callee}, span, type=type)
+        call = make_call("call", [expr(a) for a in args], {"callee": callee, **attrs}, span, type=type)
         if name is None:
             self._emit(Eval(call, span))
             return None
@@ -130,13 +134,15 @@ class FunctionBuilder:
         return make_call(op, [expr(lhs), expr(rhs)], {}, self.span())
 
     @contextmanager
-    def loop(self, name: str, start: Any, stop: Any, step: Any = 1) -> Iterator[Var]:
+    def loop(
+        self, name: str, start: Any, stop: Any, step: Any = 1, kind: LoopKind = LoopKind.range
+    ) -> Iterator[Var]:
         span = self.span()
         var = Var(name, INDEX, span)
         self._bodies.append([])
         yield var
         body = tuple(self._bodies.pop())
-        self._emit(For(var, expr(start), expr(stop), expr(step), body, span=span))
+        self._emit(For(var, expr(start), expr(stop), expr(step), body, kind, span=span))
 
     def ret(self, *values: Any) -> None:
         self._emit(Return(tuple(expr(v) for v in values), self.span()))

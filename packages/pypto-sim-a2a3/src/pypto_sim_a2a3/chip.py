@@ -1,16 +1,22 @@
-"""The simulated chip: cores with clocks and memory, core groups, and task launch.
+"""The simulated chip: cores with clocks and memory, core groups, and the task scheduler.
 
-The orchestration runs as a coroutine on a ``host`` clock. A ``call`` launches the callee as a
-task (see :mod:`pypto_sim_a2a3.launch`): each core the kernel needs — one for an AIC or AIV
-kernel, the AIC and both AIV lanes for a Group kernel — gets a :class:`KernelFrame` coroutine
-under the same :class:`Scheduler`, and the host waits until they all finish. The task's modeled
-time is the max of its cores' clocks. Today every task runs on core group 0, one after another.
-A :class:`~pypto_sim_a2a3.timeline.Recorder` keeps every core's busy and stalled slices, ring
-occupancy and pipe transfers for the report.
+The orchestration runs as a coroutine on the ``host`` clock and *submits* each ``call`` as a task
+(:mod:`pypto_sim_a2a3.taskgraph` derives its edges); it does not wait for it. A second AICPU
+coroutine, the ``scheduler``, starts each ready task on the lowest-numbered free core group (one
+group per block of an ``pl.spmd`` task) and retires it when its cores are done, which readies the
+tasks waiting for it; each of these steps costs the Target's dispatch cycles. A block's launch
+(see :mod:`pypto_sim_a2a3.launch`) gives each core the kernel needs — one for an AIC or AIV
+kernel, the AIC and both AIV lanes for a Group kernel — a :class:`KernelFrame` coroutine under
+the same :class:`Scheduler`, so independent tasks on different core groups interleave, each group
+with its own cores, clocks and memory. GM accesses of tasks no edge orders are a ``RaceError``
+(:mod:`pypto_sim_a2a3.races`). A :class:`~pypto_sim_a2a3.timeline.Recorder` keeps every core's
+busy and stalled slices, ring occupancy and pipe transfers for the report.
 """
 
 from __future__ import annotations
 
+import heapq
+from collections import deque
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,11 +24,16 @@ from typing import Any
 from pypto.ir import Call, Function, Program, RunReport, Target, TaskRecord
 from pypto_sim_a2a3.cost import CostModel
 from pypto_sim_a2a3.interpreter import HostFrame, KernelFrame
-from pypto_sim_a2a3.launch import Placement, plan_launch, resolve_callee
+from pypto_sim_a2a3.launch import Launch, Placement, Site, plan_launch, resolve_callee
 from pypto_sim_a2a3.memory import CoreMemory
+from pypto_sim_a2a3.races import TaskRaces
 from pypto_sim_a2a3.scheduler import Advance, Event, Scheduler, Wait
 from pypto_sim_a2a3.target import CORE_MEMORY_SPACES, CoreKind
+from pypto_sim_a2a3.taskgraph import ParallelContext, Task, TaskGraph
 from pypto_sim_a2a3.timeline import Recorder
+
+HOST = "host"  # the AICPU thread running the orchestration: it submits tasks
+SCHEDULER = "scheduler"  # the AICPU thread that resolves, dispatches and retires tasks
 
 
 @dataclass(eq=False)
@@ -83,15 +94,23 @@ class Chip:
         self.cost = CostModel(target)
         self.scheduler = Scheduler()
         self.recorder = Recorder(self.scheduler)
-        self.host = Core("host")
+        self.host = Core(HOST)
+        self.dispatcher = Core(SCHEDULER)
+        self.graph = TaskGraph()
+        self.races = TaskRaces(self.graph)
         self.groups: dict[int, CoreGroup] = {}
         self.tasks: list[TaskRecord] = []
+        self._free = list(range(target.core_groups))  # a heap: the lowest free group goes first
+        self._ready: deque[tuple[Task, int]] = deque()  # (task, block) ready to start, in submission order
+        self._finished: deque[Task] = deque()  # tasks whose every block is done, to retire
+        self._orchestrated = False
 
     def run(self, entry: Function, args: Sequence[Any]) -> tuple[Any, ...]:
-        """Run the orchestration ``entry`` to completion; return what its ``Return`` gave."""
-        proc = self.scheduler.spawn(self.host, HostFrame(entry, args, self).run())
+        """Run the orchestration ``entry`` and every task it submits; return what its ``Return`` gave."""
+        host = self.scheduler.spawn(self.host, self._orchestrate(entry, args))
+        self.scheduler.spawn(self.dispatcher, self._dispatch())
         self.scheduler.run()
-        return proc.result
+        return host.result
 
     def core_group(self, index: int) -> CoreGroup:
         """Core group ``index``, built on first use."""
@@ -99,43 +118,107 @@ class Chip:
             self.groups[index] = CoreGroup.build(index, self.target)
         return self.groups[index]
 
-    def launch(self, call: Call, args: Sequence[Any]) -> Generator[Event, None, tuple[Any, ...]]:
-        """Host side of a ``call``: dispatch the callee, wait for its cores, return its results."""
-        kernel = resolve_callee(self.program, call, args)
-        group = self.core_group(0)
-        launch, placements = plan_launch(
-            self.program, kernel, tuple(args), call, group, self.target, self.recorder
-        )
-        cores = [placement.role.core for placement in placements]
-        dispatch = self.cost.launch_cycles(after_another_task=bool(self.tasks))
-        yield Advance("AICPU", dispatch, f"dispatch {kernel.name}", call.span)
-        for core in cores:
-            core.clock = max(core.clock, self.host.clock)
-            core.task = kernel.name
-        start = min(core.clock for core in cores)
-        procs = [self.scheduler.spawn(p.role.core, self._run_kernel(p)) for p in placements]
-        what = f"task {kernel.name} on cg{group.index}"
-        yield Wait(lambda: all(p.done for p in procs), what, call.span)
-        launch.check_drained()
-        self.tasks.append(TaskRecord(kernel.name, group.index, start, max(c.clock for c in cores)))
-        yield Advance("AICPU", self.cost.retire_cycles(), f"retire {kernel.name}", call.span)
-        return procs[0].result
+    # ------------------------------------------------------------ the host
 
-    def _run_kernel(self, placement: Placement) -> Generator[Event, None, tuple[Any, ...]]:
+    def _orchestrate(self, entry: Function, args: Sequence[Any]) -> Generator[Event, None, tuple[Any, ...]]:
+        result = yield from HostFrame(entry, args, self).run()
+        self._orchestrated = True
+        yield Wait(self.graph.all_retired, "every task to finish", entry.span)
+        return result
+
+    def submit(
+        self, call: Call, args: Sequence[Any], parallel: ParallelContext, declared: Sequence[Task]
+    ) -> Generator[Event, None, Task]:
+        """Host side of a ``call``: hand its task to the scheduler; the host goes on at once."""
+        kernel = resolve_callee(self.program, call, args)
+        yield Advance("AICPU", self.cost.submit_cycles(), f"submit {kernel.name}", call.span)
+        task = self.graph.submit(kernel, call, args, parallel, declared)
+        if self.graph.ready(task):
+            self._enqueue(task)
+        return task
+
+    def wait_for_writers(self, tensor: Any, what: str, call: Call) -> Generator[Event, None, None]:
+        """The host reads ``tensor``: first wait for the tasks that write it."""
+        writers = self.graph.pending_writers(tensor)
+        if writers:
+            yield Wait(lambda: all(t.retired for t in writers), what, call.span)
+
+    # ------------------------------------------------------------ the scheduler
+
+    def _dispatch(self) -> Generator[Event, None, None]:
+        """Retire finished tasks and start ready blocks on free core groups, one step at a time."""
+        while True:
+            yield Wait(self._has_work, "a task to start or to retire")
+            if self._finished:
+                yield from self._retire(self._finished.popleft())
+            elif self._ready and self._free:
+                yield from self._start(*self._ready.popleft())
+            else:
+                return
+
+    def _has_work(self) -> bool:
+        done = self._orchestrated and self.graph.all_retired()
+        return bool(self._finished) or bool(self._ready and self._free) or done
+
+    def _enqueue(self, task: Task) -> None:
+        self._ready.extend((task, block) for block in range(task.blocks))
+
+    def _retire(self, task: Task) -> Generator[Event, None, None]:
+        yield Advance("AICPU", self.cost.retire_cycles(), f"retire {task.name}", task.call.span)
+        for ready in self.graph.retire(task):
+            self._enqueue(ready)
+
+    def _start(self, task: Task, block: int) -> Generator[Event, None, None]:
+        group = self.core_group(heapq.heappop(self._free))
+        cycles = self.cost.dispatch_cycles(resolves=block == 0 and bool(task.deps))
+        yield Advance("AICPU", cycles, f"dispatch {task.name}", task.call.span)
+
+        def on_gm(core: str, call: Call, args: Sequence[Any]) -> None:
+            self.races.access(task, block, core, call, args)
+
+        site = Site(group, block, task.blocks, on_gm)
+        launch, placements = plan_launch(
+            self.program, task.kernel, task.args, task.call, site, self.target, self.recorder
+        )
+        run = _BlockRun(task, block, launch, self.dispatcher.clock)
+        for placement in placements:
+            core = placement.role.core
+            core.clock = max(core.clock, run.start)
+            core.task = task.name
+            self.scheduler.spawn(core, self._run_kernel(placement, run))
+
+    def _run_kernel(self, placement: Placement, run: _BlockRun) -> Generator[Event, None, tuple[Any, ...]]:
         role = placement.role
         result = yield from KernelFrame(placement.kernel, placement.args, role, self.cost).run()
         role.launch.finish(role)
+        if role.launch.done:
+            self._block_done(run)
         return result
 
+    def _block_done(self, run: _BlockRun) -> None:
+        """The last core of a block returned: record it, free its group, maybe finish its task."""
+        launch, task = run.launch, run.task
+        launch.check_drained()
+        end = max(role.core.clock for role in launch.roles)
+        group = launch.group.index
+        self.tasks.append(TaskRecord(task.name, group, run.start, end, task.id, run.block, task.source))
+        heapq.heappush(self._free, group)
+        task.finished_blocks += 1
+        if task.finished_blocks == task.blocks:
+            self._finished.append(task)
+
+    # ------------------------------------------------------------ the report
+
     def report(self, outputs: tuple[Any, ...]) -> RunReport:
-        """The run's modeled timing (busy and stall cycles per core, the timeline) and the entry's
-        returned values."""
+        """The run's modeled timing (busy and stall cycles per core, tasks and their edges, the
+        timeline) and the entry's returned values."""
         cores = [core for index in sorted(self.groups) for core in self.groups[index].cores]
         return RunReport(
             platform=self.platform,
             clock_mhz=self.target.clock_mhz,
             total_cycles=self.host.clock,
-            tasks=list(self.tasks),
+            tasks=sorted(self.tasks, key=lambda t: (t.start_cycle, t.task_id, t.block)),
+            edges=list(self.graph.edges),
             busy_cycles={core.name: core.busy for core in cores},
             outputs=outputs,
             stall_cycles={core.name: core.stalled for core in cores},
@@ -144,3 +227,13 @@ class Chip:
             transfers=self.recorder.transfers,
             aiv_per_group=self.target.aiv_per_group,
         )
+
+
+@dataclass(frozen=True)
+class _BlockRun:
+    """One block of a task on its core group, started at cycle ``start``."""
+
+    task: Task
+    block: int
+    launch: Launch
+    start: int

@@ -78,6 +78,17 @@ class Access:
     region: Region
     span: SourceSpan | None
     write: bool
+    atomic: bool = False  # an atomic add: two of them commute
+
+    def conflicts(self, other: Access) -> Region | None:
+        """The bytes both touch when their order matters (a write, and not two atomic adds)."""
+        if not (self.write or other.write) or (self.atomic and other.atomic):
+            return None
+        return _shared(self, other)
+
+    @property
+    def verb(self) -> str:
+        return "adds into" if self.atomic else "writes" if self.write else "reads"
 
 
 @dataclass(frozen=True)
@@ -122,7 +133,7 @@ class GmOrder:
     def access(self, core: str, call: Call, args: Sequence[Any]) -> None:
         """Record ``call``'s GM read or write by ``core`` (other ops are ignored); a RaceError if it
         reads another core's unordered write, or writes over another core's unordered read."""
-        access = _access(core, call, args)
+        access = gm_access(core, call, args)
         if access is None:
             return
         for log in self._others(core):
@@ -200,33 +211,47 @@ class GmOrder:
         )
 
 
-def _access(core: str, call: Call, args: Sequence[Any]) -> Access | None:
+def gm_access(core: str, call: Call, args: Sequence[Any]) -> Access | None:
     """The GM box ``call`` reads or writes, or None for an op that does not touch GM."""
     if call.op not in _GM_OPERANDS:
         return None
     write, tensor_at, offsets_at = _GM_OPERANDS[call.op]
     tensor, name = args[tensor_at], call.args[tensor_at]
     label = name.name if isinstance(name, Var) else "a GM tensor"
-    region = Region.box(args[offsets_at], _extent(call, tensor))
-    return Access(core, label, tensor_key(tensor), region, call.span, write)
+    region = Region.box(args[offsets_at], _extent(call, args, tensor))
+    atomic = call.op == "tile.store_atomic"
+    return Access(core, label, tensor_key(tensor), region, call.span, write, atomic)
+
+
+def gm_tensor(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    """The GM tensor of an op :func:`gm_access` records."""
+    return args[_GM_OPERANDS[call.op][1]]
 
 
 # Op -> (writes GM?, index of the GM tensor operand, index of its offsets operand).
 _GM_OPERANDS: dict[str, tuple[bool, int, int]] = {
     "tile.load": (False, 0, 1),
+    "tile.load_partial": (False, 0, 1),
     "tile.store": (True, 2, 1),
+    "tile.store_partial": (True, 2, 1),
+    "tile.store_atomic": (True, 2, 1),
     "tile.gather_row": (False, 1, 3),
     "scalar.read": (False, 0, 1),
 }
+# Op -> index of its run-time valid shape operand (when the call has it).
+_VALID_OPERAND = {"tile.load_partial": 2, "tile.store_partial": 3, "tile.store_atomic": 3}
 
 
-def _extent(call: Call, tensor: torch.Tensor) -> tuple[int, ...]:
-    """The extent of the GM box: the tile's valid shape, the gathered row, or one element."""
+def _extent(call: Call, args: Sequence[Any], tensor: torch.Tensor) -> tuple[int, ...]:
+    """The extent of the GM box: the (run-time) valid shape, the gathered row, or one element."""
     if call.op == "scalar.read":
         return (1,) * tensor.dim()
     if call.op == "tile.gather_row":
         return tuple(call.attrs["shape"])
-    tile = call.type if call.op == "tile.load" else call.args[0].type
+    valid_at = _VALID_OPERAND.get(call.op)
+    if valid_at is not None and valid_at < len(args):
+        return tuple(int(n) for n in args[valid_at])
+    tile = call.type if call.op.startswith("tile.load") else call.args[0].type
     assert isinstance(tile, TileType)
     return tile.valid_shape or tile.shape
 

@@ -113,15 +113,20 @@ class CostModel:
         """A pop reading its ``nbytes`` share into the ring (0 for a token): a flag plus the bytes."""
         return self._transfer("MTE2", nbytes, "pipe_in_bytes_per_cycle", "pipe_flag_cycles")
 
-    def launch_cycles(self, after_another_task: bool) -> int:
-        """Host-side cycles from issuing a task to its kernel starting on a core group."""
-        cycles = self.constant("task_submit_cycles") + self.constant("task_schedule_cycles")
-        if after_another_task:
+    def submit_cycles(self) -> int:
+        """The orchestration's cycles to hand one task to the scheduler."""
+        return ceil(self.constant("task_submit_cycles"))
+
+    def dispatch_cycles(self, resolves: bool) -> int:
+        """The scheduler's cycles to start one block of a task on a free core group, plus resolving
+        the task's dependencies when it has any (``resolves``: its first block)."""
+        cycles = self.constant("task_schedule_cycles")
+        if resolves:
             cycles += self.constant("task_resolve_cycles")
         return ceil(cycles)
 
     def retire_cycles(self) -> int:
-        """Cycles from a task's last core finishing to the host seeing it complete."""
+        """The scheduler's cycles from a task's last block finishing to the task completing."""
         return ceil(self.constant("task_complete_cycles"))
 
     # ------------------------------------------------------------ rules per cost class

@@ -85,8 +85,8 @@ def _free(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) ->
 
 _INDICES: dict[str, Callable[[CoreRole], int]] = {
     "get_subblock_idx": lambda role: role.lane,
-    "get_block_idx": lambda role: role.launch.group.index,
-    "get_block_num": lambda role: role.launch.block_num,
+    "get_block_idx": lambda role: role.launch.site.block,
+    "get_block_num": lambda role: role.launch.site.block_num,
 }
 
 

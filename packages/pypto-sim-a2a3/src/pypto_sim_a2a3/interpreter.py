@@ -10,6 +10,7 @@ modeled cycles, pipe and system ops go to :data:`~pypto_sim_a2a3.crosscore.LAUNC
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -23,8 +24,11 @@ from pypto.ir import (
     Expr,
     For,
     Function,
+    FunctionKind,
     If,
+    LoopKind,
     MemorySpace,
+    Program,
     Return,
     Stmt,
     TileType,
@@ -37,10 +41,11 @@ from pypto.ir import (
 from pypto_sim_a2a3.cost import CostModel
 from pypto_sim_a2a3.crosscore import LAUNCH_OPS, Popped
 from pypto_sim_a2a3.errors import PipeError
-from pypto_sim_a2a3.launch import CoreRole
+from pypto_sim_a2a3.launch import CoreRole, group_members
 from pypto_sim_a2a3.ring import TOKEN, Token
 from pypto_sim_a2a3.scheduler import Event
 from pypto_sim_a2a3.semantics import SEMANTICS, OpImpl
+from pypto_sim_a2a3.taskgraph import Task
 
 if TYPE_CHECKING:
     from pypto_sim_a2a3.chip import Chip
@@ -174,7 +179,7 @@ class KernelFrame(Frame):
             )
         self._check_has_data(call, args)
         self._check_route(call)
-        self.role.launch.gm.access(self.core.name, call, args)
+        self.role.launch.gm_access(self.role, call, args)
         value = self._semantics(call)(call, args)
         yield self.cost.op_cost(call).on(call)
         return value
@@ -251,16 +256,45 @@ def _data_route(call: Call) -> tuple[MemorySpace, MemorySpace] | None:
 
 
 class HostFrame(Frame):
-    """The Orchestration function on the host: creates GM tensors and launches kernels."""
+    """The Orchestration function on the host: creates GM tensors and submits kernel calls as tasks.
+
+    A ``call`` does not wait for its task: the host goes on, and the chip's scheduler starts the task
+    when its dependencies are done. ``call.attrs["task"]`` binds the task to a name that later
+    ``deps`` name; the iterations of a ``pl.parallel`` loop are recorded so that their tasks take no
+    edges from each other. Reading a tensor (``pl.read``) waits for the tasks that write it.
+    """
 
     def __init__(self, fn: Function, args: Sequence[Any], chip: Chip):
         super().__init__(fn, args)
         self.chip = chip
+        self.parallel: tuple[tuple[int, int], ...] = ()  # (loop instance, iteration), outermost first
+        self._loops = itertools.count()
+
+    def _exec_for(self, loop: For) -> Generator[Event, None, tuple[Any, ...] | None]:
+        if loop.kind is not LoopKind.parallel:
+            return (yield from super()._exec_for(loop))
+        start = yield from self._eval(loop.start)
+        stop = yield from self._eval(loop.stop)
+        step = yield from self._eval(loop.step)
+        if step == 0:
+            raise self._error(f"loop over {loop.var.name} has step 0", loop)
+        instance, outer = next(self._loops), self.parallel
+        try:
+            for i in range(int(start), int(stop), int(step)):
+                self.env[loop.var.name] = i
+                self.parallel = (*outer, (instance, i))
+                returned = yield from self._exec_body(loop.body)
+                if returned is not None:
+                    return returned
+        finally:
+            self.parallel = outer
+        return None
 
     def _apply(self, call: Call, args: tuple[Any, ...]) -> Steps:
         if call.op == "call":
-            returned = yield from self.chip.launch(call, args)
-            return _call_result(returned)
+            return (yield from self._submit(call, args))
+        if call.op == "scalar.read":
+            yield from self.chip.wait_for_writers(args[0], f"the tasks writing {_name(call.args[0])}", call)
         if call.op == "tensor.create" or call.op.startswith("scalar."):
             return self._semantics(call)(call, args)
         raise self._error(
@@ -268,6 +302,36 @@ class HostFrame(Frame):
             call,
             "run the pass pipeline: it outlines every scope into a kernel",
         )
+
+    def _submit(self, call: Call, args: tuple[Any, ...]) -> Steps:
+        declared = [self._task(name, call) for name in call.attrs.get("deps", ())]
+        task = yield from self.chip.submit(call, args, self.parallel, declared)
+        if "task" in call.attrs:
+            self.env[call.attrs["task"]] = task
+        return _call_result(returned_args(self.chip.program, task.kernel, args))
+
+    def _task(self, name: str, call: Call) -> Task:
+        value = self.env.get(name)
+        if not isinstance(value, Task):
+            raise self._error(f"deps= names {name}, which is not a task submitted earlier", call)
+        return value
+
+
+def returned_args(program: Program, kernel: Function, args: Sequence[Any]) -> tuple[Any, ...]:
+    """The arguments a kernel call evaluates to: those passed for the parameters its ``Return``
+    names (for a Group kernel, its AIC kernel's)."""
+    if kernel.kind is FunctionKind.Group:
+        (aic, aic_args), _ = group_members(program, kernel, args)
+        return returned_args(program, aic, aic_args)
+    ret = next((s for s in kernel.body if isinstance(s, Return)), None)
+    if ret is None:
+        return ()
+    by_name = {p.var.name: value for p, value in zip(kernel.params, args, strict=True)}
+    return tuple(by_name[v.name] for v in ret.values if isinstance(v, Var) and v.name in by_name)
+
+
+def _name(expr: Expr) -> str:
+    return expr.name if isinstance(expr, Var) else "the tensor"
 
 
 def _call_result(returned: tuple[Any, ...]) -> Any:

@@ -16,7 +16,7 @@ itself, so both its lanes compute.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -99,6 +99,18 @@ class Placement:
 
 
 Seat = tuple["Core", CoreKind, int, bool]  # core, kind, lane, mirror
+GmObserver = Callable[[str, Call, Sequence[Any]], None]  # (core, op, its values) before a GM access
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where one block of a task runs: its core group, ``pl.get_block_idx()`` and ``get_block_num()``,
+    and who sees its GM traffic (the chip's race check across tasks)."""
+
+    group: CoreGroup
+    block: int = 0
+    block_num: int = 1
+    on_gm: GmObserver | None = None
 
 
 class Launch:
@@ -107,7 +119,7 @@ class Launch:
     def __init__(
         self,
         name: str,
-        group: CoreGroup,
+        site: Site,
         target: Target,
         seats: Sequence[Seat],
         recorder: Recorder,
@@ -117,9 +129,9 @@ class Launch:
         self.name = name
         self.recorder = recorder
         self.pipe_name = pipe_name or name  # the scope's name_hint: pipes read "<scope>_c2v"
-        self.group = group
+        self.site = site
+        self.group = site.group
         self.target = target
-        self.block_num = 1  # one core group per launch for now
         self.roles = [CoreRole(self, core, kind, lane, mirror) for core, kind, lane, mirror in seats]
         self.finished: set[str] = set()
         self.gm = GmOrder()
@@ -205,9 +217,20 @@ class Launch:
         if role.kind is not kind:
             raise PipeError(f"{call.op} runs on the {kind.value}, not on {role.name}", call.span)
 
+    def gm_access(self, role: CoreRole, call: Call, args: Sequence[Any]) -> None:
+        """``role`` is about to run ``call``: order its GM traffic within the launch and across tasks."""
+        self.gm.access(role.core.name, call, args)
+        if self.site.on_gm is not None:
+            self.site.on_gm(role.core.name, call, args)
+
     def finish(self, role: CoreRole) -> None:
         """``role``'s kernel has returned."""
         self.finished.add(role.name)
+
+    @property
+    def done(self) -> bool:
+        """Every core of the launch has returned."""
+        return len(self.finished) == len(self.roles)
 
     def check_drained(self) -> None:
         """After every core finished: a DeadlockError if a ring still holds tiles or popped slots."""
@@ -222,19 +245,20 @@ def plan_launch(
     kernel: Function,
     args: tuple[Any, ...],
     call: Call,
-    group: CoreGroup,
+    site: Site,
     target: Target,
     recorder: Recorder,
 ) -> tuple[Launch, list[Placement]]:
-    """The launch of ``kernel`` on ``group`` and the kernel body each of its cores runs."""
+    """The launch of ``kernel`` on ``site``'s core group and the kernel body each of its cores runs."""
+    group = site.group
     if kernel.kind is FunctionKind.AIV and data_parallel(kernel):
         lanes = [(core, CoreKind.AIV, lane, False) for lane, core in enumerate(group.aiv)]
-        launch = Launch(kernel.name, group, target, lanes, recorder, piped=False)
+        launch = Launch(kernel.name, site, target, lanes, recorder, piped=False)
         return launch, [Placement(role, kernel, args) for role in launch.roles]
     if kernel.kind in (FunctionKind.AIC, FunctionKind.AIV):
         aic = kernel.kind is FunctionKind.AIC
         seat = (group.aic, CoreKind.AIC, 0, False) if aic else (group.aiv[0], CoreKind.AIV, 0, False)
-        launch = Launch(kernel.name, group, target, [seat], recorder, piped=False)
+        launch = Launch(kernel.name, site, target, [seat], recorder, piped=False)
         return launch, [Placement(launch.roles[0], kernel, args)]
     if kernel.kind is FunctionKind.Group:
         (aic_fn, aic_args), (aiv_fn, aiv_args) = group_members(program, kernel, args)
@@ -242,7 +266,7 @@ def plan_launch(
         mirror = mirrors_lane_1(aiv_fn)
         seats += [(core, CoreKind.AIV, lane, mirror and lane > 0) for lane, core in enumerate(group.aiv)]
         pipe_name = kernel.attrs.get("pipe_name")
-        launch = Launch(kernel.name, group, target, seats, recorder, piped=True, pipe_name=pipe_name)
+        launch = Launch(kernel.name, site, target, seats, recorder, piped=True, pipe_name=pipe_name)
         aic_role, *aiv_roles = launch.roles
         aiv = [Placement(role, aiv_fn, aiv_args) for role in aiv_roles]
         return launch, [Placement(aic_role, aic_fn, aic_args), *aiv]

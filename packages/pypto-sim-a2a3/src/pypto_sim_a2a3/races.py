@@ -1,0 +1,82 @@
+"""Races between tasks: global-memory accesses of two tasks that no dependency edge orders.
+
+Every GM read and write of every task (each block of an ``pl.spmd`` task on its own) is recorded
+as a box of the tensor's index space, i.e. the byte range of its elements. When a task touches
+bytes another task touched, and at least one of them writes (two atomic adds commute), an edge
+path must run between the two tasks; otherwise the result would be whichever the schedule gave,
+and the run stops with a ``RaceError`` naming both tasks, the tensor and both source lines. The
+check follows the edges, not the modeled times, so it fires whatever order the tasks ran in.
+Accesses within one task's launch are ordered by :mod:`pypto_sim_a2a3.coherence` instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from pypto.ir import Call, RaceError
+from pypto_sim_a2a3.coherence import Access, TensorKey, gm_access, gm_tensor
+from pypto_sim_a2a3.ring import at_line
+from pypto_sim_a2a3.taskgraph import Task, TaskGraph
+
+RACE_HINT = (
+    "keep the edge the data needs: drop the no_dep_args= / manual_dep=True / pl.manual_scope() that "
+    "removed it (or the pl.parallel that asserted independence), or add deps=[tid] of the other task"
+)
+
+Unit = tuple[int, int]  # (task id, block)
+
+
+@dataclass(frozen=True)
+class TaskAccess:
+    """One GM access by one block of one task, with the tensor it touched."""
+
+    task: Task
+    access: Access
+    tensor: torch.Tensor
+
+
+class TaskRaces:
+    """``races.access(task, block, core, call, args)`` before each op that touches GM."""
+
+    def __init__(self, graph: TaskGraph):
+        self.graph = graph
+        # Per tensor, per (task, block): its reads and its writes (a read only meets writes).
+        self._reads: dict[TensorKey, dict[Unit, list[TaskAccess]]] = {}
+        self._writes: dict[TensorKey, dict[Unit, list[TaskAccess]]] = {}
+
+    def access(self, task: Task, block: int, core: str, call: Call, args: Sequence[Any]) -> None:
+        """Record ``call``'s GM access; a ``RaceError`` if it conflicts with an unordered task's."""
+        access = gm_access(core, call, args)
+        if access is None:
+            return
+        mine = TaskAccess(task, access, gm_tensor(call, args))
+        logs = (self._writes, self._reads) if access.write else (self._writes,)
+        for log in logs:
+            for unit, earlier in log.get(access.key, {}).items():
+                if unit == (task.id, block) or self.graph.ordered(unit[0], task):
+                    continue
+                clash = next((e for e in earlier if access.conflicts(e.access) is not None), None)
+                if clash is not None:
+                    raise self._race(clash, mine)
+        log = self._writes if access.write else self._reads
+        log.setdefault(access.key, {}).setdefault((task.id, block), []).append(mine)
+
+    def _race(self, first: TaskAccess, second: TaskAccess) -> RaceError:
+        a, b = first.access, second.access
+        shared = a.conflicts(b)
+        earlier, later = sorted((first.task, second.task), key=lambda t: t.id)
+        why = self.graph.why_unordered(earlier, later, second.tensor)
+        return RaceError(
+            f"{second.task.label} {b.verb} {b.tensor}{shared} at {at_line(b.span)} and {first.task.label} "
+            f"{a.verb} {_named(a, b)} at {at_line(a.span)}, but no dependency orders the two tasks: {why}",
+            b.span,
+            RACE_HINT,
+        )
+
+
+def _named(access: Access, other: Access) -> str:
+    return access.tensor if access.tensor == other.tensor else f"it (its {access.tensor})"

@@ -1,0 +1,207 @@
+"""The task graph of one run: each kernel call the orchestration submits, and the edges between them.
+
+Edges are derived at submission, per task instance, from the actual tensors it is passed and the
+access mode of each (``call.attrs["access"]``, or the callee's parameter directions): a task waits
+for every earlier task whose access to one of its tensors conflicts with its own (a reader for the
+writers, a writer for the readers and writers; two readers, or two atomic accumulators, do not
+conflict), except
+
+- through the arguments listed in ``call.attrs["no_dep"]`` (``no_dep_args=``, ``manual_dep=True``
+  tensors, ``pl.manual_scope()``): the task takes no edge through them, though later tasks still
+  see its access;
+- from a task of another iteration of a ``pl.parallel`` loop they both sit in.
+
+Explicit ``deps=`` add edges. Edges implied by others (``a -> b -> c`` makes ``a -> c``) are
+dropped, so each task keeps only its nearest predecessors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from pypto.ir import AccessMode, Call, Function, ScalarType, TaskEdge, Var
+from pypto_sim_a2a3.coherence import TensorKey, tensor_key
+from pypto_sim_a2a3.ring import at_line
+
+# (pl.parallel loop instance, iteration) of each enclosing pl.parallel loop, outermost first.
+ParallelContext = tuple[tuple[int, int], ...]
+
+
+@dataclass(eq=False)
+class Task:
+    """One submitted kernel call: what it waits for and how far it has got.
+
+    ``blocks`` core groups run it (``pl.spmd``); it is *retired* once every block has finished and
+    the scheduler has completed it, which is when the tasks waiting for it may start.
+    """
+
+    id: int
+    kernel: Function
+    call: Call
+    args: tuple[Any, ...]
+    parallel: ParallelContext
+    blocks: int = 1
+    deps: dict[int, str | None] = field(default_factory=dict)  # task id -> tensor name, None if declared
+    ancestors: set[int] = field(default_factory=set)
+    waiting: set[int] = field(default_factory=set)
+    finished_blocks: int = 0
+    retired: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.kernel.name
+
+    @property
+    def source(self) -> str | None:
+        return at_line(self.call.span) if self.call.span else None
+
+    @property
+    def label(self) -> str:
+        """``task 2 (kernel two at k.py:14)``."""
+        where = f" at {self.source}" if self.source else ""
+        return f"task {self.id} (kernel {self.name}{where})"
+
+    def parallel_sibling(self, other: Task) -> bool:
+        """Whether the two sit in different iterations of one ``pl.parallel`` loop."""
+        mine = dict(self.parallel)
+        return any(loop in mine and mine[loop] != iteration for loop, iteration in other.parallel)
+
+
+@dataclass(frozen=True)
+class Use:
+    """One task's access to one tensor, as the graph remembers it."""
+
+    task: Task
+    mode: AccessMode
+    tensor: torch.Tensor  # kept alive so that its storage is never reused for another tensor
+    name: str
+
+
+class TaskGraph:
+    """``graph.submit(kernel, call, args, parallel, declared)`` adds a task and returns it; the
+    scheduler starts a task once ``graph.ready(task)`` and calls ``graph.retire(task)`` after it."""
+
+    def __init__(self) -> None:
+        self.tasks: list[Task] = []
+        self.edges: list[TaskEdge] = []
+        self._uses: dict[TensorKey, list[Use]] = {}
+        self._dependents: dict[int, list[Task]] = {}
+
+    def submit(
+        self,
+        kernel: Function,
+        call: Call,
+        args: Sequence[Any],
+        parallel: ParallelContext,
+        declared: Sequence[Task],
+    ) -> Task:
+        """Add the task a ``call`` of ``kernel`` makes, with its edges."""
+        blocks = int(call.attrs.get("block_num", 1))
+        task = Task(len(self.tasks) + 1, kernel, call, tuple(args), parallel, blocks)
+        inferred = self._record_uses(task)
+        edges = {t: None for t in declared} | {t: name for t, name in inferred.items() if t not in declared}
+        for dep, tensor in _nearest(edges).items():
+            task.deps[dep.id] = tensor
+            self.edges.append(TaskEdge(dep.id, task.id, tensor))
+        for dep in edges:
+            task.ancestors |= dep.ancestors | {dep.id}
+        task.waiting = {dep.id for dep in edges if not dep.retired}
+        for dep_id in task.waiting:
+            self._dependents.setdefault(dep_id, []).append(task)
+        self.tasks.append(task)
+        return task
+
+    def _record_uses(self, task: Task) -> dict[Task, str]:
+        """Record each tensor argument's use; return the earlier tasks it conflicts with."""
+        untracked = set(task.call.attrs.get("no_dep", ()))
+        modes = access_modes(task.kernel, task.call)
+        conflicts: dict[Task, str] = {}
+        for index, (value, mode) in enumerate(zip(task.args, modes, strict=True)):
+            if mode is None:
+                continue
+            name = _arg_name(task.call, task.kernel, index)
+            uses = self._uses.setdefault(tensor_key(value), [])
+            if index not in untracked:
+                for use in uses:
+                    if self._conflict(task, mode, use):
+                        conflicts.setdefault(use.task, name)
+                if mode in (AccessMode.Out, AccessMode.InOut) and not task.parallel:
+                    uses.clear()  # each earlier use is ordered before this task, so before later ones
+            uses.append(Use(task, mode, value, name))
+        return conflicts
+
+    @staticmethod
+    def _conflict(task: Task, mode: AccessMode, use: Use) -> bool:
+        return use.task is not task and use.mode.conflicts(mode) and not task.parallel_sibling(use.task)
+
+    def ready(self, task: Task) -> bool:
+        return not task.waiting
+
+    def retire(self, task: Task) -> list[Task]:
+        """Mark ``task`` complete; return the tasks that became ready."""
+        task.retired = True
+        woken = []
+        for other in self._dependents.pop(task.id, []):
+            other.waiting.discard(task.id)
+            if not other.waiting:
+                woken.append(other)
+        return woken
+
+    def ordered(self, earlier: int, later: Task) -> bool:
+        """Whether an edge path runs from task ``earlier`` to ``later``."""
+        return earlier in later.ancestors
+
+    def pending_writers(self, tensor: torch.Tensor) -> list[Task]:
+        """Tasks that write ``tensor`` and have not retired (the host waits for them before reading)."""
+        uses = self._uses.get(tensor_key(tensor), [])
+        return [use.task for use in uses if use.mode.writes and not use.task.retired]
+
+    def all_retired(self) -> bool:
+        return all(task.retired for task in self.tasks)
+
+    def why_unordered(self, first: Task, second: Task, tensor: torch.Tensor) -> str:
+        """Why no edge orders two tasks that touch ``tensor`` (``second`` submitted later, or the same)."""
+        if first is second:
+            return f"the {first.blocks} blocks of one pl.spmd launch run unordered"
+        if second.parallel_sibling(first):
+            return "they are iterations of one pl.parallel loop, which asserts they are independent"
+        key = tensor_key(tensor)
+        untracked = set(second.call.attrs.get("no_dep", ()))
+        for index, value in enumerate(second.args):
+            if isinstance(value, torch.Tensor) and tensor_key(value) == key and index in untracked:
+                name = _arg_name(second.call, second.kernel, index)
+                return (
+                    f"task {second.id} takes no edge through {name} (no_dep_args=, a manual_dep=True "
+                    "tensor or pl.manual_scope())"
+                )
+        return f"task {second.id} is not passed the tensor, or only reads it after another reader"
+
+
+def access_modes(kernel: Function, call: Call) -> tuple[AccessMode | None, ...]:
+    """The call's ``access`` annotation, or the modes ``kernel``'s parameter directions imply."""
+    annotated = call.attrs.get("access")
+    if annotated is not None:
+        return tuple(annotated)
+    return tuple(
+        None if isinstance(p.var.type, ScalarType) else AccessMode.of(p.direction) for p in kernel.params
+    )
+
+
+def _arg_name(call: Call, kernel: Function, index: int) -> str:
+    """The argument as the orchestration names it, else as the kernel does."""
+    arg = call.args[index]
+    return arg.name if isinstance(arg, Var) else kernel.params[index].var.name
+
+
+def _nearest(edges: dict[Task, str | None]) -> dict[Task, str | None]:
+    """The edges not implied by the others: drop ``a`` when another predecessor descends from it.
+    Declared edges (``None``) are kept as the user wrote them."""
+    return {
+        task: tensor
+        for task, tensor in edges.items()
+        if tensor is None or not any(task.id in other.ancestors for other in edges if other is not task)
+    }
