@@ -61,7 +61,7 @@ def test_one_process_per_active_core_group_and_lanes_named_by_metadata(profile):
     assert len(groups) == 1
     (pid,) = groups
     threads = {e["args"]["name"] for e in meta if e["name"] == "thread_name" and e["pid"] == pid}
-    assert threads == {"AIC", "AIV0", "AIV1", "pipe mixed_c2v"}
+    assert threads == {"tasks", "AIC", "AIV0", "AIV1", "pipe mixed_c2v"}
 
 
 def test_times_are_modeled_microseconds_with_exact_cycles_in_args(profile):
@@ -159,7 +159,7 @@ def test_a_vector_to_cube_pipe_gets_its_thread_its_ring_on_the_cube_and_a_flow_p
     torch.testing.assert_close(out, (a + a).float() @ b.float(), rtol=1e-2, atol=1e-2)
     events = json.loads((tmp_path / "trace.json").read_text())["traceEvents"]
     threads = {e["args"]["name"] for e in events if e["name"] == "thread_name" and e["pid"] == 1}
-    assert threads == {"AIC", "AIV0", "AIV1", "pipe dmm_v2c"}
+    assert threads == {"tasks", "AIC", "AIV0", "AIV1", "pipe dmm_v2c"}
     assert {e["name"] for e in events if e["ph"] == "C"} == {"ring dmm_v2c AIC"}
     flow_sources = {e["tid"] for e in events if e["ph"] == "s"}
     assert flow_sources == {2, 3}  # both lanes push their share to the cube

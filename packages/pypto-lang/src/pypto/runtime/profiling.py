@@ -4,10 +4,12 @@ PNG swimlane and a text summary. Every time in them is modeled by the backend's 
 >>> files = write_profile(kernel.last_report, "pypto_profile/mixed", title="mixed")  # doctest: +SKIP
 >>> files.trace, files.swimlane, files.summary  # doctest: +SKIP
 
-The trace follows the trace-event format: one process per active core group, one thread per core
-(named ``AIC``, ``AIV0``, ``AIV1``) and per pipe (``pipe <name>``), counter tracks for ring
-occupancy, flow arrows from each push to its pop; ``ts``/``dur`` are modeled microseconds
-(cycles / clock MHz) and each event's ``args`` hold the exact cycles.
+The trace follows the trace-event format: one process per active core group, with a ``tasks``
+thread (one slice per task it ran), one thread per core (named ``AIC``, ``AIV0``, ``AIV1``) and
+per pipe (``pipe <name>``), counter tracks for ring occupancy, flow arrows from each push to its
+pop and from each task to the tasks that waited for it; a host process with the ``orchestration``
+(submitting tasks) and ``scheduler`` (dispatching and retiring them) threads. ``ts``/``dur`` are
+modeled microseconds (cycles / clock MHz) and each event's ``args`` hold the exact cycles.
 """
 
 from __future__ import annotations
@@ -19,14 +21,20 @@ from pathlib import Path
 from typing import Any
 
 from pypto.ir import RunReport
-from pypto.ir.backend import STALL, RingTrack, Slice
+from pypto.ir.backend import STALL, RingTrack, Slice, TaskEdge, TaskRecord
 
 TRACE_FILE = "trace.json"
 SWIMLANE_FILE = "swimlane.png"
 SUMMARY_FILE = "summary.txt"
 HOST = "host"
 HOST_PID = 1000  # core groups take pids 1, 2, ...; pid 0 means "no process" to some trace viewers
+# The host's threads (the backend's core names for them) -> (tid, thread name).
+HOST_THREADS = {HOST: (1, "orchestration"), "scheduler": (2, "scheduler")}
+TASKS_TID = 0  # a core group's tasks thread sorts before its cores
+TASKS = "tasks"
 PIPE_TID_BASE = 100  # pipe threads sort after the cores of their group
+TASK_COLOR = "#c5b0d5"
+EDGE_COLOR = "#2f2f2f"
 
 # Swimlane colours per unit; units not listed are drawn grey.
 UNIT_COLORS = {
@@ -90,6 +98,8 @@ def chrome_trace(report: RunReport, title: str = "") -> dict[str, Any]:
     for pipe, rings in _rings_by_pipe(report.rings).items():
         events += _pipe_events(pipe, rings, layout, report)
     events += _flows(report, layout)
+    events += _task_events(report, layout)
+    events += _edge_flows(report, layout)
     return {
         "traceEvents": events,
         "displayTimeUnit": "ns",
@@ -113,20 +123,23 @@ class _Layout:
 
     @classmethod
     def of(cls, report: RunReport) -> _Layout:
-        groups = sorted({_group(s.core) for s in report.timeline if s.core != HOST}, key=_group_index)
+        on_groups = [s.core for s in report.timeline if not _on_host(s.core)]
+        group_names = {_group(core) for core in on_groups} | {f"cg{t.core_group}" for t in report.tasks}
+        groups = sorted(group_names, key=_group_index)
         pids = {HOST: HOST_PID} | {group: _group_index(group) + 1 for group in groups}
-        cores = sorted({s.core for s in report.timeline if s.core != HOST})
-        tids = {HOST: 1} | {core: _lane_order(core) for core in cores}
+        tids = {core: tid for core, (tid, _) in HOST_THREADS.items()}
+        tids |= {f"{group} {TASKS}": TASKS_TID for group in groups}
+        tids |= {core: _lane_order(core) for core in sorted(set(on_groups))}
         pipes = sorted({(_group(r.owner), r.pipe) for r in report.rings})
         tids |= {f"{group} pipe {pipe}": PIPE_TID_BASE + k for k, (group, pipe) in enumerate(pipes)}
         return cls(pids, tids)
 
     def shows(self, s: Slice) -> bool:
-        """Host stalls (waiting for a task to finish) are left out: the task's cores show it."""
-        return not (s.core == HOST and s.stalled)
+        """The host's stalls (waiting for tasks or for work) are left out: the tasks show them."""
+        return not (_on_host(s.core) and s.stalled)
 
     def where(self, core: str) -> tuple[int, int]:
-        return self.pids[HOST if core == HOST else _group(core)], self.tids[core]
+        return self.pids[HOST if _on_host(core) else _group(core)], self.tids[core]
 
     def metadata(self) -> list[dict[str, Any]]:
         events = [_meta("process_name", pid, 0, _process_name(name)) for name, pid in self.pids.items()]
@@ -134,10 +147,14 @@ class _Layout:
         for name, pid in self.pids.items():
             events.append(_meta("process_sort_index", pid, 0, 0 if name == HOST else pid, key="sort_index"))
         for name, tid in self.tids.items():
-            pid = self.pids[HOST if name == HOST else _group(name.split(" ")[0])]
+            pid = self.pids[HOST if _on_host(name) else _group(name.split(" ")[0])]
             events.append(_meta("thread_name", pid, tid, _thread_name(name)))
             events.append(_meta("thread_sort_index", pid, tid, tid, key="sort_index"))
         return events
+
+
+def _on_host(core: str) -> bool:
+    return core in HOST_THREADS
 
 
 def _meta(kind: str, pid: int, tid: int, value: Any, key: str = "name") -> dict[str, Any]:
@@ -149,8 +166,10 @@ def _process_name(name: str) -> str:
 
 
 def _thread_name(name: str) -> str:
-    if name == HOST:
-        return "AICPU"
+    if _on_host(name):
+        return HOST_THREADS[name][1]
+    if name.endswith(f" {TASKS}"):
+        return TASKS
     if " pipe " in name:
         return name.split(" ", 1)[1]  # "pipe mixed_c2v"
     return name.split(".", 1)[1]  # "AIC", "AIV0", ...
@@ -275,12 +294,66 @@ def _flows(report: RunReport, layout: _Layout) -> list[dict[str, Any]]:
     return events
 
 
+def _task_events(report: RunReport, layout: _Layout) -> list[dict[str, Any]]:
+    """One slice per task block on its core group's tasks thread, named by its kernel."""
+    events = []
+    for task in report.tasks:
+        where = (layout.pids[f"cg{task.core_group}"], TASKS_TID)
+        args: dict[str, Any] = {"task": task.task_id, "block": task.block}
+        if task.source:
+            args["source"] = task.source
+        cycles = task.end_cycle - task.start_cycle
+        events.append(_complete(task.kernel, "task", task.start_cycle, cycles, where, report.clock_mhz, args))
+    return events
+
+
+def _edge_flows(report: RunReport, layout: _Layout) -> list[dict[str, Any]]:
+    """A flow arrow from the end of each task to the start of each task that waited for it, named by
+    the tensor that implied the edge (``deps=`` for a declared one)."""
+    events = []
+    flow_id = len(report.transfers)
+    for src, dst, edge in _edge_ends(report):
+        flow_id += 1
+        name = "deps=" if edge.declared else f"via {edge.tensor}"
+        ends = (("s", src, max(src.start_cycle, src.end_cycle - 1)), ("f", dst, dst.start_cycle))
+        for phase, task, cycle in ends:
+            event = {
+                "ph": phase,
+                "id": flow_id,
+                "name": name,
+                "cat": "dependency",
+                "ts": _us(cycle, report.clock_mhz),
+                "pid": layout.pids[f"cg{task.core_group}"],
+                "tid": TASKS_TID,
+            }
+            events.append(event | ({"bp": "e"} if phase == "f" else {}))
+    return events
+
+
+def _edge_ends(report: RunReport) -> list[tuple[TaskRecord, TaskRecord, TaskEdge]]:
+    """Each edge as (the source's last block to finish, a block of the waiting task)."""
+    last: dict[int, TaskRecord] = {}
+    blocks: dict[int, list[TaskRecord]] = {}
+    for record in report.tasks:
+        if record.task_id not in last or record.end_cycle > last[record.task_id].end_cycle:
+            last[record.task_id] = record
+        blocks.setdefault(record.task_id, []).append(record)
+    return [
+        (last[edge.src], dst, edge)
+        for edge in report.edges
+        if edge.src in last
+        for dst in blocks.get(edge.dst, [])
+    ]
+
+
 # ---------------------------------------------------------------- swimlane
 
 
 def draw_swimlane(report: RunReport, path: str | Path, title: str = "") -> None:
-    """A PNG swimlane: one row per core (busy slices coloured by unit, stalls grey) and per pipe ring
-    (its slots in use), against modeled time. Drawn with matplotlib's Agg canvas (headless)."""
+    """A PNG swimlane: the host's threads, then per core group a row of its tasks and one row per
+    core (busy slices coloured by unit, stalls grey), and per pipe ring (its slots in use), against
+    modeled time; arrows run from each task to the tasks that waited for it. Drawn with
+    matplotlib's Agg canvas (headless)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch
@@ -293,6 +366,7 @@ def draw_swimlane(report: RunReport, path: str | Path, title: str = "") -> None:
     units: set[str] = set()
     for y, (_, content) in enumerate(rows):
         units |= _draw_row(axes, content, y, report)
+    _draw_edges(axes, report, {label: y for y, (label, _) in enumerate(rows)})
     axes.set_yticks(range(len(rows)), [label for label, _ in rows])
     axes.set_ylim(max(len(rows), 1) - 0.5, -0.5)
     axes.set_xlim(0, max(report.total_cycles, 1) / clock)
@@ -312,15 +386,20 @@ def draw_swimlane(report: RunReport, path: str | Path, title: str = "") -> None:
     figure.savefig(str(path))
 
 
-Row = tuple[str, list[Slice] | RingTrack]
+Row = tuple[str, list[Slice] | RingTrack | list[TaskRecord]]
 
 
-def _draw_row(axes: Any, content: list[Slice] | RingTrack, y: int, report: RunReport) -> set[str]:
+def _draw_row(
+    axes: Any, content: list[Slice] | RingTrack | list[TaskRecord], y: int, report: RunReport
+) -> set[str]:
     """Draw one row; returns the units it used (for the legend)."""
     if isinstance(content, RingTrack):
         _draw_ring(axes, content, y, report.total_cycles, report.clock_mhz)
         return set()
-    spans = _spans_by_unit(content, report.clock_mhz)
+    if content and isinstance(content[0], TaskRecord):
+        _draw_tasks(axes, content, y, report.clock_mhz)  # type: ignore[arg-type]
+        return set()
+    spans = _spans_by_unit(content, report.clock_mhz)  # type: ignore[arg-type]
     for unit, mine in spans.items():
         hatch = "////" if unit == STALL else None
         color = UNIT_COLORS.get(unit, OTHER_COLOR)
@@ -328,14 +407,45 @@ def _draw_row(axes: Any, content: list[Slice] | RingTrack, y: int, report: RunRe
     return set(spans)
 
 
+def _draw_tasks(axes: Any, tasks: list[TaskRecord], y: int, clock_mhz: float) -> None:
+    """Each task block as a bar labelled with its kernel (and task id)."""
+    for task in tasks:
+        start, width = task.start_cycle / clock_mhz, (task.end_cycle - task.start_cycle) / clock_mhz
+        axes.broken_barh([(start, width)], (y - 0.4, 0.8), facecolors=TASK_COLOR, edgecolor="#6a4c93")
+        label = f"{task.kernel} #{task.task_id}"
+        axes.text(start + width / 2, y, label, ha="center", va="center", fontsize=7, clip_on=True)
+
+
+def _draw_edges(axes: Any, report: RunReport, row_of: dict[str, int]) -> None:
+    """An arrow from the end of each task to the start of each task that waited for it."""
+    clock = report.clock_mhz
+    for src, dst, edge in _edge_ends(report):
+        tail = (src.end_cycle / clock, row_of[_tasks_row(src)])
+        head = (dst.start_cycle / clock, row_of[_tasks_row(dst)])
+        style = "dashed" if edge.declared else "solid"
+        arrow = {"arrowstyle": "->", "color": EDGE_COLOR, "lw": 1.2, "linestyle": style}
+        axes.annotate("", xy=head, xytext=tail, arrowprops=arrow)
+
+
+def _tasks_row(task: TaskRecord) -> str:
+    return f"cg{task.core_group} {TASKS}"
+
+
 def _swimlane_rows(report: RunReport) -> list[Row]:
     by_core: dict[str, list[Slice]] = {}
     for s in report.timeline:
-        if not (s.core == HOST and s.stalled):
+        if not (_on_host(s.core) and s.stalled):
             by_core.setdefault(s.core, []).append(s)
-    rows: list[Row] = [(HOST, by_core.pop(HOST))] if HOST in by_core else []
-    for core in sorted(by_core, key=lambda c: (_group_index(_group(c)), _lane_order(c))):
-        rows.append((core, by_core[core]))
+    rows: list[Row] = [(HOST_THREADS[core][1], by_core.pop(core)) for core in HOST_THREADS if core in by_core]
+    by_group: dict[int, list[TaskRecord]] = {}
+    for task in report.tasks:
+        by_group.setdefault(task.core_group, []).append(task)
+    groups = sorted({_group_index(_group(core)) for core in by_core} | set(by_group))
+    for group in groups:
+        if group in by_group:
+            rows.append((f"cg{group} {TASKS}", by_group[group]))
+        cores = [core for core in by_core if _group_index(_group(core)) == group]
+        rows += [(core, by_core[core]) for core in sorted(cores, key=_lane_order)]
     rows += [(f"{ring.owner} ring {ring.pipe}", ring) for ring in report.rings]
     return rows
 
