@@ -314,7 +314,7 @@ def _edge_flows(report: RunReport, layout: _Layout) -> list[dict[str, Any]]:
     flow_id = len(report.transfers)
     for src, dst, edge in _edge_ends(report):
         flow_id += 1
-        name = "deps=" if edge.declared else f"via {edge.tensor}"
+        name = _edge_name(edge)
         ends = (("s", src, max(src.start_cycle, src.end_cycle - 1)), ("f", dst, dst.start_cycle))
         for phase, task, cycle in ends:
             event = {
@@ -328,6 +328,10 @@ def _edge_flows(report: RunReport, layout: _Layout) -> list[dict[str, Any]]:
             }
             events.append(event | ({"bp": "e"} if phase == "f" else {}))
     return events
+
+
+def _edge_name(edge: TaskEdge) -> str:
+    return "deps=" if edge.declared else f"via {edge.tensor}"
 
 
 def _edge_ends(report: RunReport) -> list[tuple[TaskRecord, TaskRecord, TaskEdge]]:
@@ -425,6 +429,8 @@ def _draw_edges(axes: Any, report: RunReport, row_of: dict[str, int]) -> None:
         style = "dashed" if edge.declared else "solid"
         arrow = {"arrowstyle": "->", "color": EDGE_COLOR, "lw": 1.2, "linestyle": style}
         axes.annotate("", xy=head, xytext=tail, arrowprops=arrow)
+        middle = ((tail[0] + head[0]) / 2, (tail[1] + head[1]) / 2 - 0.15)
+        axes.text(*middle, _edge_name(edge), ha="center", va="bottom", fontsize=7, color=EDGE_COLOR)
 
 
 def _tasks_row(task: TaskRecord) -> str:
