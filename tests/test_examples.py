@@ -39,6 +39,8 @@ def test_examples_exist():
         "examples/intermediate/04_matmul_acc.py",
         "examples/intermediate/05_assemble.py",
         "examples/intermediate/06_dyn_valid_shape.py",
+        "examples/intermediate/07_task_graph.py",
+        "examples/advanced/01_split_k.py",
         "examples/advanced/03_mixed_kernel.py",
     ):
         assert required in names
