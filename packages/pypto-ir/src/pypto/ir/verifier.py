@@ -83,7 +83,7 @@ def _verify_task_vars(fn: Function, scope: ScopeStmt, defined: set[Var]) -> None
     for var in scope.no_dep_args:
         if var not in defined or not isinstance(var.type, TensorType):
             raise VerificationError(
-                f"in {fn.name}: no_dep_args= names {var.name}, which is not a tensor defined before the scope",
+                f"in {fn.name}: no_dep_args= names {var.name}, not a tensor defined before the scope",
                 var.span,
             )
 
