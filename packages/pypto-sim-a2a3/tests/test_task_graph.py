@@ -198,3 +198,15 @@ def test_a_core_group_runs_one_task_at_a_time_and_is_reused_once_free():
     for group in groups:
         mine = sorted((t.start_cycle, t.end_cycle) for t in report.tasks if t.core_group == group)
         assert all(end <= start for (_, end), (start, _) in pairwise(mine))
+
+
+def test_the_host_reading_a_tensor_waits_for_the_task_that_writes_it():
+    b, (a, s) = host("a", out=("s",))
+    b.call("exp", a, s, 0)
+    value = b.op("v", "scalar.read", s, [0, 0])
+    b.ret(value)
+    x = rand(ROWS, COLS)
+    report = run(program(b.build(), unary("exp")), x, torch.zeros(ROWS, COLS))
+    assert report.outputs[0] == pytest.approx(float(x[0, 0].exp()))
+    (wait,) = [s for s in report.timeline if s.core == "host" and s.name == "wait for the tasks writing s"]
+    assert wait.end > report.tasks[0].end_cycle  # the task's end, then its retirement

@@ -93,17 +93,20 @@ class Frame:
         return None
 
     def _exec_for(self, loop: For) -> Generator[Event, None, tuple[Any, ...] | None]:
-        start = yield from self._eval(loop.start)
-        stop = yield from self._eval(loop.stop)
-        step = yield from self._eval(loop.step)
-        if step == 0:
-            raise self._error(f"loop over {loop.var.name} has step 0", loop)
-        for i in range(int(start), int(stop), int(step)):
+        for i in (yield from self._loop_range(loop)):
             self.env[loop.var.name] = i
             returned = yield from self._exec_body(loop.body)
             if returned is not None:
                 return returned
         return None
+
+    def _loop_range(self, loop: For) -> Generator[Event, None, range]:
+        start = yield from self._eval(loop.start)
+        stop = yield from self._eval(loop.stop)
+        step = yield from self._eval(loop.step)
+        if step == 0:
+            raise self._error(f"loop over {loop.var.name} has step 0", loop)
+        return range(int(start), int(stop), int(step))
 
     def _bind(self, stmt: Assign, value: Any) -> None:
         self.env[stmt.target.name] = value
@@ -273,14 +276,9 @@ class HostFrame(Frame):
     def _exec_for(self, loop: For) -> Generator[Event, None, tuple[Any, ...] | None]:
         if loop.kind is not LoopKind.parallel:
             return (yield from super()._exec_for(loop))
-        start = yield from self._eval(loop.start)
-        stop = yield from self._eval(loop.stop)
-        step = yield from self._eval(loop.step)
-        if step == 0:
-            raise self._error(f"loop over {loop.var.name} has step 0", loop)
         instance, outer = next(self._loops), self.parallel
         try:
-            for i in range(int(start), int(stop), int(step)):
+            for i in (yield from self._loop_range(loop)):
                 self.env[loop.var.name] = i
                 self.parallel = (*outer, (instance, i))
                 returned = yield from self._exec_body(loop.body)

@@ -78,7 +78,6 @@ class Use:
     task: Task
     mode: AccessMode
     tensor: torch.Tensor  # kept alive so that its storage is never reused for another tensor
-    name: str
 
 
 class TaskGraph:
@@ -131,7 +130,7 @@ class TaskGraph:
                         conflicts.setdefault(use.task, name)
                 if mode in (AccessMode.Out, AccessMode.InOut) and not task.parallel:
                     uses.clear()  # each earlier use is ordered before this task, so before later ones
-            uses.append(Use(task, mode, value, name))
+            uses.append(Use(task, mode, value))
         return conflicts
 
     @staticmethod
@@ -178,7 +177,7 @@ class TaskGraph:
                     f"task {second.id} takes no edge through {name} (no_dep_args=, a manual_dep=True "
                     "tensor or pl.manual_scope())"
                 )
-        return f"task {second.id} is not passed the tensor, or only reads it after another reader"
+        return f"the access modes of task {second.id}'s call (attrs['access']) say it does not conflict"
 
 
 def access_modes(kernel: Function, call: Call) -> tuple[AccessMode | None, ...]:
