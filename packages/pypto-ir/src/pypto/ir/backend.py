@@ -161,6 +161,8 @@ class RunReport:
     Times are modeled by the backend's cost model (``modeled=True``), never measured. Per-core
     figures are keyed by core name: ``"cg0.AIC"``, ``"cg0.AIV0"``, ``"cg0.AIV1"``. A core is
     *busy* while it executes ops and *stalled* while it waits on a pipe, a barrier or a peer.
+    ``tasks`` holds one :class:`TaskRecord` per task block (which core group, when), ``edges`` the
+    dependencies between tasks (:class:`TaskEdge`).
     ``timeline`` holds every busy and stalled :class:`Slice`, ``rings`` the occupancy of every
     pipe ring, ``transfers`` every tile that crossed a pipe; the methods below summarise them.
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
 
 from pypto.ir import (
     AccessMode,
     Assign,
     Call,
+    Direction,
     Eval,
     Function,
     FunctionKind,
@@ -123,7 +123,7 @@ def _group_modes(program: Program, group: Function) -> list[AccessMode | None]:
     return [_group_param_mode(p.var, p.direction, joined) for p in group.params]
 
 
-def _group_param_mode(var: Var, direction: Any, joined: Mapping[str, AccessMode]) -> AccessMode | None:
+def _group_param_mode(var: Var, direction: Direction, joined: Mapping[str, AccessMode]) -> AccessMode | None:
     if not isinstance(var.type, TensorType):
         return None
     return joined.get(var.name, AccessMode.of(direction))
