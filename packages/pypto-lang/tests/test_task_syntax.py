@@ -85,6 +85,19 @@ def test_spmd_launches_each_scope_on_n_blocks_and_its_variable_is_the_block_inde
     assert call.attrs["block_num"] == 4
 
 
+def test_with_spmd_launches_its_scopes_on_n_blocks_that_read_get_block_idx():
+    @pl.jit
+    def spmd_with(a: ROWS, out: pl.Out[ROWS]):
+        with pl.spmd(4):  # noqa: SIM117 - a kernel takes one context per with
+            with pl.at(level=pl.Level.CORE_GROUP, name_hint="rows"):
+                row = pl.get_block_idx() * 64
+                out[row : row + 64, :] = pl.exp(a[row : row + 64, :])
+        return out
+
+    (scope,) = scopes(spmd_with.parse())
+    assert scope.block_num == 4
+
+
 def test_parallel_loops_around_scopes_stay_parallel_loops():
     @pl.jit
     def blocks(a: ROWS, out: pl.Out[ROWS]):

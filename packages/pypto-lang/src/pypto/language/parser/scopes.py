@@ -65,11 +65,14 @@ class ScopeParser(ExprParser):
         if isinstance(call, ast.Call) and isinstance(callee, Builtin) and callee.name == "manual_scope":
             self.manual_scope(node, call)
             return
+        if isinstance(call, ast.Call) and isinstance(callee, Builtin) and callee.name == "spmd":
+            self.visit_spmd(node, call)
+            return
         if not (isinstance(call, ast.Call) and isinstance(callee, Builtin) and callee.name == "at"):
             raise self.error(
                 call,
                 "a with statement in a kernel opens a scope: `with pl.at(level=...):` "
-                "(or `with pl.manual_scope():` around scopes)",
+                "(or `with pl.manual_scope():` / `with pl.spmd(n):` around scopes)",
             )
         if self.body.kernel:
             raise self.error(
@@ -191,22 +194,23 @@ class ScopeParser(ExprParser):
 
     # ------------------------------------------------------------ pl.spmd
 
-    def visit_spmd(self, node: ast.For, call: ast.Call) -> None:
-        """``for i in pl.spmd(n):``: each kernel of the body launches on n core groups.
-
-        ``i`` stands for ``pl.get_block_idx()`` inside the body's scopes.
-        """
-        assert isinstance(node.target, ast.Name)
+    def visit_spmd(self, node: ast.For | ast.With, call: ast.Call) -> None:
+        """``for i in pl.spmd(n):`` (or ``with pl.spmd(n):``): each kernel of the body launches on
+        n core groups. ``i`` stands for ``pl.get_block_idx()`` inside the body's scopes."""
         if self.body.on_device:
             raise self.error(
                 call, "pl.spmd launches kernels: write it in the @pl.jit body, around pl.at scopes"
             )
         if self.body.block_num > 1:
-            raise self.error(call, "pl.spmd loops do not nest")
+            raise self.error(call, "pl.spmd blocks do not nest")
+        target = node.target if isinstance(node, ast.For) else node.items[0].optional_vars
+        if target is not None and not isinstance(target, ast.Name):
+            raise self.error(target, "pl.spmd binds one name to the block index")
         block_num = self.spmd_count(call)
         self.nesting += 1
         with self.env.loop(), self.body.spmd(block_num):
-            self.env.bind(node.target.id, BlockIndex(node.target.id), self.span(node.target))
+            if target is not None:
+                self.env.bind(target.id, BlockIndex(target.id), self.span(target))
             self.stmts(node.body)
         self.nesting -= 1
 
