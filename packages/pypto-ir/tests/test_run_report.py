@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pypto.ir import RunReport, TaskRecord
+from pypto.ir import RunReport, TaskEdge, TaskRecord
 from pypto.ir.backend import STALL, RingTrack, Roofline, Slice
 
 
@@ -98,3 +98,21 @@ def test_a_run_where_cube_and_vector_take_turns_suggests_a_mixed_kernel():
     )
     assert "cube and vector never ran at once" in report.summary()
     assert "dominates" not in report.summary()
+
+
+def test_the_summary_counts_tasks_core_groups_and_edges_when_several_tasks_ran():
+    report = RunReport(
+        platform="sim",
+        clock_mhz=1000,
+        total_cycles=150,
+        tasks=[
+            TaskRecord("a", 0, 0, 100, 1),
+            TaskRecord("b", 1, 10, 110, 2),
+            TaskRecord("c", 0, 120, 140, 3),
+        ],
+        edges=[TaskEdge(1, 3, "t")],
+    )
+    assert (
+        "3 task(s) on 2 core group(s), 1 dependency edge(s); the tasks' modeled cycles add up to 1.47x the run"
+        in (report.summary())
+    )

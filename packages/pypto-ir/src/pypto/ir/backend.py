@@ -273,12 +273,26 @@ class RunReport:
                     f"  {core:<10} busy {busy:>9}  stall {stall:>9}  idle {self.idle_cycles(core):>9}"
                     "  (modeled cycles)"
                 )
+        if len(self.tasks) > 1:
+            lines.append(f"  {self._task_line()}")
         if self.timeline:
             lines.append(f"  cube-vector overlap {self.overlap:.1%} of the modeled time")
         lines += [f"  {_roofline_line(line)}" for line in self.roofline() if line.bound_cycles]
         lines += [f"  {_ring_line(ring, self.total_cycles)}" for ring in self.rings]
         lines += self._advice()
         return "\n".join(lines)
+
+    def _task_line(self) -> str:
+        """How many tasks ran on how many core groups, with how many edges, and how much of their
+        summed time the concurrency hid."""
+        ids = {task.task_id for task in self.tasks}
+        groups = {task.core_group for task in self.tasks}
+        summed = sum(task.end_cycle - task.start_cycle for task in self.tasks)
+        ratio = summed / self.total_cycles if self.total_cycles else 0.0
+        return (
+            f"{len(ids)} task(s) on {len(groups)} core group(s), {len(self.edges)} dependency edge(s); "
+            f"the tasks' modeled cycles add up to {ratio:.2f}x the run"
+        )
 
     def _advice(self) -> list[str]:
         side = self.dominant_side()
