@@ -177,6 +177,29 @@ def test_independent_tasks_overlap_and_the_makespan_is_well_below_the_sum_of_the
 
 
 @pl.jit
+def two_accumulators(
+    a: pl.Tensor[[R, R], pl.FP32], b: pl.Tensor[[R, R], pl.FP32], out: pl.InOut[pl.Tensor[[R, R], pl.FP32]]
+):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="k_low"):
+        pl.assemble(out, pl.matmul(a[:, 0:32], b[0:32, :]), [0, 0], atomic=pl.AtomicType.Add)
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="k_high"):
+        pl.assemble(out, pl.matmul(a[:, 32:64], b[32:64, :]), [0, 0], atomic=pl.AtomicType.Add)
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="scale"):
+        out[:] = pl.mul(out, 2.0)
+    return out
+
+
+def test_tasks_that_only_add_into_a_tensor_do_not_wait_for_each_other_but_its_reader_waits_for_both():
+    a, b, out = torch.randn(R, R), torch.randn(R, R), torch.ones(R, R)
+    two_accumulators(a, b, out)
+    torch.testing.assert_close(out, 2 * (1 + a @ b), rtol=1e-4, atol=1e-4)
+    report = two_accumulators.last_report
+    assert edges(report) == {(1, 3): "out", (2, 3): "out"}
+    low, high, scale = spans(report).values()
+    assert overlap(low, high) and max(low[1], high[1]) < scale[0]
+
+
+@pl.jit
 def spmd_rows(x: pl.Tensor[[4 * R, C], pl.FP32], out: pl.Out[pl.Tensor[[4 * R, C], pl.FP32]]):
     for i in pl.spmd(4):
         with pl.at(level=pl.Level.CORE_GROUP, name_hint="rows"):
