@@ -19,6 +19,7 @@ from sim_lowered import (
 )
 
 from pypto.ir import INDEX, Direction, FunctionKind, ScalarType
+from pypto_sim_a2a3 import A2A3SimBackend
 
 
 def test_vector_add_kernel_writes_the_sum_into_the_output_tensor():
@@ -164,3 +165,18 @@ def test_launcher_returns_nothing_when_the_entry_has_no_return():
 
 def _mm_args(n):
     return rand(n, n), rand(n, n, seed=1), torch.zeros(n, n)
+
+
+def test_the_on_task_option_hears_of_every_finished_task():
+    host = FunctionBuilder("host", FunctionKind.Orchestration)
+    a = host.param("a", tensor_t((64, 64)))
+    b = host.param("b", tensor_t((64, 64)))
+    out = host.param("out", tensor_t((64, 64)), Direction.Out)
+    tmp = host.op("tmp", "tensor.create", shape=(64, 64), dtype=FP32)
+    doubled = host.call("double", a, tmp, name="doubled", type=tensor_t((64, 64)))
+    host.call("vec_add", doubled, b, out)
+    prog = program(host.build(), _double_kernel().build(), vector_binary_kernel("tile.add", (64, 64)))
+    heard: list[str] = []
+    args = [rand(64, 64, seed=7), rand(64, 64, seed=8), torch.zeros(64, 64)]
+    A2A3SimBackend().run(prog, args, {"on_task": heard.append})
+    assert heard == ["double", "vec_add"]

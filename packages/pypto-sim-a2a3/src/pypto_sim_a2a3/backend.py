@@ -34,10 +34,11 @@ class A2A3SimBackend:
     target = A2A3_TARGET
 
     def run(self, program: Program, args: Sequence[Any], options: Mapping[str, Any]) -> RunReport:
-        """Run ``program``'s entry with ``args`` (torch tensors written in place, Python scalars)."""
+        """Run ``program``'s entry with ``args`` (torch tensors written in place, Python scalars);
+        ``options["on_task"]``, when given, is called with each finished task's kernel name."""
         entry = _entry(program)
         _check_arguments(entry, args)
-        chip = Chip(program, self.target, self.name)
+        chip = Chip(program, self.target, self.name, options.get("on_task"))
         outputs = chip.run(entry, args)
         return chip.report(outputs)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,8 +87,15 @@ class CoreGroup:
 class Chip:
     """One simulated chip running one program."""
 
-    def __init__(self, program: Program, target: Target, platform: str):
+    def __init__(
+        self,
+        program: Program,
+        target: Target,
+        platform: str,
+        on_task: Callable[[str], None] | None = None,
+    ):
         self.program = program
+        self.on_task = on_task  # told each retired task's kernel name (the runtime's progress bar)
         self.target = target
         self.platform = platform
         self.cost = CostModel(target)
@@ -165,6 +172,8 @@ class Chip:
 
     def _retire(self, task: Task) -> Generator[Event, None, None]:
         yield Advance("AICPU", self.cost.retire_cycles(), f"retire {task.name}", task.call.span)
+        if self.on_task is not None:
+            self.on_task(task.name)
         for ready in self.graph.retire(task):
             self._enqueue(ready)
 
