@@ -11,6 +11,7 @@ modeled cycles, pipe and system ops go to :data:`~pypto_sim_a2a3.crosscore.LAUNC
 from __future__ import annotations
 
 import itertools
+from abc import ABC, abstractmethod
 from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
 Steps = Generator[Event, None, Any]
 
 
-class Frame:
+class Frame(ABC):
     """The variables of one running function and the walk over its body."""
 
     def __init__(self, fn: Function, args: Sequence[Any]):
@@ -146,9 +147,9 @@ class Frame:
         args = yield from self._eval_all(call.args)
         return (yield from self._apply(call, args))
 
+    @abstractmethod
     def _apply(self, call: Call, args: tuple[Any, ...]) -> Steps:
         """Execute one op on this frame's side (a core or the host)."""
-        raise NotImplementedError
 
     def _semantics(self, call: Call) -> OpImpl:
         if call.op not in SEMANTICS:
