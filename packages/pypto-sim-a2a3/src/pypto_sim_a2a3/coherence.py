@@ -1,14 +1,16 @@
 """Ordering of cross-core global-memory traffic within one launch (mixed-kernels.md).
 
 A pipe orders only the tile it carries. When one core reads GM bytes (``tile.load``,
-``tile.gather_row``, ``scalar.read``) that another core of the same launch wrote
-(``tile.store``), the program must order them itself: the writer publishes its write
-(``system.cacheinvalid`` covering it), fences (``system.fence``), arrives at a ``system.syncall``;
-the reader passes that same round and invalidates (``system.cacheinvalid``, whole GM or a region
-covering the bytes) before it reads. A write over bytes another core read earlier needs a syncall
-round the reader reached after its read. Anything else is a ``RaceError`` naming both cores, the
-tensor and both lines. Accesses are tracked per GM tensor as boxes of its index space; different
-launches are ordered by the task boundary, so each launch keeps its own record.
+``tile.load_partial``, ``tile.gather_row``, ``scalar.read``) that another core of the same launch
+wrote (``tile.store``, ``tile.store_partial``, ``tile.store_atomic``), the program must order them
+itself: the writer publishes its write (``system.cacheinvalid`` covering it), fences
+(``system.fence``), arrives at a ``system.syncall``; the reader passes that same round and
+invalidates (``system.cacheinvalid``, whole GM or a region covering the bytes) before it reads. A
+write over bytes another core read earlier needs a syncall round the reader reached after its read.
+Anything else is a ``RaceError`` naming both cores, the tensor and both lines. Two atomic adds
+commute, so they need no order between themselves. Each access covers exactly the bytes it touches:
+a partial op its run-time valid region. Accesses are tracked per GM tensor as boxes of its index
+space; different launches are ordered by the task boundary, so each launch keeps its own record.
 """
 
 from __future__ import annotations
