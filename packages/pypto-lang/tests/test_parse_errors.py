@@ -125,7 +125,7 @@ def test_python_range_in_a_kernel_hints_at_pl_range():
         ("no_bounds", "pl.range() takes (stop), (start, stop) or (start, stop, step); got 0 arguments"),
         ("float_bound", "pl.range() bounds must be integers, got the float 2.5"),
         ("zero_step", "pl.range() step must not be zero"),
-        ("carried", "loop-carried values (init_values=) are not supported yet"),
+        ("carried", "loop-carried values are written `for i, (a, b) in pl.range(n, init_values=(a0, b0)):`"),
         ("range_as_value", "pl.range(...) cannot be used here"),
         ("not_a_range", "a kernel loop iterates over pl.range(...), pl.parallel(...) or pl.unroll(...)"),
     ],
@@ -205,13 +205,13 @@ def test_bad_slot_num_is_a_value_error_with_the_span_of_the_call():
     assert rendered(err).underlined == "pl.cross_core_slot(slot_num=0)"
 
 
-def test_rebinding_inside_a_loop_a_name_bound_before_it_is_rejected():
+def test_rebinding_inside_a_parallel_loop_a_name_bound_before_it_is_rejected():
     @pl.jit
     def carried_value(a: T64, out: pl.Out[T64]):
         with pl.at(level=pl.Level.CORE_GROUP):
             acc = pl.load(a, [0, 0], [64, 64])
-            for _i in pl.range(4):
-                acc = pl.add(acc, acc)  # carried
+            for _i in pl.parallel(4):
+                acc = pl.add(acc, acc)  # not carried: the iterations are independent
             pl.store(acc, [0, 0], out)
         return out
 
@@ -219,7 +219,7 @@ def test_rebinding_inside_a_loop_a_name_bound_before_it_is_rejected():
         carried_value.parse()
     err = rendered(info.value)
     assert "'acc' is bound before the loop" in info.value.message
-    assert "loop-carried values are not supported yet" in info.value.message
+    assert "pl.parallel carries no values" in info.value.message
     assert err.underlined == "acc"
     assert err.header.split(":")[1] == str(info.value.span.line)
     assert "acc_next" in err.hint

@@ -131,3 +131,41 @@ def test_cube_tiles_are_placed_in_their_own_spaces():
     left = Assign(Var("l", mv.type), mv)
     plan = plan_memory((mat, left), irbuild.TARGET)
     assert (plan.of("m").space, plan.of("l").space) == (MemorySpace.Mat, MemorySpace.Left)
+
+
+def carried_loop(init, src):
+    """``for i, (acc,) in pl.range(0, 4, 1, init_values=(init,)): acc_next = acc + load(src)``."""
+    i = Var("i", INDEX)
+    acc = Var("acc", init.target.type)
+    step = load("t", src, 64, 64)
+    nxt = binary("acc_next", "tile.add", Assign(acc, init.value), step)
+    result = Var("acc_out", init.target.type)
+    loop = For(
+        i, Const(0, INDEX), Const(4, INDEX), Const(1, INDEX), (step, nxt),
+        iter_args=(acc,), init_values=(init.target,), yields=(nxt.target,), results=(result,),
+    )  # fmt: skip
+    return loop, result
+
+
+def test_a_carried_tile_keeps_one_buffer_across_the_loop_and_its_result_names_it():
+    a = irbuild.tensor("a", [64, 64])
+    init = load("acc0", a, 64, 64)
+    loop, result = carried_loop(init, a)
+    after = Eval(make_call("tile.store", (result, irbuild.idx(0, 0), a)))
+    plan = plan_memory((init, loop, after), irbuild.TARGET)
+    assert plan.of("acc_out").offset == plan.of("acc").offset
+    # The iter_arg and the yield are both live at the copy ending an iteration: two buffers.
+    assert plan.of("acc_next").offset != plan.of("acc").offset
+    assert plan.of("t").offset != plan.of("acc").offset
+    # The init value dies at the loop, so the iter_arg takes its buffer: no copy on entry.
+    assert plan.of("acc").offset == plan.of("acc0").offset
+
+
+def test_a_carried_tile_result_used_later_keeps_the_buffer_from_being_reused():
+    a = irbuild.tensor("a", [64, 64])
+    init = load("acc0", a, 64, 64)
+    loop, result = carried_loop(init, a)
+    later = load("later", a, 64, 64)
+    after = Eval(make_call("tile.store", (result, irbuild.idx(0, 0), a)))
+    plan = plan_memory((init, loop, later, after), irbuild.TARGET)
+    assert plan.of("later").offset != plan.of("acc_out").offset

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -82,6 +82,16 @@ def expr(value: Any) -> Expr:
 
 
 @dataclass
+class CarriedLoop:
+    """The loop variable, iter_args, yields and (after the loop) results of a carried loop."""
+
+    var: Var
+    iter_args: tuple[Var, ...]
+    yields: list[Any] = field(default_factory=list)
+    results: tuple[Var, ...] = ()
+
+
+@dataclass
 class FunctionBuilder:
     """Appends statements to one function; ``build()`` attaches a memory plan."""
 
@@ -144,6 +154,24 @@ class FunctionBuilder:
         body = tuple(self._bodies.pop())
         self._emit(For(var, expr(start), expr(stop), expr(step), body, kind, span=span))
 
+    @contextmanager
+    def carried_loop(
+        self, name: str, start: Any, stop: Any, inits: Mapping[str, Any]
+    ) -> Iterator[CarriedLoop]:
+        """A ``pl.range(start, stop)`` loop carrying one value per ``inits`` entry (name -> init);
+        the body appends its yields to ``loop.yields``; ``loop.results`` are set after the block."""
+        span = self.span()
+        init_values = tuple(expr(v) for v in inits.values())
+        iter_args = tuple(Var(n, v.type, span) for n, v in zip(inits, init_values, strict=True))
+        loop = CarriedLoop(Var(name, INDEX, span), iter_args)
+        self._bodies.append([])
+        yield loop
+        body = tuple(self._bodies.pop())
+        loop.results = tuple(Var(f"{v.name}_out", v.type, span) for v in iter_args)
+        stmt = For(loop.var, expr(start), expr(stop), expr(1), body, LoopKind.range, span)
+        carried = {"iter_args": iter_args, "init_values": init_values, "results": loop.results}
+        self._emit(replace(stmt, yields=tuple(expr(y) for y in loop.yields), **carried))
+
     def ret(self, *values: Any) -> None:
         self._emit(Return(tuple(expr(v) for v in values), self.span()))
 
@@ -171,21 +199,35 @@ def bump_plan(
     above the ``reserve``d bottom of each space; popped tiles live in their ring slot instead."""
     top: dict[MemorySpace, int] = dict(reserve or {})
     allocations = {}
-    for stmt in walk_stmts(body):
-        if not (isinstance(stmt, Assign) and isinstance(stmt.target.type, TileType)):
-            continue
-        if isinstance(stmt.value, Call) and get_op(stmt.value.op).in_pipe_slot:
-            continue
-        tile = stmt.target.type
-        assert tile.memory_space is not None
-        offset = at.get(stmt.target.name, top.get(tile.memory_space, 0))
+    for var, aliases in _placed_tiles(body):
+        tile = var.type
+        assert isinstance(tile, TileType) and tile.memory_space is not None
+        offset = at.get(var.name, top.get(tile.memory_space, 0))
         size = -(-tile.nbytes // ALIGN) * ALIGN
         top[tile.memory_space] = max(top.get(tile.memory_space, 0), offset + size)
-        allocations[stmt.target.name] = Allocation(stmt.target.name, tile.memory_space, offset, size)
+        for v in (var, *aliases):
+            allocations[v.name] = Allocation(v.name, tile.memory_space, offset, size)
     reservations = tuple(
         Reservation(space, size, "cross-core pipe ring") for space, size in (reserve or {}).items()
     )
     return MemoryPlan(allocations, dict(top), reservations)
+
+
+def _placed_tiles(body: tuple[Stmt, ...]) -> Iterator[tuple[Var, tuple[Var, ...]]]:
+    """Every tile that needs a buffer, with the names sharing it: assigned tiles (popped ones
+    live in their ring slot) and loop-carried tiles (their loop's result names the same buffer)."""
+    for stmt in walk_stmts(body):
+        if isinstance(stmt, For):
+            yield from (
+                (a, (r,))
+                for a, r in zip(stmt.iter_args, stmt.results, strict=True)
+                if isinstance(a.type, TileType)
+            )
+        if not (isinstance(stmt, Assign) and isinstance(stmt.target.type, TileType)):
+            continue
+        if isinstance(stmt.value, Call) and get_op(stmt.value.op).in_pipe_slot:
+            continue
+        yield stmt.target, ()
 
 
 def program(entry: Function, *kernels: Function) -> Program:

@@ -94,12 +94,34 @@ class Frame(ABC):
         return None
 
     def _exec_for(self, loop: For) -> Generator[Event, None, tuple[Any, ...] | None]:
-        for i in (yield from self._loop_range(loop)):
+        iterations = yield from self._loop_range(loop)
+        yield from self._enter_loop(loop)
+        for i in iterations:
             self.env[loop.var.name] = i
             returned = yield from self._exec_body(loop.body)
             if returned is not None:
                 return returned
+            yield from self._carry(loop, loop.yields)
+        self._leave_loop(loop)
         return None
+
+    def _enter_loop(self, loop: For) -> Generator[Event, None, None]:
+        """Bind the loop's iter_args to its init values."""
+        yield from self._carry(loop, loop.init_values)
+
+    def _carry(self, loop: For, exprs: Sequence[Expr]) -> Generator[Event, None, None]:
+        """Move ``exprs`` (init values or yields, all evaluated first) into the iter_args."""
+        values = yield from self._eval_all(exprs)
+        for var, value in zip(loop.iter_args, values, strict=True):
+            self._set_carried(var, value)
+
+    def _set_carried(self, var: Var, value: Any) -> None:
+        self.env[var.name] = value
+
+    def _leave_loop(self, loop: For) -> None:
+        """Bind the results to the iter_args' last values (the init values after no iteration)."""
+        for iter_arg, result in zip(loop.iter_args, loop.results, strict=True):
+            self.env[result.name] = self.env[iter_arg.name]
 
     def _loop_range(self, loop: For) -> Generator[Event, None, range]:
         start = yield from self._eval(loop.start)
@@ -210,6 +232,19 @@ class KernelFrame(Frame):
             call,
             f"legal paths: {', '.join(self.cost.target.routes())}",
         )
+
+    def _set_carried(self, var: Var, value: Any) -> None:
+        """A carried tile lives in its iter_arg's buffer: the value is copied in unless it is there."""
+        if not isinstance(var.type, TileType) or isinstance(value, Token):
+            super()._set_carried(var, value)
+            return
+        assert self.core.memory is not None
+        dest = self.env.get(var.name)
+        if dest is None:
+            dest = self.core.memory.place(self.fn, var, self.core.name, var.span)
+        if dest.data_ptr() != value.data_ptr() or dest.shape != value.shape:
+            dest.copy_(value.clone() if self.core.memory.shares_storage(value) else value)
+        self.env[var.name] = dest
 
     def _bind(self, stmt: Assign, value: Any) -> None:
         var = stmt.target

@@ -96,7 +96,13 @@ class LoopKind(Enum):
 
 @dataclass(frozen=True, eq=False)
 class For(Stmt):
-    """``for var in pl.<kind>(start, stop, step)``; ``var`` is an INDEX scalar."""
+    """``for var in pl.<kind>(start, stop, step)``; ``var`` is an INDEX scalar.
+
+    Loop-carried values: ``iter_args[k]`` is bound to ``init_values[k]`` before the first
+    iteration and to ``yields[k]`` (evaluated at the end of the body) before every later one;
+    ``results[k]`` is bound after the loop to the last value (``init_values[k]`` if the loop
+    runs no iteration). The four tuples have one entry per carried value, of one type.
+    """
 
     var: Var
     start: Expr
@@ -105,6 +111,10 @@ class For(Stmt):
     body: tuple[Stmt, ...]
     kind: LoopKind = LoopKind.range
     span: SourceSpan | None = None
+    iter_args: tuple[Var, ...] = ()
+    init_values: tuple[Expr, ...] = ()
+    yields: tuple[Expr, ...] = ()
+    results: tuple[Var, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -279,12 +289,17 @@ def stmt_exprs(stmt: Stmt) -> tuple[Expr, ...]:
     if isinstance(stmt, (Assign, Eval)):
         return (stmt.value,)
     if isinstance(stmt, For):
-        return (stmt.start, stmt.stop, stmt.step)
+        return (stmt.start, stmt.stop, stmt.step, *stmt.init_values)
     if isinstance(stmt, If):
         return (stmt.cond,)
     if isinstance(stmt, Return):
         return stmt.values
     return ()
+
+
+def stmt_end_exprs(stmt: Stmt) -> tuple[Expr, ...]:
+    """The expressions a statement evaluates after its nested bodies: a loop's yields."""
+    return stmt.yields if isinstance(stmt, For) else ()
 
 
 def walk_expr(expr: Expr) -> Iterator[Expr]:

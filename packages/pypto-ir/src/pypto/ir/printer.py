@@ -58,6 +58,12 @@ def format_value(value: Any) -> str:
     return repr(value)
 
 
+def _carried_names(exprs: tuple[Expr, ...]) -> str:
+    """``a, b`` for two values, ``a,`` for one (a Python tuple of one)."""
+    text = ", ".join(format_expr(e) for e in exprs)
+    return text + "," if len(exprs) == 1 else text
+
+
 def format_type(t: Type) -> str:
     return str(t)
 
@@ -102,6 +108,21 @@ class _Printer:
         for stmt in stmts:
             self.stmt(stmt, depth)
 
+    def loop(self, s: For, depth: int) -> None:
+        """``for i, (a,) in pl.range(.., init_values=(a0,)):`` ... ``a_1 = pl.yield_(..)``."""
+        rng = ", ".join(format_expr(x) for x in (s.start, s.stop, s.step))
+        if not s.iter_args:
+            self.emit(depth, f"for {s.var.name} in pl.{s.kind.value}({rng}):")
+            self.body(s.body, depth + 1)
+            return
+        carried = _carried_names(s.iter_args)
+        inits = _carried_names(s.init_values)
+        self.emit(depth, f"for {s.var.name}, ({carried}) in pl.{s.kind.value}({rng}, init_values=({inits})):")
+        self.body(s.body, depth + 1)
+        yields = ", ".join(format_expr(y) for y in s.yields)
+        results = ", ".join(r.name for r in s.results)
+        self.emit(depth + 1, f"{results} = pl.yield_({yields})")
+
     def stmt(self, s: Stmt, depth: int) -> None:
         if isinstance(s, Assign):
             text = f"{s.target.name}: {format_type(s.target.type)} = {format_expr(s.value)}"
@@ -109,9 +130,7 @@ class _Printer:
         elif isinstance(s, Eval):
             self.emit(depth, format_expr(s.value) + _task_comment(s.value))
         elif isinstance(s, For):
-            rng = ", ".join(format_expr(x) for x in (s.start, s.stop, s.step))
-            self.emit(depth, f"for {s.var.name} in pl.{s.kind.value}({rng}):")
-            self.body(s.body, depth + 1)
+            self.loop(s, depth)
         elif isinstance(s, If):
             self.emit(depth, f"if {format_expr(s.cond)}:")
             self.body(s.then_body, depth + 1)

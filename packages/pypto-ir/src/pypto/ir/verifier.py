@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import VerificationError
 from pypto.ir.nodes import (
@@ -21,7 +23,7 @@ from pypto.ir.nodes import (
     walk_expr,
 )
 from pypto.ir.ops import Unit, get_op
-from pypto.ir.types import ScalarType, TaskIdType, TensorType
+from pypto.ir.types import ScalarType, TaskIdType, TensorType, TileType, Type
 
 _DEVICE_UNITS = (Unit.CUBE, Unit.VECTOR, Unit.MTE)
 
@@ -55,7 +57,7 @@ def _verify_body(
                     stmt.span,
                 )
         elif isinstance(stmt, For):
-            _verify_body(fn, stmt.body, defined | {stmt.var}, callees, in_scope)
+            _verify_loop(fn, stmt, defined, callees, in_scope)
         elif isinstance(stmt, If):
             _verify_condition(fn, stmt)
             for arm in (stmt.then_body, stmt.else_body):
@@ -70,6 +72,42 @@ def _verify_body(
             inner = defined | {stmt.lane}
             _verify_body(fn, stmt.body, inner, callees, in_scope)
             defined |= inner - {stmt.lane}
+
+
+def _verify_loop(
+    fn: Function, loop: For, defined: set[Var], callees: set[str] | None, in_scope: bool
+) -> None:
+    """The body sees the loop var and the iter_args; the yields are checked at its end, the
+    results are defined after the loop; every carried value keeps one type."""
+    inner = defined | {loop.var, *loop.iter_args}
+    _verify_body(fn, loop.body, inner, callees, in_scope)
+    for expr in loop.yields:
+        _verify_expr(fn, expr, inner, callees, in_scope)
+    _verify_carried_types(fn, loop)
+    defined.update(loop.results)
+
+
+def _verify_carried_types(fn: Function, loop: For) -> None:
+    groups = (loop.iter_args, loop.init_values, loop.yields, loop.results)
+    if len({len(g) for g in groups}) != 1:
+        raise VerificationError(
+            f"in {fn.name}: loop over {loop.var.name} has {len(loop.iter_args)} iter_args, "
+            f"{len(loop.init_values)} init values, {len(loop.yields)} yields and {len(loop.results)} results",
+            loop.span,
+        )
+    for carried in zip(*groups, strict=True):
+        types = {_carried_type(e.type) for e in carried}
+        if len(types) != 1:
+            raise VerificationError(
+                f"in {fn.name}: the loop-carried value {carried[0].name} has types "
+                f"{' / '.join(str(e.type) for e in carried)} (iter_arg / init / yield / result)",
+                loop.span,
+            )
+
+
+def _carried_type(t: Type) -> Type:
+    """A carried tile's type, its valid shape aside (a partial tile is carried in a full buffer)."""
+    return replace(t, valid_shape=None) if isinstance(t, TileType) else t
 
 
 def _verify_task_vars(fn: Function, scope: ScopeStmt, defined: set[Var]) -> None:

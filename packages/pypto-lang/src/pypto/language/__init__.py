@@ -35,6 +35,7 @@ spmd = BUILTINS["spmd"]
 range = BUILTINS["range"]  # shadows the builtin on purpose: pl.range is the DSL loop
 parallel = BUILTINS["parallel"]
 unroll = BUILTINS["unroll"]
+yield_ = BUILTINS["yield_"]
 
 load = BUILTINS["load"]
 store = BUILTINS["store"]
@@ -187,4 +188,5 @@ __all__ = [
     "tpush_to_aic",
     "tpush_to_aiv",
     "unroll",
+    "yield_",
 ]

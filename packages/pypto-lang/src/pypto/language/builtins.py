@@ -23,6 +23,10 @@ BUILTIN_DOCS: dict[str, tuple[str, str]] = {
         "`for i in pl.spmd(n):` launches each kernel of the body on n core groups; i is the block index",
     ),
     "range": ("range(stop) / range(start, stop, step=1)", "a sequential loop over an INDEX var"),
+    "yield_": (
+        "yield_(a, b, ...)",
+        "the values of a loop's carried names for the next iteration: `a, b = pl.yield_(a2, b2)`",
+    ),
     "parallel": ("parallel(stop) / parallel(start, stop, step=1)", "a loop with independent iterations"),
     "unroll": ("unroll(stop) / unroll(start, stop, step=1)", "a loop unrolled at compile time"),
     "load": (

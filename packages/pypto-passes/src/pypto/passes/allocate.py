@@ -1,7 +1,10 @@
 """AllocateMemory: place every tile of every kernel at a byte offset of its memory space.
 
 Liveness is computed over the kernel body in program order; a tile defined before a loop and
-used inside it stays live to the loop's end. An op's result may take the buffer of an operand
+used inside it stays live to the loop's end. A loop-carried tile's iter_arg gets one buffer, live
+from the loop's start to its end (and on, while the loop's result is used: the result names the
+same buffer); the init value and each iteration's yield are copied into it (the copy is skipped
+when the value already sits there). An op's result may take the buffer of an operand
 whose last use is that op. Buffers are aligned to the space's alignment and placed first-fit
 above any reservation (a pipe ring) at the bottom of the space; every space is then checked
 against the target's usable size.
@@ -43,6 +46,7 @@ class _Liveness:
     def_loops: dict[Var, tuple[int, ...]] = field(default_factory=dict)
     last_use: dict[Var, int] = field(default_factory=dict)
     loop_end: dict[int, int] = field(default_factory=dict)
+    aliases: dict[Var, Var] = field(default_factory=dict)  # a loop's result -> its iter_arg
     position: int = 0
 
 
@@ -59,9 +63,32 @@ def _scan(body: tuple[Stmt, ...], live: _Liveness, loops: tuple[int, ...]) -> No
             live.last_use.setdefault(stmt.target, pos)
         elif nested_bodies(stmt):
             inner = (*loops, pos) if isinstance(stmt, For) else loops
+            if isinstance(stmt, For):
+                _define_carried(live, stmt, pos, loops)
             for body_ in nested_bodies(stmt):  # an If's arms one after the other: only one runs
                 _scan(body_, live, inner)
             live.loop_end[pos] = live.position - 1
+            if isinstance(stmt, For):
+                _end_carried(live, stmt)
+
+
+def _define_carried(live: _Liveness, loop: For, pos: int, loops: tuple[int, ...]) -> None:
+    """A carried tile's iter_arg is defined at the loop; its result is another name for it."""
+    for iter_arg, result in zip(loop.iter_args, loop.results, strict=True):
+        if isinstance(iter_arg.type, TileType):
+            live.defs[iter_arg] = pos
+            live.def_loops[iter_arg] = loops
+            live.last_use[iter_arg] = pos
+            live.aliases[result] = iter_arg
+
+
+def _end_carried(live: _Liveness, loop: For) -> None:
+    """The iter_args and the yields stay live through the copy at the end of the last op."""
+    end = live.position - 1 + 0.5
+    for v in (*loop.iter_args, *(u for y in loop.yields for u in used_vars(y))):
+        v = live.aliases.get(v, v)
+        if v in live.defs:
+            live.last_use[v] = max(live.last_use[v], end)
 
 
 def _in_ring(stmt: Assign) -> bool:
@@ -70,13 +97,17 @@ def _in_ring(stmt: Assign) -> bool:
 
 
 def _use(live: _Liveness, v: Var, pos: int, loops: tuple[int, ...]) -> None:
+    v = live.aliases.get(v, v)
     if v in live.defs:
         live.last_use[v] = max(live.last_use[v], pos)
 
 
 def live_ranges(body: tuple[Stmt, ...]) -> dict[Var, tuple[int, float]]:
     """Each tile var's [definition, last use] in program order (loop-extended)."""
-    live = _Liveness()
+    return _live_ranges(body, _Liveness())
+
+
+def _live_ranges(body: tuple[Stmt, ...], live: _Liveness) -> dict[Var, tuple[int, float]]:
     _scan(body, live, ())
     ranges: dict[Var, tuple[int, float]] = {}
     for v, start in live.defs.items():
@@ -98,7 +129,8 @@ def _extend_for_loops(body: tuple[Stmt, ...], live: _Liveness) -> dict[Var, floa
             pos = counter[0]
             counter[0] += 1
             for expr in stmt_exprs(stmt):
-                for v in used_vars(expr):
+                for used in used_vars(expr):
+                    v = live.aliases.get(used, used)
                     if v in live.defs:
                         outer = [lp for lp in loops if lp not in live.def_loops[v]]
                         if outer:
@@ -148,7 +180,8 @@ def plan_memory(
     for r in reservations:
         reserved[r.space] += r.size
     allocators: dict[MemorySpace, _SpaceAllocator] = {}
-    ranges = live_ranges(body)
+    live = _Liveness()
+    ranges = _live_ranges(body, live)
     events: dict[float, list[Var]] = defaultdict(list)
     for v, (start, _end) in ranges.items():
         events[start].append(v)
@@ -174,6 +207,8 @@ def plan_memory(
         for v in events[pos]:
             if ranges[v][1] == pos:
                 _release(allocators, allocations[v.name])
+    for result, iter_arg in live.aliases.items():
+        allocations[result.name] = replace(allocations[iter_arg.name], name=result.name)
     peak = {space: a.peak for space, a in allocators.items()}
     for space, size in reserved.items():
         peak[space] = max(peak.get(space, 0), size)

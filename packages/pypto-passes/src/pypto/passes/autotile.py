@@ -35,7 +35,7 @@ from pypto.ir import (
     Var,
     make_call,
 )
-from pypto.ir.nodes import stmt_exprs, used_vars, walk_stmts
+from pypto.ir.nodes import stmt_end_exprs, stmt_exprs, used_vars, walk_stmts
 from pypto.passes.manager import PassContext
 from pypto.passes.rewrite import NameGen, index_add, index_tuple, map_functions
 
@@ -184,7 +184,7 @@ def _only_writes(value: Var, rest: tuple[Stmt, ...]) -> list[Eval] | None:
     """The ``tensor.assemble`` writes of ``value`` in ``rest``, if nothing else uses it."""
     writes: list[Eval] = []
     for stmt in walk_stmts(rest):
-        if not any(value in used_vars(e) for e in stmt_exprs(stmt)):
+        if not any(value in used_vars(e) for e in (*stmt_exprs(stmt), *stmt_end_exprs(stmt))):
             continue
         call = stmt.value if isinstance(stmt, Eval) else None
         if not (isinstance(call, Call) and call.op == "tensor.assemble" and call.args[1] is value):

@@ -26,7 +26,7 @@ from pypto.ir import (
     Var,
     make_call,
 )
-from pypto.ir.nodes import stmt_exprs, used_vars, walk_stmts
+from pypto.ir.nodes import stmt_end_exprs, stmt_exprs, used_vars, walk_stmts
 
 
 class NameGen:
@@ -57,13 +57,15 @@ def defined_vars(body: tuple[Stmt, ...]) -> Iterator[Var]:
             yield stmt.target
         elif isinstance(stmt, For):
             yield stmt.var
+            yield from stmt.iter_args
+            yield from stmt.results
         elif isinstance(stmt, SplitAivRegion):
             yield stmt.lane
 
 
 def vars_used_in(body: tuple[Stmt, ...]) -> Iterator[Var]:
     for stmt in walk_stmts(body):
-        for expr in stmt_exprs(stmt):
+        for expr in (*stmt_exprs(stmt), *stmt_end_exprs(stmt)):
             yield from used_vars(expr)
 
 
@@ -114,15 +116,7 @@ def substitute_body(body: tuple[Stmt, ...], mapping: dict[Var, Expr]) -> tuple[S
         elif isinstance(stmt, Return):
             out.append(replace(stmt, values=tuple(substitute_expr(v, mapping) for v in stmt.values)))
         elif isinstance(stmt, For):
-            out.append(
-                replace(
-                    stmt,
-                    start=substitute_expr(stmt.start, mapping),
-                    stop=substitute_expr(stmt.stop, mapping),
-                    step=substitute_expr(stmt.step, mapping),
-                    body=substitute_body(stmt.body, mapping),
-                )
-            )
+            out.append(_substitute_loop(stmt, mapping))
         elif isinstance(stmt, (ScopeStmt, SplitAivRegion)):
             out.append(replace(stmt, body=substitute_body(stmt.body, mapping)))
         elif isinstance(stmt, If):
@@ -132,6 +126,32 @@ def substitute_body(body: tuple[Stmt, ...], mapping: dict[Var, Expr]) -> tuple[S
         else:
             out.append(stmt)
     return tuple(out)
+
+
+def _substitute_loop(loop: For, mapping: dict[Var, Expr]) -> For:
+    """Substitute through a loop: bounds, init values, body and yields; iter_args and results
+    that ``mapping`` renames are renamed."""
+
+    def exprs(values: tuple[Expr, ...]) -> tuple[Expr, ...]:
+        return tuple(substitute_expr(e, mapping) for e in values)
+
+    def renamed(vars_: tuple[Var, ...]) -> tuple[Var, ...]:
+        return tuple(v2 if isinstance(v2 := mapping.get(v, v), Var) else v for v in vars_)
+
+    start, stop, step = exprs((loop.start, loop.stop, loop.step))
+    init_values, iter_args = exprs(loop.init_values), renamed(loop.iter_args)
+    body = substitute_body(loop.body, mapping)
+    return replace(
+        loop,
+        start=start,
+        stop=stop,
+        step=step,
+        body=body,
+        iter_args=iter_args,
+        init_values=init_values,
+        yields=exprs(loop.yields),
+        results=renamed(loop.results),
+    )
 
 
 def map_functions(

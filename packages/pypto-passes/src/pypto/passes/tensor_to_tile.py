@@ -45,7 +45,7 @@ from pypto.ir import (
     Var,
     make_call,
 )
-from pypto.ir.nodes import nested_bodies, stmt_exprs, used_vars, walk_stmts, with_bodies
+from pypto.ir.nodes import nested_bodies, stmt_end_exprs, stmt_exprs, used_vars, walk_stmts, with_bodies
 from pypto.passes.fit import fits_alone
 from pypto.passes.manager import PassContext
 from pypto.passes.rewrite import NameGen, index_add, index_tuple, map_functions
@@ -93,6 +93,7 @@ class ConvertTensorToTileOps:
         return map_functions(program, (FunctionKind.InCore,), lambda fn: self.convert(fn, ctx.target))
 
     def convert(self, fn: Function, target: Target) -> Function:
+        _reject_carried_tensors(fn)
         names = NameGen.for_function(fn)
         return replace(fn, body=self._block(fn.body, fn, names, target))
 
@@ -140,6 +141,20 @@ class ConvertTensorToTileOps:
         assert chosen is not None
         names.taken = chosen[1].taken
         return chosen[0]
+
+
+def _reject_carried_tensors(fn: Function) -> None:
+    """A loop inside a scope carries tiles and scalars; tiling a carried tensor is not supported."""
+    for stmt in walk_stmts(fn.body):
+        if not isinstance(stmt, For):
+            continue
+        for var in stmt.iter_args:
+            if isinstance(var.type, TensorType):
+                raise ParseError(
+                    f"'{var.name}' is a loop-carried tensor inside a scope, which the compiler does not tile",
+                    stmt.span,
+                    "carry a tile instead: load the block with pl.load(...) and update it with tile ops",
+                )
 
 
 def _divisors_at_most(n: int, limit: int) -> list[int]:
@@ -195,7 +210,7 @@ def _is_view(x: Expr, defs: dict[Var, Call]) -> bool:
 
 def _reject_uses(stmt: Stmt, lowered_values: dict[Var, Call]) -> None:
     for inner in walk_stmts((stmt,)):
-        for expr in stmt_exprs(inner):
+        for expr in (*stmt_exprs(inner), *stmt_end_exprs(inner)):
             for v in used_vars(expr):
                 if v in lowered_values:
                     raise _used_after_lowering(v, lowered_values[v], inner.span)

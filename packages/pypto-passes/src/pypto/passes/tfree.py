@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from pypto.ir import Assign, Call, Eval, Function, FunctionKind, Program, Stmt, Var, make_call
-from pypto.ir.nodes import nested_bodies, stmt_exprs, used_vars, walk_stmts, with_bodies
+from pypto.ir.nodes import nested_bodies, stmt_end_exprs, stmt_exprs, used_vars, walk_stmts, with_bodies
 from pypto.passes.manager import PassContext
 from pypto.passes.rewrite import map_functions
 
@@ -25,7 +25,7 @@ def _pop(stmt: Stmt) -> Var | None:
 
 
 def _uses(stmt: Stmt, v: Var) -> bool:
-    return any(v in used_vars(e) for s in walk_stmts((stmt,)) for e in stmt_exprs(s))
+    return any(v in used_vars(e) for s in walk_stmts((stmt,)) for e in (*stmt_exprs(s), *stmt_end_exprs(s)))
 
 
 def _freed(body: tuple[Stmt, ...], v: Var) -> bool:

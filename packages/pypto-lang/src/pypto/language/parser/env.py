@@ -55,11 +55,19 @@ class Env:
         return None
 
     def bind(self, name: str, value: Any, span: SourceSpan | None) -> None:
-        """Bind ``name``; rebinding inside a loop (or an ``if`` arm) a name bound before it would
-        need the value to leave the loop or arm, which is not supported."""
+        """Bind ``name``; rebinding inside an ``if`` arm (or a loop that carries no values) a name
+        bound before it would need the value to leave the arm or loop, which is not supported.
+        A name a loop carries is bound in the loop's frame first, so rebinding it there is legal."""
+        if name in self.frames[-1]:
+            self.frames[-1][name] = Binding(value, span)
+            return
         for depth, frame in enumerate(self.frames[:-1]):
             if name in frame:
                 raise _rebinding_error(name, frame[name].span, self.kinds[depth + 1], span)
+        self.frames[-1][name] = Binding(value, span)
+
+    def carry(self, name: str, value: Any, span: SourceSpan | None) -> None:
+        """Bind a loop-carried ``name`` in the loop's frame, where the body may then rebind it."""
         self.frames[-1][name] = Binding(value, span)
 
     @contextmanager
@@ -105,11 +113,10 @@ def _rebinding_error(name: str, bound: SourceSpan | None, kind: str, span: Sourc
     before = f" (line {bound.line})" if bound else ""
     if kind == "loop":
         return ParseError(
-            f"'{name}' is bound before the loop{before} and rebound inside it: "
-            "loop-carried values are not supported yet",
+            f"'{name}' is bound before the loop{before} and rebound inside it, but this loop "
+            "cannot carry it (pl.parallel carries no values; a loop carries scalars, tiles and tensors)",
             span,
-            f"give the value computed in the loop a new name (e.g. {name}_next), or write "
-            "it into a tensor region with out[...] = ...",
+            f"use pl.range, or give the value computed in the loop a new name (e.g. {name}_next)",
         )
     return ParseError(
         f"'{name}' is bound before the if{before} and rebound in one of its arms: values leaving "

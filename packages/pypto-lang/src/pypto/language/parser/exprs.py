@@ -382,6 +382,8 @@ class ExprParser:
                 raise self.error(
                     node, f"{callee.dsl_name}(...) cannot be used here", STATEMENT_BUILTINS[callee.name]
                 )
+            if callee.name == "yield_":
+                return self.yielded_values(args, kwargs, node)
             return build_op(self.op_context(node, callee.dsl_name, callee.level), callee.name, args, kwargs)
         if isinstance(callee, KernelFunction):
             return self.calls.call_kernel(self, callee, args, kwargs, node)
@@ -400,6 +402,13 @@ class ExprParser:
             "a kernel calls pl.* operations, @pl.jit.incore / @pl.jit.inline functions, and "
             "compile-time helpers such as len, min and max",
         )
+
+    def yielded_values(self, args: list[Any], kwargs: dict[str, Any], node: ast.Call) -> Any:
+        """``pl.yield_(a2, b2)`` is its arguments: assigned to a loop's carried names, they are the
+        values of the next iteration."""
+        if kwargs or not args:
+            raise self.error(node, "pl.yield_ takes the carried values, e.g. `a, b = pl.yield_(a2, b2)`")
+        return args[0] if len(args) == 1 else tuple(args)
 
     def fold_call(
         self, callee: Callable[..., Any], args: list[Any], kwargs: dict[str, Any], node: ast.Call

@@ -21,6 +21,7 @@ from pypto.ir import (
     LoopKind,
     Return,
     ScalarType,
+    Stmt,
     TensorType,
     TileType,
     TypeCheckError,
@@ -39,6 +40,30 @@ from pypto.language.parser.signature import evaluate_annotation
 from pypto.language.parser.source import KernelSource
 from pypto.language.parser.values import describe_value, is_number, number, scalar_expr
 from pypto.passes import CompileWarning
+from pypto.passes.rewrite import substitute_body
+
+
+def _rebound_names(body: list[ast.stmt]) -> list[str]:
+    """Names assigned anywhere in ``body`` (nested blocks included), in order of appearance."""
+    found: dict[str, None] = {}
+    for stmt in body:
+        for node in ast.walk(stmt):
+            targets: list[ast.expr] = []
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                targets = [node.target]
+            for target in targets:
+                found.update((n.id, None) for n in ast.walk(target) if isinstance(n, ast.Name))
+    return list(found)
+
+
+def _carryable(value: Any) -> bool:
+    """A value a loop can carry: a scalar, tile or tensor (or a Python number, as a scalar)."""
+    if is_number(value):
+        return not isinstance(number(value), bool)
+    return isinstance(value, Expr) and isinstance(value.type, (ScalarType, TileType, TensorType))
+
 
 LOOP_KINDS = {"range": LoopKind.range, "parallel": LoopKind.parallel, "unroll": LoopKind.unroll}
 FOR_BUILTINS = (*LOOP_KINDS, "split_aiv", "spmd")
@@ -282,35 +307,132 @@ class StmtParser(ScopeParser):
         name, call = self.loop_call(node.iter)
         if node.orelse:
             raise self.error(node, "for ... else is not supported in a kernel")
+        if name in LOOP_KINDS:
+            self.loop(node, call, LOOP_KINDS[name])
+            return
         if not isinstance(node.target, ast.Name):
-            raise self.error(
-                node.target,
-                "the loop target must be one name; loop-carried values (init_values=) are not supported yet",
-            )
+            raise self.error(node.target, f"the target of pl.{name}(...) must be one name")
         if name == "split_aiv":
             self.visit_region(node, call)
-        elif name == "spmd":
-            self.visit_spmd(node, call)
         else:
-            self.loop(node, call, LOOP_KINDS[name])
+            self.visit_spmd(node, call)
 
     def loop(self, node: ast.For, call: ast.Call, kind: LoopKind) -> None:
-        """``for i in pl.range(...)`` (or parallel / unroll); bounds may be run-time INDEX scalars."""
-        assert isinstance(node.target, ast.Name)
-        if call.keywords:
-            raise self.error(
-                call.keywords[0].value,
-                f"pl.{kind.value}() takes no keyword arguments here; "
-                "loop-carried values (init_values=) are not supported yet",
-            )
+        """``for i in pl.range(...)`` (or parallel / unroll); bounds may be run-time INDEX scalars.
+
+        Names bound before the loop and rebound in its body are carried (see :meth:`carried`),
+        as are the names of ``for i, (a, b) in pl.range(n, init_values=(a0, b0))``.
+        """
+        index, explicit = self.loop_target(node, call, kind)
         start, stop, step = self.loop_bounds(call, kind)
-        var = Var(self.body.namer.fresh(node.target.id), INDEX, self.span(node.target))
+        var = Var(self.body.namer.fresh(index.id), INDEX, self.span(index))
+        names, inits = self.carried(node, explicit, kind)
+        span = self.span(node)
+        iter_args = tuple(
+            Var(self.body.namer.fresh(n), i.type, span) for n, i in zip(names, inits, strict=True)
+        )
+        body, yields = self.loop_body(node, index.id, var, dict(zip(names, iter_args, strict=True)))
+        # A name the body only bound to its own value is not carried after all.
+        keep = [k for k, name in enumerate(names) if yields[k] is not iter_args[k] or name in explicit]
+        body = substitute_body(body, {iter_args[k]: inits[k] for k in range(len(names)) if k not in keep})
+        results = tuple(Var(self.body.namer.fresh(names[k]), iter_args[k].type, span) for k in keep)
+        carried = {
+            "iter_args": tuple(iter_args[k] for k in keep),
+            "init_values": tuple(inits[k] for k in keep),
+            "yields": tuple(yields[k] for k in keep),
+            "results": results,
+        }
+        self.body.emit(For(var, start, stop, step, body, kind, span, **carried))
+        for k, result in zip(keep, results, strict=True):
+            self.env.bind(names[k], result, result.span)
+
+    def loop_body(
+        self, node: ast.For, index: str, var: Var, iter_args: dict[str, Var]
+    ) -> tuple[tuple[Stmt, ...], tuple[Expr, ...]]:
+        """The loop's statements and, per carried name, its value at the body's end."""
         self.nesting += 1
         with self.env.loop(), self.body.block() as stmts:
-            self.env.bind(node.target.id, var, var.span)
+            self.env.bind(index, var, var.span)
+            for name, iter_arg in iter_args.items():
+                self.env.carry(name, iter_arg, iter_arg.span)
             self.stmts(node.body)
+            yields = tuple(self.yielded(name, a, node) for name, a in iter_args.items())
         self.nesting -= 1
-        self.body.emit(For(var, start, stop, step, tuple(stmts), kind, self.span(node)))
+        return tuple(stmts), yields
+
+    def loop_target(self, node: ast.For, call: ast.Call, kind: LoopKind) -> tuple[ast.Name, dict[str, Any]]:
+        """The loop variable and the explicitly carried names with their ``init_values``."""
+        inits = [kw for kw in call.keywords if kw.arg == "init_values"]
+        other = [kw for kw in call.keywords if kw.arg != "init_values"]
+        if other:
+            raise self.error(other[0].value, f"pl.{kind.value}() takes no keyword argument {other[0].arg}=")
+        if isinstance(node.target, ast.Name) and not inits:
+            return node.target, {}
+        target = node.target
+        shape_ok = isinstance(target, ast.Tuple) and len(target.elts) == 2
+        index = target.elts[0] if shape_ok else None  # type: ignore[union-attr]
+        names = target.elts[1] if shape_ok else None  # type: ignore[union-attr]
+        names_ok = isinstance(names, ast.Tuple) and all(isinstance(e, ast.Name) for e in names.elts)
+        if not (inits and isinstance(index, ast.Name) and names_ok):
+            raise self.error(
+                target,
+                "loop-carried values are written `for i, (a, b) in pl.range(n, init_values=(a0, b0)):`",
+            )
+        values = self.expr(inits[0].value)
+        values = tuple(values) if isinstance(values, (tuple, list)) else (values,)
+        assert isinstance(names, ast.Tuple) and isinstance(index, ast.Name)
+        if len(values) != len(names.elts):
+            raise self.error(inits[0].value, f"{len(names.elts)} carried names but {len(values)} init_values")
+        return index, {e.id: v for e, v in zip(names.elts, values, strict=True)}  # type: ignore[attr-defined]
+
+    def carried(
+        self, node: ast.For, explicit: dict[str, Any], kind: LoopKind
+    ) -> tuple[list[str], list[Expr]]:
+        """The carried names and their initial values: the explicit ones, then every name bound
+        before the loop to a scalar, tile or tensor and rebound in its body (pl.range / pl.unroll)."""
+        names = list(explicit)
+        values = list(explicit.values())
+        if kind is not LoopKind.parallel:
+            for name in _rebound_names(node.body):
+                current = self.env.lookup(name)
+                if name not in explicit and current is not None and _carryable(current.value):
+                    names.append(name)
+                    values.append(current.value)
+        inits = [self.carried_init(n, v, node) for n, v in zip(names, values, strict=True)]
+        return names, inits
+
+    def carried_init(self, name: str, value: Any, node: ast.For) -> Expr:
+        value = self.body.atom(value)
+        if is_number(value) and not isinstance(number(value), bool):
+            plain = number(value)
+            return scalar_expr(
+                plain, DataType.INDEX if isinstance(plain, int) else DataType.FP32, self.span(node)
+            )
+        if not _carryable(value):
+            raise self.error(
+                node,
+                f"the loop-carried value '{name}' is {describe_value(value)}; "
+                "a loop carries scalars, tiles and tensors",
+            )
+        return value
+
+    def yielded(self, name: str, iter_arg: Var, node: ast.For) -> Expr:
+        """The value ``name`` has at the end of the loop body: the next iteration's ``iter_arg``."""
+        binding = self.env.lookup(name)
+        value = self.body.atom(binding.value if binding is not None else iter_arg)
+        if is_number(value):
+            value = scalar_expr(number(value), iter_arg.type.dtype, self.span(node))  # type: ignore[attr-defined]
+        actual = getattr(value, "type", None)
+        if isinstance(actual, TileType) and isinstance(iter_arg.type, TileType):
+            actual = replace(actual, valid_shape=iter_arg.type.valid_shape)
+        if actual != iter_arg.type:
+            raise self.error(
+                node,
+                f"the loop-carried value '{name}' enters the loop as {describe(iter_arg.type)} but "
+                f"is {describe_value(value)} at the end of the body",
+                "a carried value keeps its type, shape and memory space across iterations",
+            )
+        return value
 
     def loop_call(self, node: ast.expr) -> tuple[str, ast.Call]:
         """The builtin a for statement iterates over: a pl.range kind, or ``split_aiv``."""
