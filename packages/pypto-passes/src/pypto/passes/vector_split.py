@@ -6,6 +6,11 @@ vector->cube crossing ``aic_gather``. Vector-side tiles shrink to one lane's sha
 stores of global memory shift by ``lane * share`` along the split axis, where ``lane`` is
 ``pl.get_subblock_idx()``. With ``NONE`` nothing is halved: lane 0 does the vector work.
 
+An odd extent ``L`` along the split axis gives lane 0 ``ceil(L/2)`` and lane 1 the rest: lane
+tiles take the ceiling shape, and a load or store of an odd-extent tile becomes its partial form
+with the run-time valid extent ``ceil(L/2) - lane``, so lane 1 touches only its own rows or
+columns. An extent of 1 cannot be split; neither can an odd extent gathered back to the cube.
+
 A pure vector kernel marked ``pl.split(UP_DOWN)`` or ``pl.split(LEFT_RIGHT)`` is split the same
 way and becomes data-parallel: both lanes run it, each on its share (unmarked or ``NONE``, it
 runs on lane 0 alone).
@@ -107,7 +112,7 @@ class _Splitter:
             elif isinstance(stmt, Assign) and isinstance(stmt.value, Call):
                 out.extend(self.assign(stmt))
             elif isinstance(stmt, Eval) and isinstance(stmt.value, Call):
-                out.append(replace(stmt, value=self.call(stmt.value)))
+                out.append(replace(stmt, value=self.call(stmt.value, None)))
             else:
                 out.append(stmt)
         return tuple(out)
@@ -116,13 +121,14 @@ class _Splitter:
         call = stmt.value
         assert isinstance(call, Call)
         if not is_crossing(call):
-            return [self.bind(stmt.target, self.call(call), stmt)]
+            return [self.bind(stmt.target, self.call(call, stmt.target.name), stmt)]
         src = substitute_expr(call.args[0], self.mapping)
         dst = call.attrs["target_memory"]
         attrs = {"split": self.mode}
         if dst is MemorySpace.Vec:
-            self.check_extent(src.type.shape, call)  # type: ignore[attr-defined]
+            self.check_extent(src.type.shape, _name(src, stmt.target.name), call)  # type: ignore[attr-defined]
             return [self.bind(stmt.target, make_call("aiv_shard", (src,), attrs, call.span), stmt)]
+        self.check_gathered(call.args[0], call)
         gathered = make_call("aic_gather", (src,), attrs, call.span)
         if dst is MemorySpace.Mat:
             return [self.bind(stmt.target, gathered, stmt)]
@@ -136,40 +142,88 @@ class _Splitter:
         self.mapping[old] = target
         return Assign(target, value, stmt.span)
 
-    def call(self, call: Call) -> Call:
+    def call(self, call: Call, name: str | None) -> Call:
+        """``call`` on one lane's share; ``name`` is the variable it assigns (None for an Eval)."""
         args = tuple(substitute_expr(a, self.mapping) for a in call.args)
         if self.axis is None:
             return call if args == call.args else make_call(call.op, args, call.attrs, call.span)
         if _not_splittable(call, self.axis):
             raise _rejected(call, self.mode)
         if call.op == "tile.load" and call.attrs.get("target_memory") is MemorySpace.Vec:
-            shape = self.share(tuple(call.attrs["shape"]), call)
-            offsets = self.shifted(args[1], shape)
-            return make_call("tile.load", (args[0], offsets), {**call.attrs, "shape": shape}, call.span)
+            return self.load(call, args, name)
         if call.op in _SHAPED_MAKERS and call.type.memory_space is MemorySpace.Vec:  # type: ignore[attr-defined]
-            shape = self.share(tuple(call.attrs["shape"]), call)
+            shape = self.share(tuple(call.attrs["shape"]), name or call.op, call)
             return make_call(call.op, args, {**call.attrs, "shape": shape}, call.span)
         if call.op in _STORES and _space(args[0]) is MemorySpace.Vec:
-            shape = args[0].type.shape  # type: ignore[attr-defined]
-            return make_call(call.op, (args[0], self.shifted(args[1], shape), args[2]), call.attrs, call.span)
+            return self.store(call, args)
         return make_call(call.op, args, call.attrs, call.span)
 
-    def share(self, shape: tuple[int, ...], call: Call) -> tuple[int, ...]:
-        self.check_extent(shape, call)
+    def load(self, call: Call, args: tuple[Expr, ...], name: str | None) -> Call:
+        """A Vec load of the lane's share; of an odd extent, a ``tile.load_partial`` of its rows."""
+        full = tuple(call.attrs["shape"])
+        shape = self.share(full, name or call.op, call)
+        offsets = self.shifted(args[1], shape)
+        if full[self.axis] % 2 == 0:  # type: ignore[index]
+            return make_call("tile.load", (args[0], offsets), {**call.attrs, "shape": shape}, call.span)
+        attrs = {"shape": shape, "target_memory": call.attrs["target_memory"]}
+        valid = self.valid(call.attrs.get("valid_shape") or full, shape)
+        return make_call("tile.load_partial", (args[0], offsets, valid), attrs, call.span)
+
+    def store(self, call: Call, args: tuple[Expr, ...]) -> Call:
+        """A store of the lane's share; of an odd extent, the partial (or atomic) form with the
+        lane's valid extent."""
+        tile = call.args[0].type
+        assert isinstance(tile, TileType) and self.axis is not None
+        shape = args[0].type.shape  # type: ignore[attr-defined]
+        operands = (args[0], self.shifted(args[1], shape), args[2])
+        if tile.shape[self.axis] % 2 == 0:
+            return make_call(call.op, operands, call.attrs, call.span)
+        op = "tile.store_partial" if call.op == "tile.store" else call.op
+        valid = self.valid(tile.valid_shape or tile.shape, shape)
+        return make_call(op, (*operands, valid), call.attrs, call.span)
+
+    def valid(self, full_valid: tuple[int, ...], share: tuple[int, ...]) -> TupleExpr:
+        """The lane's valid shape of an odd-extent tile: ``ceil(L/2) - lane`` along the axis (lane 0
+        ``ceil(L/2)``, lane 1 ``L - ceil(L/2)``), the unsplit valid extent elsewhere."""
+        assert self.axis is not None
+        elements: list[Expr] = [Const(n, INDEX) for n in full_valid]
+        elements[self.axis] = make_call("scalar.sub", (Const(share[self.axis], INDEX), self.lane))
+        return index_tuple(elements)
+
+    def share(self, shape: tuple[int, ...], tile: str, call: Call) -> tuple[int, ...]:
+        """Lane 0's (the ceiling) share of ``shape``, checked to be splittable."""
+        self.check_extent(shape, tile, call)
         return split_shape(shape, self.mode)
 
-    def check_extent(self, shape: tuple[int, ...], call: Call) -> None:
+    def check_extent(self, shape: tuple[int, ...], tile: str, call: Call) -> None:
+        """An extent of 1 along the split axis leaves lane 1 nothing: a compile error naming the
+        tile and the axis."""
         if self.axis is None:
             return
         extent = shape[self.axis] if self.axis < len(shape) else 1
-        if extent % 2:
-            dim = "rows" if self.axis == 0 else "columns"
+        if extent < 2:
             raise ParseError(
-                f"pl.split({self.mode!r}) cannot halve {extent} {dim} of the tile made by "
-                f"pl.{call.op.split('.', 1)[-1]} (dim {self.axis}) evenly across the two AIV lanes",
+                f"pl.split({self.mode!r}) cannot split tile '{tile}' along {self.axis_name()}: "
+                f"its extent {extent} leaves nothing for AIV lane 1",
                 call.span,
-                "use an even extent along the split axis, the other split mode, or pl.SplitMode.NONE",
+                "use the other split mode, or pl.SplitMode.NONE",
             )
+
+    def check_gathered(self, src: Expr, call: Call) -> None:
+        """A gather of an odd extent back to the cube would hand it a padded tile: rejected."""
+        tile = src.type
+        if self.axis is None or not isinstance(tile, TileType) or tile.shape[self.axis] % 2 == 0:
+            return
+        name = _name(src, "a vector tile")
+        raise ParseError(
+            f"pl.split({self.mode!r}) cannot gather tile '{name}' back to the cube along "
+            f"{self.axis_name()}: its extent {tile.shape[self.axis]} is odd",
+            call.span,
+            "use an even extent along the split axis, the other split mode, or pl.SplitMode.NONE",
+        )
+
+    def axis_name(self) -> str:
+        return f"dim {self.axis} ({'rows' if self.axis == 0 else 'columns'})"
 
     def shifted(self, offsets: Expr, share: tuple[int, ...]) -> TupleExpr:
         assert isinstance(offsets, TupleExpr) and self.axis is not None
@@ -196,6 +250,11 @@ def _rejected(call: Call, mode: SplitMode) -> ParseError:
         call.span,
         "use the explicit pl.split_aiv region form, or the other split mode",
     )
+
+
+def _name(e: Expr, default: str) -> str:
+    """The variable ``e`` names, or ``default``."""
+    return e.name if isinstance(e, Var) else default
 
 
 def _space(e: Expr) -> MemorySpace | None:

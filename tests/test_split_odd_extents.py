@@ -1,0 +1,172 @@
+"""pl.split on an odd extent: lane 0 takes ceil(L/2) rows or columns, lane 1 the rest."""
+
+import pytest
+import torch
+
+import pypto.language as pl
+from pypto.ir import ParseError, print_ir
+from pypto.runtime import RunConfig
+
+SIM = RunConfig(platform="a2a3sim")
+
+
+@pl.jit
+def rows_up_down(
+    a: pl.Tensor[[127, 256], pl.FP16],
+    b: pl.Tensor[[256, 128], pl.FP16],
+    bias: pl.Tensor[[127, 128], pl.FP32],
+    out: pl.Out[pl.Tensor[[127, 128], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)], name_hint="odd"):
+        acc = pl.matmul(a, b, out_dtype=pl.FP32)
+        out[:] = pl.add(acc, bias)
+    return out
+
+
+@pl.jit
+def rows_left_right(
+    a: pl.Tensor[[127, 256], pl.FP16],
+    b: pl.Tensor[[256, 128], pl.FP16],
+    bias: pl.Tensor[[127, 128], pl.FP32],
+    out: pl.Out[pl.Tensor[[127, 128], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.LEFT_RIGHT)], name_hint="odd"):
+        acc = pl.matmul(a, b, out_dtype=pl.FP32)
+        out[:] = pl.add(acc, bias)
+    return out
+
+
+@pl.jit
+def cols_up_down(
+    a: pl.Tensor[[128, 256], pl.FP16],
+    b: pl.Tensor[[256, 63], pl.FP16],
+    bias: pl.Tensor[[128, 63], pl.FP32],
+    out: pl.Out[pl.Tensor[[128, 63], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)], name_hint="odd"):
+        acc = pl.matmul(a, b, out_dtype=pl.FP32)
+        out[:] = pl.add(acc, bias)
+    return out
+
+
+@pl.jit
+def cols_left_right(
+    a: pl.Tensor[[128, 256], pl.FP16],
+    b: pl.Tensor[[256, 63], pl.FP16],
+    bias: pl.Tensor[[128, 63], pl.FP32],
+    out: pl.Out[pl.Tensor[[128, 63], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.LEFT_RIGHT)], name_hint="odd"):
+        acc = pl.matmul(a, b, out_dtype=pl.FP32)
+        out[:] = pl.add(acc, bias)
+    return out
+
+
+@pl.jit
+def cols_unsplit(
+    a: pl.Tensor[[128, 256], pl.FP16],
+    b: pl.Tensor[[256, 63], pl.FP16],
+    bias: pl.Tensor[[128, 63], pl.FP32],
+    out: pl.Out[pl.Tensor[[128, 63], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.NONE)], name_hint="odd"):
+        acc = pl.matmul(a, b, out_dtype=pl.FP32)
+        out[:] = pl.add(acc, bias)
+    return out
+
+
+@pl.jit
+def one_row(
+    a: pl.Tensor[[1, 256], pl.FP16],
+    b: pl.Tensor[[256, 128], pl.FP16],
+    bias: pl.Tensor[[1, 128], pl.FP32],
+    out: pl.Out[pl.Tensor[[1, 128], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)], name_hint="odd"):
+        acc = pl.matmul(a, b, out_dtype=pl.FP32)
+        out[:] = pl.add(acc, bias)
+    return out
+
+
+def _inputs(m: int, n: int) -> tuple[torch.Tensor, ...]:
+    torch.manual_seed(0)
+    a = torch.randn(m, 256, dtype=torch.float16)
+    b = torch.randn(256, n, dtype=torch.float16)
+    return a, b, torch.randn(m, n), torch.full((m, n), float("nan"))
+
+
+def _run(kernel, m: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    a, b, bias, out = _inputs(m, n)
+    kernel(a, b, bias, out, config=SIM)
+    return out, a.float() @ b.float() + bias
+
+
+@pytest.mark.parametrize(
+    ("kernel", "m", "n"),
+    [
+        (rows_up_down, 127, 128),
+        (rows_left_right, 127, 128),
+        (cols_up_down, 128, 63),
+        (cols_left_right, 128, 63),
+    ],
+)
+def test_an_odd_extent_splits_and_gives_exactly_the_unsplit_numbers(kernel, m, n):
+    out, expected = _run(kernel, m, n)
+    assert torch.equal(out, expected)
+
+
+@pytest.mark.parametrize("kernel", [cols_up_down, cols_left_right])
+def test_the_split_modes_match_the_unsplit_program_bit_for_bit(kernel):
+    out, _ = _run(kernel, 128, 63)
+    unsplit, _ = _run(cols_unsplit, 128, 63)
+    assert torch.equal(out, unsplit)
+
+
+def test_lane_1_loads_and_stores_only_its_rows_of_an_odd_extent():
+    """Lane 0 holds rows 0:64, lane 1 rows 64:127 in a [64, 128] tile: valid 64 - lane rows."""
+    text = print_ir(rows_up_down.lower(config=SIM))
+    assert "pl.tile.load_partial(bias, [lane * 64, 0], [64 - lane, 128], shape=[64, 128]" in text
+    assert "pl.tile.store_partial(add, [lane * 64, 0], out, [64 - lane, 128])" in text
+
+
+def test_an_extent_of_1_along_the_split_axis_is_a_compile_error_naming_the_tile_and_axis():
+    with pytest.raises(ParseError, match=r"cannot split tile 'acc' along dim 0 \(rows\): its extent 1"):
+        one_row.lower(config=SIM)
+
+
+@pl.jit
+def scale_then_matmul(
+    x: pl.Tensor[[127, 64], pl.FP16],
+    w: pl.Tensor[[64, 64], pl.FP16],
+    out: pl.Out[pl.Tensor[[127, 64], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)], name_hint="odd"):
+        scaled = pl.mul(x, 2.0)
+        out[:] = pl.matmul(scaled, w, out_dtype=pl.FP32)
+    return out
+
+
+def test_an_odd_extent_gathered_back_to_the_cube_is_a_compile_error_naming_the_tile_and_axis():
+    with pytest.raises(
+        ParseError,
+        match=r"cannot gather tile '\w+' back to the cube along dim 0 \(rows\): its extent 127 is odd",
+    ):
+        scale_then_matmul.lower(config=SIM)
+
+
+@pl.jit
+def vector_only(
+    x: pl.Tensor[[127, 64], pl.FP32],
+    y: pl.Tensor[[127, 64], pl.FP32],
+    out: pl.Out[pl.Tensor[[127, 64], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)], name_hint="vodd"):
+        out[:] = pl.mul(pl.add(x, y), 3.0)
+    return out
+
+
+def test_a_pure_vector_kernel_splits_an_odd_extent_data_parallel():
+    torch.manual_seed(0)
+    x, y, out = torch.randn(127, 64), torch.randn(127, 64), torch.full((127, 64), float("nan"))
+    vector_only(x, y, out, config=SIM)
+    assert torch.equal(out, (x + y) * 3.0)
