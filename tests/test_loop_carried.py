@@ -164,3 +164,37 @@ def test_an_orchestration_counter_bounds_a_loop_of_tasks():
     host_counter(x, out, config=SIM)
     torch.testing.assert_close(out[:96], x[:96].exp())
     assert not out[96:].any()
+
+
+@pl.jit
+def mixed_running_sum(
+    a: pl.Tensor[[512, 128], pl.FP16],
+    b: pl.Tensor[[128, 128], pl.FP16],
+    out: pl.Out[pl.Tensor[[128, 128], pl.FP32]],
+):
+    with pl.at(
+        level=pl.Level.CORE_GROUP,
+        optimizations=[pl.split(pl.SplitMode.UP_DOWN), pl.cross_core_slot(slot_num=1)],
+        name_hint="mixed_sum",
+    ):
+        b_r = pl.move(pl.load(b, [0, 0], [128, 128], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+        total = pl.full([128, 128], pl.FP32, 0.0)
+        for i in pl.range(4):
+            a_l = pl.move(
+                pl.load(a, [i * 128, 0], [128, 128], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left
+            )
+            total = pl.add(total, pl.move(pl.matmul(a_l, b_r), target_memory=pl.Mem.Vec))
+        pl.store(total, [0, 0], out)
+    return out
+
+
+def test_a_vector_tile_carried_through_a_split_mixed_loop_is_halved_per_lane():
+    torch.manual_seed(0)
+    a, b = torch.randn(512, 128, dtype=torch.float16), torch.randn(128, 128, dtype=torch.float16)
+    out = torch.zeros(128, 128)
+    mixed_running_sum(a, b, out)
+    want = sum(a[i * 128 : (i + 1) * 128].float() @ b.float() for i in range(4))
+    assert torch.allclose(out, want, rtol=1e-3, atol=1e-2)
+    aiv = {f.name: f for f in mixed_running_sum.lower().functions}["mixed_sum_aiv"]
+    loop = next(s for s in aiv.body if getattr(s, "iter_args", ()))
+    assert loop.iter_args[0].type.shape == (64, 128)  # each lane carries its half

@@ -40,7 +40,7 @@ from pypto.ir import (
 )
 from pypto.ir.nodes import nested_bodies, walk_stmts, with_bodies
 from pypto.passes.manager import PassContext
-from pypto.passes.sides import BOUNDARY_OPS, Side, call_side, first_ops_by_side
+from pypto.passes.sides import BOUNDARY_OPS, Side, call_side, first_ops_by_side, space_side
 from pypto.passes.vector_split import has_split_regions
 
 C2V, V2C = 1, 2
@@ -142,6 +142,28 @@ def _rings(attrs: Mapping[str, Any], automatic: bool, side: Side | None = None) 
     return rings
 
 
+def _carried_on(stmt: Stmt, side: Side) -> Stmt:
+    """A loop as one side runs it: it carries its scalars and the tiles of that side only."""
+    if not isinstance(stmt, For) or not stmt.iter_args:
+        return stmt
+    keep = [
+        k
+        for k, var in enumerate(stmt.iter_args)
+        if not isinstance(var.type, TileType) or space_side(var.type.memory_space) in (None, side)
+    ]
+
+    def pick(values: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(values[k] for k in keep)
+
+    return replace(
+        stmt,
+        iter_args=pick(stmt.iter_args),
+        init_values=pick(stmt.init_values),
+        yields=pick(stmt.yields),
+        results=pick(stmt.results),
+    )
+
+
 # Hand-written pipe ops and the direction bit of dir_mask each needs.
 _DIRECTION_OF = {
     "tpush_to_aiv": C2V,
@@ -198,9 +220,12 @@ class _SideSplitter:
                 vector.extend((lane, *inner))
             elif isinstance(stmt, (For, If)):
                 sides = [self.block(b, in_region) for b in nested_bodies(stmt)]
-                for out, side_bodies in ((cube, [c for c, _ in sides]), (vector, [v for _, v in sides])):
+                for side, out, side_bodies in (
+                    (Side.CUBE, cube, [c for c, _ in sides]),
+                    (Side.VECTOR, vector, [v for _, v in sides]),
+                ):
                     if any(side_bodies):
-                        out.append(with_bodies(stmt, tuple(side_bodies)))
+                        out.append(_carried_on(with_bodies(stmt, tuple(side_bodies)), side))
             elif isinstance(stmt, (Assign, Eval)) and isinstance(stmt.value, Call):
                 c, v = self.statement(stmt, in_region)
                 cube.extend(c)

@@ -107,7 +107,9 @@ class _Splitter:
     def block(self, body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
         out: list[Stmt] = []
         for stmt in body:
-            if isinstance(stmt, (For, If)):
+            if isinstance(stmt, For) and stmt.iter_args:
+                out.append(self.carried_loop(stmt))
+            elif isinstance(stmt, (For, If)):
                 out.append(with_bodies(stmt, tuple(self.block(b) for b in nested_bodies(stmt))))
             elif isinstance(stmt, Assign) and isinstance(stmt.value, Call):
                 out.extend(self.assign(stmt))
@@ -116,6 +118,22 @@ class _Splitter:
             else:
                 out.append(stmt)
         return tuple(out)
+
+    def carried_loop(self, loop: For) -> For:
+        """A loop whose carried tiles shrink to a lane's share like every other vector tile."""
+        inits = tuple(substitute_expr(v, self.mapping) for v in loop.init_values)
+        iter_args = tuple(self.rebind(old, new.type) for old, new in zip(loop.iter_args, inits, strict=True))
+        body = self.block(loop.body)
+        yields = tuple(substitute_expr(v, self.mapping) for v in loop.yields)
+        results = tuple(self.rebind(old, new.type) for old, new in zip(loop.results, yields, strict=True))
+        return replace(
+            loop, iter_args=iter_args, init_values=inits, body=body, yields=yields, results=results
+        )
+
+    def rebind(self, old: Var, t: object) -> Var:
+        new = Var(old.name, t, old.span)  # type: ignore[arg-type]
+        self.mapping[old] = new
+        return new
 
     def assign(self, stmt: Assign) -> list[Stmt]:
         call = stmt.value
