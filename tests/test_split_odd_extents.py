@@ -10,82 +10,26 @@ from pypto.runtime import RunConfig
 SIM = RunConfig(platform="a2a3sim")
 
 
-@pl.jit
-def rows_up_down(
-    a: pl.Tensor[[127, 256], pl.FP16],
-    b: pl.Tensor[[256, 128], pl.FP16],
-    bias: pl.Tensor[[127, 128], pl.FP32],
-    out: pl.Out[pl.Tensor[[127, 128], pl.FP32]],
-):
-    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)], name_hint="odd"):
-        acc = pl.matmul(a, b, out_dtype=pl.FP32)
-        out[:] = pl.add(acc, bias)
-    return out
+def matmul_bias(mode: pl.SplitMode):
+    """``out = a @ b + bias`` in one scope split by ``mode``; shapes come from the arguments."""
+
+    @pl.jit
+    def odd(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(mode)], name_hint="odd"):
+            acc = pl.matmul(a, b, out_dtype=pl.FP32)
+            out[:] = pl.add(acc, bias)
+        return out
+
+    return odd
 
 
-@pl.jit
-def rows_left_right(
-    a: pl.Tensor[[127, 256], pl.FP16],
-    b: pl.Tensor[[256, 128], pl.FP16],
-    bias: pl.Tensor[[127, 128], pl.FP32],
-    out: pl.Out[pl.Tensor[[127, 128], pl.FP32]],
-):
-    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.LEFT_RIGHT)], name_hint="odd"):
-        acc = pl.matmul(a, b, out_dtype=pl.FP32)
-        out[:] = pl.add(acc, bias)
-    return out
-
-
-@pl.jit
-def cols_up_down(
-    a: pl.Tensor[[128, 256], pl.FP16],
-    b: pl.Tensor[[256, 63], pl.FP16],
-    bias: pl.Tensor[[128, 63], pl.FP32],
-    out: pl.Out[pl.Tensor[[128, 63], pl.FP32]],
-):
-    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)], name_hint="odd"):
-        acc = pl.matmul(a, b, out_dtype=pl.FP32)
-        out[:] = pl.add(acc, bias)
-    return out
-
-
-@pl.jit
-def cols_left_right(
-    a: pl.Tensor[[128, 256], pl.FP16],
-    b: pl.Tensor[[256, 63], pl.FP16],
-    bias: pl.Tensor[[128, 63], pl.FP32],
-    out: pl.Out[pl.Tensor[[128, 63], pl.FP32]],
-):
-    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.LEFT_RIGHT)], name_hint="odd"):
-        acc = pl.matmul(a, b, out_dtype=pl.FP32)
-        out[:] = pl.add(acc, bias)
-    return out
-
-
-@pl.jit
-def cols_unsplit(
-    a: pl.Tensor[[128, 256], pl.FP16],
-    b: pl.Tensor[[256, 63], pl.FP16],
-    bias: pl.Tensor[[128, 63], pl.FP32],
-    out: pl.Out[pl.Tensor[[128, 63], pl.FP32]],
-):
-    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.NONE)], name_hint="odd"):
-        acc = pl.matmul(a, b, out_dtype=pl.FP32)
-        out[:] = pl.add(acc, bias)
-    return out
-
-
-@pl.jit
-def one_row(
-    a: pl.Tensor[[1, 256], pl.FP16],
-    b: pl.Tensor[[256, 128], pl.FP16],
-    bias: pl.Tensor[[1, 128], pl.FP32],
-    out: pl.Out[pl.Tensor[[1, 128], pl.FP32]],
-):
-    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)], name_hint="odd"):
-        acc = pl.matmul(a, b, out_dtype=pl.FP32)
-        out[:] = pl.add(acc, bias)
-    return out
+# [127, 128] results split along the odd rows or the even columns, [128, 63] along either.
+rows_up_down = matmul_bias(pl.SplitMode.UP_DOWN)
+rows_left_right = matmul_bias(pl.SplitMode.LEFT_RIGHT)
+cols_up_down = matmul_bias(pl.SplitMode.UP_DOWN)
+cols_left_right = matmul_bias(pl.SplitMode.LEFT_RIGHT)
+cols_unsplit = matmul_bias(pl.SplitMode.NONE)
+one_row = matmul_bias(pl.SplitMode.UP_DOWN)
 
 
 def _inputs(m: int, n: int) -> tuple[torch.Tensor, ...]:
@@ -124,14 +68,14 @@ def test_the_split_modes_match_the_unsplit_program_bit_for_bit(kernel):
 
 def test_lane_1_loads_and_stores_only_its_rows_of_an_odd_extent():
     """Lane 0 holds rows 0:64, lane 1 rows 64:127 in a [64, 128] tile: valid 64 - lane rows."""
-    text = print_ir(rows_up_down.lower(config=SIM))
+    text = print_ir(rows_up_down.lower(*_inputs(127, 128), config=SIM))
     assert "pl.tile.load_partial(bias, [lane * 64, 0], [64 - lane, 128], shape=[64, 128]" in text
     assert "pl.tile.store_partial(add, [lane * 64, 0], out, [64 - lane, 128])" in text
 
 
 def test_an_extent_of_1_along_the_split_axis_is_a_compile_error_naming_the_tile_and_axis():
     with pytest.raises(ParseError, match=r"cannot split tile 'acc' along dim 0 \(rows\): its extent 1"):
-        one_row.lower(config=SIM)
+        one_row.lower(*_inputs(1, 128), config=SIM)
 
 
 @pl.jit
