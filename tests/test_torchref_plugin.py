@@ -1,5 +1,5 @@
-"""The example plugin examples/plugins/pypto-backend-torchref, installed for real into a temporary
-virtual environment (which sees this environment's packages) and found through its entry point."""
+"""The example plugin examples/plugins/pypto-backend-torchref, installed for real by pip into a
+temporary directory on the path of the commands below, and found through its entry point."""
 
 import json
 import os
@@ -61,38 +61,32 @@ COMPARE = textwrap.dedent(
 
 
 @pytest.fixture(scope="module")
-def venv(tmp_path_factory):
-    """A virtual environment with this one's packages plus the torchref plugin, installed by pip."""
-    root = tmp_path_factory.mktemp("torchref-venv")
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(root)], check=True
-    )
-    python = root / ("Scripts" if os.name == "nt" else "bin") / "python"
-    install = [
-        sys.executable,
-        "-m",
-        "pip",
-        "--python",
-        str(python),
-        "install",
-        "--no-deps",
-        "--no-build-isolation",
-    ]
-    subprocess.run([*install, "--quiet", str(PLUGIN)], check=True, timeout=TIMEOUT)
-    return python
+def plugin_dir(tmp_path_factory):
+    """The torchref plugin installed by pip into a directory of its own, which the commands below put
+    on ``PYTHONPATH``: this environment's packages plus the plugin, found through its entry point.
+
+    Installing into a target directory with this interpreter works from any environment (a venv, a
+    system Python), unlike a nested venv, which sees the base interpreter's packages, not this one's.
+    """
+    target = tmp_path_factory.mktemp("torchref-plugin")
+    install = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation"]
+    subprocess.run([*install, "--target", str(target), str(PLUGIN)], check=True, timeout=TIMEOUT)
+    return target
 
 
-def run(python: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+def run(plugin: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
     environment = {k: v for k, v in os.environ.items() if k != "PYPTO_LOAD_PLUGINS"} | env
+    path = [str(plugin), *filter(None, [environment.get("PYTHONPATH")])]
+    environment["PYTHONPATH"] = os.pathsep.join(path)
     result = subprocess.run(
-        [str(python), *args], capture_output=True, text=True, cwd=ROOT, env=environment, timeout=TIMEOUT
+        [sys.executable, *args], capture_output=True, text=True, cwd=ROOT, env=environment, timeout=TIMEOUT
     )
     assert result.returncode == 0, result.stderr
     return result
 
 
-def test_pypto_platforms_lists_torchref_from_its_distribution(venv):
-    listed = json.loads(run(venv, "-m", "pypto.cli", "platforms", "--json").stdout)
+def test_pypto_platforms_lists_torchref_from_its_distribution(plugin_dir):
+    listed = json.loads(run(plugin_dir, "-m", "pypto.cli", "platforms", "--json").stdout)
     torchref = next(entry for entry in listed if entry["name"] == "torchref")
     assert torchref == {
         "name": "torchref",
@@ -104,17 +98,17 @@ def test_pypto_platforms_lists_torchref_from_its_distribution(venv):
     }
 
 
-def test_pypto_load_plugins_hides_it(venv):
+def test_pypto_load_plugins_hides_it(plugin_dir):
     listed = json.loads(
-        run(venv, "-m", "pypto.cli", "platforms", "--json", PYPTO_LOAD_PLUGINS="a2a3sim").stdout
+        run(plugin_dir, "-m", "pypto.cli", "platforms", "--json", PYPTO_LOAD_PLUGINS="a2a3sim").stdout
     )
     assert [entry["name"] for entry in listed] == ["a2a3", "a2a3sim"]
 
 
-def test_torchref_gives_the_simulators_numbers(venv, tmp_path):
+def test_torchref_gives_the_simulators_numbers(plugin_dir, tmp_path):
     script = tmp_path / "compare.py"  # the parser reads kernels from a file
     script.write_text(COMPARE)
-    output = run(venv, str(script), str(ROOT / "examples" / "advanced")).stdout
+    output = run(plugin_dir, str(script), str(ROOT / "examples" / "advanced")).stdout
     assert output.splitlines() == [
         "mixed_matmul_bias same numbers",
         "mixed_matmul_bias same numbers",
@@ -123,8 +117,8 @@ def test_torchref_gives_the_simulators_numbers(venv, tmp_path):
     ]
 
 
-def test_pypto_run_on_torchref(venv):
+def test_pypto_run_on_torchref(plugin_dir):
     output = run(
-        venv, "-m", "pypto.cli", "run", "-p", "torchref", "examples/advanced/03_mixed_kernel.py"
+        plugin_dir, "-m", "pypto.cli", "run", "-p", "torchref", "examples/advanced/03_mixed_kernel.py"
     ).stdout
     assert output.splitlines()[-1] == "OK"
