@@ -12,6 +12,7 @@ from pypto.ir import (
     INDEX,
     OPS,
     AtomicType,
+    CastMode,
     DataType,
     PadValue,
     ScalarType,
@@ -196,20 +197,20 @@ CAST_EXPECTED = {
 
 @pytest.mark.parametrize("mode", CAST_EXPECTED)
 def test_float_to_int_cast_rounds_per_mode(mode):
-    got = apply("tile.cast", [tile_of(CAST_INPUT)], dtype=DataType.INT32, mode=mode)
+    got = apply("tile.cast", [tile_of(CAST_INPUT)], dtype=DataType.INT32, mode=CastMode(mode))
     assert got.dtype == torch.int32
     assert got.tolist() == [CAST_EXPECTED[mode]]
 
 
 def test_float_to_int_cast_saturates_at_the_integer_range():
     x = torch.tensor([[1e12, -1e12, 300.0]])
-    got = apply("tile.cast", [tile_of(x)], dtype=DataType.INT8, mode="round")
+    got = apply("tile.cast", [tile_of(x)], dtype=DataType.INT8, mode=CastMode.round)
     assert got.tolist() == [[127, -128, 127]]
 
 
 def test_float_to_float_cast_is_a_plain_torch_cast():
     x = rand(8, 16, seed=9)
-    got = apply("tile.cast", [tile_of(x)], dtype=DataType.BF16, mode="floor")
+    got = apply("tile.cast", [tile_of(x)], dtype=DataType.BF16, mode=CastMode.floor)
     torch.testing.assert_close(got, x.to(torch.bfloat16), rtol=0, atol=0)
 
 
@@ -235,7 +236,7 @@ def test_scalar_cast_converts_with_the_same_rounding_as_tiles(value, dtype, mode
             "scalar.cast",
             [(ScalarType(FP32 if isinstance(value, float) else INDEX.dtype), value)],
             dtype=dtype,
-            mode=mode,
+            mode=CastMode(mode),
         )
         == expected
     )

@@ -1,7 +1,13 @@
 """pypto_sim_a2a3 — the a2a3sim backend: a CPU simulator of one Ascend A2/A3 chip for PyPTO."""
 
 from pypto_sim_a2a3.backend import A2A3SimBackend
-from pypto_sim_a2a3.errors import BarrierError, DivisionByZeroError, OutOfBoundsError, PipeError
+from pypto_sim_a2a3.errors import (
+    BarrierError,
+    DivisionByZeroError,
+    OutOfBoundsError,
+    PipeError,
+    ScalarRangeError,
+)
 from pypto_sim_a2a3.target import A2A3_TARGET
 
 __version__ = "0.1.0"
@@ -13,5 +19,6 @@ __all__ = [
     "DivisionByZeroError",
     "OutOfBoundsError",
     "PipeError",
+    "ScalarRangeError",
     "__version__",
 ]

@@ -9,6 +9,10 @@ class OutOfBoundsError(PyptoError, IndexError):
     """A load or store touches global memory outside its tensor (offsets known only at run time)."""
 
 
+class ScalarRangeError(PyptoError, OverflowError):
+    """A run-time scalar does not fit the dtype of the tile it is used with (an INT8 tile plus 300)."""
+
+
 class DivisionByZeroError(PyptoError, ZeroDivisionError):
     """An integer division (scalar or tile) by zero."""
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import torch
 
-from pypto.ir import Call, DataType, PadValue, ScalarType, TensorType, TileType, VerificationError
-from pypto_sim_a2a3.errors import DivisionByZeroError, OutOfBoundsError
+from pypto.ir import Call, CastMode, DataType, PadValue, ScalarType, TensorType, TileType
+from pypto_sim_a2a3.errors import DivisionByZeroError, OutOfBoundsError, ScalarRangeError
 from pypto_sim_a2a3.memory import torch_dtype
 
 OpImpl = Callable[[Call, Sequence[Any]], Any]
@@ -89,13 +89,27 @@ def _binary_impl(name: str) -> OpImpl:
     return lambda call, args: _result(call, fn(call, args[0], args[1]))
 
 
+def element_scalar(call: Call, value: int | float | bool, dtype: torch.dtype) -> torch.Tensor:
+    """A scalar operand as the vector unit reads it: in the tile's dtype. The type rule rejects a
+    float or an out-of-range constant for an integer tile; a run-time integer out of range stops here."""
+    if not dtype.is_floating_point and dtype is not torch.bool:
+        info = torch.iinfo(dtype)
+        if not info.min <= value <= info.max:
+            raise ScalarRangeError(
+                f"{_user_op(call)}: the scalar {value!r} does not fit {dtype} elements, whose range is "
+                f"[{info.min}, {info.max}]",
+                call.span,
+                "keep the run-time value in range, or convert the tile to a wider dtype with pl.cast first",
+            )
+    return torch.tensor(value, dtype=dtype)
+
+
 def _binary_scalar_impl(name: str) -> OpImpl:
     fn = _BINARY[name]
 
     def impl(call: Call, args: Sequence[Any]) -> torch.Tensor:
         tile, scalar = args
-        # The vector unit reads the scalar in the tile's dtype.
-        return _result(call, fn(call, tile, torch.tensor(scalar, dtype=tile.dtype)))
+        return _result(call, fn(call, tile, element_scalar(call, scalar, tile.dtype)))
 
     return impl
 
@@ -112,29 +126,23 @@ def _concat(call: Call, args: Sequence[Any]) -> torch.Tensor:
 
 # ---------------------------------------------------------------- casts
 
-ROUNDING_MODES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "round": lambda x: torch.sign(x) * torch.floor(torch.abs(x) + 0.5),  # half away from zero
-    "rint": torch.round,  # half to even
-    "floor": torch.floor,
-    "ceil": torch.ceil,
-    "trunc": torch.trunc,
+ROUNDING_MODES: dict[CastMode, Callable[[torch.Tensor], torch.Tensor]] = {
+    CastMode.round: lambda x: torch.sign(x) * torch.floor(torch.abs(x) + 0.5),  # half away from zero
+    CastMode.rint: torch.round,  # half to even
+    CastMode.floor: torch.floor,
+    CastMode.ceil: torch.ceil,
+    CastMode.trunc: torch.trunc,
 }
 
 
 def cast_tensor(call: Call, x: torch.Tensor, dtype: DataType) -> torch.Tensor:
-    """``x`` as ``dtype``; float->int rounds per ``call.attrs["mode"]`` (default "round") and saturates."""
+    """``x`` as ``dtype``; float->int rounds per ``call.attrs["mode"]`` (a ``CastMode``, default
+    ``round``: the op table's type rule admits no other value) and saturates."""
     target = torch_dtype(dtype)
     if not (x.is_floating_point() and dtype.is_integer):
         return x.to(target)
-    mode = call.attrs.get("mode", "round")
-    if mode not in ROUNDING_MODES:
-        raise VerificationError(
-            f"{_user_op(call)}: unknown rounding mode {mode!r}",
-            call.span,
-            f"use one of {', '.join(repr(m) for m in ROUNDING_MODES)}",
-        )
     info = torch.iinfo(target)
-    rounded = ROUNDING_MODES[mode](x.to(torch.float64))
+    rounded = ROUNDING_MODES[call.attrs.get("mode", CastMode.round)](x.to(torch.float64))
     return rounded.clamp(info.min, info.max).to(target)
 
 
@@ -331,7 +339,8 @@ def _fillpad(call: Call, args: Sequence[Any]) -> torch.Tensor:
 @implements("tile.full")
 def _full(call: Call, args: Sequence[Any]) -> torch.Tensor:
     assert isinstance(call.type, TileType)
-    return torch.full(call.type.shape, args[0], dtype=torch_dtype(call.type.dtype))
+    dtype = torch_dtype(call.type.dtype)
+    return element_scalar(call, args[0], dtype).expand(call.type.shape).clone()
 
 
 @implements("tile.assemble")

@@ -43,6 +43,21 @@ class DataType(Enum):
     def is_integer(self) -> bool:
         return self.value[3] in ("int", "index")
 
+    @property
+    def is_bool(self) -> bool:
+        return self is DataType.BOOL
+
+    @property
+    def int_range(self) -> tuple[int, int]:
+        """The smallest and largest value of an integer (or bool) dtype: ``INT8.int_range == (-128, 127)``."""
+        if self is DataType.BOOL:
+            return 0, 1
+        if not self.is_integer:
+            raise ValueError(f"{self.name} is not an integer dtype")
+        if self is DataType.UINT8:
+            return 0, 2**self.bits - 1
+        return -(2 ** (self.bits - 1)), 2 ** (self.bits - 1) - 1
+
     def __repr__(self) -> str:
         return f"pl.{self.name}"
 

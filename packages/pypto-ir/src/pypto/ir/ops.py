@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import Enum
+from enum import Enum, StrEnum
 from math import prod
 from typing import Any
 
@@ -62,6 +62,21 @@ class PadValue(Enum):
 
     def __repr__(self) -> str:
         return f"pl.PadValue.{self.name}"
+
+
+class CastMode(StrEnum):
+    """How ``pl.cast`` rounds a float converted to an integer dtype; float -> float casts round to
+    nearest even whatever the mode. ``pl.cast(x, pl.INT32, mode="rint")`` or ``mode=pl.CastMode.rint``
+    (a member equals its name: ``CastMode.rint == "rint"``)."""
+
+    round = "round"  # half away from zero
+    rint = "rint"  # half to even
+    floor = "floor"
+    ceil = "ceil"
+    trunc = "trunc"
+
+    def __repr__(self) -> str:
+        return f"pl.CastMode.{self.name}"
 
 
 InferFn = Callable[[Sequence[Expr], Mapping[str, Any], SourceSpan | None], Type]
@@ -126,6 +141,8 @@ def _user_name(op: str) -> str:
     if op in _WRITTEN_AS:
         return f"pl.{_WRITTEN_AS[op]}"
     level, _, rest = op.partition(".")
+    if level in ("tile", "tensor") and rest.endswith("s") and rest[:-1] in ELEMENTWISE_BINARY:
+        rest = rest[:-1]  # the scalar form: pl.mul(t, 2.0) is tile.muls
     return "pl." + (rest if level in ("tile", "tensor", "scalar") and rest else op)
 
 
@@ -168,6 +185,58 @@ def _check_vec(op: str, t: Type, span: SourceSpan | None) -> None:
         )
 
 
+def _arithmetic(op: str, t: TileType | TensorType, span: SourceSpan | None) -> None:
+    """Arithmetic needs numbers: a BOOL tile or tensor is a type error."""
+    if t.dtype.is_bool:
+        raise _fail(
+            op,
+            f"computes on numbers, got {describe(t)}",
+            span,
+            "convert it first, e.g. pl.cast(x, pl.INT32) or pl.cast(x, pl.FP32)",
+        )
+
+
+# Ops whose result is a float whatever the input (exp, log, ...): on integers they would truncate.
+FLOAT_ONLY = frozenset({"exp", "log", "sqrt", "rsqrt", "recip"})
+
+
+def _float_only(op: str, t: TileType | TensorType, span: SourceSpan | None) -> None:
+    if not t.dtype.is_float:
+        raise _fail(
+            op,
+            f"is defined on floats, got {describe(t)}",
+            span,
+            f"convert it first: pl.cast(x, pl.FP32) (then back with pl.cast(y, pl.{t.dtype.name}) if needed)",
+        )
+
+
+def check_scalar_fits(op: str, scalar: Expr, dtype: DataType, span: SourceSpan | None, what: str) -> None:
+    """A scalar used with elements of ``dtype``: an integer dtype takes no float scalar (it would
+    truncate) and no constant outside its range; no dtype takes a bool scalar in arithmetic."""
+    t = scalar.type
+    assert isinstance(t, ScalarType)
+    name = f"pl.{dtype.name}"
+    value = f" {scalar.value!r}" if isinstance(scalar, Const) else ""
+    if t.dtype.is_bool and not dtype.is_bool:
+        raise _fail(op, f"{what} is a BOOL scalar{value}, not a number of {name}", span, "use 0 or 1")
+    if dtype.is_integer or dtype.is_bool:
+        if t.dtype.is_float:
+            raise _fail(
+                op,
+                f"{what} is a {t.dtype.name} scalar{value}, which {name} elements cannot hold exactly",
+                span,
+                "use an integer scalar, or convert the tile first: pl.cast(x, pl.FP32)",
+            )
+        low, high = dtype.int_range
+        if isinstance(scalar, Const) and not low <= scalar.value <= high:
+            raise _fail(
+                op,
+                f"{what} {scalar.value!r} does not fit {name}, whose range is [{low}, {high}]",
+                span,
+                f"use a value in [{low}, {high}], or convert the tile to a wider dtype with pl.cast first",
+            )
+
+
 def _binary(op: str) -> InferFn:
     def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
         lhs, rhs = (_shaped(op, a, span) for a in args)
@@ -186,6 +255,7 @@ def _binary(op: str) -> InferFn:
                 span,
                 "PyPTO has no implicit promotion: convert one side with pl.cast(x, dtype)",
             )
+        _arithmetic(op, lhs, span)
         _check_vec(op, lhs, span)
         _check_vec(op, rhs, span)
         return _with(lhs, memory_space=MemorySpace.Vec) if isinstance(lhs, TileType) else lhs
@@ -198,6 +268,8 @@ def _binary_scalar(op: str) -> InferFn:
         lhs = _shaped(op, args[0], span)
         if not isinstance(args[1].type, ScalarType):
             raise _fail(op, f"right operand must be a scalar, got {describe(args[1].type)}", span)
+        _arithmetic(op, lhs, span)
+        check_scalar_fits(op, args[1], lhs.dtype, span, "the scalar operand")
         _check_vec(op, lhs, span)
         return _with(lhs, memory_space=MemorySpace.Vec) if isinstance(lhs, TileType) else lhs
 
@@ -205,8 +277,13 @@ def _binary_scalar(op: str) -> InferFn:
 
 
 def _unary(op: str) -> InferFn:
+    float_only = op.rsplit(".", 1)[-1] in FLOAT_ONLY
+
     def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
         x = _shaped(op, args[0], span)
+        _arithmetic(op, x, span)
+        if float_only:
+            _float_only(op, x, span)
         _check_vec(op, x, span)
         return _with(x, memory_space=MemorySpace.Vec) if isinstance(x, TileType) else x
 
@@ -217,6 +294,10 @@ def _cast(op: str) -> InferFn:
     def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
         x = args[0].type
         dtype = attrs["dtype"]
+        mode = attrs.get("mode", CastMode.round)
+        if not isinstance(mode, CastMode):
+            modes = ", ".join(repr(m.value) for m in CastMode)
+            raise _fail(op, f"unknown rounding mode {mode!r}", span, f"use a pl.CastMode: one of {modes}")
         if isinstance(x, ScalarType):
             return ScalarType(dtype)
         x = _shaped(op, args[0], span)
@@ -280,6 +361,7 @@ def _matmul(op: str) -> InferFn:
                 span,
                 "cast one operand with pl.cast(x, dtype)",
             )
+        _arithmetic(op, a, span)
         dtype = matmul_result_dtype(a.dtype, b.dtype, attrs.get("out_dtype"))
         if isinstance(a, TileType):
             for t, space, side in ((a, MemorySpace.Left, "left"), (b, MemorySpace.Right, "right")):
@@ -559,6 +641,7 @@ def _matrix(op: str, e: Expr, span: SourceSpan | None, what: str = "operand") ->
     t = _shaped(op, e, span, what)
     if len(t.shape) != 2:
         raise _fail(op, f"{what} must be 2-D, got {describe(t)}", span)
+    _arithmetic(op, t, span)
     _check_vec(op, t, span)
     return t
 
@@ -677,6 +760,7 @@ def _full(op: str) -> InferFn:
         if len(args) != 1 or not isinstance(args[0].type, ScalarType):
             got = ", ".join(describe(a.type) for a in args) or "nothing"
             raise _fail(op, f"the fill value must be a scalar, got {got}", span)
+        check_scalar_fits(op, args[0], attrs["dtype"], span, "the fill value")
         return TileType(tuple(attrs["shape"]), attrs["dtype"], MemorySpace.Vec)
 
     return infer

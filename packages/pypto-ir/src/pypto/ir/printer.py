@@ -25,6 +25,7 @@ from pypto.ir.nodes import (
     TupleExpr,
     Var,
 )
+from pypto.ir.ops import CastMode
 from pypto.ir.tasks import AccessMode
 from pypto.ir.types import Direction, MemorySpace, TensorType, TileType, Type
 
@@ -51,6 +52,8 @@ def format_value(value: Any) -> str:
         return f"pl.{value.name}"
     if isinstance(value, MemorySpace):
         return f"pl.Mem.{value.name}"
+    if isinstance(value, CastMode):
+        return repr(value.value)  # as users write it: mode="rint"
     if isinstance(value, Enum):
         return f"pl.{type(value).__name__}.{value.name}"
     if isinstance(value, (tuple, list)):

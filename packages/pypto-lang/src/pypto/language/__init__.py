@@ -8,7 +8,7 @@
 ...     return out
 """
 
-from pypto.ir import AtomicType, DataType, Level, MemorySpace, PadValue, SplitMode
+from pypto.ir import AtomicType, CastMode, DataType, Level, MemorySpace, PadValue, SplitMode
 from pypto.ir import FunctionKind as FunctionType
 from pypto.language.annotations import InOut, Out, Scalar, Tensor, Tile
 from pypto.language.builtins import BUILTINS, system, tensor, tile
@@ -106,6 +106,7 @@ __all__ = [
     "INT64",
     "UINT8",
     "AtomicType",
+    "CastMode",
     "DataType",
     "FunctionType",
     "InOut",

@@ -10,7 +10,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from pypto.ir import AtomicType, DataType, Expr, MemorySpace, PadValue, ParseError
+from pypto.ir import AtomicType, CastMode, DataType, Expr, MemorySpace, PadValue, ParseError
 from pypto.ir.ops import COL_EXPANDS, COL_REDUCTIONS, ROW_EXPANDS, ROW_REDUCTIONS
 from pypto.language.builtins import BUILTIN_DOCS
 from pypto.language.parser.arith import SCALAR_UNARY, scalar_binary, scalar_unary
@@ -24,10 +24,10 @@ from pypto.language.parser.values import (
     is_tile,
     scalar_expr,
     static_shape,
+    tile_scalar,
 )
 
 COMMUTATIVE = frozenset({"add", "mul", "maximum", "minimum"})
-CAST_MODES = ("none", "rint", "round", "floor", "ceil", "trunc", "odd")
 
 Builder = Callable[..., Any]
 
@@ -46,7 +46,7 @@ def _binary(name: str) -> Builder:
         x = ctx.shaped(lhs, "left operand")
         level = ctx.level_of(x)
         if is_scalar(rhs):
-            return ctx.call(f"{level}.{name}s", [x, scalar_expr(rhs, x.type.dtype, ctx.span)])
+            return ctx.call(f"{level}.{name}s", [x, tile_scalar(rhs, x.type.dtype, ctx.span)])
         return ctx.call(f"{level}.{name}", [x, ctx.shaped(rhs, "right operand")])
 
     return build
@@ -62,16 +62,28 @@ def _unary(name: str) -> Builder:
     return build
 
 
-def build_cast(ctx: OpContext, x: Any, dtype: Any, mode: str = "round") -> Any:
+def build_cast(ctx: OpContext, x: Any, dtype: Any, mode: Any = CastMode.round) -> Any:
     if not isinstance(dtype, DataType):
         raise ctx.fail(f"dtype must be a pl dtype such as pl.FP32, got {describe_value(dtype)}")
-    if mode not in CAST_MODES:
-        raise ctx.fail(f"unknown rounding mode {mode!r}", f"use one of {', '.join(CAST_MODES)}")
-    attrs = {"dtype": dtype, "mode": mode}
+    attrs = {"dtype": dtype, "mode": cast_mode(ctx, mode)}
     if is_scalar(x):
         return ctx.call("scalar.cast", [scalar_expr(x, None, ctx.span)], attrs)
     x = ctx.shaped(x)
     return ctx.call(f"{ctx.level_of(x)}.cast", [x], attrs)
+
+
+def cast_mode(ctx: OpContext, mode: Any) -> CastMode:
+    """``mode=`` of ``pl.cast``: a ``pl.CastMode`` or its name (``"rint"``)."""
+    if isinstance(mode, CastMode):
+        return mode
+    try:
+        return CastMode(mode)
+    except ValueError:
+        names = ", ".join(repr(m.value) for m in CastMode)
+        raise ctx.fail(
+            f"unknown rounding mode {describe_value(mode)}",
+            f"use one of {names} (or pl.CastMode.<name>); float -> float casts round to nearest even",
+        ) from None
 
 
 def build_concat(ctx: OpContext, a: Any, b: Any) -> Any:
@@ -164,7 +176,7 @@ def build_full(ctx: OpContext, shape: Any, dtype: Any, value: Any) -> Any:
     if not is_scalar(value):
         raise ctx.fail(f"the fill value must be a scalar, got {describe_value(value)}")
     attrs = {"shape": static_shape(shape, ctx.span), "dtype": dtype}
-    return ctx.call("tile.full", [scalar_expr(value, dtype, ctx.span)], attrs)
+    return ctx.call("tile.full", [tile_scalar(value, dtype, ctx.span)], attrs)
 
 
 def _memory(ctx: OpContext, value: Any) -> MemorySpace:

@@ -85,6 +85,15 @@ def scalar_expr(value: Any, dtype: DataType | None, span: SourceSpan | None) -> 
     raise ParseError(f"expected a scalar, got {describe_value(value)}", span)
 
 
+def tile_scalar(value: Any, dtype: DataType, span: SourceSpan | None) -> Expr:
+    """A scalar operand of an op on elements of ``dtype``: a whole float (``2.0``) on an integer
+    tile is that integer; a fractional one stays a float, which the op's type rule rejects."""
+    plain = number(value) if is_number(value) else None
+    if isinstance(plain, float) and not isinstance(value, Const) and dtype.is_integer and plain.is_integer():
+        return Const(int(plain), ScalarType(dtype), span)
+    return scalar_expr(value, dtype, span)
+
+
 def index_tuple(values: Any, span: SourceSpan | None, what: str = "offsets") -> TupleExpr:
     """``[i * 128, 0]`` as a ``TupleExpr`` of integer scalars."""
     if not isinstance(values, (list, tuple)):
