@@ -399,24 +399,83 @@ def _check_accumulator(op: str, acc: Type, result: TileType | TensorType, span: 
 
 def _offsets(op: str, e: Expr, rank: int, span: SourceSpan | None, what: str = "offsets") -> None:
     if not isinstance(e, TupleExpr) or len(e.elements) != rank:
-        raise _fail(op, f"{what} must be a list of {rank} indices", span)
+        got = f", got {len(e.elements)}" if isinstance(e, TupleExpr) else ""
+        zeros = ", ".join(["0"] * rank)
+        raise _fail(
+            op, f"{what} must be a list of {rank} indices{got}", span, f"one per dimension, e.g. [{zeros}]"
+        )
     for el in e.elements:
         if not isinstance(el.type, ScalarType) or not el.type.dtype.is_integer:
-            raise _fail(op, f"{what} must be integers, got {describe(el.type)}", span)
+            raise _fail(
+                op,
+                f"{what} must be integers, got {describe(el.type)}",
+                span,
+                "convert a float with pl.cast(x, pl.INDEX)",
+            )
+
+
+def _same_rank(op: str, what: str, dims: Sequence[int], of: Type, span: SourceSpan | None) -> None:
+    """``dims`` (a shape, a region) gives one extent per dimension of ``of``."""
+    rank = len(of.shape)  # type: ignore[attr-defined]
+    if len(dims) != rank:
+        raise _fail(
+            op,
+            f"{what} {list(dims)} has {len(dims)} dim(s), but {describe(of)} has {rank}",
+            span,
+            f"give {what} one extent per dimension of {describe(of)}",
+        )
 
 
 def _static_bounds(
-    op: str, shape: Sequence[int], offsets: Expr, region: Sequence[int], span: SourceSpan | None
+    op: str,
+    shape: Sequence[int],
+    offsets: Expr,
+    region: Sequence[int],
+    span: SourceSpan | None,
+    what: str = "shape",
 ) -> None:
+    """The region of extents ``region`` at ``offsets`` lies inside ``shape`` (checked where the
+    offsets are constants); the ranks must agree."""
     assert isinstance(offsets, TupleExpr)
+    if not len(offsets.elements) == len(region) == len(shape):
+        raise _fail(
+            op,
+            f"{what} {list(region)} and offsets of {len(offsets.elements)} indices do not match the "
+            f"{len(shape)} dim(s) of {list(shape)}",
+            span,
+            "give the offsets and the extents one entry per dimension",
+        )
     for dim, (off, size, full) in enumerate(zip(offsets.elements, region, shape, strict=True)):
         if size <= 0:
-            raise _fail(op, f"shape must be positive, got {list(region)}", span)
+            raise _fail(
+                op, f"{what} must be positive, got {list(region)}", span, "every extent is at least 1"
+            )
         if isinstance(off, Const) and (off.value < 0 or off.value + size > full):
             raise _fail(
                 op,
                 f"region [{off.value}:{off.value + size}] is outside dim {dim} of size {full}",
                 span,
+                f"keep offset + extent within 0..{full} (only a valid_shape lets a tile hang over the end)",
+            )
+
+
+def _valid_within(op: str, valid: Sequence[int], shape: Sequence[int], span: SourceSpan | None) -> None:
+    """A static valid shape describes part of its tile: same rank, each extent in 1..tile extent."""
+    if len(valid) != len(shape):
+        raise _fail(
+            op,
+            f"valid_shape {list(valid)} has {len(valid)} dim(s), but the tile shape {list(shape)} "
+            f"has {len(shape)}",
+            span,
+            "give valid_shape one extent per dimension of the tile",
+        )
+    for dim, (v, full) in enumerate(zip(valid, shape, strict=True)):
+        if not 0 < v <= full:
+            raise _fail(
+                op,
+                f"valid_shape {list(valid)} is larger than the tile shape {list(shape)} in dim {dim}",
+                span,
+                "the valid region is part of the tile: each valid extent lies between 1 and the tile's",
             )
 
 
@@ -427,7 +486,10 @@ def _load(op: str) -> InferFn:
             raise _fail(op, f"loads from a tensor, got {describe(src)}", span)
         shape = tuple(attrs["shape"])
         _offsets(op, args[1], len(src.shape), span)
+        _same_rank(op, "shape", shape, src, span)
         valid = attrs.get("valid_shape")
+        if valid:
+            _valid_within(op, valid, shape, span)
         # Only the valid region is read: an edge tile may hang over the tensor's end.
         _static_bounds(op, src.shape, args[1], tuple(valid) if valid else shape, span)
         return TileType(shape, src.dtype, attrs.get("target_memory"), tuple(valid) if valid else None)
@@ -459,6 +521,7 @@ def _check_store(op: str, tile: Expr, offsets: Expr, dst: Expr, span: SourceSpan
             "cast the tile with pl.cast(tile, dtype) before storing",
         )
     _offsets(op, offsets, len(dst.type.shape), span)
+    _same_rank(op, "the tile's shape", tile.type.shape, dst.type, span)
     return tile.type
 
 
@@ -469,16 +532,30 @@ def _run_time_region(
     and a constant offset plus a constant entry stays inside the tensor."""
     _offsets(op, valid, len(tile), span, "valid_shape")
     assert isinstance(valid, TupleExpr) and isinstance(offsets, TupleExpr)
+    if len(tile) != len(shape):
+        raise _fail(
+            op,
+            f"the tile shape {list(tile)} has {len(tile)} dim(s), but the tensor {list(shape)} "
+            f"has {len(shape)}",
+            span,
+            "give the tile one extent per dimension of the tensor",
+        )
     for dim, (off, size) in enumerate(zip(offsets.elements, valid.elements, strict=True)):
         if not isinstance(size, Const):
             continue
         if not 0 <= size.value <= tile[dim]:
-            raise _fail(op, f"valid_shape {size.value} of dim {dim} is outside the tile's {tile[dim]}", span)
+            raise _fail(
+                op,
+                f"valid_shape {size.value} of dim {dim} is outside the tile's {tile[dim]}",
+                span,
+                "each valid extent lies between 0 and the tile's extent",
+            )
         if isinstance(off, Const) and (off.value < 0 or off.value + size.value > shape[dim]):
             raise _fail(
                 op,
                 f"region [{off.value}:{off.value + size.value}] is outside dim {dim} of size {shape[dim]}",
                 span,
+                f"keep offset + valid extent within 0..{shape[dim]}",
             )
 
 
