@@ -12,7 +12,6 @@ import pypto.language as pl
 from pypto.ir import Call, CastMode, Const, DataType, ParseError, PyptoError, TypeCheckError
 from pypto.ir.nodes import walk_expr, walk_stmts
 
-
 _modules = itertools.count()
 
 
@@ -40,7 +39,7 @@ def calls(program, op):
     return [
         e
         for stmt in walk_stmts(fn.body)
-        for root in getattr(stmt, "value", None) and [stmt.value] or []
+        for root in ([stmt.value] if hasattr(stmt, "value") else [])
         for e in walk_expr(root)
         if isinstance(e, Call) and e.op == op
     ]

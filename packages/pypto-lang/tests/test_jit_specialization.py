@@ -162,3 +162,17 @@ def test_run_config_dump_passes_writes_one_file_per_pass(backend, tmp_path, monk
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == ["01_after_KeepProgram.py", "02_after_KeepProgram.py"]
     assert "pl.tensor.exp(a)" in (tmp_path / names[0]).read_text()
+
+
+def test_dump_passes_is_written_when_the_compile_cache_already_holds_the_program(
+    backend, tmp_path, monkeypatch
+):
+    monkeypatch.setitem(PASS_REGISTRY, "KeepProgram", "lang_test_passes:KeepProgram")
+    a, out = torch.ones(64, 64), torch.zeros(64, 64)
+    kernel = fresh(fixed)
+    kernel(a, out, config=RunConfig(platform="testsim", pipeline=("KeepProgram",)))
+    dumps = tmp_path / "dumps"
+    kernel(a, out, config=RunConfig(platform="testsim", pipeline=("KeepProgram",), dump_passes=dumps))
+    assert sorted(p.name for p in dumps.iterdir()) == ["01_after_KeepProgram.py"]
+    kernel(a, out, config=RunConfig(platform="testsim", pipeline=("KeepProgram",)))
+    assert kernel.cache_info().hits == 1  # a call without dumps uses the cache again

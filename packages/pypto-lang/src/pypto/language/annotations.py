@@ -6,10 +6,14 @@ Python evaluates a signature at ``def`` time and when the parser evaluates one f
 
 from __future__ import annotations
 
+import functools
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pypto.ir import DataType, Direction, MemorySpace, ParseError
+from pypto.ir import DataType, Direction, MemorySpace, ParseError, PyptoError
+from pypto.language.tracebacks import frame_span, is_internal, raise_at_user_line
 
 
 @dataclass(frozen=True)
@@ -44,19 +48,52 @@ class ScalarSpec:
 AnnotationSpec = TensorSpec | TileSpec | ScalarSpec
 
 
+_DTYPES = ", ".join(f"pl.{d.name}" for d in DataType)
+
+
 def _shape(value: Any, what: str) -> tuple[int, ...]:
     if not isinstance(value, (list, tuple)) or not value:
-        raise ParseError(f"{what} shape must be a non-empty list of ints, got {value!r}")
+        raise ParseError(
+            f"{what} shape must be a non-empty list of ints, got {value!r}",
+            hint=f"write {what}[[128, 128], pl.FP32]: the shape first, as a list",
+        )
     for dim in value:
         if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
-            raise ParseError(f"{what} shape must hold positive ints, got {list(value)!r}")
+            raise ParseError(
+                f"{what} shape must hold positive ints, got {list(value)!r}",
+                hint="every dimension is an int of at least 1, e.g. [128, 128]",
+            )
     return tuple(value)
 
 
 def _dtype(value: Any, what: str) -> DataType:
     if not isinstance(value, DataType):
-        raise ParseError(f"{what} dtype must be a pl dtype such as pl.FP32, got {value!r}")
+        hint = f"write a pl dtype, one of {_DTYPES}"
+        if isinstance(value, str) and value.upper() in DataType.__members__:
+            hint = f"write pl.{value.upper()}, not the string {value!r}"
+        raise ParseError(f"{what} dtype must be a pl dtype such as pl.FP32, got {value!r}", hint=hint)
     return value
+
+
+def _at_annotation(getitem: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """A bad annotation evaluated by Python at ``def`` time is an error at that annotation in the
+    user's file (the parser gives the span itself when it evaluates one)."""
+
+    @functools.wraps(getitem)
+    def wrapper(cls: Any, item: Any) -> Any:
+        try:
+            return getitem(cls, item)
+        except PyptoError as err:
+            failure = err
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_globals.get("__name__") == __name__:
+            frame = frame.f_back  # type: ignore[assignment]
+        if failure.span is None and frame is not None and not is_internal(frame):
+            failure.span = frame_span(frame)
+            raise_at_user_line(failure, "<annotation>")
+        raise failure
+
+    return wrapper
 
 
 def _items(item: Any, what: str, count: tuple[int, ...]) -> tuple[Any, ...]:
@@ -75,6 +112,7 @@ class Tensor:
     Bare ``pl.Tensor`` takes shape and dtype from the argument at call time.
     """
 
+    @_at_annotation
     def __class_getitem__(cls, item: Any) -> TensorSpec:
         shape, dtype = _items(item, "pl.Tensor", (2,))
         return TensorSpec(_shape(shape, "pl.Tensor"), _dtype(dtype, "pl.Tensor"))
@@ -83,17 +121,22 @@ class Tensor:
 class Tile:
     """``pl.Tile[[64, 64], pl.FP32]`` or ``pl.Tile[[64, 64], pl.FP16, pl.Mem.Mat]``: an on-chip buffer."""
 
+    @_at_annotation
     def __class_getitem__(cls, item: Any) -> TileSpec:
         items = _items(item, "pl.Tile", (2, 3))
         memory = items[2] if len(items) == 3 else MemorySpace.Vec
         if not isinstance(memory, MemorySpace):
-            raise ParseError(f"pl.Tile memory space must be a pl.Mem member, got {memory!r}")
+            raise ParseError(
+                f"pl.Tile memory space must be a pl.Mem member, got {memory!r}",
+                hint="write pl.Tile[[64, 64], pl.FP32, pl.Mem.Vec] (or Mat, Left, Right, Acc, Bias)",
+            )
         return TileSpec(_shape(items[0], "pl.Tile"), _dtype(items[1], "pl.Tile"), memory)
 
 
 class Scalar:
     """``pl.Scalar[pl.FP32]``: a scalar parameter."""
 
+    @_at_annotation
     def __class_getitem__(cls, item: Any) -> ScalarSpec:
         return ScalarSpec(_dtype(item, "pl.Scalar"))
 
@@ -111,6 +154,7 @@ def _directed(item: Any, direction: Direction) -> TensorSpec:
 class Out:
     """``pl.Out[pl.Tensor[...]]``: a tensor the kernel writes (and does not read)."""
 
+    @_at_annotation
     def __class_getitem__(cls, item: Any) -> TensorSpec:
         return _directed(item, Direction.Out)
 
@@ -118,6 +162,7 @@ class Out:
 class InOut:
     """``pl.InOut[pl.Tensor[...]]``: a tensor the kernel reads and writes."""
 
+    @_at_annotation
     def __class_getitem__(cls, item: Any) -> TensorSpec:
         return _directed(item, Direction.InOut)
 

@@ -11,3 +11,7 @@ class ScopeOptionError(PyptoError, ValueError):
 
 class KernelOnlyError(PyptoError, RuntimeError):
     """A DSL builtin such as ``pl.add`` was called as plain Python, outside a kernel being parsed."""
+
+
+class RunConfigError(PyptoError, TypeError):
+    """``config=`` of a kernel call is not a ``RunConfig`` (e.g. the platform name as a string)."""

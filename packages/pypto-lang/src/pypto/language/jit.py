@@ -7,11 +7,12 @@ from collections.abc import Callable
 from typing import Any, NamedTuple, ParamSpec, TypeVar
 
 from pypto.ir import Program, PyptoError, RunReport
-from pypto.language.errors import KernelOnlyError
+from pypto.language.errors import KernelOnlyError, RunConfigError
 from pypto.language.kernel import JitKind, KernelFunction
 from pypto.language.parser.program import parse_program
+from pypto.language.parser.resolve import GlobalReads, recording_reads
 from pypto.language.specialize import Specialization, specialize
-from pypto.language.tracebacks import raise_at_user_line
+from pypto.language.tracebacks import call_site, raise_at_user_line
 from pypto.runtime.compiled import CompiledProgram, compile_program
 from pypto.runtime.config import RunConfig
 
@@ -51,17 +52,21 @@ class JitFunction(KernelFunction):
     def __init__(self, func: Callable[..., Any], kind: JitKind = JitKind.entry) -> None:
         super().__init__(func, kind)
         self.last_report: RunReport | None = None
-        self._compiled: dict[tuple[Any, ...], CompiledProgram] = {}
+        # Per key, the compiled program and the global/closure values its parse read.
+        self._compiled: dict[tuple[Any, ...], tuple[CompiledProgram, GlobalReads]] = {}
         self._hits = 0
         self._misses = 0
 
-    def _specialize(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Specialization:
+    def _specialize(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], running: bool = False
+    ) -> Specialization:
         if self.kind is JitKind.inline:
             raise KernelOnlyError(
                 f"{self.name}() is @pl.jit.inline: it is spliced into the kernel that calls it",
+                call_site(),
                 hint="call it from a @pl.jit or @pl.jit.incore body",
             )
-        return specialize(self, args, kwargs)
+        return specialize(self, args, kwargs, running)
 
     @_user_errors
     def parse(self, *args: Any, **kwargs: Any) -> Program:
@@ -69,15 +74,19 @@ class JitFunction(KernelFunction):
         return parse_program(self, self._specialize(args, kwargs).params)
 
     def _compile(self, spec: Specialization, config: RunConfig) -> CompiledProgram:
+        """The compiled program for ``spec``: from the in-memory cache unless a module global or
+        closure value the kernel read has changed since, or pass dumps are asked for (a dump is
+        written whenever it is asked for)."""
         key = (spec.key, config.cache_key())
-        compiled = self._compiled.get(key)
-        if compiled is not None:
+        cached = self._compiled.get(key)
+        if cached is not None and cached[1].changed() is None and config.dump_dir(self.name) is None:
             self._hits += 1
-            return compiled
+            return cached[0]
         self._misses += 1
-        program = parse_program(self, spec.params)
+        with recording_reads() as reads:
+            program = parse_program(self, spec.params)
         compiled = compile_program(program, config, spec.constants)
-        self._compiled[key] = compiled
+        self._compiled[key] = (compiled, reads)
         return compiled
 
     @_user_errors
@@ -86,18 +95,18 @@ class JitFunction(KernelFunction):
 
         >>> mixed.compile(config=RunConfig(platform="a2a3")).program  # doctest: +SKIP
         """
-        return self._compile(self._specialize(args, kwargs), config or RunConfig())
+        return self._compile(self._specialize(args, kwargs), _config(config))
 
     @_user_errors
     def lower(self, *args: Any, config: RunConfig | None = None, **kwargs: Any) -> Program:
         """The lowered IR program: ``[f.name for f in mixed.lower().functions]``."""
-        return self._compile(self._specialize(args, kwargs), config or RunConfig()).program
+        return self._compile(self._specialize(args, kwargs), _config(config)).program
 
     @_user_errors
     def __call__(self, *args: Any, config: RunConfig | None = None, **kwargs: Any) -> Any:
         """Compile (once per specialization) and run; ``pl.Out`` tensors are written in place."""
-        spec = self._specialize(args, kwargs)
-        config = config or RunConfig()
+        config = _config(config)
+        spec = self._specialize(args, kwargs, running=True)
         compiled = self._compile(spec, config)
         result = compiled.run(*spec.args, config=config)
         self.last_report = compiled.last_report
@@ -110,6 +119,20 @@ class JitFunction(KernelFunction):
     def cache_clear(self) -> None:
         self._compiled.clear()
         self._hits = self._misses = 0
+
+
+def _config(config: Any) -> RunConfig:
+    """``config=`` of a call: a ``RunConfig``, or None for the defaults."""
+    if config is None:
+        return RunConfig()
+    if not isinstance(config, RunConfig):
+        example = f'RunConfig(platform="{config}")' if isinstance(config, str) else "RunConfig(...)"
+        raise RunConfigError(
+            f"config= takes a RunConfig, got {type(config).__name__} {config!r}",
+            call_site(),
+            f"from pypto.runtime import RunConfig; pass config={example}",
+        )
+    return config
 
 
 class Jit:

@@ -1,6 +1,7 @@
 """``KernelFunction``: a Python function marked by ``@pl.jit``, ``@pl.jit.incore`` or ``@pl.jit.inline``.
 
-It holds what the parser reads from the function (source, free names, signature), each read once.
+It holds what the parser reads from the function (source, free names, signature), each read once
+(the signature again if a value its annotations name has changed).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from collections.abc import Callable
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from pypto.language.parser.resolve import GlobalNames
+from pypto.language.parser.resolve import GlobalNames, GlobalReads, recording_reads
 from pypto.language.parser.source import KernelSource
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ class KernelFunction:
         functools.update_wrapper(self, func)
         self.func = func
         self.kind = kind
+        self._signature: tuple[tuple[ParamSignature, ...], GlobalReads] | None = None
 
     @property
     def name(self) -> str:
@@ -45,14 +47,19 @@ class KernelFunction:
     def names(self) -> GlobalNames:
         return GlobalNames(self.func)
 
-    @functools.cached_property
+    @property
     def signature(self) -> tuple[ParamSignature, ...]:
-        """The parameters with their evaluated annotations."""
-        # Imported here: the signature reader parses annotations with the expression parser,
-        # which itself needs to recognize KernelFunction.
-        from pypto.language.parser.signature import read_signature
+        """The parameters with their evaluated annotations (read again when a global or closure value
+        a postponed, string annotation names has changed since)."""
+        if self._signature is None or self._signature[1].changed() is not None:
+            # Imported here: the signature reader parses annotations with the expression parser,
+            # which itself needs to recognize KernelFunction.
+            from pypto.language.parser.signature import read_signature
 
-        return read_signature(self)
+            with recording_reads() as reads:
+                params = read_signature(self)
+            self._signature = (params, reads)
+        return self._signature[0]
 
     def __repr__(self) -> str:
         return f"<{self.kind.value} {self.name}>"

@@ -1,16 +1,21 @@
-"""Specialization: binding call arguments to a kernel's annotated parameters."""
+"""Specialization: binding call arguments to a kernel's annotated parameters.
+
+Every error here points at the parameter in the ``def`` (its name, with a caret), since that is
+where the mismatched annotation or the expected argument is declared.
+"""
 
 from __future__ import annotations
 
 import inspect
+import re
 from dataclasses import dataclass
 from typing import Any
 
-from pypto.ir import ScalarType, SpecializationError, TensorType
+from pypto.ir import PyptoError, ScalarType, SourceSpan, SpecializationError, TensorType
 from pypto.language.annotations import ScalarSpec, TensorSpec
 from pypto.language.kernel import KernelFunction
 from pypto.language.parser.signature import BoundParam, ParamSignature
-from pypto.runtime.arguments import scalar_value, tensor_type
+from pypto.runtime.arguments import check_runnable, scalar_value, tensor_type
 
 
 @dataclass(frozen=True)
@@ -30,23 +35,56 @@ class Specialization:
         return {p.name: p.value for p in self.params if p.value is not None}
 
 
-def specialize(kernel: KernelFunction, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Specialization:
+def specialize(
+    kernel: KernelFunction, args: tuple[Any, ...], kwargs: dict[str, Any], running: bool = False
+) -> Specialization:
     """Bind ``args`` to ``kernel``'s parameters; no arguments at all means "from the annotations".
+
+    ``running``: the arguments are about to be run on, so tensors must hold data a kernel can read
+    and write (see :func:`pypto.runtime.arguments.check_runnable`).
 
     >>> specialize(mixed, (a, b, bias, out), {}).key  # doctest: +SKIP
     """
     signature = kernel.signature
-    if not args and not kwargs and signature:
+    if not args and not kwargs and signature and not running:
         return Specialization(tuple(_from_annotation(kernel, sig) for sig in signature))
     try:
         bound = inspect.signature(kernel.func).bind(*args, **kwargs)
     except TypeError as exc:
         names = ", ".join(sig.name for sig in signature)
-        raise SpecializationError(f"{kernel.name}(): {exc}", hint=f"{kernel.name} takes ({names})") from None
+        raise SpecializationError(
+            f"{kernel.name}(): {exc}",
+            _arity_span(kernel, signature, str(exc), len(args)),
+            f"{kernel.name} takes ({names})",
+        ) from None
     bound.apply_defaults()
     values = tuple(bound.arguments[sig.name] for sig in signature)
-    params = tuple(_bind(sig, value) for sig, value in zip(signature, values, strict=True))
-    return Specialization(params, values)
+    params = []
+    for sig, value in zip(signature, values, strict=True):
+        try:
+            param = _bind(sig, value)
+            if running:
+                check_runnable(value, param.direction, sig.name)
+        except PyptoError as err:
+            raise err.with_span(sig.span) from None
+        params.append(param)
+    return Specialization(tuple(params), values)
+
+
+def _arity_span(
+    kernel: KernelFunction, signature: tuple[ParamSignature, ...], message: str, given: int
+) -> SourceSpan:
+    """Where an arity error points: the parameter named in ``message`` (missing, or given twice),
+    the first parameter left without a positional argument, or else the ``def``."""
+    by_name = {sig.name: sig.span for sig in signature}
+    named = re.search(r"'(\w+)'", message)
+    if named and named.group(1) in by_name:
+        return by_name[named.group(1)]
+    if "too many" in message and signature:
+        return signature[-1].span
+    if given < len(signature):
+        return signature[given].span
+    return kernel.source.span(kernel.source.tree)
 
 
 def _from_annotation(kernel: KernelFunction, sig: ParamSignature) -> BoundParam:
@@ -71,7 +109,11 @@ def _bind(sig: ParamSignature, value: Any) -> BoundParam:
         constant = scalar_value(value, spec.dtype, sig.name)
         return BoundParam(sig.name, ScalarType(spec.dtype), value=constant, span=sig.span)
     if not isinstance(spec, TensorSpec):
-        raise SpecializationError(f"parameter '{sig.name}' has an unsupported annotation", sig.span)
+        raise SpecializationError(
+            f"parameter '{sig.name}' has an unsupported annotation",
+            sig.span,
+            "annotate it as pl.Tensor[...], pl.Out[...], pl.InOut[...] or a scalar dtype",
+        )
     actual = tensor_type(value, sig.name)
     for what, want, got in (("shape", spec.shape, actual.shape), ("dtype", spec.dtype, actual.dtype)):
         if want is not None and want != got:

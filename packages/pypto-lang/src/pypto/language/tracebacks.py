@@ -1,10 +1,51 @@
-"""Re-raising a ``PyptoError`` so that the user's kernel line is the last traceback frame."""
+"""Re-raising a ``PyptoError`` so that the user's kernel line is the last traceback frame, and
+finding the user's own call in the stack."""
 
 from __future__ import annotations
 
+import linecache
+import sys
+from types import FrameType
 from typing import NoReturn
 
-from pypto.ir import PyptoError
+from pypto.ir import PyptoError, SourceSpan
+
+# Modules whose frames are the compiler's, not the user's (pypto.models is user code written in pl).
+INTERNAL_MODULES = ("pypto.ir", "pypto.passes", "pypto.language", "pypto.runtime", "pypto.cli", "pypto_sim_")
+
+
+def is_internal(frame: FrameType) -> bool:
+    module = frame.f_globals.get("__name__", "")
+    return module.startswith(INTERNAL_MODULES) or module in ("functools", "contextlib")
+
+
+def call_site(skip_internal: bool = True) -> SourceSpan | None:
+    """The span of the expression the first frame outside the compiler is evaluating: the user's
+    ``kernel(a, b, config="a2a3sim")`` call, or the annotation being evaluated at ``def`` time."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and skip_internal and is_internal(frame):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    return frame_span(frame)
+
+
+def frame_span(frame: FrameType) -> SourceSpan:
+    """The span of the instruction ``frame`` is executing (its line, and its columns on that line)."""
+    code = frame.f_code
+    positions = list(code.co_positions())
+    index = frame.f_lasti // 2
+    line, end_line, col, end_col = positions[index] if 0 <= index < len(positions) else (None,) * 4
+    line = line or frame.f_lineno
+    text = linecache.getline(code.co_filename, line)
+    start = _char_col(text, col) if col is not None else 0
+    end = _char_col(text, end_col) if end_col is not None and end_line == line else None
+    return SourceSpan(code.co_filename, line, start, end)
+
+
+def _char_col(text: str, byte_col: int) -> int:
+    """Code positions count UTF-8 bytes; carets need characters."""
+    return len(text.encode()[:byte_col].decode(errors="replace"))
 
 
 def raise_at_user_line(err: PyptoError, where: str) -> NoReturn:

@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pypto.ir import Function, Program, Return, RunReport, SpecializationError, Target, Var
+from pypto.ir import Function, Program, PyptoError, Return, RunReport, SpecializationError, Target, Var
 from pypto.passes import PassContext, PassManager, build_pass, dump_to, lower
 from pypto.runtime import launches
-from pypto.runtime.arguments import check_argument
+from pypto.runtime.arguments import check_argument, check_runnable
 from pypto.runtime.cache import OFF, cached_lower
 from pypto.runtime.config import RunConfig
 from pypto.runtime.profiling import ProfileFiles, write_profile
@@ -76,21 +76,29 @@ class CompiledProgram:
         return self._returned(report, args)
 
     def _check(self, args: tuple[Any, ...]) -> None:
+        """The arguments fit the entry's parameters and hold data to run on; an error points at the
+        parameter (its span in the kernel's ``def``)."""
         params = self.entry.params
         if len(args) != len(params):
             names = ", ".join(p.var.name for p in params)
             raise SpecializationError(
-                f"{self.entry.name}() takes {len(params)} argument(s) ({names}), got {len(args)}"
+                f"{self.entry.name}() takes {len(params)} argument(s) ({names}), got {len(args)}",
+                self.entry.span,
+                f"pass one value per parameter: {self.entry.name}({names})",
             )
         for param, value in zip(params, args, strict=True):
             name = param.var.name
-            check_argument(value, param.var.type, name)
-            if name in self.constants and value != self.constants[name]:
-                raise SpecializationError(
-                    f"argument {name!r} is {value!r} but the program was compiled with {name}="
-                    f"{self.constants[name]!r}",
-                    hint="scalar values are part of the specialization: compile again for this value",
-                )
+            try:
+                check_argument(value, param.var.type, name)
+                check_runnable(value, param.direction, name)
+                if name in self.constants and value != self.constants[name]:
+                    raise SpecializationError(
+                        f"argument {name!r} is {value!r} but the program was compiled with {name}="
+                        f"{self.constants[name]!r}",
+                        hint="scalar values are part of the specialization: compile again for this value",
+                    )
+            except PyptoError as err:
+                raise err.with_span(param.var.span or self.entry.span) from None
 
     def _returned(self, report: RunReport, args: tuple[Any, ...]) -> Any:
         values = tuple(report.outputs) or self._returned_params(args)

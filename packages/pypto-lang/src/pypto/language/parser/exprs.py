@@ -217,9 +217,28 @@ class ExprParser:
         if isinstance(base, Expr):
             return self.ir_attribute(base, node)
         try:
-            return getattr(base, node.attr)
+            value = getattr(base, node.attr)
         except AttributeError:
-            raise self.error(node, f"{describe_value(base)} has no attribute '{node.attr}'") from None
+            raise self.error(
+                node,
+                f"{describe_value(base)} has no attribute '{node.attr}'",
+                f"check the spelling of '{node.attr}'",
+            ) from None
+        path = self.global_path(node)
+        if path is not None:
+            self.names.noted(path, value)
+        return value
+
+    def global_path(self, node: ast.Attribute) -> tuple[str, ...] | None:
+        """``("cfg", "rows")`` for ``cfg.rows`` when ``cfg`` is a module global or closure name."""
+        parts = [node.attr]
+        base: ast.expr = node.value
+        while isinstance(base, ast.Attribute):
+            parts.append(base.attr)
+            base = base.value
+        if not isinstance(base, ast.Name) or self.env.lookup(base.id) is not None:
+            return None
+        return (base.id, *reversed(parts))
 
     def ir_attribute(self, base: Expr, node: ast.Attribute) -> Any:
         """``a.shape`` and ``a.dtype`` fold to the specialized constants."""
