@@ -142,7 +142,10 @@ class Scalar:
 
 
 def _directed(item: Any, direction: Direction) -> TensorSpec:
-    spec = as_spec(item)
+    try:
+        spec: AnnotationSpec | None = as_spec(item)
+    except ParseError:
+        spec = None
     if not isinstance(spec, TensorSpec):
         raise ParseError(
             f"pl.{direction.value}[...] wraps a tensor annotation, got {item!r}",
