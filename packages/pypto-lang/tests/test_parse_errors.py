@@ -326,3 +326,64 @@ def test_calling_an_arbitrary_python_function_is_rejected():
 
     with pytest.raises(ParseError, match="cannot call print inside a kernel"):
         calls_print.parse()
+
+
+OFFSETS = (0, 32)
+
+
+def test_a_python_tuple_indexed_by_a_loop_variable_says_so():
+    @pl.jit
+    def tuple_by_loop(a: T64, out: pl.Out[T64]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            for i in pl.range(2):
+                t = pl.load(a, [OFFSETS[i], 0], [32, 64])
+                pl.store(t, [i * 32, 0], out)
+        return out
+
+    with pytest.raises(ParseError) as info:
+        tuple_by_loop.parse()
+    err = rendered(info.value)
+    assert info.value.message.startswith(
+        "OFFSETS is a Python tuple, read at compile time, but the index i is a run-time value"
+    )
+    assert err.underlined == "OFFSETS[i]"
+    assert "pl.read(t, [i])" in err.hint
+
+
+@pytest.mark.parametrize(
+    ("statement", "message"),
+    [
+        ("a.x = 1", "cannot assign to an attribute (x.attr = ...) in a kernel"),
+        ("while True:\n            pass", "unsupported Python construct in a kernel: a while loop"),
+        ("x = {1: 2}", "unsupported Python construct in a kernel: a dict display"),
+        ("x = 2 ** a", "operator ** is not supported on the int 2 and Tensor[[64, 64], FP32]"),
+        ("x = a & a", "operator & is not supported on Tensor[[64, 64], FP32] and Tensor[[64, 64], FP32]"),
+    ],
+)
+def test_unsupported_constructs_are_named_in_words(tmp_path, statement, message):
+    import importlib.util
+
+    path = tmp_path / "construct.py"
+    path.write_text(
+        "import pypto.language as pl\n\n\n@pl.jit\n"
+        "def kernel(a: pl.Tensor[[64, 64], pl.FP32], out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]):\n"
+        "    with pl.at(level=pl.Level.CORE_GROUP):\n"
+        f"        {statement}\n"
+        "    return out\n"
+    )
+    spec = importlib.util.spec_from_file_location("construct", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(ParseError) as info:
+        module.kernel.parse()
+    assert info.value.message.startswith(message)
+    assert rendered(info.value).hint
+    assert not any(word in info.value.message for word in ("Assign", "BinOp", "Pow", "BitAnd", "syntax"))
+
+
+def test_a_lambda_is_not_a_kernel():
+    kernel = pl.jit(lambda a: a)
+    with pytest.raises(ParseError) as info:
+        kernel.parse()
+    assert info.value.message == "@pl.jit decorates a plain def, got a lambda"
+    assert info.value.hint

@@ -23,38 +23,94 @@ from pypto.language.parser.resolve import GlobalNames
 from pypto.language.parser.source import KernelSource
 from pypto.language.parser.values import describe_value, is_number, is_scalar, number
 
-# Python constructs the DSL does not accept, as the error names them.
+# Every Python construct, as an error names it in words.
 CONSTRUCTS = {
+    "FunctionDef": "a nested def",
+    "AsyncFunctionDef": "a nested async def",
+    "ClassDef": "a class definition",
+    "Return": "a return statement",
+    "Delete": "a del statement",
+    "Assign": "an assignment",
+    "AugAssign": "an augmented assignment (x += ...)",
+    "AnnAssign": "an annotated assignment",
+    "TypeAlias": "a type alias statement",
+    "For": "a for loop",
+    "AsyncFor": "async for",
+    "While": "a while loop",
+    "If": "an if statement",
+    "With": "a with statement",
+    "AsyncWith": "async with",
+    "Match": "a match statement",
+    "Raise": "a raise statement",
+    "Try": "a try statement",
+    "TryStar": "a try statement",
+    "Assert": "an assert statement",
+    "Import": "an import",
+    "ImportFrom": "an import",
+    "Global": "a global statement",
+    "Nonlocal": "a nonlocal statement",
+    "Expr": "an expression statement",
+    "Pass": "pass",
+    "Break": "break",
+    "Continue": "continue",
+    "BoolOp": "and / or",
+    "NamedExpr": "an assignment expression (:=)",
+    "BinOp": "a binary operator",
+    "UnaryOp": "a unary operator",
+    "Lambda": "a lambda",
+    "IfExp": "a conditional expression (x if c else y)",
+    "Dict": "a dict display",
+    "Set": "a set display",
     "ListComp": "a list comprehension",
     "SetComp": "a set comprehension",
     "DictComp": "a dict comprehension",
     "GeneratorExp": "a generator expression",
-    "Lambda": "a lambda",
-    "Dict": "a dict display",
-    "Set": "a set display",
-    "JoinedStr": "an f-string",
-    "Starred": "a starred expression",
-    "NamedExpr": "an assignment expression (:=)",
     "Await": "await",
     "Yield": "yield",
     "YieldFrom": "yield from",
-    "While": "a while loop",
-    "Try": "a try statement",
-    "TryStar": "a try statement",
-    "Raise": "a raise statement",
-    "Delete": "a del statement",
-    "Global": "a global statement",
-    "Nonlocal": "a nonlocal statement",
-    "Import": "an import",
-    "ImportFrom": "an import",
-    "FunctionDef": "a nested def",
-    "AsyncFunctionDef": "a nested def",
-    "ClassDef": "a class definition",
-    "AsyncFor": "async for",
-    "AsyncWith": "async with",
-    "Match": "a match statement",
-    "Break": "break",
-    "Continue": "continue",
+    "Compare": "a comparison",
+    "Call": "a call",
+    "FormattedValue": "an f-string",
+    "JoinedStr": "an f-string",
+    "Constant": "a constant",
+    "Attribute": "an attribute",
+    "Subscript": "a subscript",
+    "Starred": "a starred expression (*x)",
+    "Name": "a name",
+    "List": "a list",
+    "Tuple": "a tuple",
+    "Slice": "a slice outside a subscript",
+}
+# What an assignment can target, as the error names a target it cannot take.
+TARGETS = {
+    "Attribute": "an attribute (x.attr = ...)",
+    "Starred": "a starred name (*rest = ...)",
+    "Subscript": "a subscript",
+}
+
+
+def construct(node: ast.AST) -> str:
+    """A construct in words: ``a while loop``, ``a list comprehension``."""
+    kind = type(node).__name__
+    return CONSTRUCTS.get(kind, f"the Python construct {kind}")
+
+
+# Operators as the user wrote them, for errors about the ones kernels do not take.
+SYMBOLS: dict[type, str] = {
+    ast.Pow: "**",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+    ast.BitAnd: "&",
+    ast.Invert: "~",
+    ast.Not: "not",
+    ast.UAdd: "unary +",
+    ast.USub: "unary -",
+    ast.Is: "is",
+    ast.IsNot: "is not",
+    ast.In: "in",
+    ast.NotIn: "not in",
 }
 
 OPERATORS: dict[type, str] = {
@@ -141,8 +197,7 @@ class ExprParser:
         return ParseError(message, self.span(node), hint)
 
     def unsupported(self, node: ast.AST) -> ParseError:
-        kind = type(node).__name__
-        what = CONSTRUCTS.get(kind, f"{kind} syntax")
+        what = construct(node)
         return self.error(
             node,
             f"unsupported Python construct in a kernel: {what}",
@@ -264,11 +319,33 @@ class ExprParser:
             except PyptoError as err:
                 raise err.with_span(self.span(node)) from None
         if isinstance(base, (tuple, list)):
+            if isinstance(key, Expr):
+                raise self.run_time_index(node, base, key)
             try:
                 return base[key]
             except (IndexError, TypeError) as exc:
-                raise self.error(node, f"cannot index {describe_value(base)} with {key!r}: {exc}") from None
-        raise self.error(node, f"cannot subscript {describe_value(base)}")
+                raise self.error(
+                    node,
+                    f"cannot index {describe_value(base)} with {key!r}: {exc}",
+                    f"index it with an int from 0 to {len(base) - 1}",
+                ) from None
+        raise self.error(
+            node,
+            f"cannot subscript {describe_value(base)}",
+            "kernels subscript tensors and tiles (regions), and Python tuples and lists (at compile time)",
+        )
+
+    def run_time_index(self, node: ast.Subscript, base: tuple[Any, ...] | list[Any], key: Expr) -> ParseError:
+        """A Python tuple or list indexed by a run-time value (a pl.range loop variable, a scalar)."""
+        kind = "tuple" if isinstance(base, tuple) else "list"
+        index = ast.unparse(node.slice)
+        return self.error(
+            node,
+            f"{ast.unparse(node.value)} is a Python {kind}, read at compile time, but the index {index} is "
+            f"a run-time value ({describe_value(key)}), e.g. a pl.range loop variable",
+            f"compute the value from {index} (e.g. {index} * 32), or keep the values in a tensor and "
+            f"read one with pl.read(t, [{index}])",
+        )
 
     def region_read(self, base: Expr, node: ast.Subscript) -> Any:
         """``a[:, k0:k0 + 128]``: a region of a tensor or tile (``pl.slice``); omitted trailing dims
@@ -331,7 +408,12 @@ class ExprParser:
         if name is None:
             if is_number(lhs) and is_number(rhs) and isinstance(node.op, ast.Pow):
                 return number(lhs) ** number(rhs)
-            raise self.error(node, f"operator {type(node.op).__name__} is not supported here")
+            raise self.error(
+                node,
+                f"operator {SYMBOLS[type(node.op)]} is not supported on {describe_value(lhs)} and "
+                f"{describe_value(rhs)}",
+                "kernels take + - * / // % and @; use pl.* ops for the rest (e.g. pl.exp, pl.maximum)",
+            )
         ctx = self.op_context(node, f"pl.{name}")
         if name in ("floordiv", "mod"):
             return scalar_binary(ctx, name, lhs, rhs)
@@ -345,7 +427,9 @@ class ExprParser:
             return value
         if isinstance(value, Expr) and not is_number(value):
             raise self.error(
-                node, f"operator {type(node.op).__name__} on {describe_value(value)} is not supported"
+                node,
+                f"operator {SYMBOLS[type(node.op)]} on {describe_value(value)} is not supported",
+                "`not` and `~` apply to compile-time values; on a run-time scalar compare instead (x == 0)",
             )
         folded = number(value) if is_number(value) else value
         try:

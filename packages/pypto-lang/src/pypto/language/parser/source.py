@@ -16,6 +16,25 @@ def _char_col(text: str, byte_col: int) -> int:
     return len(text.encode()[:byte_col].decode(errors="replace"))
 
 
+def _def_node(text: str, indented: bool) -> ast.stmt | None:
+    """The first statement of a function's source lines (None if they do not parse on their own)."""
+    # An indented def (a method, a function in a function) parses inside `if True:`, which
+    # keeps every column as it is in the file and shifts lines by one.
+    try:
+        module = ast.parse("if True:\n" + text if indented else text)
+    except SyntaxError:
+        return None
+    return module.body[0].body[0] if indented else module.body[0]  # type: ignore[attr-defined]
+
+
+def _described(node: ast.stmt | None) -> str:
+    if isinstance(node, ast.AsyncFunctionDef):
+        return "an async def"
+    if isinstance(node, ast.ClassDef):
+        return "a class"
+    return "something that is not a def"
+
+
 @dataclass(frozen=True)
 class KernelSource:
     """The ``def`` of one Python function, parsed, with file-relative positions.
@@ -31,23 +50,25 @@ class KernelSource:
 
     @classmethod
     def of(cls, func: Callable[..., Any]) -> KernelSource:
+        code = getattr(func, "__code__", None)
+        where = SourceSpan(code.co_filename, code.co_firstlineno) if code is not None else None
         try:
             lines, first_line = inspect.getsourcelines(func)
         except (OSError, TypeError) as exc:
             raise ParseError(
                 f"cannot read the source of {getattr(func, '__qualname__', func)!r}: {exc}",
-                hint="define @pl.jit functions in a .py file (the parser reads their source)",
+                where,
+                "define @pl.jit functions in a .py file (the parser reads their source)",
             ) from None
         text = "".join(lines)
         indented = lines[0][:1] in (" ", "\t")
-        # An indented def (a method, a function in a function) parses inside `if True:`, which
-        # keeps every column as it is in the file and shifts lines by one.
-        module = ast.parse("if True:\n" + text if indented else text)
-        node = module.body[0].body[0] if indented else module.body[0]  # type: ignore[attr-defined]
+        node = _def_node(text, indented)
         if not isinstance(node, ast.FunctionDef):
+            got = "a lambda" if func.__name__ == "<lambda>" else _described(node)
             raise ParseError(
-                f"@pl.jit decorates a plain def, got {type(node).__name__}",
+                f"@pl.jit decorates a plain def, got {got}",
                 SourceSpan(func.__code__.co_filename, first_line),
+                "write the kernel as `def name(...):` with the decorator on the line above",
             )
         offset = first_line - 2 if indented else first_line - 1
         return cls(func.__code__.co_filename, node, first_line, tuple(lines), offset)

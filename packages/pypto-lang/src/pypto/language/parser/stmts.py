@@ -32,7 +32,7 @@ from pypto.language.annotations import ScalarSpec, TensorSpec, TileSpec
 from pypto.language.builtins import Builtin
 from pypto.language.parser.body import BodyBuilder
 from pypto.language.parser.env import Env
-from pypto.language.parser.exprs import KernelCalls
+from pypto.language.parser.exprs import TARGETS, KernelCalls, construct
 from pypto.language.parser.ops import build_op
 from pypto.language.parser.resolve import GlobalNames
 from pypto.language.parser.scopes import ScopeParser
@@ -206,7 +206,12 @@ class StmtParser(ScopeParser):
         elif isinstance(target, ast.Subscript):
             self.write_region(target, value)
         else:
-            raise self.unsupported(target)
+            what = TARGETS.get(type(target).__name__, construct(target))
+            raise self.error(
+                target,
+                f"cannot assign to {what} in a kernel",
+                "assign to a name (x = ...), several names (a, b = ...), or a tensor region (out[...] = ...)",
+            )
 
     def unpack(self, target: ast.Tuple | ast.List, value: Any) -> None:
         if not isinstance(value, (tuple, list)):
