@@ -42,6 +42,7 @@ from pypto.ir import (
 )
 from pypto.ir.nodes import nested_bodies, walk_stmts, with_bodies
 from pypto.passes.manager import PassContext
+from pypto.passes.rewrite import at_function
 from pypto.passes.sides import BOUNDARY_OPS, Side, call_side, first_ops_by_side, space_side
 from pypto.passes.vector_split import has_split_regions
 
@@ -82,7 +83,10 @@ class ExpandMixedKernel:
     def run(self, program: Program, ctx: PassContext) -> Program:
         funcs: list[Function] = []
         for fn in program.functions:
-            funcs.extend(self.expand(fn, ctx.target) if fn.kind is FunctionKind.InCore else [fn])
+            if fn.kind is FunctionKind.InCore:
+                funcs.extend(at_function(lambda f: self.expand(f, ctx.target), fn))
+            else:
+                funcs.append(fn)
         return replace(program, functions=tuple(funcs))
 
     def expand(self, fn: Function, target: Target) -> list[Function]:
