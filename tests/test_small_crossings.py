@@ -43,12 +43,15 @@ def scale_matmul_relu(mode: pl.SplitMode):
     return both_ways
 
 
-# (mode, m, k, n, rounded slot_size): [1, 2] FP32 is 8 bytes, [2, 5] FP32 40, [1, 3] FP32 12.
+# (mode, m, k, n, rounded slot_size): the FP32 result [1, 2] is 8 bytes, [1, 3] 12, [2, 5] 40,
+# [3, 5] 60 (its odd rows split 2 + 1 across the lanes), [1, 3] under LEFT_RIGHT 2 + 1 columns.
 SMALL = [
     (pl.SplitMode.NONE, 1, 16, 2, 32),
-    (pl.SplitMode.LEFT_RIGHT, 1, 16, 2, 32),
-    (pl.SplitMode.UP_DOWN, 2, 16, 5, 64),
     (pl.SplitMode.NONE, 1, 16, 3, 32),
+    (pl.SplitMode.LEFT_RIGHT, 1, 16, 2, 32),
+    (pl.SplitMode.LEFT_RIGHT, 1, 16, 3, 32),
+    (pl.SplitMode.UP_DOWN, 2, 16, 5, 64),
+    (pl.SplitMode.UP_DOWN, 3, 16, 5, 64),
 ]
 
 

@@ -311,3 +311,25 @@ def test_a_row_gather_into_a_halved_tile_is_rejected_at_compile_time_not_out_of_
     err = _reject(gathered_rows, table, idx, torch.zeros(16, 64))
     assert "(pl.gather_row at line" in err.message and "needs every row" in err.message
     assert "UP_DOWN" not in err.hint and "LEFT_RIGHT" not in err.hint
+
+
+@pl.jit
+def carried_row(x: pl.Tensor, gamma: pl.Tensor, out: pl.Out[pl.Tensor], g_out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)], name_hint="carry"):
+        rows, cols = x.shape
+        g = pl.load(gamma, [0, 0], [1, cols])
+        t = pl.load(x, [0, 0], [rows, cols])
+        for _ in pl.range(3):
+            g = pl.mul(g, 2.0)
+            t = pl.col_expand_mul(t, g)
+        pl.store(t, [0, 0], out)
+        pl.store(g, [0, 0], g_out)
+    return out, g_out
+
+
+def test_a_loop_carried_row_stays_whole_on_every_lane():
+    x, gamma = _rows((64, 32), (1, 32))
+    out, g_out = torch.full((64, 32), float("nan")), torch.full((1, 32), float("nan"))
+    carried_row(x, gamma, out, g_out, config=SIM)
+    torch.testing.assert_close(out, x * (2 * gamma) * (4 * gamma) * (8 * gamma))
+    assert torch.equal(g_out, 8 * gamma)
