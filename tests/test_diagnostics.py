@@ -147,3 +147,85 @@ def test_on_chip_buffer_over_budget(tmp_path):
     )
     assert lines[1] == '    6 |     with pl.at(level=pl.Level.CORE_GROUP, name_hint="too_big"):'
     assert lines[-1].startswith("hint: ")
+
+
+SPLIT_HEADER = """\
+@pl.jit
+def kernel(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)], name_hint="k"):
+"""
+
+
+def test_a_cube_tile_of_extent_1_sent_to_the_split_lanes_is_reported_at_the_line_that_made_it(tmp_path):
+    kernel, path = load_kernel(
+        tmp_path,
+        SPLIT_HEADER
+        + """\
+        acc = pl.matmul(a, b, out_dtype=pl.FP32)
+        out[:] = pl.relu(acc)
+    return out
+""",
+    )
+    a, b = torch.zeros(1, 64, dtype=torch.float16), torch.zeros(64, 128, dtype=torch.float16)
+    with pytest.raises(ParseError) as info:
+        kernel.lower(a, b, torch.zeros(1, 128))
+    lines = rendered(info.value)
+    assert lines[0] == (
+        f"{path}:7:15: error: pl.split(pl.SplitMode.UP_DOWN) cannot split tile 'acc' along dim 0 (rows): "
+        "its extent 1 leaves nothing for AIV lane 1"
+    )
+    assert lines[1] == "    7 |         acc = pl.matmul(a, b, out_dtype=pl.FP32)"
+    assert lines[2] == "      |               " + "^" * len("pl.matmul(a, b, out_dtype=pl.FP32)")
+    assert lines[3] == (
+        "hint: use pl.split(pl.SplitMode.LEFT_RIGHT), which splits this scope, "
+        "or the explicit pl.split_aiv region form"
+    )
+
+
+def test_a_vector_tile_of_odd_extent_gathered_to_the_cube_is_reported_at_the_line_that_made_it(tmp_path):
+    kernel, path = load_kernel(
+        tmp_path,
+        SPLIT_HEADER
+        + """\
+        scaled = pl.mul(a, 2.0)
+        out[:] = pl.matmul(scaled, b, out_dtype=pl.FP32)
+    return out
+""",
+    )
+    a, b = torch.zeros(63, 64, dtype=torch.float16), torch.zeros(64, 64, dtype=torch.float16)
+    with pytest.raises(ParseError) as info:
+        kernel.lower(a, b, torch.zeros(63, 64))
+    lines = rendered(info.value)
+    assert lines[0] == (
+        f"{path}:7:18: error: pl.split(pl.SplitMode.UP_DOWN) cannot gather tile 'scaled' back to the cube "
+        "along dim 0 (rows): its extent 63 is odd"
+    )
+    assert lines[1] == "    7 |         scaled = pl.mul(a, 2.0)"
+    assert lines[2] == "      |                  " + "^" * len("pl.mul(a, 2.0)")
+    assert lines[3] == (
+        "hint: give it an even extent along dim 0 (rows); or use pl.split(pl.SplitMode.LEFT_RIGHT), "
+        "which splits this scope, or the explicit pl.split_aiv region form"
+    )
+
+
+def test_a_vector_op_the_split_cannot_halve_is_reported_at_its_line(tmp_path):
+    kernel, path = load_kernel(
+        tmp_path,
+        SPLIT_HEADER
+        + """\
+        acc = pl.matmul(a, b, out_dtype=pl.FP32)
+        out[:] = pl.col_sum(acc)
+    return out
+""",
+    )
+    a, b = torch.zeros(64, 64, dtype=torch.float16), torch.zeros(64, 128, dtype=torch.float16)
+    with pytest.raises(ParseError) as info:
+        kernel.lower(a, b, torch.zeros(1, 128))
+    lines = rendered(info.value)
+    assert lines[0] == (
+        f"{path}:8:18: error: split rejected: the body mixes split and plain full-width vector ops "
+        "(pl.col_sum at line 8 needs every row, which pl.split(pl.SplitMode.UP_DOWN) halves)"
+    )
+    assert lines[1] == "    8 |         out[:] = pl.col_sum(acc)"
+    assert lines[2] == "      |                  " + "^" * len("pl.col_sum(acc)")
+    assert lines[3].startswith("hint: use pl.split(pl.SplitMode.LEFT_RIGHT)")

@@ -1,5 +1,6 @@
 """Mixed kernels: split, expansion into AIC + AIV + Group, pipes, rings and their budget."""
 
+import dataclasses
 import warnings
 
 import passes_irbuild as irbuild
@@ -9,12 +10,14 @@ from passes_golden import check_golden
 from pypto.ir import (
     Assign,
     Call,
+    Const,
     Eval,
     FunctionKind,
     MemoryBudgetError,
     MemorySpace,
     ParseError,
     PlatformError,
+    ScalarType,
     ScopeStmt,
     SplitMode,
     print_ir,
@@ -60,6 +63,57 @@ def test_the_ring_sits_at_the_bottom_of_vec_and_tiles_above_it():
     assert [(r.space, r.size) for r in plan.reservations] == [(MemorySpace.Vec, 131072)]
     assert min(a.offset for a in plan.allocations.values()) == 131072
     assert plan.peak[MemorySpace.Vec] == 131072 + 32768  # the add reuses the bias buffer
+
+
+def _aligned(**alignments: int):
+    """The test target with the alignment of some spaces changed, e.g. ``Vec=128``."""
+    memory = dict(irbuild.TARGET.memory)
+    for name, alignment in alignments.items():
+        memory[MemorySpace[name]] = dataclasses.replace(memory[MemorySpace[name]], alignment=alignment)
+    return dataclasses.replace(irbuild.TARGET, memory=memory)
+
+
+def _small_mixed(scale_first: bool):
+    """relu(a @ b) on a [2, 5] result (40 bytes of FP32); ``scale_first`` also sends 2 * a to the cube."""
+    a, b = irbuild.tensor("a", [2, 16], irbuild.FP16), irbuild.tensor("b", [16, 5], irbuild.FP16)
+    out = irbuild.tensor("out", [2, 5])
+    body = []
+    left = a
+    if scale_first:
+        body.append(irbuild.assign("scaled", "tensor.muls", a, Const(2.0, ScalarType(irbuild.FP32))))
+        left = body[-1].target
+    body.append(irbuild.assign("acc", "tensor.matmul", left, b, out_dtype=irbuild.FP32))
+    body.append(irbuild.assign("act", "tensor.relu", body[-1].target))
+    body.append(irbuild.write(out, body[-1].target))
+    scope = ScopeStmt(tuple(body), name_hint="small", split=SplitMode.NONE)
+    params = [irbuild.Param(a), irbuild.Param(b), irbuild.Param(out, irbuild.Direction.Out)]
+    return irbuild.program("main", params, [scope])
+
+
+def _pipe_setup(fn):
+    return next(dict(s.value.attrs) for s in fn.body if isinstance(s, Eval))
+
+
+@pytest.mark.parametrize(
+    ("scale_first", "alignments", "slot_size"),
+    [
+        (False, {}, 64),  # 40 bytes, the a2a3 alignment of 32
+        (False, {"Vec": 128}, 128),  # the consumer's alignment comes from the target
+        (False, {"Mat": 128}, 64),  # Mat holds no ring of a cube->vector pipe
+        (True, {"Vec": 64, "Mat": 96}, 192),  # both directions share one slot_size: both rings align
+    ],
+)
+def test_the_automatic_slot_size_is_the_largest_crossing_tile_rounded_to_the_ring_alignment(
+    scale_first, alignments, slot_size
+):
+    lowered = lower(_small_mixed(scale_first), _aligned(**alignments))
+    aic, aiv = lowered.function("small_aic"), lowered.function("small_aiv")
+    assert _pipe_setup(aic)["slot_size"] == _pipe_setup(aiv)["slot_size"] == slot_size
+    reserved = [(r.space, r.size) for fn in (aic, aiv) for r in fn.attrs["memory_plan"].reservations]
+    rings = [(MemorySpace.Vec, 2 * slot_size)]
+    if scale_first:
+        rings.insert(0, (MemorySpace.Mat, 2 * slot_size))
+    assert reserved == rings
 
 
 def test_slot_num_4_overruns_vec_with_the_exact_seed_message():

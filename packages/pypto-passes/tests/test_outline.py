@@ -12,6 +12,7 @@ from pypto.ir import (
     Param,
     ParseError,
     ScopeStmt,
+    SourceSpan,
     Var,
     make_call,
 )
@@ -82,3 +83,39 @@ def test_a_tile_cannot_leave_its_scope():
         match="t \\(Tile\\[\\[64, 64\\], FP32\\]\\) is computed in scope 'a' but used after it",
     ):
         outline(program)
+
+
+SCOPE_LINE = SourceSpan("user.py", 7, 4, 60)
+
+
+def _outline_error(body) -> ParseError:
+    x = irbuild.tensor("x", [64, 64])
+    with pytest.raises(ParseError) as info:
+        outline(irbuild.program("main", [Param(x)], body(x)))
+    return info.value
+
+
+def _load_and_store(x):
+    value = make_call("tile.load", (x, irbuild.idx(0, 0)), {"shape": (64, 64)})
+    load = irbuild.Assign(Var("t", value.type), value)
+    return load, Eval(make_call("tile.store", (load.target, irbuild.idx(0, 0), x)))
+
+
+def test_a_tile_leaving_its_scope_without_a_span_of_its_own_is_reported_at_the_scope():
+    def body(x):
+        load, store = _load_and_store(x)
+        return [ScopeStmt((load,), name_hint="a", span=SCOPE_LINE), ScopeStmt((store,), name_hint="b")]
+
+    err = _outline_error(body)
+    assert "is computed in scope 'a' but used after it" in err.message
+    assert err.span == SCOPE_LINE and err.hint
+
+
+def test_a_tile_entering_a_scope_without_a_span_of_its_own_is_reported_at_the_scope():
+    def body(x):
+        load, store = _load_and_store(x)
+        return [load, ScopeStmt((store,), name_hint="b", span=SCOPE_LINE)]
+
+    err = _outline_error(body)
+    assert "is defined outside scope 'b' and cannot be passed into it" in err.message
+    assert err.span == SCOPE_LINE and err.hint

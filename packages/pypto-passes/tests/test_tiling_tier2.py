@@ -3,6 +3,8 @@ by rows, column reductions keep their region whole, broadcast vectors and matmul
 load once, slices of global memory are views, atomic writes accumulate, and an If keeps its
 arms."""
 
+import dataclasses
+
 import passes_irbuild as irbuild
 import pytest
 
@@ -15,10 +17,14 @@ from pypto.ir import (
     For,
     FunctionKind,
     If,
+    MemorySpace,
     Param,
     ParseError,
+    ScalarType,
     ScopeStmt,
+    SourceSpan,
     SplitMode,
+    TypeCheckError,
     Var,
     make_call,
 )
@@ -222,3 +228,91 @@ def test_a_row_reduction_splits_up_down_across_the_lanes():
         s for s in walk_stmts(aiv.body) if isinstance(s, Assign) and s.value.op == "tile.row_sum"
     )
     assert reduction.target.type.shape == (32, 1)
+
+
+SCOPE_LINE = SourceSpan("user.py", 12, 4, 80)
+
+
+def _at_scope_line(program):
+    """``program`` with its scope at SCOPE_LINE and every op it holds without a span, as ops the
+    compiler makes are."""
+    (scope,) = program.entry_function.body
+    entry = dataclasses.replace(program.entry_function, body=(dataclasses.replace(scope, span=SCOPE_LINE),))
+    return dataclasses.replace(program, functions=(entry,))
+
+
+def gathered_odd():
+    """2 * x on the lanes, then x @ w on the cube: the [63, 64] product of the lanes is gathered."""
+    x, w = irbuild.tensor("x", [63, 64], FP16), irbuild.tensor("w", [64, 64], FP16)
+    scaled = irbuild.assign("scaled", "tensor.muls", x, Const(2.0, ScalarType(FP32)))
+    mm = irbuild.assign("acc", "tensor.matmul", scaled.target, w, out_dtype=FP32)
+    out = irbuild.tensor("out", [63, 64])
+    scope = ScopeStmt((scaled, mm, irbuild.write(out, mm.target)), name_hint="k", split=SplitMode.UP_DOWN)
+    return irbuild.program("main", [Param(x), Param(w), Param(out, Direction.Out)], [scope])
+
+
+@pytest.mark.parametrize(
+    ("program", "message"),
+    [
+        (lambda: mixed_with("tensor.col_sum", SplitMode.UP_DOWN), "split rejected"),
+        (lambda: mixed_with("tensor.relu", SplitMode.UP_DOWN, shape=(1, 64)), "cannot split tile 'acc'"),
+        (gathered_odd, "cannot gather tile 'scaled'"),
+    ],
+)
+def test_a_rejected_split_without_an_op_span_is_reported_at_the_scope_with_a_hint(program, message):
+    with pytest.raises(ParseError) as info:
+        lower(_at_scope_line(program()), irbuild.TARGET)
+    assert message in info.value.message
+    assert info.value.span == SCOPE_LINE
+    assert info.value.hint
+
+
+def test_a_column_reduction_of_a_row_every_lane_holds_whole_splits_up_down():
+    """col_sum needs every row; a [1, C] row is every row, and each lane holds it whole."""
+    x, g = irbuild.tensor("x", [64, 64]), irbuild.tensor("g", [1, 64])
+    total = irbuild.assign("total", "tensor.col_sum", g)
+    scaled = irbuild.assign("scaled", "tensor.col_expand_mul", x, total.target)
+    out = irbuild.tensor("out", [64, 64])
+    body = [total, scaled, irbuild.write(out, scaled.target)]
+    kernel = lowered_kernel(body, [Param(x), Param(g), Param(out, Direction.Out)], split=SplitMode.UP_DOWN)
+    types = {
+        s.target.name: getattr(s.target.type, "shape", None)
+        for s in walk_stmts(kernel.body)
+        if isinstance(s, Assign)
+    }
+    assert types["total"] == (1, 64) and types["scaled"] == (32, 64)
+
+
+def test_an_illegal_transfer_without_an_op_span_is_reported_at_the_scope_with_a_hint():
+    a, out = irbuild.tensor("a", [64, 64], FP16), irbuild.tensor("out", [64, 64], FP16)
+    load = irbuild.assign(
+        "t", "tile.load", a, irbuild.idx(0, 0), shape=(64, 64), target_memory=MemorySpace.Left
+    )
+    store = Eval(make_call("tile.store", (load.target, irbuild.idx(0, 0), out)))
+    scope = ScopeStmt((load, store), name_hint="k", span=SCOPE_LINE)
+    program = irbuild.program("main", [Param(a), Param(out, Direction.Out)], [scope])
+    with pytest.raises(TypeCheckError) as info:
+        lower(program, irbuild.TARGET)
+    assert info.value.message == "pl.load: there is no DDR->Left data path on test-a2a3"
+    assert info.value.span == SCOPE_LINE
+    assert info.value.hint.startswith("legal paths: DDR->Vec")
+
+
+def test_a_hand_written_push_without_pipe_setup_and_without_a_span_is_reported_at_the_scope():
+    a, out = irbuild.tensor("a", [64, 64], FP16), irbuild.tensor("out", [64, 64], FP16)
+    cube = irbuild.assign(
+        "m", "tile.load", a, irbuild.idx(0, 0), shape=(64, 64), target_memory=MemorySpace.Mat
+    )
+    push = Eval(make_call("tpush_to_aiv", (cube.target,), {"split": SplitMode.NONE}))
+    vec = irbuild.assign(
+        "t", "tile.load", a, irbuild.idx(0, 0), shape=(64, 64), target_memory=MemorySpace.Vec
+    )
+    act = irbuild.assign("act", "tile.relu", vec.target)
+    store = Eval(make_call("tile.store", (act.target, irbuild.idx(0, 0), out)))
+    scope = ScopeStmt((cube, push, vec, act, store), name_hint="k", span=SCOPE_LINE)
+    program = irbuild.program("main", [Param(a), Param(out, Direction.Out)], [scope])
+    with pytest.raises(ParseError) as info:
+        lower(program, irbuild.TARGET)
+    assert info.value.message == "pl.tpush_to_aiv uses the cube->vector pipe, which this kernel never sets up"
+    assert info.value.span == SCOPE_LINE
+    assert info.value.hint.startswith("start the kernel with pl.aic_initialize_pipe(dir_mask=1")

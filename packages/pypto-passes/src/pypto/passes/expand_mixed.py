@@ -7,11 +7,13 @@ flow) and a ``Group`` kernel that launches both on one core group. Each ``aiv_sh
 ``tpush_to_aiv`` on the AIC and ``tpop_from_aic`` on the AIV; each ``aic_gather`` becomes
 ``tpush_to_aic`` on the AIV and ``tpop_from_aiv`` on the AIC. Unless the author set the pipe
 up by hand, both kernels start with the automatic pipe setup and the consumer reserves the
-ring at the bottom of its memory space.
+ring at the bottom of its memory space. Its ``slot_size`` is the largest tile that crosses,
+rounded up to the target's alignment of the space each ring lives in.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -40,6 +42,7 @@ from pypto.ir import (
 )
 from pypto.ir.nodes import nested_bodies, walk_stmts, with_bodies
 from pypto.passes.manager import PassContext
+from pypto.passes.rewrite import at_function
 from pypto.passes.sides import BOUNDARY_OPS, Side, call_side, first_ops_by_side, space_side
 from pypto.passes.vector_split import has_split_regions
 
@@ -48,19 +51,29 @@ RING_REASON = "cross-core pipe ring"
 _INIT = {Side.CUBE: "aic_initialize_pipe", Side.VECTOR: "aiv_initialize_pipe"}
 
 
+# The space each direction's ring lives in: the consumer's.
+_CONSUMER_SPACE = {C2V: MemorySpace.Vec, V2C: MemorySpace.Mat}
+
+
 @dataclass
 class _Pipes:
     """What crosses, per direction: the largest full tile in bytes."""
 
-    slot_size: dict[int, int] = field(default_factory=dict)
+    tile_bytes: dict[int, int] = field(default_factory=dict)
 
     def note(self, direction: int, t: object) -> None:
         if isinstance(t, TileType):
-            self.slot_size[direction] = max(self.slot_size.get(direction, 0), t.nbytes)
+            self.tile_bytes[direction] = max(self.tile_bytes.get(direction, 0), t.nbytes)
 
     @property
     def dir_mask(self) -> int:
-        return sum(self.slot_size)
+        return sum(self.tile_bytes)
+
+    def slot_size(self, target: Target) -> int:
+        """The largest crossing tile, rounded up to the alignment of every ring it sizes: slots
+        sit at multiples of ``slot_size`` in the consumer's space, so each must start aligned."""
+        alignment = math.lcm(*(target.spec(_CONSUMER_SPACE[d]).alignment for d in self.tile_bytes))
+        return -(-max(self.tile_bytes.values()) // alignment) * alignment
 
 
 @dataclass(frozen=True)
@@ -70,7 +83,10 @@ class ExpandMixedKernel:
     def run(self, program: Program, ctx: PassContext) -> Program:
         funcs: list[Function] = []
         for fn in program.functions:
-            funcs.extend(self.expand(fn, ctx.target) if fn.kind is FunctionKind.InCore else [fn])
+            if fn.kind is FunctionKind.InCore:
+                funcs.extend(at_function(lambda f: self.expand(f, ctx.target), fn))
+            else:
+                funcs.append(fn)
         return replace(program, functions=tuple(funcs))
 
     def expand(self, fn: Function, target: Target) -> list[Function]:
@@ -90,7 +106,7 @@ class ExpandMixedKernel:
             slot_num = _slot_num(fn, target, pipes.dir_mask)
             setup = {
                 "dir_mask": pipes.dir_mask,
-                "slot_size": max(pipes.slot_size.values()),
+                "slot_size": pipes.slot_size(target),
                 "slot_num": slot_num,
             }
             cube = (Eval(make_call(_INIT[Side.CUBE], (), setup, fn.span), fn.span), *cube)

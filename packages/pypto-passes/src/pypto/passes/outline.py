@@ -129,7 +129,7 @@ class OutlineScopes:
                 raise ParseError(
                     f"{v.name} ({describe(v.type)}) is defined outside scope "
                     f"'{kernel_name}' and cannot be passed into it",
-                    v.span,
+                    v.span or scope.span,
                     "only tensors and scalars cross a pl.at(...) boundary",
                 )
 
@@ -142,7 +142,7 @@ class OutlineScopes:
                 raise ParseError(
                     f"{v.name} ({describe(v.type)}) is computed in scope '{kernel_name}' "
                     "but used after it; only tensors can leave a scope",
-                    v.span,
+                    v.span or scope.span,
                     "store the tile into a tensor (pl.store) and use the tensor outside",
                 )
             # The orchestration now owns `v` (allocated before the call); the kernel computes

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from dataclasses import replace
+from typing import TypeVar
 
 from pypto.ir import (
     INDEX,
@@ -17,6 +18,7 @@ from pypto.ir import (
     FunctionKind,
     If,
     Program,
+    PyptoError,
     Return,
     ScopeStmt,
     SplitAivRegion,
@@ -27,6 +29,8 @@ from pypto.ir import (
     make_call,
 )
 from pypto.ir.nodes import stmt_end_exprs, stmt_exprs, used_vars, walk_stmts
+
+T = TypeVar("T")
 
 
 class NameGen:
@@ -158,8 +162,18 @@ def map_functions(
     program: Program, kinds: Container[FunctionKind], fn_pass: Callable[[Function], Function]
 ) -> Program:
     """Apply ``fn_pass(fn)`` to every function whose kind is in ``kinds``."""
-    funcs = tuple(fn_pass(fn) if fn.kind in kinds else fn for fn in program.functions)
+    funcs = tuple(at_function(fn_pass, fn) if fn.kind in kinds else fn for fn in program.functions)
     return replace(program, functions=funcs)
+
+
+def at_function(fn_pass: Callable[[Function], T], fn: Function) -> T:
+    """``fn_pass(fn)``; an error it raises about an op the compiler made (which has no span of its
+    own) is reported at ``fn``'s span, the user's ``pl.at(...)`` line."""
+    try:
+        return fn_pass(fn)
+    except PyptoError as err:
+        err.with_span(fn.span)
+        raise
 
 
 def index_add(a: Expr, b: Expr) -> Expr:

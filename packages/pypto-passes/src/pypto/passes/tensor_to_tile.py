@@ -355,13 +355,16 @@ class _RegionLowering:
         return tile
 
     def _convert(self, x: Var, space: MemorySpace, span: SourceSpan | None) -> Var:
-        """A computed value needed in another space: move it along the target's legal paths."""
+        """A computed value needed in another space: move it along the target's legal paths. The
+        moves carry the span of the op that computed the value: a move that cannot be made (a
+        crossing the split cannot halve) is reported at the user's line that made the tile."""
         src_key = next(k for k in self.tiles if k[0] is x and k[2])
         tile = self.tiles[src_key]
+        made_at = self.defs[x].span or span
         for hop in _route(self.target, src_key[1], space):
             tile = self._emit(
                 f"{x.name}_{hop.name.lower()}",
-                make_call("tile.move", (tile,), {"target_memory": hop}),
+                make_call("tile.move", (tile,), {"target_memory": hop}, made_at),
                 self.body,
             )
         return tile

@@ -9,7 +9,16 @@ stores of global memory shift by ``lane * share`` along the split axis, where ``
 An odd extent ``L`` along the split axis gives lane 0 ``ceil(L/2)`` and lane 1 the rest: lane
 tiles take the ceiling shape, and a load or store of an odd-extent tile becomes its partial form
 with the run-time valid extent ``ceil(L/2) - lane``, so lane 1 touches only its own rows or
-columns. An extent of 1 cannot be split; neither can an odd extent gathered back to the cube.
+columns. An odd extent gathered back to the cube cannot be split, nor can a cube tile of extent 1
+sent to the lanes.
+
+A vector tile of extent 1 along the split axis (a ``[1, C]`` gamma or bias row under
+``UP_DOWN``, an ``[R, 1]`` per-row scale under ``LEFT_RIGHT``) is *replicated*: every lane holds
+it whole (loaded whole, not offset by lane), the broadcast that uses it works on each lane's share
+of the other operand, and a store of it is made by lane 0 alone. Ops that need the whole extent
+of the halved axis (column reductions under ``UP_DOWN``, row reductions under ``LEFT_RIGHT``,
+views) are rejected unless every lane holds their operands whole; the error's hint names only
+options that work for the scope (the other mode only when that mode accepts it).
 
 A pure vector kernel marked ``pl.split(UP_DOWN)`` or ``pl.split(LEFT_RIGHT)`` is split the same
 way and becomes data-parallel: both lanes run it, each on its share (unmarked or ``NONE``, it
@@ -34,6 +43,8 @@ from pypto.ir import (
     MemorySpace,
     ParseError,
     Program,
+    PyptoError,
+    SourceSpan,
     SplitAivRegion,
     SplitMode,
     Stmt,
@@ -50,17 +61,46 @@ from pypto.passes.sides import Side, call_side, first_ops_by_side, is_crossing, 
 
 # Vector ops that work on the whole tile: offsets, shapes and valid shapes of the unsplit tile.
 _WHOLE_TILE = frozenset(
-    {"tile.reshape", "tile.slice", "tile.assemble", "tile.fillpad", "tile.load_partial", "tile.store_partial"}
+    {
+        "tile.reshape",
+        "tile.slice",
+        "tile.assemble",
+        "tile.fillpad",
+        "tile.gather_row",
+        "tile.load_partial",
+        "tile.store_partial",
+    }
 )
-# Vector ops whose result is not the lane-wise combination of lane shares along an axis: they
-# combine or broadcast across it (axis 0: rows, halved by UP_DOWN; axis 1: columns, by LEFT_RIGHT).
-_NOT_SPLITTABLE = {
-    0: _WHOLE_TILE | {f"tile.{name}" for name in (*COL_REDUCTIONS, *COL_EXPANDS)},
-    1: _WHOLE_TILE | {"tile.concat"} | {f"tile.{name}" for name in (*ROW_REDUCTIONS, *ROW_EXPANDS)},
+# Per split axis (0: rows, halved by UP_DOWN; 1: columns, by LEFT_RIGHT), the vector ops that
+# combine or broadcast across it, and the operands each lane must hold whole for the op to work
+# on its share (None: every operand, and the result too).
+_ALL = None
+_NEEDS_WHOLE: dict[int, dict[str, tuple[int, ...] | None]] = {
+    0: {
+        **dict.fromkeys(_WHOLE_TILE, _ALL),
+        **{f"tile.{name}": (0,) for name in COL_REDUCTIONS},
+        **{f"tile.{name}": (1,) for name in COL_EXPANDS},
+    },
+    1: {
+        **dict.fromkeys(_WHOLE_TILE | {"tile.concat"}, _ALL),
+        **{f"tile.{name}": (0, 1) for name in ROW_REDUCTIONS},
+        **{f"tile.{name}": (1,) for name in ROW_EXPANDS},
+    },
 }
 # Ops that make a Vec tile from a shape attr, and stores that write a Vec tile at offsets.
 _SHAPED_MAKERS = frozenset({"tile.create", "tile.full"})
 _STORES = frozenset({"tile.store", "tile.store_atomic"})
+_PARTIAL_STORES = frozenset({"tile.store_partial"})
+_OTHER_MODE = {SplitMode.UP_DOWN: SplitMode.LEFT_RIGHT, SplitMode.LEFT_RIGHT: SplitMode.UP_DOWN}
+
+
+class _Rejected(Exception):
+    """A split the scope cannot take. ``fix`` is a change to the program that would help, if any;
+    :class:`LowerAutoVectorSplit` adds the options that work for the scope to the hint."""
+
+    def __init__(self, message: str, span: SourceSpan | None, fix: str | None = None) -> None:
+        super().__init__(message)
+        self.message, self.span, self.fix = message, span, fix
 
 
 def has_split_regions(fn: Function) -> bool:
@@ -80,11 +120,40 @@ class LowerAutoVectorSplit:
             return fn
         names = NameGen.for_function(fn)
         lane = Var(names.fresh("lane"), INDEX, fn.span)
-        split = _Splitter(fn, mode, lane)
-        body = split.block(fn.body)
+        try:
+            body = _Splitter(fn, mode, lane).block(fn.body)
+        except _Rejected as rejected:
+            hint = _hint(fn, mode, lane, rejected.fix)
+            raise ParseError(rejected.message, rejected.span or fn.span, hint) from None
         if split_axis(mode) is not None:
             body = (Assign(lane, make_call("get_subblock_idx", ()), fn.span), *body)
         return replace(fn, body=body, attrs={**fn.attrs, "split": mode})
+
+
+def _accepts(fn: Function, mode: SplitMode, lane: Var) -> bool:
+    """Would ``pl.split(mode)`` split ``fn``?"""
+    try:
+        _Splitter(fn, mode, lane).block(fn.body)
+    except (_Rejected, PyptoError):
+        return False
+    return True
+
+
+def _hint(fn: Function, mode: SplitMode, lane: Var, fix: str | None) -> str:
+    """How to get past a rejected split, naming only options that work: the other mode when it
+    splits this scope, the explicit region form, and otherwise no halving at all."""
+    other = _OTHER_MODE[mode]
+    if _accepts(fn, other, lane):
+        options = (
+            f"pl.split(pl.SplitMode.{other.name}), which splits this scope, "
+            "or the explicit pl.split_aiv region form"
+        )
+    else:
+        options = (
+            "the explicit pl.split_aiv region form, or pl.split(pl.SplitMode.NONE) "
+            "(no halving: AIV lane 0 does the vector work)"
+        )
+    return f"{fix}; or use {options}" if fix else f"use {options}"
 
 
 def _splits(fn: Function, mode: SplitMode) -> bool:
@@ -103,6 +172,7 @@ class _Splitter:
     def __post_init__(self) -> None:
         self.axis = split_axis(self.mode)
         self.mapping: dict[Var, Expr] = {}
+        self.replicated: set[Var] = set()  # lowered tiles every lane holds whole
 
     def block(self, body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
         out: list[Stmt] = []
@@ -122,31 +192,39 @@ class _Splitter:
     def carried_loop(self, loop: For) -> For:
         """A loop whose carried tiles shrink to a lane's share like every other vector tile."""
         inits = tuple(substitute_expr(v, self.mapping) for v in loop.init_values)
-        iter_args = tuple(self.rebind(old, new.type) for old, new in zip(loop.iter_args, inits, strict=True))
+        iter_args = tuple(self.rebind(old, new) for old, new in zip(loop.iter_args, inits, strict=True))
         body = self.block(loop.body)
         yields = tuple(substitute_expr(v, self.mapping) for v in loop.yields)
-        results = tuple(self.rebind(old, new.type) for old, new in zip(loop.results, yields, strict=True))
+        results = tuple(self.rebind(old, new) for old, new in zip(loop.results, yields, strict=True))
         return replace(
             loop, iter_args=iter_args, init_values=inits, body=body, yields=yields, results=results
         )
 
-    def rebind(self, old: Var, t: object) -> Var:
-        new = Var(old.name, t, old.span)  # type: ignore[arg-type]
+    def rebind(self, old: Var, value: Expr) -> Var:
+        """``old`` renamed to a var typed like ``value``, which it carries (replicated if it is)."""
+        new = Var(old.name, value.type, old.span)
         self.mapping[old] = new
+        if value in self.replicated:
+            self.replicated.add(new)
         return new
 
     def assign(self, stmt: Assign) -> list[Stmt]:
         call = stmt.value
         assert isinstance(call, Call)
         if not is_crossing(call):
-            return [self.bind(stmt.target, self.call(call, stmt.target.name), stmt)]
+            value = self.call(call, stmt.target.name)
+            target = self.bind(stmt.target, value, stmt)
+            if self.held_whole(call, value.args):
+                self.replicated.add(target.target)
+            return [target]
         src = substitute_expr(call.args[0], self.mapping)
         dst = call.attrs["target_memory"]
         attrs = {"split": self.mode}
+        span = call.span or stmt.span or self.fn.span
         if dst is MemorySpace.Vec:
-            self.check_extent(src.type.shape, _name(src, stmt.target.name), call)  # type: ignore[attr-defined]
+            self.check_extent(src.type.shape, _name(src, stmt.target.name), span)  # type: ignore[attr-defined]
             return [self.bind(stmt.target, make_call("aiv_shard", (src,), attrs, call.span), stmt)]
-        self.check_gathered(call.args[0], call)
+        self.check_gathered(call.args[0], span)
         gathered = make_call("aic_gather", (src,), attrs, call.span)
         if dst is MemorySpace.Mat:
             return [self.bind(stmt.target, gathered, stmt)]
@@ -165,8 +243,13 @@ class _Splitter:
         args = tuple(substitute_expr(a, self.mapping) for a in call.args)
         if self.axis is None:
             return call if args == call.args else make_call(call.op, args, call.attrs, call.span)
-        if _not_splittable(call, self.axis):
-            raise _rejected(call, self.mode)
+        if call.op in _STORES | _PARTIAL_STORES and args[0] in self.replicated:
+            return self.store_from_lane_0(call, args)
+        whole = self.held_whole(call, args)
+        if self.needs_whole(call, args, whole):
+            raise self.rejected(call)
+        if whole:
+            return make_call(call.op, args, call.attrs, call.span)  # every lane computes it whole
         if call.op == "tile.load" and call.attrs.get("target_memory") is MemorySpace.Vec:
             return self.load(call, args, name)
         if call.op in _SHAPED_MAKERS and call.type.memory_space is MemorySpace.Vec:  # type: ignore[attr-defined]
@@ -175,6 +258,68 @@ class _Splitter:
         if call.op in _STORES and _space(args[0]) is MemorySpace.Vec:
             return self.store(call, args)
         return make_call(call.op, args, call.attrs, call.span)
+
+    def held_whole(self, call: Call, args: tuple[Expr, ...]) -> bool:
+        """Does every lane hold ``call``'s result whole? A Vec tile of extent 1 along the split
+        axis that only reads tiles every lane holds whole (a loaded gamma row, a scale of it)."""
+        t = call.type
+        if self.axis is None or not isinstance(t, TileType) or t.memory_space is not MemorySpace.Vec:
+            return False
+        return self.extent(t.shape) == 1 and all(
+            a in self.replicated for a in args if _space(a) is MemorySpace.Vec
+        )
+
+    def needs_whole(self, call: Call, args: tuple[Expr, ...], whole: bool) -> bool:
+        """Does ``call`` need the whole extent of the halved axis of an operand that is split? An
+        atomic store of a run-time valid shape (its 4th operand) always does."""
+        assert self.axis is not None
+        if call.op == "tile.store_atomic" and len(call.args) == 4:
+            return True
+        if call_side(call) is not Side.VECTOR or call.op not in _NEEDS_WHOLE[self.axis]:
+            return False
+        operands = _NEEDS_WHOLE[self.axis][call.op]
+        if operands is _ALL:
+            produces_tile = isinstance(call.type, TileType)
+            split_args = any(_space(a) is MemorySpace.Vec and a not in self.replicated for a in args)
+            return split_args or (produces_tile and not whole)
+        return any(args[k] not in self.replicated for k in operands)
+
+    def store_from_lane_0(self, call: Call, args: tuple[Expr, ...]) -> Call:
+        """A store of a tile every lane holds whole: lane 0 writes it, lane 1 writes nothing (its
+        valid extent along the split axis is 0), so an atomic add is not made twice."""
+        assert self.axis is not None
+        if len(args) == 4:
+            valid = args[3]
+            if not isinstance(valid, TupleExpr):
+                raise self.rejected(call)
+            elements = list(valid.elements)
+        else:
+            tile = call.args[0].type
+            assert isinstance(tile, TileType)
+            elements = [Const(n, INDEX) for n in (tile.valid_shape or tile.shape)]
+        elements[self.axis] = self.on_lane_0(elements[self.axis])
+        op = "tile.store_atomic" if call.op == "tile.store_atomic" else "tile.store_partial"
+        return make_call(op, (*args[:3], index_tuple(elements)), call.attrs, call.span)
+
+    def on_lane_0(self, extent: Expr) -> Expr:
+        """``extent`` on lane 0 and 0 on lane 1: ``extent * (1 - lane)``."""
+        lane_0 = make_call("scalar.sub", (Const(1, INDEX), self.lane))
+        if isinstance(extent, Const) and extent.value == 1:
+            return lane_0
+        return make_call("scalar.mul", (extent, lane_0))
+
+    def rejected(self, call: Call) -> _Rejected:
+        where = f" at line {call.span.line}" if call.span else ""
+        needs = "every row" if self.axis == 0 else "whole rows"
+        return _Rejected(
+            f"split rejected: the body mixes split and plain full-width vector ops "
+            f"(pl.{call.op.split('.', 1)[-1]}{where} needs {needs}, which pl.split({self.mode!r}) halves)",
+            call.span or self.fn.span,
+        )
+
+    def extent(self, shape: tuple[int, ...]) -> int:
+        assert self.axis is not None
+        return shape[self.axis] if self.axis < len(shape) else 1
 
     def load(self, call: Call, args: tuple[Expr, ...], name: str | None) -> Call:
         """A Vec load of the lane's share; of an odd extent, a ``tile.load_partial`` of its rows."""
@@ -210,34 +355,33 @@ class _Splitter:
 
     def share(self, shape: tuple[int, ...], tile: str, call: Call) -> tuple[int, ...]:
         """Lane 0's (the ceiling) share of ``shape``, checked to be splittable."""
-        self.check_extent(shape, tile, call)
+        self.check_extent(shape, tile, call.span or self.fn.span)
         return split_shape(shape, self.mode)
 
-    def check_extent(self, shape: tuple[int, ...], tile: str, call: Call) -> None:
+    def check_extent(self, shape: tuple[int, ...], tile: str, span: SourceSpan | None) -> None:
         """An extent of 1 along the split axis leaves lane 1 nothing: a compile error naming the
-        tile and the axis."""
+        tile and the axis, at ``span`` (the line that made the tile)."""
         if self.axis is None:
             return
-        extent = shape[self.axis] if self.axis < len(shape) else 1
+        extent = self.extent(shape)
         if extent < 2:
-            raise ParseError(
+            raise _Rejected(
                 f"pl.split({self.mode!r}) cannot split tile '{tile}' along {self.axis_name()}: "
                 f"its extent {extent} leaves nothing for AIV lane 1",
-                call.span,
-                "use the other split mode, or pl.SplitMode.NONE",
+                span,
             )
 
-    def check_gathered(self, src: Expr, call: Call) -> None:
+    def check_gathered(self, src: Expr, span: SourceSpan | None) -> None:
         """A gather of an odd extent back to the cube would hand it a padded tile: rejected."""
         tile = src.type
-        if self.axis is None or not isinstance(tile, TileType) or tile.shape[self.axis] % 2 == 0:
+        if self.axis is None or not isinstance(tile, TileType) or self.extent(tile.shape) % 2 == 0:
             return
         name = _name(src, "a vector tile")
-        raise ParseError(
+        raise _Rejected(
             f"pl.split({self.mode!r}) cannot gather tile '{name}' back to the cube along "
-            f"{self.axis_name()}: its extent {tile.shape[self.axis]} is odd",
-            call.span,
-            "use an even extent along the split axis, the other split mode, or pl.SplitMode.NONE",
+            f"{self.axis_name()}: its extent {self.extent(tile.shape)} is odd",
+            span,
+            f"give it an even extent along {self.axis_name()}",
         )
 
     def axis_name(self) -> str:
@@ -249,25 +393,6 @@ class _Splitter:
         step = make_call("scalar.mul", (self.lane, Const(share[self.axis], INDEX)))
         elements[self.axis] = index_add(elements[self.axis], step)
         return index_tuple(elements)
-
-
-def _not_splittable(call: Call, axis: int) -> bool:
-    """A vector op that needs the whole extent along ``axis``, or an atomic store of a tile whose
-    valid shape is known only at run time (its 4th operand)."""
-    if call.op == "tile.store_atomic" and len(call.args) == 4:
-        return True
-    return call.op in _NOT_SPLITTABLE[axis] and call_side(call) is Side.VECTOR
-
-
-def _rejected(call: Call, mode: SplitMode) -> ParseError:
-    where = f" at line {call.span.line}" if call.span else ""
-    needs = "every row" if split_axis(mode) == 0 else "whole rows"
-    return ParseError(
-        f"split rejected: the body mixes split and plain full-width vector ops "
-        f"(pl.{call.op.split('.', 1)[-1]}{where} needs {needs}, which pl.split({mode!r}) halves)",
-        call.span,
-        "use the explicit pl.split_aiv region form, or the other split mode",
-    )
 
 
 def _name(e: Expr, default: str) -> str:
