@@ -10,8 +10,10 @@ all three concurrently, sharing the launch's pipes (``<group>_c2v``, ``<group>_v
 Mirror lane: when every pipe push and pop of a Group's AIV kernel has ``split=NONE`` and the kernel
 never asks for its lane (``get_subblock_idx``), lane 1 *mirrors* lane 0 — it follows the control
 flow and does every pipe handshake (with data-less tokens) and barrier, but no loads, stores or
-compute, so lane 0 alone does the work. A kernel that asks for its lane divides the work by lane
-itself, so both its lanes compute.
+compute, so lane 0 alone does the work. The same holds for a Group that ``pl.split(NONE)`` made
+(``attrs["split"]`` is ``NONE``) whose vector side uses no pipe at all: "lane 0 does the vector
+work" whatever crosses. A kernel that asks for its lane divides the work by lane itself, so both
+its lanes compute; so do the lanes of an explicit ``pl.split_aiv`` region that uses no pipe.
 """
 
 from __future__ import annotations
@@ -263,7 +265,7 @@ def plan_launch(
     if kernel.kind is FunctionKind.Group:
         (aic_fn, aic_args), (aiv_fn, aiv_args) = group_members(program, kernel, args)
         seats: list[Seat] = [(group.aic, CoreKind.AIC, 0, False)]
-        mirror = mirrors_lane_1(aiv_fn)
+        mirror = mirrors_lane_1(aiv_fn, unsplit=kernel.attrs.get("split") is SplitMode.NONE)
         seats += [(core, CoreKind.AIV, lane, mirror and lane > 0) for lane, core in enumerate(group.aiv)]
         pipe_name = kernel.attrs.get("pipe_name")
         launch = Launch(kernel.name, site, target, seats, recorder, piped=True, pipe_name=pipe_name)
@@ -338,8 +340,9 @@ def _group_arg(group: Function, env: dict[str, Any], e: Expr) -> Any:
     )
 
 
-def mirrors_lane_1(aiv_kernel: Function) -> bool:
-    """True if lane 1 only mirrors: every pipe push/pop is split NONE and no op asks for the lane."""
+def mirrors_lane_1(aiv_kernel: Function, unsplit: bool = False) -> bool:
+    """True if lane 1 only mirrors: no op asks for the lane, every pipe push/pop is split NONE, and
+    there is one, or the Group is ``unsplit`` (``pl.split(NONE)``: lane 0 does the vector work)."""
     calls = [
         e
         for stmt in walk_stmts(aiv_kernel.body)
@@ -349,4 +352,4 @@ def mirrors_lane_1(aiv_kernel: Function) -> bool:
     ]
     modes = [split_of(c) for c in calls if c.op in ("tpush_to_aic", "tpop_from_aic")]
     asks_lane = any(c.op == "get_subblock_idx" for c in calls)
-    return bool(modes) and all(m is SplitMode.NONE for m in modes) and not asks_lane
+    return (bool(modes) or unsplit) and all(m is SplitMode.NONE for m in modes) and not asks_lane
