@@ -60,6 +60,7 @@ class Frame(ABC):
     def __init__(self, fn: Function, args: Sequence[Any]):
         self.fn = fn
         self.env: dict[str, Any] = {p.var.name: value for p, value in zip(fn.params, args, strict=True)}
+        self.loop_depth = 0  # how many loops of this function are running now
 
     def run(self) -> Generator[Event, None, tuple[Any, ...]]:
         """Execute the body; the generator's return value is what ``Return`` gave (``()`` if none)."""
@@ -96,13 +97,24 @@ class Frame(ABC):
     def _exec_for(self, loop: For) -> Generator[Event, None, tuple[Any, ...] | None]:
         iterations = yield from self._loop_range(loop)
         yield from self._enter_loop(loop)
-        for i in iterations:
-            self.env[loop.var.name] = i
-            returned = yield from self._exec_body(loop.body)
-            if returned is not None:
-                return returned
-            yield from self._carry(loop, loop.yields)
+        self.loop_depth += 1
+        try:
+            for done, i in enumerate(iterations, 1):
+                self.env[loop.var.name] = i
+                returned = yield from self._exec_body(loop.body)
+                if returned is not None:
+                    return returned
+                yield from self._carry(loop, loop.yields)
+                if self.loop_depth == 1:
+                    self._outer_iteration_done(done, len(iterations))
+        finally:
+            self.loop_depth -= 1
         self._leave_loop(loop)
+        return None
+
+    def _outer_iteration_done(self, done: int, count: int) -> None:
+        """Iteration ``done`` of ``count`` of an outermost loop has finished (progress reporting);
+        only kernels report it."""
         return None
 
     def _enter_loop(self, loop: For) -> Generator[Event, None, None]:
@@ -209,6 +221,11 @@ class KernelFrame(Frame):
         value = self._semantics(call)(call, args)
         yield self.cost.op_cost(call).on(call)
         return value
+
+    def _outer_iteration_done(self, done: int, count: int) -> None:
+        on_step = self.role.launch.site.on_step
+        if self.role.reports_progress and on_step is not None:
+            on_step(done, count)
 
     def _check_has_data(self, call: Call, args: tuple[Any, ...]) -> None:
         for expr, value in zip(call.args, args, strict=True):

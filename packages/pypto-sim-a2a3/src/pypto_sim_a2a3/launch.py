@@ -27,6 +27,7 @@ from pypto.ir import (
     Const,
     Eval,
     Expr,
+    For,
     Function,
     FunctionKind,
     Program,
@@ -72,6 +73,7 @@ class CoreRole:
     lane: int = 0
     mirror: bool = False
     popped: dict[str, RingSlot] = field(default_factory=dict)  # popped tile variable -> its slot
+    reports_progress: bool = False  # its outermost loop's iterations are the launch's progress
 
     @property
     def name(self) -> str:
@@ -102,17 +104,19 @@ class Placement:
 
 Seat = tuple["Core", CoreKind, int, bool]  # core, kind, lane, mirror
 GmObserver = Callable[[str, Call, Sequence[Any]], None]  # (core, op, its values) before a GM access
+StepObserver = Callable[[int, int], None]  # (iterations done, iterations) of the outermost loop
 
 
 @dataclass(frozen=True)
 class Site:
     """Where one block of a task runs: its core group, ``pl.get_block_idx()`` and ``get_block_num()``,
-    and who sees its GM traffic (the chip's race check across tasks)."""
+    who sees its GM traffic (the chip's race check across tasks) and who is told its progress."""
 
     group: CoreGroup
     block: int = 0
     block_num: int = 1
     on_gm: GmObserver | None = None
+    on_step: StepObserver | None = None
 
 
 class Launch:
@@ -251,7 +255,30 @@ def plan_launch(
     target: Target,
     recorder: Recorder,
 ) -> tuple[Launch, list[Placement]]:
-    """The launch of ``kernel`` on ``site``'s core group and the kernel body each of its cores runs."""
+    """The launch of ``kernel`` on ``site``'s core group and the kernel body each of its cores runs.
+
+    The first core (the AIC, then the lanes in order) whose kernel has a loop reports the
+    launch's progress: the iterations of its outermost loop."""
+    launch, placements = _plan(program, kernel, args, call, site, target, recorder)
+    reporter = next((p for p in placements if _has_loop(p.kernel)), None)
+    if reporter is not None:
+        reporter.role.reports_progress = True
+    return launch, placements
+
+
+def _has_loop(kernel: Function) -> bool:
+    return any(isinstance(stmt, For) for stmt in walk_stmts(kernel.body))
+
+
+def _plan(
+    program: Program,
+    kernel: Function,
+    args: tuple[Any, ...],
+    call: Call,
+    site: Site,
+    target: Target,
+    recorder: Recorder,
+) -> tuple[Launch, list[Placement]]:
     group = site.group
     if kernel.kind is FunctionKind.AIV and data_parallel(kernel):
         lanes = [(core, CoreKind.AIV, lane, False) for lane, core in enumerate(group.aiv)]
