@@ -27,6 +27,7 @@ from typing import Any
 import torch
 
 from pypto.ir import Call, RaceError, SourceSpan, TileType, Var
+from pypto_sim_a2a3.errors import OutOfBoundsError
 from pypto_sim_a2a3.ring import at_line
 
 TensorKey = tuple[int, int, tuple[int, ...], tuple[int, ...]]
@@ -168,10 +169,12 @@ class GmOrder:
             self._logs[core].append(Invalidate(None, None))
             return
         tensor = args[0]
-        offsets = tuple(args[1]) if len(args) > 1 else (0,) * tensor.dim()
+        offsets = tuple(int(o) for o in args[1]) if len(args) > 1 else (0,) * tensor.dim()
         rest = [n - o for n, o in zip(tensor.shape, offsets, strict=True)]
         extent = call.attrs.get("shape") or rest
-        self._logs[core].append(Invalidate(tensor_key(tensor), Region.box(offsets, extent)))
+        region = Region.box(offsets, extent)
+        _check_inside(call, tensor, region)
+        self._logs[core].append(Invalidate(tensor_key(tensor), region))
 
     def fence(self, core: str) -> None:
         """Record ``system.fence``."""
@@ -243,6 +246,20 @@ class GmOrder:
             write.span,
             OVERWRITE_HINT,
         )
+
+
+def _check_inside(call: Call, tensor: torch.Tensor, region: Region) -> None:
+    """An OutOfBoundsError if a ``system.cacheinvalid`` region (its offsets known only at run time)
+    leaves its tensor."""
+    for dim, (lo, hi, size) in enumerate(zip(region.lo, region.hi, tensor.shape, strict=True)):
+        if lo < 0 or hi > size or lo > hi:
+            raise OutOfBoundsError(
+                f"pl.system.cacheinvalid: region [{lo}:{hi}] is outside dim {dim} of size {size} "
+                f"(offsets {list(region.lo)})",
+                call.span,
+                "keep the invalidated region inside the tensor; pl.system.cacheinvalid() with no "
+                "arguments invalidates all of global memory",
+            )
 
 
 def gm_access(core: str, call: Call, args: Sequence[Any]) -> Access | None:

@@ -39,11 +39,12 @@ from pypto.ir import (
     VerificationError,
     get_op,
 )
+from pypto.ir.printer import format_expr
 from pypto_sim_a2a3.cost import CostModel
 from pypto_sim_a2a3.crosscore import LAUNCH_OPS, Popped
-from pypto_sim_a2a3.errors import PipeError
+from pypto_sim_a2a3.errors import LoopStepError, PipeError
 from pypto_sim_a2a3.launch import CoreRole, group_members
-from pypto_sim_a2a3.ring import TOKEN, Token
+from pypto_sim_a2a3.ring import TOKEN, Token, at_line
 from pypto_sim_a2a3.scheduler import Event
 from pypto_sim_a2a3.semantics import SEMANTICS, OpImpl
 from pypto_sim_a2a3.taskgraph import Task
@@ -140,8 +141,19 @@ class Frame(ABC):
         stop = yield from self._eval(loop.stop)
         step = yield from self._eval(loop.step)
         if step == 0:
-            raise self._error(f"loop over {loop.var.name} has step 0", loop)
+            raise self._zero_step(loop)
         return range(int(start), int(stop), int(step))
+
+    def _zero_step(self, loop: For) -> LoopStepError:
+        """A run-time step of 0 (a constant 0 is a compile error): the user's value, not a compiler bug."""
+        step = format_expr(loop.step)
+        where = f" from {at_line(loop.step.span)}" if loop.step.span is not None else ""
+        return LoopStepError(
+            f"in {self.fn.name}: pl.{loop.kind.value} over {loop.var.name} would never end: its step, the "
+            f"value of {step}{where}, is 0 at run time",
+            loop.span,
+            f"make the step non-zero: check where {step} comes from, or guard the loop with if {step} != 0:",
+        )
 
     def _bind(self, stmt: Assign, value: Any) -> None:
         self.env[stmt.target.name] = value
@@ -217,8 +229,10 @@ class KernelFrame(Frame):
             )
         self._check_has_data(call, args)
         self._check_route(call)
-        self.role.launch.gm_access(self.role, call, args)
+        # The op first, so that bad offsets or valid shapes are reported as such, not as a race
+        # over the part of the region that lies inside the tensor.
         value = self._semantics(call)(call, args)
+        self.role.launch.gm_access(self.role, call, args)
         yield self.cost.op_cost(call).on(call)
         return value
 
