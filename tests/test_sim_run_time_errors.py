@@ -1,13 +1,13 @@
 """Bad values that only show at run time on a2a3sim are user errors at the user's line, with a
 hint: a loop step of 0, a cache invalidation outside its tensor, a store outside its tensor that
-overlaps another lane's write."""
+overlaps another lane's write, cores meeting at one barrier round with different barriers."""
 
 import pytest
 import torch
 
 import pypto.language as pl
 from pypto.ir import PyptoError, VerificationError
-from pypto_sim_a2a3 import LoopStepError, OutOfBoundsError
+from pypto_sim_a2a3 import BarrierError, LoopStepError, OutOfBoundsError
 
 T = pl.Tensor[[64, 64], pl.FP32]
 STEPS = pl.Tensor[[1], pl.INT32]
@@ -98,3 +98,41 @@ def test_a_cache_invalidation_inside_the_tensor_runs():
 def test_a_store_outside_the_tensor_over_another_lanes_write_is_out_of_bounds_not_a_race():
     with pytest.raises(OutOfBoundsError, match=r"pl.store: region \[16:80\] is outside dim 0 of size 64"):
         lanes_store_at(torch.randn(64, 64), _int(16), torch.zeros(64, 64))
+
+
+def barrier_pair(lanes_soft: bool):
+    """The cube's hard syncall and the lanes' syncall meet in round 0 of the launch's barrier."""
+
+    @pl.jit
+    def barriers(a: T, ws: pl.Tensor[[16], pl.INT32], out: pl.Out[T]):
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="barriers"):
+            mat = pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat)
+            acc = pl.matmul(pl.move(mat, target_memory=pl.Mem.Left), pl.move(mat, target_memory=pl.Mem.Right))
+            pl.store(acc, [0, 0], out)
+            pl.system.syncall()  # the cube's barrier
+            for _lane in pl.split_aiv(2):
+                if lanes_soft:
+                    pl.system.syncall(mode="soft", gm_workspace=ws, used_cores=2)  # the lanes' barrier
+                else:
+                    pl.system.syncall()
+        return out
+
+    return barriers
+
+
+def test_cores_joining_one_barrier_round_with_different_modes_is_a_barrier_error_naming_both_lines():
+    a, ws, out = torch.randn(64, 64), torch.zeros(16, dtype=torch.int32), torch.zeros(64, 64)
+    with pytest.raises(BarrierError) as info:
+        barrier_pair(lanes_soft=True)(a, ws, out)
+    cube, lanes = (f"{__file__}:{_line(text)}" for text in ("# the cube's barrier", "# the lanes' barrier"))
+    assert info.value.message == (
+        f'pl.system.syncall on AIC at {cube} joins round 0 of the mix barrier with mode="hard", but AIV0 '
+        f'joined it at {lanes} with mode="soft", used_cores=2, gm_workspace=ws'
+    )
+    assert "the same mode, used_cores and gm_workspace" in info.value.hint
+
+
+def test_cores_joining_one_barrier_round_with_the_same_barrier_run():
+    a, ws, out = torch.randn(64, 64), torch.zeros(16, dtype=torch.int32), torch.zeros(64, 64)
+    barrier_pair(lanes_soft=False)(a, ws, out)
+    torch.testing.assert_close(out, a @ a, rtol=1e-4, atol=1e-4)
