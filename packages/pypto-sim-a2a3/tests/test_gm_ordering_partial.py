@@ -102,3 +102,34 @@ def test_two_lanes_adding_atomically_into_one_region_is_not_a_race():
     a, _, _, out = args
     torch.testing.assert_close(out[:32], a[:32] + a[32:])
     assert torch.count_nonzero(out[32:]) == 0
+
+
+def overlapping_stores_program(stride: int) -> Program:
+    """Each lane stores the valid first 32 rows of its ``[64, 64]`` tile at row ``lane * stride`` of
+    ``out`` (``tile.store_partial``): the lanes' rows overlap when ``stride < 32``."""
+    k = FunctionBuilder("over_aic", FunctionKind.AIC)
+    _params(k)
+    v = FunctionBuilder("over_aiv", FunctionKind.AIV)
+    a_gm, _, _, out = _params(v)
+    row = v.scalar("scalar.mul", v.op("lane", "get_subblock_idx"), stride)
+    t = v.op("t", "tile.load", a_gm, [0, 0], shape=SHAPE, target_memory=Mem.Vec)
+    v.do("tile.store_partial", t, [row, 0], out, list(HALF))
+    return group_program("over", k.build(), v.build())
+
+
+def test_two_lanes_partial_stores_over_overlapping_valid_rows_are_a_race_on_just_those_rows():
+    prog = overlapping_stores_program(16)
+    with pytest.raises(RaceError) as info:
+        run(prog, *_args())
+    store = at(span_of(prog.function("over_aiv"), "tile.store_partial"))
+    assert info.value.message == (
+        f"cg0.AIV1 writes out[16:32, 0:64] at {store} after cg0.AIV0 wrote it at {store}, but nothing "
+        "orders the two: cg0.AIV0 never published its write (pl.system.cacheinvalid after it)"
+    )
+
+
+def test_two_lanes_partial_stores_of_adjacent_valid_rows_are_no_race():
+    args = _args()
+    run(overlapping_stores_program(32), *args)
+    a, _, _, out = args
+    torch.testing.assert_close(out, torch.cat([a[:32], a[:32]]))

@@ -4,6 +4,7 @@ from pypto_sim_a2a3.backend import A2A3SimBackend
 from pypto_sim_a2a3.errors import (
     BarrierError,
     DivisionByZeroError,
+    LoopStepError,
     OutOfBoundsError,
     PipeError,
     ScalarRangeError,
@@ -17,6 +18,7 @@ __all__ = [
     "A2A3SimBackend",
     "BarrierError",
     "DivisionByZeroError",
+    "LoopStepError",
     "OutOfBoundsError",
     "PipeError",
     "ScalarRangeError",

@@ -34,11 +34,16 @@ class A2A3SimBackend:
     target = A2A3_TARGET
 
     def run(self, program: Program, args: Sequence[Any], options: Mapping[str, Any]) -> RunReport:
-        """Run ``program``'s entry with ``args`` (torch tensors written in place, Python scalars);
-        ``options["on_task"]``, when given, is called with each finished task's kernel name."""
+        """Run ``program``'s entry with ``args`` (torch tensors written in place, Python scalars).
+
+        ``options["on_task"]``, when given, is called with each finished task's kernel name;
+        ``options["on_progress"]`` with ``(kernel, done, total, unit)`` as a task advances: after
+        each block of an ``pl.spmd`` task (unit ``"blocks"``), else after each iteration of the
+        outermost loop of its first kernel that has one (``"iterations"``; the AIC's, for a
+        Group)."""
         entry = _entry(program)
         _check_arguments(entry, args)
-        chip = Chip(program, self.target, self.name, options.get("on_task"))
+        chip = Chip(program, self.target, self.name, options.get("on_task"), options.get("on_progress"))
         outputs = chip.run(entry, args)
         return chip.report(outputs)
 

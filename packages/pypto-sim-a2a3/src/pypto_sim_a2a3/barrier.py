@@ -5,7 +5,9 @@ lanes, ``"mix"`` or absent every core of the launch. Each core's k-th syncall ov
 joins round k of that set's barrier. ``mode="hard"`` releases a round when every counted core has
 arrived; ``mode="soft"`` when ``used_cores`` have (partial occupancy), and needs a zeroed INT32
 GM workspace (checked at every arrival; the simulator does not write it). A core arriving at a
-round that has already released passes straight through.
+round that has already released passes straight through. Every core joining a round must ask
+for the same barrier: a mode, ``used_cores`` or workspace that differs from the first arrival's
+is a ``BarrierError`` naming both lines.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from typing import Any
 
 import torch
 
-from pypto.ir import Call, Var
+from pypto.ir import Call, SourceSpan, Var
+from pypto_sim_a2a3.coherence import TensorKey, tensor_key
 from pypto_sim_a2a3.errors import BarrierError
 from pypto_sim_a2a3.ring import at_line
 from pypto_sim_a2a3.scheduler import Blocked, Event, Wait
@@ -32,15 +35,40 @@ CORE_TYPES: dict[str | None, tuple[CoreKind, ...]] = {
 BARRIER_HINT = 'every core a barrier counts must reach each syncall; mode="soft" counts used_cores arrivals'
 
 
+@dataclass(frozen=True)
+class BarrierKind:
+    """What one ``system.syncall`` asks for: hard, or soft over ``used_cores`` with a workspace."""
+
+    mode: str
+    used_cores: int | None = None
+    workspace: TensorKey | None = None
+    workspace_name: str | None = field(default=None, compare=False)
+
+    def required(self, members: tuple[str, ...]) -> int:
+        """Arrivals that release a round: every member (hard), or ``used_cores`` (soft)."""
+        return len(members) if self.used_cores is None else self.used_cores
+
+    def __str__(self) -> str:
+        if self.mode == "hard":
+            return 'mode="hard"'
+        return f'mode="soft", used_cores={self.used_cores}, gm_workspace={self.workspace_name}'
+
+
 @dataclass(eq=False)
 class BarrierRound:
-    """Round ``index`` of the barrier over ``members``: who arrived, and how many it needs."""
+    """Round ``index`` of the barrier over ``members``: who arrived, and how many it needs; the
+    first arrival's kind of barrier, core and line."""
 
     core_type: str
     index: int
     members: tuple[str, ...]
-    required: int
+    kind: BarrierKind
+    opened_by: tuple[str, SourceSpan | None]
     arrived: list[str] = field(default_factory=list)
+
+    @property
+    def required(self) -> int:
+        return self.kind.required(self.members)
 
     @property
     def released(self) -> bool:
@@ -74,12 +102,22 @@ class SyncAll:
                 call.span,
                 'use core_type="mix" for a barrier of every core, or call it only on the counted cores',
             )
+        kind = _barrier_kind(call, args)
         index = self._passed[(core, name)]
         self._passed[(core, name)] += 1
         key = (name, index)
         if key not in self._rounds:
-            self._rounds[key] = BarrierRound(name, index, members, _required(call, args, members))
+            self._rounds[key] = BarrierRound(name, index, members, kind, (core, call.span))
         round_ = self._rounds[key]
+        if round_.kind != kind:
+            first, span = round_.opened_by
+            raise BarrierError(
+                f"pl.system.syncall on {core} at {at_line(call.span)} joins round {index} of the {name} "
+                f"barrier with {kind}, but {first} joined it at {at_line(span)} with {round_.kind}",
+                call.span,
+                "every core of a barrier must reach the same pl.system.syncall: the same mode, "
+                "used_cores and gm_workspace on each side",
+            )
         counted = not round_.released
         if counted:
             round_.arrived.append(core)
@@ -111,16 +149,16 @@ class SyncAll:
         return Blocked(text)
 
 
-def _required(call: Call, args: Sequence[Any], members: tuple[str, ...]) -> int:
-    """Arrivals that release a round: every member (hard), or ``used_cores`` (soft)."""
+def _barrier_kind(call: Call, args: Sequence[Any]) -> BarrierKind:
+    """The barrier ``call`` asks for; a soft one's workspace must be zero."""
     if call.attrs.get("mode", "hard") == "hard":
-        return len(members)
+        return BarrierKind("hard")
     workspace = args[0]
     assert isinstance(workspace, torch.Tensor)
+    name = call.args[0].name if isinstance(call.args[0], Var) else "the workspace"
     nonzero = torch.nonzero(workspace.flatten())
     if len(nonzero):
         index = int(nonzero[0])
-        name = call.args[0].name if isinstance(call.args[0], Var) else "the workspace"
         raise BarrierError(
             f'pl.system.syncall(mode="soft") needs a zeroed INT32 gm_workspace, but {name} holds '
             f"{int(workspace.flatten()[index])} at flat index {index}",
@@ -128,4 +166,4 @@ def _required(call: Call, args: Sequence[Any], members: tuple[str, ...]) -> int:
             "pass torch.zeros(16, dtype=torch.int32) (or larger) as the workspace, and do not reuse it "
             "for anything else",
         )
-    return int(call.attrs["used_cores"])
+    return BarrierKind("soft", int(call.attrs["used_cores"]), tensor_key(workspace), name)

@@ -32,6 +32,8 @@ from pypto_sim_a2a3.target import CORE_MEMORY_SPACES, CoreKind
 from pypto_sim_a2a3.taskgraph import ParallelContext, Task, TaskGraph
 from pypto_sim_a2a3.timeline import Recorder
 
+# (kernel, done, total, unit): the blocks of an spmd task, or its outermost loop's iterations.
+ProgressObserver = Callable[[str, int, int, str], None]
 HOST = "host"  # the AICPU thread running the orchestration: it submits tasks
 SCHEDULER = "scheduler"  # the AICPU thread that resolves, dispatches and retires tasks
 
@@ -93,9 +95,11 @@ class Chip:
         target: Target,
         platform: str,
         on_task: Callable[[str], None] | None = None,
+        on_progress: ProgressObserver | None = None,
     ):
         self.program = program
         self.on_task = on_task  # told each retired task's kernel name (the runtime's progress bar)
+        self.on_progress = on_progress  # told how far each running task has got (the same bar)
         self.target = target
         self.platform = platform
         self.cost = CostModel(target)
@@ -185,7 +189,7 @@ class Chip:
         def on_gm(core: str, call: Call, args: Sequence[Any]) -> None:
             self.races.access(task, block, core, call, args)
 
-        site = Site(group, block, task.blocks, on_gm)
+        site = Site(group, block, task.blocks, on_gm, self._step_observer(task))
         launch, placements = plan_launch(
             self.program, task.kernel, task.args, task.call, site, self.target, self.recorder
         )
@@ -195,6 +199,14 @@ class Chip:
             core.clock = max(core.clock, run.start)
             core.task = task.name
             self.scheduler.spawn(core, self._run_kernel(placement, run))
+
+    def _step_observer(self, task: Task) -> Callable[[int, int], None] | None:
+        """What a one-block task's outermost loop tells of its iterations (an spmd task's progress
+        is its blocks instead)."""
+        on_progress = self.on_progress
+        if on_progress is None or task.blocks > 1:
+            return None
+        return lambda done, total: on_progress(task.name, done, total, "iterations")
 
     def _run_kernel(self, placement: Placement, run: _BlockRun) -> Generator[Event, None, tuple[Any, ...]]:
         role = placement.role
@@ -213,6 +225,8 @@ class Chip:
         self.tasks.append(TaskRecord(task.name, group, run.start, end, task.id, run.block, task.source))
         heapq.heappush(self._free, group)
         task.finished_blocks += 1
+        if self.on_progress is not None and task.blocks > 1:
+            self.on_progress(task.name, task.finished_blocks, task.blocks, "blocks")
         if task.finished_blocks == task.blocks:
             self._finished.append(task)
 

@@ -5,12 +5,16 @@ A pipe orders only the tile it carries. When one core reads GM bytes (``tile.loa
 wrote (``tile.store``, ``tile.store_partial``, ``tile.store_atomic``), the program must order them
 itself: the writer publishes its write (``system.cacheinvalid`` covering it), fences
 (``system.fence``), arrives at a ``system.syncall``; the reader passes that same round and
-invalidates (``system.cacheinvalid``, whole GM or a region covering the bytes) before it reads. A
-write over bytes another core read earlier needs a syncall round the reader reached after its read.
-Anything else is a ``RaceError`` naming both cores, the tensor and both lines. Two atomic adds
-commute, so they need no order between themselves. Each access covers exactly the bytes it touches:
-a partial op its run-time valid region. Accesses are tracked per GM tensor as boxes of its index
-space; different launches are ordered by the task boundary, so each launch keeps its own record.
+invalidates (``system.cacheinvalid``, whole GM or a region covering the bytes) before it reads.
+A write over bytes another core wrote earlier needs the first writer's half of that sequence:
+publish, fence, a syncall round the second writer passes before its write (the second writer reads
+nothing, so it needs no invalidate); otherwise which value GM ends up holding is whichever write
+landed last. A write over bytes another core read earlier needs a syncall round the reader reached
+after its read. Anything else is a ``RaceError`` naming both cores, the tensor and both lines. Two
+atomic adds commute, so they need no order between themselves; an atomic add and a plain write of
+the same bytes do. Each access covers exactly the bytes it touches: a partial op its run-time valid
+region. Accesses are tracked per GM tensor as boxes of its index space; different launches are
+ordered by the task boundary, so each launch keeps its own record.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any
 import torch
 
 from pypto.ir import Call, RaceError, SourceSpan, TileType, Var
+from pypto_sim_a2a3.errors import OutOfBoundsError
 from pypto_sim_a2a3.ring import at_line
 
 TensorKey = tuple[int, int, tuple[int, ...], tuple[int, ...]]
@@ -34,6 +39,12 @@ RACE_HINT = (
 )
 OVERWRITE_HINT = (
     "before overwriting data another core read, pass a pl.system.syncall that core reached after its read"
+)
+WRITE_WRITE_HINT = (
+    "give each core its own region of the tensor (e.g. offset by pl.get_subblock_idx()), add with "
+    "atomic stores on both, or order the writes: the first writer publishes its write "
+    "(pl.system.cacheinvalid), fences (pl.system.fence), and both cores pass one pl.system.syncall "
+    "before the second writes"
 )
 
 
@@ -134,18 +145,22 @@ class GmOrder:
 
     def access(self, core: str, call: Call, args: Sequence[Any]) -> None:
         """Record ``call``'s GM read or write by ``core`` (other ops are ignored); a RaceError if it
-        reads another core's unordered write, or writes over another core's unordered read."""
+        reads another core's unordered write, or writes over another core's unordered read or write
+        (unless both writes are atomic adds)."""
         access = gm_access(core, call, args)
         if access is None:
             return
         for log in self._others(core):
             for position, event in enumerate(log):
-                if not isinstance(event, Access) or event.write == access.write:
+                if not isinstance(event, Access) or event.conflicts(access) is None:
                     continue
-                if access.write:
-                    self._check_write_after_read(event, log[position + 1 :], access)
+                after = log[position + 1 :]
+                if event.write and access.write:
+                    self._check_write_after_write(event, after, access)
+                elif access.write:
+                    self._check_write_after_read(event, after, access)
                 else:
-                    self._check_read_after_write(event, log[position + 1 :], access)
+                    self._check_read_after_write(event, after, access)
         self._logs[core].append(access)
 
     def invalidate(self, core: str, call: Call, args: Sequence[Any]) -> None:
@@ -154,10 +169,12 @@ class GmOrder:
             self._logs[core].append(Invalidate(None, None))
             return
         tensor = args[0]
-        offsets = tuple(args[1]) if len(args) > 1 else (0,) * tensor.dim()
+        offsets = tuple(int(o) for o in args[1]) if len(args) > 1 else (0,) * tensor.dim()
         rest = [n - o for n, o in zip(tensor.shape, offsets, strict=True)]
         extent = call.attrs.get("shape") or rest
-        self._logs[core].append(Invalidate(tensor_key(tensor), Region.box(offsets, extent)))
+        region = Region.box(offsets, extent)
+        _check_inside(call, tensor, region)
+        self._logs[core].append(Invalidate(tensor_key(tensor), region))
 
     def fence(self, core: str) -> None:
         """Record ``system.fence``."""
@@ -197,6 +214,24 @@ class GmOrder:
                 return None
         return f"{read.core} did not pl.system.cacheinvalid the data after the syncall, before its read"
 
+    def _check_write_after_write(self, first: Access, after_first: list[GmEvent], second: Access) -> None:
+        shared = _shared(first, second)
+        if shared is None:
+            return
+        rounds, gap = _published_rounds(first, after_first, shared)
+        if gap is None and not any(
+            isinstance(e, Arrive) and e.round in rounds for e in self._logs[second.core]
+        ):
+            gap = f"{second.core} passed no pl.system.syncall that {first.core} reached after its fence"
+        if gap is not None:
+            wrote = "added into" if first.atomic else "wrote"
+            raise RaceError(
+                f"{second.core} {second.verb} {_named(second, first)}{shared} at {at_line(second.span)} "
+                f"after {first.core} {wrote} it at {at_line(first.span)}, but nothing orders the two: {gap}",
+                second.span,
+                WRITE_WRITE_HINT,
+            )
+
     def _check_write_after_read(self, read: Access, after_read: list[GmEvent], write: Access) -> None:
         shared = _shared(read, write)
         if shared is None:
@@ -211,6 +246,20 @@ class GmOrder:
             write.span,
             OVERWRITE_HINT,
         )
+
+
+def _check_inside(call: Call, tensor: torch.Tensor, region: Region) -> None:
+    """An OutOfBoundsError if a ``system.cacheinvalid`` region (its offsets known only at run time)
+    leaves its tensor."""
+    for dim, (lo, hi, size) in enumerate(zip(region.lo, region.hi, tensor.shape, strict=True)):
+        if lo < 0 or hi > size or lo > hi:
+            raise OutOfBoundsError(
+                f"pl.system.cacheinvalid: region [{lo}:{hi}] is outside dim {dim} of size {size} "
+                f"(offsets {list(region.lo)})",
+                call.span,
+                "keep the invalidated region inside the tensor; pl.system.cacheinvalid() with no "
+                "arguments invalidates all of global memory",
+            )
 
 
 def gm_access(core: str, call: Call, args: Sequence[Any]) -> Access | None:

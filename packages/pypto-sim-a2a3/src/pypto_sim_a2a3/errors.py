@@ -25,3 +25,7 @@ class PipeError(PyptoError, ValueError):
 class BarrierError(PyptoError, ValueError):
     """A ``system.syncall`` used wrongly: a non-zero soft-sync workspace, a core the barrier does
     not include."""
+
+
+class LoopStepError(PyptoError, ValueError):
+    """A loop whose step is a run-time value that comes out 0: it would never end."""

@@ -39,11 +39,12 @@ from pypto.ir import (
     VerificationError,
     get_op,
 )
+from pypto.ir.printer import format_expr
 from pypto_sim_a2a3.cost import CostModel
 from pypto_sim_a2a3.crosscore import LAUNCH_OPS, Popped
-from pypto_sim_a2a3.errors import PipeError
+from pypto_sim_a2a3.errors import LoopStepError, PipeError
 from pypto_sim_a2a3.launch import CoreRole, group_members
-from pypto_sim_a2a3.ring import TOKEN, Token
+from pypto_sim_a2a3.ring import TOKEN, Token, at_line
 from pypto_sim_a2a3.scheduler import Event
 from pypto_sim_a2a3.semantics import SEMANTICS, OpImpl
 from pypto_sim_a2a3.taskgraph import Task
@@ -60,6 +61,7 @@ class Frame(ABC):
     def __init__(self, fn: Function, args: Sequence[Any]):
         self.fn = fn
         self.env: dict[str, Any] = {p.var.name: value for p, value in zip(fn.params, args, strict=True)}
+        self.loop_depth = 0  # how many loops of this function are running now
 
     def run(self) -> Generator[Event, None, tuple[Any, ...]]:
         """Execute the body; the generator's return value is what ``Return`` gave (``()`` if none)."""
@@ -96,13 +98,24 @@ class Frame(ABC):
     def _exec_for(self, loop: For) -> Generator[Event, None, tuple[Any, ...] | None]:
         iterations = yield from self._loop_range(loop)
         yield from self._enter_loop(loop)
-        for i in iterations:
-            self.env[loop.var.name] = i
-            returned = yield from self._exec_body(loop.body)
-            if returned is not None:
-                return returned
-            yield from self._carry(loop, loop.yields)
+        self.loop_depth += 1
+        try:
+            for done, i in enumerate(iterations, 1):
+                self.env[loop.var.name] = i
+                returned = yield from self._exec_body(loop.body)
+                if returned is not None:
+                    return returned
+                yield from self._carry(loop, loop.yields)
+                if self.loop_depth == 1:
+                    self._outer_iteration_done(done, len(iterations))
+        finally:
+            self.loop_depth -= 1
         self._leave_loop(loop)
+        return None
+
+    def _outer_iteration_done(self, done: int, count: int) -> None:
+        """Iteration ``done`` of ``count`` of an outermost loop has finished (progress reporting);
+        only kernels report it."""
         return None
 
     def _enter_loop(self, loop: For) -> Generator[Event, None, None]:
@@ -128,8 +141,19 @@ class Frame(ABC):
         stop = yield from self._eval(loop.stop)
         step = yield from self._eval(loop.step)
         if step == 0:
-            raise self._error(f"loop over {loop.var.name} has step 0", loop)
+            raise self._zero_step(loop)
         return range(int(start), int(stop), int(step))
+
+    def _zero_step(self, loop: For) -> LoopStepError:
+        """A run-time step of 0 (a constant 0 is a compile error): the user's value, not a compiler bug."""
+        step = format_expr(loop.step)
+        where = f" from {at_line(loop.step.span)}" if loop.step.span is not None else ""
+        return LoopStepError(
+            f"in {self.fn.name}: pl.{loop.kind.value} over {loop.var.name} would never end: its step, the "
+            f"value of {step}{where}, is 0 at run time",
+            loop.span,
+            f"make the step non-zero: check where {step} comes from, or guard the loop with if {step} != 0:",
+        )
 
     def _bind(self, stmt: Assign, value: Any) -> None:
         self.env[stmt.target.name] = value
@@ -205,10 +229,17 @@ class KernelFrame(Frame):
             )
         self._check_has_data(call, args)
         self._check_route(call)
-        self.role.launch.gm_access(self.role, call, args)
+        # The op first, so that bad offsets or valid shapes are reported as such, not as a race
+        # over the part of the region that lies inside the tensor.
         value = self._semantics(call)(call, args)
+        self.role.launch.gm_access(self.role, call, args)
         yield self.cost.op_cost(call).on(call)
         return value
+
+    def _outer_iteration_done(self, done: int, count: int) -> None:
+        on_step = self.role.launch.site.on_step
+        if self.role.reports_progress and on_step is not None:
+            on_step(done, count)
 
     def _check_has_data(self, call: Call, args: tuple[Any, ...]) -> None:
         for expr, value in zip(call.args, args, strict=True):

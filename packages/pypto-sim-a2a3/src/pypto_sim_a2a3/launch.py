@@ -10,8 +10,10 @@ all three concurrently, sharing the launch's pipes (``<group>_c2v``, ``<group>_v
 Mirror lane: when every pipe push and pop of a Group's AIV kernel has ``split=NONE`` and the kernel
 never asks for its lane (``get_subblock_idx``), lane 1 *mirrors* lane 0 — it follows the control
 flow and does every pipe handshake (with data-less tokens) and barrier, but no loads, stores or
-compute, so lane 0 alone does the work. A kernel that asks for its lane divides the work by lane
-itself, so both its lanes compute.
+compute, so lane 0 alone does the work. The same holds for a Group that ``pl.split(NONE)`` made
+(``attrs["split"]`` is ``NONE``) whose vector side uses no pipe at all: "lane 0 does the vector
+work" whatever crosses. A kernel that asks for its lane divides the work by lane itself, so both
+its lanes compute; so do the lanes of an explicit ``pl.split_aiv`` region that uses no pipe.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pypto.ir import (
     Const,
     Eval,
     Expr,
+    For,
     Function,
     FunctionKind,
     Program,
@@ -70,6 +73,7 @@ class CoreRole:
     lane: int = 0
     mirror: bool = False
     popped: dict[str, RingSlot] = field(default_factory=dict)  # popped tile variable -> its slot
+    reports_progress: bool = False  # its outermost loop's iterations are the launch's progress
 
     @property
     def name(self) -> str:
@@ -100,17 +104,19 @@ class Placement:
 
 Seat = tuple["Core", CoreKind, int, bool]  # core, kind, lane, mirror
 GmObserver = Callable[[str, Call, Sequence[Any]], None]  # (core, op, its values) before a GM access
+StepObserver = Callable[[int, int], None]  # (iterations done, iterations) of the outermost loop
 
 
 @dataclass(frozen=True)
 class Site:
     """Where one block of a task runs: its core group, ``pl.get_block_idx()`` and ``get_block_num()``,
-    and who sees its GM traffic (the chip's race check across tasks)."""
+    who sees its GM traffic (the chip's race check across tasks) and who is told its progress."""
 
     group: CoreGroup
     block: int = 0
     block_num: int = 1
     on_gm: GmObserver | None = None
+    on_step: StepObserver | None = None
 
 
 class Launch:
@@ -249,7 +255,30 @@ def plan_launch(
     target: Target,
     recorder: Recorder,
 ) -> tuple[Launch, list[Placement]]:
-    """The launch of ``kernel`` on ``site``'s core group and the kernel body each of its cores runs."""
+    """The launch of ``kernel`` on ``site``'s core group and the kernel body each of its cores runs.
+
+    The first core (the AIC, then the lanes in order) whose kernel has a loop reports the
+    launch's progress: the iterations of its outermost loop."""
+    launch, placements = _plan(program, kernel, args, call, site, target, recorder)
+    reporter = next((p for p in placements if _has_loop(p.kernel)), None)
+    if reporter is not None:
+        reporter.role.reports_progress = True
+    return launch, placements
+
+
+def _has_loop(kernel: Function) -> bool:
+    return any(isinstance(stmt, For) for stmt in walk_stmts(kernel.body))
+
+
+def _plan(
+    program: Program,
+    kernel: Function,
+    args: tuple[Any, ...],
+    call: Call,
+    site: Site,
+    target: Target,
+    recorder: Recorder,
+) -> tuple[Launch, list[Placement]]:
     group = site.group
     if kernel.kind is FunctionKind.AIV and data_parallel(kernel):
         lanes = [(core, CoreKind.AIV, lane, False) for lane, core in enumerate(group.aiv)]
@@ -263,7 +292,7 @@ def plan_launch(
     if kernel.kind is FunctionKind.Group:
         (aic_fn, aic_args), (aiv_fn, aiv_args) = group_members(program, kernel, args)
         seats: list[Seat] = [(group.aic, CoreKind.AIC, 0, False)]
-        mirror = mirrors_lane_1(aiv_fn)
+        mirror = mirrors_lane_1(aiv_fn, unsplit=kernel.attrs.get("split") is SplitMode.NONE)
         seats += [(core, CoreKind.AIV, lane, mirror and lane > 0) for lane, core in enumerate(group.aiv)]
         pipe_name = kernel.attrs.get("pipe_name")
         launch = Launch(kernel.name, site, target, seats, recorder, piped=True, pipe_name=pipe_name)
@@ -338,8 +367,9 @@ def _group_arg(group: Function, env: dict[str, Any], e: Expr) -> Any:
     )
 
 
-def mirrors_lane_1(aiv_kernel: Function) -> bool:
-    """True if lane 1 only mirrors: every pipe push/pop is split NONE and no op asks for the lane."""
+def mirrors_lane_1(aiv_kernel: Function, unsplit: bool = False) -> bool:
+    """True if lane 1 only mirrors: no op asks for the lane, every pipe push/pop is split NONE, and
+    there is one, or the Group is ``unsplit`` (``pl.split(NONE)``: lane 0 does the vector work)."""
     calls = [
         e
         for stmt in walk_stmts(aiv_kernel.body)
@@ -349,4 +379,4 @@ def mirrors_lane_1(aiv_kernel: Function) -> bool:
     ]
     modes = [split_of(c) for c in calls if c.op in ("tpush_to_aic", "tpop_from_aic")]
     asks_lane = any(c.op == "get_subblock_idx" for c in calls)
-    return bool(modes) and all(m is SplitMode.NONE for m in modes) and not asks_lane
+    return (bool(modes) or unsplit) and all(m is SplitMode.NONE for m in modes) and not asks_lane

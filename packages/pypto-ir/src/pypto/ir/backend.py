@@ -385,5 +385,11 @@ class Backend(Protocol):
     target: Target
 
     def run(self, program: Program, args: Sequence[Any], options: Mapping[str, Any]) -> RunReport:
-        """Run ``program``'s entry with ``args`` (backend-native tensors, written in place)."""
+        """Run ``program``'s entry with ``args`` (backend-native tensors, written in place).
+
+        ``options`` holds the user's run options; under a progress bar also ``"on_task"``, to call
+        with the kernel name as each task finishes, and, for a run of one task (or an unknown
+        task count), ``"on_progress"``, to call as ``on_progress(kernel, done, total, unit)`` while
+        a task runs (e.g. ``("mixed", 3, 8, "iterations")``, or ``"blocks"`` of an spmd launch).
+        Both are optional to call."""
         ...

@@ -3,8 +3,13 @@ silent otherwise (a pipe, a file, a test).
 
 The runtime passes the backend ``options["on_task"]``, a callable a backend calls with the kernel
 name each time one of its tasks finishes; the bar counts them against the tasks the orchestration
-launches (see :func:`count_tasks`). A backend that never calls it leaves the bar at its start,
-with the elapsed time still running.
+launches (see :func:`count_tasks`). A run of one task (or of a task count only known at run time)
+would sit at ``0/1 tasks`` until it ends, so the runtime then also passes
+``options["on_progress"]``: a backend calls ``on_progress(kernel, done, total, unit)`` to report
+how far the running task has got, e.g. ``("mixed", 3, 8, "iterations")`` for the iterations of
+its outermost loop or ``("rows", 2, 4, "blocks")`` for the blocks of an ``pl.spmd`` launch, and
+the bar shows that instead (``3/8 iterations``). A backend that calls neither leaves the bar at
+its start, with the elapsed time still running.
 
 >>> with TaskProgress("mixed", count_tasks(program)) as progress:  # doctest: +SKIP
 ...     backend.run(program, args, {**options, **progress.options()})
@@ -28,6 +33,9 @@ from rich.progress import (
 from pypto.ir import Assign, Call, Const, Eval, For, If, Program, Stmt
 
 ON_TASK_OPTION = "on_task"  # the backend option: on_task(kernel_name) after each finished task
+# The backend option: on_progress(kernel_name, done, total, unit) as the one running task advances.
+ON_PROGRESS_OPTION = "on_progress"
+TASKS = "tasks"
 SHOW_AFTER_SECONDS = 1.0
 
 
@@ -65,7 +73,9 @@ def _count_stmt(stmt: Stmt) -> int | None:
 class TaskProgress:
     """A rich progress bar for one run, started only on a terminal and only after ``show_after``.
 
-    ``console`` defaults to standard error; a console that is not a terminal shows nothing.
+    ``console`` defaults to standard error; a console that is not a terminal shows nothing. With
+    ``total`` tasks it counts finished tasks; with one task, or an unknown count, it shows the
+    progress within the running task the backend reports (:meth:`step`) as soon as it reports one.
     """
 
     def __init__(
@@ -76,10 +86,12 @@ class TaskProgress:
         show_after: float = SHOW_AFTER_SECONDS,
     ) -> None:
         self.title = title
+        self.total = total
         self.console = console or Console(stderr=True)
         self.active = self.console.is_terminal
         self.show_after = show_after
         self.done = 0
+        self.within_task = False  # the bar shows one task's steps instead of the tasks
         self._lock = threading.Lock()
         self._shown = False
         self._timer: threading.Timer | None = None
@@ -88,21 +100,49 @@ class TaskProgress:
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("tasks"),
+            TextColumn("{task.fields[unit]}"),
             TimeElapsedColumn(),
             console=self.console,
             transient=True,
         )
-        self._task = self._bar.add_task(title, total=total)
+        self._task = self._bar.add_task(title, total=total, unit=TASKS)
 
-    def options(self) -> dict[str, Callable[[str], None]]:
+    @property
+    def shows_steps(self) -> bool:
+        """Whether progress within a task is worth asking for: the run has one task or an unknown count."""
+        return self.total is None or self.total == 1
+
+    def options(self) -> dict[str, Callable[..., None]]:
         """The backend options that report to this bar (none when it cannot be shown)."""
-        return {ON_TASK_OPTION: self.advance} if self.active else {}
+        if not self.active:
+            return {}
+        options: dict[str, Callable[..., None]] = {ON_TASK_OPTION: self.advance}
+        if self.shows_steps:
+            options[ON_PROGRESS_OPTION] = self.step
+        return options
 
     def advance(self, kernel: str) -> None:
         """One task of ``kernel`` finished."""
         self.done += 1
-        self._bar.update(self._task, advance=1, description=f"{self.title} ({kernel})")
+        if self.within_task:
+            self._bar.update(self._task, description=self._describe(kernel))
+        else:
+            self._bar.update(self._task, advance=1, description=f"{self.title} ({kernel})")
+
+    def step(self, kernel: str, done: int, total: int, unit: str = "steps") -> None:
+        """The running task of ``kernel`` has done ``done`` of its ``total`` ``unit`` (e.g. loop
+        iterations, or the blocks of an spmd launch); the bar shows that from now on."""
+        if not self.shows_steps:
+            return
+        self.within_task = True
+        description = self._describe(kernel)
+        self._bar.update(self._task, completed=done, total=total, unit=unit, description=description)
+
+    def _describe(self, kernel: str) -> str:
+        """The title and the running kernel, with the task's number when the count is not known."""
+        if self.total is None:
+            return f"{self.title} ({kernel}, task {self.done + 1})"
+        return f"{self.title} ({kernel})"
 
     def __enter__(self) -> TaskProgress:
         if self.active:

@@ -1,0 +1,138 @@
+"""Bad values that only show at run time on a2a3sim are user errors at the user's line, with a
+hint: a loop step of 0, a cache invalidation outside its tensor, a store outside its tensor that
+overlaps another lane's write, cores meeting at one barrier round with different barriers."""
+
+import pytest
+import torch
+
+import pypto.language as pl
+from pypto.ir import PyptoError, VerificationError
+from pypto_sim_a2a3 import BarrierError, LoopStepError, OutOfBoundsError
+
+T = pl.Tensor[[64, 64], pl.FP32]
+STEPS = pl.Tensor[[1], pl.INT32]
+
+
+@pl.jit
+def kernel_step(x: T, steps: STEPS, out: pl.Out[T]):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="kernel_step"):
+        step = pl.cast(pl.read(steps, [0]), pl.INDEX)  # step source: kernel
+        for i in pl.range(0, 64, step):  # loop: kernel
+            pl.store(pl.load(x, [i, 0], [1, 64]), [i, 0], out)
+    return out
+
+
+@pl.jit
+def host_step(x: T, steps: STEPS, out: pl.Out[T]):
+    step = pl.cast(pl.read(steps, [0]), pl.INDEX)  # step source: host
+    for i in pl.range(0, 4, step):  # loop: host
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="rows"):
+            out[i * 16 : i * 16 + 16, :] = pl.exp(x[i * 16 : i * 16 + 16, :])
+    return out
+
+
+@pl.jit
+def invalidate_at(x: T, rows: STEPS, out: pl.Out[T]):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="invalidate_at"):
+        row = pl.cast(pl.read(rows, [0]), pl.INDEX)
+        pl.system.cacheinvalid(x, [row, 0], [16, 64])
+        pl.store(pl.load(x, [0, 0], [64, 64]), [0, 0], out)
+    return out
+
+
+@pl.jit
+def lanes_store_at(x: T, rows: STEPS, out: pl.Out[T]):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="lanes_store_at"):
+        for lane in pl.split_aiv(2, mode=pl.SplitMode.NONE):
+            row = pl.cast(pl.read(rows, [0]), pl.INDEX) * lane
+            pl.store(pl.load(x, [0, 0], [64, 64]), [row, 0], out)  # lane 1 at rows[0]
+    return out
+
+
+def _line(text: str) -> int:
+    with open(__file__) as source:
+        return next(n for n, line in enumerate(source, 1) if text in line)
+
+
+def _int(value: int) -> torch.Tensor:
+    return torch.tensor([value], dtype=torch.int32)
+
+
+@pytest.mark.parametrize(("kernel", "where"), [(kernel_step, "kernel"), (host_step, "host")])
+def test_a_run_time_loop_step_of_0_is_a_loop_step_error_naming_the_loop_and_the_steps_line(kernel, where):
+    x, out = torch.randn(64, 64), torch.zeros(64, 64)
+    kernel(x, _int(1), out)  # a step of 1 runs
+    with pytest.raises(LoopStepError) as info:
+        kernel(x, _int(0), out)
+    err = info.value
+    assert isinstance(err, PyptoError) and isinstance(err, ValueError)
+    assert not isinstance(err, VerificationError)
+    assert err.message.endswith(
+        f"pl.range over i would never end: its step, the value of step from "
+        f"{__file__}:{_line(f'step source: {where}')}, is 0 at run time"
+    )
+    assert err.span.line == _line(f"loop: {where}")
+    assert (
+        err.hint
+        == "make the step non-zero: check where step comes from, or guard the loop with if step != 0:"
+    )
+
+
+@pytest.mark.parametrize("row", [56, -8])
+def test_a_cache_invalidation_at_run_time_offsets_outside_the_tensor_is_out_of_bounds(row):
+    with pytest.raises(OutOfBoundsError) as info:
+        invalidate_at(torch.randn(64, 64), _int(row), torch.zeros(64, 64))
+    assert info.value.message == (
+        f"pl.system.cacheinvalid: region [{row}:{row + 16}] is outside dim 0 of size 64 (offsets [{row}, 0])"
+    )
+    assert info.value.span.line == _line("pl.system.cacheinvalid(x, [row, 0]")
+    assert "pl.system.cacheinvalid()" in info.value.hint
+
+
+def test_a_cache_invalidation_inside_the_tensor_runs():
+    x, out = torch.randn(64, 64), torch.zeros(64, 64)
+    invalidate_at(x, _int(48), out)
+    torch.testing.assert_close(out, x)
+
+
+def test_a_store_outside_the_tensor_over_another_lanes_write_is_out_of_bounds_not_a_race():
+    with pytest.raises(OutOfBoundsError, match=r"pl.store: region \[16:80\] is outside dim 0 of size 64"):
+        lanes_store_at(torch.randn(64, 64), _int(16), torch.zeros(64, 64))
+
+
+def barrier_pair(lanes_soft: bool):
+    """The cube's hard syncall and the lanes' syncall meet in round 0 of the launch's barrier."""
+
+    @pl.jit
+    def barriers(a: T, ws: pl.Tensor[[16], pl.INT32], out: pl.Out[T]):
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="barriers"):
+            mat = pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat)
+            acc = pl.matmul(pl.move(mat, target_memory=pl.Mem.Left), pl.move(mat, target_memory=pl.Mem.Right))
+            pl.store(acc, [0, 0], out)
+            pl.system.syncall()  # the cube's barrier
+            for _lane in pl.split_aiv(2):
+                if lanes_soft:
+                    pl.system.syncall(mode="soft", gm_workspace=ws, used_cores=2)  # the lanes' barrier
+                else:
+                    pl.system.syncall()
+        return out
+
+    return barriers
+
+
+def test_cores_joining_one_barrier_round_with_different_modes_is_a_barrier_error_naming_both_lines():
+    a, ws, out = torch.randn(64, 64), torch.zeros(16, dtype=torch.int32), torch.zeros(64, 64)
+    with pytest.raises(BarrierError) as info:
+        barrier_pair(lanes_soft=True)(a, ws, out)
+    cube, lanes = (f"{__file__}:{_line(text)}" for text in ("# the cube's barrier", "# the lanes' barrier"))
+    assert info.value.message == (
+        f'pl.system.syncall on AIC at {cube} joins round 0 of the mix barrier with mode="hard", but AIV0 '
+        f'joined it at {lanes} with mode="soft", used_cores=2, gm_workspace=ws'
+    )
+    assert "the same mode, used_cores and gm_workspace" in info.value.hint
+
+
+def test_cores_joining_one_barrier_round_with_the_same_barrier_run():
+    a, ws, out = torch.randn(64, 64), torch.zeros(16, dtype=torch.int32), torch.zeros(64, 64)
+    barrier_pair(lanes_soft=False)(a, ws, out)
+    torch.testing.assert_close(out, a @ a, rtol=1e-4, atol=1e-4)
