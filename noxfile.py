@@ -20,7 +20,8 @@ PACKAGES: dict[str, list[str]] = {
     "pypto-sim-a2a3": ["pypto-ir", "pypto-sim-a2a3"],
     "pypto-models": ["pypto-ir", "pypto-passes", "pypto-lang", "pypto-models"],
 }
-NEEDS_NO_TORCH = ("pypto-ir", "pypto-passes")
+# Installed alone (without test extras), these bring no torch: the compiler needs none.
+NEEDS_NO_TORCH = ("pypto-ir", "pypto-passes", "pypto-lang")
 
 
 def _install_all(session: nox.Session) -> None:
@@ -45,10 +46,11 @@ def tests(session: nox.Session) -> None:
 def isolated(session: nox.Session, package: str) -> None:
     """Install one package with only its declared dependencies and run its own tests."""
     paths = [str(ROOT / "packages" / name) for name in PACKAGES[package]]
-    session.install(*CONSTRAINTS, "pytest", *paths)
+    session.install(*CONSTRAINTS, *paths)
     if package in NEEDS_NO_TORCH:
         no_torch = "import importlib.util as u, sys; sys.exit(u.find_spec('torch') is not None)"
         session.run("python", "-c", no_torch)
+    session.install(*CONSTRAINTS, f"{paths[-1]}[test]")  # what its tests need besides
     tests = str(ROOT / "packages" / package / "tests")
     session.run("python", "-m", "pytest", "-p", "no:cacheprovider", tests)
 

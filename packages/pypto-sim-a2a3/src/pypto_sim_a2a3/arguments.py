@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
 
-from pypto.ir import DataType, Param, ScalarType, TensorType, dtype_from_torch_name
+from pypto.ir import (
+    DataType,
+    Function,
+    Param,
+    ScalarType,
+    SpecializationError,
+    TensorType,
+    UnsupportedDtypeError,
+    dtype_from_torch_name,
+    supported_torch_dtypes,
+)
 from pypto.ir.types import describe
 
 
@@ -41,3 +52,28 @@ def _scalar_mismatch(dtype: DataType, value: Any) -> str | None:
     if ok:
         return None
     return f"expects a Python scalar of {dtype.name}, got {type(value).__name__} {value!r}"
+
+
+def check_arguments(entry: Function, args: Sequence[Any]) -> None:
+    """Every argument fits its parameter of the entry; an error points at the parameter."""
+    if len(args) != len(entry.params):
+        names = ", ".join(p.var.name for p in entry.params)
+        raise SpecializationError(
+            f"{entry.name} takes {len(entry.params)} argument(s) ({names}) but got {len(args)}",
+            entry.span,
+            "pass one value per parameter, in order",
+        )
+    for param, value in zip(entry.params, args, strict=True):
+        if isinstance(value, torch.Tensor) and dtype_from_torch_name(str(value.dtype)) is None:
+            raise UnsupportedDtypeError(
+                f"{entry.name}: argument {param.var.name} is a {value.dtype} tensor, which PyPTO cannot hold",
+                param.var.span or entry.span,
+                f"supported dtypes: {', '.join(supported_torch_dtypes())}",
+            )
+        problem = argument_mismatch(param, value)
+        if problem is not None:
+            raise SpecializationError(
+                f"{entry.name}: parameter {param.var.name} {problem}",
+                param.var.span or entry.span,
+                "convert the argument (e.g. tensor.to(torch.float16)) or change the annotation",
+            )

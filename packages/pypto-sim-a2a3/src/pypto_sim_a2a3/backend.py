@@ -1,26 +1,18 @@
-"""The ``a2a3sim`` backend: runs a lowered program on a simulated a2a3 chip."""
+"""The ``a2a3sim`` backend: runs a lowered program on a simulated a2a3 chip.
+
+Importing it (and registering the plugin) needs no torch: the ``a2a3`` target and the backend's
+name are there for compiling; torch is imported when a program runs.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import torch
-
-from pypto.ir import (
-    Function,
-    FunctionKind,
-    Program,
-    RunReport,
-    SpecializationError,
-    UnsupportedDtypeError,
-    VerificationError,
-    dtype_from_torch_name,
-    supported_torch_dtypes,
-)
-from pypto_sim_a2a3.arguments import argument_mismatch
-from pypto_sim_a2a3.chip import Chip
+from pypto.ir import Function, FunctionKind, PlatformError, Program, RunReport, VerificationError
 from pypto_sim_a2a3.target import A2A3_TARGET
+
+TORCH_HINT = "install it: pip install torch (this project pins the CPU build in constraints.txt)"
 
 
 class A2A3SimBackend:
@@ -42,7 +34,16 @@ class A2A3SimBackend:
         outermost loop of its first kernel that has one (``"iterations"``; the AIC's, for a
         Group)."""
         entry = _entry(program)
-        _check_arguments(entry, args)
+        try:
+            from pypto_sim_a2a3.arguments import check_arguments
+            from pypto_sim_a2a3.chip import Chip
+        except ImportError as exc:
+            raise PlatformError(
+                f"a2a3sim needs torch to run a program ({exc}); compiling for a2a3 does not",
+                entry.span,
+                TORCH_HINT,
+            ) from None
+        check_arguments(entry, args)
         chip = Chip(program, self.target, self.name, options.get("on_task"), options.get("on_progress"))
         outputs = chip.run(entry, args)
         return chip.report(outputs)
@@ -60,27 +61,3 @@ def _entry(program: Program) -> Function:
             "run the pass pipeline (OutlineScopes makes the entry an Orchestration function)",
         )
     return entry
-
-
-def _check_arguments(entry: Function, args: Sequence[Any]) -> None:
-    if len(args) != len(entry.params):
-        names = ", ".join(p.var.name for p in entry.params)
-        raise SpecializationError(
-            f"{entry.name} takes {len(entry.params)} argument(s) ({names}) but got {len(args)}",
-            entry.span,
-            "pass one value per parameter, in order",
-        )
-    for param, value in zip(entry.params, args, strict=True):
-        if isinstance(value, torch.Tensor) and dtype_from_torch_name(str(value.dtype)) is None:
-            raise UnsupportedDtypeError(
-                f"{entry.name}: argument {param.var.name} is a {value.dtype} tensor, which PyPTO cannot hold",
-                param.var.span or entry.span,
-                f"supported dtypes: {', '.join(supported_torch_dtypes())}",
-            )
-        problem = argument_mismatch(param, value)
-        if problem is not None:
-            raise SpecializationError(
-                f"{entry.name}: parameter {param.var.name} {problem}",
-                param.var.span or entry.span,
-                "convert the argument (e.g. tensor.to(torch.float16)) or change the annotation",
-            )
