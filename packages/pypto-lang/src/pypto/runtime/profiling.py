@@ -17,6 +17,8 @@ at the nanosecond resolution Perfetto imports; each event's ``args`` hold the ex
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -24,6 +26,7 @@ from typing import Any
 
 from pypto.ir import RunReport
 from pypto.ir.backend import STALL, RingTrack, Slice, TaskEdge, TaskRecord
+from pypto.runtime.settings import DEFAULT, PROFILE_ENV, ConfigError, Origin
 
 TRACE_FILE = "trace.json"
 SWIMLANE_FILE = "swimlane.png"
@@ -61,6 +64,42 @@ class ProfileFiles:
     trace: Path
     swimlane: Path
     summary: Path
+
+
+def check_profile_dir(directory: str | Path, origin: Origin | str = DEFAULT) -> None:
+    """Check, before anything runs, that profiles can be written to ``directory`` (it exists as a
+    directory that takes files, or can be created): else a ``ConfigError`` naming it, why not (a
+    file in the way, a file system that takes no directories such as ``/proc``) and ``origin``,
+    the setting that chose it.
+
+    >>> check_profile_dir("prof/mixed", Origin("-o/--output"))  # doctest: +SKIP
+    """
+    path = Path(directory)
+    why = _unwritable(path)
+    if why is None:
+        return
+    origin = origin if isinstance(origin, Origin) else Origin(origin)
+    if origin == DEFAULT:
+        hint = f"run from a directory you can write, or choose one with {PROFILE_ENV}=DIR or -o DIR"
+    else:
+        hint = f"point {origin} at a directory that can be created and written, e.g. pypto_profile"
+    raise ConfigError(f"cannot write profiles to {path} (from {origin}): {why}", span=origin.span, hint=hint)
+
+
+def _unwritable(directory: Path) -> str | None:
+    """Why files cannot be written in ``directory``, or None when they can. Nothing is left behind:
+    the check makes a directory where the profile's would go and removes it again."""
+    existing = directory
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing if existing != directory else 'it'} is a file, not a directory"
+    try:
+        probe = tempfile.mkdtemp(prefix=".pypto-check-", dir=existing)
+    except OSError as exc:
+        return f"cannot create a directory in {existing}: {exc.strerror or exc}"
+    os.rmdir(probe)
+    return None
 
 
 def write_profile(report: RunReport, directory: str | Path, title: str = "") -> ProfileFiles:
