@@ -193,3 +193,35 @@ def test_compile_warnings_are_given_again_on_a_hit(cache_dir):
     (first, first_messages), (second, second_messages) = recorded
     assert (first, second) == ("miss", "hit")
     assert first_messages and second_messages == first_messages
+
+
+@pytest.mark.parametrize(
+    ("index", "problem"),
+    [
+        (None, "is missing"),
+        ("{not json", "is not valid JSON"),
+        ('["a", "list"]', "holds a list, not an object"),
+        ('{"kernel": "add", "platform": "testsim"}', "has no 'compile_seconds'"),
+        (
+            '{"kernel": 3, "platform": "testsim", "compile_seconds": 0.1, "created": 1.0, "hits": 0,'
+            ' "last_hit_seconds": null}',
+            "has kernel = 3",
+        ),
+    ],
+    ids=["missing", "not json", "not an object", "a field missing", "a field of the wrong type"],
+)
+def test_an_entry_whose_index_is_lost_or_corrupt_is_warned_and_a_hit_writes_it_again(
+    cache_dir, index, problem
+):
+    make_add(2.0).compile(config=on_testsim())
+    (meta,) = (cache_dir / "compiled").glob("*.json")
+    meta.unlink() if index is None else meta.write_text(index)
+    with pytest.warns(CacheWarning) as caught:
+        assert ProgramCache(cache_dir).entries() == []
+    (warning,) = caught
+    assert f"is not listed: its index {meta} {problem}" in str(warning.message)
+    assert make_add(2.0).compile(config=on_testsim()).cache == "hit"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CacheWarning)
+        (entry,) = ProgramCache(cache_dir).entries()
+    assert (entry.kernel, entry.platform, entry.hits) == ("add", "testsim", 1)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
+import warnings
 
 import click
 
 from pypto.cli.views import table
 from pypto.runtime import settings
-from pypto.runtime.cache import EntryInfo, ProgramCache
+from pypto.runtime.cache import CacheWarning, EntryInfo, ProgramCache
 
 
 def _size(nbytes: int) -> str:
@@ -55,14 +56,19 @@ def info() -> None:
     """Show the cache's directory and its entries.
 
     A hit's time is what compiling cost when the cache had the program: making the key and
-    reading the entry.
+    reading the entry. An entry whose index (the .json beside it) is missing or corrupt is not
+    listed but named in a warning; a hit on it writes the index again.
 
     \b
     Example:
       pypto cache info
     """
     store = ProgramCache(settings.cache_dir())
-    entries = store.entries()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CacheWarning)
+        entries = store.entries()
+    for warning in caught:
+        click.echo(f"pypto: warning: {warning.message}", err=True)
     hits = sum(entry.hits for entry in entries)
     size = sum(entry.size for entry in entries)
     click.echo(f"directory: {store.directory}")
