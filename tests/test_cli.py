@@ -44,7 +44,7 @@ def test_run_passes_the_script_its_arguments(runner):
 
 
 def test_profile_writes_the_three_artifacts_and_says_where(runner, tmp_path):
-    output = pypto(runner, "profile", MIXED, "-o", str(tmp_path / "prof"))
+    output = pypto(runner, "profile", "-o", str(tmp_path / "prof"), MIXED)
     directory = tmp_path / "prof" / "mixed_matmul_bias"
     for name in ("trace.json", "swimlane.png", "summary.txt"):
         assert (directory / name).is_file()
