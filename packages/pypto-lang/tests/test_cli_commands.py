@@ -333,7 +333,10 @@ def test_cache_info_warns_about_an_entry_without_a_readable_index_instead_of_sho
     meta.write_text("{corrupt")
     result = invoke(runner, "cache", "info")
     assert result.exit_code == 0
-    assert f"pypto: warning: compile cache entry {meta.with_suffix('.pickle')} is not listed" in result.stderr
+    assert (
+        f"pypto: CacheWarning: compile cache entry {meta.with_suffix('.pickle')} is not listed"
+        in result.stderr
+    )
     assert "is not valid JSON" in result.stderr
     assert "?" not in result.stdout and "entries:   0 (0 B), 0 hit(s)" in result.stdout
 
@@ -550,3 +553,14 @@ def test_python_dash_m_pypto_is_the_command(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("pypto 0.1")
+
+
+def test_an_unknown_name_in_pypto_load_plugins_is_a_warning_line_of_pypto(runner, plugin_dists, monkeypatch):
+    monkeypatch.setenv("PYPTO_LOAD_PLUGINS", "alpha-plugin,nosuch")
+    reset_registry()
+    result = invoke(runner, "platforms")
+    assert result.exit_code == 0
+    assert result.stderr.startswith(
+        "pypto: PluginWarning: PYPTO_LOAD_PLUGINS names 'nosuch', but no installed"
+    )
+    assert "registry.py" not in result.stderr
