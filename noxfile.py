@@ -1,5 +1,6 @@
 """Sessions: lint, tests (everything in one environment), isolated (each package alone),
-examples (every file under examples/), bench (modeled and wall-clock figures)."""
+examples (every file under examples/), bench (modeled and wall-clock figures), docs (redraw the
+docs' images, run the docs' tests)."""
 
 from __future__ import annotations
 
@@ -74,3 +75,12 @@ def bench(session: nox.Session) -> None:
     roofline, printed as ratios measured in one run (benchmarks/README.md records them)."""
     _install_all(session)
     session.run("python", str(ROOT / "benchmarks" / "bench.py"))
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """Redraw docs/images from the examples, then run the docs' tests (cited files, pass numbers,
+    the images script, every marked Python block)."""
+    _install_all(session)
+    session.run("python", str(ROOT / "docs" / "images" / "make_images.py"))
+    session.run("python", "-m", "pytest", str(ROOT / "tests" / "test_docs.py"), *session.posargs)

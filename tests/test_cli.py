@@ -44,7 +44,7 @@ def test_run_passes_the_script_its_arguments(runner):
 
 
 def test_profile_writes_the_three_artifacts_and_says_where(runner, tmp_path):
-    output = pypto(runner, "profile", MIXED, "-o", str(tmp_path / "prof"))
+    output = pypto(runner, "profile", "-o", str(tmp_path / "prof"), MIXED)
     directory = tmp_path / "prof" / "mixed_matmul_bias"
     for name in ("trace.json", "swimlane.png", "summary.txt"):
         assert (directory / name).is_file()
@@ -97,8 +97,9 @@ def test_a_second_run_hits_the_disk_cache_and_cache_info_shows_it(runner, tmp_pa
     assert "entries:   1 (" in info and "1 hit(s)" in info
     row = info.splitlines()[-1].split()
     assert row[:2] == ["mixed_matmul_bias", "a2a3sim"]
-    compile_ms, hits, hit_ms = float(row[2]), int(row[4]), float(row[5])
-    assert hits == 1 and hit_ms < compile_ms / 3
+    # The counters, not the wall-clock times (which a loaded machine can make any size).
+    hits, last_hit = int(row[4]), row[5]
+    assert hits == 1 and last_hit != "-"
 
 
 def test_a_corrupted_entry_recovers(runner, tmp_path):

@@ -6,6 +6,7 @@ import pytest
 
 from pypto.ir import PlatformError
 from pypto.runtime import RunConfig, get_backend, list_platforms, reset_registry
+from pypto.runtime.registry import PluginWarning
 
 
 @pytest.fixture(autouse=True)
@@ -30,7 +31,7 @@ def test_a2a3sim_is_registered_through_the_entry_point():
 def test_without_the_entry_point_a2a3sim_is_unknown_with_a_clear_error(monkeypatch):
     monkeypatch.setenv("PYPTO_LOAD_PLUGINS", "some-other-plugin")
     reset_registry()
-    with pytest.raises(PlatformError) as info:
+    with pytest.raises(PlatformError) as info, pytest.warns(PluginWarning, match="'some-other-plugin'"):
         get_backend("a2a3sim")
     assert isinstance(info.value, ValueError)
     assert "a2a3sim" in str(info.value)

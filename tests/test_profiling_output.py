@@ -69,9 +69,10 @@ def test_times_are_modeled_microseconds_with_exact_cycles_in_args(profile):
     assert trace["otherData"]["clock_mhz"] == report.clock_mhz == 1850
     assert trace["otherData"]["modeled"] is True
     for event in (e for e in trace["traceEvents"] if e["ph"] == "X"):
+        # Start and end are whole nanoseconds: each within half a nanosecond, the duration within one.
         cycles = event["args"]["cycles"]
-        assert event["dur"] == pytest.approx(cycles / 1850, abs=1e-5)
-        assert event["ts"] == pytest.approx(event["args"]["start_cycle"] / 1850, abs=1e-5)
+        assert event["dur"] == pytest.approx(cycles / 1850, abs=1e-3)
+        assert event["ts"] == pytest.approx(event["args"]["start_cycle"] / 1850, abs=5e-4)
 
 
 def test_slices_on_one_thread_never_overlap(profile):

@@ -1,14 +1,18 @@
 """The ``pypto`` command through Click's CliRunner, on the in-process ``testsim`` backend."""
 
 import json
+import subprocess
+import sys
 import textwrap
 
 import click
 import pytest
+import torch
 from click.testing import CliRunner
 from lang_platforms import RecordingBackend
 
 from pypto.cli import cli
+from pypto.cli.arguments import parse_value
 from pypto.runtime import hookimpl, register_plugin, reset_registry
 
 SCRIPT = textwrap.dedent(
@@ -88,7 +92,10 @@ def test_every_command_has_help_with_a_summary_and_an_example(runner, command, f
     [
         (["run"], "[default: (PYPTO_PLATFORM, [tool.pypto] platform, else a2a3sim)]"),
         (["run"], "[default: (off)]"),
-        (["profile"], "[default: ([tool.pypto] profile-dir, else pypto_profile)]"),
+        (
+            ["profile"],
+            "[default: (PYPTO_PROFILE if a directory, [tool.pypto] profile-dir, else pypto_profile)]",
+        ),
         (["compile"], "[default: ir]"),
     ],
 )
@@ -97,7 +104,7 @@ def test_help_shows_the_defaults(runner, command, shown):
 
 
 def test_run_applies_the_platform_and_passes_the_script_its_arguments(runner, backend):
-    result = invoke(runner, "run", "kernels.py", "-p", "testsim", "--", "--m", "512")
+    result = invoke(runner, "run", "-p", "testsim", "kernels.py", "--m", "512")
     assert result.exit_code == 0, result.output
     assert "platform testsim args ['--m', '512']" in result.output
     assert len(backend.calls) == 1
@@ -117,17 +124,17 @@ def test_run_takes_the_platform_from_the_config_file_then_the_environment_then_t
     assert "platform othersim" in invoke(runner, "run", "kernels.py").output
     monkeypatch.setenv("PYPTO_PLATFORM", "testsim")
     assert "platform testsim" in invoke(runner, "run", "kernels.py").output
-    assert "platform othersim" in invoke(runner, "run", "kernels.py", "-p", "othersim").output
+    assert "platform othersim" in invoke(runner, "run", "-p", "othersim", "kernels.py").output
 
 
 def test_run_rejects_an_unknown_platform_listing_the_known_ones(runner):
-    result = invoke(runner, "run", "kernels.py", "-p", "tpu")
+    result = invoke(runner, "run", "-p", "tpu", "kernels.py")
     assert result.exit_code == 1
-    assert "unknown platform 'tpu'; registered platforms: a2a3, testsim" in result.output
+    assert "unknown platform 'tpu' (from -p/--platform); registered platforms: a2a3, testsim" in result.output
 
 
 def test_run_with_profile_writes_and_lists_the_profile(runner, tmp_path):
-    result = invoke(runner, "run", "kernels.py", "-p", "testsim", "--profile", "prof")
+    result = invoke(runner, "run", "-p", "testsim", "--profile", "prof", "kernels.py")
     assert result.exit_code == 0, result.output
     assert "add on testsim: 100 modeled cycles" in result.output
     for name in ("trace.json", "swimlane.png", "summary.txt"):
@@ -136,7 +143,7 @@ def test_run_with_profile_writes_and_lists_the_profile(runner, tmp_path):
 
 
 def test_profile_writes_each_launch_under_the_output_directory(runner, tmp_path):
-    result = invoke(runner, "profile", "kernels.py", "-o", "out", "-p", "testsim")
+    result = invoke(runner, "profile", "-o", "out", "-p", "testsim", "kernels.py")
     assert result.exit_code == 0, result.output
     assert "trace    out/add/trace.json" in result.output
     assert "swimlane out/add/swimlane.png" in result.output
@@ -313,6 +320,249 @@ def test_run_reports_an_error_in_the_users_kernel_at_its_line(runner, tmp_path):
         "    with pl.at(level=pl.Level.CORE_GROUP):\n        b = pl.nosuch(a)\n    return a\n\n\n"
         "k(torch.ones(64, 64))\n"
     )
-    result = runner.invoke(cli, ["run", "bad.py", "-p", "testsim"])
+    result = runner.invoke(cli, ["run", "-p", "testsim", "bad.py"])
     assert result.exit_code == 1
     assert "bad.py:8:13: error: " in result.output and "^" in result.output
+
+
+def test_cache_info_warns_about_an_entry_without_a_readable_index_instead_of_showing_question_marks(
+    runner, tmp_path
+):
+    invoke(runner, "compile", "-p", "testsim", "kernels.py::add")
+    (meta,) = (tmp_path / "cache" / "compiled").glob("*.json")
+    meta.write_text("{corrupt")
+    result = invoke(runner, "cache", "info")
+    assert result.exit_code == 0
+    assert (
+        f"pypto: CacheWarning: compile cache entry {meta.with_suffix('.pickle')} is not listed"
+        in result.stderr
+    )
+    assert "is not valid JSON" in result.stderr
+    assert "?" not in result.stdout and "entries:   0 (0 B), 0 hit(s)" in result.stdout
+
+
+# ---------------------------------------------------------------- the script's command line
+
+
+@pytest.mark.parametrize("command", [["run"], ["profile", "-o", "prof"]], ids=["run", "profile"])
+@pytest.mark.parametrize(
+    ("after_script", "argv"),
+    [
+        (["--m", "512"], ["--m", "512"]),
+        (["--m", "512", "-p", "x", "--help"], ["--m", "512", "-p", "x", "--help"]),
+        (["--", "--m", "512"], ["--m", "512"]),
+        (["--m", "512", "--", "rest"], ["--m", "512", "--", "rest"]),
+        (["--", "--", "x"], ["--", "x"]),
+        ([], []),
+    ],
+    ids=["options", "pypto-like options", "leading --", "later --", "two --", "none"],
+)
+def test_everything_after_the_script_is_the_scripts_command_line(runner, command, after_script, argv):
+    result = invoke(runner, *command, "-p", "testsim", "kernels.py", *after_script)
+    assert result.exit_code == 0, result.output
+    assert f"platform testsim args {argv!r}" in result.output
+
+
+def test_a_double_dash_before_the_script_ends_pyptos_options(runner):
+    result = invoke(runner, "run", "-p", "testsim", "--", "kernels.py", "--m", "1")
+    assert result.exit_code == 0, result.output
+    assert "platform testsim args ['--m', '1']" in result.output
+
+
+def test_pyptos_options_go_before_the_script(runner):
+    result = invoke(runner, "run", "--m", "512", "kernels.py")
+    assert result.exit_code == 2 and "No such option '--m'" in result.output
+
+
+@pytest.mark.parametrize("command", [["run"], ["profile"]], ids=["run", "profile"])
+def test_help_says_the_arguments_after_script_are_the_scripts(runner, command):
+    text = " ".join(invoke(runner, *command, "--help").output.split())
+    assert "[OPTIONS] SCRIPT [ARGS]..." in text
+    assert "everything after SCRIPT is" in text
+
+
+# ---------------------------------------------------------------- a failing script
+
+
+FAILING = textwrap.dedent(
+    """\
+    def divide(x):
+        return x / 0
+
+
+    print("before")
+    divide(1)
+    """
+)
+
+
+def test_a_python_error_in_the_script_shows_the_scripts_traceback_only(runner, tmp_path):
+    (tmp_path / "failing.py").write_text(FAILING)
+    result = invoke(runner, "run", "failing.py")
+    assert result.exit_code == 1
+    assert result.stdout == "before\n"
+    path = tmp_path / "failing.py"
+    assert result.stderr == (
+        "Traceback (most recent call last):\n"
+        f'  File "{path}", line 6, in <module>\n'
+        "    divide(1)\n"
+        f'  File "{path}", line 2, in divide\n'
+        "    return x / 0\n"
+        "           ~~^~~\n"
+        "ZeroDivisionError: division by zero\n"
+    )
+
+
+def test_a_syntax_error_in_the_script_is_shown_as_python_shows_it(runner, tmp_path):
+    (tmp_path / "broken.py").write_text("x = (\n")
+    result = invoke(runner, "run", "broken.py")
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f'  File "{tmp_path / "broken.py"}", line 1\n')
+    assert result.stderr.endswith("SyntaxError: '(' was never closed\n")
+    assert "Traceback" not in result.stderr
+
+
+def test_a_script_that_fails_while_loaded_for_compile_shows_its_traceback(runner, tmp_path):
+    (tmp_path / "failing.py").write_text(FAILING)
+    result = invoke(runner, "compile", "failing.py::divide")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Traceback (most recent call last):\n")
+    frames = [line for line in result.stderr.splitlines() if line.startswith('  File "')]
+    assert frames and all(line.startswith(f'  File "{tmp_path / "failing.py"}"') for line in frames)
+    assert result.stderr.endswith("ZeroDivisionError: division by zero\n")
+
+
+def test_the_scripts_own_exit_status_is_kept(runner, tmp_path):
+    (tmp_path / "exits.py").write_text("import sys\nsys.exit(3)\n")
+    assert invoke(runner, "run", "exits.py").exit_code == 3
+
+
+# ---------------------------------------------------------------- profile directories, up front
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["profile", "-o", "afile/prof"],
+            "cannot write profiles to afile/prof (from -o/--output): afile is a file, not a directory",
+        ),
+        (
+            ["run", "--profile", "afile"],
+            "cannot write profiles to afile (from --profile): it is a file, not a directory",
+        ),
+        (
+            ["run", "--profile", "/proc/pypto-prof"],
+            "cannot write profiles to /proc/pypto-prof (from --profile): cannot create a directory in /proc",
+        ),
+    ],
+    ids=["under a file", "a file", "in /proc"],
+)
+def test_a_profile_directory_that_cannot_be_made_fails_before_the_script_runs(
+    runner, tmp_path, backend, args, message
+):
+    (tmp_path / "afile").write_text("")
+    result = invoke(runner, *args, "-p", "testsim", "kernels.py")
+    assert result.exit_code == 1
+    assert message in result.output
+    assert "hint: point " in result.output
+    assert "platform testsim" not in result.output and backend.calls == []
+
+
+def test_a_profile_dir_in_the_config_file_that_names_a_file_fails_before_the_script_runs(
+    runner, tmp_path, backend
+):
+    (tmp_path / "afile").write_text("")
+    (tmp_path / "pyproject.toml").write_text('[tool.pypto]\nprofile-dir = "afile"\n')
+    result = invoke(runner, "profile", "-p", "testsim", "kernels.py")
+    assert result.exit_code == 1
+    assert (
+        f"{tmp_path / 'pyproject.toml'}:2:15: error: cannot write profiles to {tmp_path / 'afile'}"
+        in result.output
+    )
+    assert f"(from [tool.pypto] profile-dir in {tmp_path / 'pyproject.toml'})" in result.output
+    assert '    2 | profile-dir = "afile"' in result.output
+    assert backend.calls == []
+
+
+# ---------------------------------------------------------------- --arg, strictly
+
+
+@pytest.mark.parametrize(
+    ("arg", "message"),
+    [
+        ("a=fp32[64,,64]", "--arg a=fp32[64,,64]: dimension 2 of [64,,64] is empty"),
+        ("a=fp32[64,64,]", "--arg a=fp32[64,64,]: dimension 3 of [64,64,] is empty"),
+        ("a=fp32[,64]", "--arg a=fp32[,64]: dimension 1 of [,64] is empty"),
+        ("a=fp32[]", "--arg a=fp32[]: a tensor needs at least one dimension"),
+        ("a=fp32[ ]", "--arg a=fp32[ ]: a tensor needs at least one dimension"),
+        ("a=fp32[64 64]", "--arg a=fp32[64 64]: dimension 1 of [64 64] is '64 64', not a positive integer"),
+        ("a=fp32[64,x]", "--arg a=fp32[64,x]: dimension 2 of [64,x] is 'x', not a positive integer"),
+        ("a=fp32[-1,64]", "--arg a=fp32[-1,64]: dimension 1 of [-1,64] is '-1', not a positive integer"),
+        ("a=fp32[1.5]", "--arg a=fp32[1.5]: dimension 1 of [1.5] is '1.5', not a positive integer"),
+        ("a=fp32[0,64]", "--arg a=fp32[0,64]: dimension 1 of [0,64] is 0; a dimension is a positive integer"),
+        ("a=fp32[64,64", "--arg a=fp32[64,64: 'fp32[64,64' is not a tensor"),
+        ("a=fp32 64,64]", "--arg a=fp32 64,64]: 'fp32 64,64]' is not a tensor"),
+        ("a=[64,64]", "--arg a=[64,64]: '[64,64]' is not a tensor"),
+        ("a=fp32[64][64]", "--arg a=fp32[64][64]: 'fp32[64][64]' is not a tensor"),
+        ("a=fp32[64]x", "--arg a=fp32[64]x: 'fp32[64]x' is not a tensor"),
+        ("a=fp99[64]", "--arg a=fp99[64]: unknown dtype 'fp99'; dtypes: "),
+        ("a=", "--arg a=: a has no value"),
+        ("a", "--arg a: 'a' is not NAME=VALUE"),
+        ("=fp32[64]", "--arg =fp32[64]: '=fp32[64]' is not NAME=VALUE"),
+        ("1a=4", "--arg 1a=4: '1a=4' is not NAME=VALUE"),
+        ("n=4=5", "--arg n=4=5: '4=5' is neither a tensor like fp16[128,256] nor a number"),
+        ("n=0x10", "--arg n=0x10: '0x10' is neither a tensor like fp16[128,256] nor a number"),
+        ("n=four", "--arg n=four: 'four' is neither a tensor like fp16[128,256] nor a number"),
+    ],
+)
+def test_a_malformed_arg_is_an_error_naming_it_and_the_form_expected(runner, backend, arg, message):
+    result = invoke(runner, "compile", "kernels.py::bare", "-p", "testsim", "--arg", arg)
+    assert result.exit_code == 2
+    assert "Usage: pypto compile [OPTIONS] SCRIPT::KERNEL" in result.output
+    assert f"Error: {message}" in result.output
+    assert "hint: write " in result.output
+    assert backend.calls == []
+
+
+def test_an_arg_given_twice_is_an_error(runner):
+    result = invoke(runner, "compile", "kernels.py::bare", "--arg", "a=fp32[64]", "--arg", "a=fp32[32]")
+    assert result.exit_code == 2
+    assert "--arg a=fp32[32]: a is given twice" in result.output
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("4", 4), ("-3", -3), ("0.5", 0.5), ("1e-3", 1e-3), (".5", 0.5), ("true", True), ("False", False)],
+)
+def test_well_formed_scalars_parse(text, expected):
+    value = parse_value(text)
+    assert value == expected and type(value) is type(expected)
+
+
+def test_a_well_formed_tensor_parses_with_spaces_around_its_dimensions():
+    tensor = parse_value("FP16[ 128 , 256 ]")
+    assert (tuple(tensor.shape), tensor.dtype, tensor.device.type) == ((128, 256), torch.float16, "meta")
+
+
+def test_python_dash_m_pypto_is_the_command(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "pypto", "--version"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("pypto 0.1")
+
+
+def test_an_unknown_name_in_pypto_load_plugins_is_a_warning_line_of_pypto(runner, plugin_dists, monkeypatch):
+    monkeypatch.setenv("PYPTO_LOAD_PLUGINS", "alpha-plugin,nosuch")
+    reset_registry()
+    result = invoke(runner, "platforms")
+    assert result.exit_code == 0
+    assert result.stderr.startswith(
+        "pypto: PluginWarning: PYPTO_LOAD_PLUGINS names 'nosuch', but no installed"
+    )
+    assert "registry.py" not in result.stderr

@@ -13,7 +13,7 @@ import pypto.ir as ir
 import pypto.language as pl
 from pypto.ir import nodes
 from pypto.passes import CompileWarning
-from pypto.runtime import RunConfig
+from pypto.runtime import RunConfig, compiled
 from pypto.runtime.cache import CacheWarning, ProgramCache, _Fingerprint, cache_key
 
 X = pl.Tensor[[64, 64], pl.FP32]
@@ -116,14 +116,18 @@ def test_the_key_covers_closure_constants_platform_options_and_pipeline(cache_di
     assert base != cache_key(double, dataclasses.replace(target, max_pipe_slots=4), on_testsim(), "p")
 
 
-def test_a_second_compile_comes_from_the_disk(cache_dir):
+def test_a_second_compile_comes_from_the_disk(cache_dir, monkeypatch):
+    lowered = []
+    lower_program = compiled.lower_program
+    monkeypatch.setattr(compiled, "lower_program", lambda *args: lowered.append(args) or lower_program(*args))
     first = make_add(2.0).compile(config=on_testsim())
     second = make_add(2.0).compile(config=on_testsim())  # a new JIT object: its memory cache is empty
     assert (first.cache, second.cache) == ("miss", "hit")
+    assert len(lowered) == 1  # the hit ran no pass
     assert ir.print_ir(second.program) == ir.print_ir(first.program)
     (entry,) = ProgramCache(cache_dir).entries()
     assert (entry.kernel, entry.platform, entry.hits) == ("add", "testsim", 1)
-    assert entry.last_hit_seconds < entry.compile_seconds
+    assert entry.last_hit_seconds is not None  # the index recorded the hit
 
 
 def test_a_closure_constant_change_compiles_again(cache_dir):
@@ -189,3 +193,35 @@ def test_compile_warnings_are_given_again_on_a_hit(cache_dir):
     (first, first_messages), (second, second_messages) = recorded
     assert (first, second) == ("miss", "hit")
     assert first_messages and second_messages == first_messages
+
+
+@pytest.mark.parametrize(
+    ("index", "problem"),
+    [
+        (None, "is missing"),
+        ("{not json", "is not valid JSON"),
+        ('["a", "list"]', "holds a list, not an object"),
+        ('{"kernel": "add", "platform": "testsim"}', "has no 'compile_seconds'"),
+        (
+            '{"kernel": 3, "platform": "testsim", "compile_seconds": 0.1, "created": 1.0, "hits": 0,'
+            ' "last_hit_seconds": null}',
+            "has kernel = 3",
+        ),
+    ],
+    ids=["missing", "not json", "not an object", "a field missing", "a field of the wrong type"],
+)
+def test_an_entry_whose_index_is_lost_or_corrupt_is_warned_and_a_hit_writes_it_again(
+    cache_dir, index, problem
+):
+    make_add(2.0).compile(config=on_testsim())
+    (meta,) = (cache_dir / "compiled").glob("*.json")
+    meta.unlink() if index is None else meta.write_text(index)
+    with pytest.warns(CacheWarning) as caught:
+        assert ProgramCache(cache_dir).entries() == []
+    (warning,) = caught
+    assert f"is not listed: its index {meta} {problem}" in str(warning.message)
+    assert make_add(2.0).compile(config=on_testsim()).cache == "hit"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CacheWarning)
+        (entry,) = ProgramCache(cache_dir).entries()
+    assert (entry.kernel, entry.platform, entry.hits) == ("add", "testsim", 1)

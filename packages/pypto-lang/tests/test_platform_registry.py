@@ -3,6 +3,7 @@
 import inspect
 import re
 import textwrap
+import warnings
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from pypto.runtime import (
     list_platforms,
     register_plugin,
     reset_registry,
+    settings,
 )
 
 
@@ -137,6 +139,88 @@ def test_entry_points_load_lazily_and_pypto_load_plugins_restricts_them(plugin_p
     monkeypatch.setenv("PYPTO_LOAD_PLUGINS", "")
     reset_registry()
     assert list_platforms() == []
+
+
+def test_an_unknown_name_in_pypto_load_plugins_is_warned_with_the_installed_names(plugin_path, monkeypatch):
+    _fake_distribution(plugin_path, "alpha-plugin", "alpha_plugin_mod", "alphasim")
+    monkeypatch.setenv("PYPTO_LOAD_PLUGINS", "alpha-plugin,alpah-plugin")
+    reset_registry()
+    from pypto.runtime.registry import PluginWarning
+
+    with pytest.warns(PluginWarning) as caught:
+        assert list_platforms() == ["alphasim"]
+    (warning,) = caught
+    message = str(warning.message)
+    assert message.startswith(
+        "PYPTO_LOAD_PLUGINS names 'alpah-plugin', but no installed plugin is called that"
+    )
+    installed = message[message.index("(installed plugins: ") :]
+    assert "alpha-plugin" in installed and message.endswith("; it is ignored")
+
+
+def test_known_names_in_pypto_load_plugins_give_no_warning(plugin_path, monkeypatch):
+    _fake_distribution(plugin_path, "alpha-plugin", "alpha_plugin_mod", "alphasim")
+    monkeypatch.setenv("PYPTO_LOAD_PLUGINS", "alpha-plugin")
+    reset_registry()
+    from pypto.runtime.registry import PluginWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PluginWarning)
+        assert list_platforms() == ["alphasim"]
+
+
+@pytest.fixture
+def no_session_platform(tmp_path, monkeypatch):
+    """No PYPTO_PLATFORM and no pyproject.toml above the current directory."""
+    monkeypatch.delenv("PYPTO_PLATFORM", raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(settings, "find_config_file", lambda start=None: None)
+    return tmp_path
+
+
+def test_an_unknown_platform_from_pypto_platform_names_the_variable(
+    backend, no_session_platform, monkeypatch
+):
+    monkeypatch.setenv("PYPTO_PLATFORM", "nosuch")
+    exp_kernel.cache_clear()
+    with pytest.raises(PlatformError) as info:
+        exp_kernel.compile()
+    assert info.value.message == (
+        "unknown platform 'nosuch' (from PYPTO_PLATFORM); registered platforms: a2a3, testsim"
+    )
+    assert info.value.hint.startswith("change PYPTO_PLATFORM to one of those")
+
+
+def test_an_unknown_platform_from_the_config_file_points_at_its_line(
+    backend, no_session_platform, monkeypatch
+):
+    config = no_session_platform / "pyproject.toml"
+    config.write_text('[project]\nname = "x"\n\n[tool.pypto]\nplatform = "nosuch"\n')
+    monkeypatch.setattr(settings, "find_config_file", lambda start=None: config)
+    exp_kernel.cache_clear()
+    with pytest.raises(PlatformError) as info:
+        exp_kernel.compile()
+    assert f"(from [tool.pypto] platform in {config})" in info.value.message
+    assert (info.value.span.file, info.value.span.line, info.value.span.col) == (str(config), 5, 11)
+    assert str(info.value).splitlines()[1:3] == ['    5 | platform = "nosuch"', "      |            ^^^^^^^^"]
+    assert info.value.hint.startswith(f"change [tool.pypto] platform in {config} to one of those")
+
+
+def test_an_unknown_platform_given_to_run_config_points_at_the_call(backend, no_session_platform):
+    line = inspect.currentframe().f_lineno + 1
+    config = RunConfig(platform="nosuch")
+    with pytest.raises(PlatformError) as info:
+        exp_kernel.compile(config=config)
+    assert "unknown platform 'nosuch' (from RunConfig(platform=...))" in info.value.message
+    assert (info.value.span.file, info.value.span.line) == (__file__, line)
+
+
+def test_a_missing_default_platform_says_how_to_get_one(empty_registry, no_session_platform):
+    exp_kernel.cache_clear()
+    with pytest.raises(PlatformError) as info:
+        exp_kernel.compile()
+    assert "unknown platform 'a2a3sim' (from the built-in default)" in info.value.message
+    assert "install pypto-sim-a2a3" in info.value.hint
 
 
 def test_duplicate_backends_from_two_distributions_name_both(plugin_path, monkeypatch):

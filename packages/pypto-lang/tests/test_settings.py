@@ -95,3 +95,46 @@ def test_a_setting_of_the_wrong_type_is_an_error(project):
     (project / "pyproject.toml").write_text("[tool.pypto]\nplatform = 3\n")
     with pytest.raises(ConfigError, match="platform must be a str, got 3"):
         settings.platform()
+
+
+def test_a_setting_of_the_wrong_type_points_at_its_line_with_a_hint(project):
+    (project / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.pypto]\ncache = "no"\n')
+    with pytest.raises(ConfigError) as info:
+        settings.cache_enabled()
+    assert (info.value.span.file, info.value.span.line) == (str(project / "pyproject.toml"), 5)
+    assert info.value.hint == "write cache = true"
+    assert '    5 | cache = "no"' in str(info.value)
+
+
+@pytest.mark.parametrize("value", ["1", "on", "true", "yes", "YES"])
+def test_pypto_profile_on_profiles_into_the_default_root_not_a_directory_named_after_it(
+    project, monkeypatch, value
+):
+    monkeypatch.setenv("PYPTO_PROFILE", value)
+    assert settings.profile_everything()
+    assert settings.profile_root() == project / "prof"  # [tool.pypto] profile-dir
+    (project / "pyproject.toml").write_text("[tool.pypto]\n")
+    assert settings.profile_root() == Path("pypto_profile")
+    assert RunConfig().profile_path("k") == Path("pypto_profile") / "k"
+
+
+@pytest.mark.parametrize("value", ["0", "off", "false", "no", ""])
+def test_pypto_profile_off_profiles_nothing(project, monkeypatch, value):
+    monkeypatch.setenv("PYPTO_PROFILE", value)
+    assert not settings.profile_everything()
+    assert RunConfig().profile_path("k") is None
+
+
+def test_each_setting_says_where_it_came_from(project, monkeypatch):
+    origin = settings.platform_setting().origin
+    assert origin.name == f"[tool.pypto] platform in {project / 'pyproject.toml'}"
+    assert (origin.span.line, origin.span.col) == (5, len("platform = "))
+    assert settings.profile_root_setting().origin.span.line == 6
+    monkeypatch.setenv("PYPTO_PLATFORM", "fromenv")
+    monkeypatch.setenv("PYPTO_PROFILE", "envprof")
+    assert settings.platform_setting() == settings.Setting("fromenv", settings.Origin("PYPTO_PLATFORM"))
+    assert settings.profile_root_setting().origin == settings.Origin("PYPTO_PROFILE")
+    chosen = settings.Setting("fromcli", settings.Origin("-p/--platform"))
+    with settings.command_line(platform=chosen):
+        assert RunConfig().platform_origin == settings.Origin("-p/--platform")
+    assert RunConfig(platform="mine").platform_origin.name == "RunConfig(platform=...)"

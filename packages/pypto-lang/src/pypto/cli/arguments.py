@@ -1,4 +1,9 @@
-"""``--arg name=fp16[128,256]``: the shapes and scalars ``pypto compile`` specializes a kernel for."""
+"""``--arg name=fp16[128,256]``: the shapes and scalars ``pypto compile`` specializes a kernel for.
+
+A value is a tensor ``DTYPE[D0,D1,...]`` (a dtype name and one or more positive integer
+dimensions) or a scalar: an integer, a decimal number, ``true`` or ``false``. Anything else is an
+:class:`~pypto.cli.errors.ArgumentError` that names the ``--arg`` and the form expected.
+"""
 
 from __future__ import annotations
 
@@ -7,23 +12,53 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-import click
 import torch
 
+from pypto.cli.errors import ArgumentError
 from pypto.ir import DataType
 from pypto.language.annotations import ScalarSpec, TensorSpec
 from pypto.language.jit import JitFunction
 
-_TENSOR = re.compile(r"^(?P<dtype>[A-Za-z0-9]+)\[(?P<shape>[0-9,\s]*)\]$")
+_TENSOR = re.compile(r"^(?P<dtype>[A-Za-z][A-Za-z0-9]*)\[(?P<shape>[^\[\]]*)\]$")
+_INT = re.compile(r"^[+-]?[0-9]+$")
+_DIGITS = re.compile(r"^[0-9]+$")
+_FLOAT = re.compile(r"^[+-]?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)([eE][+-]?[0-9]+)?$")
 _BOOLS = {"true": True, "false": False}
+TENSOR_FORM = "DTYPE[D0,D1,...] with a positive integer per dimension, e.g. fp16[128,256]"
+PAIR_FORM = "NAME=VALUE, e.g. a=fp16[128,256] for a tensor or n=4 for a scalar"
+DTYPES = [d for d in DataType if d is not DataType.INDEX]
 
 
-def _dtype(name: str) -> DataType:
+def _error(pair: str, problem: str, hint: str) -> ArgumentError:
+    return ArgumentError(f"--arg {pair}: {problem}", hint=hint)
+
+
+def _dtype(name: str, pair: str) -> DataType:
     try:
         return DataType[name.upper()]
     except KeyError:
-        known = ", ".join(d.name.lower() for d in DataType if d is not DataType.INDEX)
-        raise click.BadParameter(f"unknown dtype {name!r}; dtypes: {known}", param_hint="--arg") from None
+        known = ", ".join(d.name.lower() for d in DTYPES)
+        raise _error(pair, f"unknown dtype {name!r}; dtypes: {known}", f"write {TENSOR_FORM}") from None
+
+
+def _dims(shape: str, pair: str) -> list[int]:
+    """``"128, 256"`` -> ``[128, 256]``; an empty, non-integer or zero dimension is an error."""
+    if not shape.strip():
+        raise _error(pair, "a tensor needs at least one dimension", f"write {TENSOR_FORM}")
+    dims = []
+    for position, text in enumerate(shape.split(","), start=1):
+        text = text.strip()
+        if not text:
+            problem = f"dimension {position} of [{shape}] is empty"
+        elif not _DIGITS.match(text):
+            problem = f"dimension {position} of [{shape}] is {text!r}, not a positive integer"
+        elif int(text) == 0:
+            problem = f"dimension {position} of [{shape}] is 0; a dimension is a positive integer"
+        else:
+            dims.append(int(text))
+            continue
+        raise _error(pair, problem, f"write {TENSOR_FORM}")
+    return dims
 
 
 def tensor_stand_in(dtype: DataType, shape: Sequence[int]) -> torch.Tensor:
@@ -31,22 +66,26 @@ def tensor_stand_in(dtype: DataType, shape: Sequence[int]) -> torch.Tensor:
     return torch.empty(tuple(shape), dtype=getattr(torch, dtype.torch_name), device="meta")
 
 
-def parse_value(text: str) -> Any:
-    """``fp16[128,256]`` -> a stand-in tensor; ``4``, ``0.5``, ``true`` -> a Python scalar."""
-    match = _TENSOR.match(text.strip())
-    if match:
-        dims = [d.strip() for d in match["shape"].split(",") if d.strip()]
-        return tensor_stand_in(_dtype(match["dtype"]), [int(d) for d in dims])
-    if text.strip().lower() in _BOOLS:
-        return _BOOLS[text.strip().lower()]
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            continue
-    raise click.BadParameter(
-        f"{text!r} is neither a tensor like fp16[128,256] nor a number", param_hint="--arg"
-    )
+def parse_value(text: str, pair: str | None = None) -> Any:
+    """``fp16[128,256]`` -> a stand-in tensor; ``4``, ``0.5``, ``true`` -> a Python scalar.
+
+    ``pair`` is the whole ``--arg`` as given, for the error messages (default: ``text``).
+    """
+    pair = text if pair is None else pair
+    value = text.strip()
+    if "[" in value or "]" in value:
+        match = _TENSOR.match(value)
+        if not match:
+            raise _error(pair, f"{value!r} is not a tensor", f"write {TENSOR_FORM}")
+        return tensor_stand_in(_dtype(match["dtype"], pair), _dims(match["shape"], pair))
+    if value.lower() in _BOOLS:
+        return _BOOLS[value.lower()]
+    if _INT.match(value):
+        return int(value)
+    if _FLOAT.match(value):
+        return float(value)
+    problem = f"{value!r} is neither a tensor like fp16[128,256] nor a number"
+    raise _error(pair, problem, "write a tensor as DTYPE[D0,D1,...] or a scalar as 4, 0.5, true or false")
 
 
 def parse_args(pairs: Sequence[str]) -> dict[str, Any]:
@@ -54,9 +93,14 @@ def parse_args(pairs: Sequence[str]) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for pair in pairs:
         name, sep, text = pair.partition("=")
-        if not sep or not name.strip().isidentifier():
-            raise click.BadParameter(f"{pair!r} is not NAME=VALUE, e.g. a=fp16[128,256]", param_hint="--arg")
-        values[name.strip()] = parse_value(text)
+        name = name.strip()
+        if not sep or not name.isidentifier():
+            raise _error(pair, f"{pair!r} is not NAME=VALUE", f"write {PAIR_FORM}")
+        if not text.strip():
+            raise _error(pair, f"{name} has no value", f"write {PAIR_FORM}")
+        if name in values:
+            raise _error(pair, f"{name} is given twice", f"pass one --arg per parameter ({PAIR_FORM})")
+        values[name] = parse_value(text, pair)
     return values
 
 
@@ -78,10 +122,10 @@ def call_arguments(kernel: JitFunction, given: dict[str, Any]) -> dict[str, Any]
     names = [sig.name for sig in kernel.signature]
     unknown = sorted(set(given) - set(names))
     if unknown:
-        raise click.BadParameter(
-            f"{kernel.name} has no parameter {', '.join(map(repr, unknown))}; "
+        raise ArgumentError(
+            f"--arg: {kernel.name} has no parameter {', '.join(map(repr, unknown))}; "
             f"its parameters: {', '.join(names)}",
-            param_hint="--arg",
+            hint=f"name one of its parameters, e.g. --arg {names[0]}=..." if names else "pass no --arg",
         )
     return {
         sig.name: given[sig.name] if sig.name in given else _annotated(kernel, sig)
@@ -99,7 +143,7 @@ def _annotated(kernel: JitFunction, sig: Any) -> Any:
         if default is not inspect.Parameter.empty:
             return default
     example = "fp16[128,256]" if isinstance(spec, TensorSpec) else "4"
-    raise click.BadParameter(
+    raise ArgumentError(
         f"parameter {sig.name!r} of {kernel.name} is annotated {spec}, which fixes no value to compile for",
-        param_hint=f"--arg {sig.name}={example}",
+        hint=f"give it one: --arg {sig.name}={example}",
     )

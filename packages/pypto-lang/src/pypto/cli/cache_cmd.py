@@ -55,14 +55,15 @@ def info() -> None:
     """Show the cache's directory and its entries.
 
     A hit's time is what compiling cost when the cache had the program: making the key and
-    reading the entry.
+    reading the entry. An entry whose index (the .json beside it) is missing or corrupt is not
+    listed but named in a warning; a hit on it writes the index again.
 
     \b
     Example:
       pypto cache info
     """
     store = ProgramCache(settings.cache_dir())
-    entries = store.entries()
+    entries = store.entries()  # an entry without a readable index is a CacheWarning
     hits = sum(entry.hits for entry in entries)
     size = sum(entry.size for entry in entries)
     click.echo(f"directory: {store.directory}")

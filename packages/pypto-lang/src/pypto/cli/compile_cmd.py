@@ -7,7 +7,8 @@ from pathlib import Path
 import click
 
 from pypto.cli.arguments import compile_arguments, parse_args
-from pypto.cli.run_cmd import PLATFORM
+from pypto.cli.errors import PyptoCommand
+from pypto.cli.run_cmd import PLATFORM, check_platform
 from pypto.cli.scripts import find_kernel, split_target
 from pypto.cli.views import memory_map, report
 from pypto.ir import print_ir
@@ -16,15 +17,16 @@ from pypto.runtime import RunConfig, get_target
 EMITS = ("ir", "memory-map", "report")
 
 
-@click.command(name="compile")
+@click.command(name="compile", cls=PyptoCommand)
 @click.argument("target", metavar="SCRIPT::KERNEL")
 @click.option(
     "--arg",
     "args",
     multiple=True,
     metavar="NAME=VALUE",
-    help="A parameter's shape and dtype (a=fp16[128,256]) or a scalar's value (n=4); repeat per "
-    "parameter. Parameters not given take their full annotation.",
+    help="A parameter's dtype and shape, DTYPE[D0,D1,...] (a=fp16[128,256]), or a scalar's value "
+    "(n=4, x=0.5, flag=true); repeat per parameter. Parameters not given take their full annotation.",
+    show_default="each parameter's annotation",
 )
 @PLATFORM
 @click.option(
@@ -32,6 +34,7 @@ EMITS = ("ir", "memory-map", "report")
     type=click.Path(file_okay=False, path_type=Path),
     metavar="DIR",
     help="Write the program after each pass to DIR/NN_after_<Pass>.py.",
+    show_default="off",
 )
 @click.option(
     "--emit",
@@ -56,6 +59,7 @@ def compile_kernel(
     """
     script, name = split_target(target)
     given = parse_args(args)
+    check_platform(platform)
     kernel = find_kernel(script, name)
     config = RunConfig(platform=platform, dump_passes=dump_passes or False)
     compiled = kernel.compile(config=config, **compile_arguments(kernel, given))

@@ -2,15 +2,40 @@
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
 
 from pypto.cli import cache_cmd, compile_cmd, info_cmd, run_cmd
 from pypto.ir import PyptoError
-from pypto.runtime.registry import PlatformRegistry, registry
+from pypto.runtime.cache import CacheWarning
+from pypto.runtime.registry import PlatformRegistry, PluginWarning, registry
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+# Warnings about pypto's own settings and files: their place in pypto's source says nothing.
+OWN_WARNINGS = (PluginWarning, CacheWarning)
+
+
+@contextmanager
+def _own_warnings_as_messages() -> Iterator[None]:
+    """Show pypto's own warnings as ``pypto: PluginWarning: ...`` lines on standard error; every
+    other warning (a script's) keeps Python's form."""
+    python_form = warnings.showwarning
+
+    def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        if issubclass(category, OWN_WARNINGS):
+            click.echo(f"pypto: {category.__name__}: {message}", err=True)
+        else:
+            python_form(message, category, *args, **kwargs)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = python_form
 
 
 class PyptoGroup(click.Group):
@@ -51,6 +76,10 @@ class PyptoGroup(click.Group):
             return super().invoke(ctx)
         except PyptoError as err:
             raise click.ClickException(err.render()) from None
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        with _own_warnings_as_messages():
+            return super().main(*args, **kwargs)
 
 
 @click.group(name="pypto", cls=PyptoGroup, context_settings=CONTEXT)

@@ -7,13 +7,19 @@ from pathlib import Path
 
 import click
 
+from pypto.cli.errors import PyptoCommand
 from pypto.cli.scripts import run_script
 from pypto.runtime import settings
 from pypto.runtime.launches import Launch, recording_launches
+from pypto.runtime.profiling import check_profile_dir
 from pypto.runtime.registry import registry
+from pypto.runtime.settings import Origin, Setting
 
+# pypto's own options come before SCRIPT; everything after it is the script's, as with python.
+SCRIPT_COMMAND = {"allow_interspersed_args": False}
 SCRIPT = click.argument("script", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-SCRIPT_ARGS = click.argument("script_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- ARGS...]")
+SCRIPT_ARGS = click.argument("script_args", nargs=-1, type=click.UNPROCESSED, metavar="[ARGS]...")
+PLATFORM_OPTION = "-p/--platform"
 PLATFORM = click.option(
     "-p",
     "--platform",
@@ -23,15 +29,27 @@ PLATFORM = click.option(
 )
 
 
-def _check_platform(platform: str | None) -> None:
+def check_platform(platform: str | None) -> None:
+    """An unknown ``-p`` fails before the script runs, naming the option and the known platforms."""
     if platform is not None:
-        registry().target(platform)  # an unknown platform fails here, listing the known ones
+        registry().target(platform, Origin(PLATFORM_OPTION))
 
 
-def _run(script: Path, args: Sequence[str], platform: str | None, profile_dir: Path | None) -> list[Launch]:
-    _check_platform(platform)
-    with settings.command_line(platform=platform, profile_dir=profile_dir), recording_launches() as launches:
-        run_script(script, args)
+def script_command_line(script_args: Sequence[str]) -> list[str]:
+    """What follows SCRIPT, as the script's ``sys.argv[1:]``; one ``--`` right after SCRIPT (the
+    older way to start the script's arguments) is dropped, a later one is the script's."""
+    return list(script_args[1:] if script_args[:1] == ("--",) else script_args)
+
+
+def _run(
+    script: Path, args: Sequence[str], platform: str | None, profile_dir: Setting[Path] | None
+) -> list[Launch]:
+    check_platform(platform)
+    if profile_dir is not None:
+        check_profile_dir(profile_dir.value, profile_dir.origin)
+    chosen = None if platform is None else Setting(platform, Origin(PLATFORM_OPTION))
+    with settings.command_line(platform=chosen, profile_dir=profile_dir), recording_launches() as launches:
+        run_script(script, script_command_line(args))
     return launches
 
 
@@ -61,57 +79,63 @@ def _report_profiles(launches: list[Launch]) -> None:
             click.echo(f"  {label:<9}{path}")
 
 
-@click.command(context_settings={"allow_interspersed_args": True})
-@SCRIPT
+@click.command(cls=PyptoCommand, context_settings=SCRIPT_COMMAND)
 @PLATFORM
 @click.option(
     "--profile",
     "profile_dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),  # checked up front, with the other ways a directory can fail
     help="Profile every launch into DIR/<kernel>/ (trace.json, swimlane.png, summary.txt).",
     metavar="DIR",
     show_default="off",
 )
+@SCRIPT
 @SCRIPT_ARGS
 def run(script: Path, platform: str | None, profile_dir: Path | None, script_args: tuple[str, ...]) -> None:
     """Run a script with these defaults for its kernels.
 
-    The script runs as `python SCRIPT ARGS` would run it; what follows `--` is its command line.
-    A kernel whose RunConfig names its own platform keeps it.
+    The script runs as `python SCRIPT ARGS` would run it: everything after SCRIPT is its
+    command line, so pypto's options go before SCRIPT. A `--` right after SCRIPT is dropped; a
+    later one reaches the script. An exception the script raises is shown as python shows it,
+    from the script's frames on, and the exit status is 1. A kernel whose RunConfig names its
+    own platform keeps it.
 
     \b
     Examples:
-      pypto run examples/advanced/03_mixed_kernel.py
-      pypto run examples/advanced/03_mixed_kernel.py -p a2a3sim --profile prof -- --m 512
+      pypto run examples/advanced/03_mixed_kernel.py --m 512
+      pypto run -p a2a3sim --profile prof examples/advanced/03_mixed_kernel.py --m 512 --mode staged
     """
-    launches = _run(script, script_args, platform, profile_dir)
+    chosen = None if profile_dir is None else Setting(profile_dir, Origin("--profile"))
+    launches = _run(script, script_args, platform, chosen)
     if profile_dir is not None:
         _report_profiles(launches)
 
 
-@click.command(context_settings={"allow_interspersed_args": True})
-@SCRIPT
+@click.command(cls=PyptoCommand, context_settings=SCRIPT_COMMAND)
 @click.option(
     "-o",
     "--output",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),  # checked up front, with the other ways a directory can fail
     help="Directory of the profiles, one sub-directory per kernel.",
     metavar="DIR",
-    show_default="[tool.pypto] profile-dir, else pypto_profile",
+    show_default="PYPTO_PROFILE if a directory, [tool.pypto] profile-dir, else pypto_profile",
 )
 @PLATFORM
+@SCRIPT
 @SCRIPT_ARGS
 def profile(script: Path, output: Path | None, platform: str | None, script_args: tuple[str, ...]) -> None:
     """Run a script with profiling on; list the profiles.
 
     Each kernel launch writes trace.json (open it at https://ui.perfetto.dev), swimlane.png and
     summary.txt into DIR/<kernel>/; the times in them are modeled by the platform's cost model.
+    As with `pypto run`, everything after SCRIPT is the script's command line.
 
     \b
     Example:
-      pypto profile examples/advanced/03_mixed_kernel.py -o prof -- --m 1024
+      pypto profile -o prof examples/advanced/03_mixed_kernel.py --m 1024
     """
-    launches = _run(script, script_args, platform, output or settings.profile_root())
+    chosen = settings.profile_root_setting() if output is None else Setting(output, Origin("-o/--output"))
+    launches = _run(script, script_args, platform, chosen)
     _report_profiles(launches)
 
 

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import runpy
 import sys
+import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 import click
 
+from pypto.cli.errors import ArgumentError
+from pypto.ir import PyptoError
 from pypto.language.jit import JitFunction
 
 LOADED_NAME = "__pypto_script__"  # the module name a script gets when loaded for its kernels
@@ -28,26 +32,57 @@ def _as_program(script: Path, args: Sequence[str]) -> Iterator[None]:
         sys.argv, sys.path[:] = saved_argv, saved_path
 
 
+def _from_script(tb: TracebackType | None, filename: str) -> TracebackType | None:
+    """The traceback from the script's first frame on: the frames of ``pypto``'s command line,
+    Click and runpy above it are dropped. None when no frame is the script's (a SyntaxError)."""
+    while tb is not None and tb.tb_frame.f_code.co_filename != filename:
+        tb = tb.tb_next
+    return tb
+
+
+@contextmanager
+def _as_python_would_fail(script: Path) -> Iterator[None]:
+    """An exception escaping the script is printed as ``python SCRIPT`` prints it, from the
+    script's own frames on, and the command exits with status 1. A PyptoError is left to the
+    ``pypto`` group, which shows it at the user's line with its hint."""
+    try:
+        yield
+    except PyptoError:
+        raise
+    except Exception as exc:
+        exc = exc.with_traceback(_from_script(exc.__traceback__, str(script)))
+        click.echo("".join(traceback.format_exception(exc)), err=True, nl=False)
+        raise click.exceptions.Exit(1) from None
+
+
 def run_script(script: Path, args: Sequence[str]) -> None:
-    """Run ``script`` as ``__main__`` with ``args`` as its command line."""
-    with _as_program(script, args):
-        runpy.run_path(str(script), run_name="__main__")
+    """Run ``script`` as ``__main__`` with ``args`` as its command line; its ``__file__`` is
+    absolute, as python makes it."""
+    path = script.resolve()
+    with _as_program(script, args), _as_python_would_fail(path):
+        runpy.run_path(str(path), run_name="__main__")
 
 
 def load_script(script: Path) -> dict[str, Any]:
     """The globals of ``script`` run as a module (its ``if __name__ == "__main__"`` block skipped)."""
-    with _as_program(script, []):
-        return runpy.run_path(str(script), run_name=LOADED_NAME)
+    path = script.resolve()
+    with _as_program(script, []), _as_python_would_fail(path):
+        return runpy.run_path(str(path), run_name=LOADED_NAME)
 
 
 def split_target(target: str) -> tuple[Path, str]:
     """``"path/to/script.py::kernel"`` -> the script's path and the kernel's name."""
     script, sep, kernel = target.rpartition("::")
     if not sep or not script or not kernel.isidentifier():
-        raise click.BadParameter(f"{target!r} is not SCRIPT::KERNEL, e.g. examples/hello.py::add")
+        raise ArgumentError(
+            f"SCRIPT::KERNEL: {target!r} is not SCRIPT::KERNEL",
+            hint="name a script and a @pl.jit function in it: examples/beginner/01_hello_world.py::hello_add",
+        )
     path = Path(script)
     if not path.is_file():
-        raise click.BadParameter(f"script {script!r} does not exist")
+        raise ArgumentError(
+            f"SCRIPT::KERNEL: script {script!r} does not exist", hint="give the path of a Python file"
+        )
     return path, kernel
 
 
@@ -59,4 +94,7 @@ def find_kernel(script: Path, name: str) -> JitFunction:
         return kernel
     found = sorted(n for n, v in namespace.items() if isinstance(v, JitFunction))
     listing = ", ".join(found) if found else "none"
-    raise click.BadParameter(f"{script} has no @pl.jit kernel named {name!r} (kernels: {listing})")
+    hint = f"name one of them, e.g. {script}::{found[0]}" if found else "define the kernel at the top level"
+    raise ArgumentError(
+        f"SCRIPT::KERNEL: {script} has no @pl.jit kernel named {name!r} (kernels: {listing})", hint=hint
+    )

@@ -164,16 +164,41 @@ class CacheEntry:
 
 @dataclass(frozen=True)
 class EntryInfo:
-    """What ``pypto cache info`` shows of one entry (read from its ``.json`` beside it)."""
+    """What ``pypto cache info`` shows of one entry (read from its index, the ``.json`` beside it).
+    ``compile_seconds`` is None when a hit rebuilt a lost index."""
 
     key: str
     kernel: str
     platform: str
     size: int
-    compile_seconds: float
+    compile_seconds: float | None
     created: float
     hits: int
     last_hit_seconds: float | None
+
+
+# The fields of an entry's index and the types each may hold.
+_NUMBER = (int, float)
+INDEX_FIELDS: dict[str, tuple[type, ...]] = {
+    "kernel": (str,),
+    "platform": (str,),
+    "compile_seconds": (*_NUMBER, type(None)),
+    "created": _NUMBER,
+    "hits": (int,),
+    "last_hit_seconds": (*_NUMBER, type(None)),
+}
+
+
+def _index_problem(meta: Any) -> str | None:
+    """What is wrong with a decoded index, or None when every field is there with its type."""
+    if not isinstance(meta, dict):
+        return f"holds a {type(meta).__name__}, not an object"
+    for name, kinds in INDEX_FIELDS.items():
+        if name not in meta:
+            return f"has no {name!r}"
+        if not isinstance(meta[name], kinds) or isinstance(meta[name], bool):
+            return f"has {name} = {meta[name]!r}"
+    return None
 
 
 class ProgramCache:
@@ -234,18 +259,33 @@ class ProgramCache:
         except (OSError, pickle.PicklingError, TypeError, AttributeError) as exc:
             warnings.warn(f"cannot write compile cache entry {key}: {exc}", CacheWarning, stacklevel=2)
 
-    def record_hit(self, key: str, seconds: float) -> None:
-        """Count a use of ``key`` that took ``seconds`` (key, read and unpickle)."""
+    def record_hit(self, key: str, seconds: float, kernel: str, platform: str) -> None:
+        """Count a use of ``key`` (a program of ``kernel`` for ``platform``) that took ``seconds``
+        (key, read and unpickle). An index that is lost or unreadable is written anew."""
         path = self._meta_path(key)
-        meta = self._read_meta(path) or {}
+        meta, _ = self._read_meta(path)
+        if meta is None:  # lost or unreadable: start it again from what this hit knows
+            meta = {"kernel": kernel, "platform": platform, "compile_seconds": None, "created": time.time()}
         meta["hits"] = int(meta.get("hits", 0)) + 1
         meta["last_hit_seconds"] = seconds
         with suppress(OSError):
             self._write(path, json.dumps(meta).encode())
 
     def entries(self) -> list[EntryInfo]:
-        """Every entry, oldest first."""
-        infos = [self._info(path) for path in self._program_files()]
+        """Every entry whose index can be read, oldest first. Each other entry is a
+        :class:`CacheWarning` that names its index and what is wrong with it."""
+        infos = []
+        for path in self._program_files():
+            info = self._info(path)
+            if isinstance(info, EntryInfo):
+                infos.append(info)
+            else:
+                warnings.warn(
+                    f"compile cache entry {path} is not listed: its index {info}; a hit on it writes "
+                    "the index again, and `pypto cache clear` removes it",
+                    CacheWarning,
+                    stacklevel=2,
+                )
         return sorted(infos, key=lambda info: info.created)
 
     def clear(self) -> int:
@@ -260,27 +300,36 @@ class ProgramCache:
             return []
         return sorted(self.entries_dir.glob(f"*{PROGRAM_SUFFIX}"))
 
-    def _info(self, path: Path) -> EntryInfo:
+    def _info(self, path: Path) -> EntryInfo | str:
+        """The entry of the program file ``path``, or what is wrong with its index."""
         key = path.name.removesuffix(PROGRAM_SUFFIX)
-        meta = self._read_meta(self._meta_path(key)) or {}
+        meta, problem = self._read_meta(self._meta_path(key))
+        if meta is None:
+            return f"{self._meta_path(key)} {problem}"
         return EntryInfo(
             key=key,
-            kernel=str(meta.get("kernel", "?")),
-            platform=str(meta.get("platform", "?")),
+            kernel=meta["kernel"],
+            platform=meta["platform"],
             size=path.stat().st_size,
-            compile_seconds=float(meta.get("compile_seconds") or 0.0),
-            created=float(meta.get("created") or path.stat().st_mtime),
-            hits=int(meta.get("hits") or 0),
-            last_hit_seconds=meta.get("last_hit_seconds"),
+            compile_seconds=meta["compile_seconds"],
+            created=float(meta["created"]),
+            hits=meta["hits"],
+            last_hit_seconds=meta["last_hit_seconds"],
         )
 
     @staticmethod
-    def _read_meta(path: Path) -> dict[str, Any] | None:
+    def _read_meta(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+        """The index at ``path``, or None and what is wrong with it."""
         try:
             meta = json.loads(path.read_text())
-        except (OSError, ValueError):
-            return None
-        return meta if isinstance(meta, dict) else None
+        except FileNotFoundError:
+            return None, "is missing"
+        except OSError as exc:
+            return None, f"cannot be read ({exc.strerror or exc})"
+        except ValueError as exc:
+            return None, f"is not valid JSON ({exc})"
+        problem = _index_problem(meta)
+        return (None, problem) if problem else (meta, None)
 
     def _remove(self, key: str) -> None:
         for path in (self._program_path(key), self._meta_path(key)):
@@ -340,7 +389,7 @@ def cached_lower(
     if entry is not None:
         for warning in entry.warnings:
             warning.replay()
-        cache.record_hit(key, time.perf_counter() - start)
+        cache.record_hit(key, time.perf_counter() - start, program.name, str(config.platform))
         return entry.program, HIT
     with _recording_warnings() as recorded:
         lowered = lower()

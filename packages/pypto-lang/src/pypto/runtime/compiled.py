@@ -62,12 +62,12 @@ class CompiledProgram:
         """
         self._check(args)
         config = config or self.config
-        backend = get_backend(self.config.platform)
+        backend = get_backend(self.config.platform, self.config.platform_origin)
+        directory = config.checked_profile_path(self.program.name)  # before the run, not after it
         start = time.perf_counter()
         with TaskProgress(self.program.name, count_tasks(self.program)) as progress:
             report = backend.run(self.program, list(args), {**config.backend_options(), **progress.options()})
         self.last_report = report
-        directory = config.profile_path(self.program.name)
         if directory is not None:
             self.last_profile = write_profile(report, directory, title=self.program.name)
         seconds = time.perf_counter() - start
@@ -123,7 +123,7 @@ def compile_program(
 ) -> CompiledProgram:
     """Lower a parsed ``Program`` for ``config.platform``: ``compile_program(prog, RunConfig())``."""
     config = config or RunConfig()
-    target = get_target(config.platform)
+    target = get_target(config.platform, config.platform_origin)
     provider = str(registry().origin(config.platform))
     start = time.perf_counter()
     lowered, cache = cached_lower(

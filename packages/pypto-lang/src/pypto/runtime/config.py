@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import itertools
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
+from pypto.ir import SourceSpan
 from pypto.runtime import settings
-from pypto.runtime.settings import DEFAULT_PROFILE_ROOT, PROFILE_ENV
+from pypto.runtime.profiling import check_profile_dir
+from pypto.runtime.settings import DEFAULT, DEFAULT_PROFILE_ROOT, PROFILE_ENV, ConfigError, Origin, Setting
 
 # Where dump_passes=True writes, one sub-directory per kernel.
 DEFAULT_DUMP_ROOT = Path("pypto_passes")
@@ -25,9 +29,11 @@ class RunConfig:
     ``[tool.pypto] platform``, else ``"a2a3sim"``: see :mod:`pypto.runtime.settings`).
     ``dump_passes`` is False, True (dump under ``./pypto_passes/<kernel>``) or a directory.
     ``enable_profiling`` writes a profile of every run (see :meth:`profile_path`);
-    ``enable_chip_swimlane`` is its alias and ``profile_dir`` implies it. ``options`` go to
+    ``enable_chip_swimlane`` is its alias and ``profile_dir`` implies it; a ``profile_dir``
+    that cannot be created is an error here, before anything runs. ``options`` go to
     the passes and the backend as they are. ``pipeline`` names the passes to run (None: the
-    default pipeline of ``pypto.passes``).
+    default pipeline of ``pypto.passes``). ``platform_origin`` says where the platform's name
+    came from (the session setting, or this call), for error messages.
 
     >>> RunConfig(platform="a2a3sim", dump_passes="dumps/", options={"verify": True})
     >>> RunConfig(enable_profiling=True)  # profiles go to ./pypto_profile/<kernel>/
@@ -42,14 +48,33 @@ class RunConfig:
     profile_dir: str | Path | None = None
     options: dict[str, Any] = field(default_factory=dict)
     pipeline: Sequence[str] | None = None
+    platform_origin: Origin = field(default=DEFAULT, init=False, repr=False, compare=False)
+    _profile_origin: Origin = field(default=DEFAULT, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        call = _call_site() if self.platform is not None or self.profile_dir is not None else None
         if self.platform is None:
-            self.platform = settings.platform()
+            chosen = settings.platform_setting()
+            self.platform, self.platform_origin = chosen.value, chosen.origin
+        else:
+            self.platform_origin = Origin("RunConfig(platform=...)", call)
         if not isinstance(self.platform, str) or not self.platform:
-            raise ValueError(f"RunConfig.platform must be a platform name, got {self.platform!r}")
+            _raise_at(
+                call,
+                ConfigError(
+                    f"RunConfig.platform must be a platform name, got {self.platform!r}",
+                    span=call,
+                    hint='name a platform `pypto platforms` lists, e.g. RunConfig(platform="a2a3sim")',
+                ),
+            )
         enabled = self.enable_profiling or self.enable_chip_swimlane or self.profile_dir is not None
         self.enable_profiling = self.enable_chip_swimlane = enabled
+        if self.profile_dir is not None:
+            self._profile_origin = Origin("RunConfig(profile_dir=...)", call)
+            try:
+                check_profile_dir(self.profile_dir, self._profile_origin)
+            except ConfigError as err:
+                _raise_at(call, err)
         if self.pipeline is not None:
             self.pipeline = tuple(self.pipeline)
 
@@ -65,14 +90,30 @@ class RunConfig:
         """Where a run of ``kernel`` writes its profile, or None when profiling is off.
 
         ``profile_dir`` if given; else, with profiling on here or for the whole session
-        (``PYPTO_PROFILE=DIR``, ``pypto profile -o DIR``), ``ROOT/<kernel>`` where ROOT is that
-        directory, ``[tool.pypto] profile-dir`` or ``./pypto_profile``.
+        (``PYPTO_PROFILE``, ``pypto profile -o DIR``), ``ROOT/<kernel>`` where ROOT is the
+        session's directory (``-o DIR``, ``PYPTO_PROFILE=DIR``), ``[tool.pypto] profile-dir``
+        or ``./pypto_profile``.
         """
+        chosen = self._profile_setting(kernel)
+        return None if chosen is None else chosen.value
+
+    def checked_profile_path(self, kernel: str) -> Path | None:
+        """:meth:`profile_path`, checked before a run: a ``ConfigError`` naming the directory, why
+        profiles cannot be written there and the setting that chose it (``PYPTO_PROFILE``,
+        ``[tool.pypto] profile-dir`` in its file, ``-o``, ``RunConfig(profile_dir=...)``)."""
+        chosen = self._profile_setting(kernel)
+        if chosen is None:
+            return None
+        check_profile_dir(chosen.value, chosen.origin)
+        return chosen.value
+
+    def _profile_setting(self, kernel: str) -> Setting[Path] | None:
         if self.profile_dir is not None:
-            return Path(self.profile_dir)
+            return Setting(Path(self.profile_dir), self._profile_origin)
         if not (self.enable_profiling or settings.profile_everything()):
             return None
-        return settings.profile_root() / kernel
+        root = settings.profile_root_setting()
+        return Setting(root.value / kernel, root.origin)
 
     def backend_options(self) -> dict[str, Any]:
         """What a backend's ``run`` receives: the user options plus the profiling switches."""
@@ -88,3 +129,31 @@ class RunConfig:
         """The part of the config a compiled program depends on."""
         options = tuple(sorted((k, repr(v)) for k, v in self.options.items()))
         return (self.platform, options, self.pipeline)
+
+
+def _raise_at(call: SourceSpan | None, err: ConfigError) -> NoReturn:
+    """Raise ``err`` so that the traceback ends at the user's ``RunConfig(...)`` line."""
+    from pypto.language.tracebacks import raise_at_user_line  # the parser's helper; imported late
+
+    if call is None:
+        raise err
+    raise_at_user_line(err, "RunConfig")
+
+
+def _call_site() -> SourceSpan | None:
+    """The expression in the user's code being evaluated by the first frame outside ``pypto``
+    (the ``RunConfig(...)`` call), so that an error about a value given there points at it. None
+    when the ``pypto`` command made the config: then no line of the user's made it."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("pypto."):
+        if frame.f_globals["__name__"].startswith("pypto.cli."):
+            return None
+        frame = frame.f_back
+    if frame is None:
+        return None
+    code = frame.f_code
+    position = next(itertools.islice(code.co_positions(), frame.f_lasti // 2, None), None)
+    if position is None or position[0] is None:
+        return SourceSpan(code.co_filename, frame.f_lineno)
+    line, end_line, col, end_col = position
+    return SourceSpan(code.co_filename, line, col or 0, end_col if end_line == line else None)

@@ -9,12 +9,16 @@ thread (one slice per task it ran), one thread per core (named ``AIC``, ``AIV0``
 per pipe (``pipe <name>``), counter tracks for ring occupancy, flow arrows from each push to its
 pop and from each task to the tasks that waited for it; a host process with the ``orchestration``
 (submitting tasks) and ``scheduler`` (dispatching and retiring them) threads. ``ts``/``dur`` are
-modeled microseconds (cycles / clock MHz) and each event's ``args`` hold the exact cycles.
+modeled microseconds (cycles / clock MHz) at whole nanoseconds: a slice's start and end are each
+rounded to the nanosecond and ``dur`` is their difference, so slices on a thread nest or are disjoint
+at the nanosecond resolution Perfetto imports; each event's ``args`` hold the exact cycles.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -22,6 +26,7 @@ from typing import Any
 
 from pypto.ir import RunReport
 from pypto.ir.backend import STALL, RingTrack, Slice, TaskEdge, TaskRecord
+from pypto.runtime.settings import DEFAULT, PROFILE_ENV, ConfigError, Origin
 
 TRACE_FILE = "trace.json"
 SWIMLANE_FILE = "swimlane.png"
@@ -59,6 +64,42 @@ class ProfileFiles:
     trace: Path
     swimlane: Path
     summary: Path
+
+
+def check_profile_dir(directory: str | Path, origin: Origin | str = DEFAULT) -> None:
+    """Check, before anything runs, that profiles can be written to ``directory`` (it exists as a
+    directory that takes files, or can be created): else a ``ConfigError`` naming it, why not (a
+    file in the way, a file system that takes no directories such as ``/proc``) and ``origin``,
+    the setting that chose it.
+
+    >>> check_profile_dir("prof/mixed", Origin("-o/--output"))  # doctest: +SKIP
+    """
+    path = Path(directory)
+    why = _unwritable(path)
+    if why is None:
+        return
+    origin = origin if isinstance(origin, Origin) else Origin(origin)
+    if origin == DEFAULT:
+        hint = f"run from a directory you can write, or choose one with {PROFILE_ENV}=DIR or -o DIR"
+    else:
+        hint = f"point {origin} at a directory that can be created and written, e.g. pypto_profile"
+    raise ConfigError(f"cannot write profiles to {path} (from {origin}): {why}", span=origin.span, hint=hint)
+
+
+def _unwritable(directory: Path) -> str | None:
+    """Why files cannot be written in ``directory``, or None when they can. Nothing is left behind:
+    the check makes a directory where the profile's would go and removes it again."""
+    existing = directory
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing if existing != directory else 'it'} is a file, not a directory"
+    try:
+        probe = tempfile.mkdtemp(prefix=".pypto-check-", dir=existing)
+    except OSError as exc:
+        return f"cannot create a directory in {existing}: {exc.strerror or exc}"
+    os.rmdir(probe)
+    return None
 
 
 def write_profile(report: RunReport, directory: str | Path, title: str = "") -> ProfileFiles:
@@ -107,7 +148,7 @@ def chrome_trace(report: RunReport, title: str = "") -> dict[str, Any]:
             "title": title,
             "platform": report.platform,
             "clock_mhz": report.clock_mhz,
-            "time_unit": "modeled microseconds: cycles / clock_mhz",
+            "time_unit": "modeled microseconds at whole nanoseconds: round(cycles * 1000 / clock_mhz) / 1000",
             "modeled": report.modeled,
             "total_cycles": report.total_cycles,
         },
@@ -189,8 +230,23 @@ def _lane_order(core: str) -> int:
     return 1 if lane == "AIC" else 2 + int(lane.removeprefix("AIV"))
 
 
+def _ns(cycles: float, clock_mhz: float) -> int:
+    """Modeled nanoseconds at ``cycles``, whole: the resolution Perfetto imports a trace at."""
+    return round(cycles * 1000 / clock_mhz)
+
+
 def _us(cycles: float, clock_mhz: float) -> float:
-    return round(cycles / clock_mhz, 6)
+    """A trace timestamp: whole modeled nanoseconds, written as microseconds with three decimals,
+    so that a viewer's conversion back to nanoseconds is exact."""
+    return _ns(cycles, clock_mhz) / 1000
+
+
+def _span_us(start: int, cycles: int, clock_mhz: float) -> tuple[float, float]:
+    """``ts`` and ``dur`` of a slice, both from whole nanoseconds of its start and its end: rounded
+    on their own, a slice could end a nanosecond after the next one on its thread starts, and
+    Perfetto drops slices that partly overlap."""
+    start_ns = _ns(start, clock_mhz)
+    return start_ns / 1000, (_ns(start + cycles, clock_mhz) - start_ns) / 1000
 
 
 def _complete(
@@ -205,12 +261,13 @@ def _complete(
     """A complete ("X") event; ``start`` and ``cycles`` are modeled cycles, kept exact in ``args``."""
     pid, tid = where
     exact = {"start_cycle": start, "cycles": cycles}
+    ts, dur = _span_us(start, cycles, clock_mhz)
     return {
         "ph": "X",
         "name": name,
         "cat": cat,
-        "ts": _us(start, clock_mhz),
-        "dur": _us(cycles, clock_mhz),
+        "ts": ts,
+        "dur": dur,
         "pid": pid,
         "tid": tid,
         "args": exact | args,

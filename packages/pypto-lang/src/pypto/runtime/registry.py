@@ -1,7 +1,8 @@
 """The platform registry: backends and compile-only targets contributed by ``pypto`` plugins.
 
 Plugins come from the ``pypto`` entry-point group (restricted by ``PYPTO_LOAD_PLUGINS=a,b``;
-set but empty loads none) and from :func:`register_plugin`. Nothing loads until first use.
+set but empty loads none; a name no installed plugin has is a :class:`PluginWarning`) and from
+:func:`register_plugin`. Nothing loads until first use.
 
 >>> get_backend("a2a3sim").run(program, tensors, {})  # doctest: +SKIP
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -19,8 +21,13 @@ import pluggy
 from pypto.ir import Backend, PlatformError, Target
 from pypto.runtime import hookspecs
 from pypto.runtime.hookspecs import ENTRY_POINT_GROUP, PROJECT
+from pypto.runtime.settings import DEFAULT, Origin
 
 LOAD_PLUGINS_ENV = "PYPTO_LOAD_PLUGINS"
+
+
+class PluginWarning(UserWarning):
+    """``PYPTO_LOAD_PLUGINS`` names a plugin that is not installed."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,15 @@ def _selected_entry_points() -> list[importlib.metadata.EntryPoint]:
     if allowed is None:
         return eps
     names = {name.strip() for name in allowed.split(",") if name.strip()}
+    installed = sorted({ep.name for ep in eps})
+    unknown = sorted(names - set(installed))
+    if unknown:
+        warnings.warn(
+            f"{LOAD_PLUGINS_ENV} names {', '.join(map(repr, unknown))}, but no installed plugin is "
+            f"called that (installed plugins: {', '.join(installed) or 'none'}); it is ignored",
+            PluginWarning,
+            stacklevel=2,
+        )
     return [ep for ep in eps if ep.name in names]
 
 
@@ -142,8 +158,9 @@ class PlatformRegistry:
 
             impl.function(**{arg: register for arg in impl.argnames})
 
-    def backend(self, name: str) -> Backend:
-        """The backend registered as ``name``; a PlatformError says why there is none."""
+    def backend(self, name: str, named_by: Origin | None = None) -> Backend:
+        """The backend registered as ``name``; a PlatformError says why there is none and, with
+        ``named_by``, which setting named it."""
         backends, targets = self._collect()
         if name in backends:
             return backends[name][0]
@@ -159,18 +176,20 @@ class PlatformRegistry:
             raise PlatformError(
                 f"platform {name!r} is a compile-only target here: running on it needs a device "
                 "backend plugin, and none is installed",
+                span=named_by.span if named_by else None,
                 hint=hint,
             )
-        raise self._unknown(name)
+        raise self._unknown(name, named_by)
 
-    def target(self, name: str) -> Target:
-        """The target a program for platform ``name`` is compiled for (a backend's target counts)."""
+    def target(self, name: str, named_by: Origin | None = None) -> Target:
+        """The target a program for platform ``name`` is compiled for (a backend's target counts);
+        ``named_by`` is the setting that named it, for the error when there is none."""
         backends, targets = self._collect()
         if name in targets:
             return targets[name][0]
         if name in backends:
             return backends[name][0].target
-        raise self._unknown(name)
+        raise self._unknown(name, named_by)
 
     def platforms(self) -> list[str]:
         """Every platform name: backends and compile-only targets, sorted."""
@@ -197,12 +216,24 @@ class PlatformRegistry:
         """Let every plugin add commands to the ``pypto`` Click group ``cli``."""
         self.plugins.hook.pypto_register_commands(cli=cli)
 
-    def _unknown(self, name: str) -> PlatformError:
+    def _unknown(self, name: str, named_by: Origin | None = None) -> PlatformError:
         known = ", ".join(self.platforms()) or "(none)"
+        hint = f"install a backend plugin, or check {LOAD_PLUGINS_ENV} if it is set"
+        if named_by == DEFAULT:
+            hint = "install pypto-sim-a2a3 (the a2a3sim backend), or choose a platform with PYPTO_PLATFORM"
+        elif named_by is not None:
+            hint = f"change {named_by} to one of those, or install the plugin that provides {name!r}"
+        if named_by is not None and os.environ.get(LOAD_PLUGINS_ENV) is not None:
+            hint += f" ({LOAD_PLUGINS_ENV} is set: it may be what hides it)"
         return PlatformError(
-            f"unknown platform {name!r}; registered platforms: {known}",
-            hint=f"install a backend plugin, or check {LOAD_PLUGINS_ENV} if it is set",
+            f"unknown platform {name!r}{_from(named_by)}; registered platforms: {known}",
+            span=named_by.span if named_by else None,
+            hint=hint,
         )
+
+
+def _from(named_by: Origin | None) -> str:
+    return f" (from {named_by})" if named_by is not None else ""
 
 
 def _check_backend(item: Any, origin: PluginOrigin) -> str:
@@ -240,14 +271,16 @@ def register_plugin(plugin: object, name: str | None = None) -> str:
     return registry().register_plugin(plugin, name)
 
 
-def get_backend(platform: str) -> Backend:
-    """The backend that runs ``platform``: ``get_backend("a2a3sim")``."""
-    return registry().backend(platform)
+def get_backend(platform: str, named_by: Origin | None = None) -> Backend:
+    """The backend that runs ``platform``: ``get_backend("a2a3sim")``. ``named_by`` (e.g.
+    ``RunConfig.platform_origin``) is the setting that named it, which an error then names."""
+    return registry().backend(platform, named_by)
 
 
-def get_target(platform: str) -> Target:
-    """The target ``platform`` compiles for: ``get_target("a2a3")``."""
-    return registry().target(platform)
+def get_target(platform: str, named_by: Origin | None = None) -> Target:
+    """The target ``platform`` compiles for: ``get_target("a2a3")`` (``named_by`` as for
+    :func:`get_backend`)."""
+    return registry().target(platform, named_by)
 
 
 def list_platforms() -> list[str]:
@@ -260,6 +293,7 @@ __all__ = [
     "PlatformEntry",
     "PlatformRegistry",
     "PluginOrigin",
+    "PluginWarning",
     "get_backend",
     "get_target",
     "list_platforms",

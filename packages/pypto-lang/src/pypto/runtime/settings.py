@@ -5,7 +5,11 @@ Each setting is looked up, first match wins, in the command line (``pypto run -p
 ``PYPTO_CACHE_DIR``, ``PYPTO_CACHE``), the ``[tool.pypto]`` table of the nearest
 ``pyproject.toml`` at or above the current directory, and the built-in defaults.
 
+Each value keeps its :class:`Origin` (the option, the variable, or the file and line), so an
+error about a value can say where it came from.
+
 >>> platform()  # "a2a3sim" unless something above says otherwise  # doctest: +SKIP
+>>> platform_setting().origin  # e.g. Origin("PYPTO_PLATFORM")  # doctest: +SKIP
 >>> with command_line(platform="torchref"):  # doctest: +SKIP
 ...     RunConfig().platform  # "torchref"
 """
@@ -14,18 +18,19 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 import tomllib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-from pypto.ir import PyptoError
+from pypto.ir import PyptoError, SourceSpan
 
 PLATFORM_ENV = "PYPTO_PLATFORM"
-PROFILE_ENV = "PYPTO_PROFILE"  # set: profile every run, into $PYPTO_PROFILE/<kernel>/
+PROFILE_ENV = "PYPTO_PROFILE"  # on (1, on, true, yes): profile every run; a directory: there; off: not
 CACHE_DIR_ENV = "PYPTO_CACHE_DIR"
 CACHE_ENV = "PYPTO_CACHE"  # 0, off, false or no: no disk cache
 CONFIG_FILE = "pyproject.toml"
@@ -38,7 +43,32 @@ _ON = {"1", "on", "true", "yes"}
 
 
 class ConfigError(PyptoError, ValueError):
-    """A setting in ``[tool.pypto]`` or the environment that cannot be used."""
+    """A setting in ``[tool.pypto]``, the environment or on the command line that cannot be used."""
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a setting's value came from, as an error names it: ``PYPTO_PLATFORM``,
+    ``-p/--platform``, ``[tool.pypto] profile-dir in /p/pyproject.toml`` (with the file's line as
+    ``span``), ``RunConfig(profile_dir=...)`` (with the caller's line), the built-in default."""
+
+    name: str
+    span: SourceSpan | None = None
+
+    def __str__(self) -> str:
+        return self.name
+
+
+DEFAULT = Origin("the built-in default")
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Setting(Generic[T]):
+    """A setting's value and where it came from."""
+
+    value: T
+    origin: Origin
 
 
 @dataclass(frozen=True)
@@ -58,10 +88,37 @@ class ConfigFile:
             return None
         return self.path.parent / Path(value).expanduser()
 
+    def origin(self, key: str) -> Origin:
+        """``[tool.pypto] KEY in FILE``, pointing at the line that sets it when it can be found."""
+        assert self.path is not None
+        return Origin(f"{CONFIG_TABLE} {key} in {self.path}", _key_span(self.path, key))
+
+
+def _key_span(path: Path, key: str) -> SourceSpan | None:
+    """The value of ``key = ...`` inside the ``[tool.pypto]`` table of ``path`` (None for the
+    spellings this scan does not follow, e.g. a dotted key in ``[tool]``)."""
+    assignment = re.compile(rf"""^\s*(["']?){re.escape(key)}\1\s*=\s*""")
+    in_table = False
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return None
+    for number, line in enumerate(lines, start=1):
+        header = re.match(r"^\s*\[+\s*([^\]]+?)\s*\]+", line)
+        if header:
+            in_table = header.group(1).replace(" ", "") == "tool.pypto"
+            continue
+        match = assignment.match(line) if in_table else None
+        if match:
+            value = line[match.end() :].split(" #", 1)[0].rstrip()
+            return SourceSpan(str(path), number, match.end(), match.end() + max(len(value), 1))
+    return None
+
 
 KNOWN_KEYS = {"platform": str, "profile-dir": str, "cache-dir": str, "cache": bool}
+EXAMPLES = {"platform": '"a2a3sim"', "profile-dir": '"prof"', "cache-dir": '".pypto-cache"', "cache": "true"}
 
-_overrides: list[dict[str, Any]] = []
+_overrides: list[dict[str, Setting[Any]]] = []
 
 
 @contextmanager
@@ -69,17 +126,29 @@ def command_line(**values: Any) -> Iterator[None]:
     """Apply command-line settings (``platform``, ``profile_dir``) inside the block.
 
     ``profile_dir`` here also switches profiling on for every run, as ``PYPTO_PROFILE`` does.
-    Values that are None are not set.
+    Values that are None are not set. A value may be a :class:`Setting` that names the option it
+    came from, for error messages: ``command_line(platform=Setting("a2a3sim", Origin("-p")))``.
     """
-    _overrides.append({k: v for k, v in values.items() if v is not None})
+    layer = {
+        key: value if isinstance(value, Setting) else Setting(value, Origin("the command line"))
+        for key, value in values.items()
+        if value is not None
+    }
+    _overrides.append(layer)
     try:
         yield
     finally:
         _overrides.pop()
 
 
-def _override(key: str) -> Any:
+def _override(key: str) -> Setting[Any] | None:
     return next((layer[key] for layer in reversed(_overrides) if key in layer), None)
+
+
+def _environment(name: str) -> Setting[str] | None:
+    """A variable that is set and not empty, its value stripped."""
+    value = os.environ.get(name, "").strip()
+    return Setting(value, Origin(name)) if value else None
 
 
 def find_config_file(start: Path | None = None) -> Path | None:
@@ -110,32 +179,69 @@ def _read_config(path: Path, mtime_ns: int) -> ConfigFile:
     for key, value in table.items():
         kind = KNOWN_KEYS.get(key)
         if kind is None:
-            raise ConfigError(
-                f"{path}: unknown setting {key!r} in {CONFIG_TABLE}",
-                hint=f"known settings: {', '.join(KNOWN_KEYS)}",
-            )
+            known = f"known settings: {', '.join(KNOWN_KEYS)}"
+            raise _file_error(path, key, f"unknown setting {key!r} in {CONFIG_TABLE}", known)
         if not isinstance(value, kind):
-            raise ConfigError(f"{path}: {CONFIG_TABLE} {key} must be a {kind.__name__}, got {value!r}")
+            problem = f"{CONFIG_TABLE} {key} must be a {kind.__name__}, got {value!r}"
+            raise _file_error(path, key, problem, f"write {key} = {EXAMPLES[key]}")
     return ConfigFile(path, table)
+
+
+def _file_error(path: Path, key: str, problem: str, hint: str) -> ConfigError:
+    """An error at the line that sets ``key``; the message names the file when no line is found."""
+    span = _key_span(path, key)
+    return ConfigError(problem if span else f"{path}: {problem}", span=span, hint=hint)
+
+
+def platform_setting() -> Setting[str]:
+    """The platform a ``RunConfig()`` without one runs on, and where that name came from."""
+    chosen = _override("platform") or _environment(PLATFORM_ENV)
+    if chosen is not None:
+        return chosen
+    config = config_file()
+    if config.get("platform"):
+        return Setting(config.get("platform"), config.origin("platform"))
+    return Setting(DEFAULT_PLATFORM, DEFAULT)
 
 
 def platform() -> str:
     """The platform a ``RunConfig()`` without one runs on."""
-    chosen = _override("platform") or os.environ.get(PLATFORM_ENV) or config_file().get("platform")
-    return chosen or DEFAULT_PLATFORM
+    return platform_setting().value
+
+
+def _profile_switch() -> Setting[str] | None:
+    """``PYPTO_PROFILE`` when it switches profiling on: an on-word, or a directory."""
+    chosen = _environment(PROFILE_ENV)
+    if chosen is None or chosen.value.lower() in _OFF:
+        return None
+    return chosen
 
 
 def profile_everything() -> bool:
-    """Whether every run writes a profile: ``pypto profile``, ``pypto run --profile`` or ``PYPTO_PROFILE``."""
-    return _override("profile_dir") is not None or bool(os.environ.get(PROFILE_ENV))
+    """Whether every run writes a profile: ``pypto profile``, ``pypto run --profile``, or
+    ``PYPTO_PROFILE`` set to a directory or to 1, on, true or yes (0, off, false or no: not)."""
+    return _override("profile_dir") is not None or _profile_switch() is not None
+
+
+def profile_root_setting() -> Setting[Path]:
+    """Where profiles go, one sub-directory per kernel, when a run asks for none of its own: the
+    command line, ``PYPTO_PROFILE=DIR``, ``[tool.pypto] profile-dir``, else ``./pypto_profile``."""
+    chosen = _override("profile_dir")
+    if chosen is not None:
+        return Setting(Path(chosen.value), chosen.origin)
+    switch = _profile_switch()
+    if switch is not None and switch.value.lower() not in _ON:
+        return Setting(Path(switch.value).expanduser(), switch.origin)
+    config = config_file()
+    configured = config.path_value("profile-dir")
+    if configured is not None:
+        return Setting(configured, config.origin("profile-dir"))
+    return Setting(DEFAULT_PROFILE_ROOT, DEFAULT)
 
 
 def profile_root() -> Path:
     """Where profiles go, one sub-directory per kernel, when a run asks for none of its own."""
-    chosen = _override("profile_dir") or os.environ.get(PROFILE_ENV)
-    if chosen:
-        return Path(chosen)
-    return config_file().path_value("profile-dir") or DEFAULT_PROFILE_ROOT
+    return profile_root_setting().value
 
 
 def cache_enabled() -> bool:
@@ -172,17 +278,22 @@ def user_cache_dir() -> Path:
 __all__ = [
     "CACHE_DIR_ENV",
     "CACHE_ENV",
+    "DEFAULT",
     "PLATFORM_ENV",
     "PROFILE_ENV",
     "ConfigError",
     "ConfigFile",
+    "Origin",
+    "Setting",
     "cache_dir",
     "cache_enabled",
     "command_line",
     "config_file",
     "find_config_file",
     "platform",
+    "platform_setting",
     "profile_everything",
     "profile_root",
+    "profile_root_setting",
     "user_cache_dir",
 ]
