@@ -12,8 +12,6 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-import torch
-
 from pypto.cli.errors import ArgumentError
 from pypto.ir import DataType
 from pypto.language.annotations import ScalarSpec, TensorSpec
@@ -61,9 +59,10 @@ def _dims(shape: str, pair: str) -> list[int]:
     return dims
 
 
-def tensor_stand_in(dtype: DataType, shape: Sequence[int]) -> torch.Tensor:
-    """A tensor with no storage (torch's meta device) that carries a shape and a dtype."""
-    return torch.empty(tuple(shape), dtype=getattr(torch, dtype.torch_name), device="meta")
+def tensor_stand_in(dtype: DataType, shape: Sequence[int]) -> TensorSpec:
+    """What stands in for a tensor when compiling: its annotation, ``pl.Tensor[shape, dtype]``
+    (it carries a shape and a dtype, and needs no torch)."""
+    return TensorSpec(tuple(shape), dtype)
 
 
 def parse_value(text: str, pair: str | None = None) -> Any:

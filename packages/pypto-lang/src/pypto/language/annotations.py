@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pypto.ir import DataType, Direction, MemorySpace, ParseError, PyptoError
-from pypto.language.tracebacks import frame_span, is_internal, raise_at_user_line
+from pypto.ir.tracebacks import frame_span, is_internal, raise_at_user_line
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,12 @@ from collections.abc import Callable
 from typing import Any, NamedTuple, ParamSpec, TypeVar
 
 from pypto.ir import Program, PyptoError, RunReport
+from pypto.ir.tracebacks import call_site, raise_at_user_line
 from pypto.language.errors import KernelOnlyError, RunConfigError
 from pypto.language.kernel import JitKind, KernelFunction
 from pypto.language.parser.program import parse_program
 from pypto.language.parser.resolve import GlobalReads, recording_reads
 from pypto.language.specialize import Specialization, specialize
-from pypto.language.tracebacks import call_site, raise_at_user_line
 from pypto.runtime.compiled import CompiledProgram, compile_program
 from pypto.runtime.config import RunConfig
 

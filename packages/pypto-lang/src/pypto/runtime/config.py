@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import itertools
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
 from pypto.ir import SourceSpan
+from pypto.ir.tracebacks import call_site, raise_at_user_line
 from pypto.runtime import settings
 from pypto.runtime.profiling import check_profile_dir
 from pypto.runtime.settings import DEFAULT, DEFAULT_PROFILE_ROOT, PROFILE_ENV, ConfigError, Origin, Setting
@@ -52,7 +51,7 @@ class RunConfig:
     _profile_origin: Origin = field(default=DEFAULT, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        call = _call_site() if self.platform is not None or self.profile_dir is not None else None
+        call = call_site() if self.platform is not None or self.profile_dir is not None else None
         if self.platform is None:
             chosen = settings.platform_setting()
             self.platform, self.platform_origin = chosen.value, chosen.origin
@@ -133,27 +132,6 @@ class RunConfig:
 
 def _raise_at(call: SourceSpan | None, err: ConfigError) -> NoReturn:
     """Raise ``err`` so that the traceback ends at the user's ``RunConfig(...)`` line."""
-    from pypto.language.tracebacks import raise_at_user_line  # the parser's helper; imported late
-
     if call is None:
         raise err
     raise_at_user_line(err, "RunConfig")
-
-
-def _call_site() -> SourceSpan | None:
-    """The expression in the user's code being evaluated by the first frame outside ``pypto``
-    (the ``RunConfig(...)`` call), so that an error about a value given there points at it. None
-    when the ``pypto`` command made the config: then no line of the user's made it."""
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("pypto."):
-        if frame.f_globals["__name__"].startswith("pypto.cli."):
-            return None
-        frame = frame.f_back
-    if frame is None:
-        return None
-    code = frame.f_code
-    position = next(itertools.islice(code.co_positions(), frame.f_lasti // 2, None), None)
-    if position is None or position[0] is None:
-        return SourceSpan(code.co_filename, frame.f_lineno)
-    line, end_line, col, end_col = position
-    return SourceSpan(code.co_filename, line, col or 0, end_col if end_line == line else None)

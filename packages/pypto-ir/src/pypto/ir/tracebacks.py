@@ -1,5 +1,6 @@
-"""Re-raising a ``PyptoError`` so that the user's kernel line is the last traceback frame, and
-finding the user's own call in the stack."""
+"""Where an error meets the user: re-raising a ``PyptoError`` so that the user's line is the last
+traceback frame, and finding in the stack the user's own expression that led to it (their kernel
+call, their ``RunConfig(...)``, the annotation Python is evaluating at ``def`` time)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ import sys
 from types import FrameType
 from typing import NoReturn
 
-from pypto.ir import PyptoError, SourceSpan
+from pypto.ir.errors import PyptoError, SourceSpan
 
-# Modules whose frames are the compiler's, not the user's (pypto.models is user code written in pl).
+# Modules whose frames are PyPTO's own, not the user's (pypto.models is user code written in pl).
 INTERNAL_MODULES = ("pypto.ir", "pypto.passes", "pypto.language", "pypto.runtime", "pypto.cli", "pypto_sim_")
+CLI_MODULES = "pypto.cli"
 
 
 def is_internal(frame: FrameType) -> bool:
@@ -19,15 +21,16 @@ def is_internal(frame: FrameType) -> bool:
     return module.startswith(INTERNAL_MODULES) or module in ("functools", "contextlib")
 
 
-def call_site(skip_internal: bool = True) -> SourceSpan | None:
-    """The span of the expression the first frame outside the compiler is evaluating: the user's
-    ``kernel(a, b, config="a2a3sim")`` call, or the annotation being evaluated at ``def`` time."""
+def call_site() -> SourceSpan | None:
+    """The span of the expression the first frame outside PyPTO is evaluating: the user's
+    ``kernel(a, b, config="a2a3sim")`` call or ``RunConfig(...)``. None when the ``pypto``
+    command itself made the call: then no line of the user's did."""
     frame: FrameType | None = sys._getframe(1)
-    while frame is not None and skip_internal and is_internal(frame):
+    while frame is not None and is_internal(frame):
+        if frame.f_globals.get("__name__", "").startswith(CLI_MODULES):
+            return None
         frame = frame.f_back
-    if frame is None:
-        return None
-    return frame_span(frame)
+    return None if frame is None else frame_span(frame)
 
 
 def frame_span(frame: FrameType) -> SourceSpan:
