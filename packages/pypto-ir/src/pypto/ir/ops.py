@@ -413,7 +413,7 @@ def _matmul(op: str) -> InferFn:
                         op,
                         f"the {side} operand must be in {space.name}, got {describe(t)}",
                         span,
-                        f"move it first: pl.move(tile, target_memory=pl.Mem.{space.name})",
+                        _operand_space_hint(t, space),
                     )
             result: TileType | TensorType = TileType((m, n), dtype, MemorySpace.Acc)
         else:
@@ -423,6 +423,17 @@ def _matmul(op: str) -> InferFn:
         return result
 
     return infer
+
+
+def _operand_space_hint(t: TileType, space: MemorySpace) -> str:
+    """How a tile gets into the cube's Left / Right buffer: moved there from Mat."""
+    if t.memory_space is MemorySpace.Mat:
+        return f"move it first: pl.move(tile, target_memory=pl.Mem.{space.name})"
+    return (
+        f"{space.name} tiles are moved from Mat: load the data into Mat and move it, "
+        f"pl.move(pl.load(t, [0, 0], {list(t.shape)}, target_memory=pl.Mem.Mat), "
+        f"target_memory=pl.Mem.{space.name})"
+    )
 
 
 def _check_accumulator(op: str, acc: Type, result: TileType | TensorType, span: SourceSpan | None) -> None:
@@ -716,8 +727,8 @@ def _assemble(op: str) -> InferFn:
                 op,
                 f"rank mismatch: {describe(v)} into {describe(dst.type)}",
                 span,
-                f"give the value the tensor's rank first: "
-                f"pl.reshape(x, {_ranked(v.shape, len(dst.type.shape))})",
+                f"give the value the tensor's rank first, pl.reshape(x, "
+                f"{_ranked(v.shape, len(dst.type.shape))}), and write it into a region of that shape",
             )
         _static_bounds(op, dst.type.shape, offsets, v.shape, span)
         if not isinstance(attrs.get("atomic", AtomicType.NONE), AtomicType):
@@ -872,7 +883,7 @@ def _row_reduce(op: str) -> InferFn:
                     op,
                     f"needs a scratch tile shaped like {describe(x)}, got {got}",
                     span,
-                    "pass one: tmp = pl.create_tile(x.shape, x.dtype); pl.row_max(x, tmp)",
+                    f"pass one: tmp = pl.create_tile(x.shape, x.dtype); {_user_name(op)}(x, tmp)",
                 )
             _check_vec(op, tmp, span)
         elif len(args) != 1:
@@ -935,7 +946,7 @@ def _reshape(op: str) -> InferFn:
                 f"cannot reshape {describe(x)} ({prod(x.shape)} elements) to {list(shape)} "
                 f"({prod(shape)} elements)",
                 span,
-                f"the new shape must hold the same {prod(x.shape)} elements, e.g. {_matrix_shape(x.shape)}",
+                f"give a shape whose extents multiply to {prod(x.shape)}, as {list(x.shape)} does",
             )
         return _with(x, shape=shape, valid_shape=None)
 

@@ -70,8 +70,8 @@ def scalar_unary(ctx: OpContext, name: str, value: Any) -> Any:
         return ctx.call("scalar.neg", [value])
     raise ctx.fail(
         f"is not supported on a run-time scalar ({describe_value(value)})",
-        f"only negation (-x) applies to a run-time scalar: pass pl.{name}'s result in as a scalar "
-        f"parameter, or compute on a tile, e.g. pl.{name}(pl.full([1, 16], pl.FP32, x))",
+        f"only negation (-x) applies to a run-time scalar x: pass pl.{name}(x) in as a scalar "
+        f"parameter, or compute it on a tile, e.g. pl.{name}(pl.full([1, 16], pl.FP32, x))",
     )
 
 
@@ -89,6 +89,6 @@ def _mixed_hint(name: str) -> str:
     if name in ("floordiv", "mod"):
         return "// and % compute on scalars (e.g. i // 2 on a loop index); tensors and tiles have no // or %"
     return (
-        "comparisons take scalars (e.g. i < n on a loop index); tensors and tiles have no elementwise "
-        "comparison: use pl.maximum / pl.minimum to clamp"
+        "comparisons take scalars (e.g. `if i < n:` on a loop index); read one element of a tensor "
+        "with pl.read(t, [i, j]) to compare it"
     )

@@ -50,16 +50,16 @@ class OpContext:
 
     def operand_hint(self, what: str, kind: str) -> str:
         """What an operand must be, after the op's signature when it is known."""
-        need = f"the {what} is {kind}"
+        need = f"{what if what.startswith('the ') else 'the ' + what} is {kind}"
         signature = self.signature()
         return f"{signature}: {need}" if signature else need
 
-    def shaped(self, value: Any, what: str = "operand") -> Expr:
-        """``value`` as a tensor or tile operand (error otherwise)."""
+    def shaped(self, value: Any, what: str = "operand", hint: str | None = None) -> Expr:
+        """``value`` as a tensor or tile operand (error otherwise; ``hint`` replaces the default one)."""
         if not is_shaped(value):
             raise self.fail(
                 f"{what} must be a tensor or a tile, got {describe_value(value)}",
-                self.operand_hint(what, "a tensor (a kernel parameter) or a tile (e.g. a pl.load result)"),
+                hint or self.operand_hint(what, "a tensor (a kernel parameter) or a tile (a pl.load result)"),
             )
         return value
 

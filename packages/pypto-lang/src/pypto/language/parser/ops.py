@@ -29,6 +29,11 @@ from pypto.language.parser.values import (
 )
 
 COMMUTATIVE = frozenset({"add", "mul", "maximum", "minimum"})
+# How to write ``c - x`` and ``c / x`` with the scalar c on the right.
+SCALAR_LEFT = {
+    "sub": "write c - x as pl.add(pl.neg(x), c)",
+    "div": "write c / x as pl.mul(pl.recip(x), c)",
+}
 # The memory spaces a tile can be made in (DDR is global memory, where tensors live).
 TILE_SPACES = ", ".join(repr(m) for m in MemorySpace if m is not MemorySpace.DDR)
 
@@ -41,10 +46,7 @@ def _binary(name: str) -> Builder:
             return scalar_binary(ctx, name, lhs, rhs)
         if is_scalar(lhs):
             if name not in COMMUTATIVE:
-                raise ctx.fail(
-                    "the scalar form takes the scalar as the right operand",
-                    f"rewrite it with the tensor or tile on the left of pl.{name}",
-                )
+                raise ctx.fail("the scalar form takes the scalar as the right operand", SCALAR_LEFT[name])
             lhs, rhs = rhs, lhs
         x = ctx.shaped(lhs, "left operand")
         level = ctx.level_of(x)

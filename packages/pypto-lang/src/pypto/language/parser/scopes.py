@@ -72,7 +72,7 @@ class ScopeParser(ExprParser):
     def visit_With(self, node: ast.With) -> None:
         if len(node.items) != 1:
             raise self.error(
-                node,
+                node.items[1].context_expr,
                 "one pl.at(...) per with statement",
                 "write one with statement per context: pl.at scopes one after another, each inside "
                 "`with pl.manual_scope():` or `for i in pl.spmd(n):` if needed",

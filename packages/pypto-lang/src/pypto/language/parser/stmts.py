@@ -19,6 +19,7 @@ from pypto.ir import (
     For,
     If,
     LoopKind,
+    ParseError,
     Return,
     ScalarType,
     Stmt,
@@ -39,7 +40,15 @@ from pypto.language.parser.resolve import GlobalNames
 from pypto.language.parser.scopes import ScopeParser
 from pypto.language.parser.signature import evaluate_annotation
 from pypto.language.parser.source import KernelSource
-from pypto.language.parser.values import annotation_text, describe_value, is_number, number, scalar_expr
+from pypto.language.parser.values import (
+    annotation_text,
+    describe_value,
+    is_number,
+    is_scalar,
+    is_shaped,
+    number,
+    scalar_expr,
+)
 from pypto.passes import CompileWarning
 from pypto.passes.rewrite import substitute_body
 
@@ -66,13 +75,36 @@ def _carryable(value: Any) -> bool:
     return isinstance(value, Expr) and isinstance(value.type, (ScalarType, TileType, TensorType))
 
 
-def augmented_hint(node: ast.AugAssign) -> str:
-    """``out[...] += x`` written out in full."""
-    target = ast.unparse(node.target)
+def augmented_hint(node: ast.AugAssign, rank: int | None) -> str:
+    """``out[...] += x`` written with pl ops; ``rank`` is that of the subscripted value, if known."""
+    if not isinstance(node.target, ast.Subscript):
+        return "augment a plain name: x += y"
+    target, value = ast.unparse(node.target), ast.unparse(node.value)
+    base = ast.unparse(node.target.value)
     op = OPERATORS.get(type(node.op))
-    if isinstance(node.target, ast.Subscript) and op in ("add", "sub", "mul", "div"):
-        return f"write it out: {target} = pl.{op}({target}, {ast.unparse(node.value)})"
-    return "assign to a name (x += y), or write a region out: out[0:64, :] = pl.add(out[0:64, :], y)"
+    if op == "add" and rank is not None:
+        dims = node.target.slice.elts if isinstance(node.target.slice, ast.Tuple) else [node.target.slice]
+        starts = [_start(d) for d in dims] + ["0"] * (rank - len(dims))
+        offsets = ", ".join(starts)
+        return f"add into the region: pl.assemble({base}, {value}, [{offsets}], atomic=pl.AtomicType.Add)"
+    return (
+        f"write the new value out: {target} = pl.{op or 'add'}({target}, {value}) "
+        "(for a tile value, load the region with pl.load first)"
+    )
+
+
+def _start(node: ast.expr) -> str:
+    """The first index of one subscript entry, as written."""
+    if isinstance(node, ast.Slice):
+        return "0" if node.lower is None else ast.unparse(node.lower)
+    return ast.unparse(node)
+
+
+def fill_hint(target: ast.Subscript, dst: Expr, value: Any) -> str:
+    """``out[...] = 0.0`` written with a tile that holds the number."""
+    shown = repr(number(value)) if is_number(value) else "value"
+    dtype = dst.type.dtype.name  # type: ignore[attr-defined]
+    return f"fill the region with a tile: {ast.unparse(target)} = pl.full(shape, pl.{dtype}, {shown})"
 
 
 def carried_form_hint(kind: LoopKind, has_inits: bool) -> str:
@@ -158,7 +190,10 @@ class StmtParser(ScopeParser):
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         if not isinstance(node.target, ast.Name):
-            raise self.error(node, "augmented assignment works on names only (x += y)", augmented_hint(node))
+            base = self.expr(node.target.value) if isinstance(node.target, ast.Subscript) else None
+            rank = len(base.type.shape) if is_shaped(base) else None
+            hint = augmented_hint(node, rank)
+            raise self.error(node, "augmented assignment works on names only (x += y)", hint)
         binop = ast.BinOp(node.target, node.op, node.value)
         ast.copy_location(binop, node)
         self.bind_name(node.target.id, self.visit_BinOp(binop), node.target)
@@ -323,7 +358,9 @@ class StmtParser(ScopeParser):
                 rank_hint(ast.unparse(target.value), shape),
             )
         ctx = self.op_context(target, f"{ast.unparse(target)} = ...")
-        value = ctx.shaped(value, "the written value")
+        value = ctx.shaped(
+            value, "the written value", fill_hint(target, dst, value) if is_scalar(value) else None
+        )
         offsets = [self.region_start(d, i, shape[i], value, ctx) for i, d in enumerate(dims)]
         offsets += [0] * (len(shape) - len(dims))
         if isinstance(value.type, TileType):
@@ -382,7 +419,7 @@ class StmtParser(ScopeParser):
         name, call = self.loop_call(node.iter)
         if node.orelse:
             raise self.error(
-                node,
+                node.orelse[0],
                 "for ... else is not supported in a kernel",
                 "a kernel loop has no break, so the else block would always run: move its statements "
                 "after the loop",
@@ -476,6 +513,16 @@ class StmtParser(ScopeParser):
                 f"{len(names.elts)} carried names but {len(values)} init_values",
                 f"give one initial value per carried name: {len(names.elts)} values in init_values=(...)",
             )
+        given = inits[0].value
+        places = given.elts if isinstance(given, (ast.Tuple, ast.List)) else [given] * len(values)
+        for name, value, place in zip(names.elts, values, places, strict=True):
+            if not _carryable(value):
+                raise self.error(
+                    place,
+                    f"the loop-carried value '{name.id}' is {describe_value(value)}; "  # type: ignore[attr-defined]
+                    "a loop carries scalars, tiles and tensors",
+                    "start it from a number (0, 0.0), a tile or a tensor; a flag is the INDEX scalar 0 or 1",
+                )
         return index, {e.id: v for e, v in zip(names.elts, values, strict=True)}  # type: ignore[attr-defined]
 
     def carried(
@@ -495,18 +542,12 @@ class StmtParser(ScopeParser):
         return names, inits
 
     def carried_init(self, name: str, value: Any, node: ast.For) -> Expr:
+        """The initial value of a carried name (carryable: checked where it was chosen)."""
         value = self.body.atom(value)
-        if is_number(value) and not isinstance(number(value), bool):
+        if is_number(value):
             plain = number(value)
             return scalar_expr(
                 plain, DataType.INDEX if isinstance(plain, int) else DataType.FP32, self.span(node)
-            )
-        if not _carryable(value):
-            raise self.error(
-                node,
-                f"the loop-carried value '{name}' is {describe_value(value)}; "
-                "a loop carries scalars, tiles and tensors",
-                "start it from a number (0, 0.0), a tile or a tensor; a flag is the INDEX scalar 0 or 1",
             )
         return value
 
@@ -520,11 +561,15 @@ class StmtParser(ScopeParser):
         if isinstance(actual, TileType) and isinstance(iter_arg.type, TileType):
             actual = replace(actual, valid_shape=iter_arg.type.valid_shape)
         if actual != iter_arg.type:
-            raise self.error(
-                node,
+            # At the assignment that changed it, where the fix goes.
+            span = binding.span if binding is not None and binding.span is not None else self.span(node)
+            raise ParseError(
                 f"the loop-carried value '{name}' enters the loop as {describe(iter_arg.type)} but "
                 f"is {describe_value(value)} at the end of the body",
-                "a carried value keeps its type, shape and memory space across iterations",
+                span,
+                "a carried value keeps its type, shape and memory space across iterations: give the "
+                f"value computed in the loop another name (e.g. {name}_next), or make it "
+                f"{describe(iter_arg.type)} again",
             )
         return value
 
