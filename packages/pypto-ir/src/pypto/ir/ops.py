@@ -64,6 +64,9 @@ class PadValue(Enum):
         return f"pl.PadValue.{self.name}"
 
 
+PAD_VALUES = ", ".join(repr(m) for m in PadValue)  # for hints: pl.PadValue.zero, pl.PadValue.min, ...
+
+
 class CastMode(StrEnum):
     """How ``pl.cast`` rounds a float converted to an integer dtype; float -> float casts round to
     nearest even whatever the mode. ``pl.cast(x, pl.INT32, mode="rint")`` or ``mode=pl.CastMode.rint``
@@ -146,14 +149,27 @@ def _user_name(op: str) -> str:
     return "pl." + (rest if level in ("tile", "tensor", "scalar") and rest else op)
 
 
-def _fail(op: str, message: str, span: SourceSpan | None, hint: str | None = None) -> TypeCheckError:
+def _fail(op: str, message: str, span: SourceSpan | None, hint: str) -> TypeCheckError:
+    """A type error of ``op`` at ``span``; ``hint`` says how to fix it, in the DSL's terms."""
     return TypeCheckError(f"{_user_name(op)}: {message}", span, hint)
 
 
 def _shaped(op: str, e: Expr, span: SourceSpan | None, what: str = "operand") -> TileType | TensorType:
     if not isinstance(e.type, (TileType, TensorType)):
-        raise _fail(op, f"{what} must be a tensor or a tile, got {describe(e.type)}", span)
+        raise _fail(
+            op,
+            f"{what} must be a tensor or a tile, got {describe(e.type)}",
+            span,
+            f"pass a tensor (global memory) or a tile (e.g. a pl.load result) as the {what}",
+        )
     return e.type
+
+
+def _matrix_shape(shape: Sequence[int]) -> list[int]:
+    """A 2-D shape holding the elements of ``shape``: [n] -> [1, n], [a, b, c] -> [a * b, c]."""
+    if len(shape) < 2:
+        return [1, prod(shape)]
+    return [prod(shape[:-1]), shape[-1]]
 
 
 def _same_kind(op: str, lhs: Type, rhs: Type, span: SourceSpan | None) -> None:
@@ -267,7 +283,12 @@ def _binary_scalar(op: str) -> InferFn:
     def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
         lhs = _shaped(op, args[0], span)
         if not isinstance(args[1].type, ScalarType):
-            raise _fail(op, f"right operand must be a scalar, got {describe(args[1].type)}", span)
+            raise _fail(
+                op,
+                f"right operand must be a scalar, got {describe(args[1].type)}",
+                span,
+                f"pass a number or a run-time scalar, e.g. {_user_name(op)}(x, 2.0)",
+            )
         _arithmetic(op, lhs, span)
         check_scalar_fits(op, args[1], lhs.dtype, span, "the scalar operand")
         _check_vec(op, lhs, span)
@@ -319,9 +340,15 @@ def _concat(op: str) -> InferFn:
                 f"concatenates columns of 2-D operands with equal row counts, "
                 f"got {describe(lhs)} and {describe(rhs)}",
                 span,
+                _concat_hint(lhs, rhs),
             )
         if lhs.dtype != rhs.dtype:
-            raise _fail(op, f"operand dtype mismatch: {describe(lhs)} vs {describe(rhs)}", span)
+            raise _fail(
+                op,
+                f"operand dtype mismatch: {describe(lhs)} vs {describe(rhs)}",
+                span,
+                f"convert one side first, e.g. pl.cast(b, pl.{lhs.dtype.name})",
+            )
         _check_vec(op, lhs, span)
         _check_vec(op, rhs, span)
         shape = (lhs.shape[0], lhs.shape[1] + rhs.shape[1])
@@ -330,6 +357,16 @@ def _concat(op: str) -> InferFn:
         return _with(lhs, shape=shape)
 
     return infer
+
+
+def _concat_hint(lhs: TileType | TensorType, rhs: TileType | TensorType) -> str:
+    for t in (lhs, rhs):
+        if len(t.shape) != 2:
+            return f"reshape {describe(t)} to 2-D first: pl.reshape(x, {_matrix_shape(t.shape)})"
+    return (
+        f"pl.concat(a, b) puts b's columns after a's: give both the same number of rows "
+        f"(here {lhs.shape[0]} and {rhs.shape[0]})"
+    )
 
 
 def matmul_result_dtype(a: DataType, b: DataType, out_dtype: DataType | None) -> DataType:
@@ -344,7 +381,13 @@ def _matmul(op: str) -> InferFn:
         a, b = (_shaped(op, x, span) for x in operands)
         _same_kind(op, a, b, span)
         if len(a.shape) != 2 or len(b.shape) != 2:
-            raise _fail(op, f"needs 2-D operands, got {describe(a)} and {describe(b)}", span)
+            flat = next(t for t in (a, b) if len(t.shape) != 2)
+            raise _fail(
+                op,
+                f"needs 2-D operands, got {describe(a)} and {describe(b)}",
+                span,
+                f"reshape {describe(flat)} to 2-D first: pl.reshape(x, {_matrix_shape(flat.shape)})",
+            )
         m, ka = (a.shape[1], a.shape[0]) if attrs.get("a_trans") else a.shape
         kb, n = (b.shape[1], b.shape[0]) if attrs.get("b_trans") else b.shape
         if ka != kb:
@@ -370,7 +413,7 @@ def _matmul(op: str) -> InferFn:
                         op,
                         f"the {side} operand must be in {space.name}, got {describe(t)}",
                         span,
-                        f"move it first: pl.move(tile, target_memory=pl.Mem.{space.name})",
+                        _operand_space_hint(t, space),
                     )
             result: TileType | TensorType = TileType((m, n), dtype, MemorySpace.Acc)
         else:
@@ -380,6 +423,17 @@ def _matmul(op: str) -> InferFn:
         return result
 
     return infer
+
+
+def _operand_space_hint(t: TileType, space: MemorySpace) -> str:
+    """How a tile gets into the cube's Left / Right buffer: moved there from Mat."""
+    if t.memory_space is MemorySpace.Mat:
+        return f"move it first: pl.move(tile, target_memory=pl.Mem.{space.name})"
+    return (
+        f"{space.name} tiles are moved from Mat: load the data into Mat and move it, "
+        f"pl.move(pl.load(t, [0, 0], {list(t.shape)}, target_memory=pl.Mem.Mat), "
+        f"target_memory=pl.Mem.{space.name})"
+    )
 
 
 def _check_accumulator(op: str, acc: Type, result: TileType | TensorType, span: SourceSpan | None) -> None:
@@ -483,7 +537,12 @@ def _load(op: str) -> InferFn:
     def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
         src = args[0].type
         if not isinstance(src, TensorType):
-            raise _fail(op, f"loads from a tensor, got {describe(src)}", span)
+            raise _fail(
+                op,
+                f"loads from a tensor, got {describe(src)}",
+                span,
+                "load from a global-memory tensor (a kernel parameter): pl.load(t, [0, 0], [64, 64])",
+            )
         shape = tuple(attrs["shape"])
         _offsets(op, args[1], len(src.shape), span)
         _same_rank(op, "shape", shape, src, span)
@@ -510,9 +569,19 @@ def _store(op: str) -> InferFn:
 def _check_store(op: str, tile: Expr, offsets: Expr, dst: Expr, span: SourceSpan | None) -> TileType:
     """A tile stored into a tensor of the same dtype at offsets of the tensor's rank."""
     if not isinstance(tile.type, TileType):
-        raise _fail(op, f"stores a tile, got {describe(tile.type)}", span)
+        raise _fail(
+            op,
+            f"stores a tile, got {describe(tile.type)}",
+            span,
+            "store an on-chip tile (e.g. a pl.load or vector op result): pl.store(tile, [0, 0], out)",
+        )
     if not isinstance(dst.type, TensorType):
-        raise _fail(op, f"stores into a tensor, got {describe(dst.type)}", span)
+        raise _fail(
+            op,
+            f"stores into a tensor, got {describe(dst.type)}",
+            span,
+            "store into a global-memory tensor (a pl.Out parameter); pl.assemble writes a tile into a tile",
+        )
     if tile.type.dtype != dst.type.dtype:
         raise _fail(
             op,
@@ -563,7 +632,12 @@ def _load_partial(op: str) -> InferFn:
     def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
         src, offsets, valid = args
         if not isinstance(src.type, TensorType):
-            raise _fail(op, f"loads from a tensor, got {describe(src.type)}", span)
+            raise _fail(
+                op,
+                f"loads from a tensor, got {describe(src.type)}",
+                span,
+                "load from a global-memory tensor (a kernel parameter): pl.load(t, [0, 0], [64, 64])",
+            )
         shape = tuple(attrs["shape"])
         _offsets(op, offsets, len(src.type.shape), span)
         _run_time_region(op, src.type.shape, offsets, valid, shape, span)
@@ -604,7 +678,12 @@ def _move(op: str) -> InferFn:
     def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
         t = args[0].type
         if not isinstance(t, TileType):
-            raise _fail(op, f"moves a tile, got {describe(t)}", span)
+            raise _fail(
+                op,
+                f"moves a tile, got {describe(t)}",
+                span,
+                "pl.move changes the memory space of a tile; bring a tensor on chip with pl.load",
+            )
         return _with(t, memory_space=attrs["target_memory"])
 
     return infer
@@ -628,7 +707,12 @@ def _assemble(op: str) -> InferFn:
     def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
         dst, value, offsets = args
         if not isinstance(dst.type, TensorType):
-            raise _fail(op, f"writes into a tensor, got {describe(dst.type)}", span)
+            raise _fail(
+                op,
+                f"writes into a tensor, got {describe(dst.type)}",
+                span,
+                "the target is a global-memory tensor (a pl.Out parameter or a pl.create_tensor result)",
+            )
         v = _shaped(op, value, span, "value")
         if v.dtype != dst.type.dtype:
             raise _fail(
@@ -639,13 +723,32 @@ def _assemble(op: str) -> InferFn:
             )
         _offsets(op, offsets, len(dst.type.shape), span)
         if len(v.shape) != len(dst.type.shape):
-            raise _fail(op, f"rank mismatch: {describe(v)} into {describe(dst.type)}", span)
+            raise _fail(
+                op,
+                f"rank mismatch: {describe(v)} into {describe(dst.type)}",
+                span,
+                f"give the value the tensor's rank first, pl.reshape(x, "
+                f"{_ranked(v.shape, len(dst.type.shape))}), and write it into a region of that shape",
+            )
         _static_bounds(op, dst.type.shape, offsets, v.shape, span)
         if not isinstance(attrs.get("atomic", AtomicType.NONE), AtomicType):
-            raise _fail(op, f"atomic must be a pl.AtomicType, got {attrs['atomic']!r}", span)
+            raise _fail(
+                op,
+                f"atomic must be a pl.AtomicType, got {attrs['atomic']!r}",
+                span,
+                "write atomic=pl.AtomicType.Add to add into the target, or leave it out to overwrite",
+            )
         return dst.type
 
     return infer
+
+
+def _ranked(shape: Sequence[int], rank: int) -> list[int]:
+    """``shape``'s elements in ``rank`` dims: leading 1s added, or leading dims merged."""
+    if len(shape) <= rank:
+        return [1] * (rank - len(shape)) + list(shape)
+    merged = len(shape) - rank + 1
+    return [prod(shape[:merged]), *shape[merged:]]
 
 
 def _scalar_binary(op: str) -> InferFn:
@@ -653,7 +756,12 @@ def _scalar_binary(op: str) -> InferFn:
         types = [a.type for a in args]
         for t in types:
             if not isinstance(t, ScalarType):
-                raise _fail(op, f"needs scalar operands, got {describe(t)}", span)
+                raise _fail(
+                    op,
+                    f"needs scalar operands, got {describe(t)}",
+                    span,
+                    "scalar arithmetic takes numbers and run-time scalars; use pl.* ops on tensors and tiles",
+                )
         dtypes = [t.dtype for t in types]  # type: ignore[union-attr]
         if op in ("scalar.lt", "scalar.le", "scalar.gt", "scalar.ge", "scalar.eq", "scalar.ne"):
             return ScalarType(DataType.BOOL)
@@ -682,14 +790,36 @@ def _gather_row(op: str) -> InferFn:
     def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
         dst, src, dst_offsets, src_offsets = args
         if not isinstance(dst.type, TileType):
-            raise _fail(op, f"gathers into a tile, got {describe(dst.type)}", span)
+            raise _fail(
+                op,
+                f"gathers into a tile, got {describe(dst.type)}",
+                span,
+                "the destination is a Vec tile, e.g. rows = pl.create_tile([8, 64], pl.FP32)",
+            )
         if not isinstance(src.type, TensorType):
-            raise _fail(op, f"gathers from a tensor, got {describe(src.type)}", span)
+            raise _fail(
+                op,
+                f"gathers from a tensor, got {describe(src.type)}",
+                span,
+                "the source is a global-memory tensor (a kernel parameter)",
+            )
         if dst.type.dtype != src.type.dtype:
-            raise _fail(op, f"dtype mismatch: {describe(src.type)} into {describe(dst.type)}", span)
+            raise _fail(
+                op,
+                f"dtype mismatch: {describe(src.type)} into {describe(dst.type)}",
+                span,
+                f"create the destination tile with the tensor's dtype, pl.{src.type.dtype.name}",
+            )
         shape = tuple(attrs["shape"])
         if len(shape) != 2 or shape[0] != 1:
-            raise _fail(op, f"copies one row: shape must be [1, C], got {list(shape)}", span)
+            columns = shape[-1] if shape else dst.type.shape[-1]
+            raise _fail(
+                op,
+                f"copies one row: shape must be [1, C], got {list(shape)}",
+                span,
+                f"pass shape=[1, {columns}], and copy several rows with one call each "
+                "(e.g. in a pl.range loop)",
+            )
         _offsets(op, dst_offsets, len(dst.type.shape), span)
         _offsets(op, src_offsets, len(src.type.shape), span)
         _static_bounds(op, dst.type.shape, dst_offsets, shape, span)
@@ -704,7 +834,12 @@ def _read(op: str) -> InferFn:
     def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
         src = args[0].type
         if not isinstance(src, TensorType):
-            raise _fail(op, f"reads one element of a tensor, got {describe(src)}", span)
+            raise _fail(
+                op,
+                f"reads one element of a tensor, got {describe(src)}",
+                span,
+                "read from a global-memory tensor: pl.read(t, [i, j]); store a tile into a tensor first",
+            )
         _offsets(op, args[1], len(src.shape), span)
         return ScalarType(src.dtype)
 
@@ -717,7 +852,12 @@ def _read(op: str) -> InferFn:
 def _matrix(op: str, e: Expr, span: SourceSpan | None, what: str = "operand") -> TileType | TensorType:
     t = _shaped(op, e, span, what)
     if len(t.shape) != 2:
-        raise _fail(op, f"{what} must be 2-D, got {describe(t)}", span)
+        raise _fail(
+            op,
+            f"{what} must be 2-D, got {describe(t)}",
+            span,
+            f"reshape it to 2-D first: pl.reshape(x, {_matrix_shape(t.shape)})",
+        )
     _arithmetic(op, t, span)
     _check_vec(op, t, span)
     return t
@@ -743,12 +883,15 @@ def _row_reduce(op: str) -> InferFn:
                     op,
                     f"needs a scratch tile shaped like {describe(x)}, got {got}",
                     span,
-                    "pass one: tmp = pl.create_tile(x.shape, x.dtype); pl.row_max(x, tmp)",
+                    f"pass one: tmp = pl.create_tile(x.shape, x.dtype); {_user_name(op)}(x, tmp)",
                 )
             _check_vec(op, tmp, span)
         elif len(args) != 1:
             raise _fail(
-                op, f"on {describe(x)} takes no scratch operand (the compiler makes one per tile)", span
+                op,
+                f"on {describe(x)} takes no scratch operand (the compiler makes one per tile)",
+                span,
+                f"drop the scratch operand: {_user_name(op)}(x)",
             )
         valid = (x.valid_shape[0], 1) if isinstance(x, TileType) and x.valid_shape else None
         return _vector_result(x, shape=(x.shape[0], 1), valid_shape=valid)
@@ -782,7 +925,12 @@ def _expand(op: str, axis: int) -> InferFn:
                 "row vectors come from pl.row_max/row_sum, column vectors from pl.col_sum or a [1, C] load",
             )
         if vec.dtype != x.dtype:
-            raise _fail(op, f"operand dtype mismatch: {describe(x)} vs {describe(vec)}", span)
+            raise _fail(
+                op,
+                f"operand dtype mismatch: {describe(x)} vs {describe(vec)}",
+                span,
+                f"convert the broadcast operand first: pl.cast(v, pl.{x.dtype.name})",
+            )
         return _vector_result(x)
 
     return infer
@@ -798,6 +946,7 @@ def _reshape(op: str) -> InferFn:
                 f"cannot reshape {describe(x)} ({prod(x.shape)} elements) to {list(shape)} "
                 f"({prod(shape)} elements)",
                 span,
+                f"give a shape whose extents multiply to {prod(x.shape)}, as {list(x.shape)} does",
             )
         return _with(x, shape=shape, valid_shape=None)
 
@@ -809,7 +958,12 @@ def _slice(op: str) -> InferFn:
         x = _shaped(op, args[0], span)
         shape = tuple(attrs["shape"])
         if len(shape) != len(x.shape):
-            raise _fail(op, f"a slice of {describe(x)} needs a shape of rank {len(x.shape)}", span)
+            raise _fail(
+                op,
+                f"a slice of {describe(x)} needs a shape of rank {len(x.shape)}",
+                span,
+                f"give one extent per dimension, e.g. pl.slice(x, {list(x.shape)}, {[0] * len(x.shape)})",
+            )
         _offsets(op, args[1], len(x.shape), span)
         _static_bounds(op, x.shape, args[1], shape, span)
         return _with(x, shape=shape, valid_shape=None)
@@ -821,10 +975,21 @@ def _fillpad(op: str) -> InferFn:
     def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
         x = args[0].type
         if not isinstance(x, TileType):
-            raise _fail(op, f"fills a tile outside its valid shape, got {describe(x)}", span)
+            raise _fail(
+                op,
+                f"fills a tile outside its valid shape, got {describe(x)}",
+                span,
+                "pad a tile loaded with valid_shape=: "
+                "pl.fillpad(pl.load(t, [0, 0], [64, 64], valid_shape=[n, 64]))",
+            )
         _check_vec(op, x, span)
         if not isinstance(attrs.get("pad_value"), PadValue):
-            raise _fail(op, f"pad_value must be a pl.PadValue, got {attrs.get('pad_value')!r}", span)
+            raise _fail(
+                op,
+                f"pad_value must be a pl.PadValue, got {attrs.get('pad_value')!r}",
+                span,
+                f"write pad_value= one of {PAD_VALUES}",
+            )
         if len(args) == 2:
             _offsets(op, args[1], len(x.shape), span, "valid_shape")
         return _with(x, memory_space=MemorySpace.Vec, valid_shape=None)
@@ -836,7 +1001,12 @@ def _full(op: str) -> InferFn:
     def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
         if len(args) != 1 or not isinstance(args[0].type, ScalarType):
             got = ", ".join(describe(a.type) for a in args) or "nothing"
-            raise _fail(op, f"the fill value must be a scalar, got {got}", span)
+            raise _fail(
+                op,
+                f"the fill value must be a scalar, got {got}",
+                span,
+                f"fill with a number or a run-time scalar: pl.full(shape, pl.{attrs['dtype'].name}, 0)",
+            )
         check_scalar_fits(op, args[0], attrs["dtype"], span, "the fill value")
         return TileType(tuple(attrs["shape"]), attrs["dtype"], MemorySpace.Vec)
 
@@ -852,9 +1022,19 @@ def _tile_assemble(op: str) -> InferFn:
         dst, src, offsets = args
         d, v = dst.type, src.type
         if not isinstance(d, TileType) or not isinstance(v, TileType):
-            raise _fail(op, f"writes a tile into a tile, got {describe(v)} into {describe(d)}", span)
+            raise _fail(
+                op,
+                f"writes a tile into a tile, got {describe(v)} into {describe(d)}",
+                span,
+                "pass tiles on both sides; write into a tensor with pl.assemble(out, value, offsets)",
+            )
         if d.dtype != v.dtype or len(d.shape) != len(v.shape):
-            raise _fail(op, f"writes {describe(v)} into {describe(d)}: dtype or rank differs", span)
+            fix = (
+                f"convert the value first: pl.cast(v, pl.{d.dtype.name})"
+                if d.dtype != v.dtype
+                else f"give the value the target's rank: pl.reshape(v, {_ranked(v.shape, len(d.shape))})"
+            )
+            raise _fail(op, f"writes {describe(v)} into {describe(d)}: dtype or rank differs", span, fix)
         spaces = (v.memory_space, d.memory_space)
         if None not in spaces and spaces not in TILE_ASSEMBLE_PATHS:
             legal = ", ".join(f"{a.name}->{b.name}" for a, b in TILE_ASSEMBLE_PATHS)
@@ -892,23 +1072,43 @@ def _pipe_init(op: str) -> InferFn:
         mask, size, num = attrs.get("dir_mask"), attrs.get("slot_size"), attrs.get("slot_num")
         if isinstance(mask, bool) or mask not in (1, 2, 3):
             raise _fail(
-                op, f"dir_mask must be 1 (cube->vector), 2 (vector->cube) or 3 (both), got {mask!r}", span
+                op,
+                f"dir_mask must be 1 (cube->vector), 2 (vector->cube) or 3 (both), got {mask!r}",
+                span,
+                "write dir_mask=3 when tiles cross both ways, else 1 or 2; give both sides the same value",
             )
         for name, value in (("slot_size", size), ("slot_num", num)):
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise _fail(op, f"{name} must be a positive int, got {value!r}", span)
+                raise _fail(op, f"{name} must be a positive int, got {value!r}", span, _PIPE_HINTS[name])
         return UNIT
 
     return infer
 
 
+_PIPE_HINTS = {
+    "slot_size": "write slot_size= the bytes of the largest tile that crosses, e.g. 16384 for [64, 64] FP32",
+    "slot_num": "write slot_num= the ring depth in tiles, e.g. slot_num=2 (both sides the same)",
+}
+# What each boundary op takes, as its hint says when it gets something else.
+_TILE_ARG_HINTS = {
+    "tpush_to_aiv": "the cube pushes Acc or Mat tiles (e.g. a pl.matmul result); "
+    "Vec tiles go from the vector lanes to the cube with pl.tpush_to_aic",
+    "tpush_to_aic": "the vector lanes push Vec tiles; Acc or Mat tiles go from the cube with pl.tpush_to_aiv",
+    "tfree_to_aic": "free the Vec tile pl.tpop_from_aic returned: pl.tfree_to_aic(t)",
+    "tfree_to_aiv": "free the Mat tile pl.tpop_from_aiv returned: pl.tfree_to_aiv(t)",
+    "aiv_shard": "shard a cube-side tile (Acc, e.g. a pl.matmul result, or Mat); "
+    "a Vec tile is on the lanes already",
+    "aic_gather": "gather the lanes' Vec tiles (e.g. the result of a vector op in the region)",
+}
+
+
 def _tile_arg(op: str, e: Expr, spaces: tuple[MemorySpace, ...], span: SourceSpan | None) -> TileType:
     t = e.type
     if not isinstance(t, TileType):
-        raise _fail(op, f"takes a tile, got {describe(t)}", span)
+        raise _fail(op, f"takes a tile, got {describe(t)}", span, _TILE_ARG_HINTS[op])
     if t.memory_space is not None and t.memory_space not in spaces:
         names = " or ".join(s.name for s in spaces)
-        raise _fail(op, f"takes a tile in {names}, got {describe(t)}", span)
+        raise _fail(op, f"takes a tile in {names}, got {describe(t)}", span, _TILE_ARG_HINTS[op])
     return t
 
 
@@ -924,7 +1124,12 @@ def _pop(op: str, space: MemorySpace) -> InferFn:
     def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
         shape, dtype = attrs.get("shape"), attrs.get("dtype")
         if not shape or not isinstance(dtype, DataType):
-            raise _fail(op, "needs shape=[...] and dtype= of the tile it pops", span)
+            raise _fail(
+                op,
+                "needs shape=[...] and dtype= of the tile it pops",
+                span,
+                f"give the shape and dtype the other side pushes, e.g. pl.{op}([64, 64], pl.FP32)",
+            )
         return TileType(tuple(shape), dtype, space)
 
     return infer
@@ -977,11 +1182,22 @@ def _cacheinvalid(op: str) -> InferFn:
             return UNIT  # the whole of global memory
         t = args[0].type
         if not isinstance(t, TensorType):
-            raise _fail(op, f"invalidates a tensor region, got {describe(t)}", span)
+            raise _fail(
+                op,
+                f"invalidates a tensor region, got {describe(t)}",
+                span,
+                "name a global-memory tensor, or call pl.system.cacheinvalid() for all of it",
+            )
         if len(args) > 1:
             shape = tuple(attrs.get("shape") or ())
             if len(shape) != len(t.shape):
-                raise _fail(op, f"a region of {describe(t)} needs a shape of rank {len(t.shape)}", span)
+                raise _fail(
+                    op,
+                    f"a region of {describe(t)} needs a shape of rank {len(t.shape)}",
+                    span,
+                    f"give one extent per dimension, e.g. pl.system.cacheinvalid(t, {[0] * len(t.shape)}, "
+                    f"{list(t.shape)})",
+                )
             _offsets(op, args[1], len(t.shape), span)
             _static_bounds(op, t.shape, args[1], shape, span)
         return UNIT
@@ -993,16 +1209,28 @@ def _syncall(op: str) -> InferFn:
     def infer(args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
         core_type = attrs.get("core_type")
         if core_type not in (None, "aic", "aiv", "mix"):
-            raise _fail(op, f'core_type must be "aic", "aiv" or "mix", got {core_type!r}', span)
+            raise _fail(
+                op,
+                f'core_type must be "aic", "aiv" or "mix", got {core_type!r}',
+                span,
+                'leave core_type out to count every core of the launch, like "mix"',
+            )
         mode = attrs.get("mode", "hard")
         if mode not in ("hard", "soft"):
-            raise _fail(op, f'mode must be "hard" or "soft", got {mode!r}', span)
+            raise _fail(
+                op,
+                f'mode must be "hard" or "soft", got {mode!r}',
+                span,
+                'write mode="hard" (the default: every core meets), or mode="soft" with gm_workspace= '
+                "and used_cores=",
+            )
         if mode == "soft":
             if not args:
                 raise _fail(
                     op,
                     'mode="soft" needs gm_workspace=, a zeroed INT32 tensor of at least 16 elements',
                     span,
+                    _WORKSPACE_HINT,
                 )
             ws = args[0].type
             if not isinstance(ws, TensorType) or ws.dtype is not DataType.INT32 or _numel(ws) < 16:
@@ -1010,13 +1238,25 @@ def _syncall(op: str) -> InferFn:
                     op,
                     f"gm_workspace must be an INT32 tensor of at least 16 elements, got {describe(ws)}",
                     span,
+                    _WORKSPACE_HINT,
                 )
             used = attrs.get("used_cores")
             if not isinstance(used, int) or isinstance(used, bool) or used <= 0:
-                raise _fail(op, f'mode="soft" needs used_cores= a positive int, got {used!r}', span)
+                raise _fail(
+                    op,
+                    f'mode="soft" needs used_cores= a positive int, got {used!r}',
+                    span,
+                    "write used_cores= the number of cores that reach this barrier, e.g. used_cores=2",
+                )
         return UNIT
 
     return infer
+
+
+_WORKSPACE_HINT = (
+    "pass a parameter ws: pl.Tensor[[16], pl.INT32] filled with zeros by the caller: "
+    'pl.system.syncall(mode="soft", gm_workspace=ws, used_cores=2)'
+)
 
 
 def _numel(t: TensorType) -> int:

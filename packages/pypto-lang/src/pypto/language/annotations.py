@@ -48,7 +48,14 @@ class ScalarSpec:
 AnnotationSpec = TensorSpec | TileSpec | ScalarSpec
 
 
-_DTYPES = ", ".join(f"pl.{d.name}" for d in DataType)
+DTYPES = ", ".join(f"pl.{d.name}" for d in DataType)  # for hints: pl.FP16, pl.BF16, ...
+
+
+def dtype_hint(value: Any) -> str:
+    """How to write the dtype ``value`` meant: ``write pl.FP16, not the string 'fp16'``, or the list."""
+    if isinstance(value, str) and value.upper() in DataType.__members__:
+        return f"write pl.{value.upper()}, not the string {value!r}"
+    return f"write a pl dtype, one of {DTYPES}"
 
 
 def _shape(value: Any, what: str) -> tuple[int, ...]:
@@ -68,10 +75,9 @@ def _shape(value: Any, what: str) -> tuple[int, ...]:
 
 def _dtype(value: Any, what: str) -> DataType:
     if not isinstance(value, DataType):
-        hint = f"write a pl dtype, one of {_DTYPES}"
-        if isinstance(value, str) and value.upper() in DataType.__members__:
-            hint = f"write pl.{value.upper()}, not the string {value!r}"
-        raise ParseError(f"{what} dtype must be a pl dtype such as pl.FP32, got {value!r}", hint=hint)
+        raise ParseError(
+            f"{what} dtype must be a pl dtype such as pl.FP32, got {value!r}", hint=dtype_hint(value)
+        )
     return value
 
 

@@ -49,10 +49,12 @@ def scalar_binary(ctx: OpContext, name: str, lhs: Any, rhs: Any) -> Any:
         try:
             return fold(number(lhs), number(rhs))
         except (ZeroDivisionError, ValueError, OverflowError) as exc:
-            raise ctx.fail(f"cannot fold {number(lhs)!r} and {number(rhs)!r}: {exc}") from None
+            raise ctx.fail(
+                f"cannot fold {number(lhs)!r} and {number(rhs)!r}: {exc}", _fold_hint(exc)
+            ) from None
     for value in (lhs, rhs):
         if not is_scalar(value):
-            raise ctx.fail(f"mixes a scalar and {describe_value(value)}")
+            raise ctx.fail(f"mixes a scalar and {describe_value(value)}", _mixed_hint(name))
     dtype = (lhs if isinstance(lhs, Expr) and not is_number(lhs) else rhs).type.dtype
     return ctx.call(op, [scalar_expr(lhs, dtype, ctx.span), scalar_expr(rhs, dtype, ctx.span)])
 
@@ -63,7 +65,30 @@ def scalar_unary(ctx: OpContext, name: str, value: Any) -> Any:
         try:
             return SCALAR_UNARY[name](number(value))
         except (ZeroDivisionError, ValueError, OverflowError) as exc:
-            raise ctx.fail(f"cannot fold {number(value)!r}: {exc}") from None
+            raise ctx.fail(f"cannot fold {number(value)!r}: {exc}", _fold_hint(exc)) from None
     if name == "neg":
         return ctx.call("scalar.neg", [value])
-    raise ctx.fail(f"is not supported on a run-time scalar ({describe_value(value)})")
+    raise ctx.fail(
+        f"is not supported on a run-time scalar ({describe_value(value)})",
+        f"only negation (-x) applies to a run-time scalar x: pass pl.{name}(x) in as a scalar "
+        f"parameter, or compute it on a tile, e.g. pl.{name}(pl.full([1, 16], pl.FP32, x))",
+    )
+
+
+def _fold_hint(exc: Exception) -> str:
+    """What to change when Python cannot evaluate an op on compile-time numbers."""
+    if isinstance(exc, ZeroDivisionError):
+        return "the divisor is 0 when the kernel is compiled: divide by a non-zero value"
+    if isinstance(exc, OverflowError):
+        return "the result is too large for a Python float: use smaller constants"
+    return "the constant lies outside the op's domain (e.g. log of 0, sqrt of a negative number): change it"
+
+
+def _mixed_hint(name: str) -> str:
+    """Scalar-only operators (``//``, ``%``, comparisons) applied to a tensor or tile."""
+    if name in ("floordiv", "mod"):
+        return "// and % compute on scalars (e.g. i // 2 on a loop index); tensors and tiles have no // or %"
+    return (
+        "comparisons take scalars (e.g. `if i < n:` on a loop index); read one element of a tensor "
+        "with pl.read(t, [i, j]) to compare it"
+    )

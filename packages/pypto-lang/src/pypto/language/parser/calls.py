@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import inspect
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from pypto.ir import (
@@ -37,10 +38,14 @@ def bind_arguments(
     parser: ExprParser, callee: KernelFunction, args: list[Any], kwargs: dict[str, Any], node: ast.Call
 ) -> dict[str, Any]:
     """Match call arguments to ``callee``'s parameters by Python's rules (defaults included)."""
+    signature = inspect.signature(callee.func)
     try:
-        bound = inspect.signature(callee.func).bind(*args, **kwargs)
+        bound = signature.bind(*args, **kwargs)
     except TypeError as exc:
-        raise parser.error(node, f"{callee.name}(): {exc}") from None
+        params = ", ".join(
+            str(p.replace(annotation=inspect.Parameter.empty)) for p in signature.parameters.values()
+        )
+        raise parser.error(node, f"{callee.name}(): {exc}", f"call it as {callee.name}({params})") from None
     bound.apply_defaults()
     return dict(bound.arguments)
 
@@ -57,16 +62,31 @@ def bind_param(
         if isinstance(arg, Expr) and arg.type == ScalarType(dtype):
             constant = number(arg) if is_number(arg) else None
             return BoundParam(sig.name, arg.type, value=constant, span=sig.span), arg
-        raise TypeCheckError(f"{where} must be a pl.{dtype.name} scalar, got {describe_value(value)}", span)
+        raise TypeCheckError(
+            f"{where} must be a pl.{dtype.name} scalar, got {describe_value(value)}",
+            span,
+            f"pass a number or a pl.{dtype.name} scalar; convert another scalar with "
+            f"pl.cast(x, pl.{dtype.name})",
+        )
     spec: TensorSpec = sig.spec  # type: ignore[assignment]
     value = parser.body.atom(value)
     if not (isinstance(value, Var) and isinstance(value.type, TensorType)):
-        raise TypeCheckError(f"{where} must be a tensor, got {describe_value(value)}", span)
+        raise TypeCheckError(
+            f"{where} must be a tensor, got {describe_value(value)}",
+            span,
+            "pass a tensor: a parameter of the caller or a pl.create_tensor(...) result",
+        )
     t = value.type
     if (spec.shape is not None and spec.shape != t.shape) or (
         spec.dtype is not None and spec.dtype != t.dtype
     ):
-        raise TypeCheckError(f"{where} is {describe(t)} but the parameter is annotated {spec}", span)
+        fits = replace(spec, shape=t.shape, dtype=t.dtype)
+        raise TypeCheckError(
+            f"{where} is {describe(t)} but the parameter is annotated {spec}",
+            span,
+            f"pass a tensor that matches the annotation, or annotate the parameter {fits} "
+            "(a bare pl.Tensor takes any shape and dtype)",
+        )
     return BoundParam(sig.name, t, spec.direction, span=sig.span), value
 
 
@@ -97,6 +117,8 @@ def incore_call(
             node,
             f"{callee.name}() is an @pl.jit.incore kernel: call it from the @pl.jit body, "
             "outside pl.at scopes",
+            "move the call out of the `with pl.at(...)` block (the kernel is a task of its own), or "
+            "mark the helper @pl.jit.inline to splice its body in here",
         )
     values = bind_arguments(parser, callee, args, kwargs, node)
     bound, call_args = [], []

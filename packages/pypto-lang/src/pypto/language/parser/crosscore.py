@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pypto.ir import DataType, Expr, SplitMode
+from pypto.language.annotations import dtype_hint
 from pypto.language.parser.opcall import OpContext
 from pypto.language.parser.values import describe_value, index_tuple, is_number, number, static_shape
 
@@ -21,7 +22,11 @@ Builder = Callable[..., Any]
 def compile_time(ctx: OpContext, value: Any, what: str) -> Any:
     """``value`` as a plain Python value; a run-time IR value is an error."""
     if isinstance(value, Expr) and not is_number(value):
-        raise ctx.fail(f"{what} must be known at compile time, got {describe_value(value)}")
+        raise ctx.fail(
+            f"{what} must be known at compile time, got {describe_value(value)}",
+            f"write {what} as a constant (a literal, a module global or a value folded from a.shape); "
+            "a scalar parameter is a constant when the kernel is called with a Python number",
+        )
     return number(value) if is_number(value) else value
 
 
@@ -53,7 +58,10 @@ def _push(op: str) -> Builder:
 def _pop(op: str) -> Builder:
     def build(ctx: OpContext, shape: Any, dtype: Any, split: Any = SplitMode.NONE) -> Any:
         if not isinstance(dtype, DataType):
-            raise ctx.fail(f"dtype must be a pl dtype such as pl.FP32, got {describe_value(dtype)}")
+            raise ctx.fail(
+                f"dtype must be a pl dtype such as pl.FP32, got {describe_value(dtype)}",
+                f"{dtype_hint(dtype)}: the dtype of the tile the other side pushes",
+            )
         attrs = {"shape": static_shape(shape, ctx.span), "dtype": dtype, "split": split_mode(ctx, split)}
         return ctx.call(op, [], attrs)
 
@@ -109,7 +117,10 @@ def build_cacheinvalid(ctx: OpContext, tensor: Any = None, offsets: Any = None, 
     extent = static_shape(shape, ctx.span)
     rank = len(t.type.shape)  # type: ignore[attr-defined]
     if len(starts.elements) != rank or len(extent) != rank:
-        raise ctx.fail(f"offsets and shape must each hold {rank} entries, one per dim of {describe_value(t)}")
+        raise ctx.fail(
+            f"offsets and shape must each hold {rank} entries, one per dim of {describe_value(t)}",
+            f"e.g. pl.system.cacheinvalid(t, {[0] * rank}, {list(t.type.shape)}) for all of it",  # type: ignore[attr-defined]
+        )
     return ctx.effect("system.cacheinvalid", [t, starts], {"shape": extent}, None)
 
 

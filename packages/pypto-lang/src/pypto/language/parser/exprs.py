@@ -95,6 +95,49 @@ def construct(node: ast.AST) -> str:
     return CONSTRUCTS.get(kind, f"the Python construct {kind}")
 
 
+KWARGS_HINT = "write the keyword arguments out: f(x, name=value)"
+RUN_TIME_SLICE = (
+    "a region's extent is fixed when the kernel compiles: write lo:lo + 64 with a constant extent "
+    "(a run-time valid size goes in pl.load(..., valid_shape=[n, 64]))"
+)
+
+
+def rank_hint(value: str, shape: tuple[int, ...]) -> str:
+    """At most one slice per dimension: ``a[0:64, 0:128]`` for ``a`` of shape [64, 128]."""
+    slices = ", ".join(f"0:{d}" for d in shape)
+    return f"write at most {len(shape)} slices, one per dimension, e.g. {value}[{slices}]"
+
+
+def slice_hint(node: ast.expr) -> str:
+    """How to write a subscript entry that is an index or a stepped slice as a region."""
+    if isinstance(node, ast.Slice):
+        return "drop the step: a region is contiguous, e.g. a[0:64, :]"
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        one = f"{node.value}:{node.value + 1}"
+    else:
+        index = ast.unparse(node)
+        one = f"{index}:{index} + 1"
+    return (
+        f"write the index as a one-element slice, {one} (a region keeps every dimension); "
+        "pl.read(t, [i, j]) reads one element of a tensor"
+    )
+
+
+def compare_hint(node: ast.Compare) -> str:
+    if len(node.ops) > 1:
+        return "split the chain into single comparisons: `if 0 < i:` and, inside it, `if i < n:`"
+    return "`is` and `in` compare compile-time values; compare a run-time scalar with == or !="
+
+
+def fold_call_hint(callee: Callable[..., Any]) -> str:
+    """How to call a compile-time helper whose Python call failed."""
+    if callee is split:
+        return "write pl.split(pl.SplitMode.UP_DOWN) (or LEFT_RIGHT, NONE)"
+    if callee is cross_core_slot:
+        return "write pl.cross_core_slot(slot_num=2): slot_num is a keyword argument"
+    return f"{callee.__name__}() runs in Python on its constant arguments: pass what plain Python accepts"
+
+
 # Operators as the user wrote them, for errors about the ones kernels do not take.
 SYMBOLS: dict[type, str] = {
     ast.Pow: "**",
@@ -147,6 +190,17 @@ COMPILE_TIME_FUNCTIONS: frozenset[Any] = frozenset(
     {len, min, max, abs, int, float, bool, split, cross_core_slot}
 )
 ANNOTATION_CLASSES = (ann.Tensor, ann.Tile, ann.Scalar, ann.Out, ann.InOut)
+CONSTANT_HINT = (
+    "use a value that folds while the kernel compiles: a literal, a module global, a.shape, or a "
+    "scalar parameter called with a Python number (not a loop index or a pl.read(...) result)"
+)
+# Run-time counterparts of the compile-time helpers, for their hint on a run-time argument.
+RUN_TIME_FORMS = {
+    min: "for run-time scalars use pl.minimum(a, b)",
+    max: "for run-time scalars use pl.maximum(a, b)",
+    int: "convert a run-time scalar with pl.cast(x, pl.INDEX)",
+    float: "convert a run-time scalar with pl.cast(x, pl.FP32)",
+}
 STATEMENT_BUILTINS = {
     "at": "pl.at(...) opens a scope: use it as `with pl.at(level=pl.Level.CORE_GROUP):`",
     "range": "pl.range(...) is the iterable of a for loop: `for i in pl.range(n):`",
@@ -193,7 +247,8 @@ class ExprParser:
     def span(self, node: ast.AST) -> SourceSpan:
         return self.source.span(node)
 
-    def error(self, node: ast.AST, message: str, hint: str | None = None) -> ParseError:
+    def error(self, node: ast.AST, message: str, hint: str) -> ParseError:
+        """A ``ParseError`` at ``node``; ``hint`` says how to fix it."""
         return ParseError(message, self.span(node), hint)
 
     def unsupported(self, node: ast.AST) -> ParseError:
@@ -214,11 +269,12 @@ class ExprParser:
             raise self.unsupported(node)
         return visitor(node)
 
-    def constant(self, node: ast.expr, what: str) -> Any:
-        """A value that must be known at compile time (folds; IR values are an error)."""
+    def constant(self, node: ast.expr, what: str, hint: str = CONSTANT_HINT) -> Any:
+        """A value that must be known at compile time (folds; IR values are an error). ``hint`` says
+        what to write instead of a run-time value."""
         value = self.expr(node)
         if isinstance(value, Expr) and not is_number(value):
-            raise self.error(node, f"{what} must be known at compile time, got {describe_value(value)}")
+            raise self.error(node, f"{what} must be known at compile time, got {describe_value(value)}", hint)
         return number(value) if is_number(value) else value
 
     # ------------------------------------------------------------ names and literals
@@ -352,10 +408,18 @@ class ExprParser:
         are whole. Offsets may be run-time; extents must be constant."""
         t = base.type
         if not isinstance(t, (TensorType, TileType)):
-            raise self.error(node, f"cannot subscript {describe_value(base)}")
+            raise self.error(
+                node,
+                f"cannot subscript {describe_value(base)}",
+                "subscripts read regions of tensors and tiles (a[0:64, :]); use a scalar as it is",
+            )
         dims = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if len(dims) > len(t.shape):
-            raise self.error(node, f"{len(dims)} subscripts for a value of rank {len(t.shape)}")
+            raise self.error(
+                node,
+                f"{len(dims)} subscripts for a value of rank {len(t.shape)}",
+                rank_hint(ast.unparse(node.value), t.shape),
+            )
         bounds = [self.slice_bounds(d, full) for d, full in zip(dims, t.shape, strict=False)]
         bounds += [(0, full) for full in t.shape[len(dims) :]]
         offsets, shape = [b[0] for b in bounds], [b[1] for b in bounds]
@@ -365,15 +429,25 @@ class ExprParser:
     def slice_bounds(self, node: ast.expr, full: int) -> tuple[Any, int]:
         """(start, extent) of one subscript: ``lo:hi`` with constants, or ``lo:lo + n`` at run time."""
         if not isinstance(node, ast.Slice) or node.step is not None:
-            raise self.error(node, "read a region with slices: a[r0:r1, c0:c1] (no indices, no steps)")
+            raise self.error(
+                node, "read a region with slices: a[r0:r1, c0:c1] (no indices, no steps)", slice_hint(node)
+            )
         lower = 0 if node.lower is None else self.expr(node.lower)
         if is_number(lower):
-            upper = full if node.upper is None else self.constant(node.upper, "the end of a slice")
+            upper = (
+                full
+                if node.upper is None
+                else self.constant(node.upper, "the end of a slice", RUN_TIME_SLICE)
+            )
             extent = number(upper) - number(lower)
         else:
             extent = self.run_time_extent(node)
         if not isinstance(extent, int) or extent <= 0:
-            raise self.error(node, f"a slice must hold at least one element, got {ast.unparse(node)}")
+            raise self.error(
+                node,
+                f"a slice must hold at least one element, got {ast.unparse(node)}",
+                "write lo:hi with integer bounds and hi > lo; it holds hi - lo elements",
+            )
         return lower, extent
 
     def run_time_extent(self, node: ast.Slice) -> Any:
@@ -391,7 +465,7 @@ class ExprParser:
                 f"a slice with a run-time start needs a constant extent, got {ast.unparse(node)}",
                 "write the end as the start plus a constant: a[:, k0:k0 + 128]",
             )
-        return self.constant(upper.right, "the extent of a slice")  # type: ignore[union-attr]
+        return self.constant(upper.right, "the extent of a slice", RUN_TIME_SLICE)  # type: ignore[union-attr]
 
     def subscript_key(self, node: ast.expr) -> Any:
         if isinstance(node, ast.Slice):
@@ -435,13 +509,21 @@ class ExprParser:
         try:
             return not folded if isinstance(node.op, ast.Not) else ~folded
         except TypeError as exc:
-            raise self.error(node, f"cannot fold {ast.unparse(node)}: {exc}") from None
+            raise self.error(
+                node,
+                f"cannot fold {ast.unparse(node)}: {exc}",
+                "`~` takes an int known at compile time (and `not` any constant)",
+            ) from None
 
     def visit_Compare(self, node: ast.Compare) -> Any:
         values = [self.expr(node.left), *(self.expr(c) for c in node.comparators)]
         if any(isinstance(v, Expr) and not is_number(v) for v in values):
             if len(node.ops) != 1 or type(node.ops[0]) not in COMPARISONS:
-                raise self.error(node, "only a single <, <=, >, >=, == or != compares run-time scalars")
+                raise self.error(
+                    node,
+                    "only a single <, <=, >, >=, == or != compares run-time scalars",
+                    compare_hint(node),
+                )
             ctx = self.op_context(node, "comparison")
             return scalar_binary(ctx, COMPARISONS[type(node.ops[0])], values[0], values[1])
         plain = [number(v) if is_number(v) else v for v in values]
@@ -451,18 +533,33 @@ class ExprParser:
                 for op, lhs, rhs in zip(node.ops, plain, plain[1:], strict=False)
             )
         except TypeError as exc:
-            raise self.error(node, f"cannot compare at compile time: {exc}") from None
+            raise self.error(
+                node,
+                f"cannot compare at compile time: {exc}",
+                "compare values of one kind: numbers with numbers (e.g. a.shape[0] < 128), not a "
+                "shape tuple with a number",
+            ) from None
 
     def visit_BoolOp(self, node: ast.BoolOp) -> Any:
         result: Any = None
         for operand in node.values:
-            result = self.constant(operand, "an operand of and/or")
+            result = self.constant(
+                operand,
+                "an operand of and/or",
+                "and / or combine compile-time conditions; nest run-time ifs instead: "
+                "`if i > 0:` then `if i < n:` inside it",
+            )
             if bool(result) is isinstance(node.op, ast.Or):
                 return result
         return result
 
     def visit_IfExp(self, node: ast.IfExp) -> Any:
-        test = self.constant(node.test, "the condition of `x if cond else y`")
+        test = self.constant(
+            node.test,
+            "the condition of `x if cond else y`",
+            "pick between values at compile time only; on a run-time condition write an if statement "
+            "whose arms write their results into a tensor (out[...] = ...)",
+        )
         return self.expr(node.body if test else node.orelse)
 
     # ------------------------------------------------------------ calls
@@ -470,12 +567,18 @@ class ExprParser:
     def visit_Call(self, node: ast.Call) -> Any:
         callee = self.expr(node.func)
         if isinstance(callee, Expr):
-            raise self.error(node, f"cannot call {describe_value(callee)}")
+            raise self.error(
+                node,
+                f"cannot call {describe_value(callee)}",
+                f"{ast.unparse(node.func)} is a value, not a function: pass it to a pl.* op, e.g. pl.exp(x)",
+            )
         args = [self.expr(a) for a in node.args]
         kwargs: dict[str, Any] = {}
         for kw in node.keywords:
             if kw.arg is None:
-                raise self.error(kw.value, "unsupported Python construct in a kernel: **kwargs in a call")
+                raise self.error(
+                    kw.value, "unsupported Python construct in a kernel: **kwargs in a call", KWARGS_HINT
+                )
             kwargs[kw.arg] = self.expr(kw.value)
         return self.call(callee, args, kwargs, node)
 
@@ -510,7 +613,11 @@ class ExprParser:
         """``pl.yield_(a2, b2)`` is its arguments: assigned to a loop's carried names, they are the
         values of the next iteration."""
         if kwargs or not args:
-            raise self.error(node, "pl.yield_ takes the carried values, e.g. `a, b = pl.yield_(a2, b2)`")
+            raise self.error(
+                node,
+                "pl.yield_ takes the carried values, e.g. `a, b = pl.yield_(a2, b2)`",
+                "pass one value per carried name, positionally and in the order of init_values=",
+            )
         return args[0] if len(args) == 1 else tuple(args)
 
     def fold_call(
@@ -520,10 +627,16 @@ class ExprParser:
         plain = [number(a) if is_number(a) else a for a in args]
         named = {k: number(v) if is_number(v) else v for k, v in kwargs.items()}
         if any(isinstance(v, Expr) for v in (*plain, *named.values())):
-            raise self.error(node, f"{callee.__name__}() runs at compile time and needs constant arguments")
+            raise self.error(
+                node,
+                f"{callee.__name__}() runs at compile time and needs constant arguments",
+                RUN_TIME_FORMS.get(callee, CONSTANT_HINT),
+            )
         try:
             return callee(*plain, **named)
         except PyptoError as err:
             raise err.with_span(self.span(node)) from None
         except (TypeError, ValueError) as exc:
-            raise self.error(node, f"{callee.__name__}() failed at compile time: {exc}") from None
+            raise self.error(
+                node, f"{callee.__name__}() failed at compile time: {exc}", fold_call_hint(callee)
+            ) from None

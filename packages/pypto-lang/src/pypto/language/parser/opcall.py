@@ -15,10 +15,12 @@ from pypto.ir import (
     TensorType,
     TileType,
     TupleExpr,
+    TypeCheckError,
     Unit,
     get_op,
     make_call,
 )
+from pypto.language.builtins import BUILTIN_DOCS
 from pypto.language.parser.body import BodyBuilder
 from pypto.language.parser.valid import result_valid
 from pypto.language.parser.values import describe_value, is_shaped
@@ -35,14 +37,30 @@ class OpContext:
     span: SourceSpan | None
     name: str  # as the user wrote it, for messages: "pl.add", "pl.tile.load", "a + b (pl.add)"
     level: str | None = None  # "tile" / "tensor" for the pl.tile.* / pl.tensor.* spellings
+    builtin: str | None = None  # the BUILTIN_DOCS entry being built ("load"), once build_op knows it
 
-    def fail(self, message: str, hint: str | None = None) -> ParseError:
+    def fail(self, message: str, hint: str) -> ParseError:
         return ParseError(f"{self.name}: {message}", self.span, hint)
 
-    def shaped(self, value: Any, what: str = "operand") -> Expr:
-        """``value`` as a tensor or tile operand (error otherwise)."""
+    def signature(self) -> str | None:
+        """``pl.load(tensor, offsets, shape, ...)``: the DSL signature of the op being built."""
+        if self.builtin is None:
+            return None
+        return f"pl.{BUILTIN_DOCS[self.builtin][0]}"
+
+    def operand_hint(self, what: str, kind: str) -> str:
+        """What an operand must be, after the op's signature when it is known."""
+        need = f"{what if what.startswith('the ') else 'the ' + what} is {kind}"
+        signature = self.signature()
+        return f"{signature}: {need}" if signature else need
+
+    def shaped(self, value: Any, what: str = "operand", hint: str | None = None) -> Expr:
+        """``value`` as a tensor or tile operand (error otherwise; ``hint`` replaces the default one)."""
         if not is_shaped(value):
-            raise self.fail(f"{what} must be a tensor or a tile, got {describe_value(value)}")
+            raise self.fail(
+                f"{what} must be a tensor or a tile, got {describe_value(value)}",
+                hint or self.operand_hint(what, "a tensor (a kernel parameter) or a tile (a pl.load result)"),
+            )
         return value
 
     def level_of(self, value: Expr) -> str:
@@ -57,21 +75,35 @@ class OpContext:
 
     def tensor(self, value: Any, what: str) -> Expr:
         if not (isinstance(value, Expr) and isinstance(value.type, TensorType)):
-            raise self.fail(f"{what} must be a tensor, got {describe_value(value)}")
+            raise self.fail(
+                f"{what} must be a tensor, got {describe_value(value)}",
+                self.operand_hint(
+                    what, "a global-memory tensor (a kernel parameter or a pl.create_tensor result)"
+                ),
+            )
         return value
 
     def tile(self, value: Any, what: str) -> Expr:
         if not (isinstance(value, Expr) and isinstance(value.type, TileType)):
-            raise self.fail(f"{what} must be a tile, got {describe_value(value)}")
+            raise self.fail(
+                f"{what} must be a tile, got {describe_value(value)}",
+                self.operand_hint(what, "an on-chip tile (e.g. a pl.load result)"),
+            )
         return value
 
     def call(self, op: str, args: Sequence[Any], attrs: Mapping[str, Any] | None = None) -> Call:
         """Build ``op(args)``; the op table's type rule checks the operands at this span.
 
-        Inside a scope with ``pl.split_aiv`` regions, the region rules check the op too.
+        Inside a scope with ``pl.split_aiv`` regions, the region rules check the op too. A type
+        error that carries no hint of its own gets the op's DSL signature as its hint.
         """
         self._check_placement(op)
-        call = make_call(op, [self.body.atom(a) for a in args], attrs, self.span)
+        try:
+            call = make_call(op, [self.body.atom(a) for a in args], attrs, self.span)
+        except TypeCheckError as err:
+            if err.hint is None and self.signature() is not None:
+                err.hint = f"signature: {self.signature()}"
+            raise
         if self.body.regions is not None:
             self.body.regions.check(call, self.name, self.span)
         valid = result_valid(call, self.body.valid)

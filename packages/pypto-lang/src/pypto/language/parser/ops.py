@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from pypto.ir import AtomicType, CastMode, DataType, Expr, MemorySpace, PadValue, ParseError
-from pypto.ir.ops import COL_EXPANDS, COL_REDUCTIONS, ROW_EXPANDS, ROW_REDUCTIONS
-from pypto.language.builtins import BUILTIN_DOCS
+from pypto.ir.ops import COL_EXPANDS, COL_REDUCTIONS, PAD_VALUES, ROW_EXPANDS, ROW_REDUCTIONS
+from pypto.language.annotations import dtype_hint
 from pypto.language.parser.arith import SCALAR_UNARY, scalar_binary, scalar_unary
 from pypto.language.parser.crosscore import CROSS_CORE_BUILDERS
 from pypto.language.parser.opcall import OpContext
@@ -28,6 +29,13 @@ from pypto.language.parser.values import (
 )
 
 COMMUTATIVE = frozenset({"add", "mul", "maximum", "minimum"})
+# How to write ``c - x`` and ``c / x`` with the scalar c on the right.
+SCALAR_LEFT = {
+    "sub": "write c - x as pl.add(pl.neg(x), c)",
+    "div": "write c / x as pl.mul(pl.recip(x), c)",
+}
+# The memory spaces a tile can be made in (DDR is global memory, where tensors live).
+TILE_SPACES = ", ".join(repr(m) for m in MemorySpace if m is not MemorySpace.DDR)
 
 Builder = Callable[..., Any]
 
@@ -38,10 +46,7 @@ def _binary(name: str) -> Builder:
             return scalar_binary(ctx, name, lhs, rhs)
         if is_scalar(lhs):
             if name not in COMMUTATIVE:
-                raise ctx.fail(
-                    "the scalar form takes the scalar as the right operand",
-                    f"rewrite it with the tensor or tile on the left of pl.{name}",
-                )
+                raise ctx.fail("the scalar form takes the scalar as the right operand", SCALAR_LEFT[name])
             lhs, rhs = rhs, lhs
         x = ctx.shaped(lhs, "left operand")
         level = ctx.level_of(x)
@@ -64,7 +69,9 @@ def _unary(name: str) -> Builder:
 
 def build_cast(ctx: OpContext, x: Any, dtype: Any, mode: Any = CastMode.round) -> Any:
     if not isinstance(dtype, DataType):
-        raise ctx.fail(f"dtype must be a pl dtype such as pl.FP32, got {describe_value(dtype)}")
+        raise ctx.fail(
+            f"dtype must be a pl dtype such as pl.FP32, got {describe_value(dtype)}", dtype_hint(dtype)
+        )
     attrs = {"dtype": dtype, "mode": cast_mode(ctx, mode)}
     if is_scalar(x):
         return ctx.call("scalar.cast", [scalar_expr(x, None, ctx.span)], attrs)
@@ -101,7 +108,10 @@ def build_matmul(
 ) -> Any:
     a = ctx.shaped(a, "left operand")
     if out_dtype is not None and not isinstance(out_dtype, DataType):
-        raise ctx.fail(f"out_dtype must be a pl dtype, got {describe_value(out_dtype)}")
+        raise ctx.fail(
+            f"out_dtype must be a pl dtype, got {describe_value(out_dtype)}",
+            f"{dtype_hint(out_dtype)}; leave it out for FP32 (INT32 for integer operands)",
+        )
     attrs: dict[str, Any] = {"out_dtype": out_dtype} if out_dtype is not None else {}
     attrs.update({k: True for k, v in (("a_trans", a_trans), ("b_trans", b_trans)) if v})
     return ctx.call(f"{ctx.level_of(a)}.matmul", [a, ctx.shaped(b, "right operand")], attrs)
@@ -163,7 +173,10 @@ def build_fillpad(ctx: OpContext, x: Any, pad_value: Any = PadValue.zero) -> Any
     """Fill the tile outside its valid shape (static, or run-time from its load)."""
     tile = ctx.tile(x, "the padded value")
     if not isinstance(pad_value, PadValue):
-        raise ctx.fail(f"pad_value must be pl.PadValue.zero, min or max, got {describe_value(pad_value)}")
+        raise ctx.fail(
+            f"pad_value must be pl.PadValue.zero, min or max, got {describe_value(pad_value)}",
+            f"write pad_value= one of {PAD_VALUES}",
+        )
     valid = ctx.valid_of(tile)
     args = [tile] if valid is None else [tile, valid]
     return ctx.call("tile.fillpad", args, {"pad_value": pad_value})
@@ -172,16 +185,22 @@ def build_fillpad(ctx: OpContext, x: Any, pad_value: Any = PadValue.zero) -> Any
 def build_full(ctx: OpContext, shape: Any, dtype: Any, value: Any) -> Any:
     """A Vec tile of ``shape`` holding ``value`` (a number or a run-time scalar) everywhere."""
     if not isinstance(dtype, DataType):
-        raise ctx.fail(f"dtype must be a pl dtype, got {describe_value(dtype)}")
+        raise ctx.fail(f"dtype must be a pl dtype, got {describe_value(dtype)}", dtype_hint(dtype))
     if not is_scalar(value):
-        raise ctx.fail(f"the fill value must be a scalar, got {describe_value(value)}")
+        raise ctx.fail(
+            f"the fill value must be a scalar, got {describe_value(value)}",
+            f"fill with a number or a run-time scalar: pl.full(shape, pl.{dtype.name}, 0)",
+        )
     attrs = {"shape": static_shape(shape, ctx.span), "dtype": dtype}
     return ctx.call("tile.full", [tile_scalar(value, dtype, ctx.span)], attrs)
 
 
 def _memory(ctx: OpContext, value: Any) -> MemorySpace:
     if not isinstance(value, MemorySpace):
-        raise ctx.fail(f"target_memory must be a pl.Mem member, got {describe_value(value)}")
+        hint = f"write target_memory= one of {TILE_SPACES}"
+        if isinstance(value, str) and value in MemorySpace.__members__:
+            hint = f"write target_memory=pl.Mem.{value}, not the string {value!r}"
+        raise ctx.fail(f"target_memory must be a pl.Mem member, got {describe_value(value)}", hint)
     return value
 
 
@@ -233,7 +252,8 @@ def build_assemble(
     """``value`` written into a region of ``target``: a tensor (added in when atomic), or a tile."""
     if not isinstance(atomic, AtomicType):
         raise ctx.fail(
-            f"atomic must be a pl.AtomicType such as pl.AtomicType.Add, got {describe_value(atomic)}"
+            f"atomic must be a pl.AtomicType such as pl.AtomicType.Add, got {describe_value(atomic)}",
+            "write atomic=pl.AtomicType.Add to add into the target, or leave it out to overwrite",
         )
     if ctx.level == "tile" or (ctx.level is None and is_tile(target)):
         return _assemble_tile(ctx, target, value, offsets, atomic)
@@ -249,7 +269,10 @@ def build_assemble(
 def _assemble_tile(ctx: OpContext, target: Any, value: Any, offsets: Any, atomic: AtomicType) -> Any:
     """Destination-passing, like gather_row: ``value`` lands in ``target``, the expression's value."""
     if atomic is not AtomicType.NONE:
-        raise ctx.fail("atomic= applies to writes into global memory; a tile assembly overwrites")
+        raise ctx.fail(
+            "atomic= applies to writes into global memory; a tile assembly overwrites",
+            "drop atomic=, or add into a tensor: pl.assemble(out, tile, [0, 0], atomic=pl.AtomicType.Add)",
+        )
     dst = ctx.body.atom(ctx.tile(target, "target"))
     args = [dst, ctx.tile(value, "value"), index_tuple(offsets, ctx.span)]
     return ctx.effect("tile.assemble", args, None, dst)
@@ -279,7 +302,7 @@ def build_move(ctx: OpContext, tile: Any, target_memory: Any) -> Any:
 
 def build_create_tile(ctx: OpContext, shape: Any, dtype: Any, target_memory: Any = MemorySpace.Vec) -> Any:
     if not isinstance(dtype, DataType):
-        raise ctx.fail(f"dtype must be a pl dtype, got {describe_value(dtype)}")
+        raise ctx.fail(f"dtype must be a pl dtype, got {describe_value(dtype)}", dtype_hint(dtype))
     attrs = {
         "shape": static_shape(shape, ctx.span),
         "dtype": dtype,
@@ -290,9 +313,12 @@ def build_create_tile(ctx: OpContext, shape: Any, dtype: Any, target_memory: Any
 
 def build_create_tensor(ctx: OpContext, shape: Any, dtype: Any, manual_dep: Any = False) -> Any:
     if not isinstance(dtype, DataType):
-        raise ctx.fail(f"dtype must be a pl dtype, got {describe_value(dtype)}")
+        raise ctx.fail(f"dtype must be a pl dtype, got {describe_value(dtype)}", dtype_hint(dtype))
     if not isinstance(manual_dep, bool):
-        raise ctx.fail(f"manual_dep= must be True or False, got {describe_value(manual_dep)}")
+        raise ctx.fail(
+            f"manual_dep= must be True or False, got {describe_value(manual_dep)}",
+            "write manual_dep=True for a tensor no task takes an edge through, or leave it out",
+        )
     attrs: dict[str, Any] = {"shape": static_shape(shape, ctx.span), "dtype": dtype}
     if manual_dep:
         attrs["manual_dep"] = True  # tasks are never ordered through this tensor
@@ -332,8 +358,9 @@ def build_op(ctx: OpContext, name: str, args: list[Any], kwargs: dict[str, Any])
     >>> build_op(ctx, "add", [a, b], {})  # doctest: +SKIP
     """
     builder = BUILDERS[name]
+    ctx = replace(ctx, builtin=name)
     try:
         bound = inspect.signature(builder).bind(ctx, *args, **kwargs)
     except TypeError as exc:
-        raise ParseError(f"{ctx.name}(): {exc}", ctx.span, f"signature: pl.{BUILTIN_DOCS[name][0]}") from None
+        raise ParseError(f"{ctx.name}(): {exc}", ctx.span, f"signature: {ctx.signature()}") from None
     return builder(*bound.args, **bound.kwargs)

@@ -44,7 +44,9 @@ class ProgramBuilder:
         if callee.kind is JitKind.inline:
             if callee in self.inlining:
                 raise parser.error(
-                    node, f"@pl.jit.inline {callee.name}() calls itself; inlining would not end"
+                    node,
+                    f"@pl.jit.inline {callee.name}() calls itself; inlining would not end",
+                    "write the repetition as a loop (for i in pl.range(n):) around one call in the caller",
                 )
             self.inlining.append(callee)
             try:

@@ -7,6 +7,7 @@ regions before it is parsed, so the region rules hold from its first statement o
 from __future__ import annotations
 
 import ast
+import difflib
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,12 +16,16 @@ from typing import Any
 from pypto.ir import INDEX, TASK_ID, Level, PyptoError, ScopeStmt, SplitAivRegion, SplitMode, TensorType, Var
 from pypto.language.builtins import Builtin
 from pypto.language.options import CrossCoreSlot, Split
-from pypto.language.parser.exprs import BlockIndex, ExprParser
+from pypto.language.parser.exprs import KWARGS_HINT, BlockIndex, ExprParser
 from pypto.language.parser.opcall import SCOPE_HINT
 from pypto.language.parser.regions import REGION_FORM, RegionMark, ScopeRegions
 from pypto.language.parser.values import describe_value
 
 UNSUPPORTED_SCOPE_ARGS = ("allow_early_resolve",)
+SCOPE_ARGS = ("level", "optimizations", "name_hint", "deps", "no_dep_args")
+SCOPE_ARGS_HINT = "pl.at takes level=, optimizations=[...], name_hint=, deps=[...] and no_dep_args=[...]"
+SPLIT_AIV_KWARGS_HINT = "write the arguments out: pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN)"
+LEVELS = ", ".join(f"pl.Level.{m.name}" for m in Level)
 # pl.split_aiv(n, mode=pl.SplitMode.NONE), for binding the AST of its arguments.
 SPLIT_AIV_SIGNATURE = inspect.Signature(
     [
@@ -42,6 +47,14 @@ class ScopeOptions:
     no_dep_args: tuple[Var, ...] = ()
 
 
+def unknown_keyword_hint(name: str | None, known: tuple[str, ...], listing: str) -> str:
+    """``did you mean name_hint=?`` for a misspelt keyword, else what the call takes."""
+    if name is None:
+        return KWARGS_HINT
+    close = difflib.get_close_matches(name, known, n=1)
+    return f"did you mean {close[0]}=? {listing}" if close else listing
+
+
 class ScopeParser(ExprParser):
     """The scope and region statements of :class:`~pypto.language.parser.stmts.StmtParser`."""
 
@@ -58,7 +71,12 @@ class ScopeParser(ExprParser):
 
     def visit_With(self, node: ast.With) -> None:
         if len(node.items) != 1:
-            raise self.error(node, "one pl.at(...) per with statement")
+            raise self.error(
+                node.items[1].context_expr,
+                "one pl.at(...) per with statement",
+                "write one with statement per context: pl.at scopes one after another, each inside "
+                "`with pl.manual_scope():` or `for i in pl.spmd(n):` if needed",
+            )
         item = node.items[0]
         call = item.context_expr
         callee = self.expr(call.func) if isinstance(call, ast.Call) else None
@@ -73,10 +91,14 @@ class ScopeParser(ExprParser):
                 call,
                 "a with statement in a kernel opens a scope: `with pl.at(level=...):` "
                 "(or `with pl.manual_scope():` / `with pl.spmd(n):` around scopes)",
+                "kernels take no other context managers: write `with pl.at(level=pl.Level.CORE_GROUP):`",
             )
         if self.body.kernel:
             raise self.error(
-                call, "an @pl.jit.incore body already runs on one core group: drop the pl.at scope"
+                call,
+                "an @pl.jit.incore body already runs on one core group: drop the pl.at scope",
+                "remove the `with pl.at(...):` line and dedent its body; the whole @pl.jit.incore body "
+                "is one scope",
             )
         if self.body.in_scope:
             raise self.error(call, "pl.at scopes do not nest", "close the outer scope first")
@@ -110,13 +132,19 @@ class ScopeParser(ExprParser):
         if target is None:
             return None
         if not isinstance(target, ast.Name):
-            raise self.error(target, "`pl.at(...) as tid` binds one name to the task id")
+            raise self.error(
+                target,
+                "`pl.at(...) as tid` binds one name to the task id",
+                "write `with pl.at(level=pl.Level.CORE_GROUP) as tid:`",
+            )
         return Var(self.body.namer.fresh(target.id), TASK_ID, self.span(target))
 
     def scope_options(self, call: ast.Call) -> ScopeOptions:
         if call.args:
             raise self.error(
-                call.args[0], "pl.at() takes keyword arguments: pl.at(level=pl.Level.CORE_GROUP)"
+                call.args[0],
+                "pl.at() takes keyword arguments: pl.at(level=pl.Level.CORE_GROUP)",
+                f"name the argument: level={ast.unparse(call.args[0])}",
             )
         options = ScopeOptions()
         for kw in call.keywords:
@@ -124,12 +152,18 @@ class ScopeParser(ExprParser):
                 options.level = self.constant(kw.value, "level=")
                 if not isinstance(options.level, Level):
                     raise self.error(
-                        kw.value, f"level= takes a pl.Level member, got {describe_value(options.level)}"
+                        kw.value,
+                        f"level= takes a pl.Level member, got {describe_value(options.level)}",
+                        f"write level=pl.Level.CORE_GROUP (the levels: {LEVELS})",
                     )
             elif kw.arg == "name_hint":
                 name_hint = self.constant(kw.value, "name_hint=")
                 if not (isinstance(name_hint, str) and name_hint.isidentifier()):
-                    raise self.error(kw.value, f"name_hint= must be an identifier string, got {name_hint!r}")
+                    raise self.error(
+                        kw.value,
+                        f"name_hint= must be an identifier string, got {name_hint!r}",
+                        'write a name made of letters, digits and _, e.g. name_hint="attention_1"',
+                    )
                 options.name_hint = name_hint
             elif kw.arg == "optimizations":
                 options.split, options.slot_num = self.optimizations(kw.value)
@@ -138,10 +172,14 @@ class ScopeParser(ExprParser):
             elif kw.arg == "no_dep_args":
                 options.no_dep_args = self.tensor_list(kw.value)
             elif kw.arg in UNSUPPORTED_SCOPE_ARGS:
-                raise self.error(kw.value, f"pl.at({kw.arg}=...) is not supported yet")
+                raise self.error(
+                    kw.value, f"pl.at({kw.arg}=...) is not supported yet", f"remove it; {SCOPE_ARGS_HINT}"
+                )
             else:
                 raise self.error(
-                    kw.value if kw.arg else call, f"pl.at() got an unexpected keyword argument {kw.arg!r}"
+                    kw.value if kw.arg else call,
+                    f"pl.at() got an unexpected keyword argument {kw.arg!r}",
+                    unknown_keyword_hint(kw.arg, SCOPE_ARGS, SCOPE_ARGS_HINT),
                 )
         return options
 
@@ -181,13 +219,23 @@ class ScopeParser(ExprParser):
     def manual_scope(self, node: ast.With, call: ast.Call) -> None:
         """``with pl.manual_scope():``: the tasks inside take only explicit ``deps=`` edges."""
         if call.args or call.keywords:
-            raise self.error(call, "pl.manual_scope() takes no arguments")
+            raise self.error(
+                call,
+                "pl.manual_scope() takes no arguments",
+                "write `with pl.manual_scope():` and give the pl.at scopes inside it their deps=[...]",
+            )
         if node.items[0].optional_vars is not None:
-            raise self.error(node.items[0].optional_vars, "pl.manual_scope() binds nothing: drop `as ...`")
+            raise self.error(
+                node.items[0].optional_vars,
+                "pl.manual_scope() binds nothing: drop `as ...`",
+                "bind task ids on the scopes inside it instead: "
+                "`with pl.at(level=pl.Level.CORE_GROUP) as t0:`",
+            )
         if self.body.on_device:
             raise self.error(
                 call,
                 "pl.manual_scope() orders tasks: write it in the @pl.jit body, around pl.at scopes",
+                "move `with pl.manual_scope():` out of the kernel code, around the `with pl.at(...)` blocks",
             )
         with self.body.manual_scope():
             self.stmts(node.body)
@@ -199,13 +247,22 @@ class ScopeParser(ExprParser):
         n core groups. ``i`` stands for ``pl.get_block_idx()`` inside the body's scopes."""
         if self.body.on_device:
             raise self.error(
-                call, "pl.spmd launches kernels: write it in the @pl.jit body, around pl.at scopes"
+                call,
+                "pl.spmd launches kernels: write it in the @pl.jit body, around pl.at scopes",
+                "move `for i in pl.spmd(n):` out of the kernel code, around the `with pl.at(...)` blocks",
             )
         if self.body.block_num > 1:
-            raise self.error(call, "pl.spmd blocks do not nest")
+            raise self.error(
+                call,
+                "pl.spmd blocks do not nest",
+                "launch on n * m core groups with one pl.spmd(n * m) and derive both indices from its "
+                "index i: i // m and i % m",
+            )
         target = node.target if isinstance(node, ast.For) else node.items[0].optional_vars
         if target is not None and not isinstance(target, ast.Name):
-            raise self.error(target, "pl.spmd binds one name to the block index")
+            raise self.error(
+                target, "pl.spmd binds one name to the block index", "write `for i in pl.spmd(n):`"
+            )
         block_num = self.spmd_count(call)
         self.nesting += 1
         with self.env.loop(), self.body.spmd(block_num):
@@ -216,11 +273,19 @@ class ScopeParser(ExprParser):
 
     def spmd_count(self, call: ast.Call) -> int:
         if len(call.args) + len(call.keywords) != 1 or any(kw.arg != "core_num" for kw in call.keywords):
-            raise self.error(call, "pl.spmd() takes one argument: pl.spmd(core_num)")
+            raise self.error(
+                call,
+                "pl.spmd() takes one argument: pl.spmd(core_num)",
+                "write `for i in pl.spmd(4):` (or pl.spmd(core_num=4))",
+            )
         node = call.args[0] if call.args else call.keywords[0].value
         count = self.constant(node, "the core count of pl.spmd()")
         if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-            raise self.error(node, f"pl.spmd() takes a positive int core count, got {count!r}")
+            raise self.error(
+                node,
+                f"pl.spmd() takes a positive int core count, got {count!r}",
+                "launch on at least one core group, e.g. pl.spmd(4)",
+            )
         return count
 
     def optimizations(self, node: ast.expr) -> tuple[SplitMode | None, int | None]:
@@ -240,12 +305,17 @@ class ScopeParser(ExprParser):
             elif isinstance(option, CrossCoreSlot) and slot_num is None:
                 slot_num = option.slot_num
             elif isinstance(option, (Split, CrossCoreSlot)):
-                raise self.error(elt, f"{ast.unparse(elt)} is given twice in optimizations=")
+                raise self.error(
+                    elt,
+                    f"{ast.unparse(elt)} is given twice in optimizations=",
+                    "keep one pl.split(...) and at most one pl.cross_core_slot(...)",
+                )
             else:
                 raise self.error(
                     elt,
                     "optimizations= holds pl.split(...) and pl.cross_core_slot(...), "
                     f"got {describe_value(option)}",
+                    "write optimizations=[pl.split(pl.SplitMode.UP_DOWN), pl.cross_core_slot(slot_num=2)]",
                 )
         return split, slot_num
 
@@ -293,7 +363,9 @@ class ScopeParser(ExprParser):
     def split_aiv_args(self, call: ast.Call) -> dict[str, Any]:
         """The AST of ``pl.split_aiv``'s arguments by parameter name."""
         if any(kw.arg is None for kw in call.keywords):
-            raise self.error(call, "unsupported Python construct in a kernel: **kwargs in a call")
+            raise self.error(
+                call, "unsupported Python construct in a kernel: **kwargs in a call", SPLIT_AIV_KWARGS_HINT
+            )
         try:
             bound = SPLIT_AIV_SIGNATURE.bind(*call.args, **{kw.arg: kw.value for kw in call.keywords})
         except TypeError as exc:

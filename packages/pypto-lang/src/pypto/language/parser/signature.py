@@ -43,7 +43,11 @@ class _AnnotationCalls:
     def call_kernel(
         self, parser: ExprParser, callee: Any, args: list[Any], kwargs: dict[str, Any], node: ast.Call
     ) -> Any:
-        raise parser.error(node, f"an annotation cannot call {callee!r}")
+        raise parser.error(
+            node,
+            f"an annotation cannot call {callee!r}",
+            "an annotation names a type, e.g. pl.Tensor[[64, 64], pl.FP32]: compute its shape from constants",
+        )
 
 
 def evaluate_annotation(kernel: KernelFunction, node: ast.expr, env: Env | None = None) -> AnnotationSpec:
@@ -67,6 +71,9 @@ def read_signature(kernel: KernelFunction) -> tuple[ParamSignature, ...]:
             raise ParseError(
                 f"parameter '{extra.arg}': *args, **kwargs and positional-only parameters are not supported",
                 source.span(extra),
+                "declare each parameter by name with its annotation, e.g. "
+                "def k(a: pl.Tensor[[64, 64], pl.FP32], out: pl.Out[pl.Tensor[[64, 64], pl.FP32]])"
+                + ("; drop the `/`" if extra in args.posonlyargs else ""),
             )
     evaluated = getattr(kernel.func, "__annotations__", {})
     params = []

@@ -19,6 +19,7 @@ from pypto.ir import (
     For,
     If,
     LoopKind,
+    ParseError,
     Return,
     ScalarType,
     Stmt,
@@ -32,13 +33,22 @@ from pypto.language.annotations import ScalarSpec, TensorSpec, TileSpec
 from pypto.language.builtins import Builtin
 from pypto.language.parser.body import BodyBuilder
 from pypto.language.parser.env import Env
-from pypto.language.parser.exprs import TARGETS, KernelCalls, construct
+from pypto.language.parser.exprs import OPERATORS, TARGETS, KernelCalls, construct, rank_hint, slice_hint
 from pypto.language.parser.ops import build_op
+from pypto.language.parser.regions import REGION_FORM
 from pypto.language.parser.resolve import GlobalNames
 from pypto.language.parser.scopes import ScopeParser
 from pypto.language.parser.signature import evaluate_annotation
 from pypto.language.parser.source import KernelSource
-from pypto.language.parser.values import describe_value, is_number, number, scalar_expr
+from pypto.language.parser.values import (
+    annotation_text,
+    describe_value,
+    is_number,
+    is_scalar,
+    is_shaped,
+    number,
+    scalar_expr,
+)
 from pypto.passes import CompileWarning
 from pypto.passes.rewrite import substitute_body
 
@@ -63,6 +73,55 @@ def _carryable(value: Any) -> bool:
     if is_number(value):
         return not isinstance(number(value), bool)
     return isinstance(value, Expr) and isinstance(value.type, (ScalarType, TileType, TensorType))
+
+
+def augmented_hint(node: ast.AugAssign, rank: int | None) -> str:
+    """``out[...] += x`` written with pl ops; ``rank`` is that of the subscripted value, if known."""
+    if not isinstance(node.target, ast.Subscript):
+        return "augment a plain name: x += y"
+    target, value = ast.unparse(node.target), ast.unparse(node.value)
+    base = ast.unparse(node.target.value)
+    op = OPERATORS.get(type(node.op))
+    if op == "add" and rank is not None:
+        dims = node.target.slice.elts if isinstance(node.target.slice, ast.Tuple) else [node.target.slice]
+        starts = [_start(d) for d in dims] + ["0"] * (rank - len(dims))
+        offsets = ", ".join(starts)
+        return f"add into the region: pl.assemble({base}, {value}, [{offsets}], atomic=pl.AtomicType.Add)"
+    return (
+        f"write the new value out: {target} = pl.{op or 'add'}({target}, {value}) "
+        "(for a tile value, load the region with pl.load first)"
+    )
+
+
+def _start(node: ast.expr) -> str:
+    """The first index of one subscript entry, as written."""
+    if isinstance(node, ast.Slice):
+        return "0" if node.lower is None else ast.unparse(node.lower)
+    return ast.unparse(node)
+
+
+def fill_hint(target: ast.Subscript, dst: Expr, value: Any) -> str:
+    """``out[...] = 0.0`` written with a tile that holds the number."""
+    shown = repr(number(value)) if is_number(value) else "value"
+    dtype = dst.type.dtype.name  # type: ignore[attr-defined]
+    return f"fill the region with a tile: {ast.unparse(target)} = pl.full(shape, pl.{dtype}, {shown})"
+
+
+def carried_form_hint(kind: LoopKind, has_inits: bool) -> str:
+    """How to write the target of a loop with (or without) ``init_values=``."""
+    if has_inits:
+        return (
+            "name the index, then the carried names: "
+            f"`for i, (acc,) in pl.{kind.value}(n, init_values=(acc0,)):`"
+        )
+    return f"a loop has one index: `for i in pl.{kind.value}(n):`; nest a second loop for a second index"
+
+
+def region_write_hint(name: str, dst: Any) -> str:
+    if isinstance(dst, Expr) and isinstance(dst.type, TileType):
+        origin = [0] * len(dst.type.shape)
+        return f"write a value into a tile with pl.assemble: {name} = pl.assemble({name}, value, {origin})"
+    return "write into a tensor: a pl.Out / pl.InOut parameter or a pl.create_tensor(...) result"
 
 
 LOOP_KINDS = {"range": LoopKind.range, "parallel": LoopKind.parallel, "unroll": LoopKind.unroll}
@@ -121,12 +180,20 @@ class StmtParser(ScopeParser):
 
     def visit_Assign(self, node: ast.Assign) -> None:
         if len(node.targets) != 1:
-            raise self.error(node, "chained assignment (a = b = ...) is not supported")
+            first, second = (ast.unparse(t) for t in node.targets[:2])
+            raise self.error(
+                node,
+                "chained assignment (a = b = ...) is not supported",
+                f"assign once and copy the name: {second} = ... then {first} = {second}",
+            )
         self.assign(node.targets[0], self.expr(node.value))
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         if not isinstance(node.target, ast.Name):
-            raise self.error(node, "augmented assignment works on names only (x += y)")
+            base = self.expr(node.target.value) if isinstance(node.target, ast.Subscript) else None
+            rank = len(base.type.shape) if is_shaped(base) else None
+            hint = augmented_hint(node, rank)
+            raise self.error(node, "augmented assignment works on names only (x += y)", hint)
         binop = ast.BinOp(node.target, node.op, node.value)
         ast.copy_location(binop, node)
         self.bind_name(node.target.id, self.visit_BinOp(binop), node.target)
@@ -134,7 +201,9 @@ class StmtParser(ScopeParser):
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         if node.value is None or not isinstance(node.target, ast.Name):
             raise self.error(
-                node, "an annotated assignment needs a plain name and a value: t: pl.Tile[...] = ..."
+                node,
+                "an annotated assignment needs a plain name and a value: t: pl.Tile[...] = ...",
+                "e.g. t: pl.Tile[[64, 64], pl.FP32] = pl.load(a, [0, 0], [64, 64])",
             )
         spec = evaluate_annotation(self.kernel, node.annotation, self.env)
         value = self.checked(spec, self.expr(node.value), node)
@@ -143,7 +212,12 @@ class StmtParser(ScopeParser):
     def visit_Assert(self, node: ast.Assert) -> None:
         if not self.constant(node.test, "an assert condition"):
             message = self.constant(node.msg, "an assert message") if node.msg else ast.unparse(node.test)
-            raise self.error(node, f"assertion failed at compile time: {message}")
+            raise self.error(
+                node,
+                f"assertion failed at compile time: {message}",
+                "the assert checks the kernel's compile-time values (shapes, constants, scalar arguments): "
+                "call it with arguments that satisfy it",
+            )
 
     def visit_If(self, node: ast.If) -> None:
         """A compile-time condition parses the taken arm only; a run-time one makes an ``If``."""
@@ -173,7 +247,12 @@ class StmtParser(ScopeParser):
 
     def visit_Return(self, node: ast.Return) -> None:
         if self.nesting:
-            raise self.error(node, "`return` must be the last statement, outside loops and scopes")
+            raise self.error(
+                node,
+                "`return` must be the last statement, outside loops and scopes",
+                "write into the outputs inside the block (out[...] = ...) and `return out` once, "
+                "as the last statement of the function",
+            )
         elts: list[ast.expr] = []
         if node.value is not None:
             elts = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
@@ -186,7 +265,11 @@ class StmtParser(ScopeParser):
     def returned_tensor(self, value: Any, node: ast.expr) -> Expr:
         value = self.body.atom(value)
         if not (isinstance(value, Var) and isinstance(value.type, TensorType)):
-            raise self.error(node, f"a kernel returns tensors, got {describe_value(value)}")
+            raise self.error(
+                node,
+                f"a kernel returns tensors, got {describe_value(value)}",
+                "write the result into an output parameter (out[...] = ...) and return that: `return out`",
+            )
         if self.role is Role.incore and not any(value is out for out in self.outputs):
             raise self.error(
                 node,
@@ -215,9 +298,19 @@ class StmtParser(ScopeParser):
 
     def unpack(self, target: ast.Tuple | ast.List, value: Any) -> None:
         if not isinstance(value, (tuple, list)):
-            raise self.error(target, f"cannot unpack {describe_value(value)}")
+            raise self.error(
+                target,
+                f"cannot unpack {describe_value(value)}",
+                f"it is one value: assign it to one name, {ast.unparse(target.elts[0])} = ..."
+                if target.elts
+                else "assign it to a name",
+            )
         if len(value) != len(target.elts):
-            raise self.error(target, f"cannot unpack {len(value)} values into {len(target.elts)} names")
+            raise self.error(
+                target,
+                f"cannot unpack {len(value)} values into {len(target.elts)} names",
+                f"write {len(value)} names on the left, one per value",
+            )
         for elt, item in zip(target.elts, value, strict=True):
             self.assign(elt, item)
 
@@ -252,14 +345,22 @@ class StmtParser(ScopeParser):
         dst = self.expr(target.value)
         if not (isinstance(dst, Expr) and isinstance(dst.type, TensorType)):
             raise self.error(
-                target, f"only tensors take region writes (out[...] = ...), got {describe_value(dst)}"
+                target,
+                f"only tensors take region writes (out[...] = ...), got {describe_value(dst)}",
+                region_write_hint(ast.unparse(target.value), dst),
             )
         dims = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
         shape = dst.type.shape
         if len(dims) > len(shape):
-            raise self.error(target, f"{len(dims)} subscripts for a tensor of rank {len(shape)}")
+            raise self.error(
+                target,
+                f"{len(dims)} subscripts for a tensor of rank {len(shape)}",
+                rank_hint(ast.unparse(target.value), shape),
+            )
         ctx = self.op_context(target, f"{ast.unparse(target)} = ...")
-        value = ctx.shaped(value, "the written value")
+        value = ctx.shaped(
+            value, "the written value", fill_hint(target, dst, value) if is_scalar(value) else None
+        )
         offsets = [self.region_start(d, i, shape[i], value, ctx) for i, d in enumerate(dims)]
         offsets += [0] * (len(shape) - len(dims))
         if isinstance(value.type, TileType):
@@ -269,17 +370,21 @@ class StmtParser(ScopeParser):
 
     def region_start(self, node: ast.expr, dim: int, full: int, value: Expr, ctx: Any) -> Any:
         if not isinstance(node, ast.Slice) or node.step is not None:
-            raise self.error(node, "write a region with slices: out[r0:r1, c0:c1] (no indices, no steps)")
+            raise self.error(
+                node, "write a region with slices: out[r0:r1, c0:c1] (no indices, no steps)", slice_hint(node)
+            )
         lower = 0 if node.lower is None else self.expr(node.lower)
         upper = full if node.upper is None else self.expr(node.upper)
         sizes = value.type.shape  # type: ignore[attr-defined]
         known = is_number(lower) and is_number(upper) and dim < len(sizes)
         if known and number(upper) - number(lower) != sizes[dim]:
+            start = number(lower)
             raise TypeCheckError(
-                f"{ctx.name}: the region [{number(lower)}:{number(upper)}] of dim {dim} holds "
-                f"{number(upper) - number(lower)} elements but the value has {sizes[dim]} "
+                f"{ctx.name}: the region [{start}:{number(upper)}] of dim {dim} holds "
+                f"{number(upper) - start} elements but the value has {sizes[dim]} "
                 f"({describe(value.type)})",
                 ctx.span,
+                f"make the region as large as the value: [{start}:{start + sizes[dim]}] in dim {dim}",
             )
         return lower
 
@@ -299,10 +404,12 @@ class StmtParser(ScopeParser):
             actual = replace(actual, valid_shape=None)
         kind_ok = isinstance(spec, TensorSpec) and isinstance(actual, TensorType)
         if (expected is not None and actual != expected) or (expected is None and not kind_ok):
+            written = annotation_text(actual) if actual is not None else None
             raise TypeCheckError(
                 f"'{ast.unparse(node.target)}' is annotated {ast.unparse(node.annotation)} but the "
                 f"value is {describe_value(value)}",
                 self.span(node),
+                f"annotate it as the value's type, {written}" if written else "drop the annotation",
             )
         return value
 
@@ -311,12 +418,20 @@ class StmtParser(ScopeParser):
     def visit_For(self, node: ast.For) -> None:
         name, call = self.loop_call(node.iter)
         if node.orelse:
-            raise self.error(node, "for ... else is not supported in a kernel")
+            raise self.error(
+                node.orelse[0],
+                "for ... else is not supported in a kernel",
+                "a kernel loop has no break, so the else block would always run: move its statements "
+                "after the loop",
+            )
         if name in LOOP_KINDS:
             self.loop(node, call, LOOP_KINDS[name])
             return
         if not isinstance(node.target, ast.Name):
-            raise self.error(node.target, f"the target of pl.{name}(...) must be one name")
+            form = REGION_FORM if name == "split_aiv" else "for i in pl.spmd(n)"
+            raise self.error(
+                node.target, f"the target of pl.{name}(...) must be one name", f"write `{form}:`"
+            )
         if name == "split_aiv":
             self.visit_region(node, call)
         else:
@@ -370,7 +485,12 @@ class StmtParser(ScopeParser):
         inits = [kw for kw in call.keywords if kw.arg == "init_values"]
         other = [kw for kw in call.keywords if kw.arg != "init_values"]
         if other:
-            raise self.error(other[0].value, f"pl.{kind.value}() takes no keyword argument {other[0].arg}=")
+            raise self.error(
+                other[0].value,
+                f"pl.{kind.value}() takes no keyword argument {other[0].arg}=",
+                f"pass the bounds positionally, pl.{kind.value}(start, stop, step); the one keyword is "
+                "init_values=(...)",
+            )
         if isinstance(node.target, ast.Name) and not inits:
             return node.target, {}
         target = node.target
@@ -382,12 +502,27 @@ class StmtParser(ScopeParser):
             raise self.error(
                 target,
                 "loop-carried values are written `for i, (a, b) in pl.range(n, init_values=(a0, b0)):`",
+                carried_form_hint(kind, bool(inits)),
             )
         values = self.expr(inits[0].value)
         values = tuple(values) if isinstance(values, (tuple, list)) else (values,)
         assert isinstance(names, ast.Tuple) and isinstance(index, ast.Name)
         if len(values) != len(names.elts):
-            raise self.error(inits[0].value, f"{len(names.elts)} carried names but {len(values)} init_values")
+            raise self.error(
+                inits[0].value,
+                f"{len(names.elts)} carried names but {len(values)} init_values",
+                f"give one initial value per carried name: {len(names.elts)} values in init_values=(...)",
+            )
+        given = inits[0].value
+        places = given.elts if isinstance(given, (ast.Tuple, ast.List)) else [given] * len(values)
+        for name, value, place in zip(names.elts, values, places, strict=True):
+            if not _carryable(value):
+                raise self.error(
+                    place,
+                    f"the loop-carried value '{name.id}' is {describe_value(value)}; "  # type: ignore[attr-defined]
+                    "a loop carries scalars, tiles and tensors",
+                    "start it from a number (0, 0.0), a tile or a tensor; a flag is the INDEX scalar 0 or 1",
+                )
         return index, {e.id: v for e, v in zip(names.elts, values, strict=True)}  # type: ignore[attr-defined]
 
     def carried(
@@ -407,17 +542,12 @@ class StmtParser(ScopeParser):
         return names, inits
 
     def carried_init(self, name: str, value: Any, node: ast.For) -> Expr:
+        """The initial value of a carried name (carryable: checked where it was chosen)."""
         value = self.body.atom(value)
-        if is_number(value) and not isinstance(number(value), bool):
+        if is_number(value):
             plain = number(value)
             return scalar_expr(
                 plain, DataType.INDEX if isinstance(plain, int) else DataType.FP32, self.span(node)
-            )
-        if not _carryable(value):
-            raise self.error(
-                node,
-                f"the loop-carried value '{name}' is {describe_value(value)}; "
-                "a loop carries scalars, tiles and tensors",
             )
         return value
 
@@ -431,11 +561,15 @@ class StmtParser(ScopeParser):
         if isinstance(actual, TileType) and isinstance(iter_arg.type, TileType):
             actual = replace(actual, valid_shape=iter_arg.type.valid_shape)
         if actual != iter_arg.type:
-            raise self.error(
-                node,
+            # At the assignment that changed it, where the fix goes.
+            span = binding.span if binding is not None and binding.span is not None else self.span(node)
+            raise ParseError(
                 f"the loop-carried value '{name}' enters the loop as {describe(iter_arg.type)} but "
                 f"is {describe_value(value)} at the end of the body",
-                "a carried value keeps its type, shape and memory space across iterations",
+                span,
+                "a carried value keeps its type, shape and memory space across iterations: give the "
+                f"value computed in the loop another name (e.g. {name}_next), or make it "
+                f"{describe(iter_arg.type)} again",
             )
         return value
 
@@ -462,6 +596,7 @@ class StmtParser(ScopeParser):
                 call,
                 f"pl.{kind.value}() takes (stop), (start, stop) or (start, stop, step); "
                 f"got {len(call.args)} arguments",
+                f"e.g. pl.{kind.value}(4) or pl.{kind.value}(0, 256, 64)",
             )
         values = [self.loop_bound(arg, kind) for arg in call.args]
         if len(values) == 1:
@@ -469,7 +604,11 @@ class StmtParser(ScopeParser):
         if len(values) == 2:
             values.append(1)
         if is_number(values[2]) and number(values[2]) == 0:
-            raise self.error(call.args[2], f"pl.{kind.value}() step must not be zero")
+            raise self.error(
+                call.args[2],
+                f"pl.{kind.value}() step must not be zero",
+                "use a positive step: 1, or the tile size to walk tiles (e.g. 64)",
+            )
         span = self.span(call)
         start, stop, step = (self.body.atom(scalar_expr(v, DataType.INDEX, span)) for v in values)
         return start, stop, step
@@ -481,4 +620,9 @@ class StmtParser(ScopeParser):
             return plain
         if isinstance(value, Expr) and isinstance(value.type, ScalarType) and value.type.dtype.is_integer:
             return value
-        raise self.error(node, f"pl.{kind.value}() bounds must be integers, got {describe_value(value)}")
+        raise self.error(
+            node,
+            f"pl.{kind.value}() bounds must be integers, got {describe_value(value)}",
+            "write ints (e.g. a.shape[0] // 64) or integer scalars; convert a float scalar with "
+            "pl.cast(x, pl.INDEX)",
+        )

@@ -59,6 +59,18 @@ def describe_value(value: Any) -> str:
     return f"a Python {type(value).__name__} object"
 
 
+def annotation_text(t: Any) -> str | None:
+    """``t`` as the annotation that names it: ``pl.Tile[[64, 64], pl.FP32, pl.Mem.Vec]``."""
+    if isinstance(t, TileType):
+        space = f", pl.Mem.{t.memory_space.name}" if t.memory_space is not None else ""
+        return f"pl.Tile[{list(t.shape)}, pl.{t.dtype.name}{space}]"
+    if isinstance(t, TensorType):
+        return f"pl.Tensor[{list(t.shape)}, pl.{t.dtype.name}]"
+    if isinstance(t, ScalarType):
+        return f"pl.Scalar[pl.{t.dtype.name}]"
+    return None
+
+
 def const(value: int | float | bool, dtype: DataType | None, span: SourceSpan | None) -> Const:
     """A ``Const`` of ``value``, typed like ``dtype`` where the kinds agree.
 
@@ -82,7 +94,11 @@ def scalar_expr(value: Any, dtype: DataType | None, span: SourceSpan | None) -> 
         return const(value, dtype, span)
     if isinstance(value, Expr) and isinstance(value.type, ScalarType):
         return value
-    raise ParseError(f"expected a scalar, got {describe_value(value)}", span)
+    raise ParseError(
+        f"expected a scalar, got {describe_value(value)}",
+        span,
+        "pass a number or a run-time scalar (a loop index, a scalar parameter, a pl.read(...) result)",
+    )
 
 
 def tile_scalar(value: Any, dtype: DataType, span: SourceSpan | None) -> Expr:
@@ -97,14 +113,29 @@ def tile_scalar(value: Any, dtype: DataType, span: SourceSpan | None) -> Expr:
 def index_tuple(values: Any, span: SourceSpan | None, what: str = "offsets") -> TupleExpr:
     """``[i * 128, 0]`` as a ``TupleExpr`` of integer scalars."""
     if not isinstance(values, (list, tuple)):
-        raise ParseError(f"{what} must be a list such as [0, 0], got {describe_value(values)}", span)
+        raise ParseError(
+            f"{what} must be a list such as [0, 0], got {describe_value(values)}",
+            span,
+            f"write {what} as a list with one index per dimension, e.g. [0, 0] for a 2-D tensor",
+        )
     elements: list[Expr] = []
     for v in values:
         if isinstance(v, bool) or not is_scalar(v):
-            raise ParseError(f"{what} must hold integer scalars, got {describe_value(v)}", span)
+            raise ParseError(
+                f"{what} must hold integer scalars, got {describe_value(v)}",
+                span,
+                "each entry is an int or an integer run-time scalar, e.g. [i * 64, 0] with i a loop index",
+            )
         e = scalar_expr(v, DataType.INDEX, span)
         if not isinstance(e.type, ScalarType) or not e.type.dtype.is_integer:
-            raise ParseError(f"{what} must hold integers, got {describe_value(v)}", span)
+            fix = (
+                "write whole ints such as 0 or 64"
+                if is_number(v)
+                else "convert it first: pl.cast(x, pl.INDEX)"
+            )
+            raise ParseError(
+                f"{what} must hold integers, got {describe_value(v)}", span, f"{what} count elements: {fix}"
+            )
         elements.append(e)
     return TupleExpr(tuple(elements), TupleType(tuple(e.type for e in elements)), span)
 
@@ -112,7 +143,11 @@ def index_tuple(values: Any, span: SourceSpan | None, what: str = "offsets") -> 
 def static_shape(values: Any, span: SourceSpan | None, what: str = "shape") -> tuple[int, ...]:
     """A shape known at compile time: a list of positive ints (constants fold, e.g. ``[M, K // 2]``)."""
     if not isinstance(values, (list, tuple)) or not values:
-        raise ParseError(f"{what} must be a non-empty list of ints, got {describe_value(values)}", span)
+        raise ParseError(
+            f"{what} must be a non-empty list of ints, got {describe_value(values)}",
+            span,
+            f"write {what} as a list with one extent per dimension, e.g. [64, 64]",
+        )
     dims = [number(v) if is_number(v) else v for v in values]
     for dim in dims:
         if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
