@@ -861,6 +861,14 @@ ROWS = [
         fix="out[0:64, :] = x",
     ),
     Bad(
+        "write-omitted-dim-size",
+        scope("out[0:64] = x[:, 0:32]  # <-\n"),
+        TypeCheckError,
+        "the region [0:64] of dim 1 holds 64 elements but the value has 32",
+        "out[0:64]",
+        fix="out[0:64, 0:32] = x[:, 0:32]",
+    ),
+    Bad(
         "write-a-number",
         scope("out[:] = 0.0  # <-\n"),
         ParseError,

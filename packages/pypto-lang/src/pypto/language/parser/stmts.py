@@ -362,6 +362,8 @@ class StmtParser(ScopeParser):
             value, "the written value", fill_hint(target, dst, value) if is_scalar(value) else None
         )
         offsets = [self.region_start(d, i, shape[i], value, ctx) for i, d in enumerate(dims)]
+        for dim in range(len(dims), len(shape)):  # an omitted trailing dim is written whole
+            self.check_extent(0, shape[dim], dim, value, ctx)
         offsets += [0] * (len(shape) - len(dims))
         if isinstance(value.type, TileType):
             build_op(ctx, "store", [value, offsets, dst], {})
@@ -375,18 +377,21 @@ class StmtParser(ScopeParser):
             )
         lower = 0 if node.lower is None else self.expr(node.lower)
         upper = full if node.upper is None else self.expr(node.upper)
+        if is_number(lower) and is_number(upper):
+            self.check_extent(number(lower), number(upper), dim, value, ctx)
+        return lower
+
+    def check_extent(self, start: Any, end: Any, dim: int, value: Expr, ctx: Any) -> None:
+        """The region ``[start:end]`` of ``dim`` holds exactly as many elements as ``value`` has there."""
         sizes = value.type.shape  # type: ignore[attr-defined]
-        known = is_number(lower) and is_number(upper) and dim < len(sizes)
-        if known and number(upper) - number(lower) != sizes[dim]:
-            start = number(lower)
+        if dim < len(sizes) and end - start != sizes[dim]:
             raise TypeCheckError(
-                f"{ctx.name}: the region [{start}:{number(upper)}] of dim {dim} holds "
-                f"{number(upper) - start} elements but the value has {sizes[dim]} "
+                f"{ctx.name}: the region [{start}:{end}] of dim {dim} holds "
+                f"{end - start} elements but the value has {sizes[dim]} "
                 f"({describe(value.type)})",
                 ctx.span,
                 f"make the region as large as the value: [{start}:{start + sizes[dim]}] in dim {dim}",
             )
-        return lower
 
     def checked(self, spec: Any, value: Any, node: ast.AnnAssign) -> Any:
         """The value of ``x: <spec> = value``, checked against the annotation."""
