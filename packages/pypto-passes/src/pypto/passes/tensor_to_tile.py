@@ -4,7 +4,8 @@ Consecutive tensor-level statements of a kernel form a *region*. Tensor values c
 region become tiles; tensors from global memory are loaded where they are used (Vec for vector
 operands; Mat, then Left/Right, for matmul operands); ``tensor.assemble`` becomes ``tile.store``.
 
-Regions are tiled by rows: most ops are row-local (elementwise ops, row reductions and
+A region's independent parts (sharing no computed value and no written tensor) are tiled apart.
+Each is tiled by rows: most ops are row-local (elementwise ops, row reductions and
 row broadcasts, a matmul's left operand, accumulator and result, column concat), so the region
 runs as a loop over row blocks of ``R`` rows. ``R`` is the largest divisor of the row count, at
 most ``max_block_rows``, for which the region's tiles fit the target's on-chip budgets (checked
@@ -107,7 +108,8 @@ class ConvertTensorToTileOps:
         def flush() -> None:
             for stmt in region:
                 _reject_uses(stmt, lowered_values)
-            out.extend(self._region(region, fn, names, target))
+            for part in independent_parts(region):
+                out.extend(self._region(part, fn, names, target))
             lowered_values.update(_region_defs(region))
             region.clear()
 
@@ -155,6 +157,37 @@ def _reject_carried_tensors(fn: Function) -> None:
                     stmt.span,
                     "carry a tile instead: load the block with pl.load(...) and update it with tile ops",
                 )
+
+
+def independent_parts(region: list[Stmt]) -> list[list[Stmt]]:
+    """The region split into parts that share nothing: no value one computes is used by another,
+    and no tensor one writes is touched by another. Each part keeps its statements' order and is
+    tiled on its own, so a ``[1, C]`` computation beside a ``[200, C]`` one does not make the
+    whole region run unblocked. Parts come in the order of their first statements."""
+    parent = list(range(len(region)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    def join(i: int, j: int) -> None:
+        parent[root(i)] = root(j)
+
+    defined = {s.target: i for i, s in enumerate(region) if isinstance(s, Assign)}
+    written = {s.value.args[0] for s in region if s.value.op == "tensor.assemble"}  # type: ignore[attr-defined]
+    touching: dict[Var, int] = {}
+    for i, stmt in enumerate(region):
+        for v in used_vars(stmt.value):  # type: ignore[attr-defined]
+            if v in defined:
+                join(i, defined[v])
+            elif v in written:
+                join(i, touching.setdefault(v, i))
+    parts: dict[int, list[Stmt]] = {}
+    for i, stmt in enumerate(region):
+        parts.setdefault(root(i), []).append(stmt)
+    return list(parts.values())
 
 
 def _divisors_at_most(n: int, limit: int) -> list[int]:
