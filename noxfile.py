@@ -1,5 +1,6 @@
 """Sessions: lint, tests (everything in one environment), isolated (each package alone),
-examples (every file under examples/), bench (modeled and wall-clock figures)."""
+examples (every file under examples/), bench (modeled and wall-clock figures), fuzz (generated
+programs: 1500 per family, 6000 in all; ``nox -s fuzz -- N`` runs N per family)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ PACKAGES: dict[str, list[str]] = {
     "pypto-models": ["pypto-ir", "pypto-passes", "pypto-lang", "pypto-models"],
 }
 NEEDS_NO_TORCH = ("pypto-ir", "pypto-passes")
+FUZZ_PER_FAMILY = 1500  # four families: 6000 generated programs
 
 
 def _install_all(session: nox.Session) -> None:
@@ -72,3 +74,20 @@ def bench(session: nox.Session) -> None:
     roofline, printed as ratios measured in one run (benchmarks/README.md records them)."""
     _install_all(session)
     session.run("python", str(ROOT / "benchmarks" / "bench.py"))
+
+
+@nox.session
+def fuzz(session: nox.Session) -> None:
+    """Generated programs (tests/fuzz): each must raise a PyptoError with a span or match torch.
+    Four families, FUZZ_PER_FAMILY programs each (or the number given after ``--``), a fresh
+    random seed per run, every distinct failure shrunk and printed with its source."""
+    _install_all(session)
+    per_family = session.posargs[0] if session.posargs else str(FUZZ_PER_FAMILY)
+    session.run(
+        "python",
+        "-m",
+        "pytest",
+        "-q",
+        str(ROOT / "tests" / "fuzz"),
+        env={"PYPTO_FUZZ_EXAMPLES": per_family},
+    )
