@@ -202,6 +202,7 @@ class Value:
     hi: float
     torch_float: bool = False  # torch computes a float here although pl's dtype is an integer
     row_max_of: str = ""  # a row_max of this value (the softmax shift stays <= 0)
+    everywhere: bool = False  # a reduction of a padded tile: valid over the whole tile
 
 
 def _fits(dtype: str, lo: float, hi: float) -> bool:
@@ -347,7 +348,7 @@ def unary_step(draw, chain: Chain) -> Value | None:
         return None
     name = chain.fresh()
     torch_float = v.torch_float or op in UNARY_FLOAT
-    out = Value(name, v.kind, v.dtype, lo2, hi2, torch_float)
+    out = Value(name, v.kind, v.dtype, lo2, hi2, torch_float, everywhere=v.everywhere)
     return chain.bind(out, f"pl.{op}({operand_pl})", f"{TORCH_UNARY[op]}({operand_ref})")
 
 
@@ -371,7 +372,7 @@ def binary_step(draw, chain: Chain) -> Value | None:
     else:
         pl_expr = f"pl.{op}({a.name}, {rhs_pl})"
     torch_float = a.torch_float or b.torch_float or op == "div"
-    out = Value(chain.fresh(), a.kind, a.dtype, lo, hi, torch_float)
+    out = Value(chain.fresh(), a.kind, a.dtype, lo, hi, torch_float, everywhere=a.everywhere)
     return chain.bind(out, pl_expr, f"{TORCH_BINARY[op]}({a.name}, {rhs_ref})")
 
 
@@ -423,7 +424,7 @@ def scalar_step(draw, chain: Chain) -> Value | None:
     torch_float = v.torch_float or isinstance(c, float) or op == "div"
     if what in ("overflow", "zero"):
         lo, hi = -d.limit, d.limit  # nothing below may rely on the bounds
-    out = Value(chain.fresh(), v.kind, v.dtype, lo, hi, torch_float)
+    out = Value(chain.fresh(), v.kind, v.dtype, lo, hi, torch_float, everywhere=v.everywhere)
     return chain.bind(out, pl_expr, f"{TORCH_BINARY[op]}({v.name}, {ref_c})")
 
 
@@ -442,7 +443,8 @@ def row_reduce_step(draw, chain: Chain) -> Value | None:
     chain.row_ops = True
     arg = chain.padded(v, pad)
     pl_expr = f"pl.{op}({arg}, {chain.tmp(v.dtype)})" if chain.level == "tile" else f"pl.{op}({arg})"
-    out = Value(chain.fresh(), "row", v.dtype, lo, hi, v.torch_float, v.name if op == "row_max" else "")
+    row_max_of = v.name if op == "row_max" else ""
+    out = Value(chain.fresh(), "row", v.dtype, lo, hi, v.torch_float, row_max_of, chain.partial)
     return chain.bind(out, pl_expr, f"{v.name}.{method}(1, keepdim=True)")
 
 
@@ -459,7 +461,7 @@ def col_reduce_step(draw, chain: Chain) -> Value | None:
     if not _fits(v.dtype, lo, hi):
         return None
     chain.col_ops = True
-    out = Value(chain.fresh(), "col", v.dtype, lo, hi, v.torch_float)
+    out = Value(chain.fresh(), "col", v.dtype, lo, hi, v.torch_float, everywhere=chain.partial)
     return chain.bind(out, f"pl.{op}({chain.padded(v, pad)})", f"{v.name}.{method}(0, keepdim=True)")
 
 
@@ -528,7 +530,9 @@ def cast_step(draw, chain: Chain) -> Value | None:
     if v.torch_float and not dst.is_float:
         chain.p.mark("either", "a cast of a value pl keeps as an integer and torch as a float")
     chain.p.tolerate(target)
-    out = Value(chain.fresh(), v.kind, target, lo, hi, v.torch_float and dst.is_float)
+    out = Value(
+        chain.fresh(), v.kind, target, lo, hi, v.torch_float and dst.is_float, everywhere=v.everywhere
+    )
     return chain.bind(
         out, f'pl.cast({v.name}, {dst.pl}, mode="{mode}")', f'_cast({v.name}, torch.{dst.torch}, "{mode}")'
     )
@@ -598,10 +602,11 @@ def _shape_of(kind: str, rows: int, cols: int) -> list[int]:
 
 
 @st.composite
-def _outputs_for(draw, chain: Chain) -> list[Value]:
-    """One or two chain results to write out (the last one always)."""
-    results = [chain.values[-1]]
-    computed = [v for v in chain.values[:-1] if v.name.startswith("v")]
+def _outputs_for(draw, chain: Chain, storable=lambda v: True) -> list[Value]:
+    """One or two chain results to write out (the last storable one always)."""
+    candidates = [v for v in chain.values if storable(v)]
+    results = [candidates[-1]]
+    computed = [v for v in candidates[:-1] if v.name.startswith("v")]
     if computed and draw(st.booleans()):
         results.append(draw(st.sampled_from(computed)))
     return results
@@ -681,7 +686,7 @@ def tensor_programs(draw) -> Program:
         wants.append(f'"out{k}": _into(out{k}, {v.name})')
     p.ref.append(f"return {{{', '.join(wants)}}}")
     _judge_tensor_budget(p, chain, rows, cols)
-    _judge_split(p, chain, split, rows, cols)
+    _judge_split(p, chain, split, rows, cols, tuple(results))
     return p
 
 
@@ -692,13 +697,18 @@ def _judge_tensor_budget(p: Program, chain: Chain, rows: int, cols: int) -> None
         p.mark("either", "the tiles may not fit the Vec budget")
 
 
-def _judge_split(p: Program, chain: Chain, split: str | None, rows: int, cols: int) -> None:
+def _judge_split(
+    p: Program, chain: Chain, split: str | None, rows: int, cols: int, stored: tuple[Value, ...] = ()
+) -> None:
     """docs/compiler.md: under LEFT_RIGHT row reductions and broadcasts need the whole row;
-    under UP_DOWN column reductions need the whole column; an extent of 1 does not split."""
-    if split == "LEFT_RIGHT" and (chain.row_ops or cols == 1):
+    under UP_DOWN column reductions need the whole column; an extent of 1 does not split, so a
+    computed [R, 1] value under LEFT_RIGHT or [1, C] value under UP_DOWN may be rejected. A
+    [1, C] operand of a column broadcast under UP_DOWN is not split: both lanes read it whole."""
+    thin = {v.kind for v in chain.values if v.name.startswith("v")} | {v.kind for v in stored}
+    if split == "LEFT_RIGHT" and (chain.row_ops or cols == 1 or "row" in thin):
         p.mark("either", "pl.split(LEFT_RIGHT) of a chain with row ops or one column")
-    if split == "UP_DOWN" and (chain.col_ops or rows == 1):
-        p.mark("either", "pl.split(UP_DOWN) of a chain with column reductions or one row")
+    if split == "UP_DOWN" and (chain.col_ops or rows == 1 or "col" in thin):
+        p.mark("either", "pl.split(UP_DOWN) of a chain with column ops or one row")
 
 
 # ---------------------------------------------------------------- family 2: tile row blocks
@@ -743,6 +753,13 @@ class Blocks:
     @property
     def partial(self) -> bool:
         return self.partial_rows or self.tile_cols > self.cols
+
+    def storable(self, v: Value) -> bool:
+        """A store writes a tile's valid region: a reduction of a padded tile is valid over the
+        whole tile, which hangs over the tensor when the block is partial along that axis."""
+        if not v.everywhere:
+            return True
+        return not (self.partial_rows if v.kind == "row" else self.tile_cols > self.cols)
 
     def head(self) -> list[str]:
         """The loop header and the ``rows`` of the current block; the body indents by 4."""
@@ -809,7 +826,7 @@ def tile_programs(draw) -> Program:
     mutation = draw(st.sampled_from((None,) * 5 + TILE_MUTATIONS))
     if mutation in ("operand_dtype", "operand_shape", "wrong_vector"):
         _mutate_operands(draw, p, chain, mutation, b.rows, b.cols, "tile")
-    results = draw(_outputs_for(chain))
+    results = draw(_outputs_for(chain, b.storable))
 
     before = [_load_line(v, b) for v in tensors.values if v.kind == "col"]  # loaded once
     tmp_cols = b.tile_cols + 8 if mutation == "tmp_shape" and chain.tmps else b.tile_cols
