@@ -238,12 +238,20 @@ class Chain:
         self.tmps: dict[str, str] = {}
         self.count = 0
         self.row_ops = self.col_ops = self.col_broadcasts = False
+        self.pending: list[tuple[str, str]] = []  # a step's judgements, kept if it binds
+
+    def note(self, level: str, reason: str) -> None:
+        """Judge the program for the step being built (forgotten if the step is dropped)."""
+        self.pending.append((level, reason))
 
     def fresh(self) -> str:
         self.count += 1
         return f"v{self.count}"
 
     def bind(self, value: Value, pl_expr: str, ref_expr: str) -> Value:
+        for level, reason in self.pending:
+            self.p.mark(level, reason)
+        self.pending.clear()
         self.pl_lines.append(f"{value.name} = {pl_expr}")
         self.ref_lines.append(f"{value.name} = {ref_expr}")
         self.values.append(value)
@@ -334,7 +342,7 @@ def unary_step(draw, chain: Chain) -> Value | None:
     op = draw(st.sampled_from(ops))
     operand_pl, operand_ref, lo, hi = v.name, v.name, v.lo, v.hi
     if op in UNARY_FLOAT and not d.is_float:
-        chain.p.mark("either", f"pl.{op} on an {v.dtype} value (torch computes floats)")
+        chain.note("either", f"pl.{op} on an {v.dtype} value (torch computes floats)")
     if (op in ("log", "rsqrt", "recip") and v.lo < 0.25) or (op == "sqrt" and v.lo < 0):
         operand_pl, operand_ref, lo, hi = _safe_positive(v)
     if op == "exp" and hi > 10:
@@ -361,7 +369,7 @@ def binary_step(draw, chain: Chain) -> Value | None:
     rhs_pl, rhs_ref, blo, bhi = b.name, b.name, b.lo, b.hi
     if op == "div":
         if not DTYPES[a.dtype].is_float:
-            chain.p.mark("either", f"pl.div of {a.dtype} values (torch divides in floats)")
+            chain.note("either", f"pl.div of {a.dtype} values (torch divides in floats)")
         if not _away_from_zero(b):
             rhs_pl, rhs_ref, blo, bhi = _safe_positive(b)
     lo, hi = _binary_bounds(op, (a.lo, a.hi), (blo, bhi))
@@ -398,17 +406,17 @@ def scalar_step(draw, chain: Chain) -> Value | None:
     c, what = draw(st.sampled_from(_scalar_choices(v.dtype)))
     d = DTYPES[v.dtype]
     if what == "range":
-        chain.p.mark("invalid", f"the scalar {c} does not fit {v.dtype}")
+        chain.note("invalid", f"the scalar {c} does not fit {v.dtype}")
         lo, hi = v.lo, v.hi
     else:
         if what == "float":
-            chain.p.mark("either", f"a float scalar {c} with an {v.dtype} value")
+            chain.note("either", f"a float scalar {c} with an {v.dtype} value")
         if what == "overflow":
-            chain.p.mark("either", f"the scalar {c} overflows {v.dtype}")
+            chain.note("either", f"the scalar {c} overflows {v.dtype}")
         if what == "zero" and op == "div":
-            chain.p.mark("either", "division by the scalar 0.0")
+            chain.note("either", "division by the scalar 0.0")
         if op == "div" and not d.is_float:
-            chain.p.mark("either", f"pl.div of an {v.dtype} value (torch divides in floats)")
+            chain.note("either", f"pl.div of an {v.dtype} value (torch divides in floats)")
         if what in ("overflow", "zero"):
             lo, hi = -math.inf, math.inf
         else:
@@ -485,7 +493,7 @@ def expand_step(draw, chain: Chain) -> Value | None:
         vref = vec.name
         if sign == "/":
             if not DTYPES[x.dtype].is_float:
-                chain.p.mark("either", f"pl.{op} of {x.dtype} values (torch divides in floats)")
+                chain.note("either", f"pl.{op} of {x.dtype} values (torch divides in floats)")
             if not _away_from_zero(vec):
                 return None
         if op == "row_expand_sub" and vec.row_max_of == x.name:
@@ -528,7 +536,7 @@ def cast_step(draw, chain: Chain) -> Value | None:
     if not _fits(target, lo, hi):
         return None
     if v.torch_float and not dst.is_float:
-        chain.p.mark("either", "a cast of a value pl keeps as an integer and torch as a float")
+        chain.note("either", "a cast of a value pl keeps as an integer and torch as a float")
     chain.p.tolerate(target)
     out = Value(
         chain.fresh(), v.kind, target, lo, hi, v.torch_float and dst.is_float, everywhere=v.everywhere
@@ -550,6 +558,7 @@ def chain_steps(draw, chain: Chain, steps: int, allow_col_reduce: bool) -> None:
     for _ in range(steps):
         maker = draw(st.sampled_from(pool))
         draw(maker(chain))
+        chain.pending.clear()  # a dropped step leaves no judgement behind
 
 
 # ---------------------------------------------------------------- family 1: tensor chains
