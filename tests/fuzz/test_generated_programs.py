@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 FUZZ_EXAMPLES = int(os.environ.get("PYPTO_FUZZ_EXAMPLES", "0"))
-CI_EXAMPLES = 40
+CI_EXAMPLES = 100  # per family: about 20 s for all four when they pass
 
 _SLOW_IS_FINE = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
 settings.register_profile(
