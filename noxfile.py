@@ -1,6 +1,7 @@
 """Sessions: lint, tests (everything in one environment), isolated (each package alone),
 examples (every file under examples/), bench (modeled and wall-clock figures), docs (redraw the
-docs' images, run the docs' tests)."""
+docs' images, run the docs' tests), fuzz (generated programs: 1500 per family, 6000 in all;
+``nox -s fuzz -- N`` runs N per family)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ PACKAGES: dict[str, list[str]] = {
 }
 # Installed alone (without test extras), these bring no torch: the compiler needs none.
 NEEDS_NO_TORCH = ("pypto-ir", "pypto-passes", "pypto-lang")
+FUZZ_PER_FAMILY = 1500  # four families: 6000 generated programs
 
 
 def _install_all(session: nox.Session) -> None:
@@ -84,3 +86,20 @@ def docs(session: nox.Session) -> None:
     _install_all(session)
     session.run("python", str(ROOT / "docs" / "images" / "make_images.py"))
     session.run("python", "-m", "pytest", str(ROOT / "tests" / "test_docs.py"), *session.posargs)
+
+
+@nox.session
+def fuzz(session: nox.Session) -> None:
+    """Generated programs (tests/fuzz): each must raise a PyptoError with a span or match torch.
+    Four families, FUZZ_PER_FAMILY programs each (or the number given after ``--``), a fresh
+    random seed per run, every distinct failure shrunk and printed with its source."""
+    _install_all(session)
+    per_family = session.posargs[0] if session.posargs else str(FUZZ_PER_FAMILY)
+    session.run(
+        "python",
+        "-m",
+        "pytest",
+        "-q",
+        str(ROOT / "tests" / "fuzz"),
+        env={"PYPTO_FUZZ_EXAMPLES": per_family},
+    )
