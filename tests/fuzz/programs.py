@@ -84,6 +84,13 @@ def _fits(c, x):
     return c
 
 
+def _div(a, b):
+    """pl.div: true division of floats; integers divide truncating toward zero, as in C."""
+    if not a.is_floating_point():
+        return torch.div(a, b, rounding_mode="trunc")
+    return torch.div(a, b)
+
+
 _ROUND = {
     "round": lambda v: torch.sign(v) * torch.floor(torch.abs(v) + 0.5),
     "rint": torch.round,
@@ -290,7 +297,7 @@ TORCH_BINARY = {
     "add": "torch.add",
     "sub": "torch.sub",
     "mul": "torch.mul",
-    "div": "torch.div",
+    "div": "_div",
     "maximum": "torch.maximum",
     "minimum": "torch.minimum",
 }
@@ -368,8 +375,6 @@ def binary_step(draw, chain: Chain) -> Value | None:
     op = draw(st.sampled_from(BINARY))
     rhs_pl, rhs_ref, blo, bhi = b.name, b.name, b.lo, b.hi
     if op == "div":
-        if not DTYPES[a.dtype].is_float:
-            chain.note("either", f"pl.div of {a.dtype} values (torch divides in floats)")
         if not _away_from_zero(b):
             rhs_pl, rhs_ref, blo, bhi = _safe_positive(b)
     lo, hi = _binary_bounds(op, (a.lo, a.hi), (blo, bhi))
@@ -379,7 +384,7 @@ def binary_step(draw, chain: Chain) -> Value | None:
         pl_expr = f"{a.name} {OPERATOR[op]} {rhs_pl}"
     else:
         pl_expr = f"pl.{op}({a.name}, {rhs_pl})"
-    torch_float = a.torch_float or b.torch_float or op == "div"
+    torch_float = a.torch_float or b.torch_float or (op == "div" and DTYPES[a.dtype].is_float)
     out = Value(chain.fresh(), a.kind, a.dtype, lo, hi, torch_float, everywhere=a.everywhere)
     return chain.bind(out, pl_expr, f"{TORCH_BINARY[op]}({a.name}, {rhs_ref})")
 
@@ -415,8 +420,6 @@ def scalar_step(draw, chain: Chain) -> Value | None:
             chain.note("either", f"the scalar {c} overflows {v.dtype}")
         if what == "zero" and op == "div":
             chain.note("either", "division by the scalar 0.0")
-        if op == "div" and not d.is_float:
-            chain.note("either", f"pl.div of an {v.dtype} value (torch divides in floats)")
         if what in ("overflow", "zero"):
             lo, hi = -math.inf, math.inf
         else:
@@ -429,7 +432,7 @@ def scalar_step(draw, chain: Chain) -> Value | None:
         pl_expr = f"{v.name} {OPERATOR[op]} {c!r}"
     else:
         pl_expr = f"pl.{op}({v.name}, {c!r})"
-    torch_float = v.torch_float or isinstance(c, float) or op == "div"
+    torch_float = v.torch_float or isinstance(c, float) or (op == "div" and d.is_float)
     if what in ("overflow", "zero"):
         lo, hi = -d.limit, d.limit  # nothing below may rely on the bounds
     out = Value(chain.fresh(), v.kind, v.dtype, lo, hi, torch_float, everywhere=v.everywhere)
@@ -491,11 +494,8 @@ def expand_step(draw, chain: Chain) -> Value | None:
         sign = ROW_EXPAND[op]
         vname, vlo, vhi = vec.name, vec.lo, vec.hi
         vref = vec.name
-        if sign == "/":
-            if not DTYPES[x.dtype].is_float:
-                chain.note("either", f"pl.{op} of {x.dtype} values (torch divides in floats)")
-            if not _away_from_zero(vec):
-                return None
+        if sign == "/" and not _away_from_zero(vec):
+            return None
         if op == "row_expand_sub" and vec.row_max_of == x.name:
             lo, hi = x.lo - x.hi, 0.0  # x - row_max(x) <= 0: the softmax shift
         else:
@@ -503,9 +503,10 @@ def expand_step(draw, chain: Chain) -> Value | None:
             lo, hi = _binary_bounds(binop, (x.lo, x.hi), (vlo, vhi))
         if not _fits(x.dtype, lo, hi):
             return None
-        torch_float = x.torch_float or vec.torch_float or sign == "/"
+        torch_float = x.torch_float or vec.torch_float or (sign == "/" and DTYPES[x.dtype].is_float)
         out = Value(chain.fresh(), "full", x.dtype, lo, hi, torch_float)
-        return chain.bind(out, f"pl.{op}({x.name}, {vname})", f"({x.name} {sign} {vref})")
+        ref = f"_div({x.name}, {vref})" if sign == "/" else f"({x.name} {sign} {vref})"
+        return chain.bind(out, f"pl.{op}({x.name}, {vname})", ref)
     chain.col_broadcasts = True
     if draw(st.booleans()):
         lo, hi = _mul_bounds((x.lo, x.hi), (vec.lo, vec.hi))

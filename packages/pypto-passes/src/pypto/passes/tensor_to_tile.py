@@ -318,6 +318,9 @@ class _RegionLowering:
         if op == "slice" and _is_view(stmt.target, self.defs):
             self._view(stmt.target, call)
             return
+        if op == "slice" and self._used_by_the_cube_only(stmt.target):
+            self._cube_slice(stmt.target, call)
+            return
         spaces = _OPERAND_SPACES.get(op, ())
         args = tuple(
             self._operand(a, spaces[i] if i < len(spaces) else _VEC_ROWS, call.span)
@@ -330,6 +333,24 @@ class _RegionLowering:
         self.body.append(Assign(tile, value, stmt.span))
         assert isinstance(value.type, TileType) and value.type.memory_space is not None
         self.tiles[(stmt.target, value.type.memory_space, True)] = tile
+
+    def _used_by_the_cube_only(self, x: Var) -> bool:
+        """Is every use of ``x`` in the region a matmul operand (the K-blocks AutoTileMatmul cut)?"""
+        uses = [
+            (i, s.value.op)  # type: ignore[attr-defined]
+            for s in self.region
+            for i, a in enumerate(s.value.args)  # type: ignore[attr-defined]
+            if a is x
+        ]
+        return bool(uses) and all(op in ("tensor.matmul", "tensor.matmul_acc") for _, op in uses)
+
+    def _cube_slice(self, target: Var, call: Call) -> None:
+        """A slice of a computed value that only the cube reads is cut on the cube side, from the
+        whole value in Mat (moved there once), rather than halved on the vector lanes."""
+        src, offsets = call.args
+        whole = self._tile(src, MemorySpace.Mat, True, call.span)
+        value = make_call("tile.slice", (whole, offsets), call.attrs, call.span)
+        self.tiles[(target, MemorySpace.Mat, True)] = self._emit(target.name, value, self.body)
 
     def _operand(self, x: Expr, placement: tuple[MemorySpace, bool], span: SourceSpan | None) -> Expr:
         """A tensor operand as a tile in ``placement``'s space; scalars and offset lists stay."""

@@ -1,0 +1,90 @@
+"""How tensor-level regions are tiled, on programs the fuzzer found rejected although valid: a
+region's independent parts are tiled apart, and a slice that only the cube reads is cut on the
+cube side. Numbers against torch on a2a3sim."""
+
+import pytest
+import torch
+
+import pypto.language as pl
+from pypto.ir import print_ir
+from pypto.runtime import RunConfig
+
+SIM = RunConfig(platform="a2a3sim")
+
+
+@pl.jit
+def wide_and_thin(
+    x: pl.Tensor[[200, 128], pl.FP32],
+    row: pl.Tensor[[1, 128], pl.FP32],
+    y: pl.Out[pl.Tensor[[200, 128], pl.FP32]],
+    r: pl.Out[pl.Tensor[[1, 128], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="parts"):
+        a = pl.exp(x)
+        b = pl.neg(row)  # shares nothing with the [200, 128] chain
+        c = pl.add(a, x)
+        y[:] = pl.mul(c, 2.0)
+        r[:] = b
+    return y
+
+
+def test_independent_parts_of_a_region_are_row_blocked_on_their_own():
+    x, row = torch.randn(200, 128), torch.randn(1, 128)
+    y, r = torch.zeros(200, 128), torch.zeros(1, 128)
+    wide_and_thin(x, row, y, r, config=SIM)
+    torch.testing.assert_close(y, (torch.exp(x) + x) * 2.0)
+    torch.testing.assert_close(r, -row)
+    assert "pl.range(0, 200, 100)" in print_ir(wide_and_thin.lower())  # rows stream in blocks
+
+
+def mixed_with_a_side_row(mode):
+    @pl.jit
+    def kernel(
+        a: pl.Tensor[[200, 16], pl.FP16],
+        b: pl.Tensor[[16, 256], pl.FP16],
+        gamma: pl.Tensor[[1, 256], pl.FP32],
+        out: pl.Out[pl.Tensor[[200, 256], pl.FP32]],
+        side: pl.Out[pl.Tensor[[1, 256], pl.FP32]],
+    ):
+        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(mode)], name_hint="mixed"):
+            acc = pl.matmul(a, b)
+            g = pl.neg(gamma)
+            out[:] = pl.relu(acc)
+            side[:] = g
+        return out
+
+    return kernel
+
+
+@pytest.mark.parametrize("mode", [pl.SplitMode.NONE, pl.SplitMode.UP_DOWN, pl.SplitMode.LEFT_RIGHT])
+def test_a_mixed_scope_with_an_independent_row_vector_streams_its_rows(mode):
+    a, b = torch.randn(200, 16, dtype=torch.float16), torch.randn(16, 256, dtype=torch.float16)
+    gamma = torch.randn(1, 256)
+    out, side = torch.zeros(200, 256), torch.zeros(1, 256)
+    mixed_with_a_side_row(mode)(a, b, gamma, out, side, config=SIM)
+    torch.testing.assert_close(out, torch.relu(a.float() @ b.float()), rtol=1e-3, atol=1e-3)
+    torch.testing.assert_close(side, -gamma)
+
+
+def prologue_into_a_k_blocked_matmul(mode):
+    @pl.jit
+    def kernel(
+        a: pl.Tensor[[1, 512], pl.FP16],
+        b: pl.Tensor[[512, 100], pl.FP16],
+        out: pl.Out[pl.Tensor[[1, 100], pl.FP32]],
+    ):
+        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(mode)], name_hint="mixed"):
+            scaled = pl.mul(a, 0.5)
+            acc = pl.matmul(scaled, b)  # K = 512 is blocked to fit L0B: slices of `scaled`
+            out[:] = pl.neg(acc)
+        return out
+
+    return kernel
+
+
+@pytest.mark.parametrize("mode", [pl.SplitMode.NONE, pl.SplitMode.LEFT_RIGHT])
+def test_k_blocks_of_a_vector_prologue_are_cut_on_the_cube_side(mode):
+    a, b = torch.randn(1, 512, dtype=torch.float16), torch.randn(512, 100, dtype=torch.float16)
+    out = torch.zeros(1, 100)
+    prologue_into_a_k_blocked_matmul(mode)(a, b, out, config=SIM)
+    torch.testing.assert_close(out, -((a * 0.5).float() @ b.float()), rtol=1e-2, atol=1e-2)
