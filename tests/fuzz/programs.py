@@ -374,9 +374,8 @@ def binary_step(draw, chain: Chain) -> Value | None:
     b = draw(st.sampled_from(partners))
     op = draw(st.sampled_from(BINARY))
     rhs_pl, rhs_ref, blo, bhi = b.name, b.name, b.lo, b.hi
-    if op == "div":
-        if not _away_from_zero(b):
-            rhs_pl, rhs_ref, blo, bhi = _safe_positive(b)
+    if op == "div" and not _away_from_zero(b):
+        rhs_pl, rhs_ref, blo, bhi = _safe_positive(b)
     lo, hi = _binary_bounds(op, (a.lo, a.hi), (blo, bhi))
     if not _fits(a.dtype, lo, hi):
         return None
