@@ -88,3 +88,44 @@ def test_k_blocks_of_a_vector_prologue_are_cut_on_the_cube_side(mode):
     out = torch.zeros(1, 100)
     prologue_into_a_k_blocked_matmul(mode)(a, b, out, config=SIM)
     torch.testing.assert_close(out, -((a * 0.5).float() @ b.float()), rtol=1e-2, atol=1e-2)
+
+
+@pl.jit
+def scaled_gamma(
+    x: pl.Tensor[[256, 1024], pl.FP32],
+    gamma: pl.Tensor[[1, 1024], pl.FP32],
+    out: pl.Out[pl.Tensor[[256, 1024], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="scale_cols"):
+        g = pl.add(pl.mul(gamma, 0.5), 1.0)  # one row, computed once
+        out[:] = pl.col_expand_mul(pl.exp(x), g)
+    return out
+
+
+def test_a_computed_column_vector_is_made_once_before_the_row_loop():
+    x, gamma = torch.randn(256, 1024), torch.randn(1, 1024)
+    out = torch.zeros(256, 1024)
+    scaled_gamma(x, gamma, out, config=SIM)
+    torch.testing.assert_close(out, torch.exp(x) * (gamma * 0.5 + 1.0))
+    text = print_ir(scaled_gamma.lower())
+    loop = text.index("pl.range(0, 256")
+    assert text.index("pl.tile.muls(") < loop < text.index("pl.tile.col_expand_mul(")
+
+
+@pytest.mark.parametrize("mode", [pl.SplitMode.NONE, pl.SplitMode.UP_DOWN, pl.SplitMode.LEFT_RIGHT])
+def test_k_blocks_of_a_large_prologue_stream_by_rows(mode):
+    @pl.jit
+    def kernel(
+        a: pl.Tensor[[64, 512], pl.FP32],
+        b: pl.Tensor[[512, 16], pl.FP32],
+        out: pl.Out[pl.Tensor[[64, 16], pl.FP32]],
+    ):
+        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(mode)], name_hint="mixed"):
+            scaled = pl.mul(a, 0.5)  # 128 KB whole: its K-blocks cross to the cube a row block at a time
+            out[:] = pl.neg(pl.matmul(scaled, b))
+        return out
+
+    a, b = torch.randn(64, 512), torch.randn(512, 16)
+    out = torch.zeros(64, 16)
+    kernel(a, b, out, config=SIM)
+    torch.testing.assert_close(out, -((a * 0.5) @ b), rtol=1e-4, atol=1e-3)

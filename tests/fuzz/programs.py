@@ -640,6 +640,10 @@ def _mutate_operands(draw, p: Program, chain: Chain, mutation: str, rows: int, c
     """An elementwise op whose operands differ in dtype or shape, or a broadcast of the wrong vector."""
     a = draw(st.sampled_from([v for v in chain.values if v.kind == "full"]))
     name = chain.fresh()
+    # A [R, 1] row vector is a [R, C] value when C == 1, and a [1, C] one an [R, 1] when R == C == 1:
+    # those "mutations" would be valid programs, so they change the dtype instead.
+    if (mutation == "operand_shape" and cols == 1) or (mutation == "wrong_vector" and rows == cols == 1):
+        mutation = "operand_dtype"
     if mutation == "operand_dtype":
         other = draw(st.sampled_from([d for d in DTYPES if d != a.dtype]))
         chain.pl_lines.append(

@@ -5,6 +5,8 @@ region become tiles; tensors from global memory are loaded where they are used (
 operands; Mat, then Left/Right, for matmul operands); ``tensor.assemble`` becomes ``tile.store``.
 
 A region's independent parts (sharing no computed value and no written tensor) are tiled apart.
+One-row values that serve only as broadcast column vectors (``pl.col_expand_mul(x, gamma * s)``)
+are computed once, whole, before the row loop.
 Each is tiled by rows: most ops are row-local (elementwise ops, row reductions and
 row broadcasts, a matmul's left operand, accumulator and result, column concat), so the region
 runs as a loop over row blocks of ``R`` rows. ``R`` is the largest divisor of the row count, at
@@ -129,12 +131,15 @@ class ConvertTensorToTileOps:
         return tuple(out)
 
     def _region(self, region: list[Stmt], fn: Function, names: NameGen, target: Target) -> list[Stmt]:
-        rows = _block_rows(region)
+        once = broadcast_rows(region)
+        rows = _block_rows(region, once)
+        if rows is None:
+            once = set()  # the region runs whole: everything in it is computed once anyway
         candidates = [None] if rows is None else _divisors_at_most(rows, self.max_block_rows)
         chosen: tuple[list[Stmt], NameGen] | None = None
         for block in candidates:
             trial_names = copy.deepcopy(names)
-            attempt = _RegionLowering(region, block, rows, trial_names, target).lower()
+            attempt = _RegionLowering(region, block, rows, trial_names, target, once).lower()
             if chosen is None:
                 chosen = (attempt, trial_names)  # nothing fits: the largest blocks name the overrun
             if fits_alone(attempt, fn, target):
@@ -198,14 +203,59 @@ def _region_defs(region: list[Stmt]) -> dict[Var, Call]:
     return {s.target: s.value for s in region if isinstance(s, Assign) and isinstance(s.value, Call)}
 
 
-def _block_rows(region: list[Stmt]) -> int | None:
-    """The common row count of the region's row-local values, or None if it cannot be tiled."""
+def broadcast_rows(region: list[Stmt]) -> set[Var]:
+    """Values the region computes once, whole, before its row loop: one-row values (a ``[1, C]``
+    gamma scaled, negated, ...) made only from one-row tensors and each other, and read only as
+    the column vector of ``col_expand`` / ``col_expand_mul`` or by other such values."""
+    defs = _region_defs(region)
+    found: set[Var] = set()
+    changed = True
+    while changed:
+        changed = False
+        for var, call in defs.items():
+            if var in found or not _one_row(var) or call.op in _WHOLE_REGION_OPS or call.op in _WHOLE_OPERAND:
+                continue
+            sources = [a for a in call.args if isinstance(a.type, TensorType)]
+            if call.op == "tensor.slice" or not all(
+                _one_row(a) and (a in found or a not in defs) for a in sources
+            ):
+                continue
+            if all(_reads_as_broadcast(stmt.value, var, found) for stmt in region if _reads(stmt, var)):  # type: ignore[arg-type]
+                found.add(var)
+                changed = True
+    return found
+
+
+def _one_row(x: Expr) -> bool:
+    return isinstance(x.type, TensorType) and len(x.type.shape) == 2 and x.type.shape[0] == 1
+
+
+def _reads(stmt: Stmt, var: Var) -> bool:
+    return any(a is var for a in stmt.value.args)  # type: ignore[attr-defined]
+
+
+def _reads_as_broadcast(call: Call, var: Var, found: set[Var]) -> bool:
+    """``call`` reads ``var`` only as its broadcast column vector, or is one-row work itself
+    (then it must end up in ``found`` too for ``var`` to count: checked as the fixpoint grows)."""
+    whole = _WHOLE_OPERAND.get(call.op)
+    if call.op in ("tensor.col_expand", "tensor.col_expand_mul"):
+        return all(a is not var or i == whole for i, a in enumerate(call.args))
+    return call.op != "tensor.assemble" and all(
+        _one_row(a) for a in call.args if isinstance(a.type, TensorType)
+    )
+
+
+def _block_rows(region: list[Stmt], once: set[Var]) -> int | None:
+    """The common row count of the region's row-local values, or None if it cannot be tiled.
+    Values in ``once`` are computed before the row loop and do not count."""
     defs = _region_defs(region)
     row_counts: set[int] = set()
     for stmt in region:
         call = stmt.value
         assert isinstance(call, Call)
-        operands = _row_operands(call, defs)
+        if isinstance(stmt, Assign) and stmt.target in once:
+            continue
+        operands = _row_operands(call, defs, once)
         if operands is None:
             return None
         if isinstance(stmt, Assign) and call.op != "tensor.slice":
@@ -218,20 +268,32 @@ def _block_rows(region: list[Stmt]) -> int | None:
     return row_counts.pop() if len(row_counts) == 1 else None
 
 
-def _row_operands(call: Call, defs: dict[Var, Call]) -> tuple[Expr, ...] | None:
+def _row_operands(call: Call, defs: dict[Var, Call], once: set[Var]) -> tuple[Expr, ...] | None:
     """The operands of ``call`` blocked by rows with its result; None if the region must run whole."""
     if call.op in _WHOLE_REGION_OPS:
         return None
     if call.op == "tensor.assemble":
         return (call.args[1],)
     if call.op == "tensor.slice":
-        return () if _is_view(call.args[0], defs) else None
+        if _is_view(call.args[0], defs):
+            return ()
+        return (call.args[0],) if _whole_rows(call) else None
     whole = _WHOLE_OPERAND.get(call.op)
     if whole is None:
         return call.args
-    if call.attrs.get("a_trans") or not _is_view(call.args[whole], defs):
+    if call.attrs.get("a_trans") or not (_is_view(call.args[whole], defs) or call.args[whole] in once):
         return None
     return tuple(a for i, a in enumerate(call.args) if i != whole)
+
+
+def _whole_rows(call: Call) -> bool:
+    """A slice that keeps every row (``x[:, k0:k0 + kb]``): it blocks by rows with its source."""
+    offsets = call.args[1]
+    assert isinstance(offsets, TupleExpr)
+    first = offsets.elements[0]
+    source = call.args[0].type
+    assert isinstance(source, TensorType)
+    return isinstance(first, Const) and first.value == 0 and call.attrs["shape"][0] == source.shape[0]
 
 
 def _is_view(x: Expr, defs: dict[Var, Call]) -> bool:
@@ -272,6 +334,7 @@ class _RegionLowering:
     rows: int | None
     names: NameGen
     target: Target
+    once: set[Var] = field(default_factory=set)  # computed whole, before the row loop
     tiles: dict[tuple[Var, MemorySpace, bool], Var] = field(default_factory=dict)
     views: dict[Var, tuple[Var, list[Expr]]] = field(default_factory=dict)  # slice -> (tensor, offsets)
     hoisted: list[Stmt] = field(default_factory=list)
@@ -289,6 +352,8 @@ class _RegionLowering:
         looped = self.block is not None and self.rows is not None and self.block < self.rows
         if looped:
             self.row = Var(self.names.fresh("r"), INDEX)
+        else:
+            self.once = set()  # no row loop: every value is computed once anyway
         self.defs = _region_defs(self.region)
         for stmt in self.region:
             self._stmt(stmt)
@@ -318,19 +383,25 @@ class _RegionLowering:
         if op == "slice" and _is_view(stmt.target, self.defs):
             self._view(stmt.target, call)
             return
-        if op == "slice" and self._used_by_the_cube_only(stmt.target):
-            self._cube_slice(stmt.target, call)
+        if op == "slice":
+            self._computed_slice(stmt.target, call)
             return
+        once = stmt.target in self.once
         spaces = _OPERAND_SPACES.get(op, ())
         args = tuple(
-            self._operand(a, spaces[i] if i < len(spaces) else _VEC_ROWS, call.span)
+            self._operand(
+                a,
+                (MemorySpace.Vec, False) if once else spaces[i] if i < len(spaces) else _VEC_ROWS,
+                call.span,
+            )
             for i, a in enumerate(call.args)
         )
+        sink = self.hoisted if once else self.body
         if op in _ROW_REDUCTIONS:
-            args = (*args, self._scratch(args[0]))
+            args = (*args, self._scratch(args[0], sink))
         value = make_call(f"tile.{op}", args, call.attrs, call.span)
         tile = Var(stmt.target.name, value.type, stmt.target.span)
-        self.body.append(Assign(tile, value, stmt.span))
+        sink.append(Assign(tile, value, stmt.span))
         assert isinstance(value.type, TileType) and value.type.memory_space is not None
         self.tiles[(stmt.target, value.type.memory_space, True)] = tile
 
@@ -344,13 +415,18 @@ class _RegionLowering:
         ]
         return bool(uses) and all(op in ("tensor.matmul", "tensor.matmul_acc") for _, op in uses)
 
-    def _cube_slice(self, target: Var, call: Call) -> None:
-        """A slice of a computed value that only the cube reads is cut on the cube side, from the
-        whole value in Mat (moved there once), rather than halved on the vector lanes."""
+    def _computed_slice(self, target: Var, call: Call) -> None:
+        """A slice of a value the region computes: of this block's rows when it keeps every row.
+        One that only the cube reads (AutoTileMatmul's K-blocks of a vector prologue) is cut on the
+        cube side, from the value moved to Mat once, rather than halved on the vector lanes."""
         src, offsets = call.args
-        whole = self._tile(src, MemorySpace.Mat, True, call.span)
-        value = make_call("tile.slice", (whole, offsets), call.attrs, call.span)
-        self.tiles[(target, MemorySpace.Mat, True)] = self._emit(target.name, value, self.body)
+        space = MemorySpace.Mat if self._used_by_the_cube_only(target) else MemorySpace.Vec
+        whole = self._tile(src, space, True, call.span)
+        shape = list(call.attrs["shape"])
+        if self.block is not None and _whole_rows(call):
+            shape[0] = self.block
+        value = make_call("tile.slice", (whole, offsets), {**call.attrs, "shape": tuple(shape)}, call.span)
+        self.tiles[(target, space, True)] = self._emit(target.name, value, self.body)
 
     def _operand(self, x: Expr, placement: tuple[MemorySpace, bool], span: SourceSpan | None) -> Expr:
         """A tensor operand as a tile in ``placement``'s space; scalars and offset lists stay."""
@@ -359,10 +435,10 @@ class _RegionLowering:
         space, row_local = placement
         return self._tile(x, space, row_local, span)
 
-    def _scratch(self, like: Expr) -> Var:
+    def _scratch(self, like: Expr, sink: list[Stmt]) -> Var:
         assert isinstance(like.type, TileType)
         attrs = {"shape": like.type.shape, "dtype": like.type.dtype, "target_memory": MemorySpace.Vec}
-        return self._emit("tmp", make_call("tile.create", (), attrs), self.body)
+        return self._emit("tmp", make_call("tile.create", (), attrs), sink)
 
     def _view(self, target: Var, call: Call) -> None:
         """``target = tensor.slice(src, offsets)`` of global memory: remember where it starts."""
