@@ -245,8 +245,23 @@ def budget_error(
                 " Lower its depth with optimizations=[pl.cross_core_slot(slot_num=N)] on the"
                 " enclosing pl.at(...), or shrink the tile that crosses the cube/vector boundary"
             )
-        hint = "the ring holds slot_num whole crossing tiles; pick the largest depth that fits"
+        hint = _ring_hint(rings, limit - (usage - size))
+        # An explicit pipe setup chose the depth: point at it rather than at the scope.
+        span = next((r.span for r in rings if r.span is not None), span)
     return MemoryBudgetError(message, span, hint)
+
+
+def _ring_hint(rings: list[Reservation], room: int) -> str:
+    """How deep the ring may be: ``room`` bytes of the space are left for it beside the tiles."""
+    hint = "the ring holds slot_num whole crossing tiles"
+    slot_size = rings[0].slot_size if len(rings) == 1 else None
+    if not slot_size:
+        return f"{hint}; pick the largest depth that fits"
+    depth = max(room, 0) // slot_size
+    if depth < 1:
+        return f"{hint} of {slot_size} bytes, and not one fits beside the tiles: shrink the tile that crosses"
+    left = f"{room} bytes are left for it beside the tiles"
+    return f"{hint} of {slot_size} bytes, and {left}: slot_num={depth} fits"
 
 
 @dataclass(frozen=True)
