@@ -7,7 +7,13 @@ import torch
 
 import pypto.language as pl
 from pypto.ir import PyptoError, VerificationError
-from pypto_sim_a2a3 import BarrierError, LoopStepError, OutOfBoundsError
+from pypto_sim_a2a3 import (
+    BarrierError,
+    DivisionByZeroError,
+    LoopStepError,
+    OutOfBoundsError,
+    ScalarRangeError,
+)
 
 T = pl.Tensor[[64, 64], pl.FP32]
 STEPS = pl.Tensor[[1], pl.INT32]
@@ -136,3 +142,42 @@ def test_cores_joining_one_barrier_round_with_the_same_barrier_run():
     a, ws, out = torch.randn(64, 64), torch.zeros(16, dtype=torch.int32), torch.zeros(64, 64)
     barrier_pair(lanes_soft=False)(a, ws, out)
     torch.testing.assert_close(out, a @ a, rtol=1e-4, atol=1e-4)
+
+
+I8 = pl.Tensor[[64, 64], pl.INT8]
+
+
+@pl.jit
+def spelled(x: T, x8: I8, values: STEPS, out: pl.Out[T], out8: pl.Out[I8]):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="spelled"):
+        v = pl.read(values, [0])
+        rows = pl.cast(v, pl.INDEX)
+        if v == 1:
+            pl.store(pl.add(pl.load(x8, [0, 0], [16, 64]), v * 300), [0, 0], out8)  # adds 300
+        if v == 2:
+            pl.store(pl.load(x, [0, 0], [16, 64], valid_shape=[rows * 16, 64]), [0, 0], out)  # valid 32
+        if v == 3:
+            pl.store(pl.load(x, [0, 0], [16, 64]), [64 // (rows - 3), 0], out)  # divides by 0
+    return out
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "message"),
+    [
+        (1, ScalarRangeError, "pl.add: the scalar 300 does not fit torch.int8 elements"),
+        (2, OutOfBoundsError, "pl.load: valid_shape [32, 64] leaves the tile's [16, 64] in dim 0"),
+        (3, DivisionByZeroError, "64 // 0: division by zero"),
+    ],
+)
+def test_a_run_time_error_names_the_op_as_the_user_wrote_it(value, error, message):
+    """pl.add with a scalar (not its internal scalar form), pl.load with a valid_shape, the // operator."""
+    with pytest.raises(error) as info:
+        spelled(
+            torch.randn(64, 64),
+            torch.ones(64, 64, dtype=torch.int8),
+            _int(value),
+            torch.zeros(64, 64),
+            torch.zeros(64, 64, dtype=torch.int8),
+        )
+    assert info.value.message.startswith(message)
+    assert info.value.span.line == _line({1: "# adds 300", 2: "# valid 32", 3: "# divides by 0"}[value])
