@@ -10,6 +10,7 @@ import torch
 import pypto.language as pl
 from pypto.ir import DeadlockError, RaceError
 from pypto.passes import CompileWarning
+from pypto_sim_a2a3 import PipeError
 
 torch.manual_seed(0)
 X = torch.randn(128, 128, dtype=torch.float16)
@@ -244,3 +245,45 @@ def test_publish_fence_syncall_invalidate_orders_the_read():
     )
     ordered(a, b, out)
     assert torch.allclose(out, torch.relu(a.float() @ b.float()), rtol=1e-2, atol=1e-2)
+
+
+# The lanes free a popped block, then read it while the cube pushes the next blocks into its slot.
+@pl.jit
+def read_after_free(
+    a: pl.Tensor[[256, 64], pl.FP32],
+    out: pl.Out[pl.Tensor[[256, 64], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="read_after_free"):
+        pl.aic_initialize_pipe(dir_mask=1, slot_size=8192, slot_num=2)
+        for i in pl.range(4):
+            pl.tpush_to_aiv(
+                pl.load(a, [i * 64, 0], [64, 64], target_memory=pl.Mem.Mat), split=pl.SplitMode.UP_DOWN
+            )
+        for lane in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):
+            pl.aiv_initialize_pipe(dir_mask=1, slot_size=8192, slot_num=2)
+            for j in pl.range(4):
+                block = pl.tpop_from_aic(shape=[32, 64], dtype=pl.FP32, split=pl.SplitMode.UP_DOWN)
+                pl.tfree_to_aic(block)  # given back too early
+                slow = pl.exp(pl.exp(pl.exp(pl.exp(pl.load(a, [lane * 32, 0], [32, 64])))))
+                pl.store(pl.add(block, pl.mul(slow, 0.0)), [j * 64 + lane * 32, 0], out)  # reads it
+    return out
+
+
+def test_a_popped_tile_read_after_its_tfree_is_a_pipe_error_naming_the_free():
+    """Not wrong numbers: once freed, the slot may already hold the cube's next block."""
+    with pytest.raises(PipeError) as info:
+        read_after_free(torch.randn(256, 64), torch.zeros(256, 64))
+    with open(__file__) as source:
+        lines = source.read().splitlines()
+    free, read = (
+        next(n for n, line in enumerate(lines, 1) if tag in line) for tag in ("too early", "# reads it")
+    )
+    assert info.value.message == (
+        f"in read_after_free_aiv: pl.add on AIV0 reads block after pl.tfree_to_aic(block) at {__file__}:{free} "
+        "gave its ring slot back to the producer, which may have overwritten it"
+    )
+    assert info.value.span.line == read
+    assert (
+        info.value.hint
+        == "free a popped tile after its last use: move pl.tfree_to_aic(block) below this line"
+    )
