@@ -287,3 +287,37 @@ def test_a_popped_tile_read_after_its_tfree_is_a_pipe_error_naming_the_free():
         info.value.hint
         == "free a popped tile after its last use: move pl.tfree_to_aic(block) below this line"
     )
+
+
+@pl.jit
+def no_barrier(
+    a: pl.Tensor[[128, 128], pl.FP16],
+    b: pl.Tensor[[128, 128], pl.FP16],
+    out: pl.Out[pl.Tensor[[128, 128], pl.FP32]],
+):
+    scratch = pl.create_tensor([128, 128], pl.FP32)
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="no_barrier"):
+        a_l1 = pl.load(a, [0, 0], [128, 128], target_memory=pl.Mem.Mat)
+        b_l1 = pl.load(b, [0, 0], [128, 128], target_memory=pl.Mem.Mat)
+        acc = pl.matmul(pl.move(a_l1, target_memory=pl.Mem.Left), pl.move(b_l1, target_memory=pl.Mem.Right))
+        pl.store(acc, [0, 0], scratch)  # the cube's write
+        for lane in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):
+            t = pl.load(scratch, [lane * 64, 0], [64, 128])  # the lanes' read
+            pl.store(pl.relu(t), [lane * 64, 0], out)
+    return out
+
+
+def test_a_read_that_ran_before_the_write_it_needed_is_a_race_whose_hint_orders_the_write_first():
+    """The lanes are not held back, so they read scratch before the cube writes it: reported as the
+    cube overwriting what they read, with the fix for either order the program meant."""
+    a, b = (torch.randn(128, 128, dtype=torch.float16) for _ in range(2))
+    with pytest.raises(RaceError) as info:
+        no_barrier(a, b, torch.zeros(128, 128))
+    assert info.value.message.startswith("cg0.AIC writes scratch[0:64, 0:128] at ")
+    assert "after cg0.AIV0 read it" in info.value.message
+    hint = info.value.hint
+    assert hint.startswith(
+        "if the read should see this write, order the write first: the writer publishes it"
+    )
+    assert "the reader invalidates (pl.system.cacheinvalid) before it reads" in hint
+    assert hint.endswith("pass a pl.system.syncall that the reader reached after its read before overwriting")
