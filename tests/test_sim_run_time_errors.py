@@ -181,3 +181,23 @@ def test_a_run_time_error_names_the_op_as_the_user_wrote_it(value, error, messag
         )
     assert info.value.message.startswith(message)
     assert info.value.span.line == _line({1: "# adds 300", 2: "# valid 32", 3: "# divides by 0"}[value])
+
+
+@pl.jit
+def rows_at(x: T, rows: STEPS, out: pl.Out[T]):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="rows_at"):
+        row = pl.cast(pl.read(rows, [0]), pl.INDEX)
+        out[0:16, :] = pl.exp(x[row : row + 16, :])  # a region of x at a run-time row
+    return out
+
+
+def test_a_subscript_outside_its_tensor_at_run_time_is_reported_at_the_subscript():
+    """Not at the op that uses the region, nor at the region write."""
+    with pytest.raises(OutOfBoundsError) as info:
+        rows_at(torch.randn(64, 64), _int(56), torch.zeros(64, 64))
+    assert info.value.message.startswith("pl.load: region [56:72] is outside dim 0 of size 64")
+    line = _line("# a region of x at a run-time row")
+    assert info.value.span.line == line
+    with open(__file__) as source:
+        text = source.read().splitlines()[line - 1]
+    assert text[info.value.span.col : info.value.span.end_col] == "x[row : row + 16, :]"
