@@ -201,3 +201,12 @@ def test_a_subscript_outside_its_tensor_at_run_time_is_reported_at_the_subscript
     with open(__file__) as source:
         text = source.read().splitlines()[line - 1]
     assert text[info.value.span.col : info.value.span.end_col] == "x[row : row + 16, :]"
+
+
+def test_a_run_time_loop_step_of_0_underlines_the_loop_header():
+    with pytest.raises(LoopStepError) as info:
+        kernel_step(torch.randn(64, 64), _int(0), torch.zeros(64, 64))
+    line = _line("# loop: kernel")
+    with open(__file__) as source:
+        text = source.read().splitlines()[line - 1]
+    assert text[info.value.span.col : info.value.span.end_col] == "for i in pl.range(0, 64, step)"
