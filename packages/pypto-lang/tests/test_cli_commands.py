@@ -185,6 +185,23 @@ def test_compile_dumps_the_passes(runner, tmp_path):
 
 
 @pytest.mark.parametrize(
+    ("directory", "why"),
+    [
+        ("afile/dumps", "afile is a file, not a directory"),
+        ("/proc/pypto-dumps", "cannot create a directory in /proc"),
+    ],
+)
+def test_compile_rejects_a_dump_directory_that_cannot_be_made_naming_the_option(
+    runner, tmp_path, directory, why
+):
+    (tmp_path / "afile").write_text("")
+    result = invoke(runner, "compile", "kernels.py::add", "-p", "testsim", "--dump-passes", directory)
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert f"Error: cannot write pass dumps to {directory} (from --dump-passes): {why}" in result.output
+    assert "hint: point --dump-passes at a directory that can be created and written" in result.output
+
+
+@pytest.mark.parametrize(
     ("args", "message"),
     [
         (["kernels.py"], "is not SCRIPT::KERNEL"),

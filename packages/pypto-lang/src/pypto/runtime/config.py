@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 from pypto.ir import SourceSpan
 from pypto.ir.tracebacks import call_site, raise_at_user_line
 from pypto.runtime import settings
-from pypto.runtime.profiling import check_profile_dir
+from pypto.runtime.profiling import check_output_dir, check_profile_dir
 from pypto.runtime.settings import DEFAULT, DEFAULT_PROFILE_ROOT, PROFILE_ENV, ConfigError, Origin, Setting
 
 # Where dump_passes=True writes, one sub-directory per kernel.
@@ -74,6 +74,16 @@ class RunConfig:
                 check_profile_dir(self.profile_dir, self._profile_origin)
             except ConfigError as err:
                 _raise_at(call, err)
+        if self.dump_passes is not False and self.dump_passes is not None:
+            try:  # before anything compiles, as for profile_dir
+                check_output_dir(
+                    self.dump_dir(""),
+                    Origin("RunConfig(dump_passes=...)", call_site()),
+                    "pass dumps",
+                    "pypto_passes",
+                )
+            except ConfigError as err:
+                _raise_at(err.span, err)
         if self.pipeline is not None:
             self.pipeline = tuple(self.pipeline)
 
