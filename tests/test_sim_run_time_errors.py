@@ -210,3 +210,21 @@ def test_a_run_time_loop_step_of_0_underlines_the_loop_header():
     with open(__file__) as source:
         text = source.read().splitlines()[line - 1]
     assert text[info.value.span.col : info.value.span.end_col] == "for i in pl.range(0, 64, step)"
+
+
+@pl.jit
+def float_offset(x: T, where: pl.Tensor[[1], pl.FP32], out: pl.Out[T]):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="float_offset"):
+        row = pl.cast(pl.read(where, [0]), pl.INDEX)  # a float read as an offset
+        pl.store(pl.load(x, [row, 0], [16, 64]), [0, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_a_nan_or_infinite_float_cast_to_an_index_is_a_scalar_range_error_at_the_cast(value):
+    """Not a load at offset -9223372036854775808."""
+    with pytest.raises(ScalarRangeError) as info:
+        float_offset(torch.randn(64, 64), torch.tensor([value]), torch.zeros(64, 64))
+    assert info.value.message == f"pl.cast: {value} has no pl.INDEX value"
+    assert info.value.span.line == _line("# a float read as an offset")
+    assert "NaN or infinite" in info.value.hint

@@ -14,6 +14,7 @@ in fp32 (ints in int32), and float->int casts round as the ``mode`` attr says an
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -156,6 +157,18 @@ def _cast(call: Call, args: Sequence[Any]) -> torch.Tensor:
 @implements("scalar.cast")
 def _scalar_cast(call: Call, args: Sequence[Any]) -> int | float | bool:
     value = args[0]
+    dtype = call.attrs["dtype"]
+    if (
+        isinstance(value, float)
+        and not math.isfinite(value)
+        and not dtype.is_float
+        and dtype is not DataType.BOOL
+    ):
+        raise ScalarRangeError(
+            f"pl.cast: {value} has no pl.{dtype.name} value",
+            call.span,
+            "a NaN or infinite float has no integer value: check where it comes from before casting it",
+        )
     # torch.tensor infers bool and int64 itself but would narrow a Python float to float32.
     x = torch.tensor(value, dtype=torch.float64) if isinstance(value, float) else torch.tensor(value)
     return cast_tensor(call, x, call.attrs["dtype"]).item()
