@@ -173,9 +173,21 @@ def config_file(start: Path | None = None) -> ConfigFile:
 def _read_config(path: Path, mtime_ns: int) -> ConfigFile:
     try:
         data = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"cannot read {path}: {exc}", hint="fix the file's TOML syntax") from None
-    table = data.get("tool", {}).get("pypto", {})
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc}", hint="make the file readable") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise _syntax_error(path, exc) from None
+    tool = data.get("tool", {})
+    table = tool.get("pypto", {}) if isinstance(tool, dict) else {}
+    if not isinstance(table, dict):
+        problem = f"{CONFIG_TABLE} must be a table of settings, got {table!r}"
+        span = _line_span(path, r"^\s*(tool\.)?pypto\s*=\s*")
+        raise ConfigError(
+            problem if span else f"{path}: {problem}",
+            span=span,
+            hint=f"write it as a table: {CONFIG_TABLE} on its own line, then a key per line, e.g. "
+            'platform = "a2a3sim"',
+        )
     for key, value in table.items():
         kind = KNOWN_KEYS.get(key)
         if kind is None:
@@ -184,7 +196,37 @@ def _read_config(path: Path, mtime_ns: int) -> ConfigFile:
         if not isinstance(value, kind):
             problem = f"{CONFIG_TABLE} {key} must be a {kind.__name__}, got {value!r}"
             raise _file_error(path, key, problem, f"write {key} = {EXAMPLES[key]}")
+        if kind is str and not value.strip():  # an empty name would silently mean the default
+            problem = f"{CONFIG_TABLE} {key} is empty"
+            raise _file_error(path, key, problem, f"write {key} = {EXAMPLES[key]}, or remove the line")
     return ConfigFile(path, table)
+
+
+def _syntax_error(path: Path, exc: tomllib.TOMLDecodeError) -> ConfigError:
+    """A TOML syntax error at the line and column tomllib names (its message ends with them)."""
+    text = str(exc)
+    where = re.search(r" \(at line (\d+), column (\d+)\)$", text)
+    span = SourceSpan(str(path), int(where[1]), int(where[2]) - 1) if where else None
+    reason = text[: where.start()] if where else text
+    return ConfigError(
+        f"{path} is not valid TOML: {reason}",
+        span=span,
+        hint='fix the TOML syntax there, e.g. platform = "a2a3sim"',
+    )
+
+
+def _line_span(path: Path, pattern: str) -> SourceSpan | None:
+    """The value on the first line of ``path`` that matches ``pattern`` (which ends before it)."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return None
+    for number, line in enumerate(lines, start=1):
+        match = re.match(pattern, line)
+        if match:
+            value = line[match.end() :].split(" #", 1)[0].rstrip()
+            return SourceSpan(str(path), number, match.end(), match.end() + max(len(value), 1))
+    return None
 
 
 def _file_error(path: Path, key: str, problem: str, hint: str) -> ConfigError:
