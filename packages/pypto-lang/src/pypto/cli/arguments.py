@@ -126,10 +126,30 @@ def call_arguments(kernel: JitFunction, given: dict[str, Any]) -> dict[str, Any]
             f"its parameters: {', '.join(names)}",
             hint=f"name one of its parameters, e.g. --arg {names[0]}=..." if names else "pass no --arg",
         )
+    for sig in kernel.signature:
+        if sig.name in given:
+            _check_kind(kernel, sig, given[sig.name])
     return {
         sig.name: given[sig.name] if sig.name in given else _annotated(kernel, sig)
         for sig in kernel.signature
     }
+
+
+def _check_kind(kernel: JitFunction, sig: Any, value: Any) -> None:
+    """A tensor parameter takes ``DTYPE[...]``, a scalar one a number: say so in --arg's terms."""
+    is_tensor = isinstance(value, TensorSpec)
+    if isinstance(sig.spec, TensorSpec) and not is_tensor:
+        raise ArgumentError(
+            f"--arg {sig.name}: parameter {sig.name!r} of {kernel.name} is a tensor ({sig.spec}), "
+            f"but the value is the number {value!r}",
+            hint=f"give its dtype and shape: --arg {sig.name}=fp16[128,256]",
+        )
+    if isinstance(sig.spec, ScalarSpec) and is_tensor:
+        raise ArgumentError(
+            f"--arg {sig.name}: parameter {sig.name!r} of {kernel.name} is a scalar ({sig.spec}), "
+            f"but the value is a tensor ({value})",
+            hint=f"give its value: --arg {sig.name}=4",
+        )
 
 
 def _annotated(kernel: JitFunction, sig: Any) -> Any:
