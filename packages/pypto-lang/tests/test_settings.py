@@ -91,6 +91,13 @@ def test_an_unknown_setting_in_the_config_file_is_an_error(project):
     assert "platform" in info.value.hint
 
 
+def test_an_unknown_setting_underlines_the_key(project):
+    (project / "pyproject.toml").write_text('[tool.pypto]\n"platfrom" = "x"\n')
+    with pytest.raises(ConfigError) as info:
+        settings.platform()
+    assert str(info.value).splitlines()[1:3] == ['    2 | "platfrom" = "x"', "      | ^^^^^^^^^^"]
+
+
 def test_a_setting_of_the_wrong_type_is_an_error(project):
     (project / "pyproject.toml").write_text("[tool.pypto]\nplatform = 3\n")
     with pytest.raises(ConfigError, match="platform must be a str, got 3"):

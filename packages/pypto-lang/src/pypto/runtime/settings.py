@@ -94,9 +94,9 @@ class ConfigFile:
         return Origin(f"{CONFIG_TABLE} {key} in {self.path}", _key_span(self.path, key))
 
 
-def _key_span(path: Path, key: str) -> SourceSpan | None:
-    """The value of ``key = ...`` inside the ``[tool.pypto]`` table of ``path`` (None for the
-    spellings this scan does not follow, e.g. a dotted key in ``[tool]``)."""
+def _key_span(path: Path, key: str, of_key: bool = False) -> SourceSpan | None:
+    """The value of ``key = ...`` inside the ``[tool.pypto]`` table of ``path`` (``of_key``: the
+    key itself); None for the spellings this scan does not follow, e.g. a dotted key in ``[tool]``."""
     assignment = re.compile(rf"""^\s*(["']?){re.escape(key)}\1\s*=\s*""")
     in_table = False
     try:
@@ -109,6 +109,9 @@ def _key_span(path: Path, key: str) -> SourceSpan | None:
             in_table = header.group(1).replace(" ", "") == "tool.pypto"
             continue
         match = assignment.match(line) if in_table else None
+        if match and of_key:
+            start = len(line) - len(line.lstrip())
+            return SourceSpan(str(path), number, start, start + len(line[start:].split("=", 1)[0].rstrip()))
         if match:
             value = line[match.end() :].split(" #", 1)[0].rstrip()
             return SourceSpan(str(path), number, match.end(), match.end() + max(len(value), 1))
@@ -192,7 +195,7 @@ def _read_config(path: Path, mtime_ns: int) -> ConfigFile:
         kind = KNOWN_KEYS.get(key)
         if kind is None:
             known = f"known settings: {', '.join(KNOWN_KEYS)}"
-            raise _file_error(path, key, f"unknown setting {key!r} in {CONFIG_TABLE}", known)
+            raise _file_error(path, key, f"unknown setting {key!r} in {CONFIG_TABLE}", known, of_key=True)
         if not isinstance(value, kind):
             problem = f"{CONFIG_TABLE} {key} must be a {kind.__name__}, got {value!r}"
             raise _file_error(path, key, problem, f"write {key} = {EXAMPLES[key]}")
@@ -229,9 +232,10 @@ def _line_span(path: Path, pattern: str) -> SourceSpan | None:
     return None
 
 
-def _file_error(path: Path, key: str, problem: str, hint: str) -> ConfigError:
-    """An error at the line that sets ``key``; the message names the file when no line is found."""
-    span = _key_span(path, key)
+def _file_error(path: Path, key: str, problem: str, hint: str, of_key: bool = False) -> ConfigError:
+    """An error at the line that sets ``key`` (under its value, or ``of_key``: under the key); the
+    message names the file when no line is found."""
+    span = _key_span(path, key, of_key)
     return ConfigError(problem if span else f"{path}: {problem}", span=span, hint=hint)
 
 
