@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import pypto.language as pl
-from pypto.ir import PyptoError, VerificationError
+from pypto.ir import MemoryBudgetError, PyptoError, VerificationError
 from pypto_sim_a2a3 import (
     BarrierError,
     DivisionByZeroError,
@@ -228,3 +228,36 @@ def test_a_nan_or_infinite_float_cast_to_an_index_is_a_scalar_range_error_at_the
     assert info.value.message == f"pl.cast: {value} has no pl.INDEX value"
     assert info.value.span.line == _line("# a float read as an offset")
     assert "NaN or infinite" in info.value.hint
+
+
+WIDE = pl.Tensor[[1, 65536], pl.FP32]
+
+
+@pl.jit
+def wide_add(x: WIDE, y: WIDE, out: pl.Out[WIDE]):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="wide_add"):
+        out[:] = pl.add(x, y)
+    return out
+
+
+@pl.jit
+def wide_add_by_columns(x: WIDE, y: WIDE, out: pl.Out[WIDE]):
+    for c in pl.range(0, 65536, 1024):
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="wide_add"):
+            out[:, c : c + 1024] = pl.add(x[:, c : c + 1024], y[:, c : c + 1024])
+    return out
+
+
+def test_a_row_too_wide_for_vec_gets_a_hint_to_split_the_columns_and_that_split_runs():
+    """Fewer rows cannot help a single row: the hint says to work on column blocks."""
+    x, y = torch.randn(1, 65536), torch.randn(1, 65536)
+    with pytest.raises(MemoryBudgetError) as info:
+        wide_add(x, y, torch.zeros(1, 65536))
+    assert "fewer rows" not in info.value.hint
+    assert info.value.hint.startswith(
+        "the tiles are single rows already, and one row (Tile[[1, 65536], FP32, Vec]"
+    )
+    assert "x[:, c : c + 1024] for c in a pl.range loop" in info.value.hint
+    out = torch.zeros(1, 65536)
+    wide_add_by_columns(x, y, out)
+    torch.testing.assert_close(out, x + y)
