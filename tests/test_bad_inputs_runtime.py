@@ -1536,7 +1536,7 @@ ROWS = [
             'with pl.at(level=pl.Level.CORE_GROUP, name_hint="bare"):  # <-',
         ),
         MemoryBudgetError,
-        "Vec buffer usage (800000 bytes) exceeds platform limit (188416 bytes)",
+        "Vec buffer usage (400000 bytes) exceeds platform limit (188416 bytes)",
         'pl.at(level=pl.Level.CORE_GROUP, name_hint="bare")',
     ),
     Bad(
