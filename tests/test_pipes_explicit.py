@@ -321,3 +321,37 @@ def test_a_read_that_ran_before_the_write_it_needed_is_a_race_whose_hint_orders_
     )
     assert "the reader invalidates (pl.system.cacheinvalid) before it reads" in hint
     assert hint.endswith("pass a pl.system.syncall that the reader reached after its read before overwriting")
+
+
+@pl.jit
+def one_lane_pushes(
+    x: pl.Tensor[[64, 64], pl.FP32],
+    b: pl.Tensor[[64, 64], pl.FP16],
+    out: pl.Out[pl.Tensor[[64, 64], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="one_lane_pushes"):
+        pl.aic_initialize_pipe(dir_mask=2, slot_size=8192, slot_num=2)
+        g = pl.tpop_from_aiv(shape=[64, 64], dtype=pl.FP16, split=pl.SplitMode.UP_DOWN)
+        b_l1 = pl.load(b, [0, 0], [64, 64], target_memory=pl.Mem.Mat)
+        acc = pl.matmul(pl.move(g, target_memory=pl.Mem.Left), pl.move(b_l1, target_memory=pl.Mem.Right))
+        pl.tfree_to_aiv(g)
+        pl.store(acc, [0, 0], out)
+        for lane in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):
+            pl.aiv_initialize_pipe(dir_mask=2, slot_size=8192, slot_num=2)
+            if lane == 0:
+                share = pl.cast(pl.load(x, [0, 0], [32, 64]), pl.FP16)
+                pl.tpush_to_aic(share, split=pl.SplitMode.UP_DOWN)  # lane 0's share only
+    return out
+
+
+def test_a_gather_only_one_lane_pushed_to_is_a_deadlock_at_that_push_naming_the_missing_share():
+    with pytest.raises(DeadlockError) as info:
+        one_lane_pushes(torch.randn(64, 64), torch.randn(64, 64, dtype=torch.float16), torch.zeros(64, 64))
+    with open(__file__) as source:
+        push = next(n for n, line in enumerate(source, 1) if "# lane 0's share only" in line)
+    assert info.value.span.line == push
+    assert (
+        "AIV0 finished after 1 push(es), AIV1 finished after 0 push(es): one lane's share of a tile is missing"
+        in (info.value.message)
+    )
+    assert info.value.hint == "both AIV lanes push their share of every tile"
