@@ -174,6 +174,38 @@ def streamed(lanes: str, pushes: int = 4, slot_num: int = 2) -> str:
     )
 
 
+V2C_INIT = "dir_mask=2, slot_size=8192, slot_num=2"
+POP_GATHERED = "g = pl.tpop_from_aiv(shape=[64, 64], dtype=pl.FP16, split=pl.SplitMode.UP_DOWN)"
+CUBE_USES_G = f"""\
+{POP_GATHERED}
+b_l1 = pl.load(b, [0, 0], [64, 64], target_memory=pl.Mem.Mat)
+acc = pl.matmul(pl.move(g, target_memory=pl.Mem.Left), pl.move(b_l1, target_memory=pl.Mem.Right))
+pl.tfree_to_aiv(g)
+pl.store(acc, [0, 0], out)
+"""
+PUSH_SHARE = (
+    "pl.tpush_to_aic(pl.cast(pl.load(x, [lane * 32, 0], [32, 64]), pl.FP16), split=pl.SplitMode.UP_DOWN)"
+)
+
+
+def gathered(cube: str = CUBE_USES_G, lanes: str = PUSH_SHARE) -> str:
+    """The explicit vector->cube pipe: each lane pushes its FP16 half of x, the cube pops the whole
+    tile and multiplies it by b (``cube``)."""
+    return (
+        "@pl.jit\n"
+        "def k(x: T, b: H, out: pl.Out[T]):\n"
+        '    with pl.at(level=pl.Level.CORE_GROUP, name_hint="gather"):\n'
+        f"        pl.aic_initialize_pipe({V2C_INIT})\n"
+        f"{_block(cube, 8)}"
+        "        for lane in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):\n"
+        f"            pl.aiv_initialize_pipe({V2C_INIT})\n"
+        f"{_block(lanes, 12)}"
+        "    return out\n\n\n"
+        "def go():\n"
+        "    k(f32(), f16(), zeros())\n"
+    )
+
+
 def split_at(options: str) -> str:
     """The ``pl.at(...)`` of :func:`split_scope`."""
     return f'pl.at(level=pl.Level.CORE_GROUP, optimizations=[{options}], name_hint="mixed")'
@@ -664,6 +696,59 @@ ROWS = [
         DeadlockError,
         "AIV1's ring (AIC pushed 1, 0 popped, 0 freed): slot 0 ready",
         "pl.tpush_to_aiv(acc, split=pl.SplitMode.UP_DOWN)",
+    ),
+    Bad(
+        "gather-only-one-lane-pushes",
+        gathered(lanes=f"if lane == 0:\n    {PUSH_SHARE}  # <-"),
+        DeadlockError,
+        "AIV1 finished after 0 push(es): one lane's share of a tile is missing",
+        PUSH_SHARE,
+    ),
+    Bad(
+        "gather-lanes-push-different-splits",
+        gathered(
+            lanes=f"""\
+            if lane == 0:
+                {PUSH_SHARE}
+            if lane == 1:
+                {PUSH_SHARE.replace("UP_DOWN", "LEFT_RIGHT")}  # <-
+            """
+        ),
+        PipeError,
+        "tpush_to_aic from AIV1 puts Tile[[32, 128], FP16, Mat] (split=LEFT_RIGHT) into slot 0 of pipe gather_v2c",
+        PUSH_SHARE.replace("UP_DOWN", "LEFT_RIGHT"),
+    ),
+    Bad(
+        "gather-popped-as-a-half",
+        gathered(
+            cube=CUBE_USES_G.replace(POP_GATHERED, POP_GATHERED.replace("[64, 64]", "[32, 64]") + "  # <-")
+        ),
+        PipeError,
+        "tpop_from_aiv pops Tile[[32, 64], FP16, Mat] with split=UP_DOWN from pipe gather_v2c, but slot 0 holds "
+        "Tile[[64, 64], FP16, Mat]",
+        POP_GATHERED.replace("[64, 64]", "[32, 64]").removeprefix("g = "),
+    ),
+    Bad(
+        "gather-read-after-its-free",
+        gathered(
+            cube=f"""\
+            {POP_GATHERED}
+            pl.tfree_to_aiv(g)
+            b_l1 = pl.load(b, [0, 0], [64, 64], target_memory=pl.Mem.Mat)
+            acc = pl.matmul(pl.move(g, target_memory=pl.Mem.Left), pl.move(b_l1, target_memory=pl.Mem.Right))  # <-
+            pl.store(acc, [0, 0], out)
+            """
+        ),
+        PipeError,
+        "pl.move on AIC reads g after pl.tfree_to_aiv(g) at",
+        "pl.move(g, target_memory=pl.Mem.Left)",
+    ),
+    Bad(
+        "gather-freed-twice",
+        gathered(cube=CUBE_USES_G + "pl.tfree_to_aiv(g)  # <-\n"),
+        PipeError,
+        "tfree_to_aiv(g) on AIC: g is not a popped tile that is still unfreed",
+        "pl.tfree_to_aiv(g)",
     ),
     Bad(
         "lane-1-computes-on-a-token",
