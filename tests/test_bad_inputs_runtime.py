@@ -2118,6 +2118,39 @@ def fixed(x: pl.Tensor[[64, 64], pl.FP32], out: pl.Out[pl.Tensor[[64, 64], pl.FP
 
 fixed(torch.randn(32, 64), torch.zeros(64, 64))
 """
+TYPE_ERROR = """\
+import pypto.language as pl
+
+
+@pl.jit
+def mismatched(a: pl.Tensor[[64, 64], pl.FP32], b: pl.Tensor[[32, 64], pl.FP32], out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="mismatched"):
+        out[:] = pl.add(a, b)
+    return out
+"""
+DEADLOCK = """\
+import torch
+
+import pypto.language as pl
+
+
+@pl.jit
+def stuck(a: pl.Tensor[[64, 64], pl.FP16], b: pl.Tensor[[64, 64], pl.FP16], out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="stuck"):
+        pl.aic_initialize_pipe(dir_mask=1, slot_size=8192, slot_num=2)
+        a_l1 = pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat)
+        b_l1 = pl.load(b, [0, 0], [64, 64], target_memory=pl.Mem.Mat)
+        acc = pl.matmul(pl.move(a_l1, target_memory=pl.Mem.Left), pl.move(b_l1, target_memory=pl.Mem.Right))
+        pl.store(acc, [0, 0], out)
+        for lane in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):
+            pl.aiv_initialize_pipe(dir_mask=1, slot_size=8192, slot_num=2)
+            t = pl.tpop_from_aic(shape=[32, 64], dtype=pl.FP32, split=pl.SplitMode.UP_DOWN)
+            pl.tfree_to_aic(t)
+    return out
+
+
+stuck(torch.randn(64, 64, dtype=torch.float16), torch.randn(64, 64, dtype=torch.float16), torch.zeros(64, 64))
+"""
 RAISES = """\
 def f():
     raise ValueError("the script's own error")
@@ -2131,8 +2164,9 @@ USAGE = "Try 'pypto"  # Click's own usage errors end with where to read more: th
 
 @dataclass(frozen=True)
 class BadCommand:
-    """One bad ``pypto`` command line (in a directory holding ``kernels.py``, ``bad_call.py``,
-    ``raises.py``, a file ``afile`` and the row's ``pyproject.toml``): its exit status, the parts its
+    """One bad ``pypto`` command line (in a directory holding the scripts ``kernels.py``,
+    ``bad_call.py``, ``type_error.py``, ``deadlock.py``, ``raises.py``, a file ``afile`` and the
+    row's ``pyproject.toml``): its exit status, the parts its
     message must show (the bad value and where it came from) and a part of its hint."""
 
     id: str
@@ -2339,6 +2373,24 @@ COMMANDS = [
         "point --dump-passes at a directory",
     ),
     BadCommand(
+        "compile-a-kernel-with-a-type-error",
+        ["compile", "type_error.py::mismatched"],
+        1,
+        (
+            "type_error.py:7:18: error: pl.add: operand shape mismatch",
+            "    7 |         out[:] = pl.add(a, b)",
+            "^^^",
+        ),
+        "the same shape",
+    ),
+    BadCommand(
+        "run-a-kernel-that-deadlocks",
+        ["run", "deadlock.py"],
+        1,
+        ("deadlock.py:16:17: error: every live core is blocked:", "more pops than pushes", "^^^^"),
+        "every tpop needs a matching tpush",
+    ),
+    BadCommand(
         "compile-a-script-that-raises",
         ["compile", "raises.py::f"],
         1,
@@ -2519,6 +2571,8 @@ def project(isolated: Path, monkeypatch) -> Path:
     (isolated / "kernels.py").write_text(SCRIPT)
     (isolated / "bad_call.py").write_text(BAD_CALL)
     (isolated / "raises.py").write_text(RAISES)
+    (isolated / "type_error.py").write_text(TYPE_ERROR)
+    (isolated / "deadlock.py").write_text(DEADLOCK)
     (isolated / A_FILE).write_text("not a directory")
     monkeypatch.setenv("PYPTO_CACHE_DIR", str(isolated / "cache"))
     monkeypatch.delenv("PYPTO_CACHE")
