@@ -25,7 +25,7 @@ import traceback
 import uuid
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
@@ -415,6 +415,17 @@ ROWS = [
         PlatformError,
         "(4 per direction when both directions are used)",
         split_at("pl.split(pl.SplitMode.UP_DOWN), pl.cross_core_slot(slot_num=5)"),
+    ),
+    Bad(
+        "cross-core-slot-on-a-hand-made-pipe",
+        pipes().replace(
+            '    with pl.at(level=pl.Level.CORE_GROUP, name_hint="mm"):',
+            "    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.cross_core_slot(slot_num=4)]):  # <-",
+        ),
+        ParseError,
+        "pl.cross_core_slot(slot_num=4) sets the depth of the automatic pipe, but this scope sets up its pipe by "
+        "hand (pl.aic_initialize_pipe at line",
+        "pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.cross_core_slot(slot_num=4)])",
     ),
     Bad(
         "pipe-slot-num-beyond-the-hardware",
@@ -1899,6 +1910,158 @@ ROWS = [
 ]
 
 
+# Rows rewritten as their hint says, (old, new) in the module or the pyproject.toml: each must then
+# run clean. A hint that suggests something that also fails is a bug too.
+FIXES: dict[str, tuple[tuple[str, str], ...]] = {
+    "ring-too-deep-for-vec": (("cross_core_slot(slot_num=4)", "cross_core_slot(slot_num=2)"),),
+    "explicit-ring-too-deep-for-vec": (("slot_num=4)", "slot_num=2)"),),
+    "cross-core-slot-on-a-hand-made-pipe": (
+        ("optimizations=[pl.cross_core_slot(slot_num=4)]", 'name_hint="mm"'),
+        (C2V_INIT, "dir_mask=1, slot_size=8192, slot_num=4"),
+    ),
+    "cross-core-slot-beyond-the-hardware": (("slot_num=9", "slot_num=8"),),
+    "cross-core-slot-beyond-the-hardware-both-ways": (("slot_num=5", "slot_num=4"),),
+    "pipe-slot-num-beyond-the-hardware": (("slot_num=9", "slot_num=8"),),
+    "pipe-slot-num-beyond-the-hardware-both-ways": (("slot_num=5", "slot_num=4"),),
+    "pipe-slot-size-misaligned": (("slot_size=8200", "slot_size=8224"),),
+    "tile-bigger-than-a-slot": (("slot_size=4096", "slot_size=8192"),),
+    "push-without-setup": (
+        ("    a_l1 = pl.load(a,", f"    pl.aic_initialize_pipe({C2V_INIT})\n        a_l1 = pl.load(a,"),
+    ),
+    "setup-differs-in-slot-size": (("slot_size=16384", "slot_size=8192"),),
+    "setup-differs-in-direction": (("dir_mask=3", "dir_mask=1"),),
+    "setup-differs-in-depth": (("slot_num=4", "slot_num=2"),),
+    "pop-a-smaller-shape-than-pushed": (("shape=[16, 64]", "shape=[32, 64]"),),
+    "pop-another-dtype-than-pushed": (("dtype=pl.FP16", "dtype=pl.FP32"), ("pl.cast(t, pl.FP32)", "t")),
+    "pop-another-split-than-pushed": (("split=pl.SplitMode.LEFT_RIGHT", "split=pl.SplitMode.UP_DOWN"),),
+    "free-twice": (("pl.tfree_to_aic(t)\n            pl.tfree_to_aic(t)", "pl.tfree_to_aic(t)"),),
+    "free-a-loaded-tile": (("            pl.tfree_to_aic(u)  # <-\n", ""),),
+    "use-after-free": (
+        ("            pl.tfree_to_aic(first)\n", ""),
+        ("[lane * 32, 0], out)  # <-", "[lane * 32, 0], out)\n            pl.tfree_to_aic(first)"),
+    ),
+    "missing-tfree": (
+        (
+            "pl.store(t, [j * 64 + lane * 32, 0], out)",
+            "pl.store(t, [j * 64 + lane * 32, 0], out)\n                pl.tfree_to_aic(t)",
+        ),
+    ),
+    "more-pops-than-pushes": (("pl.range(5)", "pl.range(4)"),),
+    "gather-lanes-push-different-splits": (("split=pl.SplitMode.LEFT_RIGHT", "split=pl.SplitMode.UP_DOWN"),),
+    "gather-read-after-its-free": (
+        ("        pl.tfree_to_aiv(g)\n", ""),
+        ("pl.store(acc, [0, 0], out)", "pl.tfree_to_aiv(g)\n        pl.store(acc, [0, 0], out)"),
+    ),
+    "lanes-of-a-region-store-one-place": (("[32, 64])), [0, 0], out)", "[32, 64])), [lane * 32, 0], out)"),),
+    "split-rejects-col-sum-across-rows": (("pl.SplitMode.UP_DOWN", "pl.SplitMode.LEFT_RIGHT"),),
+    "split-rejects-row-sum-across-columns": (("pl.SplitMode.LEFT_RIGHT", "pl.SplitMode.UP_DOWN"),),
+    "split-rejects-a-view": (("pl.split(pl.SplitMode.UP_DOWN)", "pl.split(pl.SplitMode.NONE)"),),
+    "split-of-one-row": (("pl.SplitMode.UP_DOWN", "pl.SplitMode.LEFT_RIGHT"),),
+    "split-gathers-an-odd-extent": (("x[0:15, :]", "x[0:16, :]"), ("out[0:15, :]", "out[0:16, :]")),
+    "read-after-write-not-published": (
+        ("    pl.system.fence()", "    pl.system.cacheinvalid()\n        pl.system.fence()"),
+    ),
+    "read-after-write-not-fenced": (
+        (
+            "        pl.system.syncall()\n        for",
+            "        pl.system.fence()\n        pl.system.syncall()\n        for",
+        ),
+    ),
+    "read-after-write-not-invalidated": (
+        (
+            "            pl.system.syncall()\n",
+            "            pl.system.syncall()\n            pl.system.cacheinvalid()\n",
+        ),
+    ),
+    "read-after-write-lanes-to-cube": (
+        (
+            "        pl.system.syncall()\n        s_l1",
+            "        pl.system.syncall()\n        pl.system.cacheinvalid()\n        s_l1",
+        ),
+    ),
+    "write-after-write-two-lanes": (
+        ("pl.SplitMode.NONE", "pl.SplitMode.UP_DOWN"),
+        (
+            "pl.store(pl.load(x, [0, 0], [64, 64]), [0, 0], out)",
+            "pl.store(pl.load(x, [lane * 32, 0], [32, 64]), [lane * 32, 0], out)",
+        ),
+    ),
+    "write-after-write-barrier-without-publish": (
+        (
+            "pl.store(t, [0, 0], out)\n",
+            "pl.store(t, [0, 0], out)\n                pl.system.cacheinvalid()\n                pl.system.fence()\n",
+        ),
+    ),
+    "soft-sync-workspace-not-zeroed": (("workspace(1)", "workspace(0)"),),
+    "soft-sync-counts-more-cores-than-the-launch-has": (("used_cores=5", "used_cores=3"),),
+    "soft-and-hard-sync-meet": (
+        ('pl.system.syncall(mode="soft", gm_workspace=ws, used_cores=3)', "pl.system.syncall()"),
+    ),
+    "hard-sync-one-lane-skips": (
+        (
+            'if lane == 0:\n                pl.system.syncall(core_type="aiv")',
+            'pl.system.syncall(core_type="aiv")',
+        ),
+    ),
+    "cube-sync-on-the-lanes": (('core_type="aic"', 'core_type="aiv"'),),
+    "invalidate-a-region-outside-the-tensor": (("ints(56)", "ints(48)"),),
+    "no-dep-args-removes-a-read-after-write": ((", no_dep_args=[scratch]", ""),),
+    "no-dep-args-removes-a-write-after-read": ((", no_dep_args=[x]", ""),),
+    "no-dep-args-over-overlapping-writes": (
+        ("out[0:40, :] = pl.exp(x[0:40, :])", "out[0:32, :] = pl.exp(x[0:32, :])"),
+    ),
+    "manual-dep-tensor-without-deps": (
+        ('name_hint="produce"):', 'name_hint="produce") as produced:'),
+        ('name_hint="consume"):', 'name_hint="consume", deps=[produced]):'),
+    ),
+    "manual-scope-without-deps": (
+        ('name_hint="produce"):', 'name_hint="produce") as produced:'),
+        ('name_hint="consume"):', 'name_hint="consume", deps=[produced]):'),
+    ),
+    "parallel-iterations-write-one-region": (("out[0:16, :] =", "out[i * 16 : i * 16 + 16, :] ="),),
+    "parallel-iterations-accumulate": (("pl.parallel(3)", "pl.range(3)"),),
+    "spmd-blocks-write-one-region": (("out[0:16, :] =", "out[i * 16 : i * 16 + 16, :] ="),),
+    "spmd-blocks-past-the-tensor": (("pl.spmd(8)", "pl.spmd(4)"),),
+    "spmd-of-a-zero-count": (("k(f32(), 0, zeros())", "k(f32(), 4, zeros())"),),
+    "load-at-a-run-time-offset-past-the-end": (("ints(56)", "ints(48)"),),
+    "run-time-valid-shape-larger-than-the-tile": (("ints(32)", "ints(16)"),),
+    "scalar-floor-division-by-a-run-time-zero": (
+        ("    k(f32(), i32()", "    k(f32(), i32()"),
+        ("ints()", "ints(2)"),
+    ),
+    "run-time-loop-step-of-zero": (("ints()", "ints(1)"),),
+    "run-time-scalar-beyond-an-int8-tile": (("ints(300)", "ints(100)"),),
+    "read-past-the-end-of-a-tensor": (("ints(7)", "ints(3)"),),
+    "unknown-keyword-argument": ((", y=3)", ")"),),
+    "config-a-platform-name": (('config="a2a3sim"', 'config=RunConfig(platform="a2a3sim")'),),
+    "run-config-of-an-unknown-platform": (('platform="nosuch"', 'platform="a2a3sim"'),),
+    "run-config-of-a-compile-only-target": (('platform="a2a3"', 'platform="a2a3sim"'),),
+    "run-config-tolerance-a-string": (('rtol="1e-3"', "rtol=1e-3"),),
+    "run-config-options-not-a-dict": (('options=["verify"]', 'options={"verify": True}'),),
+    "run-config-unknown-pass": (('RunConfig(pipeline=["OutlineScope"])', "RunConfig(pipeline=None)"),),
+    "run-config-pipeline-that-stops-early": (
+        ('RunConfig(pipeline=["OutlineScopes"])', "RunConfig(pipeline=None)"),
+    ),
+    "unknown-platform-in-pyproject": (('"nosuch"', '"a2a3sim"'),),
+    "compile-only-platform-in-pyproject": (('"a2a3"', '"a2a3sim"'),),
+    "unknown-setting-in-pyproject": (("platfrom", "platform"),),
+    "setting-of-the-wrong-type-in-pyproject": (('cache = "yes"', "cache = true"),),
+    "empty-platform-in-pyproject": (('platform = ""', 'platform = "a2a3sim"'),),
+    "toml-syntax-error-in-pyproject": (("platform = a2a3sim", 'platform = "a2a3sim"'),),
+    "profile-dir-in-pyproject-names-a-file": (('"pyproject.toml"', '"prof"'),),
+}
+
+
+def fixed(row: Bad) -> Bad:
+    """``row`` with its fix applied to its module and pyproject.toml (each old text must occur)."""
+    source, config = row.source, row.pyproject
+    for old, new in FIXES[row.id]:
+        assert old in source or (config is not None and old in config), f"{row.id}: {old!r} not found"
+        source = source.replace(old, new)
+        config = config.replace(old, new) if config is not None else None
+    return replace(row, source=source, pyproject=config)
+
+
 def _marked(text: str) -> list[int]:
     return [n for n, line in enumerate(text.splitlines(), 1) if line.rstrip().endswith(MARK)]
 
@@ -1990,6 +2153,21 @@ def test_a_bad_input_is_an_error_at_its_line_with_a_caret_and_a_hint(row, isolat
     assert shown[start : start + len(row.underlined)] == row.underlined
     assert err.hint and err.hint.strip() and rest == [f"hint: {err.hint}"], rendered
     assert frames[-1].filename == str(path) and frames[-1].lineno == line  # raised at the user's line
+
+
+FIXED = [row for row in ROWS if row.id in FIXES]
+
+
+@pytest.mark.parametrize("row", FIXED, ids=[row.id for row in FIXED])
+def test_the_input_rewritten_as_the_hint_says_runs(row, isolated, time_limit, monkeypatch):
+    row = fixed(row)
+    for name, value in row.env.items():
+        monkeypatch.setenv(name, value)
+    path = isolated / f"fixed_{uuid.uuid4().hex}.py"
+    path.write_text(HEADER + "\n\n" + row.source.replace(MARK, ""))
+    if row.pyproject is not None:
+        (isolated / "pyproject.toml").write_text(textwrap.dedent(row.pyproject).replace(MARK, ""))
+    _run(path)
 
 
 def test_the_kernel_table_covers_many_distinct_errors():
@@ -2166,8 +2344,8 @@ USAGE = "Try 'pypto"  # Click's own usage errors end with where to read more: th
 class BadCommand:
     """One bad ``pypto`` command line (in a directory holding the scripts ``kernels.py``,
     ``bad_call.py``, ``type_error.py``, ``deadlock.py``, ``raises.py``, a file ``afile`` and the
-    row's ``pyproject.toml``): its exit status, the parts its
-    message must show (the bad value and where it came from) and a part of its hint."""
+    row's ``pyproject.toml``): its exit status, the parts its message must show (the bad value and
+    where it came from) and a part of its hint."""
 
     id: str
     argv: list[str]

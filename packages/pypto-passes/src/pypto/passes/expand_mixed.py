@@ -194,7 +194,18 @@ _DIRECTION_OF = {
 
 
 def _check_pipes_set_up(fn: Function, inits: list[Call]) -> None:
-    """Every hand-written push/pop/free needs both sides to set up its direction."""
+    """Every hand-written push/pop/free needs both sides to set up its direction; the depth is
+    the setup's, so a ``pl.cross_core_slot`` on the scope would be silently ignored."""
+    slot_num = fn.attrs.get("slot_num")
+    if slot_num is not None and inits:
+        first = inits[0]
+        raise ParseError(
+            f"pl.cross_core_slot(slot_num={slot_num}) sets the depth of the automatic pipe, but this scope "
+            f"sets up its pipe by hand (pl.{first.op} at line {first.span.line if first.span else '?'}, "
+            f"slot_num={first.attrs.get('slot_num')})",
+            fn.span,
+            f"drop pl.cross_core_slot(...) and write slot_num={slot_num} in both initialize_pipe calls",
+        )
     masks = {call_side(c): c.attrs.get("dir_mask", 0) for c in inits}
     for stmt in walk_stmts(fn.body):
         call = stmt.value if isinstance(stmt, (Assign, Eval)) else None
