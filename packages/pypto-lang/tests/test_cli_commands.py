@@ -209,6 +209,7 @@ def test_compile_rejects_a_dump_directory_that_cannot_be_made_naming_the_option(
         (["kernels.py::nope"], "has no @pl.jit kernel named 'nope' (kernels: add, bare)"),
         (["kernels.py::bare"], "--arg a=fp16[128,256]"),
         (["kernels.py::bare", "--arg", "a=fp99[1,2]"], "unknown dtype 'fp99'"),
+        (["kernels.py::bare", "--arg", "a=index[64,64]"], "unknown dtype 'index'; dtypes: fp16, bf16, fp32"),
         (["kernels.py::bare", "--arg", "a=fp32[64,64]", "--arg", "c=fp32[64,64]"], "has no parameter 'c'"),
         (["kernels.py::bare", "--arg", "oops"], "is not NAME=VALUE"),
         (

@@ -32,11 +32,12 @@ def _error(pair: str, problem: str, hint: str) -> ArgumentError:
 
 
 def _dtype(name: str, pair: str) -> DataType:
-    try:
-        return DataType[name.upper()]
-    except KeyError:
+    """A tensor's dtype by name; INDEX is the scalar type of offsets and loop indices, no tensor's."""
+    dtype = DataType.__members__.get(name.upper())
+    if dtype not in DTYPES:
         known = ", ".join(d.name.lower() for d in DTYPES)
-        raise _error(pair, f"unknown dtype {name!r}; dtypes: {known}", f"write {TENSOR_FORM}") from None
+        raise _error(pair, f"unknown dtype {name!r}; dtypes: {known}", f"write {TENSOR_FORM}")
+    return dtype
 
 
 def _dims(shape: str, pair: str) -> list[int]:
