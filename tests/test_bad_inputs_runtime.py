@@ -1729,6 +1729,7 @@ ROWS = [
         "k(): got an unexpected keyword argument 'y'",
         "k(f32(), 1, zeros(), y=3)",
     ),
+    # ------------------------------------------------------------------ RunConfig and [tool.pypto]
     Bad(
         "config-a-platform-name",
         called('k(f32(), 1, zeros(), config="a2a3sim")  # <-', mark_def=False),
@@ -2370,6 +2371,13 @@ COMMANDS = [
         compile_("--arg", "x=fp99[64,64]"),
         2,
         ("--arg x=fp99[64,64]: unknown dtype 'fp99'; dtypes: fp16, bf16, fp32",),
+        "DTYPE[D0,D1,...]",
+    ),
+    BadCommand(
+        "arg-index-dtype",
+        compile_("--arg", "x=index[64,64]"),
+        2,
+        ("--arg x=index[64,64]: unknown dtype 'index'; dtypes: fp16, bf16, fp32",),
         "DTYPE[D0,D1,...]",
     ),
     BadCommand(
