@@ -9,9 +9,11 @@ Python or torch exception), name what is wrong, read ``file:line:col: error: mes
 line the row marks ``# <-``, show that line with the caret under exactly the row's text, end with
 a non-empty ``hint:``, and be raised from that line (the last traceback frame is the user's).
 
-Rows of settings the user's code does not spell (``PYPTO_PLATFORM``, ``[tool.pypto]``) check that
-the message names the bad value and where it came from, and that a hint exists; rows of the
-``pypto`` command check its exit status, its message and hint, and that it printed no traceback.
+Many rows also carry their fix (``FIXES``): the row rewritten as its hint says must then run clean,
+so no hint suggests something that fails as well. Rows of settings the user's code does not spell
+(``PYPTO_PLATFORM`` and the other variables) check that the message names the bad value and where
+it came from, and that a hint exists; rows of the ``pypto`` command check its exit status, its
+message and hint, and that it printed no traceback.
 """
 
 from __future__ import annotations
