@@ -6,8 +6,14 @@ import pytest
 import torch
 
 import pypto.language as pl
-from pypto.ir import PyptoError, VerificationError
-from pypto_sim_a2a3 import BarrierError, LoopStepError, OutOfBoundsError
+from pypto.ir import MemoryBudgetError, PyptoError, VerificationError
+from pypto_sim_a2a3 import (
+    BarrierError,
+    DivisionByZeroError,
+    LoopStepError,
+    OutOfBoundsError,
+    ScalarRangeError,
+)
 
 T = pl.Tensor[[64, 64], pl.FP32]
 STEPS = pl.Tensor[[1], pl.INT32]
@@ -136,3 +142,122 @@ def test_cores_joining_one_barrier_round_with_the_same_barrier_run():
     a, ws, out = torch.randn(64, 64), torch.zeros(16, dtype=torch.int32), torch.zeros(64, 64)
     barrier_pair(lanes_soft=False)(a, ws, out)
     torch.testing.assert_close(out, a @ a, rtol=1e-4, atol=1e-4)
+
+
+I8 = pl.Tensor[[64, 64], pl.INT8]
+
+
+@pl.jit
+def spelled(x: T, x8: I8, values: STEPS, out: pl.Out[T], out8: pl.Out[I8]):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="spelled"):
+        v = pl.read(values, [0])
+        rows = pl.cast(v, pl.INDEX)
+        if v == 1:
+            pl.store(pl.add(pl.load(x8, [0, 0], [16, 64]), v * 300), [0, 0], out8)  # adds 300
+        if v == 2:
+            pl.store(pl.load(x, [0, 0], [16, 64], valid_shape=[rows * 16, 64]), [0, 0], out)  # valid 32
+        if v == 3:
+            pl.store(pl.load(x, [0, 0], [16, 64]), [64 // (rows - 3), 0], out)  # divides by 0
+    return out
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "message"),
+    [
+        (1, ScalarRangeError, "pl.add: the scalar 300 does not fit torch.int8 elements"),
+        (2, OutOfBoundsError, "pl.load: valid_shape [32, 64] leaves the tile's [16, 64] in dim 0"),
+        (3, DivisionByZeroError, "64 // 0: division by zero"),
+    ],
+)
+def test_a_run_time_error_names_the_op_as_the_user_wrote_it(value, error, message):
+    """pl.add with a scalar (not its internal scalar form), pl.load with a valid_shape, the // operator."""
+    with pytest.raises(error) as info:
+        spelled(
+            torch.randn(64, 64),
+            torch.ones(64, 64, dtype=torch.int8),
+            _int(value),
+            torch.zeros(64, 64),
+            torch.zeros(64, 64, dtype=torch.int8),
+        )
+    assert info.value.message.startswith(message)
+    assert info.value.span.line == _line({1: "# adds 300", 2: "# valid 32", 3: "# divides by 0"}[value])
+
+
+@pl.jit
+def rows_at(x: T, rows: STEPS, out: pl.Out[T]):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="rows_at"):
+        row = pl.cast(pl.read(rows, [0]), pl.INDEX)
+        out[0:16, :] = pl.exp(x[row : row + 16, :])  # a region of x at a run-time row
+    return out
+
+
+def test_a_subscript_outside_its_tensor_at_run_time_is_reported_at_the_subscript():
+    """Not at the op that uses the region, nor at the region write."""
+    with pytest.raises(OutOfBoundsError) as info:
+        rows_at(torch.randn(64, 64), _int(56), torch.zeros(64, 64))
+    assert info.value.message.startswith("pl.load: region [56:72] is outside dim 0 of size 64")
+    line = _line("# a region of x at a run-time row")
+    assert info.value.span.line == line
+    with open(__file__) as source:
+        text = source.read().splitlines()[line - 1]
+    assert text[info.value.span.col : info.value.span.end_col] == "x[row : row + 16, :]"
+
+
+def test_a_run_time_loop_step_of_0_underlines_the_loop_header():
+    with pytest.raises(LoopStepError) as info:
+        kernel_step(torch.randn(64, 64), _int(0), torch.zeros(64, 64))
+    line = _line("# loop: kernel")
+    with open(__file__) as source:
+        text = source.read().splitlines()[line - 1]
+    assert text[info.value.span.col : info.value.span.end_col] == "for i in pl.range(0, 64, step)"
+
+
+@pl.jit
+def float_offset(x: T, where: pl.Tensor[[1], pl.FP32], out: pl.Out[T]):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="float_offset"):
+        row = pl.cast(pl.read(where, [0]), pl.INDEX)  # a float read as an offset
+        pl.store(pl.load(x, [row, 0], [16, 64]), [0, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_a_nan_or_infinite_float_cast_to_an_index_is_a_scalar_range_error_at_the_cast(value):
+    """Not a load at offset -9223372036854775808."""
+    with pytest.raises(ScalarRangeError) as info:
+        float_offset(torch.randn(64, 64), torch.tensor([value]), torch.zeros(64, 64))
+    assert info.value.message == f"pl.cast: {value} has no pl.INDEX value"
+    assert info.value.span.line == _line("# a float read as an offset")
+    assert "NaN or infinite" in info.value.hint
+
+
+WIDE = pl.Tensor[[1, 65536], pl.FP32]
+
+
+@pl.jit
+def wide_add(x: WIDE, y: WIDE, out: pl.Out[WIDE]):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="wide_add"):
+        out[:] = pl.add(x, y)
+    return out
+
+
+@pl.jit
+def wide_add_by_columns(x: WIDE, y: WIDE, out: pl.Out[WIDE]):
+    for c in pl.range(0, 65536, 1024):
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="wide_add"):
+            out[:, c : c + 1024] = pl.add(x[:, c : c + 1024], y[:, c : c + 1024])
+    return out
+
+
+def test_a_row_too_wide_for_vec_gets_a_hint_to_split_the_columns_and_that_split_runs():
+    """Fewer rows cannot help a single row: the hint says to work on column blocks."""
+    x, y = torch.randn(1, 65536), torch.randn(1, 65536)
+    with pytest.raises(MemoryBudgetError) as info:
+        wide_add(x, y, torch.zeros(1, 65536))
+    assert "fewer rows" not in info.value.hint
+    assert info.value.hint.startswith(
+        "the tiles are single rows already, and one row (Tile[[1, 65536], FP32, Vec]"
+    )
+    assert "x[:, c : c + 1024] for c in a pl.range loop" in info.value.hint
+    out = torch.zeros(1, 65536)
+    wide_add_by_columns(x, y, out)
+    torch.testing.assert_close(out, x + y)

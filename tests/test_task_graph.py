@@ -263,6 +263,50 @@ def test_removing_an_edge_the_data_needs_is_a_race_naming_both_tasks_the_tensor_
 
 
 @pl.jit
+def spmd_same_rows(x: T, out: pl.Out[T]):
+    for i in pl.spmd(4):
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="rows"):
+            out[0:16, :] = pl.exp(x[i * 16 : i * 16 + 16, :])  # every block: rows 0:16
+    return out
+
+
+@pl.jit
+def parallel_same_rows(x: T, out: pl.Out[T]):
+    for i in pl.parallel(4):
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="rows"):
+            out[0:16, :] = pl.exp(x[i * 16 : i * 16 + 16, :])  # every iteration: rows 0:16
+    return out
+
+
+def test_two_blocks_of_one_spmd_launch_writing_the_same_rows_are_named_by_block_with_a_hint_that_fits():
+    """deps= cannot order the blocks of one task: the hint offsets by the block index instead."""
+    with pytest.raises(RaceError) as info:
+        spmd_same_rows(*args())
+    where = f"{Path(__file__)}:{_line('# every block: rows 0:16')}"
+    assert re.fullmatch(
+        rf"block \d of task 1 \(kernel rows at .*\) writes out\[0:16, 0:{C}\] at {where} and block \d of task "
+        rf"1 \(kernel rows at .*\) writes out at {where}, but no dependency orders the two tasks: the 4 "
+        "blocks of one pl.spmd launch run unordered",
+        info.value.message,
+    ), info.value.message
+    assert "deps=" not in info.value.hint and "pl.get_block_idx()" in info.value.hint
+
+
+def test_two_iterations_of_a_parallel_loop_writing_the_same_rows_have_a_hint_that_fits():
+    with pytest.raises(RaceError) as info:
+        parallel_same_rows(*args())
+    assert info.value.message.endswith(
+        "they are iterations of one pl.parallel loop, which asserts they are independent"
+    )
+    assert "deps=" not in info.value.hint and "pl.range" in info.value.hint
+
+
+def _line(text):
+    with open(__file__) as source:
+        return next(n for n, line in enumerate(source, 1) if text in line)
+
+
+@pl.jit
 def manual_scope_declared(x: T, out: pl.Out[T]):
     scratch = pl.create_tensor([R, C], pl.FP32, manual_dep=True)
     with pl.manual_scope():

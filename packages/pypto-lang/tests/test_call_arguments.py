@@ -136,3 +136,14 @@ def test_config_must_be_a_run_config(backend):
     assert info.value.message == "config= takes a RunConfig, got str 'a2a3sim'"
     assert err.header.startswith(header(FILE, 'scaled(A, 3, out64(), config="a2a3sim")', "scaled(A", ""))
     assert 'config=RunConfig(platform="a2a3sim")' in err.hint
+
+
+def test_an_unknown_keyword_points_at_the_call_that_passed_it(backend, config):
+    """No parameter is to blame: the caret is under the user's call."""
+    with pytest.raises(SpecializationError) as info:
+        scaled(A, 3, out64(), scale=2.0, config=config)  # the call with the unknown keyword
+    err = rendered(info.value)
+    assert info.value.message == "scaled(): got an unexpected keyword argument 'scale'"
+    assert err.header.startswith(header(FILE, "scaled(A, 3, out64(), scale=2.0", "scaled(A", ""))
+    assert err.underlined == "scaled(A, 3, out64(), scale=2.0, config=config)"
+    assert err.hint == "scaled takes (a, n, out)"

@@ -185,6 +185,23 @@ def test_compile_dumps_the_passes(runner, tmp_path):
 
 
 @pytest.mark.parametrize(
+    ("directory", "why"),
+    [
+        ("afile/dumps", "afile is a file, not a directory"),
+        ("/proc/pypto-dumps", "cannot create a directory in /proc"),
+    ],
+)
+def test_compile_rejects_a_dump_directory_that_cannot_be_made_naming_the_option(
+    runner, tmp_path, directory, why
+):
+    (tmp_path / "afile").write_text("")
+    result = invoke(runner, "compile", "kernels.py::add", "-p", "testsim", "--dump-passes", directory)
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert f"Error: cannot write pass dumps to {directory} (from --dump-passes): {why}" in result.output
+    assert "hint: point --dump-passes at a directory that can be created and written" in result.output
+
+
+@pytest.mark.parametrize(
     ("args", "message"),
     [
         (["kernels.py"], "is not SCRIPT::KERNEL"),
@@ -192,14 +209,59 @@ def test_compile_dumps_the_passes(runner, tmp_path):
         (["kernels.py::nope"], "has no @pl.jit kernel named 'nope' (kernels: add, bare)"),
         (["kernels.py::bare"], "--arg a=fp16[128,256]"),
         (["kernels.py::bare", "--arg", "a=fp99[1,2]"], "unknown dtype 'fp99'"),
+        (["kernels.py::bare", "--arg", "a=index[64,64]"], "unknown dtype 'index'; dtypes: fp16, bf16, fp32"),
         (["kernels.py::bare", "--arg", "a=fp32[64,64]", "--arg", "c=fp32[64,64]"], "has no parameter 'c'"),
         (["kernels.py::bare", "--arg", "oops"], "is not NAME=VALUE"),
+        (
+            ["kernels.py::bare", "--arg", "a=3", "--arg", "out=fp32[64,64]"],
+            "--arg a: parameter 'a' of bare is a tensor (pl.Tensor), but the value is the number 3",
+        ),
+        (["kernels.py::bare", "--arg", "a=3", "--arg", "out=fp32[64,64]"], "--arg a=fp16[128,256]"),
     ],
 )
 def test_compile_argument_errors_say_what_to_write(runner, args, message):
     result = invoke(runner, "compile", *args, "-p", "testsim")
     assert result.exit_code == 2
     assert message in " ".join(result.output.split())
+
+
+SCALED = textwrap.dedent(
+    """\
+    import pypto.language as pl
+
+
+    @pl.jit
+    def scaled(a: pl.Tensor[[64, 64], pl.FP32], n: pl.Scalar[pl.INT32], out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="scaled"):
+            out[:] = pl.mul(a, 2.0)
+        return out
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("args", "message", "hint"),
+    [
+        (
+            ["--arg", "n=fp32[4]"],
+            "--arg n: parameter 'n' of scaled is a scalar (pl.Scalar[pl.INT32]), but the value is a tensor "
+            "(pl.Tensor[[4], pl.FP32])",
+            "give its value: --arg n=4",
+        ),
+        (
+            ["--arg", "a=fp32[64,64]"],
+            "parameter 'n' of scaled is annotated pl.Scalar[pl.INT32], which fixes no value to compile for",
+            "give it one: --arg n=4",
+        ),
+    ],
+)
+def test_compile_names_a_scalar_parameter_by_its_annotation(runner, tmp_path, args, message, hint):
+    """Not a Python repr (ScalarSpec(dtype=...)) nor a class name (TensorSpec)."""
+    (tmp_path / "scaled.py").write_text(SCALED)
+    result = invoke(runner, "compile", "scaled.py::scaled", *args, "-p", "testsim")
+    assert result.exit_code == 2
+    output = " ".join(result.output.split())
+    assert message in output and f"hint: {hint}" in output
 
 
 def test_platforms_lists_each_with_its_plugin(runner):

@@ -116,6 +116,13 @@ def test_the_key_covers_closure_constants_platform_options_and_pipeline(cache_di
     assert base != cache_key(double, dataclasses.replace(target, max_pipe_slots=4), on_testsim(), "p")
 
 
+def test_an_empty_pipeline_is_not_the_default_one(cache_dir, backend):
+    """A program compiled with no passes must never be served to a run of the default pipeline."""
+    target, program = backend.target, make_add(2.0).parse()
+    unlowered = cache_key(program, target, RunConfig(platform="testsim", pipeline=()), "p")
+    assert unlowered != cache_key(program, target, RunConfig(platform="testsim"), "p")
+
+
 def test_a_second_compile_comes_from_the_disk(cache_dir, monkeypatch):
     lowered = []
     lower_program = compiled.lower_program

@@ -270,3 +270,17 @@ def test_the_readme_shows_every_hook():
     readme = (Path(__file__).parents[1] / "README.md").read_text()
     shown = set(re.findall(r"def (pypto_\w+)\(", readme))
     assert shown == {name for name in dir(hookspecs) if name.startswith("pypto_")}
+
+
+def test_a_compile_only_platform_from_pypto_platform_is_named_with_a_fix_of_that_variable(
+    empty_registry, monkeypatch
+):
+    register_plugin(RecordingPlugin(RecordingBackend(name="a2a3sim")), name="sim")
+    monkeypatch.setenv("PYPTO_PLATFORM", "a2a3")
+    exp_kernel.cache_clear()
+    with pytest.raises(PlatformError) as info:
+        exp_kernel(torch.ones(64, 64), torch.zeros(64, 64), config=RunConfig(pipeline=()))
+    assert info.value.message.startswith(
+        "platform 'a2a3' (from PYPTO_PLATFORM) is a compile-only target here"
+    )
+    assert info.value.hint == "run on 'a2a3sim' instead, e.g. PYPTO_PLATFORM=a2a3sim"

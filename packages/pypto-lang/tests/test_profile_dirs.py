@@ -95,3 +95,24 @@ def test_a_writable_profile_dir_passes_and_the_check_leaves_nothing_behind(proje
     call(RunConfig(platform="testsim", profile_dir="new/double"))
     assert (project / "new" / "double" / "trace.json").is_file()
     assert len(backend.calls) == 1
+
+
+@pytest.mark.parametrize(
+    ("dump", "why"),
+    [
+        ("afile/dumps", "afile is a file, not a directory"),
+        ("/proc/pypto-dumps", "cannot create a directory in /proc: "),
+    ],
+)
+def test_run_config_rejects_a_pass_dump_dir_that_cannot_be_made_at_the_call(project, backend, dump, why):
+    """Not an OSError from deep in the pass manager once compiling starts."""
+    line = inspect.currentframe().f_lineno + 2
+    with pytest.raises(ConfigError) as info:
+        RunConfig(platform="testsim", dump_passes=dump)
+    assert info.value.message.startswith(
+        f"cannot write pass dumps to {dump} (from RunConfig(dump_passes=...)): {why}"
+    )
+    assert (info.value.span.file, info.value.span.line) == (__file__, line)
+    assert info.value.hint == (
+        "point RunConfig(dump_passes=...) at a directory that can be created and written, e.g. pypto_passes"
+    )

@@ -8,6 +8,7 @@ import torch
 
 import pypto.language as pl
 from pypto.runtime import CompiledProgram, RunConfig, compile_program, run
+from pypto.runtime.settings import ConfigError
 
 
 @pl.jit
@@ -38,6 +39,36 @@ def test_dump_passes_true_dumps_under_a_directory_per_kernel():
 def test_an_empty_platform_name_is_rejected():
     with pytest.raises(ValueError, match=re.escape("RunConfig.platform must be a platform name")):
         RunConfig(platform="")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message", "hint"),
+    [
+        ({"rtol": "x"}, "RunConfig.rtol takes a number, got str 'x'", "RunConfig(rtol=1e-05)"),
+        ({"options": 3}, "RunConfig.options takes a dict of option names to values, got int 3", "options={"),
+        (
+            {"enable_profiling": "yes"},
+            "RunConfig.enable_profiling takes True or False, got str 'yes'",
+            "=True)",
+        ),
+        ({"dump_passes": 3}, "RunConfig.dump_passes takes False, True or a directory, got int 3", "'dumps/'"),
+        ({"profile_dir": 3}, "RunConfig.profile_dir takes a directory, got int 3", "'prof/'"),
+        ({"pipeline": "OutlineScopes"}, "RunConfig.pipeline takes a list of pass names", "['OutlineScopes']"),
+        (
+            {"pipeline": ["NoSuch"]},
+            "RunConfig.pipeline names unknown pass(es) 'NoSuch'; passes: OutlineScopes",
+            "None",
+        ),
+    ],
+)
+def test_a_run_config_option_of_the_wrong_kind_is_an_error_at_the_call(kwargs, message, hint):
+    """Not an AttributeError or ValueError from deep in compiling, later."""
+    with pytest.raises(ConfigError) as info:
+        RunConfig(**kwargs)  # the RunConfig line
+    assert info.value.message.startswith(message)
+    assert info.value.span.file == __file__ and hint in info.value.hint
+    with open(__file__) as source:
+        assert "# the RunConfig line" in source.read().splitlines()[info.value.span.line - 1]
 
 
 def test_options_and_profiling_switches_reach_the_backend(backend, tmp_path, monkeypatch):

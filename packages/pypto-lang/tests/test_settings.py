@@ -91,6 +91,13 @@ def test_an_unknown_setting_in_the_config_file_is_an_error(project):
     assert "platform" in info.value.hint
 
 
+def test_an_unknown_setting_underlines_the_key(project):
+    (project / "pyproject.toml").write_text('[tool.pypto]\n"platfrom" = "x"\n')
+    with pytest.raises(ConfigError) as info:
+        settings.platform()
+    assert str(info.value).splitlines()[1:3] == ['    2 | "platfrom" = "x"', "      | ^^^^^^^^^^"]
+
+
 def test_a_setting_of_the_wrong_type_is_an_error(project):
     (project / "pyproject.toml").write_text("[tool.pypto]\nplatform = 3\n")
     with pytest.raises(ConfigError, match="platform must be a str, got 3"):
@@ -104,6 +111,37 @@ def test_a_setting_of_the_wrong_type_points_at_its_line_with_a_hint(project):
     assert (info.value.span.file, info.value.span.line) == (str(project / "pyproject.toml"), 5)
     assert info.value.hint == "write cache = true"
     assert '    5 | cache = "no"' in str(info.value)
+
+
+def test_a_toml_syntax_error_points_at_its_line_and_column(project):
+    (project / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.pypto]\nplatform = a2a3sim\n')
+    with pytest.raises(ConfigError) as info:
+        settings.platform()
+    path = project / "pyproject.toml"
+    assert info.value.message == f"{path} is not valid TOML: Invalid value"
+    assert (info.value.span.file, info.value.span.line, info.value.span.col) == (str(path), 5, 11)
+    assert str(info.value).splitlines()[1:3] == ["    5 | platform = a2a3sim", "      |            ^"]
+    assert info.value.hint
+
+
+@pytest.mark.parametrize("text", ["[tool]\npypto = 3\n", 'tool.pypto = "a2a3sim"\n'])
+def test_a_tool_pypto_that_is_not_a_table_is_an_error_at_its_line(project, text):
+    """Not an AttributeError from reading it as one."""
+    (project / "pyproject.toml").write_text(text)
+    with pytest.raises(ConfigError) as info:
+        settings.platform()
+    assert info.value.message.startswith("[tool.pypto] must be a table of settings, got ")
+    assert info.value.span.line == len(text.splitlines())
+    assert "[tool.pypto] on its own line" in info.value.hint
+
+
+def test_an_empty_platform_in_the_config_file_is_an_error_not_the_default(project):
+    (project / "pyproject.toml").write_text('[tool.pypto]\nplatform = ""\n')
+    with pytest.raises(ConfigError) as info:
+        settings.platform()
+    assert info.value.message == "[tool.pypto] platform is empty"
+    assert info.value.span.line == 2
+    assert info.value.hint == 'write platform = "a2a3sim", or remove the line'
 
 
 @pytest.mark.parametrize("value", ["1", "on", "true", "yes", "YES"])

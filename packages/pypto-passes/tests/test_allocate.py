@@ -113,6 +113,41 @@ def test_a_user_reserved_ring_does_not_suggest_the_automatic_pipe_fix():
     assert info.value.message.endswith("this is the cross-core pipe ring.")
 
 
+def test_a_ring_too_deep_is_reported_at_the_pipe_setup_that_chose_its_depth():
+    setup = SourceSpan("kernel.py", 12, 8, 70)
+    ring = Reservation(VEC, 4 * 65536, "cross-core pipe ring", slot_size=65536, span=setup)
+    a = irbuild.tensor("a", [64, 128])
+    fn = Function(
+        "mm_aiv", (), (load("half", a, 64, 128),), FunctionKind.AIV, None, {"reservations": (ring,)}
+    )
+    with pytest.raises(MemoryBudgetError) as info:
+        AllocateMemory().allocate(fn, irbuild.TARGET)
+    assert info.value.span == setup
+
+
+def test_the_budget_hint_names_the_deepest_ring_that_fits_beside_the_tiles():
+    ring = Reservation(VEC, 4 * 65536, "cross-core pipe ring", automatic=True, slot_size=65536)
+    a = irbuild.tensor("a", [64, 128])
+    fn = Function(
+        "mixed_aiv", (), (load("half", a, 64, 128),), FunctionKind.AIV, None, {"reservations": (ring,)}
+    )
+    with pytest.raises(MemoryBudgetError) as info:
+        AllocateMemory().allocate(fn, irbuild.TARGET)
+    assert info.value.hint == (
+        "the ring holds slot_num whole crossing tiles of 65536 bytes, and 155648 bytes are left for it "
+        "beside the tiles: slot_num=2 fits"
+    )
+    two = Reservation(VEC, 2 * 65536, "cross-core pipe ring", automatic=True, slot_size=65536)
+    AllocateMemory().allocate(replace(fn, attrs={"reservations": (two,)}), irbuild.TARGET)
+
+
+def test_the_budget_hint_says_when_not_one_slot_fits():
+    ring = Reservation(VEC, 2 * 180000, "cross-core pipe ring", slot_size=180000)
+    with pytest.raises(MemoryBudgetError) as info:
+        AllocateMemory().allocate(kernel_over_budget((ring,)), irbuild.TARGET)
+    assert info.value.hint.endswith("and not one fits beside the tiles: shrink the tile that crosses")
+
+
 def test_fitting_kernels_get_a_memory_plan_attached():
     a = irbuild.tensor("a", [64, 64])
     fn = Function("k", (), (load("t", a, 64, 64),), FunctionKind.AIV)

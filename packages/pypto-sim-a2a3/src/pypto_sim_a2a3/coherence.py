@@ -37,8 +37,12 @@ RACE_HINT = (
     "(pl.system.fence), both cores pass one pl.system.syncall, then the reader invalidates "
     "(pl.system.cacheinvalid) before it reads"
 )
+# A core read bytes that another then wrote; the run cannot tell which order the program meant.
 OVERWRITE_HINT = (
-    "before overwriting data another core read, pass a pl.system.syncall that core reached after its read"
+    "if the read should see this write, order the write first: the writer publishes it "
+    "(pl.system.cacheinvalid), fences (pl.system.fence), both cores pass one pl.system.syncall, then "
+    "the reader invalidates (pl.system.cacheinvalid) before it reads; if the read comes first, pass a "
+    "pl.system.syncall that the reader reached after its read before overwriting"
 )
 WRITE_WRITE_HINT = (
     "give each core its own region of the tensor (e.g. offset by pl.get_subblock_idx()), add with "

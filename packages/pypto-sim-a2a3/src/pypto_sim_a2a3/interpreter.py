@@ -39,6 +39,7 @@ from pypto.ir import (
     VerificationError,
     get_op,
 )
+from pypto.ir.ops import user_name
 from pypto.ir.printer import format_expr
 from pypto_sim_a2a3.cost import CostModel
 from pypto_sim_a2a3.crosscore import LAUNCH_OPS, Popped
@@ -215,6 +216,26 @@ class KernelFrame(Frame):
         self.core = role.core
         self.cost = cost
 
+    def _eval_call(self, call: Call) -> Steps:
+        if call.op not in _FREE_OPS:
+            self._check_not_freed(call)
+        return (yield from super()._eval_call(call))
+
+    def _check_not_freed(self, call: Call) -> None:
+        """A tile read after its tfree: its slot is the producer's again and may hold the next push."""
+        for arg in call.args:
+            freed = self.role.freed.get(arg.name) if isinstance(arg, Var) else None
+            if freed is None:
+                continue
+            free = f"pl.{freed.op}({arg.name})"
+            raise PipeError(
+                f"in {self.fn.name}: {user_name(call.op)} on {self.role.name} reads {arg.name} after "
+                f"{free} at {at_line(freed.span)} gave its ring slot back to the producer, which may "
+                "have overwritten it",
+                call.span,
+                f"free a popped tile after its last use: move {free} below this line",
+            )
+
     def _apply(self, call: Call, args: tuple[Any, ...]) -> Steps:
         if self.role.mirror and _is_work(call):
             return _skipped(call, args)
@@ -279,6 +300,7 @@ class KernelFrame(Frame):
 
     def _bind(self, stmt: Assign, value: Any) -> None:
         var = stmt.target
+        self.role.freed.pop(var.name, None)
         if isinstance(value, Popped):
             # A popped tile is a view onto its ring slot: it has no allocation of its own.
             self.role.popped[var.name] = value.slot
@@ -296,6 +318,7 @@ class KernelFrame(Frame):
 
 
 _CORE_UNITS = (Unit.VECTOR, Unit.CUBE, Unit.MTE, Unit.SCALAR)
+_FREE_OPS = ("tfree_to_aic", "tfree_to_aiv")
 
 
 def _is_work(call: Call) -> bool:

@@ -73,6 +73,8 @@ class CoreRole:
     lane: int = 0
     mirror: bool = False
     popped: dict[str, RingSlot] = field(default_factory=dict)  # popped tile variable -> its slot
+    # freed tile variable -> the tfree that gave its slot back (until the name is bound again)
+    freed: dict[str, Call] = field(default_factory=dict)
     reports_progress: bool = False  # its outermost loop's iterations are the launch's progress
 
     @property
@@ -90,6 +92,7 @@ class CoreRole:
                 call.span,
                 "free the variable a tpop assigned, exactly once, after its last use",
             )
+        self.freed[name] = call
         return self.popped.pop(name)
 
 

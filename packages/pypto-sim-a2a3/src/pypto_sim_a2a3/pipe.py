@@ -320,6 +320,11 @@ class Pipe:
         counts = ", ".join(f"{p} finished after {ring.pushes[p]} push(es)" for p in stopped)
         if len(self.producers) > 1 and len(stopped) < len(self.producers):
             return Blocked(f"{text} ({counts})", call.span, SHARE_HINT)
+        if len({ring.pushes[p] for p in self.producers}) > 1:
+            # The lanes pushed different numbers of shares: blame the push only some lanes made.
+            filling = next((s for s in ring.slots if s.state is SlotState.FILLING), None)
+            where = filling.pushed_at if filling is not None else call.span
+            return Blocked(f"{text} ({counts}: one lane's share of a tile is missing)", where, SHARE_HINT)
         note = f"{counts} and {ring.owner} popped {ring.pops}: more pops than pushes"
         return Blocked(f"{text} ({note})", call.span, POP_HINT)
 

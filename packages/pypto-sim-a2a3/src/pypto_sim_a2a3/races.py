@@ -26,6 +26,17 @@ RACE_HINT = (
     "keep the edge the data needs: drop the no_dep_args= / manual_dep=True / pl.manual_scope() that "
     "removed it (or the pl.parallel that asserted independence), or add deps=[tid] of the other task"
 )
+# Iterations of one pl.parallel loop cannot name each other's task ids, so deps= is no fix there.
+PARALLEL_HINT = (
+    "give each iteration its own region of the tensor (offset by the loop index), add into it "
+    "atomically (pl.assemble(..., atomic=pl.AtomicType.Add)), or loop with pl.range, whose iterations "
+    "the tensor orders"
+)
+# Nor can the blocks of one pl.spmd launch, which are one task.
+SPMD_HINT = (
+    "give each block its own region of the tensor (offset by the block index of pl.spmd, or "
+    "pl.get_block_idx()), or add into it atomically (pl.assemble(..., atomic=pl.AtomicType.Add))"
+)
 
 Unit = tuple[int, int]  # (task id, block)
 
@@ -35,8 +46,14 @@ class TaskAccess:
     """One GM access by one block of one task, with the tensor it touched."""
 
     task: Task
+    block: int
     access: Access
     tensor: torch.Tensor
+
+    @property
+    def label(self) -> str:
+        """The task, and the block of it for a ``pl.spmd`` launch: ``block 1 of task 1 (kernel ...)``."""
+        return f"block {self.block} of {self.task.label}" if self.task.blocks > 1 else self.task.label
 
 
 class TaskRaces:
@@ -53,7 +70,7 @@ class TaskRaces:
         access = gm_access(core, call, args)
         if access is None:
             return
-        mine = TaskAccess(task, access, gm_tensor(call, args))
+        mine = TaskAccess(task, block, access, gm_tensor(call, args))
         logs = (self._writes, self._reads) if access.write else (self._writes,)
         for log in logs:
             for unit, earlier in log.get(access.key, {}).items():
@@ -71,11 +88,21 @@ class TaskRaces:
         earlier, later = sorted((first.task, second.task), key=lambda t: t.id)
         why = self.graph.why_unordered(earlier, later, second.tensor)
         return RaceError(
-            f"{second.task.label} {b.verb} {b.tensor}{shared} at {at_line(b.span)} and {first.task.label} "
+            f"{second.label} {b.verb} {b.tensor}{shared} at {at_line(b.span)} and {first.label} "
             f"{a.verb} {_named(a, b)} at {at_line(a.span)}, but no dependency orders the two tasks: {why}",
             b.span,
-            RACE_HINT,
+            _hint(earlier, later),
         )
+
+
+def _hint(earlier: Task, later: Task) -> str:
+    """How to order two racing tasks: deps= and the removed edges do not reach within a loop's
+    iterations or a launch's blocks."""
+    if earlier is later:
+        return SPMD_HINT
+    if later.parallel_sibling(earlier):
+        return PARALLEL_HINT
+    return RACE_HINT
 
 
 def _named(access: Access, other: Access) -> str:

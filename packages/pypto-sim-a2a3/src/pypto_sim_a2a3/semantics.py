@@ -14,13 +14,15 @@ in fp32 (ints in int32), and float->int casts round as the ``mode`` attr says an
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
-from pypto.ir import Call, CastMode, DataType, PadValue, ScalarType, TensorType, TileType
+from pypto.ir import Call, CastMode, DataType, PadValue, ScalarType, TensorType, TileType, Var
+from pypto.ir.ops import user_name
 from pypto_sim_a2a3.errors import DivisionByZeroError, OutOfBoundsError, ScalarRangeError
 from pypto_sim_a2a3.memory import torch_dtype
 
@@ -47,7 +49,8 @@ def _result(call: Call, value: torch.Tensor) -> torch.Tensor:
 
 
 def _user_op(call: Call) -> str:
-    return "pl." + call.op.split(".", 1)[1]
+    """The op as the user wrote it: ``pl.add`` for ``tile.adds``, ``pl.load`` for ``tile.load_partial``."""
+    return user_name(call.op)
 
 
 # ---------------------------------------------------------------- elementwise
@@ -154,6 +157,18 @@ def _cast(call: Call, args: Sequence[Any]) -> torch.Tensor:
 @implements("scalar.cast")
 def _scalar_cast(call: Call, args: Sequence[Any]) -> int | float | bool:
     value = args[0]
+    dtype = call.attrs["dtype"]
+    if (
+        isinstance(value, float)
+        and not math.isfinite(value)
+        and not dtype.is_float
+        and dtype is not DataType.BOOL
+    ):
+        raise ScalarRangeError(
+            f"pl.cast: {value} has no pl.{dtype.name} value",
+            call.span,
+            "a NaN or infinite float has no integer value: check where it comes from before casting it",
+        )
     # torch.tensor infers bool and int64 itself but would narrow a Python float to float32.
     x = torch.tensor(value, dtype=torch.float64) if isinstance(value, float) else torch.tensor(value)
     return cast_tensor(call, x, call.attrs["dtype"]).item()
@@ -401,6 +416,10 @@ _SCALAR_BINARY: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
+# How the user writes the scalar ops that can divide by zero.
+_OPERATORS = {"floordiv": "//", "truediv": "/", "mod": "%"}
+
+
 def _scalar_impl(name: str) -> OpImpl:
     fn = _SCALAR_BINARY[name]
 
@@ -408,8 +427,10 @@ def _scalar_impl(name: str) -> OpImpl:
         try:
             value = fn(args[0], args[1])
         except ZeroDivisionError:
+            divisor = call.args[1]
+            named = f" ({divisor.name} is 0 at run time)" if isinstance(divisor, Var) else ""
             raise DivisionByZeroError(
-                f"{_user_op(call)}: division by zero ({args[0]} / {args[1]})",
+                f"{args[0]} {_OPERATORS.get(name, name)} {args[1]}: division by zero{named}",
                 call.span,
                 "guard the divisor",
             ) from None

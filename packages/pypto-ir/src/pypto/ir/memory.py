@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from pypto.ir.errors import SourceSpan
 from pypto.ir.types import MemorySpace
 
 
@@ -24,12 +25,15 @@ class Allocation:
 
 @dataclass(frozen=True)
 class Reservation:
-    """A window at the bottom of a space held back from tile allocation (a pipe ring)."""
+    """A window at the bottom of a space held back from tile allocation (a pipe ring of
+    ``size // slot_size`` slots); ``span`` is the user's pipe setup that asked for it, if any."""
 
     space: MemorySpace
     size: int
     reason: str
     automatic: bool = False  # reserved by the compiler for an automatic pipe, not by the user
+    slot_size: int | None = None
+    span: SourceSpan | None = None
 
 
 @dataclass(frozen=True)

@@ -139,8 +139,9 @@ def make_call(
 _WRITTEN_AS = {"tile.load_partial": "load", "tile.store_partial": "store", "tile.store_atomic": "store"}
 
 
-def _user_name(op: str) -> str:
-    """``tile.add`` -> ``pl.add``; ``system.fence`` -> ``pl.system.fence``."""
+def user_name(op: str) -> str:
+    """The op as the user writes it, for messages: ``tile.add`` and ``tile.adds`` -> ``pl.add``,
+    ``tile.load_partial`` -> ``pl.load``, ``system.fence`` -> ``pl.system.fence``."""
     if op in _WRITTEN_AS:
         return f"pl.{_WRITTEN_AS[op]}"
     level, _, rest = op.partition(".")
@@ -151,7 +152,7 @@ def _user_name(op: str) -> str:
 
 def _fail(op: str, message: str, span: SourceSpan | None, hint: str) -> TypeCheckError:
     """A type error of ``op`` at ``span``; ``hint`` says how to fix it, in the DSL's terms."""
-    return TypeCheckError(f"{_user_name(op)}: {message}", span, hint)
+    return TypeCheckError(f"{user_name(op)}: {message}", span, hint)
 
 
 def _shaped(op: str, e: Expr, span: SourceSpan | None, what: str = "operand") -> TileType | TensorType:
@@ -287,7 +288,7 @@ def _binary_scalar(op: str) -> InferFn:
                 op,
                 f"right operand must be a scalar, got {describe(args[1].type)}",
                 span,
-                f"pass a number or a run-time scalar, e.g. {_user_name(op)}(x, 2.0)",
+                f"pass a number or a run-time scalar, e.g. {user_name(op)}(x, 2.0)",
             )
         _arithmetic(op, lhs, span)
         check_scalar_fits(op, args[1], lhs.dtype, span, "the scalar operand")
@@ -883,7 +884,7 @@ def _row_reduce(op: str) -> InferFn:
                     op,
                     f"needs a scratch tile shaped like {describe(x)}, got {got}",
                     span,
-                    f"pass one: tmp = pl.create_tile(x.shape, x.dtype); {_user_name(op)}(x, tmp)",
+                    f"pass one: tmp = pl.create_tile(x.shape, x.dtype); {user_name(op)}(x, tmp)",
                 )
             _check_vec(op, tmp, span)
         elif len(args) != 1:
@@ -891,7 +892,7 @@ def _row_reduce(op: str) -> InferFn:
                 op,
                 f"on {describe(x)} takes no scratch operand (the compiler makes one per tile)",
                 span,
-                f"drop the scratch operand: {_user_name(op)}(x)",
+                f"drop the scratch operand: {user_name(op)}(x)",
             )
         valid = (x.valid_shape[0], 1) if isinstance(x, TileType) and x.valid_shape else None
         return _vector_result(x, shape=(x.shape[0], 1), valid_shape=valid)

@@ -32,11 +32,12 @@ def _error(pair: str, problem: str, hint: str) -> ArgumentError:
 
 
 def _dtype(name: str, pair: str) -> DataType:
-    try:
-        return DataType[name.upper()]
-    except KeyError:
+    """A tensor's dtype by name; INDEX is the scalar type of offsets and loop indices, no tensor's."""
+    dtype = DataType.__members__.get(name.upper())
+    if dtype not in DTYPES:
         known = ", ".join(d.name.lower() for d in DTYPES)
-        raise _error(pair, f"unknown dtype {name!r}; dtypes: {known}", f"write {TENSOR_FORM}") from None
+        raise _error(pair, f"unknown dtype {name!r}; dtypes: {known}", f"write {TENSOR_FORM}")
+    return dtype
 
 
 def _dims(shape: str, pair: str) -> list[int]:
@@ -126,10 +127,30 @@ def call_arguments(kernel: JitFunction, given: dict[str, Any]) -> dict[str, Any]
             f"its parameters: {', '.join(names)}",
             hint=f"name one of its parameters, e.g. --arg {names[0]}=..." if names else "pass no --arg",
         )
+    for sig in kernel.signature:
+        if sig.name in given:
+            _check_kind(kernel, sig, given[sig.name])
     return {
         sig.name: given[sig.name] if sig.name in given else _annotated(kernel, sig)
         for sig in kernel.signature
     }
+
+
+def _check_kind(kernel: JitFunction, sig: Any, value: Any) -> None:
+    """A tensor parameter takes ``DTYPE[...]``, a scalar one a number: say so in --arg's terms."""
+    is_tensor = isinstance(value, TensorSpec)
+    if isinstance(sig.spec, TensorSpec) and not is_tensor:
+        raise ArgumentError(
+            f"--arg {sig.name}: parameter {sig.name!r} of {kernel.name} is a tensor ({sig.spec}), "
+            f"but the value is the number {value!r}",
+            hint=f"give its dtype and shape: --arg {sig.name}=fp16[128,256]",
+        )
+    if isinstance(sig.spec, ScalarSpec) and is_tensor:
+        raise ArgumentError(
+            f"--arg {sig.name}: parameter {sig.name!r} of {kernel.name} is a scalar ({sig.spec}), "
+            f"but the value is a tensor ({value})",
+            hint=f"give its value: --arg {sig.name}=4",
+        )
 
 
 def _annotated(kernel: JitFunction, sig: Any) -> Any:

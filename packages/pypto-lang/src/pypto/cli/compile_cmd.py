@@ -13,6 +13,8 @@ from pypto.cli.scripts import find_kernel, split_target
 from pypto.cli.views import memory_map, report
 from pypto.ir import print_ir
 from pypto.runtime import RunConfig, get_target
+from pypto.runtime.profiling import check_output_dir
+from pypto.runtime.settings import Origin
 
 EMITS = ("ir", "memory-map", "report")
 
@@ -60,6 +62,8 @@ def compile_kernel(
     script, name = split_target(target)
     given = parse_args(args)
     check_platform(platform)
+    if dump_passes is not None:
+        check_output_dir(dump_passes, Origin("--dump-passes"), "pass dumps", "pypto_passes")
     kernel = find_kernel(script, name)
     config = RunConfig(platform=platform, dump_passes=dump_passes or False)
     compiled = kernel.compile(config=config, **compile_arguments(kernel, given))

@@ -44,6 +44,9 @@ class ScalarSpec:
 
     dtype: DataType
 
+    def __str__(self) -> str:
+        return f"pl.Scalar[pl.{self.dtype.name}]"
+
 
 AnnotationSpec = TensorSpec | TileSpec | ScalarSpec
 

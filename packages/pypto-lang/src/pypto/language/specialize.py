@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pypto.ir import PyptoError, ScalarType, SourceSpan, SpecializationError, TensorType
+from pypto.ir.tracebacks import call_site
 from pypto.language.annotations import ScalarSpec, TensorSpec
 from pypto.language.kernel import KernelFunction
 from pypto.language.parser.signature import BoundParam, ParamSignature
@@ -80,6 +81,8 @@ def _arity_span(
     named = re.search(r"'(\w+)'", message)
     if named and named.group(1) in by_name:
         return by_name[named.group(1)]
+    if "unexpected keyword" in message:  # no parameter to point at: the call that passed it
+        return call_site() or kernel.source.span(kernel.source.tree)
     if "too many" in message and signature:
         return signature[-1].span
     if given < len(signature):

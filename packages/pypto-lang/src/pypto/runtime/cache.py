@@ -134,7 +134,9 @@ def cache_key(program: Program, target: Target, config: RunConfig, provider: str
     fingerprint.add(("format", FORMAT, "compiler", compiler_digest()))
     fingerprint.add(tuple((d, _version(d)) for d in VERSIONED_DISTRIBUTIONS))
     fingerprint.add((config.platform, provider, target))
-    fingerprint.add((tuple(config.pipeline or DEFAULT_PIPELINE), dict(config.options)))
+    # An empty pipeline (parse only) is not the default one: only None means that.
+    pipeline = DEFAULT_PIPELINE if config.pipeline is None else config.pipeline
+    fingerprint.add((tuple(pipeline), dict(config.options)))
     return fingerprint.add(program).digest.hexdigest()
 
 

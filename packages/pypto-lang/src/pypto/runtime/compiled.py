@@ -7,7 +7,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pypto.ir import Function, Program, PyptoError, Return, RunReport, SpecializationError, Target, Var
+from pypto.ir import (
+    Function,
+    Program,
+    PyptoError,
+    Return,
+    RunReport,
+    SpecializationError,
+    Target,
+    Var,
+    VerificationError,
+)
 from pypto.passes import PassContext, PassManager, build_pass, dump_to, lower
 from pypto.runtime import launches
 from pypto.runtime.arguments import check_argument, check_runnable
@@ -16,6 +26,7 @@ from pypto.runtime.config import RunConfig
 from pypto.runtime.profiling import ProfileFiles, write_profile
 from pypto.runtime.progress import TaskProgress, count_tasks
 from pypto.runtime.registry import get_backend, get_target, registry
+from pypto.runtime.settings import ConfigError
 
 
 def lower_program(program: Program, target: Target, config: RunConfig) -> Program:
@@ -66,7 +77,12 @@ class CompiledProgram:
         directory = config.checked_profile_path(self.program.name)  # before the run, not after it
         start = time.perf_counter()
         with TaskProgress(self.program.name, count_tasks(self.program)) as progress:
-            report = backend.run(self.program, list(args), {**config.backend_options(), **progress.options()})
+            try:
+                report = backend.run(
+                    self.program, list(args), {**config.backend_options(), **progress.options()}
+                )
+            except VerificationError as err:
+                raise self._unfinished(err) from None
         self.last_report = report
         if directory is not None:
             self.last_profile = write_profile(report, directory, title=self.program.name)
@@ -74,6 +90,18 @@ class CompiledProgram:
         profile = self.last_profile if directory is not None else None
         launches.record(launches.Launch(self.program.name, self.config.platform, report, profile, seconds))
         return self._returned(report, args)
+
+    def _unfinished(self, err: VerificationError) -> PyptoError:
+        """A program the backend cannot run: the user's own pipeline left it so (a ConfigError at
+        the kernel), else a compiler bug (the VerificationError as it is)."""
+        if self.config.pipeline is None:
+            return err
+        return ConfigError(
+            f"{self.config.platform} cannot run what RunConfig(pipeline={list(self.config.pipeline)}) "
+            f"left of the program: {err.message}",
+            span=err.span,
+            hint="leave pipeline=None to run the default pipeline, or list every pass `pypto passes` shows",
+        )
 
     def _check(self, args: tuple[Any, ...]) -> None:
         """The arguments fit the entry's parameters and hold data to run on; an error points at the

@@ -9,8 +9,9 @@ from typing import Any, NoReturn
 
 from pypto.ir import SourceSpan
 from pypto.ir.tracebacks import call_site, raise_at_user_line
+from pypto.passes import PASS_REGISTRY
 from pypto.runtime import settings
-from pypto.runtime.profiling import check_profile_dir
+from pypto.runtime.profiling import check_output_dir, check_profile_dir
 from pypto.runtime.settings import DEFAULT, DEFAULT_PROFILE_ROOT, PROFILE_ENV, ConfigError, Origin, Setting
 
 # Where dump_passes=True writes, one sub-directory per kernel.
@@ -66,6 +67,7 @@ class RunConfig:
                     hint='name a platform `pypto platforms` lists, e.g. RunConfig(platform="a2a3sim")',
                 ),
             )
+        self._check_fields()
         enabled = self.enable_profiling or self.enable_chip_swimlane or self.profile_dir is not None
         self.enable_profiling = self.enable_chip_swimlane = enabled
         if self.profile_dir is not None:
@@ -74,8 +76,48 @@ class RunConfig:
                 check_profile_dir(self.profile_dir, self._profile_origin)
             except ConfigError as err:
                 _raise_at(call, err)
+        if self.dump_passes is not False and self.dump_passes is not None:
+            try:  # before anything compiles, as for profile_dir
+                check_output_dir(
+                    self.dump_dir(""),
+                    Origin("RunConfig(dump_passes=...)", call_site()),
+                    "pass dumps",
+                    "pypto_passes",
+                )
+            except ConfigError as err:
+                _raise_at(err.span, err)
         if self.pipeline is not None:
             self.pipeline = tuple(self.pipeline)
+
+    def _check_fields(self) -> None:
+        """Each option of the kind it takes, and the pipeline's passes known: a ConfigError at the
+        user's ``RunConfig(...)``, not an AttributeError once compiling starts."""
+        for name, kinds, kind, example in _FIELDS:
+            value = getattr(self, name)
+            if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+                _field_error(
+                    f"RunConfig.{name} takes {kind}, got {type(value).__name__} {value!r}", name, example
+                )
+        if self.pipeline is None:
+            return
+        if isinstance(self.pipeline, str) or not all(isinstance(p, str) for p in self.pipeline):
+            shown = [self.pipeline] if isinstance(self.pipeline, str) else ["OutlineScopes"]
+            _field_error(
+                f"RunConfig.pipeline takes a list of pass names, got {self.pipeline!r}", "pipeline", shown
+            )
+        unknown = [p for p in self.pipeline if p not in PASS_REGISTRY]
+        if unknown:
+            call = call_site()
+            _raise_at(
+                call,
+                ConfigError(
+                    f"RunConfig.pipeline names unknown pass(es) {', '.join(map(repr, unknown))}; passes: "
+                    f"{', '.join(PASS_REGISTRY)}",
+                    span=call,
+                    hint="leave pipeline=None for the default pipeline (`pypto passes` lists it), or name "
+                    "those passes",
+                ),
+            )
 
     def dump_dir(self, kernel: str) -> Path | None:
         """The directory pass dumps of ``kernel`` go to, or None when dumping is off."""
@@ -128,6 +170,24 @@ class RunConfig:
         """The part of the config a compiled program depends on."""
         options = tuple(sorted((k, repr(v)) for k, v in self.options.items()))
         return (self.platform, options, self.pipeline)
+
+
+# The options checked by kind: (field, the types it takes, in words, a good value).
+_FIELDS: tuple[tuple[str, tuple[type, ...], str, Any], ...] = (
+    ("rtol", (int, float), "a number", 1e-5),
+    ("atol", (int, float), "a number", 1e-5),
+    ("dump_passes", (bool, str, Path), "False, True or a directory", "dumps/"),
+    ("enable_profiling", (bool,), "True or False", True),
+    ("enable_chip_swimlane", (bool,), "True or False", True),
+    ("profile_dir", (str, Path, type(None)), "a directory", "prof/"),
+    ("options", (dict,), "a dict of option names to values", {"verify": True}),
+    ("pipeline", (list, tuple, str, type(None)), "a list of pass names", ["OutlineScopes"]),
+)
+
+
+def _field_error(message: str, name: str, example: Any) -> NoReturn:
+    call = call_site()
+    _raise_at(call, ConfigError(message, span=call, hint=f"write it like RunConfig({name}={example!r})"))
 
 
 def _raise_at(call: SourceSpan | None, err: ConfigError) -> NoReturn:

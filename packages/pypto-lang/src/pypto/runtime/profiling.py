@@ -74,6 +74,15 @@ def check_profile_dir(directory: str | Path, origin: Origin | str = DEFAULT) -> 
 
     >>> check_profile_dir("prof/mixed", Origin("-o/--output"))  # doctest: +SKIP
     """
+    check_output_dir(directory, origin, "profiles", "pypto_profile")
+
+
+def check_output_dir(directory: str | Path, origin: Origin | str, what: str, example: str) -> None:
+    """:func:`check_profile_dir` for any files pypto writes (``what``: "profiles", "pass dumps");
+    the hint points ``origin`` at ``example``.
+
+    >>> check_output_dir("dumps", Origin("--dump-passes"), "pass dumps", "pypto_passes")  # doctest: +SKIP
+    """
     path = Path(directory)
     why = _unwritable(path)
     if why is None:
@@ -82,8 +91,8 @@ def check_profile_dir(directory: str | Path, origin: Origin | str = DEFAULT) -> 
     if origin == DEFAULT:
         hint = f"run from a directory you can write, or choose one with {PROFILE_ENV}=DIR or -o DIR"
     else:
-        hint = f"point {origin} at a directory that can be created and written, e.g. pypto_profile"
-    raise ConfigError(f"cannot write profiles to {path} (from {origin}): {why}", span=origin.span, hint=hint)
+        hint = f"point {origin} at a directory that can be created and written, e.g. {example}"
+    raise ConfigError(f"cannot write {what} to {path} (from {origin}): {why}", span=origin.span, hint=hint)
 
 
 def _unwritable(directory: Path) -> str | None:

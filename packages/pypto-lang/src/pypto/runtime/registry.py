@@ -21,7 +21,7 @@ import pluggy
 from pypto.ir import Backend, PlatformError, Target
 from pypto.runtime import hookspecs
 from pypto.runtime.hookspecs import ENTRY_POINT_GROUP, PROJECT
-from pypto.runtime.settings import DEFAULT, Origin
+from pypto.runtime.settings import CONFIG_TABLE, DEFAULT, PLATFORM_ENV, Origin
 
 LOAD_PLUGINS_ENV = "PYPTO_LOAD_PLUGINS"
 
@@ -167,15 +167,16 @@ class PlatformRegistry:
         if name in targets:
             same_chip = sorted(b for b, (backend, _) in backends.items() if backend.target.name == name)
             suggestion = same_chip or sorted(backends)
-            hint = (
-                f"run on {' or '.join(repr(s) for s in suggestion)} instead, e.g. "
-                f"RunConfig(platform={suggestion[0]!r})"
-                if suggestion
-                else "install a backend plugin"
-            )
+            hint = "install a backend plugin"
+            if suggestion:
+                instead = " or ".join(repr(s) for s in suggestion)
+                where = _setting_example(named_by, suggestion[0])
+                hint = f"run on {instead} instead, e.g. {where}"
+            # A RunConfig(platform=...) is shown by the caret under it; any other setting is named.
+            shown = named_by is not None and named_by.name.startswith("RunConfig")
             raise PlatformError(
-                f"platform {name!r} is a compile-only target here: running on it needs a device "
-                "backend plugin, and none is installed",
+                f"platform {name!r}{'' if shown else _from(named_by)} is a compile-only target here: "
+                "running on it needs a device backend plugin, and none is installed",
                 span=named_by.span if named_by else None,
                 hint=hint,
             )
@@ -234,6 +235,19 @@ class PlatformRegistry:
 
 def _from(named_by: Origin | None) -> str:
     return f" (from {named_by})" if named_by is not None else ""
+
+
+def _setting_example(named_by: Origin | None, platform: str) -> str:
+    """The setting that named the platform, written with ``platform`` instead."""
+    if named_by is None or named_by == DEFAULT or named_by.name.startswith("RunConfig"):
+        return f"RunConfig(platform={platform!r})"
+    if named_by.name == PLATFORM_ENV:
+        return f"{PLATFORM_ENV}={platform}"
+    if named_by.name.startswith("-p"):
+        return f"-p {platform}"
+    if named_by.name.startswith(CONFIG_TABLE):
+        return f'platform = "{platform}" in {CONFIG_TABLE}'
+    return f"RunConfig(platform={platform!r})"
 
 
 def _check_backend(item: Any, origin: PluginOrigin) -> str:

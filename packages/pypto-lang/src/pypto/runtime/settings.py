@@ -94,9 +94,9 @@ class ConfigFile:
         return Origin(f"{CONFIG_TABLE} {key} in {self.path}", _key_span(self.path, key))
 
 
-def _key_span(path: Path, key: str) -> SourceSpan | None:
-    """The value of ``key = ...`` inside the ``[tool.pypto]`` table of ``path`` (None for the
-    spellings this scan does not follow, e.g. a dotted key in ``[tool]``)."""
+def _key_span(path: Path, key: str, of_key: bool = False) -> SourceSpan | None:
+    """The value of ``key = ...`` inside the ``[tool.pypto]`` table of ``path`` (``of_key``: the
+    key itself); None for the spellings this scan does not follow, e.g. a dotted key in ``[tool]``."""
     assignment = re.compile(rf"""^\s*(["']?){re.escape(key)}\1\s*=\s*""")
     in_table = False
     try:
@@ -109,6 +109,9 @@ def _key_span(path: Path, key: str) -> SourceSpan | None:
             in_table = header.group(1).replace(" ", "") == "tool.pypto"
             continue
         match = assignment.match(line) if in_table else None
+        if match and of_key:
+            start = len(line) - len(line.lstrip())
+            return SourceSpan(str(path), number, start, start + len(line[start:].split("=", 1)[0].rstrip()))
         if match:
             value = line[match.end() :].split(" #", 1)[0].rstrip()
             return SourceSpan(str(path), number, match.end(), match.end() + max(len(value), 1))
@@ -173,23 +176,66 @@ def config_file(start: Path | None = None) -> ConfigFile:
 def _read_config(path: Path, mtime_ns: int) -> ConfigFile:
     try:
         data = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"cannot read {path}: {exc}", hint="fix the file's TOML syntax") from None
-    table = data.get("tool", {}).get("pypto", {})
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc}", hint="make the file readable") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise _syntax_error(path, exc) from None
+    tool = data.get("tool", {})
+    table = tool.get("pypto", {}) if isinstance(tool, dict) else {}
+    if not isinstance(table, dict):
+        problem = f"{CONFIG_TABLE} must be a table of settings, got {table!r}"
+        span = _line_span(path, r"^\s*(tool\.)?pypto\s*=\s*")
+        raise ConfigError(
+            problem if span else f"{path}: {problem}",
+            span=span,
+            hint=f"write it as a table: {CONFIG_TABLE} on its own line, then a key per line, e.g. "
+            'platform = "a2a3sim"',
+        )
     for key, value in table.items():
         kind = KNOWN_KEYS.get(key)
         if kind is None:
             known = f"known settings: {', '.join(KNOWN_KEYS)}"
-            raise _file_error(path, key, f"unknown setting {key!r} in {CONFIG_TABLE}", known)
+            raise _file_error(path, key, f"unknown setting {key!r} in {CONFIG_TABLE}", known, of_key=True)
         if not isinstance(value, kind):
             problem = f"{CONFIG_TABLE} {key} must be a {kind.__name__}, got {value!r}"
             raise _file_error(path, key, problem, f"write {key} = {EXAMPLES[key]}")
+        if kind is str and not value.strip():  # an empty name would silently mean the default
+            problem = f"{CONFIG_TABLE} {key} is empty"
+            raise _file_error(path, key, problem, f"write {key} = {EXAMPLES[key]}, or remove the line")
     return ConfigFile(path, table)
 
 
-def _file_error(path: Path, key: str, problem: str, hint: str) -> ConfigError:
-    """An error at the line that sets ``key``; the message names the file when no line is found."""
-    span = _key_span(path, key)
+def _syntax_error(path: Path, exc: tomllib.TOMLDecodeError) -> ConfigError:
+    """A TOML syntax error at the line and column tomllib names (its message ends with them)."""
+    text = str(exc)
+    where = re.search(r" \(at line (\d+), column (\d+)\)$", text)
+    span = SourceSpan(str(path), int(where[1]), int(where[2]) - 1) if where else None
+    reason = text[: where.start()] if where else text
+    return ConfigError(
+        f"{path} is not valid TOML: {reason}",
+        span=span,
+        hint='fix the TOML syntax there, e.g. platform = "a2a3sim"',
+    )
+
+
+def _line_span(path: Path, pattern: str) -> SourceSpan | None:
+    """The value on the first line of ``path`` that matches ``pattern`` (which ends before it)."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return None
+    for number, line in enumerate(lines, start=1):
+        match = re.match(pattern, line)
+        if match:
+            value = line[match.end() :].split(" #", 1)[0].rstrip()
+            return SourceSpan(str(path), number, match.end(), match.end() + max(len(value), 1))
+    return None
+
+
+def _file_error(path: Path, key: str, problem: str, hint: str, of_key: bool = False) -> ConfigError:
+    """An error at the line that sets ``key`` (under its value, or ``of_key``: under the key); the
+    message names the file when no line is found."""
+    span = _key_span(path, key, of_key)
     return ConfigError(problem if span else f"{path}: {problem}", span=span, hint=hint)
 
 

@@ -34,7 +34,8 @@ from pypto.ir import (
     Var,
     get_op,
 )
-from pypto.ir.nodes import nested_bodies, stmt_exprs, used_vars
+from pypto.ir.nodes import nested_bodies, stmt_exprs, used_vars, walk_stmts
+from pypto.ir.types import describe
 from pypto.passes.manager import PassContext
 
 KERNEL_KINDS = (FunctionKind.AIC, FunctionKind.AIV)
@@ -224,9 +225,15 @@ def over_budget(plan: MemoryPlan, target: Target) -> list[MemorySpace]:
 
 
 def budget_error(
-    fn_name: str, plan: MemoryPlan, space: MemorySpace, target: Target, span: SourceSpan | None
+    fn_name: str,
+    plan: MemoryPlan,
+    space: MemorySpace,
+    target: Target,
+    span: SourceSpan | None,
+    tiles: tuple[TileType, ...] = (),
 ) -> MemoryBudgetError:
-    """The over-budget error, worded as mixed-kernels.md specifies."""
+    """The over-budget error, worded as mixed-kernels.md specifies; ``tiles`` are the kernel's
+    tiles in ``space``, for the hint."""
     usage, limit = plan.peak[space], target.usable(space)
     message = (
         f"Function '{fn_name}': {space.name} buffer usage ({usage} bytes) "
@@ -234,6 +241,12 @@ def budget_error(
     )
     rings = [r for r in plan.reservations if r.space is space]
     hint = "use smaller tiles (fewer rows per pl.load) or keep fewer tiles live at once"
+    if tiles and all(len(t.shape) < 2 or t.shape[0] == 1 for t in tiles):
+        widest = max(tiles, key=lambda t: t.nbytes)
+        hint = (
+            f"the tiles are single rows already, and one row ({describe(widest)}, {widest.nbytes} bytes) is "
+            "too wide: work on blocks of columns, e.g. x[:, c : c + 1024] for c in a pl.range loop"
+        )
     if rings:
         size = sum(r.size for r in rings)
         message += (
@@ -245,8 +258,23 @@ def budget_error(
                 " Lower its depth with optimizations=[pl.cross_core_slot(slot_num=N)] on the"
                 " enclosing pl.at(...), or shrink the tile that crosses the cube/vector boundary"
             )
-        hint = "the ring holds slot_num whole crossing tiles; pick the largest depth that fits"
+        hint = _ring_hint(rings, limit - (usage - size))
+        # An explicit pipe setup chose the depth: point at it rather than at the scope.
+        span = next((r.span for r in rings if r.span is not None), span)
     return MemoryBudgetError(message, span, hint)
+
+
+def _ring_hint(rings: list[Reservation], room: int) -> str:
+    """How deep the ring may be: ``room`` bytes of the space are left for it beside the tiles."""
+    hint = "the ring holds slot_num whole crossing tiles"
+    slot_size = rings[0].slot_size if len(rings) == 1 else None
+    if not slot_size:
+        return f"{hint}; pick the largest depth that fits"
+    depth = max(room, 0) // slot_size
+    if depth < 1:
+        return f"{hint} of {slot_size} bytes, and not one fits beside the tiles: shrink the tile that crosses"
+    left = f"{room} bytes are left for it beside the tiles"
+    return f"{hint} of {slot_size} bytes, and {left}: slot_num={depth} fits"
 
 
 @dataclass(frozen=True)
@@ -267,5 +295,16 @@ class AllocateMemory:
         reservations = tuple(fn.attrs.get("reservations", ()))
         plan = plan_memory(fn.body, target, reservations)
         for space in over_budget(plan, target):
-            raise budget_error(fn.name, plan, space, target, fn.span)
+            raise budget_error(fn.name, plan, space, target, fn.span, _tiles_in(fn.body, space))
         return replace(fn, attrs={**fn.attrs, "memory_plan": plan})
+
+
+def _tiles_in(body: tuple[Stmt, ...], space: MemorySpace) -> tuple[TileType, ...]:
+    """The types of the tiles ``body`` assigns in ``space``."""
+    return tuple(
+        stmt.target.type
+        for stmt in walk_stmts(body)
+        if isinstance(stmt, Assign)
+        and isinstance(stmt.target.type, TileType)
+        and stmt.target.type.memory_space is space
+    )

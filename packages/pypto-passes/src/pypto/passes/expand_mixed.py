@@ -33,6 +33,7 @@ from pypto.ir import (
     Program,
     Reservation,
     Return,
+    SourceSpan,
     SplitAivRegion,
     SplitMode,
     Stmt,
@@ -112,12 +113,10 @@ class ExpandMixedKernel:
             cube = (Eval(make_call(_INIT[Side.CUBE], (), setup, fn.span), fn.span), *cube)
             vector = (Eval(make_call(_INIT[Side.VECTOR], (), setup, fn.span), fn.span), *vector)
             aic_attrs["pipe_setup"] = aiv_attrs["pipe_setup"] = "automatic"
-            rings = _rings(setup, automatic=True)
+            rings = _rings(setup, None)
         else:
             _check_pipes_set_up(fn, user_inits)
-            rings = [
-                r for call in user_inits for r in _rings(call.attrs, automatic=False, side=call_side(call))
-            ]
+            rings = [r for call in user_inits for r in _rings(call.attrs, call.span, side=call_side(call))]
         for kernel_attrs, side in ((aic_attrs, Side.CUBE), (aiv_attrs, Side.VECTOR)):
             mine = tuple(r for r in rings if (r.space is MemorySpace.Vec) == (side is Side.VECTOR))
             if mine:
@@ -147,14 +146,17 @@ def _slot_num(fn: Function, target: Target, dir_mask: int) -> int:
     return slot_num
 
 
-def _rings(attrs: Mapping[str, Any], automatic: bool, side: Side | None = None) -> list[Reservation]:
-    """Rings the consumers reserve: Vec for cube->vector, Mat for vector->cube."""
-    size = attrs["slot_num"] * attrs["slot_size"]
+def _rings(attrs: Mapping[str, Any], setup: SourceSpan | None, side: Side | None = None) -> list[Reservation]:
+    """Rings the consumers reserve: Vec for cube->vector, Mat for vector->cube. ``setup`` is the
+    span of the user's pipe setup call; None for the automatic pipe."""
+    slot_size = attrs["slot_size"]
+    size = attrs["slot_num"] * slot_size
+    automatic = setup is None
     rings = []
     if attrs["dir_mask"] & C2V and side in (None, Side.VECTOR):
-        rings.append(Reservation(MemorySpace.Vec, size, RING_REASON, automatic))
+        rings.append(Reservation(MemorySpace.Vec, size, RING_REASON, automatic, slot_size, setup))
     if attrs["dir_mask"] & V2C and side in (None, Side.CUBE):
-        rings.append(Reservation(MemorySpace.Mat, size, RING_REASON, automatic))
+        rings.append(Reservation(MemorySpace.Mat, size, RING_REASON, automatic, slot_size, setup))
     return rings
 
 
@@ -192,7 +194,18 @@ _DIRECTION_OF = {
 
 
 def _check_pipes_set_up(fn: Function, inits: list[Call]) -> None:
-    """Every hand-written push/pop/free needs both sides to set up its direction."""
+    """Every hand-written push/pop/free needs both sides to set up its direction; the depth is
+    the setup's, so a ``pl.cross_core_slot`` on the scope would be silently ignored."""
+    slot_num = fn.attrs.get("slot_num")
+    if slot_num is not None and inits:
+        first = inits[0]
+        raise ParseError(
+            f"pl.cross_core_slot(slot_num={slot_num}) sets the depth of the automatic pipe, but this scope "
+            f"sets up its pipe by hand (pl.{first.op} at line {first.span.line if first.span else '?'}, "
+            f"slot_num={first.attrs.get('slot_num')})",
+            fn.span,
+            f"drop pl.cross_core_slot(...) and write slot_num={slot_num} in both initialize_pipe calls",
+        )
     masks = {call_side(c): c.attrs.get("dir_mask", 0) for c in inits}
     for stmt in walk_stmts(fn.body):
         call = stmt.value if isinstance(stmt, (Assign, Eval)) else None

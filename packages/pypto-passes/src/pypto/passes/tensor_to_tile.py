@@ -500,8 +500,12 @@ class _RegionLowering:
         return tile
 
     def _load(self, x: Var, space: MemorySpace, row_local: bool, span: SourceSpan | None) -> Var:
-        """Load ``x`` (a tensor, or a view of one) whole or, row-local, as this block's rows."""
+        """Load ``x`` (a tensor, or a view of one) whole or, row-local, as this block's rows. A
+        view's load carries the span of the subscript that made it: a region outside the tensor
+        is reported there, not at the op that used it."""
         assert isinstance(x.type, TensorType)
+        if x in self.views and x in self.defs:
+            span = self.defs[x].span or span
         shape = list(x.type.shape)
         base, starts = self.views.get(x, (x, [Const(0, INDEX) for _ in shape]))
         offsets = list(starts)

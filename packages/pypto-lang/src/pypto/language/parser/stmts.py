@@ -22,6 +22,7 @@ from pypto.ir import (
     ParseError,
     Return,
     ScalarType,
+    SourceSpan,
     Stmt,
     TensorType,
     TileType,
@@ -452,7 +453,7 @@ class StmtParser(ScopeParser):
         start, stop, step = self.loop_bounds(call, kind)
         var = Var(self.body.namer.fresh(index.id), INDEX, self.span(index))
         names, inits = self.carried(node, explicit, kind)
-        span = self.span(node)
+        span = self.header_span(node)
         iter_args = tuple(
             Var(self.body.namer.fresh(n), i.type, span) for n, i in zip(names, inits, strict=True)
         )
@@ -470,6 +471,12 @@ class StmtParser(ScopeParser):
         self.body.emit(For(var, start, stop, step, body, kind, span, **carried))
         for k, result in zip(keep, results, strict=True):
             self.env.bind(names[k], result, result.span)
+
+    def header_span(self, node: ast.For) -> SourceSpan:
+        """``for i in pl.range(0, n, step)`` without the colon: what an error about the loop itself
+        (a run-time step of 0) underlines."""
+        whole, iterator = self.span(node), self.span(node.iter)
+        return replace(whole, end_col=iterator.end_col) if iterator.line == whole.line else whole
 
     def loop_body(
         self, node: ast.For, index: str, var: Var, iter_args: dict[str, Var]
