@@ -98,3 +98,15 @@ def test_run_rejects_anything_else():
         TypeError, match=re.escape("run() takes a @pl.jit function, a Program or a CompiledProgram")
     ):
         run(42)
+
+
+def test_an_unknown_run_config_option_says_which_was_meant():
+    from lang_diagnostics import rendered
+
+    from pypto.runtime.settings import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        RunConfig(platfrom="a2a3sim")  # a typo of platform
+    assert info.value.message == "RunConfig has no option 'platfrom'"
+    assert rendered(info.value).underlined == 'RunConfig(platfrom="a2a3sim")'
+    assert info.value.hint == "did you mean platform=?"

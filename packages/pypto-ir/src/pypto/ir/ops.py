@@ -194,12 +194,14 @@ def _with(t: TileType | TensorType, **changes: Any) -> Type:
 
 def _check_vec(op: str, t: Type, span: SourceSpan | None) -> None:
     if isinstance(t, TileType) and t.memory_space not in (None, MemorySpace.Vec):
-        raise _fail(
-            op,
-            f"vector op needs its tiles in Vec, got {describe(t)}",
-            span,
-            "load the data with pl.load(..., target_memory=pl.Mem.Vec)",
+        cube_side = t.memory_space in (MemorySpace.Mat, MemorySpace.Acc, MemorySpace.Left, MemorySpace.Right)
+        hint = (
+            "this tile is on the cube side, which has no path to Vec: compute on the tensor (a mixed "
+            "pl.split scope crosses it for you), or send it with pl.tpush_to_aiv / pl.aiv_shard"
+            if cube_side
+            else "load the data with pl.load(..., target_memory=pl.Mem.Vec)"
         )
+        raise _fail(op, f"vector op needs its tiles in Vec, got {describe(t)}", span, hint)
 
 
 def _arithmetic(op: str, t: TileType | TensorType, span: SourceSpan | None) -> None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -20,8 +21,24 @@ DEFAULT_DUMP_ROOT = Path("pypto_passes")
 __all__ = ["DEFAULT_DUMP_ROOT", "DEFAULT_PROFILE_ROOT", "PROFILE_ENV", "RunConfig"]
 
 
+class _ConfigFields(type):
+    """``RunConfig(platfrom=...)``: an unknown option is a ConfigError at the user's call that says
+    which option was meant, not the TypeError of the dataclass's ``__init__``."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        known = [f.name for f in fields(cls) if f.init]  # type: ignore[arg-type]
+        unknown = [name for name in kwargs if name not in known]
+        if unknown or len(args) > len(known):
+            call = call_site()
+            what = f"option {unknown[0]!r}" if unknown else f"{len(args)} positional options"
+            close = difflib.get_close_matches(unknown[0], known, n=1) if unknown else []
+            hint = f"did you mean {close[0]}=?" if close else f"options: {', '.join(known)}"
+            _raise_at(call, ConfigError(f"RunConfig has no {what}", span=call, hint=hint))
+        return super().__call__(*args, **kwargs)
+
+
 @dataclass
-class RunConfig:
+class RunConfig(metaclass=_ConfigFields):
     """Options for compiling and running a kernel.
 
     ``platform`` names a registered backend (``"a2a3sim"``) or a compile-only target
