@@ -162,3 +162,19 @@ def test_cast_modes_are_one_enum_spelled_as_a_member_or_its_name(mode, tmp_path)
 def test_refusals_are_pypto_errors_that_are_also_type_errors(tmp_path):
     err, _ = refused(tile_kernel(pl.INT32, "pl.exp(t)", tmp_path))
     assert isinstance(err, PyptoError) and isinstance(err, TypeError)
+
+
+def test_a_float_constant_beyond_the_dtype_is_a_type_error(tmp_path):
+    err, shown = refused(tile_kernel(pl.FP16, "pl.mul(t, 100000.0)", tmp_path))
+    assert (
+        err.message
+        == "pl.mul: the scalar operand 100000.0 does not fit pl.FP16, whose largest value is 65504"
+    )
+    assert shown.underlined == "pl.mul(t, 100000.0)"
+    err, _ = refused(tile_kernel(pl.FP32, "pl.add(t, 1e39)", tmp_path))
+    assert "does not fit pl.FP32" in err.message
+
+
+def test_infinity_is_a_float_constant_like_any_other(tmp_path):
+    tile_kernel(pl.FP16, "pl.maximum(t, pl.full([16, 16], pl.FP16, -float('inf')))", tmp_path).parse()
+    tile_kernel(pl.FP16, "pl.add(t, 65504.0)", tmp_path).parse()

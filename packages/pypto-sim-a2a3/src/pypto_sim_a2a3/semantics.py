@@ -104,6 +104,13 @@ def element_scalar(call: Call, value: int | float | bool, dtype: torch.dtype) ->
                 call.span,
                 "keep the run-time value in range, or convert the tile to a wider dtype with pl.cast first",
             )
+    elif dtype.is_floating_point and math.isfinite(value) and abs(value) > torch.finfo(dtype).max:
+        raise ScalarRangeError(
+            f"{_user_op(call)}: the scalar {value!r} does not fit {dtype} elements, whose largest value "
+            f"is {torch.finfo(dtype).max:g}",
+            call.span,
+            "keep the run-time value in range, or compute in pl.FP32",
+        )
     return torch.tensor(value, dtype=dtype)
 
 

@@ -48,6 +48,13 @@ class DataType(Enum):
         return self is DataType.BOOL
 
     @property
+    def float_max(self) -> float:
+        """The largest finite value of a float dtype: ``FP16.float_max == 65504.0``."""
+        if not self.is_float:
+            raise ValueError(f"{self.name} is not a float dtype")
+        return _FLOAT_MAX[self.name]
+
+    @property
     def int_range(self) -> tuple[int, int]:
         """The smallest and largest value of an integer (or bool) dtype: ``INT8.int_range == (-128, 127)``."""
         if self is DataType.BOOL:
@@ -64,6 +71,8 @@ class DataType(Enum):
     def __str__(self) -> str:
         return self.name
 
+
+_FLOAT_MAX = {"FP16": 65504.0, "BF16": 3.3895313892515355e38, "FP32": 3.4028234663852886e38}
 
 # torch dtype name -> DataType, for binding call arguments. INDEX is never inferred from torch.
 DTYPE_BY_TORCH_NAME: dict[str, DataType] = {dt.torch_name: dt for dt in DataType if dt is not DataType.INDEX}

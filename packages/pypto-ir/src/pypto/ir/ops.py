@@ -11,6 +11,7 @@ A ``tile.X`` exists for every elementwise ``tensor.X`` so lowering maps them by 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum, StrEnum
@@ -231,13 +232,23 @@ def _float_only(op: str, t: TileType | TensorType, span: SourceSpan | None) -> N
 
 def check_scalar_fits(op: str, scalar: Expr, dtype: DataType, span: SourceSpan | None, what: str) -> None:
     """A scalar used with elements of ``dtype``: an integer dtype takes no float scalar (it would
-    truncate) and no constant outside its range; no dtype takes a bool scalar in arithmetic."""
+    truncate) and no constant outside its range; a float dtype no finite constant beyond its
+    largest value (it would become inf); no dtype takes a bool scalar in arithmetic."""
     t = scalar.type
     assert isinstance(t, ScalarType)
     name = f"pl.{dtype.name}"
     value = f" {scalar.value!r}" if isinstance(scalar, Const) else ""
     if t.dtype.is_bool and not dtype.is_bool:
         raise _fail(op, f"{what} is a BOOL scalar{value}, not a number of {name}", span, "use 0 or 1")
+    if dtype.is_float and isinstance(scalar, Const) and math.isfinite(scalar.value):
+        largest = dtype.float_max
+        if abs(scalar.value) > largest:
+            raise _fail(
+                op,
+                f"{what} {scalar.value!r} does not fit {name}, whose largest value is {largest:g}",
+                span,
+                f"use a value within +-{largest:g} (or math.inf for infinity), or compute in pl.FP32",
+            )
     if dtype.is_integer or dtype.is_bool:
         if t.dtype.is_float:
             raise _fail(
