@@ -482,15 +482,16 @@ def _offsets(op: str, e: Expr, rank: int, span: SourceSpan | None, what: str = "
             )
 
 
-def _same_rank(op: str, what: str, dims: Sequence[int], of: Type, span: SourceSpan | None) -> None:
-    """``dims`` (a shape, a region) gives one extent per dimension of ``of``."""
-    rank = len(of.shape)  # type: ignore[attr-defined]
-    if len(dims) != rank:
+def _same_rank(
+    op: str, what: str, dims: Sequence[int], shape: Sequence[int], whose: str, span: SourceSpan | None
+) -> None:
+    """``dims`` (a shape, a region, a valid shape) gives one extent per dimension of ``shape``."""
+    if len(dims) != len(shape):
         raise _fail(
             op,
-            f"{what} {list(dims)} has {len(dims)} dim(s), but {describe(of)} has {rank}",
+            f"{what} {list(dims)} has {len(dims)} dim(s), but {whose} has {len(shape)}",
             span,
-            f"give {what} one extent per dimension of {describe(of)}",
+            f"give {what} one extent per dimension of {whose}",
         )
 
 
@@ -529,14 +530,7 @@ def _static_bounds(
 
 def _valid_within(op: str, valid: Sequence[int], shape: Sequence[int], span: SourceSpan | None) -> None:
     """A static valid shape describes part of its tile: same rank, each extent in 1..tile extent."""
-    if len(valid) != len(shape):
-        raise _fail(
-            op,
-            f"valid_shape {list(valid)} has {len(valid)} dim(s), but the tile shape {list(shape)} "
-            f"has {len(shape)}",
-            span,
-            "give valid_shape one extent per dimension of the tile",
-        )
+    _same_rank(op, "valid_shape", valid, shape, f"the tile shape {list(shape)}", span)
     for dim, (v, full) in enumerate(zip(valid, shape, strict=True)):
         if not 0 < v <= full:
             raise _fail(
@@ -559,7 +553,7 @@ def _load(op: str) -> InferFn:
             )
         shape = tuple(attrs["shape"])
         _offsets(op, args[1], len(src.shape), span)
-        _same_rank(op, "shape", shape, src, span)
+        _same_rank(op, "shape", shape, src.shape, describe(src), span)
         valid = attrs.get("valid_shape")
         if valid:
             _valid_within(op, valid, shape, span)
@@ -604,7 +598,7 @@ def _check_store(op: str, tile: Expr, offsets: Expr, dst: Expr, span: SourceSpan
             "cast the tile with pl.cast(tile, dtype) before storing",
         )
     _offsets(op, offsets, len(dst.type.shape), span)
-    _same_rank(op, "the tile's shape", tile.type.shape, dst.type, span)
+    _same_rank(op, "the tile's shape", tile.type.shape, dst.type.shape, describe(dst.type), span)
     return tile.type
 
 
@@ -615,14 +609,7 @@ def _run_time_region(
     and a constant offset plus a constant entry stays inside the tensor."""
     _offsets(op, valid, len(tile), span, "valid_shape")
     assert isinstance(valid, TupleExpr) and isinstance(offsets, TupleExpr)
-    if len(tile) != len(shape):
-        raise _fail(
-            op,
-            f"the tile shape {list(tile)} has {len(tile)} dim(s), but the tensor {list(shape)} "
-            f"has {len(shape)}",
-            span,
-            "give the tile one extent per dimension of the tensor",
-        )
+    _same_rank(op, "the tile shape", tile, shape, f"the tensor {list(shape)}", span)
     for dim, (off, size) in enumerate(zip(offsets.elements, valid.elements, strict=True)):
         if not isinstance(size, Const):
             continue
