@@ -129,3 +129,53 @@ def test_k_blocks_of_a_large_prologue_stream_by_rows(mode):
     out = torch.zeros(64, 16)
     kernel(a, b, out, config=SIM)
     torch.testing.assert_close(out, -((a * 0.5) @ b), rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize(
+    ("mode", "blocks"),
+    [
+        (pl.SplitMode.NONE, "pl.range(0, 86, 43)"),  # two blocks of 43 rows, then the last 41
+        (pl.SplitMode.UP_DOWN, "[64 + (lane * 32), 0]"),  # 64 rows (32 a lane), then the last 63
+    ],
+)
+def test_a_prime_row_count_streams_in_even_blocks_and_a_smaller_last_one(mode, blocks):
+    @pl.jit
+    def kernel(
+        a: pl.Tensor[[127, 256], pl.FP16],
+        b: pl.Tensor[[256, 256], pl.FP16],
+        out: pl.Out[pl.Tensor[[127, 256], pl.FP32]],
+    ):
+        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(mode)], name_hint="mixed"):
+            out[:] = pl.relu(pl.matmul(a, b))
+        return out
+
+    a, b = torch.randn(127, 256, dtype=torch.float16), torch.randn(256, 256, dtype=torch.float16)
+    out = torch.zeros(127, 256)
+    kernel(a, b, out, config=SIM)
+    torch.testing.assert_close(out, torch.relu(a.float() @ b.float()), rtol=1e-3, atol=1e-2)
+    assert blocks in print_ir(kernel.lower())
+
+
+def test_a_vector_part_beside_a_mixed_part_is_sized_with_its_ring():
+    @pl.jit
+    def kernel(
+        a: pl.Tensor[[127, 256], pl.INT8],
+        b: pl.Tensor[[256, 256], pl.INT8],
+        bias: pl.Tensor[[127, 256], pl.INT32],
+        out: pl.Out[pl.Tensor[[127, 256], pl.INT32]],
+        peak: pl.Out[pl.Tensor[[127, 1], pl.INT32]],
+    ):
+        with pl.at(
+            level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)], name_hint="mixed"
+        ):
+            out[:] = pl.relu(pl.matmul(a, b))
+            peak[:] = pl.row_max(bias)  # shares nothing with the matmul, but the ring's Vec is taken
+        return out
+
+    a = torch.randint(-4, 5, (127, 256), dtype=torch.int8)
+    b = torch.randint(-4, 5, (256, 256), dtype=torch.int8)
+    bias = torch.randint(-100, 100, (127, 256), dtype=torch.int32)
+    out, peak = torch.zeros(127, 256, dtype=torch.int32), torch.zeros(127, 1, dtype=torch.int32)
+    kernel(a, b, bias, out, peak, config=SIM)
+    assert torch.equal(out, torch.relu(a.int() @ b.int()))
+    assert torch.equal(peak, bias.amax(dim=1, keepdim=True))

@@ -9,9 +9,10 @@ One-row values that serve only as broadcast column vectors (``pl.col_expand_mul(
 are computed once, whole, before the row loop.
 Each is tiled by rows: most ops are row-local (elementwise ops, row reductions and
 row broadcasts, a matmul's left operand, accumulator and result, column concat), so the region
-runs as a loop over row blocks of ``R`` rows. ``R`` is the largest divisor of the row count, at
-most ``max_block_rows``, for which the region's tiles fit the target's on-chip budgets (checked
-with the allocator itself). A matmul's right operand and a broadcast column vector are loaded
+runs as a loop over row blocks of ``R`` rows. ``R`` is the largest ``ceil(rows / n)``, at most
+``max_block_rows``, for which the region's tiles fit the target's on-chip budgets (checked with
+the allocator itself); when ``R`` does not divide the rows, the rest runs after the loop as one
+smaller block of static shape. A matmul's right operand and a broadcast column vector are loaded
 whole, once, before the loop. A region with a column reduction or a reshape combines rows, so it
 runs whole. A slice of a global tensor (``a[:, k0:k0 + 128]``) is a view: its uses load from the
 tensor at the slice's offsets. An atomic ``assemble`` becomes ``tile.store_atomic``.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import copy
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from pypto.ir import (
@@ -110,8 +112,7 @@ class ConvertTensorToTileOps:
         def flush() -> None:
             for stmt in region:
                 _reject_uses(stmt, lowered_values)
-            for part in independent_parts(region):
-                out.extend(self._region(part, fn, names, target))
+            out.extend(self._parts(independent_parts(region), fn, names, target))
             lowered_values.update(_region_defs(region))
             region.clear()
 
@@ -130,24 +131,43 @@ class ConvertTensorToTileOps:
             flush()
         return tuple(out)
 
-    def _region(self, region: list[Stmt], fn: Function, names: NameGen, target: Target) -> list[Stmt]:
+    def _parts(self, parts: list[list[Stmt]], fn: Function, names: NameGen, target: Target) -> list[Stmt]:
+        """Each part tiled on its own, in program order. A part's block size is chosen with the parts
+        chosen before it in the kernel's budget (they run one after the other, but a ring one of them
+        reserves stays reserved): parts with cube work, which set the rings, are chosen first."""
+        lowered: dict[int, list[Stmt]] = {}
+        for i in sorted(range(len(parts)), key=lambda k: not _has_cube_work(parts[k])):
+            beside = [stmt for k in sorted(lowered) for stmt in lowered[k]]
+            lowered[i] = self._region(parts[i], fn, names, target, beside)
+        return [stmt for i in sorted(lowered) for stmt in lowered[i]]
+
+    def _region(
+        self, region: list[Stmt], fn: Function, names: NameGen, target: Target, beside: list[Stmt]
+    ) -> list[Stmt]:
         once = broadcast_rows(region)
         rows = _block_rows(region, once)
         if rows is None:
             once = set()  # the region runs whole: everything in it is computed once anyway
-        candidates = [None] if rows is None else _divisors_at_most(rows, self.max_block_rows)
-        chosen: tuple[list[Stmt], NameGen] | None = None
-        for block in candidates:
+        if rows is None:
+            return _RegionLowering(region, None, None, names, target).lower()
+
+        def attempt(block: int) -> Attempt:
             trial_names = copy.deepcopy(names)
-            attempt = _RegionLowering(region, block, rows, trial_names, target, once).lower()
-            if chosen is None:
-                chosen = (attempt, trial_names)  # nothing fits: the largest blocks name the overrun
-            if fits_alone(attempt, fn, target):
-                chosen = (attempt, trial_names)
-                break
-        assert chosen is not None
-        names.taken = chosen[1].taken
-        return chosen[0]
+            lowered = _blocked(region, block, rows, trial_names, target, once)
+            return Attempt(block, lowered, trial_names, fits_alone([*beside, *lowered], fn, target))
+
+        divisors = [d for d in range(min(rows, self.max_block_rows), 0, -1) if rows % d == 0]
+        largest = attempt(divisors[0])
+        chosen = largest if largest.fits else _largest_fitting(divisors[1:], attempt)
+        if chosen is None or chosen.count(rows) > UNEVEN_WORTH:
+            # No divisor fits, or only a small one (a prime row count): blocks of ceil(rows / n)
+            # rows, the last one smaller, may need far fewer iterations.
+            uneven = _largest_fitting(row_blocks(rows, self.max_block_rows), attempt)
+            if uneven is not None and (chosen is None or 2 * uneven.count(rows) <= chosen.count(rows)):
+                chosen = uneven
+        chosen = chosen or largest  # nothing fits: the largest blocks name the overrun
+        names.taken = chosen.names.taken
+        return chosen.lowered
 
 
 def _reject_carried_tensors(fn: Function) -> None:
@@ -195,8 +215,64 @@ def independent_parts(region: list[Stmt]) -> list[list[Stmt]]:
     return list(parts.values())
 
 
-def _divisors_at_most(n: int, limit: int) -> list[int]:
-    return [d for d in range(min(n, limit), 0, -1) if n % d == 0]
+def _has_cube_work(part: list[Stmt]) -> bool:
+    return any(s.value.op in ("tensor.matmul", "tensor.matmul_acc") for s in part)  # type: ignore[attr-defined]
+
+
+def row_blocks(rows: int, limit: int) -> list[int]:
+    """Block sizes to try, largest first: for n blocks, ``ceil(rows / n)`` rows each, at most
+    ``limit`` (the last block takes what is left, so a prime row count still streams evenly)."""
+    blocks: list[int] = []
+    for n in range(1, rows + 1):
+        block = -(-rows // n)
+        if block <= limit and (not blocks or block < blocks[-1]):
+            blocks.append(block)
+    return blocks
+
+
+UNEVEN_WORTH = 4  # blocks of the largest fitting divisor beyond which uneven blocks are tried
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """A region lowered in blocks of ``block`` rows, and whether that fits the kernel's budget."""
+
+    block: int
+    lowered: list[Stmt]
+    names: NameGen
+    fits: bool
+
+    def count(self, rows: int) -> int:
+        return -(-rows // self.block)
+
+
+def _largest_fitting(candidates: list[int], attempt: Callable[[int], Attempt]) -> Attempt | None:
+    """The attempt of the largest block in ``candidates`` (descending) that fits: a binary search,
+    since a smaller block never needs more memory than a larger one."""
+    found: Attempt | None = None
+    lo, hi = 0, len(candidates) - 1
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        trial = attempt(candidates[mid])
+        if trial.fits:
+            found, hi = trial, mid - 1
+        else:
+            lo = mid + 1
+    return found
+
+
+def _blocked(
+    region: list[Stmt], block: int, rows: int, names: NameGen, target: Target, once: set[Var]
+) -> list[Stmt]:
+    """The region lowered in blocks of ``block`` rows: a loop over the whole blocks, then the rest
+    of the rows as one smaller block (static shapes, no run-time valid shape)."""
+    rest = rows % block
+    head = _RegionLowering(region, block, rows - rest, names, target, once).lower()
+    if not rest:
+        return head
+    start = Const(rows - rest, INDEX)
+    tail = _RegionLowering(region, rest, rest, names, target, once, fresh_names=True, row=start)
+    return head + tail.lower()
 
 
 def _region_defs(region: list[Stmt]) -> dict[Var, Call]:
@@ -335,6 +411,7 @@ class _RegionLowering:
     names: NameGen
     target: Target
     once: set[Var] = field(default_factory=set)  # computed whole, before the row loop
+    fresh_names: bool = False  # this is a second copy of the region: its tiles need names of their own
     tiles: dict[tuple[Var, MemorySpace, bool], Var] = field(default_factory=dict)
     views: dict[Var, tuple[Var, list[Expr]]] = field(default_factory=dict)  # slice -> (tensor, offsets)
     hoisted: list[Stmt] = field(default_factory=list)
@@ -352,8 +429,6 @@ class _RegionLowering:
         looped = self.block is not None and self.rows is not None and self.block < self.rows
         if looped:
             self.row = Var(self.names.fresh("r"), INDEX)
-        else:
-            self.once = set()  # no row loop: every value is computed once anyway
         self.defs = _region_defs(self.region)
         for stmt in self.region:
             self._stmt(stmt)
@@ -396,11 +471,14 @@ class _RegionLowering:
             )
             for i, a in enumerate(call.args)
         )
-        sink = self.hoisted if once else self.body
+        # Before the row loop, if there is one (its whole loads are hoisted there too); else in order.
+        sink = self.hoisted if once and isinstance(self.row, Var) else self.body
         if op in _ROW_REDUCTIONS:
             args = (*args, self._scratch(args[0], sink))
         value = make_call(f"tile.{op}", args, call.attrs, call.span)
-        tile = Var(stmt.target.name, value.type, stmt.target.span)
+        # A later copy of the region (the last, smaller block) names its tiles afresh.
+        name = self.names.fresh(stmt.target.name) if self.fresh_names else stmt.target.name
+        tile = Var(name, value.type, stmt.target.span)
         sink.append(Assign(tile, value, stmt.span))
         assert isinstance(value.type, TileType) and value.type.memory_space is not None
         self.tiles[(stmt.target, value.type.memory_space, True)] = tile
