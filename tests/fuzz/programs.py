@@ -76,7 +76,10 @@ import pypto.language as pl
 
 
 def _fits(c, x):
-    """An integer scalar must fit an integer operand's dtype: else the program is invalid."""
+    """An integer scalar must fit an integer operand's dtype: else the program is invalid. A whole
+    float with an integer operand is that integer (the DSL's rule)."""
+    if isinstance(c, float) and c.is_integer() and not x.dtype.is_floating_point:
+        c = int(c)
     if isinstance(c, int) and not x.dtype.is_floating_point:
         info = torch.iinfo(x.dtype)
         if not info.min <= c <= info.max:
@@ -383,7 +386,7 @@ def binary_step(draw, chain: Chain) -> Value | None:
         pl_expr = f"{a.name} {OPERATOR[op]} {rhs_pl}"
     else:
         pl_expr = f"pl.{op}({a.name}, {rhs_pl})"
-    torch_float = a.torch_float or b.torch_float or (op == "div" and DTYPES[a.dtype].is_float)
+    torch_float = a.torch_float or b.torch_float
     out = Value(chain.fresh(), a.kind, a.dtype, lo, hi, torch_float, everywhere=a.everywhere)
     return chain.bind(out, pl_expr, f"{TORCH_BINARY[op]}({a.name}, {rhs_ref})")
 
@@ -431,7 +434,8 @@ def scalar_step(draw, chain: Chain) -> Value | None:
         pl_expr = f"{v.name} {OPERATOR[op]} {c!r}"
     else:
         pl_expr = f"pl.{op}({v.name}, {c!r})"
-    torch_float = v.torch_float or isinstance(c, float) or (op == "div" and d.is_float)
+    # A whole float on an integer value is that integer (the DSL's rule); a fractional one is not.
+    torch_float = v.torch_float or (isinstance(c, float) and not c.is_integer())
     if what in ("overflow", "zero"):
         lo, hi = -d.limit, d.limit  # nothing below may rely on the bounds
     out = Value(chain.fresh(), v.kind, v.dtype, lo, hi, torch_float, everywhere=v.everywhere)
@@ -502,7 +506,7 @@ def expand_step(draw, chain: Chain) -> Value | None:
             lo, hi = _binary_bounds(binop, (x.lo, x.hi), (vlo, vhi))
         if not _fits(x.dtype, lo, hi):
             return None
-        torch_float = x.torch_float or vec.torch_float or (sign == "/" and DTYPES[x.dtype].is_float)
+        torch_float = x.torch_float or vec.torch_float
         out = Value(chain.fresh(), "full", x.dtype, lo, hi, torch_float)
         ref = f"_div({x.name}, {vref})" if sign == "/" else f"({x.name} {sign} {vref})"
         return chain.bind(out, f"pl.{op}({x.name}, {vname})", ref)
