@@ -179,3 +179,62 @@ def test_a_vector_part_beside_a_mixed_part_is_sized_with_its_ring():
     kernel(a, b, bias, out, peak, config=SIM)
     assert torch.equal(out, torch.relu(a.int() @ b.int()))
     assert torch.equal(peak, bias.amax(dim=1, keepdim=True))
+
+
+@pl.jit
+def column_stats(x: pl.Tensor, total: pl.Out[pl.Tensor], peak: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="cols"):
+        total[:] = pl.col_sum(pl.exp(x))
+        peak[:] = pl.col_max(x)
+    return total
+
+
+@pytest.mark.parametrize("rows", [4096, 200, 127])
+def test_a_column_reduction_too_big_to_run_whole_accumulates_over_row_blocks(rows):
+    x = torch.randn(rows, 512)  # 200 KB or more: it does not fit Vec whole
+    total, peak = torch.zeros(1, 512), torch.zeros(1, 512)
+    column_stats(x, total, peak, config=SIM)
+    torch.testing.assert_close(total, torch.exp(x).sum(0, keepdim=True), rtol=1e-4, atol=1e-3)
+    torch.testing.assert_close(peak, x.amax(0, keepdim=True))
+    text = print_ir(column_stats.lower(x, total, peak))
+    assert f"shape=[{rows}, 512]" not in text  # never loaded whole: the sums run over row blocks
+    assert "pl.tile.add(" in text and "pl.tile.maximum(" in text
+
+
+def test_an_integer_column_max_starts_from_the_lowest_integer():
+    x = torch.randint(-1000, -10, (300, 64), dtype=torch.int32)  # every value negative
+    peak = torch.zeros(1, 64, dtype=torch.int32)
+
+    @pl.jit
+    def int_peak(x: pl.Tensor, peak: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="cols"):
+            peak[:] = pl.col_max(pl.mul(x, 3))
+        return peak
+
+    int_peak(x, peak, config=SIM)
+    assert torch.equal(peak, (x * 3).amax(0, keepdim=True))
+
+
+def test_a_mixed_scope_with_a_column_sum_of_the_product_streams_its_rows():
+    @pl.jit
+    def kernel(
+        a: pl.Tensor[[128, 512], pl.INT8],
+        b: pl.Tensor[[512, 256], pl.INT8],
+        out: pl.Out[pl.Tensor[[128, 256], pl.INT32]],
+        sums: pl.Out[pl.Tensor[[1, 256], pl.INT32]],
+    ):
+        with pl.at(
+            level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.LEFT_RIGHT)], name_hint="mixed"
+        ):
+            acc = pl.matmul(a, b, out_dtype=pl.INT32)
+            sums[:] = pl.col_sum(acc)
+            out[:] = pl.relu(acc)
+        return out
+
+    a = torch.randint(-3, 4, (128, 512), dtype=torch.int8)
+    b = torch.randint(-3, 4, (512, 256), dtype=torch.int8)
+    out, sums = torch.zeros(128, 256, dtype=torch.int32), torch.zeros(1, 256, dtype=torch.int32)
+    kernel(a, b, out, sums, config=SIM)
+    product = a.int() @ b.int()
+    assert torch.equal(out, torch.relu(product))
+    assert torch.equal(sums, product.sum(0, keepdim=True, dtype=torch.int32))

@@ -4,23 +4,26 @@ Consecutive tensor-level statements of a kernel form a *region*. Tensor values c
 region become tiles; tensors from global memory are loaded where they are used (Vec for vector
 operands; Mat, then Left/Right, for matmul operands); ``tensor.assemble`` becomes ``tile.store``.
 
-A region's independent parts (sharing no computed value and no written tensor) are tiled apart.
-One-row values that serve only as broadcast column vectors (``pl.col_expand_mul(x, gamma * s)``)
-are computed once, whole, before the row loop.
-Each is tiled by rows: most ops are row-local (elementwise ops, row reductions and
-row broadcasts, a matmul's left operand, accumulator and result, column concat), so the region
-runs as a loop over row blocks of ``R`` rows. ``R`` is the largest ``ceil(rows / n)``, at most
-``max_block_rows``, for which the region's tiles fit the target's on-chip budgets (checked with
-the allocator itself); when ``R`` does not divide the rows, the rest runs after the loop as one
-smaller block of static shape. A matmul's right operand and a broadcast column vector are loaded
-whole, once, before the loop. A region with a column reduction or a reshape combines rows, so it
-runs whole. A slice of a global tensor (``a[:, k0:k0 + 128]``) is a view: its uses load from the
-tensor at the slice's offsets. An atomic ``assemble`` becomes ``tile.store_atomic``.
+A region's independent parts (sharing no computed value and no written tensor) are tiled apart,
+each by rows: most ops are row-local (elementwise ops, row reductions and row broadcasts, a
+matmul's left operand, accumulator and result, column concat), so a part runs as a loop over row
+blocks of ``R`` rows: the largest divisor of the row count, at most ``max_block_rows``, for which
+its tiles fit the target's on-chip budgets (checked with the allocator itself) or, when only a
+small divisor fits (a prime row count), ``ceil(rows / n)`` rows with the rest as one smaller block
+of static shape after the loop. A matmul's right operand and a broadcast column vector are loaded
+whole, once, before the loop, and one-row values used only as broadcast column vectors
+(``pl.col_expand_mul(x, gamma * s)``) are computed there too. A column reduction (``col_sum``,
+``col_max``) whose result is only stored runs whole while that fits, else over the row blocks:
+each block's partial result is joined into a running ``[1, C]`` tile the loop carries, stored
+after the loop. A region with a reshape, or a column reduction used by other ops, combines rows,
+so it runs whole. A slice of a global tensor (``a[:, k0:k0 + 128]``) is a view: its uses load
+from the tensor at the slice's offsets. An atomic ``assemble`` becomes ``tile.store_atomic``.
 """
 
 from __future__ import annotations
 
 import copy
+import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -40,6 +43,7 @@ from pypto.ir import (
     MemorySpace,
     ParseError,
     Program,
+    ScalarType,
     SourceSpan,
     SplitAivRegion,
     Stmt,
@@ -85,6 +89,24 @@ _OPERAND_SPACES: dict[str, tuple[tuple[MemorySpace, bool], ...]] = {
     "col_expand_mul": ((MemorySpace.Vec, True), (MemorySpace.Vec, False)),
 }
 _VEC_ROWS = (MemorySpace.Vec, True)
+# A column reduction over row blocks: how each block's partial result joins the running one, and
+# the running value's start (None: the dtype's lowest value).
+_COLUMN_JOIN = {"tensor.col_sum": ("tile.add", 0), "tensor.col_max": ("tile.maximum", None)}
+
+
+@dataclass(frozen=True)
+class RowPlan:
+    """What a region computes besides its row blocks: ``once``, one-row values made before the
+    loop; ``summed``, column reductions accumulated over the blocks and stored after the loop."""
+
+    once: frozenset[Var] = frozenset()
+    summed: frozenset[Var] = frozenset()
+
+    @classmethod
+    def of(cls, region: list[Stmt]) -> RowPlan:
+        return cls(frozenset(broadcast_rows(region)), frozenset(column_reductions(region)))
+
+
 # Tile row reductions take a scratch tile shaped like their operand.
 _ROW_REDUCTIONS = frozenset({"row_max", "row_sum", "row_min"})
 
@@ -132,28 +154,34 @@ class ConvertTensorToTileOps:
         return tuple(out)
 
     def _parts(self, parts: list[list[Stmt]], fn: Function, names: NameGen, target: Target) -> list[Stmt]:
-        """Each part tiled on its own, in program order. A part's block size is chosen with the parts
-        chosen before it in the kernel's budget (they run one after the other, but a ring one of them
-        reserves stays reserved): parts with cube work, which set the rings, are chosen first."""
-        lowered: dict[int, list[Stmt]] = {}
-        for i in sorted(range(len(parts)), key=lambda k: not _has_cube_work(parts[k])):
-            beside = [stmt for k in sorted(lowered) for stmt in lowered[k]]
-            lowered[i] = self._region(parts[i], fn, names, target, beside)
+        """Each part tiled on its own, in program order. The parts run one after the other, but a
+        ring one of them reserves stays reserved for all: so each part is first sized alone, then
+        again beside the others as sized so far (parts with cube work, which set the rings, first)."""
+        lowered = {i: self._region(part, fn, names, target, []) for i, part in enumerate(parts)}
+        if len(parts) > 1:
+            for i in sorted(range(len(parts)), key=lambda k: not _has_cube_work(parts[k])):
+                beside = [stmt for k in sorted(lowered) if k != i for stmt in lowered[k]]
+                lowered[i] = self._region(parts[i], fn, names, target, beside)
         return [stmt for i in sorted(lowered) for stmt in lowered[i]]
 
     def _region(
         self, region: list[Stmt], fn: Function, names: NameGen, target: Target, beside: list[Stmt]
     ) -> list[Stmt]:
-        once = broadcast_rows(region)
-        rows = _block_rows(region, once)
-        if rows is None:
-            once = set()  # the region runs whole: everything in it is computed once anyway
+        plan = RowPlan.of(region)
+        rows = _block_rows(region, plan)
+        if plan.summed and rows is not None:
+            # A column reduction runs whole while that fits; else over the row blocks.
+            trial_names = copy.deepcopy(names)
+            whole = _RegionLowering(region, None, None, trial_names, target).lower()
+            if fits_alone([*beside, *whole], fn, target):
+                names.taken = trial_names.taken
+                return whole
         if rows is None:
             return _RegionLowering(region, None, None, names, target).lower()
 
         def attempt(block: int) -> Attempt:
             trial_names = copy.deepcopy(names)
-            lowered = _blocked(region, block, rows, trial_names, target, once)
+            lowered = _blocked(region, block, rows, trial_names, target, plan)
             return Attempt(block, lowered, trial_names, fits_alone([*beside, *lowered], fn, target))
 
         divisors = [d for d in range(min(rows, self.max_block_rows), 0, -1) if rows % d == 0]
@@ -262,17 +290,21 @@ def _largest_fitting(candidates: list[int], attempt: Callable[[int], Attempt]) -
 
 
 def _blocked(
-    region: list[Stmt], block: int, rows: int, names: NameGen, target: Target, once: set[Var]
+    region: list[Stmt], block: int, rows: int, names: NameGen, target: Target, plan: RowPlan
 ) -> list[Stmt]:
     """The region lowered in blocks of ``block`` rows: a loop over the whole blocks, then the rest
-    of the rows as one smaller block (static shapes, no run-time valid shape)."""
+    of the rows as one smaller block (static shapes, no run-time valid shape), which continues the
+    loop's column reductions."""
     rest = rows % block
-    head = _RegionLowering(region, block, rows - rest, names, target, once).lower()
+    head = _RegionLowering(region, block, rows - rest, names, target, plan, last=not rest)
+    lowered = head.lower()
     if not rest:
-        return head
+        return lowered
     start = Const(rows - rest, INDEX)
-    tail = _RegionLowering(region, rest, rest, names, target, once, fresh_names=True, row=start)
-    return head + tail.lower()
+    tail = _RegionLowering(
+        region, rest, rest, names, target, plan, fresh_names=True, row=start, summed_so_far=head.sums
+    )
+    return lowered + tail.lower()
 
 
 def _region_defs(region: list[Stmt]) -> dict[Var, Call]:
@@ -302,6 +334,18 @@ def broadcast_rows(region: list[Stmt]) -> set[Var]:
     return found
 
 
+def column_reductions(region: list[Stmt]) -> set[Var]:
+    """Column reductions (``col_sum``, ``col_max``) whose results the region only stores: they can
+    run over the row blocks, each block's partial result joined into a running one."""
+    defs = _region_defs(region)
+    reduced = {var for var, call in defs.items() if call.op in _COLUMN_JOIN}
+    for stmt in region:
+        for i, a in enumerate(stmt.value.args):  # type: ignore[attr-defined]
+            if a in reduced and not (stmt.value.op == "tensor.assemble" and i == 1):  # type: ignore[attr-defined]
+                reduced.discard(a)
+    return reduced
+
+
 def _one_row(x: Expr) -> bool:
     return isinstance(x.type, TensorType) and len(x.type.shape) == 2 and x.type.shape[0] == 1
 
@@ -321,20 +365,21 @@ def _reads_as_broadcast(call: Call, var: Var, found: set[Var]) -> bool:
     )
 
 
-def _block_rows(region: list[Stmt], once: set[Var]) -> int | None:
+def _block_rows(region: list[Stmt], plan: RowPlan) -> int | None:
     """The common row count of the region's row-local values, or None if it cannot be tiled.
-    Values in ``once`` are computed before the row loop and do not count."""
+    The plan's one-row values are computed before the row loop and do not count; nor do the
+    column reductions it accumulates (their operands do)."""
     defs = _region_defs(region)
     row_counts: set[int] = set()
     for stmt in region:
         call = stmt.value
         assert isinstance(call, Call)
-        if isinstance(stmt, Assign) and stmt.target in once:
+        if isinstance(stmt, Assign) and stmt.target in plan.once:
             continue
-        operands = _row_operands(call, defs, once)
+        operands = _row_operands(call, defs, plan)
         if operands is None:
             return None
-        if isinstance(stmt, Assign) and call.op != "tensor.slice":
+        if isinstance(stmt, Assign) and call.op != "tensor.slice" and stmt.target not in plan.summed:
             operands = (*operands, stmt.target)  # a view's rows count where it is used, not here
         for x in operands:
             if isinstance(x.type, TileType):
@@ -344,12 +389,14 @@ def _block_rows(region: list[Stmt], once: set[Var]) -> int | None:
     return row_counts.pop() if len(row_counts) == 1 else None
 
 
-def _row_operands(call: Call, defs: dict[Var, Call], once: set[Var]) -> tuple[Expr, ...] | None:
+def _row_operands(call: Call, defs: dict[Var, Call], plan: RowPlan) -> tuple[Expr, ...] | None:
     """The operands of ``call`` blocked by rows with its result; None if the region must run whole."""
+    if call.op in _COLUMN_JOIN and any(v in plan.summed and d is call for v, d in defs.items()):
+        return (call.args[0],)
     if call.op in _WHOLE_REGION_OPS:
         return None
     if call.op == "tensor.assemble":
-        return (call.args[1],)
+        return () if call.args[1] in plan.summed else (call.args[1],)
     if call.op == "tensor.slice":
         if _is_view(call.args[0], defs):
             return ()
@@ -357,7 +404,7 @@ def _row_operands(call: Call, defs: dict[Var, Call], once: set[Var]) -> tuple[Ex
     whole = _WHOLE_OPERAND.get(call.op)
     if whole is None:
         return call.args
-    if call.attrs.get("a_trans") or not (_is_view(call.args[whole], defs) or call.args[whole] in once):
+    if call.attrs.get("a_trans") or not (_is_view(call.args[whole], defs) or call.args[whole] in plan.once):
         return None
     return tuple(a for i, a in enumerate(call.args) if i != whole)
 
@@ -410,8 +457,13 @@ class _RegionLowering:
     rows: int | None
     names: NameGen
     target: Target
-    once: set[Var] = field(default_factory=set)  # computed whole, before the row loop
+    plan: RowPlan = field(default_factory=RowPlan)
+    last: bool = True  # the last copy of the region: it stores the column reductions
     fresh_names: bool = False  # this is a second copy of the region: its tiles need names of their own
+    summed_so_far: dict[Var, Var] = field(default_factory=dict)  # column reductions of earlier rows
+    sums: dict[Var, Var] = field(default_factory=dict)  # each column reduction's value after this copy
+    carried: list[tuple[Var, Expr, Expr, Var]] = field(default_factory=list)  # iter_arg, init, yield, result
+    after: list[Stmt] = field(default_factory=list)  # after the row loop: stores of column reductions
     tiles: dict[tuple[Var, MemorySpace, bool], Var] = field(default_factory=dict)
     views: dict[Var, tuple[Var, list[Expr]]] = field(default_factory=dict)  # slice -> (tensor, offsets)
     hoisted: list[Stmt] = field(default_factory=list)
@@ -433,9 +485,10 @@ class _RegionLowering:
         for stmt in self.region:
             self._stmt(stmt)
         if not looped:
-            return self.hoisted + self.body
+            return self.hoisted + self.body + self.after
         assert isinstance(self.row, Var) and self.rows is not None and self.block is not None
         span = self.region[0].span
+        iter_args, inits, yields, results = (tuple(c[k] for c in self.carried) for k in range(4))
         loop = For(
             self.row,
             Const(0, INDEX),
@@ -443,8 +496,40 @@ class _RegionLowering:
             Const(self.block, INDEX),
             tuple(self.body),
             span=span,
+            iter_args=iter_args,  # type: ignore[arg-type]
+            init_values=inits,
+            yields=yields,
+            results=results,  # type: ignore[arg-type]
         )
-        return [*self.hoisted, loop]
+        return [*self.hoisted, loop, *self.after]
+
+    def _column_reduction(self, target: Var, call: Call) -> None:
+        """``target = col_sum(x)`` over the row blocks: this block's partial result joined into the
+        running one, carried by the row loop (and on into the last, smaller block, if any)."""
+        x = self._operand(call.args[0], _VEC_ROWS, call.span)
+        part = self._emit(
+            f"{target.name}_part", make_call(f"tile.{_suffix(call.op)}", (x,), {}, call.span), self.body
+        )
+        join, start = _COLUMN_JOIN[call.op]
+        looped = isinstance(self.row, Var)
+        before = self.summed_so_far.get(target)
+        if before is None and not looped:
+            self.sums[target] = part  # the whole column in one block
+            self.tiles[(target, MemorySpace.Vec, True)] = part
+            return
+        if before is None:
+            assert isinstance(part.type, TileType)
+            before = self._emit(
+                f"{target.name}_init", _column_start(part.type, start, call.span), self.hoisted
+            )
+        running = Var(self.names.fresh(f"{target.name}_acc"), before.type, call.span) if looped else before
+        joined = self._emit(f"{target.name}_sum", make_call(join, (running, part), {}, call.span), self.body)
+        value = joined
+        if looped:
+            value = Var(self.names.fresh(target.name), before.type, call.span)
+            self.carried.append((running, before, joined, value))
+        self.sums[target] = value
+        self.tiles[(target, MemorySpace.Vec, True)] = value
 
     # -- statements
 
@@ -461,7 +546,10 @@ class _RegionLowering:
         if op == "slice":
             self._computed_slice(stmt.target, call)
             return
-        once = stmt.target in self.once
+        if stmt.target in self.plan.summed:
+            self._column_reduction(stmt.target, call)
+            return
+        once = stmt.target in self.plan.once
         spaces = _OPERAND_SPACES.get(op, ())
         args = tuple(
             self._operand(
@@ -528,6 +616,9 @@ class _RegionLowering:
     def _assemble(self, call: Call, span: SourceSpan | None) -> None:
         dst, value, offsets = call.args
         assert isinstance(offsets, TupleExpr)
+        if value in self.plan.summed:
+            self._store_column_reduction(call, span)
+            return
         if isinstance(value.type, TileType):
             tile = value
         else:
@@ -541,6 +632,18 @@ class _RegionLowering:
         )
         store = make_call(op, (tile, index_tuple(elements), dst), attrs, call.span)
         self.body.append(Eval(store, span))
+
+    def _store_column_reduction(self, call: Call, span: SourceSpan | None) -> None:
+        """A column reduction is stored once, after its last block, at the offsets written."""
+        if not self.last:
+            return
+        dst, value, offsets = call.args
+        atomic = call.attrs.get("atomic", AtomicType.NONE)
+        op, attrs = (
+            ("tile.store", {}) if atomic is AtomicType.NONE else ("tile.store_atomic", {"atomic": atomic})
+        )
+        store = make_call(op, (self.sums[value], offsets, dst), attrs, call.span)  # type: ignore[index]
+        self.after.append(Eval(store, span))
 
     def _natural_space(self, value: Expr) -> MemorySpace:
         for (var, space, _), _tile in self.tiles.items():
@@ -617,6 +720,16 @@ class _RegionLowering:
 
 
 _VIA_MAT = (MemorySpace.Left, MemorySpace.Right, MemorySpace.Bias)
+
+
+def _column_start(t: TileType, start: int | None, span: SourceSpan | None) -> Call:
+    """A ``[1, C]`` tile to start a column reduction from: 0 for a sum, the lowest value for a max."""
+    if start is None:
+        low = -math.inf if t.dtype.is_float else t.dtype.int_range[0]
+        value = Const(low, ScalarType(t.dtype), span)
+    else:
+        value = Const(float(start) if t.dtype.is_float else start, ScalarType(t.dtype), span)
+    return make_call("tile.full", (value,), {"shape": t.shape, "dtype": t.dtype}, span)
 
 
 def _move(tile: Expr, space: MemorySpace, span: SourceSpan | None) -> Call:
