@@ -837,12 +837,13 @@ def tile_programs(draw) -> Program:
         p.params.append("n: pl.Scalar[pl.INDEX]")
         p.args.append("n")
         p.scalars["n"] = b.used_rows
-    chain = Chain(p, "tile", b.used_rows if b.form == "single" else b.block, b.cols, b.partial)
+    tile_rows = b.used_rows if b.form == "single" else b.block
+    chain = Chain(p, "tile", tile_rows, b.cols, b.partial)
     chain.values = [replace(v, name=f"{v.name}_t") for v in tensors.values]
     draw(chain_steps(chain, draw(st.integers(1, 5)), allow_col_reduce=b.form == "single"))
     mutation = draw(st.sampled_from((None,) * 5 + TILE_MUTATIONS))
     if mutation in ("operand_dtype", "operand_shape", "wrong_vector"):
-        _mutate_operands(draw, p, chain, mutation, b.rows, b.cols, "tile")
+        _mutate_operands(draw, p, chain, mutation, tile_rows, b.tile_cols, "tile")  # the tiles' shape
     results = draw(_outputs_for(chain, b.storable))
 
     before = [_load_line(v, b) for v in tensors.values if v.kind == "col"]  # loaded once
