@@ -159,7 +159,7 @@ def _annotated(kernel: JitFunction, sig: Any) -> Any:
         assert spec.dtype is not None and spec.shape is not None
         return tensor_stand_in(spec.dtype, spec.shape)
     if isinstance(spec, ScalarSpec):
-        default = inspect.signature(kernel.func).parameters[sig.name].default
+        default = kernel.python_signature.parameters[sig.name].default
         if default is not inspect.Parameter.empty:
             return default
     example = "fp16[128,256]" if isinstance(spec, TensorSpec) else "4"

@@ -108,7 +108,7 @@ class JitFunction(KernelFunction):
         config = _config(config)
         spec = self._specialize(args, kwargs, running=True)
         compiled = self._compile(spec, config)
-        result = compiled.run(*spec.args, config=config)
+        result = compiled.run_checked(spec.args, config)  # specialize checked the arguments
         self.last_report = compiled.last_report
         return result
 

@@ -7,6 +7,7 @@ It holds what the parser reads from the function (source, free names, signature)
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from enum import Enum
 from typing import TYPE_CHECKING, Any
@@ -46,6 +47,11 @@ class KernelFunction:
     @functools.cached_property
     def names(self) -> GlobalNames:
         return GlobalNames(self.func)
+
+    @functools.cached_property
+    def python_signature(self) -> inspect.Signature:
+        """The function's Python signature, for binding call arguments (and their defaults)."""
+        return inspect.signature(self.func)
 
     @property
     def signature(self) -> tuple[ParamSignature, ...]:

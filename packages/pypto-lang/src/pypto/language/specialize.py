@@ -50,7 +50,7 @@ def specialize(
     if not args and not kwargs and signature and not running:
         return Specialization(tuple(_from_annotation(kernel, sig) for sig in signature))
     try:
-        bound = inspect.signature(kernel.func).bind(*args, **kwargs)
+        bound = kernel.python_signature.bind(*args, **kwargs)
     except TypeError as exc:
         names = ", ".join(sig.name for sig in signature)
         raise SpecializationError(
@@ -93,7 +93,7 @@ def _arity_span(
 def _from_annotation(kernel: KernelFunction, sig: ParamSignature) -> BoundParam:
     spec = sig.spec
     if isinstance(spec, ScalarSpec):
-        default = inspect.signature(kernel.func).parameters[sig.name].default
+        default = kernel.python_signature.parameters[sig.name].default
         if default is not inspect.Parameter.empty:
             return _bind(sig, default)
         return BoundParam(sig.name, ScalarType(spec.dtype), span=sig.span)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -65,6 +66,11 @@ class CompiledProgram:
     def entry(self) -> Function:
         return self.program.entry_function
 
+    @functools.cached_property
+    def task_count(self) -> int | None:
+        """How many tasks a run launches (None when a loop bound is known only at run time)."""
+        return count_tasks(self.program)
+
     def run(self, *args: Any, config: RunConfig | None = None) -> Any:
         """Run the entry on ``args`` (written in place); returns what the entry returns.
 
@@ -72,11 +78,16 @@ class CompiledProgram:
         backend options and profiling. A cached program can so be run with profiling on.
         """
         self._check(args)
+        return self.run_checked(args, config)
+
+    def run_checked(self, args: tuple[Any, ...], config: RunConfig | None = None) -> Any:
+        """:meth:`run` for arguments already checked against the entry's parameters (a ``@pl.jit``
+        call specializes, and so checks, them before it looks the program up)."""
         config = config or self.config
         backend = get_backend(self.config.platform, self.config.platform_origin)
         directory = config.checked_profile_path(self.program.name)  # before the run, not after it
         start = time.perf_counter()
-        with TaskProgress(self.program.name, count_tasks(self.program)) as progress:
+        with TaskProgress(self.program.name, self.task_count) as progress:
             try:
                 report = backend.run(
                     self.program, list(args), {**config.backend_options(), **progress.options()}

@@ -17,6 +17,7 @@ its start, with the elapsed time still running.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 
@@ -70,6 +71,12 @@ def _count_stmt(stmt: Stmt) -> int | None:
     return 0
 
 
+@functools.cache
+def _standard_error() -> Console:
+    """One console for every run's bar: it writes to whatever ``sys.stderr`` is when it writes."""
+    return Console(stderr=True)
+
+
 class TaskProgress:
     """A rich progress bar for one run, started only on a terminal and only after ``show_after``.
 
@@ -87,7 +94,7 @@ class TaskProgress:
     ) -> None:
         self.title = title
         self.total = total
-        self.console = console or Console(stderr=True)
+        self.console = console or _standard_error()
         self.active = self.console.is_terminal
         self.show_after = show_after
         self.done = 0
@@ -95,7 +102,12 @@ class TaskProgress:
         self._lock = threading.Lock()
         self._shown = False
         self._timer: threading.Timer | None = None
-        self._bar = Progress(
+        # Only a bar that can be shown is built: every run makes a TaskProgress, most never show it.
+        self._bar = self._build_bar() if self.active else None
+        self._task = self._bar.add_task(title, total=total, unit=TASKS) if self._bar is not None else None
+
+    def _build_bar(self) -> Progress:
+        return Progress(
             SpinnerColumn(),
             TextColumn("{task.description}"),
             BarColumn(),
@@ -105,7 +117,6 @@ class TaskProgress:
             console=self.console,
             transient=True,
         )
-        self._task = self._bar.add_task(title, total=total, unit=TASKS)
 
     @property
     def shows_steps(self) -> bool:
@@ -123,6 +134,7 @@ class TaskProgress:
 
     def advance(self, kernel: str) -> None:
         """One task of ``kernel`` finished."""
+        assert self._bar is not None and self._task is not None, "the backend got no on_task option"
         self.done += 1
         if self.within_task:
             self._bar.update(self._task, description=self._describe(kernel))
@@ -134,6 +146,7 @@ class TaskProgress:
         iterations, or the blocks of an spmd launch); the bar shows that from now on."""
         if not self.shows_steps:
             return
+        assert self._bar is not None and self._task is not None, "the backend got no on_progress option"
         self.within_task = True
         description = self._describe(kernel)
         self._bar.update(self._task, completed=done, total=total, unit=unit, description=description)
@@ -153,7 +166,7 @@ class TaskProgress:
 
     def _show(self) -> None:
         with self._lock:
-            if self._timer is not None:
+            if self._timer is not None and self._bar is not None:
                 self._shown = True
                 self._bar.start()
 
@@ -162,6 +175,6 @@ class TaskProgress:
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
-            if self._shown:
+            if self._shown and self._bar is not None:
                 self._bar.stop()
                 self._shown = False

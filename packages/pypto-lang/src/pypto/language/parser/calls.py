@@ -38,7 +38,7 @@ def bind_arguments(
     parser: ExprParser, callee: KernelFunction, args: list[Any], kwargs: dict[str, Any], node: ast.Call
 ) -> dict[str, Any]:
     """Match call arguments to ``callee``'s parameters by Python's rules (defaults included)."""
-    signature = inspect.signature(callee.func)
+    signature = callee.python_signature
     try:
         bound = signature.bind(*args, **kwargs)
     except TypeError as exc:
