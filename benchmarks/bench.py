@@ -4,6 +4,7 @@
 
 1. compile time of the seed kernel: cold (the first compile in this process, after the one-off
    plugin discovery, which is timed apart) and warm (again, after clearing the compile cache);
+   the disk cache is off, so both compile;
 2. the overhead of a cached call (on a backend that runs nothing) against a run on a2a3sim;
 3. the a2a3sim simulator's wall time against plain torch eager doing the same math, at three sizes;
 4. modeled cycles against the roofline bound for the mixed and the staged seed kernel at M=4096.
@@ -146,6 +147,7 @@ def roofline_lines(report: RunReport) -> list[str]:
 
 def main() -> None:
     torch.set_num_threads(1)
+    os.environ["PYPTO_CACHE"] = "off"  # compile figures time compiling, not the disk cache
     example = _example()
     mixed, staged = example.mixed_kernel(pl.SplitMode.UP_DOWN), example.staged_matmul_bias
     machine = f"{platform.machine()}, {os.cpu_count()} CPU(s), python {platform.python_version()}"
