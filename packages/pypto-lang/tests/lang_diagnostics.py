@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 from pypto.ir import PyptoError
 
@@ -40,3 +42,13 @@ def header(path: str, snippet: str, column_text: str, message: str) -> str:
     line = line_of(path, snippet)
     col = Path(path).read_text().splitlines()[line - 1].index(column_text) + 1
     return f"{path}:{line}:{col}: error: {message}"
+
+
+def module_at(path: Path, source: str) -> ModuleType:
+    """``source`` written to ``path`` and imported: the parser reads a kernel's source from its file."""
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

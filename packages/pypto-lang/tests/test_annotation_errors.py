@@ -1,26 +1,23 @@
 """A bad annotation is an error at that annotation, with a caret and a hint: when Python evaluates
 it at ``def`` time (the traceback then ends on the user's line) and when the parser does."""
 
-import importlib.util
 import traceback
 
 import pytest
-from lang_diagnostics import rendered
+from lang_diagnostics import module_at, rendered
 
 from pypto.ir import ParseError
 
 
 def define(tmp_path, annotation, name="bad_annotation"):
     path = tmp_path / f"{name}.py"
-    path.write_text(
+    module = module_at(
+        path,
         "import pypto.language as pl\n\n\n"
         "@pl.jit\n"
         f"def kernel(a: {annotation}, out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]):\n"
-        "    return out\n"
+        "    return out\n",
     )
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
     return module, path
 
 
@@ -67,16 +64,14 @@ def test_a_bad_annotation_at_def_time_points_at_it(tmp_path, annotation, message
 
 def test_a_postponed_annotation_is_checked_by_the_parser_at_the_annotation(tmp_path):
     path = tmp_path / "postponed.py"
-    path.write_text(
+    module = module_at(
+        path,
         "from __future__ import annotations\n\n"
         "import pypto.language as pl\n\n\n"
         "@pl.jit\n"
         'def kernel(a: pl.Tensor[[64, 64], "fp32"], out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]):\n'
-        "    return out\n"
+        "    return out\n",
     )
-    spec = importlib.util.spec_from_file_location("postponed", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
     with pytest.raises(ParseError) as info:
         module.kernel.parse()
     err = rendered(info.value)

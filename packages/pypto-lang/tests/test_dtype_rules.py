@@ -2,11 +2,10 @@
 elements, and the one set of cast modes. Each refusal is a TypeCheckError (or a ParseError for a
 bad ``mode=``) at the user's line, with a caret and a hint that says to ``pl.cast`` first."""
 
-import importlib.util
 import itertools
 
 import pytest
-from lang_diagnostics import rendered
+from lang_diagnostics import module_at, rendered
 
 import pypto.language as pl
 from pypto.ir import Call, CastMode, Const, DataType, ParseError, PyptoError, TypeCheckError
@@ -19,18 +18,16 @@ def tile_kernel(dtype, expr, tmp_path):
     """A kernel whose scope loads ``x`` as a [16, 16] tile ``t`` of ``dtype`` and stores ``expr``
     (the parser reads kernels from source, so the kernel is written to a module and imported)."""
     path = tmp_path / f"dtype_kernel_{next(_modules)}.py"
-    path.write_text(
+    module = module_at(
+        path,
         "import pypto.language as pl\n\n\n"
         "@pl.jit\n"
         f"def kernel(x: pl.Tensor[[16, 16], pl.{dtype.name}], out: pl.Out[pl.Tensor[[16, 16], pl.{dtype.name}]]):\n"
         "    with pl.at(level=pl.Level.CORE_GROUP):\n"
         "        t = pl.load(x, [0, 0], [16, 16])\n"
         f"        pl.store({expr}, [0, 0], out)\n"
-        "    return out\n"
+        "    return out\n",
     )
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
     return module.kernel
 
 

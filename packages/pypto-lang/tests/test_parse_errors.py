@@ -1,7 +1,7 @@
 """Structural errors: each is a ParseError at the user's line, with a caret and a hint."""
 
 import pytest
-from lang_diagnostics import header, rendered
+from lang_diagnostics import header, module_at, rendered
 
 import pypto.language as pl
 from pypto.ir import ParseError, PyptoError, TypeCheckError
@@ -361,19 +361,16 @@ def test_a_python_tuple_indexed_by_a_loop_variable_says_so():
     ],
 )
 def test_unsupported_constructs_are_named_in_words(tmp_path, statement, message):
-    import importlib.util
 
     path = tmp_path / "construct.py"
-    path.write_text(
+    module = module_at(
+        path,
         "import pypto.language as pl\n\n\n@pl.jit\n"
         "def kernel(a: pl.Tensor[[64, 64], pl.FP32], out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]):\n"
         "    with pl.at(level=pl.Level.CORE_GROUP):\n"
         f"        {statement}\n"
-        "    return out\n"
+        "    return out\n",
     )
-    spec = importlib.util.spec_from_file_location("construct", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
     with pytest.raises(ParseError) as info:
         module.kernel.parse()
     assert info.value.message.startswith(message)
