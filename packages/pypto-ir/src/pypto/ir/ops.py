@@ -1368,3 +1368,31 @@ def _declare_cross_core() -> None:
 
 
 _declare_all()
+
+
+# ---------------------------------------------------------------- handles
+
+
+class OpNames:
+    """Attribute access to registered op names: ``tile.add == "tile.add"``, checked against the
+    table when read, so a misspelled op fails where it is written instead of matching nothing.
+    Other layers name ops through these handles, never through string literals."""
+
+    def __init__(self, prefix: str) -> None:
+        self._prefix = prefix
+
+    def __getattr__(self, name: str) -> str:
+        op = f"{self._prefix}{name}"
+        if op not in OPS:
+            raise AttributeError(f"no op {op!r} is declared")
+        return op
+
+    def __repr__(self) -> str:
+        return f"<ops {self._prefix or '(unprefixed)'}*>"
+
+
+tile = OpNames("tile.")
+tensor = OpNames("tensor.")
+scalar = OpNames("scalar.")
+system = OpNames("system.")
+op = OpNames("")  # ops without a level prefix: the cross-core pipe ops, block indices, call
