@@ -31,7 +31,7 @@ LANGUAGE = Path(inspect.getfile(pl)).parent
 CHECKED_FILES = (
     *sorted((LANGUAGE / "parser").glob("*.py")),
     *(LANGUAGE / name for name in ("annotations.py", "options.py", "builtins.py", "kernel.py", "jit.py")),
-    Path(inspect.getfile(pypto.ir.ops)),
+    *sorted(Path(inspect.getfile(pypto.ir.ops)).parent.glob("*.py")),
 )
 
 # Where the hint goes in each error-building helper: the index of the positional argument.
@@ -40,11 +40,8 @@ CONSTRUCTOR_HINT_POSITION = 2  # PyptoError(message, span, hint)
 
 # (file name, enclosing function path) -> why the error there is not a user's mistake.
 INTERNAL = {
-    ("ops.py", "get_op"): "the parser only builds ops of the table; an unknown name is a compiler bug",
-    (
-        "ops.py",
-        "_given.infer",
-    ): "a `call` takes its type from the code that builds it; inferring one is a bug",
+    ("spec.py", "get_op"): "the parser only builds ops of the table; an unknown name is a compiler bug",
+    ("rules.py", "given"): "a `call` takes its type from the code that builds it; inferring one is a bug",
 }
 
 
@@ -87,8 +84,8 @@ def _hint_position(call: ast.Call, classes: set[str]) -> int | None:
         return CONSTRUCTOR_HINT_POSITION
     if name in ("error", "fail") and is_attribute:
         return HELPER_HINT_POSITION[name]
-    if name == "_fail" and not is_attribute:
-        return HELPER_HINT_POSITION[name]
+    if name == "fail" and not is_attribute:  # the op rules' fail(op, message, span, hint)
+        return HELPER_HINT_POSITION["_fail"]
     return None
 
 
@@ -152,7 +149,7 @@ def test_the_guard_finds_each_kind_of_unhinted_error():
     source = textwrap.dedent(
         """
         def rule(op, span):
-            raise _fail(op, "bad", span)
+            raise fail(op, "bad", span)
 
         def builder(ctx):
             raise ctx.fail("bad")
@@ -169,10 +166,10 @@ def test_the_guard_finds_each_kind_of_unhinted_error():
 
         def _given(op):
             def infer(args):
-                raise _fail(op, "nested", None)
+                raise fail(op, "nested", None)
 
         def hinted(ctx, span, node, self):
-            raise _fail("op", "bad", span, "fix")
+            raise fail("op", "bad", span, "fix")
             raise ctx.fail("bad", hint="fix")
             raise self.error(node, "bad", "fix")
             raise ParseError("bad", span, "fix")
@@ -194,10 +191,10 @@ def test_a_type_error_without_a_hint_gets_the_ops_dsl_signature(monkeypatch):
     """The fallback for a type rule that gives no hint (an op added later): the parser attaches
     the signature of the pl function the user called."""
 
-    def unhinted_rule(args, attrs, span):
+    def unhinted_rule(spec, args, attrs, span):
         raise TypeCheckError("pl.row_max: a rule added later refuses this", span)
 
-    rule = dataclasses.replace(OPS["tile.row_max"], infer=unhinted_rule)
+    rule = dataclasses.replace(OPS["tile.row_max"], rule=unhinted_rule)
     monkeypatch.setitem(OPS, "tile.row_max", rule)
 
     @pl.jit

@@ -1,0 +1,275 @@
+"""Cross-core ops: the pipes between a core group's cube and its vector lanes (init, push, pop,
+free), the automatic shard and gather of a mixed region, and the lane index."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pypto.ir.dtypes import DataType
+from pypto.ir.errors import SourceSpan
+from pypto.ir.nodes import Expr, SplitMode
+from pypto.ir.ops.rules import fail, index_result
+from pypto.ir.ops.spec import (
+    REQUIRED,
+    Attr,
+    Boundary,
+    Cost,
+    Direction,
+    Effect,
+    InPipeSlot,
+    Level,
+    OnSide,
+    Operand,
+    OpSpec,
+    PipeAction,
+    PipeEnd,
+    Role,
+    Side,
+    Unit,
+    declare,
+)
+from pypto.ir.types import UNIT, MemorySpace, TileType, Type, describe
+
+# The memory space a popped tile lands in on each side.
+RECEIVES = {Side.VECTOR: MemorySpace.Vec, Side.CUBE: MemorySpace.Mat}
+
+# Spaces a crossing tile may come from on each side.
+CUBE_OUT = (MemorySpace.Acc, MemorySpace.Mat)
+
+
+def split_axis(mode: SplitMode | None) -> int | None:
+    """The dim a split halves: rows for UP_DOWN, columns for LEFT_RIGHT, none for NONE."""
+    return {SplitMode.UP_DOWN: 0, SplitMode.LEFT_RIGHT: 1}.get(mode) if mode else None
+
+
+def split_shape(shape: tuple[int, ...], mode: SplitMode | None) -> tuple[int, ...]:
+    """The shape one AIV lane holds of a tile split by ``mode`` (lane 0's, for odd extents)."""
+    axis = split_axis(mode)
+    if axis is None:
+        return shape
+    halved = list(shape)
+    halved[axis] = -(-shape[axis] // 2)
+    return tuple(halved)
+
+
+def pipe_init(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+    op = spec.name
+    mask, size, num = attrs.get("dir_mask"), attrs.get("slot_size"), attrs.get("slot_num")
+    if isinstance(mask, bool) or mask not in (1, 2, 3):
+        raise fail(
+            op,
+            f"dir_mask must be 1 (cube->vector), 2 (vector->cube) or 3 (both), got {mask!r}",
+            span,
+            "write dir_mask=3 when tiles cross both ways, else 1 or 2; give both sides the same value",
+        )
+    for name, value in (("slot_size", size), ("slot_num", num)):
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise fail(op, f"{name} must be a positive int, got {value!r}", span, _PIPE_HINTS[name])
+    return UNIT
+
+
+_PIPE_HINTS = {
+    "slot_size": "write slot_size= the bytes of the largest tile that crosses, e.g. 16384 for [64, 64] FP32",
+    "slot_num": "write slot_num= the ring depth in tiles, e.g. slot_num=2 (both sides the same)",
+}
+
+
+# What each boundary op takes, as its hint says when it gets something else.
+_TILE_ARG_HINTS = {
+    "tpush_to_aiv": "the cube pushes Acc or Mat tiles (e.g. a pl.matmul result); "
+    "Vec tiles go from the vector lanes to the cube with pl.tpush_to_aic",
+    "tpush_to_aic": "the vector lanes push Vec tiles; Acc or Mat tiles go from the cube with pl.tpush_to_aiv",
+    "tfree_to_aic": "free the Vec tile pl.tpop_from_aic returned: pl.tfree_to_aic(t)",
+    "tfree_to_aiv": "free the Mat tile pl.tpop_from_aiv returned: pl.tfree_to_aiv(t)",
+    "aiv_shard": "shard a cube-side tile (Acc, e.g. a pl.matmul result, or Mat); "
+    "a Vec tile is on the lanes already",
+    "aic_gather": "gather the lanes' Vec tiles (e.g. the result of a vector op in the region)",
+}
+
+
+def tile_arg(op: str, e: Expr, spaces: tuple[MemorySpace, ...], span: SourceSpan | None) -> TileType:
+    t = e.type
+    if not isinstance(t, TileType):
+        raise fail(op, f"takes a tile, got {describe(t)}", span, _TILE_ARG_HINTS[op])
+    if t.memory_space is not None and t.memory_space not in spaces:
+        names = " or ".join(s.name for s in spaces)
+        raise fail(op, f"takes a tile in {names}, got {describe(t)}", span, _TILE_ARG_HINTS[op])
+    return t
+
+
+def push(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+    op = spec.name
+    tile_arg(op, args[0], spec.operands[0].spaces or (), span)
+    return UNIT
+
+
+def pop(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+    op = spec.name
+    shape, dtype = attrs.get("shape"), attrs.get("dtype")
+    if not shape or not isinstance(dtype, DataType):
+        raise fail(
+            op,
+            "needs shape=[...] and dtype= of the tile it pops",
+            span,
+            f"give the shape and dtype the other side pushes, e.g. pl.{op}([64, 64], pl.FP32)",
+        )
+    end = spec.trait(PipeEnd)
+    assert end is not None
+    return TileType(tuple(shape), dtype, RECEIVES[end.side])
+
+
+def free(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+    op = spec.name
+    tile_arg(op, args[0], spec.operands[0].spaces or (), span)
+    return UNIT
+
+
+def shard(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+    op = spec.name
+    t = tile_arg(op, args[0], CUBE_OUT, span)
+    mode = attrs.get("split")
+    axis = split_axis(mode)
+    if axis is not None and (axis >= len(t.shape) or t.shape[axis] < 2):
+        raise fail(
+            op,
+            f"cannot halve {describe(t)} along dim {axis} for {mode!r}",
+            span,
+            "split along the other axis, or use pl.SplitMode.NONE",
+        )
+    return TileType(split_shape(t.shape, mode), t.dtype, MemorySpace.Vec)
+
+
+def gather(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+    op = spec.name
+    t = tile_arg(op, args[0], (MemorySpace.Vec,), span)
+    axis = split_axis(attrs.get("split"))
+    shape = list(t.shape)
+    if axis is not None:
+        shape[axis] *= 2
+    return TileType(tuple(shape), t.dtype, MemorySpace.Mat)
+
+
+# ---------------------------------------------------------------- declarations
+
+_SPLIT = Attr("split", SplitMode)
+
+
+def _declare() -> None:
+    cube, vec = Side.CUBE, Side.VECTOR
+    b = Unit.BOUNDARY
+    init_attrs = (
+        Attr("dir_mask", int, REQUIRED),
+        Attr("slot_size", int, REQUIRED),
+        Attr("slot_num", int, REQUIRED),
+    )
+    for name, side in (("aic_initialize_pipe", cube), ("aiv_initialize_pipe", vec)):
+        declare(
+            OpSpec(
+                name,
+                Level.SYSTEM,
+                b,
+                pipe_init,
+                (),
+                init_attrs,
+                (PipeEnd(side, PipeAction.INIT), Cost("pipe_init")),
+                name,
+                f"pl.{name}(dir_mask=3, slot_size=..., slot_num=2)",
+                f"set up this core group's pipes on the {side.value} side",
+            )
+        )
+    vec_tile = (MemorySpace.Vec,)
+    pushes = (("tpush_to_aiv", cube, Direction.C2V, CUBE_OUT), ("tpush_to_aic", vec, Direction.V2C, vec_tile))
+    for name, side, direction, spaces in pushes:
+        declare(
+            OpSpec(
+                name,
+                Level.SYSTEM,
+                b,
+                push,
+                (Operand("tile", Role.TILE, spaces),),
+                (_SPLIT,),
+                (PipeEnd(side, PipeAction.PUSH, direction), Cost("pipe_push")),
+                name,
+                f"pl.{name}(tile)",
+                f"the tile sent through the {direction.value} pipe",
+            )
+        )
+    pops = (("tpop_from_aic", vec, Direction.C2V), ("tpop_from_aiv", cube, Direction.V2C))
+    for name, side, direction in pops:
+        declare(
+            OpSpec(
+                name,
+                Level.SYSTEM,
+                b,
+                pop,
+                (),
+                (Attr("shape", tuple, REQUIRED), Attr("dtype", DataType, REQUIRED), _SPLIT),
+                (PipeEnd(side, PipeAction.POP, direction), Cost("pipe_pop"), InPipeSlot()),
+                name,
+                f"pl.{name}(shape, dtype)",
+                f"the next tile of the {direction.value} pipe, in its ring slot",
+            )
+        )
+    frees = (("tfree_to_aic", vec, Direction.C2V), ("tfree_to_aiv", cube, Direction.V2C))
+    for name, side, direction in frees:
+        space = RECEIVES[side]
+        declare(
+            OpSpec(
+                name,
+                Level.SYSTEM,
+                b,
+                free,
+                (Operand("tile", Role.TILE, (space,), effect=Effect.NONE),),
+                (_SPLIT,),
+                (PipeEnd(side, PipeAction.FREE, direction), Cost("pipe_free")),
+                name,
+                f"pl.{name}(tile)",
+                f"the popped tile's ring slot handed back to the {direction.value} pipe",
+            )
+        )
+    declare(
+        OpSpec(
+            "aiv_shard",
+            Level.SYSTEM,
+            b,
+            shard,
+            (Operand("tile", Role.TILE, CUBE_OUT),),
+            (_SPLIT,),
+            (Boundary(),),
+            "aiv_shard",
+            "pl.aiv_shard(tile, split)",
+            "cube value -> each lane's share",
+        )
+    )
+    declare(
+        OpSpec(
+            "aic_gather",
+            Level.SYSTEM,
+            b,
+            gather,
+            (Operand("tile", Role.TILE, vec_tile),),
+            (_SPLIT,),
+            (Boundary(),),
+            "aic_gather",
+            "pl.aic_gather(tile, split)",
+            "lane shares -> cube value",
+        )
+    )
+    declare(
+        OpSpec(
+            "get_subblock_idx",
+            Level.SYSTEM,
+            Unit.SCALAR,
+            index_result,
+            (),
+            (),
+            (OnSide(vec),),
+            "get_subblock_idx",
+            "pl.get_subblock_idx()",
+            "the vector lane's index in its core group (0 or 1)",
+        )
+    )
+
+
+_declare()

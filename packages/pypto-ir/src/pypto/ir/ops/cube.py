@@ -1,0 +1,152 @@
+"""Cube ops: matrix products on the cube unit (Left @ Right -> Acc), alone or accumulating."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pypto.ir.dtypes import DataType
+from pypto.ir.errors import SourceSpan
+from pypto.ir.nodes import Expr
+from pypto.ir.ops.rules import check_arithmetic, fail, matrix_shape, same_kind, shaped
+from pypto.ir.ops.spec import (
+    Attr,
+    Cost,
+    Level,
+    Lowers,
+    Operand,
+    OpSpec,
+    PlacesTile,
+    Role,
+    Trait,
+    Unit,
+    declare,
+)
+from pypto.ir.types import MemorySpace, TensorType, TileType, Type, describe
+
+
+def matmul_result_dtype(a: DataType, b: DataType, out_dtype: DataType | None) -> DataType:
+    return out_dtype or (DataType.INT32 if a.is_integer else DataType.FP32)
+
+
+def matmul(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+    op = spec.name
+    accumulates = op.endswith(".matmul_acc")
+    operands = args[1:3] if accumulates else args[:2]
+    a, b = (shaped(op, x, span) for x in operands)
+    same_kind(op, a, b, span)
+    if len(a.shape) != 2 or len(b.shape) != 2:
+        flat = next(t for t in (a, b) if len(t.shape) != 2)
+        raise fail(
+            op,
+            f"needs 2-D operands, got {describe(a)} and {describe(b)}",
+            span,
+            f"reshape {describe(flat)} to 2-D first: pl.reshape(x, {matrix_shape(flat.shape)})",
+        )
+    m, ka = (a.shape[1], a.shape[0]) if attrs.get("a_trans") else a.shape
+    kb, n = (b.shape[1], b.shape[0]) if attrs.get("b_trans") else b.shape
+    if ka != kb:
+        raise fail(
+            op,
+            f"inner dimensions differ: {describe(a)} @ {describe(b)} ({ka} != {kb})",
+            span,
+            "the left operand's columns must equal the right operand's rows",
+        )
+    if a.dtype != b.dtype:
+        raise fail(
+            op,
+            f"operand dtype mismatch: {describe(a)} vs {describe(b)}",
+            span,
+            "cast one operand with pl.cast(x, dtype)",
+        )
+    check_arithmetic(op, a, span)
+    dtype = matmul_result_dtype(a.dtype, b.dtype, attrs.get("out_dtype"))
+    if isinstance(a, TileType):
+        for t, space, side in ((a, MemorySpace.Left, "left"), (b, MemorySpace.Right, "right")):
+            if t.memory_space not in (None, space):
+                raise fail(
+                    op,
+                    f"the {side} operand must be in {space.name}, got {describe(t)}",
+                    span,
+                    operand_space_hint(t, space),
+                )
+        result: TileType | TensorType = TileType((m, n), dtype, MemorySpace.Acc)
+    else:
+        result = TensorType((m, n), dtype)
+    if accumulates:
+        check_accumulator(op, args[0].type, result, span)
+    return result
+
+
+def operand_space_hint(t: TileType, space: MemorySpace) -> str:
+    """How a tile gets into the cube's Left / Right buffer: moved there from Mat."""
+    if t.memory_space is MemorySpace.Mat:
+        return f"move it first: pl.move(tile, target_memory=pl.Mem.{space.name})"
+    return (
+        f"{space.name} tiles are moved from Mat: load the data into Mat and move it, "
+        f"pl.move(pl.load(t, [0, 0], {list(t.shape)}, target_memory=pl.Mem.Mat), "
+        f"target_memory=pl.Mem.{space.name})"
+    )
+
+
+def check_accumulator(op: str, acc: Type, result: TileType | TensorType, span: SourceSpan | None) -> None:
+    """``acc`` of ``matmul_acc`` must be what the product adds to: same kind, shape and dtype (in Acc)."""
+    fits = type(acc) is type(result) and (acc.shape, acc.dtype) == (result.shape, result.dtype)  # type: ignore[attr-defined]
+    if isinstance(acc, TileType) and acc.memory_space not in (None, MemorySpace.Acc):
+        fits = False
+    if not fits:
+        want = "Acc tile" if isinstance(result, TileType) else "tensor"
+        raise fail(
+            op,
+            f"accumulator must be a {list(result.shape)} {result.dtype.name} {want}, got {describe(acc)}",
+            span,
+            "start the sum with acc = pl.matmul(a, b), then acc = pl.matmul_acc(acc, a2, b2)",
+        )
+
+
+# ---------------------------------------------------------------- declarations
+
+
+def _declare(level: Level) -> None:
+    prefix = level.value
+    tile = level is Level.TILE
+
+    def operand(name: str, space: MemorySpace) -> Operand:
+        return Operand(name, Role.TILE, (space,)) if tile else Operand(name, Role.TENSOR)
+
+    attrs = (Attr("a_trans", bool, False), Attr("b_trans", bool, False), Attr("out_dtype", DataType))
+    for name, operands, doc in (
+        ("matmul", (operand("lhs", MemorySpace.Left), operand("rhs", MemorySpace.Right)), "lhs @ rhs"),
+        (
+            "matmul_acc",
+            (
+                operand("acc", MemorySpace.Acc),
+                operand("lhs", MemorySpace.Left),
+                operand("rhs", MemorySpace.Right),
+            ),
+            "acc + lhs @ rhs",
+        ),
+    ):
+        traits: tuple[Trait, ...] = (
+            Cost("matmul"),
+            PlacesTile() if tile else Lowers(f"tile.{name}"),
+        )
+        args = ", ".join(o.name for o in operands)
+        declare(
+            OpSpec(
+                f"{prefix}.{name}",
+                level,
+                Unit.CUBE,
+                matmul,
+                operands,
+                attrs if name == "matmul" else attrs[:2],
+                traits,
+                dsl=name,
+                signature=f"pl.{name}({args}, a_trans=False, b_trans=False)",
+                doc=doc,
+            )
+        )
+
+
+for _level in (Level.TENSOR, Level.TILE):
+    _declare(_level)

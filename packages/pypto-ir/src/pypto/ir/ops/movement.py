@@ -1,0 +1,652 @@
+"""Data movement and views: loads and stores between global memory and tiles, moves between
+memory spaces, tile and tensor creation, assembling into a tile or a tensor, row gathers,
+reshape, slice, concat, pad and fill."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from math import prod
+from typing import Any
+
+from pypto.ir.dtypes import DataType
+from pypto.ir.errors import SourceSpan
+from pypto.ir.nodes import Expr
+from pypto.ir.ops.enums import PAD_VALUES, AtomicType, PadValue
+from pypto.ir.ops.rules import (
+    check_offsets,
+    check_run_time_region,
+    check_same_rank,
+    check_scalar_fits,
+    check_static_bounds,
+    check_valid_within,
+    check_vec,
+    fail,
+    matrix_shape,
+    ranked,
+    same_kind,
+    shaped,
+    with_changes,
+)
+from pypto.ir.ops.spec import (
+    ALL,
+    REQUIRED,
+    WHOLE_TILE,
+    Attr,
+    Cost,
+    Effect,
+    GmAccess,
+    KeepsValid,
+    Level,
+    Lowers,
+    Operand,
+    OpSpec,
+    PlacesTile,
+    Role,
+    Rule,
+    SplitPolicy,
+    Trait,
+    Unit,
+    View,
+    WholeRegion,
+    declare,
+)
+from pypto.ir.types import MemorySpace, ScalarType, TensorType, TileType, Type, describe
+
+
+def load(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+    op = spec.name
+    src = args[0].type
+    if not isinstance(src, TensorType):
+        raise fail(
+            op,
+            f"loads from a tensor, got {describe(src)}",
+            span,
+            "load from a global-memory tensor (a kernel parameter): pl.load(t, [0, 0], [64, 64])",
+        )
+    shape = tuple(attrs["shape"])
+    check_offsets(op, args[1], len(src.shape), span)
+    check_same_rank(op, "shape", shape, src.shape, describe(src), span)
+    valid = attrs.get("valid_shape")
+    if valid:
+        check_valid_within(op, valid, shape, span)
+    # Only the valid region is read: an edge tile may hang over the tensor's end.
+    check_static_bounds(op, src.shape, args[1], tuple(valid) if valid else shape, span)
+    return TileType(shape, src.dtype, attrs.get("target_memory"), tuple(valid) if valid else None)
+
+
+def store(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+    op = spec.name
+    tile, offsets, dst = args
+    t = check_store(op, tile, offsets, dst, span)
+    check_static_bounds(op, dst.type.shape, offsets, t.valid_shape or t.shape, span)  # type: ignore[attr-defined]
+    return dst.type
+
+
+def check_store(op: str, tile: Expr, offsets: Expr, dst: Expr, span: SourceSpan | None) -> TileType:
+    """A tile stored into a tensor of the same dtype at offsets of the tensor's rank."""
+    if not isinstance(tile.type, TileType):
+        raise fail(
+            op,
+            f"stores a tile, got {describe(tile.type)}",
+            span,
+            "store an on-chip tile (e.g. a pl.load or vector op result): pl.store(tile, [0, 0], out)",
+        )
+    if not isinstance(dst.type, TensorType):
+        raise fail(
+            op,
+            f"stores into a tensor, got {describe(dst.type)}",
+            span,
+            "store into a global-memory tensor (a pl.Out parameter); pl.assemble writes a tile into a tile",
+        )
+    if tile.type.dtype != dst.type.dtype:
+        raise fail(
+            op,
+            f"dtype mismatch: {describe(tile.type)} into {describe(dst.type)}",
+            span,
+            "cast the tile with pl.cast(tile, dtype) before storing",
+        )
+    check_offsets(op, offsets, len(dst.type.shape), span)
+    check_same_rank(op, "the tile's shape", tile.type.shape, dst.type.shape, describe(dst.type), span)
+    return tile.type
+
+
+def load_partial(
+    spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None
+) -> Type:
+    op = spec.name
+    src, offsets, valid = args
+    if not isinstance(src.type, TensorType):
+        raise fail(
+            op,
+            f"loads from a tensor, got {describe(src.type)}",
+            span,
+            "load from a global-memory tensor (a kernel parameter): pl.load(t, [0, 0], [64, 64])",
+        )
+    shape = tuple(attrs["shape"])
+    check_offsets(op, offsets, len(src.type.shape), span)
+    check_run_time_region(op, src.type.shape, offsets, valid, shape, span)
+    return TileType(shape, src.type.dtype, attrs.get("target_memory"))
+
+
+def store_partial(
+    spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None
+) -> Type:
+    op = spec.name
+    tile, offsets, dst, valid = args
+    t = check_store(op, tile, offsets, dst, span)
+    check_run_time_region(op, dst.type.shape, offsets, valid, t.shape, span)  # type: ignore[attr-defined]
+    return dst.type
+
+
+def store_atomic(
+    spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None
+) -> Type:
+    op = spec.name
+    tile, offsets, dst = args[:3]
+    if attrs.get("atomic") is not AtomicType.Add:
+        raise fail(op, f"atomic must be pl.AtomicType.Add, got {attrs.get('atomic')!r}", span, "use pl.store")
+    t = check_store(op, tile, offsets, dst, span)
+    shape = dst.type.shape  # type: ignore[attr-defined]
+    if len(args) == 4:
+        check_run_time_region(op, shape, offsets, args[3], t.shape, span)
+    else:
+        check_static_bounds(op, shape, offsets, t.valid_shape or t.shape, span)
+    return dst.type
+
+
+def move(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+    op = spec.name
+    t = args[0].type
+    if not isinstance(t, TileType):
+        raise fail(
+            op,
+            f"moves a tile, got {describe(t)}",
+            span,
+            "pl.move changes the memory space of a tile; bring a tensor on chip with pl.load",
+        )
+    return with_changes(t, memory_space=attrs["target_memory"])
+
+
+def create_tile(
+    spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None
+) -> Type:
+    return TileType(tuple(attrs["shape"]), attrs["dtype"], attrs.get("target_memory"))
+
+
+def create_tensor(
+    spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None
+) -> Type:
+    return TensorType(tuple(attrs["shape"]), attrs["dtype"])
+
+
+def assemble(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+    op = spec.name
+    dst, value, offsets = args
+    if not isinstance(dst.type, TensorType):
+        raise fail(
+            op,
+            f"writes into a tensor, got {describe(dst.type)}",
+            span,
+            "the target is a global-memory tensor (a pl.Out parameter or a pl.create_tensor result)",
+        )
+    v = shaped(op, value, span, "value")
+    if v.dtype != dst.type.dtype:
+        raise fail(
+            op,
+            f"dtype mismatch: writing {describe(v)} into {describe(dst.type)}",
+            span,
+            "cast the value with pl.cast(x, dtype) first",
+        )
+    check_offsets(op, offsets, len(dst.type.shape), span)
+    if len(v.shape) != len(dst.type.shape):
+        raise fail(
+            op,
+            f"rank mismatch: {describe(v)} into {describe(dst.type)}",
+            span,
+            f"give the value the tensor's rank first, pl.reshape(x, "
+            f"{ranked(v.shape, len(dst.type.shape))}), and write it into a region of that shape",
+        )
+    check_static_bounds(op, dst.type.shape, offsets, v.shape, span)
+    if not isinstance(attrs.get("atomic", AtomicType.NONE), AtomicType):
+        raise fail(
+            op,
+            f"atomic must be a pl.AtomicType, got {attrs['atomic']!r}",
+            span,
+            "write atomic=pl.AtomicType.Add to add into the target, or leave it out to overwrite",
+        )
+    return dst.type
+
+
+def gather_row(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+    op = spec.name
+    dst, src, dst_offsets, src_offsets = args
+    if not isinstance(dst.type, TileType):
+        raise fail(
+            op,
+            f"gathers into a tile, got {describe(dst.type)}",
+            span,
+            "the destination is a Vec tile, e.g. rows = pl.create_tile([8, 64], pl.FP32)",
+        )
+    if not isinstance(src.type, TensorType):
+        raise fail(
+            op,
+            f"gathers from a tensor, got {describe(src.type)}",
+            span,
+            "the source is a global-memory tensor (a kernel parameter)",
+        )
+    if dst.type.dtype != src.type.dtype:
+        raise fail(
+            op,
+            f"dtype mismatch: {describe(src.type)} into {describe(dst.type)}",
+            span,
+            f"create the destination tile with the tensor's dtype, pl.{src.type.dtype.name}",
+        )
+    shape = tuple(attrs["shape"])
+    if len(shape) != 2 or shape[0] != 1:
+        columns = shape[-1] if shape else dst.type.shape[-1]
+        raise fail(
+            op,
+            f"copies one row: shape must be [1, C], got {list(shape)}",
+            span,
+            f"pass shape=[1, {columns}], and copy several rows with one call each (e.g. in a pl.range loop)",
+        )
+    check_offsets(op, dst_offsets, len(dst.type.shape), span)
+    check_offsets(op, src_offsets, len(src.type.shape), span)
+    check_static_bounds(op, dst.type.shape, dst_offsets, shape, span)
+    check_static_bounds(op, src.type.shape, src_offsets, shape, span)
+    check_vec(op, dst.type, span)
+    return dst.type
+
+
+def reshape(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+    op = spec.name
+    x = shaped(op, args[0], span)
+    shape = tuple(attrs["shape"])
+    if prod(shape) != prod(x.shape):
+        raise fail(
+            op,
+            f"cannot reshape {describe(x)} ({prod(x.shape)} elements) to {list(shape)} "
+            f"({prod(shape)} elements)",
+            span,
+            f"give a shape whose extents multiply to {prod(x.shape)}, as {list(x.shape)} does",
+        )
+    return with_changes(x, shape=shape, valid_shape=None)
+
+
+def slice_(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+    op = spec.name
+    x = shaped(op, args[0], span)
+    shape = tuple(attrs["shape"])
+    if len(shape) != len(x.shape):
+        raise fail(
+            op,
+            f"a slice of {describe(x)} needs a shape of rank {len(x.shape)}",
+            span,
+            f"give one extent per dimension, e.g. pl.slice(x, {list(x.shape)}, {[0] * len(x.shape)})",
+        )
+    check_offsets(op, args[1], len(x.shape), span)
+    check_static_bounds(op, x.shape, args[1], shape, span)
+    return with_changes(x, shape=shape, valid_shape=None)
+
+
+def fillpad(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+    op = spec.name
+    x = args[0].type
+    if not isinstance(x, TileType):
+        raise fail(
+            op,
+            f"fills a tile outside its valid shape, got {describe(x)}",
+            span,
+            "pad a tile loaded with valid_shape=: "
+            "pl.fillpad(pl.load(t, [0, 0], [64, 64], valid_shape=[n, 64]))",
+        )
+    check_vec(op, x, span)
+    if not isinstance(attrs.get("pad_value"), PadValue):
+        raise fail(
+            op,
+            f"pad_value must be a pl.PadValue, got {attrs.get('pad_value')!r}",
+            span,
+            f"write pad_value= one of {PAD_VALUES}",
+        )
+    if len(args) == 2:
+        check_offsets(op, args[1], len(x.shape), span, "valid_shape")
+    return with_changes(x, memory_space=MemorySpace.Vec, valid_shape=None)
+
+
+def full(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+    op = spec.name
+    if len(args) != 1 or not isinstance(args[0].type, ScalarType):
+        got = ", ".join(describe(a.type) for a in args) or "nothing"
+        raise fail(
+            op,
+            f"the fill value must be a scalar, got {got}",
+            span,
+            f"fill with a number or a run-time scalar: pl.full(shape, pl.{attrs['dtype'].name}, 0)",
+        )
+    check_scalar_fits(op, args[0], attrs["dtype"], span, "the fill value")
+    return TileType(tuple(attrs["shape"]), attrs["dtype"], MemorySpace.Vec)
+
+
+# (source space, destination space) pairs a tile can be assembled along.
+TILE_ASSEMBLE_PATHS = ((MemorySpace.Acc, MemorySpace.Mat), (MemorySpace.Vec, MemorySpace.Vec))
+
+
+def tile_assemble(
+    spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None
+) -> Type:
+    op = spec.name
+    dst, src, offsets = args
+    d, v = dst.type, src.type
+    if not isinstance(d, TileType) or not isinstance(v, TileType):
+        raise fail(
+            op,
+            f"writes a tile into a tile, got {describe(v)} into {describe(d)}",
+            span,
+            "pass tiles on both sides; write into a tensor with pl.assemble(out, value, offsets)",
+        )
+    if d.dtype != v.dtype or len(d.shape) != len(v.shape):
+        fix = (
+            f"convert the value first: pl.cast(v, pl.{d.dtype.name})"
+            if d.dtype != v.dtype
+            else f"give the value the target's rank: pl.reshape(v, {ranked(v.shape, len(d.shape))})"
+        )
+        raise fail(op, f"writes {describe(v)} into {describe(d)}: dtype or rank differs", span, fix)
+    spaces = (v.memory_space, d.memory_space)
+    if None not in spaces and spaces not in TILE_ASSEMBLE_PATHS:
+        legal = ", ".join(f"{a.name}->{b.name}" for a, b in TILE_ASSEMBLE_PATHS)
+        raise fail(op, f"cannot assemble {describe(v)} into {describe(d)}", span, f"legal: {legal}")
+    check_offsets(op, offsets, len(d.shape), span)
+    check_static_bounds(op, d.shape, offsets, v.shape, span)
+    return d
+
+
+def concat(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+    op = spec.name
+    lhs, rhs = (shaped(op, a, span) for a in args)
+    same_kind(op, lhs, rhs, span)
+    if len(lhs.shape) != 2 or len(rhs.shape) != 2 or lhs.shape[0] != rhs.shape[0]:
+        raise fail(
+            op,
+            f"concatenates columns of 2-D operands with equal row counts, "
+            f"got {describe(lhs)} and {describe(rhs)}",
+            span,
+            concat_hint(lhs, rhs),
+        )
+    if lhs.dtype != rhs.dtype:
+        raise fail(
+            op,
+            f"operand dtype mismatch: {describe(lhs)} vs {describe(rhs)}",
+            span,
+            f"convert one side first, e.g. pl.cast(b, pl.{lhs.dtype.name})",
+        )
+    check_vec(op, lhs, span)
+    check_vec(op, rhs, span)
+    shape = (lhs.shape[0], lhs.shape[1] + rhs.shape[1])
+    if isinstance(lhs, TileType):
+        return with_changes(lhs, shape=shape, memory_space=MemorySpace.Vec, valid_shape=None)
+    return with_changes(lhs, shape=shape)
+
+
+def concat_hint(lhs: TileType | TensorType, rhs: TileType | TensorType) -> str:
+    for t in (lhs, rhs):
+        if len(t.shape) != 2:
+            return f"reshape {describe(t)} to 2-D first: pl.reshape(x, {matrix_shape(t.shape)})"
+    return (
+        f"pl.concat(a, b) puts b's columns after a's: give both the same number of rows "
+        f"(here {lhs.shape[0]} and {rhs.shape[0]})"
+    )
+
+
+# ---------------------------------------------------------------- declarations
+
+_TILE = Operand("tile", Role.TILE)
+_OFFSETS = Operand("offsets", Role.OFFSETS)
+_SHAPE = Attr("shape", tuple, REQUIRED)
+_DTYPE = Attr("dtype", DataType, REQUIRED)
+_TARGET = Attr("target_memory", MemorySpace)
+_VALID = Attr("valid_shape", tuple)
+
+
+def _op(
+    name: str,
+    level: Level,
+    unit: Unit,
+    rule: Rule,
+    operands: tuple[Operand, ...],
+    attrs: tuple[Attr, ...],
+    traits: tuple[Trait, ...],
+    dsl: str,
+    signature: str,
+    doc: str,
+) -> None:
+    declare(OpSpec(name, level, unit, rule, operands, attrs, traits, dsl, signature, doc))
+
+
+def _declare_transfers() -> None:
+    T, V = Level.TILE, Level.TENSOR
+    src = Operand("tensor", Role.TENSOR)
+    dst = Operand("tensor", Role.TENSOR, effect=Effect.WRITE)
+    load_sig = "pl.load(tensor, offsets, shape, target_memory=pl.Mem.Vec, valid_shape=None)"
+    store_sig = "pl.store(tile, offsets, tensor)"
+    _op(
+        "tile.load",
+        T,
+        Unit.MTE,
+        load,
+        (src, _OFFSETS),
+        (_SHAPE, _TARGET, _VALID),
+        (Cost("load"), PlacesTile(), GmAccess(0, 1)),
+        "load",
+        load_sig,
+        "a tile read from a region of a tensor (only the valid region, if valid_shape is given)",
+    )
+    _op(
+        "tile.load_partial",
+        T,
+        Unit.MTE,
+        load_partial,
+        (src, _OFFSETS, Operand("valid_shape", Role.VALID_SHAPE)),
+        (_SHAPE, _TARGET),
+        (Cost("load"), PlacesTile(), GmAccess(0, 1, valid=2), WHOLE_TILE),
+        "load",
+        load_sig,
+        "a tile of which a run-time valid region is read from a tensor",
+    )
+    _op(
+        "tile.store",
+        T,
+        Unit.MTE,
+        store,
+        (_TILE, _OFFSETS, dst),
+        (),
+        (Cost("store"), GmAccess(2, 1, write=True, tile=0)),
+        "store",
+        store_sig,
+        "the tile's valid region written into a tensor at offsets",
+    )
+    _op(
+        "tile.store_partial",
+        T,
+        Unit.MTE,
+        store_partial,
+        (_TILE, _OFFSETS, dst, Operand("valid_shape", Role.VALID_SHAPE)),
+        (),
+        (Cost("store"), GmAccess(2, 1, write=True, tile=0, valid=3), WHOLE_TILE),
+        "store",
+        store_sig,
+        "a run-time valid region of the tile written into a tensor",
+    )
+    _op(
+        "tile.store_atomic",
+        T,
+        Unit.MTE,
+        store_atomic,
+        (
+            _TILE,
+            _OFFSETS,
+            Operand("tensor", Role.TENSOR, effect=Effect.UPDATE),
+            Operand("valid_shape", Role.VALID_SHAPE, optional=True),
+        ),
+        (Attr("atomic", AtomicType, REQUIRED),),
+        (Cost("store"), GmAccess(2, 1, write=True, atomic=True, tile=0, valid=3)),
+        "store",
+        "pl.store(tile, offsets, tensor, atomic=pl.AtomicType.Add)",
+        "the tile added into a tensor region",
+    )
+    _op(
+        "tile.gather_row",
+        T,
+        Unit.VECTOR,
+        gather_row,
+        (
+            Operand("dst", Role.TILE, (MemorySpace.Vec,), effect=Effect.WRITE),
+            src,
+            Operand("dst_offsets", Role.OFFSETS),
+            Operand("src_offsets", Role.OFFSETS),
+        ),
+        (_SHAPE,),
+        (Cost("gather"), GmAccess(1, 3), WHOLE_TILE),
+        "gather_row",
+        "pl.gather_row(dst, src, dst_offsets, src_offsets, shape=[1, C])",
+        "one row of a tensor copied into a row of a Vec tile",
+    )
+    _op(
+        "tile.move",
+        T,
+        Unit.MTE,
+        move,
+        (_TILE,),
+        (Attr("target_memory", MemorySpace, REQUIRED),),
+        (Cost("move"), PlacesTile(), KeepsValid()),
+        "move",
+        "pl.move(tile, target_memory)",
+        "the tile copied into another memory space",
+    )
+    _op(
+        "tile.create",
+        T,
+        Unit.SCALAR,
+        create_tile,
+        (),
+        (_SHAPE, _DTYPE, _TARGET),
+        (PlacesTile(),),
+        "create_tile",
+        "pl.create_tile(shape, dtype, target_memory=pl.Mem.Vec)",
+        "an uninitialised tile",
+    )
+    _op(
+        "tensor.create",
+        V,
+        Unit.HOST,
+        create_tensor,
+        (),
+        (_SHAPE, _DTYPE),
+        (),
+        "create_tensor",
+        "pl.create_tensor(shape, dtype)",
+        "a fresh global-memory tensor",
+    )
+    _op(
+        "tensor.assemble",
+        V,
+        Unit.MTE,
+        assemble,
+        (Operand("target", Role.TENSOR, effect=Effect.WRITE), Operand("value", Role.SHAPED), _OFFSETS),
+        (Attr("atomic", AtomicType, AtomicType.NONE),),
+        (Cost("store"), GmAccess(0, 2, write=True, tile=1)),
+        "assemble",
+        "pl.assemble(target, value, offsets)",
+        "the value written into a region of the target tensor (atomic=pl.AtomicType.Add adds into it)",
+    )
+    _op(
+        "tile.assemble",
+        T,
+        Unit.MTE,
+        tile_assemble,
+        (Operand("target", Role.TILE, effect=Effect.WRITE), Operand("value", Role.TILE), _OFFSETS),
+        (),
+        (Cost("vector"), WHOLE_TILE),
+        "assemble",
+        "pl.assemble(target, value, offsets)",
+        "the value tile written into a region of the target tile",
+    )
+    _op(
+        "tile.fillpad",
+        T,
+        Unit.VECTOR,
+        fillpad,
+        (
+            Operand("tile", Role.TILE, (MemorySpace.Vec,)),
+            Operand("valid_shape", Role.VALID_SHAPE, optional=True),
+        ),
+        (Attr("pad_value", PadValue, REQUIRED),),
+        (Cost("vector"), PlacesTile(), WHOLE_TILE),
+        "fillpad",
+        "pl.fillpad(tile, pad_value=pl.PadValue.zero)",
+        "the tile with pad_value outside its valid shape",
+    )
+    _op(
+        "tile.full",
+        T,
+        Unit.VECTOR,
+        full,
+        (Operand("value", Role.SCALAR),),
+        (_SHAPE, _DTYPE),
+        (Cost("vector"), PlacesTile()),
+        "full",
+        "pl.full(shape, dtype, value)",
+        "a Vec tile filled with value",
+    )
+
+
+def _declare_views(level: Level) -> None:
+    prefix = level.value
+    tile = level is Level.TILE
+    x = Operand("x", Role.TILE) if tile else Operand("x", Role.TENSOR)
+    place: tuple[Trait, ...] = (PlacesTile(),) if tile else ()
+    reshape_traits: tuple[Trait, ...] = (View(), WHOLE_TILE, *place) if tile else (View(), WholeRegion())
+    _op(
+        f"{prefix}.reshape",
+        level,
+        Unit.MTE,
+        reshape,
+        (x,),
+        (_SHAPE,),
+        reshape_traits,
+        "reshape",
+        "pl.reshape(x, shape)",
+        "the same elements in another shape",
+    )
+    lowers: tuple[Trait, ...] = () if tile else (Lowers("tile.slice"),)
+    _op(
+        f"{prefix}.slice",
+        level,
+        Unit.MTE,
+        slice_,
+        (x, _OFFSETS),
+        (_SHAPE,),
+        (View(), Cost("vector"), WHOLE_TILE, *place, *lowers),
+        "slice",
+        "pl.slice(x, shape, offsets)",
+        "a region of x",
+    )
+    vec = Operand("lhs", Role.TILE, (MemorySpace.Vec,)) if tile else Operand("lhs", Role.TENSOR)
+    rhs = Operand("rhs", Role.TILE, (MemorySpace.Vec,)) if tile else Operand("rhs", Role.TENSOR)
+    lowers = () if tile else (Lowers("tile.concat"),)
+    _op(
+        f"{prefix}.concat",
+        level,
+        Unit.VECTOR,
+        concat,
+        (vec, rhs),
+        (),
+        (Cost("vector"), SplitPolicy(cols=ALL), *place, *lowers),
+        "concat",
+        "pl.concat(lhs, rhs)",
+        "rhs's columns after lhs's",
+    )
+
+
+_declare_transfers()
+for _level in (Level.TENSOR, Level.TILE):
+    _declare_views(_level)

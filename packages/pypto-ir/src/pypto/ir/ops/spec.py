@@ -1,0 +1,421 @@
+"""What an op is: an :class:`OpSpec` with operand roles, a typed attribute schema and traits.
+
+Every op is declared once, in the family module that owns it (``elementwise``, ``reduction``,
+``movement``, ``cube``, ``crosscore``, ``system``, ``scalar``). The other layers never keep
+their own tables of op names: they ask the registry for the ops that carry a trait
+(:func:`ops_with`) or read a call's spec (:func:`get_op`) — the printer its infix syntax, the
+passes the split policy and the GM access, a backend the cost class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, TypeVar
+
+from pypto.ir.errors import SourceSpan, VerificationError
+from pypto.ir.nodes import Call, Expr
+from pypto.ir.types import MemorySpace, Type
+
+
+class Unit(Enum):
+    """The hardware unit an op runs on."""
+
+    CUBE = "CUBE"
+    VECTOR = "VECTOR"
+    MTE = "MTE"  # data movement engines (loads, stores, moves)
+    SCALAR = "SCALAR"
+    BOUNDARY = "BOUNDARY"  # cross-core pipe ops
+    HOST = "HOST"  # orchestration-level: allocation, kernel calls
+
+
+class Level(Enum):
+    """Where an op is written: on whole tensors (tiled by the compiler), on tiles, on scalars, or
+    at the system level (pipes, barriers, block indices, calls)."""
+
+    TENSOR = "tensor"
+    TILE = "tile"
+    SCALAR = "scalar"
+    SYSTEM = "system"
+
+
+class Side(Enum):
+    """The half of a core group an op runs on: the cube core (AIC) or the vector lanes (AIV)."""
+
+    CUBE = "cube"
+    VECTOR = "vector"
+
+
+# ---------------------------------------------------------------- operands and attributes
+
+
+class Role(Enum):
+    """What an operand is."""
+
+    TENSOR = "tensor"  # a global-memory tensor
+    TILE = "tile"  # an on-chip tile
+    SHAPED = "shaped"  # a tensor or a tile (the op has both levels)
+    OFFSETS = "offsets"  # a tuple of indices, one per dimension
+    VALID_SHAPE = "valid_shape"  # a run-time valid shape: a tuple of index extents
+    SCALAR = "scalar"  # a number or a run-time scalar
+
+
+class Effect(Enum):
+    """How an op touches an operand's storage."""
+
+    READ = "read"
+    WRITE = "write"
+    UPDATE = "update"  # read and written (an atomic add into a tensor)
+    NONE = "none"  # named, not accessed as data (a scratch tile, a freed slot, a barrier workspace)
+
+
+# Roles whose operands are storage (the others are index tuples and scalars).
+STORAGE = frozenset({Role.TENSOR, Role.TILE, Role.SHAPED})
+
+
+@dataclass(frozen=True)
+class Operand:
+    """One positional operand: its name (as the DSL calls it), role, the memory spaces a tile
+    operand may be in (``None``: any), whether it may be left out, and its effect."""
+
+    name: str
+    role: Role
+    spaces: tuple[MemorySpace, ...] | None = None
+    optional: bool = False
+    effect: Effect = Effect.READ
+
+
+REQUIRED: Any = object()  # default of an attribute the call must give
+
+
+@dataclass(frozen=True)
+class Attr:
+    """One keyword attribute: its name, the Python type (an enum, ``int``, ``bool``, ``tuple`` for
+    shapes, ``str`` with ``choices``, or ``object`` for anything), and its default."""
+
+    name: str
+    kind: type
+    default: Any = None
+    choices: tuple[Any, ...] | None = None
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+    def accepts(self, value: Any) -> bool:
+        if value is None and not self.required:
+            return True
+        if self.choices is not None:
+            return value in self.choices
+        if self.kind is int:
+            return isinstance(value, int) and not isinstance(value, bool)
+        if self.kind is tuple:
+            return isinstance(value, (tuple, list))
+        return isinstance(value, self.kind)
+
+
+# ---------------------------------------------------------------- traits
+
+
+class Trait:
+    """A fact about an op that another layer reads (frozen dataclasses below)."""
+
+
+@dataclass(frozen=True)
+class Elementwise(Trait):
+    """Result element i depends on operand element i only; a row block of the operands gives the
+    same row block of the result. ``scalar_form`` names the op taking a scalar right operand."""
+
+    scalar_form: str | None = None
+
+
+@dataclass(frozen=True)
+class Commutative(Trait):
+    """``f(a, b) == f(b, a)``: a scalar left operand may be swapped to the right."""
+
+
+@dataclass(frozen=True)
+class FloatOnly(Trait):
+    """Defined on floats only (exp, log, ...): on integers it would truncate."""
+
+
+@dataclass(frozen=True)
+class Reduction(Trait):
+    """Reduces ``axis`` (1: each row to one value, [R, C] -> [R, 1]; 0: each column, -> [1, C]).
+    ``join`` is the elementwise op that combines the results of two blocks of the reduced axis."""
+
+    axis: int
+    join: str
+
+
+@dataclass(frozen=True)
+class Broadcast(Trait):
+    """Operand ``operand`` is a vector repeated along ``axis`` (1: a [R, 1] column across the
+    columns; 0: a [1, C] row down the rows) and combined elementwise with operand 0."""
+
+    axis: int
+    operand: int = 1
+
+
+@dataclass(frozen=True)
+class GmAccess(Trait):
+    """Touches a region of a global-memory tensor: operand ``tensor`` at offsets operand
+    ``offsets``; the region's extents are the tile's (``tile`` operand), the ``shape`` attr, or a
+    run-time valid shape operand ``valid``; ``write``: a write (``atomic``: an add into it)."""
+
+    tensor: int
+    offsets: int | None
+    write: bool = False
+    atomic: bool = False
+    tile: int | None = None
+    valid: int | None = None
+
+
+class PipeAction(Enum):
+    INIT = "init"
+    PUSH = "push"
+    POP = "pop"
+    FREE = "free"
+
+
+class Direction(Enum):
+    """A cross-core pipe's direction."""
+
+    C2V = "c2v"  # cube -> vector lanes
+    V2C = "v2c"  # vector lanes -> cube
+
+
+@dataclass(frozen=True)
+class PipeEnd(Trait):
+    """One end of a cross-core pipe: runs on ``side``; ``direction`` is None for an init (which
+    sets up the directions its ``dir_mask`` names)."""
+
+    side: Side
+    action: PipeAction
+    direction: Direction | None = None
+
+
+@dataclass(frozen=True)
+class OnSide(Trait):
+    """Runs on a fixed side whatever its operands (e.g. the vector lane index)."""
+
+    side: Side
+
+
+@dataclass(frozen=True)
+class Boundary(Trait):
+    """Sits on the boundary of a mixed region: a value crossing between the cube and the lanes
+    (both sides take part)."""
+
+
+@dataclass(frozen=True)
+class KeepsValid(Trait):
+    """The result keeps operand 0's valid shape."""
+
+
+@dataclass(frozen=True)
+class PlacesTile(Trait):
+    """The result is a tile the allocator places in a buffer of its memory space (ops without it
+    that return a tile hand out a pipe ring slot, or return a destination operand)."""
+
+
+@dataclass(frozen=True)
+class InPipeSlot(Trait):
+    """The result lives in a cross-core pipe's ring slot, not an allocated buffer."""
+
+
+ALL = None  # SplitPolicy: every operand and the result
+
+
+@dataclass(frozen=True)
+class SplitPolicy(Trait):
+    """How a vector op runs when a mixed kernel's vector work is split over the two lanes by rows
+    (``rows``) or by columns (``cols``): ``()`` splits freely; a tuple names the operands each
+    lane must hold whole; ``ALL`` (None) means the op works on the whole tile."""
+
+    rows: tuple[int, ...] | None = ()
+    cols: tuple[int, ...] | None = ()
+
+    def needs_whole(self, axis: int) -> tuple[int, ...] | None:
+        return self.rows if axis == 0 else self.cols
+
+
+SPLIT_FREELY = SplitPolicy()
+WHOLE_TILE = SplitPolicy(rows=ALL, cols=ALL)
+
+
+@dataclass(frozen=True)
+class Cost(Trait):
+    """The cost class a backend's cost model keys on (``vector``, ``vector_slow``, ``matmul``,
+    ``load``, ``store``, ``move``, ``pipe_push``, ...); ops without it cost nothing."""
+
+    cls: str
+
+
+@dataclass(frozen=True)
+class Fold(Trait):
+    """Constant folding: ``fn`` computes the result from constant operands."""
+
+    fn: Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class Infix(Trait):
+    """Printed as an infix (or prefix, for one operand) Python operator."""
+
+    symbol: str
+
+
+@dataclass(frozen=True)
+class Lowers(Trait):
+    """A tensor op the tiler lowers to the tile op ``to`` on each block."""
+
+    to: str
+
+
+@dataclass(frozen=True)
+class WholeRegion(Trait):
+    """A tensor op the tiler runs on the whole region at once (its result is not row-blockable)."""
+
+
+@dataclass(frozen=True)
+class View(Trait):
+    """Reinterprets or selects part of its operand without computing (reshape, slice)."""
+
+
+# ---------------------------------------------------------------- the spec
+
+Rule = Callable[["OpSpec", Sequence[Expr], Mapping[str, Any], "SourceSpan | None"], Type]
+T = TypeVar("T", bound=Trait)
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """One op: everything any layer needs to know about it."""
+
+    name: str
+    level: Level
+    unit: Unit
+    rule: Rule
+    operands: tuple[Operand, ...] = ()
+    attrs: tuple[Attr, ...] = ()
+    traits: tuple[Trait, ...] = ()
+    dsl: str | None = None  # the DSL function it is written as: "add" for tile.add and tile.adds
+    signature: str = ""  # the DSL call, e.g. "pl.add(lhs, rhs)"
+    doc: str = ""  # one line
+    _by_kind: dict[type, Trait] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for t in self.traits:
+            self._by_kind[type(t)] = t
+
+    def infer(self, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+        """The result type of a call with ``args`` and ``attrs`` (raises ``TypeCheckError``)."""
+        return self.rule(self, args, attrs, span)
+
+    def trait(self, kind: type[T]) -> T | None:
+        found = self._by_kind.get(kind)
+        return found  # type: ignore[return-value]
+
+    def has(self, kind: type[Trait]) -> bool:
+        return kind in self._by_kind
+
+    @property
+    def reads(self) -> tuple[int, ...]:
+        return self._touching(Effect.READ, Effect.UPDATE)
+
+    @property
+    def writes(self) -> tuple[int, ...]:
+        return self._touching(Effect.WRITE, Effect.UPDATE)
+
+    def _touching(self, *effects: Effect) -> tuple[int, ...]:
+        """The storage operands (by position) the op accesses with one of ``effects``."""
+        return tuple(i for i, o in enumerate(self.operands) if o.role in STORAGE and o.effect in effects)
+
+    @property
+    def cost(self) -> str:
+        c = self.trait(Cost)
+        return c.cls if c else "none"
+
+    @property
+    def in_pipe_slot(self) -> bool:
+        return self.has(InPipeSlot)
+
+    @property
+    def dsl_name(self) -> str:
+        return f"pl.{self.dsl or self.name}"
+
+    def attr(self, name: str) -> Attr | None:
+        return next((a for a in self.attrs if a.name == name), None)
+
+
+OpDef = OpSpec  # the name the first op table used
+
+OPS: dict[str, OpSpec] = {}
+
+
+def declare(spec: OpSpec) -> OpSpec:
+    if spec.name in OPS:
+        raise ValueError(f"op {spec.name!r} declared twice")
+    OPS[spec.name] = spec
+    return spec
+
+
+def get_op(name: str) -> OpSpec:
+    try:
+        return OPS[name]
+    except KeyError:
+        raise VerificationError(f"unknown op {name!r}") from None
+
+
+def ops_with(kind: type[Trait], level: Level | None = None) -> Iterator[OpSpec]:
+    """The registered ops that carry trait ``kind`` (at ``level``, if given), in declaration order."""
+    return (s for s in OPS.values() if s.has(kind) and (level is None or s.level is level))
+
+
+def trait_of(call: Call | str, kind: type[T]) -> T | None:
+    """Trait ``kind`` of a call's op (or of the op named), None if it has none."""
+    return get_op(call if isinstance(call, str) else call.op).trait(kind)
+
+
+def make_call(
+    op: str,
+    args: Sequence[Expr],
+    attrs: Mapping[str, Any] | None = None,
+    span: SourceSpan | None = None,
+    type: Type | None = None,
+) -> Call:
+    """Build a ``Call`` whose type comes from the op's type rule (or ``type`` if given)."""
+    attrs = dict(attrs or {})
+    args = tuple(args)
+    result = type if type is not None else get_op(op).infer(args, attrs, span)
+    return Call(op, args, result, attrs, span)
+
+
+# ---------------------------------------------------------------- handles
+
+
+class OpNames:
+    """Attribute access to registered op names: ``tile.add == "tile.add"``, checked against the
+    registry when read, so a misspelled op fails where it is written instead of matching nothing.
+    Other layers name ops through these handles, never through string literals."""
+
+    def __init__(self, prefix: str) -> None:
+        self._prefix = prefix
+
+    def __getattr__(self, name: str) -> str:
+        op = f"{self._prefix}{name}"
+        if op not in OPS:
+            raise AttributeError(f"no op {op!r} is declared")
+        return op
+
+    def __repr__(self) -> str:
+        return f"<ops {self._prefix or '(unprefixed)'}*>"
+
+
+tile = OpNames("tile.")
+tensor = OpNames("tensor.")
+scalar = OpNames("scalar.")
+system = OpNames("system.")
+op = OpNames("")  # ops without a level prefix: the cross-core pipe ops, block indices, call

@@ -1,0 +1,175 @@
+"""System ops: cross-core memory ordering (fence, cache invalidation, barriers), the block
+index of a launch, and kernel calls."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pypto.ir.dtypes import DataType
+from pypto.ir.errors import SourceSpan
+from pypto.ir.nodes import Expr
+from pypto.ir.ops.rules import (
+    check_offsets,
+    check_static_bounds,
+    fail,
+    given,
+    index_result,
+    numel,
+    unit_result,
+)
+from pypto.ir.ops.spec import Attr, Cost, Effect, GmAccess, Level, Operand, OpSpec, Role, Unit, declare
+from pypto.ir.types import UNIT, TensorType, Type, describe
+
+
+def cacheinvalid(
+    spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None
+) -> Type:
+    op = spec.name
+    if not args:
+        return UNIT  # the whole of global memory
+    t = args[0].type
+    if not isinstance(t, TensorType):
+        raise fail(
+            op,
+            f"invalidates a tensor region, got {describe(t)}",
+            span,
+            "name a global-memory tensor, or call pl.system.cacheinvalid() for all of it",
+        )
+    if len(args) > 1:
+        shape = tuple(attrs.get("shape") or ())
+        if len(shape) != len(t.shape):
+            raise fail(
+                op,
+                f"a region of {describe(t)} needs a shape of rank {len(t.shape)}",
+                span,
+                f"give one extent per dimension, e.g. pl.system.cacheinvalid(t, {[0] * len(t.shape)}, "
+                f"{list(t.shape)})",
+            )
+        check_offsets(op, args[1], len(t.shape), span)
+        check_static_bounds(op, t.shape, args[1], shape, span)
+    return UNIT
+
+
+def syncall(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+    op = spec.name
+    core_type = attrs.get("core_type")
+    if core_type not in (None, "aic", "aiv", "mix"):
+        raise fail(
+            op,
+            f'core_type must be "aic", "aiv" or "mix", got {core_type!r}',
+            span,
+            'leave core_type out to count every core of the launch, like "mix"',
+        )
+    mode = attrs.get("mode", "hard")
+    if mode not in ("hard", "soft"):
+        raise fail(
+            op,
+            f'mode must be "hard" or "soft", got {mode!r}',
+            span,
+            'write mode="hard" (the default: every core meets), or mode="soft" with gm_workspace= '
+            "and used_cores=",
+        )
+    if mode == "soft":
+        if not args:
+            raise fail(
+                op,
+                'mode="soft" needs gm_workspace=, a zeroed INT32 tensor of at least 16 elements',
+                span,
+                _WORKSPACE_HINT,
+            )
+        ws = args[0].type
+        if not isinstance(ws, TensorType) or ws.dtype is not DataType.INT32 or numel(ws) < 16:
+            raise fail(
+                op,
+                f"gm_workspace must be an INT32 tensor of at least 16 elements, got {describe(ws)}",
+                span,
+                _WORKSPACE_HINT,
+            )
+        used = attrs.get("used_cores")
+        if not isinstance(used, int) or isinstance(used, bool) or used <= 0:
+            raise fail(
+                op,
+                f'mode="soft" needs used_cores= a positive int, got {used!r}',
+                span,
+                "write used_cores= the number of cores that reach this barrier, e.g. used_cores=2",
+            )
+    return UNIT
+
+
+_WORKSPACE_HINT = (
+    "pass a parameter ws: pl.Tensor[[16], pl.INT32] filled with zeros by the caller: "
+    'pl.system.syncall(mode="soft", gm_workspace=ws, used_cores=2)'
+)
+
+
+# ---------------------------------------------------------------- declarations
+
+
+def _declare() -> None:
+    b, s = Unit.BOUNDARY, Level.SYSTEM
+    declare(
+        OpSpec(
+            "system.fence",
+            s,
+            b,
+            unit_result,
+            traits=(Cost("sync"),),
+            dsl="system.fence",
+            signature="pl.system.fence()",
+            doc="wait until this core's memory writes are done",
+        )
+    )
+    region = (Operand("tensor", Role.TENSOR, optional=True), Operand("offsets", Role.OFFSETS, optional=True))
+    declare(
+        OpSpec(
+            "system.cacheinvalid",
+            s,
+            b,
+            cacheinvalid,
+            region,
+            (Attr("shape", tuple),),
+            (Cost("sync"), GmAccess(0, 1)),
+            "system.cacheinvalid",
+            "pl.system.cacheinvalid(tensor=None, offsets=None, shape=None)",
+            "drop this core's cached copy of a tensor region (or of all global memory)",
+        )
+    )
+    sync_attrs = (
+        Attr("core_type", str, choices=(None, "aic", "aiv", "mix")),
+        Attr("mode", str, "hard", choices=("hard", "soft")),
+        Attr("used_cores", int),
+    )
+    declare(
+        OpSpec(
+            "system.syncall",
+            s,
+            b,
+            syncall,
+            (Operand("gm_workspace", Role.TENSOR, optional=True, effect=Effect.NONE),),
+            sync_attrs,
+            (Cost("sync"),),
+            "system.syncall",
+            'pl.system.syncall(core_type=None, mode="hard", gm_workspace=None, used_cores=None)',
+            "a barrier every core of the launch meets",
+        )
+    )
+    for name, doc in (
+        ("get_block_idx", "this block's index in the launch"),
+        ("get_block_num", "the number of blocks in the launch"),
+    ):
+        declare(OpSpec(name, s, Unit.SCALAR, index_result, dsl=name, signature=f"pl.{name}()", doc=doc))
+    declare(
+        OpSpec(
+            "call",
+            s,
+            Unit.HOST,
+            given,
+            attrs=(Attr("callee", str),),
+            dsl="call",
+            doc="call a kernel; attrs: callee",
+        )
+    )
+
+
+_declare()
