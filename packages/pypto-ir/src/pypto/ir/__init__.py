@@ -88,6 +88,7 @@ __all__ = [
     "MemorySpace",
     "MemorySpec",
     "OpDef",
+    "OpSpec",
     "PadValue",
     "Param",
     "ParseError",
