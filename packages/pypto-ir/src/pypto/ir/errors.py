@@ -112,3 +112,7 @@ class DeadlockError(PyptoError):
 
 class RaceError(PyptoError):
     """Two accesses to the same global memory are not ordered."""
+
+
+class CompileWarning(UserWarning):
+    """A compile-time finding that does not stop compilation (e.g. a rebinding that writes nothing)."""

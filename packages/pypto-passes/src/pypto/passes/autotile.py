@@ -36,8 +36,8 @@ from pypto.ir import (
     make_call,
 )
 from pypto.ir.nodes import stmt_end_exprs, stmt_exprs, used_vars, walk_stmts
+from pypto.ir.rewrite import NameGen, index_add, index_tuple, map_functions
 from pypto.passes.manager import PassContext
-from pypto.passes.rewrite import NameGen, index_add, index_tuple, map_functions
 
 MIN_ROWS = 16  # the cube's block edge: the fewest rows worth a matmul
 PREFERRED_ROWS = 128  # the row block the tiler prefers

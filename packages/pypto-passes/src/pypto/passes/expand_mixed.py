@@ -42,9 +42,9 @@ from pypto.ir import (
     make_call,
 )
 from pypto.ir.nodes import nested_bodies, walk_stmts, with_bodies
+from pypto.ir.rewrite import at_function
+from pypto.ir.sides import Side, call_side, first_ops_by_side, is_boundary, space_side
 from pypto.passes.manager import PassContext
-from pypto.passes.rewrite import at_function
-from pypto.passes.sides import BOUNDARY_OPS, Side, call_side, first_ops_by_side, space_side
 from pypto.passes.vector_split import has_split_regions
 
 C2V, V2C = 1, 2
@@ -269,7 +269,7 @@ class _SideSplitter:
     def statement(self, stmt: Assign | Eval, in_region: bool) -> tuple[list[Stmt], list[Stmt]]:
         call = stmt.value
         assert isinstance(call, Call)
-        if call.op in BOUNDARY_OPS:
+        if is_boundary(call):
             return self.boundary(stmt, call)
         side = call_side(call)
         if side is None and self.explicit and call.op.startswith("system."):
@@ -300,7 +300,7 @@ class _SideSplitter:
             if not isinstance(stmt, (Assign, Eval)) or not isinstance(stmt.value, Call):
                 continue
             call = stmt.value
-            if call.op in BOUNDARY_OPS or call_side(call) is Side.CUBE:
+            if is_boundary(call) or call_side(call) is Side.CUBE:
                 raise ParseError(
                     f"pl.{call.op.split('.', 1)[-1]} runs on the cube side and cannot sit inside a "
                     "pl.split_aiv region, whose body runs on the AIV lanes",

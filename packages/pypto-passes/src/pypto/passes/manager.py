@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pypto.ir import Program, Target, print_ir, verify_program
+from pypto.ir.errors import CompileWarning
 
 
 @dataclass
@@ -23,10 +24,6 @@ class PassContext:
     def warn(self, message: str) -> None:
         self.diagnostics.append(message)
         warnings.warn(message, CompileWarning, stacklevel=2)
-
-
-class CompileWarning(UserWarning):
-    """A compile-time finding that does not stop compilation (e.g. a rebinding that writes nothing)."""
 
 
 class Pass(Protocol):

@@ -19,9 +19,9 @@ from pypto.ir import (
     make_call,
 )
 from pypto.ir.nodes import stmt_exprs, walk_expr, walk_stmts
+from pypto.ir.rewrite import map_functions, substitute_body
+from pypto.ir.sides import is_crossing
 from pypto.passes.manager import PassContext
-from pypto.passes.rewrite import map_functions, substitute_body
-from pypto.passes.sides import is_crossing
 
 # Where an operand must live for the op that uses it (argument index -> space).
 _OPERAND_SPACE = {

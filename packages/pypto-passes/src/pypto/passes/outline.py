@@ -30,9 +30,9 @@ from pypto.ir import (
     make_call,
 )
 from pypto.ir.nodes import Call, Expr, nested_bodies, stmt_exprs, walk_expr, walk_stmts, with_bodies
+from pypto.ir.rewrite import NameGen, defined_vars, free_vars, substitute_body, vars_used_in
 from pypto.ir.types import INDEX, describe
 from pypto.passes.manager import PassContext
-from pypto.passes.rewrite import NameGen, defined_vars, free_vars, substitute_body, vars_used_in
 
 
 def zero_offsets(rank: int) -> TupleExpr:

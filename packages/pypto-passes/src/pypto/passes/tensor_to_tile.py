@@ -55,9 +55,9 @@ from pypto.ir import (
     make_call,
 )
 from pypto.ir.nodes import nested_bodies, stmt_end_exprs, stmt_exprs, used_vars, walk_stmts, with_bodies
+from pypto.ir.rewrite import NameGen, index_add, index_tuple, map_functions
 from pypto.passes.fit import fits_alone
 from pypto.passes.manager import PassContext
-from pypto.passes.rewrite import NameGen, index_add, index_tuple, map_functions
 
 
 def is_tensor_stmt(stmt: Stmt) -> bool:

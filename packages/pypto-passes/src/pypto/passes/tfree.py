@@ -12,8 +12,8 @@ from dataclasses import dataclass, replace
 
 from pypto.ir import Assign, Call, Eval, Function, FunctionKind, Program, Stmt, Var, make_call
 from pypto.ir.nodes import nested_bodies, stmt_end_exprs, stmt_exprs, used_vars, walk_stmts, with_bodies
+from pypto.ir.rewrite import map_functions
 from pypto.passes.manager import PassContext
-from pypto.passes.rewrite import map_functions
 
 FREE_OF = {"tpop_from_aic": "tfree_to_aic", "tpop_from_aiv": "tfree_to_aiv"}
 

@@ -55,9 +55,9 @@ from pypto.ir import (
 )
 from pypto.ir.nodes import nested_bodies, walk_stmts, with_bodies
 from pypto.ir.ops import COL_EXPANDS, COL_REDUCTIONS, ROW_EXPANDS, ROW_REDUCTIONS, split_axis, split_shape
+from pypto.ir.rewrite import NameGen, index_add, index_tuple, map_functions, substitute_expr
+from pypto.ir.sides import Side, call_side, first_ops_by_side, is_crossing, is_mixed
 from pypto.passes.manager import PassContext
-from pypto.passes.rewrite import NameGen, index_add, index_tuple, map_functions, substitute_expr
-from pypto.passes.sides import Side, call_side, first_ops_by_side, is_crossing, is_mixed
 
 # Vector ops that work on the whole tile: offsets, shapes and valid shapes of the unsplit tile.
 _WHOLE_TILE = frozenset(

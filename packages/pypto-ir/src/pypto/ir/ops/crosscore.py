@@ -15,7 +15,6 @@ from pypto.ir.ops.spec import (
     Attr,
     Boundary,
     Cost,
-    Direction,
     Effect,
     InPipeSlot,
     Level,
@@ -23,6 +22,7 @@ from pypto.ir.ops.spec import (
     Operand,
     OpSpec,
     PipeAction,
+    PipeDirection,
     PipeEnd,
     Role,
     Side,
@@ -179,7 +179,10 @@ def _declare() -> None:
             )
         )
     vec_tile = (MemorySpace.Vec,)
-    pushes = (("tpush_to_aiv", cube, Direction.C2V, CUBE_OUT), ("tpush_to_aic", vec, Direction.V2C, vec_tile))
+    pushes = (
+        ("tpush_to_aiv", cube, PipeDirection.C2V, CUBE_OUT),
+        ("tpush_to_aic", vec, PipeDirection.V2C, vec_tile),
+    )
     for name, side, direction, spaces in pushes:
         declare(
             OpSpec(
@@ -195,7 +198,7 @@ def _declare() -> None:
                 f"the tile sent through the {direction.value} pipe",
             )
         )
-    pops = (("tpop_from_aic", vec, Direction.C2V), ("tpop_from_aiv", cube, Direction.V2C))
+    pops = (("tpop_from_aic", vec, PipeDirection.C2V), ("tpop_from_aiv", cube, PipeDirection.V2C))
     for name, side, direction in pops:
         declare(
             OpSpec(
@@ -211,7 +214,7 @@ def _declare() -> None:
                 f"the next tile of the {direction.value} pipe, in its ring slot",
             )
         )
-    frees = (("tfree_to_aic", vec, Direction.C2V), ("tfree_to_aiv", cube, Direction.V2C))
+    frees = (("tfree_to_aic", vec, PipeDirection.C2V), ("tfree_to_aiv", cube, PipeDirection.V2C))
     for name, side, direction in frees:
         space = RECEIVES[side]
         declare(

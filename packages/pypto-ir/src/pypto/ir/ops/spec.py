@@ -179,7 +179,7 @@ class PipeAction(Enum):
     FREE = "free"
 
 
-class Direction(Enum):
+class PipeDirection(Enum):
     """A cross-core pipe's direction."""
 
     C2V = "c2v"  # cube -> vector lanes
@@ -193,7 +193,7 @@ class PipeEnd(Trait):
 
     side: Side
     action: PipeAction
-    direction: Direction | None = None
+    direction: PipeDirection | None = None
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 from pypto.ir import Call, Expr, ParseError, SourceSpan, SplitMode, TileType, Unit, Var, get_op
 from pypto.ir.ops import split_axis
+from pypto.ir.sides import CUBE_SPACES, Side, call_side, is_boundary
 from pypto.language.parser.source import KernelSource
 from pypto.language.parser.values import is_shaped
-from pypto.passes.sides import BOUNDARY_OPS, CUBE_SPACES, Side, call_side
 
 # Ops that make a tile in the space of their result: into a cube space they run on the cube.
 _PLACING_OPS = frozenset({"tile.load", "tile.move", "tile.create"})
@@ -143,7 +143,7 @@ class ScopeRegions:
             if side is Side.VECTOR and self.has_regions:
                 raise _vector_outside_error(name, span)
             return
-        if call.op in BOUNDARY_OPS:
+        if is_boundary(call):
             raise _edge_error(name, span)
         if side is Side.CUBE:
             raise _cube_inside_error(name, span)
@@ -161,7 +161,7 @@ def _full_extent(share: Call, axis: int) -> int:
 
 
 def _side(call: Call) -> Side | None:
-    if call.op in BOUNDARY_OPS:
+    if is_boundary(call):
         return None
     space = call.type.memory_space if isinstance(call.type, TileType) else None
     if call.op in _PLACING_OPS and space in CUBE_SPACES:

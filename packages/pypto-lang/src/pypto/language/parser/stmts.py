@@ -29,6 +29,8 @@ from pypto.ir import (
     TypeCheckError,
     Var,
 )
+from pypto.ir.errors import CompileWarning
+from pypto.ir.rewrite import substitute_body
 from pypto.ir.types import describe
 from pypto.language.annotations import ScalarSpec, TensorSpec, TileSpec
 from pypto.language.builtins import Builtin
@@ -50,8 +52,6 @@ from pypto.language.parser.values import (
     number,
     scalar_expr,
 )
-from pypto.passes import CompileWarning
-from pypto.passes.rewrite import substitute_body
 
 
 def _rebound_names(body: list[ast.stmt]) -> list[str]:

@@ -1,4 +1,5 @@
-"""Small IR-rewriting tools the passes share: fresh names, substitution, def/use queries."""
+"""Small IR-rewriting tools the front end and the passes share: fresh names, substitution,
+def/use queries, index arithmetic."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from dataclasses import replace
 from typing import TypeVar
 
-from pypto.ir import (
-    INDEX,
+from pypto.ir.errors import PyptoError
+from pypto.ir.nodes import (
     Assign,
     Call,
     Const,
@@ -18,17 +19,19 @@ from pypto.ir import (
     FunctionKind,
     If,
     Program,
-    PyptoError,
     Return,
     ScopeStmt,
     SplitAivRegion,
     Stmt,
     TupleExpr,
-    TupleType,
     Var,
-    make_call,
+    stmt_end_exprs,
+    stmt_exprs,
+    used_vars,
+    walk_stmts,
 )
-from pypto.ir.nodes import stmt_end_exprs, stmt_exprs, used_vars, walk_stmts
+from pypto.ir.ops import make_call, op, scalar
+from pypto.ir.types import INDEX, TupleType
 
 T = TypeVar("T")
 
@@ -96,7 +99,7 @@ def substitute_expr(expr: Expr, mapping: Mapping[Var, Expr]) -> Expr:
         args = tuple(substitute_expr(a, mapping) for a in expr.args)
         if all(a is b for a, b in zip(args, expr.args, strict=True)):
             return expr
-        if expr.op == "call":
+        if expr.op == op.call:
             return replace(expr, args=args)
         return make_call(expr.op, args, expr.attrs, expr.span)
     return expr
@@ -184,7 +187,7 @@ def index_add(a: Expr, b: Expr) -> Expr:
         return b
     if isinstance(a, Const) and isinstance(b, Const):
         return Const(a.value + b.value, INDEX)
-    return make_call("scalar.add", (a, b))
+    return make_call(scalar.add, (a, b))
 
 
 def index_tuple(elements: list[Expr]) -> TupleExpr:

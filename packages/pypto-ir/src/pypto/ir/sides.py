@@ -1,35 +1,30 @@
-"""Which side of a core group an op runs on: the cube (AIC) or the vector lanes (AIV)."""
+"""Which side of a core group an op runs on: the cube (AIC) or the vector lanes (AIV).
+
+Read from the op specs: a pipe end (``PipeEnd``) or a lane query (``OnSide``) runs on its
+declared side, cube and vector ops on their unit's side, transfers on the side that owns the
+on-chip tile they move, and ``Boundary`` ops (shard, gather) on both.
+"""
 
 from __future__ import annotations
 
-from enum import Enum
+from pypto.ir.nodes import Call, Function, stmt_exprs, walk_expr, walk_stmts
+from pypto.ir.ops import Boundary, OnSide, PipeEnd, Side, Unit, get_op, tile
+from pypto.ir.types import MemorySpace, TileType
 
-from pypto.ir import Call, Function, MemorySpace, TileType, Unit, get_op
-from pypto.ir.nodes import stmt_exprs, walk_expr, walk_stmts
+__all__ = [
+    "CUBE_SPACES",
+    "Side",
+    "call_side",
+    "first_ops_by_side",
+    "is_boundary",
+    "is_crossing",
+    "is_mixed",
+    "space_side",
+]
 
 CUBE_SPACES = frozenset(
     {MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc, MemorySpace.Bias}
 )
-
-
-class Side(Enum):
-    CUBE = "cube"
-    VECTOR = "vector"
-
-
-# Pipe ops run on a fixed side; aiv_shard / aic_gather sit on the boundary (both sides).
-_PIPE_SIDE = {
-    "aic_initialize_pipe": Side.CUBE,
-    "tpush_to_aiv": Side.CUBE,
-    "tpop_from_aiv": Side.CUBE,
-    "tfree_to_aiv": Side.CUBE,
-    "aiv_initialize_pipe": Side.VECTOR,
-    "tpush_to_aic": Side.VECTOR,
-    "tpop_from_aic": Side.VECTOR,
-    "tfree_to_aic": Side.VECTOR,
-    "get_subblock_idx": Side.VECTOR,
-}
-BOUNDARY_OPS = frozenset({"aiv_shard", "aic_gather"})
 
 
 def space_side(space: MemorySpace) -> Side | None:
@@ -40,19 +35,25 @@ def space_side(space: MemorySpace) -> Side | None:
     return None
 
 
+def is_boundary(call: Call) -> bool:
+    """A shard or gather: the value crosses between the sides, both take part."""
+    return get_op(call.op).has(Boundary)
+
+
 def call_side(call: Call) -> Side | None:
     """The side that executes ``call``; None for scalar math, host and boundary ops."""
-    if call.op in _PIPE_SIDE:
-        return _PIPE_SIDE[call.op]
-    unit = get_op(call.op).unit
-    if unit is Unit.CUBE:
+    spec = get_op(call.op)
+    fixed = spec.trait(PipeEnd) or spec.trait(OnSide)
+    if fixed is not None:
+        return fixed.side
+    if spec.unit is Unit.CUBE:
         return Side.CUBE
-    if unit is Unit.VECTOR:
+    if spec.unit is Unit.VECTOR:
         return Side.VECTOR
-    if unit is Unit.MTE or call.op == "tile.create":
+    if spec.unit is Unit.MTE or call.op == tile.create:
         # A transfer runs on the side that owns its on-chip source (stores, moves) or
         # destination (loads, creates).
-        space = _tile_space(call.args[0]) if call.args and call.op != "tile.load" else None
+        space = _tile_space(call.args[0]) if call.args and call.op != tile.load else None
         if space is None and isinstance(call.type, TileType):
             space = call.type.memory_space
         return space_side(space) if space is not None else None
@@ -61,7 +62,7 @@ def call_side(call: Call) -> Side | None:
 
 def is_crossing(call: Call) -> bool:
     """A move between a cube-side and a vector-side space: a pipe transfer in a mixed kernel."""
-    if call.op != "tile.move":
+    if call.op != tile.move:
         return False
     src = _tile_space(call.args[0])
     dst = call.attrs["target_memory"]
@@ -78,7 +79,7 @@ def first_ops_by_side(fn: Function) -> dict[Side, Call]:
             for e in walk_expr(expr):
                 if not isinstance(e, Call):
                     continue
-                if e.op in BOUNDARY_OPS:
+                if is_boundary(e):
                     compute.setdefault(Side.CUBE, e)
                     compute.setdefault(Side.VECTOR, e)
                 side = call_side(e)
