@@ -25,24 +25,10 @@ from pypto.ir.nodes import (
     TupleExpr,
     Var,
 )
-from pypto.ir.ops import CastMode
+from pypto.ir.ops import OPS, CastMode, Infix, op
 from pypto.ir.tasks import AccessMode
 from pypto.ir.types import Direction, MemorySpace, TensorType, TileType, Type
 
-_INFIX = {
-    "scalar.add": "+",
-    "scalar.sub": "-",
-    "scalar.mul": "*",
-    "scalar.floordiv": "//",
-    "scalar.truediv": "/",
-    "scalar.mod": "%",
-    "scalar.lt": "<",
-    "scalar.le": "<=",
-    "scalar.gt": ">",
-    "scalar.ge": ">=",
-    "scalar.eq": "==",
-    "scalar.ne": "!=",
-}
 _INDENT = "    "
 
 
@@ -79,22 +65,30 @@ def format_expr(e: Expr) -> str:
     if isinstance(e, TupleExpr):
         return "[" + ", ".join(format_expr(x) for x in e.elements) + "]"
     if isinstance(e, Call):
-        if e.op in _INFIX:
+        infix = _infix(e)
+        if infix is not None and len(e.args) == 2:
             lhs, rhs = (_operand(a) for a in e.args)
-            return f"{lhs} {_INFIX[e.op]} {rhs}"
-        if e.op == "scalar.neg":
-            return f"-{_operand(e.args[0])}"
+            return f"{lhs} {infix} {rhs}"
+        if infix is not None:
+            return f"{infix}{_operand(e.args[0])}"
         args = [format_expr(a) for a in e.args]
-        if e.op == "call":
+        if e.op == op.call:
             return f"self.{e.attrs['callee']}({', '.join(args)})"
         args += [f"{k}={format_value(v)}" for k, v in e.attrs.items()]
         return f"pl.{e.op}({', '.join(args)})"
     raise TypeError(f"cannot print {e!r}")
 
 
+def _infix(call: Call) -> str | None:
+    """The Python operator a scalar op prints as (its spec's ``Infix`` trait), if any."""
+    spec = OPS.get(call.op)
+    trait = spec.trait(Infix) if spec is not None else None
+    return trait.symbol if trait is not None else None
+
+
 def _operand(e: Expr) -> str:
     text = format_expr(e)
-    return f"({text})" if isinstance(e, Call) and e.op in _INFIX else text
+    return f"({text})" if isinstance(e, Call) and _infix(e) is not None else text
 
 
 class _Printer:
@@ -185,7 +179,7 @@ _TASK_ATTRS = ("task", "deps", "access", "no_dep", "no_dep_args", "manual", "blo
 
 
 def _task_comment(e: Expr) -> str:
-    if not (isinstance(e, Call) and e.op == "call"):
+    if not (isinstance(e, Call) and e.op == op.call):
         return ""
     parts = [f"{key}={_task_value(e.attrs[key])}" for key in _TASK_ATTRS if key in e.attrs]
     return f"  # {', '.join(parts)}" if parts else ""

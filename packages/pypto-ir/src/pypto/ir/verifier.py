@@ -22,7 +22,7 @@ from pypto.ir.nodes import (
     stmt_exprs,
     walk_expr,
 )
-from pypto.ir.ops import Unit, get_op
+from pypto.ir.ops import Unit, get_op, op
 from pypto.ir.types import ScalarType, TaskIdType, TensorType, TileType, Type
 
 _DEVICE_UNITS = (Unit.CUBE, Unit.VECTOR, Unit.MTE)
@@ -143,7 +143,10 @@ def _verify_expr(
         if not isinstance(e, Call):
             continue
         opdef = get_op(e.op)
-        if e.op == "call":
+        problem = opdef.schema_problem(e)
+        if problem is not None:
+            raise VerificationError(f"in {fn.name}: {e.op} {problem}", e.span)
+        if e.op == op.call:
             callee = e.attrs.get("callee")
             if callees is not None and callee not in callees:
                 raise VerificationError(f"in {fn.name}: call to unknown kernel {callee!r}", e.span)

@@ -540,7 +540,7 @@ def _declare_transfers() -> None:
         Unit.HOST,
         create_tensor,
         (),
-        (_SHAPE, _DTYPE),
+        (_SHAPE, _DTYPE, Attr("manual_dep", bool, False)),
         (),
         "create_tensor",
         "pl.create_tensor(shape, dtype)",

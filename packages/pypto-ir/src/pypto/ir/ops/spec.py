@@ -304,6 +304,7 @@ class OpSpec:
     dsl: str | None = None  # the DSL function it is written as: "add" for tile.add and tile.adds
     signature: str = ""  # the DSL call, e.g. "pl.add(lhs, rhs)"
     doc: str = ""  # one line
+    open: bool = False  # takes any operands and attributes (a kernel call: the callee's)
     _by_kind: dict[type, Trait] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -348,6 +349,28 @@ class OpSpec:
 
     def attr(self, name: str) -> Attr | None:
         return next((a for a in self.attrs if a.name == name), None)
+
+    def schema_problem(self, call: Call) -> str | None:
+        """What is wrong with ``call`` against this spec's operands and attribute schema (an
+        operand count outside the declared ones, an attribute not declared, of the wrong kind, or
+        missing), or None. An ``open`` op (a kernel call) takes any operands and attributes."""
+        if self.open:
+            return None
+        required = sum(1 for o in self.operands if not o.optional)
+        if not required <= len(call.args) <= len(self.operands):
+            wanted = ", ".join(o.name for o in self.operands) or "no operands"
+            return f"takes ({wanted}), got {len(call.args)} operand(s)"
+        for name, value in call.attrs.items():
+            attr = self.attr(name)
+            if attr is None:
+                known = ", ".join(a.name for a in self.attrs) or "none"
+                return f"has no attribute {name!r} (its attributes: {known})"
+            if not attr.accepts(value):
+                return f"attribute {name}={value!r} is not a {attr.kind.__name__}"
+        missing = [a.name for a in self.attrs if a.required and a.name not in call.attrs]
+        if missing:
+            return f"misses attribute(s) {', '.join(missing)}"
+        return None
 
 
 OpDef = OpSpec  # the name the first op table used

@@ -168,6 +168,7 @@ def _declare() -> None:
             attrs=(Attr("callee", str),),
             dsl="call",
             doc="call a kernel; attrs: callee",
+            open=True,
         )
     )
 

@@ -1,0 +1,90 @@
+"""The op registry: specs, traits and the attribute schema the verifier checks."""
+
+import pytest
+
+from pypto.ir import (
+    INDEX,
+    Const,
+    Function,
+    FunctionKind,
+    Program,
+    TensorType,
+    VerificationError,
+    verify_program,
+)
+from pypto.ir.dtypes import DataType
+from pypto.ir.nodes import Assign, Call, Param, Var
+from pypto.ir.ops import (
+    OPS,
+    Broadcast,
+    Elementwise,
+    GmAccess,
+    Level,
+    PipeEnd,
+    Reduction,
+    Side,
+    get_op,
+    op,
+    ops_with,
+    tensor,
+    tile,
+)
+from pypto.ir.types import Direction
+
+
+def test_handles_name_registered_ops_and_refuse_unknown_ones():
+    assert tile.add == "tile.add" and tensor.row_max == "tensor.row_max" and op.tpush_to_aiv == "tpush_to_aiv"
+    with pytest.raises(AttributeError, match=r"no op 'tile\.nonesuch' is declared"):
+        tile.nonesuch  # noqa: B018
+
+
+def test_every_tensor_op_that_lowers_names_a_tile_op_of_the_same_family():
+    for spec in OPS.values():
+        lowers = [t for t in spec.traits if type(t).__name__ == "Lowers"]
+        for trait in lowers:
+            target = get_op(trait.to)
+            assert target.level is Level.TILE
+            assert target.unit is spec.unit, spec.name
+
+
+def test_traits_describe_the_families():
+    assert {s.name for s in ops_with(Reduction, Level.TILE)} == {
+        "tile.row_max",
+        "tile.row_sum",
+        "tile.row_min",
+        "tile.col_sum",
+        "tile.col_max",
+    }
+    assert get_op(tile.col_sum).trait(Reduction) == Reduction(0, "add")
+    assert get_op(tile.row_expand_div).trait(Broadcast) == Broadcast(1)
+    assert get_op(tile.add).trait(Elementwise) == Elementwise("tile.adds")
+    assert get_op(tile.store).trait(GmAccess) == GmAccess(2, 1, write=True, tile=0)
+    assert get_op(op.tpop_from_aic).trait(PipeEnd).side is Side.VECTOR
+    assert get_op(tile.store_atomic).reads == (0, 2) and get_op(tile.store_atomic).writes == (2,)
+
+
+def _program_with(call: Call) -> Program:
+    a = Var("a", TensorType((16, 16), DataType.FP32))
+    x = Var("x", call.type)
+    body = (Assign(x, call),)
+    fn = Function("main", (Param(a, Direction.In),), body, FunctionKind.Orchestration)
+    return Program("p", (fn,), "main")
+
+
+def test_the_verifier_checks_attributes_against_the_schema():
+    good = Call(
+        tensor.create, (), TensorType((4, 4), DataType.FP32), {"shape": (4, 4), "dtype": DataType.FP32}
+    )
+    verify_program(_program_with(good))
+    unknown = Call(tensor.create, (), good.type, {**good.attrs, "colour": "red"})
+    with pytest.raises(VerificationError, match=r"tensor\.create has no attribute 'colour'"):
+        verify_program(_program_with(unknown))
+    wrong_kind = Call(tensor.create, (), good.type, {**good.attrs, "manual_dep": "yes"})
+    with pytest.raises(VerificationError, match="attribute manual_dep='yes' is not a bool"):
+        verify_program(_program_with(wrong_kind))
+    missing = Call(tensor.create, (), good.type, {"shape": (4, 4)})
+    with pytest.raises(VerificationError, match="misses attribute"):
+        verify_program(_program_with(missing))
+    extra_operand = Call(tensor.create, (Const(1, INDEX),), good.type, good.attrs)
+    with pytest.raises(VerificationError, match=r"takes \(no operands\), got 1"):
+        verify_program(_program_with(extra_operand))
