@@ -42,14 +42,18 @@ from pypto.ir import (
     make_call,
 )
 from pypto.ir.nodes import nested_bodies, walk_stmts, with_bodies
+from pypto.ir.ops import Ordering, PipeAction, PipeDirection, PipeEnd, get_op, op, pipe_op, trait_of
 from pypto.ir.rewrite import at_function
 from pypto.ir.sides import Side, call_side, first_ops_by_side, is_boundary, space_side
 from pypto.passes.manager import PassContext
 from pypto.passes.vector_split import has_split_regions
 
-C2V, V2C = 1, 2
+C2V, V2C = PipeDirection.C2V.mask_bit, PipeDirection.V2C.mask_bit
 RING_REASON = "cross-core pipe ring"
-_INIT = {Side.CUBE: "aic_initialize_pipe", Side.VECTOR: "aiv_initialize_pipe"}
+
+
+def _init_op(side: Side) -> str:
+    return pipe_op(PipeAction.INIT, side=side)
 
 
 # The space each direction's ring lives in: the consumer's.
@@ -110,8 +114,8 @@ class ExpandMixedKernel:
                 "slot_size": pipes.slot_size(target),
                 "slot_num": slot_num,
             }
-            cube = (Eval(make_call(_INIT[Side.CUBE], (), setup, fn.span), fn.span), *cube)
-            vector = (Eval(make_call(_INIT[Side.VECTOR], (), setup, fn.span), fn.span), *vector)
+            cube = (Eval(make_call(_init_op(Side.CUBE), (), setup, fn.span), fn.span), *cube)
+            vector = (Eval(make_call(_init_op(Side.VECTOR), (), setup, fn.span), fn.span), *vector)
             aic_attrs["pipe_setup"] = aiv_attrs["pipe_setup"] = "automatic"
             rings = _rings(setup, None)
         else:
@@ -125,7 +129,8 @@ class ExpandMixedKernel:
         aiv = Function(f"{hint}_aiv", fn.params, vector, FunctionKind.AIV, fn.span, aiv_attrs)
         args = tuple(p.var for p in fn.params)
         launch = tuple(
-            Eval(make_call("call", args, {"callee": k.name}, fn.span, type=UNIT), fn.span) for k in (aic, aiv)
+            Eval(make_call(op.call, args, {"callee": k.name}, fn.span, type=UNIT), fn.span)
+            for k in (aic, aiv)
         )
         group_attrs = {"split": mode, "pipe_name": hint} if not splitter.explicit else {"pipe_name": hint}
         group = Function(fn.name, fn.params, launch, FunctionKind.Group, fn.span, group_attrs)
@@ -182,15 +187,10 @@ def _carried_on(stmt: Stmt, side: Side) -> Stmt:
     )
 
 
-# Hand-written pipe ops and the direction bit of dir_mask each needs.
-_DIRECTION_OF = {
-    "tpush_to_aiv": C2V,
-    "tpop_from_aic": C2V,
-    "tfree_to_aic": C2V,
-    "tpush_to_aic": V2C,
-    "tpop_from_aiv": V2C,
-    "tfree_to_aiv": V2C,
-}
+def _direction_of(call: Call) -> PipeDirection | None:
+    """The pipe direction a hand-written push, pop or free uses (None for other ops and inits)."""
+    end = trait_of(call, PipeEnd)
+    return end.direction if end is not None else None
 
 
 def _check_pipes_set_up(fn: Function, inits: list[Call]) -> None:
@@ -209,16 +209,16 @@ def _check_pipes_set_up(fn: Function, inits: list[Call]) -> None:
     masks = {call_side(c): c.attrs.get("dir_mask", 0) for c in inits}
     for stmt in walk_stmts(fn.body):
         call = stmt.value if isinstance(stmt, (Assign, Eval)) else None
-        if not isinstance(call, Call) or call.op not in _DIRECTION_OF:
+        direction = _direction_of(call) if isinstance(call, Call) else None
+        if direction is None:
             continue
-        bit = _DIRECTION_OF[call.op]
-        missing = [_INIT[side] for side in (Side.CUBE, Side.VECTOR) if not masks.get(side, 0) & bit]
+        bit = direction.mask_bit
+        missing = [_init_op(side) for side in (Side.CUBE, Side.VECTOR) if not masks.get(side, 0) & bit]
         if missing:
             calls = [f"pl.{name}(dir_mask={bit}, slot_size=..., slot_num=...)" for name in missing]
             setup = " and ".join(calls)
-            direction = "cube->vector" if bit == C2V else "vector->cube"
             raise ParseError(
-                f"pl.{call.op} uses the {direction} pipe, which this kernel never sets up",
+                f"pl.{call.op} uses the {direction.arrow} pipe, which this kernel never sets up",
                 call.span,
                 f"start the kernel with {setup}",
             )
@@ -228,8 +228,13 @@ def _user_pipe_inits(fn: Function) -> list[Call]:
     return [
         s.value
         for s in walk_stmts(fn.body)
-        if isinstance(s, Eval) and isinstance(s.value, Call) and s.value.op in _INIT.values()
+        if isinstance(s, Eval) and isinstance(s.value, Call) and _is_init(s.value)
     ]
+
+
+def _is_init(call: Call) -> bool:
+    end = trait_of(call, PipeEnd)
+    return end is not None and end.action is PipeAction.INIT
 
 
 @dataclass
@@ -244,7 +249,7 @@ class _SideSplitter:
         for stmt in body:
             if isinstance(stmt, SplitAivRegion):
                 self.check_region(stmt)
-                lane = Assign(stmt.lane, make_call("get_subblock_idx", ()), stmt.span)
+                lane = Assign(stmt.lane, make_call(op.get_subblock_idx, ()), stmt.span)
                 _, inner = self.block(stmt.body, in_region=True)
                 vector.extend((lane, *inner))
             elif isinstance(stmt, (For, If)):
@@ -272,7 +277,7 @@ class _SideSplitter:
         if is_boundary(call):
             return self.boundary(stmt, call)
         side = call_side(call)
-        if side is None and self.explicit and call.op.startswith("system."):
+        if side is None and self.explicit and get_op(call.op).has(Ordering):
             side = Side.VECTOR if in_region else Side.CUBE
         if side is None:
             return [stmt], [stmt]
@@ -285,14 +290,14 @@ class _SideSplitter:
         assert isinstance(t, TileType)
         split = call.attrs.get("split", self.mode)
         pop_attrs = {"shape": t.shape, "dtype": t.dtype, "split": split}
-        if call.op == "aiv_shard":
+        if call.op == op.aiv_shard:
             self.pipes.note(C2V, value.type)
-            push = Eval(make_call("tpush_to_aiv", (value,), {"split": split}, call.span), stmt.span)
-            pop = Assign(target, make_call("tpop_from_aic", (), pop_attrs, call.span), stmt.span)
+            push = Eval(make_call(op.tpush_to_aiv, (value,), {"split": split}, call.span), stmt.span)
+            pop = Assign(target, make_call(op.tpop_from_aic, (), pop_attrs, call.span), stmt.span)
             return [push], [pop]
         self.pipes.note(V2C, t)
-        push = Eval(make_call("tpush_to_aic", (value,), {"split": split}, call.span), stmt.span)
-        pop = Assign(target, make_call("tpop_from_aiv", (), pop_attrs, call.span), stmt.span)
+        push = Eval(make_call(op.tpush_to_aic, (value,), {"split": split}, call.span), stmt.span)
+        pop = Assign(target, make_call(op.tpop_from_aiv, (), pop_attrs, call.span), stmt.span)
         return [pop], [push]
 
     def check_region(self, region: SplitAivRegion) -> None:

@@ -19,21 +19,32 @@ from pypto.ir import (
     make_call,
 )
 from pypto.ir.nodes import stmt_exprs, walk_expr, walk_stmts
+from pypto.ir.ops import GmAccess, Level, Unit, get_op, tile
 from pypto.ir.rewrite import map_functions, substitute_body
 from pypto.ir.sides import is_crossing
 from pypto.passes.manager import PassContext
 
-# Where an operand must live for the op that uses it (argument index -> space).
-_OPERAND_SPACE = {
-    ("tile.matmul", 0): MemorySpace.Left,
-    ("tile.matmul", 1): MemorySpace.Right,
-    ("tile.matmul_acc", 0): MemorySpace.Acc,
-    ("tile.matmul_acc", 1): MemorySpace.Left,
-    ("tile.matmul_acc", 2): MemorySpace.Right,
-}
 _KERNELS = (FunctionKind.InCore, FunctionKind.AIC, FunctionKind.AIV)
-_LOADS = frozenset({"tile.load", "tile.load_partial"})
-_STORES = frozenset({"tile.store", "tile.store_partial", "tile.store_atomic"})
+# A tile moved into one of these spaces is staged in Mat first.
+_FED_FROM_MAT = (MemorySpace.Left, MemorySpace.Right, MemorySpace.Bias)
+
+
+def _operand_space(call: Call, index: int) -> MemorySpace | None:
+    """Where operand ``index`` must live for ``call``: the one space its spec accepts there."""
+    operands = get_op(call.op).operands
+    spaces = operands[index].spaces if index < len(operands) else None
+    return spaces[0] if spaces is not None and len(spaces) == 1 else None
+
+
+def _transfer(call: Call) -> str | None:
+    """ "load" (global memory -> tile), "store" (tile -> global memory), "move", or None."""
+    spec = get_op(call.op)
+    access = spec.trait(GmAccess)
+    if spec.level is not Level.TILE or spec.unit is not Unit.MTE:
+        return None
+    if access is not None:
+        return "store" if access.write else "load"
+    return "move" if call.op == tile.move else None
 
 
 @dataclass(frozen=True)
@@ -79,12 +90,8 @@ def _first_use_spaces(fn: Function) -> dict[Var, MemorySpace]:
                 for index, arg in enumerate(e.args):
                     if not isinstance(arg, Var) or arg in needs or not _unplaced(arg):
                         continue
-                    space = _OPERAND_SPACE.get((e.op, index))
-                    if e.op == "tile.move" and e.attrs["target_memory"] in (
-                        MemorySpace.Left,
-                        MemorySpace.Right,
-                        MemorySpace.Bias,
-                    ):
+                    space = _operand_space(e, index)
+                    if e.op == tile.move and e.attrs["target_memory"] in _FED_FROM_MAT:
                         space = MemorySpace.Mat
                     needs[arg] = space or MemorySpace.Vec
     return needs
@@ -94,14 +101,15 @@ def _check_paths(fn: Function, target: Target) -> None:
     for stmt in walk_stmts(fn.body):
         for expr in stmt_exprs(stmt):
             for e in walk_expr(expr):
-                if isinstance(e, Call) and (e.op in _LOADS or e.op in _STORES or e.op == "tile.move"):
+                if isinstance(e, Call) and _transfer(e) is not None:
                     _check_path(e, target)
 
 
 def _check_path(call: Call, target: Target) -> None:
-    if call.op in _LOADS:
+    kind = _transfer(call)
+    if kind == "load":
         src, dst = MemorySpace.DDR, call.type.memory_space  # type: ignore[attr-defined]
-    elif call.op in _STORES:
+    elif kind == "store":
         src, dst = call.args[0].type.memory_space, MemorySpace.DDR  # type: ignore[attr-defined]
     else:
         if is_crossing(call):

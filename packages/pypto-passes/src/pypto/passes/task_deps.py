@@ -32,6 +32,7 @@ from pypto.ir import (
     Var,
 )
 from pypto.ir.nodes import nested_bodies, stmt_exprs, walk_expr, walk_stmts, with_bodies
+from pypto.ir.ops import GmAccess, op, tensor, trait_of
 from pypto.passes.manager import PassContext
 
 # Front-end attrs this pass folds into ``no_dep``.
@@ -58,7 +59,7 @@ def _manual_dep_tensors(body: tuple[Stmt, ...]) -> set[str]:
         for s in walk_stmts(body)
         if isinstance(s, Assign)
         and isinstance(s.value, Call)
-        and s.value.op == "tensor.create"
+        and s.value.op == tensor.create
         and s.value.attrs.get("manual_dep")
     }
 
@@ -76,7 +77,7 @@ def _annotate_body(body: tuple[Stmt, ...], program: Program, manual: set[str]) -
 
 
 def _is_call(expr: object) -> bool:
-    return isinstance(expr, Call) and expr.op == "call"
+    return isinstance(expr, Call) and expr.op == op.call
 
 
 def _annotate(call: Call, program: Program, manual: set[str]) -> Call:
@@ -136,7 +137,7 @@ def _calls(body: Iterable[Stmt]) -> list[Call]:
 def _only_accumulates(kernel: Function, name: str) -> bool:
     """Whether every use of tensor ``name`` in ``kernel`` is the target of an atomic add."""
     uses = [
-        (e.op, index)
+        (trait_of(e, GmAccess), index)
         for stmt in walk_stmts(kernel.body)
         for root in stmt_exprs(stmt)
         for e in walk_expr(root)
@@ -144,4 +145,6 @@ def _only_accumulates(kernel: Function, name: str) -> bool:
         for index, arg in enumerate(e.args)
         if isinstance(arg, Var) and arg.name == name
     ]
-    return bool(uses) and all(use == ("tile.store_atomic", 2) for use in uses)
+    return bool(uses) and all(
+        access is not None and access.atomic and access.tensor == index for access, index in uses
+    )

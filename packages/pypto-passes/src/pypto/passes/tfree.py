@@ -12,14 +12,26 @@ from dataclasses import dataclass, replace
 
 from pypto.ir import Assign, Call, Eval, Function, FunctionKind, Program, Stmt, Var, make_call
 from pypto.ir.nodes import nested_bodies, stmt_end_exprs, stmt_exprs, used_vars, walk_stmts, with_bodies
+from pypto.ir.ops import PipeAction, PipeEnd, pipe_op, trait_of
 from pypto.ir.rewrite import map_functions
 from pypto.passes.manager import PassContext
 
-FREE_OF = {"tpop_from_aic": "tfree_to_aic", "tpop_from_aiv": "tfree_to_aiv"}
+
+def _pipe_end(call: object, action: PipeAction) -> PipeEnd | None:
+    """The pipe end ``call`` is, if it is one doing ``action``."""
+    end = trait_of(call, PipeEnd) if isinstance(call, Call) else None
+    return end if end is not None and end.action is action else None
+
+
+def free_of(pop: Call) -> str:
+    """The tfree that hands back the slot of the tile ``pop`` returned."""
+    end = _pipe_end(pop, PipeAction.POP)
+    assert end is not None and end.direction is not None
+    return pipe_op(PipeAction.FREE, end.direction)
 
 
 def _pop(stmt: Stmt) -> Var | None:
-    if isinstance(stmt, Assign) and isinstance(stmt.value, Call) and stmt.value.op in FREE_OF:
+    if isinstance(stmt, Assign) and _pipe_end(stmt.value, PipeAction.POP) is not None:
         return stmt.target
     return None
 
@@ -32,7 +44,7 @@ def _freed(body: tuple[Stmt, ...], v: Var) -> bool:
     return any(
         isinstance(s, Eval)
         and isinstance(s.value, Call)
-        and s.value.op in FREE_OF.values()
+        and _pipe_end(s.value, PipeAction.FREE) is not None
         and v in s.value.args
         for s in body
     )
@@ -60,7 +72,7 @@ def _stamp(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
             continue
         last = max((j for j in range(index, len(out)) if _uses(out[j], popped)), default=index)
         call = out[index].value  # type: ignore[attr-defined]
-        free = make_call(FREE_OF[call.op], (popped,), {}, call.span)
+        free = make_call(free_of(call), (popped,), {}, call.span)
         out.insert(last + 1, Eval(free, call.span))
     return tuple(out)
 
@@ -75,6 +87,6 @@ def _check_freed(fn: Function, body: tuple[Stmt, ...], ctx: PassContext) -> None
             where = f"{call.span}: " if call.span else ""
             ctx.warn(
                 f"{where}in {fn.name}: the tile {popped.name} popped by pl.{call.op} is not freed "
-                f"on every path; add pl.{FREE_OF[call.op]}({popped.name}) after its last use, or "
+                f"on every path; add pl.{free_of(call)}({popped.name}) after its last use, or "
                 "the producer stalls once the ring is full"
             )

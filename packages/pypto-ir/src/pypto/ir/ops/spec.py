@@ -185,6 +185,15 @@ class PipeDirection(Enum):
     C2V = "c2v"  # cube -> vector lanes
     V2C = "v2c"  # vector lanes -> cube
 
+    @property
+    def mask_bit(self) -> int:
+        """The direction's bit in a pipe init's ``dir_mask`` (1: cube -> vector, 2: vector -> cube)."""
+        return 1 if self is PipeDirection.C2V else 2
+
+    @property
+    def arrow(self) -> str:
+        return "cube->vector" if self is PipeDirection.C2V else "vector->cube"
+
 
 @dataclass(frozen=True)
 class PipeEnd(Trait):
@@ -207,6 +216,12 @@ class OnSide(Trait):
 class Boundary(Trait):
     """Sits on the boundary of a mixed region: a value crossing between the cube and the lanes
     (both sides take part)."""
+
+
+@dataclass(frozen=True)
+class Ordering(Trait):
+    """Orders memory across the cores of a launch (fence, cache invalidation, barriers): runs on
+    whichever core reaches it."""
 
 
 @dataclass(frozen=True)
@@ -395,6 +410,17 @@ def get_op(name: str) -> OpSpec:
 def ops_with(kind: type[Trait], level: Level | None = None) -> Iterator[OpSpec]:
     """The registered ops that carry trait ``kind`` (at ``level``, if given), in declaration order."""
     return (s for s in OPS.values() if s.has(kind) and (level is None or s.level is level))
+
+
+def pipe_op(action: PipeAction, direction: PipeDirection | None = None, side: Side | None = None) -> str:
+    """The pipe op doing ``action`` for ``direction`` (or, for an init, on ``side``)."""
+    for spec in OPS.values():
+        end = spec.trait(PipeEnd)
+        if end is None or end.action is not action:
+            continue
+        if (direction is None or end.direction is direction) and (side is None or end.side is side):
+            return spec.name
+    raise LookupError(f"no pipe op {action.value} for {direction} on {side}")  # a compiler bug
 
 
 def trait_of(call: Call | str, kind: type[T]) -> T | None:

@@ -18,7 +18,19 @@ from pypto.ir.ops.rules import (
     numel,
     unit_result,
 )
-from pypto.ir.ops.spec import Attr, Cost, Effect, GmAccess, Level, Operand, OpSpec, Role, Unit, declare
+from pypto.ir.ops.spec import (
+    Attr,
+    Cost,
+    Effect,
+    GmAccess,
+    Level,
+    Operand,
+    OpSpec,
+    Ordering,
+    Role,
+    Unit,
+    declare,
+)
 from pypto.ir.types import UNIT, TensorType, Type, describe
 
 
@@ -114,7 +126,10 @@ def _declare() -> None:
             s,
             b,
             unit_result,
-            traits=(Cost("sync"),),
+            traits=(
+                Cost("sync"),
+                Ordering(),
+            ),
             dsl="system.fence",
             signature="pl.system.fence()",
             doc="wait until this core's memory writes are done",
@@ -129,7 +144,7 @@ def _declare() -> None:
             cacheinvalid,
             region,
             (Attr("shape", tuple),),
-            (Cost("sync"), GmAccess(0, 1)),
+            (Cost("sync"), Ordering(), GmAccess(0, 1)),
             "system.cacheinvalid",
             "pl.system.cacheinvalid(tensor=None, offsets=None, shape=None)",
             "drop this core's cached copy of a tensor region (or of all global memory)",
@@ -148,7 +163,10 @@ def _declare() -> None:
             syncall,
             (Operand("gm_workspace", Role.TENSOR, optional=True, effect=Effect.NONE),),
             sync_attrs,
-            (Cost("sync"),),
+            (
+                Cost("sync"),
+                Ordering(),
+            ),
             "system.syncall",
             'pl.system.syncall(core_type=None, mode="hard", gm_workspace=None, used_cores=None)',
             "a barrier every core of the launch meets",
