@@ -88,3 +88,12 @@ def test_the_verifier_checks_attributes_against_the_schema():
     extra_operand = Call(tensor.create, (Const(1, INDEX),), good.type, good.attrs)
     with pytest.raises(VerificationError, match=r"takes \(no operands\), got 1"):
         verify_program(_program_with(extra_operand))
+
+
+def test_every_tensor_compute_op_lowers_to_a_tile_op():
+    """The tiler maps each tensor op to the tile op of its Lowers trait; only the allocation and
+    the write into a tensor are not computations."""
+    from pypto.ir.ops import Lowers
+
+    missing = [s.name for s in OPS.values() if s.level is Level.TENSOR and not s.has(Lowers)]
+    assert missing == [tensor.create, tensor.assemble]

@@ -55,6 +55,21 @@ from pypto.ir import (
     make_call,
 )
 from pypto.ir.nodes import nested_bodies, stmt_end_exprs, stmt_exprs, used_vars, walk_stmts, with_bodies
+from pypto.ir.ops import (
+    Broadcast,
+    Effect,
+    Level,
+    Lowers,
+    PadValue,
+    Reduction,
+    RowShared,
+    Unit,
+    WholeRegion,
+    get_op,
+    tensor,
+    trait_of,
+)
+from pypto.ir.ops import tile as tile_ops
 from pypto.ir.rewrite import NameGen, index_add, index_tuple, map_functions
 from pypto.passes.fit import fits_alone
 from pypto.passes.manager import PassContext
@@ -65,33 +80,50 @@ def is_tensor_stmt(stmt: Stmt) -> bool:
     if not isinstance(stmt, (Assign, Eval)) or not isinstance(stmt.value, Call):
         return False
     op = stmt.value.op
-    return op.startswith("tensor.") and op != "tensor.create"
+    return get_op(op).level is Level.TENSOR and op != tensor.create
 
 
-def _suffix(op: str) -> str:
-    return op.split(".", 1)[1]
+def _lowered(call: Call) -> str:
+    """The tile op a tensor op becomes on each block (its ``Lowers`` trait)."""
+    lowers = trait_of(call, Lowers)
+    assert lowers is not None, call.op
+    return lowers.to
 
 
-# Ops that combine or move elements across rows: their region runs whole.
-_WHOLE_REGION_OPS = frozenset({"tensor.col_sum", "tensor.col_max", "tensor.reshape"})
-# The operand loaded whole, once before the row loop: a matmul's right operand, a column vector.
-_WHOLE_OPERAND = {
-    "tensor.matmul": 1,
-    "tensor.matmul_acc": 2,
-    "tensor.col_expand": 1,
-    "tensor.col_expand_mul": 1,
-}
-# (space, row-local) of each operand of the tile op a tensor op becomes; Vec and row-local otherwise.
-_OPERAND_SPACES: dict[str, tuple[tuple[MemorySpace, bool], ...]] = {
-    "matmul": ((MemorySpace.Left, True), (MemorySpace.Right, False)),
-    "matmul_acc": ((MemorySpace.Acc, True), (MemorySpace.Left, True), (MemorySpace.Right, False)),
-    "col_expand": ((MemorySpace.Vec, True), (MemorySpace.Vec, False)),
-    "col_expand_mul": ((MemorySpace.Vec, True), (MemorySpace.Vec, False)),
-}
+def _runs_whole(call: Call) -> bool:
+    """Ops that combine or move elements across rows: their region runs whole."""
+    return get_op(call.op).has(WholeRegion)
+
+
+def _shared_operand(call: Call) -> int | None:
+    """The operand loaded whole, once before the row loop: a matmul's right operand, a row vector
+    broadcast down the rows (``RowShared``)."""
+    shared = trait_of(call, RowShared)
+    return shared.operand if shared is not None else None
+
+
+def _column_reduction_of(call: Call) -> Reduction | None:
+    reduction = trait_of(call, Reduction)
+    return reduction if reduction is not None and reduction.axis == 0 else None
+
+
+def _is_cube(call: Call) -> bool:
+    return get_op(call.op).unit is Unit.CUBE
+
+
+def _placements(call: Call) -> tuple[tuple[MemorySpace, bool], ...]:
+    """(space, row-local) of each operand of the tile op ``call`` becomes: the one space the tile
+    op accepts there (Vec otherwise), row-local unless the operand is shared by every row block."""
+    shared = _shared_operand(call)
+    placements = []
+    for i, operand in enumerate(get_op(_lowered(call)).operands):
+        spaces = operand.spaces or ()
+        space = spaces[0] if len(spaces) == 1 else MemorySpace.Vec
+        placements.append((space, i != shared))
+    return tuple(placements)
+
+
 _VEC_ROWS = (MemorySpace.Vec, True)
-# A column reduction over row blocks: how each block's partial result joins the running one, and
-# the running value's start (None: the dtype's lowest value).
-_COLUMN_JOIN = {"tensor.col_sum": ("tile.add", 0), "tensor.col_max": ("tile.maximum", None)}
 
 
 @dataclass(frozen=True)
@@ -108,7 +140,6 @@ class RowPlan:
 
 
 # Tile row reductions take a scratch tile shaped like their operand.
-_ROW_REDUCTIONS = frozenset({"row_max", "row_sum", "row_min"})
 
 
 @dataclass(frozen=True)
@@ -229,7 +260,7 @@ def independent_parts(region: list[Stmt]) -> list[list[Stmt]]:
         parent[root(i)] = root(j)
 
     defined = {s.target: i for i, s in enumerate(region) if isinstance(s, Assign)}
-    written = {s.value.args[0] for s in region if s.value.op == "tensor.assemble"}  # type: ignore[attr-defined]
+    written = {s.value.args[0] for s in region if s.value.op == tensor.assemble}  # type: ignore[attr-defined]
     touching: dict[Var, int] = {}
     for i, stmt in enumerate(region):
         for v in used_vars(stmt.value):  # type: ignore[attr-defined]
@@ -244,7 +275,7 @@ def independent_parts(region: list[Stmt]) -> list[list[Stmt]]:
 
 
 def _has_cube_work(part: list[Stmt]) -> bool:
-    return any(s.value.op in ("tensor.matmul", "tensor.matmul_acc") for s in part)  # type: ignore[attr-defined]
+    return any(_is_cube(s.value) for s in part)  # type: ignore[attr-defined]
 
 
 def row_blocks(rows: int, limit: int) -> list[int]:
@@ -321,10 +352,10 @@ def broadcast_rows(region: list[Stmt]) -> set[Var]:
     while changed:
         changed = False
         for var, call in defs.items():
-            if var in found or not _one_row(var) or call.op in _WHOLE_REGION_OPS or call.op in _WHOLE_OPERAND:
+            if var in found or not _one_row(var) or _runs_whole(call) or _shared_operand(call) is not None:
                 continue
             sources = [a for a in call.args if isinstance(a.type, TensorType)]
-            if call.op == "tensor.slice" or not all(
+            if call.op == tensor.slice or not all(
                 _one_row(a) and (a in found or a not in defs) for a in sources
             ):
                 continue
@@ -338,10 +369,10 @@ def column_reductions(region: list[Stmt]) -> set[Var]:
     """Column reductions (``col_sum``, ``col_max``) whose results the region only stores: they can
     run over the row blocks, each block's partial result joined into a running one."""
     defs = _region_defs(region)
-    reduced = {var for var, call in defs.items() if call.op in _COLUMN_JOIN}
+    reduced = {var for var, call in defs.items() if _column_reduction_of(call) is not None}
     for stmt in region:
         for i, a in enumerate(stmt.value.args):  # type: ignore[attr-defined]
-            if a in reduced and not (stmt.value.op == "tensor.assemble" and i == 1):  # type: ignore[attr-defined]
+            if a in reduced and not (stmt.value.op == tensor.assemble and i == 1):  # type: ignore[attr-defined]
                 reduced.discard(a)
     return reduced
 
@@ -357,10 +388,11 @@ def _reads(stmt: Stmt, var: Var) -> bool:
 def _reads_as_broadcast(call: Call, var: Var, found: set[Var]) -> bool:
     """``call`` reads ``var`` only as its broadcast column vector, or is one-row work itself
     (then it must end up in ``found`` too for ``var`` to count: checked as the fixpoint grows)."""
-    whole = _WHOLE_OPERAND.get(call.op)
-    if call.op in ("tensor.col_expand", "tensor.col_expand_mul"):
+    whole = _shared_operand(call)
+    broadcast = trait_of(call, Broadcast)
+    if broadcast is not None and broadcast.axis == 0:
         return all(a is not var or i == whole for i, a in enumerate(call.args))
-    return call.op != "tensor.assemble" and all(
+    return call.op != tensor.assemble and all(
         _one_row(a) for a in call.args if isinstance(a.type, TensorType)
     )
 
@@ -379,7 +411,7 @@ def _block_rows(region: list[Stmt], plan: RowPlan) -> int | None:
         operands = _row_operands(call, defs, plan)
         if operands is None:
             return None
-        if isinstance(stmt, Assign) and call.op != "tensor.slice" and stmt.target not in plan.summed:
+        if isinstance(stmt, Assign) and call.op != tensor.slice and stmt.target not in plan.summed:
             operands = (*operands, stmt.target)  # a view's rows count where it is used, not here
         for x in operands:
             if isinstance(x.type, TileType):
@@ -391,17 +423,17 @@ def _block_rows(region: list[Stmt], plan: RowPlan) -> int | None:
 
 def _row_operands(call: Call, defs: dict[Var, Call], plan: RowPlan) -> tuple[Expr, ...] | None:
     """The operands of ``call`` blocked by rows with its result; None if the region must run whole."""
-    if call.op in _COLUMN_JOIN and any(v in plan.summed and d is call for v, d in defs.items()):
+    if _column_reduction_of(call) and any(v in plan.summed and d is call for v, d in defs.items()):
         return (call.args[0],)
-    if call.op in _WHOLE_REGION_OPS:
+    if _runs_whole(call):
         return None
-    if call.op == "tensor.assemble":
+    if call.op == tensor.assemble:
         return () if call.args[1] in plan.summed else (call.args[1],)
-    if call.op == "tensor.slice":
+    if call.op == tensor.slice:
         if _is_view(call.args[0], defs):
             return ()
         return (call.args[0],) if _whole_rows(call) else None
-    whole = _WHOLE_OPERAND.get(call.op)
+    whole = _shared_operand(call)
     if whole is None:
         return call.args
     if call.attrs.get("a_trans") or not (_is_view(call.args[whole], defs) or call.args[whole] in plan.once):
@@ -423,7 +455,7 @@ def _is_view(x: Expr, defs: dict[Var, Call]) -> bool:
     """A tensor read from global memory: a tensor the region does not compute, or a slice of one."""
     if not isinstance(x, Var) or x not in defs:
         return True
-    return defs[x].op == "tensor.slice" and _is_view(defs[x].args[0], defs)
+    return defs[x].op == tensor.slice and _is_view(defs[x].args[0], defs)
 
 
 def _reject_uses(stmt: Stmt, lowered_values: dict[Var, Call]) -> None:
@@ -435,7 +467,7 @@ def _reject_uses(stmt: Stmt, lowered_values: dict[Var, Call]) -> None:
 
 
 def _used_after_lowering(v: Var, call: Call, span: SourceSpan | None) -> ParseError:
-    if call.op == "tensor.slice":
+    if call.op == tensor.slice:
         return ParseError(
             f"a tensor slice ({v.name}) is a view that only tensor-level ops read; this tile op "
             "takes the tensor itself",
@@ -474,7 +506,7 @@ class _RegionLowering:
     def streams_weights(self) -> bool:
         """Several matmuls (a K-blocked chain): load each right operand where it is used rather
         than all of them before the row loop, where they would all be live at once."""
-        matmuls = [s for s in self.region if s.value.op in ("tensor.matmul", "tensor.matmul_acc")]  # type: ignore[attr-defined]
+        matmuls = [s for s in self.region if _is_cube(s.value)]  # type: ignore[attr-defined]
         return len(matmuls) > 1
 
     def lower(self) -> list[Stmt]:
@@ -507,10 +539,10 @@ class _RegionLowering:
         """``target = col_sum(x)`` over the row blocks: this block's partial result joined into the
         running one, carried by the row loop (and on into the last, smaller block, if any)."""
         x = self._operand(call.args[0], _VEC_ROWS, call.span)
-        part = self._emit(
-            f"{target.name}_part", make_call(f"tile.{_suffix(call.op)}", (x,), {}, call.span), self.body
-        )
-        join, start = _COLUMN_JOIN[call.op]
+        part = self._emit(f"{target.name}_part", make_call(_lowered(call), (x,), {}, call.span), self.body)
+        reduction = _column_reduction_of(call)
+        assert reduction is not None
+        join = getattr(tile_ops, reduction.join)
         looped = isinstance(self.row, Var)
         before = self.summed_so_far.get(target)
         if before is None and not looped:
@@ -520,7 +552,7 @@ class _RegionLowering:
         if before is None:
             assert isinstance(part.type, TileType)
             before = self._emit(
-                f"{target.name}_init", _column_start(part.type, start, call.span), self.hoisted
+                f"{target.name}_init", _column_start(part.type, reduction.identity, call.span), self.hoisted
             )
         running = Var(self.names.fresh(f"{target.name}_acc"), before.type, call.span) if looped else before
         joined = self._emit(f"{target.name}_sum", make_call(join, (running, part), {}, call.span), self.body)
@@ -535,22 +567,21 @@ class _RegionLowering:
 
     def _stmt(self, stmt: Stmt) -> None:
         call = stmt.value  # type: ignore[attr-defined]
-        if call.op == "tensor.assemble":
+        if call.op == tensor.assemble:
             self._assemble(call, stmt.span)
             return
         assert isinstance(stmt, Assign)
-        op = _suffix(call.op)
-        if op == "slice" and _is_view(stmt.target, self.defs):
+        if call.op == tensor.slice and _is_view(stmt.target, self.defs):
             self._view(stmt.target, call)
             return
-        if op == "slice":
+        if call.op == tensor.slice:
             self._computed_slice(stmt.target, call)
             return
         if stmt.target in self.plan.summed:
             self._column_reduction(stmt.target, call)
             return
         once = stmt.target in self.plan.once
-        spaces = _OPERAND_SPACES.get(op, ())
+        spaces = _placements(call)
         args = tuple(
             self._operand(
                 a,
@@ -561,9 +592,10 @@ class _RegionLowering:
         )
         # Before the row loop, if there is one (its whole loads are hoisted there too); else in order.
         sink = self.hoisted if once and isinstance(self.row, Var) else self.body
-        if op in _ROW_REDUCTIONS:
-            args = (*args, self._scratch(args[0], sink))
-        value = make_call(f"tile.{op}", args, call.attrs, call.span)
+        lowered = get_op(_lowered(call))
+        if len(lowered.operands) > len(args) and lowered.operands[len(args)].effect is Effect.NONE:
+            args = (*args, self._scratch(args[0], sink))  # a row reduction's scratch tile
+        value = make_call(lowered.name, args, call.attrs, call.span)
         # A later copy of the region (the last, smaller block) names its tiles afresh.
         name = self.names.fresh(stmt.target.name) if self.fresh_names else stmt.target.name
         tile = Var(name, value.type, stmt.target.span)
@@ -579,7 +611,7 @@ class _RegionLowering:
             for i, a in enumerate(s.value.args)  # type: ignore[attr-defined]
             if a is x
         ]
-        return bool(uses) and all(op in ("tensor.matmul", "tensor.matmul_acc") for _, op in uses)
+        return bool(uses) and all(get_op(op).unit is Unit.CUBE for _, op in uses)
 
     def _computed_slice(self, target: Var, call: Call) -> None:
         """A slice of a value the region computes: of this block's rows when it keeps every row.
@@ -591,7 +623,7 @@ class _RegionLowering:
         shape = list(call.attrs["shape"])
         if self.block is not None and _whole_rows(call):
             shape[0] = self.block
-        value = make_call("tile.slice", (whole, offsets), {**call.attrs, "shape": tuple(shape)}, call.span)
+        value = make_call(tile_ops.slice, (whole, offsets), {**call.attrs, "shape": tuple(shape)}, call.span)
         self.tiles[(target, space, True)] = self._emit(target.name, value, self.body)
 
     def _operand(self, x: Expr, placement: tuple[MemorySpace, bool], span: SourceSpan | None) -> Expr:
@@ -604,7 +636,7 @@ class _RegionLowering:
     def _scratch(self, like: Expr, sink: list[Stmt]) -> Var:
         assert isinstance(like.type, TileType)
         attrs = {"shape": like.type.shape, "dtype": like.type.dtype, "target_memory": MemorySpace.Vec}
-        return self._emit("tmp", make_call("tile.create", (), attrs), sink)
+        return self._emit("tmp", make_call(tile_ops.create, (), attrs), sink)
 
     def _view(self, target: Var, call: Call) -> None:
         """``target = tensor.slice(src, offsets)`` of global memory: remember where it starts."""
@@ -628,7 +660,7 @@ class _RegionLowering:
         elements[0] = index_add(elements[0], self.row)
         atomic = call.attrs.get("atomic", AtomicType.NONE)
         op, attrs = (
-            ("tile.store", {}) if atomic is AtomicType.NONE else ("tile.store_atomic", {"atomic": atomic})
+            (tile_ops.store, {}) if atomic is AtomicType.NONE else (tile_ops.store_atomic, {"atomic": atomic})
         )
         store = make_call(op, (tile, index_tuple(elements), dst), attrs, call.span)
         self.body.append(Eval(store, span))
@@ -640,7 +672,7 @@ class _RegionLowering:
         dst, value, offsets = call.args
         atomic = call.attrs.get("atomic", AtomicType.NONE)
         op, attrs = (
-            ("tile.store", {}) if atomic is AtomicType.NONE else ("tile.store_atomic", {"atomic": atomic})
+            (tile_ops.store, {}) if atomic is AtomicType.NONE else (tile_ops.store_atomic, {"atomic": atomic})
         )
         store = make_call(op, (self.sums[value], offsets, dst), attrs, call.span)  # type: ignore[index]
         self.after.append(Eval(store, span))
@@ -675,7 +707,7 @@ class _RegionLowering:
         for hop in _route(self.target, src_key[1], space):
             tile = self._emit(
                 f"{x.name}_{hop.name.lower()}",
-                make_call("tile.move", (tile,), {"target_memory": hop}, made_at),
+                make_call(tile_ops.move, (tile,), {"target_memory": hop}, made_at),
                 self.body,
             )
         return tile
@@ -702,13 +734,13 @@ class _RegionLowering:
         attrs = {"shape": tuple(shape), "target_memory": staging}
         tile = self._emit(
             f"{x.name}_{staging.name.lower()}",
-            make_call("tile.load", (base, index_tuple(offsets)), attrs, span),
+            make_call(tile_ops.load, (base, index_tuple(offsets)), attrs, span),
             sink,
         )
         if staging is not space:
             tile = self._emit(
                 f"{x.name}_{space.name.lower()}",
-                make_call("tile.move", (tile,), {"target_memory": space}, span),
+                make_call(tile_ops.move, (tile,), {"target_memory": space}, span),
                 sink,
             )
         return tile
@@ -722,18 +754,21 @@ class _RegionLowering:
 _VIA_MAT = (MemorySpace.Left, MemorySpace.Right, MemorySpace.Bias)
 
 
-def _column_start(t: TileType, start: int | None, span: SourceSpan | None) -> Call:
-    """A ``[1, C]`` tile to start a column reduction from: 0 for a sum, the lowest value for a max."""
-    if start is None:
-        low = -math.inf if t.dtype.is_float else t.dtype.int_range[0]
-        value = Const(low, ScalarType(t.dtype), span)
+def _column_start(t: TileType, identity: PadValue, span: SourceSpan | None) -> Call:
+    """A ``[1, C]`` tile to start a column reduction from: 0 for a sum, the lowest value for a
+    max, the highest for a min (the reduction's identity)."""
+    if identity is PadValue.zero:
+        start: float = 0.0 if t.dtype.is_float else 0
+    elif identity is PadValue.min:
+        start = -math.inf if t.dtype.is_float else t.dtype.int_range[0]
     else:
-        value = Const(float(start) if t.dtype.is_float else start, ScalarType(t.dtype), span)
-    return make_call("tile.full", (value,), {"shape": t.shape, "dtype": t.dtype}, span)
+        start = math.inf if t.dtype.is_float else t.dtype.int_range[1]
+    value = Const(start, ScalarType(t.dtype), span)
+    return make_call(tile_ops.full, (value,), {"shape": t.shape, "dtype": t.dtype}, span)
 
 
 def _move(tile: Expr, space: MemorySpace, span: SourceSpan | None) -> Call:
-    return make_call("tile.move", (tile,), {"target_memory": space}, span)
+    return make_call(tile_ops.move, (tile,), {"target_memory": space}, span)
 
 
 def _route(target: Target, src: MemorySpace, dst: MemorySpace) -> list[MemorySpace]:

@@ -18,6 +18,7 @@ from pypto.ir.ops.spec import (
     OpSpec,
     PlacesTile,
     Role,
+    RowShared,
     Trait,
     Unit,
     declare,
@@ -127,10 +128,11 @@ def _declare(level: Level) -> None:
             "acc + lhs @ rhs",
         ),
     ):
-        traits: tuple[Trait, ...] = (
-            Cost("matmul"),
-            PlacesTile() if tile else Lowers(f"tile.{name}"),
+        # The right operand is the same for every row block of the product.
+        lowered: tuple[Trait, ...] = (
+            (PlacesTile(),) if tile else (Lowers(f"tile.{name}"), RowShared(len(operands) - 1))
         )
+        traits: tuple[Trait, ...] = (Cost("matmul"), *lowered)
         args = ", ".join(o.name for o in operands)
         declare(
             OpSpec(

@@ -604,7 +604,9 @@ def _declare_views(level: Level) -> None:
     tile = level is Level.TILE
     x = Operand("x", Role.TILE) if tile else Operand("x", Role.TENSOR)
     place: tuple[Trait, ...] = (PlacesTile(),) if tile else ()
-    reshape_traits: tuple[Trait, ...] = (View(), WHOLE_TILE, *place) if tile else (View(), WholeRegion())
+    reshape_traits: tuple[Trait, ...] = (
+        (View(), WHOLE_TILE, *place) if tile else (View(), WholeRegion(), Lowers("tile.reshape"))
+    )
     _op(
         f"{prefix}.reshape",
         level,

@@ -7,6 +7,7 @@ from typing import Any
 
 from pypto.ir.errors import SourceSpan
 from pypto.ir.nodes import Expr
+from pypto.ir.ops.enums import PadValue
 from pypto.ir.ops.rules import check_vec, fail, matrix, same_kind, user_name, vector_result
 from pypto.ir.ops.spec import (
     Broadcast,
@@ -20,6 +21,7 @@ from pypto.ir.ops.spec import (
     PlacesTile,
     Reduction,
     Role,
+    RowShared,
     SplitPolicy,
     Trait,
     Unit,
@@ -100,6 +102,8 @@ REDUCTIONS = {
     "col_sum": (0, "add", "the sum of each column: [R, C] -> [1, C]"),
     "col_max": (0, "maximum", "the maximum of each column: [R, C] -> [1, C]"),
 }
+# The value a running reduction starts from, by its join.
+_IDENTITY = {"add": PadValue.zero, "maximum": PadValue.min, "minimum": PadValue.max}
 # name: (axis the vector is repeated along, slow on the vector unit, doc)
 BROADCASTS = {
     "row_expand_add": (1, False, "x + v, v a [R, 1] column repeated across the columns"),
@@ -129,7 +133,7 @@ def _declare(level: Level) -> None:
         )
         whole = SplitPolicy(cols=(0, 1)) if axis == 1 else SplitPolicy(rows=(0,))
         traits: tuple[Trait, ...] = (
-            Reduction(axis, join),
+            Reduction(axis, join, _IDENTITY[join]),
             Cost("vector"),
             whole,
             PlacesTile() if tile else Lowers(f"tile.{name}"),
@@ -151,7 +155,9 @@ def _declare(level: Level) -> None:
             )
         )
     for name, (axis, slow, doc) in BROADCASTS.items():
+        shared: tuple[Trait, ...] = (RowShared(1),) if axis == 0 and not tile else ()
         traits = (
+            *shared,
             Broadcast(axis),
             Cost("vector_slow" if slow else "vector"),
             KeepsValid(),

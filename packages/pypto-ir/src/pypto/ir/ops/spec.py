@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from pypto.ir.errors import SourceSpan, VerificationError
 from pypto.ir.nodes import Call, Expr
+from pypto.ir.ops.enums import PadValue
 from pypto.ir.types import MemorySpace, Type
 
 
@@ -143,10 +144,20 @@ class FloatOnly(Trait):
 @dataclass(frozen=True)
 class Reduction(Trait):
     """Reduces ``axis`` (1: each row to one value, [R, C] -> [R, 1]; 0: each column, -> [1, C]).
-    ``join`` is the elementwise op that combines the results of two blocks of the reduced axis."""
+    ``join`` is the elementwise op (DSL name) that combines the results of two blocks of the
+    reduced axis, and ``identity`` the value a running result starts from."""
 
     axis: int
     join: str
+    identity: PadValue = PadValue.zero
+
+
+@dataclass(frozen=True)
+class RowShared(Trait):
+    """Operand ``operand`` is the same for every row block of the result (a matmul's right
+    operand, a [1, C] row broadcast down the rows): the tiler loads it whole, once."""
+
+    operand: int
 
 
 @dataclass(frozen=True)
