@@ -54,43 +54,16 @@ from pypto.ir import (
     make_call,
 )
 from pypto.ir.nodes import nested_bodies, walk_stmts, with_bodies
-from pypto.ir.ops import COL_EXPANDS, COL_REDUCTIONS, ROW_EXPANDS, ROW_REDUCTIONS, split_axis, split_shape
+from pypto.ir.ops import ALL, SPLIT_FREELY, SplitPolicy, op, scalar, split_axis, split_shape, trait_of
+from pypto.ir.ops import tile as tile_ops
 from pypto.ir.rewrite import NameGen, index_add, index_tuple, map_functions, substitute_expr
 from pypto.ir.sides import Side, call_side, first_ops_by_side, is_crossing, is_mixed
 from pypto.passes.manager import PassContext
 
-# Vector ops that work on the whole tile: offsets, shapes and valid shapes of the unsplit tile.
-_WHOLE_TILE = frozenset(
-    {
-        "tile.reshape",
-        "tile.slice",
-        "tile.assemble",
-        "tile.fillpad",
-        "tile.gather_row",
-        "tile.load_partial",
-        "tile.store_partial",
-    }
-)
-# Per split axis (0: rows, halved by UP_DOWN; 1: columns, by LEFT_RIGHT), the vector ops that
-# combine or broadcast across it, and the operands each lane must hold whole for the op to work
-# on its share (None: every operand, and the result too).
-_ALL = None
-_NEEDS_WHOLE: dict[int, dict[str, tuple[int, ...] | None]] = {
-    0: {
-        **dict.fromkeys(_WHOLE_TILE, _ALL),
-        **{f"tile.{name}": (0,) for name in COL_REDUCTIONS},
-        **{f"tile.{name}": (1,) for name in COL_EXPANDS},
-    },
-    1: {
-        **dict.fromkeys(_WHOLE_TILE | {"tile.concat"}, _ALL),
-        **{f"tile.{name}": (0, 1) for name in ROW_REDUCTIONS},
-        **{f"tile.{name}": (1,) for name in ROW_EXPANDS},
-    },
-}
 # Ops that make a Vec tile from a shape attr, and stores that write a Vec tile at offsets.
-_SHAPED_MAKERS = frozenset({"tile.create", "tile.full"})
-_STORES = frozenset({"tile.store", "tile.store_atomic"})
-_PARTIAL_STORES = frozenset({"tile.store_partial"})
+_SHAPED_MAKERS = frozenset({tile_ops.create, tile_ops.full})
+_STORES = frozenset({tile_ops.store, tile_ops.store_atomic})
+_PARTIAL_STORES = frozenset({tile_ops.store_partial})
 _OTHER_MODE = {SplitMode.UP_DOWN: SplitMode.LEFT_RIGHT, SplitMode.LEFT_RIGHT: SplitMode.UP_DOWN}
 
 
@@ -126,7 +99,7 @@ class LowerAutoVectorSplit:
             hint = _hint(fn, mode, lane, rejected.fix)
             raise ParseError(rejected.message, rejected.span or fn.span, hint) from None
         if split_axis(mode) is not None:
-            body = (Assign(lane, make_call("get_subblock_idx", ()), fn.span), *body)
+            body = (Assign(lane, make_call(op.get_subblock_idx, ()), fn.span), *body)
         return replace(fn, body=body, attrs={**fn.attrs, "split": mode})
 
 
@@ -223,14 +196,14 @@ class _Splitter:
         span = call.span or stmt.span or self.fn.span
         if dst is MemorySpace.Vec:
             self.check_extent(src.type.shape, _name(src, stmt.target.name), span)  # type: ignore[attr-defined]
-            return [self.bind(stmt.target, make_call("aiv_shard", (src,), attrs, call.span), stmt)]
+            return [self.bind(stmt.target, make_call(op.aiv_shard, (src,), attrs, call.span), stmt)]
         self.check_gathered(call.args[0], span)
-        gathered = make_call("aic_gather", (src,), attrs, call.span)
+        gathered = make_call(op.aic_gather, (src,), attrs, call.span)
         if dst is MemorySpace.Mat:
             return [self.bind(stmt.target, gathered, stmt)]
         # aic_gather lands in Mat; the original move went on to Left/Right.
         staged = Var(f"{stmt.target.name}_mat", gathered.type, stmt.target.span)
-        moved = make_call("tile.move", (staged,), {"target_memory": dst}, call.span)
+        moved = make_call(tile_ops.move, (staged,), {"target_memory": dst}, call.span)
         return [Assign(staged, gathered, stmt.span), self.bind(stmt.target, moved, stmt)]
 
     def bind(self, old: Var, value: Call, stmt: Assign) -> Assign:
@@ -250,7 +223,7 @@ class _Splitter:
             raise self.rejected(call)
         if whole:
             return make_call(call.op, args, call.attrs, call.span)  # every lane computes it whole
-        if call.op == "tile.load" and call.attrs.get("target_memory") is MemorySpace.Vec:
+        if call.op == tile_ops.load and call.attrs.get("target_memory") is MemorySpace.Vec:
             return self.load(call, args, name)
         if call.op in _SHAPED_MAKERS and call.type.memory_space is MemorySpace.Vec:  # type: ignore[attr-defined]
             shape = self.share(tuple(call.attrs["shape"]), name or call.op, call)
@@ -273,12 +246,13 @@ class _Splitter:
         """Does ``call`` need the whole extent of the halved axis of an operand that is split? An
         atomic store of a run-time valid shape (its 4th operand) always does."""
         assert self.axis is not None
-        if call.op == "tile.store_atomic" and len(call.args) == 4:
+        if call.op == tile_ops.store_atomic and len(call.args) == 4:
             return True
-        if call_side(call) is not Side.VECTOR or call.op not in _NEEDS_WHOLE[self.axis]:
+        policy = trait_of(call, SplitPolicy) or SPLIT_FREELY
+        operands = policy.needs_whole(self.axis)
+        if call_side(call) is not Side.VECTOR or operands == ():
             return False
-        operands = _NEEDS_WHOLE[self.axis][call.op]
-        if operands is _ALL:
+        if operands is ALL:
             produces_tile = isinstance(call.type, TileType)
             split_args = any(_space(a) is MemorySpace.Vec and a not in self.replicated for a in args)
             return split_args or (produces_tile and not whole)
@@ -298,15 +272,15 @@ class _Splitter:
             assert isinstance(tile, TileType)
             elements = [Const(n, INDEX) for n in (tile.valid_shape or tile.shape)]
         elements[self.axis] = self.on_lane_0(elements[self.axis])
-        op = "tile.store_atomic" if call.op == "tile.store_atomic" else "tile.store_partial"
+        op = tile_ops.store_atomic if call.op == tile_ops.store_atomic else tile_ops.store_partial
         return make_call(op, (*args[:3], index_tuple(elements)), call.attrs, call.span)
 
     def on_lane_0(self, extent: Expr) -> Expr:
         """``extent`` on lane 0 and 0 on lane 1: ``extent * (1 - lane)``."""
-        lane_0 = make_call("scalar.sub", (Const(1, INDEX), self.lane))
+        lane_0 = make_call(scalar.sub, (Const(1, INDEX), self.lane))
         if isinstance(extent, Const) and extent.value == 1:
             return lane_0
-        return make_call("scalar.mul", (extent, lane_0))
+        return make_call(scalar.mul, (extent, lane_0))
 
     def rejected(self, call: Call) -> _Rejected:
         where = f" at line {call.span.line}" if call.span else ""
@@ -327,10 +301,10 @@ class _Splitter:
         shape = self.share(full, name or call.op, call)
         offsets = self.shifted(args[1], shape)
         if full[self.axis] % 2 == 0:  # type: ignore[index]
-            return make_call("tile.load", (args[0], offsets), {**call.attrs, "shape": shape}, call.span)
+            return make_call(tile_ops.load, (args[0], offsets), {**call.attrs, "shape": shape}, call.span)
         attrs = {"shape": shape, "target_memory": call.attrs["target_memory"]}
         valid = self.valid(call.attrs.get("valid_shape") or full, shape)
-        return make_call("tile.load_partial", (args[0], offsets, valid), attrs, call.span)
+        return make_call(tile_ops.load_partial, (args[0], offsets, valid), attrs, call.span)
 
     def store(self, call: Call, args: tuple[Expr, ...]) -> Call:
         """A store of the lane's share; of an odd extent, the partial (or atomic) form with the
@@ -341,7 +315,7 @@ class _Splitter:
         operands = (args[0], self.shifted(args[1], shape), args[2])
         if tile.shape[self.axis] % 2 == 0:
             return make_call(call.op, operands, call.attrs, call.span)
-        op = "tile.store_partial" if call.op == "tile.store" else call.op
+        op = tile_ops.store_partial if call.op == tile_ops.store else call.op
         valid = self.valid(tile.valid_shape or tile.shape, shape)
         return make_call(op, (*operands, valid), call.attrs, call.span)
 
@@ -350,7 +324,7 @@ class _Splitter:
         ``ceil(L/2)``, lane 1 ``L - ceil(L/2)``), the unsplit valid extent elsewhere."""
         assert self.axis is not None
         elements: list[Expr] = [Const(n, INDEX) for n in full_valid]
-        elements[self.axis] = make_call("scalar.sub", (Const(share[self.axis], INDEX), self.lane))
+        elements[self.axis] = make_call(scalar.sub, (Const(share[self.axis], INDEX), self.lane))
         return index_tuple(elements)
 
     def share(self, shape: tuple[int, ...], tile: str, call: Call) -> tuple[int, ...]:
@@ -390,7 +364,7 @@ class _Splitter:
     def shifted(self, offsets: Expr, share: tuple[int, ...]) -> TupleExpr:
         assert isinstance(offsets, TupleExpr) and self.axis is not None
         elements = list(offsets.elements)
-        step = make_call("scalar.mul", (self.lane, Const(share[self.axis], INDEX)))
+        step = make_call(scalar.mul, (self.lane, Const(share[self.axis], INDEX)))
         elements[self.axis] = index_add(elements[self.axis], step)
         return index_tuple(elements)
 
