@@ -45,7 +45,7 @@ KERNEL_KINDS = (FunctionKind.AIC, FunctionKind.AIV)
 class _Liveness:
     defs: dict[Var, int] = field(default_factory=dict)
     def_loops: dict[Var, tuple[int, ...]] = field(default_factory=dict)
-    last_use: dict[Var, int] = field(default_factory=dict)
+    last_use: dict[Var, float] = field(default_factory=dict)  # a loop's end is half past its last op
     loop_end: dict[int, int] = field(default_factory=dict)
     aliases: dict[Var, Var] = field(default_factory=dict)  # a loop's result -> its iter_arg
     position: int = 0

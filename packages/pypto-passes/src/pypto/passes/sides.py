@@ -32,7 +32,7 @@ _PIPE_SIDE = {
 BOUNDARY_OPS = frozenset({"aiv_shard", "aic_gather"})
 
 
-def space_side(space: MemorySpace) -> Side | None:
+def space_side(space: MemorySpace | None) -> Side | None:
     if space is MemorySpace.Vec:
         return Side.VECTOR
     if space in CUBE_SPACES:
