@@ -103,11 +103,6 @@ def _use(live: _Liveness, v: Var, pos: int, loops: tuple[int, ...]) -> None:
         live.last_use[v] = max(live.last_use[v], pos)
 
 
-def live_ranges(body: tuple[Stmt, ...]) -> dict[Var, tuple[int, float]]:
-    """Each tile var's [definition, last use] in program order (loop-extended)."""
-    return _live_ranges(body, _Liveness())
-
-
 def _live_ranges(body: tuple[Stmt, ...], live: _Liveness) -> dict[Var, tuple[int, float]]:
     _scan(body, live, ())
     ranges: dict[Var, tuple[int, float]] = {}
