@@ -1,11 +1,11 @@
 """The explicit mixed form parses: pipe ops, aiv_shard / aic_gather, split_aiv regions, lane indices."""
 
 import pytest
-from lang_golden import check_golden
 from lang_kernels_explicit import explicit
 
 import pypto.language as pl
 from pypto.ir import INDEX, Assign, Call, Eval, ScopeStmt, SplitAivRegion, SplitMode, print_ir
+from pypto.ir.filecheck import filecheck
 from pypto.ir.nodes import walk_stmts
 
 T64 = pl.Tensor[[64, 64], pl.FP32]
@@ -34,9 +34,53 @@ def regions(program):
 
 def test_every_operator_of_the_step3_table_parses_to_its_op():
     program = explicit.parse()
-    check_golden("explicit.txt", print_ir(program))
+    filecheck(
+        print_ir(program),
+        """
+        CHECK-LABEL: with pl.at(level=pl.Level.CORE_GROUP, name_hint='explicit'):
+        CHECK-NEXT:  pl.aic_initialize_pipe(dir_mask=3, slot_size=16384, slot_num=2)
+        CHECK-NEXT:  load: pl.Tile[[64, 128], pl.FP16, pl.Mem.Mat] = pl.tile.load(a, [0, 0], shape=[64, 128], target_memory=pl.Mem.Mat)
+        CHECK-NEXT:  a_l: pl.Tile[[64, 128], pl.FP16, pl.Mem.Left] = pl.tile.move(load, target_memory=pl.Mem.Left)
+        CHECK-NEXT:  load_1: pl.Tile[[128, 64], pl.FP16, pl.Mem.Mat] = pl.tile.load(b, [0, 0], shape=[128, 64], target_memory=pl.Mem.Mat)
+        CHECK-NEXT:  b_r: pl.Tile[[128, 64], pl.FP16, pl.Mem.Right] = pl.tile.move(load_1, target_memory=pl.Mem.Right)
+        CHECK-NEXT:  acc: pl.Tile[[64, 64], pl.FP32, pl.Mem.Acc] = pl.tile.matmul(a_l, b_r)
+        CHECK-NEXT:  pl.tpush_to_aiv(acc, split=pl.SplitMode.UP_DOWN)
+        CHECK-NEXT:  for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):
+        CHECK-NEXT:  pl.aiv_initialize_pipe(dir_mask=3, slot_size=16384, slot_num=2)
+        CHECK-NEXT:  half: pl.Tile[[32, 64], pl.FP32, pl.Mem.Vec] = pl.tpop_from_aic(shape=[32, 64], dtype=pl.FP32, split=pl.SplitMode.UP_DOWN)
+        CHECK-NEXT:  load_2: pl.Tile[[32, 64], pl.FP32, pl.Mem.Vec] = pl.tile.load(bias, [aiv_id * 32, 0], shape=[32, 64], target_memory=pl.Mem.Vec)
+        CHECK-NEXT:  y: pl.Tile[[32, 64], pl.FP32, pl.Mem.Vec] = pl.tile.add(half, load_2)
+        CHECK-NEXT:  pl.tfree_to_aic(half)
+        CHECK-NEXT:  pl.tpush_to_aic(y, split=pl.SplitMode.UP_DOWN)
+        CHECK-NEXT:  whole: pl.Tile[[64, 64], pl.FP32, pl.Mem.Mat] = pl.tpop_from_aiv(shape=[64, 64], dtype=pl.FP32, split=pl.SplitMode.UP_DOWN)
+        CHECK-NEXT:  load_3: pl.Tile[[64, 64], pl.FP32, pl.Mem.Mat] = pl.tile.load(w, [0, 0], shape=[64, 64], target_memory=pl.Mem.Mat)
+        CHECK-NEXT:  w_r: pl.Tile[[64, 64], pl.FP32, pl.Mem.Right] = pl.tile.move(load_3, target_memory=pl.Mem.Right)
+        CHECK-NEXT:  move: pl.Tile[[64, 64], pl.FP32, pl.Mem.Left] = pl.tile.move(whole, target_memory=pl.Mem.Left)
+        CHECK-NEXT:  again: pl.Tile[[64, 64], pl.FP32, pl.Mem.Acc] = pl.tile.matmul(move, w_r)
+        CHECK-NEXT:  pl.tfree_to_aiv(whole)
+        CHECK-NEXT:  pl.tile.store(again, [0, 0], back)
+        CHECK-NEXT:  acc_v: pl.Tile[[32, 64], pl.FP32, pl.Mem.Vec] = pl.aiv_shard(acc, split=pl.SplitMode.UP_DOWN)
+        CHECK-NEXT:  for aiv_id_1 in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):
+        CHECK-NEXT:  z: pl.Tile[[32, 64], pl.FP32, pl.Mem.Vec] = pl.tile.exp(acc_v)
+        CHECK-NEXT:  pl.tile.store(z, [aiv_id_1 * 32, 0], out)
+        CHECK-NEXT:  gathered: pl.Tile[[64, 64], pl.FP32, pl.Mem.Mat] = pl.aic_gather(z, split=pl.SplitMode.UP_DOWN)
+        CHECK-NEXT:  move_1: pl.Tile[[64, 64], pl.FP32, pl.Mem.Left] = pl.tile.move(gathered, target_memory=pl.Mem.Left)
+        CHECK-NEXT:  matmul: pl.Tile[[64, 64], pl.FP32, pl.Mem.Acc] = pl.tile.matmul(move_1, w_r)
+        CHECK-NEXT:  pl.tile.store(matmul, [0, 0], back)
+        CHECK-NEXT:  return out, back
+        """,
+    )
     assert {c.op for c in calls(program)} >= STEP3_OPS
     assert [r.mode for r in regions(program)] == [SplitMode.UP_DOWN, SplitMode.UP_DOWN]
+    first = regions(program)[0]
+    assert [s.value.op for s in first.body] == [
+        "aiv_initialize_pipe",
+        "tpop_from_aic",
+        "tile.load",
+        "tile.add",
+        "tfree_to_aic",
+        "tpush_to_aic",
+    ]
 
 
 def test_a_region_binds_its_lane_to_an_index_var_and_keeps_its_body():

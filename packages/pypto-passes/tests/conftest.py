@@ -1,5 +1,5 @@
 import sys
 from pathlib import Path
 
-# Test helper modules (irbuild, golden) sit beside the tests.
+# Test helper modules (passes_irbuild) sit beside the tests.
 sys.path.insert(0, str(Path(__file__).parent))

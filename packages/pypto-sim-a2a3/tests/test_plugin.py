@@ -49,7 +49,7 @@ def test_entry_point_in_the_pypto_group_names_the_plugin_module():
 def test_package_exports_backend_target_and_version():
     assert A2A3SimBackend.name == "a2a3sim"
     assert A2A3SimBackend.target is A2A3_TARGET
-    assert pypto_sim_a2a3.__version__ == "0.1.0"
+    assert pypto_sim_a2a3.__version__ == importlib.metadata.version("pypto-sim-a2a3")
 
 
 def test_target_holds_the_a2a3_memory_and_paths():

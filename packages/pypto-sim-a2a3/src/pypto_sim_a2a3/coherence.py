@@ -56,7 +56,7 @@ def tensor_key(tensor: torch.Tensor) -> TensorKey:
     """Identifies a GM tensor by its storage and view, so aliases passed twice match."""
     return (
         tensor.untyped_storage().data_ptr(),
-        tensor.storage_offset(),
+        int(tensor.storage_offset()),
         tuple(tensor.shape),
         tensor.stride(),
     )

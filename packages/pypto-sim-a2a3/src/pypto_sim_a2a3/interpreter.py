@@ -224,7 +224,9 @@ class KernelFrame(Frame):
     def _check_not_freed(self, call: Call) -> None:
         """A tile read after its tfree: its slot is the producer's again and may hold the next push."""
         for arg in call.args:
-            freed = self.role.freed.get(arg.name) if isinstance(arg, Var) else None
+            if not isinstance(arg, Var):
+                continue
+            freed = self.role.freed.get(arg.name)
             if freed is None:
                 continue
             free = f"pl.{freed.op}({arg.name})"

@@ -316,7 +316,7 @@ def data_parallel(kernel: Function) -> bool:
 
 def resolve_callee(program: Program, call: Call, args: Sequence[Any]) -> Function:
     """The kernel a ``call`` names, after checking ``args`` against its parameters."""
-    name = call.attrs.get("callee")
+    name = call.attrs.get("callee", "")
     try:
         kernel = program.function(name)
     except KeyError:

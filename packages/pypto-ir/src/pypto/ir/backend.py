@@ -176,8 +176,6 @@ class RunReport:
     edges: list[TaskEdge] = field(default_factory=list)
     busy_cycles: dict[str, int] = field(default_factory=dict)
     stall_cycles: dict[str, int] = field(default_factory=dict)
-    trace_events: list[dict[str, Any]] = field(default_factory=list)
-    memory_map: dict[str, Any] = field(default_factory=dict)
     outputs: tuple[Any, ...] = ()  # the values the entry function returned, in order
     modeled: bool = True
     timeline: list[Slice] = field(default_factory=list)

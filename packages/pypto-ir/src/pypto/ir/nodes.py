@@ -214,7 +214,9 @@ def with_bodies(stmt: Stmt, bodies: tuple[tuple[Stmt, ...], ...]) -> Stmt:
 
     if isinstance(stmt, If):
         return replace(stmt, then_body=bodies[0], else_body=bodies[1])
-    return replace(stmt, body=bodies[0])
+    if isinstance(stmt, BLOCK_STMTS):
+        return replace(stmt, body=bodies[0])
+    raise TypeError(f"{type(stmt).__name__} has no nested body")
 
 
 # ---------------------------------------------------------------- functions

@@ -27,7 +27,7 @@ CUBE_SPACES = frozenset(
 )
 
 
-def space_side(space: MemorySpace) -> Side | None:
+def space_side(space: MemorySpace | None) -> Side | None:
     if space is MemorySpace.Vec:
         return Side.VECTOR
     if space in CUBE_SPACES:

@@ -67,7 +67,7 @@ def compile_kernel(
     kernel = find_kernel(script, name)
     config = RunConfig(platform=platform, dump_passes=dump_passes or False)
     compiled = kernel.compile(config=config, **compile_arguments(kernel, given))
-    chip = get_target(config.platform)
+    chip = get_target(config.platform_name)
     if emit == "ir":
         click.echo(print_ir(compiled.program), nl=False)
     elif emit == "memory-map":

@@ -50,6 +50,7 @@ class JitFunction(KernelFunction):
     """
 
     def __init__(self, func: Callable[..., Any], kind: JitKind = JitKind.entry) -> None:
+        functools.update_wrapper(self, func)  # the kernel reads as its function: name, doc, module
         super().__init__(func, kind)
         self.last_report: RunReport | None = None
         # Per key, the compiled program and the global/closure values its parse read.

@@ -31,7 +31,6 @@ class KernelFunction:
     """A decorated kernel; parsing happens on demand, never at decoration time."""
 
     def __init__(self, func: Callable[..., Any], kind: JitKind) -> None:
-        functools.update_wrapper(self, func)
         self.func = func
         self.kind = kind
         self._signature: tuple[tuple[ParamSignature, ...], GlobalReads] | None = None

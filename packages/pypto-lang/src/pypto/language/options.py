@@ -26,9 +26,6 @@ class CrossCoreSlot:
     slot_num: int
 
 
-ScopeOption = Split | CrossCoreSlot
-
-
 def split(mode: SplitMode) -> Split:
     """Mark the enclosing ``pl.at`` scope as split, e.g. ``pl.split(pl.SplitMode.UP_DOWN)``."""
     if not isinstance(mode, SplitMode):

@@ -118,9 +118,12 @@ def _bind(sig: ParamSignature, value: Any) -> BoundParam:
             "annotate it as pl.Tensor[...], pl.Out[...], pl.InOut[...] or a scalar dtype",
         )
     actual = tensor_type(value, sig.name)
-    for what, want, got in (("shape", spec.shape, actual.shape), ("dtype", spec.dtype, actual.dtype)):
+    checks = (
+        ("shape", spec.shape, actual.shape, list(actual.shape)),
+        ("dtype", spec.dtype, actual.dtype, f"torch.{actual.dtype.torch_name}"),
+    )
+    for what, want, got, shown in checks:
         if want is not None and want != got:
-            shown = list(got) if what == "shape" else f"torch.{actual.dtype.torch_name}"
             raise SpecializationError(
                 f"argument '{sig.name}' has {what} {shown}, but parameter '{sig.name}' is annotated {spec}",
                 sig.span,

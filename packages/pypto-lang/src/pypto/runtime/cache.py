@@ -391,12 +391,12 @@ def cached_lower(
     if entry is not None:
         for warning in entry.warnings:
             warning.replay()
-        cache.record_hit(key, time.perf_counter() - start, program.name, str(config.platform))
+        cache.record_hit(key, time.perf_counter() - start, program.name, config.platform_name)
         return entry.program, HIT
     with _recording_warnings() as recorded:
         lowered = lower()
     entry = CacheEntry(lowered, tuple(recorded))
-    cache.store(key, entry, program.name, config.platform, time.perf_counter() - start)
+    cache.store(key, entry, program.name, config.platform_name, time.perf_counter() - start)
     return lowered, MISS
 
 

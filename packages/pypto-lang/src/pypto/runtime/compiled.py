@@ -84,7 +84,7 @@ class CompiledProgram:
         """:meth:`run` for arguments already checked against the entry's parameters (a ``@pl.jit``
         call specializes, and so checks, them before it looks the program up)."""
         config = config or self.config
-        backend = get_backend(self.config.platform, self.config.platform_origin)
+        backend = get_backend(self.config.platform_name, self.config.platform_origin)
         directory = config.checked_profile_path(self.program.name)  # before the run, not after it
         start = time.perf_counter()
         with TaskProgress(self.program.name, self.task_count) as progress:
@@ -99,7 +99,8 @@ class CompiledProgram:
             self.last_profile = write_profile(report, directory, title=self.program.name)
         seconds = time.perf_counter() - start
         profile = self.last_profile if directory is not None else None
-        launches.record(launches.Launch(self.program.name, self.config.platform, report, profile, seconds))
+        launch = launches.Launch(self.program.name, self.config.platform_name, report, profile, seconds)
+        launches.record(launch)
         return self._returned(report, args)
 
     def _unfinished(self, err: VerificationError) -> PyptoError:
@@ -162,8 +163,8 @@ def compile_program(
 ) -> CompiledProgram:
     """Lower a parsed ``Program`` for ``config.platform``: ``compile_program(prog, RunConfig())``."""
     config = config or RunConfig()
-    target = get_target(config.platform, config.platform_origin)
-    provider = str(registry().origin(config.platform))
+    target = get_target(config.platform_name, config.platform_origin)
+    provider = str(registry().origin(config.platform_name))
     start = time.perf_counter()
     lowered, cache = cached_lower(
         program, target, config, provider, lambda: lower_program(program, target, config)

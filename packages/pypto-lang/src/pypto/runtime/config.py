@@ -93,10 +93,11 @@ class RunConfig(metaclass=_ConfigFields):
                 check_profile_dir(self.profile_dir, self._profile_origin)
             except ConfigError as err:
                 _raise_at(call, err)
-        if self.dump_passes is not False and self.dump_passes is not None:
+        dump_root = self.dump_dir("")
+        if dump_root is not None:
             try:  # before anything compiles, as for profile_dir
                 check_output_dir(
-                    self.dump_dir(""),
+                    dump_root,
                     Origin("RunConfig(dump_passes=...)", call_site()),
                     "pass dumps",
                     "pypto_passes",
@@ -135,6 +136,12 @@ class RunConfig(metaclass=_ConfigFields):
                     "those passes",
                 ),
             )
+
+    @property
+    def platform_name(self) -> str:
+        """``platform`` with the session default filled in (``__post_init__`` always fills it)."""
+        assert self.platform is not None
+        return self.platform
 
     def dump_dir(self, kernel: str) -> Path | None:
         """The directory pass dumps of ``kernel`` go to, or None when dumping is off."""

@@ -467,7 +467,7 @@ def _draw_row(
         _draw_ring(axes, content, y, report.total_cycles, report.clock_mhz)
         return set()
     if content and isinstance(content[0], TaskRecord):
-        _draw_tasks(axes, content, y, report.clock_mhz)  # type: ignore[arg-type]
+        _draw_tasks(axes, content, y, report.clock_mhz)
         return set()
     spans = _spans_by_unit(content, report.clock_mhz)  # type: ignore[arg-type]
     for unit, mine in spans.items():

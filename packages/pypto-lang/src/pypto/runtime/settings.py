@@ -199,7 +199,7 @@ def _read_config(path: Path, mtime_ns: int) -> ConfigFile:
         if not isinstance(value, kind):
             problem = f"{CONFIG_TABLE} {key} must be a {kind.__name__}, got {value!r}"
             raise _file_error(path, key, problem, f"write {key} = {EXAMPLES[key]}")
-        if kind is str and not value.strip():  # an empty name would silently mean the default
+        if isinstance(value, str) and not value.strip():  # an empty name would silently mean the default
             problem = f"{CONFIG_TABLE} {key} is empty"
             raise _file_error(path, key, problem, f"write {key} = {EXAMPLES[key]}, or remove the line")
     return ConfigFile(path, table)

@@ -45,7 +45,7 @@ KERNEL_KINDS = (FunctionKind.AIC, FunctionKind.AIV)
 class _Liveness:
     defs: dict[Var, int] = field(default_factory=dict)
     def_loops: dict[Var, tuple[int, ...]] = field(default_factory=dict)
-    last_use: dict[Var, int] = field(default_factory=dict)
+    last_use: dict[Var, float] = field(default_factory=dict)  # a loop's end is half past its last op
     loop_end: dict[int, int] = field(default_factory=dict)
     aliases: dict[Var, Var] = field(default_factory=dict)  # a loop's result -> its iter_arg
     position: int = 0
@@ -101,11 +101,6 @@ def _use(live: _Liveness, v: Var, pos: int, loops: tuple[int, ...]) -> None:
     v = live.aliases.get(v, v)
     if v in live.defs:
         live.last_use[v] = max(live.last_use[v], pos)
-
-
-def live_ranges(body: tuple[Stmt, ...]) -> dict[Var, tuple[int, float]]:
-    """Each tile var's [definition, last use] in program order (loop-extended)."""
-    return _live_ranges(body, _Liveness())
 
 
 def _live_ranges(body: tuple[Stmt, ...], live: _Liveness) -> dict[Var, tuple[int, float]]:

@@ -63,7 +63,7 @@ def build_pass(name: str, **options: Any) -> Pass:
         module_name, cls_name = PASS_REGISTRY[name].split(":")
     except KeyError:
         raise ValueError(f"unknown pass {name!r}; known passes: {', '.join(PASS_REGISTRY)}") from None
-    cls = getattr(importlib.import_module(module_name), cls_name)
+    cls: type[Pass] = getattr(importlib.import_module(module_name), cls_name)
     return cls(**options)
 
 

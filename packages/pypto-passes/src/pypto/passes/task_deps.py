@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from typing import TypeGuard
 
 from pypto.ir import (
     AccessMode,
@@ -76,7 +77,7 @@ def _annotate_body(body: tuple[Stmt, ...], program: Program, manual: set[str]) -
     return tuple(out)
 
 
-def _is_call(expr: object) -> bool:
+def _is_call(expr: object) -> TypeGuard[Call]:
     return isinstance(expr, Call) and expr.op == op.call
 
 

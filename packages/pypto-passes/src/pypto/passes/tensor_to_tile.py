@@ -359,7 +359,7 @@ def broadcast_rows(region: list[Stmt]) -> set[Var]:
                 _one_row(a) and (a in found or a not in defs) for a in sources
             ):
                 continue
-            if all(_reads_as_broadcast(stmt.value, var, found) for stmt in region if _reads(stmt, var)):  # type: ignore[arg-type]
+            if all(_reads_as_broadcast(_call_of(stmt), var, found) for stmt in region if _reads(stmt, var)):
                 found.add(var)
                 changed = True
     return found
@@ -371,10 +371,17 @@ def column_reductions(region: list[Stmt]) -> set[Var]:
     defs = _region_defs(region)
     reduced = {var for var, call in defs.items() if _column_reduction_of(call) is not None}
     for stmt in region:
-        for i, a in enumerate(stmt.value.args):  # type: ignore[attr-defined]
-            if a in reduced and not (stmt.value.op == tensor.assemble and i == 1):  # type: ignore[attr-defined]
+        call = _call_of(stmt)
+        for i, a in enumerate(call.args):
+            if a in reduced and not (call.op == tensor.assemble and i == 1):
                 reduced.discard(a)
     return reduced
+
+
+def _call_of(stmt: Stmt) -> Call:
+    """The op call a region statement makes (``is_tensor_stmt`` admits no other statement)."""
+    assert isinstance(stmt, (Assign, Eval)) and isinstance(stmt.value, Call)
+    return stmt.value
 
 
 def _one_row(x: Expr) -> bool:
@@ -382,7 +389,7 @@ def _one_row(x: Expr) -> bool:
 
 
 def _reads(stmt: Stmt, var: Var) -> bool:
-    return any(a is var for a in stmt.value.args)  # type: ignore[attr-defined]
+    return any(a is var for a in _call_of(stmt).args)
 
 
 def _reads_as_broadcast(call: Call, var: Var, found: set[Var]) -> bool:
@@ -404,8 +411,7 @@ def _block_rows(region: list[Stmt], plan: RowPlan) -> int | None:
     defs = _region_defs(region)
     row_counts: set[int] = set()
     for stmt in region:
-        call = stmt.value
-        assert isinstance(call, Call)
+        call = _call_of(stmt)
         if isinstance(stmt, Assign) and stmt.target in plan.once:
             continue
         operands = _row_operands(call, defs, plan)
@@ -774,7 +780,7 @@ def _move(tile: Expr, space: MemorySpace, span: SourceSpan | None) -> Call:
 def _route(target: Target, src: MemorySpace, dst: MemorySpace) -> list[MemorySpace]:
     """Spaces to move through from ``src`` to ``dst`` along legal paths; a direct (illegal)
     hop when none exists — a cube/vector crossing that later passes turn into a pipe or reject."""
-    frontier = deque([(src, [])])
+    frontier: deque[tuple[MemorySpace, list[MemorySpace]]] = deque([(src, [])])
     seen = {src}
     while frontier:
         space, path = frontier.popleft()

@@ -9,7 +9,14 @@ from typing import Any
 
 from pypto.ir import Expr
 from pypto.language.parser.opcall import OpContext
-from pypto.language.parser.values import describe_value, is_number, is_scalar, number, scalar_expr
+from pypto.language.parser.values import (
+    describe_value,
+    element_dtype,
+    is_number,
+    is_scalar,
+    number,
+    scalar_expr,
+)
 
 # DSL name -> (scalar op, Python fold)
 SCALAR_BINARY: dict[str, tuple[str, Callable[[Any, Any], Any]]] = {
@@ -55,7 +62,7 @@ def scalar_binary(ctx: OpContext, name: str, lhs: Any, rhs: Any) -> Any:
     for value in (lhs, rhs):
         if not is_scalar(value):
             raise ctx.fail(f"mixes a scalar and {describe_value(value)}", _mixed_hint(name))
-    dtype = (lhs if isinstance(lhs, Expr) and not is_number(lhs) else rhs).type.dtype
+    dtype = element_dtype(lhs if isinstance(lhs, Expr) and not is_number(lhs) else rhs)
     return ctx.call(op, [scalar_expr(lhs, dtype, ctx.span), scalar_expr(rhs, dtype, ctx.span)])
 
 

@@ -371,7 +371,7 @@ class ExprParser:
         key = self.subscript_key(node.slice)
         if isinstance(base, type) and issubclass(base, ANNOTATION_CLASSES):
             try:
-                return base[key]
+                return base.__class_getitem__(key)  # base[key]: mypy reads only the explicit form
             except PyptoError as err:
                 raise err.with_span(self.span(node)) from None
         if isinstance(base, (tuple, list)):
@@ -505,7 +505,7 @@ class ExprParser:
                 f"operator {SYMBOLS[type(node.op)]} on {describe_value(value)} is not supported",
                 "`not` and `~` apply to compile-time values; on a run-time scalar compare instead (x == 0)",
             )
-        folded = number(value) if is_number(value) else value
+        folded: Any = number(value) if is_number(value) else value  # `~` on a float is the TypeError below
         try:
             return not folded if isinstance(node.op, ast.Not) else ~folded
         except TypeError as exc:

@@ -19,6 +19,7 @@ from pypto.language.parser.crosscore import CROSS_CORE_BUILDERS
 from pypto.language.parser.opcall import OpContext
 from pypto.language.parser.values import (
     describe_value,
+    element_dtype,
     index_tuple,
     is_number,
     is_scalar,
@@ -51,7 +52,7 @@ def _binary(name: str) -> Builder:
         x = ctx.shaped(lhs, "left operand")
         level = ctx.level_of(x)
         if is_scalar(rhs):
-            return ctx.call(f"{level}.{name}s", [x, tile_scalar(rhs, x.type.dtype, ctx.span)])
+            return ctx.call(f"{level}.{name}s", [x, tile_scalar(rhs, element_dtype(x), ctx.span)])
         return ctx.call(f"{level}.{name}", [x, ctx.shaped(rhs, "right operand")])
 
     return build

@@ -17,7 +17,7 @@ from pypto.ir import Call, Expr, ParseError, SourceSpan, SplitMode, TileType, Un
 from pypto.ir.ops import split_axis
 from pypto.ir.sides import CUBE_SPACES, Side, call_side, is_boundary
 from pypto.language.parser.source import KernelSource
-from pypto.language.parser.values import is_shaped
+from pypto.language.parser.values import is_shaped, shaped_type
 
 # Ops that make a tile in the space of their result: into a cube space they run on the cube.
 _PLACING_OPS = frozenset({"tile.load", "tile.move", "tile.create"})
@@ -69,7 +69,7 @@ class Region:
         axis = split_axis(self.mode)
         if axis is None or get_op(call.op).unit is not Unit.VECTOR:
             return
-        shapes = [e.type.shape for e in (*call.args, call) if is_shaped(e)]
+        shapes = [shaped_type(e).shape for e in (*call.args, call) if is_shaped(e)]
         extents = frozenset(shape[axis] for shape in shapes if axis < len(shape))
         self.vector_uses.append(VectorUse(name, span, extents))
 
@@ -156,8 +156,8 @@ class ScopeRegions:
 def _full_extent(share: Call, axis: int) -> int:
     """The unsplit extent along ``axis``: a shard's operand is the whole tile, a pop holds half."""
     if share.op == "aiv_shard":
-        return share.args[0].type.shape[axis]  # type: ignore[attr-defined]
-    return 2 * share.type.shape[axis]  # type: ignore[attr-defined]
+        return shaped_type(share.args[0]).shape[axis]
+    return 2 * shaped_type(share).shape[axis]
 
 
 def _side(call: Call) -> Side | None:

@@ -324,29 +324,34 @@ class ScopeParser(ExprParser):
     def scope_regions(self, nodes: list[ast.stmt], split: SplitMode | None) -> ScopeRegions:
         """The regions of a core-group scope, read ahead; ``split`` is its ``pl.split`` mode."""
         found = sorted(
-            (n for root in nodes for n in ast.walk(root) if isinstance(n, ast.For) and self.is_region(n)),
-            key=lambda n: (n.lineno, n.col_offset),
+            (
+                (n, call)
+                for root in nodes
+                for n in ast.walk(root)
+                if isinstance(n, ast.For) and (call := self.region_call(n)) is not None
+            ),
+            key=lambda found: (found[0].lineno, found[0].col_offset),
         )
         if found and split is not None:
             raise self.error(
-                found[0].iter,
+                found[0][1],
                 "pl.split and pl.split_aiv regions are mutually exclusive in one scope",
                 "drop pl.split(...) from optimizations= and place the transfers yourself, or drop "
                 "the regions and let pl.split insert them",
             )
-        marks = tuple(RegionMark((n.lineno, n.col_offset), self.folded_mode(n.iter)) for n in found)
+        marks = tuple(RegionMark((n.lineno, n.col_offset), self.folded_mode(call)) for n, call in found)
         return ScopeRegions(self.source, marks)
 
-    def is_region(self, node: ast.For) -> bool:
-        """Whether ``node`` iterates over ``pl.split_aiv(...)`` (by name lookup only)."""
+    def region_call(self, node: ast.For) -> ast.Call | None:
+        """The ``pl.split_aiv(...)`` call ``node`` iterates over (by name lookup only), or None."""
         call = node.iter
         if not (isinstance(call, ast.Call) and isinstance(call.func, (ast.Name, ast.Attribute))):
-            return False
+            return None
         try:
             callee = self.expr(call.func)
         except PyptoError:
-            return False
-        return isinstance(callee, Builtin) and callee.name == "split_aiv"
+            return None
+        return call if isinstance(callee, Builtin) and callee.name == "split_aiv" else None
 
     def folded_mode(self, call: ast.Call) -> SplitMode | None:
         """A region's mode read ahead, when it is a name such as ``pl.SplitMode.UP_DOWN``."""
@@ -367,7 +372,8 @@ class ScopeParser(ExprParser):
                 call, "unsupported Python construct in a kernel: **kwargs in a call", SPLIT_AIV_KWARGS_HINT
             )
         try:
-            bound = SPLIT_AIV_SIGNATURE.bind(*call.args, **{kw.arg: kw.value for kw in call.keywords})
+            keywords = {kw.arg: kw.value for kw in call.keywords if kw.arg is not None}
+            bound = SPLIT_AIV_SIGNATURE.bind(*call.args, **keywords)
         except TypeError as exc:
             raise self.error(call, f"pl.split_aiv(): {exc}", f"write `{REGION_FORM}:`") from None
         return dict(bound.arguments)

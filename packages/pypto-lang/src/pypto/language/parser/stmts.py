@@ -51,6 +51,7 @@ from pypto.language.parser.values import (
     is_shaped,
     number,
     scalar_expr,
+    shaped_type,
 )
 
 
@@ -192,7 +193,7 @@ class StmtParser(ScopeParser):
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         if not isinstance(node.target, ast.Name):
             base = self.expr(node.target.value) if isinstance(node.target, ast.Subscript) else None
-            rank = len(base.type.shape) if is_shaped(base) else None
+            rank = len(shaped_type(base).shape) if is_shaped(base) else None
             hint = augmented_hint(node, rank)
             raise self.error(node, "augmented assignment works on names only (x += y)", hint)
         binop = ast.BinOp(node.target, node.op, node.value)
@@ -397,6 +398,7 @@ class StmtParser(ScopeParser):
     def checked(self, spec: Any, value: Any, node: ast.AnnAssign) -> Any:
         """The value of ``x: <spec> = value``, checked against the annotation."""
         if isinstance(spec, ScalarSpec) and is_number(value):
+            assert node.value is not None  # visit_AnnAssign rejects `x: T` without a value
             return scalar_expr(number(value), spec.dtype, self.span(node.value))
         expected: Any = None
         if isinstance(spec, TileSpec):
@@ -462,13 +464,21 @@ class StmtParser(ScopeParser):
         keep = [k for k, name in enumerate(names) if yields[k] is not iter_args[k] or name in explicit]
         body = substitute_body(body, {iter_args[k]: inits[k] for k in range(len(names)) if k not in keep})
         results = tuple(Var(self.body.namer.fresh(names[k]), iter_args[k].type, span) for k in keep)
-        carried = {
-            "iter_args": tuple(iter_args[k] for k in keep),
-            "init_values": tuple(inits[k] for k in keep),
-            "yields": tuple(yields[k] for k in keep),
-            "results": results,
-        }
-        self.body.emit(For(var, start, stop, step, body, kind, span, **carried))
+        self.body.emit(
+            For(
+                var,
+                start,
+                stop,
+                step,
+                body,
+                kind,
+                span,
+                iter_args=tuple(iter_args[k] for k in keep),
+                init_values=tuple(inits[k] for k in keep),
+                yields=tuple(yields[k] for k in keep),
+                results=results,
+            )
+        )
         for k, result in zip(keep, results, strict=True):
             self.env.bind(names[k], result, result.span)
 
@@ -506,9 +516,9 @@ class StmtParser(ScopeParser):
         if isinstance(node.target, ast.Name) and not inits:
             return node.target, {}
         target = node.target
-        shape_ok = isinstance(target, ast.Tuple) and len(target.elts) == 2
-        index = target.elts[0] if shape_ok else None  # type: ignore[union-attr]
-        names = target.elts[1] if shape_ok else None  # type: ignore[union-attr]
+        pair = target.elts if isinstance(target, ast.Tuple) and len(target.elts) == 2 else None
+        index = pair[0] if pair else None
+        names = pair[1] if pair else None
         names_ok = isinstance(names, ast.Tuple) and all(isinstance(e, ast.Name) for e in names.elts)
         if not (inits and isinstance(index, ast.Name) and names_ok):
             raise self.error(

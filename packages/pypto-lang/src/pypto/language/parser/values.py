@@ -8,7 +8,7 @@ the kernel was specialized on). Constants become ``Const`` only where an op need
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any
+from typing import Any, TypeGuard
 
 from pypto.ir import (
     INDEX,
@@ -40,8 +40,21 @@ def is_scalar(value: Any) -> bool:
     return is_number(value) or (isinstance(value, Expr) and isinstance(value.type, ScalarType))
 
 
-def is_shaped(value: Any) -> bool:
+def is_shaped(value: Any) -> TypeGuard[Expr]:
+    """A tensor or tile expression."""
     return isinstance(value, Expr) and isinstance(value.type, (TensorType, TileType))
+
+
+def shaped_type(value: Expr) -> TensorType | TileType:
+    """The type of a tensor or tile expression (one :func:`is_shaped` admitted)."""
+    assert isinstance(value.type, (TensorType, TileType)), value
+    return value.type
+
+
+def element_dtype(value: Expr) -> DataType:
+    """The element type of a scalar, tensor or tile expression."""
+    assert isinstance(value.type, (ScalarType, TensorType, TileType)), value
+    return value.type.dtype
 
 
 def is_tile(value: Any) -> bool:
@@ -148,12 +161,14 @@ def static_shape(values: Any, span: SourceSpan | None, what: str = "shape") -> t
             span,
             f"write {what} as a list with one extent per dimension, e.g. [64, 64]",
         )
-    dims = [number(v) if is_number(v) else v for v in values]
-    for dim in dims:
+    dims: list[int] = []
+    for v in values:
+        dim = number(v) if is_number(v) else v
         if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
             raise ParseError(
                 f"{what} must hold positive ints known at compile time, got {describe_value(dim)}",
                 span,
                 "shapes fold from constants and a.shape; run-time values cannot size a tile",
             )
+        dims.append(dim)
     return tuple(dims)
