@@ -1,9 +1,9 @@
 """pypto.passes — the pass manager and the lowering pipeline (needs only pypto.ir)."""
 
+from pypto.ir.errors import CompileWarning
 from pypto.passes.manager import (
     DEFAULT_PIPELINE,
     PASS_REGISTRY,
-    CompileWarning,
     Pass,
     PassContext,
     PassManager,

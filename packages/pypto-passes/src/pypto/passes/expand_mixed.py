@@ -209,7 +209,9 @@ def _check_pipes_set_up(fn: Function, inits: list[Call]) -> None:
     masks = {call_side(c): c.attrs.get("dir_mask", 0) for c in inits}
     for stmt in walk_stmts(fn.body):
         call = stmt.value if isinstance(stmt, (Assign, Eval)) else None
-        direction = _direction_of(call) if isinstance(call, Call) else None
+        if not isinstance(call, Call):
+            continue
+        direction = _direction_of(call)
         if direction is None:
             continue
         bit = direction.mask_bit

@@ -62,7 +62,7 @@ def matmul(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: S
         )
     check_arithmetic(op, a, span)
     dtype = matmul_result_dtype(a.dtype, b.dtype, attrs.get("out_dtype"))
-    if isinstance(a, TileType):
+    if isinstance(a, TileType) and isinstance(b, TileType):
         for t, space, side in ((a, MemorySpace.Left, "left"), (b, MemorySpace.Right, "right")):
             if t.memory_space not in (None, space):
                 raise fail(
@@ -92,7 +92,11 @@ def operand_space_hint(t: TileType, space: MemorySpace) -> str:
 
 def check_accumulator(op: str, acc: Type, result: TileType | TensorType, span: SourceSpan | None) -> None:
     """``acc`` of ``matmul_acc`` must be what the product adds to: same kind, shape and dtype (in Acc)."""
-    fits = type(acc) is type(result) and (acc.shape, acc.dtype) == (result.shape, result.dtype)  # type: ignore[attr-defined]
+    fits = (
+        isinstance(acc, (TileType, TensorType))
+        and type(acc) is type(result)
+        and (acc.shape, acc.dtype) == (result.shape, result.dtype)
+    )
     if isinstance(acc, TileType) and acc.memory_space not in (None, MemorySpace.Acc):
         fits = False
     if not fits:

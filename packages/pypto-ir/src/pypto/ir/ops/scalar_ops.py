@@ -43,7 +43,7 @@ def scalar_binary(
                 span,
                 "scalar arithmetic takes numbers and run-time scalars; use pl.* ops on tensors and tiles",
             )
-    dtypes = [t.dtype for t in types]  # type: ignore[union-attr]
+    dtypes = [t.dtype for t in types if isinstance(t, ScalarType)]
     if op.removeprefix("scalar.") in COMPARE:
         return ScalarType(DataType.BOOL)
     floats = [d for d in dtypes if d.is_float]
