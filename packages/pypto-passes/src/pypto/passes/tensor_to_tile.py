@@ -27,6 +27,7 @@ import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
 from pypto.ir import (
     INDEX,
@@ -57,6 +58,7 @@ from pypto.ir import (
 from pypto.ir.nodes import nested_bodies, stmt_end_exprs, stmt_exprs, used_vars, walk_stmts, with_bodies
 from pypto.passes.fit import fits_alone
 from pypto.passes.manager import PassContext
+from pypto.passes.options import option
 from pypto.passes.rewrite import NameGen, index_add, index_tuple, map_functions
 
 
@@ -113,8 +115,9 @@ _ROW_REDUCTIONS = frozenset({"row_max", "row_sum", "row_min"})
 
 @dataclass(frozen=True)
 class ConvertTensorToTileOps:
-    name: str = "ConvertTensorToTileOps"
-    max_block_rows: int = 128
+    name: ClassVar[str] = "ConvertTensorToTileOps"
+    pipeline_name: ClassVar[str] = "tensor-to-tile"
+    max_block_rows: int = option(128, help="the most rows a block of a tiled region takes", minimum=1)
 
     def run(self, program: Program, ctx: PassContext) -> Program:
         return map_functions(program, (FunctionKind.InCore,), lambda fn: self.convert(fn, ctx.target))
