@@ -182,6 +182,12 @@ BAD = [
         "k_block",
     ),
     (
+        "tile-matmul{k_block=8,allocate",
+        "option allocate of 'tile-matmul' has no value",
+        "close the options of 'tile-matmul' with '}' before it",
+        "allocate",
+    ),
+    (
         "tile-matmul{k_block=}",
         "option k_block of 'tile-matmul' has no value",
         "write k_block=VALUE",

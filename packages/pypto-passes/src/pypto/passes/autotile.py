@@ -195,13 +195,9 @@ class _Blocker:
     def blocks_of(self, stmt: Stmt) -> MatmulBlocks | None:
         """How to block ``stmt`` if it is a whole-tensor matmul too big for L0 (or with a K longer
         than ``k_block``), else None."""
-        is_matmul = (
-            isinstance(stmt, Assign) and isinstance(stmt.value, Call) and stmt.value.op == "tensor.matmul"
-        )
-        if not is_matmul:
+        call = stmt.value if isinstance(stmt, Assign) else None
+        if not (isinstance(call, Call) and call.op == "tensor.matmul"):
             return None
-        call = stmt.value  # type: ignore[union-attr]
-        assert isinstance(call, Call)
         a, b = call.args
         if call.attrs.get("a_trans") or call.attrs.get("b_trans"):
             return None

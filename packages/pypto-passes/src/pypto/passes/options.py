@@ -105,7 +105,7 @@ class PassOption:
         number = (int, float) if self.kind is float else self.kind
         if not isinstance(value, number):
             raise bad
-        if self.minimum is not None and self.kind in (int, float) and value < self.minimum:
+        if self.minimum is not None and isinstance(value, (int, float)) and value < self.minimum:
             raise bad
 
     def _scalar(self, text: str) -> Any:
@@ -124,7 +124,9 @@ class PassOption:
             if not _FLOAT.match(text):
                 raise bad
             return float(text)
-        members = {m.name.lower(): m for m in self.kind}  # an Enum: by member name, any case
+        if not issubclass(self.kind, Enum):
+            raise bad
+        members = {m.name.lower(): m for m in self.kind}  # by member name, in any case
         member = members.get(text.lower().replace("-", "_"))
         if member is None:
             raise bad

@@ -201,7 +201,7 @@ class _Scanner:
         if self.peek() != "=":
             raise self.error(
                 f"option {key.text} of {name.text!r} has no value",
-                f"write {key.text}=VALUE",
+                f"write {key.text}=VALUE, or close the options of {name.text!r} with '}}' before it",
                 key.start,
                 key.end,
             )

@@ -121,7 +121,7 @@ class PassRegistry:
                 raise PassRegistrationError(
                     f"two passes are named {word!r}: {taken.name} from {taken.origin}, and "
                     f"{entry.where} from {origin}",
-                    hint="give the new pass other name and pipeline_name class attributes",
+                    hint="give one of them another name (its name and pipeline_name class attributes)",
                 )
         self.added[entry.name] = entry
         return entry
