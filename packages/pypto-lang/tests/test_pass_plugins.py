@@ -16,7 +16,7 @@ import pypto.language as pl
 from pypto.cli import cli
 from pypto.ir import PlatformError
 from pypto.passes import Pipeline
-from pypto.runtime import RunConfig, register_plugin, registry
+from pypto.runtime import RunConfig, register_plugin, registry, reset_registry
 from pypto.runtime.cache import cache_key
 from pypto.runtime.pipelines import pipeline_of
 from pypto.runtime.settings import ConfigError
@@ -284,3 +284,28 @@ def test_passes_all_lists_plugin_passes_with_their_options(project):
     assert rows[stamp][:5] == ["StampEntry", "stamp-entry", "plugin", "'stamps'", "(registered"]
     assert " ".join(rows[stamp][6:]) == "label: str = plain (what to write)"
     assert rows[stamp + 1] == ["times:", "int", "=", "1"]
+
+
+def test_a_pass_plugin_is_found_through_its_entry_point(tmp_path, monkeypatch):
+    """Installed, a pass plugin is discovered like a backend: through the ``pypto`` entry point;
+    its passes carry the distribution and its version (into the cache key)."""
+    info = tmp_path / "stamp_plugin-0.3.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: stamp-plugin\nVersion: 0.3\n")
+    (info / "entry_points.txt").write_text("[pypto]\nstamp-plugin = stamp_plugin_mod\n")
+    (tmp_path / "stamp_plugin_mod.py").write_text(
+        "import pluggy\nfrom lang_test_passes import StampEntry\n\n"
+        'hookimpl = pluggy.HookimplMarker("pypto")\n\n\n'
+        "@hookimpl\ndef pypto_register_passes(register):\n    register(StampEntry)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYPTO_LOAD_PLUGINS", "stamp-plugin")
+    reset_registry()
+    try:
+        config = RunConfig(platform="a2a3", pipeline="outline-scopes,stamp-entry{times=2}")
+        assert config.parsed_pipeline.key()[-1] == (
+            "stamp-entry{times=2}",
+            "plugin 'stamp-plugin' (distribution stamp-plugin 0.3)",
+        )
+    finally:
+        reset_registry()
