@@ -60,6 +60,10 @@ from pypto_sim_a2a3 import (
 )
 
 MARK = "# <-"
+DEFAULT_PASSES = (
+    "outline-scopes,tile-matmul,tensor-to-tile,infer-memory-space,vector-split,expand-mixed,stamp-tfree,"
+    "allocate,task-deps"
+)
 TIME_LIMIT = 60  # seconds a row may take (compile and run) before it counts as a hang
 HEADER = """\
 import numpy as np
@@ -330,6 +334,14 @@ def bare(x: pl.Tensor, out: pl.Out[pl.Tensor]):
 
 
 """
+
+
+def _pipeline(changed: str) -> str:
+    """The default pipeline as a string, with one pass written as ``changed`` says (the pass it
+    names, or the one it misspells by a letter): ``_pipeline("tile-matmul{k_block=32}")``."""
+    name = changed.split("{")[0]
+    passes = [changed if name in (p, p + p[-1]) else p for p in DEFAULT_PASSES.split(",")]
+    return ",".join(passes)
 
 
 def called(call: str, mark_def: bool = True) -> str:
@@ -1803,11 +1815,71 @@ ROWS = [
         'RunConfig(pipeline=["OutlineScope"])',
     ),
     Bad(
-        "run-config-pipeline-one-name",
-        called('k(f32(), 1, zeros(), config=RunConfig(pipeline="OutlineScopes"))  # <-', mark_def=False),
+        "run-config-pipeline-not-a-string",
+        called('k(f32(), 1, zeros(), config=RunConfig(pipeline=("OutlineScopes", 3)))  # <-', mark_def=False),
         ConfigError,
-        "RunConfig.pipeline takes a list of pass names, got 'OutlineScopes'",
-        'RunConfig(pipeline="OutlineScopes")',
+        "RunConfig.pipeline takes a pipeline string or a list of pass names, got tuple ('OutlineScopes', 3)",
+        'RunConfig(pipeline=("OutlineScopes", 3))',
+    ),
+    Bad(
+        "run-config-pipeline-string-unknown-pass",
+        called(
+            f'k(f32(), 1, zeros(), config=RunConfig(pipeline="{_pipeline("tile-matmull")}"))  # <-',
+            mark_def=False,
+        ),
+        ConfigError,
+        "RunConfig.pipeline: unknown pass 'tile-matmull'; known passes: OutlineScopes (outline-scopes), ",
+        "tile-matmull",
+    ),
+    Bad(
+        "run-config-pipeline-string-unknown-option",
+        called(
+            f'k(f32(), 1, zeros(), config=RunConfig(pipeline="{_pipeline("tile-matmul{k_blok=32}")}"))  # <-',
+            mark_def=False,
+        ),
+        ConfigError,
+        "RunConfig.pipeline: pass 'tile-matmul' has no option 'k_blok'; its options: k_block: int | None = none",
+        "k_blok",
+    ),
+    Bad(
+        "run-config-pipeline-string-bad-value",
+        called(
+            f'k(f32(), 1, zeros(), config=RunConfig(pipeline="{_pipeline("tile-matmul{k_block=big}")}"))  # <-',
+            mark_def=False,
+        ),
+        ConfigError,
+        "RunConfig.pipeline: option k_block of 'tile-matmul' takes an integer >= 1 (or none), got 'big'",
+        "big",
+    ),
+    Bad(
+        "run-config-pipeline-string-unbalanced-brace",
+        called(
+            f'k(f32(), 1, zeros(), config=RunConfig(pipeline="{_pipeline("task-deps{")}"))  # <-',
+            mark_def=False,
+        ),
+        ConfigError,
+        "RunConfig.pipeline: unbalanced '{': the options of 'task-deps' are never closed",
+        "{",
+    ),
+    Bad(
+        "run-config-pipeline-string-on-a-later-line",
+        called(
+            f'k(\n    f32(), 1, zeros(),\n    config=RunConfig(\n        platform="a2a3sim", pipeline="{_pipeline("allocate")},frobnicate"  # <-\n    ),\n)',
+            mark_def=False,
+        ),
+        ConfigError,
+        "RunConfig.pipeline: unknown pass 'frobnicate'",
+        "frobnicate",
+    ),
+    Bad(
+        "run-config-pipeline-string-that-stops-early",
+        called('k(f32(), 1, zeros(), config=RunConfig(pipeline="outline-scopes"))', mark_def=False).replace(
+            'with pl.at(level=pl.Level.CORE_GROUP, name_hint="double"):',
+            'with pl.at(level=pl.Level.CORE_GROUP, name_hint="double"):  # <-',
+        ),
+        ConfigError,
+        "a2a3sim cannot run what RunConfig(pipeline='outline-scopes') left of the program",
+        'pl.at(level=pl.Level.CORE_GROUP, name_hint="double")',
     ),
     Bad(
         "run-config-pipeline-that-stops-early",
@@ -2045,6 +2117,12 @@ FIXES: dict[str, tuple[tuple[str, str], ...]] = {
     "run-config-pipeline-that-stops-early": (
         ('RunConfig(pipeline=["OutlineScopes"])', "RunConfig(pipeline=None)"),
     ),
+    "run-config-pipeline-string-unknown-pass": (("tile-matmull", "tile-matmul"),),
+    "run-config-pipeline-string-unknown-option": (("k_blok", "k_block"),),
+    "run-config-pipeline-string-bad-value": (("k_block=big", "k_block=32"),),
+    "run-config-pipeline-string-unbalanced-brace": (("task-deps{", "task-deps"),),
+    "run-config-pipeline-string-on-a-later-line": ((",frobnicate", ""),),
+    "run-config-pipeline-string-that-stops-early": (('pipeline="outline-scopes"', "pipeline=None"),),
     "unknown-platform-in-pyproject": (('"nosuch"', '"a2a3sim"'),),
     "compile-only-platform-in-pyproject": (('"a2a3"', '"a2a3sim"'),),
     "unknown-setting-in-pyproject": (("platfrom", "platform"),),
@@ -2745,6 +2823,30 @@ COMMANDS = [
         ("pyproject.toml:2:15: error: cannot write profiles to", "(from [tool.pypto] profile-dir in"),
         "at a directory that can be created and written",
         pyproject=f'[tool.pypto]\nprofile-dir = "{A_FILE}"\n',
+    ),
+    BadCommand(
+        "compile-passes-unknown-option",
+        compile_(*ARGS, "--passes", "outline-scopes,tile-matmul{k_blok=32}"),
+        2,
+        (
+            "--passes:1:28: error: pass 'tile-matmul' has no option 'k_blok'; its options: k_block: int | None = none",
+            "    1 | outline-scopes,tile-matmul{k_blok=32}\n      |                            ^^^^^^\n",
+        ),
+        "did you mean k_block=?",
+    ),
+    BadCommand(
+        "compile-passes-unknown-pass",
+        compile_(*ARGS, "--passes", "outline-scopes,alocate"),
+        2,
+        ("--passes:1:16: error: unknown pass 'alocate'; known passes: OutlineScopes (outline-scopes), ",),
+        "did you mean allocate?",
+    ),
+    BadCommand(
+        "compile-passes-unbalanced-brace",
+        compile_(*ARGS, "--passes", "outline-scopes}"),
+        2,
+        ("--passes:1:15: error: unbalanced '}': no '{' opens it",),
+        "remove it",
     ),
     BadCommand("unknown-command", ["nosuch"], 2, ("No such command 'nosuch'",), USAGE),
     BadCommand("passes-unknown-option", ["passes", "--nosuch"], 2, ("No such option '--nosuch'",), USAGE),

@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from pypto.cli import cli
+from pypto.passes import BUILT_IN_PASSES
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -175,3 +176,16 @@ def test_every_image_a_page_shows_is_drawn_by_the_script():
         for target in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", page.read_text())
     }
     assert shown and shown <= {path.name for path in (DOCS / "images").glob("*.png")}
+
+
+def test_the_compiler_page_gives_each_pass_its_pipeline_name_and_options():
+    text = (DOCS / "compiler.md").read_text()
+    named = re.findall(r"^\| \d \| `(\w+)` \| `([\w-]+)` \|", text, re.MULTILINE)
+    assert named == [(entry.name, entry.pipeline_name) for entry in BUILT_IN_PASSES]
+    documented = re.findall(r"^\| `([\w-]+)` \| `([^`]+)` \|", text, re.MULTILINE)
+    options = [
+        (entry.pipeline_name, option.describe().replace("|", "\\|"))
+        for entry in BUILT_IN_PASSES
+        for option in entry.options()
+    ]
+    assert documented == options

@@ -45,12 +45,14 @@ A2A3_LIKE = Target(
 
 @dataclass
 class RecordingBackend:
-    """A backend that runs nothing and remembers each call."""
+    """A backend that runs nothing and remembers each call; ``pipeline`` is the pipeline string it
+    asks for (None: the default pipeline)."""
 
     name: str = "testsim"
     target: Target = A2A3_LIKE
     calls: list[tuple[Program, list[Any], dict[str, Any]]] = field(default_factory=list)
     outputs: tuple[Any, ...] = ()
+    pipeline: str | None = None
 
     def run(self, program: Program, args: Sequence[Any], options: Mapping[str, Any]) -> RunReport:
         self.calls.append((program, list(args), dict(options)))

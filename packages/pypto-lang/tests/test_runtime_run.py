@@ -53,7 +53,16 @@ def test_an_empty_platform_name_is_rejected():
         ),
         ({"dump_passes": 3}, "RunConfig.dump_passes takes False, True or a directory, got int 3", "'dumps/'"),
         ({"profile_dir": 3}, "RunConfig.profile_dir takes a directory, got int 3", "'prof/'"),
-        ({"pipeline": "OutlineScopes"}, "RunConfig.pipeline takes a list of pass names", "['OutlineScopes']"),
+        (
+            {"pipeline": 3},
+            "RunConfig.pipeline takes a pipeline string or a list of pass names, got int 3",
+            "RunConfig(pipeline='outline-scopes,tile-matmul{k_block=128}')",
+        ),
+        (
+            {"pipeline": ["OutlineScopes", 3]},
+            "RunConfig.pipeline takes a pipeline string or a list of pass names, got list",
+            "RunConfig(pipeline='outline-scopes,",
+        ),
         (
             {"pipeline": ["NoSuch"]},
             "RunConfig.pipeline names unknown pass(es) 'NoSuch'; passes: OutlineScopes",

@@ -3,7 +3,7 @@
 import passes_irbuild as irbuild
 import pytest
 
-from pypto.ir import Direction, MemorySpace, Param, ParseError, ScopeStmt
+from pypto.ir import Direction, MemoryBudgetError, MemorySpace, Param, ParseError, ScopeStmt
 from pypto.ir.nodes import Assign, Call, walk_stmts
 from pypto.passes import lower
 from pypto.passes.autotile import MatmulBlocks, choose_blocks
@@ -63,3 +63,51 @@ def test_n_blocking_a_product_that_feeds_vector_ops_is_an_error_with_a_fix():
     with pytest.raises(ParseError, match=r"the \[128, 1024\] result is too wide") as info:
         lower(matmul_program(128, 512, 1024, irbuild.FP32, then_relu=True), irbuild.TARGET)
     assert "out[...] = pl.matmul" in info.value.hint
+
+
+def k_depths(m, k, n, k_block, dtype=irbuild.FP16):
+    """The K extent of each matmul of the chain ``tile-matmul{k_block=...}`` makes of ``a @ b``."""
+    pipeline = f"outline-scopes,tile-matmul{{k_block={k_block}}}"
+    kernel = lower(matmul_program(m, k, n, dtype), irbuild.TARGET, pipeline=pipeline).function("mm")
+    calls = [s.value for s in walk_stmts(kernel.body) if isinstance(s, Assign) and isinstance(s.value, Call)]
+    return [c.args[-1].type.shape[0] for c in calls if c.op in ("tensor.matmul", "tensor.matmul_acc")]
+
+
+def test_k_block_cuts_a_matmul_that_fits_whole_into_blocks_of_that_depth():
+    assert choose_blocks(128, 256, 128, 2, irbuild.TARGET) is None  # whole without the option
+    assert k_depths(128, 256, 128, k_block=64) == [64, 64, 64, 64]
+
+
+def test_the_last_k_block_takes_what_is_left_of_k():
+    assert k_depths(128, 256, 128, k_block=96) == [96, 96, 64]
+
+
+def test_a_k_block_at_least_k_leaves_a_matmul_that_fits_whole():
+    assert k_depths(128, 256, 128, k_block=512) == [256]
+
+
+def test_a_k_block_also_sets_the_depth_of_a_matmul_too_big_for_l0():
+    assert choose_blocks(256, 1024, 128, 2, irbuild.TARGET) == MatmulBlocks(kb=256, nb=128)
+    assert k_depths(256, 1024, 128, k_block=128) == [128] * 8
+
+
+def test_k_blocks_with_a_remainder_lower_to_a_matmul_and_its_accumulations():
+    kernel = lower(matmul_program(128, 256, 128), irbuild.TARGET, pipeline=None).function("mm")
+    blocked = lower(
+        matmul_program(128, 256, 128),
+        irbuild.TARGET,
+        pipeline="outline-scopes,tile-matmul{k_block=96},tensor-to-tile,infer-memory-space,"
+        "vector-split,expand-mixed,stamp-tfree,allocate,task-deps",
+    ).function("mm")
+    assert tile_ops(kernel).count("tile.matmul_acc") == 0
+    assert tile_ops(blocked).count("tile.matmul") == 1 and tile_ops(blocked).count("tile.matmul_acc") == 2
+
+
+def test_a_k_block_too_deep_for_l0_is_an_error_at_the_matmul_with_one_that_fits():
+    with pytest.raises(MemoryBudgetError) as info:
+        k_depths(16, 32768, 16, k_block=20000, dtype=irbuild.FP32)
+    assert info.value.message == (
+        "pl.matmul: a K block of 20000 (tile-matmul{k_block=20000}) does not fit the cube's L0 buffers "
+        "for the [16, 32768] @ [32768, 16] product"
+    )
+    assert info.value.hint.startswith("use a smaller k_block, e.g. k_block=1024")

@@ -377,7 +377,12 @@ def _intersection(a: Spans, b: Spans) -> int:
 
 @runtime_checkable
 class Backend(Protocol):
-    """A platform that can run lowered programs. Registered through the ``pypto`` plugin hooks."""
+    """A platform that can run lowered programs. Registered through the ``pypto`` plugin hooks.
+
+    A backend may also have a ``pipeline`` attribute: the pipeline string of the passes its
+    programs are lowered with when ``RunConfig(pipeline=...)`` names none (e.g.
+    ``"outline-scopes,tile-matmul{k_block=128},tensor-to-tile,..."``); without it (or with None)
+    they get the default pipeline. It is optional, so it is no member of this protocol."""
 
     name: str
     target: Target

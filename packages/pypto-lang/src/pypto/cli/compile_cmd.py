@@ -7,12 +7,14 @@ from pathlib import Path
 import click
 
 from pypto.cli.arguments import compile_arguments, parse_args
-from pypto.cli.errors import PyptoCommand
+from pypto.cli.errors import ArgumentError, PyptoCommand
 from pypto.cli.run_cmd import PLATFORM, check_platform
 from pypto.cli.scripts import find_kernel, split_target
 from pypto.cli.views import memory_map, report
 from pypto.ir import print_ir
+from pypto.passes import PipelineError
 from pypto.runtime import RunConfig, get_target
+from pypto.runtime.pipelines import command_line_start, parse_user_pipeline
 from pypto.runtime.profiling import check_output_dir
 from pypto.runtime.settings import Origin
 
@@ -39,6 +41,14 @@ EMITS = ("ir", "memory-map", "report")
     show_default="off",
 )
 @click.option(
+    "--passes",
+    metavar="PIPELINE",
+    help="The passes to run, as a pipeline string: pass names (`pypto passes --all` lists them) "
+    "separated by commas, each with its options in braces, e.g. "
+    "'outline-scopes,tile-matmul{k_block=128},tensor-to-tile'. Quote it for the shell.",
+    show_default="the pipeline the platform's backend asks for, else the default pipeline",
+)
+@click.option(
     "--emit",
     type=click.Choice(EMITS),
     default="ir",
@@ -46,7 +56,12 @@ EMITS = ("ir", "memory-map", "report")
     help="What to print: the lowered program, each kernel's memory map, or a compile report.",
 )
 def compile_kernel(
-    target: str, args: tuple[str, ...], platform: str | None, dump_passes: Path | None, emit: str
+    target: str,
+    args: tuple[str, ...],
+    platform: str | None,
+    dump_passes: Path | None,
+    passes: str | None,
+    emit: str,
 ) -> None:
     """Compile a kernel of a script without running it.
 
@@ -54,18 +69,25 @@ def compile_kernel(
     KERNEL is looked up among its top-level names. Shapes come from full annotations or --arg.
 
     \b
-    Example:
+    Examples:
       pypto compile examples/advanced/03_mixed_kernel.py::mixed_matmul_bias \\
         --arg a=fp16[128,256] --arg b=fp16[256,128] \\
         --arg bias=fp32[128,128] --arg out=fp32[128,128] --emit memory-map
+      pypto compile examples/advanced/03_mixed_kernel.py::mixed_matmul_bias \\
+        --arg a=fp16[128,256] --arg b=fp16[256,128] \\
+        --arg bias=fp32[128,128] --arg out=fp32[128,128] --emit report \\
+        --passes 'outline-scopes, tile-matmul{k_block=128}, tensor-to-tile, infer-memory-space,
+                  vector-split, expand-mixed, stamp-tfree, allocate, task-deps'
     """
     script, name = split_target(target)
     given = parse_args(args)
     check_platform(platform)
+    if passes is not None:
+        check_pipeline(passes)
     if dump_passes is not None:
         check_output_dir(dump_passes, Origin("--dump-passes"), "pass dumps", "pypto_passes")
     kernel = find_kernel(script, name)
-    config = RunConfig(platform=platform, dump_passes=dump_passes or False)
+    config = RunConfig(platform=platform, dump_passes=dump_passes or False, pipeline=passes)
     compiled = kernel.compile(config=config, **compile_arguments(kernel, given))
     chip = get_target(config.platform_name)
     if emit == "ir":
@@ -76,6 +98,15 @@ def compile_kernel(
         click.echo(report(compiled, chip))
     if dump_passes is not None:
         click.echo(f"pass dumps written to {dump_passes}", err=True)
+
+
+def check_pipeline(text: str) -> None:
+    """``--passes`` names known passes with usable options; else an ArgumentError that shows the
+    string with a caret under the mistake."""
+    try:
+        parse_user_pipeline(text, command_line_start(text))
+    except PipelineError as err:
+        raise ArgumentError(err.message, span=err.span, hint=err.hint) from None
 
 
 COMMANDS = [compile_kernel]

@@ -7,7 +7,7 @@ import json
 import click
 
 from pypto.cli.views import table
-from pypto.passes import DEFAULT_PIPELINE, PASS_REGISTRY
+from pypto.passes import DEFAULT_PIPELINE, PASS_REGISTRY, PassOption
 from pypto.runtime.registry import PlatformEntry, registry
 
 
@@ -52,19 +52,46 @@ def platforms(as_json: bool) -> None:
 
 
 @click.command()
-def passes() -> None:
+@click.option(
+    "--all",
+    "every",
+    is_flag=True,
+    help="List every pass a pipeline may name, built-in and from plugins, with its pipeline name, "
+    "its options and where it comes from (imports the passes and loads the plugins).",
+)
+def passes(every: bool) -> None:
     """List the default pass pipeline in order.
 
     Each line is the pass's position, its name and where it is implemented (imported only when
-    a program is compiled). `pypto compile --dump-passes DIR` shows the program after each one.
+    a program is compiled). `pypto compile --dump-passes DIR` shows the program after each one;
+    `pypto compile --passes PIPELINE` runs other passes, or these with other options.
 
     \b
-    Example:
+    Examples:
       pypto passes
+      pypto passes --all
     """
+    if every:
+        click.echo("\n".join(table([["PASS", "PIPELINE NAME", "FROM", "OPTIONS"], *_rows()])))
+        return
     rows = [["#", "PASS", "IMPLEMENTATION"]]
     rows += [[str(i), name, PASS_REGISTRY[name]] for i, name in enumerate(DEFAULT_PIPELINE, start=1)]
     click.echo("\n".join(table(rows)))
+
+
+def _rows() -> list[list[str]]:
+    """One row per pass option (the pass's first row names it), one for a pass with none."""
+    rows = []
+    for entry in registry().passes().entries():
+        options = [_option_text(o) for o in entry.options()] or [""]
+        rows.append([entry.name, entry.pipeline_name, entry.origin, options[0]])
+        rows += [["", "", text, ""] for text in options[1:]]
+    return rows
+
+
+def _option_text(option: PassOption) -> str:
+    """``k_block: int | None = none  (the K block ...)``."""
+    return f"{option.describe()}  ({option.help})" if option.help else option.describe()
 
 
 COMMANDS = [platforms, passes]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pypto.ir import Function, MemoryPlan, MemorySpace, Target
-from pypto.passes import DEFAULT_PIPELINE
 from pypto.runtime import CompiledProgram
+from pypto.runtime.pipelines import pipeline_of
 
 
 def table(rows: Sequence[Sequence[object]], indent: str = "") -> list[str]:
@@ -73,7 +73,7 @@ def _usage(plan: MemoryPlan | None, target: Target) -> str:
 def report(compiled: CompiledProgram, target: Target) -> str:
     """What was compiled, for which platform, how long it took and how full each kernel's memory is."""
     program, config = compiled.program, compiled.config
-    pipeline = config.pipeline if config.pipeline is not None else DEFAULT_PIPELINE
+    pipeline = [step.label for step in pipeline_of(config)]
     lines = [
         f"{program.name}: compiled for {config.platform} (target {target.name}) in "
         f"{compiled.compile_seconds * 1000:.1f} ms (disk cache: {compiled.cache})",

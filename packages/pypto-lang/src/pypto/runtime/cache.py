@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from pypto.ir import Program, Target
-from pypto.passes import DEFAULT_PIPELINE
 from pypto.runtime import settings
 from pypto.runtime.config import RunConfig
+from pypto.runtime.pipelines import pipeline_of
 
 FORMAT = 1  # bump when CacheEntry changes shape
 ENTRIES = "compiled"  # the sub-directory of the cache directory that holds the entries
@@ -134,9 +134,9 @@ def cache_key(program: Program, target: Target, config: RunConfig, provider: str
     fingerprint.add(("format", FORMAT, "compiler", compiler_digest()))
     fingerprint.add(tuple((d, _version(d)) for d in VERSIONED_DISTRIBUTIONS))
     fingerprint.add((config.platform, provider, target))
-    # An empty pipeline (parse only) is not the default one: only None means that.
-    pipeline = DEFAULT_PIPELINE if config.pipeline is None else config.pipeline
-    fingerprint.add((tuple(pipeline), dict(config.options)))
+    # The passes that run, with their options and their plugins: an empty pipeline (parse only)
+    # is not the default one, and a backend's own pipeline is not either.
+    fingerprint.add((pipeline_of(config).key(), dict(config.options)))
     return fingerprint.add(program).digest.hexdigest()
 
 

@@ -19,11 +19,12 @@ from pypto.ir import (
     Var,
     VerificationError,
 )
-from pypto.passes import PassContext, PassManager, build_pass, dump_to, lower
+from pypto.passes import PassContext, PassManager, dump_to
 from pypto.runtime import launches
 from pypto.runtime.arguments import check_argument, check_runnable
 from pypto.runtime.cache import OFF, cached_lower
 from pypto.runtime.config import RunConfig
+from pypto.runtime.pipelines import pipeline_of
 from pypto.runtime.profiling import ProfileFiles, write_profile
 from pypto.runtime.progress import TaskProgress, count_tasks
 from pypto.runtime.registry import get_backend, get_target, registry
@@ -31,11 +32,10 @@ from pypto.runtime.settings import ConfigError
 
 
 def lower_program(program: Program, target: Target, config: RunConfig) -> Program:
-    """Run ``config.pipeline`` (default: the standard pipeline) over a parsed program."""
+    """Run ``config.pipeline`` over a parsed program (None: the pipeline the platform's backend
+    asks for, else the default pipeline)."""
     dump_dir = config.dump_dir(program.name)
-    if config.pipeline is None:
-        return lower(program, target, options=config.options, dump_dir=dump_dir)
-    passes = [build_pass(name) for name in config.pipeline]
+    passes = pipeline_of(config).build()
     instruments = [dump_to(dump_dir)] if dump_dir else []
     return PassManager(passes, instruments).run(program, PassContext(target, dict(config.options)))
 
@@ -108,8 +108,10 @@ class CompiledProgram:
         the kernel), else a compiler bug (the VerificationError as it is)."""
         if self.config.pipeline is None:
             return err
+        given = self.config.pipeline
+        shown = given if isinstance(given, str) else list(given)
         return ConfigError(
-            f"{self.config.platform} cannot run what RunConfig(pipeline={list(self.config.pipeline)}) "
+            f"{self.config.platform} cannot run what RunConfig(pipeline={shown!r}) "
             f"left of the program: {err.message}",
             span=err.span,
             hint="leave pipeline=None to run the default pipeline, or list every pass `pypto passes` shows",

@@ -10,8 +10,10 @@ from typing import Any, NoReturn
 
 from pypto.ir import SourceSpan
 from pypto.ir.tracebacks import call_site, raise_at_user_line
-from pypto.passes import PASS_REGISTRY
+from pypto.passes import PassRegistry, Pipeline, PipelineError, parse_text, resolve
+from pypto.passes.pipeline import known_passes
 from pypto.runtime import settings
+from pypto.runtime.pipelines import literal_start, parse_user_pipeline, pass_registry
 from pypto.runtime.profiling import check_output_dir, check_profile_dir
 from pypto.runtime.settings import DEFAULT, DEFAULT_PROFILE_ROOT, PROFILE_ENV, ConfigError, Origin, Setting
 
@@ -48,11 +50,14 @@ class RunConfig(metaclass=_ConfigFields):
     ``enable_profiling`` writes a profile of every run (see :meth:`profile_path`);
     ``enable_chip_swimlane`` is its alias and ``profile_dir`` implies it; a ``profile_dir``
     that cannot be created is an error here, before anything runs. ``options`` go to
-    the passes and the backend as they are. ``pipeline`` names the passes to run (None: the
-    default pipeline of ``pypto.passes``). ``platform_origin`` says where the platform's name
-    came from (the session setting, or this call), for error messages.
+    the passes and the backend as they are. ``pipeline`` names the passes to run: a pipeline
+    string (``"outline-scopes,tile-matmul{k_block=128}"``, see ``docs/compiler.md``) or a list of
+    pass names; None runs the pipeline the platform's backend asks for, else the default one.
+    ``parsed_pipeline`` is the pipeline it names, its options typed. ``platform_origin`` says
+    where the platform's name came from (the session setting, or this call), for error messages.
 
     >>> RunConfig(platform="a2a3sim", dump_passes="dumps/", options={"verify": True})
+    >>> RunConfig(pipeline="outline-scopes,tile-matmul{k_block=128},tensor-to-tile")
     >>> RunConfig(enable_profiling=True)  # profiles go to ./pypto_profile/<kernel>/
     """
 
@@ -64,7 +69,8 @@ class RunConfig(metaclass=_ConfigFields):
     enable_chip_swimlane: bool = False
     profile_dir: str | Path | None = None
     options: dict[str, Any] = field(default_factory=dict)
-    pipeline: Sequence[str] | None = None
+    pipeline: str | Sequence[str] | None = None
+    parsed_pipeline: Pipeline | None = field(default=None, init=False, repr=False, compare=False)
     platform_origin: Origin = field(default=DEFAULT, init=False, repr=False, compare=False)
     _profile_origin: Origin = field(default=DEFAULT, init=False, repr=False, compare=False)
 
@@ -104,7 +110,7 @@ class RunConfig(metaclass=_ConfigFields):
                 )
             except ConfigError as err:
                 _raise_at(err.span, err)
-        if self.pipeline is not None:
+        if self.pipeline is not None and not isinstance(self.pipeline, str):
             self.pipeline = tuple(self.pipeline)
 
     def _check_fields(self) -> None:
@@ -116,26 +122,27 @@ class RunConfig(metaclass=_ConfigFields):
                 _field_error(
                     f"RunConfig.{name} takes {kind}, got {type(value).__name__} {value!r}", name, example
                 )
+        self._check_pipeline()
+
+    def _check_pipeline(self) -> None:
+        """A pipeline string or a list of pass names, each pass known and its options usable."""
         if self.pipeline is None:
             return
-        if isinstance(self.pipeline, str) or not all(isinstance(p, str) for p in self.pipeline):
-            shown = [self.pipeline] if isinstance(self.pipeline, str) else ["OutlineScopes"]
-            _field_error(
-                f"RunConfig.pipeline takes a list of pass names, got {self.pipeline!r}", "pipeline", shown
-            )
-        unknown = [p for p in self.pipeline if p not in PASS_REGISTRY]
-        if unknown:
+        if isinstance(self.pipeline, str):
             call = call_site()
-            _raise_at(
-                call,
-                ConfigError(
-                    f"RunConfig.pipeline names unknown pass(es) {', '.join(map(repr, unknown))}; passes: "
-                    f"{', '.join(PASS_REGISTRY)}",
-                    span=call,
-                    hint="leave pipeline=None for the default pipeline (`pypto passes` lists it), or name "
-                    "those passes",
-                ),
+            try:
+                self.parsed_pipeline = parse_user_pipeline(self.pipeline, literal_start(call, self.pipeline))
+            except PipelineError as err:
+                _raise_at(call, _pipeline_error(err, call))
+            return
+        if not all(isinstance(p, str) for p in self.pipeline):
+            _field_error(
+                f"RunConfig.pipeline takes a pipeline string or a list of pass names, got "
+                f"{type(self.pipeline).__name__} {self.pipeline!r}",
+                "pipeline",
+                _FIELDS[-1][-1],
             )
+        self.parsed_pipeline = _listed_pipeline(self.pipeline)
 
     @property
     def platform_name(self) -> str:
@@ -193,7 +200,8 @@ class RunConfig(metaclass=_ConfigFields):
     def cache_key(self) -> tuple[Any, ...]:
         """The part of the config a compiled program depends on."""
         options = tuple(sorted((k, repr(v)) for k, v in self.options.items()))
-        return (self.platform, options, self.pipeline)
+        pipeline = None if self.parsed_pipeline is None else self.parsed_pipeline.key()
+        return (self.platform, options, pipeline)
 
 
 # The options checked by kind: (field, the types it takes, in words, a good value).
@@ -205,8 +213,52 @@ _FIELDS: tuple[tuple[str, tuple[type, ...], str, Any], ...] = (
     ("enable_chip_swimlane", (bool,), "True or False", True),
     ("profile_dir", (str, Path, type(None)), "a directory", "prof/"),
     ("options", (dict,), "a dict of option names to values", {"verify": True}),
-    ("pipeline", (list, tuple, str, type(None)), "a list of pass names", ["OutlineScopes"]),
+    (
+        "pipeline",
+        (list, tuple, str, type(None)),
+        "a pipeline string or a list of pass names",
+        "outline-scopes,tile-matmul{k_block=128}",
+    ),
 )
+
+
+def _listed_pipeline(names: Sequence[str]) -> Pipeline:
+    """The pipeline of a list of passes, each element one pass (with its options, if any): an
+    unknown name or an unusable option is a ConfigError at the user's ``RunConfig(...)``."""
+    call = call_site()
+    try:
+        specs = [parse_text(name) for name in names]
+        several = next((name for name, found in zip(names, specs, strict=True) if len(found) != 1), None)
+        if several is not None:
+            raise PipelineError(
+                f"the list names {several!r} as one pass",
+                hint='give one pass per element, or the whole pipeline as one string: "a,b"',
+            )
+        flat = [spec for found in specs for spec in found]
+        passes = pass_registry(flat)
+        unknown = [spec.name.text for spec in flat if passes.find(spec.name.text) is None]
+        if unknown:
+            _raise_at(call, _unknown_listed(unknown, passes, call))
+        return resolve(flat, passes)
+    except PipelineError as err:
+        _raise_at(call, _pipeline_error(err, call))
+
+
+def _unknown_listed(unknown: list[str], passes: PassRegistry, call: SourceSpan | None) -> ConfigError:
+    close = difflib.get_close_matches(unknown[0], passes.words(), n=1)
+    fallback = "leave pipeline=None for the default pipeline (`pypto passes` lists it), or name those passes"
+    return ConfigError(
+        f"RunConfig.pipeline names unknown pass(es) {', '.join(map(repr, unknown))}; passes: "
+        f"{known_passes(passes)}",
+        span=call,
+        hint=f"did you mean {close[0]}? Or {fallback}" if close else fallback,
+    )
+
+
+def _pipeline_error(err: PipelineError, call: SourceSpan | None) -> ConfigError:
+    """A pipeline mistake as the ConfigError of ``RunConfig.pipeline``, at the mistake when the
+    string is spelled in the call, else at the call."""
+    return ConfigError(f"RunConfig.pipeline: {err.message}", span=err.span or call, hint=err.hint)
 
 
 def _field_error(message: str, name: str, example: Any) -> NoReturn:

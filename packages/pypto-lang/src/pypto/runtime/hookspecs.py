@@ -19,6 +19,7 @@ import click
 import pluggy
 
 from pypto.ir import Backend, Target
+from pypto.passes import Pass
 
 PROJECT = "pypto"
 ENTRY_POINT_GROUP = "pypto"
@@ -35,6 +36,12 @@ def pypto_register_backends(register: Callable[[Backend], None]) -> None:
 @hookspec
 def pypto_register_targets(register: Callable[[Target], None]) -> None:
     """Register compile-only targets (a chip with no backend here): ``register(target)``."""
+
+
+@hookspec
+def pypto_register_passes(register: Callable[[type[Pass]], None]) -> None:
+    """Register passes a pipeline may name: ``register(PassClass)``, a class with ``name``,
+    ``pipeline_name`` and ``run(program, ctx)``, whose dataclass fields are its options."""
 
 
 @hookspec

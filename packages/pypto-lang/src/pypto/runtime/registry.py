@@ -1,4 +1,4 @@
-"""The platform registry: backends and compile-only targets contributed by ``pypto`` plugins.
+"""The platform registry: backends, compile-only targets and passes contributed by ``pypto`` plugins.
 
 Plugins come from the ``pypto`` entry-point group (restricted by ``PYPTO_LOAD_PLUGINS=a,b``;
 set but empty loads none; a name no installed plugin has is a :class:`PluginWarning`) and from
@@ -19,6 +19,7 @@ from typing import Any
 import pluggy
 
 from pypto.ir import Backend, PlatformError, Target
+from pypto.passes import PassEntry, PassRegistrationError, PassRegistry
 from pypto.runtime import hookspecs
 from pypto.runtime.hookspecs import ENTRY_POINT_GROUP, PROJECT
 from pypto.runtime.settings import CONFIG_TABLE, DEFAULT, PLATFORM_ENV, Origin
@@ -80,7 +81,7 @@ def _selected_entry_points() -> list[importlib.metadata.EntryPoint]:
 
 
 class PlatformRegistry:
-    """One plugin manager plus the backends and targets its plugins registered."""
+    """One plugin manager plus the backends, targets and passes its plugins registered."""
 
     def __init__(self, load_entry_points: bool = True) -> None:
         self.plugins = pluggy.PluginManager(PROJECT)
@@ -88,6 +89,7 @@ class PlatformRegistry:
         self._origins: dict[str, PluginOrigin] = {}
         self._backends: dict[str, tuple[Backend, PluginOrigin]] | None = None
         self._targets: dict[str, tuple[Target, PluginOrigin]] | None = None
+        self._passes: PassRegistry | None = None
         if load_entry_points:
             for ep in _selected_entry_points():
                 self._load_entry_point(ep)
@@ -123,6 +125,7 @@ class PlatformRegistry:
         assert registered is not None
         self._origins[registered] = origin
         self._backends = self._targets = None
+        self._passes = None
         return registered
 
     def _collect(
@@ -144,8 +147,7 @@ class PlatformRegistry:
         kind: str,
     ) -> None:
         """Call each plugin's implementation on its own, so every entry knows where it came from."""
-        for impl in hook.get_hookimpls():
-            origin = self._origins.get(impl.plugin_name, PluginOrigin(impl.plugin_name))
+        for impl, origin in self._impls(hook):
 
             def register(item: Any, origin: PluginOrigin = origin) -> None:
                 name = check(item, origin)
@@ -157,6 +159,47 @@ class PlatformRegistry:
                 table[name] = (item, origin)
 
             impl.function(**{arg: register for arg in impl.argnames})
+
+    def _impls(self, hook: Any) -> list[tuple[Any, PluginOrigin]]:
+        return [
+            (impl, self._origins.get(impl.plugin_name, PluginOrigin(impl.plugin_name)))
+            for impl in hook.get_hookimpls()
+        ]
+
+    def passes(self) -> PassRegistry:
+        """The passes a pipeline may name: the built-in ones and every plugin's
+        (``pypto_register_passes``); two of one name are a PlatformError naming both."""
+        if self._passes is None:
+            passes = PassRegistry()
+            for impl, origin in self._impls(self.plugins.hook.pypto_register_passes):
+
+                def register(cls: Any, origin: PluginOrigin = origin) -> PassEntry:
+                    try:
+                        return passes.register(cls, str(origin))
+                    except PassRegistrationError as err:
+                        hint = f"{err.hint}; or leave a plugin out with {LOAD_PLUGINS_ENV}"
+                        raise PlatformError(err.message, hint=hint) from None
+
+                impl.function(**{arg: register for arg in impl.argnames})
+            self._passes = passes
+        return self._passes
+
+    def pipeline(self, name: str) -> tuple[str, PluginOrigin] | None:
+        """The pipeline string platform ``name``'s backend asks for (its optional ``pipeline``
+        attribute) and the plugin that registered it; None when it names none (or is no backend)."""
+        backends, _ = self._collect()
+        if name not in backends:
+            return None
+        backend, origin = backends[name]
+        wanted = getattr(backend, "pipeline", None)
+        if wanted is None:
+            return None
+        if not isinstance(wanted, str):
+            raise PlatformError(
+                f"backend {name!r} of {origin} has a pipeline attribute of {wanted!r}, not a pipeline string",
+                hint='set it to a string such as "outline-scopes,tile-matmul{k_block=128},allocate", or None',
+            )
+        return wanted, origin
 
     def backend(self, name: str, named_by: Origin | None = None) -> Backend:
         """The backend registered as ``name``; a PlatformError says why there is none and, with

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
 from pypto.ir import (
     Allocation,
@@ -276,7 +277,8 @@ def _ring_hint(rings: list[Reservation], room: int) -> str:
 class AllocateMemory:
     """Attach a ``MemoryPlan`` to every kernel and check each space against the target."""
 
-    name: str = "AllocateMemory"
+    name: ClassVar[str] = "AllocateMemory"
+    pipeline_name: ClassVar[str] = "allocate"
 
     def run(self, program: Program, ctx: PassContext) -> Program:
         funcs = []

@@ -8,11 +8,15 @@ is too wide for L0C, or a 16-row slice of the right operand too wide for L0B, th
 blocked too; that needs the result to be written straight out (``out[...] = pl.matmul(...)``),
 since later vector ops would need the same column blocks. Rows are blocked later, by
 ConvertTensorToTileOps.
+
+The option ``k_block`` (``tile-matmul{k_block=128}``) sets the K block of every whole-tensor
+matmul with a longer K, whether or not it fits whole; the last block takes the rest of K.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 from pypto.ir import (
     INDEX,
@@ -25,6 +29,7 @@ from pypto.ir import (
     Function,
     FunctionKind,
     If,
+    MemoryBudgetError,
     MemorySpace,
     ParseError,
     Program,
@@ -38,6 +43,7 @@ from pypto.ir import (
 from pypto.ir.nodes import stmt_end_exprs, stmt_exprs, used_vars, walk_stmts
 from pypto.ir.rewrite import NameGen, index_add, index_tuple, map_functions
 from pypto.passes.manager import PassContext
+from pypto.passes.options import option
 
 MIN_ROWS = 16  # the cube's block edge: the fewest rows worth a matmul
 PREFERRED_ROWS = 128  # the row block the tiler prefers
@@ -72,21 +78,45 @@ def choose_blocks(m: int, k: int, n: int, in_bytes: int, target: Target) -> Matm
     return MatmulBlocks(1, 1)
 
 
+def forced_blocks(m: int, k: int, n: int, in_bytes: int, target: Target, k_block: int) -> MatmulBlocks | None:
+    """The blocks of a matmul whose K block is ``k_block`` (at most K): the widest N block that
+    fits beside it, for a full block of rows if possible; None when that leaves the matmul whole,
+    ``MatmulBlocks(kb, 0)`` when no N block fits."""
+    kb = min(k_block, k)
+    left, right, acc = (target.usable(s) for s in (MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc))
+    for rows in dict.fromkeys((min(m, PREFERRED_ROWS), min(m, MIN_ROWS))):
+        if rows * kb * in_bytes > left:
+            continue
+        for nb in _divisors(n):
+            if rows * nb * ACC_BYTES <= acc and kb * nb * in_bytes <= right:
+                return None if (kb, nb) == (k, n) else MatmulBlocks(kb, nb)
+    return MatmulBlocks(kb, 0)
+
+
 @dataclass(frozen=True)
 class AutoTileMatmul:
-    name: str = "AutoTileMatmul"
+    """K- and N-block the whole-tensor matmuls of each InCore kernel that do not fit L0 (or, with
+    ``k_block``, whose K is longer than it)."""
+
+    name: ClassVar[str] = "AutoTileMatmul"
+    pipeline_name: ClassVar[str] = "tile-matmul"
+    k_block: int | None = option(
+        None, help="the K block of each matmul with a longer K; none: the largest that fits L0", minimum=1
+    )
 
     def run(self, program: Program, ctx: PassContext) -> Program:
         return map_functions(program, (FunctionKind.InCore,), lambda fn: self.tile(fn, ctx.target))
 
     def tile(self, fn: Function, target: Target) -> Function:
-        return replace(fn, body=_Blocker(target, NameGen.for_function(fn)).block(fn.body))
+        blocker = _Blocker(target, NameGen.for_function(fn), self.k_block)
+        return replace(fn, body=blocker.block(fn.body))
 
 
 @dataclass
 class _Blocker:
     target: Target
     names: NameGen
+    k_block: int | None = None
 
     def block(self, body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
         out: list[Stmt] = []
@@ -99,7 +129,7 @@ class _Blocker:
             elif isinstance(stmt, If):
                 then_body, else_body = self.block(stmt.then_body), self.block(stmt.else_body)
                 out.append(replace(stmt, then_body=then_body, else_body=else_body))
-            elif _blocks_of(stmt, self.target) is not None:
+            elif self.blocks_of(stmt) is not None:
                 stmts, writes = self.split(stmt, body[index + 1 :])  # type: ignore[arg-type]
                 out.extend(stmts)
                 replaced.update(id(w) for w in writes)
@@ -112,7 +142,7 @@ class _Blocker:
         assert isinstance(call, Call)
         a, b = call.args
         (m, k), (_, n) = a.type.shape, b.type.shape  # type: ignore[attr-defined]
-        blocks = _blocks_of(stmt, self.target)
+        blocks = self.blocks_of(stmt)
         assert blocks is not None
         writes: list[Eval] = []
         if blocks.nb < n:
@@ -129,7 +159,9 @@ class _Blocker:
         out: list[Stmt] = []
         for n0 in range(0, n, blocks.nb):
             # Fresh left slices per column block: each block streams its K slices through L0A.
-            a_views = [self.view(a, (0, k0), (m, blocks.kb), call) for k0 in range(0, k, blocks.kb)]
+            a_views = [
+                self.view(a, (0, k0), (m, min(blocks.kb, k - k0)), call) for k0 in range(0, k, blocks.kb)
+            ]
             out.extend(a_views)
             result = stmt.target
             if blocks.nb < n:
@@ -146,7 +178,9 @@ class _Blocker:
         stmts: list[Stmt] = []
         acc: Var | None = None
         for index, a_view in enumerate(a_views):
-            b_view = self.view(b, (index * blocks.kb, n0), (blocks.kb, blocks.nb), call)
+            k0 = index * blocks.kb
+            depth = a_view.target.type.shape[1]  # type: ignore[attr-defined]
+            b_view = self.view(b, (k0, n0), (depth, blocks.nb), call)
             last = index == len(a_views) - 1
             name = result if last else Var(self.names.fresh(f"{result.name}_k"), result.type, result.span)
             operands = (a_view.target, b_view.target)
@@ -158,26 +192,39 @@ class _Blocker:
             acc = name
         return stmts
 
+    def blocks_of(self, stmt: Stmt) -> MatmulBlocks | None:
+        """How to block ``stmt`` if it is a whole-tensor matmul too big for L0 (or with a K longer
+        than ``k_block``), else None."""
+        call = stmt.value if isinstance(stmt, Assign) else None
+        if not (isinstance(call, Call) and call.op == "tensor.matmul"):
+            return None
+        a, b = call.args
+        if call.attrs.get("a_trans") or call.attrs.get("b_trans"):
+            return None
+        if not isinstance(a.type, TensorType) or not isinstance(b.type, TensorType):
+            return None
+        (m, k), (_, n) = a.type.shape, b.type.shape
+        in_bytes = a.type.dtype.nbytes
+        if self.k_block is None:
+            return choose_blocks(m, k, n, in_bytes, self.target)
+        blocks = forced_blocks(m, k, n, in_bytes, self.target, self.k_block)
+        if blocks is not None and blocks.nb == 0:
+            fitting = choose_blocks(m, k, n, in_bytes, self.target)
+            raise MemoryBudgetError(
+                f"pl.matmul: a K block of {blocks.kb} (tile-matmul{{k_block={self.k_block}}}) does not fit "
+                f"the cube's L0 buffers for the [{m}, {k}] @ [{k}, {n}] product",
+                call.span,
+                f"use a smaller k_block, e.g. k_block={fitting.kb if fitting else k}, or leave it unset so "
+                "that the pass chooses the largest block that fits",
+            )
+        return blocks
+
     def view(self, x: Expr, offsets: tuple[int, ...], shape: tuple[int, ...], call: Call) -> Assign:
         starts = index_tuple([Const(o, INDEX) for o in offsets])
         value = make_call("tensor.slice", (x, starts), {"shape": shape}, call.span)
         base = getattr(x, "name", "view")
         var = Var(self.names.fresh(f"{base}_{offsets[0]}_{offsets[1]}"), value.type, call.span)
         return Assign(var, value, call.span)
-
-
-def _blocks_of(stmt: Stmt, target: Target) -> MatmulBlocks | None:
-    """How to block ``stmt`` if it is a whole-tensor matmul too big for L0, else None."""
-    if not (isinstance(stmt, Assign) and isinstance(stmt.value, Call) and stmt.value.op == "tensor.matmul"):
-        return None
-    call = stmt.value
-    a, b = call.args
-    if call.attrs.get("a_trans") or call.attrs.get("b_trans"):
-        return None
-    if not isinstance(a.type, TensorType) or not isinstance(b.type, TensorType):
-        return None
-    (m, k), (_, n) = a.type.shape, b.type.shape
-    return choose_blocks(m, k, n, a.type.dtype.nbytes, target)
 
 
 def _only_writes(value: Var, rest: tuple[Stmt, ...]) -> list[Eval] | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from pypto.ir import (
     UNIT,
@@ -83,7 +83,8 @@ class _Pipes:
 
 @dataclass(frozen=True)
 class ExpandMixedKernel:
-    name: str = "ExpandMixedKernel"
+    name: ClassVar[str] = "ExpandMixedKernel"
+    pipeline_name: ClassVar[str] = "expand-mixed"
 
     def run(self, program: Program, ctx: PassContext) -> Program:
         funcs: list[Function] = []

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import importlib
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from pypto.ir import Program, Target, print_ir, verify_program
 from pypto.ir.errors import CompileWarning
@@ -27,48 +26,14 @@ class PassContext:
 
 
 class Pass(Protocol):
-    name: str
+    """A pass: a frozen dataclass whose fields are its options, with two names as class
+    attributes: ``name`` (``AllocateMemory``; the dump files are ``NN_after_<name>.py``) and
+    ``pipeline_name`` (``allocate``; a pipeline string may use either)."""
+
+    name: ClassVar[str]
+    pipeline_name: ClassVar[str]
 
     def run(self, program: Program, ctx: PassContext) -> Program: ...
-
-
-# Pass name -> "module:Class", imported only when the pass is built (the CLI lists names cheaply).
-PASS_REGISTRY: dict[str, str] = {
-    "OutlineScopes": "pypto.passes.outline:OutlineScopes",
-    "AutoTileMatmul": "pypto.passes.autotile:AutoTileMatmul",
-    "ConvertTensorToTileOps": "pypto.passes.tensor_to_tile:ConvertTensorToTileOps",
-    "InferTileMemorySpace": "pypto.passes.memory_space:InferTileMemorySpace",
-    "LowerAutoVectorSplit": "pypto.passes.vector_split:LowerAutoVectorSplit",
-    "ExpandMixedKernel": "pypto.passes.expand_mixed:ExpandMixedKernel",
-    "StampTfree": "pypto.passes.tfree:StampTfree",
-    "AllocateMemory": "pypto.passes.allocate:AllocateMemory",
-    "DeriveTaskDependencies": "pypto.passes.task_deps:DeriveTaskDependencies",
-}
-
-DEFAULT_PIPELINE: tuple[str, ...] = (
-    "OutlineScopes",
-    "AutoTileMatmul",
-    "ConvertTensorToTileOps",
-    "InferTileMemorySpace",
-    "LowerAutoVectorSplit",
-    "ExpandMixedKernel",
-    "StampTfree",
-    "AllocateMemory",
-    "DeriveTaskDependencies",
-)
-
-
-def build_pass(name: str, **options: Any) -> Pass:
-    try:
-        module_name, cls_name = PASS_REGISTRY[name].split(":")
-    except KeyError:
-        raise ValueError(f"unknown pass {name!r}; known passes: {', '.join(PASS_REGISTRY)}") from None
-    cls: type[Pass] = getattr(importlib.import_module(module_name), cls_name)
-    return cls(**options)
-
-
-def default_pipeline() -> list[Pass]:
-    return [build_pass(name) for name in DEFAULT_PIPELINE]
 
 
 Instrument = Callable[[int, Pass, Program], None]
@@ -103,17 +68,3 @@ def dump_to(directory: str | Path) -> Instrument:
         (path / f"{index:02d}_after_{p.name}.py").write_text(print_ir(program))
 
     return instrument
-
-
-def lower(
-    program: Program,
-    target: Target,
-    *,
-    options: dict[str, Any] | None = None,
-    dump_dir: str | Path | None = None,
-    verify: bool = True,
-) -> Program:
-    """Run the default pipeline: a parsed program in, a program a backend can run out."""
-    instruments = [dump_to(dump_dir)] if dump_dir else []
-    ctx = PassContext(target, dict(options or {}))
-    return PassManager(default_pipeline(), instruments, verify).run(program, ctx)

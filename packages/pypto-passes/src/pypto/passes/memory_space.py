@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 from pypto.ir import (
     Assign,
@@ -54,7 +55,8 @@ class InferTileMemorySpace:
     move must follow a legal data path of the target; a move between the cube and the vector
     side is left for the mixed-kernel passes."""
 
-    name: str = "InferTileMemorySpace"
+    name: ClassVar[str] = "InferTileMemorySpace"
+    pipeline_name: ClassVar[str] = "infer-memory-space"
 
     def run(self, program: Program, ctx: PassContext) -> Program:
         return map_functions(program, _KERNELS, lambda fn: self.infer(fn, ctx.target))

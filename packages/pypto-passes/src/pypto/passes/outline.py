@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 from pypto.ir import (
     UNIT,
@@ -74,7 +75,8 @@ class OutlineScopes:
     it is allocated by the orchestration (``tensor.create``) and written by the kernel.
     """
 
-    name: str = "OutlineScopes"
+    name: ClassVar[str] = "OutlineScopes"
+    pipeline_name: ClassVar[str] = "outline-scopes"
 
     def run(self, program: Program, ctx: PassContext) -> Program:
         entry = program.entry_function

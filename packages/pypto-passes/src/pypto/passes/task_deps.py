@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import TypeGuard
+from typing import ClassVar, TypeGuard
 
 from pypto.ir import (
     AccessMode,
@@ -44,7 +44,8 @@ _FOLDED = ("no_dep_args", "manual")
 class DeriveTaskDependencies:
     """Annotate each ``call`` of the entry with ``access`` modes and ``no_dep`` argument indices."""
 
-    name: str = "DeriveTaskDependencies"
+    name: ClassVar[str] = "DeriveTaskDependencies"
+    pipeline_name: ClassVar[str] = "task-deps"
 
     def run(self, program: Program, ctx: PassContext) -> Program:
         entry = program.entry_function

@@ -27,6 +27,7 @@ import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
 from pypto.ir import (
     INDEX,
@@ -73,6 +74,7 @@ from pypto.ir.ops import tile as tile_ops
 from pypto.ir.rewrite import NameGen, index_add, index_tuple, map_functions
 from pypto.passes.fit import fits_alone
 from pypto.passes.manager import PassContext
+from pypto.passes.options import option
 
 
 def is_tensor_stmt(stmt: Stmt) -> bool:
@@ -144,8 +146,9 @@ class RowPlan:
 
 @dataclass(frozen=True)
 class ConvertTensorToTileOps:
-    name: str = "ConvertTensorToTileOps"
-    max_block_rows: int = 128
+    name: ClassVar[str] = "ConvertTensorToTileOps"
+    pipeline_name: ClassVar[str] = "tensor-to-tile"
+    max_block_rows: int = option(128, help="the most rows a block of a tiled region takes", minimum=1)
 
     def run(self, program: Program, ctx: PassContext) -> Program:
         return map_functions(program, (FunctionKind.InCore,), lambda fn: self.convert(fn, ctx.target))

@@ -9,6 +9,7 @@ would only stall.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 from pypto.ir import Assign, Call, Eval, Function, FunctionKind, Program, Stmt, Var, make_call
 from pypto.ir.nodes import nested_bodies, stmt_end_exprs, stmt_exprs, used_vars, walk_stmts, with_bodies
@@ -52,7 +53,8 @@ def _freed(body: tuple[Stmt, ...], v: Var) -> bool:
 
 @dataclass(frozen=True)
 class StampTfree:
-    name: str = "StampTfree"
+    name: ClassVar[str] = "StampTfree"
+    pipeline_name: ClassVar[str] = "stamp-tfree"
 
     def run(self, program: Program, ctx: PassContext) -> Program:
         def stamp(fn: Function) -> Function:

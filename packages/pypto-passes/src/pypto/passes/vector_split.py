@@ -28,6 +28,7 @@ runs on lane 0 alone).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 from pypto.ir import (
     INDEX,
@@ -82,7 +83,8 @@ def has_split_regions(fn: Function) -> bool:
 
 @dataclass(frozen=True)
 class LowerAutoVectorSplit:
-    name: str = "LowerAutoVectorSplit"
+    name: ClassVar[str] = "LowerAutoVectorSplit"
+    pipeline_name: ClassVar[str] = "vector-split"
 
     def run(self, program: Program, ctx: PassContext) -> Program:
         return map_functions(program, (FunctionKind.InCore,), self.lower)
