@@ -41,6 +41,7 @@ from pypto.ir import (
     make_call,
 )
 from pypto.ir.nodes import stmt_end_exprs, stmt_exprs, used_vars, walk_stmts
+from pypto.ir.ops import tensor
 from pypto.ir.rewrite import NameGen, index_add, index_tuple, map_functions
 from pypto.passes.manager import PassContext
 from pypto.passes.options import option
@@ -185,9 +186,9 @@ class _Blocker:
             name = result if last else Var(self.names.fresh(f"{result.name}_k"), result.type, result.span)
             operands = (a_view.target, b_view.target)
             if acc is None:
-                value = make_call("tensor.matmul", operands, call.attrs, call.span)
+                value = make_call(tensor.matmul, operands, call.attrs, call.span)
             else:
-                value = make_call("tensor.matmul_acc", (acc, *operands), {}, call.span)
+                value = make_call(tensor.matmul_acc, (acc, *operands), {}, call.span)
             stmts += [b_view, Assign(name, value, call.span)]
             acc = name
         return stmts
@@ -196,7 +197,7 @@ class _Blocker:
         """How to block ``stmt`` if it is a whole-tensor matmul too big for L0 (or with a K longer
         than ``k_block``), else None."""
         call = stmt.value if isinstance(stmt, Assign) else None
-        if not (isinstance(call, Call) and call.op == "tensor.matmul"):
+        if not (isinstance(call, Call) and call.op == tensor.matmul):
             return None
         a, b = call.args
         if call.attrs.get("a_trans") or call.attrs.get("b_trans"):
@@ -221,7 +222,7 @@ class _Blocker:
 
     def view(self, x: Expr, offsets: tuple[int, ...], shape: tuple[int, ...], call: Call) -> Assign:
         starts = index_tuple([Const(o, INDEX) for o in offsets])
-        value = make_call("tensor.slice", (x, starts), {"shape": shape}, call.span)
+        value = make_call(tensor.slice, (x, starts), {"shape": shape}, call.span)
         base = getattr(x, "name", "view")
         var = Var(self.names.fresh(f"{base}_{offsets[0]}_{offsets[1]}"), value.type, call.span)
         return Assign(var, value, call.span)
@@ -234,7 +235,7 @@ def _only_writes(value: Var, rest: tuple[Stmt, ...]) -> list[Eval] | None:
         if not any(value in used_vars(e) for e in (*stmt_exprs(stmt), *stmt_end_exprs(stmt))):
             continue
         call = stmt.value if isinstance(stmt, Eval) else None
-        if not (isinstance(call, Call) and call.op == "tensor.assemble" and call.args[1] is value):
+        if not (isinstance(call, Call) and call.op == tensor.assemble and call.args[1] is value):
             return None
         if stmt not in rest:
             return None  # a write nested in a loop would need the column blocks there too
@@ -252,6 +253,6 @@ def _shifted_writes(writes: list[Eval], block: Var, n0: int) -> list[Stmt]:
         elements = list(offsets.elements)  # type: ignore[attr-defined]
         elements[1] = index_add(elements[1], Const(n0, INDEX))
         out.append(
-            Eval(make_call("tensor.assemble", (dst, block, index_tuple(elements)), call.attrs, call.span))
+            Eval(make_call(tensor.assemble, (dst, block, index_tuple(elements)), call.attrs, call.span))
         )
     return out

@@ -31,6 +31,7 @@ from pypto.ir import (
     make_call,
 )
 from pypto.ir.nodes import Call, Expr, nested_bodies, stmt_exprs, walk_expr, walk_stmts, with_bodies
+from pypto.ir.ops import op, tensor
 from pypto.ir.rewrite import NameGen, defined_vars, free_vars, substitute_body, vars_used_in
 from pypto.ir.types import INDEX, describe
 from pypto.passes.manager import PassContext
@@ -48,16 +49,16 @@ def tensor_access(body: tuple[Stmt, ...]) -> tuple[set[Var], set[Var]]:
     for stmt in walk_stmts(body):
         for expr in stmt_exprs(stmt):
             for e in walk_expr(expr):
-                if not isinstance(e, Call) or e.op == "call":
+                if not isinstance(e, Call) or e.op == op.call:
                     continue
-                op = get_op(e.op)
+                spec = get_op(e.op)
                 for index, arg in enumerate(e.args):
                     if not isinstance(arg, Var):
                         continue
-                    if index in op.writes:
+                    if index in spec.writes:
                         written.add(arg)
                     # An atomic write adds to what the tensor holds: it reads it too.
-                    if index not in op.writes or index in op.reads or _atomic(e):
+                    if index not in spec.writes or index in spec.reads or _atomic(e):
                         read.add(arg)
     return read, written
 
@@ -154,10 +155,10 @@ class OutlineScopes:
             out_param = Var(v.name, v.type, v.span)
             params.append(Param(out_param, Direction.Out))
             call_args.append(v)
-            create = make_call("tensor.create", (), {"shape": v.type.shape, "dtype": v.type.dtype}, v.span)
+            create = make_call(tensor.create, (), {"shape": v.type.shape, "dtype": v.type.dtype}, v.span)
             pre.append(Assign(v, create, v.span))
             offsets = zero_offsets(len(v.type.shape))
-            tail.append(Eval(make_call("tensor.assemble", (out_param, inner, offsets), {}, v.span), v.span))
+            tail.append(Eval(make_call(tensor.assemble, (out_param, inner, offsets), {}, v.span), v.span))
         kernel_body = substitute_body(scope.body, renames) + tuple(tail)
         attrs: dict[str, object] = {"name_hint": scope.name_hint or kernel_name}
         if scope.split is not None:
@@ -168,17 +169,17 @@ class OutlineScopes:
             Function(kernel_name, tuple(params), kernel_body, FunctionKind.InCore, scope.span, attrs)
         )
         call_attrs = {"callee": kernel_name, **_task_attrs(scope, kernel_name, params)}
-        call = make_call("call", tuple(call_args), call_attrs, scope.span, type=UNIT)
+        call = make_call(op.call, tuple(call_args), call_attrs, scope.span, type=UNIT)
         return [*pre, Eval(call, scope.span)]
 
 
 def _task_attrs(scope: ScopeStmt, kernel: str, params: list[Param]) -> dict[str, object]:
     """What the scope says about its task, as ``call`` attrs naming orchestration variables."""
     passed = {p.var for p in params}
-    for tensor in scope.no_dep_args:
-        if tensor not in passed:
+    for named in scope.no_dep_args:
+        if named not in passed:
             raise ParseError(
-                f"no_dep_args= names {tensor.name}, which scope '{kernel}' does not use",
+                f"no_dep_args= names {named.name}, which scope '{kernel}' does not use",
                 scope.span,
                 "name only tensors the scope reads or writes",
             )
@@ -200,7 +201,7 @@ def _write_aliases(body: tuple[Stmt, ...]) -> dict[Var, Expr]:
     """Targets of ops that write a tensor in place and return it: target -> written tensor."""
     aliases: dict[Var, Expr] = {}
     for stmt in walk_stmts(body):
-        if isinstance(stmt, Assign) and isinstance(stmt.value, Call) and stmt.value.op != "call":
+        if isinstance(stmt, Assign) and isinstance(stmt.value, Call) and stmt.value.op != op.call:
             writes = get_op(stmt.value.op).writes
             if writes:
                 aliases[stmt.target] = stmt.value.args[writes[0]]
