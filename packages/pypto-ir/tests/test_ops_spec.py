@@ -57,7 +57,8 @@ def test_traits_describe_the_families():
     }
     assert get_op(tile.col_sum).trait(Reduction) == Reduction(0, "add")
     assert get_op(tile.row_expand_div).trait(Broadcast) == Broadcast(1)
-    assert get_op(tile.add).trait(Elementwise) == Elementwise("tile.adds")
+    assert get_op(tile.add).trait(Elementwise) == Elementwise("tile.adds", "scalar.add")
+    assert get_op(tensor.div).trait(Elementwise) == Elementwise("tensor.divs", "scalar.truediv")
     assert get_op(tile.store).trait(GmAccess) == GmAccess(2, 1, write=True, tile=0)
     assert get_op(op.tpop_from_aic).trait(PipeEnd).side is Side.VECTOR
     assert get_op(tile.store_atomic).reads == (0, 2) and get_op(tile.store_atomic).writes == (2,)

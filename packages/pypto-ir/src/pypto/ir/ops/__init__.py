@@ -79,7 +79,7 @@ FAMILIES = (elementwise, reduction, movement, cube, crosscore, system_ops, scala
 # The families' members by DSL name, as the family modules declare them (for loops over a family).
 ELEMENTWISE_BINARY = tuple(elementwise.BINARY)
 ELEMENTWISE_UNARY = tuple(elementwise.UNARY)
-FLOAT_ONLY = frozenset(name for name, (floats, _, _) in elementwise.UNARY.items() if floats)
+FLOAT_ONLY = frozenset(name for name, (floats, *_) in elementwise.UNARY.items() if floats)
 ROW_REDUCTIONS = tuple(name for name, (axis, _, _) in reduction.REDUCTIONS.items() if axis == 1)
 COL_REDUCTIONS = tuple(name for name, (axis, _, _) in reduction.REDUCTIONS.items() if axis == 0)
 ROW_EXPANDS = tuple(name for name, (axis, _, _) in reduction.BROADCASTS.items() if axis == 1)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+import operator
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pypto.ir.dtypes import DataType
@@ -27,6 +29,7 @@ from pypto.ir.ops.spec import (
     Cost,
     Elementwise,
     FloatOnly,
+    Fold,
     KeepsValid,
     Level,
     Lowers,
@@ -113,24 +116,25 @@ def cast(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: Sou
 # ---------------------------------------------------------------- declarations
 
 # name: (commutative, slow on the vector unit, one-line doc)
+# name: (commutative, slow on the vector unit, the scalar op on two scalars, one-line doc)
 BINARY = {
-    "add": (True, False, "elementwise sum"),
-    "sub": (False, False, "elementwise difference"),
-    "mul": (True, False, "elementwise product"),
-    "div": (False, True, "elementwise quotient (integers: truncated; by zero: an error)"),
-    "maximum": (True, False, "elementwise maximum"),
-    "minimum": (True, False, "elementwise minimum"),
+    "add": (True, False, "add", "elementwise sum"),
+    "sub": (False, False, "sub", "elementwise difference"),
+    "mul": (True, False, "mul", "elementwise product"),
+    "div": (False, True, "truediv", "elementwise quotient (integers: truncated; by zero: an error)"),
+    "maximum": (True, False, "max", "elementwise maximum"),
+    "minimum": (True, False, "min", "elementwise minimum"),
 }
-# name: (float only, slow on the vector unit, one-line doc)
-UNARY = {
-    "exp": (True, True, "e to the power of each element"),
-    "log": (True, True, "natural logarithm of each element"),
-    "sqrt": (True, True, "square root of each element"),
-    "rsqrt": (True, True, "reciprocal square root of each element"),
-    "recip": (True, True, "reciprocal of each element"),
-    "neg": (False, False, "negation of each element"),
-    "abs": (False, False, "absolute value of each element"),
-    "relu": (False, False, "max(x, 0) of each element"),
+# name: (float only, slow on the vector unit, the fold on a number, one-line doc)
+UNARY: dict[str, tuple[bool, bool, Callable[[Any], Any], str]] = {
+    "exp": (True, True, math.exp, "e to the power of each element"),
+    "log": (True, True, math.log, "natural logarithm of each element"),
+    "sqrt": (True, True, math.sqrt, "square root of each element"),
+    "rsqrt": (True, True, lambda x: 1.0 / math.sqrt(x), "reciprocal square root of each element"),
+    "recip": (True, True, lambda x: 1.0 / x, "reciprocal of each element"),
+    "neg": (False, False, operator.neg, "negation of each element"),
+    "abs": (False, False, abs, "absolute value of each element"),
+    "relu": (False, False, lambda x: max(x, 0), "max(x, 0) of each element"),
 }
 
 _VEC = (MemorySpace.Vec,)
@@ -149,9 +153,10 @@ def _traits(level: Level, name: str, cost: str, *extra: Trait) -> tuple[Trait, .
 
 def _declare(level: Level) -> None:
     prefix = level.value
-    for name, (commutative, slow, doc) in BINARY.items():
+    for name, (commutative, slow, on_scalars, doc) in BINARY.items():
         cost = "vector_slow" if slow else "vector"
         swap: tuple[Trait, ...] = (Commutative(),) if commutative else ()
+        elementwise = Elementwise(f"{prefix}.{name}s", f"scalar.{on_scalars}")
         declare(
             OpSpec(
                 f"{prefix}.{name}",
@@ -159,7 +164,7 @@ def _declare(level: Level) -> None:
                 Unit.VECTOR,
                 binary,
                 (_operand("lhs", level), _operand("rhs", level)),
-                traits=(*_traits(level, name, cost, Elementwise(f"{prefix}.{name}s")), *swap),
+                traits=(*_traits(level, name, cost, elementwise), *swap),
                 dsl=name,
                 signature=f"pl.{name}(lhs, rhs)",
                 doc=doc,
@@ -178,7 +183,7 @@ def _declare(level: Level) -> None:
                 doc=f"{doc}, with a scalar right operand",
             )
         )
-    for name, (floats, slow, doc) in UNARY.items():
+    for name, (floats, slow, fold, doc) in UNARY.items():
         cost = "vector_slow" if slow else "vector"
         only: tuple[Trait, ...] = (FloatOnly(),) if floats else ()
         declare(
@@ -188,7 +193,7 @@ def _declare(level: Level) -> None:
                 Unit.VECTOR,
                 unary,
                 (_operand("x", level),),
-                traits=(*_traits(level, name, cost, Elementwise()), *only),
+                traits=(*_traits(level, name, cost, Elementwise()), Fold(fold), *only),
                 dsl=name,
                 signature=f"pl.{name}(x)",
                 doc=doc,

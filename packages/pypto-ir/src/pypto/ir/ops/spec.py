@@ -126,9 +126,12 @@ class Trait:
 @dataclass(frozen=True)
 class Elementwise(Trait):
     """Result element i depends on operand element i only; a row block of the operands gives the
-    same row block of the result. ``scalar_form`` names the op taking a scalar right operand."""
+    same row block of the result. ``scalar_form`` names the op taking a scalar right operand,
+    ``on_scalars`` the scalar op the DSL function is on two scalars (``pl.div(i, 2)``:
+    ``scalar.truediv``)."""
 
     scalar_form: str | None = None
+    on_scalars: str | None = None
 
 
 @dataclass(frozen=True)
