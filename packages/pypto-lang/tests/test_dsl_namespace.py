@@ -8,6 +8,7 @@ import pytest
 
 import pypto.language as pl
 from pypto.ir.ops import OPS, Level
+from pypto.ir.printer import print_ir
 from pypto.language.builtins import Builtin
 from pypto.language.dslops import dsl_function, dsl_functions, is_dsl_function
 
@@ -206,7 +207,7 @@ def test_an_ops_docstring_is_its_signature_and_doc_line_with_each_form():
 def test_help_and_inspect_show_the_dsl_signature():
     text = pydoc.render_doc(pl.cast, renderer=pydoc.plaintext)
     assert "pl.cast(x, dtype, mode=pl.CastMode.round): each element converted to dtype" in text
-    assert str(inspect.signature(pl.fillpad)) == "(tile, pad_value=pl.PadValue.zero)"
+    assert str(inspect.signature(pl.fillpad)) == "(x, pad_value=pl.PadValue.zero)"
 
 
 def test_a_parameter_only_some_levels_take_is_optional():
@@ -219,3 +220,59 @@ def test_the_index_follows_the_registry():
     before = dsl_functions()
     assert dsl_functions() is before  # unchanged registry: nothing rebuilt
     assert set(before) >= {"add", "system.fence", "tpush_to_aiv"}
+
+
+# The calls docs/language.md shows users, parameter names included (keywords bind by them).
+DOCUMENTED = [
+    "pl.load(tensor, offsets, shape, target_memory=pl.Mem.Vec, valid_shape=None)",
+    "pl.store(tile, offsets, tensor)",
+    "pl.move(tile, target_memory)",
+    "pl.create_tile(shape, dtype, target_memory=pl.Mem.Vec)",
+    "pl.create_tensor(shape, dtype, manual_dep=False)",
+    "pl.full(shape, dtype, value)",
+    "pl.assemble(target, value, offsets, atomic=pl.AtomicType.NONE)",
+    "pl.slice(x, shape, offset)",
+    "pl.reshape(x, shape)",
+    "pl.concat(a, b)",
+    "pl.cast(x, dtype, mode=pl.CastMode.round)",
+    "pl.row_max(x, tmp=None)",
+    "pl.col_sum(x)",
+    "pl.row_expand_add(x, row_vec)",
+    "pl.col_expand(x, col_vec)",
+    "pl.col_expand_mul(x, col_vec)",
+    "pl.fillpad(x, pad_value=pl.PadValue.zero)",
+    "pl.matmul(a, b, out_dtype=None, a_trans=False, b_trans=False)",
+    "pl.matmul_acc(acc, a, b)",
+    "pl.gather_row(dst_tile, src_tensor, dst_offset, src_offset, shape)",
+    "pl.read(tensor, offsets)",
+    "pl.aic_initialize_pipe(*, dir_mask, slot_size, slot_num)",
+    "pl.tpush_to_aiv(tile, split=pl.SplitMode.NONE)",
+    "pl.tpop_from_aic(shape, dtype, split=pl.SplitMode.NONE)",
+    'pl.system.syncall(core_type=None, mode="hard", gm_workspace=None, used_cores=None)',
+    "pl.system.cacheinvalid(tensor=None, offsets=None, shape=None)",
+]
+
+
+@pytest.mark.parametrize("text", DOCUMENTED)
+def test_the_documented_calls_are_the_dsl_signatures(text):
+    name = text.removeprefix("pl.").split("(")[0]
+    assert dsl_function(name).text == text
+
+
+def test_keywords_bind_by_the_documented_names():
+    @pl.jit
+    def kernel(a: pl.Tensor[[16, 64], pl.FP32], out: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            x = pl.load(a, offsets=[0, 0], shape=[16, 64])
+            r = pl.row_sum(x, tmp=pl.create_tile([16, 64], pl.FP32))
+            y = pl.row_expand_sub(x, row_vec=r)
+            rows = pl.gather_row(
+                dst_tile=y, src_tensor=a, dst_offset=[0, 0], src_offset=[1, 0], shape=[1, 64]
+            )
+            both = pl.concat(a=pl.slice(rows, [16, 32], offset=[0, 0]), b=pl.slice(rows, [16, 32], [0, 32]))
+            pl.store(pl.fillpad(x=both, pad_value=pl.PadValue.zero), [0, 0], out)
+        return out
+
+    text = print_ir(kernel.parse())
+    assert "= pl.tile.row_expand_sub(x, " in text and "= pl.tile.concat(" in text
+    assert "pl.tile.gather_row(y, a, [0, 0], [1, 0], shape=[1, 64])" in text

@@ -11,8 +11,8 @@ ops. The others (scopes, loops, ``pl.yield_``) are the statements of the languag
 
 from __future__ import annotations
 
-import inspect
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from pypto.ir.ops import Level
@@ -44,7 +44,7 @@ STATEMENT_DOCS: dict[str, tuple[str, str]] = {
 }
 
 
-@dataclass(frozen=True, eq=True)
+@dataclass(frozen=True)
 class Builtin:
     """A DSL function recognized by the parser; ``level`` pins ``pl.tile.*`` / ``pl.tensor.*`` spellings.
 
@@ -54,22 +54,17 @@ class Builtin:
     name: str  # the DSL name: "add", "create_tile", "system.fence", "range"
     level: str | None = None
 
-    @property
-    def __name__(self) -> str:  # type: ignore[override]
-        return self.name.rsplit(".", 1)[-1]
-
-    @property
-    def __doc__(self) -> str:  # type: ignore[override]
+    def __post_init__(self) -> None:
+        # What help() and inspect.signature() read: the op's call and doc, from its spec.
         function = self.function
         if function is not None:
-            return function.doc
-        signature, meaning = STATEMENT_DOCS[self.name]
-        return f"pl.{signature}: {meaning}."
-
-    @property
-    def __signature__(self) -> inspect.Signature | None:
-        function = self.function
-        return function.signature if function is not None else None
+            doc, signature = function.doc, function.signature
+        else:
+            call, meaning = STATEMENT_DOCS[self.name]
+            doc, signature = f"pl.{call}: {meaning}.", None
+        object.__setattr__(self, "__name__", self.name.rsplit(".", 1)[-1])
+        object.__setattr__(self, "__doc__", doc)
+        object.__setattr__(self, "__signature__", signature)
 
     @property
     def function(self) -> DslFunction | None:
@@ -93,9 +88,31 @@ class Builtin:
 STATEMENTS: dict[str, Builtin] = {name: Builtin(name) for name in STATEMENT_DOCS}
 
 
+@dataclass
+class _Made:
+    """Builtins made for one state of the registry's ``pl`` functions (rebuilt when it changes)."""
+
+    functions: dict[str, DslFunction] | None = None
+    builtins: dict[tuple[str, ...], dict[str, Builtin]] = field(default_factory=dict)
+
+
+_made = _Made()
+
+
+def _cached(
+    key: tuple[str, ...], make: Callable[[dict[str, DslFunction]], dict[str, Builtin]]
+) -> dict[str, Builtin]:
+    functions = dsl_functions()
+    if _made.functions is not functions:
+        _made.functions, _made.builtins = functions, {}
+    if key not in _made.builtins:
+        _made.builtins[key] = make(functions)
+    return _made.builtins[key]
+
+
 def op_builtins() -> dict[str, Builtin]:
     """``pl.<name>`` of every op written ``pl.<name>(...)``, by name (``add``, ``tpush_to_aiv``)."""
-    return {name: Builtin(name) for name in dsl_functions() if "." not in name}
+    return _cached((), lambda functions: {name: Builtin(name) for name in functions if "." not in name})
 
 
 class OpNamespace:
@@ -108,11 +125,14 @@ class OpNamespace:
         self._level = level
 
     def _members(self) -> dict[str, Builtin]:
+        return _cached((self._prefix,), self._make)
+
+    def _make(self, functions: dict[str, DslFunction]) -> dict[str, Builtin]:
         if self._level is None:
-            found = (name for name in dsl_functions() if name.startswith(f"{self._prefix}."))
+            found = (name for name in functions if name.startswith(f"{self._prefix}."))
             return {name.split(".", 1)[1]: Builtin(name) for name in found}
         members: dict[str, Builtin] = {}
-        for name, function in dsl_functions().items():
+        for name, function in functions.items():
             forms = [s for s in function.specs if s.level is self._level]
             if not forms:
                 continue

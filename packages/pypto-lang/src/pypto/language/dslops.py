@@ -25,24 +25,46 @@ from enum import Enum
 from typing import Any
 
 from pypto.ir import AtomicType, CastMode, DataType, MemorySpace, PadValue, SplitMode
-from pypto.ir.ops import OPS, REQUIRED, Attr, Elementwise, Level, OpSpec, Role, op, tensor
+from pypto.ir.ops import (
+    OPS,
+    REQUIRED,
+    Attr,
+    Broadcast,
+    Elementwise,
+    Level,
+    OpSpec,
+    Role,
+    op,
+    ops_with,
+    tensor,
+)
 
 Parameter = inspect.Parameter
 EMPTY = Parameter.empty
 
 # ------------------------------------------------------------------ asked of pypto.ir.ops
-# Spec facts the front end needs and the specs do not state yet. Each entry goes once its spec
-# says it: the exact DSL call where the spec's signature is an example or leaves out a default
-# the DSL has always had, and the attribute tensor.create lacks.
+# Spec facts the front end needs and the specs do not state yet; each entry goes once the specs
+# say it. The DSL call, by DSL name, where a spec's signature differs from the one users write
+# (docs/language.md): an example instead of the call (the pipe setup), a default the DSL has
+# always had (split=pl.SplitMode.NONE), an attribute tensor.create lacks (manual_dep), or
+# parameter names other than the DSL's (the broadcast vector is row_vec / col_vec).
 SIGNATURE_FIXES: dict[str, str] = {
-    op.aic_initialize_pipe: "pl.aic_initialize_pipe(*, dir_mask, slot_size, slot_num)",
-    op.aiv_initialize_pipe: "pl.aiv_initialize_pipe(*, dir_mask, slot_size, slot_num)",
-    op.tpush_to_aiv: "pl.tpush_to_aiv(tile, split=pl.SplitMode.NONE)",
-    op.tpush_to_aic: "pl.tpush_to_aic(tile, split=pl.SplitMode.NONE)",
-    op.tpop_from_aic: "pl.tpop_from_aic(shape, dtype, split=pl.SplitMode.NONE)",
-    op.tpop_from_aiv: "pl.tpop_from_aiv(shape, dtype, split=pl.SplitMode.NONE)",
-    tensor.create: "pl.create_tensor(shape, dtype, manual_dep=False)",
+    op.aic_initialize_pipe: "(*, dir_mask, slot_size, slot_num)",
+    op.aiv_initialize_pipe: "(*, dir_mask, slot_size, slot_num)",
+    op.tpush_to_aiv: "(tile, split=pl.SplitMode.NONE)",
+    op.tpush_to_aic: "(tile, split=pl.SplitMode.NONE)",
+    op.tpop_from_aic: "(shape, dtype, split=pl.SplitMode.NONE)",
+    op.tpop_from_aiv: "(shape, dtype, split=pl.SplitMode.NONE)",
+    "create_tensor": "(shape, dtype, manual_dep=False)",
+    "concat": "(a, b)",
+    "slice": "(x, shape, offset)",
+    "fillpad": "(x, pad_value=pl.PadValue.zero)",
+    "gather_row": "(dst_tile, src_tensor, dst_offset, src_offset, shape)",
 }
+for _spec in ops_with(Broadcast):  # the broadcast vector: a [R, 1] row_vec or a [1, C] col_vec
+    _axis = _spec.trait(Broadcast)
+    if _spec.dsl and _axis is not None:
+        SIGNATURE_FIXES[_spec.dsl] = f"(x, {'row_vec' if _axis.axis == 1 else 'col_vec'})"
 MISSING_ATTRS: dict[str, tuple[Attr, ...]] = {tensor.create: (Attr("manual_dep", bool, False),)}
 # ------------------------------------------------------------------
 
@@ -180,8 +202,14 @@ def _default(node: ast.expr | None) -> Any:
 
 def spec_parameters(spec: OpSpec) -> list[Parameter]:
     """The DSL parameters of one spec: its signature's, then its other attributes by keyword."""
-    text = SIGNATURE_FIXES.get(spec.name, spec.signature)
-    args = ast.parse(f"def f{text[text.index('(') :]}: pass").body[0].args  # type: ignore[attr-defined]
+    text = (
+        SIGNATURE_FIXES.get(spec.dsl or "", spec.signature)
+        if spec.level is not Level.SCALAR
+        else spec.signature
+    )
+    parsed = ast.parse(f"def f{text[text.index('(') :]}: pass").body[0]
+    assert isinstance(parsed, ast.FunctionDef)
+    args = parsed.args
     positional = args.posonlyargs + args.args
     defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
     params: list[Parameter] = []
@@ -288,8 +316,8 @@ def dsl_functions() -> dict[str, DslFunction]:
     if names != _index.seen:
         grouped: dict[str, list[str]] = {}
         for spec in OPS.values():
-            if is_dsl_function(spec):
-                grouped.setdefault(spec.dsl, []).append(spec.name)  # type: ignore[arg-type]
+            if spec.dsl and is_dsl_function(spec):
+                grouped.setdefault(spec.dsl, []).append(spec.name)
         _index.functions = {name: _function(name, tuple(ops)) for name, ops in grouped.items()}
         _index.seen = names
     return _index.functions

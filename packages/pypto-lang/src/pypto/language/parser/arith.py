@@ -47,14 +47,15 @@ def _fold(spec: OpSpec | None, name: str) -> Callable[..., Any] | None:
 def scalar_binary(ctx: OpContext, name: str, lhs: Any, rhs: Any) -> Any:
     """``lhs <name> rhs`` on scalars: a Python number when both fold, else a ``scalar.*`` call."""
     spec = scalar_op(name)
-    if spec is None:
+    fold = _fold(spec, name)
+    if spec is None or fold is None:
         raise ctx.fail(
             f"has no scalar form: {describe_value(lhs)} and {describe_value(rhs)}",
             "compute it on tiles, e.g. on pl.full([1, 16], pl.FP32, x) for a scalar x",
         )
     if is_number(lhs) and is_number(rhs):
         try:
-            return spec.trait(Fold).fn(number(lhs), number(rhs))  # type: ignore[union-attr]
+            return fold(number(lhs), number(rhs))
         except (ZeroDivisionError, ValueError, OverflowError) as exc:
             raise ctx.fail(
                 f"cannot fold {number(lhs)!r} and {number(rhs)!r}: {exc}", _fold_hint(exc)

@@ -30,9 +30,15 @@ from pypto.language.parser.values import (
 )
 
 # How messages name an operand parameter, by its name ("lhs" -> "left operand").
-PARAM_WORDS = {"lhs": "left operand", "rhs": "right operand", "x": "operand"}
+PARAM_WORDS = {
+    "lhs": "left operand",
+    "rhs": "right operand",
+    "x": "operand",
+    "a": "first operand",
+    "b": "second operand",
+}
 # Where a message names one op's parameter otherwise: (op, parameter) -> words.
-OPERAND_WORDS = {(tile.fillpad, "tile"): "the padded value", (tile.full, "value"): "the fill value"}
+OPERAND_WORDS = {(tile.fillpad, "x"): "the padded value", (tile.full, "value"): "the fill value"}
 # The ops whose dtype= messages read "a pl dtype" without an example (as they always have).
 PLAIN_DTYPE = frozenset({tile.create, tile.full, tensor.create})
 
@@ -139,7 +145,9 @@ def enum_member(ctx: OpContext, kind: type[Enum], name: str, value: Any) -> Any:
     words = ENUM_WORDS.get(kind) or EnumWords(
         f"{{name}} must be a pl.{kind.__name__}, got {{value}}", "write {name}= one of {members}"
     )
-    members = ", ".join(repr(m.value) if issubclass(kind, StrEnum) else repr(m) for m in kind)
+    members = ", ".join(
+        repr(m.value) if issubclass(kind, StrEnum) else f"pl.{kind.__name__}.{m.name}" for m in kind
+    )
     hint = words.hint.format(name=name, members=members)
     if kind is MemorySpace and isinstance(value, str) and value in MemorySpace.__members__:
         hint = f"write {name}=pl.Mem.{value}, not the string {value!r}"

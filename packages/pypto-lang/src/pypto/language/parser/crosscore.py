@@ -72,7 +72,8 @@ def build_syncall(
 ) -> None:
     """A barrier; ``mode="soft"`` also needs ``gm_workspace=`` and ``used_cores=`` (the op table checks)."""
     core_type = compile_time(ctx, core_type, "core_type=")
-    if core_type not in get_op(system.syncall).attr("core_type").choices:  # type: ignore[union-attr,operator]
+    schema = get_op(system.syncall).attr("core_type")
+    if schema is not None and not schema.accepts(core_type):
         raise ctx.fail(
             f'core_type must be "aic", "aiv" or "mix", got {describe_value(core_type)}',
             'leave core_type out to count every core of the launch, like "mix"',

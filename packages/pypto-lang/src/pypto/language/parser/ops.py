@@ -74,9 +74,9 @@ def build_binary(ctx: OpContext, function: DslFunction, lhs: Any, rhs: Any) -> A
     x = ctx.shaped(lhs, operand_words(function, spec, "lhs"))
     form = function.at_level(Level(ctx.level_of(x)))
     assert form is not None
-    if is_scalar(rhs):
-        scalar_form = form.trait(Elementwise).scalar_form  # type: ignore[union-attr]
-        return ctx.call(scalar_form, [x, tile_scalar(rhs, x.type.dtype, ctx.span)])  # type: ignore[arg-type]
+    elementwise = form.trait(Elementwise)
+    if is_scalar(rhs) and elementwise is not None and elementwise.scalar_form is not None:
+        return ctx.call(elementwise.scalar_form, [x, tile_scalar(rhs, x.type.dtype, ctx.span)])
     return ctx.call(form.name, [x, ctx.shaped(rhs, operand_words(function, spec, "rhs"))])
 
 
@@ -85,7 +85,7 @@ def build_generic(ctx: OpContext, function: DslFunction, bound: inspect.BoundArg
     values = bound.arguments
     form = _form(ctx, function, values)
     if not isinstance(form, OpSpec):
-        return form  # a unary op on a number folded
+        return form  # a unary op on a scalar: the folded number, or its scalar op
     attrs = _attributes(ctx, function, form, values)
     args = _operands(ctx, function, form, values, attrs)
     written = form.writes

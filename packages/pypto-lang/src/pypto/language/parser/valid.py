@@ -26,7 +26,8 @@ def result_valid(call: Call, valid: Mapping[Expr, TupleExpr]) -> TupleExpr | Non
     spec = get_op(call.op)
     access = spec.trait(GmAccess)
     if access is not None and not access.write and access.valid is not None:
-        return call.args[access.valid]  # type: ignore[return-value]  # a load of a run-time region
+        region = call.args[access.valid]  # a load of a run-time region
+        return region if isinstance(region, TupleExpr) else None
     reduction = spec.trait(Reduction)
     if reduction is None and not spec.has(KeepsValid):
         return None
