@@ -2,17 +2,25 @@
 
 A builtin is a named marker. The parser recognizes it when it resolves a callee and builds IR
 for it; called as plain Python it raises, because a kernel body is parsed, never executed.
+
+The op builtins come from the op registry (:mod:`pypto.language.dslops`): ``pl.<name>`` for each
+op written ``pl.<name>(...)``, ``pl.tile.<name>`` / ``pl.tensor.<name>`` for its tile / tensor
+form (and under the op's own name, ``pl.tile.create``), ``pl.system.<name>`` for ``system.*``
+ops. The others (scopes, loops, ``pl.yield_``) are the statements of the language, listed here.
 """
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
+from pypto.ir.ops import Level
+from pypto.language.dslops import DslFunction, dsl_function, dsl_functions
 from pypto.language.errors import KernelOnlyError
 
-# name -> (signature, one-line meaning); the signatures are what the parser accepts.
-BUILTIN_DOCS: dict[str, tuple[str, str]] = {
+# The statements of the language: name -> (signature, one-line meaning).
+STATEMENT_DOCS: dict[str, tuple[str, str]] = {
     "at": (
         "at(level=, optimizations=[...], name_hint=, deps=[...], no_dep_args=[...]) as tid",
         "a scope that becomes one kernel, called as one task",
@@ -29,122 +37,39 @@ BUILTIN_DOCS: dict[str, tuple[str, str]] = {
     ),
     "parallel": ("parallel(stop) / parallel(start, stop, step=1)", "a loop with independent iterations"),
     "unroll": ("unroll(stop) / unroll(start, stop, step=1)", "a loop unrolled at compile time"),
-    "load": (
-        "load(tensor, offsets, shape, target_memory=pl.Mem.Vec, valid_shape=None)",
-        "tensor region -> tile",
-    ),
-    "store": ("store(tile, offsets, tensor)", "tile -> tensor region"),
-    "move": ("move(tile, target_memory=)", "tile -> tile in another memory space"),
-    "create_tile": ("create_tile(shape, dtype, target_memory=pl.Mem.Vec)", "an uninitialized tile"),
-    "create_tensor": (
-        "create_tensor(shape, dtype, manual_dep=False)",
-        "a global-memory tensor (manual_dep=True: tasks are never ordered through it)",
-    ),
-    "assemble": (
-        "assemble(target, value, offsets, atomic=pl.AtomicType.NONE)",
-        "write value into a region of target (a tensor, added in when atomic=pl.AtomicType.Add; or a tile)",
-    ),
-    "matmul": ("matmul(a, b, out_dtype=None, a_trans=False, b_trans=False)", "matrix product"),
-    "matmul_acc": ("matmul_acc(acc, a, b)", "acc + a @ b, on tensors or on Acc/Left/Right tiles"),
-    "reshape": ("reshape(x, shape)", "the same elements in another shape"),
-    "slice": ("slice(x, shape, offset)", "a region of a tensor or tile (offsets may be run-time)"),
-    "fillpad": (
-        "fillpad(x, pad_value=pl.PadValue.zero)",
-        "fill a tile outside its valid shape with 0, the dtype's lowest or its highest value",
-    ),
-    "full": ("full(shape, dtype, value)", "a Vec tile holding value everywhere"),
-    "col_expand": ("col_expand(x, col_vec)", "a [1, C] vector repeated down the rows of x's shape"),
-    "col_expand_mul": ("col_expand_mul(x, col_vec)", "x times a [1, C] vector, row by row"),
-    "cast": ("cast(x, dtype, mode='round')", "convert the element type"),
-    "concat": ("concat(a, b)", "concatenate columns"),
-    "read": ("read(tensor, offsets)", "one element of a tensor, as a run-time scalar"),
-    "gather_row": (
-        "gather_row(dst_tile, src_tensor, dst_offset, src_offset, shape)",
-        "copy a [1, C] row of a tensor into the tile (destination-passing: returns dst_tile)",
-    ),
     "split_aiv": (
         "split_aiv(2, mode=pl.SplitMode.NONE)",
         "an explicit vector region; iterates over the lane",
     ),
-    "aiv_shard": ("aiv_shard(tile, split=None)", "a cube tile -> each AIV lane's share"),
-    "aic_gather": ("aic_gather(tile, split=None)", "the lanes' shares -> one cube tile"),
-    "get_subblock_idx": ("get_subblock_idx()", "this AIV lane (0 or 1)"),
-    "get_block_idx": ("get_block_idx()", "this core group's index in the launch"),
-    "get_block_num": ("get_block_num()", "the number of core groups in the launch"),
-    "system.fence": ("system.fence()", "order this core's earlier global-memory writes before later ones"),
-    "system.cacheinvalid": (
-        "system.cacheinvalid(tensor=None, offsets=None, shape=None)",
-        "write back and invalidate the data cache: all of GM, or one tensor region",
-    ),
-    "system.syncall": (
-        'system.syncall(core_type=None, mode="hard", gm_workspace=None, used_cores=None)',
-        "a barrier across the cores of the launch",
-    ),
 }
-for _side, _peer in (("aic", "aiv"), ("aiv", "aic")):
-    BUILTIN_DOCS[f"{_side}_initialize_pipe"] = (
-        f"{_side}_initialize_pipe(*, dir_mask, slot_size, slot_num)",
-        f"set up the cross-core pipe on the {_side.upper()} side",
-    )
-    BUILTIN_DOCS[f"tpush_to_{_peer}"] = (
-        f"tpush_to_{_peer}(tile, split=pl.SplitMode.NONE)",
-        f"push a tile to the {_peer.upper()} through the pipe",
-    )
-    BUILTIN_DOCS[f"tpop_from_{_peer}"] = (
-        f"tpop_from_{_peer}(shape, dtype, split=pl.SplitMode.NONE)",
-        f"pop the next tile the {_peer.upper()} pushed",
-    )
-    BUILTIN_DOCS[f"tfree_to_{_peer}"] = (
-        f"tfree_to_{_peer}(tile)",
-        f"give a tile popped from the {_peer.upper()} back to its ring",
-    )
-for _name in ("add", "sub", "mul", "div", "maximum", "minimum"):
-    BUILTIN_DOCS[_name] = (f"{_name}(lhs, rhs)", "elementwise; a scalar rhs selects the scalar form")
-for _name in ("exp", "log", "sqrt", "rsqrt", "recip", "neg", "abs", "relu"):
-    BUILTIN_DOCS[_name] = (f"{_name}(x)", "elementwise")
-for _name in ("row_max", "row_sum", "row_min"):
-    BUILTIN_DOCS[_name] = (
-        f"{_name}(x, tmp=None)",
-        "reduce each row to [R, 1]; on tiles tmp is a scratch tile like x",
-    )
-for _name in ("col_sum", "col_max"):
-    BUILTIN_DOCS[_name] = (f"{_name}(x)", "reduce each column to [1, C]")
-for _name in ("add", "sub", "mul", "div"):
-    BUILTIN_DOCS[f"row_expand_{_name}"] = (
-        f"row_expand_{_name}(x, row_vec)",
-        f"{_name} a [R, 1] vector to every column of x",
-    )
-
-REDUCTION_OPS = (
-    *("row_max", "row_sum", "row_min", "col_sum", "col_max"),
-    *("row_expand_add", "row_expand_sub", "row_expand_mul", "row_expand_div", "col_expand", "col_expand_mul"),
-)
-
-TILE_OPS = (
-    *("load", "store", "move", "matmul", "matmul_acc", "cast", "concat"),
-    *("assemble", "reshape", "slice", "fillpad", "full", *REDUCTION_OPS),
-    *("add", "sub", "mul", "div", "maximum", "minimum"),
-    *("exp", "log", "sqrt", "rsqrt", "recip", "neg", "abs", "relu"),
-)
-TENSOR_OPS = (
-    *("matmul", "matmul_acc", "cast", "concat", "assemble", "reshape", "slice", *REDUCTION_OPS),
-    *("add", "sub", "mul", "div", "maximum", "minimum"),
-    *("exp", "log", "sqrt", "rsqrt", "recip", "neg", "abs", "relu"),
-)
 
 
+@dataclass(frozen=True)
 class Builtin:
     """A DSL function recognized by the parser; ``level`` pins ``pl.tile.*`` / ``pl.tensor.*`` spellings.
 
     >>> pl.add(a, b)  # doctest: +SKIP  (only inside a @pl.jit body)
     """
 
-    def __init__(self, name: str, level: str | None = None) -> None:
-        self.name = name
-        self.level = level
-        signature, meaning = BUILTIN_DOCS[name]
-        self.__name__ = name.rsplit(".", 1)[-1]
-        self.__doc__ = f"pl.{signature}: {meaning}."
+    name: str  # the DSL name: "add", "create_tile", "system.fence", "range"
+    level: str | None = None
+
+    def __post_init__(self) -> None:
+        # What help() and inspect.signature() read: the op's call and doc, from its spec.
+        function = self.function
+        if function is not None:
+            doc, signature = function.doc, function.signature
+        else:
+            call, meaning = STATEMENT_DOCS[self.name]
+            doc, signature = f"pl.{call}: {meaning}.", None
+        object.__setattr__(self, "__name__", self.name.rsplit(".", 1)[-1])
+        object.__setattr__(self, "__doc__", doc)
+        object.__setattr__(self, "__signature__", signature)
+
+    @property
+    def function(self) -> DslFunction | None:
+        """The registry's ``pl`` function this builtin calls (None for the statements)."""
+        return dsl_function(self.name)
 
     @property
     def dsl_name(self) -> str:
@@ -160,17 +85,76 @@ class Builtin:
         return f"<pl builtin {self.dsl_name}>"
 
 
-BUILTINS: dict[str, Builtin] = {name: Builtin(name) for name in BUILTIN_DOCS}
+STATEMENTS: dict[str, Builtin] = {name: Builtin(name) for name in STATEMENT_DOCS}
 
 
-def _namespace(level: str, names: tuple[str, ...], aliases: dict[str, str]) -> SimpleNamespace:
-    ops = {name: Builtin(name, level) for name in names}
-    ops.update({alias: Builtin(target, level) for alias, target in aliases.items()})
-    return SimpleNamespace(**ops)
+@dataclass
+class _Made:
+    """Builtins made for one state of the registry's ``pl`` functions (rebuilt when it changes)."""
+
+    functions: dict[str, DslFunction] | None = None
+    builtins: dict[tuple[str, ...], dict[str, Builtin]] = field(default_factory=dict)
 
 
-tile = _namespace("tile", TILE_OPS, {"create": "create_tile"})
-tensor = _namespace("tensor", TENSOR_OPS, {"create": "create_tensor"})
-system = SimpleNamespace(
-    **{name.split(".", 1)[1]: builtin for name, builtin in BUILTINS.items() if name.startswith("system.")}
-)
+_made = _Made()
+
+
+def _cached(
+    key: tuple[str, ...], make: Callable[[dict[str, DslFunction]], dict[str, Builtin]]
+) -> dict[str, Builtin]:
+    functions = dsl_functions()
+    if _made.functions is not functions:
+        _made.functions, _made.builtins = functions, {}
+    if key not in _made.builtins:
+        _made.builtins[key] = make(functions)
+    return _made.builtins[key]
+
+
+def op_builtins() -> dict[str, Builtin]:
+    """``pl.<name>`` of every op written ``pl.<name>(...)``, by name (``add``, ``tpush_to_aiv``)."""
+    return _cached((), lambda functions: {name: Builtin(name) for name in functions if "." not in name})
+
+
+class OpNamespace:
+    """``pl.tile``, ``pl.tensor``, ``pl.system``: the ops of one level or prefix, read from the
+    registry on each lookup (``pl.tile.load``, ``pl.system.fence``); a name no op has is an
+    ``AttributeError``."""
+
+    def __init__(self, prefix: str, level: Level | None) -> None:
+        self._prefix = prefix
+        self._level = level
+
+    def _members(self) -> dict[str, Builtin]:
+        return _cached((self._prefix,), self._make)
+
+    def _make(self, functions: dict[str, DslFunction]) -> dict[str, Builtin]:
+        if self._level is None:
+            found = (name for name in functions if name.startswith(f"{self._prefix}."))
+            return {name.split(".", 1)[1]: Builtin(name) for name in found}
+        members: dict[str, Builtin] = {}
+        for name, function in functions.items():
+            forms = [s for s in function.specs if s.level is self._level]
+            if not forms:
+                continue
+            members[name] = Builtin(name, self._prefix)
+            own = forms[0].name.split(".", 1)[1]
+            if len(forms) == 1 and own != name:
+                members.setdefault(own, members[name])  # the op's own name: pl.tile.create
+        return members
+
+    def __getattr__(self, name: str) -> Builtin:
+        member = self._members().get(name)
+        if member is None:
+            raise AttributeError(f"pl.{self._prefix} has no op {name!r}")
+        return member
+
+    def __dir__(self) -> list[str]:
+        return sorted(self._members())
+
+    def __repr__(self) -> str:
+        return f"<pl.{self._prefix}: {', '.join(sorted(self._members()))}>"
+
+
+tile = OpNamespace("tile", Level.TILE)
+tensor = OpNamespace("tensor", Level.TENSOR)
+system = OpNamespace("system", None)

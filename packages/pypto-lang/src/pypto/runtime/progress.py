@@ -32,6 +32,7 @@ from rich.progress import (
 )
 
 from pypto.ir import Assign, Call, Const, Eval, For, If, Program, Stmt
+from pypto.ir.ops import op
 
 ON_TASK_OPTION = "on_task"  # the backend option: on_task(kernel_name) after each finished task
 # The backend option: on_progress(kernel_name, done, total, unit) as the one running task advances.
@@ -57,7 +58,7 @@ def _count(body: tuple[Stmt, ...]) -> int | None:
 
 def _count_stmt(stmt: Stmt) -> int | None:
     if isinstance(stmt, (Eval, Assign)):
-        return int(isinstance(stmt.value, Call) and stmt.value.op == "call")
+        return int(isinstance(stmt.value, Call) and stmt.value.op == op.call)
     if isinstance(stmt, If):
         arms = [_count(stmt.then_body), _count(stmt.else_body)]
         return None if None in arms else max(a for a in arms if a is not None)

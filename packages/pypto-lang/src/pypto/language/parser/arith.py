@@ -1,13 +1,18 @@
-"""Scalar arithmetic: folds on compile-time numbers, ``scalar.*`` ops on run-time scalars."""
+"""Scalar arithmetic: folds on compile-time numbers, ``scalar.*`` ops on run-time scalars.
+
+The scalar op of a DSL name is the scalar spec of that name, the one with a ``Fold`` trait
+(``pl.add`` on two scalars and ``+`` are ``scalar.add``, ``//`` is ``scalar.floordiv``, ``<`` is
+``scalar.lt``); compile-time operands fold with the trait's function instead.
+"""
 
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Callable
 from typing import Any
 
 from pypto.ir import Expr
+from pypto.ir.ops import Fold, Level, OpSpec, ops_with
 from pypto.language.parser.opcall import OpContext
 from pypto.language.parser.values import (
     describe_value,
@@ -18,27 +23,12 @@ from pypto.language.parser.values import (
     scalar_expr,
 )
 
-# DSL name -> (scalar op, Python fold)
-SCALAR_BINARY: dict[str, tuple[str, Callable[[Any, Any], Any]]] = {
-    "add": ("scalar.add", operator.add),
-    "sub": ("scalar.sub", operator.sub),
-    "mul": ("scalar.mul", operator.mul),
-    "div": ("scalar.truediv", operator.truediv),
-    "floordiv": ("scalar.floordiv", operator.floordiv),
-    "mod": ("scalar.mod", operator.mod),
-    "maximum": ("scalar.max", max),
-    "minimum": ("scalar.min", min),
-    "lt": ("scalar.lt", operator.lt),
-    "le": ("scalar.le", operator.le),
-    "gt": ("scalar.gt", operator.gt),
-    "ge": ("scalar.ge", operator.ge),
-    "eq": ("scalar.eq", operator.eq),
-    "ne": ("scalar.ne", operator.ne),
-}
-
-# Unary ops that fold on compile-time numbers.
-SCALAR_UNARY: dict[str, Callable[[Any], Any]] = {
-    "neg": operator.neg,
+# ------------------------------------------------------------------ asked of pypto.ir.ops
+# Until the specs say it (the scalar op each elementwise op computes on two scalars, and a
+# Fold on the elementwise unary ops): the DSL names whose scalar spec is named otherwise, and
+# the Python functions the unary ops fold with on a compile-time number.
+SCALAR_NAMES = {"div": "truediv", "maximum": "max", "minimum": "min"}
+UNARY_FOLDS: dict[str, Callable[[Any], Any]] = {
     "abs": abs,
     "exp": math.exp,
     "log": math.log,
@@ -47,11 +37,29 @@ SCALAR_UNARY: dict[str, Callable[[Any], Any]] = {
     "recip": lambda x: 1.0 / x,
     "relu": lambda x: max(x, 0),
 }
+# ------------------------------------------------------------------
+
+
+def scalar_op(name: str) -> OpSpec | None:
+    """The scalar spec computing DSL op ``name`` on scalars (``add`` -> ``scalar.add``), if any."""
+    dsl = SCALAR_NAMES.get(name, name)
+    return next((s for s in ops_with(Fold, Level.SCALAR) if s.dsl == dsl), None)
+
+
+def _fold(spec: OpSpec | None, name: str) -> Callable[..., Any] | None:
+    trait = spec.trait(Fold) if spec is not None else None
+    return trait.fn if trait is not None else UNARY_FOLDS.get(name)
 
 
 def scalar_binary(ctx: OpContext, name: str, lhs: Any, rhs: Any) -> Any:
     """``lhs <name> rhs`` on scalars: a Python number when both fold, else a ``scalar.*`` call."""
-    op, fold = SCALAR_BINARY[name]
+    spec = scalar_op(name)
+    fold = _fold(spec, name)
+    if spec is None or fold is None:
+        raise ctx.fail(
+            f"has no scalar form: {describe_value(lhs)} and {describe_value(rhs)}",
+            "compute it on tiles, e.g. on pl.full([1, 16], pl.FP32, x) for a scalar x",
+        )
     if is_number(lhs) and is_number(rhs):
         try:
             return fold(number(lhs), number(rhs))
@@ -63,18 +71,26 @@ def scalar_binary(ctx: OpContext, name: str, lhs: Any, rhs: Any) -> Any:
         if not is_scalar(value):
             raise ctx.fail(f"mixes a scalar and {describe_value(value)}", _mixed_hint(name))
     dtype = element_dtype(lhs if isinstance(lhs, Expr) and not is_number(lhs) else rhs)
-    return ctx.call(op, [scalar_expr(lhs, dtype, ctx.span), scalar_expr(rhs, dtype, ctx.span)])
+    return ctx.call(spec.name, [scalar_expr(lhs, dtype, ctx.span), scalar_expr(rhs, dtype, ctx.span)])
 
 
 def scalar_unary(ctx: OpContext, name: str, value: Any) -> Any:
-    """A unary op on a scalar: folds on numbers; ``neg`` of a run-time scalar is ``scalar.neg``."""
+    """A unary op on a scalar: folds on numbers; on a run-time scalar only an op with a scalar
+    spec (``neg``: ``scalar.neg``) applies."""
+    spec = scalar_op(name)
     if is_number(value):
+        fold = _fold(spec, name)
+        if fold is None:
+            raise ctx.fail(
+                f"has no compile-time form: cannot fold {number(value)!r}",
+                f"compute it on a tile, e.g. pl.{name}(pl.full([1, 16], pl.FP32, {number(value)!r}))",
+            )
         try:
-            return SCALAR_UNARY[name](number(value))
+            return fold(number(value))
         except (ZeroDivisionError, ValueError, OverflowError) as exc:
             raise ctx.fail(f"cannot fold {number(value)!r}: {exc}", _fold_hint(exc)) from None
-    if name == "neg":
-        return ctx.call("scalar.neg", [value])
+    if spec is not None:
+        return ctx.call(spec.name, [value])
     raise ctx.fail(
         f"is not supported on a run-time scalar ({describe_value(value)})",
         f"only negation (-x) applies to a run-time scalar x: pass pl.{name}(x) in as a scalar "

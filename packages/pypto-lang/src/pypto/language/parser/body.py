@@ -6,7 +6,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from pypto.ir import Assign, Call, Expr, SourceSpan, Stmt, TupleExpr, Var, make_call
+from pypto.ir import Assign, Call, Expr, SourceSpan, Stmt, TupleExpr, Var, get_op, make_call
+from pypto.ir.ops import Level, op
 from pypto.language.parser.env import Namer
 from pypto.language.parser.regions import ScopeRegions
 
@@ -68,7 +69,7 @@ class BodyBuilder:
         """The scope's ``pl.get_block_idx()``, computed once at the top of the scope."""
         if self.block_idx is None:
             assert self.scope_body is not None
-            call = make_call("get_block_idx", (), {}, span)
+            call = make_call(op.get_block_idx, (), {}, span)
             self.block_idx = Var(self.namer.fresh("block_idx"), call.type, span)
             self.scope_body.insert(0, Assign(self.block_idx, call, span))
         return self.block_idx
@@ -119,6 +120,6 @@ class BodyBuilder:
 
     def atom(self, value: Any) -> Any:
         """An op operand in A-normal form: a tensor or tile op nested in another gets its own name."""
-        if isinstance(value, Call) and not value.op.startswith("scalar."):
+        if isinstance(value, Call) and get_op(value.op).level is not Level.SCALAR:
             return self.assign(value.op.rsplit(".", 1)[-1], value, value.span)
         return value

@@ -22,6 +22,7 @@ from pypto.ir import (
     Var,
     make_call,
 )
+from pypto.ir.ops import op
 from pypto.ir.types import describe
 from pypto.language.annotations import ScalarSpec, TensorSpec
 from pypto.language.kernel import KernelFunction
@@ -130,7 +131,7 @@ def incore_call(
     returned, result_type = returned_params(fn)
     span = parser.span(node)
     attrs = {"callee": fn.name, **parser.body.task_attrs()}
-    parser.body.emit(Eval(make_call("call", call_args, attrs, span, type=result_type), span))
+    parser.body.emit(Eval(make_call(op.call, call_args, attrs, span, type=result_type), span))
     aliases = tuple(call_args[i] for i in returned)
     return None if not aliases else aliases[0] if len(aliases) == 1 else aliases
 

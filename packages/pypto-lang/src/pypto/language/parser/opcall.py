@@ -20,13 +20,13 @@ from pypto.ir import (
     get_op,
     make_call,
 )
-from pypto.language.builtins import BUILTIN_DOCS
+from pypto.ir.ops import Level
+from pypto.language.dslops import dsl_function
 from pypto.language.parser.body import BodyBuilder
 from pypto.language.parser.valid import result_valid
 from pypto.language.parser.values import describe_value, is_shaped
 
 SCOPE_HINT = "put it inside `with pl.at(level=pl.Level.CORE_GROUP):`, or in a @pl.jit.incore function"
-LANE_OPS = frozenset({"get_subblock_idx", "get_block_idx", "get_block_num"})
 
 
 @dataclass
@@ -37,16 +37,15 @@ class OpContext:
     span: SourceSpan | None
     name: str  # as the user wrote it, for messages: "pl.add", "pl.tile.load", "a + b (pl.add)"
     level: str | None = None  # "tile" / "tensor" for the pl.tile.* / pl.tensor.* spellings
-    builtin: str | None = None  # the BUILTIN_DOCS entry being built ("load"), once build_op knows it
+    builtin: str | None = None  # the DSL function being built ("load"), once build_op knows it
 
     def fail(self, message: str, hint: str) -> ParseError:
         return ParseError(f"{self.name}: {message}", self.span, hint)
 
     def signature(self) -> str | None:
         """``pl.load(tensor, offsets, shape, ...)``: the DSL signature of the op being built."""
-        if self.builtin is None:
-            return None
-        return f"pl.{BUILTIN_DOCS[self.builtin][0]}"
+        function = dsl_function(self.builtin) if self.builtin is not None else None
+        return function.text if function is not None else None
 
     def operand_hint(self, what: str, kind: str) -> str:
         """What an operand must be, after the op's signature when it is known."""
@@ -121,7 +120,10 @@ class OpContext:
         return result
 
     def _check_placement(self, op: str) -> None:
-        if op == "tensor.create":
+        """Host ops (allocations) run in the @pl.jit body, the others on a core group; scalar
+        arithmetic anywhere."""
+        spec = get_op(op)
+        if spec.unit is Unit.HOST:
             if self.body.on_device:
                 raise self.fail(
                     "allocates a global-memory tensor, which the @pl.jit body does outside pl.at scopes",
@@ -129,9 +131,9 @@ class OpContext:
                 )
         elif self.body.on_device:
             return
-        elif op.startswith(("tile.", "tensor.")):
+        elif spec.level in (Level.TILE, Level.TENSOR):
             raise self._outside_scope("tensor and tile operations")
-        elif op in LANE_OPS or get_op(op).unit is Unit.BOUNDARY:
+        elif spec.level is Level.SYSTEM:
             raise self._outside_scope("cross-core, lane and system operations")
 
     def _outside_scope(self, what: str) -> ParseError:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pypto.ir import Eval, Function, FunctionKind, Param, Program, Return, Var, make_call
+from pypto.ir.ops import op
 from pypto.language.kernel import JitKind, KernelFunction
 from pypto.language.parser.calls import incore_call, inline_call, returned_params
 from pypto.language.parser.env import Namer
@@ -82,7 +83,7 @@ def _standalone_incore(
     )
     entry_params = tuple(Param(Var(p.var.name, p.var.type, p.var.span), p.direction) for p in fn.params)
     returned, result_type = returned_params(fn)
-    call = make_call("call", [p.var for p in entry_params], {"callee": fn.name}, fn.span, type=result_type)
+    call = make_call(op.call, [p.var for p in entry_params], {"callee": fn.name}, fn.span, type=result_type)
     body = (Eval(call, fn.span), Return(tuple(entry_params[i].var for i in returned), fn.span))
     entry = Function(kernel.name, entry_params, body, FunctionKind.Orchestration, fn.span)
     return Program(kernel.name, (entry, fn), kernel.name)

@@ -13,16 +13,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from pypto.ir import Call, Expr, ParseError, SourceSpan, SplitMode, TileType, Unit, Var, get_op
-from pypto.ir.ops import split_axis
+from pypto.ir import Call, Expr, MemorySpace, ParseError, SourceSpan, SplitMode, TileType, Unit, Var, get_op
+from pypto.ir.ops import PipeAction, PipeEnd, PlacesTile, split_axis
 from pypto.ir.sides import CUBE_SPACES, Side, call_side, is_boundary
 from pypto.language.parser.source import KernelSource
 from pypto.language.parser.values import is_shaped, shaped_type
 
-# Ops that make a tile in the space of their result: into a cube space they run on the cube.
-_PLACING_OPS = frozenset({"tile.load", "tile.move", "tile.create"})
-# Ops whose result is a lane's share of a tile split across the lanes.
-_SPLIT_VALUES = frozenset({"aiv_shard", "tpop_from_aic"})
 REGION_FORM = "for aiv_id in pl.split_aiv(2, mode=...)"
 
 
@@ -125,7 +121,7 @@ class ScopeRegions:
 
     def note(self, var: Var, value: Expr) -> None:
         """``var = value``: remember lanes' shares of split tiles."""
-        if not (isinstance(value, Call) and value.op in _SPLIT_VALUES):
+        if not (isinstance(value, Call) and _reaches_the_lanes(value)):
             return
         mode = value.attrs.get("split") or SplitMode.NONE
         axis = split_axis(mode)
@@ -153,18 +149,28 @@ class ScopeRegions:
         self.current.record(call, name, span)
 
 
+def _reaches_the_lanes(call: Call) -> bool:
+    """A Vec tile that comes from the cube (a shard, a pop on the lanes): with a split mode, each
+    lane holds its share of it."""
+    if not (isinstance(call.type, TileType) and call.type.memory_space is MemorySpace.Vec):
+        return False
+    end = get_op(call.op).trait(PipeEnd)
+    return is_boundary(call) or (end is not None and end.action is PipeAction.POP)
+
+
 def _full_extent(share: Call, axis: int) -> int:
     """The unsplit extent along ``axis``: a shard's operand is the whole tile, a pop holds half."""
-    if share.op == "aiv_shard":
+    if share.args:
         return shaped_type(share.args[0]).shape[axis]
     return 2 * shaped_type(share).shape[axis]
 
 
 def _side(call: Call) -> Side | None:
+    """The side ``call`` runs on; an op that places a tile in a cube space runs on the cube."""
     if is_boundary(call):
         return None
     space = call.type.memory_space if isinstance(call.type, TileType) else None
-    if call.op in _PLACING_OPS and space in CUBE_SPACES:
+    if get_op(call.op).has(PlacesTile) and space in CUBE_SPACES:
         return Side.CUBE
     return call_side(call)
 

@@ -4,41 +4,42 @@
 valid shape is known only at run time. The IR carries it as operands: of the load
 (``tile.load_partial``), and of the ops whose result depends on it (``tile.store_partial``,
 ``tile.store_atomic``, ``tile.fillpad``). While parsing, the valid shape follows the tile through
-vector ops the way a static one follows it through their type rules: a same-shaped result keeps
-its first tile operand's, a row reduction the valid rows, a column reduction the valid columns.
-``pl.fillpad`` defines the padding, so its result is valid everywhere.
+ops the way a static one follows it through their type rules, as the ops' traits say: an op that
+keeps the valid shape (``KeepsValid``: elementwise ops, broadcasts, moves) passes its first tile
+operand's on, a row reduction the valid rows, a column reduction the valid columns, and a load of
+a run-time region (``GmAccess(valid=...)``) makes it. Other ops (``pl.fillpad``, which defines the
+padding) give a tile that is valid everywhere.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pypto.ir import INDEX, Call, Const, Expr, TileType, TupleExpr, TupleType, Unit, get_op
-from pypto.ir.ops import COL_REDUCTIONS, ROW_REDUCTIONS
-
-_KEEPS_VALID = frozenset({"tile.move", "tile.cast"})
+from pypto.ir import INDEX, Call, Const, Expr, TileType, TupleExpr, TupleType, get_op
+from pypto.ir.ops import GmAccess, KeepsValid, Reduction
 
 
 def result_valid(call: Call, valid: Mapping[Expr, TupleExpr]) -> TupleExpr | None:
     """The run-time valid shape of ``call``'s result, given those of the values in ``valid``."""
-    if call.op == "tile.load_partial":
-        return call.args[2]  # type: ignore[return-value]
-    if not isinstance(call.type, TileType) or call.op == "tile.fillpad":
+    if not isinstance(call.type, TileType):
         return None
-    if get_op(call.op).unit is not Unit.VECTOR and call.op not in _KEEPS_VALID:
+    spec = get_op(call.op)
+    access = spec.trait(GmAccess)
+    if access is not None and not access.write and access.valid is not None:
+        region = call.args[access.valid]  # a load of a run-time region
+        return region if isinstance(region, TupleExpr) else None
+    reduction = spec.trait(Reduction)
+    if reduction is None and not spec.has(KeepsValid):
         return None
     source = next((a for a in call.args if isinstance(a.type, TileType)), None)
     if source is None or source not in valid:
         return None
     elements = valid[source].elements
-    name = call.op.split(".", 1)[1]
-    if name in ROW_REDUCTIONS:  # 2-D by the type rule
+    if reduction is not None and reduction.axis == 1:  # 2-D by the type rule
         return _shape(elements[0], Const(1, INDEX))
-    if name in COL_REDUCTIONS:
+    if reduction is not None:
         return _shape(Const(1, INDEX), elements[1])
-    if call.type.shape == source.type.shape:  # type: ignore[attr-defined]
-        return valid[source]
-    return None
+    return valid[source]
 
 
 def _shape(*elements: Expr) -> TupleExpr:

@@ -1,0 +1,165 @@
+"""The arguments of a DSL call as IR operands and attribute values, by operand role and attribute
+kind, and how error messages name them.
+
+An operand is converted by its ``Role`` (a tensor, a tile, either, offsets, a valid shape, a
+scalar), an attribute by its ``Attr.kind`` (a shape, a dtype, an enum member, a flag, a
+compile-time number or string). The words are the front end's: the type rules name ops and
+types, the parser names the user's arguments.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum, StrEnum
+from typing import Any
+
+from pypto.ir import AtomicType, CastMode, DataType, Expr, MemorySpace, PadValue, SplitMode
+from pypto.ir.ops import Attr, Effect, OpSpec, PipeAction, PipeEnd, Role, tensor, tile
+from pypto.language.annotations import dtype_hint
+from pypto.language.dslops import DslFunction, operand_params
+from pypto.language.parser.opcall import OpContext
+from pypto.language.parser.values import (
+    describe_value,
+    index_tuple,
+    is_number,
+    is_scalar,
+    number,
+    scalar_expr,
+    static_shape,
+    tile_scalar,
+)
+
+# How messages name an operand parameter, by its name ("lhs" -> "left operand").
+PARAM_WORDS = {
+    "lhs": "left operand",
+    "rhs": "right operand",
+    "x": "operand",
+    "a": "first operand",
+    "b": "second operand",
+}
+# Where a message names one op's parameter otherwise: (op, parameter) -> words.
+OPERAND_WORDS = {(tile.fillpad, "x"): "the padded value", (tile.full, "value"): "the fill value"}
+# The ops whose dtype= messages read "a pl dtype" without an example (as they always have).
+PLAIN_DTYPE = frozenset({tile.create, tile.full, tensor.create})
+
+# The memory spaces a tile can be made in (DDR is global memory, where tensors live).
+TILE_SPACES = ", ".join(repr(m) for m in MemorySpace if m is not MemorySpace.DDR)
+
+
+@dataclass(frozen=True)
+class EnumWords:
+    """How messages word a bad value of one enum: ``{name}`` is the parameter, ``{value}`` the
+    value as described, ``{members}`` the members."""
+
+    message: str
+    hint: str
+
+
+ENUM_WORDS: dict[type, EnumWords] = {
+    MemorySpace: EnumWords(
+        "{name} must be a pl.Mem member, got {value}", "write {name}= one of " + TILE_SPACES
+    ),
+    CastMode: EnumWords(
+        "unknown rounding mode {value}",
+        "use one of {members} (or pl.CastMode.<name>); float -> float casts round to nearest even",
+    ),
+    PadValue: EnumWords(
+        "{name} must be pl.PadValue.zero, min or max, got {value}", "write {name}= one of {members}"
+    ),
+    SplitMode: EnumWords(
+        "{name}= takes a pl.SplitMode, got {value}", "write {name}=pl.SplitMode.UP_DOWN, LEFT_RIGHT or NONE"
+    ),
+    AtomicType: EnumWords(
+        "{name} must be a pl.AtomicType such as pl.AtomicType.Add, got {value}",
+        "write atomic=pl.AtomicType.Add to add into the target, or leave it out to overwrite",
+    ),
+}
+
+
+def operand_words(function: DslFunction, spec: OpSpec, name: str) -> str:
+    """How messages name operand ``name`` of ``spec`` (a form of ``function``): "left operand",
+    "source" (what a one-level op reads), "destination" (what it writes), "the pushed value"."""
+    if (spec.name, name) in OPERAND_WORDS:
+        return OPERAND_WORDS[(spec.name, name)]
+    end = spec.trait(PipeEnd)
+    if end is not None and end.action is PipeAction.PUSH:
+        return "the pushed value"
+    if end is not None and end.action is PipeAction.FREE:
+        return "the popped tile"
+    operand_name = next((o for o, p in operand_params(spec).items() if p == name), None)
+    operand = next((o for o in spec.operands if o.name == operand_name), None)
+    if operand is not None and function.param_roles.get(name) in (Role.TENSOR, Role.TILE):
+        if operand.effect in (Effect.WRITE, Effect.UPDATE):
+            return "destination"
+        if operand.effect is Effect.READ:
+            return "source"
+    return PARAM_WORDS.get(name, name)
+
+
+def operand(ctx: OpContext, role: Role, value: Any, what: str, dtype: DataType | None = None) -> Any:
+    """``value`` as an operand of ``role``; a scalar's constant takes ``dtype`` (the elements')."""
+    if role is Role.TENSOR:
+        return ctx.tensor(value, what)
+    if role is Role.TILE:
+        return ctx.tile(value, what)
+    if role is Role.SHAPED:
+        return ctx.shaped(value, what)
+    if role in (Role.OFFSETS, Role.VALID_SHAPE):
+        return index_tuple(value, ctx.span, what)
+    if not is_scalar(value):
+        raise ctx.fail(
+            f"{what} must be a scalar, got {describe_value(value)}",
+            ctx.operand_hint(what, "a number or a run-time scalar (a loop index, a pl.read(...) result)"),
+        )
+    return tile_scalar(value, dtype, ctx.span) if dtype is not None else scalar_expr(value, None, ctx.span)
+
+
+def attribute(ctx: OpContext, spec: OpSpec, attr: Attr, value: Any) -> Any:
+    """``value`` of attribute ``attr`` as the op takes it; the type rule checks the rest."""
+    if attr.kind is DataType:
+        if not isinstance(value, DataType):
+            example = "" if spec.name in PLAIN_DTYPE else " such as pl.FP32"
+            raise ctx.fail(
+                f"{attr.name} must be a pl dtype{example}, got {describe_value(value)}", dtype_hint(value)
+            )
+        return value
+    if issubclass(attr.kind, Enum):
+        return enum_member(ctx, attr.kind, attr.name, value)
+    if attr.kind is tuple:
+        return static_shape(value, ctx.span, attr.name)
+    value = compile_time(ctx, value, f"{attr.name}=")
+    if attr.kind is bool and not isinstance(value, bool):
+        raise ctx.fail(
+            f"{attr.name}= must be True or False, got {describe_value(value)}",
+            f"write {attr.name}=True, or leave it out for {attr.name}={attr.default!r}",
+        )
+    return value
+
+
+def enum_member(ctx: OpContext, kind: type[Enum], name: str, value: Any) -> Any:
+    """``value`` as a member of ``kind``; a string enum also takes a member's name (``mode="rint"``)."""
+    if isinstance(value, kind):
+        return value
+    if issubclass(kind, StrEnum) and isinstance(value, str) and value in kind.__members__:
+        return kind[value]
+    words = ENUM_WORDS.get(kind) or EnumWords(
+        f"{{name}} must be a pl.{kind.__name__}, got {{value}}", "write {name}= one of {members}"
+    )
+    members = ", ".join(
+        repr(m.value) if issubclass(kind, StrEnum) else f"pl.{kind.__name__}.{m.name}" for m in kind
+    )
+    hint = words.hint.format(name=name, members=members)
+    if kind is MemorySpace and isinstance(value, str) and value in MemorySpace.__members__:
+        hint = f"write {name}=pl.Mem.{value}, not the string {value!r}"
+    raise ctx.fail(words.message.format(name=name, value=describe_value(value)), hint)
+
+
+def compile_time(ctx: OpContext, value: Any, what: str) -> Any:
+    """``value`` as a plain Python value; a run-time IR value is an error."""
+    if isinstance(value, Expr) and not is_number(value):
+        raise ctx.fail(
+            f"{what} must be known at compile time, got {describe_value(value)}",
+            f"write {what} as a constant (a literal, a module global or a value folded from a.shape); "
+            "a scalar parameter is a constant when the kernel is called with a Python number",
+        )
+    return number(value) if is_number(value) else value
