@@ -28,7 +28,7 @@ from pypto_sim_a2a3.launch import Launch, Placement, Site, plan_launch, resolve_
 from pypto_sim_a2a3.memory import CoreMemory
 from pypto_sim_a2a3.races import TaskRaces
 from pypto_sim_a2a3.scheduler import Advance, Event, Scheduler, Wait
-from pypto_sim_a2a3.target import CORE_MEMORY_SPACES, CoreKind
+from pypto_sim_a2a3.target import CoreKind, core_memory_spaces
 from pypto_sim_a2a3.taskgraph import ParallelContext, Task, TaskGraph
 from pypto_sim_a2a3.timeline import Recorder
 
@@ -76,7 +76,7 @@ class CoreGroup:
         """A core group of ``target`` with fresh memory."""
 
         def core(name: str, kind: CoreKind) -> Core:
-            return Core(f"cg{index}.{name}", CoreMemory(target, CORE_MEMORY_SPACES[kind]))
+            return Core(f"cg{index}.{name}", CoreMemory(target, core_memory_spaces(target, kind)))
 
         aiv = tuple(core(f"AIV{lane}", CoreKind.AIV) for lane in range(target.aiv_per_group))
         return cls(index, core("AIC", CoreKind.AIC), aiv)

@@ -32,7 +32,8 @@ def torch_dtype(dtype: DataType) -> torch.dtype:
 class CoreMemory:
     """One ``torch.uint8`` buffer per on-chip space a core owns, sized by the target's capacity.
 
-    ``CoreMemory(A2A3_TARGET, [MemorySpace.Vec]).buffers[MemorySpace.Vec]`` is 196608 zero bytes.
+    ``CoreMemory(A2A3_TARGET, [MemorySpace.Vec]).buffers[MemorySpace.Vec]`` holds the Vec's capacity
+    of zero bytes.
     """
 
     def __init__(self, target: Target, spaces: Iterable[MemorySpace]):
