@@ -12,7 +12,6 @@ import torch
 
 from pypto.ir import (
     Allocation,
-    DataType,
     Function,
     MemoryPlan,
     MemorySpace,
@@ -22,11 +21,9 @@ from pypto.ir import (
     Var,
     VerificationError,
 )
+from pypto.ir.semantics import torch_dtype
 
-
-def torch_dtype(dtype: DataType) -> torch.dtype:
-    """The torch dtype holding ``dtype`` elements, e.g. ``DataType.FP16 -> torch.float16``."""
-    return getattr(torch, dtype.torch_name)
+__all__ = ["CoreMemory", "torch_dtype"]
 
 
 class CoreMemory:

@@ -21,7 +21,8 @@ import torch
 
 from pypto.ir import Call, DeadlockError, SourceSpan, SplitMode, Target, TileType
 from pypto.ir.backend import Transfer
-from pypto.ir.ops import split_axis, split_shape
+from pypto.ir.ops import op, split_axis, split_shape
+from pypto.ir.semantics import lane_share
 from pypto.ir.types import MemorySpace, describe
 from pypto_sim_a2a3.cost import OpCost
 from pypto_sim_a2a3.errors import PipeError
@@ -54,7 +55,7 @@ class PipeDirection(Enum):
 
     @property
     def free_op(self) -> str:
-        return "tfree_to_aic" if self is PipeDirection.C2V else "tfree_to_aiv"
+        return op.tfree_to_aic if self is PipeDirection.C2V else op.tfree_to_aiv
 
 
 @dataclass(frozen=True)
@@ -79,20 +80,6 @@ class PipeSetup:
 def split_of(call: Call) -> SplitMode:
     """The call's ``split`` attr (absent means NONE)."""
     return call.attrs.get("split") or SplitMode.NONE
-
-
-def lane_share(data: torch.Tensor, mode: SplitMode, lane: int) -> torch.Tensor | None:
-    """Lane ``lane``'s rows (UP_DOWN) or columns (LEFT_RIGHT); lane 0 takes the ceiling half.
-
-    Under NONE lane 0 takes the whole tile and lane 1 nothing (None: a token).
-    """
-    axis = split_axis(mode)
-    if axis is None:
-        return data if lane == 0 else None
-    extent = data.shape[axis]
-    half = -(-extent // 2)
-    start = min(lane * half, extent)
-    return data.narrow(axis, start, min(half, extent - start))
 
 
 @dataclass(frozen=True)
