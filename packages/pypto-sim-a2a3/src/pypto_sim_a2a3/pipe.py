@@ -21,13 +21,14 @@ import torch
 
 from pypto.ir import Call, DeadlockError, SourceSpan, SplitMode, Target, TileType
 from pypto.ir.backend import Transfer
+from pypto.ir.errors import at_line
 from pypto.ir.ops import op, split_axis, split_shape
 from pypto.ir.semantics import lane_share
 from pypto.ir.types import MemorySpace, describe
 from pypto_sim_a2a3.cost import OpCost
 from pypto_sim_a2a3.errors import PipeError
 from pypto_sim_a2a3.memory import CoreMemory, torch_dtype
-from pypto_sim_a2a3.ring import TOKEN, Ring, RingSlot, SlotContent, SlotState, Token, at_line
+from pypto_sim_a2a3.ring import TOKEN, Ring, RingSlot, SlotContent, SlotState, Token
 from pypto_sim_a2a3.scheduler import Blocked, Event, Wait
 from pypto_sim_a2a3.timeline import Recorder
 

@@ -18,8 +18,6 @@ from pypto.ir import MemorySpace, SourceSpan, SplitMode, TileType
 from pypto.ir.errors import at_line
 from pypto_sim_a2a3.memory import CoreMemory
 
-__all__ = ["TOKEN", "Ring", "RingSlot", "SlotContent", "SlotState", "Token", "at_line"]
-
 
 class Token:
     """What a core holds where it has no data: lane 1's share of a ``split=NONE`` push, or any
