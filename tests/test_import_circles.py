@@ -95,7 +95,9 @@ def test_the_check_finds_a_circle_through_type_checking_and_relative_imports(tmp
     pkg = tmp_path / "pkg"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
-    (pkg / "a.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.b import B\n")
+    (pkg / "a.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.b import B\n"
+    )
     (pkg / "b.py").write_text("from .c import C\n")
     (pkg / "c.py").write_text("from pkg import a\n\ndef late():\n    from pkg import b\n")
     assert circles(import_graph(tmp_path)) == [["pkg.a", "pkg.b", "pkg.c"]]
