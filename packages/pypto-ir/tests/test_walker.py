@@ -94,7 +94,7 @@ def test_a_run_time_step_of_zero_is_a_loop_step_error():
     step = Var("step", INDEX)
     fn = sum_below(step)
     fn = Function(fn.name, (*fn.params, Param(step)), fn.body, fn.kind)
-    with pytest.raises(LoopStepError, match="pl.range over i would never end: its step, the value of step"):
+    with pytest.raises(LoopStepError, match=r"pl\.range over i would never end: its step, the value of step"):
         list(Recording(fn, [3, 0]).run())
 
 
