@@ -275,7 +275,7 @@ def gm_access(core: str, call: Call, args: Sequence[Any]) -> Access | None:
     tensor, name = args[tensor_at], call.args[tensor_at]
     label = name.name if isinstance(name, Var) else "a GM tensor"
     region = Region.box(args[offsets_at], _extent(call, args, tensor))
-    atomic = call.op == tile.store_atomic
+    atomic = call.op == _ATOMIC
     return Access(core, label, tensor_key(tensor), region, call.span, write, atomic)
 
 
@@ -294,20 +294,27 @@ _GM_OPERANDS: dict[str, tuple[bool, int, int]] = {
     tile.gather_row: (False, 1, 3),
     scalar.read: (False, 0, 1),
 }
+# Op names resolved once (a hot path: every op of every core asks).
+_ATOMIC, _READ, _GATHER, _LOADS = (
+    tile.store_atomic,
+    scalar.read,
+    tile.gather_row,
+    (tile.load, tile.load_partial),
+)
 # Op -> index of its run-time valid shape operand (when the call has it).
 _VALID_OPERAND = {tile.load_partial: 2, tile.store_partial: 3, tile.store_atomic: 3}
 
 
 def _extent(call: Call, args: Sequence[Any], tensor: torch.Tensor) -> tuple[int, ...]:
     """The extent of the GM box: the (run-time) valid shape, the gathered row, or one element."""
-    if call.op == scalar.read:
+    if call.op == _READ:
         return (1,) * tensor.dim()
-    if call.op == tile.gather_row:
+    if call.op == _GATHER:
         return tuple(call.attrs["shape"])
     valid_at = _VALID_OPERAND.get(call.op)
     if valid_at is not None and valid_at < len(args):
         return tuple(int(n) for n in args[valid_at])
-    tile_type = call.type if call.op in (tile.load, tile.load_partial) else call.args[0].type
+    tile_type = call.type if call.op in _LOADS else call.args[0].type
     assert isinstance(tile_type, TileType)
     return tile_type.valid_shape or tile_type.shape
 

@@ -23,6 +23,7 @@ from pypto_sim_a2a3.semantics import SEMANTICS
 from pypto_sim_a2a3.taskgraph import ParallelContext, Task
 
 Steps = Generator[Event, None, Any]
+_READ = scalar.read
 
 
 class TaskHost(Protocol):
@@ -67,7 +68,7 @@ class HostFrame(HostWalker):
         return None
 
     def apply(self, call: Call, args: tuple[Any, ...]) -> Steps:
-        if call.op == scalar.read:
+        if call.op == _READ:
             yield from self.chip.wait_for_writers(args[0], f"the tasks writing {_name(call.args[0])}", call)
         return (yield from super().apply(call, args))
 

@@ -150,13 +150,15 @@ class KernelFrame(KernelWalker):
 
 _CORE_UNITS = (Unit.VECTOR, Unit.CUBE, Unit.MTE, Unit.SCALAR)
 _FREE_OPS = (op.tfree_to_aic, op.tfree_to_aiv)
+# The data-movement ops whose path the target must have (names resolved once: a hot path).
+_LOAD, _STORE, _MOVE = tile.load, tile.store, tile.move
 
 
 def _is_work(call: Call) -> bool:
     """Ops a mirroring lane skips: loads, stores, compute, and anything else that makes a tile."""
-    op = get_op(call.op)
-    makes_tile = isinstance(call.type, TileType) and not op.in_pipe_slot
-    return op.unit in (Unit.VECTOR, Unit.CUBE, Unit.MTE) or makes_tile
+    spec = get_op(call.op)
+    makes_tile = isinstance(call.type, TileType) and not spec.in_pipe_slot
+    return spec.unit in (Unit.VECTOR, Unit.CUBE, Unit.MTE) or makes_tile
 
 
 def _skipped(call: Call, args: tuple[Any, ...]) -> Any:
@@ -167,44 +169,13 @@ def _skipped(call: Call, args: tuple[Any, ...]) -> Any:
 
 def _data_route(call: Call) -> tuple[MemorySpace, MemorySpace] | None:
     """The (source, destination) spaces of a data-movement op, or None for other ops."""
-    if call.op == tile.load and isinstance(call.type, TileType) and call.type.memory_space:
+    if call.op == _LOAD and isinstance(call.type, TileType) and call.type.memory_space:
         return MemorySpace.DDR, call.type.memory_space
     source = call.args[0].type if call.args else None
     if not isinstance(source, TileType) or source.memory_space is None:
         return None
-    if call.op == tile.store:
+    if call.op == _STORE:
         return source.memory_space, MemorySpace.DDR
-    if call.op == tile.move:
-        return source.memory_space, call.attrs["target_memory"]
-    return None
-
-
-_CORE_UNITS = (Unit.VECTOR, Unit.CUBE, Unit.MTE, Unit.SCALAR)
-_FREE_OPS = (op.tfree_to_aic, op.tfree_to_aiv)
-
-
-def _is_work(call: Call) -> bool:
-    """Ops a mirroring lane skips: loads, stores, compute, and anything else that makes a tile."""
-    op = get_op(call.op)
-    makes_tile = isinstance(call.type, TileType) and not op.in_pipe_slot
-    return op.unit in (Unit.VECTOR, Unit.CUBE, Unit.MTE) or makes_tile
-
-
-def _skipped(call: Call, args: tuple[Any, ...]) -> Any:
-    """What a skipped op evaluates to on a mirroring lane: the tensor it writes, or a token."""
-    writes = get_op(call.op).writes
-    return args[writes[0]] if writes else TOKEN
-
-
-def _data_route(call: Call) -> tuple[MemorySpace, MemorySpace] | None:
-    """The (source, destination) spaces of a data-movement op, or None for other ops."""
-    if call.op == tile.load and isinstance(call.type, TileType) and call.type.memory_space:
-        return MemorySpace.DDR, call.type.memory_space
-    source = call.args[0].type if call.args else None
-    if not isinstance(source, TileType) or source.memory_space is None:
-        return None
-    if call.op == tile.store:
-        return source.memory_space, MemorySpace.DDR
-    if call.op == tile.move:
+    if call.op == _MOVE:
         return source.memory_space, call.attrs["target_memory"]
     return None

@@ -379,7 +379,11 @@ def _intersection(a: Spans, b: Spans) -> int:
 
 @runtime_checkable
 class Backend(Protocol):
-    """A platform that can run lowered programs. Registered through the ``pypto`` plugin hooks."""
+    """A platform that can run lowered programs. Registered through the ``pypto`` plugin hooks.
+
+    A backend may also declare ``ops``, the op names it has semantics for, for
+    ``pypto.ir.walker.missing_semantics(backend.ops)`` to check (see docs/plugins.md).
+    """
 
     name: str
     target: Target

@@ -40,6 +40,8 @@ OpImpl = Any  # Callable[[Call, Sequence[Any]], Any]: an op's semantics
 
 # The indices a kernel reads of its seat: its AIV lane, its block of an spmd launch, the blocks.
 INDEX_OPS = frozenset({op.get_subblock_idx, op.get_block_idx, op.get_block_num})
+# Op names the walk compares with, resolved once.
+_CALL, _CREATE, _LANE, _BLOCK = op.call, tensor.create, op.get_subblock_idx, op.get_block_idx
 # Ops the walker's structure handles: a kernel launch.
 STRUCTURAL_OPS = frozenset({op.call})
 # Boundary ops the pass pipeline lowers into pipe pushes and pops: no backend receives them.
@@ -234,11 +236,11 @@ class HostWalker(Walker):
         """Launch ``plan``'s kernel on ``args`` (run it, or submit it as a task)."""
 
     def apply(self, call: Call, args: tuple[Any, ...]) -> Steps:
-        if call.op == op.call:
+        if call.op == _CALL:
             plan = self.loaded.plan(call)
             yield from self.launch(plan, call, args)
             return plan.result(args)
-        if call.op == tensor.create or call.op.startswith("scalar."):
+        if call.op == _CREATE or call.op.startswith("scalar."):
             return self.semantics_of(call)(call, args)
         raise self.error(
             f"{call.op} runs on a core but sits in the orchestration function",
@@ -266,9 +268,9 @@ class KernelWalker(Walker):
 
     def index(self, call: Call) -> int:
         """The value of one of :data:`INDEX_OPS`."""
-        if call.op == op.get_subblock_idx:
+        if call.op == _LANE:
             return self.seat.lane
-        return self.block if call.op == op.get_block_idx else self.block_num
+        return self.block if call.op == _BLOCK else self.block_num
 
 
 def drive(walk: Steps) -> Any:
