@@ -25,7 +25,7 @@ one seat of a launch and answers the lane and block indices itself::
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Collection, Generator, Mapping, Sequence
 from typing import Any
 
 from pypto.ir.errors import DeadlockError, LoopStepError, VerificationError, at_line
@@ -36,7 +36,7 @@ from pypto.ir.printer import format_expr
 from pypto.ir.types import TileType
 
 Steps = Generator[Any, None, Any]  # yields whatever the hooks yield; returns a value
-OpImpl = Any  # Callable[[Call, Sequence[Any]], Any]: an op's semantics
+OpImpl = Callable[[Call, Sequence[Any]], Any]  # an op's semantics: impl(call, args) -> value
 
 # The indices a kernel reads of its seat: its AIV lane, its block of an spmd launch, the blocks.
 INDEX_OPS = frozenset({op.get_subblock_idx, op.get_block_idx, op.get_block_num})
@@ -57,7 +57,7 @@ def received_ops() -> frozenset[str]:
     return frozenset(levelled | unprefixed | {tensor.create}) - STRUCTURAL_OPS - LOWERED_AWAY
 
 
-def missing_semantics(implemented: Sequence[str] | frozenset[str] | Mapping[str, Any]) -> list[str]:
+def missing_semantics(implemented: Collection[str]) -> list[str]:
     """The ops a backend can receive but does not implement, sorted: ``missing_semantics(SEMANTICS)``."""
     return sorted(received_ops() - set(implemented))
 
