@@ -30,6 +30,9 @@ from dataclasses import dataclass, field, replace
 
 from hypothesis import strategies as st
 
+from pypto.ir import MemorySpace
+from pypto.ir.targets import get_target
+
 # ---------------------------------------------------------------- dtypes
 
 
@@ -65,7 +68,7 @@ FLOATS = ("FP32", "FP16", "BF16")
 INTS = ("INT32", "INT16", "INT8")
 INT_RANGE = {"INT32": (-(2**31), 2**31 - 1), "INT16": (-(2**15), 2**15 - 1), "INT8": (-128, 127)}
 
-VEC_BUDGET = 188416  # a2a3 Vec bytes
+VEC_BUDGET = get_target("a2a3").usable(MemorySpace.Vec)  # a2a3 Vec bytes
 COMFORTABLE = 120000  # tiles below this many Vec bytes surely fit
 SPLIT_MODES = ("UP_DOWN", "LEFT_RIGHT", "NONE")
 

@@ -1,4 +1,4 @@
-"""A test target with the a2a3 memory sizes, and a backend that records what it was given.
+"""The a2a3 target (for the tests' in-process plugin), and a backend that records what it was given.
 
 This package is tested without any backend plugin installed, so tests register these in-process.
 """
@@ -9,38 +9,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pypto.ir import MemorySpace, MemorySpec, Program, RunReport, Target
+from pypto.ir import Program, RunReport, Target
+from pypto.ir.targets import get_target
 from pypto.runtime import hookimpl
 
-M = MemorySpace
-
-A2A3_LIKE = Target(
-    name="a2a3",
-    core_groups=24,
-    aic_per_group=1,
-    aiv_per_group=2,
-    clock_mhz=1850,
-    memory={
-        M.Vec: MemorySpec(196608, 188416),
-        M.Mat: MemorySpec(524288, 524288),
-        M.Left: MemorySpec(65536, 65536),
-        M.Right: MemorySpec(65536, 65536),
-        M.Acc: MemorySpec(131072, 131072),
-        M.Bias: MemorySpec(1024, 1024),
-    },
-    data_paths=frozenset(
-        {
-            (M.DDR, M.Vec),
-            (M.DDR, M.Mat),
-            (M.Vec, M.DDR),
-            (M.Mat, M.Left),
-            (M.Mat, M.Right),
-            (M.Mat, M.Bias),
-            (M.Acc, M.Mat),
-            (M.Acc, M.DDR),
-        }
-    ),
-)
+A2A3_LIKE = get_target("a2a3")  # the built-in a2a3 target, registered in-process by the tests
 
 
 @dataclass

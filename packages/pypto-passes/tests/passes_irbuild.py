@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pypto.ir import (
     INDEX,
     Assign,
@@ -13,51 +15,25 @@ from pypto.ir import (
     Function,
     FunctionKind,
     MemorySpace,
-    MemorySpec,
     Param,
     Program,
     Return,
     ScopeStmt,
     SplitMode,
     Stmt,
-    Target,
     TensorType,
     TupleExpr,
     TupleType,
     Var,
     make_call,
 )
+from pypto.ir.targets import get_target
 
 FP16, FP32 = DataType.FP16, DataType.FP32
 M = MemorySpace
 
-TARGET = Target(
-    name="test-a2a3",
-    core_groups=24,
-    aic_per_group=1,
-    aiv_per_group=2,
-    clock_mhz=1850,
-    memory={
-        M.Vec: MemorySpec(196608, 188416),
-        M.Mat: MemorySpec(524288, 524288),
-        M.Left: MemorySpec(65536, 65536),
-        M.Right: MemorySpec(65536, 65536),
-        M.Acc: MemorySpec(131072, 131072),
-        M.Bias: MemorySpec(1024, 1024),
-    },
-    data_paths=frozenset(
-        {
-            (M.DDR, M.Vec),
-            (M.DDR, M.Mat),
-            (M.Vec, M.DDR),
-            (M.Mat, M.Left),
-            (M.Mat, M.Right),
-            (M.Mat, M.Bias),
-            (M.Acc, M.Mat),
-            (M.Acc, M.DDR),
-        }
-    ),
-)
+# The a2a3 chip's data under a test name (messages that name the target say test-a2a3).
+TARGET = replace(get_target("a2a3"), name="test-a2a3")
 
 
 def tensor(name: str, shape: list[int], dtype: DataType = FP32) -> Var:

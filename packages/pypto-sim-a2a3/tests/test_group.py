@@ -8,7 +8,8 @@ from sim_lowered import FP32, FunctionBuilder, Mem, rand, run, single, tensor_t,
 from sim_mixed import MatmulBias, group_program, round_trip, scale_then_matmul
 
 from pypto.ir import Direction, FunctionKind, MemorySpace, SplitMode
-from pypto_sim_a2a3 import A2A3_TARGET, PipeError
+from pypto.ir import launch as launch_plans
+from pypto_sim_a2a3 import A2A3_TARGET, A2A3SimBackend, PipeError
 from pypto_sim_a2a3.chip import Chip
 from pypto_sim_a2a3.pipe import lane_share
 
@@ -191,3 +192,16 @@ def test_the_lanes_stall_waiting_for_the_cube_and_stalls_are_not_busy_time():
 def test_a_kernel_running_alone_never_stalls():
     report = run(single(vector_binary_kernel("tile.add")), rand(64, 128), rand(64, 128), torch.zeros(64, 128))
     assert report.stall_cycles == {"cg0.AIC": 0, "cg0.AIV0": 0, "cg0.AIV1": 0}
+
+
+def test_the_launch_plan_is_made_once_per_program_not_at_every_launch(monkeypatch):
+    planned = []
+    group_members = launch_plans.group_members
+    monkeypatch.setattr(launch_plans, "group_members", lambda *a: planned.append(a) or group_members(*a))
+    kernel = MatmulBias(blocks=2, rows=64, k=128)
+    prog, backend = kernel.program(), A2A3SimBackend()
+    for seed in (0, 1):
+        a, b, bias, out = kernel.args(seed=seed)
+        backend.run(prog, [a, b, bias, out], {})
+        torch.testing.assert_close(out, kernel.expected(a, b, bias))
+    assert len(planned) == 1

@@ -10,10 +10,12 @@ import pluggy
 
 import pypto_sim_a2a3
 from pypto.ir import Backend, MemorySpace, Target
+from pypto.ir.targets import get_target
 from pypto_sim_a2a3 import A2A3_TARGET, A2A3SimBackend, plugin
 
 SOURCE = Path(pypto_sim_a2a3.__file__).parent
 hookspec = pluggy.HookspecMarker("pypto")
+Mem = MemorySpace
 
 
 class Specs:
@@ -52,17 +54,18 @@ def test_package_exports_backend_target_and_version():
     assert pypto_sim_a2a3.__version__ == importlib.metadata.version("pypto-sim-a2a3")
 
 
-def test_target_holds_the_a2a3_memory_and_paths():
-    assert (A2A3_TARGET.core_groups, A2A3_TARGET.aic_per_group, A2A3_TARGET.aiv_per_group) == (24, 1, 2)
-    assert A2A3_TARGET.usable(MemorySpace.Vec) == 188416
-    assert A2A3_TARGET.spec(MemorySpace.Vec).capacity == 196608
+def test_the_simulator_models_the_a2a3_target_that_pypto_ir_declares():
+    assert A2A3_TARGET is get_target("a2a3")
+    assert A2A3_TARGET.spaces_of("AIV") == (MemorySpace.Vec,)
+    assert set(A2A3_TARGET.spaces_of("AIC")) == {Mem.Mat, Mem.Left, Mem.Right, Mem.Acc, Mem.Bias}
     assert not A2A3_TARGET.is_legal_path(MemorySpace.Acc, MemorySpace.Vec)
     assert A2A3_TARGET.is_legal_path(MemorySpace.Acc, MemorySpace.Mat)
 
 
 def test_mte2_constants_fit_the_two_vendor_reference_loads():
     cost = A2A3_TARGET.cost
-    for nbytes, cycles in ((65536, 2090), (131072, 2775)):
+    assert len(A2A3_TARGET.calibration["mte2"]) == 2
+    for nbytes, cycles in A2A3_TARGET.calibration["mte2"]:
         modeled = cost["mte2_latency_cycles"] + nbytes / cost["mte2_bytes_per_cycle"]
         assert abs(modeled - cycles) < 1
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from pypto.ir import Function, FunctionKind, PlatformError, Program, RunReport, VerificationError
+from pypto.ir.launch import LoadedProgram
 from pypto_sim_a2a3.target import A2A3_TARGET
 
 TORCH_HINT = "install it: pip install torch (this project pins the CPU build in constraints.txt)"
@@ -24,6 +26,18 @@ class A2A3SimBackend:
 
     name = "a2a3sim"
     target = A2A3_TARGET
+
+    def __init__(self) -> None:
+        # Each program's launch plans, made on its first run (the runtime runs one program often).
+        self._loaded: WeakKeyDictionary[Program, LoadedProgram] = WeakKeyDictionary()
+
+    @property
+    def ops(self) -> frozenset[str]:
+        """The ops this backend has semantics for (needs torch)."""
+        from pypto_sim_a2a3.crosscore import LAUNCH_OPS
+        from pypto_sim_a2a3.semantics import SEMANTICS
+
+        return frozenset(SEMANTICS) | frozenset(LAUNCH_OPS)
 
     def run(self, program: Program, args: Sequence[Any], options: Mapping[str, Any]) -> RunReport:
         """Run ``program``'s entry with ``args`` (torch tensors written in place, Python scalars).
@@ -44,7 +58,12 @@ class A2A3SimBackend:
                 TORCH_HINT,
             ) from None
         check_arguments(entry, args)
-        chip = Chip(program, self.target, self.name, options.get("on_task"), options.get("on_progress"))
+        loaded = self._loaded.get(program)
+        if loaded is None:
+            loaded = self._loaded[program] = LoadedProgram(program, self.target.aiv_per_group)
+        chip = Chip(
+            program, self.target, self.name, options.get("on_task"), options.get("on_progress"), loaded
+        )
         outputs = chip.run(entry, args)
         return chip.report(outputs)
 

@@ -20,9 +20,9 @@ from typing import Any
 import torch
 
 from pypto.ir import Call, SourceSpan, Var
+from pypto.ir.errors import at_line
 from pypto_sim_a2a3.coherence import TensorKey, tensor_key
 from pypto_sim_a2a3.errors import BarrierError
-from pypto_sim_a2a3.ring import at_line
 from pypto_sim_a2a3.scheduler import Blocked, Event, Wait
 from pypto_sim_a2a3.target import CoreKind
 

@@ -22,13 +22,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from pypto.ir import Call, Function, Program, RunReport, Target, TaskRecord
+from pypto.ir.launch import LaunchPlan, LoadedProgram
+from pypto_sim_a2a3.cores import Core, CoreGroup
 from pypto_sim_a2a3.cost import CostModel
-from pypto_sim_a2a3.interpreter import HostFrame, KernelFrame
-from pypto_sim_a2a3.launch import Launch, Placement, Site, plan_launch, resolve_callee
-from pypto_sim_a2a3.memory import CoreMemory
+from pypto_sim_a2a3.host import HostFrame
+from pypto_sim_a2a3.interpreter import KernelFrame
+from pypto_sim_a2a3.launch import Launch, Placement, Site, check_arguments, plan_launch
 from pypto_sim_a2a3.races import TaskRaces
 from pypto_sim_a2a3.scheduler import Advance, Event, Scheduler, Wait
-from pypto_sim_a2a3.target import CORE_MEMORY_SPACES, CoreKind
 from pypto_sim_a2a3.taskgraph import ParallelContext, Task, TaskGraph
 from pypto_sim_a2a3.timeline import Recorder
 
@@ -38,56 +39,9 @@ HOST = "host"  # the AICPU thread running the orchestration: it submits tasks
 SCHEDULER = "scheduler"  # the AICPU thread that resolves, dispatches and retires tasks
 
 
-@dataclass(eq=False)
-class Core:
-    """One core (or the host): a modeled clock, its busy and stall cycles, and its on-chip memory.
-
-    ``task`` names the kernel the core runs now, so the timeline can attribute its slices.
-    """
-
-    name: str
-    memory: CoreMemory | None = None
-    clock: int = 0
-    busy: int = 0
-    stalled: int = 0
-    task: str = ""
-
-    def advance(self, unit: str, cycles: int) -> None:
-        """Spend ``cycles`` on ``unit``: the clock moves and the core counts as busy."""
-        self.clock += cycles
-        self.busy += cycles
-
-    def stall(self, cycles: int) -> None:
-        """Wait ``cycles`` blocked on a pipe, a barrier or a task: the clock moves, nothing is busy."""
-        self.clock += cycles
-        self.stalled += cycles
-
-
-@dataclass(eq=False)
-class CoreGroup:
-    """One AIC and its AIV lanes, e.g. ``cg0.AIC``, ``cg0.AIV0``, ``cg0.AIV1``."""
-
-    index: int
-    aic: Core
-    aiv: tuple[Core, ...]
-
-    @classmethod
-    def build(cls, index: int, target: Target) -> CoreGroup:
-        """A core group of ``target`` with fresh memory."""
-
-        def core(name: str, kind: CoreKind) -> Core:
-            return Core(f"cg{index}.{name}", CoreMemory(target, CORE_MEMORY_SPACES[kind]))
-
-        aiv = tuple(core(f"AIV{lane}", CoreKind.AIV) for lane in range(target.aiv_per_group))
-        return cls(index, core("AIC", CoreKind.AIC), aiv)
-
-    @property
-    def cores(self) -> tuple[Core, ...]:
-        return (self.aic, *self.aiv)
-
-
 class Chip:
-    """One simulated chip running one program."""
+    """One simulated chip running one program (``loaded``: the program's launch plans, made once
+    per program by the backend; made here if not given)."""
 
     def __init__(
         self,
@@ -96,8 +50,10 @@ class Chip:
         platform: str,
         on_task: Callable[[str], None] | None = None,
         on_progress: ProgressObserver | None = None,
+        loaded: LoadedProgram | None = None,
     ):
         self.program = program
+        self.loaded = loaded or LoadedProgram(program, target.aiv_per_group)
         self.on_task = on_task  # told each retired task's kernel name (the runtime's progress bar)
         self.on_progress = on_progress  # told how far each running task has got (the same bar)
         self.target = target
@@ -132,16 +88,22 @@ class Chip:
     # ------------------------------------------------------------ the host
 
     def _orchestrate(self, entry: Function, args: Sequence[Any]) -> Generator[Event, None, tuple[Any, ...]]:
-        result = yield from HostFrame(entry, args, self).run()
+        result = yield from HostFrame(entry, args, self.loaded, self).run()
         self._orchestrated = True
         yield Wait(self.graph.all_retired, "every task to finish", entry.span)
         return result
 
     def submit(
-        self, call: Call, args: Sequence[Any], parallel: ParallelContext, declared: Sequence[Task]
+        self,
+        plan: LaunchPlan,
+        call: Call,
+        args: Sequence[Any],
+        parallel: ParallelContext,
+        declared: Sequence[Task],
     ) -> Generator[Event, None, Task]:
         """Host side of a ``call``: hand its task to the scheduler; the host goes on at once."""
-        kernel = resolve_callee(self.program, call, args)
+        kernel = plan.kernel
+        check_arguments(kernel, args, call.span)
         yield Advance("AICPU", self.cost.submit_cycles(), f"submit {kernel.name}", call.span)
         task = self.graph.submit(kernel, call, args, parallel, declared)
         if self.graph.ready(task):
@@ -190,9 +152,8 @@ class Chip:
             self.races.access(task, block, core, call, args)
 
         site = Site(group, block, task.blocks, on_gm, self._step_observer(task))
-        launch, placements = plan_launch(
-            self.program, task.kernel, task.args, task.call, site, self.target, self.recorder
-        )
+        plan = self.loaded.plans[task.kernel.name]
+        launch, placements = plan_launch(plan, task.args, site, self.target, self.recorder)
         run = _BlockRun(task, block, launch, self.dispatcher.clock)
         for placement in placements:
             core = placement.role.core
@@ -210,7 +171,7 @@ class Chip:
 
     def _run_kernel(self, placement: Placement, run: _BlockRun) -> Generator[Event, None, tuple[Any, ...]]:
         role = placement.role
-        result = yield from KernelFrame(placement.kernel, placement.args, role, self.cost).run()
+        result = yield from KernelFrame(placement.seat, placement.args, role, self.cost).run()
         role.launch.finish(role)
         if role.launch.done:
             self._block_done(run)

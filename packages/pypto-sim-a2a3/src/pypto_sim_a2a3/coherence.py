@@ -27,8 +27,9 @@ from typing import Any
 import torch
 
 from pypto.ir import Call, RaceError, SourceSpan, TileType, Var
+from pypto.ir.errors import at_line
+from pypto.ir.ops import scalar, tile
 from pypto_sim_a2a3.errors import OutOfBoundsError
-from pypto_sim_a2a3.ring import at_line
 
 TensorKey = tuple[int, int, tuple[int, ...], tuple[int, ...]]
 
@@ -274,7 +275,7 @@ def gm_access(core: str, call: Call, args: Sequence[Any]) -> Access | None:
     tensor, name = args[tensor_at], call.args[tensor_at]
     label = name.name if isinstance(name, Var) else "a GM tensor"
     region = Region.box(args[offsets_at], _extent(call, args, tensor))
-    atomic = call.op == "tile.store_atomic"
+    atomic = call.op == _ATOMIC
     return Access(core, label, tensor_key(tensor), region, call.span, write, atomic)
 
 
@@ -285,30 +286,37 @@ def gm_tensor(call: Call, args: Sequence[Any]) -> torch.Tensor:
 
 # Op -> (writes GM?, index of the GM tensor operand, index of its offsets operand).
 _GM_OPERANDS: dict[str, tuple[bool, int, int]] = {
-    "tile.load": (False, 0, 1),
-    "tile.load_partial": (False, 0, 1),
-    "tile.store": (True, 2, 1),
-    "tile.store_partial": (True, 2, 1),
-    "tile.store_atomic": (True, 2, 1),
-    "tile.gather_row": (False, 1, 3),
-    "scalar.read": (False, 0, 1),
+    tile.load: (False, 0, 1),
+    tile.load_partial: (False, 0, 1),
+    tile.store: (True, 2, 1),
+    tile.store_partial: (True, 2, 1),
+    tile.store_atomic: (True, 2, 1),
+    tile.gather_row: (False, 1, 3),
+    scalar.read: (False, 0, 1),
 }
+# Op names resolved once (a hot path: every op of every core asks).
+_ATOMIC, _READ, _GATHER, _LOADS = (
+    tile.store_atomic,
+    scalar.read,
+    tile.gather_row,
+    (tile.load, tile.load_partial),
+)
 # Op -> index of its run-time valid shape operand (when the call has it).
-_VALID_OPERAND = {"tile.load_partial": 2, "tile.store_partial": 3, "tile.store_atomic": 3}
+_VALID_OPERAND = {tile.load_partial: 2, tile.store_partial: 3, tile.store_atomic: 3}
 
 
 def _extent(call: Call, args: Sequence[Any], tensor: torch.Tensor) -> tuple[int, ...]:
     """The extent of the GM box: the (run-time) valid shape, the gathered row, or one element."""
-    if call.op == "scalar.read":
+    if call.op == _READ:
         return (1,) * tensor.dim()
-    if call.op == "tile.gather_row":
+    if call.op == _GATHER:
         return tuple(call.attrs["shape"])
     valid_at = _VALID_OPERAND.get(call.op)
     if valid_at is not None and valid_at < len(args):
         return tuple(int(n) for n in args[valid_at])
-    tile = call.type if call.op.startswith("tile.load") else call.args[0].type
-    assert isinstance(tile, TileType)
-    return tile.valid_shape or tile.shape
+    tile_type = call.type if call.op in _LOADS else call.args[0].type
+    assert isinstance(tile_type, TileType)
+    return tile_type.valid_shape or tile_type.shape
 
 
 def _shared(a: Access, b: Access) -> Region | None:

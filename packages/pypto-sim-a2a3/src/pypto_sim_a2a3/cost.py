@@ -15,6 +15,7 @@ from math import ceil, prod
 
 from pypto.ir import Call, DataType, MemorySpace, PlatformError, Target, TileType, get_op
 from pypto.ir.backend import ROOF_CUBE, ROOF_MEMORY, ROOF_VECTOR
+from pypto.ir.ops import op, system
 from pypto_sim_a2a3.scheduler import Advance
 
 Mem = MemorySpace
@@ -47,12 +48,12 @@ _MOVE_RATES: dict[tuple[MemorySpace, MemorySpace], tuple[str, str]] = {
 }
 
 # Push op -> the producer's unit that writes the tile out; the consumer reads it in by MTE2.
-_PUSH_UNIT: dict[str, str] = {"tpush_to_aiv": "FIXPIPE", "tpush_to_aic": "MTE3"}
+_PUSH_UNIT: dict[str, str] = {op.tpush_to_aiv: "FIXPIPE", op.tpush_to_aic: "MTE3"}
 
-# system.* op -> its constant (syncall's depends on its mode).
+# system.* op -> its constant (syncall's, absent here, depends on its mode).
 _SYNC_CYCLES: dict[str, str] = {
-    "system.fence": "fence_cycles",
-    "system.cacheinvalid": "cacheinvalid_cycles",
+    system.fence: "fence_cycles",
+    system.cacheinvalid: "cacheinvalid_cycles",
 }
 
 
@@ -205,10 +206,7 @@ class CostModel:
         return lambda call: OpCost("SCALAR", ceil(self.constant(name)))
 
     def _sync(self, call: Call) -> OpCost:
-        if call.op == "system.syncall":
-            name = f"syncall_{call.attrs.get('mode', 'hard')}_cycles"
-        else:
-            name = _SYNC_CYCLES[call.op]
+        name = _SYNC_CYCLES.get(call.op) or f"syncall_{call.attrs.get('mode', 'hard')}_cycles"
         return OpCost("SCALAR", ceil(self.constant(name)))
 
     def _scalar(self, call: Call) -> OpCost:

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from pypto.ir import Call, SplitMode, TileType
+from pypto.ir.ops import op, system
 from pypto_sim_a2a3.cost import CostModel, tile_bytes
 from pypto_sim_a2a3.errors import PipeError
 from pypto_sim_a2a3.launch import CoreRole
@@ -48,13 +49,13 @@ def _spend(cost: CostModel, call: Call) -> Generator[Event, None, None]:
     yield cost.op_cost(call).on(call)
 
 
-@_handles("aic_initialize_pipe", "aiv_initialize_pipe")
+@_handles(op.aic_initialize_pipe, op.aiv_initialize_pipe)
 def _initialize(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
     role.launch.initialize_pipes(role, call)
     yield from _spend(cost, call)
 
 
-@_handles("tpush_to_aiv", "tpush_to_aic")
+@_handles(op.tpush_to_aiv, op.tpush_to_aic)
 def _push(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
     pipe = role.launch.pipe(role, call)
     tile = call.args[0].type
@@ -70,23 +71,23 @@ def _push(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) ->
     yield from pipe.push(role.name, role.lane, call, args[0], cost.push_cost(call, nbytes))
 
 
-@_handles("tpop_from_aic", "tpop_from_aiv")
+@_handles(op.tpop_from_aic, op.tpop_from_aiv)
 def _pop(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
     pipe = role.launch.pipe(role, call)
     slot, value = yield from pipe.pop(role.name, call, cost.pop_cost)
     return Popped(slot, value)
 
 
-@_handles("tfree_to_aic", "tfree_to_aiv")
+@_handles(op.tfree_to_aic, op.tfree_to_aiv)
 def _free(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
     pipe = role.launch.pipe(role, call)
     yield from pipe.free(role.name, role.take_popped(call), call, cost.op_cost(call))
 
 
 _INDICES: dict[str, Callable[[CoreRole], int]] = {
-    "get_subblock_idx": lambda role: role.lane,
-    "get_block_idx": lambda role: role.launch.site.block,
-    "get_block_num": lambda role: role.launch.site.block_num,
+    op.get_subblock_idx: lambda role: role.lane,
+    op.get_block_idx: lambda role: role.launch.site.block,
+    op.get_block_num: lambda role: role.launch.site.block_num,
 }
 
 
@@ -96,19 +97,19 @@ def _index(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -
     return _INDICES[call.op](role)
 
 
-@_handles("system.fence")
+@_handles(system.fence)
 def _fence(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
     role.launch.gm.fence(role.core.name)
     yield from _spend(cost, call)
 
 
-@_handles("system.cacheinvalid")
+@_handles(system.cacheinvalid)
 def _cacheinvalid(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
     role.launch.gm.invalidate(role.core.name, call, args)
     yield from _spend(cost, call)
 
 
-@_handles("system.syncall")
+@_handles(system.syncall)
 def _syncall(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
     launch = role.launch
     round_, counted = launch.barrier.join(role.name, call, args)

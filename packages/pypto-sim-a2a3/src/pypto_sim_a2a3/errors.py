@@ -3,6 +3,16 @@
 from __future__ import annotations
 
 from pypto.ir import PyptoError
+from pypto.ir.errors import LoopStepError
+
+__all__ = [
+    "BarrierError",
+    "DivisionByZeroError",
+    "LoopStepError",  # raised by the shared walker (pypto.ir.walker), for every backend
+    "OutOfBoundsError",
+    "PipeError",
+    "ScalarRangeError",
+]
 
 
 class OutOfBoundsError(PyptoError, IndexError):
@@ -25,7 +35,3 @@ class PipeError(PyptoError, ValueError):
 class BarrierError(PyptoError, ValueError):
     """A ``system.syncall`` used wrongly: a non-zero soft-sync workspace, a core the barrier does
     not include."""
-
-
-class LoopStepError(PyptoError, ValueError):
-    """A loop whose step is a run-time value that comes out 0: it would never end."""

@@ -1,66 +1,43 @@
-"""One task's launch on a core group: which kernel runs on which core, and what the cores share.
+"""One task's launch on a core group: the cores its plan seats, and what they share.
 
-A plain AIC or AIV kernel runs alone, on the AIC or on AIV lane 0; an AIV kernel split ``UP_DOWN``
-or ``LEFT_RIGHT`` (``attrs["split"]``) is data-parallel and runs on both AIV lanes, each on its
-share (its lane from ``get_subblock_idx``). A ``Group`` kernel's body calls
-its AIC kernel, then its AIV kernel: the first runs on the AIC and the second on both AIV lanes,
-all three concurrently, sharing the launch's pipes (``<group>_c2v``, ``<group>_v2c``), its
-``system.syncall`` barrier and its record of GM accesses.
-
-Mirror lane: when every pipe push and pop of a Group's AIV kernel has ``split=NONE`` and the kernel
-never asks for its lane (``get_subblock_idx``), lane 1 *mirrors* lane 0 — it follows the control
-flow and does every pipe handshake (with data-less tokens) and barrier, but no loads, stores or
-compute, so lane 0 alone does the work. The same holds for a Group that ``pl.split(NONE)`` made
-(``attrs["split"]`` is ``NONE``) whose vector side uses no pipe at all: "lane 0 does the vector
-work" whatever crosses. A kernel that asks for its lane divides the work by lane itself, so both
-its lanes compute; so do the lanes of an explicit ``pl.split_aiv`` region that uses no pipe.
+Which kernel runs on which core is planned once per program (:mod:`pypto.ir.launch`: an AIC or AIV
+kernel alone, a split AIV kernel on both lanes, a Group's AIC and AIV kernels at once, lane 1
+mirroring lane 0 when it only follows the handshakes). A :class:`Launch` puts a plan on one core
+group: a :class:`CoreRole` per seat, and what the cores share — the pipes (``<group>_c2v``,
+``<group>_v2c``), the ``system.syncall`` barrier and the record of GM accesses.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pypto.ir import (
-    Call,
-    Const,
-    Eval,
-    Expr,
-    For,
-    Function,
-    FunctionKind,
-    Program,
-    SourceSpan,
-    SplitMode,
-    Target,
-    Var,
-    VerificationError,
-)
-from pypto.ir.nodes import stmt_exprs, walk_expr, walk_stmts
-from pypto.ir.ops import split_axis
+from pypto.ir import Call, Function, FunctionKind, SourceSpan, Target, Var, VerificationError
+from pypto.ir.errors import at_line
+from pypto.ir.launch import LaunchPlan, Seat
+from pypto.ir.ops import op
 from pypto_sim_a2a3.arguments import argument_mismatch
 from pypto_sim_a2a3.barrier import SyncAll
 from pypto_sim_a2a3.coherence import GmOrder
+from pypto_sim_a2a3.cores import Core, CoreGroup
 from pypto_sim_a2a3.errors import PipeError
-from pypto_sim_a2a3.pipe import Pipe, PipeDirection, PipeSetup, split_of
-from pypto_sim_a2a3.ring import RingSlot, at_line
+from pypto_sim_a2a3.pipe import Pipe, PipeDirection, PipeSetup
+from pypto_sim_a2a3.ring import RingSlot
 from pypto_sim_a2a3.target import CoreKind
 from pypto_sim_a2a3.timeline import Recorder
 
-if TYPE_CHECKING:
-    from pypto_sim_a2a3.chip import Core, CoreGroup
-
 # Pipe op -> (its pipe's direction, the kind of core that runs it).
 PIPE_OPS: dict[str, tuple[PipeDirection, CoreKind]] = {
-    "tpush_to_aiv": (PipeDirection.C2V, CoreKind.AIC),
-    "tpop_from_aic": (PipeDirection.C2V, CoreKind.AIV),
-    "tfree_to_aic": (PipeDirection.C2V, CoreKind.AIV),
-    "tpush_to_aic": (PipeDirection.V2C, CoreKind.AIV),
-    "tpop_from_aiv": (PipeDirection.V2C, CoreKind.AIC),
-    "tfree_to_aiv": (PipeDirection.V2C, CoreKind.AIC),
+    op.tpush_to_aiv: (PipeDirection.C2V, CoreKind.AIC),
+    op.tpop_from_aic: (PipeDirection.C2V, CoreKind.AIV),
+    op.tfree_to_aic: (PipeDirection.C2V, CoreKind.AIV),
+    op.tpush_to_aic: (PipeDirection.V2C, CoreKind.AIV),
+    op.tpop_from_aiv: (PipeDirection.V2C, CoreKind.AIC),
+    op.tfree_to_aiv: (PipeDirection.V2C, CoreKind.AIC),
 }
-_INIT_OPS = {"aic_initialize_pipe": CoreKind.AIC, "aiv_initialize_pipe": CoreKind.AIV}
+_INIT_OPS = {op.aic_initialize_pipe: CoreKind.AIC, op.aiv_initialize_pipe: CoreKind.AIV}
+_CORE_KINDS = {FunctionKind.AIC: CoreKind.AIC, FunctionKind.AIV: CoreKind.AIV}
 
 
 @dataclass(eq=False)
@@ -98,14 +75,18 @@ class CoreRole:
 
 @dataclass(frozen=True)
 class Placement:
-    """One kernel body to run on one core of a launch."""
+    """One kernel body to run on one core of a launch: the plan's seat, on ``role``'s core."""
 
     role: CoreRole
-    kernel: Function
+    seat: Seat
     args: tuple[Any, ...]
 
+    @property
+    def kernel(self) -> Function:
+        return self.seat.kernel
 
-Seat = tuple["Core", CoreKind, int, bool]  # core, kind, lane, mirror
+
+Seating = tuple[Core, CoreKind, int, bool, bool]  # core, kind, lane, mirror, reports progress
 GmObserver = Callable[[str, Call, Sequence[Any]], None]  # (core, op, its values) before a GM access
 StepObserver = Callable[[int, int], None]  # (iterations done, iterations) of the outermost loop
 
@@ -130,7 +111,7 @@ class Launch:
         name: str,
         site: Site,
         target: Target,
-        seats: Sequence[Seat],
+        seats: Sequence[Seating],
         recorder: Recorder,
         piped: bool,
         pipe_name: str | None = None,
@@ -141,7 +122,10 @@ class Launch:
         self.site = site
         self.group = site.group
         self.target = target
-        self.roles = [CoreRole(self, core, kind, lane, mirror) for core, kind, lane, mirror in seats]
+        self.roles = [
+            CoreRole(self, core, kind, lane, mirror, reports_progress=reports)
+            for core, kind, lane, mirror, reports in seats
+        ]
         self.finished: set[str] = set()
         self.gm = GmOrder()
         self.barrier = SyncAll({role.name: role.kind for role in self.roles}, self.finished)
@@ -250,136 +234,28 @@ class Launch:
 
 
 def plan_launch(
-    program: Program,
-    kernel: Function,
-    args: tuple[Any, ...],
-    call: Call,
-    site: Site,
-    target: Target,
-    recorder: Recorder,
+    plan: LaunchPlan, args: tuple[Any, ...], site: Site, target: Target, recorder: Recorder
 ) -> tuple[Launch, list[Placement]]:
-    """The launch of ``kernel`` on ``site``'s core group and the kernel body each of its cores runs.
-
-    The first core (the AIC, then the lanes in order) whose kernel has a loop reports the
-    launch's progress: the iterations of its outermost loop."""
-    launch, placements = _plan(program, kernel, args, call, site, target, recorder)
-    reporter = next((p for p in placements if _has_loop(p.kernel)), None)
-    if reporter is not None:
-        reporter.role.reports_progress = True
+    """The launch of ``plan`` on ``site``'s core group and the kernel body each of its cores runs."""
+    group = site.group
+    seats: list[Seating] = []
+    for seat in plan.seats:
+        core = group.aic if seat.kind is FunctionKind.AIC else group.aiv[seat.lane]
+        seats.append((core, _CORE_KINDS[seat.kind], seat.lane, seat.mirror, seat.reports_progress))
+    name = plan.kernel.name
+    launch = Launch(name, site, target, seats, recorder, plan.piped, plan.pipe_name)
+    placements = []
+    for role, seat in zip(launch.roles, plan.seats, strict=True):
+        kernel_args = seat.args(args)
+        if seat.kernel is not plan.kernel:
+            check_arguments(seat.kernel, kernel_args, seat.span)
+        placements.append(Placement(role, seat, kernel_args))
     return launch, placements
 
 
-def _has_loop(kernel: Function) -> bool:
-    return any(isinstance(stmt, For) for stmt in walk_stmts(kernel.body))
-
-
-def _plan(
-    program: Program,
-    kernel: Function,
-    args: tuple[Any, ...],
-    call: Call,
-    site: Site,
-    target: Target,
-    recorder: Recorder,
-) -> tuple[Launch, list[Placement]]:
-    group = site.group
-    if kernel.kind is FunctionKind.AIV and data_parallel(kernel):
-        lanes = [(core, CoreKind.AIV, lane, False) for lane, core in enumerate(group.aiv)]
-        launch = Launch(kernel.name, site, target, lanes, recorder, piped=False)
-        return launch, [Placement(role, kernel, args) for role in launch.roles]
-    if kernel.kind in (FunctionKind.AIC, FunctionKind.AIV):
-        aic = kernel.kind is FunctionKind.AIC
-        seat = (group.aic, CoreKind.AIC, 0, False) if aic else (group.aiv[0], CoreKind.AIV, 0, False)
-        launch = Launch(kernel.name, site, target, [seat], recorder, piped=False)
-        return launch, [Placement(launch.roles[0], kernel, args)]
-    if kernel.kind is FunctionKind.Group:
-        (aic_fn, aic_args), (aiv_fn, aiv_args) = group_members(program, kernel, args)
-        seats: list[Seat] = [(group.aic, CoreKind.AIC, 0, False)]
-        mirror = mirrors_lane_1(aiv_fn, unsplit=kernel.attrs.get("split") is SplitMode.NONE)
-        seats += [(core, CoreKind.AIV, lane, mirror and lane > 0) for lane, core in enumerate(group.aiv)]
-        pipe_name = kernel.attrs.get("pipe_name")
-        launch = Launch(kernel.name, site, target, seats, recorder, piped=True, pipe_name=pipe_name)
-        aic_role, *aiv_roles = launch.roles
-        aiv = [Placement(role, aiv_fn, aiv_args) for role in aiv_roles]
-        return launch, [Placement(aic_role, aic_fn, aic_args), *aiv]
-    raise VerificationError(
-        f"{kernel.name} is a {kernel.kind.value} function, not a kernel a core can run",
-        call.span,
-        "run the pass pipeline: it splits InCore functions into AIC and AIV kernels",
-    )
-
-
-def data_parallel(kernel: Function) -> bool:
-    """True for an AIV kernel split UP_DOWN or LEFT_RIGHT: both lanes run it, each on its share."""
-    return split_axis(kernel.attrs.get("split") or SplitMode.NONE) is not None
-
-
-def resolve_callee(program: Program, call: Call, args: Sequence[Any]) -> Function:
-    """The kernel a ``call`` names, after checking ``args`` against its parameters."""
-    name = call.attrs.get("callee", "")
-    try:
-        kernel = program.function(name)
-    except KeyError:
-        raise VerificationError(f"call to unknown kernel {name!r}", call.span) from None
-    if len(args) != len(kernel.params):
-        raise VerificationError(
-            f"kernel {kernel.name} takes {len(kernel.params)} argument(s) but is called with {len(args)}",
-            call.span,
-        )
+def check_arguments(kernel: Function, args: Sequence[Any], span: SourceSpan | None) -> None:
+    """The values a kernel is called with fit its parameters (the call at ``span`` passes them)."""
     for param, value in zip(kernel.params, args, strict=True):
         problem = argument_mismatch(param, value)
         if problem is not None:
-            raise VerificationError(f"kernel {kernel.name}: parameter {param.var.name} {problem}", call.span)
-    return kernel
-
-
-Member = tuple[Function, tuple[Any, ...]]
-
-
-def group_members(program: Program, group: Function, args: Sequence[Any]) -> tuple[Member, Member]:
-    """The (AIC kernel, its args) and (AIV kernel, its args) a Group kernel's body calls, in that order."""
-    env = {p.var.name: value for p, value in zip(group.params, args, strict=True)}
-    members = []
-    for stmt in group.body:
-        if not (isinstance(stmt, Eval) and isinstance(stmt.value, Call) and stmt.value.op == "call"):
-            raise VerificationError(
-                f"Group kernel {group.name} may only call its AIC and AIV kernels, got {type(stmt).__name__}",
-                stmt.span,
-            )
-        values = tuple(_group_arg(group, env, e) for e in stmt.value.args)
-        members.append((resolve_callee(program, stmt.value, values), values))
-    kinds = [kernel.kind for kernel, _ in members]
-    if kinds != [FunctionKind.AIC, FunctionKind.AIV]:
-        called = ", ".join(f"{kernel.name} ({kernel.kind.value})" for kernel, _ in members) or "nothing"
-        raise VerificationError(
-            f"Group kernel {group.name} must call one AIC kernel, then one AIV kernel; it calls {called}",
-            group.span,
-            "ExpandMixedKernel emits self.<name>_aic(...) then self.<name>_aiv(...)",
-        )
-    return members[0], members[1]
-
-
-def _group_arg(group: Function, env: dict[str, Any], e: Expr) -> Any:
-    if isinstance(e, Var) and e.name in env:
-        return env[e.name]
-    if isinstance(e, Const):
-        return e.value
-    raise VerificationError(
-        f"Group kernel {group.name} passes its kernels an argument that is not one of its parameters",
-        e.span,
-    )
-
-
-def mirrors_lane_1(aiv_kernel: Function, unsplit: bool = False) -> bool:
-    """True if lane 1 only mirrors: no op asks for the lane, every pipe push/pop is split NONE, and
-    there is one, or the Group is ``unsplit`` (``pl.split(NONE)``: lane 0 does the vector work)."""
-    calls = [
-        e
-        for stmt in walk_stmts(aiv_kernel.body)
-        for root in stmt_exprs(stmt)
-        for e in walk_expr(root)
-        if isinstance(e, Call)
-    ]
-    modes = [split_of(c) for c in calls if c.op in ("tpush_to_aic", "tpop_from_aic")]
-    asks_lane = any(c.op == "get_subblock_idx" for c in calls)
-    return (bool(modes) or unsplit) and all(m is SplitMode.NONE for m in modes) and not asks_lane
+            raise VerificationError(f"kernel {kernel.name}: parameter {param.var.name} {problem}", span)

@@ -12,7 +12,6 @@ import torch
 
 from pypto.ir import (
     Allocation,
-    DataType,
     Function,
     MemoryPlan,
     MemorySpace,
@@ -22,17 +21,16 @@ from pypto.ir import (
     Var,
     VerificationError,
 )
+from pypto.ir.semantics import torch_dtype
 
-
-def torch_dtype(dtype: DataType) -> torch.dtype:
-    """The torch dtype holding ``dtype`` elements, e.g. ``DataType.FP16 -> torch.float16``."""
-    return getattr(torch, dtype.torch_name)
+__all__ = ["CoreMemory", "torch_dtype"]
 
 
 class CoreMemory:
     """One ``torch.uint8`` buffer per on-chip space a core owns, sized by the target's capacity.
 
-    ``CoreMemory(A2A3_TARGET, [MemorySpace.Vec]).buffers[MemorySpace.Vec]`` is 196608 zero bytes.
+    ``CoreMemory(A2A3_TARGET, [MemorySpace.Vec]).buffers[MemorySpace.Vec]`` holds the Vec's capacity
+    of zero bytes.
     """
 
     def __init__(self, target: Target, spaces: Iterable[MemorySpace]):

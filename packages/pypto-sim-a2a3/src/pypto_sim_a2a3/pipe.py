@@ -21,12 +21,14 @@ import torch
 
 from pypto.ir import Call, DeadlockError, SourceSpan, SplitMode, Target, TileType
 from pypto.ir.backend import Transfer
-from pypto.ir.ops import split_axis, split_shape
+from pypto.ir.errors import at_line
+from pypto.ir.ops import op, split_axis, split_shape
+from pypto.ir.semantics import lane_share
 from pypto.ir.types import MemorySpace, describe
 from pypto_sim_a2a3.cost import OpCost
 from pypto_sim_a2a3.errors import PipeError
 from pypto_sim_a2a3.memory import CoreMemory, torch_dtype
-from pypto_sim_a2a3.ring import TOKEN, Ring, RingSlot, SlotContent, SlotState, Token, at_line
+from pypto_sim_a2a3.ring import TOKEN, Ring, RingSlot, SlotContent, SlotState, Token
 from pypto_sim_a2a3.scheduler import Blocked, Event, Wait
 from pypto_sim_a2a3.timeline import Recorder
 
@@ -54,7 +56,7 @@ class PipeDirection(Enum):
 
     @property
     def free_op(self) -> str:
-        return "tfree_to_aic" if self is PipeDirection.C2V else "tfree_to_aiv"
+        return op.tfree_to_aic if self is PipeDirection.C2V else op.tfree_to_aiv
 
 
 @dataclass(frozen=True)
@@ -79,20 +81,6 @@ class PipeSetup:
 def split_of(call: Call) -> SplitMode:
     """The call's ``split`` attr (absent means NONE)."""
     return call.attrs.get("split") or SplitMode.NONE
-
-
-def lane_share(data: torch.Tensor, mode: SplitMode, lane: int) -> torch.Tensor | None:
-    """Lane ``lane``'s rows (UP_DOWN) or columns (LEFT_RIGHT); lane 0 takes the ceiling half.
-
-    Under NONE lane 0 takes the whole tile and lane 1 nothing (None: a token).
-    """
-    axis = split_axis(mode)
-    if axis is None:
-        return data if lane == 0 else None
-    extent = data.shape[axis]
-    half = -(-extent // 2)
-    start = min(lane * half, extent)
-    return data.narrow(axis, start, min(half, extent - start))
 
 
 @dataclass(frozen=True)

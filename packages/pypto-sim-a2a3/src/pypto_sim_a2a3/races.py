@@ -18,8 +18,8 @@ from typing import Any
 import torch
 
 from pypto.ir import Call, RaceError
+from pypto.ir.errors import at_line
 from pypto_sim_a2a3.coherence import Access, TensorKey, gm_access, gm_tensor
-from pypto_sim_a2a3.ring import at_line
 from pypto_sim_a2a3.taskgraph import Task, TaskGraph
 
 RACE_HINT = (

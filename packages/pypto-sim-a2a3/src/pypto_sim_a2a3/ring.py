@@ -15,12 +15,8 @@ from enum import Enum
 import torch
 
 from pypto.ir import MemorySpace, SourceSpan, SplitMode, TileType
+from pypto.ir.errors import at_line
 from pypto_sim_a2a3.memory import CoreMemory
-
-
-def at_line(span: SourceSpan | None) -> str:
-    """``kernel.py:31`` for a span: the user's file and line, as diagnostics cite them."""
-    return f"{span.file}:{span.line}" if span else "an unknown line"
 
 
 class Token:

@@ -24,8 +24,8 @@ from typing import Any
 import torch
 
 from pypto.ir import AccessMode, Call, Function, ScalarType, TaskEdge, Var
+from pypto.ir.errors import at_line
 from pypto_sim_a2a3.coherence import TensorKey, tensor_key
-from pypto_sim_a2a3.ring import at_line
 
 # (pl.parallel loop instance, iteration) of each enclosing pl.parallel loop, outermost first.
 ParallelContext = tuple[tuple[int, int], ...]

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from pypto.ir import SourceSpan
 from pypto.ir.backend import STALL, RingTrack, Slice, Transfer
-from pypto_sim_a2a3.ring import at_line
+from pypto.ir.errors import at_line
 from pypto_sim_a2a3.scheduler import Advance, Clocked, Event, Scheduler
 
 

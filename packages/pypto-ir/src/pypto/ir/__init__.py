@@ -4,6 +4,7 @@ from pypto.ir.backend import Backend, RunReport, TaskEdge, TaskRecord
 from pypto.ir.dtypes import DataType, dtype_from_torch_name, supported_torch_dtypes
 from pypto.ir.errors import (
     DeadlockError,
+    LoopStepError,
     MemoryBudgetError,
     ParseError,
     PlatformError,
@@ -83,6 +84,7 @@ __all__ = [
     "If",
     "Level",
     "LoopKind",
+    "LoopStepError",
     "MemoryBudgetError",
     "MemoryPlan",
     "MemorySpace",

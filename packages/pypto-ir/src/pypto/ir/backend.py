@@ -382,7 +382,11 @@ class Backend(Protocol):
     A backend may also have a ``pipeline`` attribute: the pipeline string of the passes its
     programs are lowered with when ``RunConfig(pipeline=...)`` names none (e.g.
     ``"outline-scopes,tile-matmul{k_block=128},tensor-to-tile,..."``); without it (or with None)
-    they get the default pipeline. It is optional, so it is no member of this protocol."""
+    they get the default pipeline. It is optional, so it is no member of this protocol.
+
+    A backend may also declare ``ops``, the op names it has semantics for, for
+    ``pypto.ir.walker.missing_semantics(backend.ops)`` to check (see docs/plugins.md).
+    """
 
     name: str
     target: Target

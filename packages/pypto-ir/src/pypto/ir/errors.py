@@ -42,6 +42,11 @@ class SourceSpan:
         return f"{gutter}{text}\n{' ' * (len(gutter) - 2)}| {' ' * self.col}{'^' * width}"
 
 
+def at_line(span: SourceSpan | None) -> str:
+    """``kernel.py:31`` for a span: the user's file and line, as diagnostics cite them."""
+    return f"{span.file}:{span.line}" if span else "an unknown line"
+
+
 class PyptoError(Exception):
     """Root of every error a PyPTO user can see.
 
@@ -116,3 +121,7 @@ class RaceError(PyptoError):
 
 class CompileWarning(UserWarning):
     """A compile-time finding that does not stop compilation (e.g. a rebinding that writes nothing)."""
+
+
+class LoopStepError(PyptoError, ValueError):
+    """A loop whose step is a run-time value that comes out 0: it would never end."""

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pypto.ir import DataType, Direction, MemorySpace, ParseError, PyptoError
+from pypto.ir import DataType, Direction, MemorySpace, ParseError, PyptoError, SourceSpan
 from pypto.ir.tracebacks import frame_span, is_internal, raise_at_user_line
 
 
@@ -201,3 +201,12 @@ def as_spec(annotation: Any) -> AnnotationSpec:
         f"unsupported annotation {getattr(annotation, '__name__', annotation)!r}",
         hint="use pl.Tensor[[shape], dtype], pl.Out[...], pl.InOut[...], pl.Scalar[dtype] or a dtype",
     )
+
+
+@dataclass(frozen=True)
+class ParamSignature:
+    """One declared parameter: ``a: pl.Tensor[[128, 256], pl.FP16]``."""
+
+    name: str
+    spec: AnnotationSpec
+    span: SourceSpan

@@ -10,13 +10,11 @@ import functools
 import inspect
 from collections.abc import Callable
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from pypto.language.annotations import ParamSignature
 from pypto.language.parser.resolve import GlobalNames, GlobalReads, recording_reads
 from pypto.language.parser.source import KernelSource
-
-if TYPE_CHECKING:
-    from pypto.language.parser.signature import ParamSignature
 
 
 class JitKind(Enum):

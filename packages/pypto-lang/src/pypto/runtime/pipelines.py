@@ -11,15 +11,24 @@ from __future__ import annotations
 
 import linecache
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pypto.ir import PlatformError, SourceSpan
 from pypto.passes import PassRegistry, PassSpec, Pipeline, PipelineError, parse_text, resolve
 from pypto.passes.pipeline import placed
 from pypto.runtime.registry import registry
 
-if TYPE_CHECKING:
-    from pypto.runtime.config import RunConfig
+
+class Configured(Protocol):
+    """What :func:`pipeline_of` reads of a ``RunConfig`` (named so this module needs no import of
+    the config module, which imports it)."""
+
+    @property
+    def parsed_pipeline(self) -> Pipeline | None: ...
+
+    @property
+    def platform(self) -> object: ...
+
 
 # How far below a ``RunConfig(`` line its pipeline string is looked for.
 _CALL_LINES = 20
@@ -72,7 +81,7 @@ def command_line_start(text: str) -> SourceSpan:
     return SourceSpan(COMMAND_LINE, 1, 0)
 
 
-def pipeline_of(config: RunConfig) -> Pipeline:
+def pipeline_of(config: Configured) -> Pipeline:
     """The pipeline compiling under ``config`` runs; a backend's pipeline that cannot be used is a
     PlatformError naming the plugin."""
     if config.parsed_pipeline is not None:

@@ -2,13 +2,16 @@
 
 Plugins come from the ``pypto`` entry-point group (restricted by ``PYPTO_LOAD_PLUGINS=a,b``;
 set but empty loads none; a name no installed plugin has is a :class:`PluginWarning`) and from
-:func:`register_plugin`. Nothing loads until first use.
+:func:`register_plugin`. Nothing loads until first use. The chips :mod:`pypto.ir.targets`
+describes (``a2a3``) can be compiled for by name with no plugin installed (they are not listed
+as platforms); a plugin's target of the same name takes their place.
 
 >>> get_backend("a2a3sim").run(program, tensors, {})  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import os
 import warnings
@@ -19,6 +22,7 @@ from typing import Any
 import pluggy
 
 from pypto.ir import Backend, PlatformError, Target
+from pypto.ir import targets as builtin_targets
 from pypto.passes import PassEntry, PassRegistrationError, PassRegistry
 from pypto.runtime import hookspecs
 from pypto.runtime.hookspecs import ENTRY_POINT_GROUP, PROJECT
@@ -46,6 +50,12 @@ class PluginOrigin:
         if self.distribution is None:
             return f"plugin {self.plugin!r} (unknown distribution)"
         return f"plugin {self.plugin!r} (distribution {self.distribution} {self.version})"
+
+
+@functools.cache
+def built_in_origin() -> PluginOrigin:
+    """Where a target that pypto.ir describes comes from when no plugin registered it."""
+    return PluginOrigin("built-in", "pypto-ir", importlib.metadata.version("pypto-ir"))
 
 
 @dataclass(frozen=True)
@@ -207,7 +217,7 @@ class PlatformRegistry:
         backends, targets = self._collect()
         if name in backends:
             return backends[name][0]
-        if name in targets:
+        if name in targets or name in builtin_targets.target_names():
             same_chip = sorted(b for b, (backend, _) in backends.items() if backend.target.name == name)
             suggestion = same_chip or sorted(backends)
             hint = "install a backend plugin"
@@ -233,6 +243,8 @@ class PlatformRegistry:
             return targets[name][0]
         if name in backends:
             return backends[name][0].target
+        if name in builtin_targets.target_names():
+            return builtin_targets.get_target(name)
         raise self._unknown(name, named_by)
 
     def platforms(self) -> list[str]:
@@ -254,6 +266,8 @@ class PlatformRegistry:
             return backends[name][1]
         if name in targets:
             return targets[name][1]
+        if name in builtin_targets.target_names():
+            return built_in_origin()
         raise self._unknown(name)
 
     def register_commands(self, cli: Any) -> None:

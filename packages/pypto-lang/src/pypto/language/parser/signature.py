@@ -7,22 +7,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pypto.ir import Direction, ParseError, PyptoError, SourceSpan, Type
-from pypto.language.annotations import AnnotationSpec, TileSpec, as_spec
+from pypto.language.annotations import AnnotationSpec, ParamSignature, TileSpec, as_spec
 from pypto.language.parser.body import BodyBuilder
 from pypto.language.parser.env import Env, Namer
 from pypto.language.parser.exprs import ExprParser
 
 if TYPE_CHECKING:
     from pypto.language.kernel import KernelFunction
-
-
-@dataclass(frozen=True)
-class ParamSignature:
-    """One declared parameter: ``a: pl.Tensor[[128, 256], pl.FP16]``."""
-
-    name: str
-    spec: AnnotationSpec
-    span: SourceSpan
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,438 @@
+"""What each op computes, on torch tensors: the numbers every backend shares.
+
+Imported only by backends (it needs torch; the compiler layers never import it, so compiling
+needs no torch). :data:`SEMANTICS` maps an op name to ``impl(call, args)``: the ``Call`` (for its
+attrs, result type and span) and its evaluated operands (torch tensors for tiles and GM tensors,
+Python numbers for scalars, tuples for offset lists); it returns a fresh value. The stores
+(``tile.store``, ``tile.store_partial``, ``tile.store_atomic``) write (or, atomically, add into)
+a region of a GM tensor and return it; ``tile.gather_row`` and ``tile.assemble`` write into their
+destination tile (operand 0) and return it. A run-time valid shape arrives as an operand.
+
+These are the numbers for operands the op accepts. What a backend does with operands it cannot
+accept (a region outside its tensor, an integer division by zero, a scalar that does not fit the
+tile's dtype) is the backend's own check, made before it calls the semantics: the a2a3 simulator
+raises an error at the user's line.
+
+Dtype behaviour: vector ops compute in the operand dtype and every result takes the dtype of the
+call's result type; matmuls accumulate fp16/bf16 in fp32 (ints in int32); float->int casts round
+as the ``mode`` attr says and saturate. The pipe ops' data movement (a lane's share of a tile) is
+here too, as :func:`lane_share`, :func:`padded_share` and :func:`gathered`.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from pypto.ir.dtypes import DataType
+from pypto.ir.nodes import Call, SplitMode
+from pypto.ir.ops import (
+    COL_REDUCTIONS,
+    ELEMENTWISE_BINARY,
+    ELEMENTWISE_UNARY,
+    ROW_EXPANDS,
+    ROW_REDUCTIONS,
+    SCALAR_BINARY,
+    SCALAR_COMPARE,
+    CastMode,
+    PadValue,
+    scalar,
+    split_axis,
+    split_shape,
+    tensor,
+    tile,
+)
+from pypto.ir.types import ScalarType, TensorType, TileType
+
+OpImpl = Callable[[Call, Sequence[Any]], Any]
+
+SEMANTICS: dict[str, OpImpl] = {}
+
+
+def implements(*names: str) -> Callable[[OpImpl], OpImpl]:
+    """Register the decorated function as the semantics of each op in ``names``:
+    ``@implements(tile.exp)``."""
+
+    def register(fn: OpImpl) -> OpImpl:
+        for name in names:
+            SEMANTICS[name] = fn
+        return fn
+
+    return register
+
+
+def torch_dtype(dtype: DataType) -> torch.dtype:
+    """The torch dtype holding ``dtype`` elements, e.g. ``DataType.FP16 -> torch.float16``."""
+    result: torch.dtype = getattr(torch, dtype.torch_name)
+    return result
+
+
+def typed(call: Call, value: torch.Tensor) -> torch.Tensor:
+    """``value`` in the dtype of the call's result type."""
+    assert isinstance(call.type, (TileType, TensorType))
+    return value.to(torch_dtype(call.type.dtype))
+
+
+def region(tensor: torch.Tensor, offsets: Sequence[int], extent: Sequence[int]) -> torch.Tensor:
+    """The view ``tensor[offsets : offsets + extent]`` (a backend checks the bounds first)."""
+    return tensor[tuple(slice(off, off + size) for off, size in zip(offsets, extent, strict=True))]
+
+
+def leading(shape: Sequence[int]) -> tuple[slice, ...]:
+    """The index of a tile's leading (valid) part of ``shape``."""
+    return tuple(slice(0, n) for n in shape)
+
+
+def valid_of(tile_type: Any) -> tuple[int, ...]:
+    """A tile type's constant valid shape (its whole shape when it has none)."""
+    assert isinstance(tile_type, TileType)
+    return tile_type.valid_shape or tile_type.shape
+
+
+# ---------------------------------------------------------------- elementwise
+
+BINARY: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    "add": operator.add,
+    "sub": operator.sub,
+    "mul": operator.mul,
+    "div": lambda a, b: a / b if a.is_floating_point() else torch.div(a, b, rounding_mode="trunc"),
+    "maximum": torch.maximum,
+    "minimum": torch.minimum,
+}
+UNARY: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "exp": torch.exp,
+    "log": torch.log,
+    "sqrt": torch.sqrt,
+    "rsqrt": torch.rsqrt,
+    "recip": torch.reciprocal,
+    "neg": torch.neg,
+    "abs": torch.abs,
+    "relu": torch.relu,
+}
+
+
+def element_scalar(value: int | float | bool, dtype: torch.dtype) -> torch.Tensor:
+    """A scalar operand as the vector unit reads it: in the tile's dtype."""
+    return torch.tensor(value, dtype=dtype)
+
+
+def _binary(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> OpImpl:
+    return lambda call, args: typed(call, fn(args[0], args[1]))
+
+
+def _binary_scalar(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> OpImpl:
+    return lambda call, args: typed(call, fn(args[0], element_scalar(args[1], args[0].dtype)))
+
+
+def _unary(fn: Callable[[torch.Tensor], torch.Tensor]) -> OpImpl:
+    return lambda call, args: typed(call, fn(args[0]))
+
+
+@implements(tile.concat)
+def _concat(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    return typed(call, torch.cat([args[0], args[1]], dim=1))
+
+
+# ---------------------------------------------------------------- casts
+
+ROUNDING_MODES: dict[CastMode, Callable[[torch.Tensor], torch.Tensor]] = {
+    CastMode.round: lambda x: torch.sign(x) * torch.floor(torch.abs(x) + 0.5),  # half away from zero
+    CastMode.rint: torch.round,  # half to even
+    CastMode.floor: torch.floor,
+    CastMode.ceil: torch.ceil,
+    CastMode.trunc: torch.trunc,
+}
+
+
+def cast_tensor(call: Call, x: torch.Tensor, dtype: DataType) -> torch.Tensor:
+    """``x`` as ``dtype``; float->int rounds per ``call.attrs["mode"]`` (a ``CastMode``, default
+    ``round``: the op table's type rule admits no other value) and saturates."""
+    target = torch_dtype(dtype)
+    if not (x.is_floating_point() and dtype.is_integer):
+        return x.to(target)
+    info = torch.iinfo(target)
+    rounded = ROUNDING_MODES[call.attrs.get("mode", CastMode.round)](x.to(torch.float64))
+    return rounded.clamp(info.min, info.max).to(target)
+
+
+@implements(tile.cast)
+def _cast(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    return cast_tensor(call, args[0], call.attrs["dtype"])
+
+
+@implements(scalar.cast)
+def _scalar_cast(call: Call, args: Sequence[Any]) -> int | float | bool:
+    value = args[0]
+    # torch.tensor infers bool and int64 itself but would narrow a Python float to float32.
+    x = torch.tensor(value, dtype=torch.float64) if isinstance(value, float) else torch.tensor(value)
+    return cast_tensor(call, x, call.attrs["dtype"]).item()
+
+
+# ---------------------------------------------------------------- cube
+
+
+def _product(call: Call, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``a @ b`` (transposed per the a_trans/b_trans attrs) in the cube's accumulation dtype."""
+    a = a.T if call.attrs.get("a_trans") else a
+    b = b.T if call.attrs.get("b_trans") else b
+    acc = torch.float32 if a.is_floating_point() else torch.int32
+    return a.to(acc) @ b.to(acc)
+
+
+@implements(tile.matmul)
+def _matmul(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    return typed(call, _product(call, args[0], args[1]))
+
+
+@implements(tile.matmul_acc)
+def _matmul_acc(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    acc, a, b = args
+    product = _product(call, a, b)
+    return typed(call, acc.to(product.dtype) + product)
+
+
+# ---------------------------------------------------------------- data movement
+
+
+def _new_tile(call: Call, valid: Sequence[int], data: torch.Tensor) -> torch.Tensor:
+    """A tile of the call's type holding ``data`` in its leading ``valid`` part, zeros elsewhere."""
+    assert isinstance(call.type, TileType)
+    tile = torch.zeros(call.type.shape, dtype=torch_dtype(call.type.dtype))
+    tile[leading(valid)] = data
+    return tile
+
+
+@implements(tile.load)
+def _load(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    tensor, offsets = args
+    valid = valid_of(call.type)
+    return _new_tile(call, valid, region(tensor, offsets, valid))
+
+
+@implements(tile.load_partial)
+def _load_partial(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    tensor, offsets, valid = args
+    return _new_tile(call, valid, region(tensor, offsets, valid))
+
+
+@implements(tile.store)
+def _store(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    tile, offsets, tensor = args
+    valid = valid_of(call.args[0].type)
+    region(tensor, offsets, valid).copy_(tile[leading(valid)])
+    result: torch.Tensor = tensor
+    return result
+
+
+@implements(tile.store_partial)
+def _store_partial(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    tile, offsets, tensor, valid = args
+    region(tensor, offsets, valid).copy_(tile[leading(valid)])
+    result: torch.Tensor = tensor
+    return result
+
+
+@implements(tile.store_atomic)
+def _store_atomic(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    # AtomicType.Add: the tile's valid region is added to what global memory holds.
+    tile, offsets, tensor = args[:3]
+    valid = args[3] if len(args) == 4 else valid_of(call.args[0].type)
+    region(tensor, offsets, valid).add_(tile[leading(valid)].to(tensor.dtype))
+    result: torch.Tensor = tensor
+    return result
+
+
+@implements(tile.gather_row)
+def _gather_row(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    # Destination-passing: the row lands in the destination tile's own bytes.
+    dst, src, dst_offsets, src_offsets = args
+    shape = tuple(call.attrs["shape"])
+    region(dst, dst_offsets, shape).copy_(region(src, src_offsets, shape))
+    result: torch.Tensor = dst
+    return result
+
+
+@implements(scalar.read)
+def _read(call: Call, args: Sequence[Any]) -> int | float | bool:
+    tensor, offsets = args
+    return scalar_result(call, region(tensor, offsets, (1,) * tensor.dim()).item())
+
+
+@implements(tile.move)
+def _move(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    result: torch.Tensor = args[0].clone()
+    return result
+
+
+@implements(tile.create, tensor.create)
+def _create(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    # New tiles and tensors are cleared so results never depend on stale bytes.
+    assert isinstance(call.type, (TileType, TensorType))
+    return torch.zeros(call.type.shape, dtype=torch_dtype(call.type.dtype))
+
+
+# ---------------------------------------------------------------- reductions and broadcasts
+
+# The whole tile takes part (a row reduction's scratch operand holds nothing the result needs):
+# pad a partial tile with pl.fillpad first.
+REDUCTIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "row_max": lambda x: x.amax(dim=1, keepdim=True),
+    "row_sum": lambda x: x.sum(dim=1, keepdim=True),
+    "row_min": lambda x: x.amin(dim=1, keepdim=True),
+    "col_sum": lambda x: x.sum(dim=0, keepdim=True),
+    "col_max": lambda x: x.amax(dim=0, keepdim=True),
+}
+
+
+def _row_expand(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> OpImpl:
+    return lambda call, args: typed(call, fn(args[0], args[1].expand_as(args[0])))
+
+
+@implements(tile.col_expand)
+def _col_expand(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    return typed(call, args[1].expand_as(args[0]))
+
+
+@implements(tile.col_expand_mul)
+def _col_expand_mul(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    return typed(call, args[0] * args[1].expand_as(args[0]))
+
+
+# ---------------------------------------------------------------- views, fills, tile assembly
+
+
+@implements(tile.reshape)
+def _reshape(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    result: torch.Tensor = args[0].reshape(tuple(call.attrs["shape"])).clone()
+    return result
+
+
+@implements(tile.slice)
+def _slice(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    tile, offsets = args
+    return region(tile, offsets, tuple(call.attrs["shape"])).clone()
+
+
+def pad_scalar(pad: PadValue, dtype: torch.dtype) -> float | int:
+    """The value ``pad`` stands for in ``dtype``: 0, or the lowest / highest value (±inf for floats)."""
+    if pad is PadValue.zero:
+        return 0
+    if dtype.is_floating_point:
+        return -torch.inf if pad is PadValue.min else torch.inf
+    info = torch.iinfo(dtype)
+    return info.min if pad is PadValue.min else info.max
+
+
+@implements(tile.fillpad)
+def _fillpad(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    x = args[0]
+    valid = args[1] if len(args) == 2 else valid_of(call.args[0].type)
+    padded = torch.full_like(x, pad_scalar(call.attrs["pad_value"], x.dtype))
+    padded[leading(valid)] = x[leading(valid)]
+    return padded
+
+
+@implements(tile.full)
+def _full(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    assert isinstance(call.type, TileType)
+    return element_scalar(args[0], torch_dtype(call.type.dtype)).expand(call.type.shape).clone()
+
+
+@implements(tile.assemble)
+def _assemble(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    # Destination-passing, like gather_row: the source lands in the destination tile's own bytes.
+    dst, src, offsets = args
+    region(dst, offsets, tuple(src.shape)).copy_(src)
+    result: torch.Tensor = dst
+    return result
+
+
+# ---------------------------------------------------------------- scalar (index) math
+
+SCALAR_OPS: dict[str, Callable[[Any, Any], Any]] = {
+    "add": operator.add,
+    "sub": operator.sub,
+    "mul": operator.mul,
+    "floordiv": operator.floordiv,
+    "truediv": operator.truediv,
+    "mod": operator.mod,
+    "min": min,
+    "max": max,
+    "lt": operator.lt,
+    "le": operator.le,
+    "gt": operator.gt,
+    "ge": operator.ge,
+    "eq": operator.eq,
+    "ne": operator.ne,
+}
+
+
+def scalar_result(call: Call, value: Any) -> int | float | bool:
+    """``value`` as the Python number of the call's scalar result type."""
+    assert isinstance(call.type, ScalarType)
+    dtype = call.type.dtype
+    if dtype is DataType.BOOL:
+        return bool(value)
+    return float(value) if dtype.is_float else int(value)
+
+
+def _scalar_binary(fn: Callable[[Any, Any], Any]) -> OpImpl:
+    return lambda call, args: scalar_result(call, fn(args[0], args[1]))
+
+
+@implements(scalar.neg)
+def _scalar_neg(call: Call, args: Sequence[Any]) -> Any:
+    return -args[0]
+
+
+# ---------------------------------------------------------------- a lane's share of a pipe tile
+
+
+def lane_share(data: torch.Tensor, mode: SplitMode, lane: int) -> torch.Tensor | None:
+    """Lane ``lane``'s rows (UP_DOWN) or columns (LEFT_RIGHT) of ``data``; lane 0 takes the
+    ceiling half. Under NONE lane 0 takes the whole tile and lane 1 nothing (None: a token)."""
+    axis = split_axis(mode)
+    if axis is None:
+        return data if lane == 0 else None
+    extent = data.shape[axis]
+    half = -(-extent // 2)
+    start = min(lane * half, extent)
+    return data.narrow(axis, start, min(half, extent - start))
+
+
+def padded_share(data: torch.Tensor, mode: SplitMode, lane: int) -> torch.Tensor | None:
+    """What lane ``lane`` pops of a cube tile pushed with ``mode``: its share, zero-padded to
+    ``split_shape`` (the short half of an odd extent), or None (a token)."""
+    share = lane_share(data, mode, lane)
+    if share is None or split_axis(mode) is None:
+        return share
+    padded = torch.zeros(split_shape(tuple(data.shape), mode), dtype=data.dtype)
+    padded[leading(share.shape)] = share
+    return padded
+
+
+def gathered(shares: Sequence[torch.Tensor], mode: SplitMode) -> torch.Tensor:
+    """What the cube pops of the lanes' pushes with ``mode``: the shares side by side along the
+    split axis, in lane order (lane 0's tile alone under NONE)."""
+    axis = split_axis(mode)
+    return shares[0] if axis is None else torch.cat(list(shares), dim=axis)
+
+
+def _register_families() -> None:
+    for name in ELEMENTWISE_BINARY:
+        implements(getattr(tile, name))(_binary(BINARY[name]))
+        implements(getattr(tile, f"{name}s"))(_binary_scalar(BINARY[name]))
+    for name in ELEMENTWISE_UNARY:
+        implements(getattr(tile, name))(_unary(UNARY[name]))
+    for name in ROW_REDUCTIONS + COL_REDUCTIONS:
+        implements(getattr(tile, name))(_unary(REDUCTIONS[name]))
+    for name in ROW_EXPANDS:
+        implements(getattr(tile, name))(_row_expand(BINARY[name.removeprefix("row_expand_")]))
+    for name in SCALAR_BINARY + SCALAR_COMPARE:
+        implements(getattr(scalar, name))(_scalar_binary(SCALAR_OPS[name]))
+
+
+_register_families()

@@ -1,0 +1,300 @@
+"""One walker of lowered programs, for every backend: a backend writes what ops do, not an interpreter.
+
+A :class:`Walker` runs one function of a lowered program (contract 2 of docs/ir.md): it holds the
+function's variables (its frame), executes ``Assign``, ``Eval``, ``For`` (with loop-carried
+values), ``If`` and ``Return``, evaluates expressions, and hands every op to :meth:`Walker.apply`,
+the hook where a backend gives the op its meaning. The walk is a generator, and so is ``apply``:
+whatever a hook yields (a simulator's "spend 40 cycles" or "wait for this pipe") passes through
+the walk to whoever drives it, so a scheduler can interleave the cores of a launch and model
+time; a backend with nothing to wait for yields nothing. ``run()``'s generator returns the
+values of the function's ``Return``.
+
+:class:`HostWalker` runs the Orchestration function: ``call`` is a kernel launch, handed to the
+:meth:`HostWalker.launch` hook with its :class:`~pypto.ir.launch.LaunchPlan` (which kernel runs on
+which core), host ops to the backend's semantics table. :class:`KernelWalker` runs a kernel on
+one seat of a launch and answers the lane and block indices itself::
+
+    class MyCore(KernelWalker):
+        def apply(self, call, args):
+            if call.op in INDEX_OPS:
+                return self.index(call)
+            return MY_SEMANTICS[call.op](call, args)
+            yield  # a generator that never waits
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Collection, Generator, Mapping, Sequence
+from typing import Any
+
+from pypto.ir.errors import DeadlockError, LoopStepError, VerificationError, at_line
+from pypto.ir.launch import LaunchPlan, LoadedProgram, Seat
+from pypto.ir.nodes import Assign, Call, Const, Eval, Expr, For, Function, If, Return, Stmt, TupleExpr, Var
+from pypto.ir.ops import OPS, op, tensor
+from pypto.ir.printer import format_expr
+from pypto.ir.types import TileType
+
+Steps = Generator[Any, None, Any]  # yields whatever the hooks yield; returns a value
+OpImpl = Callable[[Call, Sequence[Any]], Any]  # an op's semantics: impl(call, args) -> value
+
+# The indices a kernel reads of its seat: its AIV lane, its block of an spmd launch, the blocks.
+INDEX_OPS = frozenset({op.get_subblock_idx, op.get_block_idx, op.get_block_num})
+# Op names the walk compares with, resolved once.
+_CALL, _CREATE, _LANE, _BLOCK = op.call, tensor.create, op.get_subblock_idx, op.get_block_idx
+# Ops the walker's structure handles: a kernel launch.
+STRUCTURAL_OPS = frozenset({op.call})
+# Boundary ops the pass pipeline lowers into pipe pushes and pops: no backend receives them.
+LOWERED_AWAY = frozenset({op.aiv_shard, op.aic_gather})
+
+
+def received_ops() -> frozenset[str]:
+    """Every op a backend can receive in a lowered program: the tile, scalar, pipe, index and
+    system ops of kernels, and ``tensor.create`` of the orchestration (the other ``tensor.*`` ops
+    become tile ops); not ``call``, which the walker handles."""
+    levelled = {name for name in OPS if name.partition(".")[0] in ("tile", "scalar", "system")}
+    unprefixed = {name for name in OPS if "." not in name}
+    return frozenset(levelled | unprefixed | {tensor.create}) - STRUCTURAL_OPS - LOWERED_AWAY
+
+
+def missing_semantics(implemented: Collection[str]) -> list[str]:
+    """The ops a backend can receive but does not implement, sorted: ``missing_semantics(SEMANTICS)``."""
+    return sorted(received_ops() - set(implemented))
+
+
+class Walker(ABC):
+    """The variables of one running function and the walk over its body.
+
+    Subclasses implement :meth:`apply` and may override :meth:`bind`, :meth:`set_carried`,
+    :meth:`iteration_done` and :meth:`exec_for` (the host walks a ``pl.parallel`` loop its own way).
+    """
+
+    def __init__(self, fn: Function, args: Sequence[Any]):
+        self.fn = fn
+        self.env: dict[str, Any] = {p.var.name: value for p, value in zip(fn.params, args, strict=True)}
+        self.loop_depth = 0  # how many loops of this function are running now
+
+    def run(self) -> Generator[Any, None, tuple[Any, ...]]:
+        """Execute the body; the generator's return value is what ``Return`` gave (``()`` if none)."""
+        returned = yield from self.exec_body(self.fn.body)
+        return returned or ()
+
+    # ------------------------------------------------------------ hooks
+
+    @abstractmethod
+    def apply(self, call: Call, args: tuple[Any, ...]) -> Steps:
+        """Execute one op on its evaluated operands; the generator returns the op's value."""
+
+    def bind(self, stmt: Assign, value: Any) -> None:
+        """Bind an ``Assign``'s target to its value."""
+        self.env[stmt.target.name] = value
+
+    def set_carried(self, var: Var, value: Any) -> None:
+        """Bind a loop's iter_arg to its init value or an iteration's yield."""
+        self.env[var.name] = value
+
+    def iteration_done(self, done: int, count: int) -> None:
+        """Iteration ``done`` of ``count`` of an outermost loop has finished (e.g. for progress)."""
+        return None
+
+    def error(self, message: str, node: Expr | Stmt, hint: str | None = None) -> VerificationError:
+        """A lowered program that breaks contract 2: a compiler bug or a hand-built program."""
+        return VerificationError(f"in {self.fn.name}: {message}", node.span, hint)
+
+    # ------------------------------------------------------------ statements
+
+    def exec_body(self, body: Sequence[Stmt]) -> Generator[Any, None, tuple[Any, ...] | None]:
+        """Execute ``body``; the return value is a ``Return``'s values, or None if none ran."""
+        for stmt in body:
+            returned = yield from self.exec_stmt(stmt)
+            if returned is not None:
+                return returned
+        return None
+
+    def exec_stmt(self, stmt: Stmt) -> Generator[Any, None, tuple[Any, ...] | None]:
+        """Execute one statement (and the bodies it holds)."""
+        if isinstance(stmt, Assign):
+            value = yield from self.eval_statement_call(stmt.value)
+            self.bind(stmt, value)
+        elif isinstance(stmt, Eval):
+            yield from self.eval_statement_call(stmt.value)
+        elif isinstance(stmt, For):
+            return (yield from self.exec_for(stmt))
+        elif isinstance(stmt, If):
+            taken = yield from self.eval(stmt.cond)
+            return (yield from self.exec_body(stmt.then_body if taken else stmt.else_body))
+        elif isinstance(stmt, Return):
+            return (yield from self.eval_all(stmt.values))
+        else:
+            kind = self.fn.kind.value
+            raise self.error(f"{type(stmt).__name__} is not allowed in a lowered {kind} function", stmt)
+        return None
+
+    def exec_for(self, loop: For) -> Generator[Any, None, tuple[Any, ...] | None]:
+        """Run a loop: bind the iter_args to the init values, then per iteration the loop variable,
+        the body and the yields; afterwards the results."""
+        iterations = yield from self.loop_range(loop)
+        yield from self.carry(loop, loop.init_values)
+        self.loop_depth += 1
+        try:
+            for done, i in enumerate(iterations, 1):
+                self.env[loop.var.name] = i
+                returned = yield from self.exec_body(loop.body)
+                if returned is not None:
+                    return returned
+                yield from self.carry(loop, loop.yields)
+                if self.loop_depth == 1:
+                    self.iteration_done(done, len(iterations))
+        finally:
+            self.loop_depth -= 1
+        # The results are the iter_args' last values (the init values after no iteration).
+        for iter_arg, result in zip(loop.iter_args, loop.results, strict=True):
+            self.env[result.name] = self.env[iter_arg.name]
+        return None
+
+    def carry(self, loop: For, exprs: Sequence[Expr]) -> Generator[Any, None, None]:
+        """Move ``exprs`` (init values or yields, all evaluated first) into the iter_args."""
+        values = yield from self.eval_all(exprs)
+        for var, value in zip(loop.iter_args, values, strict=True):
+            self.set_carried(var, value)
+
+    def loop_range(self, loop: For) -> Generator[Any, None, range]:
+        """The loop's iterations; a run-time step of 0 is a LoopStepError."""
+        start = yield from self.eval(loop.start)
+        stop = yield from self.eval(loop.stop)
+        step = yield from self.eval(loop.step)
+        if step == 0:
+            raise self._zero_step(loop)
+        return range(int(start), int(stop), int(step))
+
+    def _zero_step(self, loop: For) -> LoopStepError:
+        """A run-time step of 0 (a constant 0 is a compile error): the user's value, not a compiler bug."""
+        step = format_expr(loop.step)
+        where = f" from {at_line(loop.step.span)}" if loop.step.span is not None else ""
+        return LoopStepError(
+            f"in {self.fn.name}: pl.{loop.kind.value} over {loop.var.name} would never end: its step, the "
+            f"value of {step}{where}, is 0 at run time",
+            loop.span,
+            f"make the step non-zero: check where {step} comes from, or guard the loop with if {step} != 0:",
+        )
+
+    # ------------------------------------------------------------ expressions
+
+    def eval_statement_call(self, expr: Expr) -> Steps:
+        """The value of a statement's expression; only here may an op produce a tile."""
+        if isinstance(expr, Call):
+            return (yield from self.eval_call(expr))
+        return (yield from self.eval(expr))
+
+    def eval(self, expr: Expr) -> Steps:
+        """The value of an expression."""
+        if isinstance(expr, Var):
+            if expr.name not in self.env:
+                raise self.error(f"{expr.name} is used before it is defined", expr)
+            return self.env[expr.name]
+        if isinstance(expr, Const):
+            return expr.value
+        if isinstance(expr, TupleExpr):
+            return (yield from self.eval_all(expr.elements))
+        if isinstance(expr, Call):
+            if isinstance(expr.type, TileType):
+                raise self.error(
+                    f"{expr.op} is nested inside another expression, so its tile has no buffer", expr
+                )
+            return (yield from self.eval_call(expr))
+        raise self.error(f"cannot evaluate {type(expr).__name__}", expr)
+
+    def eval_all(self, exprs: Sequence[Expr]) -> Generator[Any, None, tuple[Any, ...]]:
+        """The values of ``exprs``, in order."""
+        values = []
+        for e in exprs:
+            values.append((yield from self.eval(e)))
+        return tuple(values)
+
+    def eval_call(self, call: Call) -> Steps:
+        """Evaluate the operands, then :meth:`apply` the op."""
+        args = yield from self.eval_all(call.args)
+        return (yield from self.apply(call, args))
+
+
+class HostWalker(Walker):
+    """The Orchestration function: ``tensor.create`` and scalar math from ``semantics``, each
+    ``call`` a kernel launch handed to :meth:`launch`; the call evaluates to the arguments the
+    kernel returns. ``platform`` names the backend in errors."""
+
+    platform = "this backend"
+
+    def __init__(
+        self, fn: Function, args: Sequence[Any], loaded: LoadedProgram, semantics: Mapping[str, OpImpl]
+    ):
+        super().__init__(fn, args)
+        self.loaded = loaded
+        self.semantics = semantics
+
+    @abstractmethod
+    def launch(self, plan: LaunchPlan, call: Call, args: tuple[Any, ...]) -> Steps:
+        """Launch ``plan``'s kernel on ``args`` (run it, or submit it as a task)."""
+
+    def apply(self, call: Call, args: tuple[Any, ...]) -> Steps:
+        if call.op == _CALL:
+            plan = self.loaded.plan(call)
+            yield from self.launch(plan, call, args)
+            return plan.result(args)
+        if call.op == _CREATE or call.op.startswith("scalar."):
+            return self.semantics_of(call)(call, args)
+        raise self.error(
+            f"{call.op} runs on a core but sits in the orchestration function",
+            call,
+            "run the pass pipeline: it outlines every scope into a kernel",
+        )
+
+    def semantics_of(self, call: Call) -> OpImpl:
+        """The backend's semantics of ``call``'s op; a VerificationError naming it if there is none."""
+        impl = self.semantics.get(call.op)
+        if impl is None:
+            raise self.error(f"{self.platform} has no semantics for op {call.op!r}", call)
+        return impl
+
+
+class KernelWalker(Walker):
+    """A kernel on one seat of a launch (its core kind, AIV lane, mirroring); ``block`` and
+    ``block_num`` are the launch's place in an spmd task."""
+
+    def __init__(self, seat: Seat, args: Sequence[Any], block: int = 0, block_num: int = 1):
+        super().__init__(seat.kernel, args)
+        self.seat = seat
+        self.block = block
+        self.block_num = block_num
+
+    def index(self, call: Call) -> int:
+        """The value of one of :data:`INDEX_OPS`."""
+        if call.op == _LANE:
+            return self.seat.lane
+        return self.block if call.op == _BLOCK else self.block_num
+
+
+def drive(walk: Steps) -> Any:
+    """The value of a walk that never waits (a host with nothing to wait for): run it to its end."""
+    try:
+        next(walk)
+    except StopIteration as done:
+        return done.value
+    raise VerificationError("a walk that cannot wait yielded: a pipe or barrier op ran outside a kernel")
+
+
+def take_turns(name: str, walks: Sequence[Steps], progress: Callable[[], int]) -> list[Any]:
+    """Step ``walks`` (the cores of launch ``name``) in turn until every one returns; their
+    results, in order. A walk yields when it must wait for another; ``progress()`` counts what
+    the walks did, so a whole round with no progress and no walk finished is a deadlock."""
+    results: dict[int, Any] = {}
+    while len(results) < len(walks):
+        before = (len(results), progress())
+        for index, walk in enumerate(walks):
+            if index not in results:
+                try:
+                    next(walk)
+                except StopIteration as done:
+                    results[index] = done.value
+        if (len(results), progress()) == before:
+            raise DeadlockError(f"every running core of {name} waits for another core")
+    return [results[index] for index in range(len(walks))]
