@@ -98,3 +98,14 @@ def test_every_tensor_compute_op_lowers_to_a_tile_op():
 
     missing = [s.name for s in OPS.values() if s.level is Level.TENSOR and not s.has(Lowers)]
     assert missing == [tensor.create, tensor.assemble]
+
+
+def test_a_handle_stops_resolving_when_its_op_leaves_the_registry():
+    from pypto.ir.ops import OpSpec, Unit, declare, undeclare
+    from pypto.ir.ops.rules import unit_result
+
+    declare(OpSpec("tile.throwaway", Level.TILE, Unit.VECTOR, unit_result))
+    assert tile.throwaway == "tile.throwaway"  # resolved, then cached
+    undeclare("tile.throwaway")
+    with pytest.raises(AttributeError):
+        tile.throwaway  # noqa: B018

@@ -13,7 +13,6 @@ import pytest
 import pypto.language as pl
 from pypto.ir import ParseError
 from pypto.ir.ops import (
-    OPS,
     REQUIRED,
     Attr,
     Commutative,
@@ -28,6 +27,7 @@ from pypto.ir.ops import (
     Role,
     Unit,
     declare,
+    undeclare,
 )
 from pypto.ir.ops.elementwise import binary, binary_scalar, unary
 from pypto.ir.printer import print_ir
@@ -51,7 +51,7 @@ def declared() -> Iterator[list[str]]:
     names: list[str] = []
     yield names
     for name in names:
-        OPS.pop(name, None)
+        undeclare(name)
 
 
 def _declare(names: list[str], spec: OpSpec) -> None:

@@ -72,6 +72,7 @@ from pypto.ir.ops.spec import (
     tensor,
     tile,
     trait_of,
+    undeclare,
 )
 
 FAMILIES = (elementwise, reduction, movement, cube, crosscore, system_ops, scalar_ops)
@@ -161,5 +162,6 @@ __all__ = [
     "tensor",
     "tile",
     "trait_of",
+    "undeclare",
     "user_name",
 ]

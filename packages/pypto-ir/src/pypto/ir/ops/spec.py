@@ -414,6 +414,13 @@ def declare(spec: OpSpec) -> OpSpec:
     return spec
 
 
+def undeclare(name: str) -> None:
+    """Remove an op (tests that declare throwaway ops); its handle stops resolving."""
+    OPS.pop(name, None)
+    for names in (tile, tensor, scalar, system, op):
+        names.forget(name)
+
+
 def get_op(name: str) -> OpSpec:
     try:
         return OPS[name]
@@ -471,7 +478,14 @@ class OpNames:
         op = f"{self._prefix}{name}"
         if op not in OPS:
             raise AttributeError(f"no op {op!r} is declared")
+        # Later reads are plain attribute lookups (hot paths read handles per op), until the op
+        # leaves the registry (forget()).
+        self.__dict__[name] = op
         return op
+
+    def forget(self, name: str) -> None:
+        """Drop the cached handle of an op that left the registry (tests declaring throwaway ops)."""
+        self.__dict__.pop(name.removeprefix(self._prefix), None)
 
     def __repr__(self) -> str:
         return f"<ops {self._prefix or '(unprefixed)'}*>"
