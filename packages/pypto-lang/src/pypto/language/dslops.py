@@ -28,45 +28,15 @@ from pypto.ir import AtomicType, CastMode, DataType, MemorySpace, PadValue, Spli
 from pypto.ir.ops import (
     OPS,
     REQUIRED,
-    Attr,
-    Broadcast,
     Elementwise,
     Level,
     OpSpec,
     Role,
-    op,
-    ops_with,
-    tensor,
 )
 
 Parameter = inspect.Parameter
 EMPTY = Parameter.empty
 
-# ------------------------------------------------------------------ asked of pypto.ir.ops
-# Spec facts the front end needs and the specs do not state yet; each entry goes once the specs
-# say it. The DSL call, by DSL name, where a spec's signature differs from the one users write
-# (docs/language.md): an example instead of the call (the pipe setup), a default the DSL has
-# always had (split=pl.SplitMode.NONE), an attribute tensor.create lacks (manual_dep), or
-# parameter names other than the DSL's (the broadcast vector is row_vec / col_vec).
-SIGNATURE_FIXES: dict[str, str] = {
-    op.aic_initialize_pipe: "(*, dir_mask, slot_size, slot_num)",
-    op.aiv_initialize_pipe: "(*, dir_mask, slot_size, slot_num)",
-    op.tpush_to_aiv: "(tile, split=pl.SplitMode.NONE)",
-    op.tpush_to_aic: "(tile, split=pl.SplitMode.NONE)",
-    op.tpop_from_aic: "(shape, dtype, split=pl.SplitMode.NONE)",
-    op.tpop_from_aiv: "(shape, dtype, split=pl.SplitMode.NONE)",
-    "create_tensor": "(shape, dtype, manual_dep=False)",
-    "concat": "(a, b)",
-    "slice": "(x, shape, offset)",
-    "fillpad": "(x, pad_value=pl.PadValue.zero)",
-    "gather_row": "(dst_tile, src_tensor, dst_offset, src_offset, shape)",
-}
-for _spec in ops_with(Broadcast):  # the broadcast vector: a [R, 1] row_vec or a [1, C] col_vec
-    _axis = _spec.trait(Broadcast)
-    if _spec.dsl and _axis is not None:
-        SIGNATURE_FIXES[_spec.dsl] = f"(x, {'row_vec' if _axis.axis == 1 else 'col_vec'})"
-MISSING_ATTRS: dict[str, tuple[Attr, ...]] = {tensor.create: (Attr("manual_dep", bool, False),)}
-# ------------------------------------------------------------------
 
 # What a default in a spec's signature may name: ``pl.Mem.Vec``, ``pl.CastMode.round``, ``pl.FP32``.
 _PL_NAMES: dict[str, Any] = {
@@ -202,11 +172,7 @@ def _default(node: ast.expr | None) -> Any:
 
 def spec_parameters(spec: OpSpec) -> list[Parameter]:
     """The DSL parameters of one spec: its signature's, then its other attributes by keyword."""
-    text = (
-        SIGNATURE_FIXES.get(spec.dsl or "", spec.signature)
-        if spec.level is not Level.SCALAR
-        else spec.signature
-    )
+    text = spec.signature
     parsed = ast.parse(f"def f{text[text.index('(') :]}: pass").body[0]
     assert isinstance(parsed, ast.FunctionDef)
     args = parsed.args
@@ -223,7 +189,7 @@ def spec_parameters(spec: OpSpec) -> list[Parameter]:
         kind = Parameter.KEYWORD_ONLY if keyword_only else Parameter.POSITIONAL_OR_KEYWORD
         params.append(Parameter(arg.arg, kind, default=default))
     named = {p.name for p in params}
-    for attr in (*spec.attrs, *MISSING_ATTRS.get(spec.name, ())):
+    for attr in spec.attrs:
         if attr.name not in named:
             default = EMPTY if attr.default is REQUIRED else attr.default
             params.append(Parameter(attr.name, Parameter.KEYWORD_ONLY, default=default))

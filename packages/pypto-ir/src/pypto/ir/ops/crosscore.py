@@ -174,7 +174,7 @@ def _declare() -> None:
                 init_attrs,
                 (PipeEnd(side, PipeAction.INIT), Cost("pipe_init")),
                 name,
-                f"pl.{name}(dir_mask=3, slot_size=..., slot_num=2)",
+                f"pl.{name}(*, dir_mask, slot_size, slot_num)",
                 f"set up this core group's pipes on the {side.value} side",
             )
         )
@@ -194,7 +194,7 @@ def _declare() -> None:
                 (_SPLIT,),
                 (PipeEnd(side, PipeAction.PUSH, direction), Cost("pipe_push")),
                 name,
-                f"pl.{name}(tile)",
+                f"pl.{name}(tile, split=pl.SplitMode.NONE)",
                 f"the tile sent through the {direction.value} pipe",
             )
         )
@@ -210,7 +210,7 @@ def _declare() -> None:
                 (Attr("shape", tuple, REQUIRED), Attr("dtype", DataType, REQUIRED), _SPLIT),
                 (PipeEnd(side, PipeAction.POP, direction), Cost("pipe_pop"), InPipeSlot()),
                 name,
-                f"pl.{name}(shape, dtype)",
+                f"pl.{name}(shape, dtype, split=pl.SplitMode.NONE)",
                 f"the next tile of the {direction.value} pipe, in its ring slot",
             )
         )

@@ -499,15 +499,15 @@ def _declare_transfers() -> None:
         Unit.VECTOR,
         gather_row,
         (
-            Operand("dst", Role.TILE, (MemorySpace.Vec,), effect=Effect.WRITE),
-            src,
-            Operand("dst_offsets", Role.OFFSETS),
-            Operand("src_offsets", Role.OFFSETS),
+            Operand("dst_tile", Role.TILE, (MemorySpace.Vec,), effect=Effect.WRITE),
+            Operand("src_tensor", Role.TENSOR),
+            Operand("dst_offset", Role.OFFSETS),
+            Operand("src_offset", Role.OFFSETS),
         ),
         (_SHAPE,),
         (Cost("gather"), GmAccess(1, 3), WHOLE_TILE),
         "gather_row",
-        "pl.gather_row(dst, src, dst_offsets, src_offsets, shape=[1, C])",
+        "pl.gather_row(dst_tile, src_tensor, dst_offset, src_offset, shape)",
         "one row of a tensor copied into a row of a Vec tile",
     )
     _op(
@@ -543,7 +543,7 @@ def _declare_transfers() -> None:
         (_SHAPE, _DTYPE, Attr("manual_dep", bool, False)),
         (),
         "create_tensor",
-        "pl.create_tensor(shape, dtype)",
+        "pl.create_tensor(shape, dtype, manual_dep=False)",
         "a fresh global-memory tensor",
     )
     _op(
@@ -576,13 +576,13 @@ def _declare_transfers() -> None:
         Unit.VECTOR,
         fillpad,
         (
-            Operand("tile", Role.TILE, (MemorySpace.Vec,)),
+            Operand("x", Role.TILE, (MemorySpace.Vec,)),
             Operand("valid_shape", Role.VALID_SHAPE, optional=True),
         ),
         (Attr("pad_value", PadValue, REQUIRED),),
         (Cost("vector"), PlacesTile(), WHOLE_TILE),
         "fillpad",
-        "pl.fillpad(tile, pad_value=pl.PadValue.zero)",
+        "pl.fillpad(x, pad_value=pl.PadValue.zero)",
         "the tile with pad_value outside its valid shape",
     )
     _op(
@@ -625,15 +625,15 @@ def _declare_views(level: Level) -> None:
         level,
         Unit.MTE,
         slice_,
-        (x, _OFFSETS),
+        (x, Operand("offset", Role.OFFSETS)),
         (_SHAPE,),
         (View(), Cost("vector"), WHOLE_TILE, *place, *lowers),
         "slice",
-        "pl.slice(x, shape, offsets)",
+        "pl.slice(x, shape, offset)",
         "a region of x",
     )
-    vec = Operand("lhs", Role.TILE, (MemorySpace.Vec,)) if tile else Operand("lhs", Role.TENSOR)
-    rhs = Operand("rhs", Role.TILE, (MemorySpace.Vec,)) if tile else Operand("rhs", Role.TENSOR)
+    vec = Operand("a", Role.TILE, (MemorySpace.Vec,)) if tile else Operand("a", Role.TENSOR)
+    rhs = Operand("b", Role.TILE, (MemorySpace.Vec,)) if tile else Operand("b", Role.TENSOR)
     lowers = () if tile else (Lowers("tile.concat"),)
     _op(
         f"{prefix}.concat",
@@ -644,8 +644,8 @@ def _declare_views(level: Level) -> None:
         (),
         (Cost("vector"), SplitPolicy(cols=ALL), *place, *lowers),
         "concat",
-        "pl.concat(lhs, rhs)",
-        "rhs's columns after lhs's",
+        "pl.concat(a, b)",
+        "b's columns after a's",
     )
 
 

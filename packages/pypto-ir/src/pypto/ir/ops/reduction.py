@@ -170,10 +170,10 @@ def _declare(level: Level) -> None:
                 level,
                 Unit.VECTOR,
                 expand,
-                (_x(level), _x(level, "v")),
+                (_x(level), _x(level, "row_vec" if axis == 1 else "col_vec")),
                 traits=traits,
                 dsl=name,
-                signature=f"pl.{name}(x, v)",
+                signature=f"pl.{name}(x, {'row_vec' if axis == 1 else 'col_vec'})",
                 doc=doc,
             )
         )

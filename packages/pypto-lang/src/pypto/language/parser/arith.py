@@ -7,12 +7,11 @@ The scalar op of a DSL name is the scalar spec of that name, the one with a ``Fo
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
 from pypto.ir import Expr
-from pypto.ir.ops import Fold, Level, OpSpec, ops_with
+from pypto.ir.ops import Elementwise, Fold, Level, OpSpec, get_op, ops_with
 from pypto.language.parser.opcall import OpContext
 from pypto.language.parser.values import (
     describe_value,
@@ -23,32 +22,26 @@ from pypto.language.parser.values import (
     scalar_expr,
 )
 
-# ------------------------------------------------------------------ asked of pypto.ir.ops
-# Until the specs say it (the scalar op each elementwise op computes on two scalars, and a
-# Fold on the elementwise unary ops): the DSL names whose scalar spec is named otherwise, and
-# the Python functions the unary ops fold with on a compile-time number.
-SCALAR_NAMES = {"div": "truediv", "maximum": "max", "minimum": "min"}
-UNARY_FOLDS: dict[str, Callable[[Any], Any]] = {
-    "abs": abs,
-    "exp": math.exp,
-    "log": math.log,
-    "sqrt": math.sqrt,
-    "rsqrt": lambda x: 1.0 / math.sqrt(x),
-    "recip": lambda x: 1.0 / x,
-    "relu": lambda x: max(x, 0),
-}
-# ------------------------------------------------------------------
-
 
 def scalar_op(name: str) -> OpSpec | None:
-    """The scalar spec computing DSL op ``name`` on scalars (``add`` -> ``scalar.add``), if any."""
-    dsl = SCALAR_NAMES.get(name, name)
-    return next((s for s in ops_with(Fold, Level.SCALAR) if s.dsl == dsl), None)
+    """The scalar spec computing DSL op ``name`` on scalars, if any: the ``on_scalars`` op of an
+    elementwise op (``div`` -> ``scalar.truediv``), else the scalar op of that name (``floordiv``,
+    ``lt``, ``neg``)."""
+    for spec in ops_with(Elementwise, Level.TILE):
+        elementwise = spec.trait(Elementwise)
+        if spec.dsl == name and elementwise is not None and elementwise.on_scalars is not None:
+            return get_op(elementwise.on_scalars)
+    return next((s for s in ops_with(Fold, Level.SCALAR) if s.dsl == name), None)
 
 
 def _fold(spec: OpSpec | None, name: str) -> Callable[..., Any] | None:
+    """How DSL op ``name`` folds on numbers: its scalar spec's Fold, else its elementwise one's
+    (``pl.exp(1.0)``)."""
     trait = spec.trait(Fold) if spec is not None else None
-    return trait.fn if trait is not None else UNARY_FOLDS.get(name)
+    if trait is None:
+        unary = next((s for s in ops_with(Fold, Level.TILE) if s.dsl == name), None)
+        trait = unary.trait(Fold) if unary is not None else None
+    return trait.fn if trait is not None else None
 
 
 def scalar_binary(ctx: OpContext, name: str, lhs: Any, rhs: Any) -> Any:

@@ -20,7 +20,7 @@ from typing import Any
 from pypto.ir import UNIT, Eval, ParseError
 from pypto.ir.ops import Commutative, Elementwise, Level, OpSpec, Role
 from pypto.ir.ops.spec import STORAGE
-from pypto.language.dslops import MISSING_ATTRS, DslFunction, dsl_function, operand_params
+from pypto.language.dslops import DslFunction, dsl_function, operand_params
 from pypto.language.parser import crosscore, transfers  # noqa: F401  (their builders register)
 from pypto.language.parser.arith import scalar_binary, scalar_unary
 from pypto.language.parser.convert import attribute, operand, operand_words
@@ -134,7 +134,7 @@ def _attributes(
     """The call's attributes, in the spec's order; one left at None, or a flag that is off, is
     left out."""
     attrs: dict[str, Any] = {}
-    for attr in (*form.attrs, *MISSING_ATTRS.get(form.name, ())):
+    for attr in form.attrs:
         if attr.name not in values:
             continue
         value = values[attr.name]
