@@ -121,15 +121,15 @@ def _declare(level: Level) -> None:
 
     attrs = (Attr("a_trans", bool, False), Attr("b_trans", bool, False), Attr("out_dtype", DataType))
     for name, operands, doc in (
-        ("matmul", (operand("lhs", MemorySpace.Left), operand("rhs", MemorySpace.Right)), "lhs @ rhs"),
+        ("matmul", (operand("a", MemorySpace.Left), operand("b", MemorySpace.Right)), "a @ b"),
         (
             "matmul_acc",
             (
                 operand("acc", MemorySpace.Acc),
-                operand("lhs", MemorySpace.Left),
-                operand("rhs", MemorySpace.Right),
+                operand("a", MemorySpace.Left),
+                operand("b", MemorySpace.Right),
             ),
-            "acc + lhs @ rhs",
+            "acc + a @ b",
         ),
     ):
         # The right operand is the same for every row block of the product.
