@@ -60,19 +60,19 @@ def _declare(names: list[str], spec: OpSpec) -> None:
 
 
 @pytest.fixture
-def sigmoid(declared: list[str]) -> None:
-    """``sigmoid`` as a member of the elementwise UNARY family, on tensors and tiles."""
+def softsign(declared: list[str]) -> None:
+    """``softsign`` as a member of the elementwise UNARY family, on tensors and tiles."""
     for level in (Level.TENSOR, Level.TILE):
         spec = OpSpec(
-            f"{level.value}.sigmoid",
+            f"{level.value}.softsign",
             level,
             Unit.VECTOR,
             unary,
             (_x("x", level),),
-            traits=_traits(level, "sigmoid"),
-            dsl="sigmoid",
-            signature="pl.sigmoid(x)",
-            doc="1 / (1 + e^-x) of each element",
+            traits=_traits(level, "softsign"),
+            dsl="softsign",
+            signature="pl.softsign(x)",
+            doc="x / (1 + |x|) of each element",
         )
         _declare(declared, spec)
 
@@ -155,43 +155,43 @@ def _kernel():
     def kernel(a: pl.Tensor[[16, 64], pl.FP32], out: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):
         with pl.at(level=pl.Level.CORE_GROUP):
             x = pl.load(a, [0, 0], [16, 64])
-            y = pl.sigmoid(x)
-            z = pl.tile.sigmoid(y)
+            y = pl.softsign(x)
+            z = pl.tile.softsign(y)
             pl.store(z, [0, 0], out)
         with pl.at(level=pl.Level.CORE_GROUP):
-            out[:] = pl.sigmoid(a)
+            out[:] = pl.softsign(a)
         return out
 
     return kernel
 
 
-def test_a_new_unary_op_is_a_pl_function_that_parses_on_tiles_and_tensors(sigmoid):
+def test_a_new_unary_op_is_a_pl_function_that_parses_on_tiles_and_tensors(softsign):
     text = print_ir(_kernel().parse())
-    assert "y: pl.Tile[[16, 64], pl.FP32, pl.Mem.Vec] = pl.tile.sigmoid(x)" in text
-    assert "z: pl.Tile[[16, 64], pl.FP32, pl.Mem.Vec] = pl.tile.sigmoid(y)" in text
-    assert "sigmoid: pl.Tensor[[16, 64], pl.FP32] = pl.tensor.sigmoid(a)" in text
-    assert pl.sigmoid.__doc__.startswith("pl.sigmoid(x): 1 / (1 + e^-x) of each element.")
-    assert "sigmoid" in dir(pl) and "sigmoid" in dir(pl.tile)
+    assert "y: pl.Tile[[16, 64], pl.FP32, pl.Mem.Vec] = pl.tile.softsign(x)" in text
+    assert "z: pl.Tile[[16, 64], pl.FP32, pl.Mem.Vec] = pl.tile.softsign(y)" in text
+    assert "softsign: pl.Tensor[[16, 64], pl.FP32] = pl.tensor.softsign(a)" in text
+    assert pl.softsign.__doc__.startswith("pl.softsign(x): x / (1 + |x|) of each element.")
+    assert "softsign" in dir(pl) and "softsign" in dir(pl.tile)
 
 
 def test_a_new_op_leaves_the_namespace_with_its_spec(declared):
     with pytest.raises(AttributeError):
-        pl.sigmoid  # noqa: B018
+        pl.softsign  # noqa: B018
     kernel = _kernel()
-    with pytest.raises(ParseError, match="has no attribute 'sigmoid'"):
+    with pytest.raises(ParseError, match="has no attribute 'softsign'"):
         kernel.parse()
 
 
-def test_a_new_unary_op_on_a_number_without_a_fold_says_so(sigmoid):
+def test_a_new_unary_op_on_a_number_without_a_fold_says_so(softsign):
     @pl.jit
     def kernel(a: pl.Tensor[[16, 64], pl.FP32], out: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):
         with pl.at(level=pl.Level.CORE_GROUP):
-            out[:] = pl.mul(a, pl.sigmoid(2.0))
+            out[:] = pl.mul(a, pl.softsign(2.0))
         return out
 
     with pytest.raises(ParseError) as info:
         kernel.parse()
-    assert info.value.message == "pl.sigmoid: has no compile-time form: cannot fold 2.0"
+    assert info.value.message == "pl.softsign: has no compile-time form: cannot fold 2.0"
     assert info.value.hint.startswith("compute it on a tile")
 
 

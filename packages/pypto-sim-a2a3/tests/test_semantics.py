@@ -42,6 +42,8 @@ UNARY = {
     "neg": torch.neg,
     "abs": torch.abs,
     "relu": torch.relu,
+    "sigmoid": torch.sigmoid,
+    "tanh": torch.tanh,
 }
 SCALAR = {
     "add": lambda a, b: a + b,

@@ -111,6 +111,8 @@ UNARY: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "neg": torch.neg,
     "abs": torch.abs,
     "relu": torch.relu,
+    "sigmoid": torch.sigmoid,
+    "tanh": torch.tanh,
 }
 
 

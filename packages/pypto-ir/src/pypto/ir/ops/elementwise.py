@@ -135,6 +135,8 @@ UNARY: dict[str, tuple[bool, bool, Callable[[Any], Any], str]] = {
     "neg": (False, False, operator.neg, "negation of each element"),
     "abs": (False, False, abs, "absolute value of each element"),
     "relu": (False, False, lambda x: max(x, 0), "max(x, 0) of each element"),
+    "sigmoid": (True, True, lambda x: 1.0 / (1.0 + math.exp(-x)), "1 / (1 + e^-x) of each element"),
+    "tanh": (True, True, math.tanh, "hyperbolic tangent of each element"),
 }
 
 _VEC = (MemorySpace.Vec,)
