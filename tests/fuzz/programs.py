@@ -1013,7 +1013,10 @@ def _judge_mixed(
         p.mark("either", "a 128-row block of the result does not fit L0C and is not written straight out")
     if k * n * DTYPES[in_dtype].size > 262144:
         p.mark("either", "the right operand may not fit L1")
-    if _live_bytes(chain, m, 1, n) * 2 > COMFORTABLE:
+    # A column reduction makes the region run whole (the matmul's whole result crosses), as in a
+    # tensor chain, unless its result is only stored; the ring holds slot_num crossing tiles.
+    tile_rows = m if chain.col_ops else 1
+    if _live_bytes(chain, m, tile_rows, n) * 2 > COMFORTABLE:
         p.mark("either", "the epilogue's tiles and the ring may not fit Vec")
 
 
