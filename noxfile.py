@@ -52,6 +52,9 @@ def tests(session: nox.Session) -> None:
 def isolated(session: nox.Session, package: str) -> None:
     """Install one package with only its declared dependencies and run its own tests."""
     paths = [str(ROOT / "packages" / name) for name in PACKAGES[package]]
+    if package in NEEDS_NO_TORCH:
+        # A reused environment still holds the torch of the last run's test extra.
+        session.run("python", "-m", "pip", "uninstall", "-y", "-q", "torch", silent=True)
     session.install(*CONSTRAINTS, *paths)
     if package in NEEDS_NO_TORCH:
         no_torch = "import importlib.util as u, sys; sys.exit(u.find_spec('torch') is not None)"
