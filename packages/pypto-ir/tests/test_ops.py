@@ -48,10 +48,12 @@ def test_shape_mismatch_names_the_op_and_both_operand_types():
     )
 
 
-def test_dtype_mismatch_suggests_a_cast():
+def test_dtype_mismatch_names_the_problem_for_the_front_ends_advice():
+    """The rule names the problem; the front end words the fix (a pl.cast: pypto-lang's
+    tests/test_advice.py)."""
     with pytest.raises(TypeCheckError) as info:
         make_call("tile.add", (tile([8, 8]), tile([8, 8], DataType.FP16)))
-    assert "pl.cast" in info.value.hint
+    assert info.value.advice == ("binary.dtype_mismatch", {})
 
 
 def test_matmul_of_fp16_tiles_accumulates_in_fp32_in_acc():

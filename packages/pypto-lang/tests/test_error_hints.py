@@ -26,6 +26,7 @@ import pypto.language as pl
 import pypto.language.parser
 import pypto.runtime
 from pypto.ir import OPS, PyptoError, TypeCheckError
+from pypto.language.advice import ADVICE
 
 LANGUAGE = Path(inspect.getfile(pl)).parent
 CHECKED_FILES = (
@@ -90,10 +91,54 @@ def _hint_position(call: ast.Call, classes: set[str]) -> int | None:
 
 
 def _has_hint(call: ast.Call, position: int) -> bool:
+    """A hint given as text, or as an advice key the front end words (``advice="..."``)."""
     given = [k.value for k in call.keywords if k.arg == "hint"]
     if len(call.args) > position:
         given.append(call.args[position])
+    if _advice_key(call) in ADVICE:
+        return True
+    advice = next((k.value for k in call.keywords if k.arg == "advice"), None)
+    if advice is not None and not isinstance(advice, ast.Constant):
+        return True  # the one place that passes a rule's advice on to the error (rules.fail)
     return any(not (isinstance(v, ast.Constant) and v.value is None) for v in given)
+
+
+def _advice_key(call: ast.Call) -> str | None:
+    key = next((k.value for k in call.keywords if k.arg == "advice"), None)
+    return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
+
+
+def _advice_keys_raised() -> set[str]:
+    """Every advice key the op rules raise (``fail(..., advice="...")``)."""
+    keys: set[str] = set()
+    for path in Path(inspect.getfile(pypto.ir.ops)).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and (key := _advice_key(node)) is not None:
+                keys.add(key)
+    return keys
+
+
+def test_every_problem_a_type_rule_names_has_advice_and_every_advice_a_problem():
+    """The IR's type rules name problems; the front end words each fix (pypto.language.advice)."""
+    raised = _advice_keys_raised()
+    assert len(raised) > 40  # the walk finds them (a broken walk would find none)
+    assert raised - ADVICE.keys() == set()
+    assert ADVICE.keys() - raised == set()
+
+
+def test_an_advised_error_renders_the_front_ends_hint():
+    from pypto.ir.dtypes import DataType
+    from pypto.ir.nodes import Var
+    from pypto.ir.ops import make_call
+    from pypto.ir.types import MemorySpace, TileType
+
+    a = Var("a", TileType((8, 8), DataType.FP32, MemorySpace.Vec))
+    b = Var("b", TileType((8, 8), DataType.FP16, MemorySpace.Vec))
+    with pytest.raises(TypeCheckError) as info:
+        make_call("tile.add", (a, b))
+    assert info.value.advice == ("binary.dtype_mismatch", {})
+    assert info.value.hint == "PyPTO has no implicit promotion: convert one side with pl.cast(x, dtype)"
+    assert "hint: PyPTO has no implicit promotion" in str(info.value)
 
 
 def error_sites(source: str, file: str, classes: set[str]) -> tuple[list[Site], list[Site]]:

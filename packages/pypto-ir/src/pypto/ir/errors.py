@@ -11,7 +11,9 @@ A rendered error reads like a compiler message::
 from __future__ import annotations
 
 import linecache
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -47,20 +49,60 @@ def at_line(span: SourceSpan | None) -> str:
     return f"{span.file}:{span.line}" if span else "an unknown line"
 
 
+# Who words the advice of an error raised with ``advice=(key, facts)``: the front end registers
+# the advisor that says, in its own language, how to fix each problem the IR names.
+Advisor = Callable[[str, Mapping[str, Any]], "str | None"]
+_ADVISORS: list[Advisor] = []
+
+
+def register_advisor(advisor: Advisor) -> None:
+    """Let ``advisor(key, facts)`` word the hint of errors raised with that advice key."""
+    if advisor not in _ADVISORS:
+        _ADVISORS.append(advisor)
+
+
+def compose_advice(key: str, facts: Mapping[str, Any]) -> str | None:
+    """The hint the registered advisors give for problem ``key`` with ``facts``, if any."""
+    for advisor in _ADVISORS:
+        text = advisor(key, facts)
+        if text:
+            return text
+    return None
+
+
 class PyptoError(Exception):
     """Root of every error a PyPTO user can see.
 
     ``message`` is the plain text (tests may compare it exactly), ``span`` points at the user's
-    line, ``hint`` says how to fix it. ``str(err)`` renders all three.
+    line, ``hint`` says how to fix it. ``str(err)`` renders all three. A layer that knows what is
+    wrong but not how the user spells the fix (the IR's type rules) gives ``advice``: a problem
+    key and its facts, which the front end's advisor words into the hint.
     """
 
     kind = "error"
 
-    def __init__(self, message: str, span: SourceSpan | None = None, hint: str | None = None):
+    def __init__(
+        self,
+        message: str,
+        span: SourceSpan | None = None,
+        hint: str | None = None,
+        advice: tuple[str, Mapping[str, Any]] | None = None,
+    ):
         self.message = message
         self.span = span
-        self.hint = hint
+        self._hint = hint
+        self.advice = advice
         super().__init__(message)
+
+    @property
+    def hint(self) -> str | None:
+        if self._hint is None and self.advice is not None:
+            return compose_advice(*self.advice)
+        return self._hint
+
+    @hint.setter
+    def hint(self, value: str | None) -> None:
+        self._hint = value
 
     def __str__(self) -> str:
         return self.render()

@@ -10,6 +10,7 @@
 
 from pypto.ir import AtomicType, CastMode, DataType, Level, MemorySpace, PadValue, SplitMode
 from pypto.ir import FunctionKind as FunctionType
+from pypto.language import advice as _advice  # noqa: F401  (registers the DSL wording of the type rules' hints)
 from pypto.language.annotations import InOut, Out, Scalar, Tensor, Tile
 from pypto.language.builtins import STATEMENTS, Builtin, op_builtins, system, tensor, tile
 from pypto.language.errors import KernelOnlyError, ScopeOptionError

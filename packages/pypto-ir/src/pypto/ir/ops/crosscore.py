@@ -65,36 +65,23 @@ def pipe_init(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span
         )
     for name, value in (("slot_size", size), ("slot_num", num)):
         if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            raise fail(op, f"{name} must be a positive int, got {value!r}", span, _PIPE_HINTS[name])
+            raise fail(
+                op,
+                f"{name} must be a positive int, got {value!r}",
+                span,
+                advice="pipe.slot_option",
+                name=name,
+            )
     return UNIT
-
-
-_PIPE_HINTS = {
-    "slot_size": "write slot_size= the bytes of the largest tile that crosses, e.g. 16384 for [64, 64] FP32",
-    "slot_num": "write slot_num= the ring depth in tiles, e.g. slot_num=2 (both sides the same)",
-}
-
-
-# What each boundary op takes, as its hint says when it gets something else.
-_TILE_ARG_HINTS = {
-    "tpush_to_aiv": "the cube pushes Acc or Mat tiles (e.g. a pl.matmul result); "
-    "Vec tiles go from the vector lanes to the cube with pl.tpush_to_aic",
-    "tpush_to_aic": "the vector lanes push Vec tiles; Acc or Mat tiles go from the cube with pl.tpush_to_aiv",
-    "tfree_to_aic": "free the Vec tile pl.tpop_from_aic returned: pl.tfree_to_aic(t)",
-    "tfree_to_aiv": "free the Mat tile pl.tpop_from_aiv returned: pl.tfree_to_aiv(t)",
-    "aiv_shard": "shard a cube-side tile (Acc, e.g. a pl.matmul result, or Mat); "
-    "a Vec tile is on the lanes already",
-    "aic_gather": "gather the lanes' Vec tiles (e.g. the result of a vector op in the region)",
-}
 
 
 def tile_arg(op: str, e: Expr, spaces: tuple[MemorySpace, ...], span: SourceSpan | None) -> TileType:
     t = e.type
     if not isinstance(t, TileType):
-        raise fail(op, f"takes a tile, got {describe(t)}", span, _TILE_ARG_HINTS[op])
+        raise fail(op, f"takes a tile, got {describe(t)}", span, advice="pipe.needs_tile", op=op)
     if t.memory_space is not None and t.memory_space not in spaces:
         names = " or ".join(s.name for s in spaces)
-        raise fail(op, f"takes a tile in {names}, got {describe(t)}", span, _TILE_ARG_HINTS[op])
+        raise fail(op, f"takes a tile in {names}, got {describe(t)}", span, advice="pipe.tile_space", op=op)
     return t
 
 
@@ -112,7 +99,8 @@ def pop(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: Sour
             op,
             "needs shape=[...] and dtype= of the tile it pops",
             span,
-            f"give the shape and dtype the other side pushes, e.g. pl.{op}([64, 64], pl.FP32)",
+            advice="pipe.pop_needs_shape",
+            op=op,
         )
     end = spec.trait(PipeEnd)
     assert end is not None
@@ -135,7 +123,7 @@ def shard(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: So
             op,
             f"cannot halve {describe(t)} along dim {axis} for {mode!r}",
             span,
-            "split along the other axis, or use pl.SplitMode.NONE",
+            advice="shard.cannot_halve",
         )
     return TileType(split_shape(t.shape, mode), t.dtype, MemorySpace.Vec)
 

@@ -8,7 +8,7 @@ from typing import Any
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import SourceSpan
 from pypto.ir.nodes import Expr
-from pypto.ir.ops.rules import check_arithmetic, fail, matrix_shape, same_kind, shaped
+from pypto.ir.ops.rules import check_arithmetic, fail, same_kind, shaped
 from pypto.ir.ops.spec import (
     Attr,
     Cost,
@@ -42,7 +42,8 @@ def matmul(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: S
             op,
             f"needs 2-D operands, got {describe(a)} and {describe(b)}",
             span,
-            f"reshape {describe(flat)} to 2-D first: pl.reshape(x, {matrix_shape(flat.shape)})",
+            advice="matmul.not_2d",
+            flat=flat,
         )
     m, ka = (a.shape[1], a.shape[0]) if attrs.get("a_trans") else a.shape
     kb, n = (b.shape[1], b.shape[0]) if attrs.get("b_trans") else b.shape
@@ -58,7 +59,7 @@ def matmul(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: S
             op,
             f"operand dtype mismatch: {describe(a)} vs {describe(b)}",
             span,
-            "cast one operand with pl.cast(x, dtype)",
+            advice="matmul.dtype_mismatch",
         )
     check_arithmetic(op, a, span)
     dtype = matmul_result_dtype(a.dtype, b.dtype, attrs.get("out_dtype"))
@@ -69,7 +70,9 @@ def matmul(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: S
                     op,
                     f"the {side} operand must be in {space.name}, got {describe(t)}",
                     span,
-                    operand_space_hint(t, space),
+                    advice="matmul.operand_space",
+                    t=t,
+                    space=space,
                 )
         result: TileType | TensorType = TileType((m, n), dtype, MemorySpace.Acc)
     else:
@@ -77,17 +80,6 @@ def matmul(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: S
     if accumulates:
         check_accumulator(op, args[0].type, result, span)
     return result
-
-
-def operand_space_hint(t: TileType, space: MemorySpace) -> str:
-    """How a tile gets into the cube's Left / Right buffer: moved there from Mat."""
-    if t.memory_space is MemorySpace.Mat:
-        return f"move it first: pl.move(tile, target_memory=pl.Mem.{space.name})"
-    return (
-        f"{space.name} tiles are moved from Mat: load the data into Mat and move it, "
-        f"pl.move(pl.load(t, [0, 0], {list(t.shape)}, target_memory=pl.Mem.Mat), "
-        f"target_memory=pl.Mem.{space.name})"
-    )
 
 
 def check_accumulator(op: str, acc: Type, result: TileType | TensorType, span: SourceSpan | None) -> None:
@@ -105,7 +97,7 @@ def check_accumulator(op: str, acc: Type, result: TileType | TensorType, span: S
             op,
             f"accumulator must be a {list(result.shape)} {result.dtype.name} {want}, got {describe(acc)}",
             span,
-            "start the sum with acc = pl.matmul(a, b), then acc = pl.matmul_acc(acc, a2, b2)",
+            advice="matmul.accumulator",
         )
 
 

@@ -60,7 +60,7 @@ def binary(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: S
             op,
             f"operand dtype mismatch: {describe(lhs)} vs {describe(rhs)}",
             span,
-            "PyPTO has no implicit promotion: convert one side with pl.cast(x, dtype)",
+            advice="binary.dtype_mismatch",
         )
     check_arithmetic(op, lhs, span)
     check_vec(op, lhs, span)
@@ -103,7 +103,7 @@ def cast(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: Sou
     mode = attrs.get("mode", CastMode.round)
     if not isinstance(mode, CastMode):
         modes = ", ".join(repr(m.value) for m in CastMode)
-        raise fail(op, f"unknown rounding mode {mode!r}", span, f"use a pl.CastMode: one of {modes}")
+        raise fail(op, f"unknown rounding mode {mode!r}", span, advice="cast.unknown_mode", modes=modes)
     if isinstance(x, ScalarType):
         return ScalarType(dtype)
     x = shaped(op, args[0], span)

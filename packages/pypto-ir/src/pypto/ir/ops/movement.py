@@ -21,8 +21,6 @@ from pypto.ir.ops.rules import (
     check_valid_within,
     check_vec,
     fail,
-    matrix_shape,
-    ranked,
     same_kind,
     shaped,
     with_changes,
@@ -61,7 +59,7 @@ def load(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: Sou
             op,
             f"loads from a tensor, got {describe(src)}",
             span,
-            "load from a global-memory tensor (a kernel parameter): pl.load(t, [0, 0], [64, 64])",
+            advice="load.needs_tensor",
         )
     shape = tuple(attrs["shape"])
     check_offsets(op, args[1], len(src.shape), span)
@@ -89,21 +87,21 @@ def check_store(op: str, tile: Expr, offsets: Expr, dst: Expr, span: SourceSpan 
             op,
             f"stores a tile, got {describe(tile.type)}",
             span,
-            "store an on-chip tile (e.g. a pl.load or vector op result): pl.store(tile, [0, 0], out)",
+            advice="store.needs_tile",
         )
     if not isinstance(dst.type, TensorType):
         raise fail(
             op,
             f"stores into a tensor, got {describe(dst.type)}",
             span,
-            "store into a global-memory tensor (a pl.Out parameter); pl.assemble writes a tile into a tile",
+            advice="store.needs_tensor",
         )
     if tile.type.dtype != dst.type.dtype:
         raise fail(
             op,
             f"dtype mismatch: {describe(tile.type)} into {describe(dst.type)}",
             span,
-            "cast the tile with pl.cast(tile, dtype) before storing",
+            advice="store.dtype_mismatch",
         )
     check_offsets(op, offsets, len(dst.type.shape), span)
     check_same_rank(op, "the tile's shape", tile.type.shape, dst.type.shape, describe(dst.type), span)
@@ -120,7 +118,7 @@ def load_partial(
             op,
             f"loads from a tensor, got {describe(src.type)}",
             span,
-            "load from a global-memory tensor (a kernel parameter): pl.load(t, [0, 0], [64, 64])",
+            advice="load.needs_tensor",
         )
     shape = tuple(attrs["shape"])
     check_offsets(op, offsets, len(src.type.shape), span)
@@ -144,7 +142,12 @@ def store_atomic(
     op = spec.name
     tile, offsets, dst = args[:3]
     if attrs.get("atomic") is not AtomicType.Add:
-        raise fail(op, f"atomic must be pl.AtomicType.Add, got {attrs.get('atomic')!r}", span, "use pl.store")
+        raise fail(
+            op,
+            f"atomic must be pl.AtomicType.Add, got {attrs.get('atomic')!r}",
+            span,
+            advice="store.atomic_type",
+        )
     t = check_store(op, tile, offsets, dst, span)
     shape = dst.type.shape  # type: ignore[attr-defined]
     if len(args) == 4:
@@ -162,7 +165,7 @@ def move(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: Sou
             op,
             f"moves a tile, got {describe(t)}",
             span,
-            "pl.move changes the memory space of a tile; bring a tensor on chip with pl.load",
+            advice="move.needs_tile",
         )
     return with_changes(t, memory_space=attrs["target_memory"])
 
@@ -187,7 +190,7 @@ def assemble(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span:
             op,
             f"writes into a tensor, got {describe(dst.type)}",
             span,
-            "the target is a global-memory tensor (a pl.Out parameter or a pl.create_tensor result)",
+            advice="assemble.target_not_tensor",
         )
     v = shaped(op, value, span, "value")
     if v.dtype != dst.type.dtype:
@@ -195,7 +198,7 @@ def assemble(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span:
             op,
             f"dtype mismatch: writing {describe(v)} into {describe(dst.type)}",
             span,
-            "cast the value with pl.cast(x, dtype) first",
+            advice="assemble.dtype_mismatch",
         )
     check_offsets(op, offsets, len(dst.type.shape), span)
     if len(v.shape) != len(dst.type.shape):
@@ -203,8 +206,9 @@ def assemble(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span:
             op,
             f"rank mismatch: {describe(v)} into {describe(dst.type)}",
             span,
-            f"give the value the tensor's rank first, pl.reshape(x, "
-            f"{ranked(v.shape, len(dst.type.shape))}), and write it into a region of that shape",
+            advice="assemble.rank_mismatch",
+            v=v,
+            dst=dst,
         )
     check_static_bounds(op, dst.type.shape, offsets, v.shape, span)
     if not isinstance(attrs.get("atomic", AtomicType.NONE), AtomicType):
@@ -212,7 +216,7 @@ def assemble(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span:
             op,
             f"atomic must be a pl.AtomicType, got {attrs['atomic']!r}",
             span,
-            "write atomic=pl.AtomicType.Add to add into the target, or leave it out to overwrite",
+            advice="assemble.atomic_type",
         )
     return dst.type
 
@@ -225,7 +229,7 @@ def gather_row(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], spa
             op,
             f"gathers into a tile, got {describe(dst.type)}",
             span,
-            "the destination is a Vec tile, e.g. rows = pl.create_tile([8, 64], pl.FP32)",
+            advice="gather_row.dst_not_tile",
         )
     if not isinstance(src.type, TensorType):
         raise fail(
@@ -239,7 +243,8 @@ def gather_row(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], spa
             op,
             f"dtype mismatch: {describe(src.type)} into {describe(dst.type)}",
             span,
-            f"create the destination tile with the tensor's dtype, pl.{src.type.dtype.name}",
+            advice="gather_row.dtype_mismatch",
+            src=src,
         )
     shape = tuple(attrs["shape"])
     if len(shape) != 2 or shape[0] != 1:
@@ -248,7 +253,8 @@ def gather_row(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], spa
             op,
             f"copies one row: shape must be [1, C], got {list(shape)}",
             span,
-            f"pass shape=[1, {columns}], and copy several rows with one call each (e.g. in a pl.range loop)",
+            advice="gather_row.not_one_row",
+            columns=columns,
         )
     check_offsets(op, dst_offsets, len(dst.type.shape), span)
     check_offsets(op, src_offsets, len(src.type.shape), span)
@@ -282,7 +288,8 @@ def slice_(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: S
             op,
             f"a slice of {describe(x)} needs a shape of rank {len(x.shape)}",
             span,
-            f"give one extent per dimension, e.g. pl.slice(x, {list(x.shape)}, {[0] * len(x.shape)})",
+            advice="slice.rank_mismatch",
+            x=x,
         )
     check_offsets(op, args[1], len(x.shape), span)
     check_static_bounds(op, x.shape, args[1], shape, span)
@@ -297,8 +304,7 @@ def fillpad(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: 
             op,
             f"fills a tile outside its valid shape, got {describe(x)}",
             span,
-            "pad a tile loaded with valid_shape=: "
-            "pl.fillpad(pl.load(t, [0, 0], [64, 64], valid_shape=[n, 64]))",
+            advice="fillpad.needs_tile",
         )
     check_vec(op, x, span)
     if not isinstance(attrs.get("pad_value"), PadValue):
@@ -321,7 +327,8 @@ def full(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: Sou
             op,
             f"the fill value must be a scalar, got {got}",
             span,
-            f"fill with a number or a run-time scalar: pl.full(shape, pl.{attrs['dtype'].name}, 0)",
+            advice="full.value_not_scalar",
+            attrs=attrs,
         )
     check_scalar_fits(op, args[0], attrs["dtype"], span, "the fill value")
     return TileType(tuple(attrs["shape"]), attrs["dtype"], MemorySpace.Vec)
@@ -342,15 +349,13 @@ def tile_assemble(
             op,
             f"writes a tile into a tile, got {describe(v)} into {describe(d)}",
             span,
-            "pass tiles on both sides; write into a tensor with pl.assemble(out, value, offsets)",
+            advice="assemble.needs_tiles",
         )
     if d.dtype != v.dtype or len(d.shape) != len(v.shape):
-        fix = (
-            f"convert the value first: pl.cast(v, pl.{d.dtype.name})"
-            if d.dtype != v.dtype
-            else f"give the value the target's rank: pl.reshape(v, {ranked(v.shape, len(d.shape))})"
-        )
-        raise fail(op, f"writes {describe(v)} into {describe(d)}: dtype or rank differs", span, fix)
+        message = f"writes {describe(v)} into {describe(d)}: dtype or rank differs"
+        if d.dtype != v.dtype:
+            raise fail(op, message, span, advice="assemble.tile_dtype", d=d)
+        raise fail(op, message, span, advice="assemble.tile_rank", v=v, d=d)
     spaces = (v.memory_space, d.memory_space)
     if None not in spaces and spaces not in TILE_ASSEMBLE_PATHS:
         legal = ", ".join(f"{a.name}->{b.name}" for a, b in TILE_ASSEMBLE_PATHS)
@@ -370,14 +375,17 @@ def concat(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: S
             f"concatenates columns of 2-D operands with equal row counts, "
             f"got {describe(lhs)} and {describe(rhs)}",
             span,
-            concat_hint(lhs, rhs),
+            advice="concat.shape",
+            lhs=lhs,
+            rhs=rhs,
         )
     if lhs.dtype != rhs.dtype:
         raise fail(
             op,
             f"operand dtype mismatch: {describe(lhs)} vs {describe(rhs)}",
             span,
-            f"convert one side first, e.g. pl.cast(b, pl.{lhs.dtype.name})",
+            advice="concat.dtype_mismatch",
+            lhs=lhs,
         )
     check_vec(op, lhs, span)
     check_vec(op, rhs, span)
@@ -385,16 +393,6 @@ def concat(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: S
     if isinstance(lhs, TileType):
         return with_changes(lhs, shape=shape, memory_space=MemorySpace.Vec, valid_shape=None)
     return with_changes(lhs, shape=shape)
-
-
-def concat_hint(lhs: TileType | TensorType, rhs: TileType | TensorType) -> str:
-    for t in (lhs, rhs):
-        if len(t.shape) != 2:
-            return f"reshape {describe(t)} to 2-D first: pl.reshape(x, {matrix_shape(t.shape)})"
-    return (
-        f"pl.concat(a, b) puts b's columns after a's: give both the same number of rows "
-        f"(here {lhs.shape[0]} and {rhs.shape[0]})"
-    )
 
 
 # ---------------------------------------------------------------- declarations

@@ -43,7 +43,8 @@ def row_reduce(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], spa
                 op,
                 f"needs a scratch tile shaped like {describe(x)}, got {got}",
                 span,
-                f"pass one: tmp = pl.create_tile(x.shape, x.dtype); {user_name(op)}(x, tmp)",
+                advice="row_reduce.scratch",
+                op=op,
             )
         check_vec(op, tmp, span)
     elif len(args) != 1:
@@ -80,14 +81,15 @@ def expand(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: S
             op,
             f"the broadcast operand must be {list(want)} for {describe(x)}, got {describe(vec)}",
             span,
-            "row vectors come from pl.row_max/row_sum, column vectors from pl.col_sum or a [1, C] load",
+            advice="broadcast.vector_shape",
         )
     if vec.dtype != x.dtype:
         raise fail(
             op,
             f"operand dtype mismatch: {describe(x)} vs {describe(vec)}",
             span,
-            f"convert the broadcast operand first: pl.cast(v, pl.{x.dtype.name})",
+            advice="broadcast.dtype_mismatch",
+            x=x,
         )
     return vector_result(x)
 

@@ -23,9 +23,21 @@ def user_name(op: str) -> str:
     return f"pl.{spec.dsl if spec is not None and spec.dsl else op}"
 
 
-def fail(op: str, message: str, span: SourceSpan | None, hint: str) -> TypeCheckError:
-    """A type error of ``op`` at ``span``; ``hint`` says how to fix it, in the DSL's terms."""
-    return TypeCheckError(f"{user_name(op)}: {message}", span, hint)
+def fail(
+    failing: str,
+    message: str,
+    span: SourceSpan | None,
+    hint: str | None = None,
+    *,
+    advice: str = "",
+    **facts: Any,
+) -> TypeCheckError:
+    """A type error of op ``failing`` at ``span``. ``advice`` names the problem for the front end's advisor,
+    which words the fix in the DSL's terms from ``facts`` (``pypto.language.advice``); a rule
+    not yet converted gives the ``hint`` text itself."""
+    if advice:
+        return TypeCheckError(f"{user_name(failing)}: {message}", span, advice=(advice, facts))
+    return TypeCheckError(f"{user_name(failing)}: {message}", span, hint)
 
 
 def shaped(op: str, e: Expr, span: SourceSpan | None, what: str = "operand") -> TileType | TensorType:
@@ -34,7 +46,8 @@ def shaped(op: str, e: Expr, span: SourceSpan | None, what: str = "operand") -> 
             op,
             f"{what} must be a tensor or a tile, got {describe(e.type)}",
             span,
-            f"pass a tensor (global memory) or a tile (e.g. a pl.load result) as the {what}",
+            advice="operand.not_shaped",
+            what=what,
         )
     return e.type
 
@@ -52,7 +65,7 @@ def same_kind(op: str, lhs: Type, rhs: Type, span: SourceSpan | None) -> None:
             op,
             f"operands mix a tensor and a tile: {describe(lhs)} and {describe(rhs)}",
             span,
-            "load the tensor into a tile with pl.load first, or use tensors on both sides",
+            advice="operands.tensor_and_tile",
         )
 
 
@@ -66,13 +79,10 @@ def with_changes(t: TileType | TensorType, **changes: Any) -> Type:
 def check_vec(op: str, t: Type, span: SourceSpan | None) -> None:
     if isinstance(t, TileType) and t.memory_space not in (None, MemorySpace.Vec):
         cube_side = t.memory_space in (MemorySpace.Mat, MemorySpace.Acc, MemorySpace.Left, MemorySpace.Right)
-        hint = (
-            "this tile is on the cube side, which has no path to Vec: compute on the tensor (a mixed "
-            "pl.split scope crosses it for you), or send it with pl.tpush_to_aiv / pl.aiv_shard"
-            if cube_side
-            else "load the data with pl.load(..., target_memory=pl.Mem.Vec)"
-        )
-        raise fail(op, f"vector op needs its tiles in Vec, got {describe(t)}", span, hint)
+        message = f"vector op needs its tiles in Vec, got {describe(t)}"
+        if cube_side:
+            raise fail(op, message, span, advice="vector.cube_tile")
+        raise fail(op, message, span, advice="vector.not_in_vec")
 
 
 def check_arithmetic(op: str, t: TileType | TensorType, span: SourceSpan | None) -> None:
@@ -82,7 +92,7 @@ def check_arithmetic(op: str, t: TileType | TensorType, span: SourceSpan | None)
             op,
             f"computes on numbers, got {describe(t)}",
             span,
-            "convert it first, e.g. pl.cast(x, pl.INT32) or pl.cast(x, pl.FP32)",
+            advice="arith.bool_operand",
         )
 
 
@@ -92,7 +102,8 @@ def check_float_only(op: str, t: TileType | TensorType, span: SourceSpan | None)
             op,
             f"is defined on floats, got {describe(t)}",
             span,
-            f"convert it first: pl.cast(x, pl.FP32) (then back with pl.cast(y, pl.{t.dtype.name}) if needed)",
+            advice="arith.float_only",
+            t=t,
         )
 
 
@@ -113,7 +124,8 @@ def check_scalar_fits(op: str, scalar: Expr, dtype: DataType, span: SourceSpan |
                 op,
                 f"{what} {scalar.value!r} does not fit {name}, whose largest value is {largest:g}",
                 span,
-                f"use a value within +-{largest:g} (or math.inf for infinity), or compute in pl.FP32",
+                advice="scalar.beyond_float_range",
+                largest=largest,
             )
     if dtype.is_integer or dtype.is_bool:
         if t.dtype.is_float:
@@ -121,7 +133,7 @@ def check_scalar_fits(op: str, scalar: Expr, dtype: DataType, span: SourceSpan |
                 op,
                 f"{what} is a {t.dtype.name} scalar{value}, which {name} elements cannot hold exactly",
                 span,
-                "use an integer scalar, or convert the tile first: pl.cast(x, pl.FP32)",
+                advice="scalar.float_for_integer",
             )
         low, high = dtype.int_range
         if isinstance(scalar, Const) and not low <= scalar.value <= high:
@@ -129,7 +141,9 @@ def check_scalar_fits(op: str, scalar: Expr, dtype: DataType, span: SourceSpan |
                 op,
                 f"{what} {scalar.value!r} does not fit {name}, whose range is [{low}, {high}]",
                 span,
-                f"use a value in [{low}, {high}], or convert the tile to a wider dtype with pl.cast first",
+                advice="scalar.beyond_int_range",
+                low=low,
+                high=high,
             )
 
 
@@ -146,7 +160,7 @@ def check_offsets(op: str, e: Expr, rank: int, span: SourceSpan | None, what: st
                 op,
                 f"{what} must be integers, got {describe(el.type)}",
                 span,
-                "convert a float with pl.cast(x, pl.INDEX)",
+                advice="offsets.not_integer",
             )
 
 
@@ -241,7 +255,8 @@ def matrix(op: str, e: Expr, span: SourceSpan | None, what: str = "operand") -> 
             op,
             f"{what} must be 2-D, got {describe(t)}",
             span,
-            f"reshape it to 2-D first: pl.reshape(x, {matrix_shape(t.shape)})",
+            advice="operand.not_2d",
+            t=t,
         )
     check_arithmetic(op, t, span)
     check_vec(op, t, span)

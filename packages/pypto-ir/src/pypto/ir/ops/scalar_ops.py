@@ -41,7 +41,7 @@ def scalar_binary(
                 op,
                 f"needs scalar operands, got {describe(t)}",
                 span,
-                "scalar arithmetic takes numbers and run-time scalars; use pl.* ops on tensors and tiles",
+                advice="scalar.non_scalar_operand",
             )
     dtypes = [t.dtype for t in types if isinstance(t, ScalarType)]
     if op.removeprefix("scalar.") in COMPARE:
@@ -62,7 +62,7 @@ def read(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: Sou
             op,
             f"reads one element of a tensor, got {describe(src)}",
             span,
-            "read from a global-memory tensor: pl.read(t, [i, j]); store a tile into a tensor first",
+            advice="read.needs_tensor",
         )
     check_offsets(op, args[1], len(src.shape), span)
     return ScalarType(src.dtype)

@@ -46,7 +46,7 @@ def cacheinvalid(
             op,
             f"invalidates a tensor region, got {describe(t)}",
             span,
-            "name a global-memory tensor, or call pl.system.cacheinvalid() for all of it",
+            advice="cacheinvalid.needs_tensor",
         )
     if len(args) > 1:
         shape = tuple(attrs.get("shape") or ())
@@ -55,8 +55,8 @@ def cacheinvalid(
                 op,
                 f"a region of {describe(t)} needs a shape of rank {len(t.shape)}",
                 span,
-                f"give one extent per dimension, e.g. pl.system.cacheinvalid(t, {[0] * len(t.shape)}, "
-                f"{list(t.shape)})",
+                advice="cacheinvalid.rank_mismatch",
+                t=t,
             )
         check_offsets(op, args[1], len(t.shape), span)
         check_static_bounds(op, t.shape, args[1], shape, span)
@@ -88,7 +88,7 @@ def syncall(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: 
                 op,
                 'mode="soft" needs gm_workspace=, a zeroed INT32 tensor of at least 16 elements',
                 span,
-                _WORKSPACE_HINT,
+                advice="syncall.no_workspace",
             )
         ws = args[0].type
         if not isinstance(ws, TensorType) or ws.dtype is not DataType.INT32 or numel(ws) < 16:
@@ -96,7 +96,7 @@ def syncall(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: 
                 op,
                 f"gm_workspace must be an INT32 tensor of at least 16 elements, got {describe(ws)}",
                 span,
-                _WORKSPACE_HINT,
+                advice="syncall.bad_workspace",
             )
         used = attrs.get("used_cores")
         if not isinstance(used, int) or isinstance(used, bool) or used <= 0:
@@ -107,12 +107,6 @@ def syncall(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: 
                 "write used_cores= the number of cores that reach this barrier, e.g. used_cores=2",
             )
     return UNIT
-
-
-_WORKSPACE_HINT = (
-    "pass a parameter ws: pl.Tensor[[16], pl.INT32] filled with zeros by the caller: "
-    'pl.system.syncall(mode="soft", gm_workspace=ws, used_cores=2)'
-)
 
 
 # ---------------------------------------------------------------- declarations
