@@ -39,8 +39,9 @@ def test_advice_uses_the_facts_of_the_case():
     )
 
 
-def test_a_hint_given_as_text_wins_over_advice():
-    err = TypeCheckError("m", None, "given", advice=("binary.dtype_mismatch", {}))
-    assert err.hint == "given"
+def test_advice_the_front_end_words_wins_over_a_plain_hint_and_a_set_hint_over_both():
+    err = TypeCheckError("m", None, "plain", advice=("binary.dtype_mismatch", {}))
+    assert err.hint.startswith("PyPTO has no implicit promotion")
+    assert TypeCheckError("m", None, "plain", advice=("no.such.key", {})).hint == "plain"
     err.hint = "changed"
     assert err.hint == "changed"

@@ -96,13 +96,17 @@ class PyptoError(Exception):
 
     @property
     def hint(self) -> str | None:
-        if self._hint is None and self.advice is not None:
-            return compose_advice(*self.advice)
+        """The advisor's wording of ``advice`` if one words it, else the hint given as text."""
+        if self.advice is not None:
+            worded = compose_advice(*self.advice)
+            if worded:
+                return worded
         return self._hint
 
     @hint.setter
     def hint(self, value: str | None) -> None:
         self._hint = value
+        self.advice = None
 
     def __str__(self) -> str:
         return self.render()

@@ -103,7 +103,9 @@ def cast(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: Sou
     mode = attrs.get("mode", CastMode.round)
     if not isinstance(mode, CastMode):
         modes = ", ".join(repr(m.value) for m in CastMode)
-        raise fail(op, f"unknown rounding mode {mode!r}", span, advice="cast.unknown_mode", modes=modes)
+        # A plain fix as well: backends build casts without the front end.
+        hint = f"use one of {modes}"
+        raise fail(op, f"unknown rounding mode {mode!r}", span, hint, advice="cast.unknown_mode", modes=modes)
     if isinstance(x, ScalarType):
         return ScalarType(dtype)
     x = shaped(op, args[0], span)

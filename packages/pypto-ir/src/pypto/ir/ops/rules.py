@@ -32,12 +32,12 @@ def fail(
     advice: str = "",
     **facts: Any,
 ) -> TypeCheckError:
-    """A type error of op ``failing`` at ``span``. ``advice`` names the problem for the front end's advisor,
-    which words the fix in the DSL's terms from ``facts`` (``pypto.language.advice``); a rule
-    not yet converted gives the ``hint`` text itself."""
-    if advice:
-        return TypeCheckError(f"{user_name(failing)}: {message}", span, advice=(advice, facts))
-    return TypeCheckError(f"{user_name(failing)}: {message}", span, hint)
+    """A type error of op ``failing`` at ``span``. ``advice`` names the problem for the front end's
+    advisor, which words the fix in the DSL's terms from ``facts`` (``pypto.language.advice``);
+    ``hint`` is a fix in plain terms, shown where no advisor words the advice (or alone)."""
+    return TypeCheckError(
+        f"{user_name(failing)}: {message}", span, hint, advice=(advice, facts) if advice else None
+    )
 
 
 def shaped(op: str, e: Expr, span: SourceSpan | None, what: str = "operand") -> TileType | TensorType:
