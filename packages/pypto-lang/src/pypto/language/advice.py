@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pypto.ir.errors import register_advisor
+from pypto.ir.ops import op
 from pypto.ir.ops.rules import matrix_shape, ranked, user_name
 from pypto.ir.types import MemorySpace, TensorType, TileType, describe
 
@@ -23,14 +24,15 @@ _PIPE_OPTION = {
     "slot_num": "write slot_num= the ring depth in tiles, e.g. slot_num=2 (both sides the same)",
 }
 _TILE_ARG = {
-    "tpush_to_aiv": "the cube pushes Acc or Mat tiles (e.g. a pl.matmul result); "
+    op.tpush_to_aiv: "the cube pushes Acc or Mat tiles (e.g. a pl.matmul result); "
     "Vec tiles go from the vector lanes to the cube with pl.tpush_to_aic",
-    "tpush_to_aic": "the vector lanes push Vec tiles; Acc or Mat tiles go from the cube with pl.tpush_to_aiv",
-    "tfree_to_aic": "free the Vec tile pl.tpop_from_aic returned: pl.tfree_to_aic(t)",
-    "tfree_to_aiv": "free the Mat tile pl.tpop_from_aiv returned: pl.tfree_to_aiv(t)",
-    "aiv_shard": "shard a cube-side tile (Acc, e.g. a pl.matmul result, or Mat); "
+    op.tpush_to_aic: "the vector lanes push Vec tiles; "
+    "Acc or Mat tiles go from the cube with pl.tpush_to_aiv",
+    op.tfree_to_aic: "free the Vec tile pl.tpop_from_aic returned: pl.tfree_to_aic(t)",
+    op.tfree_to_aiv: "free the Mat tile pl.tpop_from_aiv returned: pl.tfree_to_aiv(t)",
+    op.aiv_shard: "shard a cube-side tile (Acc, e.g. a pl.matmul result, or Mat); "
     "a Vec tile is on the lanes already",
-    "aic_gather": "gather the lanes' Vec tiles (e.g. the result of a vector op in the region)",
+    op.aic_gather: "gather the lanes' Vec tiles (e.g. the result of a vector op in the region)",
 }
 _WORKSPACE = (
     "pass a parameter ws: pl.Tensor[[16], pl.INT32] filled with zeros by the caller: "
