@@ -238,3 +238,25 @@ def test_a_mixed_scope_with_a_column_sum_of_the_product_streams_its_rows():
     product = a.int() @ b.int()
     assert torch.equal(out, torch.relu(product))
     assert torch.equal(sums, product.sum(0, keepdim=True, dtype=torch.int32))
+
+
+def test_a_one_row_value_made_before_the_loop_reads_its_hoisted_load_in_a_k_blocked_chain():
+    """A K-blocked matmul streams its right operands (each loaded where it is used), but the
+    [1, C] row a one-row value is computed from before the row loop is loaded before it too."""
+
+    @pl.jit
+    def scaled(
+        a: pl.Tensor[[256, 256], pl.FP32],
+        b: pl.Tensor[[256, 100], pl.FP32],
+        gamma: pl.Tensor[[1, 100], pl.FP32],
+        out: pl.Out[pl.Tensor[[256, 100], pl.FP32]],
+    ):
+        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.NONE)]):
+            acc = pl.matmul(a, b)
+            scale = pl.recip(pl.add(pl.abs(gamma), 1.0))
+            out[:] = pl.col_expand_mul(acc, scale)
+        return out
+
+    a, b, gamma = torch.randn(256, 256) / 16, torch.randn(256, 100), torch.randn(1, 100)
+    out = scaled(a, b, gamma, torch.empty(256, 100))
+    torch.testing.assert_close(out, (a @ b) * torch.reciprocal(gamma.abs() + 1.0), rtol=1e-4, atol=1e-4)

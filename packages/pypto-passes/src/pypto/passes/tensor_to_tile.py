@@ -735,11 +735,15 @@ class _RegionLowering:
         if blocked:
             shape[0] = self.block  # type: ignore[assignment]
             offsets[0] = index_add(offsets[0], self.row)
-        hoist = isinstance(self.row, Var) and not blocked and not self.streams_weights
-        sink = self.hoisted if hoist else self.body
         staging = (
             MemorySpace.Mat if space in (MemorySpace.Left, MemorySpace.Right, MemorySpace.Bias) else space
         )
+        # A whole load goes before the row loop; a K-blocked chain's cube operands stream (each
+        # loaded where it is used), but a vector operand stays hoisted: the one-row values made
+        # before the loop may read it.
+        streamed = self.streams_weights and staging is MemorySpace.Mat
+        hoist = isinstance(self.row, Var) and not blocked and not streamed
+        sink = self.hoisted if hoist else self.body
         attrs = {"shape": tuple(shape), "target_memory": staging}
         tile = self._emit(
             f"{x.name}_{staging.name.lower()}",
