@@ -1,6 +1,6 @@
 """The cost model: each op becomes modeled cycles on one hardware unit.
 
-Rules are keyed by the op table's cost class (``OpDef.cost``) and read every constant from
+Rules are keyed by the op table's cost class (``OpSpec.cost``, its Cost trait) and read every constant from
 ``Target.cost`` by name, so another target only needs other numbers. All figures are modeled
 cycles, never measurements. Besides its cycles, an op that does cube, vector or memory work says
 how many cycles that work needs at the unit's peak rate (no fixed latency, head or drain): the

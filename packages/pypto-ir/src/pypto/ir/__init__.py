@@ -39,7 +39,7 @@ from pypto.ir.nodes import (
     TupleExpr,
     Var,
 )
-from pypto.ir.ops import OPS, AtomicType, CastMode, OpDef, OpSpec, PadValue, Unit, get_op, make_call
+from pypto.ir.ops import OPS, AtomicType, CastMode, OpSpec, PadValue, Unit, get_op, make_call
 from pypto.ir.printer import print_ir
 from pypto.ir.target import MemorySpec, Target
 from pypto.ir.tasks import AccessMode
@@ -89,7 +89,6 @@ __all__ = [
     "MemoryPlan",
     "MemorySpace",
     "MemorySpec",
-    "OpDef",
     "OpSpec",
     "PadValue",
     "Param",

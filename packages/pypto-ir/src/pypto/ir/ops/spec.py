@@ -402,8 +402,6 @@ class OpSpec:
         return None
 
 
-OpDef = OpSpec  # the name the first op table used
-
 OPS: dict[str, OpSpec] = {}
 
 
