@@ -31,11 +31,12 @@ class TensorSpec:
 
 @dataclass(frozen=True)
 class TileSpec:
-    """An on-chip tile annotation, used on annotated assignments inside scopes."""
+    """An on-chip tile annotation, used on annotated assignments inside scopes; without a memory
+    space it matches a tile in any space."""
 
     shape: tuple[int, ...]
     dtype: DataType
-    memory_space: MemorySpace = MemorySpace.Vec
+    memory_space: MemorySpace | None = None
 
 
 @dataclass(frozen=True)
@@ -128,13 +129,14 @@ class Tensor:
 
 
 class Tile:
-    """``pl.Tile[[64, 64], pl.FP32]`` or ``pl.Tile[[64, 64], pl.FP16, pl.Mem.Mat]``: an on-chip buffer."""
+    """``pl.Tile[[64, 64], pl.FP32]`` (a tile in any memory space) or
+    ``pl.Tile[[64, 64], pl.FP16, pl.Mem.Mat]``: an on-chip buffer."""
 
     @_at_annotation
     def __class_getitem__(cls, item: Any) -> TileSpec:
         items = _items(item, "pl.Tile", (2, 3))
-        memory = items[2] if len(items) == 3 else MemorySpace.Vec
-        if not isinstance(memory, MemorySpace):
+        memory = items[2] if len(items) == 3 else None
+        if memory is not None and not isinstance(memory, MemorySpace):
             raise ParseError(
                 f"pl.Tile memory space must be a pl.Mem member, got {memory!r}",
                 hint="write pl.Tile[[64, 64], pl.FP32, pl.Mem.Vec] (or Mat, Left, Right, Acc, Bias)",

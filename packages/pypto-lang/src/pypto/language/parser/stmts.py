@@ -410,6 +410,8 @@ class StmtParser(ScopeParser):
         actual = getattr(value, "type", None) if isinstance(value, Expr) else None
         if isinstance(actual, TileType):
             actual = replace(actual, valid_shape=None)
+            if isinstance(spec, TileSpec) and spec.memory_space is None:
+                expected = replace(expected, memory_space=actual.memory_space)  # any space matches
         kind_ok = isinstance(spec, TensorSpec) and isinstance(actual, TensorType)
         if (expected is not None and actual != expected) or (expected is None and not kind_ok):
             written = annotation_text(actual) if actual is not None else None
