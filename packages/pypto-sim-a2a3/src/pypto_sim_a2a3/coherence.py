@@ -28,7 +28,7 @@ import torch
 
 from pypto.ir import Call, RaceError, SourceSpan, TileType, Var
 from pypto.ir.errors import at_line
-from pypto.ir.ops import scalar, tile
+from pypto.ir.ops import OPS, GmAccess, Level, Ordering, PlacesTile, get_op
 from pypto_sim_a2a3.errors import OutOfBoundsError
 
 TensorKey = tuple[int, int, tuple[int, ...], tuple[int, ...]]
@@ -269,54 +269,47 @@ def _check_inside(call: Call, tensor: torch.Tensor, region: Region) -> None:
 
 def gm_access(core: str, call: Call, args: Sequence[Any]) -> Access | None:
     """The GM box ``call`` reads or writes, or None for an op that does not touch GM."""
-    if call.op not in _GM_OPERANDS:
+    access = _GM_ACCESS.get(call.op)
+    if access is None:
         return None
-    write, tensor_at, offsets_at = _GM_OPERANDS[call.op]
-    tensor, name = args[tensor_at], call.args[tensor_at]
+    tensor, name = args[access.tensor], call.args[access.tensor]
     label = name.name if isinstance(name, Var) else "a GM tensor"
-    region = Region.box(args[offsets_at], _extent(call, args, tensor))
-    atomic = call.op == _ATOMIC
-    return Access(core, label, tensor_key(tensor), region, call.span, write, atomic)
+    assert access.offsets is not None
+    region = Region.box(args[access.offsets], _extent(call, args, tensor, access))
+    return Access(core, label, tensor_key(tensor), region, call.span, access.write, access.atomic)
 
 
 def gm_tensor(call: Call, args: Sequence[Any]) -> torch.Tensor:
     """The GM tensor of an op :func:`gm_access` records."""
-    return args[_GM_OPERANDS[call.op][1]]
+    return args[_GM_ACCESS[call.op].tensor]
 
 
-# Op -> (writes GM?, index of the GM tensor operand, index of its offsets operand).
-_GM_OPERANDS: dict[str, tuple[bool, int, int]] = {
-    tile.load: (False, 0, 1),
-    tile.load_partial: (False, 0, 1),
-    tile.store: (True, 2, 1),
-    tile.store_partial: (True, 2, 1),
-    tile.store_atomic: (True, 2, 1),
-    tile.gather_row: (False, 1, 3),
-    scalar.read: (False, 0, 1),
+# The ops that read or write GM data, by their GmAccess trait (the ordering ops, which name a
+# region but move no data, are recorded by the model itself). Built once: every op of every core
+# asks.
+_GM_ACCESS: dict[str, GmAccess] = {
+    spec.name: access
+    for spec in OPS.values()
+    if (access := spec.trait(GmAccess)) is not None
+    and not spec.has(Ordering)
+    and spec.level is not Level.TENSOR
 }
-# Op names resolved once (a hot path: every op of every core asks).
-_ATOMIC, _READ, _GATHER, _LOADS = (
-    tile.store_atomic,
-    scalar.read,
-    tile.gather_row,
-    (tile.load, tile.load_partial),
-)
-# Op -> index of its run-time valid shape operand (when the call has it).
-_VALID_OPERAND = {tile.load_partial: 2, tile.store_partial: 3, tile.store_atomic: 3}
+_PLACING = frozenset(name for name in _GM_ACCESS if get_op(name).has(PlacesTile))  # the loads
 
 
-def _extent(call: Call, args: Sequence[Any], tensor: torch.Tensor) -> tuple[int, ...]:
-    """The extent of the GM box: the (run-time) valid shape, the gathered row, or one element."""
-    if call.op == _READ:
-        return (1,) * tensor.dim()
-    if call.op == _GATHER:
+def _extent(call: Call, args: Sequence[Any], tensor: torch.Tensor, access: GmAccess) -> tuple[int, ...]:
+    """The extent of the GM box: the (run-time) valid shape, the (valid) shape of the tile stored
+    or loaded, the ``shape`` attr (a gathered row), or one element (a scalar read)."""
+    if access.valid is not None and access.valid < len(args):
+        return tuple(int(n) for n in args[access.valid])
+    tile_type = call.args[access.tile].type if access.tile is not None else None
+    if tile_type is None and call.op in _PLACING:
+        tile_type = call.type  # a load: the tile it fills
+    if isinstance(tile_type, TileType):
+        return tile_type.valid_shape or tile_type.shape
+    if "shape" in call.attrs:
         return tuple(call.attrs["shape"])
-    valid_at = _VALID_OPERAND.get(call.op)
-    if valid_at is not None and valid_at < len(args):
-        return tuple(int(n) for n in args[valid_at])
-    tile_type = call.type if call.op in _LOADS else call.args[0].type
-    assert isinstance(tile_type, TileType)
-    return tile_type.valid_shape or tile_type.shape
+    return (1,) * tensor.dim()
 
 
 def _shared(a: Access, b: Access) -> Region | None:
