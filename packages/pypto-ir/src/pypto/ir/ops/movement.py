@@ -44,7 +44,6 @@ from pypto.ir.ops.spec import (
     SplitPolicy,
     Trait,
     Unit,
-    View,
     WholeRegion,
     declare,
 )
@@ -603,7 +602,7 @@ def _declare_views(level: Level) -> None:
     x = Operand("x", Role.TILE) if tile else Operand("x", Role.TENSOR)
     place: tuple[Trait, ...] = (PlacesTile(),) if tile else ()
     reshape_traits: tuple[Trait, ...] = (
-        (View(), WHOLE_TILE, *place) if tile else (View(), WholeRegion(), Lowers("tile.reshape"))
+        (WHOLE_TILE, *place) if tile else (WholeRegion(), Lowers("tile.reshape"))
     )
     _op(
         f"{prefix}.reshape",
@@ -625,7 +624,7 @@ def _declare_views(level: Level) -> None:
         slice_,
         (x, Operand("offset", Role.OFFSETS)),
         (_SHAPE,),
-        (View(), Cost("vector"), WHOLE_TILE, *place, *lowers),
+        (Cost("vector"), WHOLE_TILE, *place, *lowers),
         "slice",
         "pl.slice(x, shape, offset)",
         "a region of x",

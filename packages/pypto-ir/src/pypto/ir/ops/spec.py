@@ -308,11 +308,6 @@ class WholeRegion(Trait):
     """A tensor op the tiler runs on the whole region at once (its result is not row-blockable)."""
 
 
-@dataclass(frozen=True)
-class View(Trait):
-    """Reinterprets or selects part of its operand without computing (reshape, slice)."""
-
-
 # ---------------------------------------------------------------- the spec
 
 Rule = Callable[["OpSpec", Sequence[Expr], Mapping[str, Any], "SourceSpan | None"], Type]
