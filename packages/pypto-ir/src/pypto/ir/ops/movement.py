@@ -50,16 +50,16 @@ from pypto.ir.ops.spec import (
 from pypto.ir.types import MemorySpace, ScalarType, TensorType, TileType, Type, describe
 
 
+def source_tensor(op: str, e: Expr, span: SourceSpan | None) -> TensorType:
+    """The global-memory tensor a load reads from."""
+    if not isinstance(e.type, TensorType):
+        raise fail(op, f"loads from a tensor, got {describe(e.type)}", span, advice="load.needs_tensor")
+    return e.type
+
+
 def load(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
     op = spec.name
-    src = args[0].type
-    if not isinstance(src, TensorType):
-        raise fail(
-            op,
-            f"loads from a tensor, got {describe(src)}",
-            span,
-            advice="load.needs_tensor",
-        )
+    src = source_tensor(op, args[0], span)
     shape = tuple(attrs["shape"])
     check_offsets(op, args[1], len(src.shape), span)
     check_same_rank(op, "shape", shape, src.shape, describe(src), span)
@@ -111,18 +111,12 @@ def load_partial(
     spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None
 ) -> Type:
     op = spec.name
-    src, offsets, valid = args
-    if not isinstance(src.type, TensorType):
-        raise fail(
-            op,
-            f"loads from a tensor, got {describe(src.type)}",
-            span,
-            advice="load.needs_tensor",
-        )
+    _, offsets, valid = args
+    src = source_tensor(op, args[0], span)
     shape = tuple(attrs["shape"])
-    check_offsets(op, offsets, len(src.type.shape), span)
-    check_run_time_region(op, src.type.shape, offsets, valid, shape, span)
-    return TileType(shape, src.type.dtype, attrs.get("target_memory"))
+    check_offsets(op, offsets, len(src.shape), span)
+    check_run_time_region(op, src.shape, offsets, valid, shape, span)
+    return TileType(shape, src.dtype, attrs.get("target_memory"))
 
 
 def store_partial(
