@@ -223,11 +223,22 @@ def with_bodies(stmt: Stmt, bodies: tuple[tuple[Stmt, ...], ...]) -> Stmt:
 
 
 class FunctionKind(Enum):
+    """What a function is (``pl.FunctionType`` in the DSL).
+
+    ``Opaque``: no plane yet; it takes one from where it is used (a ``@pl.function`` without
+    ``type=``). ``Orchestration``: the control plane (creates tensors, dispatches kernels).
+    ``InCore``: a kernel on one core group. ``AIC`` / ``AIV`` / ``Group``: the cube half, the
+    vector half and the pair a mixed kernel lowers to. ``Inline``: spliced into each caller;
+    no function of this kind is left in a parsed program.
+    """
+
+    Opaque = "Opaque"
     Orchestration = "Orchestration"
     InCore = "InCore"
     AIC = "AIC"
     AIV = "AIV"
     Group = "Group"
+    Inline = "Inline"
 
 
 @dataclass(frozen=True, eq=False)
