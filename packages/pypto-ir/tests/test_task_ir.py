@@ -37,17 +37,18 @@ def test_a_scope_prints_its_task_id_deps_and_no_dep_args():
     scope = ScopeStmt(
         (), name_hint="k", task=second, deps=(first,), no_dep_args=(a,), manual=True, block_num=4
     )
-    assert print_ir(scope).splitlines()[0] == (
-        "with pl.at(level=pl.Level.CORE_GROUP, name_hint='k', deps=[first], no_dep_args=[a]) as second:"
-        "  # manual_scope, spmd(4)"
-    )
+    assert print_ir(scope).splitlines()[:3] == [
+        "with pl.manual_scope():",
+        "    with pl.spmd(4):",
+        "        with pl.at(level=pl.Level.CORE_GROUP, name_hint='k', deps=[first], no_dep_args=[a]) as second:",
+    ]
 
 
-def test_a_kernel_call_prints_its_task_attrs_as_a_comment():
+def test_a_kernel_call_prints_its_task_attrs_as_keywords():
     a = Var("a", T)
     attrs = {"callee": "k", "task": "t", "access": (AccessMode.InOut,), "no_dep": (0,)}
     call = Eval(make_call("call", (a,), attrs, type=UNIT))
-    assert print_ir(call) == "self.k(a)  # task='t', access=[InOut], no_dep=[0]"
+    assert print_ir(call) == "self.k(a, task='t', access=['InOut'], no_dep=[0])"
 
 
 def test_deps_must_name_a_task_id_bound_before_the_scope():

@@ -13,7 +13,7 @@ import pypto.ir as ir
 import pypto.language as pl
 from pypto.ir import nodes
 from pypto.passes import CompileWarning
-from pypto.runtime import RunConfig, compiled
+from pypto.runtime import RunConfig, compile_program, compiled
 from pypto.runtime.cache import CacheWarning, ProgramCache, _Fingerprint, cache_key
 
 X = pl.Tensor[[64, 64], pl.FP32]
@@ -78,9 +78,22 @@ def branchy(a: X, b: X, out: pl.Out[X]):
     return out
 
 
+@pl.program
+class WithAttrs:
+    @pl.function(type=pl.FunctionType.InCore)
+    def double(self, a: X, out: pl.Out[X]):
+        pl.func_attr({"scaled": a, "factor": 2})  # a bare name is a parameter (an ir.ParamRef)
+        out[:] = pl.mul(pl.load(a, [0, 0], [64, 64]), 2.0)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: X, out: pl.Out[X]):
+        return self.double(a, out)
+
+
 @pytest.mark.filterwarnings("ignore::pypto.passes.CompileWarning")
 def test_every_ir_class_round_trips_through_pickle(backend):
-    programs = []
+    programs = [WithAttrs, compile_program(WithAttrs, on_testsim()).program]
     for kernel in (mixed, staged, explicit, branchy):
         programs += [kernel.parse(), kernel.lower(config=on_testsim())]
     seen: set[type] = set()

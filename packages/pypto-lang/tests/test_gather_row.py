@@ -35,7 +35,7 @@ def test_each_lane_gathers_every_other_row_through_a_run_time_index():
         for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.NONE):
             rows: pl.Tile[[1, 64], pl.FP32, pl.Mem.Vec] = pl.tile.create(shape=[1, 64], dtype=pl.FP32, target_memory=pl.Mem.Vec)
             for r in pl.range(aiv_id, n, 2):
-                src: pl.Scalar[pl.INDEX] = pl.scalar.cast(pl.scalar.read(idx, [r]), dtype=pl.INDEX, mode='round')
+                src: pl.Scalar[pl.INDEX] = pl.cast(pl.read(idx, [r]), dtype=pl.INDEX, mode='round')
                 pl.tile.gather_row(rows, table, [0, 0], [src, 0], shape=[1, 64])
                 pl.tile.store(rows, [r, 0], out)
         """

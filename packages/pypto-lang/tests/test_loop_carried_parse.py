@@ -66,7 +66,7 @@ def test_the_explicit_form_carries_the_named_values_and_a_scalar_counter():
                 load: pl.Tile[[32, 64], pl.FP32, pl.Mem.Vec] = pl.tile.load(x, [i * 32, 0], shape=[32, 64], target_memory=pl.Mem.Vec)
                 mx_1: pl.Tile[[32, 64], pl.FP32, pl.Mem.Vec] = pl.tile.maximum(mx, load)
                 mx_2, n_2 = pl.yield_(mx_1, n_1)
-            muls: pl.Tile[[32, 64], pl.FP32, pl.Mem.Vec] = pl.tile.muls(mx_2, pl.scalar.cast(n_2, dtype=pl.FP32, mode='round'))
+            muls: pl.Tile[[32, 64], pl.FP32, pl.Mem.Vec] = pl.tile.muls(mx_2, pl.cast(n_2, dtype=pl.FP32, mode='round'))
             pl.tile.store(muls, [0, 0], out)
         return out
 """

@@ -27,8 +27,8 @@ def test_staged_seed_program_lowers_to_an_aic_and_an_aiv_kernel():
         """
         CHECK-LABEL: def staged(
         CHECK:       acc: pl.Tensor[[128, 128], pl.FP32] = pl.tensor.create(shape=[128, 128], dtype=pl.FP32)
-        CHECK-NEXT:  self.cube_only(a, b, acc)  # access=[In, In, Out]
-        CHECK-NEXT:  self.vector_only(acc, bias, out)  # access=[In, In, Out]
+        CHECK-NEXT:  self.cube_only(a, b, acc, access=['In', 'In', 'Out'])
+        CHECK-NEXT:  self.vector_only(acc, bias, out, access=['In', 'In', 'Out'])
         CHECK-NEXT:  return out
 
         CHECK-LABEL: @pl.function(type=pl.FunctionType.AIC)
@@ -61,8 +61,8 @@ def test_long_operands_stream_through_the_kernel_in_row_blocks():
         """
         CHECK-LABEL: def staged(
         CHECK:       acc: pl.Tensor[[4096, 128], pl.FP32] = pl.tensor.create(shape=[4096, 128], dtype=pl.FP32)
-        CHECK-NEXT:  self.cube_only(a, b, acc)  # access=[In, In, Out]
-        CHECK-NEXT:  self.vector_only(acc, bias, out)  # access=[In, In, Out]
+        CHECK-NEXT:  self.cube_only(a, b, acc, access=['In', 'In', 'Out'])
+        CHECK-NEXT:  self.vector_only(acc, bias, out, access=['In', 'In', 'Out'])
 
         CHECK-LABEL: @pl.function(type=pl.FunctionType.AIC)
         CHECK:       def cube_only(

@@ -36,18 +36,16 @@ def ops(fn):
 # The orchestration calls the group, which calls both kernels; the kernels' attrs name the split.
 GROUP_CHECKS = """
 CHECK-LABEL: def mixed(
-CHECK:       self.mixed_1(a, b, bias, out)  # access=[In, In, In, Out]
+CHECK:       self.mixed_1(a, b, bias, out, access=['In', 'In', 'In', 'Out'])
 CHECK-NEXT:  return out
 CHECK-LABEL: @pl.function(type=pl.FunctionType.Group)
-CHECK:       # split = pl.SplitMode.MODE
-CHECK:       # pipe_name = 'mixed'
 CHECK:       def mixed_1(
+CHECK-NEXT:  pl.func_attr({'split': pl.SplitMode.MODE, 'pipe_name': 'mixed'})
 CHECK:       self.mixed_aic(a, b, bias, out)
 CHECK-NEXT:  self.mixed_aiv(a, b, bias, out)
 CHECK-LABEL: @pl.function(type=pl.FunctionType.AIC)
-CHECK:       # split = pl.SplitMode.MODE
-CHECK:       # pipe_setup = 'automatic'
 CHECK:       def mixed_aic(
+CHECK-NEXT:  pl.func_attr({'split': pl.SplitMode.MODE, 'pipe_setup': 'automatic'{{.*}}
 """
 # What each split mode makes of the kernels: the ring, the pushed and popped shares, the lane offsets.
 KERNEL_CHECKS = {
@@ -61,10 +59,9 @@ CHECK-NEXT:  acc: pl.Tile[[128, 128], pl.FP32, pl.Mem.Acc] = pl.tile.matmul(a_le
 CHECK-NEXT:  pl.tpush_to_aiv(acc, split=pl.SplitMode.UP_DOWN)
 CHECK-EMPTY:
 CHECK-LABEL: @pl.function(type=pl.FunctionType.AIV)
-CHECK:       # split = pl.SplitMode.UP_DOWN
-CHECK:       # pipe_setup = 'automatic'
-CHECK:       # reserved Vec[0x0, +131072]: cross-core pipe ring
 CHECK:       def mixed_aiv(
+CHECK-NEXT:  pl.func_attr({'split': pl.SplitMode.UP_DOWN, 'pipe_setup': 'automatic'{{.*}}
+CHECK-NEXT:  # reserved Vec[0x0, +131072]: cross-core pipe ring
 CHECK:       pl.aiv_initialize_pipe(dir_mask=1, slot_size=65536, slot_num=2)
 CHECK-NEXT:  lane: pl.Scalar[pl.INDEX] = pl.get_subblock_idx()
 CHECK-NEXT:  acc_vec: pl.Tile[[64, 128], pl.FP32, pl.Mem.Vec] = pl.tpop_from_aic(shape=[64, 128], dtype=pl.FP32, split=pl.SplitMode.UP_DOWN)
@@ -83,10 +80,9 @@ CHECK-NEXT:  acc: pl.Tile[[128, 128], pl.FP32, pl.Mem.Acc] = pl.tile.matmul(a_le
 CHECK-NEXT:  pl.tpush_to_aiv(acc, split=pl.SplitMode.LEFT_RIGHT)
 CHECK-EMPTY:
 CHECK-LABEL: @pl.function(type=pl.FunctionType.AIV)
-CHECK:       # split = pl.SplitMode.LEFT_RIGHT
-CHECK:       # pipe_setup = 'automatic'
-CHECK:       # reserved Vec[0x0, +131072]: cross-core pipe ring
 CHECK:       def mixed_aiv(
+CHECK-NEXT:  pl.func_attr({'split': pl.SplitMode.LEFT_RIGHT, 'pipe_setup': 'automatic'{{.*}}
+CHECK-NEXT:  # reserved Vec[0x0, +131072]: cross-core pipe ring
 CHECK:       pl.aiv_initialize_pipe(dir_mask=1, slot_size=65536, slot_num=2)
 CHECK-NEXT:  lane: pl.Scalar[pl.INDEX] = pl.get_subblock_idx()
 CHECK-NEXT:  acc_vec: pl.Tile[[128, 64], pl.FP32, pl.Mem.Vec] = pl.tpop_from_aic(shape=[128, 64], dtype=pl.FP32, split=pl.SplitMode.LEFT_RIGHT)
@@ -107,10 +103,9 @@ CHECK-NEXT:  acc: pl.Tile[[64, 128], pl.FP32, pl.Mem.Acc] = pl.tile.matmul(a_lef
 CHECK-NEXT:  pl.tpush_to_aiv(acc, split=pl.SplitMode.NONE)
 CHECK-EMPTY:
 CHECK-LABEL: @pl.function(type=pl.FunctionType.AIV)
-CHECK:       # split = pl.SplitMode.NONE
-CHECK:       # pipe_setup = 'automatic'
-CHECK:       # reserved Vec[0x0, +65536]: cross-core pipe ring
 CHECK:       def mixed_aiv(
+CHECK-NEXT:  pl.func_attr({'split': pl.SplitMode.NONE, 'pipe_setup': 'automatic'{{.*}}
+CHECK-NEXT:  # reserved Vec[0x0, +65536]: cross-core pipe ring
 CHECK:       pl.aiv_initialize_pipe(dir_mask=1, slot_size=32768, slot_num=2)
 CHECK-NEXT:  for r in pl.range(0, 128, 64):
 CHECK-NEXT:  acc_vec: pl.Tile[[64, 128], pl.FP32, pl.Mem.Vec] = pl.tpop_from_aic(shape=[64, 128], dtype=pl.FP32, split=pl.SplitMode.NONE)
@@ -303,9 +298,9 @@ def test_long_operands_stream_tiles_through_the_pipe():
         CHECK-NEXT:  pl.tpush_to_aiv(acc, split=pl.SplitMode.UP_DOWN)
         CHECK-EMPTY:
         CHECK-LABEL: @pl.function(type=pl.FunctionType.AIV)
-        CHECK:       # reserved Vec[0x0, +131072]: cross-core pipe ring
         CHECK:       def mixed_aiv(
-        CHECK:       pl.aiv_initialize_pipe(dir_mask=1, slot_size=65536, slot_num=2)
+        CHECK:       # reserved Vec[0x0, +131072]: cross-core pipe ring
+        CHECK-NEXT:  pl.aiv_initialize_pipe(dir_mask=1, slot_size=65536, slot_num=2)
         CHECK-NEXT:  lane: pl.Scalar[pl.INDEX] = pl.get_subblock_idx()
         CHECK-NEXT:  for r in pl.range(0, 512, 128):
         CHECK-NEXT:  acc_vec: pl.Tile[[64, 128], pl.FP32, pl.Mem.Vec] = pl.tpop_from_aic(shape=[64, 128], dtype=pl.FP32, split=pl.SplitMode.UP_DOWN)

@@ -70,16 +70,16 @@ def test_lowered_ir_is_a_group_of_an_aic_and_an_aiv_kernel():
         print_ir(lowered),
         """
         CHECK-LABEL: def embed_project(
-        CHECK:       self.embed_project_1(x, w, idx, table, out, head)  # access=[In, In, In, In, Out, Out]
+        CHECK:       self.embed_project_1(x, w, idx, table, out, head, access=['In', 'In', 'In', 'In', 'Out', 'Out'])
         CHECK-LABEL: @pl.function(type=pl.FunctionType.Group)
-        CHECK:       # pipe_name = 'embed_project'
         CHECK:       def embed_project_1(
+        CHECK-NEXT:  pl.func_attr({'pipe_name': 'embed_project'})
         CHECK:       self.embed_project_aic(x, w, idx, table, out, head)
         CHECK-NEXT:  self.embed_project_aiv(x, w, idx, table, out, head)
 
         CHECK-LABEL: @pl.function(type=pl.FunctionType.AIC)
-        CHECK:       # pipe_setup = 'automatic'
         CHECK:       def embed_project_aic(
+        CHECK-NEXT:  pl.func_attr({'pipe_setup': 'automatic'{{.*}}
         CHECK:       pl.aic_initialize_pipe(dir_mask=1, slot_size=16384, slot_num=2)
         CHECK-NEXT:  x_l1: pl.Tile[[32, 64], pl.FP16, pl.Mem.Mat] = pl.tile.load(x, [0, 0]{{.*}}# Mat[0x0, +4096]
         CHECK-NEXT:  w_l1: pl.Tile[[64, 128], pl.FP16, pl.Mem.Mat] = pl.tile.load(w, [0, 0]{{.*}}# Mat[0x1000, +16384]
@@ -90,22 +90,22 @@ def test_lowered_ir_is_a_group_of_an_aic_and_an_aiv_kernel():
         CHECK-EMPTY:
 
         CHECK-LABEL: @pl.function(type=pl.FunctionType.AIV)
-        CHECK:       # pipe_setup = 'automatic'
-        CHECK:       # reserved Vec[0x0, +32768]: cross-core pipe ring
         CHECK:       def embed_project_aiv(
+        CHECK-NEXT:  pl.func_attr({'pipe_setup': 'automatic'{{.*}}
+        CHECK-NEXT:  # reserved Vec[0x0, +32768]: cross-core pipe ring
         CHECK:       pl.aiv_initialize_pipe(dir_mask=1, slot_size=16384, slot_num=2)
         CHECK-NEXT:  proj: pl.Tile[[16, 128], pl.FP32, pl.Mem.Vec] = pl.tpop_from_aic(shape=[16, 128], dtype=pl.FP32, split=pl.SplitMode.UP_DOWN)
         CHECK-NEXT:  lane: pl.Scalar[pl.INDEX] = pl.get_subblock_idx()
         CHECK-NEXT:  rows: pl.Tile[[16, 128], pl.FP32, pl.Mem.Vec] = pl.tile.create(shape=[16, 128]{{.*}}# Vec[0x8000, +8192]
         CHECK-NEXT:  for r in pl.range(0, 16, 1):
-        CHECK-NEXT:  row: pl.Scalar[pl.INDEX] = pl.scalar.cast(pl.scalar.read(idx, [(lane * 16) + r]), dtype=pl.INDEX, mode='round')
+        CHECK-NEXT:  row: pl.Scalar[pl.INDEX] = pl.cast(pl.read(idx, [(lane * 16) + r]), dtype=pl.INDEX, mode='round')
         CHECK-NEXT:  pl.tile.gather_row(rows, table, [r, 0], [row, 0], shape=[1, 128])
         CHECK-NEXT:  add: pl.Tile[[16, 128], pl.FP32, pl.Mem.Vec] = pl.tile.add(proj, rows)  # Vec[0x8000, +8192]
         CHECK-NEXT:  pl.tfree_to_aic(proj)
         CHECK-NEXT:  pl.tile.store(add, [lane * 16, 0], out)
         CHECK-NEXT:  for _ in pl.range(lane, 1, 2):
         CHECK-NEXT:  first: pl.Tile[[1, 128], pl.FP32, pl.Mem.Vec] = pl.tile.create(shape=[1, 128]{{.*}}# Vec[0x8000, +512]
-        CHECK-NEXT:  pl.tile.gather_row(first, table, [0, 0], [pl.scalar.cast(pl.scalar.read(idx, [32]), dtype=pl.INDEX, mode='round'), 0], shape=[1, 128])
+        CHECK-NEXT:  pl.tile.gather_row(first, table, [0, 0], [pl.cast(pl.read(idx, [32]), dtype=pl.INDEX, mode='round'), 0], shape=[1, 128])
         CHECK-NEXT:  pl.tile.store(first, [0, 0], head)
         """,
     )

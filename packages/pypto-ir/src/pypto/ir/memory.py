@@ -46,3 +46,14 @@ class MemoryPlan:
 
     def of(self, name: str) -> Allocation | None:
         return self.allocations.get(name)
+
+    @classmethod
+    def placed(
+        cls,
+        placements: Mapping[str, tuple[MemorySpace, int, int]],
+        peak: Mapping[MemorySpace, int],
+        reservations: tuple[Reservation, ...] | list[Reservation] = (),
+    ) -> MemoryPlan:
+        """The plan the printer writes: ``{tile: (space, offset, size)}``, the peaks, the windows."""
+        allocations = {name: Allocation(name, *where) for name, where in placements.items()}
+        return cls(allocations, dict(peak), tuple(reservations))

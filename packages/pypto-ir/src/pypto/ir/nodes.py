@@ -241,6 +241,16 @@ class FunctionKind(Enum):
     Inline = "Inline"
 
 
+@dataclass(frozen=True)
+class ParamRef:
+    """A function attribute that names one of the function's parameters (``pl.func_attr({"k": a})``)."""
+
+    name: str
+
+    def __repr__(self) -> str:
+        return self.name
+
+
 @dataclass(frozen=True, eq=False)
 class Param:
     var: Var
@@ -278,6 +288,15 @@ class Program:
     @property
     def entry_function(self) -> Function:
         return self.function(self.entry)
+
+    def as_python(self) -> str:
+        """The program as ``pl`` source: a ``@pl.program`` class that ``pl.parse`` reads back."""
+        from pypto.ir.printer import print_program
+
+        return print_program(self)
+
+    def __str__(self) -> str:
+        return self.as_python()
 
     def replace_function(self, fn: Function) -> Program:
         from dataclasses import replace

@@ -1,12 +1,33 @@
-"""Print IR as pl-style Python text, for dumps, ``.lower()`` output and golden tests."""
+"""Print IR as ``pl`` source: a ``@pl.program`` class that ``pl.parse`` reads back into an equal
+program (``pypto.ir.equality``). Used for dumps, ``.lower()`` output, ``Program.as_python()`` and
+golden tests.
+
+The form, so that every part of a lowered program survives the round trip:
+
+- each call is written under its op's own name (``pl.tile.muls``, ``pl.tpush_to_aiv``,
+  ``pl.system.fence``), its operands positionally in the op's order and its attributes by
+  keyword; scalar arithmetic is written with Python operators;
+- a function's attributes are its first statement, ``pl.func_attr({...})`` (a memory plan as
+  ``pl.MemoryPlan.placed(...)``); a kernel call's task attributes are keywords of the
+  ``self.f(...)`` call (``access=``, ``deps=``, ...);
+- a scope inside ``pl.manual_scope()`` or launched on several blocks is printed inside
+  ``with pl.manual_scope():`` / ``with pl.spmd(n):``;
+- variable names that Python or the parser would read otherwise (keywords, ``self``, ``pl``,
+  a name bound twice by different variables) are printed with a suffix.
+
+Comments carry what is only for the reader: each tile's placement and valid shape.
+"""
 
 from __future__ import annotations
 
+import keyword
+import math
+from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
 from pypto.ir.dtypes import DataType
-from pypto.ir.memory import MemoryPlan
+from pypto.ir.memory import Allocation, MemoryPlan, Reservation
 from pypto.ir.nodes import (
     Assign,
     Call,
@@ -17,6 +38,7 @@ from pypto.ir.nodes import (
     Function,
     FunctionKind,
     If,
+    ParamRef,
     Program,
     Return,
     ScopeStmt,
@@ -24,59 +46,122 @@ from pypto.ir.nodes import (
     Stmt,
     TupleExpr,
     Var,
+    nested_bodies,
 )
-from pypto.ir.ops import OPS, CastMode, Infix, op
+from pypto.ir.ops import OPS, CastMode, Infix, Level, op
 from pypto.ir.tasks import AccessMode
 from pypto.ir.types import Direction, MemorySpace, TensorType, TileType, Type
 
 _INDENT = "    "
+# Names a variable may not print as: the parser reads them as the program (`self`) or the DSL (`pl`).
+_RESERVED = frozenset({"self", "pl"})
+
+Namer = Callable[[Var], str]
+
+
+def _plain(var: Var) -> str:
+    return var.name
 
 
 def format_value(value: Any) -> str:
-    """An attribute value as DSL text."""
+    """An attribute value as DSL text (what ``pl.func_attr`` and keyword arguments read back)."""
     if isinstance(value, DataType):
         return f"pl.{value.name}"
     if isinstance(value, MemorySpace):
         return f"pl.Mem.{value.name}"
     if isinstance(value, CastMode):
         return repr(value.value)  # as users write it: mode="rint"
+    if isinstance(value, AccessMode):
+        return repr(value.name)
     if isinstance(value, Enum):
         return f"pl.{type(value).__name__}.{value.name}"
+    if isinstance(value, ParamRef):
+        return value.name
+    if isinstance(value, MemoryPlan):
+        return _memory_plan(value)
+    if isinstance(value, Reservation):
+        return _reservation(value)
+    if isinstance(value, Allocation):
+        return f"pl.Allocation({value.name!r}, {format_value(value.space)}, {value.offset}, {value.size})"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{format_value(k)}: {format_value(v)}" for k, v in value.items()) + "}"
     if isinstance(value, (tuple, list)):
         return "[" + ", ".join(format_value(v) for v in value) + "]"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"float({str(value)!r})"
     return repr(value)
 
 
-def _carried_names(exprs: tuple[Expr, ...]) -> str:
+def _memory_plan(plan: MemoryPlan) -> str:
+    placed = ", ".join(
+        f"{name!r}: ({format_value(a.space)}, {a.offset:#x}, {a.size})"
+        for name, a in plan.allocations.items()
+    )
+    args = ["{" + placed + "}", format_value(dict(plan.peak))]
+    if plan.reservations:
+        args.append(format_value(list(plan.reservations)))
+    return f"pl.MemoryPlan.placed({', '.join(args)})"
+
+
+def _reservation(r: Reservation) -> str:
+    args = [format_value(r.space), str(r.size), repr(r.reason)]
+    if r.automatic:
+        args.append("automatic=True")
+    if r.slot_size is not None:
+        args.append(f"slot_size={r.slot_size}")
+    return f"pl.Reservation({', '.join(args)})"
+
+
+def _carried_names(exprs: tuple[Expr, ...], name_of: Namer) -> str:
     """``a, b`` for two values, ``a,`` for one (a Python tuple of one)."""
-    text = ", ".join(format_expr(e) for e in exprs)
+    text = ", ".join(format_expr(e, name_of) for e in exprs)
     return text + "," if len(exprs) == 1 else text
 
 
 def format_type(t: Type) -> str:
+    if isinstance(t, TileType):
+        parts = [str(list(t.shape)), f"pl.{t.dtype.name}"]
+        if t.memory_space is not None:
+            parts.append(f"pl.Mem.{t.memory_space.name}")
+        return f"pl.Tile[{', '.join(parts)}]"  # the valid shape is the value's, printed as a comment
     return str(t)
 
 
-def format_expr(e: Expr) -> str:
+def _const(c: Const) -> str:
+    if isinstance(c.value, float) and not math.isfinite(c.value):
+        return f"float({str(c.value)!r})"
+    return repr(c.value)
+
+
+def format_expr(e: Expr, name_of: Namer = _plain) -> str:
     if isinstance(e, Var):
-        return e.name
+        return name_of(e)
     if isinstance(e, Const):
-        return repr(e.value)
+        return _const(e)
     if isinstance(e, TupleExpr):
-        return "[" + ", ".join(format_expr(x) for x in e.elements) + "]"
+        return "[" + ", ".join(format_expr(x, name_of) for x in e.elements) + "]"
     if isinstance(e, Call):
         infix = _infix(e)
         if infix is not None and len(e.args) == 2:
-            lhs, rhs = (_operand(a) for a in e.args)
+            lhs, rhs = (_operand(a, name_of) for a in e.args)
             return f"{lhs} {infix} {rhs}"
         if infix is not None:
-            return f"{infix}{_operand(e.args[0])}"
-        args = [format_expr(a) for a in e.args]
+            return f"{infix}{_operand(e.args[0], name_of)}"
+        args = [format_expr(a, name_of) for a in e.args]
         if e.op == op.call:
+            args += [f"{k}={_task_value(v)}" for k, v in e.attrs.items() if k != "callee"]
             return f"self.{e.attrs['callee']}({', '.join(args)})"
         args += [f"{k}={format_value(v)}" for k, v in e.attrs.items()]
-        return f"pl.{e.op}({', '.join(args)})"
+        return f"{_spelling(e.op)}({', '.join(args)})"
     raise TypeError(f"cannot print {e!r}")
+
+
+def _spelling(name: str) -> str:
+    """How an op is written: ``pl.tile.muls``, ``pl.tpush_to_aiv``; a scalar op by its DSL name."""
+    spec = OPS.get(name)
+    if spec is not None and spec.level is Level.SCALAR and spec.dsl:
+        return f"pl.{spec.dsl}"
+    return f"pl.{name}"
 
 
 def _infix(call: Call) -> str | None:
@@ -86,15 +171,71 @@ def _infix(call: Call) -> str | None:
     return trait.symbol if trait is not None else None
 
 
-def _operand(e: Expr) -> str:
-    text = format_expr(e)
+def _operand(e: Expr, name_of: Namer) -> str:
+    text = format_expr(e, name_of)
     return f"({text})" if isinstance(e, Call) and _infix(e) is not None else text
 
 
+def _task_value(value: Any) -> str:
+    """Access modes by name (``['In', 'Out']``, None for a scalar); other values as DSL text."""
+    return format_value(value)
+
+
+def _bound_vars(fn: Function) -> list[Var]:
+    """Every variable ``fn`` binds, in order: params, then each binding site of the body."""
+    found: list[Var] = [p.var for p in fn.params]
+
+    def visit(body: tuple[Stmt, ...]) -> None:
+        for s in body:
+            if isinstance(s, Assign):
+                found.append(s.target)
+            elif isinstance(s, For):
+                found.extend((s.var, *s.iter_args))
+            elif isinstance(s, SplitAivRegion):
+                found.append(s.lane)
+            elif isinstance(s, ScopeStmt) and s.task is not None:
+                found.append(s.task)
+            for inner in nested_bodies(s):
+                visit(inner)
+            if isinstance(s, For):
+                found.extend(s.results)
+
+    visit(fn.body)
+    return found
+
+
+def unique_names(fn: Function) -> dict[int, str]:
+    """A printed name per variable of ``fn`` (by ``id``): its own, unless Python or the parser
+    would read it otherwise or another variable already printed as it."""
+    names: dict[int, str] = {}
+    taken: set[str] = set()
+    for var in _bound_vars(fn):
+        if id(var) in names:
+            continue
+        base = var.name
+        name = base if base not in taken and base not in _RESERVED and not keyword.iskeyword(base) else None
+        n = 0
+        while name is None:
+            n += 1
+            candidate = f"{base}_{n}"
+            if candidate not in taken:
+                name = candidate
+        taken.add(name)
+        names[id(var)] = name
+    return names
+
+
 class _Printer:
-    def __init__(self, plan: MemoryPlan | None) -> None:
+    def __init__(self, plan: MemoryPlan | None, names: dict[int, str] | None = None) -> None:
         self.plan = plan
+        self.names = names or {}
         self.lines: list[str] = []
+
+    def name(self, var: Var) -> str:
+        return self.names.get(id(var), var.name)
+
+    def expr(self, e: Expr) -> str:
+        return format_expr(e, self.name)
 
     def emit(self, depth: int, text: str) -> None:
         self.lines.append(_INDENT * depth + text)
@@ -107,110 +248,104 @@ class _Printer:
 
     def loop(self, s: For, depth: int) -> None:
         """``for i, (a,) in pl.range(.., init_values=(a0,)):`` ... ``a_1 = pl.yield_(..)``."""
-        rng = ", ".join(format_expr(x) for x in (s.start, s.stop, s.step))
+        rng = ", ".join(self.expr(x) for x in (s.start, s.stop, s.step))
         if not s.iter_args:
-            self.emit(depth, f"for {s.var.name} in pl.{s.kind.value}({rng}):")
+            self.emit(depth, f"for {self.name(s.var)} in pl.{s.kind.value}({rng}):")
             self.body(s.body, depth + 1)
             return
-        carried = _carried_names(s.iter_args)
-        inits = _carried_names(s.init_values)
-        self.emit(depth, f"for {s.var.name}, ({carried}) in pl.{s.kind.value}({rng}, init_values=({inits})):")
+        carried = _carried_names(s.iter_args, self.name)
+        inits = _carried_names(s.init_values, self.name)
+        self.emit(
+            depth, f"for {self.name(s.var)}, ({carried}) in pl.{s.kind.value}({rng}, init_values=({inits})):"
+        )
         self.body(s.body, depth + 1)
-        yields = ", ".join(format_expr(y) for y in s.yields)
-        results = ", ".join(r.name for r in s.results)
+        yields = ", ".join(self.expr(y) for y in s.yields)
+        results = ", ".join(self.name(r) for r in s.results)
         self.emit(depth + 1, f"{results} = pl.yield_({yields})")
 
     def stmt(self, s: Stmt, depth: int) -> None:
         if isinstance(s, Assign):
-            text = f"{s.target.name}: {format_type(s.target.type)} = {format_expr(s.value)}"
-            self.emit(depth, text + self.placement(s.target))
+            text = f"{self.name(s.target)}: {format_type(s.target.type)} = {self.expr(s.value)}"
+            self.emit(depth, text + self.note(s.target))
         elif isinstance(s, Eval):
-            self.emit(depth, format_expr(s.value) + _task_comment(s.value))
+            self.emit(depth, self.expr(s.value))
         elif isinstance(s, For):
             self.loop(s, depth)
         elif isinstance(s, If):
-            self.emit(depth, f"if {format_expr(s.cond)}:")
+            self.emit(depth, f"if {self.expr(s.cond)}:")
             self.body(s.then_body, depth + 1)
             if s.else_body:
                 self.emit(depth, "else:")
                 self.body(s.else_body, depth + 1)
         elif isinstance(s, Return):
-            self.emit(depth, "return " + ", ".join(format_expr(v) for v in s.values))
+            self.emit(depth, "return " + ", ".join(self.expr(v) for v in s.values))
         elif isinstance(s, SplitAivRegion):
-            self.emit(depth, f"for {s.lane.name} in pl.split_aiv(2, mode={format_value(s.mode)}):")
+            self.emit(depth, f"for {self.name(s.lane)} in pl.split_aiv(2, mode={format_value(s.mode)}):")
             self.body(s.body, depth + 1)
         elif isinstance(s, ScopeStmt):
-            opts = []
-            if s.split is not None:
-                opts.append(f"pl.split({format_value(s.split)})")
-            if s.slot_num is not None:
-                opts.append(f"pl.cross_core_slot(slot_num={s.slot_num})")
-            args = [f"level=pl.Level.{s.level.name}"]
-            if opts:
-                args.append(f"optimizations=[{', '.join(opts)}]")
-            if s.name_hint:
-                args.append(f"name_hint={s.name_hint!r}")
-            for key, names in (("deps", s.deps), ("no_dep_args", s.no_dep_args)):
-                if names:
-                    args.append(f"{key}=[{', '.join(v.name for v in names)}]")
-            bound = f" as {s.task.name}" if s.task is not None else ""
-            notes = [
-                text
-                for flag, text in ((s.manual, "manual_scope"), (s.block_num > 1, f"spmd({s.block_num})"))
-                if flag
-            ]
-            note = f"  # {', '.join(notes)}" if notes else ""
-            self.emit(depth, f"with pl.at({', '.join(args)}){bound}:{note}")
-            self.body(s.body, depth + 1)
+            self.scope(s, depth)
         else:
             raise TypeError(f"cannot print {s!r}")
 
-    def placement(self, var: Var) -> str:
-        if self.plan is None or not isinstance(var.type, TileType):
+    def scope(self, s: ScopeStmt, depth: int) -> None:
+        """``with pl.at(...)``, inside ``with pl.manual_scope():`` / ``with pl.spmd(n):`` if it is so."""
+        for flag, text in (
+            (s.manual, "with pl.manual_scope():"),
+            (s.block_num > 1, f"with pl.spmd({s.block_num}):"),
+        ):
+            if flag:
+                self.emit(depth, text)
+                depth += 1
+        opts = []
+        if s.split is not None:
+            opts.append(f"pl.split({format_value(s.split)})")
+        if s.slot_num is not None:
+            opts.append(f"pl.cross_core_slot(slot_num={s.slot_num})")
+        args = [f"level=pl.Level.{s.level.name}"]
+        if opts:
+            args.append(f"optimizations=[{', '.join(opts)}]")
+        if s.name_hint:
+            args.append(f"name_hint={s.name_hint!r}")
+        for key, names in (("deps", s.deps), ("no_dep_args", s.no_dep_args)):
+            if names:
+                args.append(f"{key}=[{', '.join(self.name(v) for v in names)}]")
+        bound = f" as {self.name(s.task)}" if s.task is not None else ""
+        self.emit(depth, f"with pl.at({', '.join(args)}){bound}:")
+        self.body(s.body, depth + 1)
+
+    def note(self, var: Var) -> str:
+        """The comment after a tile's assignment: where it is placed, and its valid shape."""
+        t = var.type
+        if not isinstance(t, TileType):
             return ""
-        alloc = self.plan.of(var.name)
-        if alloc is None:
-            return ""
-        return f"  # {alloc.space.name}[{alloc.offset:#x}, +{alloc.size}]"
+        notes = []
+        alloc = self.plan.of(var.name) if self.plan is not None else None
+        if alloc is not None:
+            notes.append(f"{alloc.space.name}[{alloc.offset:#x}, +{alloc.size}]")
+        if t.valid_shape is not None and t.valid_shape != t.shape:
+            notes.append(f"valid {list(t.valid_shape)}")
+        return f"  # {', '.join(notes)}" if notes else ""
 
 
-# Task attrs of a kernel call (see pypto.ir.tasks), printed after it as a comment.
-_TASK_ATTRS = ("task", "deps", "access", "no_dep", "no_dep_args", "manual", "block_num")
-
-
-def _task_comment(e: Expr) -> str:
-    if not (isinstance(e, Call) and e.op == op.call):
-        return ""
-    parts = [f"{key}={_task_value(e.attrs[key])}" for key in _TASK_ATTRS if key in e.attrs]
-    return f"  # {', '.join(parts)}" if parts else ""
-
-
-def _task_value(value: Any) -> str:
-    """Access modes by name (``[In, Out]``, ``-`` for a scalar); other values as DSL text."""
-    if isinstance(value, tuple) and any(isinstance(v, AccessMode) for v in value):
-        return "[" + ", ".join(v.name if isinstance(v, AccessMode) else "-" for v in value) + "]"
-    return format_value(value)
-
-
-def _param(p: Any) -> str:
+def _param(p: Any, name_of: Namer) -> str:
     t = format_type(p.var.type)
     if isinstance(p.var.type, TensorType) and p.direction is not Direction.In:
         t = f"pl.{p.direction.value}[{t}]"
-    return f"{p.var.name}: {t}"
+    return f"{name_of(p.var)}: {t}"
 
 
 def print_function(fn: Function, depth: int = 0) -> str:
     plan = fn.attrs.get("memory_plan")
-    printer = _Printer(plan if isinstance(plan, MemoryPlan) else None)
+    printer = _Printer(plan if isinstance(plan, MemoryPlan) else None, unique_names(fn))
     printer.emit(depth, f"@pl.function(type=pl.FunctionType.{fn.kind.value})")
-    for key, value in fn.attrs.items():
-        if key not in ("memory_plan", "reservations"):
-            printer.emit(depth, f"# {key} = {format_value(value)}")
-    for r in fn.attrs.get("reservations", ()):
-        printer.emit(depth, f"# reserved {r.space.name}[0x0, +{r.size}]: {r.reason}")
-    params = ", ".join(["self"] + [_param(p) for p in fn.params])
+    params = ", ".join(["self"] + [_param(p, printer.name) for p in fn.params])
     printer.emit(depth, f"def {fn.name}({params}):")
-    printer.body(fn.body, depth + 1)
+    if fn.attrs:
+        printer.emit(depth + 1, f"pl.func_attr({format_value(dict(fn.attrs))})")
+    for r in fn.attrs.get("reservations", ()):
+        printer.emit(depth + 1, f"# reserved {r.space.name}[0x0, +{r.size}]: {r.reason}")
+    if fn.body or not fn.attrs:
+        printer.body(fn.body, depth + 1)
     return "\n".join(printer.lines)
 
 

@@ -10,12 +10,14 @@
 
 from pypto.ir import AtomicType, CastMode, DataType, Level, MemorySpace, PadValue, SplitMode
 from pypto.ir import FunctionKind as FunctionType
+from pypto.ir.memory import Allocation, MemoryPlan, Reservation
 from pypto.language import advice as _advice  # noqa: F401  (registers the DSL wording of the type rules' hints)
 from pypto.language.annotations import InOut, Out, Scalar, Tensor, Tile
 from pypto.language.builtins import STATEMENTS, Builtin, op_builtins, system, tensor, tile
 from pypto.language.errors import KernelOnlyError, ScopeOptionError
 from pypto.language.jit import JitFunction, jit
 from pypto.language.options import cross_core_slot, split
+from pypto.language.parser.classes import func_attr, function, parse, parse_program, program
 
 FP16 = DataType.FP16
 BF16 = DataType.BF16
@@ -64,6 +66,7 @@ __all__ = [
     "INT32",
     "INT64",
     "UINT8",
+    "Allocation",
     "AtomicType",
     "CastMode",
     "DataType",
@@ -73,9 +76,11 @@ __all__ = [
     "KernelOnlyError",
     "Level",
     "Mem",
+    "MemoryPlan",
     "MemorySpace",
     "Out",
     "PadValue",
+    "Reservation",
     "Scalar",
     "ScopeOptionError",
     "SplitMode",
@@ -83,9 +88,14 @@ __all__ = [
     "Tile",
     "at",
     "cross_core_slot",
+    "func_attr",
+    "function",
     "jit",
     "manual_scope",
     "parallel",
+    "parse",
+    "parse_program",
+    "program",
     "range",
     "split",
     "split_aiv",

@@ -53,6 +53,10 @@ class Builtin:
 
     name: str  # the DSL name: "add", "create_tile", "system.fence", "range"
     level: str | None = None
+    # The IR op this spelling names, if it names one (``pl.tile.muls``: "tile.muls"): a call
+    # whose arguments are exactly that op's operands and attributes builds it as it is, which is
+    # how printed IR reads back (see pypto.language.parser.raw).
+    op: str | None = None
 
     def __post_init__(self) -> None:
         # What help() and inspect.signature() read: the op's call and doc, from its spec.
@@ -112,7 +116,16 @@ def _cached(
 
 def op_builtins() -> dict[str, Builtin]:
     """``pl.<name>`` of every op written ``pl.<name>(...)``, by name (``add``, ``tpush_to_aiv``)."""
-    return _cached((), lambda functions: {name: Builtin(name) for name in functions if "." not in name})
+    return _cached(
+        (),
+        lambda functions: {name: Builtin(name, op=_op_named(name)) for name in functions if "." not in name},
+    )
+
+
+def _op_named(name: str) -> str | None:
+    from pypto.ir.ops import OPS
+
+    return name if name in OPS else None
 
 
 class OpNamespace:
@@ -130,17 +143,19 @@ class OpNamespace:
     def _make(self, functions: dict[str, DslFunction]) -> dict[str, Builtin]:
         if self._level is None:
             found = (name for name in functions if name.startswith(f"{self._prefix}."))
-            return {name.split(".", 1)[1]: Builtin(name) for name in found}
+            return {name.split(".", 1)[1]: Builtin(name, op=_op_named(name)) for name in found}
         members: dict[str, Builtin] = {}
+        aliases: dict[str, Builtin] = {}
         for name, function in functions.items():
             forms = [s for s in function.specs if s.level is self._level]
             if not forms:
                 continue
-            members[name] = Builtin(name, self._prefix)
-            own = forms[0].name.split(".", 1)[1]
-            if len(forms) == 1 and own != name:
-                members.setdefault(own, members[name])  # the op's own name: pl.tile.create
-        return members
+            members[name] = Builtin(name, self._prefix, op=_op_named(f"{self._prefix}.{name}"))
+            for form in forms:  # each op under its own name too: pl.tile.create, pl.tile.muls
+                own = form.name.split(".", 1)[1]
+                if own != name:
+                    aliases[own] = Builtin(name, self._prefix, op=form.name)
+        return {**aliases, **members}
 
     def __getattr__(self, name: str) -> Builtin:
         member = self._members().get(name)

@@ -23,6 +23,7 @@ class JitKind(Enum):
     entry = "@pl.jit"
     incore = "@pl.jit.incore"
     inline = "@pl.jit.inline"
+    function = "@pl.function"  # a function of a @pl.program (pypto.language.parser.classes)
 
 
 class KernelFunction:
@@ -36,6 +37,11 @@ class KernelFunction:
     @property
     def name(self) -> str:
         return self.func.__name__
+
+    @property
+    def skips_self(self) -> bool:
+        """Whether the ``def``'s first parameter is a method's ``self`` (not a kernel parameter)."""
+        return False
 
     @functools.cached_property
     def source(self) -> KernelSource:

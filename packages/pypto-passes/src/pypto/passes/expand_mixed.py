@@ -81,6 +81,10 @@ class _Pipes:
         return -(-max(self.tile_bytes.values()) // alignment) * alignment
 
 
+# The halves of a mixed kernel, and the side each runs on.
+_HALVES = {FunctionKind.AIC: Side.CUBE, FunctionKind.AIV: Side.VECTOR}
+
+
 @dataclass(frozen=True)
 class ExpandMixedKernel:
     name: ClassVar[str] = "ExpandMixedKernel"
@@ -91,9 +95,18 @@ class ExpandMixedKernel:
         for fn in program.functions:
             if fn.kind is FunctionKind.InCore:
                 funcs.extend(at_function(lambda f: self.expand(f, ctx.target), fn))
+            elif fn.kind in _HALVES and "reservations" not in fn.attrs:
+                funcs.append(self.reserve(fn))
             else:
                 funcs.append(fn)
         return replace(program, functions=tuple(funcs))
+
+    def reserve(self, fn: Function) -> Function:
+        """A hand-written AIC or AIV function: the pipe rings its own ``*_initialize_pipe`` sets up
+        are reserved in its space, as for the halves this pass makes."""
+        side = _HALVES[fn.kind]
+        rings = tuple(r for call in _user_pipe_inits(fn) for r in _rings(call.attrs, call.span, side=side))
+        return replace(fn, attrs={**fn.attrs, "reservations": rings}) if rings else fn
 
     def expand(self, fn: Function, target: Target) -> list[Function]:
         sides = first_ops_by_side(fn)

@@ -70,8 +70,8 @@ def _stamp(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
     out = [with_bodies(s, tuple(map(_stamp, nested_bodies(s)))) if nested_bodies(s) else s for s in body]
     for index in range(len(out) - 1, -1, -1):
         popped = _pop(out[index])
-        if popped is None:
-            continue
+        if popped is None or _freed(tuple(out[index:]), popped):
+            continue  # not a pop, or one already freed (a program this pass has run on before)
         last = max((j for j in range(index, len(out)) if _uses(out[j], popped)), default=index)
         call = out[index].value  # type: ignore[attr-defined]
         free = make_call(free_of(call), (popped,), {}, call.span)

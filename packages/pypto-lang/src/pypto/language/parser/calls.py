@@ -108,8 +108,9 @@ def incore_call(
     kwargs: dict[str, Any],
     node: ast.Call,
     kernel_for: KernelFor,
+    task_attrs: dict[str, Any] | None = None,
 ) -> Any:
-    """``y = helper(a, b, out)``: emit ``Eval(call(...))``.
+    """``y = helper(a, b, out)``: emit ``Eval(call(...))``; ``task_attrs`` join the call's attrs.
 
     ``y`` aliases the tensor passed for the returned parameter; no new variable is made.
     """
@@ -130,7 +131,7 @@ def incore_call(
     fn = kernel_for(callee, tuple(bound))
     returned, result_type = returned_params(fn)
     span = parser.span(node)
-    attrs = {"callee": fn.name, **parser.body.task_attrs()}
+    attrs = {"callee": fn.name, **parser.body.task_attrs(), **(task_attrs or {})}
     parser.body.emit(Eval(make_call(op.call, call_args, attrs, span, type=result_type), span))
     aliases = tuple(call_args[i] for i in returned)
     return None if not aliases else aliases[0] if len(aliases) == 1 else aliases

@@ -19,6 +19,7 @@ from pypto.language.parser.body import BodyBuilder
 from pypto.language.parser.env import FRAME_NAMES, Env
 from pypto.language.parser.opcall import OpContext
 from pypto.language.parser.ops import build_op
+from pypto.language.parser.raw import build_raw, raw_spec
 from pypto.language.parser.resolve import GlobalNames
 from pypto.language.parser.source import KernelSource
 from pypto.language.parser.values import describe_value, is_number, is_scalar, number
@@ -208,6 +209,24 @@ STATEMENT_BUILTINS = {
     "unroll": "pl.unroll(...) is the iterable of a for loop: `for i in pl.unroll(n):`",
     "split_aiv": "pl.split_aiv(...) opens a vector region: `for aiv_id in pl.split_aiv(2, mode=...):`",
 }
+
+
+def _names_op_only(callee: Builtin) -> bool:
+    """Whether the spelling names an IR op and no DSL function (``pl.tile.muls``)."""
+    return callee.op is not None and callee.op.rsplit(".", 1)[-1] != callee.name.rsplit(".", 1)[-1]
+
+
+def _binds(callee: Builtin, args: list[Any], kwargs: dict[str, Any]) -> bool:
+    """Whether the call's arguments bind to the DSL function the spelling names (a DSL call),
+    rather than only to the IR op's operands (the printed form, see parser.raw)."""
+    function = callee.function
+    if function is None or _names_op_only(callee):
+        return False
+    try:
+        function.signature.bind(*args, **kwargs)
+    except TypeError:
+        return False
+    return True
 
 
 class KernelCalls(Protocol):
@@ -590,6 +609,16 @@ class ExprParser:
                 )
             if callee.name == "yield_":
                 return self.yielded_values(args, kwargs, node)
+            spec = (
+                raw_spec(callee.op, args, kwargs, _names_op_only(callee))
+                if not _binds(callee, args, kwargs)
+                else None
+            )
+            if spec is not None:
+                spelled = (
+                    f"pl.{callee.level}.{spec.name.rsplit('.', 1)[-1]}" if callee.level else f"pl.{spec.name}"
+                )
+                return build_raw(self.op_context(node, spelled, callee.level), spec, args, kwargs)
             return build_op(self.op_context(node, callee.dsl_name, callee.level), callee.name, args, kwargs)
         if isinstance(callee, KernelFunction):
             return self.calls.call_kernel(self, callee, args, kwargs, node)

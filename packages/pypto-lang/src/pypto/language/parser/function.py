@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Sequence
 
 from pypto.ir import Function, FunctionKind, Param, ScalarType, Var
@@ -20,12 +21,15 @@ def parse_function(
     params: Sequence[BoundParam],
     calls: KernelCalls,
     name: str | None = None,
+    body: Sequence[ast.stmt] | None = None,
 ) -> Function:
     """Parse ``kernel``'s body with ``params`` bound.
 
     >>> parse_function(helper, FunctionKind.InCore, bound, program)  # doctest: +SKIP
 
 
+    ``body``: the statements to parse (default: the whole ``def`` body). ``InCore``, ``AIC``
+    and ``AIV`` bodies run on a core (tile ops, pipes); the other kinds are on the control plane.
     A scalar parameter bound to a value reads as that ``Const`` in the body (the value is part
     of the specialization); the parameter itself stays in the signature.
     """
@@ -39,10 +43,11 @@ def parse_function(
             env.bind(p.name, const(p.value, p.type.dtype, p.span), p.span)
         else:
             env.bind(p.name, var, p.span)
-    body = BodyBuilder(namer, kernel=kind is FunctionKind.InCore)
+    on_core = kind in (FunctionKind.InCore, FunctionKind.AIC, FunctionKind.AIV)
+    builder = BodyBuilder(namer, kernel=on_core)
     outputs = tuple(p.var for p in ir_params if p.direction.writes)
-    role = Role.incore if kind is FunctionKind.InCore else Role.entry
-    parser = StmtParser(kernel, kernel.source, kernel.names, env, body, calls, role, outputs)
-    parser.function_body(kernel.source.tree.body)
+    role = Role.incore if on_core else Role.entry
+    parser = StmtParser(kernel, kernel.source, kernel.names, env, builder, calls, role, outputs)
+    parser.function_body(list(kernel.source.tree.body if body is None else body))
     span = kernel.source.span(kernel.source.tree)
-    return Function(name or kernel.name, tuple(ir_params), body.statements, kind, span)
+    return Function(name or kernel.name, tuple(ir_params), builder.statements, kind, span)

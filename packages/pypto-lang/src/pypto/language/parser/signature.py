@@ -68,7 +68,8 @@ def read_signature(kernel: KernelFunction) -> tuple[ParamSignature, ...]:
             )
     evaluated = getattr(kernel.func, "__annotations__", {})
     params = []
-    for arg in (*args.args, *args.kwonlyargs):
+    positional = args.args[1:] if kernel.skips_self else args.args
+    for arg in (*positional, *args.kwonlyargs):
         span = source.span(arg)
         if arg.annotation is None:
             raise ParseError(

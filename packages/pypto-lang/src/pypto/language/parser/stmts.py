@@ -461,10 +461,13 @@ class StmtParser(ScopeParser):
         iter_args = tuple(
             Var(self.body.namer.fresh(n), i.type, span) for n, i in zip(names, inits, strict=True)
         )
-        body, yields = self.loop_body(node, index.id, var, dict(zip(names, iter_args, strict=True)))
+        outputs = self.yield_targets(node, explicit)
+        body, yields = self.loop_body(node, index.id, var, dict(zip(names, iter_args, strict=True)), outputs)
         # A name the body only bound to its own value is not carried after all.
         keep = [k for k, name in enumerate(names) if yields[k] is not iter_args[k] or name in explicit]
         body = substitute_body(body, {iter_args[k]: inits[k] for k in range(len(names)) if k not in keep})
+        if outputs is not None:  # `r = pl.yield_(...)` ends the body: r is bound after the loop
+            names = list(outputs) + names[len(outputs) :]
         results = tuple(Var(self.body.namer.fresh(names[k]), iter_args[k].type, span) for k in keep)
         self.body.emit(
             For(
@@ -491,18 +494,62 @@ class StmtParser(ScopeParser):
         return replace(whole, end_col=iterator.end_col) if iterator.line == whole.line else whole
 
     def loop_body(
-        self, node: ast.For, index: str, var: Var, iter_args: dict[str, Var]
+        self,
+        node: ast.For,
+        index: str,
+        var: Var,
+        iter_args: dict[str, Var],
+        outputs: list[str] | None = None,
     ) -> tuple[tuple[Stmt, ...], tuple[Expr, ...]]:
-        """The loop's statements and, per carried name, its value at the body's end."""
+        """The loop's statements and, per carried name, its value at the body's end (``outputs``:
+        the body ends with ``r = pl.yield_(...)``, whose values are the carried names' next ones)."""
         self.nesting += 1
         with self.env.loop(), self.body.block() as stmts:
             self.env.bind(index, var, var.span)
             for name, iter_arg in iter_args.items():
                 self.env.carry(name, iter_arg, iter_arg.span)
-            self.stmts(node.body)
+            if outputs is None:
+                self.stmts(node.body)
+            else:
+                self.stmts(node.body[:-1])
+                final = node.body[-1]
+                assert isinstance(final, ast.Assign)
+                values = self.expr(final.value)
+                values = values if isinstance(values, tuple) else (values,)
+                carried = list(iter_args)
+                if len(values) != len(outputs) or len(outputs) > len(carried):
+                    raise self.error(
+                        final,
+                        f"pl.yield_ gives {len(values)} value(s) for {len(outputs)} name(s) and "
+                        f"{len(carried)} carried value(s)",
+                        "yield one value per carried name, in the order of init_values=",
+                    )
+                for name, value in zip(carried, values, strict=False):
+                    self.env.carry(name, value, self.span(final))
             yields = tuple(self.yielded(name, a, node) for name, a in iter_args.items())
         self.nesting -= 1
         return tuple(stmts), yields
+
+    def yield_targets(self, node: ast.For, explicit: dict[str, Any]) -> list[str] | None:
+        """The names of ``r1, r2 = pl.yield_(...)`` ending the body of a loop with ``init_values``,
+        when they are not the carried names themselves (then they name the loop's results, bound
+        after it, as printed IR writes it)."""
+        final = node.body[-1] if node.body else None
+        if not explicit or not isinstance(final, ast.Assign) or len(final.targets) != 1:
+            return None
+        call = final.value
+        if not (
+            isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "yield_"
+        ):
+            return None
+        target = final.targets[0]
+        elts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+        if not all(isinstance(e, ast.Name) for e in elts):
+            return None
+        names = [e.id for e in elts]  # type: ignore[attr-defined]
+        if names == list(explicit)[: len(names)]:
+            return None  # `a, b = pl.yield_(...)`: the carried names take the values, as before
+        return names
 
     def loop_target(self, node: ast.For, call: ast.Call, kind: LoopKind) -> tuple[ast.Name, dict[str, Any]]:
         """The loop variable and the explicitly carried names with their ``init_values``."""

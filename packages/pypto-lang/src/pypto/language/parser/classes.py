@@ -1,0 +1,574 @@
+"""The explicit program form: a ``@pl.program`` class whose ``@pl.function`` methods are its functions.
+
+>>> @pl.program
+... class Add:
+...     @pl.function(type=pl.FunctionType.InCore)
+...     def add(self, a: pl.Tensor[[64, 64], pl.FP32], out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]):
+...         ...
+...     @pl.function(type=pl.FunctionType.Orchestration)
+...     def main(self, a: pl.Tensor[[64, 64], pl.FP32], out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]):
+...         return self.add(a, out)
+
+The same parser reads printed IR back (:func:`parse`), since the printer writes this form: the
+class is parsed from the AST, never executed. Each function is parsed once with the types its
+annotations give; calls between functions are ``self.f(...)``; a standalone ``@pl.function``
+called by its bare name joins the program.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import functools
+import importlib
+import inspect
+import itertools
+import linecache
+import warnings
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from typing import Any
+
+from pypto.ir import (
+    Function,
+    FunctionKind,
+    ParseError,
+    Program,
+    ScalarType,
+    SourceSpan,
+    TensorType,
+)
+from pypto.ir.tasks import AccessMode
+from pypto.language.annotations import ScalarSpec, TensorSpec
+from pypto.language.kernel import JitKind, KernelFunction
+from pypto.language.parser.attrs import LiteralReader, is_func_attr, read_func_attr
+from pypto.language.parser.calls import incore_call, inline_call
+from pypto.language.parser.env import Namer
+from pypto.language.parser.exprs import ExprParser
+from pypto.language.parser.function import parse_function
+from pypto.language.parser.resolve import GlobalNames
+from pypto.language.parser.signature import BoundParam
+from pypto.language.parser.source import KernelSource
+
+# Kinds whose body runs on a core (tile ops, pipes); the others are on the control plane.
+ON_CORE = (FunctionKind.InCore, FunctionKind.AIC, FunctionKind.AIV)
+# Keyword arguments of a call between functions that are task attributes, not parameters (the
+# printer writes them after the arguments): how each is read back.
+TASK_KEYWORDS: dict[str, Callable[[Any], Any]] = {
+    "access": lambda v: tuple(None if m is None else AccessMode[m] for m in v),
+    "task": str,
+    "deps": lambda v: tuple(str(x) for x in v),
+    "no_dep": tuple,
+    "no_dep_args": lambda v: tuple(str(x) for x in v),
+    "manual": bool,
+    "block_num": int,
+}
+
+
+class ClassNames(GlobalNames):
+    """A function's names with its class body's names in front of the module's (``M = 64`` in
+    the class is visible to annotations and bodies)."""
+
+    def __init__(self, globals_: dict[str, Any], class_names: dict[str, Any], closure: dict[str, Any]):
+        self.globals = globals_
+        self.closure = closure
+        self.class_names = class_names
+        self.self_ref: SelfRef | None = None  # what `self` is in a method body (set by the program)
+        raw = globals_.get("__builtins__", builtins)
+        self.builtins = raw if isinstance(raw, dict) else vars(raw)
+
+    @classmethod
+    def of(
+        cls, func: Callable[..., Any] | None, globals_: dict[str, Any], class_names: dict[str, Any]
+    ) -> ClassNames:
+        code = getattr(func, "__code__", None)
+        cells = getattr(func, "__closure__", None) or ()
+        closure = dict(zip(code.co_freevars, cells, strict=True)) if code is not None else {}
+        return cls(globals_, class_names, closure)
+
+    def _lookup(self, name: str) -> tuple[bool, Any]:
+        if name == "self" and self.self_ref is not None:
+            return True, self.self_ref
+        if name in self.closure:
+            return super()._lookup(name)
+        if name in self.class_names:
+            return True, self.class_names[name]
+        return super()._lookup(name)
+
+
+class ProgramFunction(KernelFunction):
+    """A ``@pl.function``: a method of a ``@pl.program`` class, or a standalone function that
+    joins the program calling it. ``func_type`` is its ``pl.FunctionType``."""
+
+    def __init__(
+        self,
+        func: Callable[..., Any] | None,
+        func_type: FunctionKind,
+        attrs: dict[str, Any] | None = None,
+        *,
+        node: ast.FunctionDef | None = None,
+        source: KernelSource | None = None,
+        names: GlobalNames | None = None,
+    ) -> None:
+        super().__init__(func, JitKind.function)  # type: ignore[arg-type]
+        self.func_type = func_type
+        self.decorator_attrs = dict(attrs or {})
+        self._node = node
+        self._given_source = source
+        self._given_names = names
+        self.method = True  # set False for a standalone function (no `self`)
+
+    @property
+    def name(self) -> str:
+        return self._node.name if self._node is not None else self.func.__name__
+
+    @functools.cached_property
+    def source(self) -> KernelSource:
+        return self._given_source if self._given_source is not None else KernelSource.of(self.func)
+
+    @functools.cached_property
+    def names(self) -> GlobalNames:
+        return self._given_names if self._given_names is not None else GlobalNames(self.func)
+
+    @property
+    def skips_self(self) -> bool:
+        args = self.source.tree.args.args
+        return self.method and bool(args) and args[0].arg == "self"
+
+    @functools.cached_property
+    def python_signature(self) -> inspect.Signature:
+        """The parameters calls bind to (``self`` dropped), from the ``def`` itself."""
+        args = self.source.tree.args
+        positional = args.args[1:] if self.skips_self else args.args
+        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+        params = [inspect.Parameter(a.arg, kind) for a in positional]
+        params += [inspect.Parameter(a.arg, inspect.Parameter.KEYWORD_ONLY) for a in args.kwonlyargs]
+        return inspect.Signature(params)
+
+    def __repr__(self) -> str:
+        return f"<@pl.function {self.name} ({self.func_type.value})>"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise ParseError(
+            f"{self.name}() is a @pl.function: it runs as part of a @pl.program, not from Python",
+            self.source.span(self.source.tree),
+            "decorate the class with @pl.program and run the program: "
+            "pypto.runtime.run(program, *tensors, config=RunConfig())",
+        )
+
+
+class SelfRef:
+    """What ``self`` is in a program's function body: ``self.f`` is the program's function ``f``."""
+
+    def __init__(self, program: ClassProgram) -> None:
+        self._program = program
+
+    def __getattr__(self, name: str) -> ProgramFunction:
+        found = self._program.members.get(name)
+        if found is None:
+            known = ", ".join(self._program.members) or "none"
+            raise AttributeError(f"the program has no function {name!r} (functions: {known})")
+        return found
+
+    def __repr__(self) -> str:
+        return f"self (program {self._program.name})"
+
+
+class ClassProgram:
+    """The functions of one ``@pl.program`` being parsed: each parsed once, on first use."""
+
+    def __init__(self, name: str, members: dict[str, ProgramFunction], attrs: dict[str, Any] | None = None):
+        self.name = name
+        self.members = members
+        self.attrs = dict(attrs or {})
+        self.parsed: dict[str, Function] = {}
+        self.parsing: list[str] = []
+        self.joined: dict[int, ProgramFunction] = {}  # standalone functions called by bare name
+        self.names = Namer(members)
+        for member in members.values():
+            self.adopt(member)
+
+    def adopt(self, member: ProgramFunction) -> None:
+        """Let ``member``'s body read ``self`` as this program."""
+        if member.method and isinstance(member.names, ClassNames):
+            member.names.self_ref = SelfRef(self)
+
+    def build(self) -> Program:
+        for member in list(self.members.values()):
+            if member.func_type is not FunctionKind.Inline:
+                self.function(member)
+        order = list(self.members)  # as written (callees are parsed first, on demand)
+        functions = tuple(sorted(self.parsed.values(), key=lambda f: order.index(f.name)))
+        if not functions:
+            raise ParseError(
+                f"@pl.program {self.name} has no functions",
+                None,
+                "decorate its methods with @pl.function(type=pl.FunctionType.Orchestration / InCore)",
+            )
+        return Program(self.name, functions, _entry(functions), self.attrs)
+
+    def function(self, member: ProgramFunction) -> Function:
+        """The parsed function of ``member`` (parsed now if it is not yet)."""
+        name = member.name
+        if name in self.parsed:
+            return self.parsed[name]
+        if name in self.parsing:
+            chain = " -> ".join([*self.parsing[self.parsing.index(name) :], name])
+            raise ParseError(
+                f"functions of {self.name} call each other in a cycle ({chain})",
+                member.source.span(member.source.tree),
+                "a program's calls form a tree: write the repetition as a loop in the caller",
+            )
+        self.parsing.append(name)
+        try:
+            self.parsed[name] = parse_program_function(member, self, self.plane(member))
+        finally:
+            self.parsing.pop()
+        return self.parsed[name]
+
+    def plane(self, member: ProgramFunction) -> FunctionKind:
+        """The kind a function is parsed as: its own, or for ``Opaque`` the one its body implies
+        (scopes or calls make it control plane, else a kernel when something calls it)."""
+        kind = member.func_type
+        if kind is not FunctionKind.Opaque:
+            return kind
+        body = member.source.tree
+        dispatches = any(isinstance(n, ast.With) for n in ast.walk(body)) or any(
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and isinstance(n.func.value, ast.Name)
+            and n.func.value.id == "self"
+            for n in ast.walk(body)
+        )
+        return FunctionKind.Orchestration if dispatches or not self.parsing else FunctionKind.InCore
+
+    def call_kernel(
+        self,
+        parser: ExprParser,
+        callee: KernelFunction,
+        args: list[Any],
+        kwargs: dict[str, Any],
+        node: ast.Call,
+    ) -> Any:
+        if not isinstance(callee, ProgramFunction):
+            raise parser.error(
+                node,
+                f"{callee!r} cannot be called from a @pl.program function",
+                "call the program's own functions as self.f(...), or standalone @pl.function functions",
+            )
+        member = self.member(callee, parser, node)
+        if member.func_type is FunctionKind.Inline:
+            return inline_call(parser, member, args, kwargs, node, self)
+        caller_on_core = parser.body.kernel
+        if caller_on_core or parser.body.in_scope:
+            raise parser.error(
+                node,
+                f"{member.name}() is a {member.func_type.value} function: it is called from the "
+                "control plane (an Orchestration or Group function, outside pl.at scopes)",
+                "mark it @pl.function(type=pl.FunctionType.Inline) to splice it in here",
+            )
+        task = {k: kwargs.pop(k) for k in list(kwargs) if k in TASK_KEYWORDS and k not in _params(member)}
+        attrs = {k: TASK_KEYWORDS[k](v) for k, v in task.items()}
+        return incore_call(parser, member, args, kwargs, node, lambda k, _p: self.function(k), attrs)
+
+    def member(self, callee: ProgramFunction, parser: ExprParser, node: ast.Call) -> ProgramFunction:
+        """The program's function for ``callee``; a standalone one joins the program here."""
+        if self.members.get(callee.name) is callee:
+            return callee
+        if id(callee) in self.joined:
+            return self.joined[id(callee)]
+        if callee.name in self.members:
+            raise parser.error(
+                node,
+                f"{callee.name}() is a standalone @pl.function, but {self.name} has a function of that name",
+                "rename one of them",
+            )
+        callee.method = False
+        self.members[callee.name] = callee
+        self.joined[id(callee)] = callee
+        return callee
+
+
+def _params(member: ProgramFunction) -> set[str]:
+    return set(member.python_signature.parameters)
+
+
+def _entry(functions: Iterable[Function]) -> str:
+    """The program's entry: its control-plane function that no other function calls."""
+    fns = list(functions)
+    called = {
+        s.value.attrs.get("callee")
+        for fn in fns
+        for s in _walk(fn.body)
+        if hasattr(s, "value") and getattr(s.value, "op", None) == "call"
+    }
+    for kinds in (
+        (FunctionKind.Orchestration,),
+        (FunctionKind.Opaque, FunctionKind.Group),
+        tuple(FunctionKind),
+    ):
+        roots = [fn for fn in fns if fn.kind in kinds and fn.name not in called]
+        if roots:
+            return roots[0].name
+    return fns[0].name
+
+
+def _walk(body: Any) -> Any:
+    from pypto.ir.nodes import walk_stmts
+
+    return walk_stmts(body)
+
+
+def bound_params(member: ProgramFunction) -> tuple[BoundParam, ...]:
+    """The parameters of a program function, typed by their annotations alone."""
+    params = []
+    for sig in member.signature:
+        spec = sig.spec
+        if isinstance(spec, ScalarSpec):
+            params.append(BoundParam(sig.name, ScalarType(spec.dtype), span=sig.span))
+            continue
+        if not isinstance(spec, TensorSpec) or spec.shape is None or spec.dtype is None:
+            raise ParseError(
+                f"parameter '{sig.name}' of {member.name} is annotated {spec}, which fixes no shape and dtype",
+                sig.span,
+                "a @pl.function is parsed once, from its annotations: write the shape and dtype, "
+                "e.g. pl.Tensor[[128, 128], pl.FP32]",
+            )
+        params.append(BoundParam(sig.name, TensorType(spec.shape, spec.dtype), spec.direction, span=sig.span))
+    return tuple(params)
+
+
+def parse_program_function(member: ProgramFunction, program: ClassProgram, kind: FunctionKind) -> Function:
+    """One function of the program: its attributes (``pl.func_attr`` and the decorator's), then the body."""
+    tree = member.source.tree
+    body = list(tree.body)
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # a docstring
+    params = bound_params(member)
+    attrs = dict(member.decorator_attrs)
+    if body and is_func_attr(body[0], member.names):
+        reader = LiteralReader(member.source, member.names, {p.name: p for p in params})
+        attrs.update(read_func_attr(reader, body[0].value))  # type: ignore[attr-defined]
+        body = body[1:]
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.stmt) and is_func_attr(node, member.names):
+                raise ParseError(
+                    "pl.func_attr(...) must be the first statement of the function body",
+                    member.source.span(node),
+                    "move it to the top of the body (after the docstring, if any)",
+                )
+    fn = parse_function(member, kind, params, program, member.name, body=body)
+    return replace(fn, attrs=attrs)
+
+
+# ---------------------------------------------------------------- decorators
+
+
+def function(
+    func: Callable[..., Any] | None = None,
+    *,
+    type: FunctionKind = FunctionKind.Opaque,
+    attrs: dict[str, Any] | None = None,
+    **options: Any,
+) -> Any:
+    """``@pl.function(type=pl.FunctionType.InCore)``: one function of a ``@pl.program``.
+
+    ``attrs=`` is the old spelling of ``pl.func_attr({...})`` (a ``DeprecationWarning``).
+    """
+    if options:
+        raise TypeError(
+            f"pl.function() got unexpected option(s) {', '.join(options)}; it takes type= and attrs="
+        )
+    if not isinstance(type, FunctionKind):
+        raise TypeError(f"pl.function(type=...) takes a pl.FunctionType, got {type!r}")
+    if attrs is not None:
+        warnings.warn(
+            "@pl.function(attrs=...) is deprecated: write pl.func_attr({...}) as the first statement of the body",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+
+    def decorate(f: Callable[..., Any]) -> ProgramFunction:
+        return ProgramFunction(f, type, attrs)
+
+    return decorate if func is None else decorate(func)
+
+
+def func_attr(attrs: dict[str, Any]) -> None:
+    """``pl.func_attr({"key": value})``: the function's attributes; the first statement of a body."""
+    raise ParseError(
+        "pl.func_attr(...) is read by the parser as the first statement of a @pl.function body",
+        None,
+        "use it inside a @pl.function, not from Python",
+    )
+
+
+def program(cls: type) -> Program:
+    """``@pl.program`` on a class: the class *is* the IR program of its ``@pl.function`` methods."""
+    if not isinstance(cls, type):
+        raise TypeError(f"@pl.program decorates a class, got {cls!r}")
+    class_names = {
+        k: v for k, v in vars(cls).items() if not k.startswith("__") and not isinstance(v, ProgramFunction)
+    }
+    members: dict[str, ProgramFunction] = {}
+    for key, value in vars(cls).items():
+        if isinstance(value, ProgramFunction):
+            value._given_names = ClassNames.of(value.func, value.func.__globals__, class_names)
+            members[key] = value
+        elif inspect.isfunction(value) and not key.startswith("__"):
+            span = SourceSpan(value.__code__.co_filename, value.__code__.co_firstlineno)
+            raise ParseError(
+                f"method {key} of @pl.program {cls.__name__} is not a @pl.function",
+                span,
+                "decorate it with @pl.function(type=pl.FunctionType.InCore) (or another type), or move it "
+                "out of the class",
+            )
+    return ClassProgram(cls.__name__, members).build()
+
+
+# ---------------------------------------------------------------- text
+
+
+_texts = itertools.count(1)
+
+
+def _namespace(tree: ast.Module, reader: LiteralReader, names: dict[str, Any]) -> None:
+    """Module-level imports and constant assignments of a parsed text, as names (imports are done;
+    nothing else runs)."""
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                module = importlib.import_module(alias.name)
+                if alias.asname:
+                    names[alias.asname] = module
+                else:
+                    names[alias.name.split(".")[0]] = importlib.import_module(alias.name.split(".")[0])
+        elif isinstance(stmt, ast.ImportFrom) and stmt.module and not stmt.level:
+            module = importlib.import_module(stmt.module)
+            for alias in stmt.names:
+                names[alias.asname or alias.name] = getattr(module, alias.name)
+        elif isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets):
+            value = reader.value(stmt.value)
+            names.update({t.id: value for t in stmt.targets})  # type: ignore[attr-defined]
+
+
+def parse(text: str, filename: str | None = None, globals: dict[str, Any] | None = None) -> Any:
+    """Parse ``pl`` source text: a ``@pl.program`` class gives a ``Program``, a lone
+    ``@pl.function`` a ``Function``. Nothing in the text is executed (imports are done).
+
+    >>> program = pl.parse(program.as_python())  # doctest: +SKIP
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"pl.parse takes the source text, got {type(text).__name__}")
+    filename = filename or f"<pl.parse-{next(_texts)}>"
+    lines = text.splitlines(keepends=True)
+    if filename.startswith("<"):
+        linecache.cache[filename] = (len(text), None, lines, filename)
+    try:
+        tree = ast.parse(text, filename)
+    except SyntaxError as exc:
+        raise ParseError(
+            f"the text is not valid Python: {exc.msg}",
+            SourceSpan(filename, exc.lineno or 1, (exc.offset or 1) - 1),
+            "fix the syntax; pl.parse reads a @pl.program class as the printer writes it",
+        ) from None
+    import pypto.language as pl
+
+    module_names: dict[str, Any] = {"pl": pl, **(globals or {})}
+    whole = KernelSource(filename, tree, 1, tuple(lines), 0)  # type: ignore[arg-type]
+    _namespace(tree, LiteralReader(whole, _Names(module_names)), module_names)
+    classes = [s for s in tree.body if isinstance(s, ast.ClassDef)]
+    defs = [s for s in tree.body if isinstance(s, ast.FunctionDef)]
+    if classes:
+        return _parse_class(classes[0], filename, tuple(lines), module_names)
+    if defs:
+        member = _text_function(defs[0], filename, tuple(lines), module_names, {}, method=False)
+        prog = ClassProgram(member.name, {member.name: member})
+        return prog.function(member)
+    raise ParseError(
+        "the text holds no @pl.program class and no @pl.function",
+        SourceSpan(filename, 1),
+        "pass the text the printer writes (program.as_python()), or a class decorated @pl.program",
+    )
+
+
+def parse_program(text: str, filename: str | None = None, globals: dict[str, Any] | None = None) -> Program:
+    """Parse the text of a ``@pl.program`` class into a ``Program`` (see :func:`parse`)."""
+    result = parse(text, filename, globals)
+    if isinstance(result, Function):
+        return Program(result.name, (result,), result.name)
+    return result  # type: ignore[no-any-return]
+
+
+class _Names(GlobalNames):
+    """The names of a parsed text's module (no Python function behind it)."""
+
+    def __init__(self, names: dict[str, Any]) -> None:
+        self.globals = names
+        self.closure = {}
+        self.builtins = vars(builtins)
+
+
+def _parse_class(cls: ast.ClassDef, filename: str, lines: tuple[str, ...], names: dict[str, Any]) -> Program:
+    whole = KernelSource(filename, cls, 1, lines, 0)  # type: ignore[arg-type]
+    class_names: dict[str, Any] = {}
+    reader = LiteralReader(whole, _Names({**names}))
+    members: dict[str, ProgramFunction] = {}
+    for stmt in cls.body:
+        if isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets):
+            value = LiteralReader(whole, _Names({**names, **class_names})).value(stmt.value)
+            class_names.update({t.id: value for t in stmt.targets})  # type: ignore[attr-defined]
+        elif isinstance(stmt, ast.FunctionDef):
+            members[stmt.name] = _text_function(stmt, filename, lines, names, class_names, method=True)
+        elif not (isinstance(stmt, (ast.Pass, ast.Expr))):
+            raise reader.error(
+                stmt, "a @pl.program class holds @pl.function methods", "move this out of the class"
+            )
+    return ClassProgram(cls.name, members).build()
+
+
+def _text_function(
+    node: ast.FunctionDef,
+    filename: str,
+    lines: tuple[str, ...],
+    names: dict[str, Any],
+    class_names: dict[str, Any],
+    method: bool,
+) -> ProgramFunction:
+    """A ``@pl.function`` read from text: its decorator's ``type=`` and ``attrs=`` evaluated as literals."""
+    source = KernelSource(filename, node, 1, lines, 0)
+    scope = ClassNames(names, class_names, {})
+    reader = LiteralReader(source, scope)
+    func_type, attrs = FunctionKind.Opaque, None
+    for deco in node.decorator_list:
+        target = deco.func if isinstance(deco, ast.Call) else deco
+        if reader.value(target) is not function:
+            raise reader.error(
+                deco, f"unsupported decorator @{ast.unparse(deco)}", "decorate with @pl.function(type=...)"
+            )
+        if isinstance(deco, ast.Call):
+            for kw in deco.keywords:
+                if kw.arg == "type":
+                    func_type = reader.value(kw.value)
+                elif kw.arg == "attrs":
+                    attrs = reader.value(kw.value)
+                    span = source.span(kw)
+                    warnings.warn_explicit(
+                        "@pl.function(attrs=...) is deprecated: write pl.func_attr({...}) as the first "
+                        "statement of the body",
+                        DeprecationWarning,
+                        span.file,
+                        span.line,
+                    )
+                else:
+                    raise reader.error(
+                        kw, f"pl.function has no option {kw.arg!r}", "it takes type= and attrs="
+                    )
+    if not isinstance(func_type, FunctionKind):
+        raise reader.error(
+            node, f"type= takes a pl.FunctionType, got {func_type!r}", "e.g. type=pl.FunctionType.InCore"
+        )
+    member = ProgramFunction(None, func_type, attrs, node=node, source=source, names=scope)
+    member.method = method
+    return member
