@@ -2,6 +2,12 @@
 
 from pypto.ir.backend import Backend, RunReport, TaskEdge, TaskRecord
 from pypto.ir.dtypes import DataType, dtype_from_torch_name, supported_torch_dtypes
+from pypto.ir.equality import (
+    assert_structural_equal,
+    duplicate_bindings,
+    structural_diff,
+    structural_equal,
+)
 from pypto.ir.errors import (
     DeadlockError,
     LoopStepError,
@@ -123,10 +129,14 @@ __all__ = [
     "UnsupportedDtypeError",
     "Var",
     "VerificationError",
+    "assert_structural_equal",
     "dtype_from_torch_name",
+    "duplicate_bindings",
     "get_op",
     "make_call",
     "print_ir",
+    "structural_diff",
+    "structural_equal",
     "supported_torch_dtypes",
     "verify_function",
     "verify_program",

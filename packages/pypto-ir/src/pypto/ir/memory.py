@@ -33,7 +33,8 @@ class Reservation:
     reason: str
     automatic: bool = False  # reserved by the compiler for an automatic pipe, not by the user
     slot_size: int | None = None
-    span: SourceSpan | None = None
+    # Where the user asked for it, not what it is: two reservations alike but for it are equal.
+    span: SourceSpan | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
