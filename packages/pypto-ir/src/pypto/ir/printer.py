@@ -48,7 +48,7 @@ from pypto.ir.nodes import (
     Var,
     nested_bodies,
 )
-from pypto.ir.ops import OPS, CastMode, Infix, Level, op
+from pypto.ir.ops import OPS, CastMode, Elementwise, Infix, Level, op
 from pypto.ir.tasks import AccessMode
 from pypto.ir.types import Direction, MemorySpace, TensorType, TileType, Type
 
@@ -151,16 +151,50 @@ def format_expr(e: Expr, name_of: Namer = _plain) -> str:
         if e.op == op.call:
             args += [f"{k}={_task_value(v)}" for k, v in e.attrs.items() if k != "callee"]
             return f"self.{e.attrs['callee']}({', '.join(args)})"
+        args = _operands(e, args)
         args += [f"{k}={format_value(v)}" for k, v in e.attrs.items()]
         return f"{_spelling(e.op)}({', '.join(args)})"
     raise TypeError(f"cannot print {e!r}")
 
 
+def _operands(call: Call, printed: list[str]) -> list[str]:
+    """The operands of a call: positionally while they stand where the op's DSL function takes
+    them (so the DSL reads them the same), by name from the first one that does not."""
+    spec = OPS.get(call.op)
+    if spec is None or len(printed) != len(spec.operands):
+        return printed
+    order = _dsl_positional(spec.signature)
+    args: list[str] = []
+    for i, (operand, text) in enumerate(zip(spec.operands, printed, strict=True)):
+        by_name = len(args) < i or i >= len(order) or order[i] != operand.name
+        args.append(f"{operand.name}={text}" if by_name else text)
+    return args
+
+
+def _dsl_positional(signature: str) -> list[str]:
+    """The positional parameter names of a DSL signature: ``pl.load(tensor, offsets, shape, ...)``."""
+    start, end = signature.find("("), signature.rfind(")")
+    if start < 0 or end < start:
+        return []
+    names = []
+    for part in signature[start + 1 : end].split(","):
+        name = part.split("=", 1)[0].strip()
+        if name == "*" or not name.isidentifier():
+            break
+        names.append(name)
+    return names
+
+
 def _spelling(name: str) -> str:
     """How an op is written: ``pl.tile.muls``, ``pl.tpush_to_aiv``; a scalar op by its DSL name."""
     spec = OPS.get(name)
-    if spec is not None and spec.level is Level.SCALAR and spec.dsl:
-        return f"pl.{spec.dsl}"
+    if spec is not None and spec.level is Level.SCALAR:
+        # The DSL function that is this op on two scalars (pl.minimum: scalar.min), else its own.
+        on_scalars = next(
+            (s.dsl for s in OPS.values() if (e := s.trait(Elementwise)) is not None and e.on_scalars == name),
+            spec.dsl,
+        )
+        return f"pl.{on_scalars}"
     return f"pl.{name}"
 
 

@@ -227,20 +227,22 @@ class ClassProgram:
         return self.parsed[name]
 
     def plane(self, member: ProgramFunction) -> FunctionKind:
-        """The kind a function is parsed as: its own, or for ``Opaque`` the one its body implies
-        (scopes or calls make it control plane, else a kernel when something calls it)."""
+        """The kind a function is parsed as: its own, or for ``Opaque`` the one its use implies:
+        the control plane if it dispatches (``pl.at`` scopes, calls of non-inline functions) or
+        nothing calls it (the entry), else a kernel."""
         kind = member.func_type
         if kind is not FunctionKind.Opaque:
             return kind
         body = member.source.tree
         dispatches = any(isinstance(n, ast.With) for n in ast.walk(body)) or any(
-            isinstance(n, ast.Call)
-            and isinstance(n.func, ast.Attribute)
-            and isinstance(n.func.value, ast.Name)
-            and n.func.value.id == "self"
-            for n in ast.walk(body)
+            self.members[name].func_type is not FunctionKind.Inline
+            for name in _self_calls(body)
+            if name in self.members
         )
-        return FunctionKind.Orchestration if dispatches or not self.parsing else FunctionKind.InCore
+        called = any(
+            member.name in _self_calls(m.source.tree) for m in self.members.values() if m is not member
+        )
+        return FunctionKind.Orchestration if dispatches or not called else FunctionKind.InCore
 
     def call_kernel(
         self,
@@ -287,6 +289,18 @@ class ClassProgram:
         self.members[callee.name] = callee
         self.joined[id(callee)] = callee
         return callee
+
+
+def _self_calls(tree: ast.AST) -> set[str]:
+    """The names ``f`` of the ``self.f(...)`` calls in a function's body."""
+    return {
+        n.func.attr
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and isinstance(n.func.value, ast.Name)
+        and n.func.value.id == "self"
+    }
 
 
 def _params(member: ProgramFunction) -> set[str]:

@@ -41,6 +41,7 @@ def raw_spec(op: str | None, args: list[Any], kwargs: dict[str, Any], only: bool
     spec = get_op(op)
     if spec.open:
         return None
+    args, kwargs = positional(spec, args, kwargs)
     if only:
         return spec
     required = sum(1 for o in spec.operands if not o.optional)
@@ -54,9 +55,24 @@ def raw_spec(op: str | None, args: list[Any], kwargs: dict[str, Any], only: bool
     return spec
 
 
+def positional(spec: OpSpec, args: list[Any], kwargs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    """Operands given by name (``gm_workspace=ws``) moved to their places after the positional ones."""
+    named = [o.name for o in spec.operands[len(args) :]]
+    if not any(n in kwargs for n in named):
+        return args, kwargs
+    rest = dict(kwargs)
+    moved = list(args)
+    for name in named:
+        if name not in rest:
+            break
+        moved.append(rest.pop(name))
+    return moved, rest
+
+
 def build_raw(ctx: OpContext, spec: OpSpec, args: list[Any], kwargs: dict[str, Any]) -> Any:
     """Build ``spec`` from operands in its order and attributes by name; an op that writes an
     operand or gives nothing is a statement, as the DSL builds it."""
+    args, kwargs = positional(spec, args, kwargs)
     if len(args) > len(spec.operands):
         raise ctx.fail(
             f"takes {len(spec.operands)} operand(s) ({', '.join(o.name for o in spec.operands)}), got {len(args)}",
