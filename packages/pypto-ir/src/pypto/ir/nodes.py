@@ -7,12 +7,12 @@ Every node keeps the ``SourceSpan`` of the user's code it came from.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from pypto.ir.errors import SourceSpan
+from pypto.ir.errors import SourceSpan, VerificationError
 from pypto.ir.types import Direction, ScalarType, Type
 
 # ---------------------------------------------------------------- expressions
@@ -249,6 +249,9 @@ class Param:
 
 @dataclass(frozen=True, eq=False)
 class Function:
+    """One function of a program: its ``name``, ``params``, ``body`` and ``kind``
+    (``func_type`` is the name PyPTO code reads it by)."""
+
     name: str
     params: tuple[Param, ...]
     body: tuple[Stmt, ...]
@@ -256,24 +259,75 @@ class Function:
     span: SourceSpan | None = None
     attrs: Mapping[str, Any] = field(default_factory=dict)
 
+    @property
+    def func_type(self) -> FunctionKind:
+        """The function's kind, under the name PyPTO code uses (``fn.func_type``)."""
+        return self.kind
+
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.var.name == name), None)
 
 
+class FunctionMap(Mapping[str, Function]):
+    """The functions of a program by name, in program order, immutable.
+
+    ``program.functions["k"]``, ``"k" in program.functions``, ``.items()``, ``.values()``;
+    iterating gives the names, as for any mapping.
+    """
+
+    __slots__ = ("_by_name",)
+
+    def __init__(self, functions: Iterable[Function] = ()) -> None:
+        by_name: dict[str, Function] = {}
+        for fn in functions:
+            if fn.name in by_name:
+                # A front end names each function once (the parser reports a user's duplicate at
+                # its line); reaching here means a pass or a hand-built program broke the rule.
+                raise VerificationError(
+                    f"a program has two functions named {fn.name!r}",
+                    fn.span,
+                    "give each function of a program its own name",
+                )
+            by_name[fn.name] = fn
+        self._by_name = by_name
+
+    def __getitem__(self, name: str) -> Function:
+        return self._by_name[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_name)
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def __repr__(self) -> str:
+        return f"FunctionMap({list(self._by_name)})"
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled by the disk cache
+        return (FunctionMap, (tuple(self._by_name.values()),))
+
+
 @dataclass(frozen=True, eq=False)
 class Program:
-    """A whole compiled unit: the entry (Orchestration) function and its kernels."""
+    """A whole compiled unit: the entry (Orchestration) function and its kernels.
+
+    ``functions`` may be given as any sequence of functions; it is kept as a :class:`FunctionMap`
+    (name -> function, in the order given). Two functions of one name are an error.
+    """
 
     name: str
-    functions: tuple[Function, ...]
+    functions: FunctionMap
     entry: str
     attrs: Mapping[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        functions = self.functions
+        if not isinstance(functions, FunctionMap):
+            values = functions.values() if isinstance(functions, Mapping) else functions
+            object.__setattr__(self, "functions", FunctionMap(values))
+
     def function(self, name: str) -> Function:
-        for fn in self.functions:
-            if fn.name == name:
-                return fn
-        raise KeyError(name)
+        return self.functions[name]
 
     @property
     def entry_function(self) -> Function:
@@ -282,7 +336,7 @@ class Program:
     def replace_function(self, fn: Function) -> Program:
         from dataclasses import replace
 
-        funcs = tuple(fn if f.name == fn.name else f for f in self.functions)
+        funcs = tuple(fn if f.name == fn.name else f for f in self.functions.values())
         return replace(self, functions=funcs)
 
 

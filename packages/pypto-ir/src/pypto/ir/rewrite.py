@@ -165,7 +165,7 @@ def map_functions(
     program: Program, kinds: Container[FunctionKind], fn_pass: Callable[[Function], Function]
 ) -> Program:
     """Apply ``fn_pass(fn)`` to every function whose kind is in ``kinds``."""
-    funcs = tuple(at_function(fn_pass, fn) if fn.kind in kinds else fn for fn in program.functions)
+    funcs = tuple(at_function(fn_pass, fn) if fn.kind in kinds else fn for fn in program.functions.values())
     return replace(program, functions=funcs)
 
 

@@ -81,5 +81,5 @@ def report(compiled: CompiledProgram, target: Target) -> str:
         "",
     ]
     rows: list[list[object]] = [["KERNEL", "KIND", "PEAK/USABLE BYTES"]]
-    rows += [[fn.name, fn.kind.value, _usage(_plan(fn), target)] for fn in program.functions]
+    rows += [[fn.name, fn.kind.value, _usage(_plan(fn), target)] for fn in program.functions.values()]
     return "\n".join(lines + table(rows))

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from pypto.ir import Program, Target
+from pypto.ir.nodes import FunctionMap
 from pypto.runtime import settings
 from pypto.runtime.config import RunConfig
 from pypto.runtime.pipelines import pipeline_of
@@ -83,6 +84,8 @@ class _Fingerprint:
             return self._dataclass(value)
         if isinstance(value, (tuple, list)):
             return "(" + "".join(self._token(item) for item in value) + ")"
+        if isinstance(value, FunctionMap):  # ordered: the program order is part of the program
+            return "functions" + self._token(tuple(value.values()))
         if isinstance(value, Mapping):
             items = sorted((self._detached(k), k) for k in value)
             return "{" + "".join(f"{token}={self._token(value[k])}" for token, k in items) + "}"

@@ -282,7 +282,7 @@ class AllocateMemory:
 
     def run(self, program: Program, ctx: PassContext) -> Program:
         funcs = []
-        for fn in program.functions:
+        for fn in program.functions.values():
             if fn.kind in KERNEL_KINDS:
                 fn = self.allocate(fn, ctx.target)
             funcs.append(fn)

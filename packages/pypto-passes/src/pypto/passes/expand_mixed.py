@@ -88,7 +88,7 @@ class ExpandMixedKernel:
 
     def run(self, program: Program, ctx: PassContext) -> Program:
         funcs: list[Function] = []
-        for fn in program.functions:
+        for fn in program.functions.values():
             if fn.kind is FunctionKind.InCore:
                 funcs.extend(at_function(lambda f: self.expand(f, ctx.target), fn))
             else:
