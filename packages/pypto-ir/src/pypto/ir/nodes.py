@@ -307,24 +307,32 @@ class FunctionMap(Mapping[str, Function]):
         return (FunctionMap, (tuple(self._by_name.values()),))
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, init=False)
 class Program:
     """A whole compiled unit: the entry (Orchestration) function and its kernels.
 
-    ``functions`` may be given as any sequence of functions; it is kept as a :class:`FunctionMap`
-    (name -> function, in the order given). Two functions of one name are an error.
+    ``functions`` may be given as any sequence of functions (or a name -> function mapping); it
+    is kept as a :class:`FunctionMap`, in the order given. Two functions of one name are an error.
     """
 
     name: str
     functions: FunctionMap
     entry: str
-    attrs: Mapping[str, Any] = field(default_factory=dict)
+    attrs: Mapping[str, Any]
 
-    def __post_init__(self) -> None:
-        functions = self.functions
+    def __init__(
+        self,
+        name: str,
+        functions: Iterable[Function] | Mapping[str, Function],
+        entry: str,
+        attrs: Mapping[str, Any] | None = None,
+    ) -> None:
         if not isinstance(functions, FunctionMap):
-            values = functions.values() if isinstance(functions, Mapping) else functions
-            object.__setattr__(self, "functions", FunctionMap(values))
+            functions = FunctionMap(functions.values() if isinstance(functions, Mapping) else functions)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "functions", functions)
+        object.__setattr__(self, "entry", entry)
+        object.__setattr__(self, "attrs", {} if attrs is None else attrs)
 
     def function(self, name: str) -> Function:
         return self.functions[name]
@@ -333,11 +341,12 @@ class Program:
     def entry_function(self) -> Function:
         return self.function(self.entry)
 
-    def replace_function(self, fn: Function) -> Program:
-        from dataclasses import replace
+    def with_functions(self, functions: Iterable[Function]) -> Program:
+        """This program with ``functions`` in place of its own (name, entry and attrs kept)."""
+        return Program(self.name, functions, self.entry, self.attrs)
 
-        funcs = tuple(fn if f.name == fn.name else f for f in self.functions.values())
-        return replace(self, functions=funcs)
+    def replace_function(self, fn: Function) -> Program:
+        return self.with_functions(fn if f.name == fn.name else f for f in self.functions.values())
 
 
 # ---------------------------------------------------------------- traversal

@@ -166,7 +166,7 @@ def map_functions(
 ) -> Program:
     """Apply ``fn_pass(fn)`` to every function whose kind is in ``kinds``."""
     funcs = tuple(at_function(fn_pass, fn) if fn.kind in kinds else fn for fn in program.functions.values())
-    return replace(program, functions=funcs)
+    return program.with_functions(funcs)
 
 
 def at_function(fn_pass: Callable[[Function], T], fn: Function) -> T:

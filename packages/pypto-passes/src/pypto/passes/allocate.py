@@ -286,7 +286,7 @@ class AllocateMemory:
             if fn.kind in KERNEL_KINDS:
                 fn = self.allocate(fn, ctx.target)
             funcs.append(fn)
-        return replace(program, functions=tuple(funcs))
+        return program.with_functions(tuple(funcs))
 
     def allocate(self, fn: Function, target: Target) -> Function:
         reservations = tuple(fn.attrs.get("reservations", ()))

@@ -93,7 +93,7 @@ class ExpandMixedKernel:
                 funcs.extend(at_function(lambda f: self.expand(f, ctx.target), fn))
             else:
                 funcs.append(fn)
-        return replace(program, functions=tuple(funcs))
+        return program.with_functions(tuple(funcs))
 
     def expand(self, fn: Function, target: Target) -> list[Function]:
         sides = first_ops_by_side(fn)

@@ -90,7 +90,7 @@ class OutlineScopes:
             aliases.update(_write_aliases(kernel.body))
         entry = replace(entry, body=substitute_body(body, aliases))
         funcs = tuple(entry if f is program.entry_function else f for f in program.functions.values())
-        return replace(program, functions=funcs + tuple(kernels))
+        return program.with_functions(funcs + tuple(kernels))
 
     def _block(
         self, entry: Function, body: tuple[Stmt, ...], names: NameGen, kernels: list[Function]
