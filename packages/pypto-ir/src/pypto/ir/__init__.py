@@ -1,6 +1,10 @@
 """pypto.ir — types, IR nodes, the op table, printer, verifier, diagnostics, targets, backends."""
 
+from typing import TYPE_CHECKING
+
 from pypto.ir.backend import Backend, RunReport, TaskEdge, TaskRecord
+from pypto.ir.compile_options import BackendType, OptimizationStrategy, VerificationLevel
+from pypto.ir.compiling import MissingPackageError, compile
 from pypto.ir.dtypes import DataType, dtype_from_torch_name, supported_torch_dtypes
 from pypto.ir.errors import (
     DeadlockError,
@@ -40,6 +44,9 @@ from pypto.ir.nodes import (
     TupleExpr,
     Var,
 )
+from pypto.ir.nodes import (
+    FunctionKind as FunctionType,
+)
 from pypto.ir.ops import OPS, AtomicType, CastMode, OpSpec, PadValue, Unit, get_op, make_call
 from pypto.ir.printer import print_ir
 from pypto.ir.target import MemorySpec, Target
@@ -61,6 +68,21 @@ from pypto.ir.verifier import verify_function, verify_program
 
 __version__ = "0.1.0"
 
+
+if TYPE_CHECKING:
+    from pypto.ir.compiling import PassManager as PassManager
+else:
+
+    def __getattr__(name: str) -> object:
+        """``pypto.ir.PassManager`` is ``pypto.passes.PassManager``, imported on first use: the IR
+        floor imports without pypto-passes installed."""
+        if name == "PassManager":
+            from pypto.ir.compiling import pass_manager_class
+
+            return pass_manager_class()
+        raise AttributeError(f"module 'pypto.ir' has no attribute {name!r}")
+
+
 __all__ = [
     "INDEX",
     "OPS",
@@ -71,6 +93,7 @@ __all__ = [
     "Assign",
     "AtomicType",
     "Backend",
+    "BackendType",
     "Call",
     "CastMode",
     "Const",
@@ -83,6 +106,7 @@ __all__ = [
     "Function",
     "FunctionKind",
     "FunctionMap",
+    "FunctionType",
     "If",
     "Level",
     "LoopKind",
@@ -91,7 +115,9 @@ __all__ = [
     "MemoryPlan",
     "MemorySpace",
     "MemorySpec",
+    "MissingPackageError",
     "OpSpec",
+    "OptimizationStrategy",
     "PadValue",
     "Param",
     "ParseError",
@@ -123,6 +149,8 @@ __all__ = [
     "UnsupportedDtypeError",
     "Var",
     "VerificationError",
+    "VerificationLevel",
+    "compile",
     "dtype_from_torch_name",
     "get_op",
     "make_call",
