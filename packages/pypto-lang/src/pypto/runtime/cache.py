@@ -33,7 +33,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from pypto.ir import Program, Target
+from pypto.ir import Program, Target, VerificationLevel
 from pypto.ir.nodes import FunctionMap
 from pypto.runtime import settings
 from pypto.runtime.config import RunConfig
@@ -380,9 +380,12 @@ def cached_lower(
     """``lower()``'s result for ``program``, from the disk cache when it holds it.
 
     Returns the lowered program and ``"hit"``, ``"miss"`` (compiled and stored) or ``"off"``
-    (the cache is switched off, pass dumps are asked for, or the key cannot be made).
+    (the cache is switched off, pass dumps or ``VerificationLevel.ROUNDTRIP`` are asked for, or
+    the key cannot be made).
     """
-    if not settings.cache_enabled() or config.dump_dir(program.name) is not None:
+    # A dump, or a round-trip check, is asked for each compile: a hit would skip the passes.
+    checked = config.verification_level is VerificationLevel.ROUNDTRIP
+    if not settings.cache_enabled() or config.dump_dir(program.name) is not None or checked:
         return lower(), OFF
     start = time.perf_counter()
     try:
