@@ -60,7 +60,7 @@ class RecordingSim:
         self.seen = seen
 
     def run(self, program: Program, args: Sequence[Any], options: Mapping[str, Any]) -> RunReport:
-        for fn in program.functions:
+        for fn in program.functions.values():
             for stmt in walk_stmts(fn.body):
                 for root in (*stmt_exprs(stmt), *stmt_end_exprs(stmt)):
                     self.seen |= {e.op for e in walk_expr(root) if isinstance(e, Call)}

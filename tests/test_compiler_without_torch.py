@@ -62,7 +62,7 @@ def test_parse_lower_and_print_without_torch(tmp_path):
 
         print(print_ir(scale.parse()).splitlines()[0])
         lowered = scale.lower(config=RunConfig(platform="a2a3"))
-        print(sorted(f.kind.value for f in lowered.functions))
+        print(sorted(f.kind.value for f in lowered.functions.values()))
         stand_in = pl.Tensor[[64, 32], pl.FP32]
         print(bare.lower(stand_in, stand_in, config=RunConfig(platform="a2a3")).entry_function.params[0].var.type)
         print("torch" in sys.modules and sys.modules["torch"] is not None)

@@ -195,6 +195,6 @@ def test_a_vector_tile_carried_through_a_split_mixed_loop_is_halved_per_lane():
     mixed_running_sum(a, b, out)
     want = sum(a[i * 128 : (i + 1) * 128].float() @ b.float() for i in range(4))
     assert torch.allclose(out, want, rtol=1e-3, atol=1e-2)
-    aiv = {f.name: f for f in mixed_running_sum.lower().functions}["mixed_sum_aiv"]
+    aiv = {f.name: f for f in mixed_running_sum.lower().functions.values()}["mixed_sum_aiv"]
     loop = next(s for s in aiv.body if getattr(s, "iter_args", ()))
     assert loop.iter_args[0].type.shape == (64, 128)  # each lane carries its half

@@ -78,7 +78,7 @@ def test_aiv_shard_and_aic_gather_regions_match_torch_with_automatic_pipes():
     out = torch.zeros(128, 128)
     shard_gather(X, W, BIAS, out)
     assert torch.allclose(out, want(), rtol=1e-2, atol=1e-2)
-    kernel = {f.name: f for f in shard_gather.lower().functions}["shard_gather_aiv"]
+    kernel = {f.name: f for f in shard_gather.lower().functions.values()}["shard_gather_aiv"]
     ops = [s.value.op for s in kernel.body if hasattr(s, "value") and hasattr(s.value, "op")]
     assert ops.count("tfree_to_aic") == ops.count("tpop_from_aic") == 1
 

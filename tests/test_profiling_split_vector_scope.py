@@ -52,7 +52,7 @@ def test_a_split_vector_scope_runs_data_parallel_on_both_lanes(mode):
 def test_the_split_halves_every_tile_and_shifts_each_lanes_rows():
     x, y, out = inputs()
     lowered = vector_scope(pl.SplitMode.UP_DOWN).lower(x, y, out)
-    (vec,) = [fn for fn in lowered.functions if fn.name == "vec"]
+    (vec,) = [fn for fn in lowered.functions.values() if fn.name == "vec"]
     assert vec.kind is FunctionKind.AIV
     text = print_ir(lowered)
     assert "pl.get_subblock_idx()" in text and "lane * 64" in text

@@ -48,7 +48,7 @@ def test_the_two_scope_form_matches_torch():
 
 
 def test_the_two_scope_form_is_two_dispatches_one_per_unit():
-    kinds = {fn.name: fn.kind for fn in staged.lower(config=RunConfig(platform="a2a3sim")).functions}
+    kinds = {fn.name: fn.kind for fn in staged.lower(config=RunConfig(platform="a2a3sim")).functions.values()}
     assert kinds == {
         "staged": FunctionKind.Orchestration,
         "cube_only": FunctionKind.AIC,

@@ -42,8 +42,8 @@ def test_a2a3_is_the_built_in_target_when_no_plugin_registers_it(empty_registry)
 def test_lowering_for_a2a3_needs_no_plugin(empty_registry):
     scale.cache_clear()
     lowered = scale.lower(config=RunConfig(platform="a2a3"))
-    assert sorted(f.kind.value for f in lowered.functions) == ["AIV", "Orchestration"]
-    kernel = next(f for f in lowered.functions if f.kind.value == "AIV")
+    assert sorted(f.kind.value for f in lowered.functions.values()) == ["AIV", "Orchestration"]
+    kernel = next(f for f in lowered.functions.values() if f.kind.value == "AIV")
     assert kernel.attrs["memory_plan"].peak[MemorySpace.Vec] <= get_target("a2a3").usable(MemorySpace.Vec)
 
 

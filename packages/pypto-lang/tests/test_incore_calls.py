@@ -90,14 +90,14 @@ def test_same_argument_types_share_one_function_and_new_ones_get_a_suffix():
     program = two_sizes.parse()
     callees = [s.value.attrs["callee"] for s in program.entry_function.body if isinstance(s, Eval)]
     assert callees == ["add_tiles", "add_tiles_1", "add_tiles"]
-    assert [f.name for f in program.functions] == ["two_sizes", "add_tiles", "add_tiles_1"]
+    assert [f.name for f in program.functions.values()] == ["two_sizes", "add_tiles", "add_tiles_1"]
     assert program.function("add_tiles_1").params[0].var.type.shape == (32, 64)
 
 
 def test_a_helper_called_directly_runs_through_a_generated_entry(backend, config):
     a, out = torch.ones(8, 8), torch.zeros(8, 8)
     program = add_tiles.parse(a, a, out)
-    assert [(f.name, f.kind) for f in program.functions] == [
+    assert [(f.name, f.kind) for f in program.functions.values()] == [
         ("add_tiles", FunctionKind.Orchestration),
         ("add_tiles_kernel", FunctionKind.InCore),
     ]

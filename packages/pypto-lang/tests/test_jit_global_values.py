@@ -26,7 +26,7 @@ def scaled(a: pl.Tensor[[16, 64], pl.FP32], out: pl.Out[pl.Tensor[[16, 64], pl.F
 def constants(program, op):
     return [
         e.args[1].value
-        for fn in program.functions
+        for fn in program.functions.values()
         for stmt in walk_stmts(fn.body)
         for root in ([stmt.value] if hasattr(stmt, "value") else [])
         for e in walk_expr(root)
@@ -37,7 +37,7 @@ def constants(program, op):
 def loaded_shape(program):
     return next(
         e.type.shape
-        for fn in program.functions
+        for fn in program.functions.values()
         for stmt in walk_stmts(fn.body)
         for root in ([stmt.value] if hasattr(stmt, "value") else [])
         for e in walk_expr(root)

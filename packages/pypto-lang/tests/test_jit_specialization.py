@@ -97,7 +97,7 @@ def test_compile_and_lower_need_no_arguments_when_fully_annotated(backend, confi
     compiled = kernel.compile(config=config)
     assert isinstance(compiled, CompiledProgram)
     assert kernel.lower(config=config) is compiled.program
-    assert [f.name for f in compiled.program.functions] == ["fixed"]
+    assert [f.name for f in compiled.program.functions.values()] == ["fixed"]
     a, out = torch.ones(64, 64), torch.zeros(64, 64)
     assert compiled.run(a, out) is out
 

@@ -46,7 +46,10 @@ def test_a_plugin_pass_runs_from_run_config_with_its_options_typed(stamp_plugin)
     )
     compiled = doubled.compile(config=config)
     assert stamps(compiled) == (("hi", 3, True, Tone.LOUD),)
-    assert [fn.name for fn in compiled.program.functions] == ["doubled", "doubled_1"]  # outlined first
+    assert [fn.name for fn in compiled.program.functions.values()] == [
+        "doubled",
+        "doubled_1",
+    ]  # outlined first
     (step,) = [s for s in config.parsed_pipeline if s.entry.name == "StampEntry"]
     assert step.entry.origin == "plugin 'stamps' (registered in-process)"
 

@@ -116,6 +116,6 @@ def test_an_unknown_run_config_option_says_which_was_meant():
 
     with pytest.raises(ConfigError) as info:
         RunConfig(platfrom="a2a3sim")  # a typo of platform
-    assert info.value.message == "RunConfig has no option 'platfrom'"
+    assert info.value.message.startswith("RunConfig has no option 'platfrom'; its options: platform, rtol")
     assert rendered(info.value).underlined == 'RunConfig(platfrom="a2a3sim")'
     assert info.value.hint == "did you mean platform=?"

@@ -57,4 +57,4 @@ def test_cross_core_slot_fills_the_scope_slot_num():
 def test_parsed_program_has_one_orchestration_function_named_after_the_entry():
     program = staged.parse()
     assert (program.name, program.entry) == ("staged", "staged")
-    assert [(f.name, f.kind) for f in program.functions] == [("staged", FunctionKind.Orchestration)]
+    assert [(f.name, f.kind) for f in program.functions.values()] == [("staged", FunctionKind.Orchestration)]

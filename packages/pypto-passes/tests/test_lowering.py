@@ -16,7 +16,7 @@ def loop_ops(fn):
 
 def test_staged_seed_program_lowers_to_an_aic_and_an_aiv_kernel():
     lowered = lower(irbuild.staged_program(), irbuild.TARGET)
-    kinds = {fn.name: fn.kind for fn in lowered.functions}
+    kinds = {fn.name: fn.kind for fn in lowered.functions.values()}
     assert kinds == {
         "staged": FunctionKind.Orchestration,
         "cube_only": FunctionKind.AIC,

@@ -126,7 +126,7 @@ def loop_ops(fn):
 @pytest.mark.parametrize("mode", list(SplitMode))
 def test_the_seed_kernel_lowers_to_group_aic_and_aiv(mode):
     lowered = lower(irbuild.mixed_program(split=mode), irbuild.TARGET)
-    kinds = {fn.name: fn.kind for fn in lowered.functions}
+    kinds = {fn.name: fn.kind for fn in lowered.functions.values()}
     assert kinds == {
         "mixed": FunctionKind.Orchestration,
         "mixed_1": FunctionKind.Group,

@@ -26,6 +26,7 @@ class A2A3SimBackend:
 
     name = "a2a3sim"
     target = A2A3_TARGET
+    device_count = 1  # one simulated chip: RunConfig(device_id=...) other than 0 is an error
 
     def __init__(self) -> None:
         # Each program's launch plans, made on its first run (the runtime runs one program often).

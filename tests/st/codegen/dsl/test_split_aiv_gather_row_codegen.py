@@ -57,7 +57,7 @@ def loops_ops(fn):
 
 def test_lowered_ir_is_a_group_of_an_aic_and_an_aiv_kernel():
     lowered = embed_project.lower()
-    kinds = {fn.name: fn.kind for fn in lowered.functions}
+    kinds = {fn.name: fn.kind for fn in lowered.functions.values()}
     assert kinds["embed_project_aic"] is FunctionKind.AIC
     assert kinds["embed_project_aiv"] is FunctionKind.AIV
     assert FunctionKind.Group in kinds.values()

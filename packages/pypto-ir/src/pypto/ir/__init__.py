@@ -1,6 +1,10 @@
 """pypto.ir — types, IR nodes, the op table, printer, verifier, diagnostics, targets, backends."""
 
+from typing import TYPE_CHECKING
+
 from pypto.ir.backend import Backend, RunReport, TaskEdge, TaskRecord
+from pypto.ir.compile_options import BackendType, OptimizationStrategy, VerificationLevel
+from pypto.ir.compiling import MissingPackageError, compile
 from pypto.ir.dtypes import DataType, dtype_from_torch_name, supported_torch_dtypes
 from pypto.ir.equality import (
     assert_structural_equal,
@@ -32,6 +36,7 @@ from pypto.ir.nodes import (
     For,
     Function,
     FunctionKind,
+    FunctionMap,
     If,
     Level,
     LoopKind,
@@ -45,6 +50,9 @@ from pypto.ir.nodes import (
     Stmt,
     TupleExpr,
     Var,
+)
+from pypto.ir.nodes import (
+    FunctionKind as FunctionType,
 )
 from pypto.ir.ops import OPS, AtomicType, CastMode, OpSpec, PadValue, Unit, get_op, make_call
 from pypto.ir.printer import print_ir
@@ -67,6 +75,21 @@ from pypto.ir.verifier import verify_function, verify_program
 
 __version__ = "0.1.0"
 
+
+if TYPE_CHECKING:
+    from pypto.ir.compiling import PassManager as PassManager
+else:
+
+    def __getattr__(name: str) -> object:
+        """``pypto.ir.PassManager`` is ``pypto.passes.PassManager``, imported on first use: the IR
+        floor imports without pypto-passes installed."""
+        if name == "PassManager":
+            from pypto.ir.compiling import pass_manager_class
+
+            return pass_manager_class()
+        raise AttributeError(f"module 'pypto.ir' has no attribute {name!r}")
+
+
 __all__ = [
     "INDEX",
     "OPS",
@@ -77,6 +100,7 @@ __all__ = [
     "Assign",
     "AtomicType",
     "Backend",
+    "BackendType",
     "Call",
     "CastMode",
     "Const",
@@ -88,6 +112,8 @@ __all__ = [
     "For",
     "Function",
     "FunctionKind",
+    "FunctionMap",
+    "FunctionType",
     "If",
     "Level",
     "LoopKind",
@@ -96,7 +122,9 @@ __all__ = [
     "MemoryPlan",
     "MemorySpace",
     "MemorySpec",
+    "MissingPackageError",
     "OpSpec",
+    "OptimizationStrategy",
     "PadValue",
     "Param",
     "ParamRef",
@@ -129,7 +157,9 @@ __all__ = [
     "UnsupportedDtypeError",
     "Var",
     "VerificationError",
+    "VerificationLevel",
     "assert_structural_equal",
+    "compile",
     "dtype_from_torch_name",
     "duplicate_bindings",
     "get_op",

@@ -385,7 +385,8 @@ class Backend(Protocol):
     they get the default pipeline. It is optional, so it is no member of this protocol.
 
     A backend may also declare ``ops``, the op names it has semantics for, for
-    ``pypto.ir.walker.missing_semantics(backend.ops)`` to check (see docs/plugins.md).
+    ``pypto.ir.walker.missing_semantics(backend.ops)`` to check (see docs/plugins.md), and
+    ``device_count``, how many devices ``RunConfig(device_id=...)`` may name (1 when absent).
     """
 
     name: str

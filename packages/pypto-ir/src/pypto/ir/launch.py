@@ -105,7 +105,7 @@ class LoadedProgram:
     def __init__(self, program: Program, aiv_lanes: int = 2):
         self.program = program
         self.aiv_lanes = aiv_lanes
-        self.plans = {fn.name: self._plan(fn) for fn in program.functions if fn.kind in _KERNELS}
+        self.plans = {fn.name: self._plan(fn) for fn in program.functions.values() if fn.kind in _KERNELS}
 
     def plan(self, call: Call) -> LaunchPlan:
         """The plan of the kernel a ``call`` names, after checking that it is one and takes as

@@ -7,12 +7,12 @@ Every node keeps the ``SourceSpan`` of the user's code it came from.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from pypto.ir.errors import SourceSpan
+from pypto.ir.errors import SourceSpan, VerificationError
 from pypto.ir.types import Direction, ScalarType, Type
 
 # ---------------------------------------------------------------- expressions
@@ -259,6 +259,9 @@ class Param:
 
 @dataclass(frozen=True, eq=False)
 class Function:
+    """One function of a program: its ``name``, ``params``, ``body`` and ``kind``
+    (``func_type`` is the name PyPTO code reads it by)."""
+
     name: str
     params: tuple[Param, ...]
     body: tuple[Stmt, ...]
@@ -266,24 +269,83 @@ class Function:
     span: SourceSpan | None = None
     attrs: Mapping[str, Any] = field(default_factory=dict)
 
+    @property
+    def func_type(self) -> FunctionKind:
+        """The function's kind, under the name PyPTO code uses (``fn.func_type``)."""
+        return self.kind
+
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.var.name == name), None)
 
 
-@dataclass(frozen=True, eq=False)
+class FunctionMap(Mapping[str, Function]):
+    """The functions of a program by name, in program order, immutable.
+
+    ``program.functions["k"]``, ``"k" in program.functions``, ``.items()``, ``.values()``;
+    iterating gives the names, as for any mapping.
+    """
+
+    __slots__ = ("_by_name",)
+
+    def __init__(self, functions: Iterable[Function] = ()) -> None:
+        by_name: dict[str, Function] = {}
+        for fn in functions:
+            if fn.name in by_name:
+                # A front end names each function once (the parser reports a user's duplicate at
+                # its line); reaching here means a pass or a hand-built program broke the rule.
+                raise VerificationError(
+                    f"a program has two functions named {fn.name!r}",
+                    fn.span,
+                    "give each function of a program its own name",
+                )
+            by_name[fn.name] = fn
+        self._by_name = by_name
+
+    def __getitem__(self, name: str) -> Function:
+        return self._by_name[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_name)
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def __repr__(self) -> str:
+        return f"FunctionMap({list(self._by_name)})"
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled by the disk cache
+        return (FunctionMap, (tuple(self._by_name.values()),))
+
+
+@dataclass(frozen=True, eq=False, init=False)
 class Program:
-    """A whole compiled unit: the entry (Orchestration) function and its kernels."""
+    """A whole compiled unit: the entry (Orchestration) function and its kernels.
+
+    ``functions`` may be given as any sequence of functions (or a name -> function mapping); it
+    is kept as a :class:`FunctionMap`, in the order given. Two functions of one name are an error.
+    """
 
     name: str
-    functions: tuple[Function, ...]
+    functions: FunctionMap
     entry: str
-    attrs: Mapping[str, Any] = field(default_factory=dict)
+    attrs: Mapping[str, Any]
+
+    def __init__(
+        self,
+        name: str,
+        functions: Iterable[Function] | Mapping[str, Function],
+        entry: str,
+        attrs: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(functions, FunctionMap):
+            functions = FunctionMap(functions.values() if isinstance(functions, Mapping) else functions)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "functions", functions)
+        object.__setattr__(self, "entry", entry)
+        object.__setattr__(self, "attrs", {} if attrs is None else attrs)
 
     def function(self, name: str) -> Function:
-        for fn in self.functions:
-            if fn.name == name:
-                return fn
-        raise KeyError(name)
+        return self.functions[name]
 
     @property
     def entry_function(self) -> Function:
@@ -298,11 +360,12 @@ class Program:
     def __str__(self) -> str:
         return self.as_python()
 
-    def replace_function(self, fn: Function) -> Program:
-        from dataclasses import replace
+    def with_functions(self, functions: Iterable[Function]) -> Program:
+        """This program with ``functions`` in place of its own (name, entry and attrs kept)."""
+        return Program(self.name, functions, self.entry, self.attrs)
 
-        funcs = tuple(fn if f.name == fn.name else f for f in self.functions)
-        return replace(self, functions=funcs)
+    def replace_function(self, fn: Function) -> Program:
+        return self.with_functions(fn if f.name == fn.name else f for f in self.functions.values())
 
 
 # ---------------------------------------------------------------- traversal

@@ -165,8 +165,8 @@ def map_functions(
     program: Program, kinds: Container[FunctionKind], fn_pass: Callable[[Function], Function]
 ) -> Program:
     """Apply ``fn_pass(fn)`` to every function whose kind is in ``kinds``."""
-    funcs = tuple(at_function(fn_pass, fn) if fn.kind in kinds else fn for fn in program.functions)
-    return replace(program, functions=funcs)
+    funcs = tuple(at_function(fn_pass, fn) if fn.kind in kinds else fn for fn in program.functions.values())
+    return program.with_functions(funcs)
 
 
 def at_function(fn_pass: Callable[[Function], T], fn: Function) -> T:

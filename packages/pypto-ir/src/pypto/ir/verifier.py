@@ -30,10 +30,10 @@ _DEVICE_UNITS = (Unit.CUBE, Unit.VECTOR, Unit.MTE)
 
 def verify_program(program: Program) -> None:
     """Raise ``VerificationError`` (or the op's own ``TypeCheckError``) on the first problem."""
-    names = {fn.name for fn in program.functions}
+    names = {fn.name for fn in program.functions.values()}
     if program.entry not in names:
         raise VerificationError(f"entry function {program.entry!r} is not in the program")
-    for fn in program.functions:
+    for fn in program.functions.values():
         verify_function(fn, names)
 
 

@@ -93,7 +93,7 @@ def compile_kernel(
     if emit == "ir":
         click.echo(print_ir(compiled.program), nl=False)
     elif emit == "memory-map":
-        click.echo(memory_map(compiled.program.functions, chip))
+        click.echo(memory_map(compiled.program.functions.values(), chip))
     else:
         click.echo(report(compiled, chip))
     if dump_passes is not None:

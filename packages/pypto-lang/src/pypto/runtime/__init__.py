@@ -1,11 +1,14 @@
 """pypto.runtime — ``RunConfig``, compiling and running programs, and the platform registry.
 
+``run`` returns what the entry returns; ``pypto.runtime.runner.run`` returns a ``RunResult``.
+
 >>> from pypto.runtime import RunConfig, run
 >>> run(kernel, a, b, out, config=RunConfig(platform="a2a3sim"))  # doctest: +SKIP
 """
 
+from pypto.ir import VerificationLevel
 from pypto.runtime.compiled import CompiledProgram, compile_program, lower_program, run
-from pypto.runtime.config import RunConfig
+from pypto.runtime.config import RunConfig, UnknownOptionError
 from pypto.runtime.hookspecs import hookimpl, hookspec
 from pypto.runtime.registry import (
     LOAD_PLUGINS_ENV,
@@ -17,12 +20,16 @@ from pypto.runtime.registry import (
     registry,
     reset_registry,
 )
+from pypto.runtime.runner import RunResult
 
 __all__ = [
     "LOAD_PLUGINS_ENV",
     "CompiledProgram",
     "PlatformRegistry",
     "RunConfig",
+    "RunResult",
+    "UnknownOptionError",
+    "VerificationLevel",
     "compile_program",
     "get_backend",
     "get_target",

@@ -33,7 +33,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from pypto.ir import Program, Target
+from pypto.ir import Program, Target, VerificationLevel
+from pypto.ir.nodes import FunctionMap
 from pypto.runtime import settings
 from pypto.runtime.config import RunConfig
 from pypto.runtime.pipelines import pipeline_of
@@ -83,6 +84,8 @@ class _Fingerprint:
             return self._dataclass(value)
         if isinstance(value, (tuple, list)):
             return "(" + "".join(self._token(item) for item in value) + ")"
+        if isinstance(value, FunctionMap):  # ordered: the program order is part of the program
+            return "functions" + self._token(tuple(value.values()))
         if isinstance(value, Mapping):
             items = sorted((self._detached(k), k) for k in value)
             return "{" + "".join(f"{token}={self._token(value[k])}" for token, k in items) + "}"
@@ -377,9 +380,12 @@ def cached_lower(
     """``lower()``'s result for ``program``, from the disk cache when it holds it.
 
     Returns the lowered program and ``"hit"``, ``"miss"`` (compiled and stored) or ``"off"``
-    (the cache is switched off, pass dumps are asked for, or the key cannot be made).
+    (the cache is switched off, pass dumps or ``VerificationLevel.ROUNDTRIP`` are asked for, or
+    the key cannot be made).
     """
-    if not settings.cache_enabled() or config.dump_dir(program.name) is not None:
+    # A dump, or a round-trip check, is asked for each compile: a hit would skip the passes.
+    checked = config.verification_level is VerificationLevel.ROUNDTRIP
+    if not settings.cache_enabled() or config.dump_dir(program.name) is not None or checked:
         return lower(), OFF
     start = time.perf_counter()
     try:

@@ -6,6 +6,7 @@ import functools
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pypto.ir import (
@@ -18,9 +19,11 @@ from pypto.ir import (
     Target,
     Var,
     VerificationError,
+    VerificationLevel,
 )
-from pypto.passes import PassContext, PassManager, dump_to
-from pypto.runtime import launches
+from pypto.passes import PassContext, PassManager, dump_to, roundtrip_check
+from pypto.passes.manager import Instrument
+from pypto.runtime import artifacts, launches
 from pypto.runtime.arguments import check_argument, check_runnable
 from pypto.runtime.cache import OFF, cached_lower
 from pypto.runtime.config import RunConfig
@@ -37,7 +40,21 @@ def lower_program(program: Program, target: Target, config: RunConfig) -> Progra
     dump_dir = config.dump_dir(program.name)
     passes = pipeline_of(config).build()
     instruments = [dump_to(dump_dir)] if dump_dir else []
-    return PassManager(passes, instruments).run(program, PassContext(target, dict(config.options)))
+    level = config.verification_level
+    if level is VerificationLevel.ROUNDTRIP:
+        instruments.append(_roundtrip_instrument())
+    manager = PassManager(passes, instruments, verify=level is not VerificationLevel.NONE)
+    return manager.run(program, PassContext(target, dict(config.options)))
+
+
+def _roundtrip_instrument() -> Instrument:
+    """``VerificationLevel.ROUNDTRIP``'s check: the ``pl`` parser reads each dump back and
+    ``pypto.ir.structural_diff`` compares. Imported here, when asked for: the parser imports this
+    module, and the comparison is only needed by this level."""
+    from pypto.ir import structural_diff  # type: ignore[attr-defined]
+    from pypto.language import parse_program
+
+    return roundtrip_check(parse_program, structural_diff)
 
 
 @dataclass
@@ -48,7 +65,9 @@ class CompiledProgram:
     run must pass the same values. ``compile_seconds`` is the wall time compiling took and
     ``cache`` says where the program came from: ``"hit"`` (the disk cache), ``"miss"`` (compiled,
     then stored) or ``"off"``. After a run, ``last_report`` holds the backend's report and,
-    when profiling is on, ``last_profile`` the files written from it.
+    when profiling is on, ``last_profile`` the files written from it. ``output_dir`` is the
+    directory of its artifacts (:mod:`pypto.runtime.artifacts`), written when first read, when
+    compiled with ``save_kernels`` / ``codegen_only``, and after runs that ask for files.
 
     >>> compiled = mixed.compile(a, b, bias, out)  # doctest: +SKIP
     >>> compiled.run(a, b, bias, out)  # doctest: +SKIP
@@ -61,10 +80,42 @@ class CompiledProgram:
     cache: str = OFF
     last_report: RunReport | None = None
     last_profile: ProfileFiles | None = None
+    parsed: Program | None = field(default=None, repr=False)  # the program before the passes
+    _written: set[Path] = field(default_factory=set, init=False, repr=False)  # dirs holding artifacts
+    _reported: RunReport | None = field(default=None, init=False, repr=False)  # last report on disk
 
     @property
     def entry(self) -> Function:
         return self.program.entry_function
+
+    @functools.cached_property
+    def _key(self) -> str:
+        target = get_target(self.config.platform_name, self.config.platform_origin)
+        provider = str(registry().origin(self.config.platform_name))
+        return artifacts.directory_key(self.parsed or self.program, target, self.config, provider)
+
+    @property
+    def output_dir(self) -> Path:
+        """The directory holding this program's artifacts (``program.py``, ``memory_map.txt``, the
+        pass dumps when asked for, the last run's report), written if they are not yet there."""
+        return self.write_artifacts(self.config)
+
+    def output_dir_for(self, config: RunConfig) -> Path:
+        """Where the artifacts go under ``config`` (its ``save_kernels_dir``, else the default)."""
+        return artifacts.output_dir(config, self.program.name, self._key)
+
+    def write_artifacts(self, config: RunConfig) -> Path:
+        """Write the compiled artifacts to ``config``'s output directory once, and the last run's
+        report if it is not there yet; returns the directory."""
+        directory = self.output_dir_for(config)
+        if directory not in self._written:
+            target = get_target(self.config.platform_name, self.config.platform_origin)
+            artifacts.write_compiled(directory, self.program, target, self.config)
+            self._written.add(directory)
+        if self.last_report is not None and self._reported is not self.last_report:
+            artifacts.write_run(directory, self.last_report, config)
+            self._reported = self.last_report
+        return directory
 
     @functools.cached_property
     def task_count(self) -> int | None:
@@ -84,6 +135,9 @@ class CompiledProgram:
         """:meth:`run` for arguments already checked against the entry's parameters (a ``@pl.jit``
         call specializes, and so checks, them before it looks the program up)."""
         config = config or self.config
+        if config.codegen_only:  # compile and write the artifacts, run nothing
+            self.write_artifacts(config)
+            return None
         backend = get_backend(self.config.platform_name, self.config.platform_origin)
         directory = config.checked_profile_path(self.program.name)  # before the run, not after it
         start = time.perf_counter()
@@ -101,6 +155,8 @@ class CompiledProgram:
         profile = self.last_profile if directory is not None else None
         launch = launches.Launch(self.program.name, self.config.platform_name, report, profile, seconds)
         launches.record(launch)
+        if artifacts.wants_run_files(config):
+            self.write_artifacts(config)
         return self._returned(report, args)
 
     def _unfinished(self, err: VerificationError) -> PyptoError:
@@ -172,7 +228,12 @@ def compile_program(
         program, target, config, provider, lambda: lower_program(program, target, config)
     )
     seconds = time.perf_counter() - start
-    return CompiledProgram(lowered, config, dict(constants or {}), compile_seconds=seconds, cache=cache)
+    compiled = CompiledProgram(
+        lowered, config, dict(constants or {}), compile_seconds=seconds, cache=cache, parsed=program
+    )
+    if config.save_kernels or config.codegen_only:
+        compiled.write_artifacts(config)
+    return compiled
 
 
 def run(program_or_jit: Any, *tensors: Any, config: RunConfig | None = None) -> Any:

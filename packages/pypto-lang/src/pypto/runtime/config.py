@@ -8,7 +8,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pypto.ir import SourceSpan
+from pypto.backend import backend_type_of, check_supported, default_platform, platforms_of
+from pypto.ir import BackendType, PyptoError, SourceSpan, VerificationLevel
 from pypto.ir.tracebacks import call_site, raise_at_user_line
 from pypto.passes import PassRegistry, Pipeline, PipelineError, parse_text, resolve
 from pypto.passes.pipeline import known_passes
@@ -20,12 +21,38 @@ from pypto.runtime.settings import DEFAULT, DEFAULT_PROFILE_ROOT, PROFILE_ENV, C
 # Where dump_passes=True writes, one sub-directory per kernel.
 DEFAULT_DUMP_ROOT = Path("pypto_passes")
 
-__all__ = ["DEFAULT_DUMP_ROOT", "DEFAULT_PROFILE_ROOT", "PROFILE_ENV", "RunConfig"]
+__all__ = [
+    "DEFAULT_DUMP_ROOT",
+    "DEFAULT_PROFILE_ROOT",
+    "PROFILE_ENV",
+    "RunConfig",
+    "UnknownOptionError",
+    "VerificationLevel",
+    "device_count",
+]
+
+
+def device_count(platform: str) -> int | None:
+    """How many devices ``platform``'s backend has (its ``device_count``, else 1), or None for a
+    platform that runs nothing (a compile-only target) or is not registered."""
+    from pypto.runtime.registry import registry  # the registry imports this module's settings
+
+    try:
+        backend = registry().backend(platform)
+    except PyptoError:
+        return None
+    return int(getattr(backend, "device_count", 1))
+
+
+class UnknownOptionError(ConfigError, TypeError):
+    """``RunConfig(platfrom=...)``: an option ``RunConfig`` does not have. A ``TypeError``, as
+    Python's own for an unknown keyword, and a ``ConfigError`` at the user's call."""
 
 
 class _ConfigFields(type):
-    """``RunConfig(platfrom=...)``: an unknown option is a ConfigError at the user's call that says
-    which option was meant, not the TypeError of the dataclass's ``__init__``."""
+    """``RunConfig(platfrom=...)``: an unknown option is an UnknownOptionError at the user's call
+    that names the known options and says which one was meant, not the bare TypeError of the
+    dataclass's ``__init__``."""
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         known = [f.name for f in fields(cls) if f.init]  # type: ignore[arg-type]
@@ -34,8 +61,9 @@ class _ConfigFields(type):
             call = call_site()
             what = f"option {unknown[0]!r}" if unknown else f"{len(args)} positional options"
             close = difflib.get_close_matches(unknown[0], known, n=1) if unknown else []
-            hint = f"did you mean {close[0]}=?" if close else f"options: {', '.join(known)}"
-            _raise_at(call, ConfigError(f"RunConfig has no {what}", span=call, hint=hint))
+            hint = f"did you mean {close[0]}=?" if close else "pass the options by name"
+            message = f"RunConfig has no {what}; its options: {', '.join(known)}"
+            _raise_at(call, UnknownOptionError(message, span=call, hint=hint))
         return super().__call__(*args, **kwargs)
 
 
@@ -46,19 +74,42 @@ class RunConfig(metaclass=_ConfigFields):
     ``platform`` names a registered backend (``"a2a3sim"``) or a compile-only target
     (``"a2a3"``); None takes the session default (``pypto run -p``, ``PYPTO_PLATFORM``,
     ``[tool.pypto] platform``, else ``"a2a3sim"``: see :mod:`pypto.runtime.settings`).
-    ``dump_passes`` is False, True (dump under ``./pypto_passes/<kernel>``) or a directory.
+    ``backend_type`` (a :class:`pypto.backend.BackendType`) names the chip family instead: without
+    ``platform`` it picks the session default if that is of the family, else the family's
+    simulator; with a ``platform`` of another family it is an error, and a family no installed
+    backend provides (``Ascend950``) is an :class:`pypto.backend.UnsupportedBackendError`.
+    ``rtol`` / ``atol`` go to the backend. ``device_id`` picks the device a run uses (an int >= 0
+    below the backend's ``device_count``; the simulator has one device, 0).
+    ``dump_passes`` is False, True (dump under ``./pypto_passes/<kernel>``, or under
+    ``save_kernels_dir/passes``) or a directory.
     ``enable_profiling`` writes a profile of every run (see :meth:`profile_path`);
     ``enable_chip_swimlane`` is its alias and ``profile_dir`` implies it; a ``profile_dir``
     that cannot be created is an error here, before anything runs. ``options`` go to
     the passes and the backend as they are. ``pipeline`` names the passes to run: a pipeline
     string (``"outline-scopes,tile-matmul{k_block=128}"``, see ``docs/compiler.md``) or a list of
     pass names; None runs the pipeline the platform's backend asks for, else the default one.
-    ``parsed_pipeline`` is the pipeline it names, its options typed. ``platform_origin`` says
-    where the platform's name came from (the session setting, or this call), for error messages.
+
+    Artifacts (see ``docs/compiler.md``, "Output directory"): ``save_kernels`` writes the compiled
+    program's artifacts (``program.py``, ``memory_map.txt``, ``report.json`` after a run) to its
+    output directory when it is compiled and after each run; ``save_kernels_dir`` is that
+    directory (default ``./build_output/<program>_<key>/``) and implies ``save_kernels``.
+    ``codegen_only`` compiles and writes the artifacts and runs nothing: a call returns None and
+    leaves the output tensors as they were. After a run, ``enable_dep_gen`` writes ``deps.json``
+    (the task graph the run built), ``enable_scope_stats`` ``scope_stats.json`` (each kernel's
+    launches and modeled cycles) and ``enable_pmu`` ``pmu.json`` (each core's modeled busy,
+    stall and idle cycles and each kernel's op counts) to the output directory.
+    ``verification_level`` (:class:`pypto.ir.VerificationLevel`): ``NONE`` skips the verifier
+    between passes, ``BASIC`` (default) runs it, ``ROUNDTRIP`` also prints the program after each
+    pass, parses it back and compares.
+
+    ``parsed_pipeline`` is the pipeline ``pipeline`` names, its options typed. ``platform_origin``
+    says where the platform's name came from (the session setting, or this call), for error
+    messages. An unknown option is an :class:`UnknownOptionError` (a ``TypeError``).
 
     >>> RunConfig(platform="a2a3sim", dump_passes="dumps/", options={"verify": True})
     >>> RunConfig(pipeline="outline-scopes,tile-matmul{k_block=128},tensor-to-tile")
     >>> RunConfig(enable_profiling=True)  # profiles go to ./pypto_profile/<kernel>/
+    >>> RunConfig(backend_type=BackendType.Ascend910B, codegen_only=True, save_kernels_dir="out/")
     """
 
     platform: str | None = None
@@ -70,15 +121,31 @@ class RunConfig(metaclass=_ConfigFields):
     profile_dir: str | Path | None = None
     options: dict[str, Any] = field(default_factory=dict)
     pipeline: str | Sequence[str] | None = None
+    device_id: int = 0
+    backend_type: BackendType | None = None
+    codegen_only: bool = False
+    save_kernels: bool = False
+    save_kernels_dir: str | Path | None = None
+    enable_dep_gen: bool = False
+    enable_scope_stats: bool = False
+    enable_pmu: bool = False
+    verification_level: VerificationLevel = VerificationLevel.BASIC
     parsed_pipeline: Pipeline | None = field(default=None, init=False, repr=False, compare=False)
     platform_origin: Origin = field(default=DEFAULT, init=False, repr=False, compare=False)
     _profile_origin: Origin = field(default=DEFAULT, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        call = call_site() if self.platform is not None or self.profile_dir is not None else None
-        if self.platform is None:
+        needs_call = (
+            self.platform is not None or self.profile_dir is not None or self.backend_type is not None
+        )
+        call = call_site() if needs_call else None
+        self._check_fields()
+        platform_given = self.platform is not None
+        if not platform_given:
             chosen = settings.platform_setting()
             self.platform, self.platform_origin = chosen.value, chosen.origin
+            if self.backend_type is not None:
+                self._platform_of_family(call)
         else:
             self.platform_origin = Origin("RunConfig(platform=...)", call)
         if not isinstance(self.platform, str) or not self.platform:
@@ -90,7 +157,10 @@ class RunConfig(metaclass=_ConfigFields):
                     hint='name a platform `pypto platforms` lists, e.g. RunConfig(platform="a2a3sim")',
                 ),
             )
-        self._check_fields()
+        if self.backend_type is not None and platform_given:
+            self._check_family(call)
+        self._check_device(call)
+        self._check_pipeline()
         enabled = self.enable_profiling or self.enable_chip_swimlane or self.profile_dir is not None
         self.enable_profiling = self.enable_chip_swimlane = enabled
         if self.profile_dir is not None:
@@ -99,6 +169,9 @@ class RunConfig(metaclass=_ConfigFields):
                 check_profile_dir(self.profile_dir, self._profile_origin)
             except ConfigError as err:
                 _raise_at(call, err)
+        self.save_kernels = self.save_kernels or self.save_kernels_dir is not None
+        if self.dump_passes is True and self.save_kernels_dir is not None:
+            self.dump_passes = Path(self.save_kernels_dir) / "passes"  # the dumps beside the artifacts
         dump_root = self.dump_dir("")
         if dump_root is not None:
             try:  # before anything compiles, as for profile_dir
@@ -113,6 +186,61 @@ class RunConfig(metaclass=_ConfigFields):
         if self.pipeline is not None and not isinstance(self.pipeline, str):
             self.pipeline = tuple(self.pipeline)
 
+    def _platform_of_family(self, call: SourceSpan | None) -> None:
+        """``backend_type`` without ``platform``: the session default if it is of the family,
+        else the family's simulator."""
+        assert self.backend_type is not None and self.platform is not None
+        try:
+            chosen = default_platform(self.backend_type, self.platform, call)
+        except PyptoError as err:
+            _raise_at(call, err)
+        if chosen != self.platform:
+            self.platform = chosen
+            self.platform_origin = Origin(
+                f"RunConfig(backend_type=BackendType.{self.backend_type.name})", call
+            )
+
+    def _check_family(self, call: SourceSpan | None) -> None:
+        """A ``platform`` and a ``backend_type`` that name different chip families."""
+        assert self.backend_type is not None and self.platform is not None
+        try:
+            check_supported(self.backend_type, call)
+        except PyptoError as err:
+            _raise_at(call, err)
+        family = backend_type_of(self.platform)
+        if family is not None and family is not self.backend_type:
+            _raise_at(
+                call,
+                ConfigError(
+                    f"RunConfig(platform={self.platform!r}) is a {family.generation} platform "
+                    f"(BackendType.{family.name}), but backend_type is BackendType.{self.backend_type.name}",
+                    span=call,
+                    hint="give one of them, or a platform of that backend type: "
+                    f"{', '.join(platforms_of(self.backend_type))}",
+                ),
+            )
+
+    def _check_device(self, call: SourceSpan | None) -> None:
+        """``device_id`` names a device the platform has (the simulator has one)."""
+        if self.device_id < 0:
+            _field_error(f"RunConfig.device_id takes an int >= 0, got {self.device_id}", "device_id", 0)
+        if self.device_id == 0:
+            return  # every platform has device 0: no registry lookup on the common path
+        assert self.platform is not None
+        devices = device_count(self.platform)
+        if devices is not None and self.device_id >= devices:
+            _raise_at(
+                call or call_site(),
+                ConfigError(
+                    f"RunConfig(device_id={self.device_id}): {self.platform} has {devices} device(s), "
+                    f"numbered from 0",
+                    span=call or call_site(),
+                    hint="the simulator models one chip: leave device_id=0"
+                    if devices == 1
+                    else f"pass a device_id below {devices}",
+                ),
+            )
+
     def _check_fields(self) -> None:
         """Each option of the kind it takes, and the pipeline's passes known: a ConfigError at the
         user's ``RunConfig(...)``, not an AttributeError once compiling starts."""
@@ -122,7 +250,6 @@ class RunConfig(metaclass=_ConfigFields):
                 _field_error(
                     f"RunConfig.{name} takes {kind}, got {type(value).__name__} {value!r}", name, example
                 )
-        self._check_pipeline()
 
     def _check_pipeline(self) -> None:
         """A pipeline string or a list of pass names, each pass known and its options usable."""
@@ -213,6 +340,15 @@ _FIELDS: tuple[tuple[str, tuple[type, ...], str, Any], ...] = (
     ("enable_chip_swimlane", (bool,), "True or False", True),
     ("profile_dir", (str, Path, type(None)), "a directory", "prof/"),
     ("options", (dict,), "a dict of option names to values", {"verify": True}),
+    ("device_id", (int,), "a device number (an int >= 0)", 0),
+    ("backend_type", (BackendType, type(None)), "a pypto.backend.BackendType", BackendType.Ascend910B),
+    ("codegen_only", (bool,), "True or False", True),
+    ("save_kernels", (bool,), "True or False", True),
+    ("save_kernels_dir", (str, Path, type(None)), "a directory", "build_output/"),
+    ("enable_dep_gen", (bool,), "True or False", True),
+    ("enable_scope_stats", (bool,), "True or False", True),
+    ("enable_pmu", (bool,), "True or False", True),
+    ("verification_level", (VerificationLevel,), "a pypto.ir.VerificationLevel", VerificationLevel.ROUNDTRIP),
     (
         "pipeline",
         (list, tuple, str, type(None)),
@@ -266,7 +402,7 @@ def _field_error(message: str, name: str, example: Any) -> NoReturn:
     _raise_at(call, ConfigError(message, span=call, hint=f"write it like RunConfig({name}={example!r})"))
 
 
-def _raise_at(call: SourceSpan | None, err: ConfigError) -> NoReturn:
+def _raise_at(call: SourceSpan | None, err: PyptoError) -> NoReturn:
     """Raise ``err`` so that the traceback ends at the user's ``RunConfig(...)`` line."""
     if call is None:
         raise err

@@ -4,7 +4,7 @@
 """
 
 from pypto.ir.errors import CompileWarning
-from pypto.passes.manager import Pass, PassContext, PassManager, dump_to
+from pypto.passes.manager import Pass, PassContext, PassManager, dump_to, roundtrip_check
 from pypto.passes.options import PassOption, option
 from pypto.passes.pipeline import (
     PassSpec,
@@ -53,4 +53,5 @@ __all__ = [
     "parse_pipeline",
     "parse_text",
     "resolve",
+    "roundtrip_check",
 ]

@@ -282,11 +282,11 @@ class AllocateMemory:
 
     def run(self, program: Program, ctx: PassContext) -> Program:
         funcs = []
-        for fn in program.functions:
+        for fn in program.functions.values():
             if fn.kind in KERNEL_KINDS:
                 fn = self.allocate(fn, ctx.target)
             funcs.append(fn)
-        return replace(program, functions=tuple(funcs))
+        return program.with_functions(tuple(funcs))
 
     def allocate(self, fn: Function, target: Target) -> Function:
         reservations = tuple(fn.attrs.get("reservations", ()))

@@ -92,14 +92,14 @@ class ExpandMixedKernel:
 
     def run(self, program: Program, ctx: PassContext) -> Program:
         funcs: list[Function] = []
-        for fn in program.functions:
+        for fn in program.functions.values():
             if fn.kind is FunctionKind.InCore:
                 funcs.extend(at_function(lambda f: self.expand(f, ctx.target), fn))
             elif fn.kind in _HALVES and "reservations" not in fn.attrs:
                 funcs.append(self.reserve(fn))
             else:
                 funcs.append(fn)
-        return replace(program, functions=tuple(funcs))
+        return program.with_functions(tuple(funcs))
 
     def reserve(self, fn: Function) -> Function:
         """A hand-written AIC or AIV function: the pipe rings its own ``*_initialize_pipe`` sets up

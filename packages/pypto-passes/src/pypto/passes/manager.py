@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from pypto.ir import Program, Target, print_ir, verify_program
+from pypto.ir import Program, PyptoError, Target, VerificationError, print_ir, verify_program
 from pypto.ir.errors import CompileWarning
 
 
@@ -68,3 +68,40 @@ def dump_to(directory: str | Path) -> Instrument:
         (path / f"{index:02d}_after_{p.name}.py").write_text(print_ir(program))
 
     return instrument
+
+
+def roundtrip_check(
+    reparse: Callable[[str], Program], compare: Callable[[Program, Program], str | None]
+) -> Instrument:
+    """An instrument that prints the program after each pass, parses the text back with
+    ``reparse`` and compares the two with ``compare`` (None: equal, else what differs).
+
+    A difference, or text that does not parse back, is a ``VerificationError`` naming the pass:
+    the printer and the parser disagree on what the pass produced, a compiler bug.
+    """
+
+    def instrument(index: int, p: Pass, program: Program) -> None:
+        text = print_ir(program)
+        try:
+            parsed = reparse(text)
+        except PyptoError as err:
+            raise VerificationError(
+                f"the program after pass {index} ({p.name}) does not parse back: {err.message}",
+                program.entry_function.span,
+                ROUNDTRIP_HINT,
+            ) from err
+        difference = compare(program, parsed)
+        if difference is not None:
+            raise VerificationError(
+                f"the program after pass {index} ({p.name}) parses back as a different program: {difference}",
+                program.entry_function.span,
+                ROUNDTRIP_HINT,
+            )
+
+    return instrument
+
+
+ROUNDTRIP_HINT = (
+    "a compiler bug: the printer and the parser disagree; report it with the dump "
+    "(RunConfig(dump_passes=True)), or run with verification_level=VerificationLevel.BASIC"
+)

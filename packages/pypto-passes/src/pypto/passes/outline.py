@@ -81,7 +81,7 @@ class OutlineScopes:
 
     def run(self, program: Program, ctx: PassContext) -> Program:
         entry = program.entry_function
-        names = NameGen(fn.name for fn in program.functions)
+        names = NameGen(fn.name for fn in program.functions.values())
         kernels: list[Function] = []
         body = self._block(entry, entry.body, names, kernels)
         # `c2 = pl.store(t, [0, 0], c)` inside a scope names `c` itself once outside it.
@@ -89,8 +89,8 @@ class OutlineScopes:
         for kernel in kernels:
             aliases.update(_write_aliases(kernel.body))
         entry = replace(entry, body=substitute_body(body, aliases))
-        funcs = tuple(entry if f is program.entry_function else f for f in program.functions)
-        return replace(program, functions=funcs + tuple(kernels))
+        funcs = tuple(entry if f is program.entry_function else f for f in program.functions.values())
+        return program.with_functions(funcs + tuple(kernels))
 
     def _block(
         self, entry: Function, body: tuple[Stmt, ...], names: NameGen, kernels: list[Function]

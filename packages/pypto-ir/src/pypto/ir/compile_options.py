@@ -1,0 +1,50 @@
+"""The option values of ``pypto.ir.compile`` and ``RunConfig``, as PyPTO code spells them.
+
+Plain data, so that the compiler floor can name them in signatures: ``BackendType`` (which chip
+family a program is compiled for), ``OptimizationStrategy`` (which pass pipeline) and
+``VerificationLevel`` (how much the pass manager checks between passes). ``pypto.backend``
+re-exports ``BackendType`` with what the installed backends make of it.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class BackendType(Enum):
+    """A family of Ascend chips. ``Ascend910B`` is A2/A3 (platforms ``a2a3``, ``a2a3sim``);
+    ``Ascend950`` is A5. ``chip`` is the name of the :class:`~pypto.ir.Target` a platform of the
+    family compiles for."""
+
+    Ascend910B = "a2a3"
+    Ascend950 = "a5"
+
+    @property
+    def chip(self) -> str:
+        return self.value
+
+    @property
+    def generation(self) -> str:
+        """The generation names users know the family by: ``"A2/A3"``, ``"A5"``."""
+        return {"a2a3": "A2/A3", "a5": "A5"}[self.value]
+
+
+class OptimizationStrategy(Enum):
+    """Which pass pipeline ``pypto.ir.compile`` runs. ``Default``: the pipeline the platform's
+    backend asks for, else the default pipeline (``pypto passes`` lists it); this compiler has
+    one pipeline, so no other strategy exists yet."""
+
+    Default = "default"
+
+
+class VerificationLevel(Enum):
+    """What the pass manager checks between passes.
+
+    ``NONE``: nothing (the verifier does not run). ``BASIC`` (the default): the IR verifier before
+    the first pass and after each pass. ``ROUNDTRIP``: ``BASIC``, and after each pass the program is
+    printed, parsed back and compared with the program the pass produced.
+    """
+
+    NONE = "none"
+    BASIC = "basic"
+    ROUNDTRIP = "roundtrip"

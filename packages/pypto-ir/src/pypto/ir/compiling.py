@@ -1,0 +1,80 @@
+"""``pypto.ir.compile`` and ``pypto.ir.PassManager``: the names PyPTO code reaches through
+``pypto.ir`` for things the floors above provide.
+
+The IR floor knows nothing of passes or platforms (arrows point down: ir <- passes <- lang), so
+these import ``pypto.passes`` and ``pypto.runtime`` only when called: ``import pypto.ir`` works
+with pypto-ir alone, and ``pypto.ir.compile`` needs pypto-lang installed (it compiles through the
+runtime's platform registry, cache and artifact writer).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pypto.ir.compile_options import BackendType, OptimizationStrategy, VerificationLevel
+from pypto.ir.errors import PyptoError
+from pypto.ir.nodes import Program
+from pypto.ir.tracebacks import call_site
+
+if TYPE_CHECKING:
+    from pypto.passes import PassManager as PassManager
+
+
+class MissingPackageError(PyptoError, ImportError):
+    """A name of ``pypto.ir`` needs a package of a floor above that is not installed."""
+
+
+def compile(
+    program: Program,
+    strategy: OptimizationStrategy = OptimizationStrategy.Default,
+    dump_passes: bool = True,
+    backend_type: BackendType = BackendType.Ascend910B,
+    output_dir: str | Path | None = None,
+    platform: str | None = None,
+    verification_level: VerificationLevel = VerificationLevel.BASIC,
+) -> Path:
+    """Lower ``program`` for ``backend_type`` and write its artifacts; returns the output directory.
+
+    The directory (``output_dir``, else ``./build_output/<program>_<key>/``) holds ``program.py``
+    (the lowered program as ``pl`` source), ``memory_map.txt`` and, with ``dump_passes``, the
+    program after each pass in ``passes/``. ``platform`` picks one platform of the family (default:
+    the session's, if it is one, else the family's simulator).
+
+    >>> out = ir.compile(program, strategy=ir.OptimizationStrategy.Default)  # doctest: +SKIP
+    """
+    if not isinstance(strategy, OptimizationStrategy):
+        raise TypeError(f"strategy takes an ir.OptimizationStrategy, got {strategy!r}")
+    try:
+        from pypto.runtime import RunConfig, compile_program
+    except ImportError as err:
+        raise _missing("pypto.ir.compile", "pypto-lang") from err
+    config = RunConfig(
+        platform=platform,
+        backend_type=backend_type,
+        dump_passes=dump_passes,
+        save_kernels=True,
+        save_kernels_dir=output_dir,
+        verification_level=verification_level,
+    )
+    return compile_program(program, config).output_dir
+
+
+def pass_manager_class() -> type[PassManager]:
+    """``pypto.passes.PassManager``, imported when ``pypto.ir.PassManager`` is first read."""
+    try:
+        from pypto.passes import PassManager as PassManager
+    except ImportError as err:
+        raise _missing("pypto.ir.PassManager", "pypto-passes") from err
+    return PassManager
+
+
+def _missing(name: str, distribution: str) -> MissingPackageError:
+    return MissingPackageError(
+        f"{name} needs {distribution}, which is not installed",
+        call_site(),
+        hint=f"pip install {distribution}",
+    )
+
+
+__all__: list[str] = ["MissingPackageError", "compile", "pass_manager_class"]

@@ -1,0 +1,167 @@
+"""The output directory of a compiled program: the files this platform produces for it.
+
+``program.py``: the lowered program as ``pl`` source (``pypto.ir.printer.print_program``).
+``memory_map.txt``: each kernel's buffers, space by space (address, bytes), and each space's peak.
+``passes/``: the program after each pass, when pass dumps were asked for.
+After a run: ``report.json`` and ``report.txt`` (the backend's RunReport), and on request
+``deps.json`` (``enable_dep_gen``), ``scope_stats.json`` (``enable_scope_stats``) and ``pmu.json``
+(``enable_pmu``). Every figure in them is modeled by the backend's cost model, not measured.
+
+The directory is ``RunConfig.save_kernels_dir``, else ``./build_output/<program>_<key>/`` where
+``<key>`` starts the compile cache key of the program (the same specialization, the same
+directory). Nothing is written on a plain call: see :func:`wants_run_files` for when files are.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from pypto.ir import Program, RunReport, Target
+from pypto.ir.printer import print_program
+from pypto.runtime.cache import Uncacheable, cache_key
+from pypto.runtime.config import RunConfig
+from pypto.runtime.memory_map import memory_map
+
+DEFAULT_OUTPUT_ROOT = Path("build_output")
+KEY_CHARS = 12  # of the key in a default directory's name: enough to tell specializations apart
+PROGRAM_FILE, MEMORY_MAP_FILE, PASSES_DIR = "program.py", "memory_map.txt", "passes"
+REPORT_JSON, REPORT_TEXT = "report.json", "report.txt"
+DEPS_FILE, SCOPE_STATS_FILE, PMU_FILE = "deps.json", "scope_stats.json", "pmu.json"
+
+
+def directory_key(program: Program, target: Target, config: RunConfig, provider: str) -> str:
+    """The key naming a default output directory: the compile cache key of the parsed program,
+    or (for a program with no stable fingerprint) a hash of its printed source and platform."""
+    try:
+        return cache_key(program, target, config, provider)
+    except Uncacheable:
+        text = f"{config.platform}\n{print_program(program)}"
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+def output_dir(config: RunConfig, program_name: str, key: str) -> Path:
+    """Where the artifacts of ``program_name`` compiled under ``config`` go."""
+    if config.save_kernels_dir is not None:
+        return Path(config.save_kernels_dir)
+    return DEFAULT_OUTPUT_ROOT / f"{program_name}_{key[:KEY_CHARS]}"
+
+
+def write_compiled(directory: Path, lowered: Program, target: Target, config: RunConfig) -> None:
+    """``program.py``, ``memory_map.txt`` and (when dumps were written elsewhere) a copy of the pass
+    dumps in ``passes/``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / PROGRAM_FILE).write_text(print_program(lowered))
+    (directory / MEMORY_MAP_FILE).write_text(memory_map(lowered.functions.values(), target) + "\n")
+    dumps = config.dump_dir(lowered.name)
+    passes = directory / PASSES_DIR
+    if dumps is not None and dumps.is_dir() and dumps.resolve() != passes.resolve():
+        passes.mkdir(exist_ok=True)
+        for dump in sorted(dumps.glob("*.py")):
+            shutil.copyfile(dump, passes / dump.name)
+
+
+def wants_run_files(config: RunConfig) -> bool:
+    """Whether a run under ``config`` writes files to the output directory: with ``save_kernels``
+    (or ``save_kernels_dir``), ``enable_dep_gen``, ``enable_scope_stats`` or ``enable_pmu``."""
+    return config.save_kernels or config.enable_dep_gen or config.enable_scope_stats or config.enable_pmu
+
+
+def write_run(directory: Path, report: RunReport, config: RunConfig) -> list[Path]:
+    """The files of one run: the report always, the others as ``config`` asks; returns them."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = [_json(directory / REPORT_JSON, report_data(report))]
+    (directory / REPORT_TEXT).write_text(report.summary() + "\n")
+    written.append(directory / REPORT_TEXT)
+    if config.enable_dep_gen:
+        written.append(_json(directory / DEPS_FILE, deps_data(report)))
+    if config.enable_scope_stats:
+        written.append(_json(directory / SCOPE_STATS_FILE, scope_stats_data(report)))
+    if config.enable_pmu:
+        written.append(_json(directory / PMU_FILE, pmu_data(report)))
+    return written
+
+
+def report_data(report: RunReport) -> dict[str, Any]:
+    """The report's figures as JSON data: totals, per-core cycles, tasks and edges (the timeline,
+    rings and transfers are in the profile, ``RunConfig(enable_profiling=True)``)."""
+    return {
+        "platform": report.platform,
+        "modeled": report.modeled,
+        "clock_mhz": report.clock_mhz,
+        "total_cycles": report.total_cycles,
+        "total_us": report.total_us,
+        "busy_cycles": dict(report.busy_cycles),
+        "stall_cycles": dict(report.stall_cycles),
+        "kernel_cycles": report.kernel_cycles(),
+        "overlap": report.overlap,
+        **deps_data(report),
+    }
+
+
+def deps_data(report: RunReport) -> dict[str, Any]:
+    """The task graph the run built: each task block (kernel, core group, modeled start and end)
+    and each dependency edge (``tensor`` is None for one declared with ``deps=``)."""
+    return {
+        "tasks": [dataclasses.asdict(task) for task in report.tasks],
+        "edges": [{**dataclasses.asdict(edge), "declared": edge.declared} for edge in report.edges],
+    }
+
+
+def scope_stats_data(report: RunReport) -> dict[str, Any]:
+    """Per kernel (each outlined scope or incore function): launches, modeled cycles from start to
+    end summed over its launches, and their share of the run."""
+    launches: dict[str, int] = {}
+    for task in report.tasks:
+        launches[task.kernel] = launches.get(task.kernel, 0) + 1
+    total = report.total_cycles or 1
+    return {
+        "modeled": report.modeled,
+        "total_cycles": report.total_cycles,
+        "kernels": {
+            kernel: {"launches": launches[kernel], "cycles": cycles, "share_of_run": cycles / total}
+            for kernel, cycles in report.kernel_cycles().items()
+        },
+    }
+
+
+def pmu_data(report: RunReport) -> dict[str, Any]:
+    """What a performance-monitor dump holds, as far as this backend models it: each core's busy,
+    stalled and idle cycles, and each kernel's op counts and busy cycles."""
+    cores = sorted(set(report.busy_cycles) | set(report.stall_cycles))
+    return {
+        "modeled": report.modeled,
+        "clock_mhz": report.clock_mhz,
+        "total_cycles": report.total_cycles,
+        "cores": {
+            core: {
+                "busy_cycles": report.busy_cycles.get(core, 0),
+                "stall_cycles": report.stall_cycles.get(core, 0),
+                "idle_cycles": report.idle_cycles(core),
+            }
+            for core in cores
+        },
+        "ops": {
+            kernel: {op: dataclasses.asdict(stats) for op, stats in report.op_breakdown(kernel).items()}
+            for kernel in report.kernel_cycles()
+        },
+    }
+
+
+def _json(path: Path, data: dict[str, Any]) -> Path:
+    path.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    return path
+
+
+__all__ = [
+    "DEFAULT_OUTPUT_ROOT",
+    "directory_key",
+    "output_dir",
+    "wants_run_files",
+    "write_compiled",
+    "write_run",
+]
