@@ -285,10 +285,8 @@ def test_each_difference_is_found_at_its_path(knobs, line):
 
 def test_a_missing_function_is_named():
     full, short = sample(), sample()
-    short = replace(short, functions=short.functions[:1])
+    short = short.with_functions(list(short.functions.values())[:1])
     assert structural_diff(full, short) == "functions: 'k' only on the left"
-    twice = replace(full, functions=(*full.functions, full.functions[1]))
-    assert structural_diff(full, twice) == "functions: 'k' 1 times vs 2 on the left"
 
 
 def test_consts_1_and_1_0_and_true_differ():
@@ -309,7 +307,7 @@ def test_attribute_values_are_strictly_typed():
 
 
 def test_nodes_of_different_classes_differ():
-    assert structural_diff(sample(), sample().functions[0]) == "Program vs Function"
+    assert structural_diff(sample(), next(iter(sample().functions.values()))) == "Program vs Function"
     assert structural_diff(Var("x", INDEX), Const(0, INDEX)) == "Var 'x' vs Const 0"
     assert structural_diff(Return(()), Eval(Const(0, INDEX))) == "Return vs Eval"
 
@@ -482,7 +480,7 @@ def test_assert_structural_equal_prints_the_function_around_a_signature_differen
 
 def test_duplicate_bindings_names_names_bound_by_two_variables():
     assert duplicate_bindings(_two_loads(True)) == ["t"]
-    assert duplicate_bindings(sample().functions[1]) == []
+    assert duplicate_bindings(list(sample().functions.values())[1]) == []
 
 
 def test_duplicate_bindings_looks_into_nested_bodies_and_every_binding_site():

@@ -32,7 +32,7 @@ def test_a_name_rebound_in_a_loop_is_carried_and_means_the_result_after_it():
     assert body_text(program) == textwrap.dedent(
         """\
         with pl.at(level=pl.Level.CORE_GROUP):
-            acc: pl.Tile[[32, 64], pl.FP32, pl.Mem.Vec] = pl.tile.full(0.0, shape=[32, 64], dtype=pl.FP32)
+            acc: pl.Tile[[32, 64], pl.FP32, pl.Mem.Vec] = pl.tile.full(value=0.0, shape=[32, 64], dtype=pl.FP32)
             for i, (acc_1,) in pl.range(0, 4, 1, init_values=(acc,)):
                 load: pl.Tile[[32, 64], pl.FP32, pl.Mem.Vec] = pl.tile.load(x, [i * 32, 0], shape=[32, 64], target_memory=pl.Mem.Vec)
                 acc_2: pl.Tile[[32, 64], pl.FP32, pl.Mem.Vec] = pl.tile.add(acc_1, load)

@@ -44,7 +44,7 @@ def test_publish_fence_barrier_invalidate_parse_to_system_ops():
         pl.tile.store(acc, [0, 0], out)
         pl.system.cacheinvalid(out, [0, 0], shape=[64, 64])
         pl.system.fence()
-        pl.system.syncall(ws, mode='soft', used_cores=3)
+        pl.system.syncall(gm_workspace=ws, mode='soft', used_cores=3)
         pl.system.syncall(core_type='aiv', mode='hard')
         for _lane in pl.split_aiv(2, mode=pl.SplitMode.NONE):
             pl.system.cacheinvalid()

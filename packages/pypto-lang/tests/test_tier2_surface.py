@@ -339,7 +339,7 @@ def test_a_run_time_valid_shape_travels_from_the_load_to_fillpad_and_the_store()
     assert scope_text(partial.parse()).splitlines()[2:] == [
         "    t: pl.Tile[[32, 64], pl.FP32, pl.Mem.Vec] = pl.tile.load_partial(x, [r0, 0], [rows, 64], "
         "shape=[32, 64], target_memory=pl.Mem.Vec)",
-        "    fillpad: pl.Tile[[32, 64], pl.FP32, pl.Mem.Vec] = pl.tile.fillpad(t, [rows, 64], "
+        "    fillpad: pl.Tile[[32, 64], pl.FP32, pl.Mem.Vec] = pl.tile.fillpad(t, valid_shape=[rows, 64], "
         "pad_value=pl.PadValue.min)",
         "    create: pl.Tile[[32, 64], pl.FP32, pl.Mem.Vec] = pl.tile.create(shape=[32, 64], "
         "dtype=pl.FP32, target_memory=pl.Mem.Vec)",

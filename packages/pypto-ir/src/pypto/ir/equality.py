@@ -342,13 +342,13 @@ class _Comparison:
                 self.attrs(a.attrs, b.attrs)
             with self.at("functions"):
                 self.function_names(a, b)
-        right = {fn.name: fn for fn in b.functions}
-        for fn in a.functions:
+        right = {fn.name: fn for fn in b.functions.values()}
+        for fn in a.functions.values():
             self.function(fn, right[fn.name])
 
     def function_names(self, a: Program, b: Program) -> None:
-        left = Counter(fn.name for fn in a.functions)
-        right = Counter(fn.name for fn in b.functions)
+        left = Counter(fn.name for fn in a.functions.values())
+        right = Counter(fn.name for fn in b.functions.values())
         if left == right:
             return
         parts = [

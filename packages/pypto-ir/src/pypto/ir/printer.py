@@ -161,8 +161,10 @@ def _operands(call: Call, printed: list[str]) -> list[str]:
     """The operands of a call: positionally while they stand where the op's DSL function takes
     them (so the DSL reads them the same), by name from the first one that does not."""
     spec = OPS.get(call.op)
-    if spec is None or len(printed) != len(spec.operands):
+    if spec is None or len(printed) != len(spec.operands) or not spec.dsl:
         return printed
+    if spec.dsl.rsplit(".", 1)[-1] != spec.name.rsplit(".", 1)[-1]:
+        return printed  # its own name is no DSL function (pl.tile.muls): read as the op, in its order
     order = _dsl_positional(spec.signature)
     args: list[str] = []
     for i, (operand, text) in enumerate(zip(spec.operands, printed, strict=True)):
