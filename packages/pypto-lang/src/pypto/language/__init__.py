@@ -14,7 +14,7 @@ from pypto.language import advice as _advice  # noqa: F401  (registers the DSL w
 from pypto.language.annotations import InOut, Out, Scalar, Tensor, Tile
 from pypto.language.builtins import STATEMENTS, Builtin, op_builtins, system, tensor, tile
 from pypto.language.errors import KernelOnlyError, ScopeOptionError
-from pypto.language.jit import JitFunction, jit
+from pypto.language.jit import JitFunction, inline, jit
 from pypto.language.options import cross_core_slot, split
 
 FP16 = DataType.FP16
@@ -83,6 +83,7 @@ __all__ = [
     "Tile",
     "at",
     "cross_core_slot",
+    "inline",
     "jit",
     "manual_scope",
     "parallel",

@@ -14,6 +14,9 @@ from pypto.language.parser.stmts import Role, StmtParser
 from pypto.language.parser.values import const
 
 
+_ROLES = {FunctionKind.InCore: Role.incore, FunctionKind.Opaque: Role.opaque}
+
+
 def parse_function(
     kernel: KernelFunction,
     kind: FunctionKind,
@@ -41,7 +44,7 @@ def parse_function(
             env.bind(p.name, var, p.span)
     body = BodyBuilder(namer, kernel=kind is FunctionKind.InCore)
     outputs = tuple(p.var for p in ir_params if p.direction.writes)
-    role = Role.incore if kind is FunctionKind.InCore else Role.entry
+    role = _ROLES.get(kind, Role.entry)
     parser = StmtParser(kernel, kernel.source, kernel.names, env, body, calls, role, outputs)
     parser.function_body(kernel.source.tree.body)
     span = kernel.source.span(kernel.source.tree)
