@@ -75,7 +75,7 @@ def call_cycle(program: Program) -> list[str] | None:
 
     def visit(name: str, path: list[str]) -> list[str] | None:
         if name in path:
-            return path[path.index(name) :] + [name]
+            return [*path[path.index(name) :], name]
         if name in done:
             return None
         for target in calls.get(name, ()):

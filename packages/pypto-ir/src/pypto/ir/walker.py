@@ -12,8 +12,8 @@ values of the function's ``Return``.
 :class:`HostWalker` runs the Orchestration function: ``call`` is a kernel launch, handed to the
 :meth:`HostWalker.launch` hook with its :class:`~pypto.ir.launch.LaunchPlan` (which kernel runs on
 which core), or the call of another Orchestration function (``@pl.jit.opaque``), walked on the
-host in a frame of its own; host ops go to the backend's semantics table. :class:`KernelWalker` runs a kernel on
-one seat of a launch and answers the lane and block indices itself::
+host in a frame of its own; host ops go to the backend's semantics table. :class:`KernelWalker`
+runs a kernel on one seat of a launch and answers the lane and block indices itself::
 
     class MyCore(KernelWalker):
         def apply(self, call, args):

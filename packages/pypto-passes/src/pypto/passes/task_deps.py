@@ -74,7 +74,7 @@ def _manual_dep_tensors(body: tuple[Stmt, ...]) -> set[str]:
 def _annotate_body(body: tuple[Stmt, ...], program: Program, manual: set[str]) -> tuple[Stmt, ...]:
     out: list[Stmt] = []
     for stmt in body:
-        if isinstance(stmt, (Eval, Assign)) and _is_call(stmt.value) and not is_control_call(program, stmt.value):
+        if isinstance(stmt, (Eval, Assign)) and _is_task_call(program, stmt.value):
             stmt = replace(stmt, value=_annotate(stmt.value, program, manual))
         bodies = nested_bodies(stmt)
         if bodies:
@@ -85,6 +85,11 @@ def _annotate_body(body: tuple[Stmt, ...], program: Program, manual: set[str]) -
 
 def _is_call(expr: object) -> TypeGuard[Call]:
     return isinstance(expr, Call) and expr.op == op.call
+
+
+def _is_task_call(program: Program, expr: object) -> TypeGuard[Call]:
+    """A kernel launch; a call of another control function (``@pl.jit.opaque``) is none."""
+    return _is_call(expr) and not is_control_call(program, expr)
 
 
 def _annotate(call: Call, program: Program, manual: set[str]) -> Call:

@@ -196,7 +196,8 @@ def function_call(
     fn = kernel_for(callee, tuple(bound))
     returned, result_type = returned_params(fn)
     span = parser.span(node)
-    parser.body.emit(Eval(make_call(op.call, call_args, {"callee": fn.name, **attrs}, span, type=result_type), span))
+    call = make_call(op.call, call_args, {"callee": fn.name, **attrs}, span, type=result_type)
+    parser.body.emit(Eval(call, span))
     aliases = tuple(call_args[i] for i in returned)
     return None if not aliases else aliases[0] if len(aliases) == 1 else aliases
 

@@ -13,7 +13,6 @@ from pypto.language.parser.signature import BoundParam
 from pypto.language.parser.stmts import Role, StmtParser
 from pypto.language.parser.values import const
 
-
 _ROLES = {FunctionKind.InCore: Role.incore, FunctionKind.Opaque: Role.opaque}
 
 

@@ -15,7 +15,6 @@ from pypto.language.parser.exprs import ExprParser
 from pypto.language.parser.function import parse_function
 from pypto.language.parser.signature import BoundParam
 
-
 # The function kind each called helper's decorator gives (an inline helper leaves no function).
 _HELPER_KINDS = {JitKind.incore: FunctionKind.InCore, JitKind.opaque: FunctionKind.Opaque}
 
