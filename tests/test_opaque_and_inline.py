@@ -471,3 +471,34 @@ def test_the_verifier_rejects_a_call_cycle_and_a_control_function_called_from_a_
     calls_control = replace(launching, functions=(*functions(launching), control))
     with pytest.raises(VerificationError, match="control is a control function, called from AIV kernel neg"):
         verify_program(calls_control)
+
+
+@pl.jit.opaque
+def mixed_block(x: pl.Tensor, w: pl.Tensor, out: pl.Out[pl.Tensor]):
+    """A mixed (cube + vector) scope: each specialization of the function outlines its own copy."""
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="mm_relu"):
+        out[:] = pl.relu(pl.matmul(x, w, out_dtype=pl.FP32))
+    return out
+
+
+def test_two_specializations_of_a_mixed_scope_get_their_own_aic_and_aiv_kernels():
+    @pl.jit
+    def two_sizes(
+        x: T,
+        x2: pl.Tensor[[8, C], pl.FP32],
+        w: pl.Tensor[[C, C], pl.FP32],
+        out: pl.Out[T],
+        out2: pl.Out[pl.Tensor[[8, C], pl.FP32]],
+    ):
+        mixed_block(x, w, out)
+        mixed_block(x2, w, out2)
+        return out, out2
+
+    x, x2, w = randn(R, C) / 4, randn(8, C) / 4, randn(C, C) / 8
+    out, out2 = torch.zeros(R, C), torch.zeros(8, C)
+    two_sizes(x, x2, w, out, out2)
+    torch.testing.assert_close(out, torch.relu(x @ w), rtol=1e-3, atol=1e-3)
+    torch.testing.assert_close(out2, torch.relu(x2 @ w), rtol=1e-3, atol=1e-3)
+    names = function_names(two_sizes.lower())
+    assert len(names) == len(set(names))
+    assert {"mm_relu_aic", "mm_relu_aiv", "mm_relu_1_aic", "mm_relu_1_aiv"} <= set(names)
