@@ -310,5 +310,4 @@ def test_the_program_prints_as_python_and_parses_back_equal():
 
 
 def _functions(program):
-    functions = program.functions
-    return list(functions.values()) if hasattr(functions, "values") else list(functions)
+    return list(program.functions.values())

@@ -106,6 +106,17 @@ class LoadedProgram:
         self.program = program
         self.aiv_lanes = aiv_lanes
         self.plans = {fn.name: self._plan(fn) for fn in program.functions.values() if fn.kind in _KERNELS}
+        self.controls = {fn.name: fn for fn in program.functions.values() if fn.kind is FunctionKind.Orchestration}
+
+    def control_function(self, call: Call) -> Function | None:
+        """The Orchestration function a ``call`` names (run on the host, no task), or None."""
+        fn = self.controls.get(str(call.attrs.get("callee")))
+        if fn is not None and len(call.args) != len(fn.params):
+            raise VerificationError(
+                f"{fn.name} takes {len(fn.params)} argument(s) but is called with {len(call.args)}",
+                call.span,
+            )
+        return fn
 
     def plan(self, call: Call) -> LaunchPlan:
         """The plan of the kernel a ``call`` names, after checking that it is one and takes as

@@ -386,8 +386,11 @@ def print_function(fn: Function, depth: int = 0) -> str:
 
 
 def print_program(program: Program) -> str:
-    """The whole program as a ``@pl.program`` class, entry first."""
-    funcs = sorted(program.functions.values(), key=lambda f: f.kind is not FunctionKind.Orchestration)
+    """The whole program as a ``@pl.program`` class: the entry, the other Orchestration functions,
+    then the kernels."""
+    funcs = sorted(
+        program.functions.values(), key=lambda f: (f.name != program.entry, f.kind is not FunctionKind.Orchestration)
+    )
     parts = [f"@pl.program\nclass {program.name}:"]
     parts += [print_function(fn, depth=1) for fn in funcs]
     return "\n\n".join(parts) + "\n"

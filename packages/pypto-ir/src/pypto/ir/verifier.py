@@ -1,9 +1,11 @@
-"""Type verifier: re-checks every op against the op table and every use against a definition."""
+"""Type verifier: re-checks every op against the op table and every use against a definition, and
+the call graph (no cycles; control functions called from host code only)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from pypto.ir.callgraph import CONTROL_KINDS, call_cycle, host_calls, is_control_call
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import VerificationError
 from pypto.ir.nodes import (
@@ -21,6 +23,7 @@ from pypto.ir.nodes import (
     Var,
     stmt_exprs,
     walk_expr,
+    walk_stmts,
 )
 from pypto.ir.ops import Unit, get_op, op
 from pypto.ir.types import ScalarType, TaskIdType, TensorType, TileType, Type
@@ -35,6 +38,37 @@ def verify_program(program: Program) -> None:
         raise VerificationError(f"entry function {program.entry!r} is not in the program")
     for fn in program.functions.values():
         verify_function(fn, names)
+    _verify_calls(program)
+
+
+def _verify_calls(program: Program) -> None:
+    """No function calls itself, through others or not (a walk would never end), and control
+    functions are called from host code only: a kernel or a scope launches no functions."""
+    cycle = call_cycle(program)
+    if cycle is not None:
+        raise VerificationError(
+            f"{' -> '.join(cycle)}: the functions call each other in a cycle, which would never end",
+            program.function(cycle[0]).span,
+        )
+    for fn in program.functions.values():
+        on_host = {id(c) for c in host_calls(fn.body)} if fn.kind in CONTROL_KINDS else set()
+        for call in _calls(fn.body):
+            if id(call) not in on_host and is_control_call(program, call):
+                where = "a pl.at scope" if fn.kind in CONTROL_KINDS else f"{fn.kind.value} kernel {fn.name}"
+                raise VerificationError(
+                    f"in {fn.name}: {call.attrs['callee']} is a control function, called from {where}",
+                    call.span,
+                )
+
+
+def _calls(body: tuple[Stmt, ...]) -> list[Call]:
+    return [
+        e
+        for stmt in walk_stmts(body)
+        for root in stmt_exprs(stmt)
+        for e in walk_expr(root)
+        if isinstance(e, Call) and e.op == op.call
+    ]
 
 
 def verify_function(fn: Function, callees: set[str] | None = None) -> None:

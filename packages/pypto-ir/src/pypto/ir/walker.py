@@ -11,8 +11,9 @@ values of the function's ``Return``.
 
 :class:`HostWalker` runs the Orchestration function: ``call`` is a kernel launch, handed to the
 :meth:`HostWalker.launch` hook with its :class:`~pypto.ir.launch.LaunchPlan` (which kernel runs on
-which core), host ops to the backend's semantics table. :class:`KernelWalker` runs a kernel on
-one seat of a launch and answers the lane and block indices itself::
+which core), or the call of another Orchestration function (``@pl.jit.opaque``), walked on the
+host in a frame of its own; host ops go to the backend's semantics table. :class:`KernelWalker`
+runs a kernel on one seat of a launch and answers the lane and block indices itself::
 
     class MyCore(KernelWalker):
         def apply(self, call, args):
@@ -24,6 +25,7 @@ one seat of a launch and answers the lane and block indices itself::
 
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Generator, Mapping, Sequence
 from typing import Any
@@ -237,6 +239,9 @@ class HostWalker(Walker):
 
     def apply(self, call: Call, args: tuple[Any, ...]) -> Steps:
         if call.op == _CALL:
+            control = self.loaded.control_function(call)
+            if control is not None:
+                return (yield from self.call_control(control, args))
             plan = self.loaded.plan(call)
             yield from self.launch(plan, call, args)
             return plan.result(args)
@@ -247,6 +252,24 @@ class HostWalker(Walker):
             call,
             "run the pass pipeline: it outlines every scope into a kernel",
         )
+
+    def call_control(self, fn: Function, args: tuple[Any, ...]) -> Steps:
+        """Run another control function (``@pl.jit.opaque``) on the host, in a frame of its own:
+        its launches go through :meth:`launch` like the caller's, so a backend orders them as if
+        the callee's body stood at the call. The call evaluates to what the callee returns."""
+        returned = yield from self.frame(fn, args).run()
+        if not returned:
+            return None
+        return returned[0] if len(returned) == 1 else returned
+
+    def frame(self, fn: Function, args: Sequence[Any]) -> HostWalker:
+        """A walker of ``fn`` on ``args`` that shares everything else with this one (the backend,
+        its task state); a backend whose host keeps per-frame state overrides this."""
+        frame = copy.copy(self)
+        frame.fn = fn
+        frame.env = {p.var.name: value for p, value in zip(fn.params, args, strict=True)}
+        frame.loop_depth = 0
+        return frame
 
     def semantics_of(self, call: Call) -> OpImpl:
         """The backend's semantics of ``call``'s op; a VerificationError naming it if there is none."""

@@ -15,7 +15,7 @@ from pypto.language import advice as _advice  # noqa: F401  (registers the DSL w
 from pypto.language.annotations import InOut, Out, Scalar, Tensor, Tile
 from pypto.language.builtins import STATEMENTS, Builtin, op_builtins, system, tensor, tile
 from pypto.language.errors import KernelOnlyError, ScopeOptionError
-from pypto.language.jit import JitFunction, jit
+from pypto.language.jit import JitFunction, inline, jit
 from pypto.language.options import cross_core_slot, split
 from pypto.language.parser.classes import func_attr, function, parse, parse_program, program
 
@@ -90,6 +90,7 @@ __all__ = [
     "cross_core_slot",
     "func_attr",
     "function",
+    "inline",
     "jit",
     "manual_scope",
     "parallel",

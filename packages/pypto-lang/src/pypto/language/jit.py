@@ -100,7 +100,7 @@ class JitFunction(KernelFunction):
 
     @_user_errors
     def lower(self, *args: Any, config: RunConfig | None = None, **kwargs: Any) -> Program:
-        """The lowered IR program: ``[f.name for f in mixed.lower().functions]``."""
+        """The lowered IR program: ``list(mixed.lower().functions)`` (the function names)."""
         return self._compile(self._specialize(args, kwargs), _config(config)).program
 
     @_user_errors
@@ -137,7 +137,7 @@ def _config(config: Any) -> RunConfig:
 
 
 class Jit:
-    """The ``pl.jit`` decorator, with ``pl.jit.incore`` and ``pl.jit.inline``.
+    """The ``pl.jit`` decorator, with ``pl.jit.incore``, ``pl.jit.inline`` and ``pl.jit.opaque``.
 
     >>> @pl.jit
     ... def add(a: pl.Tensor[[64, 64], pl.FP32], out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]): ...
@@ -153,8 +153,18 @@ class Jit:
 
     @staticmethod
     def inline(func: Callable[..., Any]) -> JitFunction:
-        """A function spliced into the kernel that calls it."""
+        """A function spliced into the kernel that calls it (also spelled ``@pl.inline``)."""
         return JitFunction(func, JitKind.inline)
+
+    @staticmethod
+    def opaque(func: Callable[..., Any]) -> JitFunction:
+        """A control-plane function of its own: it may hold ``pl.range`` / ``pl.parallel`` loops,
+        ``pl.at`` scopes and calls of ``@pl.jit.incore`` kernels, and is called by its bare name
+        from a ``@pl.jit`` body (or another opaque function). Called from Python, it runs as the
+        entry of its own program."""
+        return JitFunction(func, JitKind.opaque)
 
 
 jit = Jit()
+
+inline = Jit.inline  # ``@pl.inline``: the same as ``@pl.jit.inline``

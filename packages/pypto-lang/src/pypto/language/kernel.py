@@ -1,4 +1,5 @@
-"""``KernelFunction``: a Python function marked by ``@pl.jit``, ``@pl.jit.incore`` or ``@pl.jit.inline``.
+"""``KernelFunction``: a Python function marked by ``@pl.jit``, ``@pl.jit.incore``, ``@pl.jit.inline``
+(``@pl.inline``) or ``@pl.jit.opaque``.
 
 It holds what the parser reads from the function (source, free names, signature), each read once
 (the signature again if a value its annotations name has changed).
@@ -24,6 +25,7 @@ class JitKind(Enum):
     incore = "@pl.jit.incore"
     inline = "@pl.jit.inline"
     function = "@pl.function"  # a function of a @pl.program (pypto.language.parser.classes)
+    opaque = "@pl.jit.opaque"
 
 
 class KernelFunction:

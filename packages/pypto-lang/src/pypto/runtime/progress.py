@@ -32,6 +32,7 @@ from rich.progress import (
 )
 
 from pypto.ir import Assign, Call, Const, Eval, For, If, Program, Stmt
+from pypto.ir.callgraph import is_control_call
 from pypto.ir.ops import op
 
 ON_TASK_OPTION = "on_task"  # the backend option: on_task(kernel_name) after each finished task
@@ -42,34 +43,47 @@ SHOW_AFTER_SECONDS = 1.0
 
 
 def count_tasks(program: Program) -> int | None:
-    """How many kernel launches (tasks) the entry makes; None when a loop bound is a run-time value."""
-    return _count(program.entry_function.body)
+    """How many kernel launches (tasks) the entry makes, those of the ``@pl.jit.opaque`` functions
+    it calls included; None when a loop bound is a run-time value."""
+    return _TaskCounter(program).count(program.entry_function.body)
 
 
-def _count(body: tuple[Stmt, ...]) -> int | None:
-    total = 0
-    for stmt in body:
-        tasks = _count_stmt(stmt)
-        if tasks is None:
-            return None
-        total += tasks
-    return total
+class _TaskCounter:
+    """Counts the tasks of a body; a call of a control function counts that function's tasks."""
 
+    def __init__(self, program: Program) -> None:
+        self.program = program
 
-def _count_stmt(stmt: Stmt) -> int | None:
-    if isinstance(stmt, (Eval, Assign)):
-        return int(isinstance(stmt.value, Call) and stmt.value.op == op.call)
-    if isinstance(stmt, If):
-        arms = [_count(stmt.then_body), _count(stmt.else_body)]
-        return None if None in arms else max(a for a in arms if a is not None)
-    if isinstance(stmt, For):
-        inner = _count(stmt.body)
-        bounds = (stmt.start, stmt.stop, stmt.step)
-        if inner is None or not all(isinstance(b, Const) for b in bounds):
-            return None
-        start, stop, step = (int(b.value) for b in bounds if isinstance(b, Const))
-        return inner * len(range(start, stop, step))
-    return 0
+    def count(self, body: tuple[Stmt, ...]) -> int | None:
+        total = 0
+        for stmt in body:
+            tasks = self.count_stmt(stmt)
+            if tasks is None:
+                return None
+            total += tasks
+        return total
+
+    def count_stmt(self, stmt: Stmt) -> int | None:
+        if isinstance(stmt, (Eval, Assign)):
+            return self.count_call(stmt.value)
+        if isinstance(stmt, If):
+            arms = [self.count(stmt.then_body), self.count(stmt.else_body)]
+            return None if None in arms else max(a for a in arms if a is not None)
+        if isinstance(stmt, For):
+            inner = self.count(stmt.body)
+            bounds = (stmt.start, stmt.stop, stmt.step)
+            if inner is None or not all(isinstance(b, Const) for b in bounds):
+                return None
+            start, stop, step = (int(b.value) for b in bounds if isinstance(b, Const))
+            return inner * len(range(start, stop, step))
+        return 0
+
+    def count_call(self, expr: object) -> int | None:
+        if not (isinstance(expr, Call) and expr.op == op.call):
+            return 0
+        if is_control_call(self.program, expr):
+            return self.count(self.program.function(str(expr.attrs["callee"])).body)
+        return 1
 
 
 @functools.cache

@@ -43,7 +43,7 @@ from pypto.ir import (
 )
 from pypto.ir.nodes import nested_bodies, walk_stmts, with_bodies
 from pypto.ir.ops import Ordering, PipeAction, PipeDirection, PipeEnd, get_op, op, pipe_op, trait_of
-from pypto.ir.rewrite import at_function
+from pypto.ir.rewrite import NameGen, at_function
 from pypto.ir.sides import Side, call_side, first_ops_by_side, is_boundary, space_side
 from pypto.passes.manager import PassContext
 from pypto.passes.vector_split import has_split_regions
@@ -92,9 +92,10 @@ class ExpandMixedKernel:
 
     def run(self, program: Program, ctx: PassContext) -> Program:
         funcs: list[Function] = []
+        names = NameGen(fn.name for fn in program.functions.values())
         for fn in program.functions.values():
             if fn.kind is FunctionKind.InCore:
-                funcs.extend(at_function(lambda f: self.expand(f, ctx.target), fn))
+                funcs.extend(at_function(lambda f: self.expand(f, ctx.target, names), fn))
             elif fn.kind in _HALVES and "reservations" not in fn.attrs:
                 funcs.append(self.reserve(fn))
             else:
@@ -108,7 +109,10 @@ class ExpandMixedKernel:
         rings = tuple(r for call in _user_pipe_inits(fn) for r in _rings(call.attrs, call.span, side=side))
         return replace(fn, attrs={**fn.attrs, "reservations": rings}) if rings else fn
 
-    def expand(self, fn: Function, target: Target) -> list[Function]:
+    def expand(self, fn: Function, target: Target, names: NameGen | None = None) -> list[Function]:
+        """``fn`` as a Group, AIC and AIV kernel (or one AIC / AIV kernel); ``names`` are those
+        the program has taken, so that the new kernels' names are unique in it."""
+        names = names if names is not None else NameGen([fn.name])
         sides = first_ops_by_side(fn)
         hint = fn.attrs.get("name_hint", fn.name)
         attrs = {k: v for k, v in fn.attrs.items() if k != "name_hint"}
@@ -139,8 +143,11 @@ class ExpandMixedKernel:
             mine = tuple(r for r in rings if (r.space is MemorySpace.Vec) == (side is Side.VECTOR))
             if mine:
                 kernel_attrs["reservations"] = mine
-        aic = Function(f"{hint}_aic", fn.params, cube, FunctionKind.AIC, fn.span, aic_attrs)
-        aiv = Function(f"{hint}_aiv", fn.params, vector, FunctionKind.AIV, fn.span, aiv_attrs)
+        # Two kernels outlined from one name_hint (two specializations of the function holding the
+        # scope) are told apart by their own names: mm_1 splits into mm_1_aic and mm_1_aiv.
+        base = hint if not {f"{hint}_aic", f"{hint}_aiv"} & names.taken else fn.name
+        aic = Function(names.fresh(f"{base}_aic"), fn.params, cube, FunctionKind.AIC, fn.span, aic_attrs)
+        aiv = Function(names.fresh(f"{base}_aiv"), fn.params, vector, FunctionKind.AIV, fn.span, aiv_attrs)
         args = tuple(p.var for p in fn.params)
         launch = tuple(
             Eval(make_call(op.call, args, {"callee": k.name}, fn.span, type=UNIT), fn.span)

@@ -1,4 +1,9 @@
-"""OutlineScopes: each ``pl.at(CORE_GROUP)`` scope of the entry becomes an InCore kernel."""
+"""OutlineScopes: each ``pl.at(CORE_GROUP)`` scope of a control function becomes an InCore kernel.
+
+The control functions are the entry and every ``Opaque`` (``@pl.jit.opaque``) or Orchestration
+function its host code calls (see :mod:`pypto.ir.callgraph`); after this pass each of them is an
+Orchestration function: an Opaque function takes its plane here, from where it is used.
+"""
 
 from __future__ import annotations
 
@@ -30,6 +35,7 @@ from pypto.ir import (
     get_op,
     make_call,
 )
+from pypto.ir.callgraph import control_functions
 from pypto.ir.nodes import Call, Expr, nested_bodies, stmt_exprs, walk_expr, walk_stmts, with_bodies
 from pypto.ir.ops import op, tensor
 from pypto.ir.rewrite import NameGen, defined_vars, free_vars, substitute_body, vars_used_in
@@ -80,16 +86,19 @@ class OutlineScopes:
     pipeline_name: ClassVar[str] = "outline-scopes"
 
     def run(self, program: Program, ctx: PassContext) -> Program:
-        entry = program.entry_function
         names = NameGen(fn.name for fn in program.functions.values())
         kernels: list[Function] = []
-        body = self._block(entry, entry.body, names, kernels)
-        # `c2 = pl.store(t, [0, 0], c)` inside a scope names `c` itself once outside it.
-        aliases: dict[Var, Expr] = {}
-        for kernel in kernels:
-            aliases.update(_write_aliases(kernel.body))
-        entry = replace(entry, body=substitute_body(body, aliases))
-        funcs = tuple(entry if f is program.entry_function else f for f in program.functions.values())
+        outlined: dict[str, Function] = {}
+        for fn in control_functions(program):
+            first = len(kernels)
+            body = self._block(fn, fn.body, names, kernels)
+            # `c2 = pl.store(t, [0, 0], c)` inside a scope names `c` itself once outside it.
+            aliases: dict[Var, Expr] = {}
+            for kernel in kernels[first:]:
+                aliases.update(_write_aliases(kernel.body))
+            body = substitute_body(body, aliases)
+            outlined[fn.name] = replace(fn, body=body, kind=FunctionKind.Orchestration)
+        funcs = tuple(outlined.get(f.name, f) for f in program.functions.values())
         return program.with_functions(funcs + tuple(kernels))
 
     def _block(

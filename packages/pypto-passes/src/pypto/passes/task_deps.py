@@ -1,5 +1,8 @@
 """DeriveTaskDependencies: every kernel call of the orchestration becomes an annotated task.
 
+Every control function is annotated (the entry and the ``@pl.jit.opaque`` functions it calls); a
+call of a control function is no task, and its own calls are annotated where they stand.
+
 The edges themselves depend on the tensors each task instance actually gets (a call in a loop is
 many tasks), so a runtime derives them at submission; this pass says, per call, what it needs to:
 
@@ -32,6 +35,7 @@ from pypto.ir import (
     TensorType,
     Var,
 )
+from pypto.ir.callgraph import control_functions, is_control_call
 from pypto.ir.nodes import nested_bodies, stmt_exprs, walk_expr, walk_stmts, with_bodies
 from pypto.ir.ops import GmAccess, op, tensor, trait_of
 from pypto.passes.manager import PassContext
@@ -42,16 +46,17 @@ _FOLDED = ("no_dep_args", "manual")
 
 @dataclass(frozen=True)
 class DeriveTaskDependencies:
-    """Annotate each ``call`` of the entry with ``access`` modes and ``no_dep`` argument indices."""
+    """Annotate each kernel ``call`` of the control functions with ``access`` modes and ``no_dep``
+    argument indices."""
 
     name: ClassVar[str] = "DeriveTaskDependencies"
     pipeline_name: ClassVar[str] = "task-deps"
 
     def run(self, program: Program, ctx: PassContext) -> Program:
-        entry = program.entry_function
-        manual = _manual_dep_tensors(entry.body)
-        body = _annotate_body(entry.body, program, manual)
-        return program.replace_function(replace(entry, body=body))
+        for fn in control_functions(program):
+            manual = _manual_dep_tensors(fn.body)
+            program = program.replace_function(replace(fn, body=_annotate_body(fn.body, program, manual)))
+        return program
 
 
 def _manual_dep_tensors(body: tuple[Stmt, ...]) -> set[str]:
@@ -69,7 +74,7 @@ def _manual_dep_tensors(body: tuple[Stmt, ...]) -> set[str]:
 def _annotate_body(body: tuple[Stmt, ...], program: Program, manual: set[str]) -> tuple[Stmt, ...]:
     out: list[Stmt] = []
     for stmt in body:
-        if isinstance(stmt, (Eval, Assign)) and _is_call(stmt.value):
+        if isinstance(stmt, (Eval, Assign)) and _is_task_call(program, stmt.value):
             stmt = replace(stmt, value=_annotate(stmt.value, program, manual))
         bodies = nested_bodies(stmt)
         if bodies:
@@ -80,6 +85,11 @@ def _annotate_body(body: tuple[Stmt, ...], program: Program, manual: set[str]) -
 
 def _is_call(expr: object) -> TypeGuard[Call]:
     return isinstance(expr, Call) and expr.op == op.call
+
+
+def _is_task_call(program: Program, expr: object) -> TypeGuard[Call]:
+    """A kernel launch; a call of another control function (``@pl.jit.opaque``) is none."""
+    return _is_call(expr) and not is_control_call(program, expr)
 
 
 def _annotate(call: Call, program: Program, manual: set[str]) -> Call:

@@ -1,4 +1,5 @@
-"""Calls from a kernel body to other kernels: ``@pl.jit.incore`` helpers and ``@pl.jit.inline`` splices."""
+"""Calls from a kernel body to other kernels: ``@pl.jit.incore`` helpers, ``@pl.jit.opaque``
+control-plane functions and ``@pl.jit.inline`` splices."""
 
 from __future__ import annotations
 
@@ -122,6 +123,73 @@ def incore_call(
             "move the call out of the `with pl.at(...)` block (the kernel is a task of its own), or "
             "mark the helper @pl.jit.inline to splice its body in here",
         )
+    return function_call(
+        parser, callee, args, kwargs, node, kernel_for, {**parser.body.task_attrs(), **(task_attrs or {})}
+    )
+
+
+def opaque_call(
+    parser: ExprParser,
+    callee: KernelFunction,
+    args: list[Any],
+    kwargs: dict[str, Any],
+    node: ast.Call,
+    kernel_for: KernelFor,
+) -> Any:
+    """``y = block(x, w, out)`` of an ``@pl.jit.opaque`` function: a host-side call, not a task.
+
+    The tasks the callee launches are ordered against the caller's through the tensors it is
+    passed, as if its body stood here; ``y`` aliases the tensor passed for the returned parameter.
+    """
+    where = _device_place(parser)
+    if where is not None:
+        raise parser.error(
+            node,
+            f"{callee.name}() is an @pl.jit.opaque function: it runs on the control plane and cannot "
+            f"be called {where}",
+            "call it from the @pl.jit body (or another @pl.jit.opaque function), outside "
+            "`with pl.at(...)`; to compute its body on the core group, mark it @pl.jit.inline",
+        )
+    task_scope = _task_scope(parser)
+    if task_scope is not None:
+        raise parser.error(
+            node,
+            f"{callee.name}() is an @pl.jit.opaque function and cannot be called inside {task_scope}: "
+            "the tasks it launches would not take the block's settings",
+            f"open {task_scope} inside {callee.name}() around the scopes it should apply to",
+        )
+    return function_call(parser, callee, args, kwargs, node, kernel_for, {})
+
+
+def _device_place(parser: ExprParser) -> str | None:
+    """Where on a core group the parser stands, in words, or None on the control plane."""
+    if parser.body.kernel:
+        return "from an @pl.jit.incore kernel (its body runs on a core group)"
+    if parser.body.in_scope:
+        return "inside a `with pl.at(...)` scope (its body runs on a core group)"
+    return None
+
+
+def _task_scope(parser: ExprParser) -> str | None:
+    """The enclosing block that sets attrs of the tasks launched in it, if any."""
+    if parser.body.manual:
+        return "pl.manual_scope()"
+    if parser.body.block_num > 1:
+        return "a pl.spmd loop"
+    return None
+
+
+def function_call(
+    parser: ExprParser,
+    callee: KernelFunction,
+    args: list[Any],
+    kwargs: dict[str, Any],
+    node: ast.Call,
+    kernel_for: KernelFor,
+    attrs: dict[str, Any],
+) -> Any:
+    """Bind the arguments, get ``callee``'s function for them, and emit ``Eval(call(...))``;
+    the value is the tensor(s) passed for the parameters the callee returns."""
     values = bind_arguments(parser, callee, args, kwargs, node)
     bound, call_args = [], []
     for sig in callee.signature:
@@ -131,8 +199,8 @@ def incore_call(
     fn = kernel_for(callee, tuple(bound))
     returned, result_type = returned_params(fn)
     span = parser.span(node)
-    attrs = {"callee": fn.name, **parser.body.task_attrs(), **(task_attrs or {})}
-    parser.body.emit(Eval(make_call(op.call, call_args, attrs, span, type=result_type), span))
+    call = make_call(op.call, call_args, {"callee": fn.name, **attrs}, span, type=result_type)
+    parser.body.emit(Eval(call, span))
     aliases = tuple(call_args[i] for i in returned)
     return None if not aliases else aliases[0] if len(aliases) == 1 else aliases
 

@@ -634,7 +634,7 @@ class ExprParser:
         raise self.error(
             node,
             f"cannot call {name} inside a kernel",
-            "a kernel calls pl.* operations, @pl.jit.incore / @pl.jit.inline functions, and "
+            "a kernel calls pl.* operations, @pl.jit.incore / @pl.jit.inline / @pl.jit.opaque functions, and "
             "compile-time helpers such as len, min and max",
         )
 

@@ -14,6 +14,8 @@ from pypto.language.parser.signature import BoundParam
 from pypto.language.parser.stmts import Role, StmtParser
 from pypto.language.parser.values import const
 
+_ROLES = {FunctionKind.InCore: Role.incore, FunctionKind.Opaque: Role.opaque}
+
 
 def parse_function(
     kernel: KernelFunction,
@@ -46,7 +48,7 @@ def parse_function(
     on_core = kind in (FunctionKind.InCore, FunctionKind.AIC, FunctionKind.AIV)
     builder = BodyBuilder(namer, kernel=on_core)
     outputs = tuple(p.var for p in ir_params if p.direction.writes)
-    role = Role.incore if on_core else Role.entry
+    role = _ROLES.get(kind, Role.incore if on_core else Role.entry)
     parser = StmtParser(kernel, kernel.source, kernel.names, env, builder, calls, role, outputs)
     parser.function_body(list(kernel.source.tree.body if body is None else body))
     span = kernel.source.span(kernel.source.tree)

@@ -9,28 +9,51 @@ from typing import Any
 from pypto.ir import Eval, Function, FunctionKind, Param, Program, Return, Var, make_call
 from pypto.ir.ops import op
 from pypto.language.kernel import JitKind, KernelFunction
-from pypto.language.parser.calls import incore_call, inline_call, returned_params
+from pypto.language.parser.calls import incore_call, inline_call, opaque_call, returned_params
 from pypto.language.parser.env import Namer
 from pypto.language.parser.exprs import ExprParser
 from pypto.language.parser.function import parse_function
 from pypto.language.parser.signature import BoundParam
 
+# The function kind each called helper's decorator gives (an inline helper leaves no function).
+_HELPER_KINDS = {JitKind.incore: FunctionKind.InCore, JitKind.opaque: FunctionKind.Opaque}
+
 
 class ProgramBuilder:
-    """The functions of the program being parsed; one InCore function per helper specialization."""
+    """The functions of the program being parsed: one InCore (``@pl.jit.incore``) or Opaque
+    (``@pl.jit.opaque``) function per helper specialization, wherever the helper is defined."""
 
-    def __init__(self, entry_name: str) -> None:
+    def __init__(self, entry_name: str, entry: KernelFunction | None = None) -> None:
         self.names = Namer([entry_name])
         self.kernels: dict[tuple[Any, ...], Function] = {}
         self.inlining: list[KernelFunction] = []
+        # The functions being parsed, outermost first: calling one of them again is recursion.
+        self.parsing: list[KernelFunction] = [entry] if entry is not None else []
 
     def kernel_for(self, kernel: KernelFunction, params: tuple[BoundParam, ...]) -> Function:
-        """The InCore function of ``kernel`` for ``params``; a new specialization gets a suffixed name."""
+        """The function of ``kernel`` for ``params``; a new specialization gets a suffixed name."""
         key = (kernel, tuple((p.type, p.value) for p in params))
         if key not in self.kernels:
             name = self.names.fresh(kernel.name)
-            self.kernels[key] = parse_function(kernel, FunctionKind.InCore, params, self, name)
+            self.parsing.append(kernel)
+            try:
+                fn = parse_function(kernel, _HELPER_KINDS[kernel.kind], params, self, name)
+            finally:
+                self.parsing.pop()
+            self.kernels[key] = fn
         return self.kernels[key]
+
+    def check_not_recursive(self, parser: ExprParser, callee: KernelFunction, node: ast.Call) -> None:
+        """A call of a function still being parsed would make the program call itself forever."""
+        if callee not in self.parsing:
+            return
+        chain = [k.name for k in self.parsing[self.parsing.index(callee) :]] + [callee.name]
+        raise parser.error(
+            node,
+            f"{callee.kind.value} {callee.name}() calls itself ({' -> '.join(chain)}); "
+            "a program has no recursion",
+            "write the repetition as a loop (for i in pl.range(n):) around one call in the caller",
+        )
 
     def call_kernel(
         self,
@@ -42,6 +65,9 @@ class ProgramBuilder:
     ) -> Any:
         if callee.kind is JitKind.incore:
             return incore_call(parser, callee, args, kwargs, node, self.kernel_for)
+        if callee.kind is JitKind.opaque:
+            self.check_not_recursive(parser, callee, node)
+            return opaque_call(parser, callee, args, kwargs, node, self.kernel_for)
         if callee.kind is JitKind.inline:
             if callee in self.inlining:
                 raise parser.error(
@@ -57,7 +83,8 @@ class ProgramBuilder:
         raise parser.error(
             node,
             f"{callee.name}() is a @pl.jit entry and cannot be called from a kernel",
-            "mark it @pl.jit.incore (a kernel) or @pl.jit.inline (spliced in) to call it here",
+            "mark it @pl.jit.incore (a kernel), @pl.jit.opaque (a control-plane function) or "
+            "@pl.jit.inline (spliced in) to call it here",
         )
 
 
@@ -65,9 +92,10 @@ def parse_program(kernel: KernelFunction, params: Sequence[BoundParam]) -> Progr
     """The parsed (not lowered) program of ``kernel`` for ``params``: ``parse_program(k, bound)``.
 
     An ``@pl.jit.incore`` kernel parsed on its own gets an Orchestration entry of the same name
-    that calls it (the kernel itself is named ``<name>_kernel``).
+    that calls it (the kernel itself is named ``<name>_kernel``); an ``@pl.jit.opaque`` function
+    parsed on its own is the entry.
     """
-    builder = ProgramBuilder(kernel.name)
+    builder = ProgramBuilder(kernel.name, kernel)
     if kernel.kind is JitKind.incore:
         return _standalone_incore(kernel, tuple(params), builder)
     entry = parse_function(kernel, FunctionKind.Orchestration, params, builder)

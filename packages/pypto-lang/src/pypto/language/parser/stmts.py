@@ -136,6 +136,11 @@ class Role(Enum):
     entry = "entry"
     incore = "incore"
     inline = "inline"
+    opaque = "opaque"
+
+
+# The functions whose caller binds what they return to the tensors it passed for their outputs.
+_RETURNS_OUTPUTS = {Role.incore: "an @pl.jit.incore function", Role.opaque: "an @pl.jit.opaque function"}
 
 
 class StmtParser(ScopeParser):
@@ -272,10 +277,10 @@ class StmtParser(ScopeParser):
                 f"a kernel returns tensors, got {describe_value(value)}",
                 "write the result into an output parameter (out[...] = ...) and return that: `return out`",
             )
-        if self.role is Role.incore and not any(value is out for out in self.outputs):
+        if self.role in _RETURNS_OUTPUTS and not any(value is out for out in self.outputs):
             raise self.error(
                 node,
-                f"an @pl.jit.incore function returns the pl.Out / pl.InOut tensors it writes; "
+                f"{_RETURNS_OUTPUTS[self.role]} returns the pl.Out / pl.InOut tensors it writes; "
                 f"'{value.name}' is not one",
                 "return the output parameters, e.g. `return out`",
             )
