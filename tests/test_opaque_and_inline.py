@@ -306,7 +306,7 @@ def test_the_printed_program_shows_the_opaque_function_and_its_calls():
     )
     assert entry_at < block_at < kernel_at  # the entry, the control functions, then the kernels
     assert "self.neg_block(a, b)\n" in lowered  # a control call is no task: no access comment
-    assert "self.neg(x, out)  # access=[In, Out]" in lowered
+    assert "self.neg(x, out, access=['In', 'Out'])" in lowered
 
 
 # ---------------------------------------------------------------- errors
