@@ -1,5 +1,6 @@
 """Examples are tests: every file under examples/ runs on its own and prints OK."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -48,8 +49,10 @@ def test_examples_exist():
 
 @pytest.mark.parametrize(("path", "args"), list(cases()))
 def test_example_prints_ok(path, args):
+    # Every compile of the example also prints each pass's program, parses it back and compares.
+    env = {**os.environ, "PYPTO_VERIFICATION_LEVEL": "roundtrip"}
     result = subprocess.run(
-        [sys.executable, str(path), *args], capture_output=True, text=True, timeout=300, cwd=ROOT
+        [sys.executable, str(path), *args], capture_output=True, text=True, timeout=300, cwd=ROOT, env=env
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "OK"

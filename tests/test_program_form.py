@@ -279,7 +279,7 @@ def test_a_kernel_cannot_call_another_kernel():
 
 
 def test_a_plain_method_in_a_program_class_is_an_error():
-    with pytest.raises(ParseError, match="is not a @pl.function") as info:
+    with pytest.raises(ParseError, match=r"is not a @pl\.function") as info:
 
         @pl.program
         class Plain:

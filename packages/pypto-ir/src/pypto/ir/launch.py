@@ -106,7 +106,9 @@ class LoadedProgram:
         self.program = program
         self.aiv_lanes = aiv_lanes
         self.plans = {fn.name: self._plan(fn) for fn in program.functions.values() if fn.kind in _KERNELS}
-        self.controls = {fn.name: fn for fn in program.functions.values() if fn.kind is FunctionKind.Orchestration}
+        self.controls = {
+            fn.name: fn for fn in program.functions.values() if fn.kind is FunctionKind.Orchestration
+        }
 
     def control_function(self, call: Call) -> Function | None:
         """The Orchestration function a ``call`` names (run on the host, no task), or None."""

@@ -389,7 +389,8 @@ def print_program(program: Program) -> str:
     """The whole program as a ``@pl.program`` class: the entry, the other Orchestration functions,
     then the kernels."""
     funcs = sorted(
-        program.functions.values(), key=lambda f: (f.name != program.entry, f.kind is not FunctionKind.Orchestration)
+        program.functions.values(),
+        key=lambda f: (f.name != program.entry, f.kind is not FunctionKind.Orchestration),
     )
     parts = [f"@pl.program\nclass {program.name}:"]
     parts += [print_function(fn, depth=1) for fn in funcs]

@@ -7,7 +7,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pypto.ir import (
     Function,
@@ -42,16 +42,29 @@ def lower_program(program: Program, target: Target, config: RunConfig) -> Progra
     instruments = [dump_to(dump_dir)] if dump_dir else []
     level = config.verification_level
     if level is VerificationLevel.ROUNDTRIP:
-        instruments.append(_roundtrip_instrument())
+        check = _roundtrip_instrument()
+        check(0, _Parsed(), program)  # the parser's own output first
+        instruments.append(check)
     manager = PassManager(passes, instruments, verify=level is not VerificationLevel.NONE)
     return manager.run(program, PassContext(target, dict(config.options)))
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    """Stands for the parser in ROUNDTRIP's messages: "the program after pass 0 (parse)"."""
+
+    name: ClassVar[str] = "parse"
+    pipeline_name: ClassVar[str] = "parse"
+
+    def run(self, program: Program, ctx: PassContext) -> Program:
+        return program
 
 
 def _roundtrip_instrument() -> Instrument:
     """``VerificationLevel.ROUNDTRIP``'s check: the ``pl`` parser reads each dump back and
     ``pypto.ir.structural_diff`` compares. Imported here, when asked for: the parser imports this
     module, and the comparison is only needed by this level."""
-    from pypto.ir import structural_diff  # type: ignore[attr-defined]
+    from pypto.ir import structural_diff
     from pypto.language import parse_program
 
     return roundtrip_check(parse_program, structural_diff)

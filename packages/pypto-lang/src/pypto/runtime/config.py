@@ -129,7 +129,7 @@ class RunConfig(metaclass=_ConfigFields):
     enable_dep_gen: bool = False
     enable_scope_stats: bool = False
     enable_pmu: bool = False
-    verification_level: VerificationLevel = VerificationLevel.BASIC
+    verification_level: VerificationLevel = field(default_factory=settings.verification_level)
     parsed_pipeline: Pipeline | None = field(default=None, init=False, repr=False, compare=False)
     platform_origin: Origin = field(default=DEFAULT, init=False, repr=False, compare=False)
     _profile_origin: Origin = field(default=DEFAULT, init=False, repr=False, compare=False)

@@ -27,12 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from pypto.ir import PyptoError, SourceSpan
+from pypto.ir import PyptoError, SourceSpan, VerificationLevel
 
 PLATFORM_ENV = "PYPTO_PLATFORM"
 PROFILE_ENV = "PYPTO_PROFILE"  # on (1, on, true, yes): profile every run; a directory: there; off: not
 CACHE_DIR_ENV = "PYPTO_CACHE_DIR"
 CACHE_ENV = "PYPTO_CACHE"  # 0, off, false or no: no disk cache
+VERIFY_ENV = "PYPTO_VERIFICATION_LEVEL"  # none, basic or roundtrip: RunConfig's default level
 CONFIG_FILE = "pyproject.toml"
 CONFIG_TABLE = "[tool.pypto]"
 
@@ -303,6 +304,21 @@ def cache_enabled() -> bool:
     return True if configured is None else configured
 
 
+def verification_level() -> VerificationLevel:
+    """The ``RunConfig.verification_level`` a config gets when its call names none:
+    ``PYPTO_VERIFICATION_LEVEL`` (``none``, ``basic``, ``roundtrip``), else ``BASIC``."""
+    value = os.environ.get(VERIFY_ENV)
+    if not value:
+        return VerificationLevel.BASIC
+    try:
+        return VerificationLevel[value.strip().upper()]
+    except KeyError:
+        known = ", ".join(level.name.lower() for level in VerificationLevel)
+        raise ConfigError(
+            f"{VERIFY_ENV}={value!r} names no verification level", hint=f"set it to one of {known}"
+        ) from None
+
+
 def cache_dir() -> Path:
     """The directory of the compile cache."""
     chosen = os.environ.get(CACHE_DIR_ENV)
@@ -327,6 +343,7 @@ __all__ = [
     "DEFAULT",
     "PLATFORM_ENV",
     "PROFILE_ENV",
+    "VERIFY_ENV",
     "ConfigError",
     "ConfigFile",
     "Origin",

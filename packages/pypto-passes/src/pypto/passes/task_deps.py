@@ -74,7 +74,7 @@ def _manual_dep_tensors(body: tuple[Stmt, ...]) -> set[str]:
 def _annotate_body(body: tuple[Stmt, ...], program: Program, manual: set[str]) -> tuple[Stmt, ...]:
     out: list[Stmt] = []
     for stmt in body:
-        if isinstance(stmt, (Eval, Assign)) and _is_task_call(program, stmt.value):
+        if isinstance(stmt, (Eval, Assign)) and _is_task_call(stmt.value, program):
             stmt = replace(stmt, value=_annotate(stmt.value, program, manual))
         bodies = nested_bodies(stmt)
         if bodies:
@@ -87,7 +87,7 @@ def _is_call(expr: object) -> TypeGuard[Call]:
     return isinstance(expr, Call) and expr.op == op.call
 
 
-def _is_task_call(program: Program, expr: object) -> TypeGuard[Call]:
+def _is_task_call(expr: object, program: Program) -> TypeGuard[Call]:
     """A kernel launch; a call of another control function (``@pl.jit.opaque``) is none."""
     return _is_call(expr) and not is_control_call(program, expr)
 

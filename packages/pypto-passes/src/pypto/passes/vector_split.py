@@ -54,7 +54,7 @@ from pypto.ir import (
     Var,
     make_call,
 )
-from pypto.ir.nodes import nested_bodies, walk_stmts, with_bodies
+from pypto.ir.nodes import nested_bodies, stmt_exprs, walk_expr, walk_stmts, with_bodies
 from pypto.ir.ops import ALL, SPLIT_FREELY, SplitPolicy, op, scalar, split_axis, split_shape, trait_of
 from pypto.ir.ops import tile as tile_ops
 from pypto.ir.rewrite import NameGen, index_add, index_tuple, map_functions, substitute_expr
@@ -77,6 +77,18 @@ class _Rejected(Exception):
         self.message, self.span, self.fix = message, span, fix
 
 
+def _lowered(fn: Function) -> bool:
+    """Whether this pass already split ``fn`` (a printed dump read back and compiled again): its
+    lanes read their index, and the cube's tiles reach them through shards and gathers."""
+    marks = (op.get_subblock_idx, op.aiv_shard, op.aic_gather)
+    return any(
+        isinstance(e, Call) and e.op in marks
+        for s in walk_stmts(fn.body)
+        for x in stmt_exprs(s)
+        for e in walk_expr(x)
+    )
+
+
 def has_split_regions(fn: Function) -> bool:
     return any(isinstance(s, SplitAivRegion) for s in walk_stmts(fn.body))
 
@@ -91,7 +103,7 @@ class LowerAutoVectorSplit:
 
     def lower(self, fn: Function) -> Function:
         mode = fn.attrs.get("split") or SplitMode.NONE
-        if not _splits(fn, mode) or has_split_regions(fn):
+        if not _splits(fn, mode) or has_split_regions(fn) or _lowered(fn):
             return fn
         names = NameGen.for_function(fn)
         lane = Var(names.fresh("lane"), INDEX, fn.span)

@@ -42,7 +42,7 @@ from pypto.ir.tasks import AccessMode
 from pypto.language.annotations import ScalarSpec, TensorSpec
 from pypto.language.kernel import JitKind, KernelFunction
 from pypto.language.parser.attrs import LiteralReader, is_func_attr, read_func_attr
-from pypto.language.parser.calls import incore_call, inline_call
+from pypto.language.parser.calls import incore_call, inline_call, opaque_call
 from pypto.language.parser.env import Namer
 from pypto.language.parser.exprs import ExprParser
 from pypto.language.parser.function import parse_function
@@ -227,9 +227,14 @@ class ClassProgram:
         return self.parsed[name]
 
     def plane(self, member: ProgramFunction) -> FunctionKind:
-        """The kind a function is parsed as: its own, or for ``Opaque`` the one its use implies:
-        the control plane if it dispatches (``pl.at`` scopes, calls of non-inline functions) or
-        nothing calls it (the entry), else a kernel."""
+        """The kind a function is parsed as: its own, or for ``Opaque`` the one its use implies.
+
+        An ``Opaque`` function that dispatches (``pl.at`` scopes, calls of non-inline functions)
+        is on the control plane: the entry (called by no other function) is the Orchestration
+        function, one called by another stays ``Opaque`` (a control function, as
+        ``@pl.jit.opaque`` makes: OutlineScopes gives it its plane). One that only computes is
+        the program's entry if nothing calls it, else a kernel (InCore).
+        """
         kind = member.func_type
         if kind is not FunctionKind.Opaque:
             return kind
@@ -242,7 +247,9 @@ class ClassProgram:
         called = any(
             member.name in _self_calls(m.source.tree) for m in self.members.values() if m is not member
         )
-        return FunctionKind.Orchestration if dispatches or not called else FunctionKind.InCore
+        if not called:
+            return FunctionKind.Orchestration
+        return FunctionKind.Opaque if dispatches else FunctionKind.InCore
 
     def call_kernel(
         self,
@@ -271,7 +278,10 @@ class ClassProgram:
             )
         task = {k: kwargs.pop(k) for k in list(kwargs) if k in TASK_KEYWORDS and k not in _params(member)}
         attrs = {k: TASK_KEYWORDS[k](v) for k, v in task.items()}
-        return incore_call(parser, member, args, kwargs, node, lambda k, _p: self.function(k), attrs)
+        kernel_for: Callable[[Any, Any], Function] = lambda k, _p: self.function(k)  # noqa: E731
+        if self.plane(member) in (FunctionKind.Opaque, FunctionKind.Orchestration):
+            return opaque_call(parser, member, args, kwargs, node, kernel_for)  # a control function
+        return incore_call(parser, member, args, kwargs, node, kernel_for, attrs)
 
     def member(self, callee: ProgramFunction, parser: ExprParser, node: ast.Call) -> ProgramFunction:
         """The program's function for ``callee``; a standalone one joins the program here."""
@@ -343,7 +353,8 @@ def bound_params(member: ProgramFunction) -> tuple[BoundParam, ...]:
             continue
         if not isinstance(spec, TensorSpec) or spec.shape is None or spec.dtype is None:
             raise ParseError(
-                f"parameter '{sig.name}' of {member.name} is annotated {spec}, which fixes no shape and dtype",
+                f"parameter '{sig.name}' of {member.name} is annotated {spec}, which fixes no shape "
+                "and dtype",
                 sig.span,
                 "a @pl.function is parsed once, from its annotations: write the shape and dtype, "
                 "e.g. pl.Tensor[[128, 128], pl.FP32]",
@@ -398,7 +409,8 @@ def function(
         raise TypeError(f"pl.function(type=...) takes a pl.FunctionType, got {type!r}")
     if attrs is not None:
         warnings.warn(
-            "@pl.function(attrs=...) is deprecated: write pl.func_attr({...}) as the first statement of the body",
+            "@pl.function(attrs=...) is deprecated: write pl.func_attr({...}) as the first statement "
+            "of the body",
             DeprecationWarning,
             stacklevel=2,
         )
@@ -512,7 +524,7 @@ def parse_program(text: str, filename: str | None = None, globals: dict[str, Any
     result = parse(text, filename, globals)
     if isinstance(result, Function):
         return Program(result.name, (result,), result.name)
-    return result  # type: ignore[no-any-return]
+    return result
 
 
 class _Names(GlobalNames):

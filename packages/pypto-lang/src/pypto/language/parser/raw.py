@@ -74,9 +74,11 @@ def build_raw(ctx: OpContext, spec: OpSpec, args: list[Any], kwargs: dict[str, A
     operand or gives nothing is a statement, as the DSL builds it."""
     args, kwargs = positional(spec, args, kwargs)
     if len(args) > len(spec.operands):
+        names = ", ".join(o.name for o in spec.operands)
+        attributes = ", ".join(a.name for a in spec.attrs)
         raise ctx.fail(
-            f"takes {len(spec.operands)} operand(s) ({', '.join(o.name for o in spec.operands)}), got {len(args)}",
-            f"write the operands in this order, the attributes ({', '.join(a.name for a in spec.attrs)}) by keyword",
+            f"takes {len(spec.operands)} operand(s) ({names}), got {len(args)}",
+            f"write the operands in this order, the attributes ({attributes}) by keyword",
         )
     known = {a.name: a for a in spec.attrs}
     unknown = [k for k in kwargs if k not in known]
