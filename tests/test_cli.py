@@ -88,6 +88,7 @@ def python_pypto(cache_dir: Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.disk_cache
 def test_a_second_run_hits_the_disk_cache_and_cache_info_shows_it(runner, tmp_path):
     cache_dir = tmp_path / "cache"
     for _ in range(2):
@@ -102,6 +103,7 @@ def test_a_second_run_hits_the_disk_cache_and_cache_info_shows_it(runner, tmp_pa
     assert hits == 1 and last_hit != "-"
 
 
+@pytest.mark.disk_cache
 def test_a_corrupted_entry_recovers(runner, tmp_path):
     cache_dir = tmp_path / "cache"
     assert python_pypto(cache_dir, "run", MIXED).returncode == 0

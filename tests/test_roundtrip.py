@@ -98,3 +98,27 @@ def test_the_verification_level_can_be_set_for_the_session(monkeypatch):
 
     with pytest.raises(ConfigError, match="names no verification level"):
         RunConfig()
+
+
+def test_a_plugins_own_enum_prints_with_its_import_and_reads_back(tmp_path, monkeypatch):
+    (tmp_path / "tone_plugin.py").write_text("import enum\n\n\nclass Tone(enum.Enum):\n    LOUD = 'loud'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import tone_plugin
+
+    parsed = softmax_mixed.parse(
+        torch.zeros(128, 128, dtype=torch.float16),
+        torch.zeros(128, 64, dtype=torch.float16),
+        torch.zeros(128, 64),
+    )
+    entry = parsed.entry_function
+    tagged = parsed.replace_function(
+        type(entry)(
+            entry.name, entry.params, entry.body, entry.kind, entry.span, {"tone": tone_plugin.Tone.LOUD}
+        )
+    )
+    text = tagged.as_python()
+    assert text.startswith("import tone_plugin\n")
+    assert "pl.func_attr({'tone': tone_plugin.Tone.LOUD})" in text
+    again = pl.parse(text)
+    assert again.entry_function.attrs == {"tone": tone_plugin.Tone.LOUD}
+    assert structural_diff(tagged, again) is None

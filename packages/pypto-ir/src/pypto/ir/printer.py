@@ -23,6 +23,7 @@ from __future__ import annotations
 import keyword
 import math
 from collections.abc import Callable
+from contextvars import ContextVar
 from enum import Enum
 from typing import Any
 
@@ -57,6 +58,9 @@ _INDENT = "    "
 _RESERVED = frozenset({"self", "pl"})
 
 Namer = Callable[[Var], str]
+# The modules of the values printed that ``pl`` does not name (a plugin's enum): the program's
+# text imports them first, so it parses back (pl.parse does imports).
+_imports: ContextVar[set[str] | None] = ContextVar("pypto_printer_imports", default=None)
 
 
 def _plain(var: Var) -> str:
@@ -74,7 +78,15 @@ def format_value(value: Any) -> str:
     if isinstance(value, AccessMode):
         return repr(value.name)
     if isinstance(value, Enum):
-        return f"pl.{type(value).__name__}.{value.name}"
+        kind = type(value)
+        module = kind.__module__.split(".")
+        if module[:2] == ["pypto", "ir"] or not all(part.isidentifier() for part in module):
+            # pl re-exports the IR's enums; one of a module no import can name reads as pl's too
+            return f"pl.{kind.__name__}.{value.name}"
+        needed = _imports.get()
+        if needed is not None:
+            needed.add(kind.__module__)
+        return f"{kind.__module__}.{kind.__qualname__}.{value.name}"  # a plugin's own, imported
     if isinstance(value, ParamRef):
         return value.name
     if isinstance(value, MemoryPlan):
@@ -392,9 +404,15 @@ def print_program(program: Program) -> str:
         program.functions.values(),
         key=lambda f: (f.name != program.entry, f.kind is not FunctionKind.Orchestration),
     )
-    parts = [f"@pl.program\nclass {program.name}:"]
-    parts += [print_function(fn, depth=1) for fn in funcs]
-    return "\n\n".join(parts) + "\n"
+    token = _imports.set(set())
+    try:
+        parts = [f"@pl.program\nclass {program.name}:"]
+        parts += [print_function(fn, depth=1) for fn in funcs]
+        needed = sorted(_imports.get() or ())
+    finally:
+        _imports.reset(token)
+    header = "".join(f"import {module}\n" for module in needed)
+    return (header + "\n\n" if header else "") + "\n\n".join(parts) + "\n"
 
 
 def print_ir(node: Program | Function | Stmt | Expr) -> str:

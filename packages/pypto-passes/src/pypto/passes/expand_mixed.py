@@ -81,6 +81,28 @@ class _Pipes:
         return -(-max(self.tile_bytes.values()) // alignment) * alignment
 
 
+# The functions that call kernels.
+_CONTROL = (FunctionKind.Orchestration, FunctionKind.Opaque)
+
+
+def _unit_calls(body: tuple[Stmt, ...], callees: set[str]) -> tuple[Stmt, ...]:
+    """``body`` with its calls of ``callees`` typed as giving nothing (an InCore kernel that
+    returned its output became a Group, whose halves return nothing)."""
+    out: list[Stmt] = []
+    for stmt in body:
+        if (
+            isinstance(stmt, Eval)
+            and isinstance(stmt.value, Call)
+            and stmt.value.attrs.get("callee") in callees
+        ):
+            stmt = replace(stmt, value=replace(stmt.value, type=UNIT))
+        bodies = nested_bodies(stmt)
+        if bodies:
+            stmt = with_bodies(stmt, tuple(_unit_calls(b, callees) for b in bodies))
+        out.append(stmt)
+    return tuple(out)
+
+
 # The halves of a mixed kernel, and the side each runs on.
 _HALVES = {FunctionKind.AIC: Side.CUBE, FunctionKind.AIV: Side.VECTOR}
 
@@ -100,6 +122,10 @@ class ExpandMixedKernel:
                 funcs.append(self.reserve(fn))
             else:
                 funcs.append(fn)
+        groups = {f.name for f in funcs if f.kind is FunctionKind.Group}
+        made = groups - {f.name for f in program.functions.values() if f.kind is FunctionKind.Group}
+        if made:  # a Group's call gives what its AIC half returns: nothing
+            funcs = [replace(f, body=_unit_calls(f.body, made)) if f.kind in _CONTROL else f for f in funcs]
         return program.with_functions(tuple(funcs))
 
     def reserve(self, fn: Function) -> Function:
