@@ -11,9 +11,9 @@ from pypto.cli.errors import ArgumentError, PyptoCommand
 from pypto.cli.run_cmd import PLATFORM, check_platform
 from pypto.cli.scripts import find_kernel, split_target
 from pypto.cli.views import memory_map, report
-from pypto.ir import print_ir
+from pypto.ir import Program, print_ir
 from pypto.passes import PipelineError
-from pypto.runtime import RunConfig, get_target
+from pypto.runtime import RunConfig, compile_program, get_target
 from pypto.runtime.pipelines import command_line_start, parse_user_pipeline
 from pypto.runtime.profiling import check_output_dir
 from pypto.runtime.settings import Origin
@@ -66,7 +66,9 @@ def compile_kernel(
     """Compile a kernel of a script without running it.
 
     The script is loaded as a module (its `if __name__ == "__main__":` block does not run) and
-    KERNEL is looked up among its top-level names. Shapes come from full annotations or --arg.
+    KERNEL is looked up among its top-level names: a @pl.jit kernel, or a @pl.program class.
+    Shapes come from full annotations or --arg (a program's from its annotations only). Each
+    pass dump is itself a program: pl.parse(text) reads it back, and it runs.
 
     \b
     Examples:
@@ -86,9 +88,17 @@ def compile_kernel(
         check_pipeline(passes)
     if dump_passes is not None:
         check_output_dir(dump_passes, Origin("--dump-passes"), "pass dumps", "pypto_passes")
-    kernel = find_kernel(script, name)
+    kernel = find_kernel(script, name, programs=True)
     config = RunConfig(platform=platform, dump_passes=dump_passes or False, pipeline=passes)
-    compiled = kernel.compile(config=config, **compile_arguments(kernel, given))
+    if isinstance(kernel, Program):  # a @pl.program class: its annotations fix every shape
+        if given:
+            raise ArgumentError(
+                f"--arg: {name} is a @pl.program, whose parameters have the shapes its annotations give",
+                hint="drop --arg, or change the annotations in the program",
+            )
+        compiled = compile_program(kernel, config)
+    else:
+        compiled = kernel.compile(config=config, **compile_arguments(kernel, given))
     chip = get_target(config.platform_name)
     if emit == "ir":
         click.echo(print_ir(compiled.program), nl=False)
