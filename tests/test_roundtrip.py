@@ -8,7 +8,27 @@ import pytest
 import torch
 
 import pypto.language as pl
-from pypto.ir import VerificationError, structural_diff
+from pypto.ir import (
+    INDEX,
+    Assign,
+    Const,
+    DataType,
+    Direction,
+    Eval,
+    Function,
+    FunctionKind,
+    Param,
+    Program,
+    Return,
+    TensorType,
+    TupleExpr,
+    TupleType,
+    Var,
+    VerificationError,
+    make_call,
+    structural_diff,
+)
+from pypto.ir.ops import op, tile
 from pypto.runtime import RunConfig, VerificationLevel, compile_program, run
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -122,3 +142,38 @@ def test_a_plugins_own_enum_prints_with_its_import_and_reads_back(tmp_path, monk
     again = pl.parse(text)
     assert again.entry_function.attrs == {"tone": tone_plugin.Tone.LOUD}
     assert structural_diff(tagged, again) is None
+
+
+def named_program():
+    """A kernel whose variables are named `pl` (a parameter), `lambda` twice (two variables)."""
+    t = TensorType((64, 64), DataType.FP32)
+    a, out = Var("pl", t), Var("out", t)
+    origin = TupleExpr((Const(0, INDEX), Const(0, INDEX)), TupleType((INDEX, INDEX)))
+    load = make_call(tile.load, (a, origin), {"shape": (64, 64), "target_memory": pl.Mem.Vec})
+    first = Var("lambda", load.type)
+    second = Var("lambda", load.type)
+    body = (
+        Assign(first, load),
+        Assign(second, make_call(tile.exp, (first,), {})),
+        Eval(make_call(tile.store, (second, origin, out), {})),
+        Return((out,)),
+    )
+    kernel = Function("k", (Param(a), Param(out, Direction.Out)), body, FunctionKind.InCore)
+    x, y = Var("self", t), Var("y", t)
+    call = make_call(op.call, (x, y), {"callee": "k"}, type=t)
+    entry = Function(
+        "main", (Param(x), Param(y, Direction.Out)), (Eval(call), Return((y,))), FunctionKind.Orchestration
+    )
+    return Program("Named", (entry, kernel), "main")
+
+
+def test_names_python_would_read_otherwise_print_with_a_suffix_and_read_back():
+    program = named_program()
+    text = program.as_python()
+    assert "lambda_1: " in text and "lambda_2: " in text and "pl_1: " in text and "self_1: " in text
+    again = pl.parse(text)
+    assert structural_diff(program, again, names=False) is None
+    x = torch.randn(64, 64)
+    y = torch.zeros(64, 64)
+    run(again, x, y)
+    assert torch.allclose(y, torch.exp(x))
