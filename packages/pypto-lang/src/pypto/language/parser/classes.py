@@ -30,6 +30,9 @@ from dataclasses import replace
 from typing import Any
 
 from pypto.ir import (
+    Assign,
+    Call,
+    Eval,
     Function,
     FunctionKind,
     ParseError,
@@ -38,6 +41,8 @@ from pypto.ir import (
     SourceSpan,
     TensorType,
 )
+from pypto.ir.nodes import walk_stmts
+from pypto.ir.ops import op
 from pypto.ir.tasks import AccessMode
 from pypto.language.annotations import ScalarSpec, TensorSpec
 from pypto.language.kernel import JitKind, KernelFunction
@@ -50,8 +55,6 @@ from pypto.language.parser.resolve import GlobalNames
 from pypto.language.parser.signature import BoundParam
 from pypto.language.parser.source import KernelSource
 
-# Kinds whose body runs on a core (tile ops, pipes); the others are on the control plane.
-ON_CORE = (FunctionKind.InCore, FunctionKind.AIC, FunctionKind.AIV)
 # Keyword arguments of a call between functions that are task attributes, not parameters (the
 # printer writes them after the arguments): how each is read back.
 TASK_KEYWORDS: dict[str, Callable[[Any], Any]] = {
@@ -318,13 +321,14 @@ def _params(member: ProgramFunction) -> set[str]:
 
 
 def _entry(functions: Iterable[Function]) -> str:
-    """The program's entry: its control-plane function that no other function calls."""
+    """The program's entry: its Orchestration function that no other function calls (else an
+    uncalled Opaque or Group function, else any uncalled one, else the first)."""
     fns = list(functions)
     called = {
         s.value.attrs.get("callee")
         for fn in fns
-        for s in _walk(fn.body)
-        if hasattr(s, "value") and getattr(s.value, "op", None) == "call"
+        for s in walk_stmts(fn.body)
+        if isinstance(s, (Eval, Assign)) and isinstance(s.value, Call) and s.value.op == op.call
     }
     for kinds in (
         (FunctionKind.Orchestration,),
@@ -335,12 +339,6 @@ def _entry(functions: Iterable[Function]) -> str:
         if roots:
             return roots[0].name
     return fns[0].name
-
-
-def _walk(body: Any) -> Any:
-    from pypto.ir.nodes import walk_stmts
-
-    return walk_stmts(body)
 
 
 def bound_params(member: ProgramFunction) -> tuple[BoundParam, ...]:
