@@ -311,3 +311,16 @@ def test_the_program_prints_as_python_and_parses_back_equal():
 
 def _functions(program):
     return list(program.functions.values())
+
+
+def test_bad_decorator_arguments_are_errors_at_the_users_line():
+    with pytest.raises(ParseError) as info:
+
+        @pl.function(type="InCore")
+        def k(a: T):
+            pass
+
+    assert "takes a pl.FunctionType" in info.value.message and "pl.FunctionType.InCore" in info.value.hint
+    assert info.value.span.file == __file__
+    with pytest.raises(ParseError, match="has no option 'strict'"):
+        pl.function(type=pl.FunctionType.InCore, strict=True)

@@ -27,7 +27,7 @@ import linecache
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import Any
+from typing import Any, NoReturn
 
 from pypto.ir import (
     Assign,
@@ -37,6 +37,7 @@ from pypto.ir import (
     FunctionKind,
     ParseError,
     Program,
+    PyptoError,
     ScalarType,
     SourceSpan,
     TensorType,
@@ -44,6 +45,7 @@ from pypto.ir import (
 from pypto.ir.nodes import walk_stmts
 from pypto.ir.ops import op
 from pypto.ir.tasks import AccessMode
+from pypto.ir.tracebacks import call_site, raise_at_user_line
 from pypto.language.annotations import ScalarSpec, TensorSpec
 from pypto.language.kernel import JitKind, KernelFunction
 from pypto.language.parser.attrs import LiteralReader, is_func_attr, read_func_attr
@@ -400,11 +402,13 @@ def function(
     ``attrs=`` is the old spelling of ``pl.func_attr({...})`` (a ``DeprecationWarning``).
     """
     if options:
-        raise TypeError(
-            f"pl.function() got unexpected option(s) {', '.join(options)}; it takes type= and attrs="
+        _decorator_error(
+            f"pl.function() has no option {', '.join(map(repr, options))}",
+            "it takes type=pl.FunctionType.X and (deprecated) attrs={...}",
         )
     if not isinstance(type, FunctionKind):
-        raise TypeError(f"pl.function(type=...) takes a pl.FunctionType, got {type!r}")
+        kinds = ", ".join(f"pl.FunctionType.{k.name}" for k in FunctionKind)
+        _decorator_error(f"pl.function(type=...) takes a pl.FunctionType, got {type!r}", f"one of {kinds}")
     if attrs is not None:
         warnings.warn(
             "@pl.function(attrs=...) is deprecated: write pl.func_attr({...}) as the first statement "
@@ -431,7 +435,24 @@ def func_attr(attrs: dict[str, Any]) -> None:
 def program(cls: type) -> Program:
     """``@pl.program`` on a class: the class *is* the IR program of its ``@pl.function`` methods."""
     if not isinstance(cls, type):
-        raise TypeError(f"@pl.program decorates a class, got {cls!r}")
+        _decorator_error(f"@pl.program decorates a class, got {cls!r}", "write it above `class Name:`")
+    try:
+        return _class_program(cls)
+    except PyptoError as err:  # at the user's line, without the parser's frames
+        failure = err
+    raise_at_user_line(failure, cls.__name__)
+
+
+def _decorator_error(message: str, hint: str) -> NoReturn:
+    """A mistake in a decorator's arguments: a ParseError at the user's decorator line."""
+    where = call_site()
+    err = ParseError(message, where, hint)
+    if where is None:
+        raise err
+    raise_at_user_line(err, "decorator")
+
+
+def _class_program(cls: type) -> Program:
     class_names = {
         k: v for k, v in vars(cls).items() if not k.startswith("__") and not isinstance(v, ProgramFunction)
     }
