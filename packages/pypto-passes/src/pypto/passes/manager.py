@@ -8,8 +8,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from pypto.ir import Program, PyptoError, Target, VerificationError, print_ir, verify_program
+from pypto.ir import (
+    OptimizationStrategy,
+    Program,
+    PyptoError,
+    Target,
+    VerificationError,
+    print_ir,
+    verify_program,
+)
 from pypto.ir.errors import CompileWarning
+from pypto.ir.targets import get_target
 
 
 @dataclass
@@ -46,6 +55,23 @@ class PassManager:
     pipeline: Sequence[Pass]
     instruments: Sequence[Instrument] = ()
     verify: bool = True
+
+    @classmethod
+    def get_strategy(cls, strategy: OptimizationStrategy = OptimizationStrategy.Default) -> PassManager:
+        """The pass manager of an optimization strategy, as PyPTO code asks for it:
+        ``ir.PassManager.get_strategy(ir.OptimizationStrategy.Default).run_passes(program)``.
+        ``Default`` is the default pipeline (``pypto passes`` lists it)."""
+        from pypto.passes.pipeline import default_pipeline  # the pipeline module imports this one
+
+        if not isinstance(strategy, OptimizationStrategy):
+            raise TypeError(f"get_strategy takes a pypto.ir.OptimizationStrategy, got {strategy!r}")
+        return cls(default_pipeline())
+
+    def run_passes(
+        self, program: Program, target: Target | None = None, options: dict[str, Any] | None = None
+    ) -> Program:
+        """Run the pipeline over ``program`` for ``target`` (default: the A2/A3 chip, ``a2a3``)."""
+        return self.run(program, PassContext(target or get_target("a2a3"), dict(options or {})))
 
     def run(self, program: Program, ctx: PassContext) -> Program:
         if self.verify:
