@@ -65,7 +65,6 @@ from pypto.ir.nodes import (
     Var,
     walk_stmts,
 )
-from pypto.ir.printer import print_ir
 from pypto.ir.types import TileType, TupleType, Type
 
 Node = Program | Function | Stmt | Expr | Type
@@ -204,6 +203,8 @@ def _first_difference(a: Node, b: Node, names: bool) -> _Difference | None:
 
 
 def _print(node: object) -> str:
+    from pypto.ir.printer import print_ir  # the printer names variables with this module's bindings
+
     if isinstance(node, (Program, Function, Stmt, Expr)):
         return print_ir(node)
     return str(node)

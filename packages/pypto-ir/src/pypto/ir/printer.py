@@ -28,6 +28,7 @@ from enum import Enum
 from typing import Any
 
 from pypto.ir.dtypes import DataType
+from pypto.ir.equality import function_bindings
 from pypto.ir.memory import Allocation, MemoryPlan, Reservation
 from pypto.ir.nodes import (
     Assign,
@@ -47,7 +48,6 @@ from pypto.ir.nodes import (
     Stmt,
     TupleExpr,
     Var,
-    nested_bodies,
 )
 from pypto.ir.ops import OPS, CastMode, Elementwise, Infix, Level, op
 from pypto.ir.tasks import AccessMode
@@ -229,35 +229,12 @@ def _task_value(value: Any) -> str:
     return format_value(value)
 
 
-def _bound_vars(fn: Function) -> list[Var]:
-    """Every variable ``fn`` binds, in order: params, then each binding site of the body."""
-    found: list[Var] = [p.var for p in fn.params]
-
-    def visit(body: tuple[Stmt, ...]) -> None:
-        for s in body:
-            if isinstance(s, Assign):
-                found.append(s.target)
-            elif isinstance(s, For):
-                found.extend((s.var, *s.iter_args))
-            elif isinstance(s, SplitAivRegion):
-                found.append(s.lane)
-            elif isinstance(s, ScopeStmt) and s.task is not None:
-                found.append(s.task)
-            for inner in nested_bodies(s):
-                visit(inner)
-            if isinstance(s, For):
-                found.extend(s.results)
-
-    visit(fn.body)
-    return found
-
-
 def unique_names(fn: Function) -> dict[int, str]:
     """A printed name per variable of ``fn`` (by ``id``): its own, unless Python or the parser
     would read it otherwise or another variable already printed as it."""
     names: dict[int, str] = {}
     taken: set[str] = set()
-    for var in _bound_vars(fn):
+    for var in function_bindings(fn):
         if id(var) in names:
             continue
         base = var.name
