@@ -100,7 +100,9 @@ def test_roundtrip_verification_names_the_pass_whose_program_does_not_read_back(
             for fn in program.functions.values()
         )
 
-    monkeypatch.setattr(pypto.language, "parse_program", losing_attrs)
+    from pypto.runtime import compiled
+
+    monkeypatch.setattr(compiled, "_READER", [losing_attrs])
     parsed = softmax_mixed.parse(
         torch.zeros(128, 128, dtype=torch.float16),
         torch.zeros(128, 64, dtype=torch.float16),
@@ -177,3 +179,14 @@ def test_names_python_would_read_otherwise_print_with_a_suffix_and_read_back():
     y = torch.zeros(64, 64)
     run(again, x, y)
     assert torch.allclose(y, torch.exp(x))
+
+
+def test_roundtrip_without_the_pl_parser_loaded_says_what_to_import(monkeypatch):
+    from pypto.runtime import compiled
+    from pypto.runtime.settings import ConfigError
+
+    monkeypatch.setattr(compiled, "_READER", [])
+    parsed = pl.parse((GOLDEN / "seed_step1_lowered.txt").read_text())
+    with pytest.raises(ConfigError, match="pl parser") as info:
+        compile_program(parsed, RunConfig(verification_level=VerificationLevel.ROUNDTRIP))
+    assert "import pypto.language" in info.value.hint

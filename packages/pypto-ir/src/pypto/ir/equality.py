@@ -63,6 +63,8 @@ from pypto.ir.nodes import (
     Stmt,
     TupleExpr,
     Var,
+    function_bindings,
+    stmt_bindings,
     walk_stmts,
 )
 from pypto.ir.types import TileType, TupleType, Type
@@ -126,24 +128,6 @@ _FIELDS: dict[type, tuple[tuple[str, _Role], ...]] = {
     Call: (("op", _Role.VALUE), ("args", _Role.EXPRS), ("attrs", _Role.ATTRS), ("type", _Role.TYPE)),
     TupleExpr: (("elements", _Role.EXPRS), ("type", _Role.TYPE)),
 }
-
-
-def stmt_bindings(stmt: Stmt) -> Iterator[Var]:
-    """The variables ``stmt`` itself binds (not those of its nested bodies)."""
-    for name, role in _shape(stmt):
-        value = getattr(stmt, name)
-        if role is _Role.BIND and value is not None:
-            yield value
-        elif role is _Role.BINDS:
-            yield from value
-
-
-def function_bindings(fn: Function) -> Iterator[Var]:
-    """Every variable ``fn`` binds, parameters first, then in statement order."""
-    for p in fn.params:
-        yield p.var
-    for stmt in walk_stmts(fn.body):
-        yield from stmt_bindings(stmt)
 
 
 def duplicate_bindings(fn: Function) -> list[str]:

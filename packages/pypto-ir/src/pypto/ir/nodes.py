@@ -7,7 +7,7 @@ Every node keeps the ``SourceSpan`` of the user's code it came from.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -353,9 +353,7 @@ class Program:
 
     def as_python(self) -> str:
         """The program as ``pl`` source: a ``@pl.program`` class that ``pl.parse`` reads back."""
-        from pypto.ir.printer import print_program
-
-        return print_program(self)
+        return _PRINTER[0](self)
 
     def __str__(self) -> str:
         return self.as_python()
@@ -368,7 +366,38 @@ class Program:
         return self.with_functions(fn if f.name == fn.name else f for f in self.functions.values())
 
 
+# How a program prints as pl source: pypto.ir.printer registers its printer when it is imported
+# (pypto.ir imports it), so the nodes need not import the printer that imports them.
+_PRINTER: list[Callable[[Program], str]] = []
+
+
+def register_printer(printer: Callable[[Program], str]) -> None:
+    _PRINTER[:] = [printer]
+
+
 # ---------------------------------------------------------------- traversal
+
+
+def stmt_bindings(stmt: Stmt) -> tuple[Var, ...]:
+    """The variables ``stmt`` itself binds (not those of its nested bodies), in field order: a
+    loop's variable, its carried names, its results; a region's lane; a scope's task id."""
+    if isinstance(stmt, Assign):
+        return (stmt.target,)
+    if isinstance(stmt, For):
+        return (stmt.var, *stmt.iter_args, *stmt.results)
+    if isinstance(stmt, SplitAivRegion):
+        return (stmt.lane,)
+    if isinstance(stmt, ScopeStmt) and stmt.task is not None:
+        return (stmt.task,)
+    return ()
+
+
+def function_bindings(fn: Function) -> Iterator[Var]:
+    """Every variable ``fn`` binds, parameters first, then in statement order."""
+    for p in fn.params:
+        yield p.var
+    for stmt in walk_stmts(fn.body):
+        yield from stmt_bindings(stmt)
 
 
 def walk_stmts(body: tuple[Stmt, ...]) -> Iterator[Stmt]:

@@ -28,7 +28,6 @@ from enum import Enum
 from typing import Any
 
 from pypto.ir.dtypes import DataType
-from pypto.ir.equality import function_bindings
 from pypto.ir.memory import Allocation, MemoryPlan, Reservation
 from pypto.ir.nodes import (
     Assign,
@@ -48,6 +47,8 @@ from pypto.ir.nodes import (
     Stmt,
     TupleExpr,
     Var,
+    function_bindings,
+    register_printer,
 )
 from pypto.ir.ops import OPS, CastMode, Elementwise, Infix, Level, op
 from pypto.ir.tasks import AccessMode
@@ -402,3 +403,6 @@ def print_ir(node: Program | Function | Stmt | Expr) -> str:
     printer = _Printer(None)
     printer.stmt(node, 0)
     return "\n".join(printer.lines)
+
+
+register_printer(print_program)

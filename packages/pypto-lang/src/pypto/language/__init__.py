@@ -18,6 +18,7 @@ from pypto.language.errors import KernelOnlyError, ScopeOptionError
 from pypto.language.jit import JitFunction, inline, jit
 from pypto.language.options import cross_core_slot, split
 from pypto.language.parser.classes import func_attr, function, parse, parse_program, program
+from pypto.runtime.compiled import register_reader
 
 FP16 = DataType.FP16
 BF16 = DataType.BF16
@@ -31,6 +32,8 @@ BOOL = DataType.BOOL
 INDEX = DataType.INDEX
 
 Mem = MemorySpace
+
+register_reader(parse_program)  # what RunConfig(verification_level=ROUNDTRIP) reads dumps back with
 
 at = STATEMENTS["at"]
 manual_scope = STATEMENTS["manual_scope"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -20,6 +20,7 @@ from pypto.ir import (
     Var,
     VerificationError,
     VerificationLevel,
+    structural_diff,
 )
 from pypto.passes import PassContext, PassManager, dump_to, roundtrip_check
 from pypto.passes.manager import Instrument
@@ -60,14 +61,25 @@ class _Parsed:
         return program
 
 
+# The reader of printed programs ROUNDTRIP checks with: ``pl.parse_program``, registered by
+# pypto.language when it is imported (it imports this module, so this one cannot import it).
+_READER: list[Callable[[str], Program]] = []
+
+
+def register_reader(reader: Callable[[str], Program]) -> None:
+    _READER[:] = [reader]
+
+
 def _roundtrip_instrument() -> Instrument:
     """``VerificationLevel.ROUNDTRIP``'s check: the ``pl`` parser reads each dump back and
-    ``pypto.ir.structural_diff`` compares. Imported here, when asked for: the parser imports this
-    module, and the comparison is only needed by this level."""
-    from pypto.ir import structural_diff
-    from pypto.language import parse_program
-
-    return roundtrip_check(parse_program, structural_diff)
+    ``pypto.ir.structural_diff`` compares."""
+    if not _READER:
+        raise ConfigError(
+            "RunConfig(verification_level=ROUNDTRIP) reads each pass's program back with the pl "
+            "parser, which is not loaded",
+            hint="import pypto.language first (it registers its parser), or use VerificationLevel.BASIC",
+        )
+    return roundtrip_check(_READER[0], structural_diff)
 
 
 @dataclass

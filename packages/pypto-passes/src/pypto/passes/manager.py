@@ -19,6 +19,7 @@ from pypto.ir import (
 )
 from pypto.ir.errors import CompileWarning
 from pypto.ir.targets import get_target
+from pypto.passes.registry import DEFAULT_PIPELINE, PassRegistry
 
 
 @dataclass
@@ -61,11 +62,10 @@ class PassManager:
         """The pass manager of an optimization strategy, as PyPTO code asks for it:
         ``ir.PassManager.get_strategy(ir.OptimizationStrategy.Default).run_passes(program)``.
         ``Default`` is the default pipeline (``pypto passes`` lists it)."""
-        from pypto.passes.pipeline import default_pipeline  # the pipeline module imports this one
-
         if not isinstance(strategy, OptimizationStrategy):
             raise TypeError(f"get_strategy takes a pypto.ir.OptimizationStrategy, got {strategy!r}")
-        return cls(default_pipeline())
+        built_in = PassRegistry()  # the built-in passes only: the strategy names no plugin
+        return cls([_load(built_in, name)() for name in DEFAULT_PIPELINE])
 
     def run_passes(
         self, program: Program, target: Target | None = None, options: dict[str, Any] | None = None
@@ -131,3 +131,10 @@ ROUNDTRIP_HINT = (
     "a compiler bug: the printer and the parser disagree; report it with the dump "
     "(RunConfig(dump_passes=True)), or run with verification_level=VerificationLevel.BASIC"
 )
+
+
+def _load(registry: PassRegistry, name: str) -> Callable[[], Pass]:
+    entry = registry.find(name)
+    assert entry is not None, name  # a pass of the default pipeline is built in
+    made: Callable[[], Pass] = entry.load()
+    return made
