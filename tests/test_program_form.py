@@ -102,6 +102,8 @@ A, B, C = SHAPES
 class HandMixed:
     """The seed's a @ b + bias written by hand as the halves the compiler makes, with explicit pipes."""
 
+    HALF = 64  # rows per vector lane, read as self.HALF
+
     @pl.function(type=pl.FunctionType.AIC)
     def cube(self, a: A, b: B, bias: C, out: pl.Out[C]):
         pl.aic_initialize_pipe(dir_mask=1, slot_size=65536, slot_num=2)
@@ -116,9 +118,9 @@ class HandMixed:
         pl.aiv_initialize_pipe(dir_mask=1, slot_size=65536, slot_num=2)
         lane = pl.get_subblock_idx()
         half = pl.tpop_from_aic(shape=[64, 128], dtype=pl.FP32, split=pl.SplitMode.UP_DOWN)
-        total = pl.add(half, pl.load(bias, [lane * 64, 0], [64, 128]))
+        total = pl.add(half, pl.load(bias, [lane * self.HALF, 0], [self.HALF, 128]))
         pl.tfree_to_aic(half)
-        pl.store(total, [lane * 64, 0], out)
+        pl.store(total, [lane * self.HALF, 0], out)
 
     @pl.function(type=pl.FunctionType.Group)
     def mixed(self, a: A, b: B, bias: C, out: pl.Out[C]):
@@ -227,7 +229,7 @@ class Sized:
 
     @pl.function(type=pl.FunctionType.InCore)
     def k(self, a: pl.Tensor[[M, N], DT], out: pl.Out[pl.Tensor[[M, N], DT]]):
-        pl.store(pl.exp(pl.load(a, [0, 0], [M, N])), [0, 0], out)
+        pl.store(pl.exp(pl.load(a, [0, 0], [self.M, N])), [0, 0], out)  # self.M: the class's M
         return out
 
     @pl.function(type=pl.FunctionType.Orchestration)

@@ -163,17 +163,20 @@ class ProgramFunction(KernelFunction):
 
 
 class SelfRef:
-    """What ``self`` is in a program's function body: ``self.f`` is the program's function ``f``."""
+    """What ``self`` is in a program's function body: ``self.f`` is the program's function ``f``,
+    ``self.M`` a name bound in the class body (a constant, as a Python method would read it)."""
 
     def __init__(self, program: ClassProgram) -> None:
         self._program = program
 
-    def __getattr__(self, name: str) -> ProgramFunction:
+    def __getattr__(self, name: str) -> Any:
         found = self._program.members.get(name)
-        if found is None:
-            known = ", ".join(self._program.members) or "none"
-            raise AttributeError(f"the program has no function {name!r} (functions: {known})")
-        return found
+        if found is not None:
+            return found
+        if name in self._program.class_names:
+            return self._program.class_names[name]
+        known = ", ".join(self._program.members) or "none"
+        raise AttributeError(f"the program has no function or class constant {name!r} (functions: {known})")
 
     def __repr__(self) -> str:
         return f"self (program {self._program.name})"
@@ -182,9 +185,16 @@ class SelfRef:
 class ClassProgram:
     """The functions of one ``@pl.program`` being parsed: each parsed once, on first use."""
 
-    def __init__(self, name: str, members: dict[str, ProgramFunction], attrs: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        name: str,
+        members: dict[str, ProgramFunction],
+        attrs: dict[str, Any] | None = None,
+        class_names: dict[str, Any] | None = None,
+    ):
         self.name = name
         self.members = members
+        self.class_names = dict(class_names or {})
         self.attrs = dict(attrs or {})
         self.parsed: dict[str, Function] = {}
         self.parsing: list[str] = []
@@ -469,7 +479,7 @@ def _class_program(cls: type) -> Program:
                 "decorate it with @pl.function(type=pl.FunctionType.InCore) (or another type), or move it "
                 "out of the class",
             )
-    return ClassProgram(cls.__name__, members).build()
+    return ClassProgram(cls.__name__, members, class_names=class_names).build()
 
 
 # ---------------------------------------------------------------- text
@@ -570,7 +580,7 @@ def _parse_class(cls: ast.ClassDef, filename: str, lines: tuple[str, ...], names
             raise reader.error(
                 stmt, "a @pl.program class holds @pl.function methods", "move this out of the class"
             )
-    return ClassProgram(cls.name, members).build()
+    return ClassProgram(cls.name, members, class_names=class_names).build()
 
 
 def _text_function(
