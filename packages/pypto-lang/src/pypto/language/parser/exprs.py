@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import ast
 import builtins
+import difflib
 import operator
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pypto.ir import Expr, ParseError, PyptoError, ScalarType, SourceSpan, TensorType, TileType, Var
 from pypto.language import annotations as ann
-from pypto.language.builtins import Builtin
+from pypto.language.builtins import Builtin, OpNamespace
 from pypto.language.kernel import KernelFunction
 from pypto.language.options import cross_core_slot, split
 from pypto.language.parser.arith import scalar_binary
@@ -122,6 +124,23 @@ def slice_hint(node: ast.expr) -> str:
         f"write the index as a one-element slice, {one} (a region keeps every dimension); "
         "pl.read(t, [i, j]) reads one element of a tensor"
     )
+
+
+def _spelled(base: Any, node: ast.Attribute) -> str:
+    """``pl.tile`` for the DSL's namespaces (as written), the value in words otherwise."""
+    if isinstance(base, (types.ModuleType, OpNamespace)):
+        return ast.unparse(node.value)
+    return describe_value(base)
+
+
+def attribute_hint(base: Any, node: ast.Attribute) -> str:
+    """The nearest names ``base`` has to the one asked for (``pl.row_mx`` -> ``pl.row_max``)."""
+    public = [name for name in dir(base) if not name.startswith("_")]
+    near = difflib.get_close_matches(node.attr, public, n=3, cutoff=0.6)
+    if not near:
+        return f"check the spelling of '{node.attr}'"
+    where = ast.unparse(node.value)
+    return "did you mean " + " or ".join(f"{where}.{name}" for name in near) + "?"
 
 
 def compare_hint(node: ast.Compare) -> str:
@@ -350,9 +369,7 @@ class ExprParser:
             value = getattr(base, node.attr)
         except AttributeError:
             raise self.error(
-                node,
-                f"{describe_value(base)} has no attribute '{node.attr}'",
-                f"check the spelling of '{node.attr}'",
+                node, f"{_spelled(base, node)} has no attribute '{node.attr}'", attribute_hint(base, node)
             ) from None
         path = self.global_path(node)
         if path is not None:

@@ -23,6 +23,7 @@ from pypto.ir.ops.spec import STORAGE
 from pypto.language.dslops import DslFunction, dsl_function, operand_params
 from pypto.language.parser import crosscore, transfers  # noqa: F401  (their builders register)
 from pypto.language.parser.arith import scalar_binary, scalar_unary
+from pypto.language.parser.broadcast import broadcast_binary
 from pypto.language.parser.convert import attribute, operand, operand_words
 from pypto.language.parser.opcall import OpContext
 from pypto.language.parser.values import (
@@ -66,7 +67,8 @@ def build_op(ctx: OpContext, name: str, args: list[Any], kwargs: dict[str, Any])
 
 def build_binary(ctx: OpContext, function: DslFunction, lhs: Any, rhs: Any) -> Any:
     """``pl.add(a, b)`` on tensors or tiles, its scalar form for a scalar operand (swapped to the
-    right when the op is commutative), scalar arithmetic on two scalars."""
+    right when the op is commutative), scalar arithmetic on two scalars; a ``[R, 1]`` or
+    ``[1, C]`` operand broadcasts against a ``[R, C]`` one (:mod:`.broadcast`)."""
     name = function.name
     if is_scalar(lhs) and is_scalar(rhs):
         return scalar_binary(ctx, name, lhs, rhs)
@@ -84,7 +86,12 @@ def build_binary(ctx: OpContext, function: DslFunction, lhs: Any, rhs: Any) -> A
     elementwise = form.trait(Elementwise)
     if is_scalar(rhs) and elementwise is not None and elementwise.scalar_form is not None:
         return ctx.call(elementwise.scalar_form, [x, tile_scalar(rhs, element_dtype(x), ctx.span)])
-    return ctx.call(form.name, [x, ctx.shaped(rhs, operand_words(function, spec, "rhs"))])
+    y = ctx.shaped(rhs, operand_words(function, spec, "rhs"))
+    if ctx.level_of(x) == ctx.level_of(y):
+        broadcast = broadcast_binary(ctx, name, x, y)
+        if broadcast is not None:
+            return broadcast
+    return ctx.call(form.name, [x, y])
 
 
 def build_generic(ctx: OpContext, function: DslFunction, bound: inspect.BoundArguments) -> Any:
