@@ -89,13 +89,6 @@ ADVICE: dict[str, Callable[..., str]] = {
         "the target is a global-memory tensor (a pl.Out parameter or a pl.create_tensor result)"
     ),
     # f"operand dtype mismatch: {describe(lhs)} vs {describe(rhs)}"
-    # f"operand shape mismatch: {describe(lhs)} vs {describe(rhs)}"
-    "binary.shape_mismatch": lambda lhs, **_: (
-        "give both operands the same shape, or make one a vector of the other, which broadcasts: "
-        f"[{lhs.shape[0]}, 1] (a column) or [1, {lhs.shape[-1]}] (a row)"
-        if len(lhs.shape) == 2
-        else "give both operands of an elementwise op the same shape"
-    ),
     "binary.dtype_mismatch": lambda **_: (
         "PyPTO has no implicit promotion: convert one side with pl.cast(x, dtype)"
     ),

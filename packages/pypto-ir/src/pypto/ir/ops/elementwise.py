@@ -54,8 +54,6 @@ def binary(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: S
             f"operand shape mismatch: {describe(lhs)} vs {describe(rhs)}",
             span,
             "both operands of an elementwise op must have the same shape",
-            advice="binary.shape_mismatch",
-            lhs=lhs,
         )
     if lhs.dtype != rhs.dtype:
         raise fail(

@@ -42,6 +42,10 @@ SCALAR_LEFT = {
 }
 
 
+# Keyword spellings PyPTO code uses besides the parameter's own name: DSL name -> alias -> param.
+KEYWORD_ALIASES: dict[str, dict[str, str]] = {"cast": {"target_type": "dtype"}}
+
+
 def build_op(ctx: OpContext, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
     """Bind ``args``/``kwargs`` to the DSL function ``name`` and build it.
 
@@ -53,6 +57,7 @@ def build_op(ctx: OpContext, name: str, args: list[Any], kwargs: dict[str, Any])
             "is no longer declared in the op registry", "declare the op again, or call another one"
         )
     ctx = replace(ctx, builtin=name)
+    kwargs = _renamed_keywords(ctx, name, kwargs)
     try:
         bound = function.signature.bind(*args, **kwargs)
     except TypeError as exc:
@@ -63,6 +68,21 @@ def build_op(ctx: OpContext, name: str, args: list[Any], kwargs: dict[str, Any])
     if any(e.scalar_form for s in function.forms if (e := s.trait(Elementwise)) is not None):
         return build_binary(ctx, function, *bound.args)
     return build_generic(ctx, function, bound)
+
+
+def _renamed_keywords(ctx: OpContext, name: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` with PyPTO's other keyword spellings (``pl.cast(x, target_type=pl.FP16)``)
+    under the parameter names of the DSL function."""
+    renamed = dict(kwargs)
+    for alias, param in KEYWORD_ALIASES.get(name, {}).items():
+        if alias not in renamed:
+            continue
+        if param in renamed:
+            raise ctx.fail(
+                f"got both {alias}= and {param}=, which name the same parameter", f"pass only {param}="
+            )
+        renamed[param] = renamed.pop(alias)
+    return renamed
 
 
 def build_binary(ctx: OpContext, function: DslFunction, lhs: Any, rhs: Any) -> Any:
