@@ -647,9 +647,12 @@ def _mutate_operands(draw, p: Program, chain: Chain, mutation: str, rows: int, c
     """An elementwise op whose operands differ in dtype or shape, or a broadcast of the wrong vector."""
     a = draw(st.sampled_from([v for v in chain.values if v.kind == "full"]))
     name = chain.fresh()
-    # A [R, 1] row vector is a [R, C] value when C == 1, and a [1, C] one an [R, 1] when R == C == 1:
-    # those "mutations" would be valid programs, so they change the dtype instead.
-    if (mutation == "operand_shape" and cols == 1) or (mutation == "wrong_vector" and rows == cols == 1):
+    # A [R, 1] column and a [1, C] row broadcast against each other's shape when R or C is 1, and a
+    # [1, C] row is an [R, 1] one when R == C == 1: those "mutations" would be valid programs, so
+    # they change the dtype instead.
+    if (mutation == "operand_shape" and 1 in (rows, cols)) or (
+        mutation == "wrong_vector" and rows == cols == 1
+    ):
         mutation = "operand_dtype"
     if mutation == "operand_dtype":
         other = draw(st.sampled_from([d for d in DTYPES if d != a.dtype]))
@@ -658,13 +661,16 @@ def _mutate_operands(draw, p: Program, chain: Chain, mutation: str, rows: int, c
         )
         p.mark("invalid", f"pl.add of {a.dtype} and {other}")
     elif mutation == "operand_shape":
-        vec = chain.fresh()
+        # A [R, C] value with a [R, 1] or [1, C] vector broadcasts (docs/language.md); a [R, 1] column
+        # with a [1, C] row does not (the DSL has no outer broadcast).
+        vec, row = chain.fresh(), chain.fresh()
         if level == "tensor":
             chain.pl_lines.append(f"{vec} = pl.row_sum({a.name})")
         else:
             chain.pl_lines.append(f"{vec} = pl.row_sum({chain.padded(a, 'zero')}, {chain.tmp(a.dtype)})")
-        chain.pl_lines.append(f"{name} = pl.mul({a.name}, {vec})")
-        p.mark("invalid", "an elementwise op of a [R, C] and a [R, 1] operand")
+        chain.pl_lines.append(f"{row} = pl.col_sum({chain.padded(a, 'zero')})")
+        chain.pl_lines.append(f"{name} = pl.mul({vec}, {row})")
+        p.mark("invalid", "an elementwise op of a [R, 1] and a [1, C] operand")
     else:
         vec = chain.fresh()
         chain.pl_lines.append(f"{vec} = pl.col_sum({chain.padded(a, 'zero')})")

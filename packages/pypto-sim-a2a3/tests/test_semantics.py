@@ -78,6 +78,7 @@ SINGLE_OPS = {
     "scalar.cast",
     "tile.col_expand",
     "tile.col_expand_mul",
+    "tile.row_expand",
     "tile.reshape",
     "tile.slice",
     "tile.fillpad",
@@ -407,6 +408,11 @@ def test_row_expand_broadcasts_the_row_vector_across_the_columns(name):
     x, v = rand(16, 32, seed=31), rand(16, 1, seed=32).abs() + 0.5
     got = apply(f"tile.row_expand_{name}", [tile_of(x), tile_of(v)])
     torch.testing.assert_close(got, BINARY[name](x, v), rtol=0, atol=0)
+
+
+def test_row_expand_repeats_the_row_vector_across_the_columns():
+    x, v = rand(16, 32, seed=35), rand(16, 1, seed=36)
+    torch.testing.assert_close(apply("tile.row_expand", [tile_of(x), tile_of(v)]), v.expand(16, 32))
 
 
 def test_col_expand_repeats_the_column_vector_down_the_rows_and_col_expand_mul_scales_by_it():

@@ -31,6 +31,10 @@ class DataType(Enum):
     def nbytes(self) -> int:
         return self.value[1] // 8
 
+    def get_byte(self) -> int:
+        """The size of one element in bytes (PyPTO's spelling of ``nbytes``): ``pl.FP16.get_byte() == 2``."""
+        return self.nbytes
+
     @property
     def torch_name(self) -> str:
         return self.value[2]

@@ -293,6 +293,11 @@ def _row_expand(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> OpI
     return lambda call, args: typed(call, fn(args[0], args[1].expand_as(args[0])))
 
 
+@implements(tile.row_expand)
+def _row_expand_plain(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    return typed(call, args[1].expand_as(args[0]))
+
+
 @implements(tile.col_expand)
 def _col_expand(call: Call, args: Sequence[Any]) -> torch.Tensor:
     return typed(call, args[1].expand_as(args[0]))

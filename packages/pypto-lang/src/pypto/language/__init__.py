@@ -12,8 +12,9 @@ from pypto.ir import AtomicType, CastMode, DataType, Level, MemorySpace, PadValu
 from pypto.ir import FunctionKind as FunctionType
 from pypto.ir.memory import Allocation, MemoryPlan, Reservation
 from pypto.language import advice as _advice  # noqa: F401  (registers the DSL wording of the type rules' hints)
-from pypto.language.annotations import InOut, Out, Scalar, Tensor, Tile
+from pypto.language.annotations import TASK_ID, InOut, Out, Scalar, TaskId, Tensor, Tile
 from pypto.language.builtins import STATEMENTS, Builtin, op_builtins, system, tensor, tile
+from pypto.language.directives import DIRECTIVES
 from pypto.language.errors import KernelOnlyError, ScopeOptionError
 from pypto.language.jit import JitFunction, inline, jit
 from pypto.language.options import cross_core_slot, split
@@ -43,6 +44,11 @@ parallel = STATEMENTS["parallel"]
 unroll = STATEMENTS["unroll"]
 yield_ = STATEMENTS["yield_"]
 split_aiv = STATEMENTS["split_aiv"]
+static_print = DIRECTIVES["static_print"]
+static_assert = DIRECTIVES["static_assert"]
+const = DIRECTIVES["const"]
+min = DIRECTIVES["min"]  # shadows the builtin on purpose: pl.min is the scalar minimum
+max = DIRECTIVES["max"]
 
 
 # The ops (pl.add, pl.load, pl.tpush_to_aiv, ...) are read from the op registry when looked up, so
@@ -68,6 +74,7 @@ __all__ = [
     "INT16",
     "INT32",
     "INT64",
+    "TASK_ID",
     "UINT8",
     "Allocation",
     "AtomicType",
@@ -87,15 +94,19 @@ __all__ = [
     "Scalar",
     "ScopeOptionError",
     "SplitMode",
+    "TaskId",
     "Tensor",
     "Tile",
     "at",
+    "const",
     "cross_core_slot",
     "func_attr",
     "function",
     "inline",
     "jit",
     "manual_scope",
+    "max",
+    "min",
     "parallel",
     "parse",
     "parse_program",
@@ -104,6 +115,8 @@ __all__ = [
     "split",
     "split_aiv",
     "spmd",
+    "static_assert",
+    "static_print",
     "system",
     "tensor",
     "tile",

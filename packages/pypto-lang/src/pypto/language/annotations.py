@@ -49,7 +49,15 @@ class ScalarSpec:
         return f"pl.Scalar[pl.{self.dtype.name}]"
 
 
-AnnotationSpec = TensorSpec | TileSpec | ScalarSpec
+@dataclass(frozen=True)
+class TaskIdSpec:
+    """The task id annotation: ``tid: pl.TaskId = t0`` (a name bound by ``pl.at(...) as t0``)."""
+
+    def __str__(self) -> str:
+        return "pl.TaskId"
+
+
+AnnotationSpec = TensorSpec | TileSpec | ScalarSpec | TaskIdSpec
 
 
 DTYPES = ", ".join(f"pl.{d.name}" for d in DataType)  # for hints: pl.FP16, pl.BF16, ...
@@ -181,14 +189,23 @@ class InOut:
         return _directed(item, Direction.InOut)
 
 
+class TaskId:
+    """``pl.TaskId`` (alias ``pl.TASK_ID``): the type of a task handle, ``with pl.at(...) as tid``."""
+
+
+TASK_ID = TaskId
+
+
 def as_spec(annotation: Any) -> AnnotationSpec:
     """Normalize an evaluated annotation.
 
     >>> as_spec(pl.Tensor), as_spec(pl.FP32)
     (TensorSpec(shape=None, dtype=None, direction=<Direction.In: 'In'>), ScalarSpec(dtype=pl.FP32))
     """
-    if isinstance(annotation, (TensorSpec, TileSpec, ScalarSpec)):
+    if isinstance(annotation, (TensorSpec, TileSpec, ScalarSpec, TaskIdSpec)):
         return annotation
+    if annotation is TaskId:
+        return TaskIdSpec()
     if annotation is Tensor:
         return TensorSpec()
     if isinstance(annotation, DataType):
@@ -201,7 +218,8 @@ def as_spec(annotation: Any) -> AnnotationSpec:
         return ScalarSpec(DataType.BOOL)
     raise ParseError(
         f"unsupported annotation {getattr(annotation, '__name__', annotation)!r}",
-        hint="use pl.Tensor[[shape], dtype], pl.Out[...], pl.InOut[...], pl.Scalar[dtype] or a dtype",
+        hint="use pl.Tensor[[shape], dtype], pl.Out[...], pl.InOut[...], pl.Scalar[dtype], a dtype "
+        "or pl.TaskId",
     )
 
 

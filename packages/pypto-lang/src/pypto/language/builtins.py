@@ -128,6 +128,11 @@ def _op_named(name: str) -> str | None:
     return name if name in OPS else None
 
 
+# DSL functions of another level PyPTO code also spells under a namespace: ``pl.tensor.read``
+# reads one element of a tensor (the scalar op ``pl.read``).
+SPELLED_UNDER: dict[str, dict[str, str]] = {"tensor": {"read": "read"}}
+
+
 class OpNamespace:
     """``pl.tile``, ``pl.tensor``, ``pl.system``: the ops of one level or prefix, read from the
     registry on each lookup (``pl.tile.load``, ``pl.system.fence``); a name no op has is an
@@ -155,6 +160,8 @@ class OpNamespace:
                 own = form.name.split(".", 1)[1]
                 if own != name:
                     aliases[own] = Builtin(name, self._prefix, op=form.name)
+        for name, dsl in SPELLED_UNDER.get(self._prefix, {}).items():  # pl.tensor.read
+            aliases.setdefault(name, Builtin(dsl, op=_op_named(dsl)))
         return {**aliases, **members}
 
     def __getattr__(self, name: str) -> Builtin:

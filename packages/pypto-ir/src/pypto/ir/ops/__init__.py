@@ -81,7 +81,10 @@ ELEMENTWISE_UNARY = tuple(elementwise.UNARY)
 FLOAT_ONLY = frozenset(name for name, (floats, *_) in elementwise.UNARY.items() if floats)
 ROW_REDUCTIONS = tuple(name for name, (axis, _, _) in reduction.REDUCTIONS.items() if axis == 1)
 COL_REDUCTIONS = tuple(name for name, (axis, _, _) in reduction.REDUCTIONS.items() if axis == 0)
-ROW_EXPANDS = tuple(name for name, (axis, _, _) in reduction.BROADCASTS.items() if axis == 1)
+# The row broadcasts that join x and the vector by an elementwise op (not the plain repeat row_expand).
+ROW_EXPANDS = tuple(
+    name for name, (axis, _, _) in reduction.BROADCASTS.items() if axis == 1 and name != "row_expand"
+)
 COL_EXPANDS = tuple(name for name, (axis, _, _) in reduction.BROADCASTS.items() if axis == 0)
 SCALAR_BINARY = tuple(scalar_ops.ARITHMETIC)
 SCALAR_COMPARE = tuple(scalar_ops.COMPARE)

@@ -112,6 +112,7 @@ BROADCASTS = {
     "row_expand_sub": (1, False, "x - v, v a [R, 1] column repeated across the columns"),
     "row_expand_mul": (1, False, "x * v, v a [R, 1] column repeated across the columns"),
     "row_expand_div": (1, True, "x / v, v a [R, 1] column repeated across the columns"),
+    "row_expand": (1, False, "v repeated across the columns of x's shape, v a [R, 1] column"),
     "col_expand": (0, False, "v repeated down the rows of x's shape, v a [1, C] row"),
     "col_expand_mul": (0, False, "x * v, v a [1, C] row repeated down the rows"),
 }

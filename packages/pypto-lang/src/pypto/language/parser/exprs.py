@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import ast
 import builtins
+import difflib
 import operator
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pypto.ir import Expr, ParseError, PyptoError, ScalarType, SourceSpan, TensorType, TileType, Var
+from pypto.ir import DataType, Expr, ParseError, PyptoError, ScalarType, SourceSpan, TensorType, TileType, Var
 from pypto.language import annotations as ann
-from pypto.language.builtins import Builtin
+from pypto.language.builtins import Builtin, OpNamespace
+from pypto.language.directives import Directive
 from pypto.language.kernel import KernelFunction
 from pypto.language.options import cross_core_slot, split
 from pypto.language.parser.arith import scalar_binary
@@ -124,6 +127,23 @@ def slice_hint(node: ast.expr) -> str:
     )
 
 
+def _spelled(base: Any, node: ast.Attribute) -> str:
+    """``pl.tile`` for the DSL's namespaces (as written), the value in words otherwise."""
+    if isinstance(base, (types.ModuleType, OpNamespace)):
+        return ast.unparse(node.value)
+    return describe_value(base)
+
+
+def attribute_hint(base: Any, node: ast.Attribute) -> str:
+    """The nearest names ``base`` has to the one asked for (``pl.row_mx`` -> ``pl.row_max``)."""
+    public = [name for name in dir(base) if not name.startswith("_")]
+    near = difflib.get_close_matches(node.attr, public, n=3, cutoff=0.6)
+    if not near:
+        return f"check the spelling of '{node.attr}'"
+    where = ast.unparse(node.value)
+    return "did you mean " + " or ".join(f"{where}.{name}" for name in near) + "?"
+
+
 def compare_hint(node: ast.Compare) -> str:
     if len(node.ops) > 1:
         return "split the chain into single comparisons: `if 0 < i:` and, inside it, `if i < n:`"
@@ -190,6 +210,15 @@ PY_COMPARISONS: dict[type, Callable[[Any, Any], Any]] = {
 COMPILE_TIME_FUNCTIONS: frozenset[Any] = frozenset(
     {len, min, max, abs, int, float, bool, split, cross_core_slot}
 )
+# Methods of compile-time values called at parse time: ``x.dtype.get_byte()``.
+COMPILE_TIME_METHODS: frozenset[Any] = frozenset({DataType.get_byte})
+
+
+def compile_time_method(callee: Any) -> bool:
+    """Whether ``callee`` is a method of a compile-time value that folds (``pl.FP16.get_byte``)."""
+    return getattr(callee, "__func__", None) in COMPILE_TIME_METHODS
+
+
 ANNOTATION_CLASSES = (ann.Tensor, ann.Tile, ann.Scalar, ann.Out, ann.InOut)
 CONSTANT_HINT = (
     "use a value that folds while the kernel compiles: a literal, a module global, a.shape, or a "
@@ -240,6 +269,36 @@ class KernelCalls(Protocol):
         kwargs: dict[str, Any],
         node: ast.Call,
     ) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Linear:
+    """``sum(coeff * term) + const`` over run-time terms (keyed by their AST), for slice extents."""
+
+    terms: dict[str, int | float]
+    const: int | float
+
+    def plus(self, other: Linear) -> Linear:
+        terms = dict(self.terms)
+        for term, coeff in other.terms.items():
+            terms[term] = terms.get(term, 0) + coeff
+        return Linear({t: c for t, c in terms.items() if c != 0}, self.const + other.const)
+
+    def scaled(self, factor: int | float) -> Linear:
+        return Linear({t: c * factor for t, c in self.terms.items() if c * factor != 0}, self.const * factor)
+
+    def minus(self, other: Linear) -> Linear:
+        return self.plus(other.scaled(-1))
+
+    def times(self, other: Linear) -> Linear | None:
+        if not other.terms:
+            return self.scaled(other.const)
+        if not self.terms:
+            return other.scaled(self.const)
+        return None  # a product of run-time values
+
+    def constant(self) -> int | float | None:
+        return None if self.terms else self.const
 
 
 @dataclass(frozen=True)
@@ -350,9 +409,7 @@ class ExprParser:
             value = getattr(base, node.attr)
         except AttributeError:
             raise self.error(
-                node,
-                f"{describe_value(base)} has no attribute '{node.attr}'",
-                f"check the spelling of '{node.attr}'",
+                node, f"{_spelled(base, node)} has no attribute '{node.attr}'", attribute_hint(base, node)
             ) from None
         path = self.global_path(node)
         if path is not None:
@@ -470,21 +527,40 @@ class ExprParser:
         return lower, extent
 
     def run_time_extent(self, node: ast.Slice) -> Any:
-        """The ``n`` of ``lo:lo + n``: a slice that starts at run time has a constant extent."""
-        upper = node.upper
-        same_start = (
-            isinstance(upper, ast.BinOp)
-            and isinstance(upper.op, ast.Add)
-            and node.lower is not None
-            and ast.dump(upper.left) == ast.dump(node.lower)
-        )
-        if not same_start:
+        """The extent of a slice that starts at run time: the end minus the start must simplify to
+        a constant (``k0:k0 + 128``, ``i * T:(i + 1) * T``, ``r + 1:r + 2``)."""
+        extent = None
+        if node.lower is not None and node.upper is not None:
+            upper, lower = self.linear(node.upper), self.linear(node.lower)
+            extent = upper.minus(lower).constant() if upper is not None and lower is not None else None
+        if extent is None:
             raise self.error(
                 node,
                 f"a slice with a run-time start needs a constant extent, got {ast.unparse(node)}",
-                "write the end as the start plus a constant: a[:, k0:k0 + 128]",
+                "write the end as the start plus a constant: a[:, k0:k0 + 128] or a[i * T:(i + 1) * T]",
             )
-        return self.constant(upper.right, "the extent of a slice", RUN_TIME_SLICE)  # type: ignore[union-attr]
+        return extent
+
+    def linear(self, node: ast.expr) -> Linear | None:
+        """``node`` as a sum of constant multiples of run-time terms plus a constant, or None when
+        it is not one (a product of two run-time values). Terms are compared as written."""
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
+            lhs, rhs = self.linear(node.left), self.linear(node.right)
+            if lhs is None or rhs is None:
+                return None
+            if isinstance(node.op, ast.Add):
+                return lhs.plus(rhs)
+            if isinstance(node.op, ast.Sub):
+                return lhs.minus(rhs)
+            return lhs.times(rhs)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            inner = self.linear(node.operand)
+            return None if inner is None else inner.scaled(-1)
+        if not any(isinstance(n, ast.Call) for n in ast.walk(node)):
+            value = self.expr(node)  # no call in it: evaluating it again builds no run-time work
+            if is_number(value) and not isinstance(number(value), bool):
+                return Linear({}, number(value))
+        return Linear({ast.dump(node): 1}, 0)
 
     def subscript_key(self, node: ast.expr) -> Any:
         if isinstance(node, ast.Slice):
@@ -620,6 +696,10 @@ class ExprParser:
                 )
                 return build_raw(self.op_context(node, spelled, callee.level), spec, args, kwargs)
             return build_op(self.op_context(node, callee.dsl_name, callee.level), callee.name, args, kwargs)
+        if isinstance(callee, Directive):
+            return callee.run(self.op_context(node, f"pl.{callee.name}"), args, kwargs)
+        if compile_time_method(callee):
+            return self.fold_call(callee, args, kwargs, node)
         if isinstance(callee, KernelFunction):
             return self.calls.call_kernel(self, callee, args, kwargs, node)
         if callee is builtins.range:

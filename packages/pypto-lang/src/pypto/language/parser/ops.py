@@ -23,6 +23,7 @@ from pypto.ir.ops.spec import STORAGE
 from pypto.language.dslops import DslFunction, dsl_function, operand_params
 from pypto.language.parser import crosscore, transfers  # noqa: F401  (their builders register)
 from pypto.language.parser.arith import scalar_binary, scalar_unary
+from pypto.language.parser.broadcast import broadcast_binary
 from pypto.language.parser.convert import attribute, operand, operand_words
 from pypto.language.parser.opcall import OpContext
 from pypto.language.parser.values import (
@@ -41,6 +42,10 @@ SCALAR_LEFT = {
 }
 
 
+# Keyword spellings PyPTO code uses besides the parameter's own name: DSL name -> alias -> param.
+KEYWORD_ALIASES: dict[str, dict[str, str]] = {"cast": {"target_type": "dtype"}}
+
+
 def build_op(ctx: OpContext, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
     """Bind ``args``/``kwargs`` to the DSL function ``name`` and build it.
 
@@ -52,6 +57,7 @@ def build_op(ctx: OpContext, name: str, args: list[Any], kwargs: dict[str, Any])
             "is no longer declared in the op registry", "declare the op again, or call another one"
         )
     ctx = replace(ctx, builtin=name)
+    kwargs = _renamed_keywords(ctx, name, kwargs)
     try:
         bound = function.signature.bind(*args, **kwargs)
     except TypeError as exc:
@@ -64,9 +70,25 @@ def build_op(ctx: OpContext, name: str, args: list[Any], kwargs: dict[str, Any])
     return build_generic(ctx, function, bound)
 
 
+def _renamed_keywords(ctx: OpContext, name: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` with PyPTO's other keyword spellings (``pl.cast(x, target_type=pl.FP16)``)
+    under the parameter names of the DSL function."""
+    renamed = dict(kwargs)
+    for alias, param in KEYWORD_ALIASES.get(name, {}).items():
+        if alias not in renamed:
+            continue
+        if param in renamed:
+            raise ctx.fail(
+                f"got both {alias}= and {param}=, which name the same parameter", f"pass only {param}="
+            )
+        renamed[param] = renamed.pop(alias)
+    return renamed
+
+
 def build_binary(ctx: OpContext, function: DslFunction, lhs: Any, rhs: Any) -> Any:
     """``pl.add(a, b)`` on tensors or tiles, its scalar form for a scalar operand (swapped to the
-    right when the op is commutative), scalar arithmetic on two scalars."""
+    right when the op is commutative), scalar arithmetic on two scalars; a ``[R, 1]`` or
+    ``[1, C]`` operand broadcasts against a ``[R, C]`` one (:mod:`.broadcast`)."""
     name = function.name
     if is_scalar(lhs) and is_scalar(rhs):
         return scalar_binary(ctx, name, lhs, rhs)
@@ -84,7 +106,12 @@ def build_binary(ctx: OpContext, function: DslFunction, lhs: Any, rhs: Any) -> A
     elementwise = form.trait(Elementwise)
     if is_scalar(rhs) and elementwise is not None and elementwise.scalar_form is not None:
         return ctx.call(elementwise.scalar_form, [x, tile_scalar(rhs, element_dtype(x), ctx.span)])
-    return ctx.call(form.name, [x, ctx.shaped(rhs, operand_words(function, spec, "rhs"))])
+    y = ctx.shaped(rhs, operand_words(function, spec, "rhs"))
+    if ctx.level_of(x) == ctx.level_of(y):
+        broadcast = broadcast_binary(ctx, name, x, y)
+        if broadcast is not None:
+            return broadcast
+    return ctx.call(form.name, [x, y])
 
 
 def build_generic(ctx: OpContext, function: DslFunction, bound: inspect.BoundArguments) -> Any:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pypto.ir import Direction, ParseError, PyptoError, SourceSpan, Type
-from pypto.language.annotations import AnnotationSpec, ParamSignature, TileSpec, as_spec
+from pypto.language.annotations import AnnotationSpec, ParamSignature, TaskIdSpec, TileSpec, as_spec
 from pypto.language.parser.body import BodyBuilder
 from pypto.language.parser.env import Env, Namer
 from pypto.language.parser.exprs import ExprParser
@@ -93,6 +93,12 @@ def read_signature(kernel: KernelFunction) -> tuple[ParamSignature, ...]:
                 f"parameter '{arg.arg}' is annotated as a tile; kernel parameters are tensors or scalars",
                 source.span(arg.annotation),
                 "pass a pl.Tensor and load tiles from it with pl.load inside the kernel",
+            )
+        if isinstance(spec, TaskIdSpec):
+            raise ParseError(
+                f"parameter '{arg.arg}' is annotated as a task id; kernel parameters are tensors or scalars",
+                source.span(arg.annotation),
+                "bind a task id inside the body with `with pl.at(...) as tid:` and pass it in deps=[tid]",
             )
         params.append(ParamSignature(arg.arg, spec, span))
     return tuple(params)

@@ -13,6 +13,7 @@ from typing import Any
 
 from pypto.ir import (
     INDEX,
+    TASK_ID,
     Call,
     DataType,
     Expr,
@@ -32,7 +33,7 @@ from pypto.ir import (
 from pypto.ir.errors import CompileWarning
 from pypto.ir.rewrite import substitute_body
 from pypto.ir.types import describe
-from pypto.language.annotations import ScalarSpec, TensorSpec, TileSpec
+from pypto.language.annotations import ScalarSpec, TaskIdSpec, TensorSpec, TileSpec
 from pypto.language.builtins import Builtin
 from pypto.language.parser.body import BodyBuilder
 from pypto.language.parser.env import Env
@@ -412,6 +413,8 @@ class StmtParser(ScopeParser):
             expected = TensorType(spec.shape, spec.dtype)  # type: ignore[arg-type]
         elif isinstance(spec, ScalarSpec):
             expected = ScalarType(spec.dtype)
+        elif isinstance(spec, TaskIdSpec):  # tid: pl.TaskId = t0
+            expected = TASK_ID
         actual = getattr(value, "type", None) if isinstance(value, Expr) else None
         if isinstance(actual, TileType):
             actual = replace(actual, valid_shape=None)

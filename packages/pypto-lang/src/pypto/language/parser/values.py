@@ -12,6 +12,7 @@ from typing import Any, TypeGuard
 
 from pypto.ir import (
     INDEX,
+    TASK_ID,
     Const,
     DataType,
     Expr,
@@ -81,6 +82,8 @@ def annotation_text(t: Any) -> str | None:
         return f"pl.Tensor[{list(t.shape)}, pl.{t.dtype.name}]"
     if isinstance(t, ScalarType):
         return f"pl.Scalar[pl.{t.dtype.name}]"
+    if t == TASK_ID:
+        return "pl.TaskId"
     return None
 
 
