@@ -42,6 +42,8 @@ range = STATEMENTS["range"]  # shadows the builtin on purpose: pl.range is the D
 parallel = STATEMENTS["parallel"]
 unroll = STATEMENTS["unroll"]
 yield_ = STATEMENTS["yield_"]
+while_ = STATEMENTS["while_"]
+cond = STATEMENTS["cond"]
 split_aiv = STATEMENTS["split_aiv"]
 
 
@@ -90,6 +92,7 @@ __all__ = [
     "Tensor",
     "Tile",
     "at",
+    "cond",
     "cross_core_slot",
     "func_attr",
     "function",
@@ -108,6 +111,7 @@ __all__ = [
     "tensor",
     "tile",
     "unroll",
+    "while_",
     "yield_",
 ]
 __all__ += sorted(op_builtins())  # pl.add, pl.load, ...: one per op of the registry

@@ -55,7 +55,15 @@ from pypto.ir import (
     Var,
     make_call,
 )
-from pypto.ir.nodes import nested_bodies, stmt_end_exprs, stmt_exprs, used_vars, walk_stmts, with_bodies
+from pypto.ir.nodes import (
+    While,
+    nested_bodies,
+    stmt_end_exprs,
+    stmt_exprs,
+    used_vars,
+    walk_stmts,
+    with_bodies,
+)
 from pypto.ir.ops import (
     Broadcast,
     Effect,
@@ -179,7 +187,7 @@ class ConvertTensorToTileOps:
             if region:
                 flush()
             _reject_uses(stmt, lowered_values)
-            if isinstance(stmt, (For, SplitAivRegion, If)):
+            if isinstance(stmt, (For, While, SplitAivRegion, If)):
                 bodies = tuple(self._block(b, fn, names, target) for b in nested_bodies(stmt))
                 stmt = with_bodies(stmt, bodies)
             out.append(stmt)
@@ -235,7 +243,7 @@ class ConvertTensorToTileOps:
 def _reject_carried_tensors(fn: Function) -> None:
     """A loop inside a scope carries tiles and scalars; tiling a carried tensor is not supported."""
     for stmt in walk_stmts(fn.body):
-        if not isinstance(stmt, For):
+        if not isinstance(stmt, (For, While)):
             continue
         for var in stmt.iter_args:
             if isinstance(var.type, TensorType):
