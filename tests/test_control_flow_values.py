@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import pypto.language as pl
-from pypto.ir import If, While, structural_diff
+from pypto.ir import If, ParseError, While, structural_diff
 from pypto.runtime import RunConfig
 
 SIM = RunConfig(platform="a2a3sim")
@@ -295,3 +295,20 @@ def test_a_vector_tile_leaving_an_if_of_a_split_mixed_kernel_is_halved_per_lane(
     aiv = mixed_pick.lower(a, b, flag(taken), out).functions["mixed_pick_aiv"]
     branch = next(s for s in aiv.body if isinstance(s, If))
     assert branch.results[0].type.shape == (64, 128)  # each lane's half
+
+
+def test_a_tensor_leaving_an_if_inside_a_scope_is_a_parse_error_at_the_if():
+    @pl.jit
+    def tensor_pick(x: X, n: N, out: pl.Out[X]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            if pl.read(n, [0]) > 0:  # noqa: SIM108 (the if statement is what is tested)
+                r = pl.exp(x)
+            else:
+                r = pl.mul(x, 2.0)
+            out[:] = r
+        return out
+
+    with pytest.raises(ParseError, match="'r_2' is a tensor leaving an if inside a scope") as info:
+        tensor_pick.lower(rand(128, 64), flag(1), torch.zeros(128, 64))
+    assert "if pl.read(n, [0]) > 0:" in str(info.value)  # the user's if, under the caret
+    assert "pl.load" in info.value.hint

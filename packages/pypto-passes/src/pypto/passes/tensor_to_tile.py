@@ -243,6 +243,8 @@ class ConvertTensorToTileOps:
 def _reject_carried_tensors(fn: Function) -> None:
     """A loop inside a scope carries tiles and scalars; tiling a carried tensor is not supported."""
     for stmt in walk_stmts(fn.body):
+        if isinstance(stmt, If):
+            _reject_tensor_results(stmt)
         if not isinstance(stmt, (For, While)):
             continue
         for var in stmt.iter_args:
@@ -252,6 +254,18 @@ def _reject_carried_tensors(fn: Function) -> None:
                     stmt.span,
                     "carry a tile instead: load the block with pl.load(...) and update it with tile ops",
                 )
+
+
+def _reject_tensor_results(stmt: If) -> None:
+    """A value leaving an if inside a scope is a tile or a scalar; a tensor is not tiled."""
+    for var in stmt.results:
+        if isinstance(var.type, TensorType):
+            raise ParseError(
+                f"'{var.name}' is a tensor leaving an if inside a scope, which the compiler does not tile",
+                stmt.span,
+                "let a tile leave the if instead: load the block with pl.load(...) before the if and "
+                "compute on tiles in its arms, or store into the output inside each arm",
+            )
 
 
 def independent_parts(region: list[Stmt]) -> list[list[Stmt]]:
