@@ -706,16 +706,104 @@ ROWS = [
         fix="if s > 0:",
     ),
     Bad(
-        "rebound-in-an-arm",
+        "if-arms-give-two-types",
         scope("""\
             y = x
             if n > 0:
-                y = pl.exp(x)  # <-
+                y = pl.exp(x)
+            else:
+                y = n  # <-
+            pl.store(y, [0, 0], out)
             """),
         ParseError,
-        "'y' is bound before the if",
+        "at the end of one arm of the if and",
         "y",
-        fix="y_then = pl.exp(x)",
+        fix="y_else = n",
+    ),
+    Bad(
+        "name-bound-in-one-arm-only",
+        scope("""\
+            if n > 0:
+                z = pl.exp(x)
+            pl.store(z, [0, 0], out)  # <-
+            """),
+        ParseError,
+        "'z' is defined inside an if arm",
+        "z",
+        fix="pl.store(x, [0, 0], out)",
+    ),
+    Bad(
+        "while-without-init-values",
+        scope("""\
+            for (i,) in pl.while_():  # <-
+                pl.cond(i < n)
+                i = i + 1
+            """),
+        ParseError,
+        "pl.while_() needs init_values=(...)",
+        "pl.while_()",
+        fix="for (i,) in pl.while_(init_values=(0,)):",
+    ),
+    Bad(
+        "while-without-cond",
+        scope("""\
+            for (i,) in pl.while_(init_values=(0,)):
+                i = i + 1  # <-
+            """),
+        ParseError,
+        "a pl.while_ loop body starts with its condition, pl.cond(...)",
+        "i = i + 1",
+        fix="pl.cond(i < n)",
+    ),
+    Bad(
+        "while-target-is-a-name",
+        scope("""\
+            for i in pl.while_(init_values=(0,)):  # <-
+                pl.cond(i < n)
+            """),
+        ParseError,
+        "the target of pl.while_(...) is the tuple of its carried names",
+        "i",
+        fix="for (i,) in pl.while_(init_values=(0,)):",
+    ),
+    Bad(
+        "cond-not-first",
+        scope("""\
+            for (i,) in pl.while_(init_values=(0,)):
+                pl.cond(i < n)
+                pl.cond(i < 2)  # <-
+                i = i + 1
+            """),
+        ParseError,
+        "pl.cond(...) cannot be used here",
+        "pl.cond(i < 2)",
+        fix="i = i + 0",
+    ),
+    Bad(
+        "break-in-a-parallel-loop",
+        scope("""\
+            for i in pl.parallel(4):
+                if i > n:
+                    break  # <-
+            """),
+        ParseError,
+        "`break` works in pl.range and pl.while_ loops",
+        "break",
+        fix="pass",
+    ),
+    Bad(
+        "continue-leaving-a-scope",
+        entry("""\
+            for i in pl.range(4):
+                with pl.at(level=pl.Level.CORE_GROUP):
+                    if i > n:
+                        continue  # <-
+                    out[:] = pl.exp(pl.load(a, [0, 0], [64, 64]))
+            """),
+        ParseError,
+        "`continue` cannot leave a pl.at scope",
+        "continue",
+        fix="pass",
     ),
     Bad(
         "chained-run-time-comparison",

@@ -78,6 +78,29 @@ def branchy(a: X, b: X, out: pl.Out[X]):
     return out
 
 
+@pl.jit
+def flowy(a: X, n: pl.Tensor[[4], pl.INT32], out: pl.Out[X]):
+    """A while loop, break, continue and values leaving an if: the nodes of control flow."""
+    with pl.at(level=pl.Level.CORE_GROUP):
+        limit = pl.read(n, [0])
+        acc = pl.load(a, [0, 0], [16, 64])
+        for (k,) in pl.while_(init_values=(0,)):
+            pl.cond(k < limit)
+            k = k + 1
+        for i in pl.range(1, 4):
+            if i == k:
+                continue
+            if i > limit:
+                break
+            if i < 2:  # noqa: SIM108 (an If with results)
+                t = pl.exp(pl.load(a, [i * 16, 0], [16, 64]))
+            else:
+                t = pl.load(a, [i * 16, 0], [16, 64])
+            acc = pl.add(acc, t)
+        out[0:16, :] = acc
+    return out
+
+
 @pl.program
 class WithAttrs:
     @pl.function(type=pl.FunctionType.InCore)
@@ -94,7 +117,7 @@ class WithAttrs:
 @pytest.mark.filterwarnings("ignore::pypto.passes.CompileWarning")
 def test_every_ir_class_round_trips_through_pickle(backend):
     programs = [WithAttrs, compile_program(WithAttrs, on_testsim()).program]
-    for kernel in (mixed, staged, explicit, branchy):
+    for kernel in (mixed, staged, explicit, branchy, flowy):
         programs += [kernel.parse(), kernel.lower(config=on_testsim())]
     seen: set[type] = set()
     for program in programs:

@@ -303,7 +303,10 @@ def test_region_size_that_contradicts_the_value_is_a_type_error():
         short_region.parse()
 
 
-def test_rebinding_an_outer_name_in_a_run_time_if_arm_is_a_parse_error():
+def test_rebinding_an_outer_name_in_a_run_time_if_arm_makes_the_value_leave_the_if():
+    """Rebinding in one arm was an error until values could leave an if (issue #12): the arm
+    that rebinds yields its value, the other the one from before the if."""
+
     @pl.jit
     def branchy(a: T64, flags: pl.Tensor[[4], pl.INT32], out: pl.Out[T64]):
         with pl.at(level=pl.Level.CORE_GROUP):
@@ -313,10 +316,11 @@ def test_rebinding_an_outer_name_in_a_run_time_if_arm_is_a_parse_error():
             pl.store(t, [0, 0], out)
         return out
 
-    with pytest.raises(ParseError, match="'t' is bound before the if") as info:
-        branchy.parse()
-    assert "values leaving an if (pl.yield_) are not supported yet" in info.value.message
-    assert "t_then" in info.value.hint
+    scope = branchy.parse().entry_function.body[0]
+    load, branch, store = scope.body
+    assert [r.name for r in branch.results] == ["t_2"]
+    assert branch.else_yields == (load.target,)
+    assert store.value.args[0] is branch.results[0]
 
 
 def test_calling_an_arbitrary_python_function_is_rejected():

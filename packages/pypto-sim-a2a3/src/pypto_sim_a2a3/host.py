@@ -61,7 +61,7 @@ class HostFrame(HostWalker):
                 self.env[loop.var.name] = i
                 self.parallel = (*outer, (instance, i))
                 returned = yield from self.exec_body(loop.body)
-                if returned is not None:
+                if isinstance(returned, tuple):  # a return (the parser allows no jumps here)
                     return returned
         finally:
             self.parallel = outer

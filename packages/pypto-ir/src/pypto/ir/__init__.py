@@ -29,8 +29,10 @@ from pypto.ir.errors import (
 from pypto.ir.memory import Allocation, MemoryPlan, Reservation
 from pypto.ir.nodes import (
     Assign,
+    Break,
     Call,
     Const,
+    Continue,
     Eval,
     Expr,
     For,
@@ -50,6 +52,7 @@ from pypto.ir.nodes import (
     Stmt,
     TupleExpr,
     Var,
+    While,
 )
 from pypto.ir.nodes import (
     FunctionKind as FunctionType,
@@ -101,9 +104,11 @@ __all__ = [
     "AtomicType",
     "Backend",
     "BackendType",
+    "Break",
     "Call",
     "CastMode",
     "Const",
+    "Continue",
     "DataType",
     "DeadlockError",
     "Direction",
@@ -158,6 +163,7 @@ __all__ = [
     "Var",
     "VerificationError",
     "VerificationLevel",
+    "While",
     "assert_structural_equal",
     "compile",
     "dtype_from_torch_name",

@@ -30,11 +30,11 @@ from typing import Any
 
 from pypto.ir.errors import SourceSpan, VerificationError
 from pypto.ir.nodes import (
+    LOOP_STMTS,
     Call,
     Const,
     Eval,
     Expr,
-    For,
     Function,
     FunctionKind,
     Program,
@@ -172,8 +172,8 @@ class LoadedProgram:
 
 
 def has_loop(kernel: Function) -> bool:
-    """True if the kernel's body holds a ``For``."""
-    return any(isinstance(stmt, For) for stmt in walk_stmts(kernel.body))
+    """True if the kernel's body holds a loop."""
+    return any(isinstance(stmt, LOOP_STMTS) for stmt in walk_stmts(kernel.body))
 
 
 def data_parallel(kernel: Function) -> bool:

@@ -183,20 +183,122 @@ class SplitAivRegion(Stmt):
 
 @dataclass(frozen=True, eq=False)
 class If(Stmt):
-    """``if cond: ... else: ...`` on a run-time scalar; no values leave the arms (no yields).
+    """``if cond: ... else: ...`` on a run-time scalar.
 
-    The arms hold statements with effects (stores, kernel calls); names bound in an arm end
-    with it.
+    Values leave the arms through ``results``: after the arm that ran, ``results[k]`` is bound to
+    ``then_yields[k]`` or ``else_yields[k]`` (evaluated at the end of that arm). An arm that
+    always leaves its loop (see :func:`always_jumps`) yields nothing: its yields are ``()``.
+    Other names bound in an arm end with it.
     """
 
     cond: Expr
     then_body: tuple[Stmt, ...]
     else_body: tuple[Stmt, ...] = ()
     span: SourceSpan | None = None
+    then_yields: tuple[Expr, ...] = ()
+    else_yields: tuple[Expr, ...] = ()
+    results: tuple[Var, ...] = ()
+
+    def arm_yields(self, arm: int) -> tuple[Expr, ...]:
+        """The yields of arm 0 (then) or 1 (else)."""
+        return self.else_yields if arm else self.then_yields
+
+
+@dataclass(frozen=True, eq=False)
+class While(Stmt):
+    """``for (a, b) in pl.while_(init_values=(a0, b0)):`` with ``pl.cond(c)`` first in the body.
+
+    Carries values like :class:`For`: ``iter_args`` start as ``init_values``; before every
+    iteration ``cond`` (over the iter_args and earlier values) is evaluated and the loop ends
+    when it is false; ``yields`` are the next iteration's values; ``results`` the last ones.
+    """
+
+    cond: Expr
+    body: tuple[Stmt, ...]
+    span: SourceSpan | None = None
+    iter_args: tuple[Var, ...] = ()
+    init_values: tuple[Expr, ...] = ()
+    yields: tuple[Expr, ...] = ()
+    results: tuple[Var, ...] = ()
+
+
+@dataclass(frozen=True, eq=False)
+class Break(Stmt):
+    """``break``: leave the innermost loop; ``values`` are its results (one per carried value,
+    the values the carried names have here)."""
+
+    values: tuple[Expr, ...] = ()
+    span: SourceSpan | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Continue(Stmt):
+    """``continue``: start the innermost loop's next iteration; ``values`` are its next iter_args
+    (one per carried value, the values the carried names have here)."""
+
+    values: tuple[Expr, ...] = ()
+    span: SourceSpan | None = None
+
+
+# The loops: both carry values through iter_args / init_values / yields / results.
+LOOP_STMTS = (For, While)
+JUMP_STMTS = (Break, Continue)
+
+
+def pick_carried(stmt: Stmt, keep: list[int]) -> Stmt:
+    """A loop (or an if) carrying only the values ``keep`` indexes: its iter_args, init values,
+    yields and results (an if's yields and results), and the values of its loop's ``break`` /
+    ``continue`` statements, picked alike."""
+    from dataclasses import replace
+
+    def pick(values: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(values[k] for k in keep) if values else values
+
+    if isinstance(stmt, If):
+        return replace(
+            stmt,
+            then_yields=pick(stmt.then_yields),
+            else_yields=pick(stmt.else_yields),
+            results=pick(stmt.results),
+        )
+    assert isinstance(stmt, LOOP_STMTS)
+    return replace(
+        stmt,
+        body=pick_jump_values(stmt.body, keep),
+        iter_args=pick(stmt.iter_args),
+        init_values=pick(stmt.init_values),
+        yields=pick(stmt.yields),
+        results=pick(stmt.results),
+    )
+
+
+def pick_jump_values(body: tuple[Stmt, ...], keep: list[int]) -> tuple[Stmt, ...]:
+    """``body`` with the ``break`` / ``continue`` of its loop (not of loops inside it) giving the
+    values ``keep`` indexes only."""
+    from dataclasses import replace
+
+    out: list[Stmt] = []
+    for stmt in body:
+        if isinstance(stmt, JUMP_STMTS):
+            stmt = replace(stmt, values=tuple(stmt.values[k] for k in keep))
+        elif not isinstance(stmt, LOOP_STMTS) and nested_bodies(stmt):
+            stmt = with_bodies(stmt, tuple(pick_jump_values(b, keep) for b in nested_bodies(stmt)))
+        out.append(stmt)
+    return tuple(out)
+
+
+def always_jumps(body: tuple[Stmt, ...]) -> bool:
+    """Whether ``body`` never reaches its end: it holds a ``break`` / ``continue`` (or an ``If``
+    both arms of which always jump) at its own level; what follows it never runs."""
+    return any(
+        isinstance(s, JUMP_STMTS)
+        or (isinstance(s, If) and always_jumps(s.then_body) and always_jumps(s.else_body))
+        for s in body
+    )
 
 
 # Statements that hold one nested ``body``; ``If`` holds two (see :func:`nested_bodies`).
-BLOCK_STMTS = (For, ScopeStmt, SplitAivRegion)
+BLOCK_STMTS = (For, While, ScopeStmt, SplitAivRegion)
 
 
 def nested_bodies(stmt: Stmt) -> tuple[tuple[Stmt, ...], ...]:
@@ -380,11 +482,14 @@ def register_printer(printer: Callable[[Program], str]) -> None:
 
 def stmt_bindings(stmt: Stmt) -> tuple[Var, ...]:
     """The variables ``stmt`` itself binds (not those of its nested bodies), in field order: a
-    loop's variable, its carried names, its results; a region's lane; a scope's task id."""
+    loop's variable, its carried names, its results; an if's results; a region's lane; a scope's
+    task id."""
     if isinstance(stmt, Assign):
         return (stmt.target,)
     if isinstance(stmt, For):
         return (stmt.var, *stmt.iter_args, *stmt.results)
+    if isinstance(stmt, (While, If)):
+        return (*getattr(stmt, "iter_args", ()), *stmt.results)
     if isinstance(stmt, SplitAivRegion):
         return (stmt.lane,)
     if isinstance(stmt, ScopeStmt) and stmt.task is not None:
@@ -414,16 +519,25 @@ def stmt_exprs(stmt: Stmt) -> tuple[Expr, ...]:
         return (stmt.value,)
     if isinstance(stmt, For):
         return (stmt.start, stmt.stop, stmt.step, *stmt.init_values)
+    if isinstance(stmt, While):
+        return stmt.init_values
     if isinstance(stmt, If):
         return (stmt.cond,)
-    if isinstance(stmt, Return):
+    if isinstance(stmt, (Return, Break, Continue)):
         return stmt.values
     return ()
 
 
 def stmt_end_exprs(stmt: Stmt) -> tuple[Expr, ...]:
-    """The expressions a statement evaluates after its nested bodies: a loop's yields."""
-    return stmt.yields if isinstance(stmt, For) else ()
+    """The expressions a statement evaluates inside or after its nested bodies, over the values
+    bound there: a loop's yields (and a while loop's condition), an if's yields."""
+    if isinstance(stmt, While):
+        return (stmt.cond, *stmt.yields)
+    if isinstance(stmt, For):
+        return stmt.yields
+    if isinstance(stmt, If):
+        return (*stmt.then_yields, *stmt.else_yields)
+    return ()
 
 
 def walk_expr(expr: Expr) -> Iterator[Expr]:

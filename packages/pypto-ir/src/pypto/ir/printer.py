@@ -31,8 +31,10 @@ from pypto.ir.dtypes import DataType
 from pypto.ir.memory import Allocation, MemoryPlan, Reservation
 from pypto.ir.nodes import (
     Assign,
+    Break,
     Call,
     Const,
+    Continue,
     Eval,
     Expr,
     For,
@@ -47,6 +49,7 @@ from pypto.ir.nodes import (
     Stmt,
     TupleExpr,
     Var,
+    While,
     function_bindings,
     register_printer,
 )
@@ -256,6 +259,7 @@ class _Printer:
         self.plan = plan
         self.names = names or {}
         self.lines: list[str] = []
+        self.loops: list[For | While] = []  # the loops around the statement being printed
 
     def name(self, var: Var) -> str:
         return self.names.get(id(var), var.name)
@@ -284,10 +288,57 @@ class _Printer:
         self.emit(
             depth, f"for {self.name(s.var)}, ({carried}) in pl.{s.kind.value}({rng}, init_values=({inits})):"
         )
+        self.loop_body(s, (), depth)
+
+    def while_loop(self, s: While, depth: int) -> None:
+        """``for (a,) in pl.while_(init_values=(a0,)):`` ``pl.cond(..)`` ... ``a_1 = pl.yield_(..)``."""
+        carried = _carried_names(s.iter_args, self.name)
+        inits = _carried_names(s.init_values, self.name)
+        self.emit(depth, f"for ({carried}) in pl.while_(init_values=({inits})):")
+        self.loop_body(s, (f"pl.cond({self.expr(s.cond)})",), depth)
+
+    def loop_body(self, s: For | While, first: tuple[str, ...], depth: int) -> None:
+        """The body of a carrying loop, ending with the yields that name its results."""
+        for line in first:
+            self.emit(depth + 1, line)
+        self.loops.append(s)
         self.body(s.body, depth + 1)
-        yields = ", ".join(self.expr(y) for y in s.yields)
-        results = ", ".join(self.name(r) for r in s.results)
-        self.emit(depth + 1, f"{results} = pl.yield_({yields})")
+        self.loops.pop()
+        self.yield_line(s.results, s.yields, depth + 1)
+
+    def yield_line(self, results: tuple[Var, ...], yields: tuple[Expr, ...], depth: int) -> None:
+        if results:
+            names = ", ".join(self.name(r) for r in results)
+            self.emit(depth, f"{names} = pl.yield_({', '.join(self.expr(y) for y in yields)})")
+
+    def if_stmt(self, s: If, depth: int) -> None:
+        """``if c:`` ... ``r = pl.yield_(a)`` ``else:`` ... ``r = pl.yield_(b)``; an arm that
+        always jumps yields nothing."""
+        self.emit(depth, f"if {self.expr(s.cond)}:")
+        self.arm(s.then_body, s.then_yields, s.results, depth + 1)
+        if s.else_body or s.else_yields:
+            self.emit(depth, "else:")
+            self.arm(s.else_body, s.else_yields, s.results, depth + 1)
+
+    def arm(
+        self, body: tuple[Stmt, ...], yields: tuple[Expr, ...], results: tuple[Var, ...], depth: int
+    ) -> None:
+        if body or not yields:
+            self.body(body, depth)
+        if yields:
+            self.yield_line(results, yields, depth)
+
+    def jump(self, s: Break | Continue, depth: int) -> None:
+        """``break`` / ``continue``, after binding the loop's carried names to the values it
+        gives them (what the parser reads them from)."""
+        loop = self.loops[-1] if self.loops else None
+        if loop is not None and s.values:
+            changed = [(a, v) for a, v in zip(loop.iter_args, s.values, strict=True) if v is not a]
+            if changed:
+                names = ", ".join(self.name(a) for a, _ in changed)
+                values = ", ".join(self.expr(v) for _, v in changed)
+                self.emit(depth, f"{names} = {values}")
+        self.emit(depth, "break" if isinstance(s, Break) else "continue")
 
     def stmt(self, s: Stmt, depth: int) -> None:
         if isinstance(s, Assign):
@@ -297,12 +348,12 @@ class _Printer:
             self.emit(depth, self.expr(s.value))
         elif isinstance(s, For):
             self.loop(s, depth)
+        elif isinstance(s, While):
+            self.while_loop(s, depth)
         elif isinstance(s, If):
-            self.emit(depth, f"if {self.expr(s.cond)}:")
-            self.body(s.then_body, depth + 1)
-            if s.else_body:
-                self.emit(depth, "else:")
-                self.body(s.else_body, depth + 1)
+            self.if_stmt(s, depth)
+        elif isinstance(s, (Break, Continue)):
+            self.jump(s, depth)
         elif isinstance(s, Return):
             self.emit(depth, "return " + ", ".join(self.expr(v) for v in s.values))
         elif isinstance(s, SplitAivRegion):

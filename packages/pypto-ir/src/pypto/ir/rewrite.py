@@ -10,8 +10,10 @@ from typing import TypeVar
 from pypto.ir.errors import PyptoError
 from pypto.ir.nodes import (
     Assign,
+    Break,
     Call,
     Const,
+    Continue,
     Eval,
     Expr,
     For,
@@ -25,6 +27,8 @@ from pypto.ir.nodes import (
     Stmt,
     TupleExpr,
     Var,
+    While,
+    stmt_bindings,
     stmt_end_exprs,
     stmt_exprs,
     used_vars,
@@ -58,16 +62,10 @@ class NameGen:
 
 
 def defined_vars(body: tuple[Stmt, ...]) -> Iterator[Var]:
-    """Assignment targets and loop variables, nested bodies included."""
+    """Assignment targets, loop variables and carried values, if results, region lanes and task
+    ids, nested bodies included."""
     for stmt in walk_stmts(body):
-        if isinstance(stmt, Assign):
-            yield stmt.target
-        elif isinstance(stmt, For):
-            yield stmt.var
-            yield from stmt.iter_args
-            yield from stmt.results
-        elif isinstance(stmt, SplitAivRegion):
-            yield stmt.lane
+        yield from stmt_bindings(stmt)
 
 
 def vars_used_in(body: tuple[Stmt, ...]) -> Iterator[Var]:
@@ -120,45 +118,60 @@ def substitute_body(body: tuple[Stmt, ...], mapping: dict[Var, Expr]) -> tuple[S
             out.append(replace(stmt, target=target, value=value))
         elif isinstance(stmt, Eval):
             out.append(replace(stmt, value=substitute_expr(stmt.value, mapping)))
-        elif isinstance(stmt, Return):
+        elif isinstance(stmt, (Return, Break, Continue)):
             out.append(replace(stmt, values=tuple(substitute_expr(v, mapping) for v in stmt.values)))
-        elif isinstance(stmt, For):
+        elif isinstance(stmt, (For, While)):
             out.append(_substitute_loop(stmt, mapping))
         elif isinstance(stmt, (ScopeStmt, SplitAivRegion)):
             out.append(replace(stmt, body=substitute_body(stmt.body, mapping)))
         elif isinstance(stmt, If):
-            then_body, else_body = (substitute_body(b, mapping) for b in (stmt.then_body, stmt.else_body))
-            cond = substitute_expr(stmt.cond, mapping)
-            out.append(replace(stmt, cond=cond, then_body=then_body, else_body=else_body))
+            out.append(_substitute_if(stmt, mapping))
         else:
             out.append(stmt)
     return tuple(out)
 
 
-def _substitute_loop(loop: For, mapping: dict[Var, Expr]) -> For:
-    """Substitute through a loop: bounds, init values, body and yields; iter_args and results
-    that ``mapping`` renames are renamed."""
+def _substitute_loop(loop: For | While, mapping: dict[Var, Expr]) -> For | While:
+    """Substitute through a loop: bounds (or condition), init values, body and yields; iter_args
+    and results that ``mapping`` renames are renamed."""
 
     def exprs(values: tuple[Expr, ...]) -> tuple[Expr, ...]:
         return tuple(substitute_expr(e, mapping) for e in values)
 
-    def renamed(vars_: tuple[Var, ...]) -> tuple[Var, ...]:
-        return tuple(v2 if isinstance(v2 := mapping.get(v, v), Var) else v for v in vars_)
-
-    start, stop, step = exprs((loop.start, loop.stop, loop.step))
-    init_values, iter_args = exprs(loop.init_values), renamed(loop.iter_args)
+    init_values, iter_args = exprs(loop.init_values), _renamed(loop.iter_args, mapping)
+    if isinstance(loop, For):
+        start, stop, step = exprs((loop.start, loop.stop, loop.step))
+        loop = replace(loop, start=start, stop=stop, step=step)
+    else:
+        loop = replace(loop, cond=substitute_expr(loop.cond, mapping))
     body = substitute_body(loop.body, mapping)
     return replace(
         loop,
-        start=start,
-        stop=stop,
-        step=step,
         body=body,
         iter_args=iter_args,
         init_values=init_values,
         yields=exprs(loop.yields),
-        results=renamed(loop.results),
+        results=_renamed(loop.results, mapping),
     )
+
+
+def _substitute_if(stmt: If, mapping: dict[Var, Expr]) -> If:
+    """Substitute through an if: condition, arms and their yields; results ``mapping`` renames
+    are renamed."""
+    then_body, else_body = (substitute_body(b, mapping) for b in (stmt.then_body, stmt.else_body))
+    return replace(
+        stmt,
+        cond=substitute_expr(stmt.cond, mapping),
+        then_body=then_body,
+        else_body=else_body,
+        then_yields=tuple(substitute_expr(e, mapping) for e in stmt.then_yields),
+        else_yields=tuple(substitute_expr(e, mapping) for e in stmt.else_yields),
+        results=_renamed(stmt.results, mapping),
+    )
+
+
+def _renamed(vars_: tuple[Var, ...], mapping: Mapping[Var, Expr]) -> tuple[Var, ...]:
+    return tuple(v2 if isinstance(v2 := mapping.get(v, v), Var) else v for v in vars_)
 
 
 def map_functions(

@@ -3,14 +3,17 @@ the call graph (no cycles; control functions called from host code only)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 
 from pypto.ir.callgraph import CONTROL_KINDS, call_cycle, host_calls, is_control_call
 from pypto.ir.dtypes import DataType
-from pypto.ir.errors import VerificationError
+from pypto.ir.errors import SourceSpan, VerificationError
 from pypto.ir.nodes import (
     Assign,
+    Break,
     Call,
+    Continue,
     Expr,
     For,
     Function,
@@ -21,6 +24,10 @@ from pypto.ir.nodes import (
     SplitAivRegion,
     Stmt,
     Var,
+    While,
+    always_jumps,
+    nested_bodies,
+    stmt_bindings,
     stmt_exprs,
     walk_expr,
     walk_stmts,
@@ -90,12 +97,10 @@ def _verify_body(
                     f"but assigned {stmt.value.type}",
                     stmt.span,
                 )
-        elif isinstance(stmt, For):
+        elif isinstance(stmt, (For, While)):
             _verify_loop(fn, stmt, defined, callees, in_scope)
         elif isinstance(stmt, If):
-            _verify_condition(fn, stmt)
-            for arm in (stmt.then_body, stmt.else_body):
-                _verify_body(fn, arm, set(defined), callees, in_scope)  # names bound in an arm end with it
+            _verify_if(fn, stmt, defined, callees, in_scope)
         elif isinstance(stmt, ScopeStmt):
             _verify_task_vars(fn, stmt, defined)
             _verify_body(fn, stmt.body, defined, callees, in_scope=True)
@@ -109,33 +114,70 @@ def _verify_body(
 
 
 def _verify_loop(
-    fn: Function, loop: For, defined: set[Var], callees: set[str] | None, in_scope: bool
+    fn: Function, loop: For | While, defined: set[Var], callees: set[str] | None, in_scope: bool
 ) -> None:
-    """The body sees the loop var and the iter_args; the yields are checked at its end, the
-    results are defined after the loop; every carried value keeps one type."""
-    inner = defined | {loop.var, *loop.iter_args}
+    """The body (and a while loop's condition) sees the loop var and the iter_args; the yields
+    are checked at its end, the results are defined after the loop; every carried value keeps
+    one type; a ``break`` / ``continue`` gives one value per carried value."""
+    inner = defined | set(stmt_bindings(loop)) - set(loop.results)
+    if isinstance(loop, While):
+        _verify_expr(fn, loop.cond, inner, callees, in_scope)
     _verify_body(fn, loop.body, inner, callees, in_scope)
     for expr in loop.yields:
         _verify_expr(fn, expr, inner, callees, in_scope)
-    _verify_carried_types(fn, loop)
+    what = f"loop over {loop.var.name}" if isinstance(loop, For) else "while loop"
+    _verify_carried_types(fn, what, loop.span, (loop.iter_args, loop.init_values, loop.yields, loop.results))
+    for jump in _jumps(loop.body):
+        _verify_carried_types(
+            fn, f"{type(jump).__name__.lower()} of the {what}", jump.span, (loop.iter_args, jump.values)
+        )
     defined.update(loop.results)
 
 
-def _verify_carried_types(fn: Function, loop: For) -> None:
-    groups = (loop.iter_args, loop.init_values, loop.yields, loop.results)
+def _jumps(body: tuple[Stmt, ...]) -> Iterator[Break | Continue]:
+    """The ``break`` / ``continue`` statements of a loop body, not those of the loops inside it."""
+    for stmt in body:
+        if isinstance(stmt, (Break, Continue)):
+            yield stmt
+        elif not isinstance(stmt, (For, While)):
+            for inner in nested_bodies(stmt):
+                yield from _jumps(inner)
+
+
+def _verify_if(fn: Function, stmt: If, defined: set[Var], callees: set[str] | None, in_scope: bool) -> None:
+    """Each arm sees what was defined before the if, and its yields what the arm bound; an arm
+    that always jumps yields nothing; the results are defined after the if."""
+    _verify_condition(fn, stmt)
+    for k, arm in enumerate(nested_bodies(stmt)):
+        inner = set(defined)  # names bound in an arm end with it
+        _verify_body(fn, arm, inner, callees, in_scope)
+        yields = stmt.arm_yields(k)
+        if not yields and always_jumps(arm):
+            continue
+        for expr in yields:
+            _verify_expr(fn, expr, inner, callees, in_scope)
+        _verify_carried_types(fn, "if", stmt.span, (yields, stmt.results))
+    defined.update(stmt.results)
+
+
+def _verify_carried_types(
+    fn: Function, what: str, span: SourceSpan | None, groups: tuple[tuple[Expr, ...], ...]
+) -> None:
+    """Every group (iter_args, init values, yields, results, a jump's values) has one entry per
+    carried value, and the entries of one value have one type."""
     if len({len(g) for g in groups}) != 1:
         raise VerificationError(
-            f"in {fn.name}: loop over {loop.var.name} has {len(loop.iter_args)} iter_args, "
-            f"{len(loop.init_values)} init values, {len(loop.yields)} yields and {len(loop.results)} results",
-            loop.span,
+            f"in {fn.name}: the {what} has {' / '.join(str(len(g)) for g in groups)} carried values "
+            "(iter_args / init / yield / result, or yields / results of an if)",
+            span,
         )
     for carried in zip(*groups, strict=True):
         types = {_carried_type(e.type) for e in carried}
         if len(types) != 1:
             raise VerificationError(
-                f"in {fn.name}: the loop-carried value {carried[0].name} has types "
-                f"{' / '.join(str(e.type) for e in carried)} (iter_arg / init / yield / result)",
-                loop.span,
+                f"in {fn.name}: the value {getattr(carried[0], 'name', '?')} the {what} carries has types "
+                f"{' / '.join(str(e.type) for e in carried)}",
+                span,
             )
 
 

@@ -28,11 +28,29 @@ from __future__ import annotations
 import copy
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Generator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pypto.ir.errors import DeadlockError, LoopStepError, VerificationError, at_line
 from pypto.ir.launch import LaunchPlan, LoadedProgram, Seat
-from pypto.ir.nodes import Assign, Call, Const, Eval, Expr, For, Function, If, Return, Stmt, TupleExpr, Var
+from pypto.ir.nodes import (
+    Assign,
+    Break,
+    Call,
+    Const,
+    Continue,
+    Eval,
+    Expr,
+    For,
+    Function,
+    If,
+    Return,
+    Stmt,
+    TupleExpr,
+    Var,
+    While,
+    nested_bodies,
+)
 from pypto.ir.ops import OPS, op, tensor
 from pypto.ir.printer import format_expr
 from pypto.ir.types import TileType
@@ -48,6 +66,14 @@ _CALL, _CREATE, _LANE, _BLOCK = op.call, tensor.create, op.get_subblock_idx, op.
 STRUCTURAL_OPS = frozenset({op.call})
 # Boundary ops the pass pipeline lowers into pipe pushes and pops: no backend receives them.
 LOWERED_AWAY = frozenset({op.aiv_shard, op.aic_gather})
+
+
+@dataclass(frozen=True)
+class Jump:
+    """A ``break`` / ``continue`` on its way out to its loop, with the values it gives the loop."""
+
+    stmt: Break | Continue
+    values: tuple[Any, ...]
 
 
 def received_ops() -> frozenset[str]:
@@ -79,6 +105,8 @@ class Walker(ABC):
     def run(self) -> Generator[Any, None, tuple[Any, ...]]:
         """Execute the body; the generator's return value is what ``Return`` gave (``()`` if none)."""
         returned = yield from self.exec_body(self.fn.body)
+        if isinstance(returned, Jump):
+            raise self.error(f"{type(returned.stmt).__name__.lower()} outside a loop", returned.stmt)
         return returned or ()
 
     # ------------------------------------------------------------ hooks
@@ -92,7 +120,8 @@ class Walker(ABC):
         self.env[stmt.target.name] = value
 
     def set_carried(self, var: Var, value: Any) -> None:
-        """Bind a loop's iter_arg to its init value or an iteration's yield."""
+        """Bind a carried value: a loop's iter_arg to its init value or an iteration's yield, an
+        if's result to the yield of the arm that ran."""
         self.env[var.name] = value
 
     def iteration_done(self, done: int, count: int) -> None:
@@ -105,15 +134,16 @@ class Walker(ABC):
 
     # ------------------------------------------------------------ statements
 
-    def exec_body(self, body: Sequence[Stmt]) -> Generator[Any, None, tuple[Any, ...] | None]:
-        """Execute ``body``; the return value is a ``Return``'s values, or None if none ran."""
+    def exec_body(self, body: Sequence[Stmt]) -> Generator[Any, None, tuple[Any, ...] | Jump | None]:
+        """Execute ``body``; the return value is a ``Return``'s values, the :class:`Jump` of a
+        ``break`` / ``continue`` that left it, or None if it ran to its end."""
         for stmt in body:
             returned = yield from self.exec_stmt(stmt)
             if returned is not None:
                 return returned
         return None
 
-    def exec_stmt(self, stmt: Stmt) -> Generator[Any, None, tuple[Any, ...] | None]:
+    def exec_stmt(self, stmt: Stmt) -> Generator[Any, None, tuple[Any, ...] | Jump | None]:
         """Execute one statement (and the bodies it holds)."""
         if isinstance(stmt, Assign):
             value = yield from self.eval_statement_call(stmt.value)
@@ -122,14 +152,32 @@ class Walker(ABC):
             yield from self.eval_statement_call(stmt.value)
         elif isinstance(stmt, For):
             return (yield from self.exec_for(stmt))
+        elif isinstance(stmt, While):
+            return (yield from self.exec_while(stmt))
         elif isinstance(stmt, If):
-            taken = yield from self.eval(stmt.cond)
-            return (yield from self.exec_body(stmt.then_body if taken else stmt.else_body))
+            return (yield from self.exec_if(stmt))
         elif isinstance(stmt, Return):
             return (yield from self.eval_all(stmt.values))
+        elif isinstance(stmt, (Break, Continue)):
+            return Jump(stmt, (yield from self.eval_all(stmt.values)))
         else:
             kind = self.fn.kind.value
             raise self.error(f"{type(stmt).__name__} is not allowed in a lowered {kind} function", stmt)
+        return None
+
+    def exec_if(self, stmt: If) -> Generator[Any, None, tuple[Any, ...] | Jump | None]:
+        """Run the arm the condition picks; unless it jumped or returned, bind the results to
+        its yields."""
+        arm = 0 if (yield from self.eval(stmt.cond)) else 1
+        left = yield from self.exec_body(nested_bodies(stmt)[arm])
+        if left is not None:
+            return left
+        yields = stmt.arm_yields(arm)
+        if len(yields) != len(stmt.results):
+            raise self.error("an if arm that reaches its end yields no value for its results", stmt)
+        values = yield from self.eval_all(yields)
+        for result, value in zip(stmt.results, values, strict=True):
+            self.set_carried(result, value)
         return None
 
     def exec_for(self, loop: For) -> Generator[Any, None, tuple[Any, ...] | None]:
@@ -141,20 +189,53 @@ class Walker(ABC):
         try:
             for done, i in enumerate(iterations, 1):
                 self.env[loop.var.name] = i
-                returned = yield from self.exec_body(loop.body)
-                if returned is not None:
-                    return returned
-                yield from self.carry(loop, loop.yields)
+                left = yield from self.iteration(loop)
+                if left is not None:
+                    return None if isinstance(left, Jump) else left
                 if self.loop_depth == 1:
                     self.iteration_done(done, len(iterations))
         finally:
             self.loop_depth -= 1
-        # The results are the iter_args' last values (the init values after no iteration).
-        for iter_arg, result in zip(loop.iter_args, loop.results, strict=True):
-            self.env[result.name] = self.env[iter_arg.name]
+        self.bind_results(loop)
         return None
 
-    def carry(self, loop: For, exprs: Sequence[Expr]) -> Generator[Any, None, None]:
+    def exec_while(self, loop: While) -> Generator[Any, None, tuple[Any, ...] | None]:
+        """Run a while loop: bind the iter_args to the init values, then while the condition
+        holds the body and the yields; afterwards the results."""
+        yield from self.carry(loop, loop.init_values)
+        self.loop_depth += 1
+        try:
+            while (yield from self.eval(loop.cond)):
+                left = yield from self.iteration(loop)
+                if left is not None:
+                    return None if isinstance(left, Jump) else left
+        finally:
+            self.loop_depth -= 1
+        self.bind_results(loop)
+        return None
+
+    def iteration(self, loop: For | While) -> Generator[Any, None, tuple[Any, ...] | Jump | None]:
+        """One run of the body and the carry into the next iteration: None to go on, a
+        ``Return``'s values, or the :class:`Jump` of a ``break`` (the results then bound)."""
+        left = yield from self.exec_body(loop.body)
+        if isinstance(left, Jump):  # its values are the next iteration's, or the last ones
+            for var, value in zip(loop.iter_args, left.values, strict=True):
+                self.set_carried(var, value)
+            if isinstance(left.stmt, Break):
+                self.bind_results(loop)
+                return left
+            return None
+        if left is not None:
+            return left
+        yield from self.carry(loop, loop.yields)
+        return None
+
+    def bind_results(self, loop: For | While) -> None:
+        """The results are the iter_args' last values (the init values after no iteration)."""
+        for iter_arg, result in zip(loop.iter_args, loop.results, strict=True):
+            self.env[result.name] = self.env[iter_arg.name]
+
+    def carry(self, loop: For | While, exprs: Sequence[Expr]) -> Generator[Any, None, None]:
         """Move ``exprs`` (init values or yields, all evaluated first) into the iter_args."""
         values = yield from self.eval_all(exprs)
         for var, value in zip(loop.iter_args, values, strict=True):

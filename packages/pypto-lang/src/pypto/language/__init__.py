@@ -43,6 +43,8 @@ range = STATEMENTS["range"]  # shadows the builtin on purpose: pl.range is the D
 parallel = STATEMENTS["parallel"]
 unroll = STATEMENTS["unroll"]
 yield_ = STATEMENTS["yield_"]
+while_ = STATEMENTS["while_"]
+cond = STATEMENTS["cond"]
 split_aiv = STATEMENTS["split_aiv"]
 static_print = DIRECTIVES["static_print"]
 static_assert = DIRECTIVES["static_assert"]
@@ -98,6 +100,7 @@ __all__ = [
     "Tensor",
     "Tile",
     "at",
+    "cond",
     "const",
     "cross_core_slot",
     "func_attr",
@@ -121,6 +124,7 @@ __all__ = [
     "tensor",
     "tile",
     "unroll",
+    "while_",
     "yield_",
 ]
 __all__ += sorted(op_builtins())  # pl.add, pl.load, ...: one per op of the registry

@@ -33,8 +33,14 @@ STATEMENT_DOCS: dict[str, tuple[str, str]] = {
     "range": ("range(stop) / range(start, stop, step=1)", "a sequential loop over an INDEX var"),
     "yield_": (
         "yield_(a, b, ...)",
-        "the values of a loop's carried names for the next iteration: `a, b = pl.yield_(a2, b2)`",
+        "the values of a loop's carried names for the next iteration (`a, b = pl.yield_(a2, b2)`), "
+        "or of the names an if arm gives its results (`r = pl.yield_(v)`)",
     ),
+    "while_": (
+        "while_(init_values=(a0, ...))",
+        "a loop that runs while its pl.cond holds: `for (a,) in pl.while_(init_values=(a0,)):`",
+    ),
+    "cond": ("cond(c)", "the first statement of a pl.while_ body: the loop goes on while c is true"),
     "parallel": ("parallel(stop) / parallel(start, stop, step=1)", "a loop with independent iterations"),
     "unroll": ("unroll(stop) / unroll(start, stop, step=1)", "a loop unrolled at compile time"),
     "split_aiv": (

@@ -31,8 +31,9 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from pypto.ir import Assign, Call, Const, Eval, For, If, Program, Stmt
+from pypto.ir import Assign, Break, Call, Const, Eval, For, If, Program, Stmt, While
 from pypto.ir.callgraph import is_control_call
+from pypto.ir.nodes import walk_stmts
 from pypto.ir.ops import op
 
 ON_TASK_OPTION = "on_task"  # the backend option: on_task(kernel_name) after each finished task
@@ -69,6 +70,10 @@ class _TaskCounter:
         if isinstance(stmt, If):
             arms = [self.count(stmt.then_body), self.count(stmt.else_body)]
             return None if None in arms else max(a for a in arms if a is not None)
+        if isinstance(stmt, While) or any(
+            isinstance(s, Break) for s in walk_stmts(stmt.body if isinstance(stmt, For) else ())
+        ):
+            return None  # a run-time number of iterations
         if isinstance(stmt, For):
             inner = self.count(stmt.body)
             bounds = (stmt.start, stmt.stop, stmt.step)

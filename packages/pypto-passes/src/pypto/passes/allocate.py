@@ -35,7 +35,7 @@ from pypto.ir import (
     Var,
     get_op,
 )
-from pypto.ir.nodes import nested_bodies, stmt_exprs, used_vars, walk_stmts
+from pypto.ir.nodes import LOOP_STMTS, If, While, nested_bodies, stmt_exprs, used_vars, walk_stmts
 from pypto.ir.types import describe
 from pypto.passes.manager import PassContext
 
@@ -64,17 +64,19 @@ def _scan(body: tuple[Stmt, ...], live: _Liveness, loops: tuple[int, ...]) -> No
             live.def_loops[stmt.target] = loops
             live.last_use.setdefault(stmt.target, pos)
         elif nested_bodies(stmt):
-            inner = (*loops, pos) if isinstance(stmt, For) else loops
-            if isinstance(stmt, For):
+            inner = (*loops, pos) if isinstance(stmt, LOOP_STMTS) else loops
+            if isinstance(stmt, LOOP_STMTS):
                 _define_carried(live, stmt, pos, loops)
             for body_ in nested_bodies(stmt):  # an If's arms one after the other: only one runs
                 _scan(body_, live, inner)
             live.loop_end[pos] = live.position - 1
-            if isinstance(stmt, For):
+            if isinstance(stmt, LOOP_STMTS):
                 _end_carried(live, stmt)
+            elif isinstance(stmt, If):
+                _define_if_results(live, stmt, loops)
 
 
-def _define_carried(live: _Liveness, loop: For, pos: int, loops: tuple[int, ...]) -> None:
+def _define_carried(live: _Liveness, loop: For | While, pos: int, loops: tuple[int, ...]) -> None:
     """A carried tile's iter_arg is defined at the loop; its result is another name for it."""
     for iter_arg, result in zip(loop.iter_args, loop.results, strict=True):
         if isinstance(iter_arg.type, TileType):
@@ -84,7 +86,20 @@ def _define_carried(live: _Liveness, loop: For, pos: int, loops: tuple[int, ...]
             live.aliases[result] = iter_arg
 
 
-def _end_carried(live: _Liveness, loop: For) -> None:
+def _define_if_results(live: _Liveness, stmt: If, loops: tuple[int, ...]) -> None:
+    """An if's tile result has a buffer of its own, written at the end of the arm that ran: it is
+    defined at the if's last op, where the yields are last used."""
+    end = live.position - 1
+    for v in (u for y in (*stmt.then_yields, *stmt.else_yields) for u in used_vars(y)):
+        _use(live, v, end, loops)
+    for result in stmt.results:
+        if isinstance(result.type, TileType):
+            live.defs[result] = end
+            live.def_loops[result] = loops
+            live.last_use.setdefault(result, end)
+
+
+def _end_carried(live: _Liveness, loop: For | While) -> None:
     """The iter_args and the yields stay live through the copy at the end of the last op."""
     end = live.position - 1 + 0.5
     for v in (*loop.iter_args, *(u for y in loop.yields for u in used_vars(y))):
@@ -134,7 +149,7 @@ def _extend_for_loops(body: tuple[Stmt, ...], live: _Liveness) -> dict[Var, floa
                             # Live through the loop's last op too: the next iteration reads it.
                             ends[v] = max(ends.get(v, 0), live.loop_end[outer[0]] + 0.5)
             for inner in nested_bodies(stmt):
-                visit(inner, (*loops, pos) if isinstance(stmt, For) else loops)
+                visit(inner, (*loops, pos) if isinstance(stmt, LOOP_STMTS) else loops)
 
     visit(body, ())
     return ends

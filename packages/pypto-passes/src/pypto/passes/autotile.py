@@ -40,7 +40,7 @@ from pypto.ir import (
     Var,
     make_call,
 )
-from pypto.ir.nodes import stmt_end_exprs, stmt_exprs, used_vars, walk_stmts
+from pypto.ir.nodes import While, stmt_end_exprs, stmt_exprs, used_vars, walk_stmts
 from pypto.ir.ops import tensor
 from pypto.ir.rewrite import NameGen, index_add, index_tuple, map_functions
 from pypto.passes.manager import PassContext
@@ -125,7 +125,7 @@ class _Blocker:
         for index, stmt in enumerate(body):
             if id(stmt) in replaced:
                 continue
-            if isinstance(stmt, (For, SplitAivRegion)):
+            if isinstance(stmt, (For, While, SplitAivRegion)):
                 out.append(replace(stmt, body=self.block(stmt.body)))
             elif isinstance(stmt, If):
                 then_body, else_body = self.block(stmt.then_body), self.block(stmt.else_body)

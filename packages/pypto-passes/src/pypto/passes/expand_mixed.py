@@ -41,7 +41,7 @@ from pypto.ir import (
     TileType,
     make_call,
 )
-from pypto.ir.nodes import nested_bodies, walk_stmts, with_bodies
+from pypto.ir.nodes import LOOP_STMTS, While, nested_bodies, pick_carried, walk_stmts, with_bodies
 from pypto.ir.ops import Ordering, PipeAction, PipeDirection, PipeEnd, get_op, op, pipe_op, trait_of
 from pypto.ir.rewrite import NameGen, at_function
 from pypto.ir.sides import Side, call_side, first_ops_by_side, is_boundary, space_side
@@ -213,25 +213,17 @@ def _rings(attrs: Mapping[str, Any], setup: SourceSpan | None, side: Side | None
 
 
 def _carried_on(stmt: Stmt, side: Side) -> Stmt:
-    """A loop as one side runs it: it carries its scalars and the tiles of that side only."""
-    if not isinstance(stmt, For) or not stmt.iter_args:
+    """A loop (or an if) as one side runs it: it carries its scalars and the tiles of that side
+    only."""
+    carried = stmt.results if isinstance(stmt, (*LOOP_STMTS, If)) else ()
+    if not carried:
         return stmt
     keep = [
         k
-        for k, var in enumerate(stmt.iter_args)
+        for k, var in enumerate(carried)
         if not isinstance(var.type, TileType) or space_side(var.type.memory_space) in (None, side)
     ]
-
-    def pick(values: tuple[Any, ...]) -> tuple[Any, ...]:
-        return tuple(values[k] for k in keep)
-
-    return replace(
-        stmt,
-        iter_args=pick(stmt.iter_args),
-        init_values=pick(stmt.init_values),
-        yields=pick(stmt.yields),
-        results=pick(stmt.results),
-    )
+    return pick_carried(stmt, keep)
 
 
 def _direction_of(call: Call) -> PipeDirection | None:
@@ -301,14 +293,15 @@ class _SideSplitter:
                 lane = Assign(stmt.lane, make_call(op.get_subblock_idx, ()), stmt.span)
                 _, inner = self.block(stmt.body, in_region=True)
                 vector.extend((lane, *inner))
-            elif isinstance(stmt, (For, If)):
+            elif isinstance(stmt, (For, While, If)):
                 sides = [self.block(b, in_region) for b in nested_bodies(stmt)]
                 for side, out, side_bodies in (
                     (Side.CUBE, cube, [c for c, _ in sides]),
                     (Side.VECTOR, vector, [v for _, v in sides]),
                 ):
-                    if any(side_bodies):
-                        out.append(_carried_on(with_bodies(stmt, tuple(side_bodies)), side))
+                    on_side = _carried_on(with_bodies(stmt, tuple(side_bodies)), side)
+                    if any(side_bodies) or bool(getattr(on_side, "results", None)):
+                        out.append(on_side)
             elif isinstance(stmt, (Assign, Eval)) and isinstance(stmt.value, Call):
                 c, v = self.statement(stmt, in_region)
                 cube.extend(c)

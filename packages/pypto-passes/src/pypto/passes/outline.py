@@ -36,7 +36,7 @@ from pypto.ir import (
     make_call,
 )
 from pypto.ir.callgraph import control_functions
-from pypto.ir.nodes import Call, Expr, nested_bodies, stmt_exprs, walk_expr, walk_stmts, with_bodies
+from pypto.ir.nodes import Call, Expr, While, nested_bodies, stmt_exprs, walk_expr, walk_stmts, with_bodies
 from pypto.ir.ops import op, tensor
 from pypto.ir.rewrite import NameGen, defined_vars, free_vars, substitute_body, vars_used_in
 from pypto.ir.types import INDEX, describe
@@ -108,7 +108,7 @@ class OutlineScopes:
         for stmt in body:
             if isinstance(stmt, ScopeStmt):
                 out.extend(self._outline(entry, stmt, names, kernels))
-            elif isinstance(stmt, (For, If)):
+            elif isinstance(stmt, (For, While, If)):
                 bodies = tuple(self._block(entry, b, names, kernels) for b in nested_bodies(stmt))
                 out.append(with_bodies(stmt, bodies))
             else:
@@ -232,7 +232,7 @@ def _without(body: tuple[Stmt, ...], scope: ScopeStmt) -> tuple[Stmt, ...]:
     for stmt in body:
         if stmt is scope:
             continue
-        if isinstance(stmt, (For, ScopeStmt, If)):
+        if isinstance(stmt, (For, While, ScopeStmt, If)):
             stmt = with_bodies(stmt, tuple(_without(b, scope) for b in nested_bodies(stmt)))
         out.append(stmt)
     return tuple(out)

@@ -55,7 +55,15 @@ from pypto.ir import (
     Var,
     make_call,
 )
-from pypto.ir.nodes import nested_bodies, stmt_end_exprs, stmt_exprs, used_vars, walk_stmts, with_bodies
+from pypto.ir.nodes import (
+    While,
+    nested_bodies,
+    stmt_end_exprs,
+    stmt_exprs,
+    used_vars,
+    walk_stmts,
+    with_bodies,
+)
 from pypto.ir.ops import (
     Broadcast,
     Effect,
@@ -179,7 +187,7 @@ class ConvertTensorToTileOps:
             if region:
                 flush()
             _reject_uses(stmt, lowered_values)
-            if isinstance(stmt, (For, SplitAivRegion, If)):
+            if isinstance(stmt, (For, While, SplitAivRegion, If)):
                 bodies = tuple(self._block(b, fn, names, target) for b in nested_bodies(stmt))
                 stmt = with_bodies(stmt, bodies)
             out.append(stmt)
@@ -235,7 +243,9 @@ class ConvertTensorToTileOps:
 def _reject_carried_tensors(fn: Function) -> None:
     """A loop inside a scope carries tiles and scalars; tiling a carried tensor is not supported."""
     for stmt in walk_stmts(fn.body):
-        if not isinstance(stmt, For):
+        if isinstance(stmt, If):
+            _reject_tensor_results(stmt)
+        if not isinstance(stmt, (For, While)):
             continue
         for var in stmt.iter_args:
             if isinstance(var.type, TensorType):
@@ -244,6 +254,18 @@ def _reject_carried_tensors(fn: Function) -> None:
                     stmt.span,
                     "carry a tile instead: load the block with pl.load(...) and update it with tile ops",
                 )
+
+
+def _reject_tensor_results(stmt: If) -> None:
+    """A value leaving an if inside a scope is a tile or a scalar; a tensor is not tiled."""
+    for var in stmt.results:
+        if isinstance(var.type, TensorType):
+            raise ParseError(
+                f"'{var.name}' is a tensor leaving an if inside a scope, which the compiler does not tile",
+                stmt.span,
+                "let a tile leave the if instead: load the block with pl.load(...) before the if and "
+                "compute on tiles in its arms, or store into the output inside each arm",
+            )
 
 
 def independent_parts(region: list[Stmt]) -> list[list[Stmt]]:

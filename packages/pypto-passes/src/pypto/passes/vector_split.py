@@ -54,7 +54,16 @@ from pypto.ir import (
     Var,
     make_call,
 )
-from pypto.ir.nodes import nested_bodies, stmt_exprs, walk_expr, walk_stmts, with_bodies
+from pypto.ir.nodes import (
+    JUMP_STMTS,
+    LOOP_STMTS,
+    While,
+    nested_bodies,
+    stmt_exprs,
+    walk_expr,
+    walk_stmts,
+    with_bodies,
+)
 from pypto.ir.ops import ALL, SPLIT_FREELY, SplitPolicy, op, scalar, split_axis, split_shape, trait_of
 from pypto.ir.ops import tile as tile_ops
 from pypto.ir.rewrite import NameGen, index_add, index_tuple, map_functions, substitute_expr
@@ -164,10 +173,14 @@ class _Splitter:
     def block(self, body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
         out: list[Stmt] = []
         for stmt in body:
-            if isinstance(stmt, For) and stmt.iter_args:
+            if isinstance(stmt, LOOP_STMTS) and stmt.iter_args:
                 out.append(self.carried_loop(stmt))
-            elif isinstance(stmt, (For, If)):
+            elif isinstance(stmt, If) and stmt.results:
+                out.append(self.carried_if(stmt))
+            elif isinstance(stmt, (For, While, If)):
                 out.append(with_bodies(stmt, tuple(self.block(b) for b in nested_bodies(stmt))))
+            elif isinstance(stmt, JUMP_STMTS):
+                out.append(replace(stmt, values=tuple(substitute_expr(v, self.mapping) for v in stmt.values)))
             elif isinstance(stmt, Assign) and isinstance(stmt.value, Call):
                 out.extend(self.assign(stmt))
             elif isinstance(stmt, Eval) and isinstance(stmt.value, Call):
@@ -176,15 +189,34 @@ class _Splitter:
                 out.append(stmt)
         return tuple(out)
 
-    def carried_loop(self, loop: For) -> For:
+    def carried_loop(self, loop: For | While) -> For | While:
         """A loop whose carried tiles shrink to a lane's share like every other vector tile."""
         inits = tuple(substitute_expr(v, self.mapping) for v in loop.init_values)
         iter_args = tuple(self.rebind(old, new) for old, new in zip(loop.iter_args, inits, strict=True))
+        if isinstance(loop, While):
+            loop = replace(loop, cond=substitute_expr(loop.cond, self.mapping))
         body = self.block(loop.body)
         yields = tuple(substitute_expr(v, self.mapping) for v in loop.yields)
         results = tuple(self.rebind(old, new) for old, new in zip(loop.results, yields, strict=True))
         return replace(
             loop, iter_args=iter_args, init_values=inits, body=body, yields=yields, results=results
+        )
+
+    def carried_if(self, stmt: If) -> If:
+        """An if whose result tiles shrink to a lane's share like the yields they take."""
+        then_body, else_body = (self.block(b) for b in nested_bodies(stmt))
+        then_yields, else_yields = (
+            tuple(substitute_expr(v, self.mapping) for v in ys) for ys in (stmt.then_yields, stmt.else_yields)
+        )
+        typed = then_yields or else_yields
+        results = tuple(self.rebind(old, new) for old, new in zip(stmt.results, typed, strict=True))
+        return replace(
+            stmt,
+            then_body=then_body,
+            else_body=else_body,
+            then_yields=then_yields,
+            else_yields=else_yields,
+            results=results,
         )
 
     def rebind(self, old: Var, value: Expr) -> Var:

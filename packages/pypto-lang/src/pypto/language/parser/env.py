@@ -55,15 +55,17 @@ class Env:
         return None
 
     def bind(self, name: str, value: Any, span: SourceSpan | None) -> None:
-        """Bind ``name``; rebinding inside an ``if`` arm (or a loop that carries no values) a name
-        bound before it would need the value to leave the arm or loop, which is not supported.
-        A name a loop carries is bound in the loop's frame first, so rebinding it there is legal."""
-        if name in self.frames[-1]:
+        """Bind ``name``. In an ``if`` arm the binding shadows the one before the if (the values
+        leave the arms when the if ends: :meth:`StmtParser.run_time_if`). In a loop that does not
+        carry it, rebinding a name bound before the loop would need the value to leave the loop,
+        which is an error; a name a loop carries is bound in the loop's frame first, so rebinding
+        it there is legal."""
+        if name in self.frames[-1] or self.kinds[-1] == "if":
             self.frames[-1][name] = Binding(value, span)
             return
-        for depth, frame in enumerate(self.frames[:-1]):
+        for frame in self.frames[:-1]:
             if name in frame:
-                raise _rebinding_error(name, frame[name].span, self.kinds[depth + 1], span)
+                raise _rebinding_error(name, frame[name].span, span)
         self.frames[-1][name] = Binding(value, span)
 
     def carry(self, name: str, value: Any, span: SourceSpan | None) -> None:
@@ -77,17 +79,18 @@ class Env:
             yield
 
     @contextmanager
-    def branch(self) -> Iterator[None]:
-        """One arm of a run-time ``if``: names bound inside it end with it."""
-        with self._frame("if"):
-            yield
+    def branch(self) -> Iterator[dict[str, Binding]]:
+        """One arm of a run-time ``if``: names bound inside it end with it; the ``with`` gives
+        the arm's bindings, from which the caller takes the values that leave the if."""
+        with self._frame("if") as frame:
+            yield frame
 
     @contextmanager
-    def _frame(self, kind: str) -> Iterator[None]:
+    def _frame(self, kind: str) -> Iterator[dict[str, Binding]]:
         self.frames.append({})
         self.kinds.append(kind)
         try:
-            yield
+            yield self.frames[-1]
         finally:
             frame = self.frames.pop()
             self.kinds.pop()
@@ -109,19 +112,11 @@ class Env:
                 self.ended[name] = (span, "loop")
 
 
-def _rebinding_error(name: str, bound: SourceSpan | None, kind: str, span: SourceSpan | None) -> ParseError:
+def _rebinding_error(name: str, bound: SourceSpan | None, span: SourceSpan | None) -> ParseError:
     before = f" (line {bound.line})" if bound else ""
-    if kind == "loop":
-        return ParseError(
-            f"'{name}' is bound before the loop{before} and rebound inside it, but this loop "
-            "cannot carry it (pl.parallel carries no values; a loop carries scalars, tiles and tensors)",
-            span,
-            f"use pl.range, or give the value computed in the loop a new name (e.g. {name}_next)",
-        )
     return ParseError(
-        f"'{name}' is bound before the if{before} and rebound in one of its arms: values leaving "
-        "an if (pl.yield_) are not supported yet",
+        f"'{name}' is bound before the loop{before} and rebound inside it, but this loop "
+        "cannot carry it (pl.parallel carries no values; a loop carries scalars, tiles and tensors)",
         span,
-        f"give the value computed in the arm a new name (e.g. {name}_then), or write it into a "
-        "tensor region with out[...] = ... inside the arm",
+        f"use pl.range, or give the value computed in the loop a new name (e.g. {name}_next)",
     )

@@ -237,6 +237,8 @@ STATEMENT_BUILTINS = {
     "parallel": "pl.parallel(...) is the iterable of a for loop: `for i in pl.parallel(n):`",
     "unroll": "pl.unroll(...) is the iterable of a for loop: `for i in pl.unroll(n):`",
     "split_aiv": "pl.split_aiv(...) opens a vector region: `for aiv_id in pl.split_aiv(2, mode=...):`",
+    "while_": "pl.while_(...) is the iterable of a while loop: `for (x,) in pl.while_(init_values=(0,)):`",
+    "cond": "pl.cond(c) is the first statement of a pl.while_ loop body: `pl.cond(x < 10)`",
 }
 
 
@@ -372,11 +374,16 @@ class ExprParser:
         if node.id in self.env.ended:
             where, kind = self.env.ended[node.id]
             construct = FRAME_NAMES[kind]
+            hint = (
+                f"assign '{node.id}' in both arms of the if (or before it), so that it exists after it"
+                if kind == "if"
+                else f"write the value into a tensor inside {construct}, or compute it after it"
+            )
             raise self.error(
                 node,
                 f"'{node.id}' is defined inside {construct}{f' (line {where.line})' if where else ''} "
                 "and does not exist after it",
-                f"write the value into a tensor inside {construct}, or compute it after it",
+                hint,
             )
         raise self.error(
             node,

@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import ast
 import warnings
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
 from pypto.ir import (
     INDEX,
     TASK_ID,
+    Break,
     Call,
+    Continue,
     DataType,
     Expr,
     For,
@@ -29,9 +31,11 @@ from pypto.ir import (
     TileType,
     TypeCheckError,
     Var,
+    While,
 )
 from pypto.ir.errors import CompileWarning
-from pypto.ir.rewrite import substitute_body
+from pypto.ir.nodes import JUMP_STMTS, always_jumps, pick_jump_values
+from pypto.ir.rewrite import substitute_body, substitute_expr
 from pypto.ir.types import describe
 from pypto.language.annotations import ScalarSpec, TaskIdSpec, TensorSpec, TileSpec
 from pypto.language.builtins import Builtin
@@ -76,6 +80,11 @@ def _carryable(value: Any) -> bool:
     if is_number(value):
         return not isinstance(number(value), bool)
     return isinstance(value, Expr) and isinstance(value.type, (ScalarType, TileType, TensorType))
+
+
+def _carried(t: Any) -> Any:
+    """A value's type as a carried value keeps it: a tile's valid shape aside."""
+    return replace(t, valid_shape=None) if isinstance(t, TileType) else t
 
 
 def augmented_hint(node: ast.AugAssign, rank: int | None) -> str:
@@ -128,7 +137,39 @@ def region_write_hint(name: str, dst: Any) -> str:
 
 
 LOOP_KINDS = {"range": LoopKind.range, "parallel": LoopKind.parallel, "unroll": LoopKind.unroll}
-FOR_BUILTINS = (*LOOP_KINDS, "split_aiv", "spmd")
+FOR_BUILTINS = (*LOOP_KINDS, "while_", "split_aiv", "spmd")
+# The loops a `break` / `continue` may leave: one iteration at a time, in order.
+JUMPABLE = ("pl.range", "pl.while_")
+
+
+@dataclass
+class LoopFrame:
+    """A loop whose body is being parsed, as its ``break`` / ``continue`` statements see it."""
+
+    kind: str  # "pl.range", "pl.while_", ...
+    names: list[str]  # the carried names, in the order of the iter_args
+    iter_args: list[Var]
+    depth: int  # loops, scopes and regions open around its body (ifs aside)
+    jumps: list[Break | Continue] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class CarriedLoop:
+    """A parsed loop body and the values the loop carries; ``dropped`` maps the iter_args of the
+    names the body only bound to their own value to their init values."""
+
+    body: tuple[Stmt, ...]
+    iter_args: tuple[Var, ...]
+    inits: tuple[Expr, ...]
+    yields: tuple[Expr, ...]
+    results: tuple[Var, ...]
+    dropped: dict[Var, Expr]
+
+
+def _ends_block(stmt: Stmt) -> bool:
+    """Whether nothing after ``stmt`` in its block can run: it is a jump, or an if whose arms
+    both always jump."""
+    return isinstance(stmt, JUMP_STMTS) or always_jumps((stmt,))
 
 
 class Role(Enum):
@@ -162,7 +203,9 @@ class StmtParser(ScopeParser):
         self.kernel = kernel
         self.role = role
         self.outputs = outputs  # the pl.Out / pl.InOut parameters
-        self.nesting = 0  # loops, scopes and regions this parser opened
+        self.nesting = 0  # loops, scopes, regions and ifs this parser opened
+        self.open_ifs = 0  # the run-time ifs among them
+        self.loops: list[LoopFrame] = []  # the loops around the statement being parsed
         self.returned: tuple[Any, ...] | None = None
 
     def stmts(self, nodes: list[ast.stmt]) -> None:
@@ -175,6 +218,9 @@ class StmtParser(ScopeParser):
             if visitor is None:
                 raise self.unsupported(node)
             visitor(node)
+            block = self.body.blocks[-1]
+            if block and _ends_block(block[-1]):
+                return  # what follows a break / continue never runs
 
     # ------------------------------------------------------------ simple statements
 
@@ -236,7 +282,10 @@ class StmtParser(ScopeParser):
         self.stmts(node.body if (number(test) if is_number(test) else test) else node.orelse)
 
     def run_time_if(self, node: ast.If, test: Expr) -> None:
-        """Both arms become an ``If``; names bound in an arm end with it (no values leave it)."""
+        """Both arms become an ``If``. A name bound in an arm leaves the if when every arm that
+        reaches its end gives it a value (its own binding, or the one from before the if):
+        the arms yield those values and the name is bound to the if's result after it. Other
+        names bound in an arm end with it."""
         t = test.type
         if not isinstance(t, ScalarType) or not (t.dtype is DataType.BOOL or t.dtype.is_integer):
             raise self.error(
@@ -245,13 +294,82 @@ class StmtParser(ScopeParser):
                 "compare the value: `if x > 0:`",
             )
         self.nesting += 1
-        arms = []
+        self.open_ifs += 1
+        arms: list[tuple[Stmt, ...]] = []
+        frames: list[dict[str, Any]] = []
         for nodes in (node.body, node.orelse):
-            with self.env.branch(), self.body.block() as stmts:
+            with self.env.branch() as frame, self.body.block() as stmts:
                 self.stmts(nodes)
             arms.append(tuple(stmts))
+            frames.append(dict(frame))
         self.nesting -= 1
-        self.body.emit(If(test, arms[0], arms[1], self.span(node)))
+        self.open_ifs -= 1
+        leaving = self.if_results(node, arms, frames)
+        span = self.span(node)
+        results = tuple(Var(self.body.namer.fresh(name), ys[0].type, span) for name, ys in leaving.items())
+        yields = [
+            tuple(ys[k] for ys in leaving.values()) if not always_jumps(arms[k]) else () for k in (0, 1)
+        ]
+        self.body.emit(If(test, arms[0], arms[1], span, yields[0], yields[1], results))
+        for (name, _), result in zip(leaving.items(), results, strict=True):
+            where = frames[0].get(name) or frames[1].get(name)
+            self.env.bind(name, result, where.span if where is not None else span)
+
+    def if_results(
+        self, node: ast.If, arms: list[tuple[Stmt, ...]], frames: list[dict[str, Any]]
+    ) -> dict[str, list[Expr]]:
+        """The names that leave a run-time if, each with its value per arm (an arm that always
+        jumps gives none: its entry repeats another arm's, never used)."""
+        falling = [k for k in (0, 1) if not always_jumps(arms[k])]
+        leaving: dict[str, list[Expr]] = {}
+        for name in dict.fromkeys([*frames[0], *frames[1]]):
+            before = self.env.lookup(name)
+            found = [frames[k].get(name, before) for k in falling]
+            bindings = [b for b in found if b is not None]
+            if not bindings or len(bindings) < len(found):
+                continue  # bound in one arm only: it ends with the arm
+            if before is not None and all(b.value is before.value for b in bindings):
+                continue  # unchanged in every arm that reaches its end
+            merged = self.arm_values(name, bindings)
+            if merged is None and before is not None:
+                changed = next(b for b in bindings if b.value is not before.value)
+                raise ParseError(
+                    f"'{name}' is bound to {describe_value(changed.value)} in an arm of a run-time if; "
+                    "only scalars, tiles and tensors leave an if",
+                    changed.span,
+                    f"give the value in the arm another name (e.g. {name}_then)",
+                )
+            if merged is None:
+                continue
+            leaving[name] = [merged[falling.index(k)] if k in falling else merged[0] for k in (0, 1)]
+        return leaving
+
+    def arm_values(self, name: str, bindings: list[Any]) -> list[Expr] | None:
+        """The values ``name`` has at the end of the arms, as IR values of one type; None when
+        some are not IR values (a Python object stays inside the arm that bound it)."""
+        values = [b.value for b in bindings]
+        if not all(_carryable(v) for v in values):
+            return None
+        typed = next((v for v in values if not is_number(v)), None)
+        if typed is not None:
+            dtype = getattr(typed.type, "dtype", None)
+        else:
+            dtype = DataType.FP32 if any(isinstance(number(v), float) for v in values) else DataType.INDEX
+        exprs = [
+            scalar_expr(number(v), dtype, b.span) if is_number(v) else self.body.atom(v)
+            for v, b in zip(values, bindings, strict=True)
+        ]
+        first = _carried(exprs[0].type)
+        for expr, binding in zip(exprs[1:], bindings[1:], strict=True):
+            if _carried(expr.type) != first:
+                raise ParseError(
+                    f"'{name}' is {describe(exprs[0].type)} at the end of one arm of the if and "
+                    f"{describe(expr.type)} at the end of the other",
+                    binding.span,
+                    f"a value leaving an if has one type in both arms: give one of them another name "
+                    f"(e.g. {name}_else), or make both {describe(exprs[0].type)}",
+                )
+        return exprs
 
     def visit_Return(self, node: ast.Return) -> None:
         if self.nesting:
@@ -439,11 +557,14 @@ class StmtParser(ScopeParser):
             raise self.error(
                 node.orelse[0],
                 "for ... else is not supported in a kernel",
-                "a kernel loop has no break, so the else block would always run: move its statements "
-                "after the loop",
+                "move its statements after the loop; to run them only when no `break` left it, carry "
+                "a flag through the loop and test it after",
             )
         if name in LOOP_KINDS:
             self.loop(node, call, LOOP_KINDS[name])
+            return
+        if name == "while_":
+            self.while_loop(node, call)
             return
         if not isinstance(node.target, ast.Name):
             form = REGION_FORM if name == "split_aiv" else "for i in pl.spmd(n)"
@@ -465,35 +586,140 @@ class StmtParser(ScopeParser):
         start, stop, step = self.loop_bounds(call, kind)
         var = Var(self.body.namer.fresh(index.id), INDEX, self.span(index))
         names, inits = self.carried(node, explicit, kind)
+        c = self.carried_loop(node, f"pl.{kind.value}", names, inits, explicit, index.id, var)
         span = self.header_span(node)
-        iter_args = tuple(
-            Var(self.body.namer.fresh(n), i.type, span) for n, i in zip(names, inits, strict=True)
+        self.body.emit(
+            For(var, start, stop, step, c.body, kind, span, c.iter_args, c.inits, c.yields, c.results)
         )
+
+    def while_loop(self, node: ast.For, call: ast.Call) -> None:
+        """``for (a, b) in pl.while_(init_values=(a0, b0)):`` whose body starts with
+        ``pl.cond(c)``: runs while ``c`` (over the carried names) holds. Other names bound before
+        the loop and rebound in it are carried too, as in pl.range."""
+        explicit = self.while_target(node, call)
+        first = node.body[0] if node.body else node
+        cond_call = first.value if isinstance(first, ast.Expr) else None
+        if not (isinstance(cond_call, ast.Call) and self.names_builtin(cond_call.func, "cond")):
+            raise self.error(
+                first,
+                "a pl.while_ loop body starts with its condition, pl.cond(...)",
+                "write the condition first: `pl.cond(x < 10)`; the loop runs while it is true",
+            )
+        assert isinstance(cond_call, ast.Call)
+        if len(cond_call.args) != 1 or cond_call.keywords:
+            raise self.error(cond_call, "pl.cond takes one condition", "e.g. pl.cond(x < 10)")
+        rest = ast.For(target=node.target, iter=node.iter, body=node.body[1:], orelse=[], type_comment=None)
+        ast.copy_location(rest, node)
+        names, inits = self.carried(rest, explicit, LoopKind.range)
+        cond: list[Expr] = []
+        c = self.carried_loop(
+            rest,
+            "pl.while_",
+            names,
+            inits,
+            explicit,
+            before=lambda: cond.append(self.condition(cond_call.args[0])),
+        )
+        test = substitute_expr(cond[0], c.dropped)
+        self.body.emit(While(test, c.body, self.header_span(node), c.iter_args, c.inits, c.yields, c.results))
+
+    def condition(self, node: ast.expr) -> Expr:
+        """A while loop's condition: a boolean or integer scalar computed without statements."""
+        with self.body.block() as pre:
+            value = self.expr(node)
+        if is_number(value):
+            value = scalar_expr(bool(number(value)), DataType.BOOL, self.span(node))
+        t = getattr(value, "type", None)
+        if pre or not (isinstance(t, ScalarType) and (t.dtype is DataType.BOOL or t.dtype.is_integer)):
+            raise self.error(
+                node,
+                f"pl.cond takes a comparison of scalars, got {describe_value(value)}",
+                "compare the carried values, e.g. pl.cond(x < 10); compute other values in the body "
+                "and carry them",
+            )
+        return value
+
+    def names_builtin(self, node: ast.expr, name: str) -> bool:
+        """Whether ``node`` is the pl statement builtin ``name`` (``pl.cond``)."""
+        try:
+            value = self.expr(node)
+        except ParseError:
+            return False
+        return isinstance(value, Builtin) and value.name == name
+
+    def while_target(self, node: ast.For, call: ast.Call) -> dict[str, Any]:
+        """The carried names of a while loop with their ``init_values`` (mandatory)."""
+        inits = [kw for kw in call.keywords if kw.arg == "init_values"]
+        other = [kw for kw in call.keywords if kw.arg != "init_values"]
+        if call.args or other:
+            bad = call.args[0] if call.args else other[0].value
+            raise self.error(
+                bad,
+                "pl.while_() takes only init_values=(...)",
+                "write the condition as the body's first statement: `pl.cond(x < 10)`",
+            )
+        target = node.target
+        if not inits:
+            raise self.error(
+                call,
+                "pl.while_() needs init_values=(...): the values the loop carries and its condition reads",
+                "e.g. `for (x,) in pl.while_(init_values=(0,)):`, one initial value per carried name",
+            )
+        if not (
+            isinstance(target, ast.Tuple)
+            and target.elts
+            and all(isinstance(e, ast.Name) for e in target.elts)
+        ):
+            raise self.error(
+                target,
+                "the target of pl.while_(...) is the tuple of its carried names",
+                "write `for (x,) in pl.while_(init_values=(0,)):` (a tuple, even for one name)",
+            )
+        return self.carried_inits(target, inits[0].value)
+
+    def carried_loop(
+        self,
+        node: ast.For,
+        kind: str,
+        names: list[str],
+        inits: list[Expr],
+        explicit: dict[str, Any],
+        index: str | None = None,
+        var: Var | None = None,
+        before: Any = None,
+    ) -> CarriedLoop:
+        """Parse a loop's body with its carried names; the body, then of the values it carries
+        (the names the body only bound to their own value aside): the iter_args, init values,
+        yields and results. The results are bound to the carried names after the loop (or to
+        the names of ``r = pl.yield_(...)`` ending the body)."""
+        span = self.header_span(node)
+        iter_args = [Var(self.body.namer.fresh(n), i.type, span) for n, i in zip(names, inits, strict=True)]
         outputs = self.yield_targets(node, explicit)
-        body, yields = self.loop_body(node, index.id, var, dict(zip(names, iter_args, strict=True)), outputs)
+        frame = LoopFrame(kind, names, iter_args, 0)
+        body, yields = self.loop_body(node, index, var, frame, outputs, before)
         # A name the body only bound to its own value is not carried after all.
-        keep = [k for k, name in enumerate(names) if yields[k] is not iter_args[k] or name in explicit]
-        body = substitute_body(body, {iter_args[k]: inits[k] for k in range(len(names)) if k not in keep})
+        keep = [
+            k
+            for k, name in enumerate(names)
+            if yields[k] is not iter_args[k]
+            or name in explicit
+            or any(j.values[k] is not iter_args[k] for j in frame.jumps)
+        ]
+        dropped = {iter_args[k]: inits[k] for k in range(len(names)) if k not in keep}
+        body = substitute_body(pick_jump_values(body, keep), dropped)
         if outputs is not None:  # `r = pl.yield_(...)` ends the body: r is bound after the loop
             names = list(outputs) + names[len(outputs) :]
         results = tuple(Var(self.body.namer.fresh(names[k]), iter_args[k].type, span) for k in keep)
-        self.body.emit(
-            For(
-                var,
-                start,
-                stop,
-                step,
-                body,
-                kind,
-                span,
-                iter_args=tuple(iter_args[k] for k in keep),
-                init_values=tuple(inits[k] for k in keep),
-                yields=tuple(yields[k] for k in keep),
-                results=results,
-            )
-        )
         for k, result in zip(keep, results, strict=True):
             self.env.bind(names[k], result, result.span)
+        return CarriedLoop(
+            body,
+            tuple(iter_args[k] for k in keep),
+            tuple(inits[k] for k in keep),
+            tuple(yields[k] for k in keep),
+            results,
+            dropped,
+        )
 
     def header_span(self, node: ast.For) -> SourceSpan:
         """``for i in pl.range(0, n, step)`` without the colon: what an error about the loop itself
@@ -504,39 +730,81 @@ class StmtParser(ScopeParser):
     def loop_body(
         self,
         node: ast.For,
-        index: str,
-        var: Var,
-        iter_args: dict[str, Var],
+        index: str | None,
+        var: Var | None,
+        frame: LoopFrame,
         outputs: list[str] | None = None,
+        before: Any = None,
     ) -> tuple[tuple[Stmt, ...], tuple[Expr, ...]]:
         """The loop's statements and, per carried name, its value at the body's end (``outputs``:
-        the body ends with ``r = pl.yield_(...)``, whose values are the carried names' next ones)."""
+        the body ends with ``r = pl.yield_(...)``, whose values are the carried names' next ones).
+        ``before`` runs first in the body's frame (a while loop's condition)."""
         self.nesting += 1
+        frame.depth = self.nesting - self.open_ifs
+        self.loops.append(frame)
+        iter_args = dict(zip(frame.names, frame.iter_args, strict=True))
         with self.env.loop(), self.body.block() as stmts:
-            self.env.bind(index, var, var.span)
+            if index is not None and var is not None:
+                self.env.bind(index, var, var.span)
             for name, iter_arg in iter_args.items():
                 self.env.carry(name, iter_arg, iter_arg.span)
+            if before is not None:
+                before()
             if outputs is None:
                 self.stmts(node.body)
             else:
                 self.stmts(node.body[:-1])
-                final = node.body[-1]
-                assert isinstance(final, ast.Assign)
-                values = self.expr(final.value)
-                values = values if isinstance(values, tuple) else (values,)
-                carried = list(iter_args)
-                if len(values) != len(outputs) or len(outputs) > len(carried):
-                    raise self.error(
-                        final,
-                        f"pl.yield_ gives {len(values)} value(s) for {len(outputs)} name(s) and "
-                        f"{len(carried)} carried value(s)",
-                        "yield one value per carried name, in the order of init_values=",
-                    )
-                for name, value in zip(carried, values, strict=False):
-                    self.env.carry(name, value, self.span(final))
+                if not always_jumps(tuple(stmts)):
+                    self.final_yield(node.body[-1], outputs, list(iter_args))
             yields = tuple(self.yielded(name, a, node) for name, a in iter_args.items())
+        self.loops.pop()
         self.nesting -= 1
         return tuple(stmts), yields
+
+    def final_yield(self, final: ast.stmt, outputs: list[str], carried: list[str]) -> None:
+        """``r1, r2 = pl.yield_(v1, v2)`` ending a loop body: the carried names' next values."""
+        assert isinstance(final, ast.Assign)
+        values = self.expr(final.value)
+        values = values if isinstance(values, tuple) else (values,)
+        if len(values) != len(outputs) or len(outputs) > len(carried):
+            raise self.error(
+                final,
+                f"pl.yield_ gives {len(values)} value(s) for {len(outputs)} name(s) and "
+                f"{len(carried)} carried value(s)",
+                "yield one value per carried name, in the order of init_values=",
+            )
+        for name, value in zip(carried, values, strict=False):
+            self.env.carry(name, value, self.span(final))
+
+    def visit_Break(self, node: ast.Break) -> None:
+        self.jump(node, Break)
+
+    def visit_Continue(self, node: ast.Continue) -> None:
+        self.jump(node, Continue)
+
+    def jump(self, node: ast.Break | ast.Continue, kind: type[Break] | type[Continue]) -> None:
+        """``break`` / ``continue``: the innermost loop's carried names give their values here."""
+        word = kind.__name__.lower()
+        frame = self.loops[-1] if self.loops else None
+        if frame is None:
+            raise self.error(node, f"`{word}` outside a loop", f"use `{word}` inside a pl.range loop")
+        if frame.kind not in JUMPABLE:
+            raise self.error(
+                node,
+                f"`{word}` works in pl.range and pl.while_ loops, not in a {frame.kind} loop",
+                "make the loop a pl.range (its iterations then run one after the other)",
+            )
+        if self.nesting - self.open_ifs != frame.depth:
+            raise self.error(
+                node,
+                f"`{word}` cannot leave a pl.at scope, pl.split_aiv region or pl.spmd block",
+                "put the loop inside the scope, or guard the scope's work with an if",
+            )
+        iter_args = zip(frame.names, frame.iter_args, strict=True)
+        values = tuple(self.yielded(name, a, node) for name, a in iter_args)  # type: ignore[arg-type]
+        stmt = kind(values, self.span(node))
+        frame.jumps.append(stmt)
+        self.body.emit(stmt)
 
     def yield_targets(self, node: ast.For, explicit: dict[str, Any]) -> list[str] | None:
         """The names of ``r1, r2 = pl.yield_(...)`` ending the body of a loop with ``init_values``,
@@ -583,16 +851,19 @@ class StmtParser(ScopeParser):
                 "loop-carried values are written `for i, (a, b) in pl.range(n, init_values=(a0, b0)):`",
                 carried_form_hint(kind, bool(inits)),
             )
-        values = self.expr(inits[0].value)
-        values = tuple(values) if isinstance(values, (tuple, list)) else (values,)
         assert isinstance(names, ast.Tuple) and isinstance(index, ast.Name)
+        return index, self.carried_inits(names, inits[0].value)
+
+    def carried_inits(self, names: ast.Tuple, given: ast.expr) -> dict[str, Any]:
+        """The explicitly carried names with their ``init_values=`` (one each, carryable)."""
+        values = self.expr(given)
+        values = tuple(values) if isinstance(values, (tuple, list)) else (values,)
         if len(values) != len(names.elts):
             raise self.error(
-                inits[0].value,
+                given,
                 f"{len(names.elts)} carried names but {len(values)} init_values",
                 f"give one initial value per carried name: {len(names.elts)} values in init_values=(...)",
             )
-        given = inits[0].value
         places = given.elts if isinstance(given, (ast.Tuple, ast.List)) else [given] * len(values)
         for name, value, place in zip(names.elts, values, places, strict=True):
             if not _carryable(value):
@@ -602,7 +873,7 @@ class StmtParser(ScopeParser):
                     "a loop carries scalars, tiles and tensors",
                     "start it from a number (0, 0.0), a tile or a tensor; a flag is the INDEX scalar 0 or 1",
                 )
-        return index, {e.id: v for e, v in zip(names.elts, values, strict=True)}  # type: ignore[attr-defined]
+        return {e.id: v for e, v in zip(names.elts, values, strict=True)}  # type: ignore[attr-defined]
 
     def carried(
         self, node: ast.For, explicit: dict[str, Any], kind: LoopKind
