@@ -28,8 +28,9 @@ STATEMENT_DOCS: dict[str, tuple[str, str]] = {
     ),
     "manual_scope": ("manual_scope()", "a block in which only explicit deps= order tasks"),
     "spmd": (
-        "spmd(core_num)",
-        "`for i in pl.spmd(n):` launches each kernel of the body on n core groups; i is the block index",
+        "spmd(core_num, name_hint=None, optimizations=[...], sync_start=False, deps=[...], predicate=True)",
+        "`for i in pl.spmd(n):` launches the body (a kernel of its own, or its scopes and kernel calls) "
+        "on n core groups; i is the block index",
     ),
     "range": ("range(stop) / range(start, stop, step=1)", "a sequential loop over an INDEX var"),
     "yield_": (
