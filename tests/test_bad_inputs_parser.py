@@ -501,10 +501,76 @@ ROWS = [
         fix="for i in pl.spmd(4):",
     ),
     Bad(
+        "spmd-kernel-same-work",
+        entry("""\
+            for i in pl.spmd(4):  # <-
+                out[0:16, :] = pl.exp(a[0:16, :])
+            """),
+        ParseError,
+        "pl.spmd(4) launches its body on 4 blocks, but it never reads the block index",
+        "pl.spmd(4)",
+    ),
+    Bad(
+        "spmd-scope-same-work",
+        entry("""\
+            with pl.spmd(4):
+                with pl.at(level=pl.Level.CORE_GROUP):  # <-
+                    out[0:16, :] = pl.exp(a[0:16, :])
+            """),
+        ParseError,
+        "pl.spmd(4) launches the pl.at scope at this line on 4 blocks, but it never reads the block index",
+        "pl.at(level=pl.Level.CORE_GROUP)",
+    ),
+    Bad(
+        "spmd-unknown-option",
+        entry("""\
+            for i in pl.spmd(4, sync=True):  # <-
+                helper(a, out)
+            """),
+        ParseError,
+        "pl.spmd() got an unexpected keyword argument 'sync'",
+        "True",
+        fix="for i in pl.spmd(4, sync_start=True):",
+    ),
+    Bad(
+        "spmd-kernel-option-on-a-dispatch",
+        entry("""\
+            for i in pl.spmd(4, name_hint="rows"):  # <-
+                helper(a, out)
+            """),
+        ParseError,
+        "pl.spmd(name_hint=...) describes the kernel a pl.spmd body of ops becomes",
+        '"rows"',
+        fix="for i in pl.spmd(4):",
+    ),
+    Bad(
+        "spmd-float-predicate",
+        entry("""\
+            for i in pl.spmd(4, predicate=s):  # <-
+                helper(a, out)
+            """),
+        ParseError,
+        "predicate= must be a boolean or integer scalar, got",
+        "s",
+        fix="for i in pl.spmd(4, predicate=n > 0):",
+    ),
+    Bad(
+        "spmd-sync-start-not-a-flag",
+        entry("""\
+            for i in pl.spmd(4, sync_start=1):  # <-
+                helper(a, out)
+            """),
+        ParseError,
+        "sync_start= takes True or False, got",
+        "1",
+        fix="for i in pl.spmd(4, sync_start=True):",
+    ),
+    Bad(
         "block-index-outside-scope",
         entry("""\
             for i in pl.spmd(4):
                 j = i + 1  # <-
+                helper(a, out)
             """),
         ParseError,
         "'i' is the block index of pl.spmd",

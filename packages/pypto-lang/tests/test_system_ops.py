@@ -136,7 +136,11 @@ def test_an_unknown_syncall_keyword_is_named_with_the_signature():
 @pytest.mark.parametrize(
     ("kernel", "message"),
     [
-        ("core_type", 'pl.system.syncall: core_type must be "aic", "aiv" or "mix", got the str \'all\''),
+        (
+            "core_type",
+            'pl.system.syncall: core_type must be "aic", "aiv" or "mix" (or "aic_only" / "aiv_only"), '
+            "got the str 'all'",
+        ),
         ("run_time_cores", "pl.system.syncall: used_cores= must be known at compile time, got Scalar[INDEX]"),
         ("tile_workspace", "pl.system.syncall: gm_workspace must be a tensor, got Tile[[16], INT32, Vec]"),
         ("fence_args", "pl.system.fence(): too many positional arguments"),

@@ -1,7 +1,9 @@
-"""The ``system.syncall`` barrier of one launch.
+"""The ``system.syncall`` barrier of one launch: every core of every block of the task.
 
-The ``core_type`` attr picks the cores a barrier counts: ``"aic"`` the AIC, ``"aiv"`` the AIV
-lanes, ``"mix"`` or absent every core of the launch. Each core's k-th syncall over one such set
+The ``core_type`` attr picks the cores a barrier counts: ``"aic"`` (or ``"aic_only"``) the AIC,
+``"aiv"`` (or ``"aiv_only"``) the AIV lanes, ``"mix"`` or absent every core of the launch. The
+blocks of a ``pl.spmd`` launch share one barrier, so a soft ``syncall(used_cores=n)`` counts
+arrivals from all of them. Each core's k-th syncall over one such set
 joins round k of that set's barrier. ``mode="hard"`` releases a round when every counted core has
 arrived; ``mode="soft"`` when ``used_cores`` have (partial occupancy), and needs a zeroed INT32
 GM workspace (checked at every arrival; the simulator does not write it). A core arriving at a
@@ -29,10 +31,18 @@ from pypto_sim_a2a3.target import CoreKind
 CORE_TYPES: dict[str | None, tuple[CoreKind, ...]] = {
     "aic": (CoreKind.AIC,),
     "aiv": (CoreKind.AIV,),
+    "aic_only": (CoreKind.AIC,),
+    "aiv_only": (CoreKind.AIV,),
     "mix": (CoreKind.AIC, CoreKind.AIV),
     None: (CoreKind.AIC, CoreKind.AIV),
 }
 BARRIER_HINT = 'every core a barrier counts must reach each syncall; mode="soft" counts used_cores arrivals'
+UNSTARTED_HINT = (
+    "a barrier across blocks needs them all running at once: launch with pl.spmd(n, sync_start=True), "
+    "or at most pl.system.available_cluster_count() blocks (available_aiv_count() for a vector-only kernel)"
+)
+# PyPTO's spellings of a core type share the rounds of the plain one.
+_ROUNDS_OF = {"aic_only": "aic", "aiv_only": "aiv", None: "mix"}
 
 
 @dataclass(frozen=True)
@@ -76,11 +86,14 @@ class BarrierRound:
 
 
 class SyncAll:
-    """The launch's barrier. ``members`` maps each core of the launch (e.g. ``"AIV0"``) to its kind."""
+    """The launch's barrier. ``members`` maps each core of the launch (e.g. ``"AIV0"``, or
+    ``"AIV0 of block 2"`` in a launch of several blocks) to its kind; ``seated`` are those whose
+    block has started, ``finished`` those whose kernel has returned."""
 
-    def __init__(self, members: Mapping[str, CoreKind], finished: set[str]):
+    def __init__(self, members: Mapping[str, CoreKind]):
         self.members = dict(members)
-        self.finished = finished
+        self.seated: set[str] = set()
+        self.finished: set[str] = set()
         self._rounds: dict[tuple[str, int], BarrierRound] = {}
         self._passed: Counter[tuple[str, str]] = Counter()
 
@@ -90,15 +103,17 @@ class SyncAll:
         kinds = CORE_TYPES.get(core_type)
         if kinds is None:
             raise BarrierError(
-                f'pl.system.syncall: core_type must be "aic", "aiv" or "mix", got {core_type!r}',
+                'pl.system.syncall: core_type must be "aic", "aiv" or "mix" (or "aic_only" / "aiv_only"), '
+                f"got {core_type!r}",
                 call.span,
                 'leave core_type out to count every core of the launch, like "mix"',
             )
         members = tuple(name for name, kind in self.members.items() if kind in kinds)
-        name = core_type or "mix"
+        name: str = _ROUNDS_OF.get(core_type, core_type or "mix")
         if core not in members:
             raise BarrierError(
-                f'pl.system.syncall(core_type="{name}") reached on {core}, which that barrier does not count',
+                f'pl.system.syncall(core_type="{core_type or name}") reached on {core}, which that barrier '
+                "does not count",
                 call.span,
                 'use core_type="mix" for a barrier of every core, or call it only on the counted cores',
             )
@@ -133,7 +148,7 @@ class SyncAll:
         )
 
     def _blocked(self, round_: BarrierRound, call: Call) -> Blocked:
-        arrived = ", ".join(round_.arrived)
+        arrived = _listed(round_.arrived)
         text = (
             f"pl.system.syncall blocks at {at_line(call.span)}: {len(round_.arrived)} of {round_.required} "
             f"core(s) arrived ({arrived})"
@@ -141,12 +156,25 @@ class SyncAll:
         gone = [m for m in round_.members if m in self.finished and m not in round_.arrived]
         if gone:
             return Blocked(f"{text}; {', '.join(gone)} finished without reaching it", call.span, BARRIER_HINT)
+        unstarted = [m for m in round_.members if m not in self.seated]
+        if unstarted and round_.required > len(round_.members) - len(unstarted):
+            note = (
+                f"{len(unstarted)} counted core(s) never started ({_listed(unstarted)}): the launch's blocks "
+                "wait for core groups the blocked ones hold"
+            )
+            return Blocked(f"{text}; {note}", call.span, UNSTARTED_HINT)
         if round_.required > len(round_.members):
             note = (
                 f"it needs {round_.required} but only {len(round_.members)} core(s) of this launch take part"
             )
             return Blocked(f"{text}; {note}", call.span, BARRIER_HINT)
         return Blocked(text)
+
+
+def _listed(names: Sequence[str], shown: int = 4) -> str:
+    """``a, b, c, d and 20 more``: a long list of cores, cut short."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def _barrier_kind(call: Call, args: Sequence[Any]) -> BarrierKind:

@@ -3,7 +3,8 @@
 The orchestration runs as a coroutine on the ``host`` clock and *submits* each ``call`` as a task
 (:mod:`pypto_sim_a2a3.taskgraph` derives its edges); it does not wait for it. A second AICPU
 coroutine, the ``scheduler``, starts each ready task on the lowest-numbered free core group (one
-group per block of an ``pl.spmd`` task) and retires it when its cores are done, which readies the
+group per block of an ``pl.spmd`` task; the blocks of a ``sync_start`` task all at once, when as many
+groups are free) and retires it when its cores are done, which readies the
 tasks waiting for it; each of these steps costs the Target's dispatch cycles. A block's launch
 (see :mod:`pypto_sim_a2a3.launch`) gives each core the kernel needs — one for an AIC or AIV
 kernel, the AIC and both AIV lanes for a Group kernel — a :class:`KernelFrame` coroutine under
@@ -23,11 +24,13 @@ from typing import Any
 
 from pypto.ir import Call, Function, Program, RunReport, Target, TaskRecord
 from pypto.ir.launch import LaunchPlan, LoadedProgram
+from pypto_sim_a2a3.barrier import SyncAll
 from pypto_sim_a2a3.cores import Core, CoreGroup
 from pypto_sim_a2a3.cost import CostModel
+from pypto_sim_a2a3.errors import LaunchError
 from pypto_sim_a2a3.host import HostFrame
 from pypto_sim_a2a3.interpreter import KernelFrame
-from pypto_sim_a2a3.launch import Launch, Placement, Site, check_arguments, plan_launch
+from pypto_sim_a2a3.launch import Launch, Placement, Site, check_arguments, plan_launch, task_barrier
 from pypto_sim_a2a3.races import TaskRaces
 from pypto_sim_a2a3.scheduler import Advance, Event, Scheduler, Wait
 from pypto_sim_a2a3.taskgraph import ParallelContext, Task, TaskGraph
@@ -70,6 +73,7 @@ class Chip:
         self._free = list(range(target.core_groups))  # a heap: the lowest free group goes first
         self._ready: deque[tuple[Task, int]] = deque()  # (task, block) ready to start, in submission order
         self._finished: deque[Task] = deque()  # tasks whose every block is done, to retire
+        self._barriers: dict[int, SyncAll] = {}  # task id -> the syncall barrier its blocks share
         self._orchestrated = False
 
     def run(self, entry: Function, args: Sequence[Any]) -> tuple[Any, ...]:
@@ -104,11 +108,24 @@ class Chip:
         """Host side of a ``call``: hand its task to the scheduler; the host goes on at once."""
         kernel = plan.kernel
         check_arguments(kernel, args, call.span)
+        self._check_sync_start(call)
         yield Advance("AICPU", self.cost.submit_cycles(), f"submit {kernel.name}", call.span)
         task = self.graph.submit(kernel, call, args, parallel, declared)
         if self.graph.ready(task):
             self._enqueue(task)
         return task
+
+    def _check_sync_start(self, call: Call) -> None:
+        """A launch whose blocks start together must fit the chip's core groups."""
+        blocks = int(call.attrs.get("block_num", 1))
+        if call.attrs.get("sync_start") and blocks > self.target.core_groups:
+            raise LaunchError(
+                f"pl.spmd({blocks}, sync_start=True) asks {blocks} blocks to start together, but "
+                f"{self.target.name} has {self.target.core_groups} core groups",
+                call.span,
+                f"launch at most pl.system.available_cluster_count() = {self.target.core_groups} blocks, "
+                "or drop sync_start=True to run the blocks as core groups free up",
+            )
 
     def wait_for_writers(self, tensor: Any, what: str, call: Call) -> Generator[Event, None, None]:
         """The host reads ``tensor``: first wait for the tasks that write it."""
@@ -124,14 +141,22 @@ class Chip:
             yield Wait(self._has_work, "a task to start or to retire")
             if self._finished:
                 yield from self._retire(self._finished.popleft())
-            elif self._ready and self._free:
+            elif self._can_start():
                 yield from self._start(*self._ready.popleft())
             else:
                 return
 
     def _has_work(self) -> bool:
         done = self._orchestrated and self.graph.all_retired()
-        return bool(self._finished) or bool(self._ready and self._free) or done
+        return bool(self._finished) or self._can_start() or done
+
+    def _can_start(self) -> bool:
+        """The next ready block has a core group; the first block of a ``sync_start`` task waits
+        until every block of it has one (the rest follow at once, on the groups kept for them)."""
+        if not (self._ready and self._free):
+            return False
+        task, block = self._ready[0]
+        return not task.sync_start or block > 0 or len(self._free) >= task.blocks
 
     def _enqueue(self, task: Task) -> None:
         self._ready.extend((task, block) for block in range(task.blocks))
@@ -140,6 +165,7 @@ class Chip:
         yield Advance("AICPU", self.cost.retire_cycles(), f"retire {task.name}", task.call.span)
         if self.on_task is not None:
             self.on_task(task.name)
+        self._barriers.pop(task.id, None)
         for ready in self.graph.retire(task):
             self._enqueue(ready)
 
@@ -151,8 +177,10 @@ class Chip:
         def on_gm(core: str, call: Call, args: Sequence[Any]) -> None:
             self.races.access(task, block, core, call, args)
 
-        site = Site(group, block, task.blocks, on_gm, self._step_observer(task))
         plan = self.loaded.plans[task.kernel.name]
+        if task.id not in self._barriers:
+            self._barriers[task.id] = task_barrier(plan, task.blocks)
+        site = Site(group, block, task.blocks, on_gm, self._step_observer(task), self._barriers[task.id])
         launch, placements = plan_launch(plan, task.args, site, self.target, self.recorder)
         run = _BlockRun(task, block, launch, self.dispatcher.clock)
         for placement in placements:

@@ -112,7 +112,7 @@ def _cacheinvalid(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostM
 @_handles(system.syncall)
 def _syncall(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
     launch = role.launch
-    round_, counted = launch.barrier.join(role.name, call, args)
+    round_, counted = launch.barrier.join(launch.member(role), call, args)
     launch.gm.arrive(role.core.name, (round_.core_type, round_.index), counted)
     yield from launch.barrier.wait(round_, call)
     yield from _spend(cost, call)

@@ -8,6 +8,7 @@ from pypto.ir.errors import LoopStepError
 __all__ = [
     "BarrierError",
     "DivisionByZeroError",
+    "LaunchError",
     "LoopStepError",  # raised by the shared walker (pypto.ir.walker), for every backend
     "OutOfBoundsError",
     "PipeError",
@@ -35,3 +36,8 @@ class PipeError(PyptoError, ValueError):
 class BarrierError(PyptoError, ValueError):
     """A ``system.syncall`` used wrongly: a non-zero soft-sync workspace, a core the barrier does
     not include."""
+
+
+class LaunchError(PyptoError, ValueError):
+    """A launch the chip cannot make: a ``pl.spmd(n, sync_start=True)`` of more blocks than it has
+    core groups."""

@@ -94,13 +94,33 @@ StepObserver = Callable[[int, int], None]  # (iterations done, iterations) of th
 @dataclass(frozen=True)
 class Site:
     """Where one block of a task runs: its core group, ``pl.get_block_idx()`` and ``get_block_num()``,
-    who sees its GM traffic (the chip's race check across tasks) and who is told its progress."""
+    who sees its GM traffic (the chip's race check across tasks), who is told its progress, and
+    the barrier its task's blocks share (made by :func:`task_barrier`; a launch of its own if None)."""
 
     group: CoreGroup
     block: int = 0
     block_num: int = 1
     on_gm: GmObserver | None = None
     on_step: StepObserver | None = None
+    barrier: SyncAll | None = None
+
+
+def member_name(core: str, block: int, block_num: int) -> str:
+    """A core's name in its task's barrier: ``AIV0``, or ``AIV0 of block 2`` among several blocks."""
+    return core if block_num == 1 else f"{core} of block {block}"
+
+
+def task_barrier(plan: LaunchPlan, block_num: int) -> SyncAll:
+    """The ``system.syncall`` barrier of a task of ``block_num`` blocks: every core each block seats."""
+    kinds = [(_seat_core(seat), _CORE_KINDS[seat.kind]) for seat in plan.seats]
+    return SyncAll(
+        {member_name(core, block, block_num): kind for block in range(block_num) for core, kind in kinds}
+    )
+
+
+def _seat_core(seat: Seat) -> str:
+    """The name of the core a seat takes in its group (``AIC``, ``AIV1``), as :class:`CoreGroup` names it."""
+    return "AIC" if seat.kind is FunctionKind.AIC else f"AIV{seat.lane}"
 
 
 class Launch:
@@ -128,7 +148,8 @@ class Launch:
         ]
         self.finished: set[str] = set()
         self.gm = GmOrder()
-        self.barrier = SyncAll({role.name: role.kind for role in self.roles}, self.finished)
+        self.barrier = site.barrier or SyncAll({role.name: role.kind for role in self.roles})
+        self.barrier.seated.update(self.member(role) for role in self.roles)
         self.pipes = self._pipes() if piped else {}
         self._setup: tuple[PipeSetup, str, SourceSpan | None] | None = None
 
@@ -216,9 +237,14 @@ class Launch:
         if self.site.on_gm is not None:
             self.site.on_gm(role.core.name, call, args)
 
+    def member(self, role: CoreRole) -> str:
+        """``role``'s core in the barrier its task's blocks share."""
+        return member_name(role.name, self.site.block, self.site.block_num)
+
     def finish(self, role: CoreRole) -> None:
         """``role``'s kernel has returned."""
         self.finished.add(role.name)
+        self.barrier.finished.add(self.member(role))
 
     @property
     def done(self) -> bool:

@@ -35,8 +35,9 @@ ParallelContext = tuple[tuple[int, int], ...]
 class Task:
     """One submitted kernel call: what it waits for and how far it has got.
 
-    ``blocks`` core groups run it (``pl.spmd``); it is *retired* once every block has finished and
-    the scheduler has completed it, which is when the tasks waiting for it may start.
+    ``blocks`` core groups run it (``pl.spmd``), all started at once if ``sync_start``; it is
+    *retired* once every block has finished and the scheduler has completed it, which is when the
+    tasks waiting for it may start.
     """
 
     id: int
@@ -45,6 +46,7 @@ class Task:
     args: tuple[Any, ...]
     parallel: ParallelContext
     blocks: int = 1
+    sync_start: bool = False
     deps: dict[int, str | None] = field(default_factory=dict)  # task id -> tensor name, None if declared
     ancestors: set[int] = field(default_factory=set)
     waiting: set[int] = field(default_factory=set)
@@ -100,7 +102,8 @@ class TaskGraph:
     ) -> Task:
         """Add the task a ``call`` of ``kernel`` makes, with its edges."""
         blocks = int(call.attrs.get("block_num", 1))
-        task = Task(len(self.tasks) + 1, kernel, call, tuple(args), parallel, blocks)
+        sync_start = bool(call.attrs.get("sync_start", False))
+        task = Task(len(self.tasks) + 1, kernel, call, tuple(args), parallel, blocks, sync_start)
         inferred = self._record_uses(task)
         edges = {t: None for t in declared} | {t: name for t, name in inferred.items() if t not in declared}
         for dep, tensor in _nearest(edges).items():

@@ -139,6 +139,7 @@ _FIELDS: dict[type, tuple[tuple[str, _Role], ...]] = {
         ("slot_num", _Role.VALUE),
         ("manual", _Role.VALUE),
         ("block_num", _Role.VALUE),
+        ("sync_start", _Role.VALUE),
         ("deps", _Role.EXPRS),
         ("no_dep_args", _Role.EXPRS),
         ("body", _Role.BODY),

@@ -152,7 +152,8 @@ class ScopeStmt(Stmt):
     ``task`` (a ``TaskIdType`` var) names the task for later ``deps=``; ``deps`` are the task ids it
     waits for besides the edges its tensors imply; ``no_dep_args`` are tensors through which it takes
     no such edge; ``manual`` marks a scope inside ``pl.manual_scope()`` (it takes no tensor edge at
-    all); ``block_num`` is the number of core groups an ``pl.spmd`` launch runs it on.
+    all); ``block_num`` is the number of core groups an ``pl.spmd`` launch runs it on, and
+    ``sync_start`` that its blocks start together (``pl.spmd(n, sync_start=True)``).
     """
 
     body: tuple[Stmt, ...]
@@ -165,6 +166,7 @@ class ScopeStmt(Stmt):
     no_dep_args: tuple[Var, ...] = ()
     manual: bool = False
     block_num: int = 1
+    sync_start: bool = False
     span: SourceSpan | None = None
 
 

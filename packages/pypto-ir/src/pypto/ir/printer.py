@@ -368,7 +368,7 @@ class _Printer:
         """``with pl.at(...)``, inside ``with pl.manual_scope():`` / ``with pl.spmd(n):`` if it is so."""
         for flag, text in (
             (s.manual, "with pl.manual_scope():"),
-            (s.block_num > 1, f"with pl.spmd({s.block_num}):"),
+            (s.block_num > 1 or s.sync_start, f"with pl.spmd({s.block_num}{_spmd_options(s)}):"),
         ):
             if flag:
                 self.emit(depth, text)
@@ -402,6 +402,11 @@ class _Printer:
         if t.valid_shape is not None and t.valid_shape != t.shape:
             notes.append(f"valid {list(t.valid_shape)}")
         return f"  # {', '.join(notes)}" if notes else ""
+
+
+def _spmd_options(s: ScopeStmt) -> str:
+    """The keywords of a scope's ``pl.spmd(n, ...)`` line beyond its block count."""
+    return ", sync_start=True" if s.sync_start else ""
 
 
 def _param(p: Any, name_of: Namer) -> str:

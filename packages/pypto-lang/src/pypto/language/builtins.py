@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from pypto.ir.ops import Level
+from pypto.language.device import available_aiv_count, available_cluster_count
 from pypto.language.dslops import DslFunction, dsl_function, dsl_functions
 from pypto.language.errors import KernelOnlyError
 
@@ -27,8 +28,9 @@ STATEMENT_DOCS: dict[str, tuple[str, str]] = {
     ),
     "manual_scope": ("manual_scope()", "a block in which only explicit deps= order tasks"),
     "spmd": (
-        "spmd(core_num)",
-        "`for i in pl.spmd(n):` launches each kernel of the body on n core groups; i is the block index",
+        "spmd(core_num, name_hint=None, optimizations=[...], sync_start=False, deps=[...], predicate=True)",
+        "`for i in pl.spmd(n):` launches the body (a kernel of its own, or its scopes and kernel calls) "
+        "on n core groups; i is the block index",
     ),
     "range": ("range(stop) / range(start, stop, step=1)", "a sequential loop over an INDEX var"),
     "yield_": (
@@ -144,12 +146,13 @@ class OpNamespace:
     registry on each lookup (``pl.tile.load``, ``pl.system.fence``); a name no op has is an
     ``AttributeError``."""
 
-    def __init__(self, prefix: str, level: Level | None) -> None:
+    def __init__(self, prefix: str, level: Level | None, extra: dict[str, Any] | None = None) -> None:
         self._prefix = prefix
         self._level = level
+        self._extra = dict(extra or {})  # members that are no op of this level (see below)
 
-    def _members(self) -> dict[str, Builtin]:
-        return _cached((self._prefix,), self._make)
+    def _members(self) -> dict[str, Any]:
+        return {**self._extra, **_cached((self._prefix,), self._make)}
 
     def _make(self, functions: dict[str, DslFunction]) -> dict[str, Builtin]:
         if self._level is None:
@@ -170,7 +173,7 @@ class OpNamespace:
             aliases.setdefault(name, Builtin(dsl, op=_op_named(dsl)))
         return {**aliases, **members}
 
-    def __getattr__(self, name: str) -> Builtin:
+    def __getattr__(self, name: str) -> Any:
         member = self._members().get(name)
         if member is None:
             raise AttributeError(f"pl.{self._prefix} has no op {name!r}")
@@ -183,6 +186,13 @@ class OpNamespace:
         return f"<pl.{self._prefix}: {', '.join(sorted(self._members()))}>"
 
 
-tile = OpNamespace("tile", Level.TILE)
+# PyPTO also spells a launch's indices in the tile namespace: pl.tile.get_block_idx().
+_INDEX_SPELLINGS = ("get_block_idx", "get_block_num", "get_subblock_idx")
+tile = OpNamespace("tile", Level.TILE, {name: Builtin(name, op=name) for name in _INDEX_SPELLINGS})
 tensor = OpNamespace("tensor", Level.TENSOR)
-system = OpNamespace("system", None)
+# The chip's counts are compile-time numbers, folded where the parser meets them.
+system = OpNamespace(
+    "system",
+    None,
+    {"available_cluster_count": available_cluster_count, "available_aiv_count": available_aiv_count},
+)

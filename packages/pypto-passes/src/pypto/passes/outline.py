@@ -203,6 +203,8 @@ def _task_attrs(scope: ScopeStmt, kernel: str, params: list[Param]) -> dict[str,
         attrs["manual"] = True
     if scope.block_num > 1:
         attrs["block_num"] = scope.block_num
+    if scope.sync_start:
+        attrs["sync_start"] = True
     return attrs
 
 

@@ -63,13 +63,17 @@ def cacheinvalid(
     return UNIT
 
 
+# The cores a syncall counts: "aiv_only" / "aic_only" are PyPTO's spellings of "aiv" / "aic".
+CORE_TYPES = (None, "aic", "aiv", "mix", "aic_only", "aiv_only")
+
+
 def syncall(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
     op = spec.name
     core_type = attrs.get("core_type")
-    if core_type not in (None, "aic", "aiv", "mix"):
+    if core_type not in CORE_TYPES:
         raise fail(
             op,
-            f'core_type must be "aic", "aiv" or "mix", got {core_type!r}',
+            f'core_type must be "aic", "aiv" or "mix" (or "aic_only" / "aiv_only"), got {core_type!r}',
             span,
             'leave core_type out to count every core of the launch, like "mix"',
         )
@@ -145,7 +149,7 @@ def _declare() -> None:
         )
     )
     sync_attrs = (
-        Attr("core_type", str, choices=(None, "aic", "aiv", "mix")),
+        Attr("core_type", str, choices=CORE_TYPES),
         Attr("mode", str, "hard", choices=("hard", "soft")),
         Attr("used_cores", int),
     )
@@ -163,7 +167,7 @@ def _declare() -> None:
             ),
             "system.syncall",
             'pl.system.syncall(core_type=None, mode="hard", gm_workspace=None, used_cores=None)',
-            "a barrier every core of the launch meets",
+            "a barrier every core of the launch meets (all its blocks)",
         )
     )
     for name, doc in (

@@ -29,6 +29,8 @@ class BodyBuilder:
         self.block_idx: Var | None = None  # its pl.get_block_idx(), once an spmd index is read
         self.manual = False  # inside pl.manual_scope(): tasks take only explicit deps=
         self.block_num = 1  # inside `for i in pl.spmd(n)`: kernels launch on n core groups
+        self.sync_start = False  # ... all n at once (pl.spmd(n, sync_start=True))
+        self.spmd_deps: tuple[Var, ...] = ()  # ... after these tasks (pl.spmd(n, deps=[t]))
         self.regions: ScopeRegions | None = None
         self.blocks: list[list[Stmt]] = [[]]
         self.valid: dict[Expr, TupleExpr] = {}
@@ -84,19 +86,24 @@ class BodyBuilder:
             self.manual = outer
 
     @contextmanager
-    def spmd(self, block_num: int) -> Iterator[None]:
-        """Kernels launched inside the ``with`` run on ``block_num`` core groups."""
-        self.block_num = block_num
+    def spmd(self, block_num: int, sync_start: bool = False, deps: tuple[Var, ...] = ()) -> Iterator[None]:
+        """Kernels launched inside the ``with`` run on ``block_num`` core groups (started together
+        if ``sync_start``), after the tasks ``deps``."""
+        self.block_num, self.sync_start, self.spmd_deps = block_num, sync_start, deps
         try:
             yield
         finally:
-            self.block_num = 1
+            self.block_num, self.sync_start, self.spmd_deps = 1, False, ()
 
     def task_attrs(self) -> dict[str, Any]:
-        """The ``call`` attrs of a task submitted here: manual, and its spmd block count."""
+        """The ``call`` attrs of a task submitted here: manual, and its spmd launch."""
         attrs: dict[str, Any] = {"manual": True} if self.manual else {}
+        if self.spmd_deps:
+            attrs["deps"] = tuple(v.name for v in self.spmd_deps)
         if self.block_num > 1:
             attrs["block_num"] = self.block_num
+        if self.sync_start:
+            attrs["sync_start"] = True
         return attrs
 
     @contextmanager

@@ -67,6 +67,7 @@ TASK_KEYWORDS: dict[str, Callable[[Any], Any]] = {
     "no_dep_args": lambda v: tuple(str(x) for x in v),
     "manual": bool,
     "block_num": int,
+    "sync_start": bool,
 }
 
 

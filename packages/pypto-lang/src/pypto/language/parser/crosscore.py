@@ -75,7 +75,8 @@ def build_syncall(
     schema = get_op(system.syncall).attr("core_type")
     if schema is not None and not schema.accepts(core_type):
         raise ctx.fail(
-            f'core_type must be "aic", "aiv" or "mix", got {describe_value(core_type)}',
+            'core_type must be "aic", "aiv" or "mix" (or "aic_only" / "aiv_only"), '
+            f"got {describe_value(core_type)}",
             'leave core_type out to count every core of the launch, like "mix"',
         )
     attrs: dict[str, Any] = {} if core_type is None else {"core_type": core_type}

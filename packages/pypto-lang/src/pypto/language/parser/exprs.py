@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from pypto.ir import DataType, Expr, ParseError, PyptoError, ScalarType, SourceSpan, TensorType, TileType, Var
 from pypto.language import annotations as ann
 from pypto.language.builtins import Builtin, OpNamespace
+from pypto.language.device import available_aiv_count, available_cluster_count
 from pypto.language.directives import Directive
 from pypto.language.kernel import KernelFunction
 from pypto.language.options import cross_core_slot, split
@@ -25,7 +26,7 @@ from pypto.language.parser.ops import build_op
 from pypto.language.parser.raw import build_raw, raw_spec
 from pypto.language.parser.resolve import GlobalNames
 from pypto.language.parser.source import KernelSource
-from pypto.language.parser.values import describe_value, is_number, is_scalar, number
+from pypto.language.parser.values import KWARGS_HINT, describe_value, is_number, is_scalar, number
 
 # Every Python construct, as an error names it in words.
 CONSTRUCTS = {
@@ -99,7 +100,6 @@ def construct(node: ast.AST) -> str:
     return CONSTRUCTS.get(kind, f"the Python construct {kind}")
 
 
-KWARGS_HINT = "write the keyword arguments out: f(x, name=value)"
 RUN_TIME_SLICE = (
     "a region's extent is fixed when the kernel compiles: write lo:lo + 64 with a constant extent "
     "(a run-time valid size goes in pl.load(..., valid_shape=[n, 64]))"
@@ -209,6 +209,7 @@ PY_COMPARISONS: dict[type, Callable[[Any, Any], Any]] = {
 # Called at parse time on constants (never on IR values).
 COMPILE_TIME_FUNCTIONS: frozenset[Any] = frozenset(
     {len, min, max, abs, int, float, bool, split, cross_core_slot}
+    | {available_cluster_count, available_aiv_count}  # the chip's counts (pypto.language.device)
 )
 # Methods of compile-time values called at parse time: ``x.dtype.get_byte()``.
 COMPILE_TIME_METHODS: frozenset[Any] = frozenset({DataType.get_byte})

@@ -7,7 +7,6 @@ regions before it is parsed, so the region rules hold from its first statement o
 from __future__ import annotations
 
 import ast
-import difflib
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,10 +15,10 @@ from typing import Any
 from pypto.ir import INDEX, TASK_ID, Level, PyptoError, ScopeStmt, SplitAivRegion, SplitMode, TensorType, Var
 from pypto.language.builtins import Builtin
 from pypto.language.options import CrossCoreSlot, Split
-from pypto.language.parser.exprs import KWARGS_HINT, BlockIndex, ExprParser
 from pypto.language.parser.opcall import SCOPE_HINT
 from pypto.language.parser.regions import REGION_FORM, RegionMark, ScopeRegions
-from pypto.language.parser.values import describe_value
+from pypto.language.parser.spmd import SpmdParser
+from pypto.language.parser.values import describe_value, unknown_keyword_hint
 
 UNSUPPORTED_SCOPE_ARGS = ("allow_early_resolve",)
 SCOPE_ARGS = ("level", "optimizations", "name_hint", "deps", "no_dep_args")
@@ -47,15 +46,7 @@ class ScopeOptions:
     no_dep_args: tuple[Var, ...] = ()
 
 
-def unknown_keyword_hint(name: str | None, known: tuple[str, ...], listing: str) -> str:
-    """``did you mean name_hint=?`` for a misspelt keyword, else what the call takes."""
-    if name is None:
-        return KWARGS_HINT
-    close = difflib.get_close_matches(name, known, n=1)
-    return f"did you mean {close[0]}=? {listing}" if close else listing
-
-
-class ScopeParser(ExprParser):
+class ScopeParser(SpmdParser):
     """The scope and region statements of :class:`~pypto.language.parser.stmts.StmtParser`."""
 
     nesting: int  # loops, scopes and regions open; kept by StmtParser
@@ -116,10 +107,11 @@ class ScopeParser(ExprParser):
             options.split,
             options.slot_num,
             task=task,
-            deps=options.deps,
+            deps=(*self.body.spmd_deps, *options.deps),
             no_dep_args=options.no_dep_args,
             manual=self.body.manual,
             block_num=self.body.block_num,
+            sync_start=self.body.sync_start,
             span=self.span(call),
         )
         self.body.emit(scope)
@@ -239,54 +231,6 @@ class ScopeParser(ExprParser):
             )
         with self.body.manual_scope():
             self.stmts(node.body)
-
-    # ------------------------------------------------------------ pl.spmd
-
-    def visit_spmd(self, node: ast.For | ast.With, call: ast.Call) -> None:
-        """``for i in pl.spmd(n):`` (or ``with pl.spmd(n):``): each kernel of the body launches on
-        n core groups. ``i`` stands for ``pl.get_block_idx()`` inside the body's scopes."""
-        if self.body.on_device:
-            raise self.error(
-                call,
-                "pl.spmd launches kernels: write it in the @pl.jit body, around pl.at scopes",
-                "move `for i in pl.spmd(n):` out of the kernel code, around the `with pl.at(...)` blocks",
-            )
-        if self.body.block_num > 1:
-            raise self.error(
-                call,
-                "pl.spmd blocks do not nest",
-                "launch on n * m core groups with one pl.spmd(n * m) and derive both indices from its "
-                "index i: i // m and i % m",
-            )
-        target = node.target if isinstance(node, ast.For) else node.items[0].optional_vars
-        if target is not None and not isinstance(target, ast.Name):
-            raise self.error(
-                target, "pl.spmd binds one name to the block index", "write `for i in pl.spmd(n):`"
-            )
-        block_num = self.spmd_count(call)
-        self.nesting += 1
-        with self.env.loop(), self.body.spmd(block_num):
-            if target is not None:
-                self.env.bind(target.id, BlockIndex(target.id), self.span(target))
-            self.stmts(node.body)
-        self.nesting -= 1
-
-    def spmd_count(self, call: ast.Call) -> int:
-        if len(call.args) + len(call.keywords) != 1 or any(kw.arg != "core_num" for kw in call.keywords):
-            raise self.error(
-                call,
-                "pl.spmd() takes one argument: pl.spmd(core_num)",
-                "write `for i in pl.spmd(4):` (or pl.spmd(core_num=4))",
-            )
-        node = call.args[0] if call.args else call.keywords[0].value
-        count = self.constant(node, "the core count of pl.spmd()")
-        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-            raise self.error(
-                node,
-                f"pl.spmd() takes a positive int core count, got {count!r}",
-                "launch on at least one core group, e.g. pl.spmd(4)",
-            )
-        return count
 
     def optimizations(self, node: ast.expr) -> tuple[SplitMode | None, int | None]:
         if not isinstance(node, ast.List):

@@ -7,6 +7,7 @@ the kernel was specialized on). Constants become ``Const`` only where an op need
 
 from __future__ import annotations
 
+import difflib
 from enum import Enum
 from typing import Any, TypeGuard
 
@@ -175,3 +176,14 @@ def static_shape(values: Any, span: SourceSpan | None, what: str = "shape") -> t
             )
         dims.append(dim)
     return tuple(dims)
+
+
+KWARGS_HINT = "write the keyword arguments out: f(x, name=value)"
+
+
+def unknown_keyword_hint(name: str | None, known: tuple[str, ...], listing: str) -> str:
+    """``did you mean name_hint=?`` for a misspelt keyword, else what the call takes."""
+    if name is None:
+        return KWARGS_HINT
+    close = difflib.get_close_matches(name, known, n=1)
+    return f"did you mean {close[0]}=? {listing}" if close else listing

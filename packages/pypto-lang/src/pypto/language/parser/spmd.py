@@ -1,0 +1,274 @@
+"""``pl.spmd``: one launch on n blocks (core groups), in its two forms.
+
+- The kernel form: a body that holds ops directly (no ``pl.at`` scope, no kernel call) is itself
+  the kernel, launched on n blocks; ``i`` of ``for i in pl.spmd(n):`` is its block index.
+- The dispatch form: a body of ``pl.at`` scopes and kernel calls launches each of them on n blocks.
+
+Either way the blocks must differ: every kernel the body launches reads the block index (``i``,
+``pl.get_block_idx()``), unless it is a kernel called by name, which reads its own. Options:
+``name_hint=`` and ``optimizations=[...]`` of the kernel form's kernel (as ``pl.at`` takes them),
+``sync_start=True`` (the blocks start together), ``deps=[tid]`` (the launch waits for those tasks)
+and ``predicate=`` (the launch happens only when it holds).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pypto.ir import (
+    Call,
+    DataType,
+    Expr,
+    If,
+    Level,
+    ParseError,
+    PyptoError,
+    ScalarType,
+    ScopeStmt,
+    SplitMode,
+    Stmt,
+    Var,
+)
+from pypto.ir.nodes import stmt_exprs, walk_expr, walk_stmts
+from pypto.ir.ops import op
+from pypto.language.kernel import KernelFunction
+from pypto.language.parser.exprs import BlockIndex, ExprParser
+from pypto.language.parser.regions import ScopeRegions
+from pypto.language.parser.values import describe_value, is_number, number, unknown_keyword_hint
+
+SPMD_OPTIONS = ("name_hint", "optimizations", "sync_start", "deps", "predicate")
+SPMD_FORM = (
+    "pl.spmd(core_num, name_hint=None, optimizations=[...], sync_start=False, deps=[...], predicate=True)"
+)
+SAME_WORK_HINT = (
+    "offset the block's work by its index: `for i in pl.spmd(n):` and rows i * R : i * R + R "
+    "(or pl.get_block_idx() in a pl.at scope), or call a kernel that reads pl.get_block_idx(); "
+    "for one block drop pl.spmd"
+)
+
+
+@dataclass
+class SpmdOptions:
+    """What one ``pl.spmd(...)`` asks for; ``predicate`` is True, False or a run-time scalar."""
+
+    block_num: int
+    name_hint: str | None = None
+    split: SplitMode | None = None
+    slot_num: int | None = None
+    sync_start: bool = False
+    deps: tuple[Var, ...] = ()
+    predicate: bool | Expr = True
+    kernel_only: ast.keyword | None = None  # the first name_hint= / optimizations= given
+
+
+class SpmdParser(ExprParser):
+    """The ``pl.spmd`` statements of :class:`~pypto.language.parser.stmts.StmtParser`."""
+
+    nesting: int
+    stmts: Callable[[list[ast.stmt]], None]
+    optimizations: Callable[[ast.expr], tuple[SplitMode | None, int | None]]
+    task_list: Callable[[ast.expr], tuple[Var, ...]]
+    scope_regions: Callable[[list[ast.stmt], SplitMode | None], ScopeRegions | None]
+
+    def visit_spmd(self, node: ast.For | ast.With, call: ast.Call) -> None:
+        """``for i in pl.spmd(n, ...):`` / ``with pl.spmd(n, ...):`` in the ``@pl.jit`` body."""
+        if self.body.on_device:
+            raise self.error(
+                call,
+                "pl.spmd launches kernels: write it in the @pl.jit body, around pl.at scopes",
+                "move `for i in pl.spmd(n):` out of the kernel code, around the `with pl.at(...)` blocks",
+            )
+        if self.body.block_num > 1:
+            raise self.error(
+                call,
+                "pl.spmd blocks do not nest",
+                "launch on n * m core groups with one pl.spmd(n * m) and derive both indices from its "
+                "index i: i // m and i % m",
+            )
+        target = node.target if isinstance(node, ast.For) else node.items[0].optional_vars
+        if target is not None and not isinstance(target, ast.Name):
+            raise self.error(
+                target, "pl.spmd binds one name to the block index", "write `for i in pl.spmd(n):`"
+            )
+        options = self.spmd_options(call)
+        kernel = self.spmd_is_kernel(node.body)
+        if not kernel and options.kernel_only is not None:
+            kw = options.kernel_only
+            raise self.error(
+                kw.value,
+                f"pl.spmd({kw.arg}=...) describes the kernel a pl.spmd body of ops becomes, but this body "
+                "launches pl.at scopes or kernels",
+                f"give {kw.arg}= to each `with pl.at(...)` inside (or to the kernel), or write the ops "
+                "directly in the pl.spmd body",
+            )
+        self.nesting += 1
+        launch = self.body.spmd(options.block_num, options.sync_start, options.deps)
+        with self.body.block() as launched, self.env.loop(), launch:
+            if target is not None:
+                self.env.bind(target.id, BlockIndex(target.id), self.span(target))
+            if kernel:
+                self.spmd_kernel(node.body, call, options)
+            else:
+                self.stmts(node.body)
+        self.nesting -= 1
+        self.check_blocks_differ(tuple(launched), call, options.block_num)
+        self.emit_launch(tuple(launched), options.predicate, call)
+
+    def spmd_options(self, call: ast.Call) -> SpmdOptions:
+        """The core count and the keyword options of ``pl.spmd(...)``."""
+        count_nodes = list(call.args) + [kw.value for kw in call.keywords if kw.arg == "core_num"]
+        if len(count_nodes) != 1:
+            raise self.error(
+                call,
+                "pl.spmd() takes one argument: pl.spmd(core_num), then keyword options "
+                "(name_hint=, optimizations=, sync_start=, deps=, predicate=)",
+                "write `for i in pl.spmd(4):` (or pl.spmd(core_num=4, sync_start=True))",
+            )
+        options = SpmdOptions(self.spmd_count(count_nodes[0]))
+        for kw in call.keywords:
+            if kw.arg == "core_num":
+                continue
+            if kw.arg == "name_hint":
+                options.name_hint = self.name_hint(kw.value)
+            elif kw.arg == "optimizations":
+                options.split, options.slot_num = self.optimizations(kw.value)
+            elif kw.arg == "sync_start":
+                options.sync_start = self.flag(kw.value, "sync_start=")
+            elif kw.arg == "deps":
+                options.deps = self.task_list(kw.value)
+            elif kw.arg == "predicate":
+                options.predicate = self.predicate(kw.value)
+            else:
+                raise self.error(
+                    kw.value if kw.arg else call,
+                    f"pl.spmd() got an unexpected keyword argument {kw.arg!r}",
+                    unknown_keyword_hint(kw.arg, SPMD_OPTIONS, f"it takes {SPMD_FORM}"),
+                )
+            if kw.arg in ("name_hint", "optimizations") and options.kernel_only is None:
+                options.kernel_only = kw
+        return options
+
+    def spmd_count(self, node: ast.expr) -> int:
+        count = self.constant(node, "the core count of pl.spmd()")
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            raise self.error(
+                node,
+                f"pl.spmd() takes a positive int core count, got {count!r}",
+                "launch on at least one core group, e.g. pl.spmd(4)",
+            )
+        return count
+
+    def name_hint(self, node: ast.expr) -> str:
+        name = self.constant(node, "name_hint=")
+        if not (isinstance(name, str) and name.isidentifier()):
+            raise self.error(
+                node,
+                f"name_hint= must be an identifier string, got {name!r}",
+                'write a name made of letters, digits and _, e.g. name_hint="rows"',
+            )
+        return name
+
+    def flag(self, node: ast.expr, what: str) -> bool:
+        value = self.constant(node, what)
+        if not isinstance(value, bool):
+            raise self.error(
+                node, f"{what} takes True or False, got {describe_value(value)}", f"write {what}True"
+            )
+        return value
+
+    def predicate(self, node: ast.expr) -> bool | Expr:
+        """``predicate=``: a compile-time truth value, or a boolean / integer run-time scalar."""
+        value = self.expr(node)
+        if is_number(value):
+            return bool(number(value))
+        if isinstance(value, bool):
+            return value
+        t = value.type if isinstance(value, Expr) else None
+        if not (isinstance(t, ScalarType) and (t.dtype is DataType.BOOL or t.dtype.is_integer)):
+            raise self.error(
+                node,
+                f"predicate= must be a boolean or integer scalar, got {describe_value(value)}",
+                "pass a comparison, e.g. predicate=n > 0, or a compile-time True / False",
+            )
+        return value
+
+    def spmd_is_kernel(self, body: list[ast.stmt]) -> bool:
+        """A body is a kernel of its own unless it opens a scope or calls a kernel."""
+        for node in (n for stmt in body for n in ast.walk(stmt)):
+            if isinstance(node, ast.With):
+                return False
+            if isinstance(node, ast.Call) and isinstance(self.callee(node.func), KernelFunction):
+                return False
+        return True
+
+    def callee(self, func: ast.expr) -> Any:
+        """What a call's function names, if it is a name or an attribute known before the body runs."""
+        if not isinstance(func, (ast.Name, ast.Attribute)):
+            return None
+        try:
+            return self.expr(func)
+        except PyptoError:
+            return None  # a name the body binds, or no name at all: not a kernel
+
+    def spmd_kernel(self, body: list[ast.stmt], call: ast.Call, options: SpmdOptions) -> None:
+        """The kernel form: the body is one core-group scope, launched on every block."""
+        regions = self.scope_regions(body, options.split)
+        with self.body.scope() as stmts, self.body.tracking(regions):
+            self.stmts(body)
+        self.body.emit(
+            ScopeStmt(
+                tuple(stmts),
+                Level.CORE_GROUP,
+                options.name_hint,
+                options.split,
+                options.slot_num,
+                deps=options.deps,
+                manual=self.body.manual,
+                block_num=options.block_num,
+                sync_start=options.sync_start,
+                span=self.span(call),
+            )
+        )
+
+    def check_blocks_differ(self, launched: tuple[Stmt, ...], call: ast.Call, blocks: int) -> None:
+        """Each scope launched reads its block index, else every block would do the same work; a
+        body that launches nothing is an error too."""
+        scopes = [s for s in walk_stmts(launched) if isinstance(s, ScopeStmt)]
+        kernels = [c for s in walk_stmts(launched) for c in _calls(s) if c.op == op.call]
+        if not (scopes or kernels):
+            raise self.error(
+                call,
+                f"pl.spmd({blocks}) launches nothing: its body holds no op, no pl.at scope and no "
+                "kernel call",
+                SAME_WORK_HINT,
+            )
+        same = next((s for s in scopes if not _reads_block_index(s.body)), None)
+        if same is not None and blocks > 1:
+            kernel = "its body" if same.span == self.span(call) else "the pl.at scope at this line"
+            raise ParseError(
+                f"pl.spmd({blocks}) launches {kernel} on {blocks} blocks, but it never reads the block index "
+                "(the pl.spmd variable or pl.get_block_idx()): every block would do the same work",
+                same.span,
+                SAME_WORK_HINT,
+            )
+
+    def emit_launch(self, launched: tuple[Stmt, ...], predicate: bool | Expr, call: ast.Call) -> None:
+        """The launch's statements, under ``if predicate:`` when it is a run-time scalar."""
+        if predicate is False:
+            return
+        if predicate is True:
+            for stmt in launched:
+                self.body.emit(stmt)
+            return
+        self.body.emit(If(predicate, launched, (), self.span(call)))
+
+
+def _calls(stmt: Stmt) -> list[Call]:
+    return [e for x in stmt_exprs(stmt) for e in walk_expr(x) if isinstance(e, Call)]
+
+
+def _reads_block_index(body: tuple[Stmt, ...]) -> bool:
+    return any(c.op == op.get_block_idx for s in walk_stmts(body) for c in _calls(s))
