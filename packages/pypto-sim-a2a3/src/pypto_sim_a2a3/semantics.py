@@ -114,6 +114,12 @@ def _slice(call: Call, args: Sequence[Any]) -> None:
     check_region(call, args[0], args[1], tuple(call.attrs["shape"]))
 
 
+@checks(tile.set_validshape)
+def _set_validshape(call: Call, args: Sequence[Any]) -> None:
+    assert isinstance(call.type, TileType)
+    check_valid(call, [int(n) for n in args[1]], call.type.shape)
+
+
 @checks(tile.assemble)
 def _assemble(call: Call, args: Sequence[Any]) -> None:
     dst, src, offsets = args

@@ -323,6 +323,13 @@ def _slice(call: Call, args: Sequence[Any]) -> torch.Tensor:
     return region(tile, offsets, tuple(call.attrs["shape"])).clone()
 
 
+@implements(tile.set_validshape)
+def _set_validshape(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    # The elements stay as they are; only what later ops read as valid changes.
+    result: torch.Tensor = args[0].clone()
+    return result
+
+
 def pad_scalar(pad: PadValue, dtype: torch.dtype) -> float | int:
     """The value ``pad`` stands for in ``dtype``: 0, or the lowest / highest value (±inf for floats)."""
     if pad is PadValue.zero:

@@ -10,7 +10,7 @@ from typing import Any
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import SourceSpan
-from pypto.ir.nodes import Expr
+from pypto.ir.nodes import Const, Expr, TupleExpr
 from pypto.ir.ops.enums import PAD_VALUES, AtomicType, PadValue
 from pypto.ir.ops.rules import (
     check_offsets,
@@ -41,6 +41,7 @@ from pypto.ir.ops.spec import (
     PlacesTile,
     Role,
     Rule,
+    SetsValid,
     SplitPolicy,
     Trait,
     Unit,
@@ -287,6 +288,36 @@ def slice_(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: S
     check_offsets(op, args[1], len(x.shape), span)
     check_static_bounds(op, x.shape, args[1], shape, span)
     return with_changes(x, shape=shape, valid_shape=None)
+
+
+def set_validshape(
+    spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None
+) -> Type:
+    """The tile with a new valid shape: constant entries in the type, run-time ones as the operand."""
+    op = spec.name
+    x = args[0].type
+    if not isinstance(x, TileType):
+        raise fail(
+            op,
+            f"sets the valid shape of a tile, got {describe(x)}",
+            span,
+            "load a tile first: pl.set_validshape(pl.load(t, [0, 0], [64, 64]), rows, 64)",
+        )
+    valid = args[1]
+    check_offsets(op, valid, len(x.shape), span, "valid_shape")
+    assert isinstance(valid, TupleExpr)
+    sizes = [e.value if isinstance(e, Const) else None for e in valid.elements]
+    for dim, size in enumerate(sizes):
+        if size is not None and not 0 < size <= x.shape[dim]:
+            raise fail(
+                op,
+                f"valid extent {size} of dim {dim} is outside the tile's 1..{x.shape[dim]}",
+                span,
+                "the valid region is part of the tile: each valid extent lies between 1 and the tile's",
+            )
+    if None in sizes:
+        return with_changes(x, valid_shape=None)  # known at run time: the operand carries it
+    return with_changes(x, valid_shape=tuple(sizes))
 
 
 def fillpad(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
@@ -577,6 +608,18 @@ def _declare_transfers() -> None:
         "the tile with pad_value outside its valid shape",
     )
     _op(
+        "tile.set_validshape",
+        T,
+        Unit.SCALAR,
+        set_validshape,
+        (_TILE, Operand("valid_shape", Role.VALID_SHAPE)),
+        (),
+        (PlacesTile(), SetsValid(1)),
+        "set_validshape",
+        "pl.set_validshape(tile, rows, cols)",
+        "the tile, of which only the leading rows x cols region is real from then on",
+    )
+    _op(
         "tile.full",
         T,
         Unit.VECTOR,
@@ -620,7 +663,7 @@ def _declare_views(level: Level) -> None:
         (_SHAPE,),
         (Cost("vector"), WHOLE_TILE, *place, *lowers),
         "slice",
-        "pl.slice(x, shape, offset)",
+        "pl.slice(x, shape, offset, valid_shape=None)",
         "a region of x",
     )
     vec = Operand("a", Role.TILE, (MemorySpace.Vec,)) if tile else Operand("a", Role.TENSOR)

@@ -244,6 +244,14 @@ class KeepsValid(Trait):
 
 
 @dataclass(frozen=True)
+class SetsValid(Trait):
+    """The result's valid shape is operand ``operand`` (a tuple of index extents): the tile's
+    valid region from then on, whatever it was before (``pl.set_validshape``)."""
+
+    operand: int
+
+
+@dataclass(frozen=True)
 class PlacesTile(Trait):
     """The result is a tile the allocator places in a buffer of its memory space (ops without it
     that return a tile hand out a pipe ring slot, or return a destination operand)."""

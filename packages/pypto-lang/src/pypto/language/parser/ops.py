@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from pypto.ir import UNIT, Eval, ParseError
-from pypto.ir.ops import Commutative, Elementwise, Level, OpSpec, Role
+from pypto.ir.ops import Commutative, Elementwise, Level, OpSpec, Reduction, Role
 from pypto.ir.ops.spec import STORAGE
 from pypto.language.dslops import DslFunction, dsl_function, operand_params
 from pypto.language.parser import crosscore, transfers  # noqa: F401  (their builders register)
@@ -26,6 +26,7 @@ from pypto.language.parser.arith import scalar_binary, scalar_unary
 from pypto.language.parser.broadcast import broadcast_binary
 from pypto.language.parser.convert import attribute, operand, operand_words
 from pypto.language.parser.opcall import OpContext
+from pypto.language.parser.partial import padded_for_reduction, reduced_valid, with_valid
 from pypto.language.parser.values import (
     describe_value,
     element_dtype,
@@ -122,8 +123,15 @@ def build_generic(ctx: OpContext, function: DslFunction, bound: inspect.BoundArg
         return form  # a unary op on a scalar: the folded number, or its scalar op
     attrs = _attributes(ctx, function, form, values)
     args = _operands(ctx, function, form, values, attrs)
+    reduction = form.trait(Reduction)
+    reduced = None
+    if reduction is not None and args and is_tile(args[0]):  # it sees only the valid region
+        reduced = reduced_valid(ctx, args[0], reduction.axis)
+        args[0] = padded_for_reduction(ctx, args[0], reduction.identity)
     written = form.writes
     call = ctx.call(form.name, args, attrs)
+    if reduced is not None:
+        return with_valid(ctx, call, reduced)
     if written:
         ctx.body.emit(Eval(call, ctx.span))
         return args[written[0]]  # destination-passing: the expression is the written operand

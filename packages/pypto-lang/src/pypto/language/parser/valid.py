@@ -7,7 +7,8 @@ valid shape is known only at run time. The IR carries it as operands: of the loa
 ops the way a static one follows it through their type rules, as the ops' traits say: an op that
 keeps the valid shape (``KeepsValid``: elementwise ops, broadcasts, moves) passes its first tile
 operand's on, a row reduction the valid rows, a column reduction the valid columns, and a load of
-a run-time region (``GmAccess(valid=...)``) makes it. Other ops (``pl.fillpad``, which defines the
+a run-time region (``GmAccess(valid=...)``) makes it; ``pl.set_validshape`` (``SetsValid``)
+replaces it. Other ops (``pl.fillpad``, which defines the
 padding) give a tile that is valid everywhere.
 """
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pypto.ir import INDEX, Call, Const, Expr, TileType, TupleExpr, TupleType, get_op
-from pypto.ir.ops import GmAccess, KeepsValid, Reduction
+from pypto.ir.ops import GmAccess, KeepsValid, Reduction, SetsValid
 
 
 def result_valid(call: Call, valid: Mapping[Expr, TupleExpr]) -> TupleExpr | None:
@@ -28,6 +29,11 @@ def result_valid(call: Call, valid: Mapping[Expr, TupleExpr]) -> TupleExpr | Non
     if access is not None and not access.write and access.valid is not None:
         region = call.args[access.valid]  # a load of a run-time region
         return region if isinstance(region, TupleExpr) else None
+    sets = spec.trait(SetsValid)
+    if sets is not None:  # pl.set_validshape: a run-time one is the operand, a constant one the type
+        region = call.args[sets.operand]
+        run_time = isinstance(region, TupleExpr) and any(not isinstance(e, Const) for e in region.elements)
+        return region if run_time else None
     reduction = spec.trait(Reduction)
     if reduction is None and not spec.has(KeepsValid):
         return None

@@ -1,0 +1,85 @@
+"""Builders that give a tile a valid shape, and the padding that makes reductions honour one.
+
+``pl.set_validshape(t, rows, cols)`` is ``tile.set_validshape``: from then on only the leading
+``rows x cols`` region of the tile is real (stores write only it, reductions see only it).
+``pl.slice(x, shape, offset, valid_shape=[r, c])`` is a slice followed by that op. A reduction
+of a tile with a valid shape is built on ``pl.fillpad(x, pad_value=identity)`` of it, the
+reduction's identity (0 for sums, the lowest value for maxima, the highest for minima), so the
+padding takes no part in the result.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pypto.ir import INDEX, Const, Expr, TileType, TupleExpr
+from pypto.ir.ops import PadValue
+from pypto.ir.ops import tile as tile_ops
+from pypto.language.dslops import hand_built
+from pypto.language.parser.opcall import OpContext
+from pypto.language.parser.values import index_tuple, static_shape
+
+
+@hand_built(tile_ops.set_validshape)
+def build_set_validshape(ctx: OpContext, tile: Any, rows: Any, cols: Any = None) -> Any:
+    """``pl.set_validshape(t, rows, cols)`` (or ``(t, [rows, cols])``, as the printer writes it)."""
+    x = ctx.tile(tile, "the tile")
+    extents = rows if cols is None and isinstance(rows, (list, tuple)) else [rows, cols]
+    if any(e is None for e in extents):
+        raise ctx.fail(
+            "needs the valid rows and columns", "write pl.set_validshape(t, rows, cols), e.g. (t, n, 64)"
+        )
+    return ctx.call(tile_ops.set_validshape, [x, index_tuple(extents, ctx.span, "valid_shape")])
+
+
+@hand_built(tile_ops.slice)
+def build_slice(ctx: OpContext, x: Any, shape: Any, offset: Any, valid_shape: Any = None) -> Any:
+    """A region of ``x``; on a tile, ``valid_shape`` (constants or run-time scalars) is its valid part."""
+    value = ctx.shaped(x, "the sliced value")
+    level = ctx.level_of(value)
+    if valid_shape is not None and level == "tensor":
+        raise ctx.fail(
+            "valid_shape= applies to a slice of a tile, not of a tensor",
+            "load the tile first, or give pl.load(t, offsets, shape, valid_shape=[...]) the valid shape",
+        )
+    attrs = {"shape": static_shape(shape, ctx.span)}
+    piece = ctx.call(f"{level}.slice", [value, index_tuple(offset, ctx.span, "offset")], attrs)
+    if valid_shape is None:
+        return piece
+    return ctx.call(tile_ops.set_validshape, [piece, index_tuple(valid_shape, ctx.span, "valid_shape")])
+
+
+def reduced_valid(ctx: OpContext, x: Expr, axis: int) -> TupleExpr | None:
+    """The valid shape a reduction along ``axis`` of ``x`` has (None: ``x`` is valid everywhere):
+    the valid rows of a row reduction, the valid columns of a column reduction."""
+    valid = ctx.valid_of(x)
+    t = x.type
+    if (
+        valid is None
+        and isinstance(t, TileType)
+        and t.valid_shape is not None
+        and tuple(t.valid_shape) != t.shape
+    ):
+        valid = index_tuple(list(t.valid_shape), ctx.span, "valid_shape")
+    if valid is None:
+        return None
+    rows, cols = valid.elements
+    one = Const(1, INDEX)
+    return index_tuple([rows, one] if axis == 1 else [one, cols], ctx.span, "valid_shape")
+
+
+def with_valid(ctx: OpContext, value: Expr, valid: TupleExpr | None) -> Expr:
+    """``value`` with the valid shape ``valid`` (unchanged when None)."""
+    return value if valid is None else ctx.call(tile_ops.set_validshape, [value, valid])
+
+
+def padded_for_reduction(ctx: OpContext, x: Expr, identity: PadValue) -> Expr:
+    """``x``, or ``x`` filled with ``identity`` outside its valid shape when it has one, so a
+    reduction of it sees only the valid region."""
+    run_time = ctx.valid_of(x)
+    t = x.type
+    partial = isinstance(t, TileType) and t.valid_shape is not None and tuple(t.valid_shape) != t.shape
+    if run_time is None and not partial:
+        return x
+    args = [x] if run_time is None else [x, run_time]
+    return ctx.call(tile_ops.fillpad, args, {"pad_value": identity})
