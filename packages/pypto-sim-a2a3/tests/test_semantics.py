@@ -82,6 +82,7 @@ SINGLE_OPS = {
     "tile.reshape",
     "tile.slice",
     "tile.fillpad",
+    "tile.set_validshape",
     "tile.full",
     "tile.assemble",
     "tile.load_partial",
@@ -452,6 +453,12 @@ def test_fillpad_of_an_int_tile_pads_with_the_dtype_limits_at_a_run_time_valid_s
     got = apply("tile.fillpad", [tile_of(x), ([Var("n", INDEX), 4], (2, 4))], pad_value=PadValue.min)
     assert got[2:].unique().tolist() == [torch.iinfo(torch.int32).min]
     assert bool((got[:2] == 1).all())
+
+
+def test_set_validshape_keeps_every_element_and_only_retypes_the_tile():
+    x = rand(8, 16, seed=38)
+    got = apply("tile.set_validshape", [tile_of(x), ([Var("n", INDEX), 16], (3, 16))])
+    torch.testing.assert_close(got, x, rtol=0, atol=0)
 
 
 def test_full_fills_the_tile_with_the_value_in_its_dtype():
