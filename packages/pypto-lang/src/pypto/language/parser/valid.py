@@ -31,9 +31,10 @@ def result_valid(call: Call, valid: Mapping[Expr, TupleExpr]) -> TupleExpr | Non
         return region if isinstance(region, TupleExpr) else None
     sets = spec.trait(SetsValid)
     if sets is not None:  # pl.set_validshape: a run-time one is the operand, a constant one the type
-        region = call.args[sets.operand]
-        run_time = isinstance(region, TupleExpr) and any(not isinstance(e, Const) for e in region.elements)
-        return region if run_time else None
+        given = call.args[sets.operand]
+        if isinstance(given, TupleExpr) and any(not isinstance(e, Const) for e in given.elements):
+            return given
+        return None
     reduction = spec.trait(Reduction)
     if reduction is None and not spec.has(KeepsValid):
         return None
