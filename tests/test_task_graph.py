@@ -393,6 +393,46 @@ def test_an_early_resolve_task_lets_its_reader_start_once_its_outputs_are_final(
     assert starts[True] < starts[False]
 
 
+def spmd_produce_then_consume(early: bool):
+    """As :func:`produce_then_consume`, the producer on 4 blocks, each writing its rows."""
+    rows = R // 4
+
+    @pl.jit
+    def kernel(x: T, out: pl.Out[T]):
+        scratch = pl.create_tensor([R, C], pl.FP32)
+        for i in pl.spmd(4):
+            with pl.at(level=pl.Level.CORE_GROUP, name_hint="produce", allow_early_resolve=early):
+                y = pl.exp(x[i * rows : i * rows + rows, :])
+                scratch[i * rows : i * rows + rows, :] = y
+                tail = pl.exp(pl.mul(y, y))  # noqa: F841
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="consume"):
+            out[:] = pl.add(scratch, x)
+        return out
+
+    return kernel
+
+
+def test_an_early_resolve_spmd_task_resolves_once_every_block_has_stored_its_rows():
+    starts = {}
+    for early in (False, True):
+        kernel = spmd_produce_then_consume(early)
+        x, out = args()
+        kernel(x, out)
+        torch.testing.assert_close(out, x.exp() + x)
+        blocks = [t for t in kernel.last_report.tasks if t.kernel == "produce"]
+        (consume,) = [t for t in kernel.last_report.tasks if t.kernel == "consume"]
+        assert len(blocks) == 4
+        starts[early] = consume.start_cycle
+        if early:  # resolved when the last of the 4 blocks' stores completes, before its block ends
+            timeline = kernel.last_report.timeline
+            stores = [s for s in timeline if s.task == "produce" and s.name == "tile.store"]
+            (resolve,) = [s for s in timeline if s.name == "resolve produce"]
+            assert len(stores) == 4
+            assert resolve.start == max(s.start + s.cycles for s in stores)
+            assert resolve.start < max(b.end_cycle for b in blocks)
+    assert starts[True] < starts[False]
+
+
 def test_allow_early_resolve_prints_on_the_scope_and_on_its_kernel_call_and_reads_back(tmp_path):
     kernel = produce_then_consume(True)
     x, out = args()
