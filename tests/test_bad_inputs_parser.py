@@ -251,13 +251,13 @@ ROWS = [
     Bad(
         "at-early-resolve",
         entry("""\
-            with pl.at(level=pl.Level.CORE_GROUP, allow_early_resolve=True):  # <-
+            with pl.at(level=pl.Level.CORE_GROUP, allow_early_resolve="yes"):  # <-
                 out[:] = a
             """),
         ParseError,
-        "pl.at(allow_early_resolve=...) is not supported yet",
-        "True",
-        fix="with pl.at(level=pl.Level.CORE_GROUP):",
+        "allow_early_resolve= takes True or False, got the str 'yes'",
+        '"yes"',
+        fix="with pl.at(level=pl.Level.CORE_GROUP, allow_early_resolve=True):",
     ),
     Bad(
         "optimizations-not-a-list",

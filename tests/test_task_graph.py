@@ -14,7 +14,8 @@ import pytest
 import torch
 
 import pypto.language as pl
-from pypto.ir import RaceError
+from pypto.ir import RaceError, structural_diff
+from pypto.runtime import RunConfig, run
 
 ROOT = Path(__file__).resolve().parent.parent
 R, C = 64, 128
@@ -351,6 +352,102 @@ def _example(path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+# ---------------------------------------------------------------- allow_early_resolve
+
+
+def produce_then_consume(early: bool):
+    """A producer whose last statement works on tiles only (its outputs are final before it),
+    and a reader of what it wrote."""
+
+    @pl.jit
+    def kernel(x: T, out: pl.Out[T]):
+        scratch = pl.create_tensor([R, C], pl.FP32)
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="produce", allow_early_resolve=early):
+            y = pl.exp(x)
+            scratch[:] = y
+            tail = pl.exp(pl.mul(y, y))  # noqa: F841  (on-chip work after the last store)
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="consume"):
+            out[:] = pl.add(scratch, x)
+        return out
+
+    return kernel
+
+
+def test_an_early_resolve_task_lets_its_reader_start_once_its_outputs_are_final():
+    starts = {}
+    for early in (False, True):
+        kernel = produce_then_consume(early)
+        x, out = args()
+        kernel(x, out)
+        torch.testing.assert_close(out, x.exp() + x)
+        report = kernel.last_report
+        assert edges(report) == {(1, 2): "scratch"}
+        produce, consume = spans(report).values()
+        starts[early] = consume[0]
+        if early:
+            assert produce[0] < consume[0] < produce[1]  # before the producer's end
+        else:
+            assert produce[1] < consume[0]
+    assert starts[True] < starts[False]
+
+
+def spmd_produce_then_consume(early: bool):
+    """As :func:`produce_then_consume`, the producer on 4 blocks, each writing its rows."""
+    rows = R // 4
+
+    @pl.jit
+    def kernel(x: T, out: pl.Out[T]):
+        scratch = pl.create_tensor([R, C], pl.FP32)
+        for i in pl.spmd(4):
+            with pl.at(level=pl.Level.CORE_GROUP, name_hint="produce", allow_early_resolve=early):
+                y = pl.exp(x[i * rows : i * rows + rows, :])
+                scratch[i * rows : i * rows + rows, :] = y
+                tail = pl.exp(pl.mul(y, y))  # noqa: F841
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="consume"):
+            out[:] = pl.add(scratch, x)
+        return out
+
+    return kernel
+
+
+def test_an_early_resolve_spmd_task_resolves_once_every_block_has_stored_its_rows():
+    starts = {}
+    for early in (False, True):
+        kernel = spmd_produce_then_consume(early)
+        x, out = args()
+        kernel(x, out)
+        torch.testing.assert_close(out, x.exp() + x)
+        blocks = [t for t in kernel.last_report.tasks if t.kernel == "produce"]
+        (consume,) = [t for t in kernel.last_report.tasks if t.kernel == "consume"]
+        assert len(blocks) == 4
+        starts[early] = consume.start_cycle
+        if early:  # resolved when the last of the 4 blocks' stores completes, before its block ends
+            timeline = kernel.last_report.timeline
+            stores = [s for s in timeline if s.task == "produce" and s.name == "tile.store"]
+            (resolve,) = [s for s in timeline if s.name == "resolve produce"]
+            assert len(stores) == 4
+            assert resolve.start == max(s.start + s.cycles for s in stores)
+            assert resolve.start < max(b.end_cycle for b in blocks)
+    assert starts[True] < starts[False]
+
+
+def test_allow_early_resolve_prints_on_the_scope_and_on_its_kernel_call_and_reads_back(tmp_path):
+    kernel = produce_then_consume(True)
+    x, out = args()
+    scoped = kernel.parse(x, out)
+    assert "name_hint='produce', allow_early_resolve=True):" in scoped.as_python()  # the pl.at scope
+    assert structural_diff(scoped, pl.parse(scoped.as_python())) is None
+    kernel(x, out, config=RunConfig(dump_passes=tmp_path))
+    dumps = sorted(tmp_path.glob("*.py"))
+    texts = [dump.read_text() for dump in dumps]
+    assert all(re.search(r"self\.produce\(x, scratch, .*allow_early_resolve=True", text) for text in texts)
+    for dump, text in zip(dumps, texts, strict=True):
+        program = pl.parse(text, filename=str(dump))
+        got = torch.zeros(R, C)
+        run(program, x, got, config=RunConfig(platform="a2a3sim"))
+        torch.testing.assert_close(got, out)
 
 
 def test_the_split_k_partials_run_concurrently_after_the_zero_init():

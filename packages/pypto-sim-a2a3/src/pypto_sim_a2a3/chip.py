@@ -5,7 +5,9 @@ The orchestration runs as a coroutine on the ``host`` clock and *submits* each `
 coroutine, the ``scheduler``, starts each ready task on the lowest-numbered free core group (one
 group per block of an ``pl.spmd`` task; the blocks of a ``sync_start`` task all at once, when as many
 groups are free) and retires it when its cores are done, which readies the
-tasks waiting for it; each of these steps costs the Target's dispatch cycles. A block's launch
+tasks waiting for it; a task of an ``allow_early_resolve=True`` scope readies them earlier, in a
+*resolve* step once every core of it is past its last GM access. Each of these steps costs the
+Target's dispatch cycles. A block's launch
 (see :mod:`pypto_sim_a2a3.launch`) gives each core the kernel needs — one for an AIC or AIV
 kernel, the AIC and both AIV lanes for a Group kernel — a :class:`KernelFrame` coroutine under
 the same :class:`Scheduler`, so independent tasks on different core groups interleave, each group
@@ -73,6 +75,7 @@ class Chip:
         self._free = list(range(target.core_groups))  # a heap: the lowest free group goes first
         self._ready: deque[tuple[Task, int]] = deque()  # (task, block) ready to start, in submission order
         self._finished: deque[Task] = deque()  # tasks whose every block is done, to retire
+        self._settled: deque[Task] = deque()  # early-resolve tasks past their last GM access, to resolve
         self._barriers: dict[int, SyncAll] = {}  # task id -> the syncall barrier its blocks share
         self._orchestrated = False
 
@@ -139,7 +142,9 @@ class Chip:
         """Retire finished tasks and start ready blocks on free core groups, one step at a time."""
         while True:
             yield Wait(self._has_work, "a task to start or to retire")
-            if self._finished:
+            if self._settled:
+                yield from self._resolve(self._settled.popleft())
+            elif self._finished:
                 yield from self._retire(self._finished.popleft())
             elif self._can_start():
                 yield from self._start(*self._ready.popleft())
@@ -148,7 +153,7 @@ class Chip:
 
     def _has_work(self) -> bool:
         done = self._orchestrated and self.graph.all_retired()
-        return bool(self._finished) or self._can_start() or done
+        return bool(self._settled or self._finished) or self._can_start() or done
 
     def _can_start(self) -> bool:
         """The next ready block has a core group; the first block of a ``sync_start`` task waits
@@ -169,6 +174,27 @@ class Chip:
         for ready in self.graph.retire(task):
             self._enqueue(ready)
 
+    def _resolve(self, task: Task) -> Generator[Event, None, None]:
+        """Ready the tasks waiting for an early-resolve task, ahead of its retiring (which does
+        it if every block is done by now anyway)."""
+        if task.finished_blocks == task.blocks:
+            return
+        yield Advance("AICPU", self.cost.retire_cycles(), f"resolve {task.name}", task.call.span)
+        for ready in self.graph.resolve(task):
+            self._enqueue(ready)
+
+    def _settled_observer(self, task: Task) -> Callable[[], None] | None:
+        """What an early-resolve task's block tells once every core of it is past its last GM access."""
+        if not task.early_resolve:
+            return None
+
+        def on_settled() -> None:
+            task.settled_blocks += 1
+            if task.settled_blocks == task.blocks:
+                self._settled.append(task)
+
+        return on_settled
+
     def _start(self, task: Task, block: int) -> Generator[Event, None, None]:
         group = self.core_group(heapq.heappop(self._free))
         cycles = self.cost.dispatch_cycles(resolves=block == 0 and bool(task.deps))
@@ -180,7 +206,15 @@ class Chip:
         plan = self.loaded.plans[task.kernel.name]
         if task.id not in self._barriers:
             self._barriers[task.id] = task_barrier(plan, task.blocks)
-        site = Site(group, block, task.blocks, on_gm, self._step_observer(task), self._barriers[task.id])
+        site = Site(
+            group,
+            block,
+            task.blocks,
+            on_gm,
+            self._step_observer(task),
+            self._barriers[task.id],
+            self._settled_observer(task),
+        )
         launch, placements = plan_launch(plan, task.args, site, self.target, self.recorder)
         run = _BlockRun(task, block, launch, self.dispatcher.clock)
         for placement in placements:

@@ -294,6 +294,7 @@ _GM_ACCESS: dict[str, GmAccess] = {
     and not spec.has(Ordering)
     and spec.level is not Level.TENSOR
 }
+GM_DATA_OPS = frozenset(_GM_ACCESS)  # the ops that read or write GM data
 _PLACING = frozenset(name for name in _GM_ACCESS if get_op(name).has(PlacesTile))  # the loads
 
 

@@ -14,12 +14,14 @@ from typing import Any
 
 import torch
 
-from pypto.ir import Assign, Call, MemorySpace, TileType, Unit, Var, get_op
+from pypto.ir import Assign, Call, MemorySpace, Stmt, TileType, Unit, Var, get_op
 from pypto.ir.errors import at_line
 from pypto.ir.launch import Seat
+from pypto.ir.nodes import stmt_end_exprs, stmt_exprs, walk_expr, walk_stmts
 from pypto.ir.ops import op, tile, user_name
 from pypto.ir.semantics import OpImpl
 from pypto.ir.walker import KernelWalker
+from pypto_sim_a2a3.coherence import GM_DATA_OPS
 from pypto_sim_a2a3.cost import CostModel
 from pypto_sim_a2a3.crosscore import LAUNCH_OPS, Popped
 from pypto_sim_a2a3.errors import PipeError
@@ -41,6 +43,18 @@ class KernelFrame(KernelWalker):
         self.role = role
         self.core = role.core
         self.cost = cost
+        self.last_gm_statement = last_gm_statement(self.fn.body)
+
+    def run(self) -> Steps:
+        """Run the kernel; the core is *settled* (see :meth:`Launch.settle`) once the top-level
+        statement holding its last GM access has finished, or at once if it touches no GM."""
+        if self.last_gm_statement < 0:
+            self.role.launch.settle(self.role)
+        return (yield from super().run())
+
+    def top_level_done(self, index: int) -> None:
+        if index == self.last_gm_statement:
+            self.role.launch.settle(self.role)
 
     def eval_call(self, call: Call) -> Steps:
         if call.op not in _FREE_OPS:
@@ -154,6 +168,21 @@ _CORE_UNITS = (Unit.VECTOR, Unit.CUBE, Unit.MTE, Unit.SCALAR)
 _FREE_OPS = (op.tfree_to_aic, op.tfree_to_aiv)
 # The data-movement ops whose path the target must have (names resolved once: a hot path).
 _LOAD, _STORE, _MOVE = tile.load, tile.store, tile.move
+
+
+def last_gm_statement(body: tuple[Stmt, ...]) -> int:
+    """The index of the last statement of ``body`` that reads or writes GM (in any body it
+    holds), -1 if none does: after it the kernel's outputs are final and its inputs read."""
+    touching = [index for index, stmt in enumerate(body) if _touches_gm(stmt)]
+    return touching[-1] if touching else -1
+
+
+def _touches_gm(stmt: Stmt) -> bool:
+    for inner in walk_stmts((stmt,)):
+        for expr in (*stmt_exprs(inner), *stmt_end_exprs(inner)):
+            if any(isinstance(e, Call) and e.op in GM_DATA_OPS for e in walk_expr(expr)):
+                return True
+    return False
 
 
 def _is_work(call: Call) -> bool:

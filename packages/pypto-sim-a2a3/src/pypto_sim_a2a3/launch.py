@@ -103,6 +103,8 @@ class Site:
     on_gm: GmObserver | None = None
     on_step: StepObserver | None = None
     barrier: SyncAll | None = None
+    # told once every core of the block is past its last GM access (allow_early_resolve tasks)
+    on_settled: Callable[[], None] | None = None
 
 
 def member_name(core: str, block: int, block_num: int) -> str:
@@ -147,6 +149,7 @@ class Launch:
             for core, kind, lane, mirror, reports in seats
         ]
         self.finished: set[str] = set()
+        self.settled: set[str] = set()  # cores past their last GM access
         self.gm = GmOrder()
         self.barrier = site.barrier or SyncAll({role.name: role.kind for role in self.roles})
         self.barrier.seated.update(self.member(role) for role in self.roles)
@@ -243,8 +246,18 @@ class Launch:
 
     def finish(self, role: CoreRole) -> None:
         """``role``'s kernel has returned."""
+        self.settle(role)
         self.finished.add(role.name)
         self.barrier.finished.add(self.member(role))
+
+    def settle(self, role: CoreRole) -> None:
+        """``role`` is past its last GM access: its writes are final, its reads done. Once every
+        core is, the site is told (at most once)."""
+        if role.name in self.settled:
+            return
+        self.settled.add(role.name)
+        if len(self.settled) == len(self.roles) and self.site.on_settled is not None:
+            self.site.on_settled()
 
     @property
     def done(self) -> bool:

@@ -13,6 +13,10 @@ conflict), except
 
 Explicit ``deps=`` add edges. Edges implied by others (``a -> b -> c`` makes ``a -> c``) are
 dropped, so each task keeps only its nearest predecessors.
+
+A task's dependents may start once it is *resolved*: when it retires, or, for a task of a
+``pl.at(..., allow_early_resolve=True)`` scope (``call.attrs["allow_early_resolve"]``), as soon
+as every core of every block is past its last GM access (its outputs final, its inputs read).
 """
 
 from __future__ import annotations
@@ -36,8 +40,8 @@ class Task:
     """One submitted kernel call: what it waits for and how far it has got.
 
     ``blocks`` core groups run it (``pl.spmd``), all started at once if ``sync_start``; it is
-    *retired* once every block has finished and the scheduler has completed it, which is when the
-    tasks waiting for it may start.
+    *retired* once every block has finished and the scheduler has completed it. The tasks waiting
+    for it may start once it is *resolved*: when it retires, or earlier if ``early_resolve``.
     """
 
     id: int
@@ -51,7 +55,14 @@ class Task:
     ancestors: set[int] = field(default_factory=set)
     waiting: set[int] = field(default_factory=set)
     finished_blocks: int = 0
+    settled_blocks: int = 0  # blocks whose every core is past its last GM access
+    resolved: bool = False
     retired: bool = False
+
+    @property
+    def early_resolve(self) -> bool:
+        """Whether its dependents may start before it retires (``allow_early_resolve=True``)."""
+        return bool(self.call.attrs.get("allow_early_resolve", False))
 
     @property
     def name(self) -> str:
@@ -111,7 +122,7 @@ class TaskGraph:
             self.edges.append(TaskEdge(dep.id, task.id, tensor))
         for dep in edges:
             task.ancestors |= dep.ancestors | {dep.id}
-        task.waiting = {dep.id for dep in edges if not dep.retired}
+        task.waiting = {dep.id for dep in edges if not dep.resolved}
         for dep_id in task.waiting:
             self._dependents.setdefault(dep_id, []).append(task)
         self.tasks.append(task)
@@ -144,8 +155,13 @@ class TaskGraph:
         return not task.waiting
 
     def retire(self, task: Task) -> list[Task]:
-        """Mark ``task`` complete; return the tasks that became ready."""
+        """Mark ``task`` complete (and resolved, if it was not yet); return the tasks that became ready."""
         task.retired = True
+        return self.resolve(task)
+
+    def resolve(self, task: Task) -> list[Task]:
+        """Release the tasks waiting for ``task``; return those that became ready."""
+        task.resolved = True
         woken = []
         for other in self._dependents.pop(task.id, []):
             other.waiting.discard(task.id)

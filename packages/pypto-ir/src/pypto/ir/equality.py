@@ -140,6 +140,7 @@ _FIELDS: dict[type, tuple[tuple[str, _Role], ...]] = {
         ("manual", _Role.VALUE),
         ("block_num", _Role.VALUE),
         ("sync_start", _Role.VALUE),
+        ("allow_early_resolve", _Role.VALUE),
         ("deps", _Role.EXPRS),
         ("no_dep_args", _Role.EXPRS),
         ("body", _Role.BODY),

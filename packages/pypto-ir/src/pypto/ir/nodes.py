@@ -146,14 +146,15 @@ class SplitMode(Enum):
 
 @dataclass(frozen=True, eq=False)
 class ScopeStmt(Stmt):
-    """``with pl.at(level=..., optimizations=[...], name_hint=..., deps=[...], no_dep_args=[...]) as
+    """``with pl.at(level=..., optimizations=[...], name_hint=..., deps=[...], no_dep_args=[...], ...) as
     task``: becomes one kernel, called as one task.
 
     ``task`` (a ``TaskIdType`` var) names the task for later ``deps=``; ``deps`` are the task ids it
     waits for besides the edges its tensors imply; ``no_dep_args`` are tensors through which it takes
     no such edge; ``manual`` marks a scope inside ``pl.manual_scope()`` (it takes no tensor edge at
     all); ``block_num`` is the number of core groups an ``pl.spmd`` launch runs it on, and
-    ``sync_start`` that its blocks start together (``pl.spmd(n, sync_start=True)``).
+    ``sync_start`` that its blocks start together (``pl.spmd(n, sync_start=True)``);
+    ``allow_early_resolve`` lets its dependents start once its outputs are final, before it retires.
     """
 
     body: tuple[Stmt, ...]
@@ -168,6 +169,7 @@ class ScopeStmt(Stmt):
     block_num: int = 1
     sync_start: bool = False
     span: SourceSpan | None = None
+    allow_early_resolve: bool = False
 
 
 @dataclass(frozen=True, eq=False)

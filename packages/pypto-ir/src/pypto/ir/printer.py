@@ -386,6 +386,8 @@ class _Printer:
         for key, names in (("deps", s.deps), ("no_dep_args", s.no_dep_args)):
             if names:
                 args.append(f"{key}=[{', '.join(self.name(v) for v in names)}]")
+        if s.allow_early_resolve:
+            args.append("allow_early_resolve=True")
         bound = f" as {self.name(s.task)}" if s.task is not None else ""
         self.emit(depth, f"with pl.at({', '.join(args)}){bound}:")
         self.body(s.body, depth + 1)

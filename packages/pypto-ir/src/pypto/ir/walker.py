@@ -104,7 +104,12 @@ class Walker(ABC):
 
     def run(self) -> Generator[Any, None, tuple[Any, ...]]:
         """Execute the body; the generator's return value is what ``Return`` gave (``()`` if none)."""
-        returned = yield from self.exec_body(self.fn.body)
+        returned = None
+        for index, stmt in enumerate(self.fn.body):
+            returned = yield from self.exec_stmt(stmt)
+            self.top_level_done(index)
+            if returned is not None:
+                break
         if isinstance(returned, Jump):
             raise self.error(f"{type(returned.stmt).__name__.lower()} outside a loop", returned.stmt)
         return returned or ()
@@ -126,6 +131,10 @@ class Walker(ABC):
 
     def iteration_done(self, done: int, count: int) -> None:
         """Iteration ``done`` of ``count`` of an outermost loop has finished (e.g. for progress)."""
+        return None
+
+    def top_level_done(self, index: int) -> None:
+        """Statement ``index`` of the function's body (with the bodies it holds) has finished."""
         return None
 
     def error(self, message: str, node: Expr | Stmt, hint: str | None = None) -> VerificationError:

@@ -23,7 +23,8 @@ from pypto.language.errors import KernelOnlyError
 # The statements of the language: name -> (signature, one-line meaning).
 STATEMENT_DOCS: dict[str, tuple[str, str]] = {
     "at": (
-        "at(level=, optimizations=[...], name_hint=, deps=[...], no_dep_args=[...]) as tid",
+        "at(level=, optimizations=[...], name_hint=, deps=[...], no_dep_args=[...], "
+        "allow_early_resolve=False) as tid",
         "a scope that becomes one kernel, called as one task",
     ),
     "manual_scope": ("manual_scope()", "a block in which only explicit deps= order tasks"),

@@ -205,6 +205,8 @@ def _task_attrs(scope: ScopeStmt, kernel: str, params: list[Param]) -> dict[str,
         attrs["block_num"] = scope.block_num
     if scope.sync_start:
         attrs["sync_start"] = True
+    if scope.allow_early_resolve:
+        attrs["allow_early_resolve"] = True
     return attrs
 
 

@@ -68,6 +68,7 @@ TASK_KEYWORDS: dict[str, Callable[[Any], Any]] = {
     "manual": bool,
     "block_num": int,
     "sync_start": bool,
+    "allow_early_resolve": bool,
 }
 
 

@@ -20,9 +20,11 @@ from pypto.language.parser.regions import REGION_FORM, RegionMark, ScopeRegions
 from pypto.language.parser.spmd import SpmdParser
 from pypto.language.parser.values import describe_value, unknown_keyword_hint
 
-UNSUPPORTED_SCOPE_ARGS = ("allow_early_resolve",)
-SCOPE_ARGS = ("level", "optimizations", "name_hint", "deps", "no_dep_args")
-SCOPE_ARGS_HINT = "pl.at takes level=, optimizations=[...], name_hint=, deps=[...] and no_dep_args=[...]"
+SCOPE_ARGS = ("level", "optimizations", "name_hint", "deps", "no_dep_args", "allow_early_resolve")
+SCOPE_ARGS_HINT = (
+    "pl.at takes level=, optimizations=[...], name_hint=, deps=[...], no_dep_args=[...] and "
+    "allow_early_resolve="
+)
 SPLIT_AIV_KWARGS_HINT = "write the arguments out: pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN)"
 LEVELS = ", ".join(f"pl.Level.{m.name}" for m in Level)
 # pl.split_aiv(n, mode=pl.SplitMode.NONE), for binding the AST of its arguments.
@@ -44,6 +46,7 @@ class ScopeOptions:
     slot_num: int | None = None
     deps: tuple[Var, ...] = ()
     no_dep_args: tuple[Var, ...] = ()
+    allow_early_resolve: bool = False
 
 
 class ScopeParser(SpmdParser):
@@ -113,6 +116,7 @@ class ScopeParser(SpmdParser):
             block_num=self.body.block_num,
             sync_start=self.body.sync_start,
             span=self.span(call),
+            allow_early_resolve=options.allow_early_resolve,
         )
         self.body.emit(scope)
         if task is not None:
@@ -163,10 +167,8 @@ class ScopeParser(SpmdParser):
                 options.deps = self.task_list(kw.value)
             elif kw.arg == "no_dep_args":
                 options.no_dep_args = self.tensor_list(kw.value)
-            elif kw.arg in UNSUPPORTED_SCOPE_ARGS:
-                raise self.error(
-                    kw.value, f"pl.at({kw.arg}=...) is not supported yet", f"remove it; {SCOPE_ARGS_HINT}"
-                )
+            elif kw.arg == "allow_early_resolve":
+                options.allow_early_resolve = self.flag(kw.value, "allow_early_resolve=")
             else:
                 raise self.error(
                     kw.value if kw.arg else call,
