@@ -9,12 +9,13 @@ go to :data:`~pypto_sim_a2a3.crosscore.LAUNCH_OPS`, the rest to the checked
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Generator, Sequence
 from typing import Any
 
 import torch
 
-from pypto.ir import Assign, Call, MemorySpace, Stmt, TileType, Unit, Var, get_op
+from pypto.ir import Assign, Call, Function, MemorySpace, Stmt, TileType, Unit, Var, get_op
 from pypto.ir.errors import at_line
 from pypto.ir.launch import Seat
 from pypto.ir.nodes import stmt_end_exprs, stmt_exprs, walk_expr, walk_stmts
@@ -43,7 +44,7 @@ class KernelFrame(KernelWalker):
         self.role = role
         self.core = role.core
         self.cost = cost
-        self.last_gm_statement = last_gm_statement(self.fn.body)
+        self.last_gm_statement = _last_gm_statement_of(self.fn)
 
     def run(self) -> Steps:
         """Run the kernel; the core is *settled* (see :meth:`Launch.settle`) once the top-level
@@ -168,6 +169,17 @@ _CORE_UNITS = (Unit.VECTOR, Unit.CUBE, Unit.MTE, Unit.SCALAR)
 _FREE_OPS = (op.tfree_to_aic, op.tfree_to_aiv)
 # The data-movement ops whose path the target must have (names resolved once: a hot path).
 _LOAD, _STORE, _MOVE = tile.load, tile.store, tile.move
+
+
+# Per kernel, its last GM statement: a static fact of the function, found once, not per launch.
+_LAST_GM: weakref.WeakKeyDictionary[Function, int] = weakref.WeakKeyDictionary()
+
+
+def _last_gm_statement_of(fn: Function) -> int:
+    found = _LAST_GM.get(fn)
+    if found is None:
+        found = _LAST_GM[fn] = last_gm_statement(fn.body)
+    return found
 
 
 def last_gm_statement(body: tuple[Stmt, ...]) -> int:

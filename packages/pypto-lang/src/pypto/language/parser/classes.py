@@ -201,6 +201,7 @@ class ClassProgram:
         self.parsed: dict[str, Function] = {}
         self.parsing: list[str] = []
         self.joined: dict[int, ProgramFunction] = {}  # standalone functions called by bare name
+        self.planes: dict[str, FunctionKind] = {}  # the plane each Opaque function takes, found once
         self.names = Namer(members)
         for member in members.values():
             self.adopt(member)
@@ -255,6 +256,11 @@ class ClassProgram:
         kind = member.func_type
         if kind is not FunctionKind.Opaque:
             return kind
+        if member.name not in self.planes:
+            self.planes[member.name] = self._opaque_plane(member)
+        return self.planes[member.name]
+
+    def _opaque_plane(self, member: ProgramFunction) -> FunctionKind:
         body = member.source.tree
         dispatches = any(isinstance(n, ast.With) for n in ast.walk(body)) or any(
             self.members[name].func_type is not FunctionKind.Inline
