@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import pypto.language as pl
-from pypto.ir import DeadlockError, ParseError, structural_diff
+from pypto.ir import DeadlockError, ParseError, RaceError, structural_diff
 from pypto.ir.targets import get_target
 from pypto.runtime import RunConfig, compile_program
 from pypto_sim_a2a3.errors import LaunchError
@@ -241,6 +241,50 @@ def test_a_hard_syncall_on_the_whole_chip_meets_every_block():
     whole_chip(x, out)
     torch.testing.assert_close(out, x.exp())
     assert len(blocks_of(whole_chip.last_report, "chip")) == 24
+
+
+def exchange_kernel(*, fence: bool = True, invalidate: bool = True, sync: bool = True):
+    """Each block writes its rows of ``mid``, then reads the next block's: legal only through a
+    syncall round with the GM ordering sequence around it."""
+
+    @pl.jit
+    def exchange(x: T, ws: WS, mid: pl.Out[T], out: pl.Out[T]):
+        for i in pl.spmd(4, sync_start=True, name_hint="exchange"):
+            pl.store(pl.exp(pl.load(x, [i * R, 0], [R, C])), [i * R, 0], mid)
+            pl.system.cacheinvalid()
+            if fence:
+                pl.system.fence()
+            if sync:
+                pl.system.syncall(core_type="aiv_only", mode="soft", gm_workspace=ws, used_cores=4)
+            if invalidate:
+                pl.system.cacheinvalid()
+            pl.store(pl.load(mid, [((i + 1) % 4) * R, 0], [R, C]), [i * R, 0], out)
+        return mid, out
+
+    return exchange
+
+
+def test_blocks_exchange_data_through_gm_across_a_syncall_round():
+    x, mid, out = torch.randn(4 * R, C), torch.zeros(4 * R, C), torch.zeros(4 * R, C)
+    exchange_kernel()(x, torch.zeros(16, dtype=torch.int32), mid, out)
+    torch.testing.assert_close(out, x.exp().roll(-R, 0))
+
+
+@pytest.mark.parametrize(
+    ("missing", "says"),
+    [
+        ({"fence": False}, "of block 1 did not pl.system.fence after publishing its write"),
+        ({"invalidate": False}, "of block 0 did not pl.system.cacheinvalid the data after the syncall"),
+        ({"sync": False}, "the 4 blocks of one pl.spmd launch run unordered"),
+    ],
+)
+def test_a_block_exchange_missing_part_of_the_ordering_sequence_is_a_race(missing, says):
+    x, mid, out = torch.randn(4 * R, C), torch.zeros(4 * R, C), torch.zeros(4 * R, C)
+    with pytest.raises(RaceError) as info:
+        exchange_kernel(**missing)(x, torch.zeros(16, dtype=torch.int32), mid, out)
+    assert says in info.value.message
+    assert "reads mid[16:32, 0:64]" in info.value.message
+    assert "pl.system.syncall" in info.value.hint
 
 
 def test_a_barrier_over_more_blocks_than_core_groups_is_a_deadlock_that_names_the_unstarted_blocks():

@@ -27,6 +27,7 @@ from typing import Any
 from pypto.ir import Call, Function, Program, RunReport, Target, TaskRecord
 from pypto.ir.launch import LaunchPlan, LoadedProgram
 from pypto_sim_a2a3.barrier import SyncAll
+from pypto_sim_a2a3.coherence import GmOrder
 from pypto_sim_a2a3.cores import Core, CoreGroup
 from pypto_sim_a2a3.cost import CostModel
 from pypto_sim_a2a3.errors import LaunchError
@@ -77,6 +78,7 @@ class Chip:
         self._finished: deque[Task] = deque()  # tasks whose every block is done, to retire
         self._settled: deque[Task] = deque()  # early-resolve tasks past their last GM access, to resolve
         self._barriers: dict[int, SyncAll] = {}  # task id -> the syncall barrier its blocks share
+        self._orders: dict[int, GmOrder] = {}  # task id -> the GM access record its blocks share
         self._orchestrated = False
 
     def run(self, entry: Function, args: Sequence[Any]) -> tuple[Any, ...]:
@@ -171,6 +173,7 @@ class Chip:
         if self.on_task is not None:
             self.on_task(task.name)
         self._barriers.pop(task.id, None)
+        self._orders.pop(task.id, None)
         for ready in self.graph.retire(task):
             self._enqueue(ready)
 
@@ -200,12 +203,15 @@ class Chip:
         cycles = self.cost.dispatch_cycles(resolves=block == 0 and bool(task.deps))
         yield Advance("AICPU", cycles, f"dispatch {task.name}", task.call.span)
 
-        def on_gm(core: str, call: Call, args: Sequence[Any]) -> None:
-            self.races.access(task, block, core, call, args)
-
         plan = self.loaded.plans[task.kernel.name]
         if task.id not in self._barriers:
             self._barriers[task.id] = task_barrier(plan, task.blocks)
+            self._orders[task.id] = GmOrder()
+        order = self._orders[task.id]
+
+        def on_gm(core: str, call: Call, args: Sequence[Any]) -> None:
+            self.races.access(task, block, core, call, args, order)
+
         site = Site(
             group,
             block,
@@ -213,6 +219,7 @@ class Chip:
             on_gm,
             self._step_observer(task),
             self._barriers[task.id],
+            order if task.blocks > 1 else None,
             self._settled_observer(task),
         )
         launch, placements = plan_launch(plan, task.args, site, self.target, self.recorder)

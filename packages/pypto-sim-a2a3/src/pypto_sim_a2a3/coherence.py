@@ -189,6 +189,16 @@ class GmOrder:
         """Record an arrival at syncall round ``round_``."""
         self._logs[core].append(Arrive(round_, counted))
 
+    def position(self, core: str) -> int:
+        """How many events ``core`` has logged: the index its next access gets."""
+        return len(self._logs[core])
+
+    def separated(self, first: str, position: int, second: str) -> bool:
+        """Whether a syncall round lies between ``first``'s event at ``position`` and ``second``'s
+        next event: ``first`` arrived at it (counted) afterwards, and ``second`` has passed it."""
+        later = {e.round for e in self._logs[first][position:] if isinstance(e, Arrive) and e.counted}
+        return any(isinstance(e, Arrive) and e.round in later for e in self._logs[second])
+
     def _others(self, core: str) -> list[list[GmEvent]]:
         return [log for name, log in self._logs.items() if name != core]
 

@@ -99,13 +99,13 @@ def _index(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -
 
 @_handles(system.fence)
 def _fence(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
-    role.launch.gm.fence(role.core.name)
+    role.launch.gm.fence(role.launch.gm_core(role))
     yield from _spend(cost, call)
 
 
 @_handles(system.cacheinvalid)
 def _cacheinvalid(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
-    role.launch.gm.invalidate(role.core.name, call, args)
+    role.launch.gm.invalidate(role.launch.gm_core(role), call, args)
     yield from _spend(cost, call)
 
 
@@ -113,6 +113,6 @@ def _cacheinvalid(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostM
 def _syncall(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
     launch = role.launch
     round_, counted = launch.barrier.join(launch.member(role), call, args)
-    launch.gm.arrive(role.core.name, (round_.core_type, round_.index), counted)
+    launch.gm.arrive(launch.gm_core(role), (round_.core_type, round_.index), counted)
     yield from launch.barrier.wait(round_, call)
     yield from _spend(cost, call)

@@ -103,6 +103,8 @@ class Site:
     on_gm: GmObserver | None = None
     on_step: StepObserver | None = None
     barrier: SyncAll | None = None
+    # the GM access record its task's blocks share (a syncall orders traffic across blocks too)
+    gm: GmOrder | None = None
     # told once every core of the block is past its last GM access (allow_early_resolve tasks)
     on_settled: Callable[[], None] | None = None
 
@@ -150,7 +152,7 @@ class Launch:
         ]
         self.finished: set[str] = set()
         self.settled: set[str] = set()  # cores past their last GM access
-        self.gm = GmOrder()
+        self.gm = site.gm or GmOrder()
         self.barrier = site.barrier or SyncAll({role.name: role.kind for role in self.roles})
         self.barrier.seated.update(self.member(role) for role in self.roles)
         self.pipes = self._pipes() if piped else {}
@@ -235,10 +237,17 @@ class Launch:
             raise PipeError(f"{call.op} runs on the {kind.value}, not on {role.name}", call.span)
 
     def gm_access(self, role: CoreRole, call: Call, args: Sequence[Any]) -> None:
-        """``role`` is about to run ``call``: order its GM traffic within the launch and across tasks."""
-        self.gm.access(role.core.name, call, args)
+        """``role`` is about to run ``call``: order its GM traffic across tasks (first: a race
+        between unsynchronised blocks reads best as such), then within the launch."""
+        core = self.gm_core(role)
         if self.site.on_gm is not None:
-            self.site.on_gm(role.core.name, call, args)
+            self.site.on_gm(core, call, args)
+        self.gm.access(core, call, args)
+
+    def gm_core(self, role: CoreRole) -> str:
+        """``role``'s core in the GM access record: ``cg0.AIV0``, or ``cg0.AIV0 of block 2`` when the
+        task's blocks share the record (two blocks may run on one core group, one after the other)."""
+        return member_name(role.core.name, self.site.block, self.site.block_num)
 
     def member(self, role: CoreRole) -> str:
         """``role``'s core in the barrier its task's blocks share."""

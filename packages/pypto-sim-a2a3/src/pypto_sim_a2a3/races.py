@@ -6,7 +6,9 @@ bytes another task touched, and at least one of them writes (two atomic adds com
 path must run between the two tasks; otherwise the result would be whichever the schedule gave,
 and the run stops with a ``RaceError`` naming both tasks, the tensor and both source lines. The
 check follows the edges, not the modeled times, so it fires whatever order the tasks ran in.
-Accesses within one task's launch are ordered by :mod:`pypto_sim_a2a3.coherence` instead.
+Accesses within one task's launch are ordered by :mod:`pypto_sim_a2a3.coherence` instead; so are
+the blocks of one ``pl.spmd`` task once a ``pl.system.syncall`` round lies between two of their
+accesses (the record then checks that the writer published and fenced and the reader invalidated).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import torch
 
 from pypto.ir import Call, RaceError
 from pypto.ir.errors import at_line
-from pypto_sim_a2a3.coherence import Access, TensorKey, gm_access, gm_tensor
+from pypto_sim_a2a3.coherence import Access, GmOrder, TensorKey, gm_access, gm_tensor
 from pypto_sim_a2a3.taskgraph import Task, TaskGraph
 
 RACE_HINT = (
@@ -35,7 +37,9 @@ PARALLEL_HINT = (
 # Nor can the blocks of one pl.spmd launch, which are one task.
 SPMD_HINT = (
     "give each block its own region of the tensor (offset by the block index of pl.spmd, or "
-    "pl.get_block_idx()), or add into it atomically (pl.assemble(..., atomic=pl.AtomicType.Add))"
+    "pl.get_block_idx()), add into it atomically (pl.assemble(..., atomic=pl.AtomicType.Add)), or order "
+    "the blocks: the writer publishes (pl.system.cacheinvalid) and fences (pl.system.fence), every block "
+    "passes one pl.system.syncall, then the reader invalidates (pl.system.cacheinvalid) before it reads"
 )
 
 Unit = tuple[int, int]  # (task id, block)
@@ -49,6 +53,7 @@ class TaskAccess:
     block: int
     access: Access
     tensor: torch.Tensor
+    position: int  # its index in its core's log of the task's GM record
 
     @property
     def label(self) -> str:
@@ -57,7 +62,8 @@ class TaskAccess:
 
 
 class TaskRaces:
-    """``races.access(task, block, core, call, args)`` before each op that touches GM."""
+    """``races.access(task, block, core, call, args, order)`` before each op that touches GM;
+    ``order`` is the GM access record the task's blocks share."""
 
     def __init__(self, graph: TaskGraph):
         self.graph = graph
@@ -65,18 +71,29 @@ class TaskRaces:
         self._reads: dict[TensorKey, dict[Unit, list[TaskAccess]]] = {}
         self._writes: dict[TensorKey, dict[Unit, list[TaskAccess]]] = {}
 
-    def access(self, task: Task, block: int, core: str, call: Call, args: Sequence[Any]) -> None:
-        """Record ``call``'s GM access; a ``RaceError`` if it conflicts with an unordered task's."""
+    def access(
+        self, task: Task, block: int, core: str, call: Call, args: Sequence[Any], order: GmOrder
+    ) -> None:
+        """Record ``call``'s GM access; a ``RaceError`` if it conflicts with an unordered task's,
+        or an unsynchronised block's of its own task."""
         access = gm_access(core, call, args)
         if access is None:
             return
-        mine = TaskAccess(task, block, access, gm_tensor(call, args))
+        mine = TaskAccess(task, block, access, gm_tensor(call, args), order.position(core))
         logs = (self._writes, self._reads) if access.write else (self._writes,)
         for log in logs:
             for unit, earlier in log.get(access.key, {}).items():
                 if unit == (task.id, block) or self.graph.ordered(unit[0], task):
                     continue
-                clash = next((e for e in earlier if access.conflicts(e.access) is not None), None)
+                clash = next(
+                    (
+                        e
+                        for e in earlier
+                        if access.conflicts(e.access) is not None
+                        and not (e.task is task and order.separated(e.access.core, e.position, core))
+                    ),
+                    None,
+                )
                 if clash is not None:
                     raise self._race(clash, mine)
         log = self._writes if access.write else self._reads
