@@ -196,6 +196,18 @@ def _matmul_acc(call: Call, args: Sequence[Any]) -> torch.Tensor:
     return typed(call, acc.to(product.dtype) + product)
 
 
+@implements(tile.matmul_bias)
+def _matmul_bias(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    a, b, bias = args
+    product = _product(call, a, b)
+    return typed(call, product + bias.to(product.dtype))
+
+
+@implements(tile.gemv)
+def _gemv(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    return typed(call, _product(call, args[0], args[1]))
+
+
 # ---------------------------------------------------------------- data movement
 
 

@@ -105,11 +105,11 @@ def _runs_whole(call: Call) -> bool:
     return get_op(call.op).has(WholeRegion)
 
 
-def _shared_operand(call: Call) -> int | None:
-    """The operand loaded whole, once before the row loop: a matmul's right operand, a row vector
-    broadcast down the rows (``RowShared``)."""
+def _shared_operands(call: Call) -> tuple[int, ...]:
+    """The operands loaded whole, once before the row loop: a matmul's right operand (and bias
+    row), a row vector broadcast down the rows (``RowShared``)."""
     shared = trait_of(call, RowShared)
-    return shared.operand if shared is not None else None
+    return shared.operands if shared is not None else ()
 
 
 def _column_reduction_of(call: Call) -> Reduction | None:
@@ -124,12 +124,12 @@ def _is_cube(call: Call) -> bool:
 def _placements(call: Call) -> tuple[tuple[MemorySpace, bool], ...]:
     """(space, row-local) of each operand of the tile op ``call`` becomes: the one space the tile
     op accepts there (Vec otherwise), row-local unless the operand is shared by every row block."""
-    shared = _shared_operand(call)
+    shared = _shared_operands(call)
     placements = []
     for i, operand in enumerate(get_op(_lowered(call)).operands):
         spaces = operand.spaces or ()
         space = spaces[0] if len(spaces) == 1 else MemorySpace.Vec
-        placements.append((space, i != shared))
+        placements.append((space, i not in shared))
     return tuple(placements)
 
 
@@ -377,7 +377,7 @@ def broadcast_rows(region: list[Stmt]) -> set[Var]:
     while changed:
         changed = False
         for var, call in defs.items():
-            if var in found or not _one_row(var) or _runs_whole(call) or _shared_operand(call) is not None:
+            if var in found or not _one_row(var) or _runs_whole(call) or _shared_operands(call):
                 continue
             sources = [a for a in call.args if isinstance(a.type, TensorType)]
             if call.op == tensor.slice or not all(
@@ -420,10 +420,10 @@ def _reads(stmt: Stmt, var: Var) -> bool:
 def _reads_as_broadcast(call: Call, var: Var, found: set[Var]) -> bool:
     """``call`` reads ``var`` only as its broadcast column vector, or is one-row work itself
     (then it must end up in ``found`` too for ``var`` to count: checked as the fixpoint grows)."""
-    whole = _shared_operand(call)
+    whole = _shared_operands(call)
     broadcast = trait_of(call, Broadcast)
     if broadcast is not None and broadcast.axis == 0:
-        return all(a is not var or i == whole for i, a in enumerate(call.args))
+        return all(a is not var or i in whole for i, a in enumerate(call.args))
     return call.op != tensor.assemble and all(
         _one_row(a) for a in call.args if isinstance(a.type, TensorType)
     )
@@ -464,12 +464,14 @@ def _row_operands(call: Call, defs: dict[Var, Call], plan: RowPlan) -> tuple[Exp
         if _is_view(call.args[0], defs):
             return ()
         return (call.args[0],) if _whole_rows(call) else None
-    whole = _shared_operand(call)
-    if whole is None:
+    whole = _shared_operands(call)
+    if not whole:
         return call.args
-    if call.attrs.get("a_trans") or not (_is_view(call.args[whole], defs) or call.args[whole] in plan.once):
+    if call.attrs.get("a_trans") or not all(
+        _is_view(call.args[w], defs) or call.args[w] in plan.once for w in whole
+    ):
         return None
-    return tuple(a for i, a in enumerate(call.args) if i != whole)
+    return tuple(a for i, a in enumerate(call.args) if i not in whole)
 
 
 def _whole_rows(call: Call) -> bool:

@@ -1,4 +1,5 @@
-"""Cube ops: matrix products on the cube unit (Left @ Right -> Acc), alone or accumulating."""
+"""Cube ops: matrix products on the cube unit (Left @ Right -> Acc), alone, accumulating, with a
+bias row added from the cube's bias table (Bias), or of one row (``gemv``)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,8 @@ def matmul(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: S
     op = spec.name
     accumulates = op.endswith(".matmul_acc")
     operands = args[1:3] if accumulates else args[:2]
+    if op.endswith(".gemv"):
+        check_one_row(op, shaped(op, args[0], span), bool(attrs.get("a_trans")), span)
     a, b = (shaped(op, x, span) for x in operands)
     same_kind(op, a, b, span)
     if len(a.shape) != 2 or len(b.shape) != 2:
@@ -79,7 +82,44 @@ def matmul(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: S
         result = TensorType((m, n), dtype)
     if accumulates:
         check_accumulator(op, args[0].type, result, span)
+    if op.endswith(".matmul_bias"):
+        check_bias(op, args[2].type, result, a.dtype, span)
     return result
+
+
+def check_one_row(op: str, a: TileType | TensorType, a_trans: bool, span: SourceSpan | None) -> None:
+    """``gemv``'s left operand is one row (one column when transposed)."""
+    if len(a.shape) == 2 and a.shape[1 if a_trans else 0] != 1:
+        raise fail(
+            op,
+            f"multiplies one row by a matrix, got a left operand {describe(a)}",
+            span,
+            "pass a [1, K] row (or use pl.matmul for several rows)",
+        )
+
+
+def check_bias(
+    op: str, bias: Type, result: TileType | TensorType, operand: DataType, span: SourceSpan | None
+) -> None:
+    """``matmul_bias``'s bias is a ``[1, N]`` row of the result's (or the operands') dtype, of the
+    result's kind (a Bias tile for a tile product)."""
+    n = result.shape[1]
+    kind = TileType if isinstance(result, TileType) else TensorType
+    fits = (
+        isinstance(bias, kind)
+        and tuple(bias.shape) == (1, n)
+        and bias.dtype in (result.dtype, operand)
+        and not (isinstance(bias, TileType) and bias.memory_space not in (None, MemorySpace.Bias))
+    )
+    if not fits:
+        want = "Bias tile" if kind is TileType else "tensor"
+        raise fail(
+            op,
+            f"bias must be a [1, {n}] {result.dtype.name} {want}, got {describe(bias)}",
+            span,
+            "the bias is one row added to every row of the product: "
+            + ("pl.move a [1, N] Mat tile to pl.Mem.Bias" if kind is TileType else "pass a [1, N] tensor"),
+        )
 
 
 def check_accumulator(op: str, acc: Type, result: TileType | TensorType, span: SourceSpan | None) -> None:
@@ -123,11 +163,20 @@ def _declare(level: Level) -> None:
             ),
             "acc + a @ b",
         ),
+        (
+            "matmul_bias",
+            (
+                operand("a", MemorySpace.Left),
+                operand("b", MemorySpace.Right),
+                operand("bias", MemorySpace.Bias),
+            ),
+            "a @ b + bias (a [1, N] row added to every row)",
+        ),
+        ("gemv", (operand("a", MemorySpace.Left), operand("b", MemorySpace.Right)), "a @ b of a [1, K] row"),
     ):
-        # The right operand is the same for every row block of the product.
-        lowered: tuple[Trait, ...] = (
-            (PlacesTile(),) if tile else (Lowers(f"tile.{name}"), RowShared(len(operands) - 1))
-        )
+        # The right operand (and a bias row) is the same for every row block of the product.
+        shared = RowShared(1, also=(2,)) if name == "matmul_bias" else RowShared(len(operands) - 1)
+        lowered: tuple[Trait, ...] = (PlacesTile(),) if tile else (Lowers(f"tile.{name}"), shared)
         traits: tuple[Trait, ...] = (Cost("matmul"), *lowered)
         args = ", ".join(o.name for o in operands)
         declare(
@@ -137,7 +186,7 @@ def _declare(level: Level) -> None:
                 Unit.CUBE,
                 matmul,
                 operands,
-                attrs if name == "matmul" else attrs[:2],
+                attrs if name != "matmul_acc" else attrs[:2],
                 traits,
                 dsl=name,
                 signature=f"pl.{name}({args}, a_trans=False, b_trans=False)",

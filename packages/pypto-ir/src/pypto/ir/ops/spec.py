@@ -157,10 +157,16 @@ class Reduction(Trait):
 
 @dataclass(frozen=True)
 class RowShared(Trait):
-    """Operand ``operand`` is the same for every row block of the result (a matmul's right
-    operand, a [1, C] row broadcast down the rows): the tiler loads it whole, once."""
+    """Operand ``operand`` (and those in ``also``) is the same for every row block of the result
+    (a matmul's right operand and bias row, a [1, C] row broadcast down the rows): the tiler
+    loads it whole, once."""
 
     operand: int
+    also: tuple[int, ...] = ()
+
+    @property
+    def operands(self) -> tuple[int, ...]:
+        return (self.operand, *self.also)
 
 
 @dataclass(frozen=True)
