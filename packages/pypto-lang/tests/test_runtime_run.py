@@ -54,6 +54,11 @@ def test_an_empty_platform_name_is_rejected():
         ({"dump_passes": 3}, "RunConfig.dump_passes takes False, True or a directory, got int 3", "'dumps/'"),
         ({"profile_dir": 3}, "RunConfig.profile_dir takes a directory, got int 3", "'prof/'"),
         (
+            {"verification_level": "roundtrip"},
+            "RunConfig.verification_level takes a pypto.ir.VerificationLevel, got str 'roundtrip'",
+            "RunConfig(verification_level=VerificationLevel.ROUNDTRIP)",
+        ),
+        (
             {"pipeline": 3},
             "RunConfig.pipeline takes a pipeline string or a list of pass names, got int 3",
             "RunConfig(pipeline='outline-scopes,tile-matmul{k_block=128}')",

@@ -67,6 +67,8 @@ SINGLE_OPS = {
     "tile.concat",
     "tile.matmul",
     "tile.matmul_acc",
+    "tile.matmul_bias",
+    "tile.gemv",
     "tile.load",
     "tile.store",
     "tile.gather_row",
@@ -290,6 +292,18 @@ def test_matmul_acc_adds_the_product_to_the_accumulator():
     acc, a, b = rand(16, 16, seed=14), rand(16, 32, seed=15), rand(32, 16, seed=16)
     got = apply("tile.matmul_acc", [tile_of(acc, Mem.Acc), tile_of(a, Mem.Left), tile_of(b, Mem.Right)])
     torch.testing.assert_close(got, acc + a @ b)
+
+
+def test_matmul_bias_adds_the_bias_row_to_every_row_of_the_product():
+    a, b, bias = rand(16, 32, seed=17), rand(32, 16, seed=18), rand(1, 16, seed=19)
+    got = apply("tile.matmul_bias", [tile_of(a, Mem.Left), tile_of(b, Mem.Right), tile_of(bias, Mem.Bias)])
+    torch.testing.assert_close(got, a @ b + bias)
+
+
+def test_gemv_multiplies_a_row_by_a_matrix_transposed_if_asked():
+    a, b = rand(1, 32, seed=20), rand(16, 32, seed=21)
+    got = apply("tile.gemv", [tile_of(a, Mem.Left), tile_of(b, Mem.Right)], b_trans=True)
+    torch.testing.assert_close(got, a @ b.T)
 
 
 # ---------------------------------------------------------------- data movement

@@ -129,6 +129,7 @@ class Level(Enum):
     HOST = "HOST"
     CHIP = "CHIP"
     CORE_GROUP = "CORE_GROUP"
+    CLUSTER = "CLUSTER"  # a cube and its vector cores running an AIC and an AIV kernel together
     AIC = "AIC"
     AIV = "AIV"
 

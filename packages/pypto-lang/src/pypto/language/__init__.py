@@ -38,6 +38,7 @@ register_reader(parse_program)  # what RunConfig(verification_level=ROUNDTRIP) r
 
 at = STATEMENTS["at"]
 manual_scope = STATEMENTS["manual_scope"]
+cluster = STATEMENTS["cluster"]
 spmd = STATEMENTS["spmd"]
 range = STATEMENTS["range"]  # shadows the builtin on purpose: pl.range is the DSL loop
 parallel = STATEMENTS["parallel"]
@@ -100,6 +101,7 @@ __all__ = [
     "Tensor",
     "Tile",
     "at",
+    "cluster",
     "cond",
     "const",
     "cross_core_slot",

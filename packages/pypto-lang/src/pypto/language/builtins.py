@@ -28,6 +28,11 @@ STATEMENT_DOCS: dict[str, tuple[str, str]] = {
         "a scope that becomes one kernel, called as one task",
     ),
     "manual_scope": ("manual_scope()", "a block in which only explicit deps= order tasks"),
+    "cluster": (
+        "cluster(name_hint=, deps=[...], no_dep_args=[...]) as tid",
+        "co-schedules the AIC kernel and the AIV kernel its body calls on one core group, as a Group "
+        "(the same as pl.at(level=pl.Level.CLUSTER))",
+    ),
     "spmd": (
         "spmd(core_num, name_hint=None, optimizations=[...], sync_start=False, deps=[...], predicate=True)",
         "`for i in pl.spmd(n):` launches the body (a kernel of its own, or its scopes and kernel calls) "

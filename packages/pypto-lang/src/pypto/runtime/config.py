@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
+from enum import Enum
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -399,7 +400,8 @@ def _pipeline_error(err: PipelineError, call: SourceSpan | None) -> ConfigError:
 
 def _field_error(message: str, name: str, example: Any) -> NoReturn:
     call = call_site()
-    _raise_at(call, ConfigError(message, span=call, hint=f"write it like RunConfig({name}={example!r})"))
+    shown = f"{type(example).__name__}.{example.name}" if isinstance(example, Enum) else repr(example)
+    _raise_at(call, ConfigError(message, span=call, hint=f"write it like RunConfig({name}={shown})"))
 
 
 def _raise_at(call: SourceSpan | None, err: PyptoError) -> NoReturn:

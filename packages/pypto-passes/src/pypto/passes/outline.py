@@ -36,6 +36,7 @@ from pypto.ir import (
     make_call,
 )
 from pypto.ir.callgraph import control_functions
+from pypto.ir.launch import returned_params
 from pypto.ir.nodes import Call, Expr, While, nested_bodies, stmt_exprs, walk_expr, walk_stmts, with_bodies
 from pypto.ir.ops import op, tensor
 from pypto.ir.rewrite import NameGen, defined_vars, free_vars, substitute_body, vars_used_in
@@ -91,9 +92,10 @@ class OutlineScopes:
         outlined: dict[str, Function] = {}
         for fn in control_functions(program):
             first = len(kernels)
-            body = self._block(fn, fn.body, names, kernels)
-            # `c2 = pl.store(t, [0, 0], c)` inside a scope names `c` itself once outside it.
+            # `out2 = self.vector(x, out)` in a cluster names `out` itself once outside it.
             aliases: dict[Var, Expr] = {}
+            body = self._block(fn, fn.body, names, kernels, _Cluster(program, aliases))
+            # `c2 = pl.store(t, [0, 0], c)` inside a scope names `c` itself once outside it.
             for kernel in kernels[first:]:
                 aliases.update(_write_aliases(kernel.body))
             body = substitute_body(body, aliases)
@@ -102,14 +104,21 @@ class OutlineScopes:
         return program.with_functions(funcs + tuple(kernels))
 
     def _block(
-        self, entry: Function, body: tuple[Stmt, ...], names: NameGen, kernels: list[Function]
+        self,
+        entry: Function,
+        body: tuple[Stmt, ...],
+        names: NameGen,
+        kernels: list[Function],
+        cluster: _Cluster,
     ) -> tuple[Stmt, ...]:
         out: list[Stmt] = []
         for stmt in body:
-            if isinstance(stmt, ScopeStmt):
+            if isinstance(stmt, ScopeStmt) and stmt.level is Level.CLUSTER:
+                out.append(cluster.outline(entry, stmt, names, kernels))
+            elif isinstance(stmt, ScopeStmt):
                 out.extend(self._outline(entry, stmt, names, kernels))
             elif isinstance(stmt, (For, While, If)):
-                bodies = tuple(self._block(entry, b, names, kernels) for b in nested_bodies(stmt))
+                bodies = tuple(self._block(entry, b, names, kernels, cluster) for b in nested_bodies(stmt))
                 out.append(with_bodies(stmt, bodies))
             else:
                 out.append(stmt)
@@ -180,6 +189,77 @@ class OutlineScopes:
         call_attrs = {"callee": kernel_name, **_task_attrs(scope, kernel_name, params)}
         call = make_call(op.call, tuple(call_args), call_attrs, scope.span, type=UNIT)
         return [*pre, Eval(call, scope.span)]
+
+
+CLUSTER_HINT = (
+    "call one AIC kernel and one AIV kernel in the cluster (@pl.function(type=pl.FunctionType.AIC) "
+    "and type=pl.FunctionType.AIV); put other work in pl.at scopes around it"
+)
+
+
+@dataclass
+class _Cluster:
+    """Outlines ``with pl.cluster():`` blocks: the AIC and the AIV kernel a block calls become a
+    ``Group`` function that launches both on one core group (AIC first, as a Group runs them)."""
+
+    program: Program
+    aliases: dict[Var, Expr]  # a call's target -> the tensor its kernel returns (written in place)
+
+    def outline(self, entry: Function, scope: ScopeStmt, names: NameGen, kernels: list[Function]) -> Stmt:
+        members = [self._member(stmt, scope) for stmt in scope.body]
+        kinds = sorted(callee.kind.name for _, callee in members)
+        if kinds != ["AIC", "AIV"]:
+            called = ", ".join(f"{c.name} ({c.kind.name})" for _, c in members) or "nothing"
+            raise ParseError(
+                f"a pl.cluster() runs one AIC kernel and one AIV kernel together; this one calls {called}",
+                scope.span,
+                CLUSTER_HINT,
+            )
+        members.sort(key=lambda m: m[1].kind is not FunctionKind.AIC)
+        directions: dict[Var, Direction] = {}
+        for call, callee in members:
+            for arg, param in zip(call.args, callee.params, strict=True):
+                if isinstance(arg, Var) and isinstance(arg.type, TensorType):
+                    directions[arg] = _joined(directions.get(arg), param.direction)
+        params = [
+            Param(v, directions.get(v, Direction.In)) if isinstance(v.type, TensorType) else Param(v)
+            for v in free_vars(scope.body)
+        ]
+        name = names.fresh(scope.name_hint or f"{entry.name}_cluster")
+        body = tuple(Eval(call, call.span) for call, _ in members)
+        kernels.append(
+            Function(name, tuple(params), body, FunctionKind.Group, scope.span, {"name_hint": name})
+        )
+        for stmt in scope.body:
+            if isinstance(stmt, Assign) and isinstance(stmt.value, Call):
+                returned = returned_params(self.program.functions[stmt.value.attrs["callee"]])
+                if returned:
+                    self.aliases[stmt.target] = stmt.value.args[returned[0]]
+        attrs = {"callee": name, **_task_attrs(scope, name, params)}
+        return Eval(
+            make_call(op.call, tuple(p.var for p in params), attrs, scope.span, type=UNIT), scope.span
+        )
+
+    def _member(self, stmt: Stmt, scope: ScopeStmt) -> tuple[Call, Function]:
+        call = stmt.value if isinstance(stmt, (Assign, Eval)) else None
+        if not (isinstance(call, Call) and call.op == op.call):
+            raise ParseError(
+                "a pl.cluster() body holds kernel calls only",
+                stmt.span or scope.span,
+                CLUSTER_HINT,
+            )
+        callee = self.program.functions.get(call.attrs["callee"])
+        assert callee is not None, call.attrs["callee"]
+        return call, callee
+
+
+def _joined(seen: Direction | None, more: Direction) -> Direction:
+    """A tensor's direction for a Group whose kernels take it as ``seen`` and ``more``."""
+    if seen is None or seen is more:
+        return more
+    return (
+        Direction.InOut if Direction.In in (seen, more) or Direction.InOut in (seen, more) else Direction.Out
+    )
 
 
 def _task_attrs(scope: ScopeStmt, kernel: str, params: list[Param]) -> dict[str, object]:

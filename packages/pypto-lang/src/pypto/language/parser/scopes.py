@@ -80,7 +80,9 @@ class ScopeParser(SpmdParser):
         if isinstance(call, ast.Call) and isinstance(callee, Builtin) and callee.name == "spmd":
             self.visit_spmd(node, call)
             return
-        if not (isinstance(call, ast.Call) and isinstance(callee, Builtin) and callee.name == "at"):
+        if not (
+            isinstance(call, ast.Call) and isinstance(callee, Builtin) and callee.name in ("at", "cluster")
+        ):
             raise self.error(
                 call,
                 "a with statement in a kernel opens a scope: `with pl.at(level=...):` "
@@ -96,8 +98,11 @@ class ScopeParser(SpmdParser):
             )
         if self.body.in_scope:
             raise self.error(call, "pl.at scopes do not nest", "close the outer scope first")
-        options = self.scope_options(call)
+        options = self.scope_options(call, cluster=callee.name == "cluster")
         task = self.task_var(item.optional_vars)
+        if options.level is Level.CLUSTER:
+            self.cluster(node, call, options, task)
+            return
         regions = self.scope_regions(node.body, options.split) if options.level is Level.CORE_GROUP else None
         self.nesting += 1
         with self.body.scope() as stmts, self.body.tracking(regions):
@@ -135,15 +140,47 @@ class ScopeParser(SpmdParser):
             )
         return Var(self.body.namer.fresh(target.id), TASK_ID, self.span(target))
 
-    def scope_options(self, call: ast.Call) -> ScopeOptions:
+    def cluster(self, node: ast.With, call: ast.Call, options: ScopeOptions, task: Var | None) -> None:
+        """``with pl.cluster():``: the AIC and AIV kernels its body calls run together on one core
+        group, sharing its pipes; OutlineScopes makes the body a ``Group`` function."""
+        if options.split is not None or options.slot_num is not None or options.allow_early_resolve:
+            raise self.error(
+                call,
+                "a cluster takes name_hint=, deps= and no_dep_args= only",
+                "the kernels it calls set up their own pipes: drop optimizations= / allow_early_resolve=",
+            )
+        with self.body.block() as stmts:
+            self.stmts(node.body)
+        scope = ScopeStmt(
+            tuple(stmts),
+            Level.CLUSTER,
+            options.name_hint,
+            task=task,
+            deps=(*self.body.spmd_deps, *options.deps),
+            no_dep_args=options.no_dep_args,
+            manual=self.body.manual,
+            block_num=self.body.block_num,
+            sync_start=self.body.sync_start,
+            span=self.span(call),
+        )
+        self.body.emit(scope)
+        if task is not None:
+            assert isinstance(node.items[0].optional_vars, ast.Name)
+            self.env.bind(node.items[0].optional_vars.id, task, task.span)
+
+    def scope_options(self, call: ast.Call, cluster: bool = False) -> ScopeOptions:
         if call.args:
             raise self.error(
                 call.args[0],
                 "pl.at() takes keyword arguments: pl.at(level=pl.Level.CORE_GROUP)",
                 f"name the argument: level={ast.unparse(call.args[0])}",
             )
-        options = ScopeOptions()
+        options = ScopeOptions(level=Level.CLUSTER) if cluster else ScopeOptions()
         for kw in call.keywords:
+            if kw.arg == "level" and cluster:
+                raise self.error(
+                    kw.value, "pl.cluster() is a level of its own: it takes no level=", "drop level="
+                )
             if kw.arg == "level":
                 options.level = self.constant(kw.value, "level=")
                 if not isinstance(options.level, Level):
