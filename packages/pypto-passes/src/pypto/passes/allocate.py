@@ -35,6 +35,7 @@ from pypto.ir import (
     Var,
     get_op,
 )
+from pypto.ir.memory import reserved_top
 from pypto.ir.nodes import LOOP_STMTS, If, While, nested_bodies, stmt_exprs, used_vars, walk_stmts
 from pypto.ir.types import describe
 from pypto.passes.manager import PassContext
@@ -190,7 +191,7 @@ def plan_memory(
     """Place every tile assigned in ``body``; no budget check (see :func:`check_budget`)."""
     reserved: dict[MemorySpace, int] = defaultdict(int)
     for r in reservations:
-        reserved[r.space] += r.size
+        reserved[r.space] = reserved_top(reservations, r.space)
     allocators: dict[MemorySpace, _SpaceAllocator] = {}
     live = _Liveness()
     ranges = _live_ranges(body, live)
@@ -259,7 +260,7 @@ def budget_error(
             "too wide: work on blocks of columns, e.g. x[:, c : c + 1024] for c in a pl.range loop"
         )
     if rings:
-        size = sum(r.size for r in rings)
+        size = reserved_top(plan.reservations, space)
         message += (
             f". The first {size} bytes of that space are reserved by system.reserve_buffer, so tiles"
             " are allocated above them — this is the cross-core pipe ring."
