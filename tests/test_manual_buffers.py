@@ -10,7 +10,14 @@ import pytest
 import torch
 
 import pypto.language as pl
-from pypto.ir import DeadlockError, MemoryBudgetError, PipeSetupError, print_ir, structural_diff
+from pypto.ir import (
+    DeadlockError,
+    MemoryBudgetError,
+    PipeSetupError,
+    TypeCheckError,
+    print_ir,
+    structural_diff,
+)
 from pypto.passes import CompileWarning
 from pypto.runtime import RunConfig, compile_program, run
 from pypto_sim_a2a3 import PipeError
@@ -201,7 +208,7 @@ def test_a_deep_ring_in_a_reserved_buffer_is_the_exact_mat_budget_error():
     )
     # It points at the setup that chose the depth, and says how deep the ring may be.
     assert "pl.aic_initialize_pipe(dir_mask=2" in line_of(text, info.value)
-    assert info.value.hint.endswith("slot_num=7 fits")
+    assert info.value.hint.endswith("slot_num=7 fits (pl.reserve_buffer(name='v2c_ring', size=458752))")
 
 
 def test_the_same_program_with_the_buffer_at_a_fixed_base_matches_torch_and_tiles_sit_above_it():
@@ -372,3 +379,48 @@ def test_freeing_out_of_pop_order_is_an_error_naming_both_pops():
     assert "but slot 0 popped at <pl.parse-" in info.value.message
     assert "pl.tfree_to_aiv(bottom)" in line_of(text, info.value)
     assert "in the order they were popped" in info.value.hint
+
+
+def test_overlapping_fixed_buffers_are_an_error_at_the_second():
+    cube = """
+ring = pl.reserve_buffer(name="v2c_ring", size=2 * SLOT, base=0)
+spare = pl.reserve_buffer(name="spare", size=1024, base=SLOT)
+pl.aic_initialize_pipe(dir_mask=2, slot_size=SLOT, v2c_consumer_buf=ring)
+"""
+    text = embed_program(cube_setup=cube)
+    with pytest.raises(PipeSetupError) as info:
+        run(pl.parse(text), *embed_inputs())
+    assert (
+        info.value.message
+        == "reserve_buffer: 'spare' at base=65536 overlaps 'v2c_ring' (0..131072) in kernel project"
+    )
+    assert 'spare = pl.reserve_buffer(name="spare"' in line_of(text, info.value)
+    assert "base=131072" in info.value.hint
+
+
+def test_a_setup_without_slot_num_needs_a_buffer():
+    cube = "pl.aic_initialize_pipe(dir_mask=2, slot_size=SLOT)\n"
+    text = embed_program(cube_setup=cube)
+    with pytest.raises(TypeCheckError) as info:
+        pl.parse(text)
+    assert "pl.aic_initialize_pipe(dir_mask=2, slot_size=SLOT)" in line_of(text, info.value)
+    assert "needs slot_num= (the ring's depth) unless the ring is a reserved buffer" in info.value.message
+    assert "v2c_consumer_buf=" in info.value.hint
+
+
+@pl.jit
+def buffer_in_a_scope(x: pl.Tensor[[64, 64], pl.FP32], out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="scoped"):
+        pl.reserve_buffer(name="ring", size=32768)
+        out[:] = pl.exp(x)
+    return out
+
+
+def test_a_reserved_buffer_in_a_pl_at_scope_points_to_hand_written_kernels():
+    with pytest.raises(PipeSetupError) as info:
+        buffer_in_a_scope(torch.randn(64, 64), torch.zeros(64, 64))
+    assert info.value.message == (
+        "reserve_buffer in the pl.at scope scoped: reserved pipe buffers belong to hand-written kernels"
+    )
+    assert 'pl.reserve_buffer(name="ring"' in str(info.value)
+    assert "FunctionType.AIC" in info.value.hint

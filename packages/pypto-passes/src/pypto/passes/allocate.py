@@ -286,7 +286,11 @@ def _ring_hint(rings: list[Reservation], room: int) -> str:
     if depth < 1:
         return f"{hint} of {slot_size} bytes, and not one fits beside the tiles: shrink the tile that crosses"
     left = f"{room} bytes are left for it beside the tiles"
-    return f"{hint} of {slot_size} bytes, and {left}: slot_num={depth} fits"
+    fits = f"{hint} of {slot_size} bytes, and {left}: slot_num={depth} fits"
+    buffer = rings[0]
+    if buffer.base is not None and buffer.name is not None:  # the user's pl.reserve_buffer sizes it
+        return f"{fits} (pl.reserve_buffer(name={buffer.name!r}, size={depth * slot_size}))"
+    return fits
 
 
 @dataclass(frozen=True)
