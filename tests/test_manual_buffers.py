@@ -6,6 +6,9 @@ reads its half of the row indices at run time and gathers those rows) pushed vec
 projection ``emb @ W^T`` on the AIC, launched from the orchestration with allow_early_resolve.
 """
 
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -19,7 +22,7 @@ from pypto.ir import (
     structural_diff,
 )
 from pypto.passes import CompileWarning
-from pypto.runtime import RunConfig, compile_program, run
+from pypto.runtime import RunConfig, compile_program, hookimpl, register_plugin, reset_registry, run
 from pypto_sim_a2a3 import PipeError
 
 ROWS, HALF, K, N, VOCAB = 64, 32, 512, 64, 256
@@ -424,3 +427,46 @@ def test_a_reserved_buffer_in_a_pl_at_scope_points_to_hand_written_kernels():
     )
     assert 'pl.reserve_buffer(name="ring"' in str(info.value)
     assert "FunctionType.AIC" in info.value.hint
+
+
+TORCHREF = Path(__file__).resolve().parent.parent / "examples" / "plugins" / "pypto-backend-torchref" / "src"
+
+
+class TorchRefPlugin:
+    """The torchref example backend, registered from its source tree for this test."""
+
+    @hookimpl
+    def pypto_register_backends(self, register):
+        sys.path.insert(0, str(TORCHREF))
+        try:
+            from pypto_backend_torchref import TorchRefBackend
+        finally:
+            sys.path.remove(str(TORCHREF))
+        register(TorchRefBackend())
+
+
+# The cube pops pipe 1 before pipe 0, the reverse of the lanes' push order: the pipes are apart.
+POP_KEYS_FIRST = TWO_PIPES_CUBE.replace(
+    "emb = pl.tpop_from_aiv(shape=[ROWS, K], dtype=pl.FP16, split=pl.SplitMode.UP_DOWN)\n"
+    "keys = pl.tpop_from_aiv(shape=[N, K], dtype=pl.FP16, split=pl.SplitMode.UP_DOWN, id=1)\n",
+    "keys = pl.tpop_from_aiv(shape=[N, K], dtype=pl.FP16, split=pl.SplitMode.UP_DOWN, id=1)\n"
+    "emb = pl.tpop_from_aiv(shape=[ROWS, K], dtype=pl.FP16, split=pl.SplitMode.UP_DOWN)\n",
+)
+
+
+@pytest.mark.parametrize("platform", ["a2a3sim", "torchref"])
+def test_pipes_of_one_direction_are_independent_queues_on_each_backend(platform, monkeypatch):
+    assert POP_KEYS_FIRST != TWO_PIPES_CUBE
+    monkeypatch.setenv("PYPTO_CACHE", "off")
+    if platform == "torchref":
+        reset_registry()
+        register_plugin(TorchRefPlugin(), name="torchref-source")
+    try:
+        idx, table, w, out = embed_inputs()
+        program = pl.parse(two_pipes(cube=POP_KEYS_FIRST))
+        compile_program(program, RunConfig(platform=platform)).run(idx, table, w, out)
+    finally:
+        if platform == "torchref":
+            reset_registry()
+    emb, keys = table[idx.long()].float(), table[idx.long().flip(0)[:N]].float()
+    assert torch.allclose(out, emb @ keys.T, rtol=1e-3, atol=1e-1)
