@@ -246,9 +246,12 @@ DOCUMENTED = [
     "pl.matmul_acc(acc, a, b)",
     "pl.gather_row(dst_tile, src_tensor, dst_offset, src_offset, shape)",
     "pl.read(tensor, offsets)",
-    "pl.aic_initialize_pipe(*, dir_mask, slot_size, slot_num)",
-    "pl.tpush_to_aiv(tile, split=pl.SplitMode.NONE)",
-    "pl.tpop_from_aic(shape, dtype, split=pl.SplitMode.NONE)",
+    "pl.aic_initialize_pipe(*, dir_mask, slot_size, slot_num=None, c2v_consumer_buf=None, "
+    "v2c_consumer_buf=None, id=None, local_slot_num=None)",
+    "pl.tpush_to_aiv(tile, split=pl.SplitMode.NONE, id=None)",
+    "pl.tpop_from_aic(shape, dtype, split=pl.SplitMode.NONE, id=None)",
+    "pl.reserve_buffer(*, name, size, base=None)",
+    "pl.import_peer_buffer(*, name, peer_func=None)",
     'pl.system.syncall(core_type=None, mode="hard", gm_workspace=None, used_cores=None)',
     "pl.system.cacheinvalid(tensor=None, offsets=None, shape=None)",
 ]

@@ -55,6 +55,12 @@ def _initialize(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostMod
     yield from _spend(cost, call)
 
 
+@_handles(op.reserve_buffer, op.import_peer_buffer)
+def _buffer(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
+    """The compiler placed the buffer (the kernel's reservations): here it only takes its time."""
+    yield from _spend(cost, call)
+
+
 @_handles(op.tpush_to_aiv, op.tpush_to_aic)
 def _push(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
     pipe = role.launch.pipe(role, call)

@@ -16,6 +16,7 @@ from typing import Any
 from pypto.ir import Call, Function, FunctionKind, SourceSpan, Target, Var, VerificationError
 from pypto.ir.errors import at_line
 from pypto.ir.launch import LaunchPlan, Seat
+from pypto.ir.memory import MemoryPlan, Reservation, layout, plain_ring_name
 from pypto.ir.ops import op
 from pypto_sim_a2a3.arguments import argument_mismatch
 from pypto_sim_a2a3.barrier import SyncAll
@@ -155,30 +156,41 @@ class Launch:
         self.gm = site.gm or GmOrder()
         self.barrier = site.barrier or SyncAll({role.name: role.kind for role in self.roles})
         self.barrier.seated.update(self.member(role) for role in self.roles)
-        self.pipes = self._pipes() if piped else {}
-        self._setup: tuple[PipeSetup, str, SourceSpan | None] | None = None
+        self.piped = piped
+        # One pipe per (direction, id): the rings of several hand-set-up pipes sit side by side.
+        self.pipes: dict[tuple[PipeDirection, int], Pipe] = {}
+        self._setup: dict[int, tuple[PipeSetup, str, SourceSpan | None]] = {}
+        self.buffers: dict[tuple[PipeDirection, int], str] = {}  # the reserved buffer a pipe names
+        self.reservations: dict[str, tuple[tuple[Reservation, int], ...]] = {}  # per core: placed rings
+        if piped:
+            for direction in PipeDirection:
+                self._pipe(direction, 0)
 
-    def _pipes(self) -> dict[PipeDirection, Pipe]:
-        aic = tuple(r.name for r in self.roles if r.kind is CoreKind.AIC)
-        aiv = tuple(r.name for r in self.roles if r.kind is CoreKind.AIV)
-        ends = {PipeDirection.C2V: (aic, aiv), PipeDirection.V2C: (aiv, aic)}
-        return {
-            d: Pipe(
-                f"{self.pipe_name}_{d.value}",
-                d,
+    def _pipe(self, direction: PipeDirection, pipe_id: int) -> Pipe:
+        """The pipe ``pipe_id`` of ``direction`` (made on first use): ``mixed_c2v``, ``mixed_c2v#1``."""
+        key = (direction, pipe_id)
+        if key not in self.pipes:
+            aic = tuple(r.name for r in self.roles if r.kind is CoreKind.AIC)
+            aiv = tuple(r.name for r in self.roles if r.kind is CoreKind.AIV)
+            producers, consumers = (aic, aiv) if direction is PipeDirection.C2V else (aiv, aic)
+            suffix = f"#{pipe_id}" if pipe_id else ""
+            self.pipes[key] = Pipe(
+                f"{self.pipe_name}_{direction.value}{suffix}",
+                direction,
                 producers,
                 consumers,
                 self.finished,
                 self.recorder,
                 f"cg{self.group.index}",
             )
-            for d, (producers, consumers) in ends.items()
-        }
+        return self.pipes[key]
 
     def initialize_pipes(self, role: CoreRole, call: Call) -> None:
-        """``role``'s ``*_initialize_pipe``: the first one opens the rings, later ones must agree."""
+        """``role``'s ``*_initialize_pipe``: the first one of a pipe id opens its rings, later
+        ones must agree."""
         self._check_side(role, call, _INIT_OPS[call.op])
         setup = PipeSetup.of(call)
+        pipe_id = call.attrs.get("id") or 0
         both = setup.dir_mask == PipeDirection.C2V.mask | PipeDirection.V2C.mask
         # The hardware's slots per direction halve when both directions are used.
         limit = self.target.max_pipe_slots // 2 if both else self.target.max_pipe_slots
@@ -190,44 +202,64 @@ class Launch:
                 call.span,
                 f"use slot_num <= {limit}",
             )
-        if self._setup is None:
-            self._open(role, setup, call.span)
-        elif self._setup[0] != setup:
-            first, core, span = self._setup
+        for direction in PipeDirection:
+            name = call.attrs.get(f"{direction.value}_consumer_buf")
+            if name is not None and setup.enables(direction):
+                self.buffers[(direction, pipe_id)] = name
+        if pipe_id not in self._setup:
+            self._open(role, setup, pipe_id, call.span)
+        elif self._setup[pipe_id][0] != setup:
+            first, core, span = self._setup[pipe_id]
+            which = f" (pipe id {pipe_id})" if pipe_id else ""
             raise PipeError(
-                f"pipe setup of Group {self.name} differs between its sides: {core} at {at_line(span)} "
-                f"sets {first}, {role.name} at {at_line(call.span)} sets {setup}",
+                f"pipe setup{which} of Group {self.name} differs between its sides: {core} at "
+                f"{at_line(span)} sets {first}, {role.name} at {at_line(call.span)} sets {setup}",
                 call.span,
                 "initialize both sides with the same dir_mask, slot_size and slot_num",
             )
-        for direction, pipe in self.pipes.items():
+        for direction in PipeDirection:
             if setup.enables(direction):
-                pipe.initialized.add(role.name)
+                self._pipe(direction, pipe_id).initialized.add(role.name)
 
-    def _open(self, role: CoreRole, setup: PipeSetup, span: SourceSpan | None) -> None:
-        self._setup = (setup, role.name, span)
+    def _open(self, role: CoreRole, setup: PipeSetup, pipe_id: int, span: SourceSpan | None) -> None:
+        self._setup[pipe_id] = (setup, role.name, span)
         memories = {r.name: r.core.memory for r in self.roles if r.core.memory is not None}
-        for direction, pipe in self.pipes.items():
+        for direction in PipeDirection:
             if setup.enables(direction):
-                pipe.open(setup, memories, self.target, span)
+                pipe = self._pipe(direction, pipe_id)
+                bases = {c: self._ring_base(c, direction, pipe_id) for c in pipe.consumers}
+                pipe.open(setup, memories, self.target, span, bases)
+
+    def _ring_base(self, consumer: str, direction: PipeDirection, pipe_id: int) -> int:
+        """Where ``consumer``'s ring of the pipe starts: its reserved buffer's offset (the one the
+        setup names, else the pipe's plain ring), as the compiler placed it."""
+        wanted = self.buffers.get((direction, pipe_id)) or plain_ring_name(direction.value, pipe_id)
+        space = direction.consumer_space
+        for r, offset in self.reservations.get(consumer, ()):
+            if r.space is space and r.name == wanted:
+                return offset
+        return 0
 
     def pipe(self, role: CoreRole, call: Call) -> Pipe:
         """The pipe a push, pop or free of ``role`` works on, after checking it may."""
         direction, kind = PIPE_OPS[call.op]
         self._check_side(role, call, kind)
-        pipe = self.pipes[direction]
+        pipe_id = call.attrs.get("id") or 0
+        pipe = self._pipe(direction, pipe_id)
         if role.name not in pipe.initialized:
-            setup = f" (the pipe was set up with {self._setup[0]})" if self._setup else ""
+            known = self._setup.get(pipe_id)
+            setup = f" (the pipe was set up with {known[0]})" if known else ""
+            which = f", id={pipe_id}" if pipe_id else ""
             raise PipeError(
                 f"{call.op} on pipe {pipe.name} before {role.name} initialized that direction{setup}",
                 call.span,
                 f"call {'aic' if kind is CoreKind.AIC else 'aiv'}_initialize_pipe with a dir_mask that "
-                f"includes {direction.mask} first",
+                f"includes {direction.mask}{which} first",
             )
         return pipe
 
     def _check_side(self, role: CoreRole, call: Call, kind: CoreKind) -> None:
-        if not self.pipes:
+        if not self.piped:
             raise PipeError(
                 f"{call.op} in kernel {self.name}, which runs alone on {role.name}",
                 call.span,
@@ -294,11 +326,19 @@ def plan_launch(
     launch = Launch(name, site, target, seats, recorder, plan.piped, plan.pipe_name)
     placements = []
     for role, seat in zip(launch.roles, plan.seats, strict=True):
+        launch.reservations[role.name] = _placed_rings(seat.kernel)
         kernel_args = seat.args(args)
         if seat.kernel is not plan.kernel:
             check_arguments(seat.kernel, kernel_args, seat.span)
         placements.append(Placement(role, seat, kernel_args))
     return launch, placements
+
+
+def _placed_rings(kernel: Function) -> tuple[tuple[Reservation, int], ...]:
+    """The kernel's reserved windows with their offsets, as the allocator laid them out."""
+    plan = kernel.attrs.get("memory_plan")
+    rings = tuple(plan.reservations if isinstance(plan, MemoryPlan) else kernel.attrs.get("reservations", ()))
+    return tuple(zip(rings, layout(rings), strict=True))
 
 
 def check_arguments(kernel: Function, args: Sequence[Any], span: SourceSpan | None) -> None:

@@ -114,9 +114,16 @@ class Pipe:
     initialized: set[str] = field(default_factory=set)
 
     def open(
-        self, setup: PipeSetup, memories: dict[str, CoreMemory], target: Target, span: SourceSpan | None
+        self,
+        setup: PipeSetup,
+        memories: dict[str, CoreMemory],
+        target: Target,
+        span: SourceSpan | None,
+        bases: dict[str, int] | None = None,
     ) -> None:
-        """Build each consumer's ring of free slots at the bottom of its space."""
+        """Build each consumer's ring of free slots at its ``bases`` offset (default: the bottom
+        of its space)."""
+        bases = bases or {}
         space = self.direction.consumer_space
         spec = target.spec(space)
         if setup.slot_size % spec.alignment:
@@ -126,7 +133,7 @@ class Pipe:
                 f"round slot_size up to a multiple of {spec.alignment}",
             )
         total = setup.slot_num * setup.slot_size
-        if total > spec.capacity:
+        if max(bases.values(), default=0) + total > spec.capacity:
             cores = " and ".join(self.consumers)
             raise PipeError(
                 f"pipe {self.name} needs {setup.slot_num} x {setup.slot_size} = {total} bytes "
@@ -137,7 +144,14 @@ class Pipe:
         for consumer in self.consumers:
             track = self.recorder.ring(self.name, self._core(consumer), setup.slot_num)
             self.rings[consumer] = Ring.build(
-                consumer, memories[consumer], space, setup.slot_size, setup.slot_num, self.producers, track
+                consumer,
+                memories[consumer],
+                space,
+                setup.slot_size,
+                setup.slot_num,
+                self.producers,
+                track,
+                bases.get(consumer, 0),
             )
 
     def _core(self, role: str) -> str:
@@ -187,7 +201,22 @@ class Pipe:
         return slot, TOKEN if tile is None else ring.view(slot, call.type)
 
     def free(self, consumer: str, slot: RingSlot, call: Call, cost: OpCost) -> Steps:
-        """Spend ``cost``, then give ``slot`` back to the producers."""
+        """Spend ``cost``, then give ``slot`` back to the producers.
+
+        Several pops may be outstanding (pop a, pop b, ..., free a, free b); the hardware counts
+        frees and hands back the oldest popped slot, so a free out of pop order would give the
+        producer a slot still being read: it is a :class:`PipeError` naming both tiles."""
+        ring = self.rings[consumer]
+        oldest = ring.oldest_popped()
+        if oldest is not None and oldest is not slot:
+            raise PipeError(
+                f"{call.op} frees slot {slot.index} of pipe {self.name} (popped at "
+                f"{at_line(slot.popped_at)}), but slot {oldest.index} popped at {at_line(oldest.popped_at)} "
+                "is still unfreed: the hardware gives slots back in pop order, so this free would release "
+                "the older tile while it is in use",
+                call.span,
+                "free the popped tiles in the order they were popped (pop a, pop b, ..., free a, free b)",
+            )
         yield cost.on(call)
         self.rings[consumer].release(slot)
 

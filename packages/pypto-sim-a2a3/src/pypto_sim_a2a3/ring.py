@@ -108,9 +108,10 @@ class Ring:
         slot_num: int,
         producers: tuple[str, ...],
         on_change: Callable[[int], None],
+        base: int = 0,
     ) -> Ring:
-        """A ring of free slots at offsets ``k * slot_size`` of ``space``."""
-        slots = tuple(RingSlot(k, k * slot_size) for k in range(slot_num))
+        """A ring of free slots at offsets ``base + k * slot_size`` of ``space``."""
+        slots = tuple(RingSlot(k, base + k * slot_size) for k in range(slot_num))
         pushes = dict.fromkeys(producers, 0)
         return cls(owner, memory, space, slot_size, slots, producers, pushes, on_change)
 
@@ -158,6 +159,11 @@ class Ring:
         slot.popped_by, slot.popped_at = consumer, span
         self.pops += 1
         return slot
+
+    def oldest_popped(self) -> RingSlot | None:
+        """The popped slot the next free gives back (the hardware frees in pop order), if any."""
+        slot = self.slots[self.frees % len(self.slots)]
+        return slot if slot.state is SlotState.POPPED else None
 
     def release(self, slot: RingSlot) -> None:
         """Give a popped slot back to the producers."""

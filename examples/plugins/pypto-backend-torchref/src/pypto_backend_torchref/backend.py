@@ -7,7 +7,7 @@ tile is there) and barrier. A launch's cores take turns; a lane that only mirror
 
 from __future__ import annotations
 
-from collections import Counter, deque
+from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -22,6 +22,7 @@ TORCHREF_TARGET = get_target("a2a3")  # so that a program lowers for torchref ex
 AIC, AIV = FunctionKind.AIC, FunctionKind.AIV
 # torchref has no pipe flags, caches or write buffers: these ops change nothing it models.
 NO_EFFECT = {op.aic_initialize_pipe, op.aiv_initialize_pipe, op.tfree_to_aic, op.tfree_to_aiv}
+NO_EFFECT |= {op.reserve_buffer, op.import_peer_buffer}  # the compiler placed the buffers
 NO_EFFECT |= {system.fence, system.cacheinvalid}
 PIPE_OPS = {op.tpush_to_aiv, op.tpush_to_aic, op.tpop_from_aic, op.tpop_from_aiv, system.syncall}
 
@@ -32,8 +33,9 @@ class Launch:
     def __init__(self, plan: LaunchPlan) -> None:
         self.kinds = [seat.kind for seat in plan.seats if not seat.mirror]
         self.lanes = [seat.lane for seat in plan.seats if seat.kind is AIV and not seat.mirror]
-        self.to_lane: dict[int, deque[Any]] = {lane: deque() for lane in self.lanes}
-        self.to_cube: dict[int, deque[Any]] = {lane: deque() for lane in self.lanes}
+        # One queue per lane, each way, of each pipe id (``id=`` on the pipe ops, 0 when left out).
+        self.to_lane: dict[tuple[int, int], deque[Any]] = defaultdict(deque)
+        self.to_cube: dict[tuple[int, int], deque[Any]] = defaultdict(deque)
         self.arrived: Counter[tuple[Any, int]] = Counter()  # (barrier's cores, round) -> arrivals
         self.steps = 0  # ops done by any core: a round of turns without one is a deadlock
 
@@ -51,18 +53,19 @@ class Core(KernelWalker):
         mode = call.attrs.get("split") or SplitMode.NONE
         if call.op in INDEX_OPS:
             return self.index(call)
+        pipe = call.attrs.get("id") or 0
         if call.op == op.tpush_to_aiv:
-            for lane, queue in self.launch.to_lane.items():
-                queue.append(padded_share(args[0], mode, lane))
+            for lane in self.launch.lanes:
+                self.launch.to_lane[(lane, pipe)].append(padded_share(args[0], mode, lane))
         elif call.op == op.tpush_to_aic:
-            self.launch.to_cube[self.seat.lane].append(args[0])
+            self.launch.to_cube[(self.seat.lane, pipe)].append(args[0])
         elif call.op == op.tpop_from_aic:
-            queue = self.launch.to_lane[self.seat.lane]
+            queue = self.launch.to_lane[(self.seat.lane, pipe)]
             while not queue:
                 yield  # give the other cores turns until a tile is there
             return queue.popleft()
         elif call.op == op.tpop_from_aiv:
-            queues = self.launch.to_cube.values()
+            queues = [self.launch.to_cube[(lane, pipe)] for lane in self.launch.lanes]
             while not all(queues):
                 yield
             assert call.type is not None

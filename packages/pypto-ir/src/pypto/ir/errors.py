@@ -157,6 +157,11 @@ class PlatformError(PyptoError, ValueError):
     """A platform or backend cannot do what was asked."""
 
 
+class PipeSetupError(PyptoError, ValueError):
+    """The two sides of a core group's cross-core pipes disagree, or a pipe op names a pipe or
+    a buffer that is not set up."""
+
+
 class DeadlockError(PyptoError):
     """Every live core of a simulated launch is blocked."""
 

@@ -26,7 +26,10 @@ class Allocation:
 @dataclass(frozen=True)
 class Reservation:
     """A window at the bottom of a space held back from tile allocation (a pipe ring of
-    ``size // slot_size`` slots); ``span`` is the user's pipe setup that asked for it, if any."""
+    ``size // slot_size`` slots); ``span`` is the user's pipe setup that asked for it, if any.
+
+    ``name`` is the ``pl.reserve_buffer`` it is (or ``c2v_pipe1`` for the plain ring of pipe 1);
+    ``base`` its byte offset when the user's buffer fixes one (None: packed, see :func:`layout`)."""
 
     space: MemorySpace
     size: int
@@ -35,6 +38,31 @@ class Reservation:
     slot_size: int | None = None
     # Where the user asked for it, not what it is: two reservations alike but for it are equal.
     span: SourceSpan | None = field(default=None, compare=False)
+    base: int | None = None
+    name: str | None = None
+
+
+def layout(reservations: tuple[Reservation, ...] | list[Reservation]) -> list[int]:
+    """Each reservation's byte offset in its space: a fixed ``base`` where it has one, the others
+    packed in order above the fixed ones of their space."""
+    tops: dict[MemorySpace, int] = {}
+    for r in reservations:
+        if r.base is not None:
+            tops[r.space] = max(tops.get(r.space, 0), r.base + r.size)
+    offsets = []
+    for r in reservations:
+        if r.base is not None:
+            offsets.append(r.base)
+        else:
+            offsets.append(tops.get(r.space, 0))
+            tops[r.space] = offsets[-1] + r.size
+    return offsets
+
+
+def reserved_top(reservations: tuple[Reservation, ...] | list[Reservation], space: MemorySpace) -> int:
+    """The bytes at the bottom of ``space`` that tiles are allocated above."""
+    ends = [o + r.size for r, o in zip(reservations, layout(reservations), strict=True) if r.space is space]
+    return max(ends, default=0)
 
 
 @dataclass(frozen=True)
@@ -58,3 +86,9 @@ class MemoryPlan:
         """The plan the printer writes: ``{tile: (space, offset, size)}``, the peaks, the windows."""
         allocations = {name: Allocation(name, *where) for name, where in placements.items()}
         return cls(allocations, dict(peak), tuple(reservations))
+
+
+def plain_ring_name(direction: str, pipe: int) -> str | None:
+    """The name of a hand-set-up pipe's ring when its setup gives no buffer (``direction`` is
+    ``"c2v"`` or ``"v2c"``): none for pipe 0, ``c2v_pipe1`` for pipe 1 of cube->vector."""
+    return f"{direction}_pipe{pipe}" if pipe else None

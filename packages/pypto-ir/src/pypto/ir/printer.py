@@ -28,7 +28,7 @@ from enum import Enum
 from typing import Any
 
 from pypto.ir.dtypes import DataType
-from pypto.ir.memory import Allocation, MemoryPlan, Reservation
+from pypto.ir.memory import Allocation, MemoryPlan, Reservation, layout
 from pypto.ir.nodes import (
     Assign,
     Break,
@@ -125,6 +125,10 @@ def _reservation(r: Reservation) -> str:
         args.append("automatic=True")
     if r.slot_size is not None:
         args.append(f"slot_size={r.slot_size}")
+    if r.base is not None:
+        args.append(f"base={r.base}")
+    if r.name is not None:
+        args.append(f"name={r.name!r}")
     return f"pl.Reservation({', '.join(args)})"
 
 
@@ -426,8 +430,10 @@ def print_function(fn: Function, depth: int = 0) -> str:
     printer.emit(depth, f"def {fn.name}({params}):")
     if fn.attrs:
         printer.emit(depth + 1, f"pl.func_attr({format_value(dict(fn.attrs))})")
-    for r in fn.attrs.get("reservations", ()):
-        printer.emit(depth + 1, f"# reserved {r.space.name}[0x0, +{r.size}]: {r.reason}")
+    reservations = tuple(fn.attrs.get("reservations", ()))
+    for r, offset in zip(reservations, layout(reservations), strict=True):
+        named = f" ({r.name})" if r.name is not None else ""
+        printer.emit(depth + 1, f"# reserved {r.space.name}[{offset:#x}, +{r.size}]: {r.reason}{named}")
     if fn.body or not fn.attrs:
         printer.body(fn.body, depth + 1)
     return "\n".join(printer.lines)

@@ -35,6 +35,7 @@ from pypto.ir import (
     Var,
     get_op,
 )
+from pypto.ir.memory import reserved_top
 from pypto.ir.nodes import LOOP_STMTS, If, While, nested_bodies, stmt_exprs, used_vars, walk_stmts
 from pypto.ir.types import describe
 from pypto.passes.manager import PassContext
@@ -190,7 +191,7 @@ def plan_memory(
     """Place every tile assigned in ``body``; no budget check (see :func:`check_budget`)."""
     reserved: dict[MemorySpace, int] = defaultdict(int)
     for r in reservations:
-        reserved[r.space] += r.size
+        reserved[r.space] = reserved_top(reservations, r.space)
     allocators: dict[MemorySpace, _SpaceAllocator] = {}
     live = _Liveness()
     ranges = _live_ranges(body, live)
@@ -259,7 +260,7 @@ def budget_error(
             "too wide: work on blocks of columns, e.g. x[:, c : c + 1024] for c in a pl.range loop"
         )
     if rings:
-        size = sum(r.size for r in rings)
+        size = reserved_top(plan.reservations, space)
         message += (
             f". The first {size} bytes of that space are reserved by system.reserve_buffer, so tiles"
             " are allocated above them — this is the cross-core pipe ring."
@@ -285,7 +286,11 @@ def _ring_hint(rings: list[Reservation], room: int) -> str:
     if depth < 1:
         return f"{hint} of {slot_size} bytes, and not one fits beside the tiles: shrink the tile that crosses"
     left = f"{room} bytes are left for it beside the tiles"
-    return f"{hint} of {slot_size} bytes, and {left}: slot_num={depth} fits"
+    fits = f"{hint} of {slot_size} bytes, and {left}: slot_num={depth} fits"
+    buffer = rings[0]
+    if buffer.base is not None and buffer.name is not None:  # the user's pl.reserve_buffer sizes it
+        return f"{fits} (pl.reserve_buffer(name={buffer.name!r}, size={depth * slot_size}))"
+    return fits
 
 
 @dataclass(frozen=True)

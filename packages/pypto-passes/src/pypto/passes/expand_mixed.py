@@ -46,6 +46,7 @@ from pypto.ir.ops import Ordering, PipeAction, PipeDirection, PipeEnd, get_op, o
 from pypto.ir.rewrite import NameGen, at_function
 from pypto.ir.sides import Side, call_side, first_ops_by_side, is_boundary, space_side
 from pypto.passes.manager import PassContext
+from pypto.passes.pipe_buffers import kernel_rings, reject_in_scopes, resolve_pipes
 from pypto.passes.vector_split import has_split_regions
 
 C2V, V2C = PipeDirection.C2V.mask_bit, PipeDirection.V2C.mask_bit
@@ -113,10 +114,12 @@ class ExpandMixedKernel:
     pipeline_name: ClassVar[str] = "expand-mixed"
 
     def run(self, program: Program, ctx: PassContext) -> Program:
+        program = resolve_pipes(program, ctx.target)
         funcs: list[Function] = []
         names = NameGen(fn.name for fn in program.functions.values())
         for fn in program.functions.values():
             if fn.kind is FunctionKind.InCore:
+                reject_in_scopes(fn)
                 funcs.extend(at_function(lambda f: self.expand(f, ctx.target, names), fn))
             elif fn.kind in _HALVES and "reservations" not in fn.attrs:
                 funcs.append(self.reserve(fn))
@@ -131,8 +134,7 @@ class ExpandMixedKernel:
     def reserve(self, fn: Function) -> Function:
         """A hand-written AIC or AIV function: the pipe rings its own ``*_initialize_pipe`` sets up
         are reserved in its space, as for the halves this pass makes."""
-        side = _HALVES[fn.kind]
-        rings = tuple(r for call in _user_pipe_inits(fn) for r in _rings(call.attrs, call.span, side=side))
+        rings = kernel_rings(fn)
         return replace(fn, attrs={**fn.attrs, "reservations": rings}) if rings else fn
 
     def expand(self, fn: Function, target: Target, names: NameGen | None = None) -> list[Function]:

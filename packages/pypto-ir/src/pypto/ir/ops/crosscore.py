@@ -56,6 +56,15 @@ def split_shape(shape: tuple[int, ...], mode: SplitMode | None) -> tuple[int, ..
 def pipe_init(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
     op = spec.name
     mask, size, num = attrs.get("dir_mask"), attrs.get("slot_size"), attrs.get("slot_num")
+    buffers = [attrs.get(f"{d}_consumer_buf") for d in ("c2v", "v2c")]
+    if num is None and not any(buffers):
+        raise fail(
+            op,
+            "needs slot_num= (the ring's depth) unless the ring is a reserved buffer",
+            span,
+            "write slot_num=2, or pass c2v_consumer_buf= / v2c_consumer_buf= the buffer of "
+            "pl.reserve_buffer (its depth is size // slot_size)",
+        )
     if isinstance(mask, bool) or mask not in (1, 2, 3):
         raise fail(
             op,
@@ -63,7 +72,13 @@ def pipe_init(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span
             span,
             "write dir_mask=3 when tiles cross both ways, else 1 or 2; give both sides the same value",
         )
-    for name, value in (("slot_size", size), ("slot_num", num)):
+    for name, value in (
+        ("slot_size", size),
+        ("slot_num", num),
+        ("local_slot_num", attrs.get("local_slot_num")),
+    ):
+        if value is None and name != "slot_size":
+            continue
         if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
             raise fail(
                 op,
@@ -72,7 +87,45 @@ def pipe_init(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span
                 advice="pipe.slot_option",
                 name=name,
             )
+    pipe_id = attrs.get("id")
+    if pipe_id is not None and (not isinstance(pipe_id, int) or isinstance(pipe_id, bool) or pipe_id < 0):
+        raise fail(
+            op, f"id must be an int >= 0, got {pipe_id!r}", span, "number a core group's pipes 0, 1, ..."
+        )
     return UNIT
+
+
+def reserve(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+    """A named window of the consumer's ring memory: ``size`` bytes at ``base`` (None: packed
+    above the kernel's other reserved buffers)."""
+    op = spec.name
+    size, base = attrs.get("size"), attrs.get("base")
+    if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+        raise fail(
+            op, f"size must be a positive int (bytes), got {size!r}", span, "write size=slot_num * slot_size"
+        )
+    if base is not None and (not isinstance(base, int) or isinstance(base, bool) or base < 0):
+        raise fail(
+            op,
+            f"base must be a byte offset >= 0, got {base!r}",
+            span,
+            "leave base out to place the buffer above the kernel's other reserved buffers",
+        )
+    _check_buffer_name(op, attrs.get("name"), span)
+    return UNIT
+
+
+def import_peer(
+    spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None
+) -> Type:
+    """The producer's handle on the buffer its peer kernel reserves under ``name``."""
+    _check_buffer_name(spec.name, attrs.get("name"), span)
+    return UNIT
+
+
+def _check_buffer_name(op: str, name: Any, span: SourceSpan | None) -> None:
+    if not isinstance(name, str) or not name.isidentifier():
+        raise fail(op, f"name must be an identifier string, got {name!r}", span, 'write name="c2v_ring"')
 
 
 def tile_arg(op: str, e: Expr, spaces: tuple[MemorySpace, ...], span: SourceSpan | None) -> TileType:
@@ -141,6 +194,7 @@ def gather(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: S
 # ---------------------------------------------------------------- declarations
 
 _SPLIT = Attr("split", SplitMode)
+_ID = Attr("id", int)  # which of the core group's pipes in that direction (absent: 0)
 
 
 def _declare() -> None:
@@ -149,7 +203,14 @@ def _declare() -> None:
     init_attrs = (
         Attr("dir_mask", int, REQUIRED),
         Attr("slot_size", int, REQUIRED),
-        Attr("slot_num", int, REQUIRED),
+        Attr("slot_num", int),
+        # The reserved buffer each direction's ring lives in (the name of a pl.reserve_buffer /
+        # pl.import_peer_buffer), which of the core group's pipes this is, and the ring's depth
+        # when the buffer holds more slots than the pipe uses.
+        Attr("c2v_consumer_buf", str),
+        Attr("v2c_consumer_buf", str),
+        Attr("id", int),
+        Attr("local_slot_num", int),
     )
     for name, side in (("aic_initialize_pipe", cube), ("aiv_initialize_pipe", vec)):
         declare(
@@ -162,7 +223,8 @@ def _declare() -> None:
                 init_attrs,
                 (PipeEnd(side, PipeAction.INIT), Cost("pipe_init")),
                 name,
-                f"pl.{name}(*, dir_mask, slot_size, slot_num)",
+                f"pl.{name}(*, dir_mask, slot_size, slot_num=None, c2v_consumer_buf=None, "
+                "v2c_consumer_buf=None, id=None, local_slot_num=None)",
                 f"set up this core group's pipes on the {side.value} side",
             )
         )
@@ -179,10 +241,10 @@ def _declare() -> None:
                 b,
                 push,
                 (Operand("tile", Role.TILE, spaces),),
-                (_SPLIT,),
+                (_SPLIT, _ID),
                 (PipeEnd(side, PipeAction.PUSH, direction), Cost("pipe_push")),
                 name,
-                f"pl.{name}(tile, split=pl.SplitMode.NONE)",
+                f"pl.{name}(tile, split=pl.SplitMode.NONE, id=None)",
                 f"the tile sent through the {direction.value} pipe",
             )
         )
@@ -195,10 +257,10 @@ def _declare() -> None:
                 b,
                 pop,
                 (),
-                (Attr("shape", tuple, REQUIRED), Attr("dtype", DataType, REQUIRED), _SPLIT),
+                (Attr("shape", tuple, REQUIRED), Attr("dtype", DataType, REQUIRED), _SPLIT, _ID),
                 (PipeEnd(side, PipeAction.POP, direction), Cost("pipe_pop"), InPipeSlot()),
                 name,
-                f"pl.{name}(shape, dtype, split=pl.SplitMode.NONE)",
+                f"pl.{name}(shape, dtype, split=pl.SplitMode.NONE, id=None)",
                 f"the next tile of the {direction.value} pipe, in its ring slot",
             )
         )
@@ -212,10 +274,10 @@ def _declare() -> None:
                 b,
                 free,
                 (Operand("tile", Role.TILE, (space,), effect=Effect.NONE),),
-                (_SPLIT,),
+                (_SPLIT, _ID),
                 (PipeEnd(side, PipeAction.FREE, direction), Cost("pipe_free")),
                 name,
-                f"pl.{name}(tile)",
+                f"pl.{name}(tile, id=None)",
                 f"the popped tile's ring slot handed back to the {direction.value} pipe",
             )
         )
@@ -245,6 +307,36 @@ def _declare() -> None:
             "aic_gather",
             "pl.aic_gather(tile, split)",
             "lane shares -> cube value",
+        )
+    )
+    declare(
+        OpSpec(
+            "reserve_buffer",
+            Level.SYSTEM,
+            b,
+            reserve,
+            (),
+            (Attr("name", str, REQUIRED), Attr("size", int, REQUIRED), Attr("base", int)),
+            (Cost("pipe_init"),),
+            "reserve_buffer",
+            "pl.reserve_buffer(*, name, size, base=None)",
+            "a named window of this kernel's ring memory (Vec on an AIV, Mat on an AIC) "
+            "for a pipe it consumes",
+        )
+    )
+    declare(
+        OpSpec(
+            "import_peer_buffer",
+            Level.SYSTEM,
+            b,
+            import_peer,
+            (),
+            (Attr("name", str, REQUIRED), Attr("peer_func", str)),
+            (Cost("pipe_init"),),
+            "import_peer_buffer",
+            "pl.import_peer_buffer(*, name, peer_func=None)",
+            "the buffer a peer kernel of the core group reserves under that name, "
+            "for a pipe this kernel produces into",
         )
     )
     declare(

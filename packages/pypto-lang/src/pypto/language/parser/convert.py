@@ -128,6 +128,8 @@ def attribute(ctx: OpContext, spec: OpSpec, attr: Attr, value: Any) -> Any:
     if attr.kind is tuple:
         return static_shape(value, ctx.span, attr.name)
     value = compile_time(ctx, value, f"{attr.name}=")
+    if attr.kind is str and hasattr(value, "imported"):  # a pipe buffer handle: its name
+        value = value.name
     if attr.kind is bool and not isinstance(value, bool):
         raise ctx.fail(
             f"{attr.name}= must be True or False, got {describe_value(value)}",

@@ -9,6 +9,7 @@ modes and the workspace at the user's line).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pypto.ir import SplitMode, get_op
@@ -37,6 +38,35 @@ def build_aic_gather(ctx: OpContext, tile: Any, split: Any = None) -> Any:
         split = regions.previous_mode() if regions is not None else SplitMode.NONE
     mode = enum_member(ctx, SplitMode, "split", split)
     return ctx.call(op.aic_gather, [ctx.tile(tile, "the gathered value")], {"split": mode})
+
+
+@dataclass(frozen=True)
+class BufferRef:
+    """What ``buf = pl.reserve_buffer(...)`` / ``pl.import_peer_buffer(...)`` binds: a parse-time
+    handle naming a pipe ring's buffer. Passed as ``c2v_consumer_buf=buf``, it becomes the
+    buffer's name in the pipe setup's attributes (the printed form writes the name)."""
+
+    name: str
+    imported: bool
+
+
+@hand_built(op.reserve_buffer)
+def build_reserve_buffer(ctx: OpContext, *, name: Any, size: Any, base: Any = None) -> BufferRef:
+    """Reserve ``size`` bytes of this kernel's ring memory at ``base`` (None: packed)."""
+    attrs = {"name": compile_time(ctx, name, "name="), "size": compile_time(ctx, size, "size=")}
+    if base is not None:
+        attrs["base"] = compile_time(ctx, base, "base=")
+    return ctx.effect(op.reserve_buffer, [], attrs, BufferRef(attrs["name"], imported=False))
+
+
+@hand_built(op.import_peer_buffer)
+def build_import_peer_buffer(ctx: OpContext, *, name: Any, peer_func: Any = None) -> BufferRef:
+    """The buffer the peer kernel (``peer_func``: its name or the function) reserves as ``name``."""
+    attrs = {"name": compile_time(ctx, name, "name=")}
+    if peer_func is not None:
+        peer = compile_time(ctx, peer_func, "peer_func=")
+        attrs["peer_func"] = peer if isinstance(peer, str) else getattr(peer, "name", peer)
+    return ctx.effect(op.import_peer_buffer, [], attrs, BufferRef(attrs["name"], imported=True))
 
 
 @hand_built(system.cacheinvalid)
