@@ -31,7 +31,8 @@ from collections.abc import Callable, Collection, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pypto.ir.errors import DeadlockError, LoopStepError, VerificationError, at_line
+from pypto.ir.errors import DeadlockError, LoopStepError, SpecializationError, VerificationError, at_line
+from pypto.ir.extents import ExtentBinding, is_dynamic
 from pypto.ir.launch import LaunchPlan, LoadedProgram, Seat
 from pypto.ir.nodes import (
     Assign,
@@ -39,6 +40,7 @@ from pypto.ir.nodes import (
     Call,
     Const,
     Continue,
+    DynDim,
     Eval,
     Expr,
     For,
@@ -100,6 +102,7 @@ class Walker(ABC):
     def __init__(self, fn: Function, args: Sequence[Any]):
         self.fn = fn
         self.env: dict[str, Any] = {p.var.name: value for p, value in zip(fn.params, args, strict=True)}
+        self.extents = bind_extents(fn, args)
         self.loop_depth = 0  # how many loops of this function are running now
 
     def run(self) -> Generator[Any, None, tuple[Any, ...]]:
@@ -286,6 +289,10 @@ class Walker(ABC):
             return self.env[expr.name]
         if isinstance(expr, Const):
             return expr.value
+        if isinstance(expr, DynDim):
+            if expr.name not in self.extents:
+                raise self.error(f"dynamic extent {expr.name} is no extent of {self.fn.name}'s tensors", expr)
+            return self.extents[expr.name]
         if isinstance(expr, TupleExpr):
             return (yield from self.eval_all(expr.elements))
         if isinstance(expr, Call):
@@ -358,6 +365,7 @@ class HostWalker(Walker):
         frame = copy.copy(self)
         frame.fn = fn
         frame.env = {p.var.name: value for p, value in zip(fn.params, args, strict=True)}
+        frame.extents = bind_extents(fn, args)
         frame.loop_depth = 0
         return frame
 
@@ -384,6 +392,20 @@ class KernelWalker(Walker):
         if call.op == _LANE:
             return self.seat.lane
         return self.block if call.op == _BLOCK else self.block_num
+
+
+def bind_extents(fn: Function, args: Sequence[Any]) -> dict[str, int]:
+    """The values of ``fn``'s dynamic extents, read from the shapes of its tensor arguments (a
+    call's tensors that share an extent but disagree on it are a ``SpecializationError``)."""
+    binding = ExtentBinding()
+    for param, value in zip(fn.params, args, strict=True):
+        shape = getattr(value, "shape", None)
+        if shape is not None and is_dynamic(param.var.type):
+            try:
+                binding.bind(param.var.name, param.var.type, tuple(shape))
+            except SpecializationError as err:
+                raise err.with_span(param.var.span or fn.span) from None
+    return binding.values
 
 
 def drive(walk: Steps) -> Any:

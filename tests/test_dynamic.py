@@ -1,0 +1,145 @@
+"""Dynamic dimensions (issue #12 item 1): ``M = pl.dynamic("M")`` makes an extent a run-time value.
+
+A dynamic-shape kernel compiles once and runs for several extents; the printed form declares the
+extent and reads back equal; tensors that share an extent must agree on it at call time.
+"""
+
+import pytest
+import torch
+
+import pypto.language as pl
+from pypto.ir import PyptoError, SpecializationError, structural_diff
+from pypto.runtime import RunConfig, compile_program
+
+SIM = RunConfig(platform="a2a3sim")
+M = pl.dynamic("M")
+N = pl.dynamic("N")
+EXTENTS = (128, 100, 7)  # one multiple of the 32-row block, two not
+
+
+@pl.program
+class Doubled:
+    @pl.function(type=pl.FunctionType.InCore)
+    def double(self, x: pl.Tensor[[M, 64], pl.FP32], out: pl.Out[pl.Tensor[[M, 64], pl.FP32]]):
+        m = pl.tensor.dim(x, 0)
+        for r in pl.range(0, m, 32):
+            rows = pl.min(32, m - r)
+            t = pl.load(x, [r, 0], [32, 64], valid_shape=[rows, pl.tensor.dim(x, 1)])
+            out = pl.store(pl.add(t, t), [r, 0], out)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[M, 64], pl.FP32], out: pl.Out[pl.Tensor[[M, 64], pl.FP32]]):
+        out = self.double(x, out)
+        return out
+
+
+def test_program_with_dim_and_valid_shapes_runs_at_three_extents_from_one_compile():
+    compiled = compile_program(Doubled, SIM)
+    for m in EXTENTS:
+        x, out = torch.randn(m, 64), torch.zeros(m, 64)
+        compiled.run(x, out, config=SIM)
+        assert torch.allclose(out, 2 * x), m
+
+
+def test_printed_form_declares_the_extent_and_reads_back_equal():
+    text = Doubled.as_python()
+    assert text.startswith('M = pl.dynamic("M")\n')
+    assert "x: pl.Tensor[[M, 64], pl.FP32]" in text
+    assert "pl.range(0, M, 32)" in text  # pl.tensor.dim of a dynamic axis is the extent itself
+    assert structural_diff(Doubled, pl.parse(text)) is None
+
+
+@pl.jit
+def scaled(x: pl.Tensor[[M, 64], pl.FP32], out: pl.Out[pl.Tensor[[M, 64], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        rows, _ = x.shape
+        for r in pl.range(0, rows, 32):
+            t = pl.load(x, [r, 0], [32, 64], valid_shape=[pl.min(32, rows - r), 64])
+            pl.store(pl.mul(t, 3.0), [r, 0], out)
+    return out
+
+
+def test_jit_kernel_compiles_once_for_three_extents():
+    scaled.cache_clear()
+    for m in EXTENTS:
+        x, out = torch.randn(m, 64), torch.zeros(m, 64)
+        scaled(x, out, config=SIM)
+        assert torch.allclose(out, 3 * x), m
+    assert scaled.cache_info().misses == 1
+
+
+def test_tensors_sharing_an_extent_must_agree_on_it():
+    with pytest.raises(SpecializationError) as err:
+        scaled(torch.randn(64, 64), torch.zeros(32, 64), config=SIM)
+    message = str(err.value)
+    assert "M is 64 in 'x' (dim 0) but 32 in 'out' (dim 0)" in message
+    assert "def scaled(" in message  # the span is the parameter in the user's def
+
+
+def test_compiled_program_checks_the_extents_at_run_time():
+    compiled = compile_program(Doubled, SIM)
+    with pytest.raises(SpecializationError, match=r"M is 16 in 'x' \(dim 0\) but 8 in 'out'"):
+        compiled.run(torch.randn(16, 64), torch.zeros(8, 64), config=SIM)
+
+
+def test_static_extents_of_a_dynamic_tensor_are_still_checked():
+    with pytest.raises(SpecializationError, match="shape"):
+        scaled(torch.randn(64, 32), torch.zeros(64, 32), config=SIM)
+
+
+@pl.jit
+def two_extents(
+    x: pl.Tensor[[M, 64], pl.FP32],
+    y: pl.Tensor[[N, 64], pl.FP32],
+    out_x: pl.Out[pl.Tensor[[M, 64], pl.FP32]],
+    out_y: pl.Out[pl.Tensor[[N, 64], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for r in pl.range(0, M, 16):
+            t = pl.load(x, [r, 0], [16, 64], valid_shape=[pl.min(16, M - r), 64])
+            pl.store(pl.add(t, t), [r, 0], out_x)
+        for r in pl.range(0, N, 16):
+            t = pl.load(y, [r, 0], [16, 64], valid_shape=[pl.min(16, N - r), 64])
+            pl.store(pl.add(t, 1.0), [r, 0], out_y)
+    return out_x, out_y
+
+
+def test_a_different_dynamic_object_is_a_different_extent():
+    x, y = torch.randn(20, 64), torch.randn(5, 64)
+    out_x, out_y = torch.zeros(20, 64), torch.zeros(5, 64)
+    two_extents(x, y, out_x, out_y, config=SIM)
+    assert torch.allclose(out_x, 2 * x)
+    assert torch.allclose(out_y, y + 1)
+
+
+def test_two_objects_of_one_name_in_one_kernel_are_an_error():
+    other_m = pl.dynamic("M")
+
+    @pl.jit
+    def clash(x: pl.Tensor[[M, 64], pl.FP32], out: pl.Out[pl.Tensor[[other_m, 64], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            pl.store(pl.load(x, [0, 0], [8, 64]), [0, 0], out)
+        return out
+
+    with pytest.raises(SpecializationError, match=r"second pl.dynamic\('M'\)"):
+        clash(torch.randn(8, 64), torch.zeros(8, 64), config=SIM)
+
+
+def test_an_out_of_bounds_region_of_a_dynamic_tensor_is_an_error_at_run_time():
+    @pl.jit
+    def overrun(x: pl.Tensor[[M, 64], pl.FP32], out: pl.Out[pl.Tensor[[M, 64], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            for r in pl.range(0, M, 32):
+                pl.store(pl.load(x, [r, 0], [32, 64]), [r, 0], out)  # no valid shape on the tail
+        return out
+
+    overrun(torch.randn(64, 64), torch.zeros(64, 64), config=SIM)  # a whole number of blocks
+    with pytest.raises(PyptoError) as err:
+        overrun(torch.randn(40, 64), torch.zeros(40, 64), config=SIM)
+    assert "pl.load(x, [r, 0], [32, 64])" in str(err.value)
+
+
+def test_a_tile_shape_cannot_be_dynamic():
+    with pytest.raises(PyptoError, match="a tile's shape is static"):
+        pl.Tile[[M, 64], pl.FP32]
