@@ -143,3 +143,139 @@ def test_an_out_of_bounds_region_of_a_dynamic_tensor_is_an_error_at_run_time():
 def test_a_tile_shape_cannot_be_dynamic():
     with pytest.raises(PyptoError, match="a tile's shape is static"):
         pl.Tile[[M, 64], pl.FP32]
+
+
+# ------------------------------------------------------------ tensor ops tiled over a dynamic extent
+
+
+@pl.jit
+def softmax_rows(x: pl.Tensor[[M, 64], pl.FP32], out: pl.Out[pl.Tensor[[M, 64], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        e = pl.exp(pl.row_expand_sub(x, pl.row_max(x)))
+        out[:] = pl.row_expand_div(e, pl.row_sum(e))
+    return out
+
+
+def test_tensor_ops_in_a_scope_are_tiled_over_a_dynamic_row_count():
+    softmax_rows.cache_clear()
+    for m in (256, 200, 7):  # the block is 128 rows: two multiples, one partial block each
+        x, out = torch.randn(m, 64), torch.zeros(m, 64)
+        softmax_rows(x, out, config=SIM)
+        assert torch.allclose(out, torch.softmax(x, 1), atol=1e-5), m
+    assert softmax_rows.cache_info().misses == 1
+
+
+def test_the_tiled_loop_runs_to_the_run_time_extent_with_a_partial_last_block():
+    text = softmax_rows.lower(torch.randn(200, 64), torch.zeros(200, 64), config=SIM).as_python()
+    assert "pl.range(0, M, " in text
+    assert "pl.minimum(" in text and "M - r" in text
+    assert "pl.tile.load_partial(x, [r, 0], [rows, 64]" in text
+    assert "pl.tile.store_partial(" in text
+
+
+@pl.jit
+def column_sums(x: pl.Tensor[[M, 64], pl.FP32], out: pl.Out[pl.Tensor[[1, 64], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.col_sum(x)
+    return out
+
+
+def test_a_column_reduction_over_a_dynamic_row_count_ignores_the_rows_past_the_end():
+    for m in (128, 100, 7):
+        x, out = torch.randn(m, 64), torch.zeros(1, 64)
+        column_sums(x, out, config=SIM)
+        assert torch.allclose(out, x.sum(0, keepdim=True), atol=1e-4), m
+
+
+@pl.jit
+def projected(
+    a: pl.Tensor[[M, 1024], pl.FP16],
+    w: pl.Tensor[[1024, 256], pl.FP16],
+    out: pl.Out[pl.Tensor[[M, 256], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.matmul(a, w)
+    return out
+
+
+def test_a_k_blocked_matmul_with_dynamic_rows():
+    projected.cache_clear()
+    for m in (128, 100, 7):
+        a, w, out = torch.randn(m, 1024).half(), torch.randn(1024, 256).half(), torch.zeros(m, 256)
+        projected(a, w, out, config=SIM)
+        assert torch.allclose(out, a.float() @ w.float(), atol=5e-2), m
+    assert projected.cache_info().misses == 1
+
+
+@pl.jit
+def staged(x: pl.Tensor[[M, 128], pl.FP32], out: pl.Out[pl.Tensor[[M, 128], pl.FP32]]):
+    rows, cols = x.shape
+    tmp = pl.create_tensor([rows, cols], pl.FP32)
+    with pl.at(level=pl.Level.CORE_GROUP):
+        tmp[:] = pl.exp(x)
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.add(tmp, x)
+    return out
+
+
+def test_create_tensor_takes_a_dynamic_extent():
+    for m in (128, 100, 7):
+        x, out = torch.randn(m, 128), torch.zeros(m, 128)
+        staged(x, out, config=SIM)
+        assert torch.allclose(out, torch.exp(x) + x, atol=1e-5), m
+
+
+def test_a_dynamic_column_extent_cannot_be_tiled():
+    @pl.jit
+    def wide(x: pl.Tensor[[64, N], pl.FP32], out: pl.Out[pl.Tensor[[64, N], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            out[:] = pl.exp(x)
+        return out
+
+    with pytest.raises(PyptoError, match="dynamic extent N in dim 1 cannot be tiled") as err:
+        wide(torch.randn(64, 32), torch.zeros(64, 32), config=SIM)
+    assert "out[:] = pl.exp(x)" in str(err.value) or "pl.exp(x)" in str(err.value)
+
+
+@pl.jit
+def biased(
+    a: pl.Tensor[[M, 128], pl.FP16],
+    w: pl.Tensor[[128, 128], pl.FP16],
+    bias: pl.Tensor[[M, 128], pl.FP32],
+    out: pl.Out[pl.Tensor[[M, 128], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
+        out[:] = pl.add(pl.matmul(a, w), bias)
+    return out
+
+
+def test_a_split_mixed_scope_over_a_dynamic_row_count():
+    """Each AIV lane loads and stores its half of the block's real rows (none, past the end)."""
+    biased.cache_clear()
+    for m in (128, 100, 7):
+        a, w = torch.randn(m, 128).half(), torch.randn(128, 128).half()
+        bias, out = torch.randn(m, 128), torch.zeros(m, 128)
+        biased(a, w, bias, out, config=SIM)
+        assert torch.allclose(out, a.float() @ w.float() + bias, atol=5e-2), m
+    assert biased.cache_info().misses == 1
+
+
+@pl.jit.incore
+def plus_one(x: pl.Tensor[[M, 64], pl.FP32], out: pl.Out[pl.Tensor[[M, 64], pl.FP32]]):
+    for r in pl.range(0, M, 16):
+        t = pl.load(x, [r, 0], [16, 64], valid_shape=[pl.min(16, M - r), 64])
+        pl.store(pl.add(t, 1.0), [r, 0], out)
+    return out
+
+
+@pl.jit
+def calls_incore(x: pl.Tensor[[M, 64], pl.FP32], out: pl.Out[pl.Tensor[[M, 64], pl.FP32]]):
+    out = plus_one(x, out)
+    return out
+
+
+def test_an_incore_kernel_binds_the_extent_from_its_call():
+    for m in (64, 50, 3):
+        x, out = torch.randn(m, 64), torch.zeros(m, 64)
+        calls_incore(x, out, config=SIM)
+        assert torch.allclose(out, x + 1), m

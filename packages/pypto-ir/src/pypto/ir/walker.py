@@ -28,7 +28,7 @@ from __future__ import annotations
 import copy
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Generator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pypto.ir.errors import DeadlockError, LoopStepError, SpecializationError, VerificationError, at_line
@@ -55,7 +55,7 @@ from pypto.ir.nodes import (
 )
 from pypto.ir.ops import OPS, op, tensor
 from pypto.ir.printer import format_expr
-from pypto.ir.types import TileType
+from pypto.ir.types import TensorType, TileType
 
 Steps = Generator[Any, None, Any]  # yields whatever the hooks yield; returns a value
 OpImpl = Callable[[Call, Sequence[Any]], Any]  # an op's semantics: impl(call, args) -> value
@@ -342,12 +342,25 @@ class HostWalker(Walker):
             plan = self.loaded.plan(call)
             yield from self.launch(plan, call, args)
             return plan.result(args)
-        if call.op == _CREATE or call.op.startswith("scalar."):
+        if call.op == _CREATE:
+            return self.semantics_of(call)(self.with_extents(call), args)
+        if call.op.startswith("scalar."):
             return self.semantics_of(call)(call, args)
         raise self.error(
             f"{call.op} runs on a core but sits in the orchestration function",
             call,
             "run the pass pipeline: it outlines every scope into a kernel",
+        )
+
+    def with_extents(self, call: Call) -> Call:
+        """``pl.create_tensor`` of a shape with dynamic extents: the shape of this run."""
+        shape = call.attrs.get("shape", ())
+        if not any(isinstance(d, DynDim) for d in shape):
+            return call
+        resolved = tuple(self.extents[d.name] if isinstance(d, DynDim) else d for d in shape)
+        assert isinstance(call.type, TensorType)
+        return replace(
+            call, attrs={**call.attrs, "shape": resolved}, type=TensorType(resolved, call.type.dtype)
         )
 
     def call_control(self, fn: Function, args: tuple[Any, ...]) -> Steps:
