@@ -68,6 +68,7 @@ from pypto.ir.nodes import (
 from pypto.ir.ops import (
     Broadcast,
     Effect,
+    KeepsValid,
     Level,
     Lowers,
     PadValue,
@@ -584,6 +585,9 @@ class _RegionLowering:
     body: list[Stmt] = field(default_factory=list)
     row: Expr = field(default_factory=lambda: Const(0, INDEX))
     valid_rows: Var | None = None  # the rows of this block that are real, for a run-time row count
+    # Tiles with a run-time valid shape, followed as the parser follows them (pypto.language's
+    # parser/valid.py): loads of a partial block make one, ops that keep it pass it on.
+    run_time_valid: dict[Var, TupleExpr] = field(default_factory=dict)
 
     @property
     def streams_weights(self) -> bool:
@@ -689,13 +693,36 @@ class _RegionLowering:
         lowered = get_op(_lowered(call))
         if len(lowered.operands) > len(args) and lowered.operands[len(args)].effect is Effect.NONE:
             args = (*args, self._scratch(args[0], sink))  # a row reduction's scratch tile
+        args = self._padded_for_reduction(lowered.name, args, sink, call.span)
         value = make_call(lowered.name, args, call.attrs, call.span)
         # A later copy of the region (the last, smaller block) names its tiles afresh.
         name = self.names.fresh(stmt.target.name) if self.fresh_names else stmt.target.name
         tile = Var(name, value.type, stmt.target.span)
         sink.append(Assign(tile, value, stmt.span))
+        self._follow_valid(tile, value)
         assert isinstance(value.type, TileType) and value.type.memory_space is not None
         self.tiles[(stmt.target, value.type.memory_space, True)] = tile
+
+    def _padded_for_reduction(
+        self, op: str, args: tuple[Expr, ...], sink: list[Stmt], span: SourceSpan | None
+    ) -> tuple[Expr, ...]:
+        """A reduction of a partial block sees only its real rows: its operand filled with the
+        reduction's identity past them (as the parser builds a reduction of a partial tile)."""
+        reduction = get_op(op).trait(Reduction)
+        source = _first_tile(args)
+        if reduction is None or source is None or source not in self.run_time_valid:
+            return args
+        attrs = {"pad_value": reduction.identity}
+        fill = make_call(tile_ops.fillpad, (source, self.run_time_valid[source]), attrs, span)
+        padded = self._emit(f"{source.name}_padded", fill, sink)  # type: ignore[attr-defined]
+        return tuple(padded if a is source else a for a in args)
+
+    def _follow_valid(self, tile: Var, value: Call) -> None:
+        """``tile`` keeps the run-time valid shape of ``value``'s first tile operand when its op
+        keeps valid shapes (elementwise ops, broadcasts, moves)."""
+        source = _first_tile(value.args)
+        if get_op(value.op).has(KeepsValid) and source in self.run_time_valid:
+            self.run_time_valid[tile] = self.run_time_valid[source]  # type: ignore[index]
 
     def _used_by_the_cube_only(self, x: Var) -> bool:
         """Is every use of ``x`` in the region a matmul operand (the K-blocks AutoTileMatmul cut)?"""
@@ -867,10 +894,17 @@ class _RegionLowering:
     def _emit(self, base: str, value: Call, sink: list[Stmt]) -> Var:
         tile = Var(self.names.fresh(base), value.type, value.span)
         sink.append(Assign(tile, value, value.span))
+        if value.op == tile_ops.load_partial:
+            self.run_time_valid[tile] = value.args[2]  # type: ignore[assignment]
+        self._follow_valid(tile, value)
         return tile
 
 
 _VIA_MAT = (MemorySpace.Left, MemorySpace.Right, MemorySpace.Bias)
+
+
+def _first_tile(args: tuple[Expr, ...]) -> Expr | None:
+    return next((a for a in args if isinstance(a.type, TileType)), None)
 
 
 def _column_start(t: TileType, identity: PadValue, span: SourceSpan | None) -> Call:
