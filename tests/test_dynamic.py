@@ -284,3 +284,60 @@ def test_an_incore_kernel_binds_the_extent_from_its_call():
         x, out = torch.randn(m, 64), torch.zeros(m, 64)
         calls_incore(x, out, config=sim())
         assert torch.allclose(out, x + 1), m
+
+
+@pl.program
+class InClassBody:
+    R = pl.dynamic("R")  # a class-body extent
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[R, 64], pl.FP32], out: pl.Out[pl.Tensor[[R, 64], pl.FP32]]):
+        for r in pl.range(0, R, 16):  # noqa: F821 (the parser reads class-body names; Python does not)
+            t = pl.load(x, [r, 0], [16, 64], valid_shape=[pl.min(16, R - r), 64])  # noqa: F821
+            out = pl.store(pl.exp(t), [r, 0], out)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[R, 64], pl.FP32], out: pl.Out[pl.Tensor[[R, 64], pl.FP32]]):
+        out = self.k(x, out)
+        return out
+
+
+def test_a_class_body_extent():
+    compiled = compile_program(InClassBody, sim())
+    for m in (32, 20):
+        x, out = torch.randn(m, 64), torch.zeros(m, 64)
+        compiled.run(x, out, config=sim())
+        assert torch.allclose(out, x.exp()), m
+    assert structural_diff(InClassBody, pl.parse(InClassBody.as_python())) is None
+
+
+@pl.jit
+def counted(
+    x: pl.Tensor[[M, 64], pl.FP32], y: pl.Tensor[[16, 64], pl.FP32], out: pl.Out[pl.Tensor[[16, 64], pl.FP32]]
+):
+    with pl.at(level=pl.Level.CORE_GROUP):  # touches no tensor of extent M, but loops over it
+        acc = pl.load(y, [0, 0], [16, 64])
+        for _ in pl.range(0, M, 16):
+            acc = pl.add(acc, acc)
+        pl.store(acc, [0, 0], out)
+    return out
+
+
+def test_a_scope_that_names_an_extent_of_no_tensor_it_touches():
+    for m, doublings in ((32, 2), (40, 3)):
+        y, out = torch.randn(16, 64), torch.zeros(16, 64)
+        counted(torch.randn(m, 64), y, out, config=sim())
+        assert torch.allclose(out, y * 2**doublings), m
+
+
+def test_an_extent_no_parameter_has_is_an_error():
+    @pl.jit
+    def unbound(y: pl.Tensor[[16, 64], pl.FP32], out: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            for _r in pl.range(0, N, 16):
+                pl.store(pl.load(y, [0, 0], [16, 64]), [0, 0], out)
+        return out
+
+    with pytest.raises(PyptoError, match="dynamic extent N, but no tensor of unbound has it"):
+        unbound(torch.randn(16, 64), torch.zeros(16, 64), config=sim())
