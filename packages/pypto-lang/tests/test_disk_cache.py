@@ -101,6 +101,18 @@ def flowy(a: X, n: pl.Tensor[[4], pl.INT32], out: pl.Out[X]):
     return out
 
 
+ROWS = pl.dynamic("ROWS")
+
+
+@pl.jit
+def dynamic_rows(a: pl.Tensor[[ROWS, 64], pl.FP32], out: pl.Out[pl.Tensor[[ROWS, 64], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for r in pl.range(0, pl.tensor.dim(a, 0), 16):
+            t = pl.load(a, [r, 0], [16, 64], valid_shape=[pl.min(16, ROWS - r), 64])
+            pl.store(pl.exp(t), [r, 0], out)
+    return out
+
+
 @pl.program
 class WithAttrs:
     @pl.function(type=pl.FunctionType.InCore)
@@ -117,7 +129,7 @@ class WithAttrs:
 @pytest.mark.filterwarnings("ignore::pypto.passes.CompileWarning")
 def test_every_ir_class_round_trips_through_pickle(backend):
     programs = [WithAttrs, compile_program(WithAttrs, on_testsim()).program]
-    for kernel in (mixed, staged, explicit, branchy, flowy):
+    for kernel in (mixed, staged, explicit, branchy, flowy, dynamic_rows):
         programs += [kernel.parse(), kernel.lower(config=on_testsim())]
     seen: set[type] = set()
     for program in programs:

@@ -18,6 +18,7 @@ from pypto.ir import (
     dtype_from_torch_name,
     supported_torch_dtypes,
 )
+from pypto.ir.extents import ExtentBinding, is_dynamic, shape_fits
 from pypto.ir.types import describe
 
 
@@ -37,7 +38,7 @@ def _tensor_mismatch(expected: TensorType, value: Any) -> str | None:
     dtype = dtype_from_torch_name(str(value.dtype))
     if dtype is not expected.dtype:
         return f"expects {describe(expected)}, got a {value.dtype} tensor"
-    if tuple(value.shape) != expected.shape:
+    if not shape_fits(tuple(value.shape), expected):
         return f"expects {describe(expected)}, got shape {list(value.shape)}"
     return None
 
@@ -63,6 +64,7 @@ def check_arguments(entry: Function, args: Sequence[Any]) -> None:
             entry.span,
             "pass one value per parameter, in order",
         )
+    extents = ExtentBinding()
     for param, value in zip(entry.params, args, strict=True):
         if isinstance(value, torch.Tensor) and dtype_from_torch_name(str(value.dtype)) is None:
             raise UnsupportedDtypeError(
@@ -77,3 +79,8 @@ def check_arguments(entry: Function, args: Sequence[Any]) -> None:
                 param.var.span or entry.span,
                 "convert the argument (e.g. tensor.to(torch.float16)) or change the annotation",
             )
+        if is_dynamic(param.var.type):
+            try:
+                extents.bind(param.var.name, param.var.type, tuple(value.shape))
+            except SpecializationError as err:
+                raise err.with_span(param.var.span or entry.span) from None

@@ -46,7 +46,10 @@ def _user_op(call: Call) -> str:
 
 
 def check_region(call: Call, tensor: torch.Tensor, offsets: Sequence[int], extent: Sequence[int]) -> None:
-    """An OutOfBoundsError at the call unless ``tensor[offsets : offsets + extent]`` lies inside it."""
+    """An OutOfBoundsError at the call unless ``tensor[offsets : offsets + extent]`` lies inside it.
+    An empty region (a lane's share past the end of a dynamic extent) touches nothing, anywhere."""
+    if any(size == 0 for size in extent):
+        return
     for dim, (off, size, full) in enumerate(zip(offsets, extent, tensor.shape, strict=True)):
         if off < 0 or off + size > full:
             raise OutOfBoundsError(

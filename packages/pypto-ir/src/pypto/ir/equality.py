@@ -53,6 +53,7 @@ from pypto.ir.nodes import (
     Call,
     Const,
     Continue,
+    DynDim,
     Eval,
     Expr,
     For,
@@ -149,6 +150,7 @@ _FIELDS: dict[type, tuple[tuple[str, _Role], ...]] = {
     SplitAivRegion: (("mode", _Role.VALUE), ("lane", _Role.BIND), ("body", _Role.BODY)),
     Call: (("op", _Role.VALUE), ("args", _Role.EXPRS), ("attrs", _Role.ATTRS), ("type", _Role.TYPE)),
     TupleExpr: (("elements", _Role.EXPRS), ("type", _Role.TYPE)),
+    DynDim: (("name", _Role.VALUE),),
 }
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from pypto.ir.dtypes import DataType
 from pypto.ir.errors import SourceSpan, VerificationError
 from pypto.ir.types import Direction, ScalarType, Type
 
@@ -43,6 +44,26 @@ class Const(Expr):
 
     def __repr__(self) -> str:
         return f"Const({self.value!r})"
+
+
+@dataclass(frozen=True)
+class DynDim(Expr):
+    """A tensor extent known only at run time: ``M = pl.dynamic("M")`` in ``pl.Tensor[[M, 128], ...]``.
+
+    It stands in a ``TensorType`` shape and, as an INDEX scalar, in expressions (loop bounds,
+    offsets, valid shapes). Unlike other nodes it compares by name, so the types of two tensors
+    with the same dynamic extent are equal; a backend binds its value from the argument tensors.
+    """
+
+    name: str
+    span: SourceSpan | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def type(self) -> ScalarType:  # type: ignore[override]
+        return ScalarType(DataType.INDEX)
+
+    def __repr__(self) -> str:
+        return self.name
 
 
 @dataclass(frozen=True, eq=False)

@@ -35,6 +35,7 @@ from pypto.ir.nodes import (
     Call,
     Const,
     Continue,
+    DynDim,
     Eval,
     Expr,
     For,
@@ -65,6 +66,16 @@ Namer = Callable[[Var], str]
 # The modules of the values printed that ``pl`` does not name (a plugin's enum): the program's
 # text imports them first, so it parses back (pl.parse does imports).
 _imports: ContextVar[set[str] | None] = ContextVar("pypto_printer_imports", default=None)
+# The dynamic extents printed: the program's text declares each (``M = pl.dynamic("M")``) first.
+_dyn_dims: ContextVar[set[str] | None] = ContextVar("pypto_printer_dyn_dims", default=None)
+
+
+def _dyn_dim(dim: DynDim) -> str:
+    """A dynamic extent by its name, noted so that the program's text declares it."""
+    declared = _dyn_dims.get()
+    if declared is not None:
+        declared.add(dim.name)
+    return dim.name
 
 
 def _plain(var: Var) -> str:
@@ -93,6 +104,8 @@ def format_value(value: Any) -> str:
         return f"{kind.__module__}.{kind.__qualname__}.{value.name}"  # a plugin's own, imported
     if isinstance(value, ParamRef):
         return value.name
+    if isinstance(value, DynDim):
+        return _dyn_dim(value)
     if isinstance(value, MemoryPlan):
         return _memory_plan(value)
     if isinstance(value, Reservation):
@@ -139,6 +152,10 @@ def _carried_names(exprs: tuple[Expr, ...], name_of: Namer) -> str:
 
 
 def format_type(t: Type) -> str:
+    if isinstance(t, TensorType):
+        for dim in t.shape:
+            if isinstance(dim, DynDim):
+                _dyn_dim(dim)
     if isinstance(t, TileType):
         parts = [str(list(t.shape)), f"pl.{t.dtype.name}"]
         if t.memory_space is not None:
@@ -158,6 +175,8 @@ def format_expr(e: Expr, name_of: Namer = _plain) -> str:
         return name_of(e)
     if isinstance(e, Const):
         return _const(e)
+    if isinstance(e, DynDim):
+        return _dyn_dim(e)
     if isinstance(e, TupleExpr):
         return "[" + ", ".join(format_expr(x, name_of) for x in e.elements) + "]"
     if isinstance(e, Call):
@@ -447,13 +466,17 @@ def print_program(program: Program) -> str:
         key=lambda f: (f.name != program.entry, f.kind is not FunctionKind.Orchestration),
     )
     token = _imports.set(set())
+    dyn_token = _dyn_dims.set(set())
     try:
         parts = [f"@pl.program\nclass {program.name}:"]
         parts += [print_function(fn, depth=1) for fn in funcs]
         needed = sorted(_imports.get() or ())
+        dims = sorted(_dyn_dims.get() or ())
     finally:
         _imports.reset(token)
+        _dyn_dims.reset(dyn_token)
     header = "".join(f"import {module}\n" for module in needed)
+    header += "".join(f'{name} = pl.dynamic("{name}")\n' for name in dims)
     return (header + "\n\n" if header else "") + "\n\n".join(parts) + "\n"
 
 

@@ -28,10 +28,11 @@ from __future__ import annotations
 import copy
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Generator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from pypto.ir.errors import DeadlockError, LoopStepError, VerificationError, at_line
+from pypto.ir.errors import DeadlockError, LoopStepError, SpecializationError, VerificationError, at_line
+from pypto.ir.extents import ExtentBinding, is_dynamic
 from pypto.ir.launch import LaunchPlan, LoadedProgram, Seat
 from pypto.ir.nodes import (
     Assign,
@@ -39,6 +40,7 @@ from pypto.ir.nodes import (
     Call,
     Const,
     Continue,
+    DynDim,
     Eval,
     Expr,
     For,
@@ -53,7 +55,7 @@ from pypto.ir.nodes import (
 )
 from pypto.ir.ops import OPS, op, tensor
 from pypto.ir.printer import format_expr
-from pypto.ir.types import TileType
+from pypto.ir.types import TensorType, TileType
 
 Steps = Generator[Any, None, Any]  # yields whatever the hooks yield; returns a value
 OpImpl = Callable[[Call, Sequence[Any]], Any]  # an op's semantics: impl(call, args) -> value
@@ -100,6 +102,7 @@ class Walker(ABC):
     def __init__(self, fn: Function, args: Sequence[Any]):
         self.fn = fn
         self.env: dict[str, Any] = {p.var.name: value for p, value in zip(fn.params, args, strict=True)}
+        self.extents = bind_extents(fn, args)
         self.loop_depth = 0  # how many loops of this function are running now
 
     def run(self) -> Generator[Any, None, tuple[Any, ...]]:
@@ -286,6 +289,10 @@ class Walker(ABC):
             return self.env[expr.name]
         if isinstance(expr, Const):
             return expr.value
+        if isinstance(expr, DynDim):
+            if expr.name not in self.extents:
+                raise self.error(f"dynamic extent {expr.name} is no extent of {self.fn.name}'s tensors", expr)
+            return self.extents[expr.name]
         if isinstance(expr, TupleExpr):
             return (yield from self.eval_all(expr.elements))
         if isinstance(expr, Call):
@@ -335,12 +342,25 @@ class HostWalker(Walker):
             plan = self.loaded.plan(call)
             yield from self.launch(plan, call, args)
             return plan.result(args)
-        if call.op == _CREATE or call.op.startswith("scalar."):
+        if call.op == _CREATE:
+            return self.semantics_of(call)(self.with_extents(call), args)
+        if call.op.startswith("scalar."):
             return self.semantics_of(call)(call, args)
         raise self.error(
             f"{call.op} runs on a core but sits in the orchestration function",
             call,
             "run the pass pipeline: it outlines every scope into a kernel",
+        )
+
+    def with_extents(self, call: Call) -> Call:
+        """``pl.create_tensor`` of a shape with dynamic extents: the shape of this run."""
+        shape = call.attrs.get("shape", ())
+        if not any(isinstance(d, DynDim) for d in shape):
+            return call
+        resolved = tuple(self.extents[d.name] if isinstance(d, DynDim) else d for d in shape)
+        assert isinstance(call.type, TensorType)
+        return replace(
+            call, attrs={**call.attrs, "shape": resolved}, type=TensorType(resolved, call.type.dtype)
         )
 
     def call_control(self, fn: Function, args: tuple[Any, ...]) -> Steps:
@@ -358,6 +378,7 @@ class HostWalker(Walker):
         frame = copy.copy(self)
         frame.fn = fn
         frame.env = {p.var.name: value for p, value in zip(fn.params, args, strict=True)}
+        frame.extents = bind_extents(fn, args)
         frame.loop_depth = 0
         return frame
 
@@ -384,6 +405,20 @@ class KernelWalker(Walker):
         if call.op == _LANE:
             return self.seat.lane
         return self.block if call.op == _BLOCK else self.block_num
+
+
+def bind_extents(fn: Function, args: Sequence[Any]) -> dict[str, int]:
+    """The values of ``fn``'s dynamic extents, read from the shapes of its tensor arguments (a
+    call's tensors that share an extent but disagree on it are a ``SpecializationError``)."""
+    binding = ExtentBinding()
+    for param, value in zip(fn.params, args, strict=True):
+        shape = getattr(value, "shape", None)
+        if shape is not None and is_dynamic(param.var.type):
+            try:
+                binding.bind(param.var.name, param.var.type, tuple(shape))
+            except SpecializationError as err:
+                raise err.with_span(param.var.span or fn.span) from None
+    return binding.values
 
 
 def drive(walk: Steps) -> Any:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pypto.ir import DataType, Direction, MemorySpace, ParseError, PyptoError, SourceSpan
+from pypto.ir import DataType, Direction, DynDim, MemorySpace, ParseError, PyptoError, SourceSpan
 from pypto.ir.tracebacks import frame_span, is_internal, raise_at_user_line
 
 
@@ -20,7 +20,7 @@ from pypto.ir.tracebacks import frame_span, is_internal, raise_at_user_line
 class TensorSpec:
     """A global-memory tensor annotation; ``shape``/``dtype`` are None for a bare ``pl.Tensor``."""
 
-    shape: tuple[int, ...] | None = None
+    shape: tuple[int | DynDim, ...] | None = None
     dtype: DataType | None = None
     direction: Direction = Direction.In
 
@@ -70,13 +70,33 @@ def dtype_hint(value: Any) -> str:
     return f"write a pl dtype, one of {DTYPES}"
 
 
-def _shape(value: Any, what: str) -> tuple[int, ...]:
+def dynamic(name: str) -> DynDim:
+    """A tensor extent fixed only at run time: ``M = pl.dynamic("M")`` at module (or class) level,
+    then ``pl.Tensor[[M, 128], pl.FP16]``. A kernel compiles once for every extent ``M`` takes;
+    every tensor annotated with the same ``M`` must have the same extent there.
+    """
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ParseError(
+            f"pl.dynamic takes the extent's name as a string, got {name!r}",
+            hint='write M = pl.dynamic("M"): the name is the one the printed program declares',
+        )
+    return DynDim(name)
+
+
+def _shape(value: Any, what: str, dynamic: bool = False) -> tuple[int | DynDim, ...]:
     if not isinstance(value, (list, tuple)) or not value:
         raise ParseError(
             f"{what} shape must be a non-empty list of ints, got {value!r}",
             hint=f"write {what}[[128, 128], pl.FP32]: the shape first, as a list",
         )
     for dim in value:
+        if isinstance(dim, DynDim) and not dynamic:
+            raise ParseError(
+                f"{what} shape cannot hold the dynamic extent {dim.name}: a tile's shape is static",
+                hint="give the tile a static shape (the block size) and a run-time valid_shape",
+            )
+        if isinstance(dim, DynDim):
+            continue
         if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
             raise ParseError(
                 f"{what} shape must hold positive ints, got {list(value)!r}",
@@ -133,7 +153,7 @@ class Tensor:
     @_at_annotation
     def __class_getitem__(cls, item: Any) -> TensorSpec:
         shape, dtype = _items(item, "pl.Tensor", (2,))
-        return TensorSpec(_shape(shape, "pl.Tensor"), _dtype(dtype, "pl.Tensor"))
+        return TensorSpec(_shape(shape, "pl.Tensor", dynamic=True), _dtype(dtype, "pl.Tensor"))
 
 
 class Tile:

@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 
 from pypto.ir.ops import Level
 from pypto.language.device import available_aiv_count, available_cluster_count
+from pypto.language.directives import TENSOR_DIM
 from pypto.language.dslops import DslFunction, dsl_function, dsl_functions
 from pypto.language.errors import KernelOnlyError
 
@@ -195,7 +196,7 @@ class OpNamespace:
 # PyPTO also spells a launch's indices in the tile namespace: pl.tile.get_block_idx().
 _INDEX_SPELLINGS = ("get_block_idx", "get_block_num", "get_subblock_idx")
 tile = OpNamespace("tile", Level.TILE, {name: Builtin(name, op=name) for name in _INDEX_SPELLINGS})
-tensor = OpNamespace("tensor", Level.TENSOR)
+tensor = OpNamespace("tensor", Level.TENSOR, {"dim": TENSOR_DIM})
 # The chip's counts are compile-time numbers, folded where the parser meets them.
 system = OpNamespace(
     "system",

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from pypto.ir import Const, DataType, Expr, ScalarType, SourceSpan
+from pypto.ir import INDEX, Const, DataType, DynDim, Expr, ScalarType, SourceSpan, TensorType
 from pypto.language.errors import KernelOnlyError
 from pypto.language.parser.values import describe_value, is_number, is_scalar, number
 
@@ -145,6 +145,35 @@ def _scalar_extremum(elementwise: str) -> Run:
         return build_op(ctx, elementwise, [lhs, rhs], {})
 
     return run
+
+
+def _tensor_dim(ctx: OpContext, args: list[Any], kwargs: dict[str, Any]) -> Const | DynDim:
+    """``pl.tensor.dim(t, axis)``: a static extent as a constant, a dynamic one as its
+    :class:`~pypto.ir.DynDim` (the value the kernel's tensors have at run time)."""
+    tensor, axis = _bind(ctx, "pl.tensor.dim(tensor, axis)", ("tensor", "axis"), args, kwargs, 2)
+    t = getattr(tensor, "type", None)
+    if not isinstance(t, TensorType):
+        raise ctx.fail(
+            f"takes a tensor, got {describe_value(tensor)}",
+            "pass a tensor parameter (or a tensor made with pl.create_tensor); a tile's shape is static",
+        )
+    rank = len(t.shape)
+    if not is_number(axis) or isinstance(number(axis), bool) or not isinstance(number(axis), int):
+        raise ctx.fail(f"the axis must be an int known at compile time, got {describe_value(axis)}", "e.g. 0")
+    index = number(axis)
+    if not -rank <= index < rank:
+        raise ctx.fail(
+            f"axis {index} is out of range for a tensor of rank {rank}", f"pass an axis in 0..{rank - 1}"
+        )
+    extent = t.shape[index]
+    if isinstance(extent, DynDim):
+        return DynDim(extent.name, ctx.span)
+    return Const(extent, INDEX, ctx.span)
+
+
+TENSOR_DIM = Directive(
+    "tensor.dim", "pl.tensor.dim(tensor, axis)", "the extent of one axis of a tensor", _tensor_dim
+)
 
 
 DIRECTIVES: dict[str, Directive] = {

@@ -11,7 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pypto.ir import PyptoError, ScalarType, SourceSpan, SpecializationError, TensorType
+from pypto.ir import DataType, DynDim, PyptoError, ScalarType, SourceSpan, SpecializationError, TensorType
+from pypto.ir.extents import ExtentBinding, shape_fits
 from pypto.ir.tracebacks import call_site
 from pypto.language.annotations import ScalarSpec, TensorSpec
 from pypto.language.kernel import KernelFunction
@@ -61,6 +62,7 @@ def specialize(
     bound.apply_defaults()
     values = tuple(bound.arguments[sig.name] for sig in signature)
     params = []
+    _check_extents(signature, values)
     for sig, value in zip(signature, values, strict=True):
         try:
             param = _bind(sig, value)
@@ -118,15 +120,43 @@ def _bind(sig: ParamSignature, value: Any) -> BoundParam:
             "annotate it as pl.Tensor[...], pl.Out[...], pl.InOut[...] or a scalar dtype",
         )
     actual = tensor_type(value, sig.name)
+    fits = spec.shape is None or shape_fits(actual.shape, TensorType(spec.shape, actual.dtype))
     checks = (
-        ("shape", spec.shape, actual.shape, list(actual.shape)),
-        ("dtype", spec.dtype, actual.dtype, f"torch.{actual.dtype.torch_name}"),
+        ("shape", fits, list(actual.shape)),
+        ("dtype", spec.dtype is None or spec.dtype == actual.dtype, f"torch.{actual.dtype.torch_name}"),
     )
-    for what, want, got, shown in checks:
-        if want is not None and want != got:
+    for what, ok, shown in checks:
+        if not ok:
             raise SpecializationError(
                 f"argument '{sig.name}' has {what} {shown}, but parameter '{sig.name}' is annotated {spec}",
                 sig.span,
                 "pass a tensor that matches the annotation, or annotate the parameter as bare pl.Tensor",
             )
+    if spec.shape is not None:  # a dynamic extent stays symbolic: it is no part of the key
+        actual = TensorType(spec.shape, actual.dtype)
     return BoundParam(sig.name, actual, spec.direction, span=sig.span)
+
+
+def _check_extents(signature: tuple[ParamSignature, ...], values: tuple[Any, ...]) -> None:
+    """The call's tensors agree on each dynamic extent they share (one ``pl.dynamic`` object is
+    one extent; two different objects may not share a name in one kernel)."""
+    objects: dict[str, Any] = {}
+    extents = ExtentBinding()
+    for sig, value in zip(signature, values, strict=True):
+        spec = sig.spec
+        if not isinstance(spec, TensorSpec) or spec.shape is None:
+            continue
+        for dim in spec.shape:
+            if isinstance(dim, DynDim) and objects.setdefault(dim.name, dim) is not dim:
+                raise SpecializationError(
+                    f"parameter '{sig.name}' uses a second pl.dynamic({dim.name!r}): two different "
+                    f"dynamic extents named {dim.name} in one kernel",
+                    sig.span,
+                    "use one pl.dynamic object for one extent, and give different extents different names",
+                )
+        shape = getattr(value, "shape", None)
+        if shape is not None and len(shape) == len(spec.shape):
+            try:
+                extents.bind(sig.name, TensorType(spec.shape, DataType.FP32), tuple(shape))
+            except PyptoError as err:
+                raise err.with_span(sig.span) from None

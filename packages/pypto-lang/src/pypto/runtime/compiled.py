@@ -22,6 +22,7 @@ from pypto.ir import (
     VerificationLevel,
     structural_diff,
 )
+from pypto.ir.extents import ExtentBinding, is_dynamic
 from pypto.passes import PassContext, PassManager, dump_to, roundtrip_check
 from pypto.passes.manager import Instrument
 from pypto.runtime import artifacts, launches
@@ -209,10 +210,13 @@ class CompiledProgram:
                 self.entry.span,
                 f"pass one value per parameter: {self.entry.name}({names})",
             )
+        extents = ExtentBinding()
         for param, value in zip(params, args, strict=True):
             name = param.var.name
             try:
                 check_argument(value, param.var.type, name)
+                if is_dynamic(param.var.type):
+                    extents.bind(name, param.var.type, tuple(value.shape))
                 check_runnable(value, param.direction, name)
                 if name in self.constants and value != self.constants[name]:
                     raise SpecializationError(

@@ -23,6 +23,7 @@ from pypto.ir import (
     Assign,
     Call,
     Const,
+    DynDim,
     Eval,
     Expr,
     For,
@@ -204,7 +205,16 @@ class _Blocker:
             return None
         if not isinstance(a.type, TensorType) or not isinstance(b.type, TensorType):
             return None
-        (m, k), (_, n) = a.type.shape, b.type.shape
+        (rows, k), (_, n) = a.type.shape, b.type.shape
+        # A run-time row count is blocked by the tiler in at most PREFERRED_ROWS rows: the bound.
+        m = PREFERRED_ROWS if isinstance(rows, DynDim) else rows
+        if isinstance(k, DynDim) or isinstance(n, DynDim):
+            raise ParseError(
+                f"pl.matmul: the product [{rows}, {k}] @ [{k}, {n}] has a dynamic K or N, which the "
+                "cube's static tiles cannot block",
+                call.span,
+                "only the rows of the left operand (and of the result) may be dynamic",
+            )
         in_bytes = a.type.dtype.nbytes
         if self.k_block is None:
             return choose_blocks(m, k, n, in_bytes, self.target)

@@ -37,7 +37,18 @@ from pypto.ir import (
 )
 from pypto.ir.callgraph import control_functions
 from pypto.ir.launch import returned_params
-from pypto.ir.nodes import Call, Expr, While, nested_bodies, stmt_exprs, walk_expr, walk_stmts, with_bodies
+from pypto.ir.nodes import (
+    Call,
+    DynDim,
+    Expr,
+    While,
+    nested_bodies,
+    stmt_end_exprs,
+    stmt_exprs,
+    walk_expr,
+    walk_stmts,
+    with_bodies,
+)
 from pypto.ir.ops import op, tensor
 from pypto.ir.rewrite import NameGen, defined_vars, free_vars, substitute_body, vars_used_in
 from pypto.ir.types import INDEX, describe
@@ -154,6 +165,7 @@ class OutlineScopes:
                     "only tensors and scalars cross a pl.at(...) boundary",
                 )
 
+        params += _extent_carriers(entry, scope, params)
         pre: list[Stmt] = []
         renames: dict[Var, Expr] = {}
         call_args: list[Expr] = [p.var for p in params]
@@ -260,6 +272,51 @@ def _joined(seen: Direction | None, more: Direction) -> Direction:
     return (
         Direction.InOut if Direction.In in (seen, more) or Direction.InOut in (seen, more) else Direction.Out
     )
+
+
+def _extents_used(body: tuple[Stmt, ...]) -> dict[str, DynDim]:
+    """The dynamic extents ``body`` names: in expressions (loop bounds, valid shapes) and in the
+    shapes of the values it makes."""
+    found: dict[str, DynDim] = {}
+    for stmt in walk_stmts(body):
+        for expr in (*stmt_exprs(stmt), *stmt_end_exprs(stmt)):
+            for e in walk_expr(expr):
+                dims = [e] if isinstance(e, DynDim) else []
+                if isinstance(e, Call):
+                    dims += [d for d in e.attrs.get("shape", ()) if isinstance(d, DynDim)]
+                found.update((d.name, d) for d in dims)
+    return found
+
+
+def _extent_carriers(entry: Function, scope: ScopeStmt, params: list[Param]) -> list[Param]:
+    """Tensors the kernel takes only for their extents: a kernel binds a dynamic extent from the
+    shapes of its tensor arguments, so one the scope names but none of its tensors has comes
+    with a tensor of the caller that has it (read only for its shape)."""
+    bound = {
+        d.name
+        for p in params
+        if isinstance(p.var.type, TensorType)
+        for d in p.var.type.shape
+        if isinstance(d, DynDim)
+    }
+    carriers: list[Param] = []
+    for name, dim in _extents_used(scope.body).items():
+        if name in bound:
+            continue
+        carrier = next(
+            (p.var for p in entry.params if isinstance(p.var.type, TensorType) and dim in p.var.type.shape),
+            None,
+        )
+        if carrier is None:
+            raise ParseError(
+                f"the scope uses the dynamic extent {name}, but no tensor of {entry.name} has it",
+                dim.span or scope.span,
+                f"annotate a parameter of {entry.name} with {name} (pl.Tensor[[{name}, ...], ...]), or "
+                "use an extent of the tensors the scope touches",
+            )
+        carriers.append(Param(carrier))
+        bound.update(d.name for d in carrier.type.shape if isinstance(d, DynDim))  # type: ignore[attr-defined]
+    return carriers
 
 
 def _task_attrs(scope: ScopeStmt, kernel: str, params: list[Param]) -> dict[str, object]:

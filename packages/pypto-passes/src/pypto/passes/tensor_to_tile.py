@@ -35,6 +35,7 @@ from pypto.ir import (
     AtomicType,
     Call,
     Const,
+    DynDim,
     Eval,
     Expr,
     For,
@@ -67,6 +68,7 @@ from pypto.ir.nodes import (
 from pypto.ir.ops import (
     Broadcast,
     Effect,
+    KeepsValid,
     Level,
     Lowers,
     PadValue,
@@ -78,6 +80,7 @@ from pypto.ir.ops import (
     tensor,
     trait_of,
 )
+from pypto.ir.ops import scalar as scalar_ops
 from pypto.ir.ops import tile as tile_ops
 from pypto.ir.rewrite import NameGen, index_add, index_tuple, map_functions
 from pypto.passes.fit import fits_alone
@@ -211,6 +214,9 @@ class ConvertTensorToTileOps:
     ) -> list[Stmt]:
         plan = RowPlan.of(region)
         rows = _block_rows(region, plan)
+        _check_dynamic(region, rows)
+        if isinstance(rows, DynDim):
+            return self._dynamic_rows(region, rows, fn, names, target, beside, plan)
         if plan.summed and rows is not None:
             # A column reduction runs whole while that fits; else over the row blocks.
             trial_names = copy.deepcopy(names)
@@ -238,6 +244,52 @@ class ConvertTensorToTileOps:
         chosen = chosen or largest  # nothing fits: the largest blocks name the overrun
         names.taken = chosen.names.taken
         return chosen.lowered
+
+    def _dynamic_rows(
+        self,
+        region: list[Stmt],
+        rows: DynDim,
+        fn: Function,
+        names: NameGen,
+        target: Target,
+        beside: list[Stmt],
+        plan: RowPlan,
+    ) -> list[Stmt]:
+        """A region over a run-time row count: a loop over blocks of the largest row count that
+        fits the budgets (a static bound: the tile shape), whose last block may be partial and runs
+        with a run-time valid shape."""
+
+        def attempt(block: int) -> Attempt:
+            trial_names = copy.deepcopy(names)
+            lowered = _RegionLowering(region, block, rows, trial_names, target, plan).lower()
+            return Attempt(block, lowered, trial_names, fits_alone([*beside, *lowered], fn, target))
+
+        candidates = list(range(self.max_block_rows, 0, -1))
+        chosen = _largest_fitting(candidates, attempt) or attempt(candidates[0])
+        names.taken = chosen.names.taken
+        return chosen.lowered
+
+
+def _check_dynamic(region: list[Stmt], rows: int | DynDim | None) -> None:
+    """Tensor ops are tiled over a dynamic extent only along rows: a region whose tensors have a
+    dynamic extent elsewhere, or that must run whole, cannot give its tiles a static shape."""
+    for stmt in region:
+        for x in (*_call_of(stmt).args, *([stmt.target] if isinstance(stmt, Assign) else [])):
+            t = x.type
+            if not isinstance(t, TensorType):
+                continue
+            for axis, dim in enumerate(t.shape):
+                if not isinstance(dim, DynDim) or (axis == 0 and rows == dim):
+                    continue
+                where = "its rows are combined (it runs whole)" if rows is None else f"dim {axis}"
+                raise ParseError(
+                    f"{_call_of(stmt).op} on a tensor with the dynamic extent {dim.name} in dim {axis} "
+                    f"cannot be tiled: tiles have static shapes, and only the rows of a region are "
+                    f"blocked at run time ({where})",
+                    stmt.span,
+                    "make the dynamic extent the rows (dim 0) of the tensors of the scope, or write "
+                    "the loop yourself: pl.range(0, M, 64) with pl.load(..., valid_shape=[...])",
+                )
 
 
 def _reject_carried_tensors(fn: Function) -> None:
@@ -429,12 +481,12 @@ def _reads_as_broadcast(call: Call, var: Var, found: set[Var]) -> bool:
     )
 
 
-def _block_rows(region: list[Stmt], plan: RowPlan) -> int | None:
+def _block_rows(region: list[Stmt], plan: RowPlan) -> int | DynDim | None:
     """The common row count of the region's row-local values, or None if it cannot be tiled.
     The plan's one-row values are computed before the row loop and do not count; nor do the
     column reductions it accumulates (their operands do)."""
     defs = _region_defs(region)
-    row_counts: set[int] = set()
+    row_counts: set[int | DynDim] = set()
     for stmt in region:
         call = _call_of(stmt)
         if isinstance(stmt, Assign) and stmt.target in plan.once:
@@ -519,7 +571,7 @@ def _used_after_lowering(v: Var, call: Call, span: SourceSpan | None) -> ParseEr
 class _RegionLowering:
     region: list[Stmt]
     block: int | None  # rows per block; None: the region runs whole
-    rows: int | None
+    rows: int | DynDim | None  # a DynDim: blocks over a run-time row count, the last one partial
     names: NameGen
     target: Target
     plan: RowPlan = field(default_factory=RowPlan)
@@ -534,6 +586,10 @@ class _RegionLowering:
     hoisted: list[Stmt] = field(default_factory=list)
     body: list[Stmt] = field(default_factory=list)
     row: Expr = field(default_factory=lambda: Const(0, INDEX))
+    valid_rows: Var | None = None  # the rows of this block that are real, for a run-time row count
+    # Tiles with a run-time valid shape, followed as the parser follows them (pypto.language's
+    # parser/valid.py): loads of a partial block make one, ops that keep it pass it on.
+    run_time_valid: dict[Var, TupleExpr] = field(default_factory=dict)
 
     @property
     def streams_weights(self) -> bool:
@@ -543,9 +599,15 @@ class _RegionLowering:
         return len(matmuls) > 1
 
     def lower(self) -> list[Stmt]:
-        looped = self.block is not None and self.rows is not None and self.block < self.rows
+        dynamic = isinstance(self.rows, DynDim)
+        looped = self.block is not None and self.rows is not None and (dynamic or self.block < self.rows)
         if looped:
             self.row = Var(self.names.fresh("r"), INDEX)
+        if dynamic:
+            assert self.block is not None and isinstance(self.rows, DynDim)
+            left = make_call(scalar_ops.sub, (self.rows, self.row))
+            size = make_call(scalar_ops.min, (Const(self.block, INDEX), left))
+            self.valid_rows = self._emit("rows", size, self.body)
         self.defs = _region_defs(self.region)
         for stmt in self.region:
             self._stmt(stmt)
@@ -557,7 +619,7 @@ class _RegionLowering:
         loop = For(
             self.row,
             Const(0, INDEX),
-            Const(self.rows, INDEX),
+            self.rows if isinstance(self.rows, DynDim) else Const(self.rows, INDEX),
             Const(self.block, INDEX),
             tuple(self.body),
             span=span,
@@ -572,9 +634,14 @@ class _RegionLowering:
         """``target = col_sum(x)`` over the row blocks: this block's partial result joined into the
         running one, carried by the row loop (and on into the last, smaller block, if any)."""
         x = self._operand(call.args[0], _VEC_ROWS, call.span)
-        part = self._emit(f"{target.name}_part", make_call(_lowered(call), (x,), {}, call.span), self.body)
         reduction = _column_reduction_of(call)
         assert reduction is not None
+        if self.valid_rows is not None:  # the rows past the end count as the reduction's identity
+            padded = make_call(
+                tile_ops.fillpad, (x, self._valid_of(x)), {"pad_value": reduction.identity}, call.span
+            )
+            x = self._emit(f"{target.name}_padded", padded, self.body)
+        part = self._emit(f"{target.name}_part", make_call(_lowered(call), (x,), {}, call.span), self.body)
         join = getattr(tile_ops, reduction.join)
         looped = isinstance(self.row, Var)
         before = self.summed_so_far.get(target)
@@ -628,13 +695,36 @@ class _RegionLowering:
         lowered = get_op(_lowered(call))
         if len(lowered.operands) > len(args) and lowered.operands[len(args)].effect is Effect.NONE:
             args = (*args, self._scratch(args[0], sink))  # a row reduction's scratch tile
+        args = self._padded_for_reduction(lowered.name, args, sink, call.span)
         value = make_call(lowered.name, args, call.attrs, call.span)
         # A later copy of the region (the last, smaller block) names its tiles afresh.
         name = self.names.fresh(stmt.target.name) if self.fresh_names else stmt.target.name
         tile = Var(name, value.type, stmt.target.span)
         sink.append(Assign(tile, value, stmt.span))
+        self._follow_valid(tile, value)
         assert isinstance(value.type, TileType) and value.type.memory_space is not None
         self.tiles[(stmt.target, value.type.memory_space, True)] = tile
+
+    def _padded_for_reduction(
+        self, op: str, args: tuple[Expr, ...], sink: list[Stmt], span: SourceSpan | None
+    ) -> tuple[Expr, ...]:
+        """A reduction of a partial block sees only its real rows: its operand filled with the
+        reduction's identity past them (as the parser builds a reduction of a partial tile)."""
+        reduction = get_op(op).trait(Reduction)
+        source = _first_tile(args)
+        if reduction is None or source is None or source not in self.run_time_valid:
+            return args
+        attrs = {"pad_value": reduction.identity}
+        fill = make_call(tile_ops.fillpad, (source, self.run_time_valid[source]), attrs, span)
+        padded = self._emit(f"{source.name}_padded", fill, sink)  # type: ignore[attr-defined]
+        return tuple(padded if a is source else a for a in args)
+
+    def _follow_valid(self, tile: Var, value: Call) -> None:
+        """``tile`` keeps the run-time valid shape of ``value``'s first tile operand when its op
+        keeps valid shapes (elementwise ops, broadcasts, moves)."""
+        source = _first_tile(value.args)
+        if get_op(value.op).has(KeepsValid) and source in self.run_time_valid:
+            self.run_time_valid[tile] = self.run_time_valid[source]  # type: ignore[index]
 
     def _used_by_the_cube_only(self, x: Var) -> bool:
         """Is every use of ``x`` in the region a matmul operand (the K-blocks AutoTileMatmul cut)?"""
@@ -695,8 +785,22 @@ class _RegionLowering:
         op, attrs = (
             (tile_ops.store, {}) if atomic is AtomicType.NONE else (tile_ops.store_atomic, {"atomic": atomic})
         )
-        store = make_call(op, (tile, index_tuple(elements), dst), attrs, call.span)
+        args: tuple[Expr, ...] = (tile, index_tuple(elements), dst)
+        if self._row_blocked(tile):  # only the block's real rows are written
+            op = tile_ops.store_partial if atomic is AtomicType.NONE else op
+            args = (*args, self._valid_of(tile))
+        store = make_call(op, args, attrs, call.span)
         self.body.append(Eval(store, span))
+
+    def _row_blocked(self, tile: Expr) -> bool:
+        """Whether ``tile`` holds a block of a run-time row count (its last rows may be past the end)."""
+        t = tile.type
+        return self.valid_rows is not None and isinstance(t, TileType) and t.shape[0] == self.block
+
+    def _valid_of(self, tile: Expr) -> TupleExpr:
+        """The run-time valid shape of a block's tile: the block's real rows, every column."""
+        assert self.valid_rows is not None and isinstance(tile.type, TileType)
+        return index_tuple([self.valid_rows, *(Const(d, INDEX) for d in tile.type.shape[1:])])
 
     def _store_column_reduction(self, call: Call, span: SourceSpan | None) -> None:
         """A column reduction is stored once, after its last block, at the offsets written."""
@@ -769,11 +873,18 @@ class _RegionLowering:
         hoist = isinstance(self.row, Var) and not blocked and not streamed
         sink = self.hoisted if hoist else self.body
         attrs = {"shape": tuple(shape), "target_memory": staging}
-        tile = self._emit(
-            f"{x.name}_{staging.name.lower()}",
-            make_call(tile_ops.load, (base, index_tuple(offsets)), attrs, span),
-            sink,
-        )
+        if any(isinstance(d, DynDim) for d in shape):
+            raise ParseError(
+                f"{x.name} has a dynamic extent but is needed whole (a matmul's right operand or a "
+                "broadcast vector): a tile's shape is static",
+                span,
+                "give that operand static extents; only the rows of the scope's tensors may be dynamic",
+            )
+        load = make_call(tile_ops.load, (base, index_tuple(offsets)), attrs, span)
+        if blocked and self.valid_rows is not None:  # the last block may hang over the end
+            valid = index_tuple([self.valid_rows, *(Const(d, INDEX) for d in shape[1:])])
+            load = make_call(tile_ops.load_partial, (base, index_tuple(offsets), valid), attrs, span)
+        tile = self._emit(f"{x.name}_{staging.name.lower()}", load, sink)
         if staging is not space:
             tile = self._emit(
                 f"{x.name}_{space.name.lower()}",
@@ -785,10 +896,17 @@ class _RegionLowering:
     def _emit(self, base: str, value: Call, sink: list[Stmt]) -> Var:
         tile = Var(self.names.fresh(base), value.type, value.span)
         sink.append(Assign(tile, value, value.span))
+        if value.op == tile_ops.load_partial:
+            self.run_time_valid[tile] = value.args[2]  # type: ignore[assignment]
+        self._follow_valid(tile, value)
         return tile
 
 
 _VIA_MAT = (MemorySpace.Left, MemorySpace.Right, MemorySpace.Bias)
+
+
+def _first_tile(args: tuple[Expr, ...]) -> Expr | None:
+    return next((a for a in args if isinstance(a.type, TileType)), None)
 
 
 def _column_start(t: TileType, identity: PadValue, span: SourceSpan | None) -> Call:

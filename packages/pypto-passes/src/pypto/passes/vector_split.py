@@ -265,6 +265,9 @@ class _Splitter:
         if call.op in _STORES | _PARTIAL_STORES and args[0] in self.replicated:
             return self.store_from_lane_0(call, args)
         whole = self.held_whole(call, args)
+        partial = self.run_time_partial(call, args, name)
+        if partial is not None:
+            return partial
         if self.needs_whole(call, args, whole):
             raise self.rejected(call)
         if whole:
@@ -364,6 +367,39 @@ class _Splitter:
         op = tile_ops.store_partial if call.op == tile_ops.store else call.op
         valid = self.valid(tile.valid_shape or tile.shape, shape)
         return make_call(op, (*operands, valid), call.attrs, call.span)
+
+    def run_time_partial(self, call: Call, args: tuple[Expr, ...], name: str | None) -> Call | None:
+        """A Vec load or store of a run-time valid shape (the last block of a dynamic extent) on
+        one lane's share: the lane's rows of the valid region, ``clamp(valid - lane * h, 0, h)``
+        along the axis for a share of ``h``; None for other ops."""
+        if call.op == tile_ops.load_partial and call.attrs.get("target_memory") is MemorySpace.Vec:
+            shape = self.share(tuple(call.attrs["shape"]), name or call.op, call)
+            offsets = self.shifted(args[1], shape)
+            valid = self.lane_valid(args[2], shape, call)
+            return make_call(
+                tile_ops.load_partial, (args[0], offsets, valid), {**call.attrs, "shape": shape}, call.span
+            )
+        if (
+            call.op in _PARTIAL_STORES
+            and _space(args[0]) is MemorySpace.Vec
+            and args[0] not in self.replicated
+        ):
+            shape = args[0].type.shape  # type: ignore[attr-defined]
+            valid = self.lane_valid(args[3], shape, call)
+            return make_call(
+                call.op, (args[0], self.shifted(args[1], shape), args[2], valid), call.attrs, call.span
+            )
+        return None
+
+    def lane_valid(self, valid: Expr, share: tuple[int, ...], call: Call) -> TupleExpr:
+        assert self.axis is not None
+        if not isinstance(valid, TupleExpr):
+            raise self.rejected(call)
+        elements = list(valid.elements)
+        h = Const(share[self.axis], INDEX)
+        past = make_call(scalar.sub, (elements[self.axis], make_call(scalar.mul, (self.lane, h))))
+        elements[self.axis] = make_call(scalar.max, (Const(0, INDEX), make_call(scalar.min, (h, past))))
+        return index_tuple(elements)
 
     def valid(self, full_valid: tuple[int, ...], share: tuple[int, ...]) -> TupleExpr:
         """The lane's valid shape of an odd-extent tile: ``ceil(L/2) - lane`` along the axis (lane 0

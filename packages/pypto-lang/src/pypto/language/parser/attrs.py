@@ -13,11 +13,14 @@ from typing import Any
 
 from pypto.ir import ParamRef, ParseError, PyptoError
 from pypto.ir.memory import Allocation, MemoryPlan, Reservation
+from pypto.language.annotations import dynamic
 from pypto.language.parser.resolve import GlobalNames
 from pypto.language.parser.source import KernelSource
 
 # The constructors an attribute value may call (what the printer writes for structured attrs).
-VALUE_CONSTRUCTORS: frozenset[Callable[..., Any]] = frozenset({MemoryPlan.placed, Reservation, Allocation})
+VALUE_CONSTRUCTORS: frozenset[Callable[..., Any]] = frozenset(
+    {MemoryPlan.placed, Reservation, Allocation, dynamic}
+)
 FUNC_ATTR_HINT = 'write the attributes as one dict literal: pl.func_attr({"key": value, ...})'
 
 
@@ -114,7 +117,7 @@ class LiteralReader:
                 node,
                 f"{ast.unparse(node.func)}(...) cannot be called in an attribute value",
                 "attribute values are literals; the calls allowed are pl.MemoryPlan.placed, "
-                "pl.Allocation and pl.Reservation",
+                "pl.Allocation, pl.Reservation and pl.dynamic",
             )
         args = [self.value(a) for a in node.args]
         kwargs = {kw.arg: self.value(kw.value) for kw in node.keywords if kw.arg is not None}

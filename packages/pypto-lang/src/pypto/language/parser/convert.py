@@ -126,7 +126,7 @@ def attribute(ctx: OpContext, spec: OpSpec, attr: Attr, value: Any) -> Any:
     if issubclass(attr.kind, Enum):
         return enum_member(ctx, attr.kind, attr.name, value)
     if attr.kind is tuple:
-        return static_shape(value, ctx.span, attr.name)
+        return static_shape(value, ctx.span, attr.name, dynamic=spec.name in (tensor.create, tensor.slice))
     value = compile_time(ctx, value, f"{attr.name}=")
     if attr.kind is str and hasattr(value, "imported"):  # a pipe buffer handle: its name
         value = value.name

@@ -42,7 +42,7 @@ def build_slice(ctx: OpContext, x: Any, shape: Any, offset: Any, valid_shape: An
             "valid_shape= applies to a slice of a tile, not of a tensor",
             "load the tile first, or give pl.load(t, offsets, shape, valid_shape=[...]) the valid shape",
         )
-    attrs = {"shape": static_shape(shape, ctx.span)}
+    attrs = {"shape": static_shape(shape, ctx.span, dynamic=level == "tensor")}
     piece = ctx.call(f"{level}.slice", [value, index_tuple(offset, ctx.span, "offset")], attrs)
     if valid_shape is None:
         return piece

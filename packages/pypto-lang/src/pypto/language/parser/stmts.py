@@ -18,6 +18,7 @@ from pypto.ir import (
     Call,
     Continue,
     DataType,
+    DynDim,
     Expr,
     For,
     If,
@@ -510,6 +511,16 @@ class StmtParser(ScopeParser):
     def check_extent(self, start: Any, end: Any, dim: int, value: Expr, ctx: Any) -> None:
         """The region ``[start:end]`` of ``dim`` holds exactly as many elements as ``value`` has there."""
         sizes = value.type.shape  # type: ignore[attr-defined]
+        if dim < len(sizes) and (isinstance(end, DynDim) or isinstance(sizes[dim], DynDim)):
+            if not (start == 0 and end == sizes[dim]):  # a dynamic extent is written whole or not at all
+                raise TypeCheckError(
+                    f"{ctx.name}: the region [{start}:{end}] of dim {dim} does not hold the value's "
+                    f"{sizes[dim]} elements ({describe(value.type)})",
+                    ctx.span,
+                    "write a dynamic extent whole (out[:] = v of the same extent), or store blocks: "
+                    "pl.store(tile, [r, 0], out) in a pl.range(0, M, block) loop",
+                )
+            return
         if dim < len(sizes) and end - start != sizes[dim]:
             raise TypeCheckError(
                 f"{ctx.name}: the region [{start}:{end}] of dim {dim} holds "

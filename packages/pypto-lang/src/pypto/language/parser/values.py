@@ -16,6 +16,7 @@ from pypto.ir import (
     TASK_ID,
     Const,
     DataType,
+    DynDim,
     Expr,
     ParseError,
     ScalarType,
@@ -157,17 +158,23 @@ def index_tuple(values: Any, span: SourceSpan | None, what: str = "offsets") -> 
     return TupleExpr(tuple(elements), TupleType(tuple(e.type for e in elements)), span)
 
 
-def static_shape(values: Any, span: SourceSpan | None, what: str = "shape") -> tuple[int, ...]:
-    """A shape known at compile time: a list of positive ints (constants fold, e.g. ``[M, K // 2]``)."""
+def static_shape(
+    values: Any, span: SourceSpan | None, what: str = "shape", dynamic: bool = False
+) -> tuple[int | DynDim, ...]:
+    """A shape known at compile time: a list of positive ints (constants fold, e.g. ``[M, K // 2]``);
+    with ``dynamic`` (a tensor's shape) an entry may be a ``pl.dynamic`` extent."""
     if not isinstance(values, (list, tuple)) or not values:
         raise ParseError(
             f"{what} must be a non-empty list of ints, got {describe_value(values)}",
             span,
             f"write {what} as a list with one extent per dimension, e.g. [64, 64]",
         )
-    dims: list[int] = []
+    dims: list[int | DynDim] = []
     for v in values:
         dim = number(v) if is_number(v) else v
+        if dynamic and isinstance(dim, DynDim):
+            dims.append(DynDim(dim.name))
+            continue
         if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
             raise ParseError(
                 f"{what} must hold positive ints known at compile time, got {describe_value(dim)}",
