@@ -279,6 +279,8 @@ class _Printer:
     def loop(self, s: For, depth: int) -> None:
         """``for i, (a,) in pl.range(.., init_values=(a0,)):`` ... ``a_1 = pl.yield_(..)``."""
         rng = ", ".join(self.expr(x) for x in (s.start, s.stop, s.step))
+        if s.stage is not None:
+            rng += f", stage={s.stage}"
         if not s.iter_args:
             self.emit(depth, f"for {self.name(s.var)} in pl.{s.kind.value}({rng}):")
             self.body(s.body, depth + 1)

@@ -42,6 +42,7 @@ spmd = STATEMENTS["spmd"]
 range = STATEMENTS["range"]  # shadows the builtin on purpose: pl.range is the DSL loop
 parallel = STATEMENTS["parallel"]
 unroll = STATEMENTS["unroll"]
+pipeline = STATEMENTS["pipeline"]
 yield_ = STATEMENTS["yield_"]
 while_ = STATEMENTS["while_"]
 cond = STATEMENTS["cond"]
@@ -113,6 +114,7 @@ __all__ = [
     "parallel",
     "parse",
     "parse_program",
+    "pipeline",
     "program",
     "range",
     "split",

@@ -237,6 +237,7 @@ STATEMENT_BUILTINS = {
     "range": "pl.range(...) is the iterable of a for loop: `for i in pl.range(n):`",
     "parallel": "pl.parallel(...) is the iterable of a for loop: `for i in pl.parallel(n):`",
     "unroll": "pl.unroll(...) is the iterable of a for loop: `for i in pl.unroll(n):`",
+    "pipeline": "pl.pipeline(...) is the iterable of a for loop: `for i in pl.pipeline(n, stage=2):`",
     "split_aiv": "pl.split_aiv(...) opens a vector region: `for aiv_id in pl.split_aiv(2, mode=...):`",
     "while_": "pl.while_(...) is the iterable of a while loop: `for (x,) in pl.while_(init_values=(0,)):`",
     "cond": "pl.cond(c) is the first statement of a pl.while_ loop body: `pl.cond(x < 10)`",

