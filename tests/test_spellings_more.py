@@ -6,10 +6,10 @@ import pytest
 import torch
 
 import pypto.language as pl
-from pypto.ir import For, ParseError
+from pypto.ir import For, ParseError, TypeCheckError, structural_diff
 from pypto.ir.nodes import walk_stmts
 from pypto.ir.printer import print_program
-from pypto.runtime import RunConfig
+from pypto.runtime import RunConfig, run
 
 SIM = RunConfig(platform="a2a3sim")
 
@@ -77,3 +77,57 @@ def test_a_run_time_pipeline_stage_is_an_error():
         bad.lower(rand(64, 32), torch.zeros(4, dtype=torch.int32), torch.zeros(64, 32))
     assert "pl.pipeline() stage must be a literal int of at least 1" in str(info.value)
     assert info.value.span.line == line_of("for i in pl.pipeline(4, stage=n):")
+
+
+@pl.jit
+def transposed(
+    x: pl.Tensor[[32, 64], pl.FP32],
+    y: pl.Tensor[[64, 32], pl.FP32],
+    out: pl.Out[pl.Tensor[[64, 32], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="transposed"):
+        out[:, :] = pl.add(pl.transpose(pl.exp(x), 0, 1), y)
+    return out
+
+
+def test_transpose_of_a_tensor_inside_a_scope_matches_torch():
+    x, y = rand(32, 64, seed=3), rand(64, 32, seed=4)
+    out = torch.zeros(64, 32)
+    transposed(x, y, out, config=SIM)
+    torch.testing.assert_close(out, x.exp().transpose(0, 1) + y)
+
+
+@pl.program
+class TileTranspose:
+    @pl.function(type=pl.FunctionType.InCore)
+    def flip(self, a: pl.Tensor[[16, 48], pl.FP32], out: pl.Out[pl.Tensor[[48, 16], pl.FP32]]):
+        t = pl.load(a, [0, 0], [16, 48])
+        pl.store(pl.tile.transpose(pl.mul(t, 2.0), 1, 0), [0, 0], out)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[16, 48], pl.FP32], out: pl.Out[pl.Tensor[[48, 16], pl.FP32]]):
+        out = self.flip(a, out)
+        return out
+
+
+def test_transpose_of_a_tile_in_program_form_matches_torch_and_reads_back():
+    a = rand(16, 48, seed=5)
+    out = torch.zeros(48, 16)
+    run(TileTranspose, a, out, config=SIM)
+    torch.testing.assert_close(out, (a * 2).transpose(0, 1))
+    assert structural_diff(pl.parse_program(print_program(TileTranspose)), TileTranspose) is None
+
+
+def test_transpose_of_one_axis_with_itself_is_a_type_error():
+    @pl.jit
+    def bad(x: pl.Tensor[[32, 64], pl.FP32], out: pl.Out[pl.Tensor[[32, 64], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            out[:, :] = pl.transpose(x, 1, 1)
+        return out
+
+    with pytest.raises(TypeCheckError) as info:
+        bad.lower(rand(32, 64), torch.zeros(32, 64))
+    assert "axes 1 and 1 are not two distinct axes of" in str(info.value)
+    assert info.value.span.line == line_of("out[:, :] = pl.transpose(x, 1, 1)")
+    assert "pl.transpose(x, 0, 1)" in info.value.hint
