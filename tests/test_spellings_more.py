@@ -131,3 +131,65 @@ def test_transpose_of_one_axis_with_itself_is_a_type_error():
     assert "axes 1 and 1 are not two distinct axes of" in str(info.value)
     assert info.value.span.line == line_of("out[:, :] = pl.transpose(x, 1, 1)")
     assert "pl.transpose(x, 0, 1)" in info.value.hint
+
+
+@pl.jit
+def auto_options(
+    a: pl.Tensor[[64, 64], pl.FP32],
+    b: pl.Tensor[[64, 64], pl.FP32],
+    out: pl.Out[pl.Tensor[[64, 64], pl.FP32]],
+):
+    with pl.at(
+        level=pl.Level.CORE_GROUP,
+        name_hint=pl.AUTO,
+        optimizations=[pl.split(pl.AUTO), pl.cross_core_slot(slot_num=pl.AUTO)],
+    ):
+        out[:, :] = pl.add(pl.matmul(a, b), a)
+    return out
+
+
+def test_auto_options_of_a_scope_are_left_to_the_compiler():
+    a, b = rand(64, 64, seed=6), rand(64, 64, seed=7)
+    out = torch.zeros(64, 64)
+    auto_options(a, b, out, config=SIM)
+    torch.testing.assert_close(out, a @ b + a, rtol=1e-4, atol=1e-4)
+    program = auto_options.lower(a, b, out)
+    group = next(fn for fn in program.functions.values() if fn.kind is pl.FunctionType.Group)
+    assert group.name == "auto_options_incore"  # the generated name, as without name_hint=
+    assert group.attrs["split"] is pl.SplitMode.NONE and "slot_num" not in group.attrs
+
+
+@pl.program
+class AutoMemory:
+    @pl.function(type=pl.FunctionType.InCore)
+    def neg(self, a: pl.Tensor[[32, 32], pl.FP32], out: pl.Out[pl.Tensor[[32, 32], pl.FP32]]):
+        t = pl.load(a, [0, 0], [32, 32], target_memory=pl.AUTO)
+        pl.store(pl.neg(t), [0, 0], out)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[32, 32], pl.FP32], out: pl.Out[pl.Tensor[[32, 32], pl.FP32]]):
+        out = self.neg(a, out)
+        return out
+
+
+def test_auto_for_an_optional_op_argument_is_the_compilers_choice():
+    a = rand(32, 32, seed=8)
+    out = torch.zeros(32, 32)
+    run(AutoMemory, a, out, config=SIM)
+    torch.testing.assert_close(out, -a)
+    assert "target_memory=pl.Mem.Vec" in print_program(AutoMemory)  # the default: as if left out
+
+
+def test_auto_for_a_required_argument_is_an_error():
+    @pl.jit
+    def bad(x: pl.Tensor[[32, 32], pl.FP32], out: pl.Out[pl.Tensor[[32, 32], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            out[:, :] = pl.reshape(x, pl.AUTO)
+        return out
+
+    with pytest.raises(ParseError) as info:
+        bad.lower(rand(32, 32), torch.zeros(32, 32))
+    assert "shape= has no automatic value: pl.AUTO stands for an optional argument only" in str(info.value)
+    assert info.value.span.line == line_of("out[:, :] = pl.reshape(x, pl.AUTO)")
+    assert "pl.reshape(x, shape)" in info.value.hint

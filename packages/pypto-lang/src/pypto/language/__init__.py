@@ -17,7 +17,7 @@ from pypto.language.builtins import STATEMENTS, Builtin, op_builtins, system, te
 from pypto.language.directives import DIRECTIVES
 from pypto.language.errors import KernelOnlyError, ScopeOptionError
 from pypto.language.jit import JitFunction, inline, jit
-from pypto.language.options import cross_core_slot, split
+from pypto.language.options import AUTO, cross_core_slot, split
 from pypto.language.parser.classes import func_attr, function, parse, parse_program, program
 from pypto.runtime.compiled import register_reader
 
@@ -68,6 +68,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "AUTO",
     "BF16",
     "BOOL",
     "FP16",

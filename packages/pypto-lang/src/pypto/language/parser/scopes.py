@@ -14,7 +14,7 @@ from typing import Any
 
 from pypto.ir import INDEX, TASK_ID, Level, PyptoError, ScopeStmt, SplitAivRegion, SplitMode, TensorType, Var
 from pypto.language.builtins import Builtin
-from pypto.language.options import CrossCoreSlot, Split
+from pypto.language.options import AUTO, CrossCoreSlot, Split
 from pypto.language.parser.opcall import SCOPE_HINT
 from pypto.language.parser.regions import REGION_FORM, RegionMark, ScopeRegions
 from pypto.language.parser.spmd import SpmdParser
@@ -135,6 +135,10 @@ class ScopeParser(SpmdParser):
             )
         return Var(self.body.namer.fresh(target.id), TASK_ID, self.span(target))
 
+    def names_auto(self, node: ast.expr) -> bool:
+        """Whether ``node`` is the name ``pl.AUTO`` (read without building anything)."""
+        return isinstance(node, (ast.Name, ast.Attribute)) and self.expr(node) is AUTO
+
     def scope_options(self, call: ast.Call) -> ScopeOptions:
         if call.args:
             raise self.error(
@@ -144,6 +148,8 @@ class ScopeParser(SpmdParser):
             )
         options = ScopeOptions()
         for kw in call.keywords:
+            if kw.arg not in (None, "level") and self.names_auto(kw.value):
+                continue  # left to the compiler: as if not given
             if kw.arg == "level":
                 options.level = self.constant(kw.value, "level=")
                 if not isinstance(options.level, Level):
