@@ -40,6 +40,7 @@ from pypto.ir.nodes import Call, Expr, While, nested_bodies, stmt_exprs, walk_ex
 from pypto.ir.ops import op, tensor
 from pypto.ir.rewrite import NameGen, defined_vars, free_vars, substitute_body, vars_used_in
 from pypto.ir.types import INDEX, describe
+from pypto.passes.carried import carry_tensors_in_memory
 from pypto.passes.manager import PassContext
 
 
@@ -91,6 +92,7 @@ class OutlineScopes:
         outlined: dict[str, Function] = {}
         for fn in control_functions(program):
             first = len(kernels)
+            fn = replace(fn, body=carry_tensors_in_memory(fn.body, NameGen.for_function(fn)))
             body = self._block(fn, fn.body, names, kernels)
             # `c2 = pl.store(t, [0, 0], c)` inside a scope names `c` itself once outside it.
             aliases: dict[Var, Expr] = {}
