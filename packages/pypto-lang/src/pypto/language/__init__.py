@@ -43,6 +43,7 @@ range = STATEMENTS["range"]  # shadows the builtin on purpose: pl.range is the D
 parallel = STATEMENTS["parallel"]
 unroll = STATEMENTS["unroll"]
 pipeline = STATEMENTS["pipeline"]
+submit = STATEMENTS["submit"]
 yield_ = STATEMENTS["yield_"]
 while_ = STATEMENTS["while_"]
 cond = STATEMENTS["cond"]
@@ -123,6 +124,7 @@ __all__ = [
     "spmd",
     "static_assert",
     "static_print",
+    "submit",
     "system",
     "tensor",
     "tile",

@@ -33,6 +33,10 @@ STATEMENT_DOCS: dict[str, tuple[str, str]] = {
         "`for i in pl.spmd(n):` launches the body (a kernel of its own, or its scopes and kernel calls) "
         "on n core groups; i is the block index",
     ),
+    "submit": (
+        "submit(kernel, *args, deps=[...])",
+        "launch a kernel from an orchestration body as a task; returns its task id (a pl.TaskId)",
+    ),
     "range": ("range(stop) / range(start, stop, step=1)", "a sequential loop over an INDEX var"),
     "yield_": (
         "yield_(a, b, ...)",
