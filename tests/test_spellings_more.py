@@ -6,12 +6,13 @@ import pytest
 import torch
 
 import pypto.language as pl
-from pypto.ir import For, ParseError, TypeCheckError, structural_diff
+from pypto.ir import For, ParseError, TypeCheckError, VerificationLevel, structural_diff
 from pypto.ir.nodes import walk_stmts
 from pypto.ir.printer import print_program
 from pypto.runtime import RunConfig, run
 
-SIM = RunConfig(platform="a2a3sim")
+# Built at import, before conftest sets the environment default: so the level is named here.
+SIM = RunConfig(platform="a2a3sim", verification_level=VerificationLevel.ROUNDTRIP)
 
 
 def rand(*shape, seed=0):

@@ -41,11 +41,13 @@ from pypto.ir import (
     ScalarType,
     SourceSpan,
     TensorType,
+    Var,
 )
 from pypto.ir.nodes import walk_stmts
 from pypto.ir.ops import op
 from pypto.ir.tasks import AccessMode
 from pypto.ir.tracebacks import call_site, raise_at_user_line
+from pypto.ir.types import TASK_ID
 from pypto.language.annotations import ScalarSpec, TensorSpec
 from pypto.language.kernel import JitKind, KernelFunction
 from pypto.language.parser.attrs import LiteralReader, is_func_attr, read_func_attr
@@ -303,6 +305,10 @@ class ClassProgram:
             )
         task = {k: kwargs.pop(k) for k in list(kwargs) if k in TASK_KEYWORDS and k not in _params(member)}
         attrs = {**{k: TASK_KEYWORDS[k](v) for k, v in task.items()}, **(task_attrs or {})}
+        if "task" in task:  # printed form: `self.k(..., task='t0')` binds t0 for later deps=[t0]
+            name = attrs["task"]
+            parser.body.namer.fresh(name)  # taken from here on
+            parser.env.bind(name, Var(name, TASK_ID, parser.span(node)), parser.span(node))
         kernel_for: Callable[[Any, Any], Function] = lambda k, _p: self.function(k)  # noqa: E731
         if self.plane(member) in (FunctionKind.Opaque, FunctionKind.Orchestration):
             if task_attrs is not None:
