@@ -82,6 +82,7 @@ SINGLE_OPS = {
     "tile.col_expand_mul",
     "tile.row_expand",
     "tile.reshape",
+    "tile.transpose",
     "tile.slice",
     "tile.fillpad",
     "tile.set_validshape",
@@ -437,6 +438,13 @@ def test_col_expand_repeats_the_column_vector_down_the_rows_and_col_expand_mul_s
 
 
 # ---------------------------------------------------------------- views, fills, tile assembly
+
+
+def test_transpose_swaps_rows_and_columns():
+    x = rand(8, 16, seed=21)
+    got = apply("tile.transpose", [tile_of(x)], axis1=0, axis2=1)
+    torch.testing.assert_close(got, x.transpose(0, 1), rtol=0, atol=0)
+    assert got.is_contiguous()
 
 
 def test_reshape_keeps_the_elements_in_row_major_order():

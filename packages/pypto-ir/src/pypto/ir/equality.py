@@ -105,6 +105,7 @@ _FIELDS: dict[type, tuple[tuple[str, _Role], ...]] = {
     Return: (("values", _Role.EXPRS),),
     For: (
         ("kind", _Role.VALUE),
+        ("stage", _Role.VALUE),
         ("start", _Role.EXPR),
         ("stop", _Role.EXPR),
         ("step", _Role.EXPR),

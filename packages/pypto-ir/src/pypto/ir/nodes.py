@@ -123,6 +123,8 @@ class For(Stmt):
     iteration and to ``yields[k]`` (evaluated at the end of the body) before every later one;
     ``results[k]`` is bound after the loop to the last value (``init_values[k]`` if the loop
     runs no iteration). The four tuples have one entry per carried value, of one type.
+    ``stage`` is the depth of a ``pl.pipeline(..., stage=k)`` loop (None for other kinds): the
+    loop runs sequentially; the stage count is kept for the scheduling that overlaps iterations.
     """
 
     var: Var
@@ -136,6 +138,7 @@ class For(Stmt):
     init_values: tuple[Expr, ...] = ()
     yields: tuple[Expr, ...] = ()
     results: tuple[Var, ...] = ()
+    stage: int | None = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -54,7 +54,7 @@ from pypto.ir.nodes import (
     function_bindings,
     register_printer,
 )
-from pypto.ir.ops import OPS, CastMode, Elementwise, Infix, Level, op
+from pypto.ir.ops import OPS, CastMode, Elementwise, Infix, Level, Role, op
 from pypto.ir.tasks import AccessMode
 from pypto.ir.types import Direction, MemorySpace, TensorType, TileType, Type
 
@@ -186,7 +186,7 @@ def format_expr(e: Expr, name_of: Namer = _plain) -> str:
             return f"{lhs} {infix} {rhs}"
         if infix is not None:
             return f"{infix}{_operand(e.args[0], name_of)}"
-        args = [format_expr(a, name_of) for a in e.args]
+        args = [_argument(e, i, a, name_of) for i, a in enumerate(e.args)]
         if e.op == op.call:
             args += [f"{k}={_task_value(v)}" for k, v in e.attrs.items() if k != "callee"]
             return f"self.{e.attrs['callee']}({', '.join(args)})"
@@ -194,6 +194,19 @@ def format_expr(e: Expr, name_of: Namer = _plain) -> str:
         args += [f"{k}={format_value(v)}" for k, v in e.attrs.items()]
         return f"{_spelling(e.op)}({', '.join(args)})"
     raise TypeError(f"cannot print {e!r}")
+
+
+def _argument(call: Call, index: int, arg: Expr, name_of: Namer) -> str:
+    """One operand of a call. An INDEX constant as the scalar operand of a tile or tensor op is
+    written ``pl.const(v, pl.INDEX)``: a bare literal there would read back in the op's element
+    dtype (``pl.mul(x, 0)`` on FP32 is ``0.0``)."""
+    spec = OPS.get(call.op)
+    typed = isinstance(arg, Const) and getattr(arg.type, "dtype", None) is DataType.INDEX
+    if typed and spec is not None and spec.level in (Level.TILE, Level.TENSOR):
+        operands = spec.operands
+        if index < len(operands) and operands[index].role is Role.SCALAR:
+            return f"pl.const({_const(arg)}, pl.INDEX)"  # type: ignore[arg-type]
+    return format_expr(arg, name_of)
 
 
 def _operands(call: Call, printed: list[str]) -> list[str]:
@@ -302,6 +315,8 @@ class _Printer:
     def loop(self, s: For, depth: int) -> None:
         """``for i, (a,) in pl.range(.., init_values=(a0,)):`` ... ``a_1 = pl.yield_(..)``."""
         rng = ", ".join(self.expr(x) for x in (s.start, s.stop, s.step))
+        if s.stage is not None:
+            rng += f", stage={s.stage}"
         if not s.iter_args:
             self.emit(depth, f"for {self.name(s.var)} in pl.{s.kind.value}({rng}):")
             self.body(s.body, depth + 1)

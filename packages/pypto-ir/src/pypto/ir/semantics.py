@@ -329,6 +329,11 @@ def _reshape(call: Call, args: Sequence[Any]) -> torch.Tensor:
     return result
 
 
+@implements(tile.transpose)
+def _transpose(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    return args[0].transpose(call.attrs["axis1"], call.attrs["axis2"]).contiguous().clone()
+
+
 @implements(tile.slice)
 def _slice(call: Call, args: Sequence[Any]) -> torch.Tensor:
     tile, offsets = args

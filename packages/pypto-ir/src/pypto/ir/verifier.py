@@ -14,6 +14,7 @@ from pypto.ir.nodes import (
     Break,
     Call,
     Continue,
+    Eval,
     Expr,
     For,
     Function,
@@ -186,10 +187,26 @@ def _carried_type(t: Type) -> Type:
     return replace(t, valid_shape=None) if isinstance(t, TileType) else t
 
 
+def _call_tasks_before(body: tuple[Stmt, ...], scope: ScopeStmt) -> set[str]:
+    """The task names kernel calls before ``scope`` (in program order) bind."""
+    names: set[str] = set()
+    for stmt in walk_stmts(body):
+        if stmt is scope:
+            break
+        if isinstance(stmt, Eval) and isinstance(stmt.value, Call) and stmt.value.op == op.call:
+            task = stmt.value.attrs.get("task")
+            if task is not None:
+                names.add(str(task))
+    return names
+
+
 def _verify_task_vars(fn: Function, scope: ScopeStmt, defined: set[Var]) -> None:
-    """A scope's ``deps`` are task ids bound before it; its ``no_dep_args`` are tensors."""
+    """A scope's ``deps`` are task ids bound before it (by an earlier scope, or named by the
+    ``task`` attr of an earlier kernel call: ``pl.submit``); its ``no_dep_args`` are tensors."""
+    submitted = _call_tasks_before(fn.body, scope) if scope.deps else set()
     for var in scope.deps:
-        if var not in defined or not isinstance(var.type, TaskIdType):
+        bound = var in defined or var.name in submitted
+        if not bound or not isinstance(var.type, TaskIdType):
             raise VerificationError(
                 f"in {fn.name}: deps= names {var.name}, which is not a task id bound before the scope",
                 var.span,

@@ -17,7 +17,7 @@ from pypto.language.builtins import STATEMENTS, Builtin, op_builtins, system, te
 from pypto.language.directives import DIRECTIVES
 from pypto.language.errors import KernelOnlyError, ScopeOptionError
 from pypto.language.jit import JitFunction, inline, jit
-from pypto.language.options import cross_core_slot, split
+from pypto.language.options import AUTO, cross_core_slot, split
 from pypto.language.parser.classes import func_attr, function, parse, parse_program, program
 from pypto.runtime.compiled import register_reader
 
@@ -43,6 +43,8 @@ spmd = STATEMENTS["spmd"]
 range = STATEMENTS["range"]  # shadows the builtin on purpose: pl.range is the DSL loop
 parallel = STATEMENTS["parallel"]
 unroll = STATEMENTS["unroll"]
+pipeline = STATEMENTS["pipeline"]
+submit = STATEMENTS["submit"]
 yield_ = STATEMENTS["yield_"]
 while_ = STATEMENTS["while_"]
 cond = STATEMENTS["cond"]
@@ -68,6 +70,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "AUTO",
     "BF16",
     "BOOL",
     "FP16",
@@ -116,6 +119,7 @@ __all__ = [
     "parallel",
     "parse",
     "parse_program",
+    "pipeline",
     "program",
     "range",
     "split",
@@ -123,6 +127,7 @@ __all__ = [
     "spmd",
     "static_assert",
     "static_print",
+    "submit",
     "system",
     "tensor",
     "tile",

@@ -39,6 +39,10 @@ STATEMENT_DOCS: dict[str, tuple[str, str]] = {
         "`for i in pl.spmd(n):` launches the body (a kernel of its own, or its scopes and kernel calls) "
         "on n core groups; i is the block index",
     ),
+    "submit": (
+        "submit(kernel, *args, deps=[...])",
+        "launch a kernel from an orchestration body as a task; returns its task id (a pl.TaskId)",
+    ),
     "range": ("range(stop) / range(start, stop, step=1)", "a sequential loop over an INDEX var"),
     "yield_": (
         "yield_(a, b, ...)",
@@ -52,6 +56,10 @@ STATEMENT_DOCS: dict[str, tuple[str, str]] = {
     "cond": ("cond(c)", "the first statement of a pl.while_ body: the loop goes on while c is true"),
     "parallel": ("parallel(stop) / parallel(start, stop, step=1)", "a loop with independent iterations"),
     "unroll": ("unroll(stop) / unroll(start, stop, step=1)", "a loop unrolled at compile time"),
+    "pipeline": (
+        "pipeline(stop, stage=k) / pipeline(start, stop, step=1, stage=k)",
+        "a sequential loop whose iterations may overlap k deep (the stage count is kept in the IR)",
+    ),
     "split_aiv": (
         "split_aiv(2, mode=pl.SplitMode.NONE)",
         "an explicit vector region; iterates over the lane",

@@ -52,6 +52,7 @@ from pypto.ir.nodes import (
 from pypto.ir.ops import op, tensor
 from pypto.ir.rewrite import NameGen, defined_vars, free_vars, substitute_body, vars_used_in
 from pypto.ir.types import INDEX, describe
+from pypto.passes.carried import carry_tensors_in_memory
 from pypto.passes.manager import PassContext
 
 
@@ -103,6 +104,7 @@ class OutlineScopes:
         outlined: dict[str, Function] = {}
         for fn in control_functions(program):
             first = len(kernels)
+            fn = replace(fn, body=carry_tensors_in_memory(fn.body, NameGen.for_function(fn)))
             # `out2 = self.vector(x, out)` in a cluster names `out` itself once outside it.
             aliases: dict[Var, Expr] = {}
             body = self._block(fn, fn.body, names, kernels, _Cluster(program, aliases))

@@ -293,7 +293,9 @@ def _check_dynamic(region: list[Stmt], rows: int | DynDim | None) -> None:
 
 
 def _reject_carried_tensors(fn: Function) -> None:
-    """A loop inside a scope carries tiles and scalars; tiling a carried tensor is not supported."""
+    """A loop inside a kernel carries tiles and scalars. A tensor a loop inside a ``pl.at`` scope
+    carries already lives in memory (pypto.passes.carried); one left here (a loop with a break or
+    continue, or a hand-written InCore function) is not tiled."""
     for stmt in walk_stmts(fn.body):
         if isinstance(stmt, If):
             _reject_tensor_results(stmt)

@@ -273,6 +273,30 @@ def reshape(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: 
     return with_changes(x, shape=shape, valid_shape=None)
 
 
+def transpose(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+    """x with two axes swapped: shape (and a tile's valid shape) swapped with them."""
+    op = spec.name
+    x = shaped(op, args[0], span)
+    rank = len(x.shape)
+    axes = (attrs["axis1"], attrs["axis2"])
+    if any(not -rank <= a < rank for a in axes) or axes[0] % rank == axes[1] % rank:
+        raise fail(
+            op,
+            f"axes {axes[0]} and {axes[1]} are not two distinct axes of {describe(x)}",
+            span,
+            f"give two different axes in 0..{rank - 1}, e.g. pl.transpose(x, 0, 1)",
+        )
+    first, second = (a % rank for a in axes)
+
+    def swapped(dims: Sequence[Any]) -> tuple[Any, ...]:
+        out = list(dims)
+        out[first], out[second] = out[second], out[first]
+        return tuple(out)
+
+    valid = getattr(x, "valid_shape", None)
+    return with_changes(x, shape=swapped(x.shape), valid_shape=swapped(valid) if valid else None)
+
+
 def slice_(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
     op = spec.name
     x = shaped(op, args[0], span)
@@ -667,6 +691,23 @@ def _declare_views(level: Level) -> None:
         "a region of x",
     )
     vec = Operand("a", Role.TILE, (MemorySpace.Vec,)) if tile else Operand("a", Role.TENSOR)
+    # A transpose moves elements across rows: at tensor level its region runs whole.
+    transposed = Operand("x", Role.TILE, (MemorySpace.Vec,)) if tile else x
+    transpose_traits: tuple[Trait, ...] = (
+        (WHOLE_TILE, *place) if tile else (WholeRegion(), Lowers("tile.transpose"))
+    )
+    _op(
+        f"{prefix}.transpose",
+        level,
+        Unit.VECTOR,
+        transpose,
+        (transposed,),
+        (Attr("axis1", int, REQUIRED), Attr("axis2", int, REQUIRED)),
+        (Cost("vector"), *transpose_traits),
+        "transpose",
+        "pl.transpose(x, axis1, axis2)",
+        "x with axes axis1 and axis2 swapped",
+    )
     rhs = Operand("b", Role.TILE, (MemorySpace.Vec,)) if tile else Operand("b", Role.TENSOR)
     lowers = () if tile else (Lowers("tile.concat"),)
     _op(

@@ -41,11 +41,13 @@ from pypto.ir import (
     ScalarType,
     SourceSpan,
     TensorType,
+    Var,
 )
 from pypto.ir.nodes import walk_stmts
 from pypto.ir.ops import op
 from pypto.ir.tasks import AccessMode
 from pypto.ir.tracebacks import call_site, raise_at_user_line
+from pypto.ir.types import TASK_ID
 from pypto.language.annotations import ScalarSpec, TensorSpec
 from pypto.language.kernel import JitKind, KernelFunction
 from pypto.language.parser.attrs import LiteralReader, is_func_attr, read_func_attr
@@ -53,6 +55,7 @@ from pypto.language.parser.calls import incore_call, inline_call, opaque_call
 from pypto.language.parser.env import Namer
 from pypto.language.parser.exprs import ExprParser
 from pypto.language.parser.function import parse_function
+from pypto.language.parser.program import not_a_task
 from pypto.language.parser.resolve import GlobalNames
 from pypto.language.parser.signature import BoundParam
 from pypto.language.parser.source import KernelSource
@@ -281,6 +284,7 @@ class ClassProgram:
         args: list[Any],
         kwargs: dict[str, Any],
         node: ast.Call,
+        task_attrs: dict[str, Any] | None = None,
     ) -> Any:
         if not isinstance(callee, ProgramFunction):
             raise parser.error(
@@ -300,9 +304,15 @@ class ClassProgram:
                 "mark it @pl.function(type=pl.FunctionType.Inline) to splice it in here",
             )
         task = {k: kwargs.pop(k) for k in list(kwargs) if k in TASK_KEYWORDS and k not in _params(member)}
-        attrs = {k: TASK_KEYWORDS[k](v) for k, v in task.items()}
+        attrs = {**{k: TASK_KEYWORDS[k](v) for k, v in task.items()}, **(task_attrs or {})}
+        if "task" in task:  # printed form: `self.k(..., task='t0')` binds t0 for later deps=[t0]
+            name = attrs["task"]
+            parser.body.namer.fresh(name)  # taken from here on
+            parser.env.bind(name, Var(name, TASK_ID, parser.span(node)), parser.span(node))
         kernel_for: Callable[[Any, Any], Function] = lambda k, _p: self.function(k)  # noqa: E731
         if self.plane(member) in (FunctionKind.Opaque, FunctionKind.Orchestration):
+            if task_attrs is not None:
+                raise not_a_task(parser, member.name, node)
             return opaque_call(parser, member, args, kwargs, node, kernel_for)  # a control function
         return incore_call(parser, member, args, kwargs, node, kernel_for, attrs)
 

@@ -21,6 +21,7 @@ from pypto.ir import UNIT, Eval, ParseError
 from pypto.ir.ops import Commutative, Elementwise, Level, OpSpec, Reduction, Role
 from pypto.ir.ops.spec import STORAGE
 from pypto.language.dslops import DslFunction, dsl_function, operand_params
+from pypto.language.options import AUTO
 from pypto.language.parser import crosscore, transfers  # noqa: F401  (their builders register)
 from pypto.language.parser.arith import scalar_binary, scalar_unary
 from pypto.language.parser.broadcast import broadcast_binary
@@ -63,12 +64,26 @@ def build_op(ctx: OpContext, name: str, args: list[Any], kwargs: dict[str, Any])
         bound = function.signature.bind(*args, **kwargs)
     except TypeError as exc:
         raise ParseError(f"{ctx.name}(): {exc}", ctx.span, f"signature: {ctx.signature()}") from None
+    _drop_auto(ctx, bound)
     bound.apply_defaults()
     if function.builder is not None:
         return function.builder(ctx, *bound.args, **bound.kwargs)
     if any(e.scalar_form for s in function.forms if (e := s.trait(Elementwise)) is not None):
         return build_binary(ctx, function, *bound.args)
     return build_generic(ctx, function, bound)
+
+
+def _drop_auto(ctx: OpContext, bound: inspect.BoundArguments) -> None:
+    """``pl.AUTO`` for an optional argument leaves it to the compiler: as if it were not given."""
+    for name, value in list(bound.arguments.items()):
+        if value is not AUTO:
+            continue
+        if bound.signature.parameters[name].default is inspect.Parameter.empty:
+            raise ctx.fail(
+                f"{name}= has no automatic value: pl.AUTO stands for an optional argument only",
+                f"pass {name} itself; signature: {ctx.signature()}",
+            )
+        del bound.arguments[name]
 
 
 def _renamed_keywords(ctx: OpContext, name: str, kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -6,7 +6,7 @@ import ast
 from collections.abc import Sequence
 from typing import Any
 
-from pypto.ir import Eval, Function, FunctionKind, Param, Program, Return, Var, make_call
+from pypto.ir import Eval, Function, FunctionKind, Param, ParseError, Program, Return, Var, make_call
 from pypto.ir.ops import op
 from pypto.language.kernel import JitKind, KernelFunction
 from pypto.language.parser.calls import incore_call, inline_call, opaque_call, returned_params
@@ -62,9 +62,12 @@ class ProgramBuilder:
         args: list[Any],
         kwargs: dict[str, Any],
         node: ast.Call,
+        task_attrs: dict[str, Any] | None = None,
     ) -> Any:
         if callee.kind is JitKind.incore:
-            return incore_call(parser, callee, args, kwargs, node, self.kernel_for)
+            return incore_call(parser, callee, args, kwargs, node, self.kernel_for, task_attrs)
+        if task_attrs is not None:
+            raise not_a_task(parser, callee.name, node)
         if callee.kind is JitKind.opaque:
             self.check_not_recursive(parser, callee, node)
             return opaque_call(parser, callee, args, kwargs, node, self.kernel_for)
@@ -86,6 +89,15 @@ class ProgramBuilder:
             "mark it @pl.jit.incore (a kernel), @pl.jit.opaque (a control-plane function) or "
             "@pl.jit.inline (spliced in) to call it here",
         )
+
+
+def not_a_task(parser: ExprParser, name: str, node: ast.Call) -> ParseError:
+    """``pl.submit`` of a function that is no kernel."""
+    return parser.error(
+        node,
+        f"pl.submit() launches a kernel, and {name}() is none",
+        "submit an @pl.jit.incore function (or a program's InCore function); call other functions directly",
+    )
 
 
 def parse_program(kernel: KernelFunction, params: Sequence[BoundParam]) -> Program:

@@ -14,7 +14,7 @@ from typing import Any
 
 from pypto.ir import INDEX, TASK_ID, Level, PyptoError, ScopeStmt, SplitAivRegion, SplitMode, TensorType, Var
 from pypto.language.builtins import Builtin
-from pypto.language.options import CrossCoreSlot, Split
+from pypto.language.options import AUTO, CrossCoreSlot, Split
 from pypto.language.parser.opcall import SCOPE_HINT
 from pypto.language.parser.regions import REGION_FORM, RegionMark, ScopeRegions
 from pypto.language.parser.spmd import SpmdParser
@@ -168,7 +168,12 @@ class ScopeParser(SpmdParser):
             assert isinstance(node.items[0].optional_vars, ast.Name)
             self.env.bind(node.items[0].optional_vars.id, task, task.span)
 
+    def names_auto(self, node: ast.expr) -> bool:
+        """Whether ``node`` is the name ``pl.AUTO`` (read without building anything)."""
+        return isinstance(node, (ast.Name, ast.Attribute)) and self.expr(node) is AUTO
+
     def scope_options(self, call: ast.Call, cluster: bool = False) -> ScopeOptions:
+
         if call.args:
             raise self.error(
                 call.args[0],
@@ -181,6 +186,8 @@ class ScopeParser(SpmdParser):
                 raise self.error(
                     kw.value, "pl.cluster() is a level of its own: it takes no level=", "drop level="
                 )
+            if kw.arg not in (None, "level") and self.names_auto(kw.value):
+                continue  # left to the compiler: as if not given
             if kw.arg == "level":
                 options.level = self.constant(kw.value, "level=")
                 if not isinstance(options.level, Level):

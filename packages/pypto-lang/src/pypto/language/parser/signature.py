@@ -32,7 +32,13 @@ class _AnnotationCalls:
     """Annotations are constants: calling a kernel in one is an error."""
 
     def call_kernel(
-        self, parser: ExprParser, callee: Any, args: list[Any], kwargs: dict[str, Any], node: ast.Call
+        self,
+        parser: ExprParser,
+        callee: Any,
+        args: list[Any],
+        kwargs: dict[str, Any],
+        node: ast.Call,
+        task_attrs: dict[str, Any] | None = None,
     ) -> Any:
         raise parser.error(
             node,

@@ -137,7 +137,12 @@ def region_write_hint(name: str, dst: Any) -> str:
     return "write into a tensor: a pl.Out / pl.InOut parameter or a pl.create_tensor(...) result"
 
 
-LOOP_KINDS = {"range": LoopKind.range, "parallel": LoopKind.parallel, "unroll": LoopKind.unroll}
+LOOP_KINDS = {
+    "range": LoopKind.range,
+    "parallel": LoopKind.parallel,
+    "unroll": LoopKind.unroll,
+    "pipeline": LoopKind.pipeline,
+}
 FOR_BUILTINS = (*LOOP_KINDS, "while_", "split_aiv", "spmd")
 # The loops a `break` / `continue` may leave: one iteration at a time, in order.
 JUMPABLE = ("pl.range", "pl.while_")
@@ -593,6 +598,7 @@ class StmtParser(ScopeParser):
         Names bound before the loop and rebound in its body are carried (see :meth:`carried`),
         as are the names of ``for i, (a, b) in pl.range(n, init_values=(a0, b0))``.
         """
+        stage = self.pipeline_stage(call) if kind is LoopKind.pipeline else None
         index, explicit = self.loop_target(node, call, kind)
         start, stop, step = self.loop_bounds(call, kind)
         var = Var(self.body.namer.fresh(index.id), INDEX, self.span(index))
@@ -600,8 +606,27 @@ class StmtParser(ScopeParser):
         c = self.carried_loop(node, f"pl.{kind.value}", names, inits, explicit, index.id, var)
         span = self.header_span(node)
         self.body.emit(
-            For(var, start, stop, step, c.body, kind, span, c.iter_args, c.inits, c.yields, c.results)
+            For(var, start, stop, step, c.body, kind, span, c.iter_args, c.inits, c.yields, c.results, stage)
         )
+
+    def pipeline_stage(self, call: ast.Call) -> int:
+        """The ``stage=k`` of ``pl.pipeline(..., stage=k)``: a literal int of at least 1."""
+        given = [kw for kw in call.keywords if kw.arg == "stage"]
+        if not given:
+            raise self.error(
+                call,
+                "pl.pipeline() needs stage=k: how many iterations are in flight at once",
+                "e.g. `for i in pl.pipeline(n, stage=2):` (2 to 4 are usual)",
+            )
+        value = self.expr(given[0].value)
+        plain = number(value) if is_number(value) else value
+        if not isinstance(plain, int) or isinstance(plain, bool) or plain < 1:
+            raise self.error(
+                given[0].value,
+                f"pl.pipeline() stage must be a literal int of at least 1, got {describe_value(value)}",
+                "write the depth as a number, e.g. stage=2 (1 is a plain sequential loop)",
+            )
+        return plain
 
     def while_loop(self, node: ast.For, call: ast.Call) -> None:
         """``for (a, b) in pl.while_(init_values=(a0, b0)):`` whose body starts with
@@ -841,7 +866,8 @@ class StmtParser(ScopeParser):
     def loop_target(self, node: ast.For, call: ast.Call, kind: LoopKind) -> tuple[ast.Name, dict[str, Any]]:
         """The loop variable and the explicitly carried names with their ``init_values``."""
         inits = [kw for kw in call.keywords if kw.arg == "init_values"]
-        other = [kw for kw in call.keywords if kw.arg != "init_values"]
+        allowed = ("init_values", "stage") if kind is LoopKind.pipeline else ("init_values",)
+        other = [kw for kw in call.keywords if kw.arg not in allowed]
         if other:
             raise self.error(
                 other[0].value,
