@@ -1,0 +1,228 @@
+"""pl.split through views and valid shapes: reshapes, slices, fillpad and partial tiles in a
+split scope are halved per lane (lane 0 the first ceil(L/2) of the axis, lane 1 the rest), and
+give exactly the numbers of the unsplit (NONE) program."""
+
+import pytest
+import torch
+
+import pypto.language as pl
+from pypto.ir import ParseError
+from pypto.runtime import RunConfig
+
+SIM = RunConfig(platform="a2a3sim")
+MODES = [pl.SplitMode.NONE, pl.SplitMode.UP_DOWN, pl.SplitMode.LEFT_RIGHT]
+
+
+def _operands(m: int = 64, k: int = 64, n: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
+    torch.manual_seed(0)
+    return (torch.randn(m, k, dtype=torch.float16) * 0.1, torch.randn(k, n, dtype=torch.float16) * 0.1)
+
+
+def _product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return a.float() @ b.float()
+
+
+# ---------------------------------------------------------------- reshape
+
+
+def reshape_kernel(mode: pl.SplitMode):
+    @pl.jit
+    def rs(
+        a: pl.Tensor[[64, 64], pl.FP16],
+        b: pl.Tensor[[64, 64], pl.FP16],
+        out: pl.Out[pl.Tensor[[128, 32], pl.FP32]],
+    ):
+        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(mode)], name_hint="rs"):
+            acc = pl.matmul(a, b, out_dtype=pl.FP32)
+            out[:] = pl.exp(pl.reshape(acc, [128, 32]))
+        return out
+
+    return rs
+
+
+def _run_reshape(mode: pl.SplitMode) -> torch.Tensor:
+    a, b = _operands()
+    out = torch.full((128, 32), float("nan"))
+    reshape_kernel(mode)(a, b, out, config=SIM)
+    return out
+
+
+def test_up_down_halves_rows_before_and_after_a_reshape_with_the_unsplit_numbers():
+    a, b = _operands()
+    out = _run_reshape(pl.SplitMode.UP_DOWN)
+    assert torch.allclose(out, torch.exp(_product(a, b).reshape(128, 32)), rtol=1e-5, atol=1e-5)
+    assert torch.equal(out, _run_reshape(pl.SplitMode.NONE))
+
+
+def test_left_right_through_a_reshape_is_an_error_naming_the_reshape_and_the_mode_that_works():
+    with pytest.raises(ParseError) as info:
+        reshape_kernel(pl.SplitMode.LEFT_RIGHT).lower(*_operands(), torch.zeros(128, 32), config=SIM)
+    err = info.value
+    assert "pl.split(pl.SplitMode.LEFT_RIGHT) cannot halve the view (pl.reshape at line" in err.message
+    assert err.span.line == reshape_kernel.__code__.co_firstlineno + 9
+    assert "pl.reshape(acc, [128, 32])" in str(err) and "^" in str(err)
+    assert "pl.split(pl.SplitMode.UP_DOWN), which splits this scope" in err.hint
+
+
+@pl.jit
+def odd_rows_reshape(
+    a: pl.Tensor[[64, 64], pl.FP16],
+    b: pl.Tensor[[64, 64], pl.FP16],
+    out: pl.Out[pl.Tensor[[4, 1024], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)], name_hint="rs"):
+        acc = pl.matmul(a, b, out_dtype=pl.FP32)
+        out[:] = pl.exp(pl.reshape(acc, [4, 1024]))
+    return out
+
+
+def test_a_reshape_that_does_not_keep_rows_splittable_is_an_error_naming_it():
+    """[64, 64] -> [4, 1024] has even row extents and halves; [64, 64] -> [1, 4096] does not."""
+    a, b = _operands()
+    out = torch.zeros(4, 1024)
+    odd_rows_reshape(a, b, out, config=SIM)
+    assert torch.allclose(out, torch.exp(_product(a, b).reshape(4, 1024)), rtol=1e-5, atol=1e-5)
+
+    @pl.jit
+    def flat(
+        a: pl.Tensor[[64, 64], pl.FP16],
+        b: pl.Tensor[[64, 64], pl.FP16],
+        out: pl.Out[pl.Tensor[[1, 4096], pl.FP32]],
+    ):
+        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)], name_hint="f"):
+            acc = pl.matmul(a, b, out_dtype=pl.FP32)
+            out[:] = pl.exp(pl.reshape(acc, [1, 4096]))
+        return out
+
+    with pytest.raises(ParseError) as info:
+        flat.lower(a, b, torch.zeros(1, 4096), config=SIM)
+    assert "cannot halve the view (pl.reshape at line" in info.value.message
+    assert "reshapes [64, 64] to [1, 4096]" in info.value.message
+    assert "even number of rows" in info.value.hint
+
+
+# ---------------------------------------------------------------- slice
+
+
+def slice_kernel(mode: pl.SplitMode):
+    @pl.jit
+    def sl(
+        a: pl.Tensor[[64, 64], pl.FP16],
+        b: pl.Tensor[[64, 64], pl.FP16],
+        out: pl.Out[pl.Tensor[[64, 32], pl.FP32]],
+    ):
+        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(mode)], name_hint="sl"):
+            acc = pl.matmul(a, b, out_dtype=pl.FP32)
+            out[:] = pl.exp(pl.slice(acc, [64, 32], [0, 16]))
+        return out
+
+    return sl
+
+
+def test_a_slice_keeping_the_split_rows_whole_is_halved_with_the_unsplit_numbers():
+    a, b = _operands()
+    outs = {}
+    for mode in (pl.SplitMode.NONE, pl.SplitMode.UP_DOWN):
+        outs[mode] = torch.full((64, 32), float("nan"))
+        slice_kernel(mode)(a, b, outs[mode], config=SIM)
+    assert torch.allclose(
+        outs[pl.SplitMode.UP_DOWN], torch.exp(_product(a, b)[:, 16:48]), rtol=1e-5, atol=1e-5
+    )
+    assert torch.equal(outs[pl.SplitMode.UP_DOWN], outs[pl.SplitMode.NONE])
+
+
+def test_a_slice_cutting_the_split_axis_is_an_error_naming_the_slice():
+    with pytest.raises(ParseError) as info:
+        slice_kernel(pl.SplitMode.LEFT_RIGHT).lower(*_operands(), torch.zeros(64, 32), config=SIM)
+    err = info.value
+    assert "cannot halve the view (pl.slice at line" in err.message
+    assert "cuts dim 1 (columns): extent 32 of 64" in err.message
+    assert "pl.split(pl.SplitMode.UP_DOWN), which splits this scope" in err.hint
+
+
+# ---------------------------------------------------------------- valid shapes
+
+
+def partial_bias_kernel(mode: pl.SplitMode):
+    """``out[:rows] = a @ b + bias[:rows]`` with the bias loaded as a partial tile."""
+
+    @pl.jit
+    def pb(
+        a: pl.Tensor[[64, 64], pl.FP16],
+        b: pl.Tensor[[64, 64], pl.FP16],
+        bias: pl.Tensor[[64, 64], pl.FP32],
+        out: pl.Out[pl.Tensor[[64, 64], pl.FP32]],
+        rows: pl.INDEX,
+        cols: pl.INDEX,
+    ):
+        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(mode)], name_hint="pb"):
+            a_l = pl.move(pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
+            b_r = pl.move(pl.load(b, [0, 0], [64, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+            acc = pl.move(pl.matmul(a_l, b_r), target_memory=pl.Mem.Vec)
+            t = pl.load(bias, [0, 0], [64, 64], valid_shape=[rows, cols])
+            pl.store(pl.add(t, acc), [0, 0], out)
+        return out
+
+    return pb
+
+
+def _run_partial_bias(mode: pl.SplitMode, rows: int, cols: int) -> torch.Tensor:
+    a, b = _operands()
+    bias = torch.randn(64, 64)
+    out = torch.full((64, 64), -1.0)
+    partial_bias_kernel(mode)(a, b, bias, out, rows, cols, config=SIM)
+    want = torch.full((64, 64), -1.0)
+    want[:rows, :cols] = (_product(a, b) + bias)[:rows, :cols]
+    assert torch.allclose(out, want, rtol=1e-5, atol=1e-5)
+    return out
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("rows", "cols"), [(40, 64), (20, 64), (64, 40), (64, 20), (33, 17)])
+def test_a_partial_tile_is_halved_per_lane_and_stores_only_its_valid_region(mode, rows, cols):
+    """Lane 0 holds min(valid, half) of the axis, lane 1 the rest (nothing when valid <= half)."""
+    out = _run_partial_bias(mode, rows, cols)
+    assert torch.equal(out, _run_partial_bias(pl.SplitMode.NONE, rows, cols))
+
+
+def tail_kernel(mode: pl.SplitMode):
+    """Row sums over blocks of 32 rows; the last block's valid rows are a run-time value."""
+
+    @pl.jit
+    def tail(
+        a: pl.Tensor[[128, 64], pl.FP16],
+        b: pl.Tensor[[64, 64], pl.FP16],
+        out: pl.Out[pl.Tensor[[128, 64], pl.FP32]],
+        n: pl.INDEX,
+    ):
+        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(mode)], name_hint="tail"):
+            b_r = pl.move(pl.load(b, [0, 0], [64, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+            for r0 in pl.range(0, n, 32):
+                a_l = pl.move(
+                    pl.load(a, [r0, 0], [32, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left
+                )
+                prod = pl.matmul(a_l, b_r)
+                part = pl.set_validshape(pl.move(prod, target_memory=pl.Mem.Vec), pl.minimum(32, n - r0), 64)
+                pl.store(pl.fillpad(part, pad_value=pl.PadValue.zero), [r0, 0], out)
+        return out
+
+    return tail
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("n", [100, 70])
+def test_run_time_valid_shapes_and_fillpad_in_a_split_kernel_match_the_unsplit_program(mode, n):
+    """set_validshape(pl.minimum(32, n - r0)) then fillpad: the last block of 100 rows has 4 valid
+    rows (lane 1 none under UP_DOWN), of 70 rows 6; fillpad zeroes the rest of the block."""
+    torch.manual_seed(1)
+    a, b = torch.randn(128, 64, dtype=torch.float16) * 0.1, torch.randn(64, 64, dtype=torch.float16) * 0.1
+    outs = {}
+    for m in (pl.SplitMode.NONE, mode):
+        outs[m] = torch.full((128, 64), -1.0)
+        tail_kernel(m)(a, b, outs[m], n, config=SIM)
+    blocks = -(-n // 32) * 32
+    want = torch.full((128, 64), -1.0)
+    want[:blocks] = 0.0
+    want[:n] = _product(a, b)[:n]
+    assert torch.allclose(outs[mode], want, rtol=1e-5, atol=1e-5)
+    assert torch.equal(outs[mode], outs[pl.SplitMode.NONE])
