@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import pypto.language as pl
-from pypto.ir import ParseError
+from pypto.ir import ParseError, print_ir
 from pypto.runtime import RunConfig
 
 SIM = RunConfig(platform="a2a3sim")
@@ -226,3 +226,41 @@ def test_run_time_valid_shapes_and_fillpad_in_a_split_kernel_match_the_unsplit_p
     want[:n] = _product(a, b)[:n]
     assert torch.allclose(outs[mode], want, rtol=1e-5, atol=1e-5)
     assert torch.equal(outs[mode], outs[pl.SplitMode.NONE])
+
+
+# ---------------------------------------------------------------- odd extents back to the cube
+
+
+def scale_then_matmul(mode: pl.SplitMode):
+    """``(2 * x) @ w``: the lanes scale their shares of x, the cube multiplies the gathered x."""
+
+    @pl.jit
+    def sm(x: pl.Tensor, w: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(mode)], name_hint="sm"):
+            scaled = pl.mul(x, 2.0)
+            out[:] = pl.matmul(scaled, w, out_dtype=pl.FP32)
+        return out
+
+    return sm
+
+
+@pytest.mark.parametrize(("m", "k"), [(127, 64), (64, 63), (33, 31)])
+@pytest.mark.parametrize("mode", MODES)
+def test_an_odd_extent_gathered_back_to_the_cube_gives_the_unsplit_numbers(mode, m, k):
+    """Lane 0 pushes ceil(L/2) rows (columns), lane 1 the rest in a tile of that size; the cube
+    receives L + 1 and keeps the leading L."""
+    torch.manual_seed(2)
+    x, w = torch.randn(m, k, dtype=torch.float16), torch.randn(k, 48, dtype=torch.float16)
+    outs = {}
+    for each in (pl.SplitMode.NONE, mode):
+        outs[each] = torch.full((m, 48), float("nan"))
+        scale_then_matmul(each)(x, w, outs[each], config=SIM)
+    assert torch.allclose(outs[mode], (x * 2).float() @ w.float(), rtol=1e-3, atol=1e-3)
+    assert torch.equal(outs[mode], outs[pl.SplitMode.NONE])
+
+
+def test_the_cube_keeps_the_leading_rows_of_an_odd_gather_in_the_printed_program():
+    x, w = torch.zeros(127, 64, dtype=torch.float16), torch.zeros(64, 48, dtype=torch.float16)
+    text = print_ir(scale_then_matmul(pl.SplitMode.UP_DOWN).lower(x, w, torch.zeros(127, 48), config=SIM))
+    assert "pl.tpop_from_aiv(shape=[128, 64]" in text
+    assert "pl.tile.slice(" in text and "shape=[127, 64]" in text

@@ -9,8 +9,9 @@ stores of global memory shift by ``lane * share`` along the split axis, where ``
 An odd extent ``L`` along the split axis gives lane 0 ``ceil(L/2)`` and lane 1 the rest: lane
 tiles take the ceiling shape, and a load or store of an odd-extent tile becomes its partial form
 with the run-time valid extent ``ceil(L/2) - lane``, so lane 1 touches only its own rows or
-columns. An odd extent gathered back to the cube cannot be split, nor can a cube tile of extent 1
-sent to the lanes.
+columns. Gathered back to the cube, the two ``ceil(L/2)`` shares make ``L + 1``, and the cube keeps
+the leading ``L`` (a slice of its Mat tile). A cube tile of extent 1 sent to the lanes cannot be
+split.
 
 A vector tile of extent 1 along the split axis (a ``[1, C]`` gamma or bias row under
 ``UP_DOWN``, an ``[R, 1]`` per-row scale under ``LEFT_RIGHT``) is *replicated*: every lane holds
@@ -245,14 +246,26 @@ class _Splitter:
         if dst is MemorySpace.Vec:
             self.check_extent(src.type.shape, _name(src, stmt.target.name), span)  # type: ignore[attr-defined]
             return [self.bind(stmt.target, make_call(op.aiv_shard, (src,), attrs, call.span), stmt)]
-        self.check_gathered(call.args[0], span)
         gathered = make_call(op.aic_gather, (src,), attrs, call.span)
+        stmts: list[Stmt] = []
+        full = call.args[0].type.shape  # type: ignore[attr-defined]
+        if gathered.type.shape != full:  # type: ignore[attr-defined]
+            gathered = self.trimmed(gathered, full, stmt, stmts)
         if dst is MemorySpace.Mat:
-            return [self.bind(stmt.target, gathered, stmt)]
+            return [*stmts, self.bind(stmt.target, gathered, stmt)]
         # aic_gather lands in Mat; the original move went on to Left/Right.
         staged = Var(f"{stmt.target.name}_mat", gathered.type, stmt.target.span)
         moved = make_call(tile_ops.move, (staged,), {"target_memory": dst}, call.span)
-        return [Assign(staged, gathered, stmt.span), self.bind(stmt.target, moved, stmt)]
+        return [*stmts, Assign(staged, gathered, stmt.span), self.bind(stmt.target, moved, stmt)]
+
+    def trimmed(self, gathered: Call, full: tuple[int, ...], stmt: Assign, out: list[Stmt]) -> Call:
+        """An odd extent ``L`` gathered back to the cube: both lanes push a ``ceil(L/2)`` share,
+        so the cube receives ``L + 1`` along the axis (lane 1's share ends in a row or column
+        past its valid part) and keeps the leading ``L`` with a slice of its Mat tile."""
+        whole = Var(f"{stmt.target.name}_gathered", gathered.type, stmt.target.span)
+        out.append(Assign(whole, gathered, stmt.span))
+        origin = index_tuple([Const(0, INDEX) for _ in full])
+        return make_call(tile_ops.slice, (whole, origin), {"shape": tuple(full)}, gathered.span)
 
     def bind(self, old: Var, value: Call, stmt: Assign) -> Assign:
         target = Var(old.name, value.type, old.span)
@@ -509,19 +522,6 @@ class _Splitter:
                 f"its extent {extent} leaves nothing for AIV lane 1",
                 span,
             )
-
-    def check_gathered(self, src: Expr, span: SourceSpan | None) -> None:
-        """A gather of an odd extent back to the cube would hand it a padded tile: rejected."""
-        tile = src.type
-        if self.axis is None or not isinstance(tile, TileType) or self.extent(tile.shape) % 2 == 0:
-            return
-        name = _name(src, "a vector tile")
-        raise _Rejected(
-            f"pl.split({self.mode!r}) cannot gather tile '{name}' back to the cube along "
-            f"{self.axis_name()}: its extent {self.extent(tile.shape)} is odd",
-            span,
-            f"give it an even extent along {self.axis_name()}",
-        )
 
     def axis_name(self) -> str:
         return f"dim {self.axis} ({'rows' if self.axis == 0 else 'columns'})"
