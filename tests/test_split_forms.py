@@ -264,3 +264,118 @@ def test_the_cube_keeps_the_leading_rows_of_an_odd_gather_in_the_printed_program
     text = print_ir(scale_then_matmul(pl.SplitMode.UP_DOWN).lower(x, w, torch.zeros(127, 48), config=SIM))
     assert "pl.tpop_from_aiv(shape=[128, 64]" in text
     assert "pl.tile.slice(" in text and "shape=[127, 64]" in text
+
+
+# ---------------------------------------------------------------- valid shapes through the pipes
+
+
+def partial_product_kernel(mode: pl.SplitMode):
+    """The cube multiplies a partial [64, 64] tile (valid rows ``rows``); the lanes sum its rows."""
+
+    @pl.jit
+    def pp(
+        x: pl.Tensor[[64, 64], pl.FP16],
+        w: pl.Tensor[[64, 64], pl.FP16],
+        out: pl.Out[pl.Tensor[[64, 1], pl.FP32]],
+        rows: pl.INDEX,
+    ):
+        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(mode)], name_hint="pp"):
+            x_mat = pl.load(x, [0, 0], [64, 64], target_memory=pl.Mem.Mat, valid_shape=[rows, 64])
+            x_l = pl.move(x_mat, target_memory=pl.Mem.Left)
+            w_r = pl.move(pl.load(w, [0, 0], [64, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+            v = pl.move(pl.matmul(x_l, w_r), target_memory=pl.Mem.Vec)
+            pl.store(pl.row_sum(v, pl.create_tile([64, 64], pl.FP32)), [0, 0], out)
+        return out
+
+    return pp
+
+
+@pytest.mark.parametrize("mode", [pl.SplitMode.NONE, pl.SplitMode.UP_DOWN])
+@pytest.mark.parametrize("rows", [40, 20])
+def test_a_partial_cube_tile_pops_with_its_valid_shape_so_reductions_and_stores_see_only_it(mode, rows):
+    torch.manual_seed(3)
+    x, w = torch.randn(64, 64, dtype=torch.float16), torch.randn(64, 64, dtype=torch.float16)
+    out = torch.full((64, 1), -1.0)
+    partial_product_kernel(mode)(x, w, out, rows, config=SIM)
+    want = (x.float() @ w.float()).sum(1, keepdim=True)
+    assert torch.allclose(out[:rows], want[:rows], rtol=1e-3, atol=1e-2)
+    assert bool((out[rows:] == -1).all())  # rows past the valid shape are never written
+
+
+def test_pl_move_on_the_cube_keeps_a_partial_tiles_valid_shape_and_the_product_inherits_it():
+    x, w = torch.zeros(64, 64, dtype=torch.float16), torch.zeros(64, 64, dtype=torch.float16)
+    program = partial_product_kernel(pl.SplitMode.NONE).lower(x, w, torch.zeros(64, 1), 40, config=SIM)
+    cube = next(f for f in program.functions.values() if f.name == "pp_aic")
+    types = {s.target.name: s.target.type for s in cube.body if hasattr(s, "target")}
+    assert types["x_l"].valid_shape == (40, 64)  # Mat -> Left keeps it
+    product = next(t for t in types.values() if getattr(t, "memory_space", None) is pl.Mem.Acc)
+    assert product.valid_shape == (40, 64)
+
+
+def partial_left_right_kernel(mode: pl.SplitMode):
+    """A partial tile made by the lanes (valid ``rows`` x ``cols``) crosses to the cube and back."""
+
+    @pl.jit
+    def plr(
+        x: pl.Tensor[[64, 64], pl.FP32],
+        w: pl.Tensor[[64, 64], pl.FP16],
+        out: pl.Out[pl.Tensor[[64, 64], pl.FP32]],
+        rows: pl.INDEX,
+    ):
+        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(mode)], name_hint="plr"):
+            t = pl.cast(pl.load(x, [0, 0], [64, 64], valid_shape=[rows, 64]), pl.FP16)
+            t_l = pl.move(t, target_memory=pl.Mem.Left)
+            w_r = pl.move(pl.load(w, [0, 0], [64, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+            v = pl.move(pl.matmul(t_l, w_r), target_memory=pl.Mem.Vec)
+            pl.store(pl.exp(pl.mul(v, 0.01)), [0, 0], out)
+        return out
+
+    return plr
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("rows", [40, 33])
+def test_a_partial_vector_tile_gathered_to_the_cube_keeps_its_valid_shape_there_and_back(mode, rows):
+    torch.manual_seed(4)
+    x, w = torch.randn(64, 64), torch.randn(64, 64, dtype=torch.float16)
+    outs = {}
+    for each in (pl.SplitMode.NONE, mode):
+        outs[each] = torch.full((64, 64), -1.0)
+        partial_left_right_kernel(each)(x, w, outs[each], rows, config=SIM)
+    want = torch.exp((x.half().float() @ w.float()) * 0.01)
+    assert torch.allclose(outs[mode][:rows], want[:rows], rtol=1e-3, atol=1e-3)
+    assert bool((outs[mode][rows:] == -1).all())
+    assert torch.equal(outs[mode], outs[pl.SplitMode.NONE])
+
+
+def run_time_partial_kernel(mode: pl.SplitMode):
+    """A run-time valid shape set on the cube's product flows through the pipe to the store."""
+
+    @pl.jit
+    def rtp(
+        a: pl.Tensor[[128, 64], pl.FP16],
+        b: pl.Tensor[[64, 64], pl.FP16],
+        out: pl.Out[pl.Tensor[[128, 64], pl.FP32]],
+        n: pl.INDEX,
+    ):
+        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(mode)], name_hint="rtp"):
+            b_r = pl.move(pl.load(b, [0, 0], [64, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+            for r0 in pl.range(0, n, 32):
+                a_l = pl.move(
+                    pl.load(a, [r0, 0], [32, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left
+                )
+                prod = pl.set_validshape(pl.matmul(a_l, b_r), pl.minimum(32, n - r0), 64)
+                pl.store(pl.relu(pl.move(prod, target_memory=pl.Mem.Vec)), [r0, 0], out)
+        return out
+
+    return rtp
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_run_time_valid_shape_set_on_the_cube_reaches_the_lanes_store(mode):
+    torch.manual_seed(5)
+    a, b = torch.randn(128, 64, dtype=torch.float16), torch.randn(64, 64, dtype=torch.float16)
+    out = torch.full((128, 64), -1.0)
+    run_time_partial_kernel(mode)(a, b, out, 100, config=SIM)
+    assert torch.allclose(out[:100], torch.relu(a[:100].float() @ b.float()), rtol=1e-3, atol=1e-3)
+    assert bool((out[100:] == -1).all())

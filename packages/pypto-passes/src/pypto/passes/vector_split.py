@@ -243,20 +243,36 @@ class _Splitter:
         dst = call.attrs["target_memory"]
         attrs = {"split": self.mode}
         span = call.span or stmt.span or self.fn.span
+        original = call.args[0].type
+        assert isinstance(original, TileType)
+        stmts: list[Stmt] = []
         if dst is MemorySpace.Vec:
             self.check_extent(src.type.shape, _name(src, stmt.target.name), span)  # type: ignore[attr-defined]
-            return [self.bind(stmt.target, make_call(op.aiv_shard, (src,), attrs, call.span), stmt)]
+            shard = make_call(op.aiv_shard, (src,), attrs, call.span)
+            if original.valid_shape is not None:
+                lane = self.valid(original.valid_shape, original.shape, shard.type.shape)  # type: ignore[attr-defined]
+                shard = self.revalidated(shard, lane, stmt, stmts)
+            return [*stmts, self.bind(stmt.target, shard, stmt)]
         gathered = make_call(op.aic_gather, (src,), attrs, call.span)
-        stmts: list[Stmt] = []
-        full = call.args[0].type.shape  # type: ignore[attr-defined]
+        full = original.shape
         if gathered.type.shape != full:  # type: ignore[attr-defined]
             gathered = self.trimmed(gathered, full, stmt, stmts)
+        if original.valid_shape is not None:
+            whole = index_tuple([Const(n, INDEX) for n in original.valid_shape])
+            gathered = self.revalidated(gathered, whole, stmt, stmts)
         if dst is MemorySpace.Mat:
             return [*stmts, self.bind(stmt.target, gathered, stmt)]
         # aic_gather lands in Mat; the original move went on to Left/Right.
         staged = Var(f"{stmt.target.name}_mat", gathered.type, stmt.target.span)
         moved = make_call(tile_ops.move, (staged,), {"target_memory": dst}, call.span)
         return [*stmts, Assign(staged, gathered, stmt.span), self.bind(stmt.target, moved, stmt)]
+
+    def revalidated(self, crossed: Call, valid: TupleExpr, stmt: Assign, out: list[Stmt]) -> Call:
+        """A partial tile that crossed the pipe: the slot holds the whole tile, so the receiving
+        side gives it back its valid shape (the lane's part of it on a shard)."""
+        staged = Var(f"{stmt.target.name}_crossed", crossed.type, stmt.target.span)
+        out.append(Assign(staged, crossed, stmt.span))
+        return make_call(tile_ops.set_validshape, (staged, valid), {}, crossed.span)
 
     def trimmed(self, gathered: Call, full: tuple[int, ...], stmt: Assign, out: list[Stmt]) -> Call:
         """An odd extent ``L`` gathered back to the cube: both lanes push a ``ceil(L/2)`` share,
@@ -485,6 +501,8 @@ class _Splitter:
     def valid(self, given: tuple[int, ...], full: tuple[int, ...], share: tuple[int, ...]) -> TupleExpr:
         """The lane's valid shape of a tile of extent ``full`` whose (constant) valid shape is
         ``given``: the unsplit valid extent off the axis, the lane's part of it along the axis."""
+        if self.axis is None or (given[self.axis] == full[self.axis] and full[self.axis] % 2 == 0):
+            return index_tuple([Const(share[d] if d == self.axis else n, INDEX) for d, n in enumerate(given)])
         return self.lane_valid(index_tuple([Const(n, INDEX) for n in given]), share, full)
 
     def lane_valid(
