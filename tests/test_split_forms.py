@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import pypto.language as pl
-from pypto.ir import ParseError, print_ir
+from pypto.ir import ParseError, TypeCheckError, print_ir
 from pypto.runtime import RunConfig
 
 SIM = RunConfig(platform="a2a3sim")
@@ -379,3 +379,67 @@ def test_a_run_time_valid_shape_set_on_the_cube_reaches_the_lanes_store(mode):
     run_time_partial_kernel(mode)(a, b, out, 100, config=SIM)
     assert torch.allclose(out[:100], torch.relu(a[:100].float() @ b.float()), rtol=1e-3, atol=1e-3)
     assert bool((out[100:] == -1).all())
+
+
+# ---------------------------------------------------------------- pl.TileView
+
+
+@pl.jit
+def viewed(x: pl.Tensor[[64, 64], pl.FP32], out: pl.Out[pl.Tensor[[64, 1], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t: pl.Tile[[64, 64], pl.FP32, pl.Mem.Vec, pl.TileView(valid_shape=[40, 64], stride=[64, 1])] = (
+            pl.load(x, [0, 0], [64, 64], valid_shape=[40, 64])
+        )
+        pl.store(pl.row_sum(t, pl.create_tile([64, 64], pl.FP32)), [0, 0], out)
+    return out
+
+
+def test_a_tile_view_annotation_describes_the_valid_shape_the_value_has():
+    x, out = torch.randn(64, 64), torch.full((64, 1), -1.0)
+    viewed(x, out, config=SIM)
+    assert torch.allclose(out[:40], x[:40].sum(1, keepdim=True), atol=1e-4)
+    assert bool((out[40:] == -1).all())
+
+
+def test_a_tile_view_that_disagrees_with_the_value_is_an_error_at_the_annotation():
+    @pl.jit
+    def wrong(x: pl.Tensor[[64, 64], pl.FP32], out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t: pl.Tile[[64, 64], pl.FP32, pl.TileView(valid_shape=[32, 64])] = pl.load(x, [0, 0], [64, 64])
+            pl.store(t, [0, 0], out)
+        return out
+
+    with pytest.raises(TypeCheckError) as info:
+        wrong.lower(torch.zeros(64, 64), torch.zeros(64, 64))
+    err = info.value
+    assert err.message == "'t' is annotated with valid shape [32, 64] but the value's valid shape is [64, 64]"
+    with open(__file__) as source:
+        line = next(n for n, text in enumerate(source, 1) if "valid_shape=[32, 64])] = pl.load" in text)
+    assert err.span.line == line and "^" in str(err)
+    assert "pl.set_validshape(value, 32, 64)" in err.hint
+
+
+@pytest.mark.parametrize(
+    ("view", "message"),
+    [
+        ("pl.TileView(stride=[1, 64])", "pl.TileView stride [1, 64]: tiles are row-major"),
+        ("pl.TileView(valid_shape=[65, 64])", "pl.TileView valid_shape [65, 64] does not lie inside"),
+    ],
+)
+def test_a_tile_view_the_tile_cannot_have_is_a_parse_error(tmp_path, view, message):
+    path = tmp_path / "k.py"
+    path.write_text(
+        "import pypto.language as pl\n\n\n@pl.jit\n"
+        "def k(x: pl.Tensor[[64, 64], pl.FP32], out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]):\n"
+        "    with pl.at(level=pl.Level.CORE_GROUP):\n"
+        f"        t: pl.Tile[[64, 64], pl.FP32, pl.Mem.Vec, {view}] = pl.load(x, [0, 0], [64, 64])\n"
+        "        pl.store(t, [0, 0], out)\n"
+        "    return out\n"
+    )
+    namespace: dict = {}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    with pytest.raises(ParseError) as info:
+        namespace["k"].lower(torch.zeros(64, 64), torch.zeros(64, 64))
+    assert message in info.value.message
+    assert info.value.span is not None and info.value.span.line == 7
+    assert info.value.hint
