@@ -2,12 +2,14 @@
 split scope are halved per lane (lane 0 the first ceil(L/2) of the axis, lane 1 the rest), and
 give exactly the numbers of the unsplit (NONE) program."""
 
+import runpy
+
 import pytest
 import torch
 
 import pypto.language as pl
 from pypto.ir import ParseError, TypeCheckError, print_ir
-from pypto.runtime import RunConfig
+from pypto.runtime import RunConfig, run
 
 SIM = RunConfig(platform="a2a3sim")
 MODES = [pl.SplitMode.NONE, pl.SplitMode.UP_DOWN, pl.SplitMode.LEFT_RIGHT]
@@ -443,3 +445,109 @@ def test_a_tile_view_the_tile_cannot_have_is_a_parse_error(tmp_path, view, messa
     assert message in info.value.message
     assert info.value.span is not None and info.value.span.line == 7
     assert info.value.hint
+
+
+# ---------------------------------------------------------------- pl.split_aiv in AIV functions
+
+HALF_A = pl.Tensor[[64, 64], pl.FP16]
+HALF_C = pl.Tensor[[64, 64], pl.FP32]
+
+
+def hand_mixed(mode: pl.SplitMode):
+    """relu(a @ b) written as AIC / AIV / Group functions, the AIV body a pl.split_aiv region."""
+    share = (
+        [64, 64] if mode is pl.SplitMode.NONE else ([32, 64] if mode is pl.SplitMode.UP_DOWN else [64, 32])
+    )
+    rows, cols = (32, 0) if mode is pl.SplitMode.UP_DOWN else (0, 32)
+    storing = 1 if mode is pl.SplitMode.NONE else 2  # under NONE lane 1 pops a data-less token
+
+    @pl.program
+    class HandMixed:
+        @pl.function(type=pl.FunctionType.AIC)
+        def cube(self, a: HALF_A, b: HALF_A, out: pl.Out[HALF_C]):
+            pl.aic_initialize_pipe(dir_mask=1, slot_size=16384, slot_num=2)
+            a_l = pl.move(pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
+            b_r = pl.move(pl.load(b, [0, 0], [64, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+            pl.tpush_to_aiv(pl.matmul(a_l, b_r), split=mode)
+
+        @pl.function(type=pl.FunctionType.AIV)
+        def vector(self, a: HALF_A, b: HALF_A, out: pl.Out[HALF_C]):
+            for lane in pl.split_aiv(2, mode=mode):
+                pl.aiv_initialize_pipe(dir_mask=1, slot_size=16384, slot_num=2)
+                part = pl.tpop_from_aic(shape=share, dtype=pl.FP32, split=mode)
+                if lane < storing:
+                    pl.store(pl.relu(part), [lane * rows, lane * cols], out)
+                pl.tfree_to_aic(part)
+
+        @pl.function(type=pl.FunctionType.Group)
+        def mixed(self, a: HALF_A, b: HALF_A, out: pl.Out[HALF_C]):
+            self.cube(a, b, out)
+            self.vector(a, b, out)
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, a: HALF_A, b: HALF_A, out: pl.Out[HALF_C]):
+            self.mixed(a, b, out)
+            return out
+
+    return HandMixed
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_split_aiv_region_in_a_hand_written_aiv_function_runs_on_both_lanes(mode):
+    torch.manual_seed(6)
+    a, b = torch.randn(64, 64, dtype=torch.float16), torch.randn(64, 64, dtype=torch.float16)
+    out = torch.full((64, 64), float("nan"))
+    run(hand_mixed(mode), a, b, out)
+    assert torch.allclose(out, torch.relu(a.float() @ b.float()), rtol=1e-3, atol=1e-3)
+
+
+def test_a_split_aiv_region_in_an_aic_function_is_an_error_at_the_region(tmp_path):
+    source = """\
+import pypto.language as pl
+
+
+@pl.program
+class Bad:
+    @pl.function(type=pl.FunctionType.AIC)
+    def cube(self, x: pl.Tensor[[64, 64], pl.FP32], out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]):
+        for lane in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):
+            pl.store(pl.load(x, [lane * 32, 0], [32, 64]), [lane * 32, 0], out)
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[64, 64], pl.FP32], out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]):
+        self.cube(x, out)
+        return out
+"""
+    path = tmp_path / "bad_region.py"
+    path.write_text(source)
+    with pytest.raises(ParseError) as info:
+        run(runpy.run_path(str(path))["Bad"], torch.zeros(64, 64), torch.zeros(64, 64))
+    err = info.value
+    assert "a pl.split_aiv region in the AIC function 'cube'" in err.message
+    assert err.span is not None and err.span.line == 8
+    assert "AIV function" in err.hint
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_split_aiv_regions_in_a_core_group_scope_take_every_mode(mode):
+    """The same kernel as a pl.at scope with aiv_shard: each lane stores its share (lane 0 the
+    whole tile under NONE)."""
+    rows, cols = (32, 0) if mode is pl.SplitMode.UP_DOWN else (0, 32)
+    storing = 1 if mode is pl.SplitMode.NONE else 2
+
+    @pl.jit
+    def scoped(a: HALF_A, b: HALF_A, out: pl.Out[HALF_C]):
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="scoped"):
+            a_l = pl.move(pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
+            b_r = pl.move(pl.load(b, [0, 0], [64, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+            part = pl.aiv_shard(pl.matmul(a_l, b_r), split=mode)
+            for lane in pl.split_aiv(2, mode=mode):
+                if lane < storing:
+                    pl.store(pl.relu(part), [lane * rows, lane * cols], out)
+        return out
+
+    torch.manual_seed(7)
+    a, b = torch.randn(64, 64, dtype=torch.float16), torch.randn(64, 64, dtype=torch.float16)
+    out = torch.full((64, 64), float("nan"))
+    scoped(a, b, out, config=SIM)
+    assert torch.allclose(out, torch.relu(a.float() @ b.float()), rtol=1e-3, atol=1e-3)
