@@ -901,19 +901,6 @@ ROWS = [
         "cannot split tile 'acc' along dim 0 (rows): its extent 1 leaves nothing for AIV lane 1",
         "pl.matmul(a[0:1, :], b, out_dtype=pl.FP32)",
     ),
-    Bad(
-        "split-gathers-an-odd-extent",
-        split_scope(
-            """\
-            y = pl.cast(pl.exp(x[0:15, :]), pl.FP16)  # <-
-            acc = pl.matmul(y, b, out_dtype=pl.FP32)
-            out[0:15, :] = acc
-            """
-        ),
-        ParseError,
-        "cannot gather tile 'y' back to the cube along dim 0 (rows): its extent 15 is odd",
-        "pl.cast(pl.exp(x[0:15, :]), pl.FP16)",
-    ),
     # ------------------------------------------------------------------ GM ordering within a launch
     Bad(
         "read-after-write-not-published",
@@ -2032,7 +2019,6 @@ FIXES: dict[str, tuple[tuple[str, str], ...]] = {
     "split-rejects-row-sum-across-columns": (("pl.SplitMode.LEFT_RIGHT", "pl.SplitMode.UP_DOWN"),),
     "split-rejects-a-view": (("pl.split(pl.SplitMode.UP_DOWN)", "pl.split(pl.SplitMode.NONE)"),),
     "split-of-one-row": (("pl.SplitMode.UP_DOWN", "pl.SplitMode.LEFT_RIGHT"),),
-    "split-gathers-an-odd-extent": (("x[0:15, :]", "x[0:16, :]"), ("out[0:15, :]", "out[0:16, :]")),
     "read-after-write-not-published": (
         ("    pl.system.fence()", "    pl.system.cacheinvalid()\n        pl.system.fence()"),
     ),

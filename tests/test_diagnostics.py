@@ -182,32 +182,6 @@ def test_a_cube_tile_of_extent_1_sent_to_the_split_lanes_is_reported_at_the_line
     )
 
 
-def test_a_vector_tile_of_odd_extent_gathered_to_the_cube_is_reported_at_the_line_that_made_it(tmp_path):
-    kernel, path = load_kernel(
-        tmp_path,
-        SPLIT_HEADER
-        + """\
-        scaled = pl.mul(a, 2.0)
-        out[:] = pl.matmul(scaled, b, out_dtype=pl.FP32)
-    return out
-""",
-    )
-    a, b = torch.zeros(63, 64, dtype=torch.float16), torch.zeros(64, 64, dtype=torch.float16)
-    with pytest.raises(ParseError) as info:
-        kernel.lower(a, b, torch.zeros(63, 64))
-    lines = rendered(info.value)
-    assert lines[0] == (
-        f"{path}:7:18: error: pl.split(pl.SplitMode.UP_DOWN) cannot gather tile 'scaled' back to the cube "
-        "along dim 0 (rows): its extent 63 is odd"
-    )
-    assert lines[1] == "    7 |         scaled = pl.mul(a, 2.0)"
-    assert lines[2] == "      |                  " + "^" * len("pl.mul(a, 2.0)")
-    assert lines[3] == (
-        "hint: give it an even extent along dim 0 (rows); or use pl.split(pl.SplitMode.LEFT_RIGHT), "
-        "which splits this scope, or the explicit pl.split_aiv region form"
-    )
-
-
 def test_a_vector_op_the_split_cannot_halve_is_reported_at_its_line(tmp_path):
     kernel, path = load_kernel(
         tmp_path,

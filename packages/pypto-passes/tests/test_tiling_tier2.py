@@ -20,7 +20,6 @@ from pypto.ir import (
     MemorySpace,
     Param,
     ParseError,
-    ScalarType,
     ScopeStmt,
     SourceSpan,
     SplitMode,
@@ -241,22 +240,11 @@ def _at_scope_line(program):
     return dataclasses.replace(program, functions=(entry,))
 
 
-def gathered_odd():
-    """2 * x on the lanes, then x @ w on the cube: the [63, 64] product of the lanes is gathered."""
-    x, w = irbuild.tensor("x", [63, 64], FP16), irbuild.tensor("w", [64, 64], FP16)
-    scaled = irbuild.assign("scaled", "tensor.muls", x, Const(2.0, ScalarType(FP32)))
-    mm = irbuild.assign("acc", "tensor.matmul", scaled.target, w, out_dtype=FP32)
-    out = irbuild.tensor("out", [63, 64])
-    scope = ScopeStmt((scaled, mm, irbuild.write(out, mm.target)), name_hint="k", split=SplitMode.UP_DOWN)
-    return irbuild.program("main", [Param(x), Param(w), Param(out, Direction.Out)], [scope])
-
-
 @pytest.mark.parametrize(
     ("program", "message"),
     [
         (lambda: mixed_with("tensor.col_sum", SplitMode.UP_DOWN), "split rejected"),
         (lambda: mixed_with("tensor.relu", SplitMode.UP_DOWN, shape=(1, 64)), "cannot split tile 'acc'"),
-        (gathered_odd, "cannot gather tile 'scaled'"),
     ],
 )
 def test_a_rejected_split_without_an_op_span_is_reported_at_the_scope_with_a_hint(program, message):

@@ -50,14 +50,19 @@ def call_side(call: Call) -> Side | None:
         return Side.CUBE
     if spec.unit is Unit.VECTOR:
         return Side.VECTOR
-    if spec.unit is Unit.MTE or call.op == tile.create:
+    if spec.unit is Unit.MTE or call.op == tile.create or _retags_tile(spec.unit, call):
         # A transfer runs on the side that owns its on-chip source (stores, moves) or
-        # destination (loads, creates).
+        # destination (loads, creates); a scalar op that retags a tile (pl.set_validshape) on
+        # the side that owns the tile, not on both sides like index math.
         space = _tile_space(call.args[0]) if call.args and call.op != tile.load else None
         if space is None and isinstance(call.type, TileType):
             space = call.type.memory_space
         return space_side(space) if space is not None else None
     return None
+
+
+def _retags_tile(unit: Unit, call: Call) -> bool:
+    return unit is Unit.SCALAR and isinstance(call.type, TileType)
 
 
 def is_crossing(call: Call) -> bool:

@@ -12,7 +12,7 @@ from pypto.ir import AtomicType, CastMode, DataType, Level, MemorySpace, PadValu
 from pypto.ir import FunctionKind as FunctionType
 from pypto.ir.memory import Allocation, MemoryPlan, Reservation
 from pypto.language import advice as _advice  # noqa: F401  (registers the DSL wording of the type rules' hints)
-from pypto.language.annotations import TASK_ID, InOut, Out, Scalar, TaskId, Tensor, Tile, dynamic
+from pypto.language.annotations import TASK_ID, InOut, Out, Scalar, TaskId, Tensor, Tile, TileView, dynamic
 from pypto.language.builtins import STATEMENTS, Builtin, op_builtins, system, tensor, tile
 from pypto.language.directives import DIRECTIVES
 from pypto.language.errors import KernelOnlyError, ScopeOptionError
@@ -103,6 +103,7 @@ __all__ = [
     "TaskId",
     "Tensor",
     "Tile",
+    "TileView",
     "at",
     "cluster",
     "cond",

@@ -10,6 +10,7 @@ import functools
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from math import prod
 from typing import Any
 
 from pypto.ir import DataType, Direction, DynDim, MemorySpace, ParseError, PyptoError, SourceSpan
@@ -30,13 +31,36 @@ class TensorSpec:
 
 
 @dataclass(frozen=True)
+class TileView:
+    """``pl.TileView(valid_shape=[r, c], stride=[s0, s1])``: the view of a tile an annotation
+    describes — its valid shape (the leading region that is real) and its strides (row-major, the
+    only layout a2a3sim tiles have). In ``pl.Tile[[64, 64], pl.FP32, pl.Mem.Vec,
+    pl.TileView(valid_shape=[40, 64])]`` it states the value's valid shape, which the parser checks."""
+
+    valid_shape: tuple[int, ...] | None = None
+    stride: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("valid_shape", "stride"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, _shape(value, f"pl.TileView {name}="))
+
+
+@dataclass(frozen=True)
 class TileSpec:
     """An on-chip tile annotation, used on annotated assignments inside scopes; without a memory
-    space it matches a tile in any space."""
+    space it matches a tile in any space. ``view`` is a ``pl.TileView`` item, if written."""
 
     shape: tuple[int, ...]
     dtype: DataType
     memory_space: MemorySpace | None = None
+    view: TileView | None = None
+
+    def valid_shape(self) -> tuple[int, ...] | None:
+        """The valid shape the annotation states: None when the whole tile is valid."""
+        valid = self.view.valid_shape if self.view is not None else None
+        return None if valid is None or valid == self.shape else valid
 
 
 @dataclass(frozen=True)
@@ -162,14 +186,39 @@ class Tile:
 
     @_at_annotation
     def __class_getitem__(cls, item: Any) -> TileSpec:
-        items = _items(item, "pl.Tile", (2, 3))
-        memory = items[2] if len(items) == 3 else None
-        if memory is not None and not isinstance(memory, MemorySpace):
+        items = _items(item, "pl.Tile", (2, 3, 4))
+        view = items[-1] if len(items) > 2 and isinstance(items[-1], TileView) else None
+        rest = items[2 : len(items) - (view is not None)]
+        memory = rest[0] if rest else None
+        if len(rest) > 1 or (memory is not None and not isinstance(memory, MemorySpace)):
             raise ParseError(
                 f"pl.Tile memory space must be a pl.Mem member, got {memory!r}",
-                hint="write pl.Tile[[64, 64], pl.FP32, pl.Mem.Vec] (or Mat, Left, Right, Acc, Bias)",
+                hint="write pl.Tile[[64, 64], pl.FP32, pl.Mem.Vec] (or Mat, Left, Right, Acc, Bias), "
+                "optionally followed by pl.TileView(valid_shape=[...])",
             )
-        return TileSpec(_shape(items[0], "pl.Tile"), _dtype(items[1], "pl.Tile"), memory)
+        shape = _shape(items[0], "pl.Tile")
+        if view is not None:
+            _check_view(view, shape)
+        return TileSpec(shape, _dtype(items[1], "pl.Tile"), memory, view)
+
+
+def _check_view(view: TileView, shape: tuple[int, ...]) -> None:
+    """A view of a tile of ``shape``: a valid shape inside it, row-major strides."""
+    valid = view.valid_shape
+    if valid is not None and (
+        len(valid) != len(shape) or not all(1 <= v <= n for v, n in zip(valid, shape, strict=True))
+    ):
+        raise ParseError(
+            f"pl.TileView valid_shape {list(view.valid_shape)} does not lie inside the tile's {list(shape)}",
+            hint="give one extent per dim, each between 1 and the tile's extent",
+        )
+    row_major = tuple(prod(shape[d + 1 :]) for d in range(len(shape)))
+    if view.stride is not None and view.stride != row_major:
+        raise ParseError(
+            f"pl.TileView stride {list(view.stride)}: tiles are row-major, so a {list(shape)} tile's "
+            f"strides are {list(row_major)}",
+            hint=f"drop stride= or write stride={list(row_major)}; view another layout with pl.slice",
+        )
 
 
 class Scalar:

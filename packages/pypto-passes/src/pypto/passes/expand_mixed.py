@@ -104,6 +104,34 @@ def _unit_calls(body: tuple[Stmt, ...], callees: set[str]) -> tuple[Stmt, ...]:
     return tuple(out)
 
 
+def _regions_inlined(fn: Function) -> Function:
+    """A hand-written AIV function's ``pl.split_aiv`` regions: the function already runs on both
+    lanes, so a region is its body after ``lane = pl.get_subblock_idx()``. An AIC function runs on
+    the cube and cannot hold one."""
+    return replace(fn, body=_inline_regions(fn.body, fn))
+
+
+def _inline_regions(body: tuple[Stmt, ...], fn: Function) -> tuple[Stmt, ...]:
+    out: list[Stmt] = []
+    for stmt in body:
+        if isinstance(stmt, SplitAivRegion):
+            if fn.kind is not FunctionKind.AIV:
+                raise ParseError(
+                    f"a pl.split_aiv region in the AIC function '{fn.name}': its body would run on the "
+                    "vector lanes, but an AIC function runs on the cube",
+                    stmt.span or fn.span,
+                    "move the region into the AIV function (or write the kernel as one "
+                    "pl.FunctionType.InCore function / pl.at scope, which the compiler splits)",
+                )
+            out.append(Assign(stmt.lane, make_call(op.get_subblock_idx, ()), stmt.span))
+            out.extend(_inline_regions(stmt.body, fn))
+        elif isinstance(stmt, (For, While, If)):
+            out.append(with_bodies(stmt, tuple(_inline_regions(b, fn) for b in nested_bodies(stmt))))
+        else:
+            out.append(stmt)
+    return tuple(out)
+
+
 # The halves of a mixed kernel, and the side each runs on.
 _HALVES = {FunctionKind.AIC: Side.CUBE, FunctionKind.AIV: Side.VECTOR}
 
@@ -122,7 +150,7 @@ class ExpandMixedKernel:
                 reject_in_scopes(fn)
                 funcs.extend(at_function(lambda f: self.expand(f, ctx.target, names), fn))
             elif fn.kind in _HALVES and "reservations" not in fn.attrs:
-                funcs.append(self.reserve(fn))
+                funcs.append(self.reserve(_regions_inlined(fn)))
             else:
                 funcs.append(fn)
         groups = {f.name for f in funcs if f.kind is FunctionKind.Group}

@@ -9,8 +9,9 @@ stores of global memory shift by ``lane * share`` along the split axis, where ``
 An odd extent ``L`` along the split axis gives lane 0 ``ceil(L/2)`` and lane 1 the rest: lane
 tiles take the ceiling shape, and a load or store of an odd-extent tile becomes its partial form
 with the run-time valid extent ``ceil(L/2) - lane``, so lane 1 touches only its own rows or
-columns. An odd extent gathered back to the cube cannot be split, nor can a cube tile of extent 1
-sent to the lanes.
+columns. Gathered back to the cube, the two ``ceil(L/2)`` shares make ``L + 1``, and the cube keeps
+the leading ``L`` (a slice of its Mat tile). A cube tile of extent 1 sent to the lanes cannot be
+split.
 
 A vector tile of extent 1 along the split axis (a ``[1, C]`` gamma or bias row under
 ``UP_DOWN``, an ``[R, 1]`` per-row scale under ``LEFT_RIGHT``) is *replicated*: every lane holds
@@ -74,6 +75,8 @@ from pypto.passes.manager import PassContext
 _SHAPED_MAKERS = frozenset({tile_ops.create, tile_ops.full})
 _STORES = frozenset({tile_ops.store, tile_ops.store_atomic})
 _PARTIAL_STORES = frozenset({tile_ops.store_partial})
+# Ops whose valid-shape operand (by position) names a region of a split tile: halved per lane.
+_VALID_OPERANDS = {tile_ops.set_validshape: 1, tile_ops.fillpad: 1}
 _OTHER_MODE = {SplitMode.UP_DOWN: SplitMode.LEFT_RIGHT, SplitMode.LEFT_RIGHT: SplitMode.UP_DOWN}
 
 
@@ -240,17 +243,45 @@ class _Splitter:
         dst = call.attrs["target_memory"]
         attrs = {"split": self.mode}
         span = call.span or stmt.span or self.fn.span
+        original = call.args[0].type
+        assert isinstance(original, TileType)
+        stmts: list[Stmt] = []
         if dst is MemorySpace.Vec:
             self.check_extent(src.type.shape, _name(src, stmt.target.name), span)  # type: ignore[attr-defined]
-            return [self.bind(stmt.target, make_call(op.aiv_shard, (src,), attrs, call.span), stmt)]
-        self.check_gathered(call.args[0], span)
+            shard = make_call(op.aiv_shard, (src,), attrs, call.span)
+            if original.valid_shape is not None:
+                lane = self.valid(original.valid_shape, original.shape, shard.type.shape)  # type: ignore[attr-defined]
+                shard = self.revalidated(shard, lane, stmt, stmts)
+            return [*stmts, self.bind(stmt.target, shard, stmt)]
         gathered = make_call(op.aic_gather, (src,), attrs, call.span)
+        full = original.shape
+        if gathered.type.shape != full:  # type: ignore[attr-defined]
+            gathered = self.trimmed(gathered, full, stmt, stmts)
+        if original.valid_shape is not None:
+            whole = index_tuple([Const(n, INDEX) for n in original.valid_shape])
+            gathered = self.revalidated(gathered, whole, stmt, stmts)
         if dst is MemorySpace.Mat:
-            return [self.bind(stmt.target, gathered, stmt)]
+            return [*stmts, self.bind(stmt.target, gathered, stmt)]
         # aic_gather lands in Mat; the original move went on to Left/Right.
         staged = Var(f"{stmt.target.name}_mat", gathered.type, stmt.target.span)
         moved = make_call(tile_ops.move, (staged,), {"target_memory": dst}, call.span)
-        return [Assign(staged, gathered, stmt.span), self.bind(stmt.target, moved, stmt)]
+        return [*stmts, Assign(staged, gathered, stmt.span), self.bind(stmt.target, moved, stmt)]
+
+    def revalidated(self, crossed: Call, valid: TupleExpr, stmt: Assign, out: list[Stmt]) -> Call:
+        """A partial tile that crossed the pipe: the slot holds the whole tile, so the receiving
+        side gives it back its valid shape (the lane's part of it on a shard)."""
+        staged = Var(f"{stmt.target.name}_crossed", crossed.type, stmt.target.span)
+        out.append(Assign(staged, crossed, stmt.span))
+        return make_call(tile_ops.set_validshape, (staged, valid), {}, crossed.span)
+
+    def trimmed(self, gathered: Call, full: tuple[int, ...], stmt: Assign, out: list[Stmt]) -> Call:
+        """An odd extent ``L`` gathered back to the cube: both lanes push a ``ceil(L/2)`` share,
+        so the cube receives ``L + 1`` along the axis (lane 1's share ends in a row or column
+        past its valid part) and keeps the leading ``L`` with a slice of its Mat tile."""
+        whole = Var(f"{stmt.target.name}_gathered", gathered.type, stmt.target.span)
+        out.append(Assign(whole, gathered, stmt.span))
+        origin = index_tuple([Const(0, INDEX) for _ in full])
+        return make_call(tile_ops.slice, (whole, origin), {"shape": tuple(full)}, gathered.span)
 
     def bind(self, old: Var, value: Call, stmt: Assign) -> Assign:
         target = Var(old.name, value.type, old.span)
@@ -265,21 +296,40 @@ class _Splitter:
         if call.op in _STORES | _PARTIAL_STORES and args[0] in self.replicated:
             return self.store_from_lane_0(call, args)
         whole = self.held_whole(call, args)
-        partial = self.run_time_partial(call, args, name)
-        if partial is not None:
-            return partial
+        if not whole:
+            halved = self.halved_region(call, args, name)
+            if halved is not None:
+                return halved
         if self.needs_whole(call, args, whole):
             raise self.rejected(call)
         if whole:
             return make_call(call.op, args, call.attrs, call.span)  # every lane computes it whole
-        if call.op == tile_ops.load and call.attrs.get("target_memory") is MemorySpace.Vec:
-            return self.load(call, args, name)
         if call.op in _SHAPED_MAKERS and call.type.memory_space is MemorySpace.Vec:  # type: ignore[attr-defined]
             shape = self.share(tuple(call.attrs["shape"]), name or call.op, call)
             return make_call(call.op, args, {**call.attrs, "shape": shape}, call.span)
         if call.op in _STORES and _space(args[0]) is MemorySpace.Vec:
             return self.store(call, args)
         return make_call(call.op, args, call.attrs, call.span)
+
+    def halved_region(self, call: Call, args: tuple[Expr, ...], name: str | None) -> Call | None:
+        """``call`` on the lane's share when it names a region of a split tile — a Vec load or a
+        partial store (offsets shifted, valid shape halved), a view, a valid shape — else None."""
+        if (
+            call.op in (tile_ops.load, tile_ops.load_partial)
+            and call.attrs.get("target_memory") is MemorySpace.Vec
+        ):
+            return self.load(call, args, name)
+        if call.op in _PARTIAL_STORES and _space(args[0]) is MemorySpace.Vec:
+            return self.store(call, args)
+        if not args or not self.is_split(args[0]):
+            return None
+        if call.op == tile_ops.reshape:
+            return self.reshape(call, args)
+        if call.op == tile_ops.slice:
+            return self.slice(call, args)
+        if call.op in _VALID_OPERANDS:
+            return self.with_lane_valid(call, args)
+        return None
 
     def held_whole(self, call: Call, args: tuple[Expr, ...]) -> bool:
         """Does every lane hold ``call``'s result whole? A Vec tile of extent 1 along the split
@@ -345,68 +395,132 @@ class _Splitter:
         return shape[self.axis] if self.axis < len(shape) else 1
 
     def load(self, call: Call, args: tuple[Expr, ...], name: str | None) -> Call:
-        """A Vec load of the lane's share; of an odd extent, a ``tile.load_partial`` of its rows."""
+        """A Vec load of the lane's share; of an odd extent or a partial valid shape, a
+        ``tile.load_partial`` of the lane's valid part of it."""
         full = tuple(call.attrs["shape"])
         shape = self.share(full, name or call.op, call)
         offsets = self.shifted(args[1], shape)
-        if full[self.axis] % 2 == 0:  # type: ignore[index]
-            return make_call(tile_ops.load, (args[0], offsets), {**call.attrs, "shape": shape}, call.span)
         attrs = {"shape": shape, "target_memory": call.attrs["target_memory"]}
-        valid = self.valid(call.attrs.get("valid_shape") or full, shape)
+        if call.op == tile_ops.load_partial:
+            return make_call(call.op, (args[0], offsets, self.lane_valid(args[2], shape)), attrs, call.span)
+        given = tuple(call.attrs.get("valid_shape") or full)
+        if full[self.axis] % 2 == 0 and given[self.axis] == full[self.axis]:  # type: ignore[index]
+            if "valid_shape" in call.attrs:  # valid whole along the axis: the lane's whole share
+                attrs["valid_shape"] = tuple(
+                    shape[self.axis] if d == self.axis else n for d, n in enumerate(given)
+                )
+            return make_call(tile_ops.load, (args[0], offsets), {**call.attrs, **attrs}, call.span)
+        valid = self.valid(given, full, shape)
         return make_call(tile_ops.load_partial, (args[0], offsets, valid), attrs, call.span)
 
     def store(self, call: Call, args: tuple[Expr, ...]) -> Call:
-        """A store of the lane's share; of an odd extent, the partial (or atomic) form with the
-        lane's valid extent."""
+        """A store of the lane's share; of an odd extent or a partial valid shape, the partial (or
+        atomic) form with the lane's valid part."""
         tile = call.args[0].type
         assert isinstance(tile, TileType) and self.axis is not None
         shape = args[0].type.shape  # type: ignore[attr-defined]
         operands = (args[0], self.shifted(args[1], shape), args[2])
-        if tile.shape[self.axis] % 2 == 0:
+        if call.op in _PARTIAL_STORES:
+            return make_call(call.op, (*operands, self.lane_valid(args[3], shape)), call.attrs, call.span)
+        given = tile.valid_shape or tile.shape
+        if tile.shape[self.axis] % 2 == 0 and given[self.axis] == tile.shape[self.axis]:
             return make_call(call.op, operands, call.attrs, call.span)
         op = tile_ops.store_partial if call.op == tile_ops.store else call.op
-        valid = self.valid(tile.valid_shape or tile.shape, shape)
-        return make_call(op, (*operands, valid), call.attrs, call.span)
+        return make_call(op, (*operands, self.valid(given, tile.shape, shape)), call.attrs, call.span)
 
-    def run_time_partial(self, call: Call, args: tuple[Expr, ...], name: str | None) -> Call | None:
-        """A Vec load or store of a run-time valid shape (the last block of a dynamic extent) on
-        one lane's share: the lane's rows of the valid region, ``clamp(valid - lane * h, 0, h)``
-        along the axis for a share of ``h``; None for other ops."""
-        if call.op == tile_ops.load_partial and call.attrs.get("target_memory") is MemorySpace.Vec:
-            shape = self.share(tuple(call.attrs["shape"]), name or call.op, call)
-            offsets = self.shifted(args[1], shape)
-            valid = self.lane_valid(args[2], shape, call)
-            return make_call(
-                tile_ops.load_partial, (args[0], offsets, valid), {**call.attrs, "shape": shape}, call.span
-            )
-        if (
-            call.op in _PARTIAL_STORES
-            and _space(args[0]) is MemorySpace.Vec
-            and args[0] not in self.replicated
-        ):
-            shape = args[0].type.shape  # type: ignore[attr-defined]
-            valid = self.lane_valid(args[3], shape, call)
-            return make_call(
-                call.op, (args[0], self.shifted(args[1], shape), args[2], valid), call.attrs, call.span
-            )
-        return None
+    def is_split(self, value: Expr) -> bool:
+        """Is ``value`` a Vec tile the lanes hold in shares (not whole)?"""
+        return _space(value) is MemorySpace.Vec and value not in self.replicated
 
-    def lane_valid(self, valid: Expr, share: tuple[int, ...], call: Call) -> TupleExpr:
+    def reshape(self, call: Call, args: tuple[Expr, ...]) -> Call:
+        """A reshape of a lane's rows: under ``UP_DOWN`` a 2-D reshape whose row extents are both
+        even keeps each lane's half of the elements (row-major, the first half of the rows before
+        is the first half after), so it halves the rows of its result; anything else is an error
+        naming the reshape."""
+        before = call.args[0].type.shape  # type: ignore[attr-defined]
+        after = tuple(call.attrs["shape"])
+        valid = call.args[0].type.valid_shape  # type: ignore[attr-defined]
+        keeps_rows = (
+            self.axis == 0
+            and len(before) == len(after) == 2
+            and before[0] % 2 == 0
+            and after[0] % 2 == 0
+            and (valid is None or tuple(valid) == tuple(before))
+        )
+        if not keeps_rows:
+            why = (
+                "a reshape moves elements between rows, so lanes holding column halves cannot do it"
+                if self.axis == 1
+                else f"it halves rows only for a 2-D reshape of a whole tile whose row extents are both "
+                f"even, and this one reshapes {list(before)} to {list(after)}"
+            )
+            raise _Rejected(
+                f"pl.split({self.mode!r}) cannot halve the view (pl.reshape{self.at_line(call)}: {why})",
+                call.span or self.fn.span,
+                "reshape to (and from) an even number of rows" if self.axis == 0 else None,
+            )
+        shape = (after[0] // 2, after[1])
+        return make_call(call.op, args, {**call.attrs, "shape": shape}, call.span)
+
+    def slice(self, call: Call, args: tuple[Expr, ...]) -> Call:
+        """A slice that keeps the split axis whole (offset 0, the operand's whole extent) is a
+        slice of each lane's share; one that cuts the split axis would need the other lane's part."""
         assert self.axis is not None
-        if not isinstance(valid, TupleExpr):
-            raise self.rejected(call)
+        full = call.args[0].type.shape  # type: ignore[attr-defined]
+        shape = tuple(call.attrs["shape"])
+        start = args[1].elements[self.axis]  # type: ignore[attr-defined]
+        if not (isinstance(start, Const) and start.value == 0 and shape[self.axis] == full[self.axis]):
+            raise _Rejected(
+                f"pl.split({self.mode!r}) cannot halve the view (pl.slice{self.at_line(call)} cuts "
+                f"{self.axis_name()}: extent {shape[self.axis]} of {full[self.axis]}, which the lanes "
+                "hold in halves)",
+                call.span or self.fn.span,
+                f"slice the whole {self.axis_name()} (offset 0, extent {full[self.axis]}) in the split "
+                "scope, and cut it after the vector work",
+            )
+        lane_shape = list(shape)
+        lane_shape[self.axis] = args[0].type.shape[self.axis]  # type: ignore[attr-defined]
+        return make_call(call.op, args, {**call.attrs, "shape": tuple(lane_shape)}, call.span)
+
+    def with_lane_valid(self, call: Call, args: tuple[Expr, ...]) -> Call:
+        """``pl.set_validshape`` / ``pl.fillpad`` of a lane's share: their valid shape (given, or
+        the operand's constant one) becomes the lane's part of it."""
+        k = _VALID_OPERANDS[call.op]
+        share = args[0].type.shape  # type: ignore[attr-defined]
+        if len(args) > k:
+            valid = self.lane_valid(args[k], share)
+        else:  # fillpad of a tile with a constant valid shape (or none)
+            tile = call.args[0].type
+            assert isinstance(tile, TileType)
+            valid = self.valid(tile.valid_shape or tile.shape, tile.shape, share)
+        return make_call(call.op, (*args[:k], valid, *args[k + 1 :]), call.attrs, call.span)
+
+    def at_line(self, call: Call) -> str:
+        return f" at line {call.span.line}" if call.span else ""
+
+    def valid(self, given: tuple[int, ...], full: tuple[int, ...], share: tuple[int, ...]) -> TupleExpr:
+        """The lane's valid shape of a tile of extent ``full`` whose (constant) valid shape is
+        ``given``: the unsplit valid extent off the axis, the lane's part of it along the axis."""
+        if self.axis is None or (given[self.axis] == full[self.axis] and full[self.axis] % 2 == 0):
+            return index_tuple([Const(share[d] if d == self.axis else n, INDEX) for d, n in enumerate(given)])
+        return self.lane_valid(index_tuple([Const(n, INDEX) for n in given]), share, full)
+
+    def lane_valid(
+        self, valid: Expr, share: tuple[int, ...], full: tuple[int, ...] | None = None
+    ) -> TupleExpr:
+        """The lane's part of the valid shape ``valid`` (a tuple of index exprs) of a split tile
+        whose lanes hold ``share``: along the axis lane 0 gets ``min(v, s)`` and lane 1 the rest,
+        ``min(s, max(v - lane * s, 0))``; a whole odd extent ``2s - 1`` is just ``s - lane``."""
+        assert isinstance(valid, TupleExpr) and self.axis is not None
         elements = list(valid.elements)
-        h = Const(share[self.axis], INDEX)
-        past = make_call(scalar.sub, (elements[self.axis], make_call(scalar.mul, (self.lane, h))))
-        elements[self.axis] = make_call(scalar.max, (Const(0, INDEX), make_call(scalar.min, (h, past))))
-        return index_tuple(elements)
-
-    def valid(self, full_valid: tuple[int, ...], share: tuple[int, ...]) -> TupleExpr:
-        """The lane's valid shape of an odd-extent tile: ``ceil(L/2) - lane`` along the axis (lane 0
-        ``ceil(L/2)``, lane 1 ``L - ceil(L/2)``), the unsplit valid extent elsewhere."""
-        assert self.axis is not None
-        elements: list[Expr] = [Const(n, INDEX) for n in full_valid]
-        elements[self.axis] = make_call(scalar.sub, (Const(share[self.axis], INDEX), self.lane))
+        v, s = elements[self.axis], share[self.axis]
+        if full is not None and isinstance(v, Const) and v.value == full[self.axis] == 2 * s - 1:
+            elements[self.axis] = make_call(scalar.sub, (Const(s, INDEX), self.lane))
+        else:
+            rest = make_call(scalar.sub, (v, make_call(scalar.mul, (self.lane, Const(s, INDEX)))))
+            elements[self.axis] = make_call(
+                scalar.min, (Const(s, INDEX), make_call(scalar.max, (rest, Const(0, INDEX))))
+            )
         return index_tuple(elements)
 
     def share(self, shape: tuple[int, ...], tile: str, call: Call) -> tuple[int, ...]:
@@ -426,19 +540,6 @@ class _Splitter:
                 f"its extent {extent} leaves nothing for AIV lane 1",
                 span,
             )
-
-    def check_gathered(self, src: Expr, span: SourceSpan | None) -> None:
-        """A gather of an odd extent back to the cube would hand it a padded tile: rejected."""
-        tile = src.type
-        if self.axis is None or not isinstance(tile, TileType) or self.extent(tile.shape) % 2 == 0:
-            return
-        name = _name(src, "a vector tile")
-        raise _Rejected(
-            f"pl.split({self.mode!r}) cannot gather tile '{name}' back to the cube along "
-            f"{self.axis_name()}: its extent {self.extent(tile.shape)} is odd",
-            span,
-            f"give it an even extent along {self.axis_name()}",
-        )
 
     def axis_name(self) -> str:
         return f"dim {self.axis} ({'rows' if self.axis == 0 else 'columns'})"

@@ -77,7 +77,7 @@ def matmul(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: S
                     t=t,
                     space=space,
                 )
-        result: TileType | TensorType = TileType((m, n), dtype, MemorySpace.Acc)
+        result: TileType | TensorType = TileType((m, n), dtype, MemorySpace.Acc, _product_valid(a, b, attrs))
     else:
         result = TensorType((m, n), dtype)
     if accumulates:
@@ -120,6 +120,19 @@ def check_bias(
             "the bias is one row added to every row of the product: "
             + ("pl.move a [1, N] Mat tile to pl.Mem.Bias" if kind is TileType else "pass a [1, N] tensor"),
         )
+
+
+def _product_valid(a: TileType, b: TileType, attrs: Mapping[str, Any]) -> tuple[int, int] | None:
+    """The valid shape of ``a @ b``: the left operand's valid rows by the right one's valid
+    columns (a partial edge tile stays partial through the cube), None when both are whole."""
+    if a.valid_shape is None and b.valid_shape is None:
+        return None
+    a_valid, b_valid = a.valid_shape or a.shape, b.valid_shape or b.shape
+    rows = a_valid[1] if attrs.get("a_trans") else a_valid[0]
+    cols = b_valid[0] if attrs.get("b_trans") else b_valid[1]
+    m = a.shape[1] if attrs.get("a_trans") else a.shape[0]
+    n = b.shape[0] if attrs.get("b_trans") else b.shape[1]
+    return None if (rows, cols) == (m, n) else (rows, cols)
 
 
 def check_accumulator(op: str, acc: Type, result: TileType | TensorType, span: SourceSpan | None) -> None:

@@ -535,6 +535,22 @@ class StmtParser(ScopeParser):
                 f"make the region as large as the value: [{start}:{start + sizes[dim]}] in dim {dim}",
             )
 
+    def check_view(self, spec: TileSpec, value: Any, node: ast.AnnAssign) -> None:
+        """A ``pl.TileView(valid_shape=...)`` in the annotation states the value's valid shape."""
+        if spec.view is None or spec.view.valid_shape is None:
+            return
+        actual = value.type if isinstance(value, Expr) and isinstance(value.type, TileType) else None
+        if actual is None or (actual.valid_shape or actual.shape) == spec.view.valid_shape:
+            return  # not a tile: the type check below reports it
+        have, want = list(actual.valid_shape or actual.shape), list(spec.view.valid_shape)
+        extents = ", ".join(map(str, want))
+        raise TypeCheckError(
+            f"'{ast.unparse(node.target)}' is annotated with valid shape {want} but the value's valid "
+            f"shape is {have}",
+            self.span(node),
+            f"set it with pl.set_validshape(value, {extents}), or annotate pl.TileView(valid_shape={have})",
+        )
+
     def checked(self, spec: Any, value: Any, node: ast.AnnAssign) -> Any:
         """The value of ``x: <spec> = value``, checked against the annotation."""
         if isinstance(spec, ScalarSpec) and is_number(value):
@@ -543,6 +559,7 @@ class StmtParser(ScopeParser):
         expected: Any = None
         if isinstance(spec, TileSpec):
             expected = TileType(spec.shape, spec.dtype, spec.memory_space)
+            self.check_view(spec, value, node)
         elif isinstance(spec, TensorSpec) and spec.shape is not None:
             expected = TensorType(spec.shape, spec.dtype)  # type: ignore[arg-type]
         elif isinstance(spec, ScalarSpec):
