@@ -8,13 +8,29 @@ backend's walker bind extents through :class:`ExtentBinding`, so they report a m
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeGuard, cast
 
+from pypto.ir.dtypes import DataType
 from pypto.ir.errors import SpecializationError
 from pypto.ir.nodes import DynDim
 from pypto.ir.types import TensorType
 
 
-def is_dynamic(t: object) -> bool:
+def tensor_type(shape: Sequence[int | DynDim], dtype: DataType) -> TensorType:
+    """The tensor type of an annotated shape whose extents may be dynamic. ``TensorType.shape`` is
+    typed as ints for the arithmetic most code does on static shapes; a ``DynDim`` entry is what
+    :func:`is_dynamic` and :func:`dynamic_extents` find."""
+    return TensorType(cast(tuple[int, ...], tuple(shape)), dtype)
+
+
+def dynamic_extents(t: object) -> list[DynDim]:
+    """The dynamic extents of a tensor type, in axis order (none for other types)."""
+    if not isinstance(t, TensorType):
+        return []
+    return [d for d in cast(tuple[object, ...], t.shape) if isinstance(d, DynDim)]
+
+
+def is_dynamic(t: object) -> TypeGuard[TensorType]:
     """Whether ``t`` is a tensor type with a dynamic extent."""
     return isinstance(t, TensorType) and any(isinstance(d, DynDim) for d in t.shape)
 

@@ -331,7 +331,8 @@ def _reshape(call: Call, args: Sequence[Any]) -> torch.Tensor:
 
 @implements(tile.transpose)
 def _transpose(call: Call, args: Sequence[Any]) -> torch.Tensor:
-    return args[0].transpose(call.attrs["axis1"], call.attrs["axis2"]).contiguous().clone()
+    result: torch.Tensor = args[0].transpose(call.attrs["axis1"], call.attrs["axis2"]).contiguous().clone()
+    return result
 
 
 @implements(tile.slice)

@@ -65,7 +65,9 @@ class ScalarType(Type):
 
 @dataclass(frozen=True)
 class TensorType(Type):
-    """A global-memory array of fixed shape."""
+    """A global-memory array. Its extents are ints, or a ``DynDim`` for an extent bound per launch
+    (``pl.dynamic``): code that does arithmetic on ``shape`` must first check the entry is an int
+    (see :mod:`pypto.ir.extents`)."""
 
     shape: tuple[int, ...]
     dtype: DataType

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from math import prod
-from typing import Any
+from typing import Any, cast
 
 from pypto.ir import DataType, Direction, DynDim, MemorySpace, ParseError, PyptoError, SourceSpan
 from pypto.ir.tracebacks import frame_span, is_internal, raise_at_user_line
@@ -44,7 +44,7 @@ class TileView:
         for name in ("valid_shape", "stride"):
             value = getattr(self, name)
             if value is not None:
-                object.__setattr__(self, name, _shape(value, f"pl.TileView {name}="))
+                object.__setattr__(self, name, _static_shape(value, f"pl.TileView {name}="))
 
 
 @dataclass(frozen=True)
@@ -129,6 +129,11 @@ def _shape(value: Any, what: str, dynamic: bool = False) -> tuple[int | DynDim, 
     return tuple(value)
 
 
+def _static_shape(value: Any, what: str) -> tuple[int, ...]:
+    """A shape of ints only (a tile's, a view's): a dynamic extent there is a ParseError."""
+    return cast(tuple[int, ...], _shape(value, what))
+
+
 def _dtype(value: Any, what: str) -> DataType:
     if not isinstance(value, DataType):
         raise ParseError(
@@ -196,7 +201,7 @@ class Tile:
                 hint="write pl.Tile[[64, 64], pl.FP32, pl.Mem.Vec] (or Mat, Left, Right, Acc, Bias), "
                 "optionally followed by pl.TileView(valid_shape=[...])",
             )
-        shape = _shape(items[0], "pl.Tile")
+        shape = _static_shape(items[0], "pl.Tile")
         if view is not None:
             _check_view(view, shape)
         return TileSpec(shape, _dtype(items[1], "pl.Tile"), memory, view)
@@ -209,7 +214,7 @@ def _check_view(view: TileView, shape: tuple[int, ...]) -> None:
         len(valid) != len(shape) or not all(1 <= v <= n for v, n in zip(valid, shape, strict=True))
     ):
         raise ParseError(
-            f"pl.TileView valid_shape {list(view.valid_shape)} does not lie inside the tile's {list(shape)}",
+            f"pl.TileView valid_shape {list(valid)} does not lie inside the tile's {list(shape)}",
             hint="give one extent per dim, each between 1 and the tile's extent",
         )
     row_major = tuple(prod(shape[d + 1 :]) for d in range(len(shape)))

@@ -160,7 +160,7 @@ def _tensor_dim(ctx: OpContext, args: list[Any], kwargs: dict[str, Any]) -> Cons
     rank = len(t.shape)
     if not is_number(axis) or isinstance(number(axis), bool) or not isinstance(number(axis), int):
         raise ctx.fail(f"the axis must be an int known at compile time, got {describe_value(axis)}", "e.g. 0")
-    index = number(axis)
+    index = int(number(axis))
     if not -rank <= index < rank:
         raise ctx.fail(
             f"axis {index} is out of range for a tensor of rank {rank}", f"pass an axis in 0..{rank - 1}"

@@ -11,8 +11,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pypto.ir import DataType, DynDim, PyptoError, ScalarType, SourceSpan, SpecializationError, TensorType
+from pypto.ir import DataType, DynDim, PyptoError, ScalarType, SourceSpan, SpecializationError
 from pypto.ir.extents import ExtentBinding, shape_fits
+from pypto.ir.extents import tensor_type as annotated_type
 from pypto.ir.tracebacks import call_site
 from pypto.language.annotations import ScalarSpec, TensorSpec
 from pypto.language.kernel import KernelFunction
@@ -105,7 +106,7 @@ def _from_annotation(kernel: KernelFunction, sig: ParamSignature) -> BoundParam:
             sig.span,
             "pass the tensors (the shapes come from them), or annotate the shape and dtype",
         )
-    return BoundParam(sig.name, TensorType(spec.shape, spec.dtype), spec.direction, span=sig.span)
+    return BoundParam(sig.name, annotated_type(spec.shape, spec.dtype), spec.direction, span=sig.span)
 
 
 def _bind(sig: ParamSignature, value: Any) -> BoundParam:
@@ -120,7 +121,7 @@ def _bind(sig: ParamSignature, value: Any) -> BoundParam:
             "annotate it as pl.Tensor[...], pl.Out[...], pl.InOut[...] or a scalar dtype",
         )
     actual = tensor_type(value, sig.name)
-    fits = spec.shape is None or shape_fits(actual.shape, TensorType(spec.shape, actual.dtype))
+    fits = spec.shape is None or shape_fits(actual.shape, annotated_type(spec.shape, actual.dtype))
     checks = (
         ("shape", fits, list(actual.shape)),
         ("dtype", spec.dtype is None or spec.dtype == actual.dtype, f"torch.{actual.dtype.torch_name}"),
@@ -133,7 +134,7 @@ def _bind(sig: ParamSignature, value: Any) -> BoundParam:
                 "pass a tensor that matches the annotation, or annotate the parameter as bare pl.Tensor",
             )
     if spec.shape is not None:  # a dynamic extent stays symbolic: it is no part of the key
-        actual = TensorType(spec.shape, actual.dtype)
+        actual = annotated_type(spec.shape, actual.dtype)
     return BoundParam(sig.name, actual, spec.direction, span=sig.span)
 
 
@@ -157,6 +158,6 @@ def _check_extents(signature: tuple[ParamSignature, ...], values: tuple[Any, ...
         shape = getattr(value, "shape", None)
         if shape is not None and len(shape) == len(spec.shape):
             try:
-                extents.bind(sig.name, TensorType(spec.shape, DataType.FP32), tuple(shape))
+                extents.bind(sig.name, annotated_type(spec.shape, DataType.FP32), tuple(shape))
             except PyptoError as err:
                 raise err.with_span(sig.span) from None

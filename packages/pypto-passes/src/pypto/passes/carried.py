@@ -102,7 +102,7 @@ def _homed(loop: For | While, homes: _Homes) -> list[Stmt]:
     trips = _static_trips(loop)
     pre: list[Stmt] = []
     starts = list(loop.init_values)
-    if trips is not None and trips >= 1:
+    if isinstance(loop, For) and trips is not None and trips >= 1:
         first, starts = _peeled(loop, homes.names)
         pre.extend(first)
     for k in tensors:

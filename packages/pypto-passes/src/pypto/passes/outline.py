@@ -36,6 +36,7 @@ from pypto.ir import (
     make_call,
 )
 from pypto.ir.callgraph import control_functions
+from pypto.ir.extents import dynamic_extents
 from pypto.ir.launch import returned_params
 from pypto.ir.nodes import (
     Call,
@@ -294,19 +295,13 @@ def _extent_carriers(entry: Function, scope: ScopeStmt, params: list[Param]) -> 
     """Tensors the kernel takes only for their extents: a kernel binds a dynamic extent from the
     shapes of its tensor arguments, so one the scope names but none of its tensors has comes
     with a tensor of the caller that has it (read only for its shape)."""
-    bound = {
-        d.name
-        for p in params
-        if isinstance(p.var.type, TensorType)
-        for d in p.var.type.shape
-        if isinstance(d, DynDim)
-    }
+    bound = {d.name for p in params for d in dynamic_extents(p.var.type)}
     carriers: list[Param] = []
     for name, dim in _extents_used(scope.body).items():
         if name in bound:
             continue
         carrier = next(
-            (p.var for p in entry.params if isinstance(p.var.type, TensorType) and dim in p.var.type.shape),
+            (p.var for p in entry.params if dim in dynamic_extents(p.var.type)),
             None,
         )
         if carrier is None:
@@ -317,7 +312,7 @@ def _extent_carriers(entry: Function, scope: ScopeStmt, params: list[Param]) -> 
                 "use an extent of the tensors the scope touches",
             )
         carriers.append(Param(carrier))
-        bound.update(d.name for d in carrier.type.shape if isinstance(d, DynDim))  # type: ignore[attr-defined]
+        bound.update(d.name for d in dynamic_extents(carrier.type))
     return carriers
 
 

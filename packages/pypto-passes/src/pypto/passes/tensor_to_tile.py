@@ -602,7 +602,11 @@ class _RegionLowering:
 
     def lower(self) -> list[Stmt]:
         dynamic = isinstance(self.rows, DynDim)
-        looped = self.block is not None and self.rows is not None and (dynamic or self.block < self.rows)
+        looped = (
+            self.block is not None
+            and self.rows is not None
+            and (isinstance(self.rows, DynDim) or self.block < self.rows)
+        )
         if looped:
             self.row = Var(self.names.fresh("r"), INDEX)
         if dynamic:
@@ -718,7 +722,7 @@ class _RegionLowering:
             return args
         attrs = {"pad_value": reduction.identity}
         fill = make_call(tile_ops.fillpad, (source, self.run_time_valid[source]), attrs, span)
-        padded = self._emit(f"{source.name}_padded", fill, sink)  # type: ignore[attr-defined]
+        padded = self._emit(f"{source.name}_padded", fill, sink)
         return tuple(padded if a is source else a for a in args)
 
     def _follow_valid(self, tile: Var, value: Call) -> None:
@@ -726,7 +730,7 @@ class _RegionLowering:
         keeps valid shapes (elementwise ops, broadcasts, moves)."""
         source = _first_tile(value.args)
         if get_op(value.op).has(KeepsValid) and source in self.run_time_valid:
-            self.run_time_valid[tile] = self.run_time_valid[source]  # type: ignore[index]
+            self.run_time_valid[tile] = self.run_time_valid[source]
 
     def _used_by_the_cube_only(self, x: Var) -> bool:
         """Is every use of ``x`` in the region a matmul operand (the K-blocks AutoTileMatmul cut)?"""

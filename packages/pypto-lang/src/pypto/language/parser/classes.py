@@ -40,9 +40,9 @@ from pypto.ir import (
     PyptoError,
     ScalarType,
     SourceSpan,
-    TensorType,
     Var,
 )
+from pypto.ir.extents import tensor_type
 from pypto.ir.nodes import walk_stmts
 from pypto.ir.ops import op
 from pypto.ir.tasks import AccessMode
@@ -387,7 +387,9 @@ def bound_params(member: ProgramFunction) -> tuple[BoundParam, ...]:
                 "a @pl.function is parsed once, from its annotations: write the shape and dtype, "
                 "e.g. pl.Tensor[[128, 128], pl.FP32]",
             )
-        params.append(BoundParam(sig.name, TensorType(spec.shape, spec.dtype), spec.direction, span=sig.span))
+        params.append(
+            BoundParam(sig.name, tensor_type(spec.shape, spec.dtype), spec.direction, span=sig.span)
+        )
     return tuple(params)
 
 
