@@ -590,7 +590,7 @@ class _RegionLowering:
     row: Expr = field(default_factory=lambda: Const(0, INDEX))
     valid_rows: Var | None = None  # the rows of this block that are real, for a run-time row count
     # Tiles with a run-time valid shape, followed as the parser follows them (pypto.language's
-    # parser/valid.py): loads of a partial block make one, ops that keep it pass it on.
+    # pypto.ir.valid): loads of a partial block make one, ops that keep it pass it on.
     run_time_valid: dict[Var, TupleExpr] = field(default_factory=dict)
 
     @property

@@ -18,7 +18,7 @@ class BodyBuilder:
     ``kernel`` is True for an ``@pl.jit.incore`` body, where every op runs on a core group;
     in the ``@pl.jit`` body only the inside of a ``pl.at`` scope does. ``regions`` tracks the
     ``pl.split_aiv`` regions of the core-group scope (or incore body) being parsed. ``valid``
-    holds the run-time valid shapes of tiles (see :mod:`~pypto.language.parser.valid`).
+    holds the run-time valid shapes of tiles (see :mod:`~pypto.ir.valid`).
     """
 
     def __init__(self, namer: Namer, kernel: bool) -> None:

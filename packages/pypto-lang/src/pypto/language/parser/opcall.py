@@ -21,9 +21,9 @@ from pypto.ir import (
     make_call,
 )
 from pypto.ir.ops import Level
+from pypto.ir.valid import result_valid
 from pypto.language.dslops import dsl_function
 from pypto.language.parser.body import BodyBuilder
-from pypto.language.parser.valid import result_valid
 from pypto.language.parser.values import describe_value, is_shaped
 
 SCOPE_HINT = "put it inside `with pl.at(level=pl.Level.CORE_GROUP):`, or in a @pl.jit.incore function"
