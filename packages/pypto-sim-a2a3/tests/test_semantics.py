@@ -428,7 +428,7 @@ def test_array_get_and_set_outside_the_array_raise_out_of_bounds(index):
 
 def test_array_set_of_a_value_beyond_the_elements_range_raises_scalar_range():
     bytes_ = Var("a", ArrayType(2, DataType.INT8))
-    with pytest.raises(ScalarRangeError, match="does not fit torch.int8"):
+    with pytest.raises(ScalarRangeError, match=r"does not fit torch\.int8"):
         apply("array.set", [(bytes_, (0, 0)), (Var("i", INDEX), 0), (ScalarType(DataType.INT32), 200)])
 
 
