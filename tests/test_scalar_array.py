@@ -8,10 +8,10 @@ import pytest
 import torch
 
 import pypto.language as pl
-from pypto.ir import ParseError, PyptoError, TypeCheckError, print_ir
+from pypto.ir import ParseError, PyptoError, TypeCheckError, print_ir, structural_diff
 from pypto.ir.nodes import Call, stmt_exprs, walk_expr, walk_stmts
 from pypto.ir.ops import MAX_ARRAY_SIZE, array
-from pypto.runtime import RunConfig
+from pypto.runtime import RunConfig, run
 from pypto_sim_a2a3 import OutOfBoundsError, ScalarRangeError
 from pypto_sim_a2a3.cost import CostModel
 from pypto_sim_a2a3.target import A2A3_TARGET
@@ -318,3 +318,91 @@ def test_slices_and_several_indices_are_parse_errors():
         _compile(sliced)
     assert "takes one index" in info.value.message
     assert info.value.span.line == _line("# sliced")
+
+
+# ---------------------------------------------------------------- the program form
+
+
+@pl.program
+class ShiftRows:
+    @pl.function(type=pl.FunctionType.InCore)
+    def shift(self, x: pl.Tensor[[4, 32], pl.FP32], out: pl.Out[pl.Tensor[[4, 32], pl.FP32]]):
+        source: pl.Array[4, pl.INDEX] = pl.array.create(4, pl.INDEX)
+        for i in pl.range(4):
+            source = pl.array.set(source, i, (i + 1) % 4)  # the printed spelling of source[i] = ...
+        for i in pl.range(4):
+            pl.store(pl.load(x, [pl.array.get(source, i), 0], [1, 32]), [i, 0], out)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[4, 32], pl.FP32], out: pl.Out[pl.Tensor[[4, 32], pl.FP32]]):
+        out = self.shift(x, out)
+        return out
+
+
+def test_a_program_function_spells_the_ops_by_name_and_its_printed_form_parses_back_equal():
+    x, out = torch.randn(4, 32), torch.zeros(4, 32)
+    run(ShiftRows, x, out, config=SIM)
+    torch.testing.assert_close(out, x.roll(-1, dims=0))
+    printed = print_ir(ShiftRows)
+    assert "source: pl.Array[4, pl.INDEX] = pl.array.create(size=4, dtype=pl.INDEX)" in printed
+    assert structural_diff(pl.parse(printed), ShiftRows) is None
+
+
+def test_an_array_annotation_that_does_not_match_is_a_type_error():
+    @pl.jit
+    def mislabeled(idx: pl.Tensor[[8], pl.INT32], out: pl.Out[pl.Tensor[[8, 1], pl.INT32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            values: pl.Array[4, pl.INT16] = pl.array.create(4, pl.INT32)  # mislabeled
+            values[0] = 1
+        return out
+
+    with pytest.raises(TypeCheckError) as info:
+        _compile(mislabeled)
+    assert info.value.span.line == _line("# mislabeled")
+    assert "pl.Array[4, pl.INT32]" in info.value.hint
+
+
+def test_a_kernel_parameter_cannot_be_an_array():
+    with pytest.raises(ParseError) as info:
+
+        @pl.jit.incore
+        def takes(values: pl.Array[4, pl.INT32], out: pl.Out[pl.Tensor[[1, 1], pl.INT32]]):
+            return out
+
+        takes.lower(torch.zeros(1, 1, dtype=torch.int32))
+    assert "annotated as a scalar array" in info.value.message
+
+
+def test_a_run_time_size_a_float_index_and_a_tile_value_are_errors_at_their_lines():
+    @pl.jit
+    def run_time_size(idx: pl.Tensor[[8], pl.INT32], out: pl.Out[pl.Tensor[[8, 1], pl.INT32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            pl.array.create(pl.read(idx, [0]), pl.INT32)  # run-time size
+        return out
+
+    @pl.jit
+    def float_index(idx: pl.Tensor[[8], pl.INT32], out: pl.Out[pl.Tensor[[8, 1], pl.INT32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            values = pl.array.create(4, pl.INT32)
+            pl.store(pl.full([1, 1], dtype=pl.INT32, value=values[1.5]), [0, 0], out)  # float index
+        return out
+
+    @pl.jit
+    def tile_value(idx: pl.Tensor[[8], pl.INT32], out: pl.Out[pl.Tensor[[8, 1], pl.INT32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            values = pl.array.create(4, pl.INT32)
+            values[0] = pl.load(idx, [0], [8])  # tile value
+        return out
+
+    cases = (
+        (run_time_size, ParseError, "size= must be known at compile time", "# run-time size"),
+        (float_index, TypeCheckError, "the index must be an integer scalar", "# float index"),
+        (tile_value, ParseError, "the written value must be a scalar", "# tile value"),
+    )
+    for kernel, error, message, where in cases:
+        with pytest.raises(error) as info:
+            _compile(kernel)
+        assert message in info.value.message
+        assert info.value.span.line == _line(where)
+        assert info.value.hint

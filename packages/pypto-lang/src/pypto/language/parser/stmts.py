@@ -489,8 +489,8 @@ class StmtParser(ScopeParser):
         if not is_scalar(value):
             raise ctx.fail(
                 f"the written value must be a scalar, got {describe_value(value)}",
-                "write one number or run-time scalar per element (read one tile element with "
-                "pl.tensor.read from GM first)",
+                "write one number or run-time scalar per element, e.g. one element of a tensor read "
+                "with pl.read(t, [i])",
             )
         written = ctx.call(array_ops.set, [array, index, scalar_expr(value, None, ctx.span)])
         self.bind_name(target.value.id, written, target)
