@@ -11,6 +11,7 @@ from sim_lowered import FP16, FP32, Mem, expr, rand
 from pypto.ir import (
     INDEX,
     OPS,
+    ArrayType,
     AtomicType,
     CastMode,
     DataType,
@@ -22,7 +23,7 @@ from pypto.ir import (
     Var,
     make_call,
 )
-from pypto_sim_a2a3 import DivisionByZeroError, OutOfBoundsError
+from pypto_sim_a2a3 import DivisionByZeroError, OutOfBoundsError, ScalarRangeError
 from pypto_sim_a2a3.semantics import SEMANTICS
 
 BINARY = {
@@ -91,6 +92,9 @@ SINGLE_OPS = {
     "tile.load_partial",
     "tile.store_partial",
     "tile.store_atomic",
+    "array.create",
+    "array.get",
+    "array.set",
 }
 REDUCTIONS = {
     "row_max": lambda x: x.amax(dim=1, keepdim=True),
@@ -131,7 +135,7 @@ def test_dispatch_table_covers_every_tile_and_scalar_op_of_the_op_table():
     required = {
         name
         for name, op in OPS.items()
-        if op.unit in device_units and name.split(".")[0] in ("tile", "scalar")
+        if op.unit in device_units and name.split(".")[0] in ("tile", "scalar", "array")
     } | {"tensor.create"}
     assert required - SEMANTICS.keys() == set()
 
@@ -390,6 +394,42 @@ def test_read_gives_one_element_as_a_python_scalar_of_the_tensors_dtype(dtype, e
 def test_read_outside_the_tensor_raises_out_of_bounds():
     with pytest.raises(OutOfBoundsError, match=r"pl\.read: region \[4:5\] is outside dim 0"):
         apply("scalar.read", [_gm(torch.zeros(4, 4)), ([Var("i", INDEX), 0], (4, 0))])
+
+
+@pytest.mark.parametrize(("dtype", "zero"), [(DataType.INT32, 0), (DataType.FP16, 0.0), (INDEX.dtype, 0)])
+def test_array_create_gives_zeros_of_the_elements_kind(dtype, zero):
+    got = apply("array.create", [], size=3, dtype=dtype)
+    assert got == (zero, zero, zero)
+    assert all(type(v) is type(zero) for v in got)
+
+
+def test_array_set_gives_a_new_array_with_the_element_in_the_elements_dtype():
+    before = (0.0, 0.0, 0.0)
+    halves = Var("a", ArrayType(3, FP16))
+    got = apply("array.set", [(halves, before), (Var("i", INDEX), 1), (ScalarType(FP32), 0.1)])
+    assert before == (0.0, 0.0, 0.0)  # the operand is not written
+    assert got == (0.0, torch.tensor(0.1, dtype=torch.float16).item(), 0.0)
+
+
+def test_array_get_reads_one_element_as_a_scalar_of_the_arrays_dtype():
+    ints = Var("a", ArrayType(3, DataType.INT32))
+    got = apply("array.get", [(ints, (4, 5, 6)), (Var("i", INDEX), 2)])
+    assert got == 6 and type(got) is int
+
+
+@pytest.mark.parametrize("index", [-1, 3])
+def test_array_get_and_set_outside_the_array_raise_out_of_bounds(index):
+    ints = Var("a", ArrayType(3, DataType.INT32))
+    with pytest.raises(OutOfBoundsError, match=f"index {index} is outside the scalar array of 3 elements"):
+        apply("array.get", [(ints, (0, 0, 0)), (Var("i", INDEX), index)])
+    with pytest.raises(OutOfBoundsError, match=f"index {index} is outside the scalar array of 3 elements"):
+        apply("array.set", [(ints, (0, 0, 0)), (Var("i", INDEX), index), (INDEX, 1)])
+
+
+def test_array_set_of_a_value_beyond_the_elements_range_raises_scalar_range():
+    bytes_ = Var("a", ArrayType(2, DataType.INT8))
+    with pytest.raises(ScalarRangeError, match=r"does not fit torch\.int8"):
+        apply("array.set", [(bytes_, (0, 0)), (Var("i", INDEX), 0), (ScalarType(DataType.INT32), 200)])
 
 
 def test_move_copies_the_tile_without_changing_its_dtype():

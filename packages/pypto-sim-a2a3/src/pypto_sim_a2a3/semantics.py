@@ -15,9 +15,9 @@ from typing import Any
 
 import torch
 
-from pypto.ir import Call, DataType, TileType, Var
+from pypto.ir import ArrayType, Call, DataType, TileType, Var
 from pypto.ir import semantics as shared
-from pypto.ir.ops import ELEMENTWISE_BINARY, scalar, tile, user_name
+from pypto.ir.ops import ELEMENTWISE_BINARY, array, scalar, tile, user_name
 from pypto.ir.semantics import OpImpl, valid_of
 from pypto_sim_a2a3.errors import DivisionByZeroError, OutOfBoundsError, ScalarRangeError
 
@@ -132,6 +132,31 @@ def _assemble(call: Call, args: Sequence[Any]) -> None:
 @checks(scalar.read)
 def _read(call: Call, args: Sequence[Any]) -> None:
     check_region(call, args[0], args[1], (1,) * args[0].dim())
+
+
+@checks(array.get)
+def _array_get(call: Call, args: Sequence[Any]) -> None:
+    check_array_index(call, args[1])
+
+
+@checks(array.set)
+def _array_set(call: Call, args: Sequence[Any]) -> None:
+    check_array_index(call, args[1])
+    array_type = call.type
+    assert isinstance(array_type, ArrayType)
+    check_element_scalar(call, args[2], shared.torch_dtype(array_type.dtype))
+
+
+def check_array_index(call: Call, index: int) -> None:
+    """An OutOfBoundsError at the call unless the run-time ``index`` is inside the scalar array."""
+    array_type = call.args[0].type
+    assert isinstance(array_type, ArrayType)
+    if not 0 <= index < array_type.size:
+        raise OutOfBoundsError(
+            f"{_user_op(call)}: index {index} is outside the scalar array of {array_type.size} elements",
+            call.span,
+            f"keep the run-time index from 0 to {array_type.size - 1} (clamp it with pl.min / pl.max)",
+        )
 
 
 # ---------------------------------------------------------------- numbers out of range

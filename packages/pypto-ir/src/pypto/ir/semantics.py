@@ -39,13 +39,14 @@ from pypto.ir.ops import (
     SCALAR_COMPARE,
     CastMode,
     PadValue,
+    array,
     scalar,
     split_axis,
     split_shape,
     tensor,
     tile,
 )
-from pypto.ir.types import ScalarType, TensorType, TileType
+from pypto.ir.types import ArrayType, ScalarType, TensorType, TileType
 
 OpImpl = Callable[[Call, Sequence[Any]], Any]
 
@@ -413,6 +414,34 @@ def scalar_result(call: Call, value: Any) -> int | float | bool:
 
 def _scalar_binary(fn: Callable[[Any, Any], Any]) -> OpImpl:
     return lambda call, args: scalar_result(call, fn(args[0], args[1]))
+
+
+# ---------------------------------------------------------------- scalar arrays
+
+# A scalar array's value is a tuple of Python numbers, one per element; array.set gives a new one.
+
+
+@implements(array.create)
+def _array_create(call: Call, args: Sequence[Any]) -> tuple[int | float, ...]:
+    # Fresh arrays are zeroed, like new tiles: results never depend on stale scalar memory.
+    assert isinstance(call.type, ArrayType)
+    zero: int | float = 0.0 if call.type.dtype.is_float else 0
+    return (zero,) * call.type.size
+
+
+@implements(array.get)
+def _array_get(call: Call, args: Sequence[Any]) -> int | float | bool:
+    values, index = args
+    return scalar_result(call, values[int(index)])
+
+
+@implements(array.set)
+def _array_set(call: Call, args: Sequence[Any]) -> tuple[int | float, ...]:
+    values, index, value = args
+    assert isinstance(call.type, ArrayType)
+    stored = element_scalar(value, torch_dtype(call.type.dtype)).item()  # as the element dtype holds it
+    at = int(index)
+    return (*values[:at], stored, *values[at + 1 :])
 
 
 @implements(scalar.neg)

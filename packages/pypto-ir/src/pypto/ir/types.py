@@ -1,4 +1,4 @@
-"""IR types: scalars, global-memory tensors, on-chip tiles, tuples."""
+"""IR types: scalars, global-memory tensors, on-chip tiles, scalar arrays, tuples."""
 
 from __future__ import annotations
 
@@ -103,6 +103,20 @@ class TileType(Type):
 
 
 @dataclass(frozen=True)
+class ArrayType(Type):
+    """A fixed-size array of scalars in a core's scalar memory (``pl.array.create(n, dtype)``).
+
+    A value, like a scalar: writing an element (``array.set``) gives a new array value, so a
+    loop carries an array it writes like any other rebound name."""
+
+    size: int
+    dtype: DataType
+
+    def __str__(self) -> str:
+        return f"pl.Array[{self.size}, pl.{self.dtype.name}]"
+
+
+@dataclass(frozen=True)
 class TaskIdType(Type):
     """The type of a task id, bound by ``with pl.at(...) as tid`` and named in ``deps=[tid]``."""
 
@@ -132,6 +146,8 @@ def describe(t: Type) -> str:
         return f"Tensor[{list(t.shape)}, {t.dtype.name}]"
     if isinstance(t, ScalarType):
         return f"Scalar[{t.dtype.name}]"
+    if isinstance(t, ArrayType):
+        return f"Array[{t.size}, {t.dtype.name}]"
     if isinstance(t, TaskIdType):
         return "a task id"
     return str(t)

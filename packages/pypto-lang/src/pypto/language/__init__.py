@@ -12,8 +12,19 @@ from pypto.ir import AtomicType, CastMode, DataType, Level, MemorySpace, PadValu
 from pypto.ir import FunctionKind as FunctionType
 from pypto.ir.memory import Allocation, MemoryPlan, Reservation
 from pypto.language import advice as _advice  # noqa: F401  (registers the DSL wording of the type rules' hints)
-from pypto.language.annotations import TASK_ID, InOut, Out, Scalar, TaskId, Tensor, Tile, TileView, dynamic
-from pypto.language.builtins import STATEMENTS, Builtin, op_builtins, system, tensor, tile
+from pypto.language.annotations import (
+    TASK_ID,
+    Array,
+    InOut,
+    Out,
+    Scalar,
+    TaskId,
+    Tensor,
+    Tile,
+    TileView,
+    dynamic,
+)
+from pypto.language.builtins import STATEMENTS, Builtin, array, op_builtins, system, tensor, tile
 from pypto.language.directives import DIRECTIVES
 from pypto.language.errors import KernelOnlyError, ScopeOptionError
 from pypto.language.jit import JitFunction, inline, jit
@@ -83,6 +94,7 @@ __all__ = [
     "TASK_ID",
     "UINT8",
     "Allocation",
+    "Array",
     "AtomicType",
     "CastMode",
     "DataType",
@@ -104,6 +116,7 @@ __all__ = [
     "Tensor",
     "Tile",
     "TileView",
+    "array",
     "at",
     "cluster",
     "cond",

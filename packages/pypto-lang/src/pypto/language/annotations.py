@@ -81,7 +81,18 @@ class TaskIdSpec:
         return "pl.TaskId"
 
 
-AnnotationSpec = TensorSpec | TileSpec | ScalarSpec | TaskIdSpec
+@dataclass(frozen=True)
+class ArraySpec:
+    """A scalar array annotation: ``arr: pl.Array[8, pl.INT32] = pl.array.create(8, pl.INT32)``."""
+
+    size: int
+    dtype: DataType
+
+    def __str__(self) -> str:
+        return f"pl.Array[{self.size}, pl.{self.dtype.name}]"
+
+
+AnnotationSpec = TensorSpec | TileSpec | ScalarSpec | TaskIdSpec | ArraySpec
 
 
 DTYPES = ", ".join(f"pl.{d.name}" for d in DataType)  # for hints: pl.FP16, pl.BF16, ...
@@ -263,6 +274,21 @@ class InOut:
         return _directed(item, Direction.InOut)
 
 
+class Array:
+    """``pl.Array[8, pl.INT32]``: the type of a scalar array made by ``pl.array.create(8, pl.INT32)``."""
+
+    @_at_annotation
+    def __class_getitem__(cls, item: Any) -> ArraySpec:
+        items = item if isinstance(item, tuple) else (item,)
+        size = items[0] if items else None
+        if len(items) != 2 or not isinstance(size, int) or isinstance(size, bool) or size < 1:
+            raise ParseError(
+                f"pl.Array[...] takes a size and a dtype, got {item!r}",
+                hint="write pl.Array[8, pl.INT32]: the number of elements, then their dtype",
+            )
+        return ArraySpec(size, _dtype(items[1], "pl.Array"))
+
+
 class TaskId:
     """``pl.TaskId`` (alias ``pl.TASK_ID``): the type of a task handle, ``with pl.at(...) as tid``."""
 
@@ -276,7 +302,7 @@ def as_spec(annotation: Any) -> AnnotationSpec:
     >>> as_spec(pl.Tensor), as_spec(pl.FP32)
     (TensorSpec(shape=None, dtype=None, direction=<Direction.In: 'In'>), ScalarSpec(dtype=pl.FP32))
     """
-    if isinstance(annotation, (TensorSpec, TileSpec, ScalarSpec, TaskIdSpec)):
+    if isinstance(annotation, (TensorSpec, TileSpec, ScalarSpec, TaskIdSpec, ArraySpec)):
         return annotation
     if annotation is TaskId:
         return TaskIdSpec()

@@ -205,6 +205,8 @@ class OpNamespace:
 _INDEX_SPELLINGS = ("get_block_idx", "get_block_num", "get_subblock_idx")
 tile = OpNamespace("tile", Level.TILE, {name: Builtin(name, op=name) for name in _INDEX_SPELLINGS})
 tensor = OpNamespace("tensor", Level.TENSOR, {"dim": TENSOR_DIM})
+# The scalar array ops: pl.array.create(n, dtype) (elements are read arr[i] and written arr[i] = v).
+array = OpNamespace("array", None)
 # The chip's counts are compile-time numbers, folded where the parser meets them.
 system = OpNamespace(
     "system",

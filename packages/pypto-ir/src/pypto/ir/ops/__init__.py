@@ -4,7 +4,7 @@ A spec gives the op's name, level (tensor / tile / scalar / system), the unit th
 its operands by role (tensor, tile with the memory spaces it accepts, offsets, valid shape,
 scalar), a typed attribute schema, the family's shared type rule, and traits the other layers
 read instead of keeping their own tables (:mod:`pypto.ir.ops.spec`). Other layers name ops
-through the handles ``tile``, ``tensor``, ``scalar``, ``system`` and ``op`` (``tile.add ==
+through the handles ``tile``, ``tensor``, ``scalar``, ``system``, ``array`` and ``op`` (``tile.add ==
 "tile.add"``), and find families with :func:`ops_with` (``ops_with(Reduction)``).
 
 Naming: ``tensor.*`` ops work on whole global-memory tensors inside a scope (the compiler tiles
@@ -14,7 +14,17 @@ them), ``tile.*`` ops are single tile instructions, ``scalar.*`` ops are index a
 
 from __future__ import annotations
 
-from pypto.ir.ops import crosscore, cube, elementwise, movement, reduction, scalar_ops, system_ops
+from pypto.ir.ops import (
+    array_ops,
+    crosscore,
+    cube,
+    elementwise,
+    movement,
+    reduction,
+    scalar_ops,
+    system_ops,
+)
+from pypto.ir.ops.array_ops import MAX_ARRAY_SIZE
 from pypto.ir.ops.crosscore import CUBE_OUT, RECEIVES, split_axis, split_shape
 from pypto.ir.ops.cube import matmul_result_dtype
 from pypto.ir.ops.enums import PAD_VALUES, AtomicType, CastMode, PadValue
@@ -60,6 +70,7 @@ from pypto.ir.ops.spec import (
     Trait,
     Unit,
     WholeRegion,
+    array,
     declare,
     get_op,
     make_call,
@@ -74,7 +85,7 @@ from pypto.ir.ops.spec import (
     undeclare,
 )
 
-FAMILIES = (elementwise, reduction, movement, cube, crosscore, system_ops, scalar_ops)
+FAMILIES = (elementwise, reduction, movement, cube, crosscore, system_ops, scalar_ops, array_ops)
 
 # The families' members by DSL name, as the family modules declare them (for loops over a family).
 ELEMENTWISE_BINARY = tuple(elementwise.BINARY)
@@ -99,6 +110,7 @@ __all__ = [
     "ELEMENTWISE_UNARY",
     "FAMILIES",
     "FLOAT_ONLY",
+    "MAX_ARRAY_SIZE",
     "OPS",
     "PAD_VALUES",
     "RECEIVES",
@@ -147,6 +159,7 @@ __all__ = [
     "Trait",
     "Unit",
     "WholeRegion",
+    "array",
     "check_same_rank",
     "check_scalar_fits",
     "declare",

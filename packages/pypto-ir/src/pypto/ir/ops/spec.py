@@ -60,6 +60,7 @@ class Role(Enum):
     OFFSETS = "offsets"  # a tuple of indices, one per dimension
     VALID_SHAPE = "valid_shape"  # a run-time valid shape: a tuple of index extents
     SCALAR = "scalar"  # a number or a run-time scalar
+    ARRAY = "array"  # a scalar array (pl.array.create), a value like a scalar
 
 
 class Effect(Enum):
@@ -424,7 +425,7 @@ def declare(spec: OpSpec) -> OpSpec:
 def undeclare(name: str) -> None:
     """Remove an op (tests that declare throwaway ops); its handle stops resolving."""
     OPS.pop(name, None)
-    for names in (tile, tensor, scalar, system, op):
+    for names in (tile, tensor, scalar, system, array, op):
         names.forget(name)
 
 
@@ -502,4 +503,5 @@ tile = OpNames("tile.")
 tensor = OpNames("tensor.")
 scalar = OpNames("scalar.")
 system = OpNames("system.")
+array = OpNames("array.")  # the scalar array ops (pl.array.create, arr[i], arr[i] = v)
 op = OpNames("")  # ops without a level prefix: the cross-core pipe ops, block indices, call

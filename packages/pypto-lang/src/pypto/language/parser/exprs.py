@@ -11,7 +11,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pypto.ir import DataType, Expr, ParseError, PyptoError, ScalarType, SourceSpan, TensorType, TileType, Var
+from pypto.ir import (
+    ArrayType,
+    DataType,
+    Expr,
+    ParseError,
+    PyptoError,
+    ScalarType,
+    SourceSpan,
+    TensorType,
+    TileType,
+    Var,
+)
+from pypto.ir.ops import array as array_ops
 from pypto.ir.types import TASK_ID
 from pypto.language import annotations as ann
 from pypto.language.builtins import Builtin, OpNamespace
@@ -27,7 +39,14 @@ from pypto.language.parser.ops import build_op
 from pypto.language.parser.raw import build_raw, raw_spec
 from pypto.language.parser.resolve import GlobalNames
 from pypto.language.parser.source import KernelSource
-from pypto.language.parser.values import KWARGS_HINT, describe_value, is_number, is_scalar, number
+from pypto.language.parser.values import (
+    KWARGS_HINT,
+    describe_value,
+    is_number,
+    is_scalar,
+    number,
+    scalar_expr,
+)
 
 # Every Python construct, as an error names it in words.
 CONSTRUCTS = {
@@ -222,7 +241,7 @@ def compile_time_method(callee: Any) -> bool:
     return getattr(callee, "__func__", None) in COMPILE_TIME_METHODS
 
 
-ANNOTATION_CLASSES = (ann.Tensor, ann.Tile, ann.Scalar, ann.Out, ann.InOut)
+ANNOTATION_CLASSES = (ann.Tensor, ann.Tile, ann.Scalar, ann.Out, ann.InOut, ann.Array)
 CONSTANT_HINT = (
     "use a value that folds while the kernel compiles: a literal, a module global, a.shape, or a "
     "scalar parameter called with a Python number (not a loop index or a pl.read(...) result)"
@@ -491,10 +510,33 @@ class ExprParser:
             f"read one with pl.read(t, [{index}])",
         )
 
+    def element_read(self, array: Expr, node: ast.Subscript) -> Any:
+        """``arr[i]``: one element of a scalar array, a scalar of its dtype (``array.get``)."""
+        ctx = self.op_context(node, ast.unparse(node))
+        return ctx.call(array_ops.get, [array, self.element_index(node, ctx)])
+
+    def element_index(self, node: ast.Subscript, ctx: OpContext) -> Expr:
+        """The index of ``arr[i]``: one integer, a constant or a run-time scalar."""
+        if isinstance(node.slice, (ast.Slice, ast.Tuple)):
+            raise ctx.fail(
+                "a scalar array takes one index, not a slice or several indices",
+                "read or write one element: arr[i]",
+            )
+        index = self.expr(node.slice)
+        if isinstance(index, bool) or not is_scalar(index):
+            raise ctx.fail(
+                f"the index must be an integer, got {describe_value(index)}",
+                "index the array with an int, a loop index or an integer run-time scalar",
+            )
+        result: Expr = scalar_expr(index, DataType.INDEX, ctx.span)
+        return result
+
     def region_read(self, base: Expr, node: ast.Subscript) -> Any:
         """``a[:, k0:k0 + 128]``: a region of a tensor or tile (``pl.slice``); omitted trailing dims
         are whole. Offsets may be run-time; extents must be constant."""
         t = base.type
+        if isinstance(t, ArrayType):
+            return self.element_read(base, node)
         if not isinstance(t, (TensorType, TileType)):
             raise self.error(
                 node,

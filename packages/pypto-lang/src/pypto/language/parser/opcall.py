@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pypto.ir import (
+    ArrayType,
     Call,
     Eval,
     Expr,
@@ -20,7 +21,7 @@ from pypto.ir import (
     get_op,
     make_call,
 )
-from pypto.ir.ops import Level
+from pypto.ir.ops import Level, Role, array
 from pypto.ir.valid import result_valid
 from pypto.language.dslops import dsl_function
 from pypto.language.parser.body import BodyBuilder
@@ -90,6 +91,14 @@ class OpContext:
             )
         return value
 
+    def array(self, value: Any, what: str) -> Expr:
+        if not (isinstance(value, Expr) and isinstance(value.type, ArrayType)):
+            raise self.fail(
+                f"{what} must be a scalar array, got {describe_value(value)}",
+                self.operand_hint(what, "a scalar array (a pl.array.create result)"),
+            )
+        return value
+
     def call(self, op: str, args: Sequence[Any], attrs: Mapping[str, Any] | None = None) -> Call:
         """Build ``op(args)``; the op table's type rule checks the operands at this span.
 
@@ -135,6 +144,8 @@ class OpContext:
             raise self._outside_scope("tensor and tile operations")
         elif spec.level is Level.SYSTEM:
             raise self._outside_scope("cross-core, lane and system operations")
+        elif op == array.create or any(o.role is Role.ARRAY for o in spec.operands):
+            raise self._outside_scope("scalar arrays (held in a core's scalar memory)")
 
     def _outside_scope(self, what: str) -> ParseError:
         return ParseError(

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pypto.ir import UNIT, Eval, Expr, ScalarType, TensorType, TileType, get_op
+from pypto.ir import UNIT, ArrayType, Eval, Expr, ScalarType, TensorType, TileType, get_op
 from pypto.ir.ops import OpSpec, Role
 from pypto.ir.ops.spec import STORAGE
 from pypto.language.parser.convert import attribute, operand
 from pypto.language.parser.opcall import OpContext
 from pypto.language.parser.values import element_dtype, is_number, is_scalar, is_shaped
 
-_KIND = {Role.TENSOR: TensorType, Role.TILE: TileType}
+_KIND = {Role.TENSOR: TensorType, Role.TILE: TileType, Role.ARRAY: ArrayType}
 
 
 def _fits(role: Role, value: Any) -> bool:

@@ -7,7 +7,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pypto.ir import Direction, ParseError, PyptoError, SourceSpan, Type
-from pypto.language.annotations import AnnotationSpec, ParamSignature, TaskIdSpec, TileSpec, as_spec
+from pypto.language.annotations import (
+    AnnotationSpec,
+    ArraySpec,
+    ParamSignature,
+    TaskIdSpec,
+    TileSpec,
+    as_spec,
+)
 from pypto.language.parser.body import BodyBuilder
 from pypto.language.parser.env import Env, Namer
 from pypto.language.parser.exprs import ExprParser
@@ -105,6 +112,14 @@ def read_signature(kernel: KernelFunction) -> tuple[ParamSignature, ...]:
                 f"parameter '{arg.arg}' is annotated as a task id; kernel parameters are tensors or scalars",
                 source.span(arg.annotation),
                 "bind a task id inside the body with `with pl.at(...) as tid:` and pass it in deps=[tid]",
+            )
+        if isinstance(spec, ArraySpec):
+            raise ParseError(
+                f"parameter '{arg.arg}' is annotated as a scalar array; kernel parameters are tensors "
+                "or scalars",
+                source.span(arg.annotation),
+                "pass the values in a pl.Tensor and copy them into an array made in the kernel with "
+                "pl.array.create(n, dtype)",
             )
         params.append(ParamSignature(arg.arg, spec, span))
     return tuple(params)

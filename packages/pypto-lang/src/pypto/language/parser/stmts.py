@@ -14,6 +14,7 @@ from typing import Any
 from pypto.ir import (
     INDEX,
     TASK_ID,
+    ArrayType,
     Break,
     Call,
     Continue,
@@ -36,9 +37,10 @@ from pypto.ir import (
 )
 from pypto.ir.errors import CompileWarning
 from pypto.ir.nodes import JUMP_STMTS, always_jumps, pick_jump_values
+from pypto.ir.ops import array as array_ops
 from pypto.ir.rewrite import substitute_body, substitute_expr
 from pypto.ir.types import describe
-from pypto.language.annotations import ScalarSpec, TaskIdSpec, TensorSpec, TileSpec
+from pypto.language.annotations import ArraySpec, ScalarSpec, TaskIdSpec, TensorSpec, TileSpec
 from pypto.language.builtins import Builtin
 from pypto.language.parser.body import BodyBuilder
 from pypto.language.parser.env import Env
@@ -77,10 +79,11 @@ def _rebound_names(body: list[ast.stmt]) -> list[str]:
 
 
 def _carryable(value: Any) -> bool:
-    """A value a loop can carry: a scalar, tile or tensor (or a Python number, as a scalar)."""
+    """A value a loop can carry: a scalar, tile, tensor or scalar array (or a Python number, as a
+    scalar)."""
     if is_number(value):
         return not isinstance(number(value), bool)
-    return isinstance(value, Expr) and isinstance(value.type, (ScalarType, TileType, TensorType))
+    return isinstance(value, Expr) and isinstance(value.type, (ScalarType, TileType, TensorType, ArrayType))
 
 
 def _carried(t: Any) -> Any:
@@ -472,9 +475,32 @@ class StmtParser(ScopeParser):
             value = self.body.assign(name, value, span)
         self.env.bind(name, value, span)
 
+    def write_element(self, target: ast.Subscript, array: Expr, value: Any) -> None:
+        """``arr[i] = v``: the name ``arr`` is rebound to the array with element ``i`` written
+        (``array.set``), so a loop that writes it carries it."""
+        if not isinstance(target.value, ast.Name):
+            raise self.error(
+                target,
+                f"write an element of a scalar array through its name, not {ast.unparse(target.value)}",
+                "bind the array to a name first: arr = pl.array.create(n, dtype); arr[i] = v",
+            )
+        ctx = self.op_context(target, f"{ast.unparse(target)} = ...")
+        index = self.element_index(target, ctx)
+        if not is_scalar(value):
+            raise ctx.fail(
+                f"the written value must be a scalar, got {describe_value(value)}",
+                "write one number or run-time scalar per element, e.g. one element of a tensor read "
+                "with pl.read(t, [i])",
+            )
+        written = ctx.call(array_ops.set, [array, index, scalar_expr(value, None, ctx.span)])
+        self.bind_name(target.value.id, written, target)
+
     def write_region(self, target: ast.Subscript, value: Any) -> None:
         """``out[:] = v`` / ``out[r0:r1, c0:c1] = v``: assemble a tensor (or store a tile) into ``out``."""
         dst = self.expr(target.value)
+        if isinstance(dst, Expr) and isinstance(dst.type, ArrayType):
+            self.write_element(target, dst, value)
+            return
         if not (isinstance(dst, Expr) and isinstance(dst.type, TensorType)):
             raise self.error(
                 target,
@@ -566,6 +592,8 @@ class StmtParser(ScopeParser):
             expected = ScalarType(spec.dtype)
         elif isinstance(spec, TaskIdSpec):  # tid: pl.TaskId = t0
             expected = TASK_ID
+        elif isinstance(spec, ArraySpec):  # arr: pl.Array[8, pl.INT32] = pl.array.create(8, pl.INT32)
+            expected = ArrayType(spec.size, spec.dtype)
         actual = getattr(value, "type", None) if isinstance(value, Expr) else None
         if isinstance(actual, TileType):
             actual = replace(actual, valid_shape=None)

@@ -14,6 +14,7 @@ from typing import Any, TypeGuard
 from pypto.ir import (
     INDEX,
     TASK_ID,
+    ArrayType,
     Const,
     DataType,
     DynDim,
@@ -86,6 +87,8 @@ def annotation_text(t: Any) -> str | None:
         return f"pl.Scalar[pl.{t.dtype.name}]"
     if t == TASK_ID:
         return "pl.TaskId"
+    if isinstance(t, ArrayType):
+        return str(t)
     return None
 
 
