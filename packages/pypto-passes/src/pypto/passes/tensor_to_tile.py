@@ -210,27 +210,105 @@ class ConvertTensorToTileOps:
         return [stmt for i in sorted(lowered) for stmt in lowered[i]]
 
     def _region(
-        self, region: list[Stmt], fn: Function, names: NameGen, target: Target, beside: list[Stmt]
+        self,
+        region: list[Stmt],
+        fn: Function,
+        names: NameGen,
+        target: Target,
+        beside: list[Stmt],
+        seeds: dict[Var, Var] | None = None,
     ) -> list[Stmt]:
+        """The region tiled. One whose column reductions feed its other ops runs whole while that
+        fits; else (or over a run-time row count) in phases, each a loop over the row blocks."""
+        seeds = seeds or {}
+        if used_column_reductions(region):
+            if not _has_dynamic_extent(region):
+                trial_names = copy.deepcopy(names)
+                whole = _RegionLowering(region, None, None, trial_names, target, seeds=seeds).lower()
+                if fits_alone([*beside, *whole], fn, target):
+                    names.taken = trial_names.taken
+                    return whole
+            return self._phased(region, fn, names, target, beside, seeds)
+        return self._sized(region, fn, names, target, beside, seeds).lowered
+
+    def _phased(
+        self,
+        region: list[Stmt],
+        fn: Function,
+        names: NameGen,
+        target: Target,
+        beside: list[Stmt],
+        seeds: dict[Var, Var],
+    ) -> list[Stmt]:
+        """A region whose column reductions feed its other ops, as loops over the row blocks one
+        after the other: each accumulates the column reductions that need no other one still to
+        come (``x - col_sum(x) / n`` first sums ``x``; a variance then sums the squared
+        deviations), and the last computes the rest with the ``[1, C]`` results as broadcast rows
+        loaded once. A value both phases read (``x``) is loaded again by the second: a row block
+        is not kept on chip across loops (that is what overran the budget)."""
+        seeds = dict(seeds)
+        done: list[Stmt] = []
+        remaining = list(region)
+        while level := _next_level(remaining):
+            phase = _phase_of(remaining, level)
+            # A phase streams its rows even where it would fit whole: the next one loads them again.
+            # Values a later phase computes again are new tiles there, with names of their own.
+            attempt = self._sized(
+                phase, fn, names, target, [*beside, *done], seeds, whole_if_fits=False, fresh=bool(done)
+            )
+            done.extend(attempt.lowered)
+            seeds.update({v: attempt.sums[v] for v in level})
+            remaining = _live([s for s in remaining if not _computes_or_stores(s, level)])
+        for part in independent_parts(remaining):
+            done.extend(self._sized(part, fn, names, target, [*beside, *done], seeds, fresh=True).lowered)
+        return done
+
+    def _sized(
+        self,
+        region: list[Stmt],
+        fn: Function,
+        names: NameGen,
+        target: Target,
+        beside: list[Stmt],
+        seeds: dict[Var, Var],
+        whole_if_fits: bool = True,
+        fresh: bool = False,
+    ) -> Attempt:
+        """The region lowered in the largest row blocks that fit beside ``beside``; ``seeds`` are
+        ``[1, C]`` values earlier loops computed (as tiles), read here as broadcast rows. Column
+        reductions only stored run whole while that fits (``whole_if_fits``)."""
         plan = RowPlan.of(region)
         rows = _block_rows(region, plan)
         _check_dynamic(region, rows)
         if isinstance(rows, DynDim):
-            return self._dynamic_rows(region, rows, fn, names, target, beside, plan)
-        if plan.summed and rows is not None:
-            # A column reduction runs whole while that fits; else over the row blocks.
+            return self._dynamic_rows(region, rows, fn, names, target, beside, plan, seeds, fresh)
+
+        def whole() -> Attempt:
             trial_names = copy.deepcopy(names)
-            whole = _RegionLowering(region, None, None, trial_names, target).lower()
-            if fits_alone([*beside, *whole], fn, target):
-                names.taken = trial_names.taken
-                return whole
+            # Its column reductions keep their tiles by name (``sums``) for a later phase.
+            only_sums = RowPlan(summed=plan.summed)
+            lowering = _RegionLowering(
+                region, None, None, trial_names, target, only_sums, fresh_names=fresh, seeds=seeds
+            )
+            lowered = lowering.lower()
+            fits = fits_alone([*beside, *lowered], fn, target)
+            return Attempt(rows or 0, lowered, trial_names, fits, lowering.sums)
+
+        if plan.summed and rows is not None and whole_if_fits:
+            # A column reduction runs whole while that fits; else over the row blocks.
+            trial = whole()
+            if trial.fits:
+                names.taken = trial.names.taken
+                return trial
         if rows is None:
-            return _RegionLowering(region, None, None, names, target).lower()
+            trial = whole()
+            names.taken = trial.names.taken
+            return trial
 
         def attempt(block: int) -> Attempt:
             trial_names = copy.deepcopy(names)
-            lowered = _blocked(region, block, rows, trial_names, target, plan)
-            return Attempt(block, lowered, trial_names, fits_alone([*beside, *lowered], fn, target))
+            lowered, sums = _blocked(region, block, rows, trial_names, target, plan, seeds, fresh)
+            return Attempt(block, lowered, trial_names, fits_alone([*beside, *lowered], fn, target), sums)
 
         divisors = [d for d in range(min(rows, self.max_block_rows), 0, -1) if rows % d == 0]
         largest = attempt(divisors[0])
@@ -243,7 +321,7 @@ class ConvertTensorToTileOps:
                 chosen = uneven
         chosen = chosen or largest  # nothing fits: the largest blocks name the overrun
         names.taken = chosen.names.taken
-        return chosen.lowered
+        return chosen
 
     def _dynamic_rows(
         self,
@@ -254,20 +332,85 @@ class ConvertTensorToTileOps:
         target: Target,
         beside: list[Stmt],
         plan: RowPlan,
-    ) -> list[Stmt]:
+        seeds: dict[Var, Var],
+        fresh: bool,
+    ) -> Attempt:
         """A region over a run-time row count: a loop over blocks of the largest row count that
         fits the budgets (a static bound: the tile shape), whose last block may be partial and runs
         with a run-time valid shape."""
 
         def attempt(block: int) -> Attempt:
             trial_names = copy.deepcopy(names)
-            lowered = _RegionLowering(region, block, rows, trial_names, target, plan).lower()
-            return Attempt(block, lowered, trial_names, fits_alone([*beside, *lowered], fn, target))
+            lowering = _RegionLowering(
+                region, block, rows, trial_names, target, plan, fresh_names=fresh, seeds=seeds
+            )
+            lowered = lowering.lower()
+            fits = fits_alone([*beside, *lowered], fn, target)
+            return Attempt(block, lowered, trial_names, fits, lowering.sums)
 
         candidates = list(range(self.max_block_rows, 0, -1))
         chosen = _largest_fitting(candidates, attempt) or attempt(candidates[0])
         names.taken = chosen.names.taken
-        return chosen.lowered
+        return chosen
+
+
+def _has_dynamic_extent(region: list[Stmt]) -> bool:
+    return any(
+        isinstance(dim, DynDim)
+        for stmt in region
+        for x in _call_of(stmt).args
+        if isinstance(x.type, TensorType)
+        for dim in x.type.shape
+    )
+
+
+def used_column_reductions(region: list[Stmt]) -> set[Var]:
+    """Column reductions whose results other ops of the region read (not only stores)."""
+    defs = _region_defs(region)
+    reduced = {var for var, call in defs.items() if _column_reduction_of(call) is not None}
+    return reduced - column_reductions(region)
+
+
+def _ancestors(region: list[Stmt], of: set[Var]) -> set[Var]:
+    """``of`` and every value of the region they are computed from."""
+    defs = _region_defs(region)
+    found: set[Var] = set()
+    pending = [v for v in of if v in defs]
+    while pending:
+        v = pending.pop()
+        if v in found:
+            continue
+        found.add(v)
+        pending.extend(a for a in used_vars(defs[v]) if a in defs)
+    return found
+
+
+def _next_level(region: list[Stmt]) -> set[Var]:
+    """The used column reductions computed from no other one of the region: the next phase's."""
+    used = used_column_reductions(region)
+    return {v for v in used if not (_ancestors(region, {v}) - {v}) & used}
+
+
+def _computes_or_stores(stmt: Stmt, values: set[Var]) -> bool:
+    if isinstance(stmt, Assign):
+        return stmt.target in values
+    call = _call_of(stmt)
+    return call.op == tensor.assemble and call.args[1] in values
+
+
+def _phase_of(region: list[Stmt], level: set[Var]) -> list[Stmt]:
+    """The statements that compute (and store) ``level``'s column reductions, in program order."""
+    needed = _ancestors(region, level)
+    return [
+        s for s in region if (isinstance(s, Assign) and s.target in needed) or _computes_or_stores(s, level)
+    ]
+
+
+def _live(region: list[Stmt]) -> list[Stmt]:
+    """The region without the values nothing left reads (what only an earlier phase needed)."""
+    writes = [s for s in region if not isinstance(s, Assign)]
+    needed = _ancestors(region, {v for s in writes for v in used_vars(_call_of(s))})
+    return [s for s in region if not isinstance(s, Assign) or s.target in needed]
 
 
 def _check_dynamic(region: list[Stmt], rows: int | DynDim | None) -> None:
@@ -379,6 +522,7 @@ class Attempt:
     lowered: list[Stmt]
     names: NameGen
     fits: bool
+    sums: dict[Var, Var] = field(default_factory=dict)  # each column reduction's tile after the loop
 
     def count(self, rows: int) -> int:
         return -(-rows // self.block)
@@ -400,21 +544,39 @@ def _largest_fitting(candidates: list[int], attempt: Callable[[int], Attempt]) -
 
 
 def _blocked(
-    region: list[Stmt], block: int, rows: int, names: NameGen, target: Target, plan: RowPlan
-) -> list[Stmt]:
+    region: list[Stmt],
+    block: int,
+    rows: int,
+    names: NameGen,
+    target: Target,
+    plan: RowPlan,
+    seeds: dict[Var, Var],
+    fresh: bool,
+) -> tuple[list[Stmt], dict[Var, Var]]:
     """The region lowered in blocks of ``block`` rows: a loop over the whole blocks, then the rest
     of the rows as one smaller block (static shapes, no run-time valid shape), which continues the
     loop's column reductions."""
     rest = rows % block
-    head = _RegionLowering(region, block, rows - rest, names, target, plan, last=not rest)
+    head = _RegionLowering(
+        region, block, rows - rest, names, target, plan, last=not rest, fresh_names=fresh, seeds=seeds
+    )
     lowered = head.lower()
     if not rest:
-        return lowered
+        return lowered, head.sums
     start = Const(rows - rest, INDEX)
     tail = _RegionLowering(
-        region, rest, rest, names, target, plan, fresh_names=True, row=start, summed_so_far=head.sums
+        region,
+        rest,
+        rest,
+        names,
+        target,
+        plan,
+        fresh_names=True,
+        row=start,
+        summed_so_far=head.sums,
+        seeds=seeds,
     )
-    return lowered + tail.lower()
+    return lowered + tail.lower(), tail.sums
 
 
 def _region_defs(region: list[Stmt]) -> dict[Var, Call]:
@@ -472,8 +634,11 @@ def _reads(stmt: Stmt, var: Var) -> bool:
 
 
 def _reads_as_broadcast(call: Call, var: Var, found: set[Var]) -> bool:
-    """``call`` reads ``var`` only as its broadcast column vector, or is one-row work itself
-    (then it must end up in ``found`` too for ``var`` to count: checked as the fixpoint grows)."""
+    """``call`` reads ``var`` only as its broadcast column vector, stores it (once, before the
+    loop), or is one-row work itself (then it must end up in ``found`` too for ``var`` to count:
+    checked as the fixpoint grows)."""
+    if call.op == tensor.assemble:
+        return True
     whole = _shared_operands(call)
     broadcast = trait_of(call, Broadcast)
     if broadcast is not None and broadcast.axis == 0:
@@ -513,7 +678,7 @@ def _row_operands(call: Call, defs: dict[Var, Call], plan: RowPlan) -> tuple[Exp
     if _runs_whole(call):
         return None
     if call.op == tensor.assemble:
-        return () if call.args[1] in plan.summed else (call.args[1],)
+        return () if call.args[1] in plan.summed | plan.once else (call.args[1],)
     if call.op == tensor.slice:
         if _is_view(call.args[0], defs):
             return ()
@@ -580,6 +745,7 @@ class _RegionLowering:
     last: bool = True  # the last copy of the region: it stores the column reductions
     fresh_names: bool = False  # this is a second copy of the region: its tiles need names of their own
     summed_so_far: dict[Var, Var] = field(default_factory=dict)  # column reductions of earlier rows
+    seeds: dict[Var, Var] = field(default_factory=dict)  # [1, C] tiles an earlier loop computed
     sums: dict[Var, Var] = field(default_factory=dict)  # each column reduction's value after this copy
     carried: list[tuple[Var, Expr, Expr, Var]] = field(default_factory=list)  # iter_arg, init, yield, result
     after: list[Stmt] = field(default_factory=list)  # after the row loop: stores of column reductions
@@ -611,6 +777,9 @@ class _RegionLowering:
             size = make_call(scalar_ops.min, (Const(self.block, INDEX), left))
             self.valid_rows = self._emit("rows", size, self.body)
         self.defs = _region_defs(self.region)
+        for value, tile in self.seeds.items():  # read whole by every block
+            self.tiles[(value, MemorySpace.Vec, True)] = tile
+            self.tiles[(value, MemorySpace.Vec, False)] = tile
         for stmt in self.region:
             self._stmt(stmt)
         if not looped:
@@ -776,6 +945,9 @@ class _RegionLowering:
         if value in self.plan.summed:
             self._store_column_reduction(call, span)
             return
+        if value in self.plan.once:
+            self._store_once(call, span)
+            return
         if isinstance(value.type, TileType):
             tile = value
         else:
@@ -815,6 +987,20 @@ class _RegionLowering:
         )
         store = make_call(op, (self.sums[value], offsets, dst), attrs, call.span)  # type: ignore[index]
         self.after.append(Eval(store, span))
+
+    def _store_once(self, call: Call, span: SourceSpan | None) -> None:
+        """A one-row value computed before the row loop is stored there too, by the last copy of
+        the region (the smaller block after the loop, if any, makes it again)."""
+        if not self.last:
+            return
+        dst, value, offsets = call.args
+        tile = self._tile(value, MemorySpace.Vec, False, call.span)
+        atomic = call.attrs.get("atomic", AtomicType.NONE)
+        op, attrs = (
+            (tile_ops.store, {}) if atomic is AtomicType.NONE else (tile_ops.store_atomic, {"atomic": atomic})
+        )
+        sink = self.hoisted if isinstance(self.row, Var) else self.body
+        sink.append(Eval(make_call(op, (tile, offsets, dst), attrs, call.span), span))
 
     def _natural_space(self, value: Expr) -> MemorySpace:
         for (var, space, _), _tile in self.tiles.items():
