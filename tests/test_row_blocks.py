@@ -1,18 +1,19 @@
 """Large tensors through ops that combine rows, tiled in row blocks instead of running whole:
 column reductions that feed other ops (a first loop accumulates them, a second uses the [1, C]
-result as a broadcast row). Sizes far above the Vec budget; numbers against torch on a2a3sim."""
+result as a broadcast row) and reshapes (a block of whole rows is whole rows of the result).
+Sizes far above the Vec budget; numbers against torch on a2a3sim."""
 
 import pytest
 import torch
 
 import pypto.language as pl
-from pypto.ir import print_ir
+from pypto.ir import MemoryBudgetError, print_ir
 from pypto.runtime import RunConfig
 
 SIM = RunConfig(platform="a2a3sim")
 M = pl.dynamic("M")
 
-DTYPES = {pl.FP32: torch.float32, pl.FP16: torch.float16, pl.INT32: torch.int32}
+DTYPES = {pl.FP32: torch.float32, pl.FP16: torch.float16, pl.INT32: torch.int32, pl.BF16: torch.bfloat16}
 
 
 def loops(kernel) -> int:
@@ -136,3 +137,59 @@ def test_a_prime_row_count_carries_the_column_reduction_into_the_smaller_last_bl
     torch.testing.assert_close(out, x / x.amax(dim=0, keepdim=True))
     printed = print_ir(kernel.lower())
     assert printed.count("pl.range(") == 2 and printed.count("pl.tile.col_max(") == 2  # loop + last block
+
+
+def reshaped(dtype, rows, cols, shape):
+    @pl.jit
+    def kernel(
+        x: pl.Tensor[[rows, cols], dtype],
+        y: pl.Tensor[shape, dtype],
+        out: pl.Out[pl.Tensor[shape, dtype]],
+    ):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            out[:] = pl.add(pl.reshape(pl.mul(x, 2), shape), y)
+        return out
+
+    return kernel
+
+
+@pytest.mark.parametrize("shape", [[2048, 256], [8192, 64], [512, 1024]])
+@pytest.mark.parametrize("dtype", [pl.FP32, pl.FP16, pl.BF16, pl.INT32])
+def test_a_large_reshape_runs_over_blocks_of_whole_rows(dtype, shape):
+    kernel = reshaped(dtype, 4096, 128, shape)
+    x = torch.randint(-100, 100, (4096, 128)).to(DTYPES[dtype])
+    y = torch.randint(-100, 100, shape).to(DTYPES[dtype])
+    out = torch.zeros(*shape, dtype=DTYPES[dtype])
+    kernel(x, y, out, config=SIM)
+    torch.testing.assert_close(out, (x * 2).reshape(shape) + y)
+    assert loops(kernel) == 1
+
+
+def test_a_reshape_whose_blocks_are_not_whole_rows_of_the_source_moves_the_row_offset():
+    kernel = reshaped(pl.FP32, 4096, 96, [3072, 128])  # 4 rows of 96 are 3 rows of 128
+    x, y = torch.randn(4096, 96), torch.randn(3072, 128)
+    out = torch.zeros(3072, 128)
+    kernel(x, y, out, config=SIM)
+    torch.testing.assert_close(out, (x * 2).reshape(3072, 128) + y)
+    printed = print_ir(kernel.lower())
+    assert "pl.range(0, 4096, 128)" in printed and "(r * 3) // 4" in printed
+
+
+def test_a_reshape_without_a_block_of_whole_rows_says_why_it_runs_whole():
+    kernel = reshaped(pl.FP32, 4096, 128, [1, 524288])  # one row of the result is 4096 rows of x
+    with pytest.raises(MemoryBudgetError, match="no block of at most 128 whole rows") as err:
+        kernel.lower()
+    assert err.value.hint and err.value.span is not None
+
+
+@pl.jit
+def transposed(x: pl.Tensor[[1024, 128], pl.FP32], out: pl.Out[pl.Tensor[[128, 1024], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.transpose(x, 0, 1)
+    return out
+
+
+def test_a_large_transpose_says_why_it_is_not_row_blocked():
+    with pytest.raises(MemoryBudgetError, match="block of columns of the result") as err:
+        transposed.lower()
+    assert "pl.transpose(pl.load(" in err.value.hint

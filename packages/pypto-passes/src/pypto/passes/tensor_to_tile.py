@@ -25,8 +25,9 @@ from __future__ import annotations
 import copy
 import math
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from typing import ClassVar
 
 from pypto.ir import (
@@ -42,6 +43,7 @@ from pypto.ir import (
     Function,
     FunctionKind,
     If,
+    MemoryBudgetError,
     MemorySpace,
     ParseError,
     Program,
@@ -83,7 +85,7 @@ from pypto.ir.ops import (
 from pypto.ir.ops import scalar as scalar_ops
 from pypto.ir.ops import tile as tile_ops
 from pypto.ir.rewrite import NameGen, index_add, index_tuple, map_functions
-from pypto.passes.fit import fits_alone
+from pypto.passes.fit import fits_alone, overruns
 from pypto.passes.manager import PassContext
 from pypto.passes.options import option
 
@@ -146,10 +148,18 @@ class RowPlan:
 
     once: frozenset[Var] = frozenset()
     summed: frozenset[Var] = frozenset()
+    # Rows of each value per row of the loop, where a reshape changes them (1 elsewhere).
+    scales: Mapping[Var, Fraction] = field(default_factory=dict)
 
     @classmethod
     def of(cls, region: list[Stmt]) -> RowPlan:
-        return cls(frozenset(broadcast_rows(region)), frozenset(column_reductions(region)))
+        return cls(
+            frozenset(broadcast_rows(region)), frozenset(column_reductions(region)), row_scales(region)
+        )
+
+    def unit(self) -> int:
+        """The loop's row blocks are multiples of this: every value's block is whole rows."""
+        return math.lcm(1, *(scale.denominator for scale in self.scales.values()))
 
 
 # Tile row reductions take a scratch tile shaped like their operand.
@@ -300,8 +310,11 @@ class ConvertTensorToTileOps:
             if trial.fits:
                 names.taken = trial.names.taken
                 return trial
-        if rows is None:
+        unit = plan.unit()
+        if rows is None or unit > min(rows, self.max_block_rows):
             trial = whole()
+            if not trial.fits:
+                _explain_whole(region, plan, rows, fn, target, trial.lowered, self.max_block_rows)
             names.taken = trial.names.taken
             return trial
 
@@ -310,13 +323,18 @@ class ConvertTensorToTileOps:
             lowered, sums = _blocked(region, block, rows, trial_names, target, plan, seeds, fresh)
             return Attempt(block, lowered, trial_names, fits_alone([*beside, *lowered], fn, target), sums)
 
-        divisors = [d for d in range(min(rows, self.max_block_rows), 0, -1) if rows % d == 0]
+        divisors = [
+            d for d in range(min(rows, self.max_block_rows), 0, -1) if rows % d == 0 and d % unit == 0
+        ]
         largest = attempt(divisors[0])
         chosen = largest if largest.fits else _largest_fitting(divisors[1:], attempt)
         if chosen is None or chosen.count(rows) > UNEVEN_WORTH:
             # No divisor fits, or only a small one (a prime row count): blocks of ceil(rows / n)
             # rows, the last one smaller, may need far fewer iterations.
-            uneven = _largest_fitting(row_blocks(rows, self.max_block_rows), attempt)
+            blocks = [
+                b for b in row_blocks(rows, self.max_block_rows) if b % unit == 0 and rows % b % unit == 0
+            ]
+            uneven = _largest_fitting(blocks, attempt)
             if uneven is not None and (chosen is None or 2 * uneven.count(rows) <= chosen.count(rows)):
                 chosen = uneven
         chosen = chosen or largest  # nothing fits: the largest blocks name the overrun
@@ -352,6 +370,59 @@ class ConvertTensorToTileOps:
         chosen = _largest_fitting(candidates, attempt) or attempt(candidates[0])
         names.taken = chosen.names.taken
         return chosen
+
+
+def _explain_whole(
+    region: list[Stmt],
+    plan: RowPlan,
+    rows: int | None,
+    fn: Function,
+    target: Target,
+    whole: list[Stmt],
+    limit: int,
+) -> None:
+    """A region that must run whole and does not fit: say which op makes it run whole, and why it
+    cannot be cut into row blocks, rather than only that the scope is over budget."""
+    if not overruns(whole, fn, target):
+        return  # it fits alone: the parts beside it are what is too big, the allocator says so
+    for stmt in region:
+        call = _call_of(stmt)
+        scaled = isinstance(stmt, Assign) and stmt.target in plan.scales
+        if not _runs_whole(call) or (scaled and rows is None):
+            continue  # a reshape of whole rows blocks: another op made the region run whole
+        src = call.args[0].type
+        assert isinstance(src, TensorType)
+        why, hint = _why_whole(call, scaled, limit)
+        raise MemoryBudgetError(
+            f"{call.op} of a [{', '.join(str(d) for d in src.shape)}] tensor makes its scope run "
+            f"whole, which needs more on-chip memory than {target.name} has: {why}",
+            stmt.span,
+            hint,
+        )
+
+
+def _why_whole(call: Call, scaled: bool, limit: int) -> tuple[str, str]:
+    """Why ``call`` cannot run over row blocks, and what to write instead."""
+    if call.op == tensor.transpose:
+        return (
+            "a block of its rows is a block of columns of the result, and the scope does not tile by columns",
+            "transpose in blocks yourself: store pl.transpose(pl.load(x, [r, c], [R, C])) at [c, r]",
+        )
+    if call.op == tensor.reshape and scaled:
+        return (
+            f"no block of at most {limit} whole rows of the source is whole rows of the result",
+            "reshape to a shape whose rows hold whole rows of the source (or few enough source rows "
+            "make one row of the result), or reshape blocks yourself",
+        )
+    if call.op == tensor.reshape:
+        return (
+            "only a reshape of a 2-D tensor of static extents into one is cut into blocks of whole rows",
+            "reshape between 2-D shapes, or reshape blocks yourself with pl.load / pl.reshape / pl.store",
+        )
+    return (
+        "it combines the rows of its operand",
+        "write the loop over row blocks yourself with pl.load / pl.store",
+    )
 
 
 def _has_dynamic_extent(region: list[Stmt]) -> bool:
@@ -619,6 +690,46 @@ def column_reductions(region: list[Stmt]) -> set[Var]:
     return reduced
 
 
+def row_scales(region: list[Stmt]) -> dict[Var, Fraction]:
+    """Rows of each value per row of the region's loop, where reshapes of whole rows change them:
+    ``[4096, 128] -> [2048, 256]`` gives its result half as many rows per block. Empty (every
+    value 1) when the region has no such reshape; values of another scale stay out (a reshape
+    that is not of 2-D static tensors makes the region run whole)."""
+    scales: dict[Var, Fraction] = {}
+    for stmt in region:
+        call = _call_of(stmt)
+        if call.op != tensor.reshape or not isinstance(stmt, Assign):
+            continue
+        src, dst = call.args[0].type, stmt.target.type
+        if not (_static_2d(src) and _static_2d(dst)):
+            continue
+        assert isinstance(src, TensorType) and isinstance(dst, TensorType)
+        source_scale = scales.get(call.args[0], Fraction(1)) if isinstance(call.args[0], Var) else Fraction(1)
+        scales[stmt.target] = source_scale * Fraction(dst.shape[0], src.shape[0])
+        _follow_scale(region, stmt.target, scales)
+    return scales if any(s != 1 for s in scales.values()) else {}
+
+
+def _follow_scale(region: list[Stmt], start: Var, scales: dict[Var, Fraction]) -> None:
+    """Values computed row by row from ``start`` (and the tensors they read) take its scale."""
+    for stmt in region:
+        call = _call_of(stmt)
+        if call.op == tensor.reshape or not any(a is start or a in scales for a in call.args):
+            continue
+        scale = next(scales[a] for a in call.args if isinstance(a, Var) and a in scales)
+        for a in (*call.args, *([stmt.target] if isinstance(stmt, Assign) else [])):
+            if isinstance(a, Var) and isinstance(a.type, TensorType) and a not in scales and _is_2d(a):
+                scales[a] = scale
+
+
+def _static_2d(t: object) -> bool:
+    return isinstance(t, TensorType) and len(t.shape) == 2 and all(isinstance(d, int) for d in t.shape)
+
+
+def _is_2d(x: Var) -> bool:
+    return isinstance(x.type, TensorType) and len(x.type.shape) == 2
+
+
 def _call_of(stmt: Stmt) -> Call:
     """The op call a region statement makes (``is_tensor_stmt`` admits no other statement)."""
     assert isinstance(stmt, (Assign, Eval)) and isinstance(stmt.value, Call)
@@ -658,7 +769,10 @@ def _block_rows(region: list[Stmt], plan: RowPlan) -> int | DynDim | None:
         call = _call_of(stmt)
         if isinstance(stmt, Assign) and stmt.target in plan.once:
             continue
-        operands = _row_operands(call, defs, plan)
+        blocked_reshape = (
+            call.op == tensor.reshape and isinstance(stmt, Assign) and stmt.target in plan.scales
+        )
+        operands = (call.args[0],) if blocked_reshape else _row_operands(call, defs, plan)
         if operands is None:
             return None
         if isinstance(stmt, Assign) and call.op != tensor.slice and stmt.target not in plan.summed:
@@ -667,8 +781,21 @@ def _block_rows(region: list[Stmt], plan: RowPlan) -> int | DynDim | None:
             if isinstance(x.type, TileType):
                 return None
             if isinstance(x.type, TensorType):
-                row_counts.add(x.type.shape[0])
+                rows = _loop_rows(x, x.type, plan)
+                if rows is None:
+                    return None
+                row_counts.add(rows)
     return row_counts.pop() if len(row_counts) == 1 else None
+
+
+def _loop_rows(x: Expr, t: TensorType, plan: RowPlan) -> int | DynDim | None:
+    """The rows of the loop over ``x``'s row blocks (a reshaped value's rows over its scale)."""
+    rows = t.shape[0]
+    scale = plan.scales.get(x, Fraction(1)) if isinstance(x, Var) else Fraction(1)
+    if scale == 1 or isinstance(rows, DynDim):
+        return rows
+    loop_rows = rows / scale
+    return int(loop_rows) if loop_rows.denominator == 1 else None
 
 
 def _row_operands(call: Call, defs: dict[Var, Call], plan: RowPlan) -> tuple[Expr, ...] | None:
@@ -848,6 +975,9 @@ class _RegionLowering:
         if call.op == tensor.slice:
             self._computed_slice(stmt.target, call)
             return
+        if call.op == tensor.reshape and self.block is not None:
+            self._reshaped_block(stmt.target, call)
+            return
         if stmt.target in self.plan.summed:
             self._column_reduction(stmt.target, call)
             return
@@ -907,6 +1037,40 @@ class _RegionLowering:
         ]
         return bool(uses) and all(get_op(op).unit is Unit.CUBE for _, op in uses)
 
+    def _scale(self, x: Expr) -> Fraction:
+        return self.plan.scales.get(x, Fraction(1)) if isinstance(x, Var) else Fraction(1)
+
+    def _block_of(self, x: Expr) -> int:
+        """The rows of ``x`` in one block: a reshape's result has more or fewer than its source."""
+        assert self.block is not None
+        rows = self.block * self._scale(x)
+        assert rows.denominator == 1, (x, self.block)
+        return int(rows)
+
+    def _row_of(self, x: Expr) -> Expr:
+        """The first row of ``x`` this block covers."""
+        scale = self._scale(x)
+        if scale == 1:
+            return self.row
+        if isinstance(self.row, Const):
+            return Const(int(self.row.value * scale), INDEX)
+        row: Expr = self.row
+        if scale.numerator != 1:
+            row = make_call(scalar_ops.mul, (row, Const(scale.numerator, INDEX)))
+        if scale.denominator != 1:
+            row = make_call(scalar_ops.floordiv, (row, Const(scale.denominator, INDEX)))
+        return row
+
+    def _reshaped_block(self, target: Var, call: Call) -> None:
+        """A reshape of a block of whole rows: the same elements as whole rows of the result."""
+        x = self._tile(call.args[0], MemorySpace.Vec, True, call.span)
+        shape = (self._block_of(target), *call.attrs["shape"][1:])
+        value = make_call(_lowered(call), (x,), {**call.attrs, "shape": shape}, call.span)
+        name = self.names.fresh(target.name) if self.fresh_names else target.name
+        tile = Var(name, value.type, target.span)
+        self.body.append(Assign(tile, value, call.span))
+        self.tiles[(target, MemorySpace.Vec, True)] = tile
+
     def _computed_slice(self, target: Var, call: Call) -> None:
         """A slice of a value the region computes: of this block's rows when it keeps every row.
         One that only the cube reads (AutoTileMatmul's K-blocks of a vector prologue) is cut on the
@@ -916,7 +1080,7 @@ class _RegionLowering:
         whole = self._tile(src, space, True, call.span)
         shape = list(call.attrs["shape"])
         if self.block is not None and _whole_rows(call):
-            shape[0] = self.block
+            shape[0] = self._block_of(src)
         value = make_call(tile_ops.slice, (whole, offsets), {**call.attrs, "shape": tuple(shape)}, call.span)
         self.tiles[(target, space, True)] = self._emit(target.name, value, self.body)
 
@@ -954,7 +1118,7 @@ class _RegionLowering:
             natural = self._natural_space(value)
             tile = self._tile(value, natural, True, call.span)
         elements = list(offsets.elements)
-        elements[0] = index_add(elements[0], self.row)
+        elements[0] = index_add(elements[0], self._row_of(value))
         atomic = call.attrs.get("atomic", AtomicType.NONE)
         op, attrs = (
             (tile_ops.store, {}) if atomic is AtomicType.NONE else (tile_ops.store_atomic, {"atomic": atomic})
@@ -1049,8 +1213,8 @@ class _RegionLowering:
         offsets = list(starts)
         blocked = row_local and self.block is not None
         if blocked:
-            shape[0] = self.block  # type: ignore[assignment]
-            offsets[0] = index_add(offsets[0], self.row)
+            shape[0] = self._block_of(x)
+            offsets[0] = index_add(offsets[0], self._row_of(x))
         staging = (
             MemorySpace.Mat if space in (MemorySpace.Left, MemorySpace.Right, MemorySpace.Bias) else space
         )
