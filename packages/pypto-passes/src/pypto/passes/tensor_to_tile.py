@@ -15,8 +15,12 @@ whole, once, before the loop, and one-row values used only as broadcast column v
 (``pl.col_expand_mul(x, gamma * s)``) are computed there too. A column reduction (``col_sum``,
 ``col_max``) whose result is only stored runs whole while that fits, else over the row blocks:
 each block's partial result is joined into a running ``[1, C]`` tile the loop carries, stored
-after the loop. A region with a reshape, or a column reduction used by other ops, combines rows,
-so it runs whole. A slice of a global tensor (``a[:, k0:k0 + 128]``) is a view: its uses load
+after the loop. A column reduction that other ops use (``x / col_max(x)``) runs whole while
+that fits, else in phases: a loop that accumulates it over the row blocks, then a loop for the
+rest reading the ``[1, C]`` result as a broadcast row (one more loop per reduction that needs an
+earlier one, as a variance needs the mean). A 2-D reshape blocks by whole rows of both sides
+(each value has a row scale: rows per row of the loop). A transpose, or a reshape no block of
+whole rows fits, makes its region run whole; one that overruns then says so at that op. A slice of a global tensor (``a[:, k0:k0 + 128]``) is a view: its uses load
 from the tensor at the slice's offsets. An atomic ``assemble`` becomes ``tile.store_atomic``.
 """
 
