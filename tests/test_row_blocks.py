@@ -193,3 +193,24 @@ def test_a_large_transpose_says_why_it_is_not_row_blocked():
     with pytest.raises(MemoryBudgetError, match="block of columns of the result") as err:
         transposed.lower()
     assert "pl.transpose(pl.load(" in err.value.hint
+
+
+@pl.jit
+def dynamic_batch_norm(
+    x: pl.Tensor[[M, 64], pl.FP32], n: pl.Tensor[[1, 64], pl.FP32], out: pl.Out[pl.Tensor[[M, 64], pl.FP32]]
+):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        d = x - pl.col_sum(x) / n
+        var = pl.col_sum(d * d) / n
+        out[:] = d / pl.sqrt(var + 1e-5)
+    return out
+
+
+@pytest.mark.parametrize("rows", [700, 5])
+def test_batch_norm_over_a_dynamic_row_count_pads_each_accumulating_loop(rows):
+    x = torch.randn(rows, 64) * 3 + 1
+    out = torch.zeros(rows, 64)
+    dynamic_batch_norm(x, torch.full((1, 64), float(rows)), out, config=SIM)
+    expected = torch.nn.functional.batch_norm(x, None, None, training=True, eps=1e-5)
+    torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-4)
+    assert loops(dynamic_batch_norm) == 3

@@ -20,8 +20,9 @@ that fits, else in phases: a loop that accumulates it over the row blocks, then 
 rest reading the ``[1, C]`` result as a broadcast row (one more loop per reduction that needs an
 earlier one, as a variance needs the mean). A 2-D reshape blocks by whole rows of both sides
 (each value has a row scale: rows per row of the loop). A transpose, or a reshape no block of
-whole rows fits, makes its region run whole; one that overruns then says so at that op. A slice of a global tensor (``a[:, k0:k0 + 128]``) is a view: its uses load
-from the tensor at the slice's offsets. An atomic ``assemble`` becomes ``tile.store_atomic``.
+whole rows fits, makes its region run whole; one that overruns then says so at that op. A slice
+of a global tensor (``a[:, k0:k0 + 128]``) is a view: its uses load from the tensor at the
+slice's offsets. An atomic ``assemble`` becomes ``tile.store_atomic``.
 """
 
 from __future__ import annotations
