@@ -76,10 +76,21 @@ def test_a_column_reduction_keeps_its_region_whole():
     assert load.value.attrs["shape"] == (256, 64)
 
 
-def test_a_reshape_keeps_its_region_whole():
+def test_a_reshape_of_whole_rows_streams_by_row_blocks():
     x, out = irbuild.tensor("x", [256, 64]), irbuild.tensor("out", [512, 32])
     flat = irbuild.assign("flat", "tensor.reshape", x, shape=(512, 32))
     kernel = lowered_kernel([flat, irbuild.write(out, flat.target)], [Param(x), Param(out, Direction.Out)])
+    assert loop_step(kernel) == 128 and "tile.reshape" in ops(kernel)
+    reshape = next(
+        s for s in walk_stmts(kernel.body) if isinstance(s, Assign) and s.value.op == "tile.reshape"
+    )
+    assert reshape.target.type.shape == (256, 32)  # 128 rows of 64 are 256 rows of 32
+
+
+def test_a_reshape_that_is_not_2d_keeps_its_region_whole():
+    x, out = irbuild.tensor("x", [256, 64]), irbuild.tensor("out", [2, 128, 64])
+    cube = irbuild.assign("cube", "tensor.reshape", x, shape=(2, 128, 64))
+    kernel = lowered_kernel([cube, irbuild.write(out, cube.target)], [Param(x), Param(out, Direction.Out)])
     assert loop_step(kernel) is None and "tile.reshape" in ops(kernel)
 
 

@@ -19,15 +19,21 @@ from pypto.passes.vector_split import LowerAutoVectorSplit
 
 
 def fits_alone(body: Sequence[Stmt], fn: Function, target: Target) -> bool:
+    return not overruns(body, fn, target, unlowerable=True)
+
+
+def overruns(body: Sequence[Stmt], fn: Function, target: Target, unlowerable: bool = False) -> bool:
+    """Does some kernel of ``body`` need more of an on-chip space than the target has? A body
+    that cannot be lowered at all counts as ``unlowerable`` (a later pass names why)."""
     attrs = {k: v for k, v in fn.attrs.items() if k != "slot_num"}
     probe = replace(fn, body=tuple(body), attrs=attrs)
     try:
         probe = LowerAutoVectorSplit().lower(InferTileMemorySpace().infer(probe, target))
         kernels = ExpandMixedKernel().expand(probe, target)
     except PyptoError:
-        return False  # this block size cannot be lowered at all (e.g. it cannot be halved)
+        return unlowerable  # this block size cannot be lowered at all (e.g. it cannot be halved)
     for kernel in kernels:
         plan = plan_memory(kernel.body, target, tuple(kernel.attrs.get("reservations", ())))
         if over_budget(plan, target):
-            return False
-    return True
+            return True
+    return False

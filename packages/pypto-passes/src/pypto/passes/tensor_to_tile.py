@@ -15,9 +15,14 @@ whole, once, before the loop, and one-row values used only as broadcast column v
 (``pl.col_expand_mul(x, gamma * s)``) are computed there too. A column reduction (``col_sum``,
 ``col_max``) whose result is only stored runs whole while that fits, else over the row blocks:
 each block's partial result is joined into a running ``[1, C]`` tile the loop carries, stored
-after the loop. A region with a reshape, or a column reduction used by other ops, combines rows,
-so it runs whole. A slice of a global tensor (``a[:, k0:k0 + 128]``) is a view: its uses load
-from the tensor at the slice's offsets. An atomic ``assemble`` becomes ``tile.store_atomic``.
+after the loop. A column reduction that other ops use (``x / col_max(x)``) runs whole while
+that fits, else in phases: a loop that accumulates it over the row blocks, then a loop for the
+rest reading the ``[1, C]`` result as a broadcast row (one more loop per reduction that needs an
+earlier one, as a variance needs the mean). A 2-D reshape blocks by whole rows of both sides
+(each value has a row scale: rows per row of the loop). A transpose, or a reshape no block of
+whole rows fits, makes its region run whole; one that overruns then says so at that op. A slice
+of a global tensor (``a[:, k0:k0 + 128]``) is a view: its uses load from the tensor at the
+slice's offsets. An atomic ``assemble`` becomes ``tile.store_atomic``.
 """
 
 from __future__ import annotations
@@ -25,8 +30,9 @@ from __future__ import annotations
 import copy
 import math
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from typing import ClassVar
 
 from pypto.ir import (
@@ -42,6 +48,7 @@ from pypto.ir import (
     Function,
     FunctionKind,
     If,
+    MemoryBudgetError,
     MemorySpace,
     ParseError,
     Program,
@@ -83,7 +90,7 @@ from pypto.ir.ops import (
 from pypto.ir.ops import scalar as scalar_ops
 from pypto.ir.ops import tile as tile_ops
 from pypto.ir.rewrite import NameGen, index_add, index_tuple, map_functions
-from pypto.passes.fit import fits_alone
+from pypto.passes.fit import fits_alone, overruns
 from pypto.passes.manager import PassContext
 from pypto.passes.options import option
 
@@ -146,10 +153,18 @@ class RowPlan:
 
     once: frozenset[Var] = frozenset()
     summed: frozenset[Var] = frozenset()
+    # Rows of each value per row of the loop, where a reshape changes them (1 elsewhere).
+    scales: Mapping[Var, Fraction] = field(default_factory=dict)
 
     @classmethod
     def of(cls, region: list[Stmt]) -> RowPlan:
-        return cls(frozenset(broadcast_rows(region)), frozenset(column_reductions(region)))
+        return cls(
+            frozenset(broadcast_rows(region)), frozenset(column_reductions(region)), row_scales(region)
+        )
+
+    def unit(self) -> int:
+        """The loop's row blocks are multiples of this: every value's block is whole rows."""
+        return math.lcm(1, *(scale.denominator for scale in self.scales.values()))
 
 
 # Tile row reductions take a scratch tile shaped like their operand.
@@ -210,40 +225,126 @@ class ConvertTensorToTileOps:
         return [stmt for i in sorted(lowered) for stmt in lowered[i]]
 
     def _region(
-        self, region: list[Stmt], fn: Function, names: NameGen, target: Target, beside: list[Stmt]
+        self,
+        region: list[Stmt],
+        fn: Function,
+        names: NameGen,
+        target: Target,
+        beside: list[Stmt],
+        seeds: dict[Var, Var] | None = None,
     ) -> list[Stmt]:
+        """The region tiled. One whose column reductions feed its other ops runs whole while that
+        fits; else (or over a run-time row count) in phases, each a loop over the row blocks."""
+        seeds = seeds or {}
+        if used_column_reductions(region):
+            if not _has_dynamic_extent(region):
+                trial_names = copy.deepcopy(names)
+                whole = _RegionLowering(region, None, None, trial_names, target, seeds=seeds).lower()
+                if fits_alone([*beside, *whole], fn, target):
+                    names.taken = trial_names.taken
+                    return whole
+            return self._phased(region, fn, names, target, beside, seeds)
+        return self._sized(region, fn, names, target, beside, seeds).lowered
+
+    def _phased(
+        self,
+        region: list[Stmt],
+        fn: Function,
+        names: NameGen,
+        target: Target,
+        beside: list[Stmt],
+        seeds: dict[Var, Var],
+    ) -> list[Stmt]:
+        """A region whose column reductions feed its other ops, as loops over the row blocks one
+        after the other: each accumulates the column reductions that need no other one still to
+        come (``x - col_sum(x) / n`` first sums ``x``; a variance then sums the squared
+        deviations), and the last computes the rest with the ``[1, C]`` results as broadcast rows
+        loaded once. A value both phases read (``x``) is loaded again by the second: a row block
+        is not kept on chip across loops (that is what overran the budget)."""
+        seeds = dict(seeds)
+        done: list[Stmt] = []
+        remaining = list(region)
+        while level := _next_level(remaining):
+            phase = _phase_of(remaining, level)
+            # A phase streams its rows even where it would fit whole: the next one loads them again.
+            # Values a later phase computes again are new tiles there, with names of their own.
+            attempt = self._sized(
+                phase, fn, names, target, [*beside, *done], seeds, whole_if_fits=False, fresh=bool(done)
+            )
+            done.extend(attempt.lowered)
+            seeds.update({v: attempt.sums[v] for v in level})
+            remaining = _live([s for s in remaining if not _computes_or_stores(s, level)])
+        for part in independent_parts(remaining):
+            done.extend(self._sized(part, fn, names, target, [*beside, *done], seeds, fresh=True).lowered)
+        return done
+
+    def _sized(
+        self,
+        region: list[Stmt],
+        fn: Function,
+        names: NameGen,
+        target: Target,
+        beside: list[Stmt],
+        seeds: dict[Var, Var],
+        whole_if_fits: bool = True,
+        fresh: bool = False,
+    ) -> Attempt:
+        """The region lowered in the largest row blocks that fit beside ``beside``; ``seeds`` are
+        ``[1, C]`` values earlier loops computed (as tiles), read here as broadcast rows. Column
+        reductions only stored run whole while that fits (``whole_if_fits``)."""
         plan = RowPlan.of(region)
         rows = _block_rows(region, plan)
         _check_dynamic(region, rows)
         if isinstance(rows, DynDim):
-            return self._dynamic_rows(region, rows, fn, names, target, beside, plan)
-        if plan.summed and rows is not None:
-            # A column reduction runs whole while that fits; else over the row blocks.
+            return self._dynamic_rows(region, rows, fn, names, target, beside, plan, seeds, fresh)
+
+        def whole() -> Attempt:
             trial_names = copy.deepcopy(names)
-            whole = _RegionLowering(region, None, None, trial_names, target).lower()
-            if fits_alone([*beside, *whole], fn, target):
-                names.taken = trial_names.taken
-                return whole
-        if rows is None:
-            return _RegionLowering(region, None, None, names, target).lower()
+            # Its column reductions keep their tiles by name (``sums``) for a later phase.
+            only_sums = RowPlan(summed=plan.summed)
+            lowering = _RegionLowering(
+                region, None, None, trial_names, target, only_sums, fresh_names=fresh, seeds=seeds
+            )
+            lowered = lowering.lower()
+            fits = fits_alone([*beside, *lowered], fn, target)
+            return Attempt(rows or 0, lowered, trial_names, fits, lowering.sums)
+
+        if plan.summed and rows is not None and whole_if_fits:
+            # A column reduction runs whole while that fits; else over the row blocks.
+            trial = whole()
+            if trial.fits:
+                names.taken = trial.names.taken
+                return trial
+        unit = plan.unit()
+        if rows is None or unit > min(rows, self.max_block_rows):
+            trial = whole()
+            if not trial.fits:
+                _explain_whole(region, plan, rows, fn, target, trial.lowered, self.max_block_rows)
+            names.taken = trial.names.taken
+            return trial
 
         def attempt(block: int) -> Attempt:
             trial_names = copy.deepcopy(names)
-            lowered = _blocked(region, block, rows, trial_names, target, plan)
-            return Attempt(block, lowered, trial_names, fits_alone([*beside, *lowered], fn, target))
+            lowered, sums = _blocked(region, block, rows, trial_names, target, plan, seeds, fresh)
+            return Attempt(block, lowered, trial_names, fits_alone([*beside, *lowered], fn, target), sums)
 
-        divisors = [d for d in range(min(rows, self.max_block_rows), 0, -1) if rows % d == 0]
+        divisors = [
+            d for d in range(min(rows, self.max_block_rows), 0, -1) if rows % d == 0 and d % unit == 0
+        ]
         largest = attempt(divisors[0])
         chosen = largest if largest.fits else _largest_fitting(divisors[1:], attempt)
         if chosen is None or chosen.count(rows) > UNEVEN_WORTH:
             # No divisor fits, or only a small one (a prime row count): blocks of ceil(rows / n)
             # rows, the last one smaller, may need far fewer iterations.
-            uneven = _largest_fitting(row_blocks(rows, self.max_block_rows), attempt)
+            blocks = [
+                b for b in row_blocks(rows, self.max_block_rows) if b % unit == 0 and rows % b % unit == 0
+            ]
+            uneven = _largest_fitting(blocks, attempt)
             if uneven is not None and (chosen is None or 2 * uneven.count(rows) <= chosen.count(rows)):
                 chosen = uneven
         chosen = chosen or largest  # nothing fits: the largest blocks name the overrun
         names.taken = chosen.names.taken
-        return chosen.lowered
+        return chosen
 
     def _dynamic_rows(
         self,
@@ -254,20 +355,138 @@ class ConvertTensorToTileOps:
         target: Target,
         beside: list[Stmt],
         plan: RowPlan,
-    ) -> list[Stmt]:
+        seeds: dict[Var, Var],
+        fresh: bool,
+    ) -> Attempt:
         """A region over a run-time row count: a loop over blocks of the largest row count that
         fits the budgets (a static bound: the tile shape), whose last block may be partial and runs
         with a run-time valid shape."""
 
         def attempt(block: int) -> Attempt:
             trial_names = copy.deepcopy(names)
-            lowered = _RegionLowering(region, block, rows, trial_names, target, plan).lower()
-            return Attempt(block, lowered, trial_names, fits_alone([*beside, *lowered], fn, target))
+            lowering = _RegionLowering(
+                region, block, rows, trial_names, target, plan, fresh_names=fresh, seeds=seeds
+            )
+            lowered = lowering.lower()
+            fits = fits_alone([*beside, *lowered], fn, target)
+            return Attempt(block, lowered, trial_names, fits, lowering.sums)
 
         candidates = list(range(self.max_block_rows, 0, -1))
         chosen = _largest_fitting(candidates, attempt) or attempt(candidates[0])
         names.taken = chosen.names.taken
-        return chosen.lowered
+        return chosen
+
+
+def _explain_whole(
+    region: list[Stmt],
+    plan: RowPlan,
+    rows: int | None,
+    fn: Function,
+    target: Target,
+    whole: list[Stmt],
+    limit: int,
+) -> None:
+    """A region that must run whole and does not fit: say which op makes it run whole, and why it
+    cannot be cut into row blocks, rather than only that the scope is over budget."""
+    if not overruns(whole, fn, target):
+        return  # it fits alone: the parts beside it are what is too big, the allocator says so
+    for stmt in region:
+        call = _call_of(stmt)
+        scaled = isinstance(stmt, Assign) and stmt.target in plan.scales
+        if not _runs_whole(call) or (scaled and rows is None):
+            continue  # a reshape of whole rows blocks: another op made the region run whole
+        src = call.args[0].type
+        assert isinstance(src, TensorType)
+        why, hint = _why_whole(call, scaled, limit)
+        raise MemoryBudgetError(
+            f"{call.op} of a [{', '.join(str(d) for d in src.shape)}] tensor makes its scope run "
+            f"whole, which needs more on-chip memory than {target.name} has: {why}",
+            stmt.span,
+            hint,
+        )
+
+
+def _why_whole(call: Call, scaled: bool, limit: int) -> tuple[str, str]:
+    """Why ``call`` cannot run over row blocks, and what to write instead."""
+    if call.op == tensor.transpose:
+        return (
+            "a block of its rows is a block of columns of the result, and the scope does not tile by columns",
+            "transpose in blocks yourself: store pl.transpose(pl.load(x, [r, c], [R, C])) at [c, r]",
+        )
+    if call.op == tensor.reshape and scaled:
+        return (
+            f"no block of at most {limit} whole rows of the source is whole rows of the result",
+            "reshape to a shape whose rows hold whole rows of the source (or few enough source rows "
+            "make one row of the result), or reshape blocks yourself",
+        )
+    if call.op == tensor.reshape:
+        return (
+            "only a reshape of a 2-D tensor of static extents into one is cut into blocks of whole rows",
+            "reshape between 2-D shapes, or reshape blocks yourself with pl.load / pl.reshape / pl.store",
+        )
+    return (
+        "it combines the rows of its operand",
+        "write the loop over row blocks yourself with pl.load / pl.store",
+    )
+
+
+def _has_dynamic_extent(region: list[Stmt]) -> bool:
+    return any(
+        isinstance(dim, DynDim)
+        for stmt in region
+        for x in _call_of(stmt).args
+        if isinstance(x.type, TensorType)
+        for dim in x.type.shape
+    )
+
+
+def used_column_reductions(region: list[Stmt]) -> set[Var]:
+    """Column reductions whose results other ops of the region read (not only stores)."""
+    defs = _region_defs(region)
+    reduced = {var for var, call in defs.items() if _column_reduction_of(call) is not None}
+    return reduced - column_reductions(region)
+
+
+def _ancestors(region: list[Stmt], of: set[Var]) -> set[Var]:
+    """``of`` and every value of the region they are computed from."""
+    defs = _region_defs(region)
+    found: set[Var] = set()
+    pending = [v for v in of if v in defs]
+    while pending:
+        v = pending.pop()
+        if v in found:
+            continue
+        found.add(v)
+        pending.extend(a for a in used_vars(defs[v]) if a in defs)
+    return found
+
+
+def _next_level(region: list[Stmt]) -> set[Var]:
+    """The used column reductions computed from no other one of the region: the next phase's."""
+    used = used_column_reductions(region)
+    return {v for v in used if not (_ancestors(region, {v}) - {v}) & used}
+
+
+def _computes_or_stores(stmt: Stmt, values: set[Var]) -> bool:
+    if isinstance(stmt, Assign):
+        return stmt.target in values
+    call = _call_of(stmt)
+    return call.op == tensor.assemble and call.args[1] in values
+
+
+def _phase_of(region: list[Stmt], level: set[Var]) -> list[Stmt]:
+    """The statements that compute (and store) ``level``'s column reductions, in program order."""
+    needed = _ancestors(region, level)
+    return [
+        s for s in region if (isinstance(s, Assign) and s.target in needed) or _computes_or_stores(s, level)
+    ]
+
+
+def _live(region: list[Stmt]) -> list[Stmt]:
+    """The region without the values nothing left reads (what only an earlier phase needed)."""
+    writes = [s for s in region if not isinstance(s, Assign)]
+    needed = _ancestors(region, {v for s in writes for v in used_vars(_call_of(s))})
+    return [s for s in region if not isinstance(s, Assign) or s.target in needed]
 
 
 def _check_dynamic(region: list[Stmt], rows: int | DynDim | None) -> None:
@@ -379,6 +598,7 @@ class Attempt:
     lowered: list[Stmt]
     names: NameGen
     fits: bool
+    sums: dict[Var, Var] = field(default_factory=dict)  # each column reduction's tile after the loop
 
     def count(self, rows: int) -> int:
         return -(-rows // self.block)
@@ -400,21 +620,39 @@ def _largest_fitting(candidates: list[int], attempt: Callable[[int], Attempt]) -
 
 
 def _blocked(
-    region: list[Stmt], block: int, rows: int, names: NameGen, target: Target, plan: RowPlan
-) -> list[Stmt]:
+    region: list[Stmt],
+    block: int,
+    rows: int,
+    names: NameGen,
+    target: Target,
+    plan: RowPlan,
+    seeds: dict[Var, Var],
+    fresh: bool,
+) -> tuple[list[Stmt], dict[Var, Var]]:
     """The region lowered in blocks of ``block`` rows: a loop over the whole blocks, then the rest
     of the rows as one smaller block (static shapes, no run-time valid shape), which continues the
     loop's column reductions."""
     rest = rows % block
-    head = _RegionLowering(region, block, rows - rest, names, target, plan, last=not rest)
+    head = _RegionLowering(
+        region, block, rows - rest, names, target, plan, last=not rest, fresh_names=fresh, seeds=seeds
+    )
     lowered = head.lower()
     if not rest:
-        return lowered
+        return lowered, head.sums
     start = Const(rows - rest, INDEX)
     tail = _RegionLowering(
-        region, rest, rest, names, target, plan, fresh_names=True, row=start, summed_so_far=head.sums
+        region,
+        rest,
+        rest,
+        names,
+        target,
+        plan,
+        fresh_names=True,
+        row=start,
+        summed_so_far=head.sums,
+        seeds=seeds,
     )
-    return lowered + tail.lower()
+    return lowered + tail.lower(), tail.sums
 
 
 def _region_defs(region: list[Stmt]) -> dict[Var, Call]:
@@ -457,6 +695,46 @@ def column_reductions(region: list[Stmt]) -> set[Var]:
     return reduced
 
 
+def row_scales(region: list[Stmt]) -> dict[Var, Fraction]:
+    """Rows of each value per row of the region's loop, where reshapes of whole rows change them:
+    ``[4096, 128] -> [2048, 256]`` gives its result half as many rows per block. Empty (every
+    value 1) when the region has no such reshape; values of another scale stay out (a reshape
+    that is not of 2-D static tensors makes the region run whole)."""
+    scales: dict[Var, Fraction] = {}
+    for stmt in region:
+        call = _call_of(stmt)
+        if call.op != tensor.reshape or not isinstance(stmt, Assign):
+            continue
+        src, dst = call.args[0].type, stmt.target.type
+        if not (_static_2d(src) and _static_2d(dst)):
+            continue
+        assert isinstance(src, TensorType) and isinstance(dst, TensorType)
+        source_scale = scales.get(call.args[0], Fraction(1)) if isinstance(call.args[0], Var) else Fraction(1)
+        scales[stmt.target] = source_scale * Fraction(dst.shape[0], src.shape[0])
+        _follow_scale(region, stmt.target, scales)
+    return scales if any(s != 1 for s in scales.values()) else {}
+
+
+def _follow_scale(region: list[Stmt], start: Var, scales: dict[Var, Fraction]) -> None:
+    """Values computed row by row from ``start`` (and the tensors they read) take its scale."""
+    for stmt in region:
+        call = _call_of(stmt)
+        if call.op == tensor.reshape or not any(a is start or a in scales for a in call.args):
+            continue
+        scale = next(scales[a] for a in call.args if isinstance(a, Var) and a in scales)
+        for a in (*call.args, *([stmt.target] if isinstance(stmt, Assign) else [])):
+            if isinstance(a, Var) and isinstance(a.type, TensorType) and a not in scales and _is_2d(a):
+                scales[a] = scale
+
+
+def _static_2d(t: object) -> bool:
+    return isinstance(t, TensorType) and len(t.shape) == 2 and all(isinstance(d, int) for d in t.shape)
+
+
+def _is_2d(x: Var) -> bool:
+    return isinstance(x.type, TensorType) and len(x.type.shape) == 2
+
+
 def _call_of(stmt: Stmt) -> Call:
     """The op call a region statement makes (``is_tensor_stmt`` admits no other statement)."""
     assert isinstance(stmt, (Assign, Eval)) and isinstance(stmt.value, Call)
@@ -472,8 +750,11 @@ def _reads(stmt: Stmt, var: Var) -> bool:
 
 
 def _reads_as_broadcast(call: Call, var: Var, found: set[Var]) -> bool:
-    """``call`` reads ``var`` only as its broadcast column vector, or is one-row work itself
-    (then it must end up in ``found`` too for ``var`` to count: checked as the fixpoint grows)."""
+    """``call`` reads ``var`` only as its broadcast column vector, stores it (once, before the
+    loop), or is one-row work itself (then it must end up in ``found`` too for ``var`` to count:
+    checked as the fixpoint grows)."""
+    if call.op == tensor.assemble:
+        return True
     whole = _shared_operands(call)
     broadcast = trait_of(call, Broadcast)
     if broadcast is not None and broadcast.axis == 0:
@@ -493,7 +774,10 @@ def _block_rows(region: list[Stmt], plan: RowPlan) -> int | DynDim | None:
         call = _call_of(stmt)
         if isinstance(stmt, Assign) and stmt.target in plan.once:
             continue
-        operands = _row_operands(call, defs, plan)
+        blocked_reshape = (
+            call.op == tensor.reshape and isinstance(stmt, Assign) and stmt.target in plan.scales
+        )
+        operands = (call.args[0],) if blocked_reshape else _row_operands(call, defs, plan)
         if operands is None:
             return None
         if isinstance(stmt, Assign) and call.op != tensor.slice and stmt.target not in plan.summed:
@@ -502,8 +786,21 @@ def _block_rows(region: list[Stmt], plan: RowPlan) -> int | DynDim | None:
             if isinstance(x.type, TileType):
                 return None
             if isinstance(x.type, TensorType):
-                row_counts.add(x.type.shape[0])
+                rows = _loop_rows(x, x.type, plan)
+                if rows is None:
+                    return None
+                row_counts.add(rows)
     return row_counts.pop() if len(row_counts) == 1 else None
+
+
+def _loop_rows(x: Expr, t: TensorType, plan: RowPlan) -> int | DynDim | None:
+    """The rows of the loop over ``x``'s row blocks (a reshaped value's rows over its scale)."""
+    rows = t.shape[0]
+    scale = plan.scales.get(x, Fraction(1)) if isinstance(x, Var) else Fraction(1)
+    if scale == 1 or isinstance(rows, DynDim):
+        return rows
+    loop_rows = rows / scale
+    return int(loop_rows) if loop_rows.denominator == 1 else None
 
 
 def _row_operands(call: Call, defs: dict[Var, Call], plan: RowPlan) -> tuple[Expr, ...] | None:
@@ -513,7 +810,7 @@ def _row_operands(call: Call, defs: dict[Var, Call], plan: RowPlan) -> tuple[Exp
     if _runs_whole(call):
         return None
     if call.op == tensor.assemble:
-        return () if call.args[1] in plan.summed else (call.args[1],)
+        return () if call.args[1] in plan.summed | plan.once else (call.args[1],)
     if call.op == tensor.slice:
         if _is_view(call.args[0], defs):
             return ()
@@ -580,6 +877,7 @@ class _RegionLowering:
     last: bool = True  # the last copy of the region: it stores the column reductions
     fresh_names: bool = False  # this is a second copy of the region: its tiles need names of their own
     summed_so_far: dict[Var, Var] = field(default_factory=dict)  # column reductions of earlier rows
+    seeds: dict[Var, Var] = field(default_factory=dict)  # [1, C] tiles an earlier loop computed
     sums: dict[Var, Var] = field(default_factory=dict)  # each column reduction's value after this copy
     carried: list[tuple[Var, Expr, Expr, Var]] = field(default_factory=list)  # iter_arg, init, yield, result
     after: list[Stmt] = field(default_factory=list)  # after the row loop: stores of column reductions
@@ -615,6 +913,9 @@ class _RegionLowering:
             size = make_call(scalar_ops.min, (Const(self.block, INDEX), left))
             self.valid_rows = self._emit("rows", size, self.body)
         self.defs = _region_defs(self.region)
+        for value, tile in self.seeds.items():  # read whole by every block
+            self.tiles[(value, MemorySpace.Vec, True)] = tile
+            self.tiles[(value, MemorySpace.Vec, False)] = tile
         for stmt in self.region:
             self._stmt(stmt)
         if not looped:
@@ -683,6 +984,9 @@ class _RegionLowering:
         if call.op == tensor.slice:
             self._computed_slice(stmt.target, call)
             return
+        if call.op == tensor.reshape and self.block is not None:
+            self._reshaped_block(stmt.target, call)
+            return
         if stmt.target in self.plan.summed:
             self._column_reduction(stmt.target, call)
             return
@@ -742,6 +1046,40 @@ class _RegionLowering:
         ]
         return bool(uses) and all(get_op(op).unit is Unit.CUBE for _, op in uses)
 
+    def _scale(self, x: Expr) -> Fraction:
+        return self.plan.scales.get(x, Fraction(1)) if isinstance(x, Var) else Fraction(1)
+
+    def _block_of(self, x: Expr) -> int:
+        """The rows of ``x`` in one block: a reshape's result has more or fewer than its source."""
+        assert self.block is not None
+        rows = self.block * self._scale(x)
+        assert rows.denominator == 1, (x, self.block)
+        return int(rows)
+
+    def _row_of(self, x: Expr) -> Expr:
+        """The first row of ``x`` this block covers."""
+        scale = self._scale(x)
+        if scale == 1:
+            return self.row
+        if isinstance(self.row, Const):
+            return Const(int(self.row.value * scale), INDEX)
+        row: Expr = self.row
+        if scale.numerator != 1:
+            row = make_call(scalar_ops.mul, (row, Const(scale.numerator, INDEX)))
+        if scale.denominator != 1:
+            row = make_call(scalar_ops.floordiv, (row, Const(scale.denominator, INDEX)))
+        return row
+
+    def _reshaped_block(self, target: Var, call: Call) -> None:
+        """A reshape of a block of whole rows: the same elements as whole rows of the result."""
+        x = self._tile(call.args[0], MemorySpace.Vec, True, call.span)
+        shape = (self._block_of(target), *call.attrs["shape"][1:])
+        value = make_call(_lowered(call), (x,), {**call.attrs, "shape": shape}, call.span)
+        name = self.names.fresh(target.name) if self.fresh_names else target.name
+        tile = Var(name, value.type, target.span)
+        self.body.append(Assign(tile, value, call.span))
+        self.tiles[(target, MemorySpace.Vec, True)] = tile
+
     def _computed_slice(self, target: Var, call: Call) -> None:
         """A slice of a value the region computes: of this block's rows when it keeps every row.
         One that only the cube reads (AutoTileMatmul's K-blocks of a vector prologue) is cut on the
@@ -751,7 +1089,7 @@ class _RegionLowering:
         whole = self._tile(src, space, True, call.span)
         shape = list(call.attrs["shape"])
         if self.block is not None and _whole_rows(call):
-            shape[0] = self.block
+            shape[0] = self._block_of(src)
         value = make_call(tile_ops.slice, (whole, offsets), {**call.attrs, "shape": tuple(shape)}, call.span)
         self.tiles[(target, space, True)] = self._emit(target.name, value, self.body)
 
@@ -780,13 +1118,16 @@ class _RegionLowering:
         if value in self.plan.summed:
             self._store_column_reduction(call, span)
             return
+        if value in self.plan.once:
+            self._store_once(call, span)
+            return
         if isinstance(value.type, TileType):
             tile = value
         else:
             natural = self._natural_space(value)
             tile = self._tile(value, natural, True, call.span)
         elements = list(offsets.elements)
-        elements[0] = index_add(elements[0], self.row)
+        elements[0] = index_add(elements[0], self._row_of(value))
         atomic = call.attrs.get("atomic", AtomicType.NONE)
         op, attrs = (
             (tile_ops.store, {}) if atomic is AtomicType.NONE else (tile_ops.store_atomic, {"atomic": atomic})
@@ -819,6 +1160,20 @@ class _RegionLowering:
         )
         store = make_call(op, (self.sums[value], offsets, dst), attrs, call.span)  # type: ignore[index]
         self.after.append(Eval(store, span))
+
+    def _store_once(self, call: Call, span: SourceSpan | None) -> None:
+        """A one-row value computed before the row loop is stored there too, by the last copy of
+        the region (the smaller block after the loop, if any, makes it again)."""
+        if not self.last:
+            return
+        dst, value, offsets = call.args
+        tile = self._tile(value, MemorySpace.Vec, False, call.span)
+        atomic = call.attrs.get("atomic", AtomicType.NONE)
+        op, attrs = (
+            (tile_ops.store, {}) if atomic is AtomicType.NONE else (tile_ops.store_atomic, {"atomic": atomic})
+        )
+        sink = self.hoisted if isinstance(self.row, Var) else self.body
+        sink.append(Eval(make_call(op, (tile, offsets, dst), attrs, call.span), span))
 
     def _natural_space(self, value: Expr) -> MemorySpace:
         for (var, space, _), _tile in self.tiles.items():
@@ -867,8 +1222,8 @@ class _RegionLowering:
         offsets = list(starts)
         blocked = row_local and self.block is not None
         if blocked:
-            shape[0] = self.block  # type: ignore[assignment]
-            offsets[0] = index_add(offsets[0], self.row)
+            shape[0] = self._block_of(x)
+            offsets[0] = index_add(offsets[0], self._row_of(x))
         staging = (
             MemorySpace.Mat if space in (MemorySpace.Left, MemorySpace.Right, MemorySpace.Bias) else space
         )
