@@ -8,6 +8,7 @@ import torch
 import pypto.language as pl
 from pypto.ir import ParseError, structural_diff
 from pypto.runtime import RunConfig
+from pypto_sim_a2a3.errors import PipeError
 
 SIM = RunConfig(platform="a2a3sim")
 
@@ -52,3 +53,71 @@ def test_a_tile_view_outside_the_created_tile_is_a_parse_error_at_the_call():
     )
     assert err.value.hint == "give one extent per dim, each between 1 and the tile's extent"
     assert "tile_view=pl.TileView(valid_shape=[80, 64])" in str(err.value)
+
+
+def _blocks(declared_rows):
+    """A hand-written pipe: the cube pushes 32-row product blocks of a run-time row count, the
+    last one partial; each lane pops its 16-row half with the valid shape ``declared_rows``
+    gives it and stores the row sums of the real rows."""
+
+    @pl.jit
+    def blocks(
+        a: pl.Tensor[[96, 64], pl.FP16],
+        b: pl.Tensor[[64, 64], pl.FP16],
+        out: pl.Out[pl.Tensor[[96, 1], pl.FP32]],
+        n: pl.INDEX,
+    ):
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="blocks"):
+            pl.aic_initialize_pipe(dir_mask=1, slot_size=8192, slot_num=2)
+            w = pl.move(pl.load(b, [0, 0], [64, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+            for r0 in pl.range(0, n, 32):
+                a_l = pl.move(
+                    pl.load(a, [r0, 0], [32, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left
+                )
+                pl.tpush_to_aiv(
+                    pl.set_validshape(pl.matmul(a_l, w), pl.minimum(32, n - r0), 64),
+                    split=pl.SplitMode.UP_DOWN,
+                )
+            for lane in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):
+                pl.aiv_initialize_pipe(dir_mask=1, slot_size=8192, slot_num=2)
+                for r0 in pl.range(0, n, 32):
+                    rows = declared_rows(pl.minimum(32, n - r0), lane)
+                    half = pl.tpop_from_aic(
+                        shape=[16, 64], dtype=pl.FP32, split=pl.SplitMode.UP_DOWN, valid_shape=[rows, 64]
+                    )
+                    pl.store(pl.row_sum(half, pl.create_tile([16, 64], pl.FP32)), [r0 + lane * 16, 0], out)
+                    pl.tfree_to_aic(half)
+        return out
+
+    return blocks
+
+
+@pl.jit.inline
+def lane_rows(rows, lane):
+    return pl.minimum(16, pl.maximum(rows - lane * 16, 0))
+
+
+@pl.jit.inline
+def whole_half(rows, lane):
+    return pl.minimum(16, rows + 16)
+
+
+@pytest.mark.parametrize("n", [72, 88, 96])
+def test_a_pop_with_a_run_time_valid_shape_sees_only_the_real_rows_of_a_partial_last_block(n):
+    a, b = torch.randn(96, 64, dtype=torch.float16), torch.randn(64, 64, dtype=torch.float16)
+    out = torch.full((96, 1), -1.0)
+    _blocks(lane_rows)(a, b, out, n, config=SIM)
+    want = (a.float() @ b.float()).sum(1, keepdim=True)
+    assert torch.allclose(out[:n], want[:n], rtol=1e-2, atol=1e-1)
+    assert bool((out[n:] == -1).all())  # the rows past n were pushed but are not real
+
+
+def test_a_pop_whose_valid_shape_disagrees_with_the_push_is_a_pipe_error_naming_both_lines():
+    a, b = torch.randn(96, 64, dtype=torch.float16), torch.randn(64, 64, dtype=torch.float16)
+    with pytest.raises(PipeError) as err:
+        _blocks(whole_half)(a, b, torch.zeros(96, 1), 72, config=SIM)
+    message = err.value.message
+    assert message.startswith("tpop_from_aic declares valid_shape=[16, 64], but the tile pushed at ")
+    assert message.endswith(" has valid shape [8, 64] (the popped part of it)")
+    assert "test_crosscore_more.py" in message and "test_crosscore_more.py" in str(err.value.span)
+    assert err.value.hint.startswith("give the pop the valid shape of the tile that was pushed")

@@ -40,6 +40,20 @@ def build_aic_gather(ctx: OpContext, tile: Any, split: Any = None) -> Any:
     return ctx.call(op.aic_gather, [ctx.tile(tile, "the gathered value")], {"split": mode})
 
 
+@hand_built(op.tpush_to_aiv, op.tpush_to_aic)
+def build_push(ctx: OpContext, tile: Any, split: Any = SplitMode.NONE, id: Any = None) -> None:
+    """Push ``tile`` into the pipe; a partial tile's run-time valid shape goes with it (a
+    constant one is in its type), so the consumer's ``valid_shape=`` pop can be checked."""
+    name = ctx.builtin
+    assert name in (op.tpush_to_aiv, op.tpush_to_aic)
+    value = ctx.tile(tile, "the pushed tile")
+    attrs: dict[str, Any] = {"split": enum_member(ctx, SplitMode, "split", split)}
+    if id is not None:
+        attrs["id"] = compile_time(ctx, id, "id=")
+    valid = ctx.valid_of(value)
+    return ctx.effect(name, [value] if valid is None else [value, valid], attrs, None)
+
+
 @dataclass(frozen=True)
 class BufferRef:
     """What ``buf = pl.reserve_buffer(...)`` / ``pl.import_peer_buffer(...)`` binds: a parse-time

@@ -159,8 +159,9 @@ def _reaches_the_lanes(call: Call) -> bool:
 
 
 def _full_extent(share: Call, axis: int) -> int:
-    """The unsplit extent along ``axis``: a shard's operand is the whole tile, a pop holds half."""
-    if share.args:
+    """The unsplit extent along ``axis``: a shard's operand is the whole tile, a pop holds half
+    (its operand, if any, is the valid shape it declares)."""
+    if is_boundary(share):
         return shaped_type(share.args[0]).shape[axis]
     return 2 * shaped_type(share).shape[axis]
 
