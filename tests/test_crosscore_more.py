@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import pypto.language as pl
-from pypto.ir import ParseError, structural_diff
+from pypto.ir import ParseError, print_ir, structural_diff
 from pypto.runtime import RunConfig
 from pypto_sim_a2a3.errors import PipeError
 
@@ -121,3 +121,88 @@ def test_a_pop_whose_valid_shape_disagrees_with_the_push_is_a_pipe_error_naming_
     assert message.endswith(" has valid shape [8, 64] (the popped part of it)")
     assert "test_crosscore_more.py" in message and "test_crosscore_more.py" in str(err.value.span)
     assert err.value.hint.startswith("give the pop the valid shape of the tile that was pushed")
+
+
+@pl.jit
+def biased_blocks(
+    a: pl.Tensor[[128, 64], pl.FP16],
+    b: pl.Tensor[[64, 64], pl.FP16],
+    bias: pl.Tensor[[128, 64], pl.FP32],
+    out: pl.Out[pl.Tensor[[128, 64], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="biased"):
+        w = pl.move(pl.load(b, [0, 0], [64, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+        for r0 in pl.range(0, 128, 64):
+            a_l = pl.move(pl.load(a, [r0, 0], [64, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
+            prod = pl.aiv_shard(pl.matmul(a_l, w), split=pl.SplitMode.UP_DOWN)
+            bias_half = pl.aiv_shard(bias[r0 : r0 + 64, :], split=pl.SplitMode.UP_DOWN)
+            for lane in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):
+                pl.store(pl.add(prod, bias_half), [r0 + lane * 32, 0], out)
+    return out
+
+
+def test_aiv_shard_of_a_tensor_region_loads_each_lanes_rows_from_global_memory():
+    a, b = torch.randn(128, 64, dtype=torch.float16), torch.randn(64, 64, dtype=torch.float16)
+    bias, out = torch.randn(128, 64), torch.zeros(128, 64)
+    biased_blocks(a, b, bias, out, config=SIM)
+    assert torch.allclose(out, a.float() @ b.float() + bias, rtol=1e-2, atol=1e-2)
+    aiv = {f.name: f for f in biased_blocks.lower(a, b, bias, out).functions.values()}["biased_aiv"]
+    # the lane loads its share of the region itself: no pipe carries it
+    assert "pl.tile.load(bias, [r0 + (lane * 32), 0], shape=[32, 64]" in print_ir(aiv)
+
+
+@pl.jit
+def odd_columns(x: pl.Tensor[[32, 63], pl.FP32], out: pl.Out[pl.Tensor[[32, 63], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="odd"):
+        xs = pl.aiv_shard(x, split=pl.SplitMode.LEFT_RIGHT)
+        for lane in pl.split_aiv(2, mode=pl.SplitMode.LEFT_RIGHT):
+            pl.store(pl.mul(xs, xs), [0, lane * 32], out)
+    return out
+
+
+def test_aiv_shard_of_an_odd_tensor_gives_lane_0_the_larger_half():
+    x, out = torch.randn(32, 63), torch.full((32, 63), -1.0)
+    odd_columns(x, out, config=SIM)
+    assert torch.allclose(out, x * x)
+
+
+def test_a_tensor_shard_read_outside_a_region_is_a_parse_error_naming_it():
+    def outside(x: pl.Tensor[[64, 64], pl.FP32], out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            xs = pl.aiv_shard(x, split=pl.SplitMode.UP_DOWN)
+            pl.store(pl.relu(xs), [0, 0], out)
+        return out
+
+    with pytest.raises(ParseError) as err:
+        pl.jit(outside)(torch.zeros(64, 64), torch.zeros(64, 64), config=SIM)
+    assert err.value.message == (
+        "pl.aiv_shard: 'xs' is a pl.aiv_shard of a tensor: each AIV lane's share, which exists inside a "
+        "pl.split_aiv region"
+    )
+    assert err.value.hint == "read 'xs' inside `for lane in pl.split_aiv(2, mode=...)`, or pl.load the tensor"
+    assert "pl.store(pl.relu(xs), [0, 0], out)" in str(err.value)
+
+
+@pl.jit
+def auto_biased(
+    a: pl.Tensor[[128, 64], pl.FP16],
+    b: pl.Tensor[[64, 64], pl.FP16],
+    bias: pl.Tensor[[128, 64], pl.FP32],
+    out: pl.Out[pl.Tensor[[128, 64], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)], name_hint="auto"):
+        w = pl.move(pl.load(b, [0, 0], [64, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+        for r0 in pl.range(0, 128, 64):
+            a_l = pl.move(pl.load(a, [r0, 0], [64, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
+            prod = pl.move(pl.matmul(a_l, w), target_memory=pl.Mem.Vec)
+            pl.store(pl.add(prod, pl.aiv_shard(bias[r0 : r0 + 64, :])), [r0, 0], out)
+    return out
+
+
+def test_aiv_shard_of_a_tensor_region_in_an_automatic_split_scope_loads_each_lanes_half():
+    a, b = torch.randn(128, 64, dtype=torch.float16), torch.randn(64, 64, dtype=torch.float16)
+    bias, out = torch.randn(128, 64), torch.zeros(128, 64)
+    auto_biased(a, b, bias, out, config=SIM)
+    assert torch.allclose(out, a.float() @ b.float() + bias, rtol=1e-2, atol=1e-2)
+    aiv = {f.name: f for f in auto_biased.lower(a, b, bias, out).functions.values()}["auto_aiv"]
+    assert "shape=[32, 64]" in print_ir(aiv).split("pl.tile.load(bias,")[1].splitlines()[0]

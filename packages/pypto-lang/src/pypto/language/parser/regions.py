@@ -56,6 +56,7 @@ class Region:
     mode: SplitMode
     split_values: list[SplitValue] = field(default_factory=list)
     vector_uses: list[VectorUse] = field(default_factory=list)
+    lane: Var | None = None  # the region's lane variable (``aiv_id`` of the for statement)
 
     def touch(self, value: SplitValue) -> None:
         if value not in self.split_values:
@@ -92,6 +93,7 @@ class ScopeRegions:
     current: Region | None = None
     previous: SplitMode | None = None
     split_values: dict[Var, SplitValue] = field(default_factory=dict)
+    auto_split: SplitMode | None = None  # the scope's pl.split mode, if it has one
 
     @property
     def has_regions(self) -> bool:
