@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import pypto.language as pl
-from pypto.ir import ParseError, print_ir, structural_diff
+from pypto.ir import MemoryBudgetError, ParseError, print_ir, structural_diff
 from pypto.runtime import RunConfig
 from pypto_sim_a2a3.errors import PipeError
 
@@ -206,3 +206,64 @@ def test_aiv_shard_of_a_tensor_region_in_an_automatic_split_scope_loads_each_lan
     assert torch.allclose(out, a.float() @ b.float() + bias, rtol=1e-2, atol=1e-2)
     aiv = {f.name: f for f in auto_biased.lower(a, b, bias, out).functions.values()}["auto_aiv"]
     assert "shape=[32, 64]" in print_ir(aiv).split("pl.tile.load(bias,")[1].splitlines()[0]
+
+
+def _ringed(slots):
+    """A mixed scope that reserves its own cube->vector ring of ``slots`` 32768-byte slots."""
+
+    @pl.jit
+    def ringed(
+        a: pl.Tensor[[256, 64], pl.FP16],
+        b: pl.Tensor[[64, 64], pl.FP16],
+        bias: pl.Tensor[[256, 64], pl.FP32],
+        out: pl.Out[pl.Tensor[[256, 64], pl.FP32]],
+    ):
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="ringed"):
+            ring = pl.import_peer_buffer(name="c2v_ring")
+            pl.aic_initialize_pipe(dir_mask=1, slot_size=32768, c2v_consumer_buf=ring)
+            w = pl.move(pl.load(b, [0, 0], [64, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+            for r0 in pl.range(0, 256, 128):
+                a_l = pl.move(
+                    pl.load(a, [r0, 0], [128, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left
+                )
+                pl.tpush_to_aiv(pl.matmul(a_l, w), split=pl.SplitMode.UP_DOWN)
+            for lane in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):
+                buf = pl.reserve_buffer(name="c2v_ring", size=slots * 32768)
+                pl.aiv_initialize_pipe(dir_mask=1, slot_size=32768, c2v_consumer_buf=buf)
+                for r0 in pl.range(0, 256, 128):
+                    half = pl.tpop_from_aic(shape=[64, 64], dtype=pl.FP32, split=pl.SplitMode.UP_DOWN)
+                    rows = r0 + lane * 64
+                    pl.store(pl.add(half, pl.load(bias, [rows, 0], [64, 64])), [rows, 0], out)
+                    pl.tfree_to_aic(half)
+        return out
+
+    return ringed
+
+
+def test_a_pl_at_scope_that_reserves_its_own_ring_runs_like_the_hand_written_kernels():
+    a, b = torch.randn(256, 64, dtype=torch.float16), torch.randn(64, 64, dtype=torch.float16)
+    bias, out = torch.randn(256, 64), torch.zeros(256, 64)
+    kernel = _ringed(2)
+    kernel(a, b, bias, out, config=SIM)
+    assert torch.allclose(out, a.float() @ b.float() + bias, rtol=1e-2, atol=1e-2)
+    funcs = {f.name: f for f in kernel.lower(a, b, bias, out).functions.values()}
+    aic, aiv = print_ir(funcs["ringed_aic"]), print_ir(funcs["ringed_aiv"])
+    assert "pl.import_peer_buffer(name='c2v_ring')" in aic and "reserve_buffer" not in aic
+    assert "pl.reserve_buffer(name='c2v_ring', size=65536, base=0)" in aiv and "import_peer" not in aiv
+    assert "slot_num=2" in aiv  # the depth the buffer holds
+
+
+def test_a_scope_ring_over_the_vec_budget_is_the_budget_error_at_its_setup():
+    a, b = torch.randn(256, 64, dtype=torch.float16), torch.randn(64, 64, dtype=torch.float16)
+    with pytest.raises(MemoryBudgetError) as err:
+        _ringed(6)(a, b, torch.zeros(256, 64), torch.zeros(256, 64), config=SIM)
+    assert err.value.message == (
+        "Function 'ringed_aiv': Vec buffer usage (212992 bytes) exceeds platform limit (188416 bytes). "
+        "The first 196608 bytes of that space are reserved by system.reserve_buffer, so tiles are "
+        "allocated above them — this is the cross-core pipe ring."
+    )
+    assert err.value.hint == (
+        "the ring holds slot_num whole crossing tiles of 32768 bytes, and 172032 bytes are left for it "
+        "beside the tiles: slot_num=5 fits (pl.reserve_buffer(name='c2v_ring', size=163840))"
+    )
+    assert "pl.aiv_initialize_pipe(dir_mask=1, slot_size=32768, c2v_consumer_buf=buf)" in str(err.value)
