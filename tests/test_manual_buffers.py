@@ -419,14 +419,16 @@ def buffer_in_a_scope(x: pl.Tensor[[64, 64], pl.FP32], out: pl.Out[pl.Tensor[[64
     return out
 
 
-def test_a_reserved_buffer_in_a_pl_at_scope_points_to_hand_written_kernels():
+def test_a_reserved_buffer_no_setup_of_its_pl_at_scope_names_is_an_error_at_it():
+    # (A scope's setups that name a buffer give it its side: tests/test_crosscore_more.py.)
     with pytest.raises(PipeSetupError) as info:
         buffer_in_a_scope(torch.randn(64, 64), torch.zeros(64, 64))
     assert info.value.message == (
-        "reserve_buffer in the pl.at scope scoped: reserved pipe buffers belong to hand-written kernels"
+        "reserve_buffer(name='ring') in the pl.at scope scoped: no pipe setup of the scope names the "
+        "buffer, so it has no side"
     )
     assert 'pl.reserve_buffer(name="ring"' in str(info.value)
-    assert "FunctionType.AIC" in info.value.hint
+    assert "c2v_consumer_buf=buf" in info.value.hint
 
 
 TORCHREF = Path(__file__).resolve().parent.parent / "examples" / "plugins" / "pypto-backend-torchref" / "src"

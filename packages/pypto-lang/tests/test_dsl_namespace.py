@@ -227,7 +227,7 @@ DOCUMENTED = [
     "pl.load(tensor, offsets, shape, target_memory=pl.Mem.Vec, valid_shape=None)",
     "pl.store(tile, offsets, tensor)",
     "pl.move(tile, target_memory)",
-    "pl.create_tile(shape, dtype, target_memory=pl.Mem.Vec)",
+    "pl.create_tile(shape, dtype, target_memory=pl.Mem.Vec, tile_view=None)",
     "pl.create_tensor(shape, dtype, manual_dep=False)",
     "pl.full(shape, dtype, value)",
     "pl.assemble(target, value, offsets, atomic=pl.AtomicType.NONE)",
@@ -249,7 +249,7 @@ DOCUMENTED = [
     "pl.aic_initialize_pipe(*, dir_mask, slot_size, slot_num=None, c2v_consumer_buf=None, "
     "v2c_consumer_buf=None, id=None, local_slot_num=None)",
     "pl.tpush_to_aiv(tile, split=pl.SplitMode.NONE, id=None)",
-    "pl.tpop_from_aic(shape, dtype, split=pl.SplitMode.NONE, id=None)",
+    "pl.tpop_from_aic(shape, dtype, split=pl.SplitMode.NONE, id=None, valid_shape=None)",
     "pl.reserve_buffer(*, name, size, base=None)",
     "pl.import_peer_buffer(*, name, peer_func=None)",
     'pl.system.syncall(core_type=None, mode="hard", gm_workspace=None, used_cores=None)',

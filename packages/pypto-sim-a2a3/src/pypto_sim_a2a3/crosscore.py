@@ -74,13 +74,15 @@ def _push(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) ->
             "push lane 1's token back with split=NONE, or split the incoming tile UP_DOWN / LEFT_RIGHT",
         )
     nbytes = 0 if isinstance(args[0], Token) else tile_bytes(tile)
-    yield from pipe.push(role.name, role.lane, call, args[0], cost.push_cost(call, nbytes))
+    valid = tuple(int(n) for n in args[1]) if len(args) > 1 else tile.valid_shape
+    yield from pipe.push(role.name, role.lane, call, args[0], cost.push_cost(call, nbytes), valid)
 
 
 @_handles(op.tpop_from_aic, op.tpop_from_aiv)
 def _pop(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
     pipe = role.launch.pipe(role, call)
-    slot, value = yield from pipe.pop(role.name, call, cost.pop_cost)
+    declared = tuple(int(n) for n in args[0]) if args else None
+    slot, value = yield from pipe.pop(role.name, call, cost.pop_cost, declared)
     return Popped(slot, value)
 
 

@@ -13,7 +13,7 @@ explains itself from the ring's slot states.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
@@ -91,6 +91,7 @@ class _Share:
     content: SlotContent
     data: torch.Tensor | None  # None: a token, nothing to write
     where: tuple[slice, ...] = ()
+    valid: tuple[int, ...] | None = None  # the real part of the share (None: all of it)
 
 
 Steps = Generator[Event, None, Any]
@@ -159,9 +160,12 @@ class Pipe:
 
     # ------------------------------------------------------------ the three handshakes
 
-    def push(self, producer: str, lane: int, call: Call, value: Any, cost: OpCost) -> Steps:
-        """Wait for a free tail slot in every ring, spend ``cost``, then deliver the shares."""
-        shares = self._shares(lane, call, value)
+    def push(
+        self, producer: str, lane: int, call: Call, value: Any, cost: OpCost, valid: tuple[int, ...] | None
+    ) -> Steps:
+        """Wait for a free tail slot in every ring, spend ``cost``, then deliver the shares
+        (``valid``: the pushed tile's valid shape, None when all of it is real)."""
+        shares = self._shares(lane, call, value, valid)
         yield Wait(
             lambda: self._writable(producer),
             f"a free slot of pipe {self.name}",
@@ -176,10 +180,15 @@ class Pipe:
             slot.pushed[producer] = (start, self.recorder.now())
 
     def pop(
-        self, consumer: str, call: Call, cost_of: Callable[[int], OpCost]
+        self,
+        consumer: str,
+        call: Call,
+        cost_of: Callable[[int], OpCost],
+        declared: tuple[int, ...] | None = None,
     ) -> Generator[Event, None, tuple[RingSlot, Any]]:
         """Wait for the head slot to be ready, take it, read it in (``cost_of`` its bytes); return
-        the slot and a view of its tile (or a token)."""
+        the slot and a view of its tile (or a token). A pop that declares a valid shape (its
+        run-time ``declared`` one, or its type's) must get the valid shape that was pushed."""
         ring = self.rings[consumer]
         yield Wait(
             ring.readable,
@@ -189,6 +198,7 @@ class Pipe:
         )
         slot = ring.take(consumer, call.span)
         self._check_pop(call, slot)
+        self._check_valid(call, slot, declared)
         assert slot.content is not None and isinstance(call.type, TileType)
         tile = slot.content.tile
         start = self.recorder.now()
@@ -227,14 +237,19 @@ class Pipe:
             return False
         return all(ring.writable(producer) for ring in self.rings.values())
 
-    def _shares(self, lane: int, call: Call, value: Any) -> list[_Share]:
+    def _shares(self, lane: int, call: Call, value: Any, valid: tuple[int, ...] | None) -> list[_Share]:
         tile = call.args[0].type
         assert isinstance(tile, TileType)
         mode = split_of(call)
         if self.direction is PipeDirection.C2V:
-            shares = [self._lane_slot(tile, mode, i, value, c) for i, c in enumerate(self.consumers)]
+            shares = [
+                replace(
+                    self._lane_slot(tile, mode, i, value, c), valid=_lane_valid(tile.shape, valid, mode, i)
+                )
+                for i, c in enumerate(self.consumers)
+            ]
         else:
-            shares = [self._gathered_slot(tile, mode, lane, value)]
+            shares = [replace(self._gathered_slot(tile, mode, lane, value), valid=valid)]
         for share in shares:
             self._check_fits(share, call)
         return shares
@@ -283,6 +298,7 @@ class Pipe:
             )
         if share.data is not None and share.content.tile is not None:
             share.ring.view(slot, share.content.tile)[share.where].copy_(share.data)
+        slot.valid[producer] = share.valid
         share.ring.arrive(slot, producer, share.content)
 
     def _check_pop(self, call: Call, slot: RingSlot) -> None:
@@ -297,6 +313,44 @@ class Pipe:
             call.span,
             "pop the split and the lane's share shape (split_shape) of the tile the producer pushed",
         )
+
+    def _check_valid(self, call: Call, slot: RingSlot, declared: tuple[int, ...] | None) -> None:
+        """A pop's ``valid_shape=`` states what the producer pushed: a mismatch is an error
+        naming both lines (a pop without one takes the slot's whole tile)."""
+        assert isinstance(call.type, TileType)
+        if declared is None and not call.args:
+            return
+        content = slot.content
+        if content is None or content.tile is None:
+            return  # lane 1's token under split=NONE: no data, no valid shape
+        want = declared if declared is not None else (call.type.valid_shape or call.type.shape)
+        got = self._arrived_valid(slot, content)
+        if tuple(want) == got:
+            return
+        raise PipeError(
+            f"{call.op} declares valid_shape={list(want)}, but the tile pushed at "
+            f"{at_line(slot.pushed_at)} has valid shape {list(got)} (the popped part of it)",
+            call.span,
+            "give the pop the valid shape of the tile that was pushed (pl.set_validshape on the "
+            "producer, or the pop's valid_shape=), lane by lane under a split",
+        )
+
+    def _arrived_valid(self, slot: RingSlot, content: SlotContent) -> tuple[int, ...]:
+        """The valid shape of the slot's tile, from each producer's share."""
+        assert content.tile is not None
+        full = content.tile.shape
+        if self.direction is PipeDirection.C2V or len(self.producers) == 1:
+            (valid,) = slot.valid.values()
+            return tuple(valid or full)
+        axis = split_axis(content.split)
+        lanes = [slot.valid.get(p) for p in self.producers]
+        if axis is None:  # split=NONE: lane 0 carries the data
+            return tuple(lanes[0] or full)
+        half = full[axis] // 2
+        shares = [list(v) if v is not None else [*full[:axis], half, *full[axis + 1 :]] for v in lanes]
+        merged = list(shares[0])
+        merged[axis] = shares[0][axis] + (shares[1][axis] if shares[0][axis] == half else 0)
+        return tuple(merged)
 
     # ------------------------------------------------------------ diagnostics
 
@@ -382,3 +436,19 @@ def _undrained_cause(rings: list[Ring]) -> tuple[SourceSpan | None, str]:
 def _content(content: SlotContent) -> str:
     tile = "a data-less token" if content.tile is None else describe(content.tile)
     return f"{tile} (split={content.split.name})"
+
+
+def _lane_valid(
+    shape: tuple[int, ...], valid: tuple[int, ...] | None, mode: SplitMode, lane: int
+) -> tuple[int, ...] | None:
+    """The valid shape of lane ``lane``'s share of a pushed tile (None: all of it is real):
+    along the split axis lane 0 holds the first ``ceil(L/2)``, lane 1 the rest."""
+    axis = split_axis(mode)
+    if axis is None:
+        return valid
+    share = list(split_shape(shape, mode))
+    whole = valid[axis] if valid is not None else shape[axis]
+    share_valid = list(valid) if valid is not None else list(shape)
+    share_valid[axis] = max(0, min(share[axis], whole - lane * share[axis]))
+    share_valid[axis] = min(share_valid[axis], shape[axis] - lane * share[axis])
+    return tuple(share_valid)

@@ -60,6 +60,8 @@ class RingSlot:
     popped_by: str | None = None
     popped_at: SourceSpan | None = None
     pushed: dict[str, tuple[int, int]] = field(default_factory=dict)  # producer -> its push's cycles
+    # producer -> the valid shape of its share in the slot's tile (None: all of it is real)
+    valid: dict[str, tuple[int, ...] | None] = field(default_factory=dict)
 
     @property
     def pushed_at(self) -> SourceSpan | None:
@@ -173,6 +175,7 @@ class Ring:
         slot.content = None
         slot.popped_by = slot.popped_at = None
         slot.pushed.clear()
+        slot.valid.clear()
         self.frees += 1
         self.on_change(self.in_use)
 

@@ -160,7 +160,9 @@ def format_type(t: Type) -> str:
         parts = [str(list(t.shape)), f"pl.{t.dtype.name}"]
         if t.memory_space is not None:
             parts.append(f"pl.Mem.{t.memory_space.name}")
-        return f"pl.Tile[{', '.join(parts)}]"  # the valid shape is the value's, printed as a comment
+        if t.valid_shape is not None and tuple(t.valid_shape) != tuple(t.shape):
+            parts.append(f"pl.TileView(valid_shape={list(t.valid_shape)})")  # the parser checks it
+        return f"pl.Tile[{', '.join(parts)}]"
     return str(t)
 
 
@@ -431,7 +433,8 @@ class _Printer:
         self.body(s.body, depth + 1)
 
     def note(self, var: Var) -> str:
-        """The comment after a tile's assignment: where it is placed, and its valid shape."""
+        """The comment after a tile's assignment: where it is placed (its valid shape is in the
+        annotation's ``pl.TileView``)."""
         t = var.type
         if not isinstance(t, TileType):
             return ""
@@ -439,8 +442,6 @@ class _Printer:
         alloc = self.plan.of(var.name) if self.plan is not None else None
         if alloc is not None:
             notes.append(f"{alloc.space.name}[{alloc.offset:#x}, +{alloc.size}]")
-        if t.valid_shape is not None and t.valid_shape != t.shape:
-            notes.append(f"valid {list(t.valid_shape)}")
         return f"  # {', '.join(notes)}" if notes else ""
 
 

@@ -38,6 +38,8 @@ def result_valid(call: Call, valid: Mapping[Expr, TupleExpr]) -> TupleExpr | Non
         return region if isinstance(region, TupleExpr) else None
     sets = spec.trait(SetsValid)
     if sets is not None:  # pl.set_validshape: a run-time one is the operand, a constant one the type
+        if sets.operand >= len(call.args):
+            return None  # an optional valid shape not given (a pop of the whole tile)
         given = call.args[sets.operand]
         if isinstance(given, TupleExpr) and any(not isinstance(e, Const) for e in given.elements):
             return given

@@ -214,11 +214,11 @@ class Tile:
             )
         shape = _static_shape(items[0], "pl.Tile")
         if view is not None:
-            _check_view(view, shape)
+            check_view(view, shape)
         return TileSpec(shape, _dtype(items[1], "pl.Tile"), memory, view)
 
 
-def _check_view(view: TileView, shape: tuple[int, ...]) -> None:
+def check_view(view: TileView, shape: tuple[int, ...]) -> None:
     """A view of a tile of ``shape``: a valid shape inside it, row-major strides."""
     valid = view.valid_shape
     if valid is not None and (

@@ -29,6 +29,7 @@ from pypto.ir import (
     If,
     MemorySpace,
     ParseError,
+    PipeSetupError,
     PlatformError,
     Program,
     Reservation,
@@ -46,7 +47,7 @@ from pypto.ir.ops import Ordering, PipeAction, PipeDirection, PipeEnd, get_op, o
 from pypto.ir.rewrite import NameGen, at_function
 from pypto.ir.sides import Side, call_side, first_ops_by_side, is_boundary, space_side
 from pypto.passes.manager import PassContext
-from pypto.passes.pipe_buffers import kernel_rings, reject_in_scopes, resolve_pipes
+from pypto.passes.pipe_buffers import buffer_attr, kernel_rings, resolve_pipes
 from pypto.passes.vector_split import has_split_regions
 
 C2V, V2C = PipeDirection.C2V.mask_bit, PipeDirection.V2C.mask_bit
@@ -147,8 +148,9 @@ class ExpandMixedKernel:
         names = NameGen(fn.name for fn in program.functions.values())
         for fn in program.functions.values():
             if fn.kind is FunctionKind.InCore:
-                reject_in_scopes(fn)
-                funcs.extend(at_function(lambda f: self.expand(f, ctx.target, names), fn))
+                _check_scope_buffers(fn)
+                expanded = at_function(lambda f: self.expand(f, ctx.target, names), fn)
+                funcs.extend(_with_buffers(program, expanded, ctx.target) if _buffers_of(fn) else expanded)
             elif fn.kind in _HALVES and "reservations" not in fn.attrs:
                 funcs.append(self.reserve(_regions_inlined(fn)))
             else:
@@ -177,7 +179,7 @@ class ExpandMixedKernel:
             return [replace(fn, kind=kind, attrs=attrs)]
         mode = fn.attrs.get("split") or SplitMode.NONE
         pipes = _Pipes()
-        splitter = _SideSplitter(mode, pipes, explicit=has_split_regions(fn))
+        splitter = _SideSplitter(mode, pipes, explicit=has_split_regions(fn), buffer_sides=_buffers_of(fn))
         cube, vector = splitter.block(fn.body, in_region=False)
         aic_attrs, aiv_attrs = dict(attrs), dict(attrs)
         user_inits = _user_pipe_inits(fn)
@@ -194,7 +196,12 @@ class ExpandMixedKernel:
             rings = _rings(setup, None)
         else:
             _check_pipes_set_up(fn, user_inits)
-            rings = [r for call in user_inits for r in _rings(call.attrs, call.span, side=call_side(call))]
+            rings = [
+                r
+                for call in user_inits
+                if not any(call.attrs.get(buffer_attr(d)) for d in PipeDirection)  # placed by _with_buffers
+                for r in _rings(call.attrs, call.span, side=call_side(call))
+            ]
         for kernel_attrs, side in ((aic_attrs, Side.CUBE), (aiv_attrs, Side.VECTOR)):
             mine = tuple(r for r in rings if (r.space is MemorySpace.Vec) == (side is Side.VECTOR))
             if mine:
@@ -295,6 +302,55 @@ def _check_pipes_set_up(fn: Function, inits: list[Call]) -> None:
             )
 
 
+_BUFFER_SIDE = (op.reserve_buffer, op.import_peer_buffer)
+
+
+def _buffers_of(fn: Function) -> dict[str, Side]:
+    """The ring buffers a scope's pipe setups name, each with the side that consumes it: the
+    vector lanes for a cube->vector ring, the cube for a vector->cube one."""
+    sides: dict[str, Side] = {}
+    for call in _user_pipe_inits(fn):
+        for direction in PipeDirection:
+            name = call.attrs.get(buffer_attr(direction))
+            if name is not None:
+                sides[name] = Side.VECTOR if direction is PipeDirection.C2V else Side.CUBE
+    return sides
+
+
+def _check_scope_buffers(fn: Function) -> None:
+    """Each buffer a scope reserves or imports is named by one of its pipe setups: that is what
+    gives the buffer its side."""
+    named = _buffers_of(fn)
+    for stmt in walk_stmts(fn.body):
+        call = stmt.value if isinstance(stmt, Eval) else None
+        if not (isinstance(call, Call) and call.op in _BUFFER_SIDE) or call.attrs["name"] in named:
+            continue
+        name = call.attrs["name"]
+        raise PipeSetupError(
+            f"{call.op}(name={name!r}) in the pl.at scope {fn.attrs.get('name_hint', fn.name)}: no pipe "
+            "setup of the scope names the buffer, so it has no side",
+            call.span,
+            "pass the buffer to both setups, e.g. pl.aic_initialize_pipe(dir_mask=1, slot_size=..., "
+            "c2v_consumer_buf=buf) and pl.aiv_initialize_pipe(...) (v2c_consumer_buf= for vector->cube), "
+            "or drop it and give the setups slot_num=",
+        )
+
+
+def _with_buffers(program: Program, expanded: list[Function], target: Target) -> list[Function]:
+    """The kernels of a scope that reserves its own rings, settled like hand-written ones: each
+    buffer placed and each setup given its depth (:func:`resolve_pipes`), and each half reserving
+    its buffers (:func:`kernel_rings`)."""
+    resolved = resolve_pipes(program.with_functions(expanded), target).functions.values()
+    out = []
+    for fn in resolved:
+        if fn.kind in _HALVES:
+            rings = kernel_rings(fn)
+            attrs = {k: v for k, v in fn.attrs.items() if k != "reservations"}
+            fn = replace(fn, attrs={**attrs, "reservations": rings} if rings else attrs)
+        out.append(fn)
+    return out
+
+
 def _user_pipe_inits(fn: Function) -> list[Call]:
     return [
         s.value
@@ -313,6 +369,7 @@ class _SideSplitter:
     mode: SplitMode
     pipes: _Pipes
     explicit: bool
+    buffer_sides: dict[str, Side] = field(default_factory=dict)  # reserved buffer name -> its side
 
     def block(self, body: tuple[Stmt, ...], in_region: bool) -> tuple[tuple[Stmt, ...], tuple[Stmt, ...]]:
         cube: list[Stmt] = []
@@ -349,11 +406,20 @@ class _SideSplitter:
         if is_boundary(call):
             return self.boundary(stmt, call)
         side = call_side(call)
+        if call.op in _BUFFER_SIDE:
+            side = self.buffer_side(call)
         if side is None and self.explicit and get_op(call.op).has(Ordering):
             side = Side.VECTOR if in_region else Side.CUBE
         if side is None:
             return [stmt], [stmt]
         return ([stmt], []) if side is Side.CUBE else ([], [stmt])
+
+    def buffer_side(self, call: Call) -> Side:
+        """A ``reserve_buffer`` runs on the side that consumes its ring, an ``import_peer_buffer``
+        on the side that produces into it (by the direction the scope's setup uses it for)."""
+        consumer = self.buffer_sides[call.attrs["name"]]  # _check_scope_buffers: every one is named
+        producer = Side.CUBE if consumer is Side.VECTOR else Side.VECTOR
+        return consumer if call.op == op.reserve_buffer else producer
 
     def boundary(self, stmt: Assign | Eval, call: Call) -> tuple[list[Stmt], list[Stmt]]:
         assert isinstance(stmt, Assign)

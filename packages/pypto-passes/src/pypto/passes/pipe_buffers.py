@@ -348,19 +348,3 @@ def kernel_rings(fn: Function) -> tuple[Reservation, ...]:
                 size = depth * slot_size
                 rings.append(Reservation(space, size, RING_REASON, False, slot_size, call.span, None, plain))
     return tuple(rings)
-
-
-def reject_in_scopes(fn: Function) -> None:
-    """Reserved buffers belong to hand-written AIC / AIV kernels: a mixed scope's sides are the
-    compiler's to split, so it cannot tell which side a buffer is on."""
-    for call in _calls(fn.body, op.reserve_buffer, op.import_peer_buffer, *INIT_OPS):
-        if call.op in INIT_OPS and not any(call.attrs.get(buffer_attr(d)) for d in PipeDirection):
-            continue
-        raise PipeSetupError(
-            f"{call.op} in the pl.at scope {fn.attrs.get('name_hint', fn.name)}: reserved pipe buffers "
-            "belong to hand-written kernels",
-            call.span,
-            "write the two sides as @pl.function(type=pl.FunctionType.AIC) and (type=pl.FunctionType.AIV) "
-            "kernels launched by a Group function (docs/mixed-kernels.md), or drop the buffer and give "
-            "the setup slot_num=",
-        )

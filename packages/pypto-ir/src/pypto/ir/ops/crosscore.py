@@ -8,8 +8,8 @@ from typing import Any
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import SourceSpan
-from pypto.ir.nodes import Expr, SplitMode
-from pypto.ir.ops.rules import fail, index_result
+from pypto.ir.nodes import Const, Expr, SplitMode, TupleExpr
+from pypto.ir.ops.rules import check_offsets, fail, index_result
 from pypto.ir.ops.spec import (
     REQUIRED,
     Attr,
@@ -25,6 +25,7 @@ from pypto.ir.ops.spec import (
     PipeDirection,
     PipeEnd,
     Role,
+    SetsValid,
     Side,
     Unit,
     declare,
@@ -157,7 +158,33 @@ def pop(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: Sour
         )
     end = spec.trait(PipeEnd)
     assert end is not None
-    return TileType(tuple(shape), dtype, RECEIVES[end.side])
+    popped = TileType(tuple(shape), dtype, RECEIVES[end.side])
+    if not args:
+        return popped
+    return TileType(
+        popped.shape, dtype, popped.memory_space, _declared_valid(op, args[0], popped.shape, span)
+    )
+
+
+def _declared_valid(
+    op: str, valid: Expr, shape: tuple[int, ...], span: SourceSpan | None
+) -> tuple[int, ...] | None:
+    """The constant valid shape a pop declares (None: one known only at run time, or the whole
+    tile); each constant entry lies in the popped tile."""
+    check_offsets(op, valid, len(shape), span, "valid_shape")
+    assert isinstance(valid, TupleExpr)
+    sizes = [e.value if isinstance(e, Const) else None for e in valid.elements]
+    for dim, size in enumerate(sizes):
+        if size is not None and not 0 <= size <= shape[dim]:
+            raise fail(
+                op,
+                f"valid extent {size} of dim {dim} is outside the popped tile's 0..{shape[dim]}",
+                span,
+                "the valid region is part of the popped tile: each extent lies between 0 and the tile's",
+            )
+    if None in sizes or tuple(sizes) == shape:
+        return None
+    return tuple(int(n) for n in sizes)  # type: ignore[arg-type]
 
 
 def free(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
@@ -240,7 +267,8 @@ def _declare() -> None:
                 Level.SYSTEM,
                 b,
                 push,
-                (Operand("tile", Role.TILE, spaces),),
+                # A partial tile's run-time valid shape travels with it (the front end adds it).
+                (Operand("tile", Role.TILE, spaces), Operand("valid_shape", Role.VALID_SHAPE, optional=True)),
                 (_SPLIT, _ID),
                 (PipeEnd(side, PipeAction.PUSH, direction), Cost("pipe_push")),
                 name,
@@ -256,11 +284,11 @@ def _declare() -> None:
                 Level.SYSTEM,
                 b,
                 pop,
-                (),
+                (Operand("valid_shape", Role.VALID_SHAPE, optional=True),),
                 (Attr("shape", tuple, REQUIRED), Attr("dtype", DataType, REQUIRED), _SPLIT, _ID),
-                (PipeEnd(side, PipeAction.POP, direction), Cost("pipe_pop"), InPipeSlot()),
+                (PipeEnd(side, PipeAction.POP, direction), Cost("pipe_pop"), InPipeSlot(), SetsValid(0)),
                 name,
-                f"pl.{name}(shape, dtype, split=pl.SplitMode.NONE, id=None)",
+                f"pl.{name}(shape, dtype, split=pl.SplitMode.NONE, id=None, valid_shape=None)",
                 f"the next tile of the {direction.value} pipe, in its ring slot",
             )
         )

@@ -577,7 +577,7 @@ def _declare_transfers() -> None:
         (_SHAPE, _DTYPE, _TARGET),
         (PlacesTile(),),
         "create_tile",
-        "pl.create_tile(shape, dtype, target_memory=pl.Mem.Vec)",
+        "pl.create_tile(shape, dtype, target_memory=pl.Mem.Vec, tile_view=None)",
         "an uninitialised tile",
     )
     _op(

@@ -12,22 +12,122 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pypto.ir import SplitMode, get_op
-from pypto.ir.ops import op, system
+from pypto.ir import Call, Const, Expr, SourceSpan, SplitMode, TensorType, TupleExpr, Var, get_op
+from pypto.ir.ops import op, split_axis, system
+from pypto.ir.ops import tensor as tensor_ops
 from pypto.language.dslops import hand_built
+from pypto.language.parser.arith import scalar_binary
 from pypto.language.parser.convert import compile_time, enum_member
 from pypto.language.parser.opcall import OpContext
+from pypto.language.parser.transfers import build_load
 from pypto.language.parser.values import describe_value, index_tuple, static_shape
 
 
 @hand_built(op.aiv_shard)
 def build_aiv_shard(ctx: OpContext, tile: Any, split: Any = None) -> Any:
-    """Without ``split=``, the mode of the region that follows in the scope (else NONE)."""
+    """Without ``split=``, the mode of the region that follows in the scope (else NONE). Of a
+    tensor (or a region of one), each lane loads its share itself: see :class:`TensorShard`."""
     regions = ctx.body.regions
     if split is None:
         split = regions.next_mode() if regions is not None else SplitMode.NONE
     mode = enum_member(ctx, SplitMode, "split", split)
+    if isinstance(tile, Expr) and isinstance(tile.type, TensorType):
+        shard = TensorShard(tile, mode, ctx.span)
+        if regions is not None and regions.auto_split is not None:
+            return shard.whole(ctx)  # pl.split halves the Vec load: each lane loads its share
+        return shard
     return ctx.call(op.aiv_shard, [ctx.tile(tile, "the sharded value")], {"split": mode})
+
+
+@dataclass(frozen=True)
+class TensorShard:
+    """What ``xs = pl.aiv_shard(x)`` binds when ``x`` is a tensor or a region of one: a parse-time
+    handle, no data movement. Read inside a ``pl.split_aiv`` region, ``xs`` is a Vec load of the
+    lane's share of ``x`` straight from global memory: along the split axis lane 0 the first
+    ``ceil(L/2)``, lane 1 the rest (a load with a valid shape when ``L`` is odd); under
+    ``SplitMode.NONE`` each lane loads all of it."""
+
+    tensor: Expr
+    mode: SplitMode
+    span: SourceSpan | None
+
+    def load(self, ctx: OpContext, name: str) -> Expr:
+        """The lane's share of the tensor region, loaded where ``name`` is read."""
+        regions = ctx.body.regions
+        region = regions.current if regions is not None else None
+        if region is None or region.lane is None:
+            raise ctx.fail(
+                f"'{name}' is a pl.aiv_shard of a tensor: each AIV lane's share, which exists inside a "
+                "pl.split_aiv region",
+                f"read '{name}' inside `for lane in pl.split_aiv(2, mode=...)`, or pl.load the tensor",
+            )
+        if region.mode is not self.mode:
+            raise ctx.fail(
+                f"'{name}' shards its tensor with split={self.mode.name}, but this region is "
+                f"split={region.mode.name}",
+                f"give pl.aiv_shard split=pl.SplitMode.{region.mode.name}, "
+                "or read it in a region of its mode",
+            )
+        base, origin, shape = self.region(ctx)
+        axis = split_axis(self.mode)
+        if axis is None:
+            return build_load(ctx, base, list(origin), list(shape))
+        return _lane_share_load(ctx, base, origin, shape, axis, region.lane)
+
+    def whole(self, ctx: OpContext) -> Expr:
+        """A Vec load of the whole region (in a ``pl.split`` scope, which halves it per lane)."""
+        base, origin, shape = self.region(ctx)
+        return build_load(ctx, base, list(origin), list(shape))
+
+    def region(self, ctx: OpContext) -> tuple[Expr, tuple[Any, ...], tuple[int, ...]]:
+        """The tensor the region is of, the region's offsets in it, and its static shape."""
+        base, origin = _tensor_origin(ctx, self.tensor)
+        shape = tuple(self.tensor.type.shape)  # type: ignore[attr-defined]
+        if any(not isinstance(n, int) for n in shape):
+            raise ctx.fail(
+                f"shards a tensor of dynamic shape {list(shape)}",
+                "shard a region of static shape, e.g. pl.aiv_shard(x[r0:r0 + 64, :])",
+            )
+        return base, origin, shape
+
+
+def _tensor_origin(ctx: OpContext, tensor: Expr) -> tuple[Expr, tuple[Any, ...]]:
+    """The tensor a region is of and the region's offsets in it (a plain tensor: its origin)."""
+    if isinstance(tensor, Call) and tensor.op == tensor_ops.slice:
+        offsets = tensor.args[1]
+        assert isinstance(offsets, TupleExpr)
+        inner, outer = _tensor_origin(ctx, tensor.args[0])
+        return inner, tuple(_plus(ctx, a, b) for a, b in zip(outer, offsets.elements, strict=True))
+    rank = len(tensor.type.shape)  # type: ignore[attr-defined]
+    return tensor, tuple(0 for _ in range(rank))
+
+
+def _plus(ctx: OpContext, a: Any, b: Any) -> Any:
+    """``a + b`` of two offsets, a zero offset dropped."""
+    if _is_zero(a):
+        return b
+    return a if _is_zero(b) else scalar_binary(ctx, "add", a, b)
+
+
+def _is_zero(e: Any) -> bool:
+    return (isinstance(e, int) and e == 0) or (isinstance(e, Const) and e.value == 0)
+
+
+def _lane_share_load(
+    ctx: OpContext, base: Expr, origin: tuple[Any, ...], shape: tuple[int, ...], axis: int, lane: Var
+) -> Expr:
+    """Lane ``lane``'s share along ``axis``: ``ceil(L/2)`` rows (or columns) from ``lane * ceil(L/2)``."""
+    extent = shape[axis]
+    half = -(-extent // 2)
+    share = list(shape)
+    share[axis] = half
+    offsets = list(origin)
+    offsets[axis] = _plus(ctx, origin[axis], scalar_binary(ctx, "mul", lane, half))
+    if extent == 2 * half:
+        return build_load(ctx, base, offsets, share)
+    valid = list(shape)
+    valid[axis] = scalar_binary(ctx, "sub", half, lane)  # lane 1 holds one less of an odd extent
+    return build_load(ctx, base, offsets, share, valid_shape=valid)
 
 
 @hand_built(op.aic_gather)
@@ -38,6 +138,20 @@ def build_aic_gather(ctx: OpContext, tile: Any, split: Any = None) -> Any:
         split = regions.previous_mode() if regions is not None else SplitMode.NONE
     mode = enum_member(ctx, SplitMode, "split", split)
     return ctx.call(op.aic_gather, [ctx.tile(tile, "the gathered value")], {"split": mode})
+
+
+@hand_built(op.tpush_to_aiv, op.tpush_to_aic)
+def build_push(ctx: OpContext, tile: Any, split: Any = SplitMode.NONE, id: Any = None) -> None:
+    """Push ``tile`` into the pipe; a partial tile's run-time valid shape goes with it (a
+    constant one is in its type), so the consumer's ``valid_shape=`` pop can be checked."""
+    name = ctx.builtin
+    assert name in (op.tpush_to_aiv, op.tpush_to_aic)
+    value = ctx.tile(tile, "the pushed value")
+    attrs: dict[str, Any] = {"split": enum_member(ctx, SplitMode, "split", split)}
+    if id is not None:
+        attrs["id"] = compile_time(ctx, id, "id=")
+    valid = ctx.valid_of(value)
+    return ctx.effect(name, [value] if valid is None else [value, valid], attrs, None)
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from pypto.language.kernel import KernelFunction
 from pypto.language.options import cross_core_slot, split
 from pypto.language.parser.arith import scalar_binary
 from pypto.language.parser.body import BodyBuilder
+from pypto.language.parser.crosscore import TensorShard
 from pypto.language.parser.env import FRAME_NAMES, Env
 from pypto.language.parser.opcall import OpContext
 from pypto.language.parser.ops import build_op
@@ -390,6 +391,8 @@ class ExprParser:
         binding = self.env.lookup(node.id)
         if binding is not None and isinstance(binding.value, BlockIndex):
             return self.block_index(node)
+        if binding is not None and isinstance(binding.value, TensorShard):
+            return binding.value.load(self.op_context(node, "pl.aiv_shard"), node.id)
         if binding is not None:
             return binding.value
         found, value = self.names.lookup(node.id)

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pypto.ir import INDEX, Const, Expr, TileType, TupleExpr
+from pypto.ir import INDEX, Const, Expr, MemorySpace, ParseError, TileType, TupleExpr, get_op
 from pypto.ir.ops import PadValue
 from pypto.ir.ops import tile as tile_ops
+from pypto.language.annotations import TileView, check_view
 from pypto.language.dslops import hand_built
+from pypto.language.parser.convert import attribute, enum_member
 from pypto.language.parser.opcall import OpContext
 from pypto.language.parser.values import index_tuple, static_shape
 
@@ -83,3 +85,42 @@ def padded_for_reduction(ctx: OpContext, x: Expr, identity: PadValue) -> Expr:
         return x
     args = [x] if run_time is None else [x, run_time]
     return ctx.call(tile_ops.fillpad, args, {"pad_value": identity})
+
+
+@hand_built(tile_ops.create)
+def build_create_tile(
+    ctx: OpContext, shape: Any, dtype: Any, target_memory: Any = MemorySpace.Vec, tile_view: Any = None
+) -> Any:
+    """An uninitialised tile; ``tile_view=pl.TileView(valid_shape=[r, c])`` makes it a partial
+    tile (``tile.create`` followed by ``tile.set_validshape``), as PyPTO's tile views describe one."""
+    spec = get_op(tile_ops.create)
+    attrs: dict[str, Any] = {
+        "shape": static_shape(shape, ctx.span),
+        "dtype": attribute(ctx, spec, _dtype_attr(spec), dtype),
+    }
+    if target_memory is not None:
+        attrs["target_memory"] = enum_member(ctx, MemorySpace, "target_memory", target_memory)
+    tile = ctx.call(tile_ops.create, [], attrs)
+    if tile_view is None:
+        return tile
+    if not isinstance(tile_view, TileView):
+        raise ctx.fail(
+            f"tile_view= must be a pl.TileView, got {tile_view!r}",
+            "write tile_view=pl.TileView(valid_shape=[r, c]); "
+            "for run-time extents use pl.set_validshape(t, r, c)",
+        )
+    try:
+        check_view(tile_view, attrs["shape"])
+    except ParseError as e:
+        raise ctx.fail(e.message, e.hint or "") from None
+    valid = tile_view.valid_shape
+    if valid is None or tuple(valid) == tuple(attrs["shape"]):
+        return tile
+    return ctx.call(tile_ops.set_validshape, [tile, index_tuple(list(valid), ctx.span, "valid_shape")])
+
+
+def _dtype_attr(spec: Any) -> Any:
+    """The op's dtype attribute (tile.create declares one)."""
+    attr = spec.attr("dtype")
+    assert attr is not None
+    return attr

@@ -56,6 +56,7 @@ class Region:
     mode: SplitMode
     split_values: list[SplitValue] = field(default_factory=list)
     vector_uses: list[VectorUse] = field(default_factory=list)
+    lane: Var | None = None  # the region's lane variable (``aiv_id`` of the for statement)
 
     def touch(self, value: SplitValue) -> None:
         if value not in self.split_values:
@@ -92,6 +93,7 @@ class ScopeRegions:
     current: Region | None = None
     previous: SplitMode | None = None
     split_values: dict[Var, SplitValue] = field(default_factory=dict)
+    auto_split: SplitMode | None = None  # the scope's pl.split mode, if it has one
 
     @property
     def has_regions(self) -> bool:
@@ -159,8 +161,9 @@ def _reaches_the_lanes(call: Call) -> bool:
 
 
 def _full_extent(share: Call, axis: int) -> int:
-    """The unsplit extent along ``axis``: a shard's operand is the whole tile, a pop holds half."""
-    if share.args:
+    """The unsplit extent along ``axis``: a shard's operand is the whole tile, a pop holds half
+    (its operand, if any, is the valid shape it declares)."""
+    if is_boundary(share):
         return shaped_type(share.args[0]).shape[axis]
     return 2 * shaped_type(share).shape[axis]
 

@@ -330,7 +330,7 @@ class ScopeParser(SpmdParser):
                 "the regions and let pl.split insert them",
             )
         marks = tuple(RegionMark((n.lineno, n.col_offset), self.folded_mode(call)) for n, call in found)
-        return ScopeRegions(self.source, marks)
+        return ScopeRegions(self.source, marks, auto_split=split)
 
     def region_call(self, node: ast.For) -> ast.Call | None:
         """The ``pl.split_aiv(...)`` call ``node`` iterates over (by name lookup only), or None."""
@@ -388,6 +388,8 @@ class ScopeParser(SpmdParser):
         lane = Var(self.body.namer.fresh(node.target.id), INDEX, self.span(node.target))
         self.nesting += 1
         with self.env.lane(node.target.id, lane, lane.span), regions.region(mode), self.body.block() as stmts:
+            assert regions.current is not None
+            regions.current.lane = lane  # a pl.aiv_shard of a tensor loads the lane's share by it
             self.stmts(node.body)
         self.nesting -= 1
         self.body.emit(SplitAivRegion(lane, tuple(stmts), mode, self.span(call)))
