@@ -4,17 +4,34 @@ is checked to be ``pl`` that reads back as the same program (issue #11). Tests a
 cache, which ROUNDTRIP bypasses, are marked ``disk_cache`` and run at the default level."""
 
 import os
+from pathlib import Path
 
 import pytest
 
 LEVEL_ENV = "PYPTO_VERIFICATION_LEVEL"
+HERE = Path(__file__).resolve().parent
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "disk_cache: the test needs compiles to go through the disk cache")
-    # Set before the test modules are imported: a module-level RunConfig(...) takes its level
-    # when it is made, so a per-test environment would come too late for it.
-    os.environ[LEVEL_ENV] = "roundtrip"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    """Import this directory's test modules with the ROUNDTRIP level set: a module-level
+    ``RunConfig(...)`` takes its level when it is made, so the per-test environment below would
+    come too late for it. Other directories' modules (the packages' own tests) are left alone."""
+    ours = isinstance(collector, pytest.Module) and HERE in collector.path.parents
+    before = os.environ.get(LEVEL_ENV)
+    if ours:
+        os.environ[LEVEL_ENV] = "roundtrip"
+    try:
+        yield
+    finally:
+        if ours and before is None:
+            os.environ.pop(LEVEL_ENV, None)
+        elif ours:
+            os.environ[LEVEL_ENV] = before
 
 
 @pytest.fixture(autouse=True)
@@ -22,4 +39,4 @@ def _roundtrip_every_compile(request, monkeypatch):
     if request.node.get_closest_marker("disk_cache") is None:
         monkeypatch.setenv(LEVEL_ENV, "roundtrip")
     else:
-        monkeypatch.delenv(LEVEL_ENV)
+        monkeypatch.delenv(LEVEL_ENV, raising=False)

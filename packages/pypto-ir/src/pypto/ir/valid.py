@@ -12,17 +12,18 @@ replaces it. Other ops (``pl.fillpad``, which defines the
 padding) give a tile that is valid everywhere.
 
 A reduction sees only the valid region of its operand: the parser builds it on
-``pl.fillpad(x, pad_value=identity)`` of a partial tile. A pass that makes a tile partial (a lane's
-share of an odd extent, the last block of a dynamic one) builds its reductions the same way with
-:func:`pad_partial_reductions`, so its output reads back as the same program.
+``pl.fillpad(x, pad_value=identity)`` of a partial tile; and a push of a tile with a run-time valid
+shape carries it as the push's second operand. A pass that makes tiles partial (a lane's share of
+an odd extent, the last block of a dynamic one) or pushes them builds those ops the same way with
+:func:`build_as_parsed`, so its output reads back as the same program.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from pypto.ir.nodes import Assign, Call, Const, Expr, Stmt, TupleExpr, Var, nested_bodies, with_bodies
-from pypto.ir.ops import GmAccess, KeepsValid, Reduction, SetsValid, get_op, make_call
+from pypto.ir.nodes import Assign, Call, Const, Eval, Expr, Stmt, TupleExpr, Var, nested_bodies, with_bodies
+from pypto.ir.ops import GmAccess, KeepsValid, PipeAction, PipeEnd, Reduction, SetsValid, get_op, make_call
 from pypto.ir.ops import tile as tile_ops
 from pypto.ir.types import INDEX, TileType, TupleType
 
@@ -67,14 +68,16 @@ def is_partial(t: object) -> bool:
     return isinstance(t, TileType) and t.valid_shape is not None and tuple(t.valid_shape) != t.shape
 
 
-def pad_partial_reductions(body: tuple[Stmt, ...], fresh: Callable[[str], str]) -> tuple[Stmt, ...]:
-    """``body`` with every reduction of a partial tile (a constant valid shape in its type, or a
-    run-time one it inherits) built on ``tile.fillpad`` of it with the reduction's identity, as the
-    parser builds one; ``fresh`` names the padded tiles. Already padded operands stay as they are."""
-    return _Padder(fresh).block(body)
+def build_as_parsed(body: tuple[Stmt, ...], fresh: Callable[[str], str]) -> tuple[Stmt, ...]:
+    """``body`` with the ops that depend on valid shapes built as the parser builds them: every
+    reduction of a partial tile (a constant valid shape in its type, or a run-time one it
+    inherits) on ``tile.fillpad`` of it with the reduction's identity (``fresh`` names the padded
+    tiles), and every pipe push of a tile with a run-time valid shape carrying it. Ops already so
+    built stay as they are."""
+    return _AsParsed(fresh).block(body)
 
 
-class _Padder:
+class _AsParsed:
     def __init__(self, fresh: Callable[[str], str]) -> None:
         self.fresh = fresh
         self.valid: dict[Expr, TupleExpr] = {}
@@ -86,6 +89,8 @@ class _Padder:
             if bodies:
                 out.append(with_bodies(stmt, tuple(self.block(b) for b in bodies)))
                 continue
+            if isinstance(stmt, Eval) and isinstance(stmt.value, Call):
+                stmt = Eval(self.pushed(stmt.value), stmt.span)
             if isinstance(stmt, Assign) and isinstance(stmt.value, Call):
                 value = self.padded(stmt.value, out)
                 if value is not stmt.value:
@@ -95,6 +100,14 @@ class _Padder:
                     self.valid[stmt.target] = known
             out.append(stmt)
         return tuple(out)
+
+    def pushed(self, call: Call) -> Call:
+        """A push of a tile whose run-time valid shape is known here, with it as its operand."""
+        end = get_op(call.op).trait(PipeEnd)
+        if end is None or end.action is not PipeAction.PUSH or len(call.args) != 1:
+            return call
+        valid = self.valid.get(call.args[0])
+        return call if valid is None else make_call(call.op, (call.args[0], valid), call.attrs, call.span)
 
     def padded(self, call: Call, out: list[Stmt]) -> Call:
         reduction = get_op(call.op).trait(Reduction)

@@ -46,6 +46,7 @@ from pypto.ir.nodes import LOOP_STMTS, While, nested_bodies, pick_carried, walk_
 from pypto.ir.ops import Ordering, PipeAction, PipeDirection, PipeEnd, get_op, op, pipe_op, trait_of
 from pypto.ir.rewrite import NameGen, at_function
 from pypto.ir.sides import Side, call_side, first_ops_by_side, is_boundary, space_side
+from pypto.ir.valid import build_as_parsed
 from pypto.passes.manager import PassContext
 from pypto.passes.pipe_buffers import buffer_attr, kernel_rings, resolve_pipes
 from pypto.passes.vector_split import has_split_regions
@@ -209,6 +210,9 @@ class ExpandMixedKernel:
         # Two kernels outlined from one name_hint (two specializations of the function holding the
         # scope) are told apart by their own names: mm_1 splits into mm_1_aic and mm_1_aiv.
         base = hint if not {f"{hint}_aic", f"{hint}_aiv"} & names.taken else fn.name
+        # Pushes of partial tiles carry their run-time valid shape, as the parser builds them.
+        local = NameGen.for_function(fn)
+        cube, vector = (build_as_parsed(body, local.fresh) for body in (cube, vector))
         aic = Function(names.fresh(f"{base}_aic"), fn.params, cube, FunctionKind.AIC, fn.span, aic_attrs)
         aiv = Function(names.fresh(f"{base}_aiv"), fn.params, vector, FunctionKind.AIV, fn.span, aiv_attrs)
         args = tuple(p.var for p in fn.params)

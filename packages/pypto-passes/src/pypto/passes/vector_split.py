@@ -69,7 +69,7 @@ from pypto.ir.ops import ALL, SPLIT_FREELY, SplitPolicy, op, scalar, split_axis,
 from pypto.ir.ops import tile as tile_ops
 from pypto.ir.rewrite import NameGen, index_add, index_tuple, map_functions, substitute_expr
 from pypto.ir.sides import Side, call_side, first_ops_by_side, is_crossing, is_mixed
-from pypto.ir.valid import pad_partial_reductions
+from pypto.ir.valid import build_as_parsed
 from pypto.passes.manager import PassContext
 
 # Ops that make a Vec tile from a shape attr, and stores that write a Vec tile at offsets.
@@ -129,7 +129,7 @@ class LowerAutoVectorSplit:
             body = (Assign(lane, make_call(op.get_subblock_idx, ()), fn.span), *body)
             # A lane's share of an odd extent (or of a partial tile) is partial: its reductions
             # see only the real region, built as the parser builds them.
-            body = pad_partial_reductions(body, names.fresh)
+            body = build_as_parsed(body, names.fresh)
         return replace(fn, body=body, attrs={**fn.attrs, "split": mode})
 
 
