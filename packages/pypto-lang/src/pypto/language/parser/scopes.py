@@ -12,7 +12,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pypto.ir import INDEX, TASK_ID, Level, PyptoError, ScopeStmt, SplitAivRegion, SplitMode, TensorType, Var
+from pypto.ir import (
+    INDEX,
+    TASK_ID,
+    Level,
+    PyptoError,
+    ScopeStmt,
+    SplitAivRegion,
+    SplitMode,
+    Stmt,
+    TensorType,
+    Var,
+)
 from pypto.language.builtins import Builtin
 from pypto.language.options import AUTO, CrossCoreSlot, Split
 from pypto.language.parser.opcall import SCOPE_HINT
@@ -108,6 +119,13 @@ class ScopeParser(SpmdParser):
         with self.body.scope() as stmts, self.body.tracking(regions):
             self.stmts(node.body)
         self.nesting -= 1
+        self.emit_scope(node, call, stmts, options, task)
+
+    def emit_scope(
+        self, node: ast.With, call: ast.Call, stmts: list[Stmt], options: ScopeOptions, task: Var | None
+    ) -> None:
+        """Emit the scope of ``with`` statement ``node`` (inside any manual scope or spmd launch),
+        then bind its ``as tid``."""
         scope = ScopeStmt(
             tuple(stmts),
             options.level,
@@ -125,8 +143,8 @@ class ScopeParser(SpmdParser):
         )
         self.body.emit(scope)
         if task is not None:
-            assert isinstance(item.optional_vars, ast.Name)
-            self.env.bind(item.optional_vars.id, task, task.span)
+            assert isinstance(node.items[0].optional_vars, ast.Name)
+            self.env.bind(node.items[0].optional_vars.id, task, task.span)
 
     def task_var(self, target: ast.expr | None) -> Var | None:
         """The task id ``as tid`` binds, or None; it is bound after the scope's body."""
@@ -149,24 +167,9 @@ class ScopeParser(SpmdParser):
                 "a cluster takes name_hint=, deps= and no_dep_args= only",
                 "the kernels it calls set up their own pipes: drop optimizations= / allow_early_resolve=",
             )
-        with self.body.block() as stmts:
+        with self.body.block() as stmts:  # control-plane code: the kernel calls
             self.stmts(node.body)
-        scope = ScopeStmt(
-            tuple(stmts),
-            Level.CLUSTER,
-            options.name_hint,
-            task=task,
-            deps=(*self.body.spmd_deps, *options.deps),
-            no_dep_args=options.no_dep_args,
-            manual=self.body.manual,
-            block_num=self.body.block_num,
-            sync_start=self.body.sync_start,
-            span=self.span(call),
-        )
-        self.body.emit(scope)
-        if task is not None:
-            assert isinstance(node.items[0].optional_vars, ast.Name)
-            self.env.bind(node.items[0].optional_vars.id, task, task.span)
+        self.emit_scope(node, call, stmts, options, task)
 
     def names_auto(self, node: ast.expr) -> bool:
         """Whether ``node`` is the name ``pl.AUTO`` (read without building anything)."""
