@@ -120,3 +120,41 @@ def test_a_cluster_body_holds_kernel_calls_only():
     assert info.value.message == "a pl.cluster() body holds kernel calls only"
     assert "pl.create_tensor([16, 16], pl.FP32)" in str(info.value)
     assert "one AIC kernel and one AIV kernel" in info.value.hint
+
+
+@pl.program
+class ClusterPerBlock:
+    @pl.function(type=pl.FunctionType.AIC)
+    def cube(self, a: pl.Tensor[[64, 128], pl.FP16], b: pl.Tensor[[128, 64], pl.FP16]):
+        pl.aic_initialize_pipe(dir_mask=1, slot_size=16384, slot_num=2)
+        left = pl.move(pl.load(a, [0, 0], [64, 128], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
+        right = pl.move(pl.load(b, [0, 0], [128, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+        pl.tpush_to_aiv(pl.matmul(left, right, out_dtype=pl.FP32), split=pl.SplitMode.UP_DOWN)
+
+    @pl.function(type=pl.FunctionType.AIV)
+    def relu(self, out: pl.Out[pl.Tensor[[128, 64], pl.FP32]]) -> pl.Tensor[[128, 64], pl.FP32]:
+        pl.aiv_initialize_pipe(dir_mask=1, slot_size=16384, slot_num=2)
+        half = pl.tpop_from_aic(shape=[32, 64], dtype=pl.FP32, split=pl.SplitMode.UP_DOWN)
+        result = pl.relu(half)
+        pl.tfree_to_aic(half)
+        return pl.store(result, [pl.get_block_idx() * 64 + pl.get_subblock_idx() * 32, 0], out)
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self,
+        a: pl.Tensor[[64, 128], pl.FP16],
+        b: pl.Tensor[[128, 64], pl.FP16],
+        out: pl.Out[pl.Tensor[[128, 64], pl.FP32]],
+    ) -> pl.Tensor[[128, 64], pl.FP32]:
+        with pl.spmd(2):  # noqa: SIM117 (one context per with in pl); the kernels read their block index
+            with pl.cluster(name_hint="matmul_relu"):
+                self.cube(a, b)
+                out = self.relu(out)
+        return out
+
+
+def test_a_cluster_in_a_spmd_dispatch_runs_on_every_block():
+    a, b, out = torch.randn(64, 128).half(), torch.randn(128, 64).half(), torch.zeros(128, 64)
+    run(ClusterPerBlock, a, b, out)
+    product = torch.relu(a.float() @ b.float())
+    torch.testing.assert_close(out, torch.cat([product, product]), rtol=1e-2, atol=1e-2)

@@ -236,7 +236,10 @@ class SpmdParser(ExprParser):
     def check_blocks_differ(self, launched: tuple[Stmt, ...], call: ast.Call, blocks: int) -> None:
         """Each scope launched reads its block index, else every block would do the same work; a
         body that launches nothing is an error too."""
-        scopes = [s for s in walk_stmts(launched) if isinstance(s, ScopeStmt)]
+        # A cluster dispatches kernels, which are trusted to read their own block index.
+        scopes = [
+            s for s in walk_stmts(launched) if isinstance(s, ScopeStmt) and s.level is not Level.CLUSTER
+        ]
         kernels = [c for s in walk_stmts(launched) for c in _calls(s) if c.op == op.call]
         if not (scopes or kernels):
             raise self.error(
