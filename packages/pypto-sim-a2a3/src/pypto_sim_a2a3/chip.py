@@ -219,7 +219,7 @@ class Chip:
             on_gm,
             self._step_observer(task),
             self._barriers[task.id],
-            order if task.blocks > 1 else None,
+            order,
             self._settled_observer(task),
         )
         launch, placements = plan_launch(plan, task.args, site, self.target, self.recorder)
