@@ -20,7 +20,8 @@ PACKAGES: dict[str, list[str]] = {
     "pypto-passes": ["pypto-ir", "pypto-passes"],
     "pypto-lang": ["pypto-ir", "pypto-passes", "pypto-lang"],
     "pypto-sim-a2a3": ["pypto-ir", "pypto-sim-a2a3"],
-    "pypto-models": ["pypto-ir", "pypto-passes", "pypto-lang", "pypto-models"],
+    # Its tests run the models on the reference backend (a test extra).
+    "pypto-models": ["pypto-ir", "pypto-passes", "pypto-lang", "pypto-sim-a2a3", "pypto-models"],
 }
 # Installed alone (without test extras), these bring no torch: the compiler needs none.
 NEEDS_NO_TORCH = ("pypto-ir", "pypto-passes", "pypto-lang")

@@ -1,0 +1,1 @@
+"""The Qwen3 decode kernels, one module per part of the layer."""
