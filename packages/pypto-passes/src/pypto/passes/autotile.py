@@ -143,7 +143,8 @@ class _Blocker:
         call = stmt.value
         assert isinstance(call, Call)
         a, b = call.args
-        (m, k), (_, n) = a.type.shape, b.type.shape  # type: ignore[attr-defined]
+        m, k = a.type.shape  # type: ignore[attr-defined]
+        n = _columns(call)
         blocks = self.blocks_of(stmt)
         assert blocks is not None
         writes: list[Eval] = []
@@ -182,14 +183,17 @@ class _Blocker:
         for index, a_view in enumerate(a_views):
             k0 = index * blocks.kb
             depth = a_view.target.type.shape[1]  # type: ignore[attr-defined]
-            b_view = self.view(b, (k0, n0), (depth, blocks.nb), call)
+            # A transposed right operand ([N, K], b_trans) is cut along its rows for N.
+            transposed = bool(call.attrs.get("b_trans"))
+            at, extent = ((n0, k0), (blocks.nb, depth)) if transposed else ((k0, n0), (depth, blocks.nb))
+            b_view = self.view(b, at, extent, call)
             last = index == len(a_views) - 1
             name = result if last else Var(self.names.fresh(f"{result.name}_k"), result.type, result.span)
             operands = (a_view.target, b_view.target)
             if acc is None:
                 value = make_call(tensor.matmul, operands, call.attrs, call.span)
             else:
-                value = make_call(tensor.matmul_acc, (acc, *operands), {}, call.span)
+                value = make_call(tensor.matmul_acc, (acc, *operands), {"b_trans": transposed}, call.span)
             stmts += [b_view, Assign(name, value, call.span)]
             acc = name
         return stmts
@@ -201,11 +205,12 @@ class _Blocker:
         if not (isinstance(call, Call) and call.op == tensor.matmul):
             return None
         a, b = call.args
-        if call.attrs.get("a_trans") or call.attrs.get("b_trans"):
+        if call.attrs.get("a_trans"):
             return None
         if not isinstance(a.type, TensorType) or not isinstance(b.type, TensorType):
             return None
-        (rows, k), (_, n) = a.type.shape, b.type.shape
+        rows, k = a.type.shape
+        n = _columns(call)
         # A run-time row count is blocked by the tiler in at most PREFERRED_ROWS rows: the bound.
         m = PREFERRED_ROWS if isinstance(rows, DynDim) else rows
         if isinstance(k, DynDim) or isinstance(n, DynDim):
@@ -236,6 +241,13 @@ class _Blocker:
         base = getattr(x, "name", "view")
         var = Var(self.names.fresh(f"{base}_{offsets[0]}_{offsets[1]}"), value.type, call.span)
         return Assign(var, value, call.span)
+
+
+def _columns(call: Call) -> int:
+    """N of a matmul: the right operand's columns, or its rows when it is transposed (``b_trans``)."""
+    shape = call.args[1].type.shape  # type: ignore[attr-defined]
+    n: int = shape[0] if call.attrs.get("b_trans") else shape[1]
+    return n
 
 
 def _only_writes(value: Var, rest: tuple[Stmt, ...]) -> list[Eval] | None:
