@@ -28,11 +28,13 @@ from pypto.ir.nodes import (
     TupleExpr,
     Var,
     While,
+    nested_bodies,
     stmt_bindings,
     stmt_end_exprs,
     stmt_exprs,
     used_vars,
     walk_stmts,
+    with_bodies,
 )
 from pypto.ir.ops import make_call, op, scalar
 from pypto.ir.types import INDEX, TupleType
@@ -172,6 +174,20 @@ def _substitute_if(stmt: If, mapping: dict[Var, Expr]) -> If:
 
 def _renamed(vars_: tuple[Var, ...], mapping: Mapping[Var, Expr]) -> tuple[Var, ...]:
     return tuple(v2 if isinstance(v2 := mapping.get(v, v), Var) else v for v in vars_)
+
+
+def map_effect_calls(body: tuple[Stmt, ...], change: Callable[[Call], Call]) -> tuple[Stmt, ...]:
+    """``body`` with each call made as a statement (an ``Eval``: a store, a pipe op, a kernel call)
+    replaced by ``change(call)``, in nested bodies too."""
+    out: list[Stmt] = []
+    for stmt in body:
+        if isinstance(stmt, Eval) and isinstance(stmt.value, Call):
+            stmt = replace(stmt, value=change(stmt.value))
+        bodies = nested_bodies(stmt)
+        if bodies:
+            stmt = with_bodies(stmt, tuple(map_effect_calls(b, change) for b in bodies))
+        out.append(stmt)
+    return tuple(out)
 
 
 def map_functions(

@@ -44,7 +44,7 @@ from pypto.ir import (
 )
 from pypto.ir.nodes import LOOP_STMTS, While, nested_bodies, pick_carried, walk_stmts, with_bodies
 from pypto.ir.ops import Ordering, PipeAction, PipeDirection, PipeEnd, get_op, op, pipe_op, trait_of
-from pypto.ir.rewrite import NameGen, at_function
+from pypto.ir.rewrite import NameGen, at_function, map_effect_calls
 from pypto.ir.sides import Side, call_side, first_ops_by_side, is_boundary, space_side
 from pypto.ir.valid import build_as_parsed
 from pypto.passes.manager import PassContext
@@ -91,19 +91,11 @@ _CONTROL = (FunctionKind.Orchestration, FunctionKind.Opaque)
 def _unit_calls(body: tuple[Stmt, ...], callees: set[str]) -> tuple[Stmt, ...]:
     """``body`` with its calls of ``callees`` typed as giving nothing (an InCore kernel that
     returned its output became a Group, whose halves return nothing)."""
-    out: list[Stmt] = []
-    for stmt in body:
-        if (
-            isinstance(stmt, Eval)
-            and isinstance(stmt.value, Call)
-            and stmt.value.attrs.get("callee") in callees
-        ):
-            stmt = replace(stmt, value=replace(stmt.value, type=UNIT))
-        bodies = nested_bodies(stmt)
-        if bodies:
-            stmt = with_bodies(stmt, tuple(_unit_calls(b, callees) for b in bodies))
-        out.append(stmt)
-    return tuple(out)
+
+    def unit(call: Call) -> Call:
+        return replace(call, type=UNIT) if call.attrs.get("callee") in callees else call
+
+    return map_effect_calls(body, unit)
 
 
 def _regions_inlined(fn: Function) -> Function:

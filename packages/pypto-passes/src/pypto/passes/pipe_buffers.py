@@ -35,8 +35,9 @@ from pypto.ir import (
     Target,
 )
 from pypto.ir.memory import plain_ring_name
-from pypto.ir.nodes import nested_bodies, walk_stmts, with_bodies
+from pypto.ir.nodes import walk_stmts
 from pypto.ir.ops import PipeDirection, PipeEnd, get_op, op, trait_of
+from pypto.ir.rewrite import map_effect_calls
 
 RING_REASON = "cross-core pipe ring"
 KERNELS = (FunctionKind.AIC, FunctionKind.AIV)
@@ -175,7 +176,7 @@ def _resolve_kernel(kernel: _Kernel, peers: list[_Kernel]) -> Function:
             initialized.add((direction, pipe_id(call)))
     for call in _calls(fn.body, *_PIPE_ENDS):
         _check_initialized(fn, call, initialized)
-    body = _rewrite(fn.body, lambda call: _settle(kernel, peers, call))
+    body = map_effect_calls(fn.body, lambda call: _settle(kernel, peers, call))
     return replace(fn, body=body)
 
 
@@ -287,18 +288,6 @@ def _with_attrs(call: Call, **attrs: Any) -> Call:
     merged = {**call.attrs, **attrs}
     order = [a.name for a in get_op(call.op).attrs]
     return replace(call, attrs={k: merged[k] for k in sorted(merged, key=order.index)})
-
-
-def _rewrite(body: tuple[Stmt, ...], settle: Any) -> tuple[Stmt, ...]:
-    out: list[Stmt] = []
-    for stmt in body:
-        if isinstance(stmt, Eval) and isinstance(stmt.value, Call):
-            stmt = replace(stmt, value=settle(stmt.value))
-        bodies = nested_bodies(stmt)
-        if bodies:
-            stmt = with_bodies(stmt, tuple(_rewrite(b, settle) for b in bodies))
-        out.append(stmt)
-    return tuple(out)
 
 
 def _check_groups(program: Program) -> None:
