@@ -180,6 +180,7 @@ class _Splitter:
     def block(self, body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
         out: list[Stmt] = []
         for stmt in body:
+            stmt = self.header(stmt)
             if isinstance(stmt, LOOP_STMTS) and stmt.iter_args:
                 out.append(self.carried_loop(stmt))
             elif isinstance(stmt, If) and stmt.results:
@@ -195,6 +196,16 @@ class _Splitter:
             else:
                 out.append(stmt)
         return tuple(out)
+
+    def header(self, stmt: Stmt) -> Stmt:
+        """``stmt`` with its loop bounds or if condition reading the rebound scalars (a bound
+        ``n = pl.cast(pl.read(...))`` is rebound like every assignment)."""
+        if isinstance(stmt, For):
+            start, stop, step = (substitute_expr(e, self.mapping) for e in (stmt.start, stmt.stop, stmt.step))
+            return replace(stmt, start=start, stop=stop, step=step)
+        if isinstance(stmt, If):
+            return replace(stmt, cond=substitute_expr(stmt.cond, self.mapping))
+        return stmt
 
     def carried_loop(self, loop: For | While) -> For | While:
         """A loop whose carried tiles shrink to a lane's share like every other vector tile."""
