@@ -85,3 +85,52 @@ def test_a_scalar_read_in_a_mixed_kernel_decides_an_if_on_the_vector_side(f):
     scaled_if_positive(a, b, torch.tensor([f], dtype=torch.int32), out)
     prod = a.float() @ b.float()
     torch.testing.assert_close(out, 2 * prod if f else -prod, rtol=1e-3, atol=1e-3)
+
+
+@pl.jit.inline
+def times_two_plus(x, y):
+    return pl.add(pl.mul(x, 2.0), y)
+
+
+@pl.jit.inline
+def rows_of(x, r0, rows):  # spliced: a view of the caller's tensor
+    return x[r0 : r0 + rows, :]
+
+
+@pl.jit
+def spmd_with_inline_helpers(x: pl.Tensor[[64, 32], pl.FP32], out: pl.Out[pl.Tensor[[64, 32], pl.FP32]]):
+    for i in pl.spmd(4, name_hint="rows"):  # ops through inline helpers: still the kernel form
+        out[i * 16 : i * 16 + 16, :] = times_two_plus(rows_of(x, i * 16, 16), 1.0)
+    return out
+
+
+def test_an_spmd_body_of_inline_helper_calls_is_itself_the_kernel():
+    x, out = torch.randn(64, 32), torch.zeros(64, 32)
+    spmd_with_inline_helpers(x, out)
+    torch.testing.assert_close(out, 2 * x + 1)
+    assert sorted(t.block for t in spmd_with_inline_helpers.last_report.tasks) == [0, 1, 2, 3]
+    assert {t.kernel for t in spmd_with_inline_helpers.last_report.tasks} == {"rows"}
+
+
+@pl.jit.inline
+def exp_scope(x, out):  # spliced, but it opens a scope: a body calling it dispatches
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="exp_rows"):
+        i = pl.get_block_idx()
+        out[i * 16 : i * 16 + 16, :] = pl.exp(x[i * 16 : i * 16 + 16, :])
+    return out
+
+
+@pl.jit
+def spmd_dispatching_through_an_inline(
+    x: pl.Tensor[[64, 32], pl.FP32], out: pl.Out[pl.Tensor[[64, 32], pl.FP32]]
+):
+    with pl.spmd(4):
+        out = exp_scope(x, out)
+    return out
+
+
+def test_an_inline_helper_that_opens_a_scope_makes_the_spmd_body_a_dispatch():
+    x, out = torch.randn(64, 32), torch.zeros(64, 32)
+    spmd_dispatching_through_an_inline(x, out)
+    torch.testing.assert_close(out, x.exp())
+    assert {t.kernel for t in spmd_dispatching_through_an_inline.last_report.tasks} == {"exp_rows"}

@@ -34,9 +34,10 @@ from pypto.ir import (
 )
 from pypto.ir.nodes import stmt_exprs, walk_expr, walk_stmts
 from pypto.ir.ops import op
-from pypto.language.kernel import KernelFunction
+from pypto.language.kernel import JitKind, KernelFunction
 from pypto.language.parser.exprs import BlockIndex, ExprParser
 from pypto.language.parser.regions import ScopeRegions
+from pypto.language.parser.resolve import GlobalNames
 from pypto.language.parser.values import describe_value, is_number, number, unknown_keyword_hint
 
 SPMD_OPTIONS = ("name_hint", "optimizations", "sync_start", "deps", "predicate")
@@ -200,7 +201,7 @@ class SpmdParser(ExprParser):
         for node in (n for stmt in body for n in ast.walk(stmt)):
             if isinstance(node, ast.With):
                 return False
-            if isinstance(node, ast.Call) and isinstance(self.callee(node.func), KernelFunction):
+            if isinstance(node, ast.Call) and _dispatches(self.callee(node.func)):
                 return False
         return True
 
@@ -267,6 +268,36 @@ class SpmdParser(ExprParser):
                 self.body.emit(stmt)
             return
         self.body.emit(If(predicate, launched, (), self.span(call)))
+
+
+def _dispatches(callee: Any, seen: frozenset[int] = frozenset()) -> bool:
+    """Whether calling ``callee`` launches work of its own: a kernel or an opaque function does;
+    an inline helper is spliced in, so only when its own body opens a scope or dispatches."""
+    if not isinstance(callee, KernelFunction):
+        return False
+    if callee.kind is not JitKind.inline:
+        return True
+    if id(callee) in seen:
+        return False  # a cycle: the parser reports it at the call
+    names = callee.names
+    for node in ast.walk(callee.source.tree):
+        if isinstance(node, ast.With):
+            return True
+        if isinstance(node, ast.Call) and _dispatches(_named(names, node.func), seen | {id(callee)}):
+            return True
+    return False
+
+
+def _named(names: GlobalNames, func: ast.expr) -> Any:
+    """What a call's function names in a helper's module (a name, then attributes), if anything."""
+    path: list[str] = []
+    while isinstance(func, ast.Attribute):
+        path.insert(0, func.attr)
+        func = func.value
+    if not isinstance(func, ast.Name):
+        return None
+    found, value = names.resolve((func.id, *path))
+    return value if found else None
 
 
 def _calls(stmt: Stmt) -> list[Call]:
