@@ -54,6 +54,13 @@ def normed(x: pl.Tensor, weight: pl.Tensor, out: pl.Out[pl.Tensor], eps: pl.FP32
     return out
 
 
+@pl.jit
+def normed_by_layer(x: pl.Tensor, weights: pl.Tensor, out: pl.Out[pl.Tensor], eps: pl.FP32):
+    for layer in pl.range(weights.shape[0]):  # the stacked weights of three layers, one at a time
+        out = rmsnorm(x, weights, out, eps, layer)
+    return out
+
+
 @pytest.mark.parametrize(
     ("dtype", "hidden", "rows"),
     [(torch.float32, 256, 4), (torch.float32, 5120, 16), (torch.bfloat16, 1024, 8)],
@@ -71,3 +78,12 @@ def test_rmsnorm_matches_transformers(dtype, hidden, rows):
         torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
     else:
         torch.testing.assert_close(out, want)  # bf16: within its rounding
+
+
+def test_rmsnorm_of_an_fp32_residual_into_bf16_reads_one_layer_of_stacked_weights():
+    torch.manual_seed(1)
+    x, weights = torch.randn(2, 256), torch.randn(3, 256).to(torch.bfloat16)
+    out = torch.zeros(2, 256, dtype=torch.bfloat16)
+    normed_by_layer(x, weights, out, 1e-6)
+    want = weights[2] * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)).to(torch.bfloat16)
+    torch.testing.assert_close(out, want)

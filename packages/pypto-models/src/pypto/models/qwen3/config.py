@@ -64,6 +64,25 @@ class Qwen3Config:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def from_hf_dict(cls, hf: dict[str, Any]) -> Qwen3Config:
+        """From a Hugging Face ``config.json`` (or ``transformers.Qwen3Config.to_dict()``)."""
+        rope = hf.get("rope_parameters") or {}
+        theta = rope.get("rope_theta", hf.get("rope_theta", 1_000_000.0))
+        return cls(
+            hidden_size=hf["hidden_size"],
+            intermediate_size=hf["intermediate_size"],
+            num_layers=hf["num_hidden_layers"],
+            num_heads=hf["num_attention_heads"],
+            num_kv_heads=hf.get("num_key_value_heads", hf["num_attention_heads"]),
+            head_dim=hf.get("head_dim") or hf["hidden_size"] // hf["num_attention_heads"],
+            vocab_size=hf["vocab_size"],
+            rms_norm_eps=hf.get("rms_norm_eps", 1e-6),
+            rope_theta=float(theta),
+            tie_word_embeddings=hf.get("tie_word_embeddings", False),
+            max_position_embeddings=hf.get("max_position_embeddings", 40960),
+        )
+
 
 CONFIGS: dict[str, Qwen3Config] = {
     # For tests: every kernel at a size the simulator runs in well under a second.

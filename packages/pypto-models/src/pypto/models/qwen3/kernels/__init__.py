@@ -1,1 +1,2 @@
-"""The Qwen3 decode kernels, one module per part of the layer."""
+"""The Qwen3 decode kernels, one module per part of the layer: ``rmsnorm``, ``projection``,
+``attention``, ``mlp`` (and the token ``embedding``)."""

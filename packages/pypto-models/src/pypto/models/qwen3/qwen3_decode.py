@@ -1,0 +1,265 @@
+"""The Qwen3 decode path in ``pl``: one decoder layer, N layers, the final norm and the LM head,
+and greedy generation on top.
+
+:func:`decode_step` is the ``@pl.jit`` entry of one decode step: it embeds one token per batch
+row, runs every layer (:func:`decoder_layer`, an ``@pl.jit.opaque`` function the step calls once
+per layer) and writes the final hidden states and the logits. Everything in it runs on the
+backend (``a2a3sim`` by default); :class:`Qwen3Decoder` keeps the KV cache and the positions
+between steps, prefills a prompt one token at a time and decodes greedily.
+
+>>> decoder = Qwen3Decoder(Qwen3Weights.random(get_config("tiny"), seed=0))  # doctest: +SKIP
+>>> decoder.generate(torch.tensor([[1, 2, 3]]), max_new_tokens=16)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+import pypto.language as pl
+from pypto.ir import RunReport
+from pypto.models.qwen3.kernels.attention import attention
+from pypto.models.qwen3.kernels.embedding import embed_tokens
+from pypto.models.qwen3.kernels.mlp import mlp
+from pypto.models.qwen3.kernels.projection import k_proj, lm_head, o_proj, q_proj, v_proj
+from pypto.models.qwen3.kernels.rmsnorm import rmsnorm
+from pypto.models.qwen3.weights import Qwen3Weights, rope_tables
+from pypto.runtime import RunConfig
+
+
+@pl.jit.opaque
+def decoder_layer(
+    x: pl.InOut[pl.Tensor],
+    positions: pl.Tensor,
+    input_norm: pl.Tensor,
+    q_proj_w: pl.Tensor,
+    k_proj_w: pl.Tensor,
+    v_proj_w: pl.Tensor,
+    q_norm: pl.Tensor,
+    k_norm: pl.Tensor,
+    o_proj_w: pl.Tensor,
+    post_norm: pl.Tensor,
+    gate_w: pl.Tensor,
+    up_w: pl.Tensor,
+    down_w: pl.Tensor,
+    cos: pl.Tensor,
+    sin: pl.Tensor,
+    k_cache: pl.InOut[pl.Tensor],
+    v_cache: pl.InOut[pl.Tensor],
+    layer: pl.INDEX,
+    max_seq: pl.INDEX,
+    eps: pl.FP32,
+    scale: pl.FP32,
+):
+    """Layer ``layer`` of a decode step, in place on the residual stream ``x`` ``[batch, hidden]``
+    (FP32): ``x += attention(rmsnorm(x))``, then ``x += mlp(rmsnorm(x))``."""
+    rows, hidden = x.shape
+    layers = input_norm.shape[0]
+    dim = q_norm.shape[1]
+    q_size = q_proj_w.shape[0] // layers
+    kv_size = k_proj_w.shape[0] // layers
+    dtype = q_proj_w.dtype
+    normed = pl.create_tensor([rows, hidden], dtype)
+    normed = rmsnorm(x, input_norm, normed, eps, layer)
+    q = pl.create_tensor([rows, q_size], pl.FP32)
+    k = pl.create_tensor([rows, kv_size], pl.FP32)
+    v = pl.create_tensor([rows, kv_size], pl.FP32)
+    q = q_proj(normed, q_proj_w, q, layer)
+    k = k_proj(normed, k_proj_w, k, layer)
+    v = v_proj(normed, v_proj_w, v, layer)
+    q_rot = pl.create_tensor([rows * (q_size // dim), dim], dtype)
+    attended = pl.create_tensor([rows, q_size], dtype)
+    attended, k_cache, v_cache = attention(
+        q,
+        k,
+        v,
+        q_norm,
+        k_norm,
+        cos,
+        sin,
+        positions,
+        k_cache,
+        v_cache,
+        q_rot,
+        attended,
+        layer,
+        max_seq,
+        eps,
+        scale,
+    )
+    mid = pl.create_tensor([rows, hidden], pl.FP32)
+    mid = o_proj(attended, o_proj_w, x, mid, layer)
+    x = mlp(mid, post_norm, gate_w, up_w, down_w, x, layer, eps)
+    return x, k_cache, v_cache
+
+
+@pl.jit
+def decode_step(
+    tokens: pl.Tensor,
+    positions: pl.Tensor,
+    embed: pl.Tensor,
+    input_norm: pl.Tensor,
+    q_proj_w: pl.Tensor,
+    k_proj_w: pl.Tensor,
+    v_proj_w: pl.Tensor,
+    q_norm: pl.Tensor,
+    k_norm: pl.Tensor,
+    o_proj_w: pl.Tensor,
+    post_norm: pl.Tensor,
+    gate_w: pl.Tensor,
+    up_w: pl.Tensor,
+    down_w: pl.Tensor,
+    final_norm: pl.Tensor,
+    lm_head_w: pl.Tensor,
+    cos: pl.Tensor,
+    sin: pl.Tensor,
+    k_cache: pl.InOut[pl.Tensor],
+    v_cache: pl.InOut[pl.Tensor],
+    hidden: pl.Out[pl.Tensor],
+    logits: pl.Out[pl.Tensor],
+    eps: pl.FP32,
+    scale: pl.FP32,
+):
+    """One decode step: ``tokens`` ``[batch]`` (INT32) at ``positions`` ``[batch]`` (INT32, the
+    cache length of each row before it) -> ``hidden`` ``[batch, hidden]`` (after the final norm, in
+    the model's dtype) and ``logits`` ``[batch, vocab]`` (FP32); the step's keys and values are
+    written into ``k_cache`` / ``v_cache`` (``[layers * batch * max_seq, kv_heads * head_dim]``)."""
+    rows = tokens.shape[0]
+    layers = input_norm.shape[0]
+    max_seq = k_cache.shape[0] // (rows * layers)
+    x = pl.create_tensor([rows, embed.shape[1]], pl.FP32)
+    x = embed_tokens(tokens, embed, x)
+    for layer in pl.range(layers):
+        x, k_cache, v_cache = decoder_layer(
+            x,
+            positions,
+            input_norm,
+            q_proj_w,
+            k_proj_w,
+            v_proj_w,
+            q_norm,
+            k_norm,
+            o_proj_w,
+            post_norm,
+            gate_w,
+            up_w,
+            down_w,
+            cos,
+            sin,
+            k_cache,
+            v_cache,
+            layer,
+            max_seq,
+            eps,
+            scale,
+        )
+    hidden = rmsnorm(x, final_norm, hidden, eps, 0)
+    logits = lm_head(hidden, lm_head_w, logits, 0)
+    return logits
+
+
+class Qwen3Decoder:
+    """A Qwen3 model decoding on a backend: its weights, its KV cache and each batch row's position.
+
+    ``batch`` rows decode together, one token each per :meth:`step`; the cache holds ``max_seq``
+    positions per row (default: the smaller of 512 and the model's ``max_position_embeddings``).
+    Every step's :class:`~pypto.ir.RunReport` is kept in :attr:`reports`.
+    """
+
+    def __init__(
+        self,
+        weights: Qwen3Weights,
+        batch: int = 1,
+        max_seq: int | None = None,
+        run_config: RunConfig | None = None,
+    ) -> None:
+        config = weights.config
+        if batch < 1:
+            raise ValueError(f"batch must be at least 1, got {batch}")
+        self.weights, self.config, self.batch = weights, config, batch
+        self.max_seq = max_seq or min(512, config.max_position_embeddings)
+        if not 1 <= self.max_seq <= config.max_position_embeddings:
+            raise ValueError(
+                f"max_seq must be between 1 and the model's {config.max_position_embeddings} positions, "
+                f"got {self.max_seq}"
+            )
+        self.run_config = run_config
+        kv_width = config.num_kv_heads * config.head_dim
+        cache_rows = config.num_layers * batch * self.max_seq
+        self.k_cache = torch.zeros(cache_rows, kv_width, dtype=weights.dtype)
+        self.v_cache = torch.zeros(cache_rows, kv_width, dtype=weights.dtype)
+        self.positions = torch.zeros(batch, dtype=torch.int32)
+        self.cos, self.sin = rope_tables(config, self.max_seq)
+        self.hidden = torch.zeros(batch, config.hidden_size, dtype=weights.dtype)
+        self.logits = torch.zeros(batch, config.vocab_size)
+        self.reports: list[RunReport] = []
+
+    def reset(self) -> None:
+        """Forget every sequence: positions back to 0 (the cache is overwritten as rows advance)."""
+        self.positions.zero_()
+        self.reports.clear()
+
+    def step(self, tokens: torch.Tensor | Sequence[int]) -> torch.Tensor:
+        """Decode one token per batch row (``tokens`` ``[batch]``) at each row's position; returns
+        the logits ``[batch, vocab]`` and advances the positions."""
+        ids = torch.as_tensor(tokens, dtype=torch.int64).reshape(-1)
+        if ids.numel() != self.batch:
+            raise ValueError(f"step takes one token per batch row ({self.batch}), got {ids.numel()}")
+        vocab = self.config.vocab_size
+        if bool(((ids < 0) | (ids >= vocab)).any()):
+            raise ValueError(f"token ids must lie in [0, {vocab}), got {ids.tolist()}")
+        full = int(self.positions.max())
+        if full >= self.max_seq:
+            raise ValueError(
+                f"the KV cache holds {self.max_seq} positions and a row is full: build with a larger max_seq"
+            )
+        w = self.weights
+        decode_step(
+            ids.to(torch.int32),
+            self.positions,
+            w.embed,
+            *w.layer_weights(),
+            w.final_norm,
+            w.lm_head,
+            self.cos,
+            self.sin,
+            self.k_cache,
+            self.v_cache,
+            self.hidden,
+            self.logits,
+            self.config.rms_norm_eps,
+            self.config.head_dim**-0.5,
+            config=self.run_config,
+        )
+        assert decode_step.last_report is not None
+        self.reports.append(decode_step.last_report)
+        self.positions += 1
+        return self.logits.clone()
+
+    def generate(
+        self, prompt_ids: torch.Tensor | Sequence[Sequence[int]], max_new_tokens: int = 16
+    ) -> torch.Tensor:
+        """Greedy decoding: prefill the prompts ``[batch, length]`` one decode step per token, then
+        append the most likely token ``max_new_tokens`` times. Returns ``[batch, length +
+        max_new_tokens]``, prompts included, as transformers' ``generate`` does."""
+        prompts = torch.as_tensor(prompt_ids, dtype=torch.int64)
+        if prompts.dim() == 1:
+            prompts = prompts.unsqueeze(0)
+        if prompts.shape[0] != self.batch or prompts.shape[1] < 1:
+            raise ValueError(f"prompt_ids must be [{self.batch}, length >= 1], got {list(prompts.shape)}")
+        if prompts.shape[1] + max_new_tokens > self.max_seq + 1:
+            raise ValueError(
+                f"{prompts.shape[1]} prompt tokens and {max_new_tokens} new ones need a cache of "
+                f"{prompts.shape[1] + max_new_tokens - 1} positions; this one holds {self.max_seq}"
+            )
+        self.reset()
+        for t in range(prompts.shape[1]):
+            logits = self.step(prompts[:, t])
+        out = [prompts]
+        for _ in range(max_new_tokens):
+            token = logits.argmax(dim=-1)
+            out.append(token.unsqueeze(1))
+            if len(out) - 1 < max_new_tokens:
+                logits = self.step(token)
+        return torch.cat(out, dim=1)
