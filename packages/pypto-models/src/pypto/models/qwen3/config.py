@@ -67,7 +67,10 @@ class Qwen3Config:
     @classmethod
     def from_hf_dict(cls, hf: dict[str, Any]) -> Qwen3Config:
         """From a Hugging Face ``config.json`` (or ``transformers.Qwen3Config.to_dict()``)."""
-        rope = hf.get("rope_parameters") or {}
+        rope = hf.get("rope_parameters") or hf.get("rope_scaling") or {}
+        kind = rope.get("rope_type", rope.get("type", "default"))
+        if kind != "default":
+            raise ValueError(f"rope_type {kind!r} is not supported: the kernels apply the default RoPE")
         theta = rope.get("rope_theta", hf.get("rope_theta", 1_000_000.0))
         return cls(
             hidden_size=hf["hidden_size"],

@@ -1,6 +1,6 @@
 """The Qwen3 MLP (SwiGLU): ``down(silu(gate(x)) * up(x))`` plus the residual.
 
-:func:`gate_up` is one mixed kernel per column block of the intermediate size: the cube computes
+:func:`project_gate_up` is one mixed kernel per column block of the intermediate size: the cube computes
 the block's gate and up products, the vector lanes apply ``silu(gate) * up`` to them (split by
 columns). :data:`down_proj` is the projections' mixed ``residual + x @ W^T``
 (:func:`~pypto.models.qwen3.kernels.projection.projection_residual`), and :func:`mlp` composes the
@@ -24,7 +24,9 @@ def swiglu(gate, up, dtype):
 
 
 @pl.jit.opaque
-def gate_up(x: pl.Tensor, gate_w: pl.Tensor, up_w: pl.Tensor, out: pl.Out[pl.Tensor], layer: pl.INDEX):
+def project_gate_up(
+    x: pl.Tensor, gate_w: pl.Tensor, up_w: pl.Tensor, out: pl.Out[pl.Tensor], layer: pl.INDEX
+):
     """``out = silu(x @ gate_w_layer^T) * (x @ up_w_layer^T)``: ``x`` ``[rows, hidden]``, the
     weights ``[layers * inter, hidden]``, ``out`` ``[rows, inter]`` in the weights' dtype."""
     n = out.shape[1]
@@ -65,6 +67,6 @@ def mlp(
     normed = pl.create_tensor([rows, hidden], gate_w.dtype)
     normed = rmsnorm(x, norm_w, normed, eps, layer)
     act = pl.create_tensor([rows, inter], gate_w.dtype)
-    act = gate_up(normed, gate_w, up_w, act, layer)
+    act = project_gate_up(normed, gate_w, up_w, act, layer)
     out = down_proj(act, down_w, x, out, layer)
     return out
