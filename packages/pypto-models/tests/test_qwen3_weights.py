@@ -80,7 +80,7 @@ def test_the_configuration_reads_a_transformers_config_json():
 
 def test_checkpoints_that_do_not_fit_are_refused_with_the_key(tmp_path, tiny_hf):
     state = dict(tiny_hf.state_dict())
-    with pytest.raises(WeightError, match="has no 'model.layers.1.mlp.up_proj.weight'"):
+    with pytest.raises(WeightError, match=r"has no 'model.layers.1.mlp.up_proj.weight'"):
         Qwen3Weights.from_state_dict({k: v for k, v in state.items() if "1.mlp.up_proj" not in k}, TINY)
     wrong = {**state, "model.norm.weight": torch.zeros(7)}
     with pytest.raises(
@@ -88,13 +88,13 @@ def test_checkpoints_that_do_not_fit_are_refused_with_the_key(tmp_path, tiny_hf)
     ):
         Qwen3Weights.from_state_dict(wrong, TINY)
     biased = {**state, "model.layers.0.self_attn.q_proj.bias": torch.zeros(256)}
-    with pytest.raises(WeightError, match="does not use: model.layers.0.self_attn.q_proj.bias"):
+    with pytest.raises(WeightError, match=r"does not use: model.layers.0.self_attn.q_proj.bias"):
         Qwen3Weights.from_state_dict(biased, TINY)
     with pytest.raises(WeightError, match="FP32 or BF16"):
         Qwen3Weights.from_state_dict(state, TINY, dtype=torch.float16)
-    with pytest.raises(WeightError, match="no .safetensors file"):
+    with pytest.raises(WeightError, match=r"no .safetensors file"):
         Qwen3Weights.from_safetensors(tmp_path / "nothing.safetensors", TINY)
     (tmp_path / "lonely").mkdir()
     Qwen3Weights.random(TINY).save_safetensors(tmp_path / "lonely" / "model.safetensors")
-    with pytest.raises(WeightError, match="no config.json"):
+    with pytest.raises(WeightError, match=r"no config.json"):
         Qwen3Weights.from_safetensors(tmp_path / "lonely")
