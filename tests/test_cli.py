@@ -161,3 +161,22 @@ def test_compile_of_a_program_class_takes_no_arg(runner, tmp_path):
     result = runner.invoke(cli, ["compile", f"{script}::Doubler", "--arg", "a=fp32[8,8]"])
     assert result.exit_code != 0
     assert "is a @pl.program" in result.output
+
+
+def test_run_dash_m_the_qwen3_model(runner):
+    output = pypto(
+        runner,
+        "run",
+        "-m",
+        "pypto.models.qwen3",
+        "--config",
+        "tiny",
+        "--prompt-ids",
+        "1,2,3",
+        "--max-new-tokens",
+        "2",
+        "--check",
+    )
+    tokens = output.splitlines()[0]
+    assert tokens.startswith("tokens: 1,2,3,") and len(tokens.split(",")) == 5
+    assert "modeled tokens/s" in output and output.splitlines()[-1] == "OK"

@@ -35,6 +35,19 @@ def test_overlap_counts_cycles_where_the_cube_and_any_lane_of_its_group_are_busy
     assert report.overlap == pytest.approx(0.3)
 
 
+def test_overlap_of_some_kernels_counts_only_their_work():
+    report = _report(
+        Slice("cg0.AIC", 0, 50, "tile.matmul", "CUBE", "proj"),
+        Slice("cg0.AIV0", 20, 40, "tile.add", "VECTOR", "proj"),  # 20..50 with the cube
+        Slice("cg1.AIC", 0, 50, "tile.matmul", "CUBE", "attn"),
+        Slice("cg1.AIV0", 0, 50, "tile.exp", "VECTOR", "attn"),
+    )
+    assert report.overlap_cycles() == 80
+    assert report.overlap_cycles({"proj"}) == 30
+    assert report.overlap_cycles({"attn", "proj"}) == 80
+    assert report.overlap_cycles(set()) == 0
+
+
 def test_overlap_is_zero_when_cube_and_vector_take_turns():
     report = _report(
         Slice("cg0.AIC", 0, 50, "tile.matmul", "CUBE", "k"),

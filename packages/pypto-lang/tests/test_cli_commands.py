@@ -439,8 +439,63 @@ def test_pyptos_options_go_before_the_script(runner):
 @pytest.mark.parametrize("command", [["run"], ["profile"]], ids=["run", "profile"])
 def test_help_says_the_arguments_after_script_are_the_scripts(runner, command):
     text = " ".join(invoke(runner, *command, "--help").output.split())
-    assert "[OPTIONS] SCRIPT [ARGS]..." in text
-    assert "everything after SCRIPT is" in text
+    assert "[OPTIONS] (SCRIPT | -m MODULE) [ARGS]..." in text
+    assert "everything after SCRIPT" in text
+
+
+MODULE = textwrap.dedent(
+    """\
+    import sys
+
+    import torch
+
+    from kernels import add
+    from pypto.runtime import RunConfig
+
+    add(torch.ones(64, 64), torch.zeros(64, 64))
+    print("module", __name__, "platform", RunConfig().platform, "args", sys.argv[1:])
+    """
+)
+
+
+@pytest.mark.parametrize("command", [["run"], ["profile", "-o", "prof"]], ids=["run", "profile"])
+def test_dash_m_runs_a_module_as_python_does_with_every_word_after_it_its_own(
+    runner, tmp_path, command, backend
+):
+    (tmp_path / "tool.py").write_text(MODULE)
+    result = invoke(runner, *command, "-p", "testsim", "-m", "tool", "--config", "tiny", "-p", "x", "--", "y")
+    assert result.exit_code == 0, result.output
+    assert "module __main__ platform testsim args ['--config', 'tiny', '-p', 'x', '--', 'y']" in result.output
+    assert len(backend.calls) == 1
+
+
+def test_dash_m_runs_a_packages_main_module(runner, tmp_path):
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "__init__.py").write_text("")
+    (tmp_path / "tools" / "__main__.py").write_text(MODULE)
+    result = invoke(runner, "run", "-p", "testsim", "--module=tools", "--m", "1")
+    assert result.exit_code == 0, result.output
+    assert "args ['--m', '1']" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-m", "no_such_module"], "-m no_such_module: no module named 'no_such_module'"),
+        ([], "give a SCRIPT to run, or -m MODULE"),
+    ],
+)
+def test_dash_m_of_nothing_runnable_is_a_usage_error(runner, args, message):
+    result = invoke(runner, "run", *args)
+    assert result.exit_code == 2 and message in result.output
+
+
+def test_an_error_in_a_module_shows_the_modules_traceback_only(runner, tmp_path):
+    (tmp_path / "failing.py").write_text(FAILING)
+    result = invoke(runner, "run", "-m", "failing")
+    assert result.exit_code == 1 and result.stdout == "before\n"
+    frames = [line for line in result.stderr.splitlines() if line.startswith('  File "')]
+    assert frames and all(line.startswith(f'  File "{tmp_path / "failing.py"}"') for line in frames)
 
 
 # ---------------------------------------------------------------- a failing script

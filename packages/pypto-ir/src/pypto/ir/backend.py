@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -205,10 +205,12 @@ class RunReport:
 
     # ------------------------------------------------------------ overlap
 
-    def overlap_cycles(self) -> int:
+    def overlap_cycles(self, kernels: Collection[str] | None = None) -> int:
         """Modeled cycles in which a core group's AIC and at least one of its AIV lanes are busy
-        at once, summed over core groups."""
-        busy = _busy_intervals(self.timeline)
+        at once, summed over core groups; with ``kernels``, counting only those kernels' work
+        (``report.overlap_cycles({"o_proj"})``: how much a mixed kernel overlaps its units)."""
+        slices = self.timeline if kernels is None else [s for s in self.timeline if s.task in kernels]
+        busy = _busy_intervals(slices)
         total = 0
         for group in sorted({core.split(".")[0] for core in busy}):
             cube = busy.get(f"{group}.AIC", [])

@@ -7,18 +7,66 @@ from pathlib import Path
 
 import click
 
-from pypto.cli.errors import PyptoCommand
-from pypto.cli.scripts import run_script
+from pypto.cli.errors import ArgumentError, PyptoCommand
+from pypto.cli.scripts import run_module, run_script
 from pypto.runtime import settings
 from pypto.runtime.launches import Launch, recording_launches
 from pypto.runtime.profiling import check_profile_dir
 from pypto.runtime.registry import registry
 from pypto.runtime.settings import Origin, Setting
 
-# pypto's own options come before SCRIPT; everything after it is the script's, as with python.
+# pypto's own options come before SCRIPT (or -m MODULE); everything after it is the script's, as
+# with python.
 SCRIPT_COMMAND = {"allow_interspersed_args": False}
-SCRIPT = click.argument("script", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+SCRIPT = click.argument(
+    "script", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path)
+)
 SCRIPT_ARGS = click.argument("script_args", nargs=-1, type=click.UNPROCESSED, metavar="[ARGS]...")
+MODULE = click.option(
+    "-m",
+    "--module",
+    metavar="MODULE",
+    help="Run a module as `python -m MODULE` would, instead of SCRIPT; the words after MODULE are its "
+    "command line.",
+)
+# Options of `pypto run` / `pypto profile` that take a value (so a word after them is no SCRIPT).
+_VALUED = ("-p", "--platform", "--profile", "-o", "--output")
+
+
+class ScriptCommand(PyptoCommand):
+    """A command that runs SCRIPT or ``-m MODULE``: the words after MODULE are the module's own,
+    like the words after SCRIPT (click would read ``--config`` after it as an option of its own)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        i = 0
+        while i < len(args):
+            word = args[i]
+            if word in ("-m", "--module") and i + 1 < len(args):
+                ctx.meta["pypto.module_args"] = tuple(args[i + 2 :])
+                return super().parse_args(ctx, args[: i + 2])
+            if word.startswith("--module="):
+                ctx.meta["pypto.module_args"] = tuple(args[i + 1 :])
+                return super().parse_args(ctx, args[: i + 1])
+            if word == "--" or not word.startswith("-"):
+                break  # SCRIPT (or the end of pypto's options): the rest is the script's
+            i += 2 if word in _VALUED else 1
+        return super().parse_args(ctx, args)
+
+    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
+        return ["[OPTIONS]", "(SCRIPT | -m MODULE)", "[ARGS]..."]
+
+
+def _command_line(script: Path | None, module: str | None, script_args: tuple[str, ...]) -> tuple[str, ...]:
+    """The command line of what runs: the words after SCRIPT, or after ``-m MODULE``."""
+    if module is not None:
+        return tuple(click.get_current_context().meta.get("pypto.module_args", ()))
+    if script is None:
+        raise ArgumentError(
+            "give a SCRIPT to run, or -m MODULE", hint="e.g. pypto run examples/advanced/03_mixed_kernel.py"
+        )
+    return script_args
+
+
 PLATFORM_OPTION = "-p/--platform"
 PLATFORM = click.option(
     "-p",
@@ -42,14 +90,23 @@ def script_command_line(script_args: Sequence[str]) -> list[str]:
 
 
 def _run(
-    script: Path, args: Sequence[str], platform: str | None, profile_dir: Setting[Path] | None
+    script: Path | None,
+    module: str | None,
+    args: Sequence[str],
+    platform: str | None,
+    profile_dir: Setting[Path] | None,
 ) -> list[Launch]:
+    command_line = _command_line(script, module, tuple(args))
     check_platform(platform)
     if profile_dir is not None:
         check_profile_dir(profile_dir.value, profile_dir.origin)
     chosen = None if platform is None else Setting(platform, Origin(PLATFORM_OPTION))
     with settings.command_line(platform=chosen, profile_dir=profile_dir), recording_launches() as launches:
-        run_script(script, script_command_line(args))
+        if module is not None:
+            run_module(module, command_line)
+        else:
+            assert script is not None
+            run_script(script, script_command_line(command_line))
     return launches
 
 
@@ -79,7 +136,7 @@ def _report_profiles(launches: list[Launch]) -> None:
             click.echo(f"  {label:<9}{path}")
 
 
-@click.command(cls=PyptoCommand, context_settings=SCRIPT_COMMAND)
+@click.command(cls=ScriptCommand, context_settings=SCRIPT_COMMAND)
 @PLATFORM
 @click.option(
     "--profile",
@@ -89,29 +146,38 @@ def _report_profiles(launches: list[Launch]) -> None:
     metavar="DIR",
     show_default="off",
 )
+@MODULE
 @SCRIPT
 @SCRIPT_ARGS
-def run(script: Path, platform: str | None, profile_dir: Path | None, script_args: tuple[str, ...]) -> None:
-    """Run a script with these defaults for its kernels.
+def run(
+    script: Path | None,
+    module: str | None,
+    platform: str | None,
+    profile_dir: Path | None,
+    script_args: tuple[str, ...],
+) -> None:
+    """Run a script (or a module) with these defaults for its kernels.
 
     The script runs as `python SCRIPT ARGS` would run it: everything after SCRIPT is its
     command line, so pypto's options go before SCRIPT. A `--` right after SCRIPT is dropped; a
-    later one reaches the script. An exception the script raises is shown as python shows it,
-    from the script's frames on, and the exit status is 1. A kernel whose RunConfig names its
-    own platform keeps it.
+    later one reaches the script. `-m MODULE ARGS` runs a module as `python -m MODULE ARGS`
+    does (the current directory first on the path). An exception the script raises is shown as
+    python shows it, from the script's frames on, and the exit status is 1. A kernel whose
+    RunConfig names its own platform keeps it.
 
     \b
     Examples:
       pypto run examples/advanced/03_mixed_kernel.py --m 512
       pypto run -p a2a3sim --profile prof examples/advanced/03_mixed_kernel.py --m 512 --mode staged
+      pypto run -m pypto.models.qwen3 --config tiny --prompt-ids 1,2,3
     """
     chosen = None if profile_dir is None else Setting(profile_dir, Origin("--profile"))
-    launches = _run(script, script_args, platform, chosen)
+    launches = _run(script, module, script_args, platform, chosen)
     if profile_dir is not None:
         _report_profiles(launches)
 
 
-@click.command(cls=PyptoCommand, context_settings=SCRIPT_COMMAND)
+@click.command(cls=ScriptCommand, context_settings=SCRIPT_COMMAND)
 @click.option(
     "-o",
     "--output",
@@ -121,21 +187,29 @@ def run(script: Path, platform: str | None, profile_dir: Path | None, script_arg
     show_default="PYPTO_PROFILE if a directory, [tool.pypto] profile-dir, else pypto_profile",
 )
 @PLATFORM
+@MODULE
 @SCRIPT
 @SCRIPT_ARGS
-def profile(script: Path, output: Path | None, platform: str | None, script_args: tuple[str, ...]) -> None:
+def profile(
+    script: Path | None,
+    module: str | None,
+    output: Path | None,
+    platform: str | None,
+    script_args: tuple[str, ...],
+) -> None:
     """Run a script with profiling on; list the profiles.
 
     Each kernel launch writes trace.json (open it at https://ui.perfetto.dev), swimlane.png and
     summary.txt into DIR/<kernel>/; the times in them are modeled by the platform's cost model.
-    As with `pypto run`, everything after SCRIPT is the script's command line.
+    As with `pypto run`, everything after SCRIPT (or -m MODULE) is its command line.
 
     \b
-    Example:
+    Examples:
       pypto profile -o prof examples/advanced/03_mixed_kernel.py --m 1024
+      pypto profile -o prof -m pypto.models.qwen3 --config tiny --prompt-ids 1,2,3
     """
     chosen = settings.profile_root_setting() if output is None else Setting(output, Origin("-o/--output"))
-    launches = _run(script, script_args, platform, chosen)
+    launches = _run(script, module, script_args, platform, chosen)
     _report_profiles(launches)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import runpy
 import sys
 import traceback
@@ -61,6 +62,41 @@ def run_script(script: Path, args: Sequence[str]) -> None:
     path = script.resolve()
     with _as_program(script, args), _as_python_would_fail(path):
         runpy.run_path(str(path), run_name="__main__")
+
+
+@contextmanager
+def _as_module(module: str, args: Sequence[str]) -> Iterator[str]:
+    """``sys.argv`` and ``sys.path[0]`` as ``python -m MODULE ARGS`` would set them (the current
+    directory first on the path), restored after; yields the module's file, for its traceback."""
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    sys.path.insert(0, str(Path.cwd()))
+    try:
+        spec = importlib.util.find_spec(module)
+        if spec is not None and spec.submodule_search_locations is not None:  # a package: its __main__
+            spec = importlib.util.find_spec(f"{module}.__main__")
+    except (ImportError, ValueError) as exc:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+        raise ArgumentError(
+            f"-m {module}: {exc}", hint="name an importable module, e.g. -m pypto.models.qwen3"
+        ) from None
+    if spec is None or spec.origin is None:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+        raise ArgumentError(
+            f"-m {module}: no module named {module!r} (or it has no __main__)",
+            hint="name an importable module or package with a __main__, e.g. -m pypto.models.qwen3",
+        )
+    sys.argv = [spec.origin, *args]
+    try:
+        yield spec.origin
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+
+
+def run_module(module: str, args: Sequence[str]) -> None:
+    """Run ``module`` as ``python -m MODULE ARGS`` runs it: as ``__main__`` (a package's
+    ``__main__`` submodule), with ``args`` as its command line."""
+    with _as_module(module, args) as origin, _as_python_would_fail(Path(origin)):
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
 
 
 def load_script(script: Path) -> dict[str, Any]:

@@ -13,7 +13,8 @@ between steps, prefills a prompt one token at a time and decodes greedily.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import torch
 
@@ -194,15 +195,18 @@ class Qwen3Decoder:
         self.hidden = torch.zeros(batch, config.hidden_size, dtype=weights.dtype)
         self.logits = torch.zeros(batch, config.vocab_size)
         self.reports: list[RunReport] = []
+        # Called after each step with its tokens, its positions and its logits (e.g. a check).
+        self.on_step: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], None] | None = None
 
     def reset(self) -> None:
         """Forget every sequence: positions back to 0 (the cache is overwritten as rows advance)."""
         self.positions.zero_()
         self.reports.clear()
 
-    def step(self, tokens: torch.Tensor | Sequence[int]) -> torch.Tensor:
+    def step(self, tokens: torch.Tensor | Sequence[int], run_config: RunConfig | None = None) -> torch.Tensor:
         """Decode one token per batch row (``tokens`` ``[batch]``) at each row's position; returns
-        the logits ``[batch, vocab]`` and advances the positions."""
+        the logits ``[batch, vocab]`` and advances the positions. ``run_config`` replaces the
+        decoder's for this step (e.g. to profile one step)."""
         ids = torch.as_tensor(tokens, dtype=torch.int64).reshape(-1)
         if ids.numel() != self.batch:
             raise ValueError(f"step takes one token per batch row ({self.batch}), got {ids.numel()}")
@@ -230,12 +234,20 @@ class Qwen3Decoder:
             self.logits,
             self.config.rms_norm_eps,
             self.config.head_dim**-0.5,
-            config=self.run_config,
+            config=run_config or self.run_config,
         )
         assert decode_step.last_report is not None
         self.reports.append(decode_step.last_report)
+        logits = self.logits.clone()
+        if self.on_step is not None:
+            self.on_step(ids, self.positions.clone(), logits)
         self.positions += 1
-        return self.logits.clone()
+        return logits
+
+    def profile_dir(self, run_config: RunConfig | None = None) -> Path | None:
+        """Where a step run with ``run_config`` (default: the decoder's) writes its profile
+        (trace, swimlane, summary), or None when it does not profile."""
+        return (run_config or self.run_config or RunConfig()).profile_path(decode_step.name)
 
     def generate(
         self, prompt_ids: torch.Tensor | Sequence[Sequence[int]], max_new_tokens: int = 16
