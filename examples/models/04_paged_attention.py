@@ -59,10 +59,11 @@ class AttentionConfig:
 
 @pl.jit.inline
 def attend_kv_head(
-    query, key_cache, value_cache, block_tables, context_lens, out, seq, kv_head, head_dim, block_size, scale
+    query, key_cache, value_cache, block_tables, context_lens, out, seq, kv_head, head_dim, block_size
 ):
     """The query heads of ``kv_head`` in sequence ``seq`` attend to the sequence's cached blocks."""
     group = (query.shape[1] // head_dim) // (key_cache.shape[1] // head_dim)
+    scale = head_dim**-0.5  # folds while the kernel compiles
     length = pl.cast(pl.read(context_lens, [seq]), pl.INDEX)
     q_heads = pl.load(
         query, [seq, kv_head * group * head_dim], [1, group * head_dim], target_memory=pl.Mem.Mat
@@ -116,7 +117,6 @@ def paged_attention(
     out: pl.Out[pl.Tensor],
     head_dim: int,
     block_size: int,
-    scale: float,
 ):
     batch = context_lens.shape[0]
     kv_heads = key_cache.shape[1] // head_dim
@@ -134,7 +134,6 @@ def paged_attention(
                     kv_head,
                     head_dim,
                     block_size,
-                    scale,
                 )
     return out
 
@@ -143,7 +142,7 @@ def paged_attention(
 DYNAMIC = AttentionConfig("dynamic", heads=4, kv_heads=2, head_dim=64, block_size=32)
 Q_COLS = DYNAMIC.heads * DYNAMIC.head_dim
 KV_COLS = DYNAMIC.kv_heads * DYNAMIC.head_dim
-HEAD_DIM, BLOCK_SIZE, SCALE = DYNAMIC.head_dim, DYNAMIC.block_size, DYNAMIC.scale
+HEAD_DIM, BLOCK_SIZE = DYNAMIC.head_dim, DYNAMIC.block_size
 BATCH = pl.dynamic("batch")
 MAX_BLOCKS = pl.dynamic("max_blocks")
 POOL_ROWS = pl.dynamic("pool_rows")
@@ -172,7 +171,6 @@ def paged_attention_dynamic(
                     kv_head,
                     HEAD_DIM,
                     BLOCK_SIZE,
-                    SCALE,
                 )
     return out
 
@@ -258,7 +256,7 @@ def run_batched(config: RunConfig, gen: torch.Generator) -> None:
     lengths = [77, 128, 5, 200]  # the last blocks hold 13, 32, 5 and 8 tokens
     batch = make_batch(cfg, lengths, spare_blocks=3, gen=gen)
     out = torch.zeros(batch.query.shape)
-    paged_attention(*batch.args, out, cfg.head_dim, cfg.block_size, cfg.scale, config=config)
+    paged_attention(*batch.args, out, cfg.head_dim, cfg.block_size, config=config)
     check(cfg, batch, out)
     print(
         f"batched: {len(lengths)} sequences, {cfg.heads} query heads on {cfg.kv_heads} KV heads, "
@@ -296,7 +294,7 @@ def run_multi(config: RunConfig, gen: torch.Generator) -> None:
         lengths = [cfg.block_size * 3, 1, cfg.block_size + 7]  # full blocks, a lone token, a partial tail
         batch = make_batch(cfg, lengths, spare_blocks=2, gen=gen)
         out = torch.zeros(batch.query.shape)
-        paged_attention(*batch.args, out, cfg.head_dim, cfg.block_size, cfg.scale, config=config)
+        paged_attention(*batch.args, out, cfg.head_dim, cfg.block_size, config=config)
         check(cfg, batch, out)
         print(
             f"multi: {cfg.name:8} heads {cfg.heads:2}/{cfg.kv_heads}, head_dim {cfg.head_dim:3}, "
