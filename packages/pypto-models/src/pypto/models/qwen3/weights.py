@@ -167,19 +167,31 @@ class Qwen3Weights:
         return cls.from_state_dict(state, config, dtype)
 
     @classmethod
-    def random(cls, config: Qwen3Config, seed: int = 0, dtype: torch.dtype = torch.float32) -> Qwen3Weights:
+    def random(
+        cls, config: Qwen3Config, seed: int = 0, dtype: torch.dtype = torch.float32, vocab: bool = True
+    ) -> Qwen3Weights:
         """Random weights by seed, initialised as transformers initialises a Qwen3 (normal, std
-        0.02), the norm weights around one: for benchmarks and tests that need no reference."""
+        0.02), the norm weights around one: for benchmarks and tests that need no reference.
+        ``vocab=False`` leaves out the embedding and the LM head (``[0, hidden]`` tensors): enough
+        for :func:`~pypto.models.qwen3.decoder_layer`, not for a decode step."""
+        if dtype not in DTYPES:
+            raise WeightError(f"the kernels run FP32 or BF16 models, not {dtype}; pass dtype=torch.bfloat16")
         generator = torch.Generator().manual_seed(seed)
-        state: dict[str, torch.Tensor] = {}
-        for i in range(config.num_layers):
-            for name, shape in layer_shapes(config).items():
-                state[f"model.layers.{i}.{LAYER_KEYS[name]}"] = _random(shape, generator)
-        state[EMBED_KEY] = _random((config.vocab_size, config.hidden_size), generator)
-        state[NORM_KEY] = _random((config.hidden_size,), generator)
-        if not config.tie_word_embeddings:
-            state[LM_HEAD_KEY] = _random((config.vocab_size, config.hidden_size), generator)
-        return cls.from_state_dict(state, config, dtype)
+        shapes = layer_shapes(config)
+        stacked = {}
+        for name, shape in shapes.items():
+            parts = [_random(shape, generator, dtype) for _ in range(config.num_layers)]
+            stacked[name] = torch.stack(parts) if len(shape) == 1 else torch.cat(parts)
+        rows = config.vocab_size if vocab else 0
+        embed = _random((rows, config.hidden_size), generator, dtype)
+        tied = config.tie_word_embeddings
+        return cls(
+            config=config,
+            embed=embed,
+            final_norm=_random((config.hidden_size,), generator, dtype).reshape(1, -1),
+            lm_head=embed if tied else _random((rows, config.hidden_size), generator, dtype),
+            **stacked,
+        )
 
     # ------------------------------------------------------------------ saving
 
@@ -214,9 +226,9 @@ def config_name(config: Qwen3Config) -> str:
     return f"Qwen3 of {config.num_layers} layers, hidden {config.hidden_size}"
 
 
-def _random(shape: tuple[int, ...], generator: torch.Generator) -> torch.Tensor:
-    values = torch.randn(shape, generator=generator)
-    return 1.0 + 0.1 * values if len(shape) == 1 else 0.02 * values
+def _random(shape: tuple[int, ...], generator: torch.Generator, dtype: torch.dtype) -> torch.Tensor:
+    values = torch.randn(shape, generator=generator, dtype=dtype)
+    return (1.0 + 0.1 * values if len(shape) == 1 else 0.02 * values).to(dtype)
 
 
 def rope_tables(config: Qwen3Config, max_seq: int) -> tuple[torch.Tensor, torch.Tensor]:
