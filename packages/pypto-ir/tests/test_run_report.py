@@ -35,6 +35,17 @@ def test_overlap_counts_cycles_where_the_cube_and_any_lane_of_its_group_are_busy
     assert report.overlap == pytest.approx(0.3)
 
 
+def test_overlap_of_several_core_groups_counts_each_cycle_once_and_stays_a_fraction():
+    report = _report(
+        *(Slice(f"cg{g}.AIC", 0, 80, "tile.matmul", "CUBE", "k") for g in range(4)),
+        *(Slice(f"cg{g}.AIV0", 10, 60, "tile.exp", "VECTOR", "k") for g in range(4)),  # 10..70 in each
+        Slice("cg4.AIC", 70, 30, "tile.matmul", "CUBE", "k"),
+        Slice("cg4.AIV1", 60, 30, "tile.exp", "VECTOR", "k"),  # 70..90 extends the 10..70 above
+    )
+    assert report.overlap_cycles() == 80  # 10..90
+    assert report.overlap == pytest.approx(0.8)
+
+
 def test_overlap_is_zero_when_cube_and_vector_take_turns():
     report = _report(
         Slice("cg0.AIC", 0, 50, "tile.matmul", "CUBE", "k"),

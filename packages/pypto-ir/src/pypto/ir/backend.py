@@ -206,15 +206,15 @@ class RunReport:
     # ------------------------------------------------------------ overlap
 
     def overlap_cycles(self) -> int:
-        """Modeled cycles in which a core group's AIC and at least one of its AIV lanes are busy
-        at once, summed over core groups."""
+        """Modeled cycles of the run in which some core group's AIC and at least one of its AIV
+        lanes are busy at once; a cycle in which several groups overlap counts once."""
         busy = _busy_intervals(self.timeline)
-        total = 0
+        overlapping: list[Spans] = []
         for group in sorted({core.split(".")[0] for core in busy}):
             cube = busy.get(f"{group}.AIC", [])
             lanes = [spans for core, spans in busy.items() if core.startswith(f"{group}.AIV")]
-            total += _intersection(cube, _union(lanes))
-        return total
+            overlapping.append(_intersection(cube, _union(lanes)))
+        return sum(end - start for start, end in _union(overlapping))
 
     @property
     def overlap(self) -> float:
@@ -363,16 +363,19 @@ def _union(lists: list[Spans]) -> Spans:
     return merged
 
 
-def _intersection(a: Spans, b: Spans) -> int:
-    """Total length of the overlap of two merged, sorted span lists."""
-    total, i, j = 0, 0, 0
+def _intersection(a: Spans, b: Spans) -> Spans:
+    """The overlap of two merged, sorted span lists, as merged, sorted spans."""
+    common: Spans = []
+    i, j = 0, 0
     while i < len(a) and j < len(b):
-        total += max(0, min(a[i][1], b[j][1]) - max(a[i][0], b[j][0]))
+        start, end = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if start < end:
+            common.append((start, end))
         if a[i][1] < b[j][1]:
             i += 1
         else:
             j += 1
-    return total
+    return common
 
 
 @runtime_checkable
