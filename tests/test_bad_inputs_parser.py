@@ -900,7 +900,7 @@ ROWS = [
                 out[:] = x
             """),
         ParseError,
-        "an operand of and/or must be known at compile time, got Scalar[BOOL]",
+        "an operand of and/or before the last must be known at compile time, got Scalar[BOOL]",
         "n > 0",
         fix="if n > 0:",
     ),

@@ -8,6 +8,7 @@ import torch
 
 import pypto.language as pl
 from pypto.ir import If, ParseError, While, structural_diff
+from pypto.ir.nodes import walk_stmts
 from pypto.runtime import RunConfig
 
 SIM = RunConfig(platform="a2a3sim")
@@ -312,3 +313,27 @@ def test_a_tensor_leaving_an_if_inside_a_scope_is_a_parse_error_at_the_if():
         tensor_pick.lower(rand(128, 64), flag(1), torch.zeros(128, 64))
     assert "if pl.read(n, [0]) > 0:" in str(info.value)  # the user's if, under the caret
     assert "pl.load" in info.value.hint
+
+
+def gated_exp(gate: bool):
+    @pl.jit
+    def kernel(x: X, n: N, out: pl.Out[B]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(x, [0, 0], [32, 64])
+            if gate and pl.read(n, [0]) > 0:  # a compile-time flag, then a run-time condition
+                t = pl.exp(t)
+            pl.store(t, [0, 0], out)
+        return out
+
+    return kernel
+
+
+@pytest.mark.parametrize(("gate", "taken", "exp"), [(True, 1, True), (True, 0, False), (False, 1, False)])
+def test_a_compile_time_operand_of_and_leaves_the_run_time_last_one_as_the_condition(gate, taken, exp):
+    kernel = gated_exp(gate)
+    program = kernel.parse()
+    ifs = [s for fn in program.functions.values() for s in walk_stmts(fn.body) if isinstance(s, If)]
+    assert len(ifs) == (1 if gate else 0)  # `False and ...` folds away, `True and c` is `c`
+    x, out = rand(32 * 4, 64, seed=11), torch.zeros(32, 64)
+    kernel(x, flag(taken), out, config=SIM)
+    torch.testing.assert_close(out, x[:32].exp() if exp else x[:32])

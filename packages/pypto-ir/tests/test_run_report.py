@@ -42,10 +42,24 @@ def test_overlap_of_some_kernels_counts_only_their_work():
         Slice("cg1.AIC", 0, 50, "tile.matmul", "CUBE", "attn"),
         Slice("cg1.AIV0", 0, 50, "tile.exp", "VECTOR", "attn"),
     )
-    assert report.overlap_cycles() == 80
+    assert report.overlap_cycles() == 50  # 0..50: some group overlaps
+    assert report.overlap_cycles(per_group=True) == 80  # 30 in cg0, 50 in cg1
     assert report.overlap_cycles({"proj"}) == 30
-    assert report.overlap_cycles({"attn", "proj"}) == 80
+    assert report.overlap_cycles({"attn", "proj"}, per_group=True) == 80
     assert report.overlap_cycles(set()) == 0
+    assert report.overlap_by_group({"proj"}) == {"cg0": [(20, 50)]}
+
+
+def test_overlap_of_several_core_groups_counts_each_cycle_once_and_stays_a_fraction():
+    report = _report(
+        *(Slice(f"cg{g}.AIC", 0, 80, "tile.matmul", "CUBE", "k") for g in range(4)),
+        *(Slice(f"cg{g}.AIV0", 10, 60, "tile.exp", "VECTOR", "k") for g in range(4)),  # 10..70 in each
+        Slice("cg4.AIC", 70, 30, "tile.matmul", "CUBE", "k"),
+        Slice("cg4.AIV1", 60, 30, "tile.exp", "VECTOR", "k"),  # 70..90 extends the 10..70 above
+    )
+    assert report.overlap_cycles() == 80  # 10..90
+    assert report.overlap == pytest.approx(0.8)
+    assert report.overlap_cycles(per_group=True) == 4 * 60 + 20
 
 
 def test_overlap_is_zero_when_cube_and_vector_take_turns():

@@ -192,3 +192,61 @@ def test_scalar_arguments_specialize_the_helper():
     ]
     muls = program.function("scale_tile_1").body[1].value
     assert muls.op == "tile.muls" and muls.args[1].value == 3.0
+
+
+A16 = pl.Tensor[[64, 128], pl.FP16]
+B16 = pl.Tensor[[128, 64], pl.FP16]
+
+
+@pl.jit.incore
+def split_matmul_bias(a: A16, b: B16, bias: T64, out: pl.Out[T64]):
+    """A docstring may precede the attributes."""
+    pl.func_attr({"split": pl.SplitMode.UP_DOWN})
+    out[:] = pl.add(pl.matmul(a, b, out_dtype=pl.FP32), bias)
+    return out
+
+
+@pl.jit
+def calls_split_helper(a: A16, b: B16, bias: T64, out: pl.Out[T64]):
+    out = split_matmul_bias(a, b, bias, out)
+    return out
+
+
+@pl.jit
+def split_scope(a: A16, b: B16, bias: T64, out: pl.Out[T64]):
+    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
+        out[:] = pl.add(pl.matmul(a, b, out_dtype=pl.FP32), bias)
+    return out
+
+
+def test_func_attr_opening_an_incore_helper_splits_it_like_a_split_scope():
+    assert calls_split_helper.parse().function("split_matmul_bias").attrs == {"split": pl.SplitMode.UP_DOWN}
+    torch.manual_seed(0)
+    a, b = torch.randn(64, 128, dtype=torch.float16), torch.randn(128, 64, dtype=torch.float16)
+    bias = torch.randn(64, 64)
+    helper_out, scope_out = torch.zeros(64, 64), torch.zeros(64, 64)
+    calls_split_helper(a, b, bias, helper_out)
+    split_scope(a, b, bias, scope_out)
+    assert torch.equal(helper_out, scope_out)
+    torch.testing.assert_close(helper_out, a.float() @ b.float() + bias, rtol=1e-3, atol=1e-3)
+    helper, scope = calls_split_helper.last_report, split_scope.last_report
+    assert helper.busy_cycles["cg0.AIV1"] == helper.busy_cycles["cg0.AIV0"]  # both lanes take half
+    assert helper.busy_cycles == scope.busy_cycles
+
+
+def test_func_attr_later_in_an_incore_helper_is_an_error_at_it():
+    @pl.jit.incore
+    def late(x: T64, out: pl.Out[T64]):
+        out[:] = pl.exp(x)
+        pl.func_attr({"split": pl.SplitMode.UP_DOWN})
+        return out
+
+    @pl.jit
+    def entry(x: T64, out: pl.Out[T64]):
+        out = late(x, out)
+        return out
+
+    with pytest.raises(ParseError) as info:
+        entry.parse()
+    assert "must be the first statement" in info.value.message
+    assert "pl.func_attr" in str(info.value) and "^" in str(info.value)

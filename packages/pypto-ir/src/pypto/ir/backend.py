@@ -205,18 +205,28 @@ class RunReport:
 
     # ------------------------------------------------------------ overlap
 
-    def overlap_cycles(self, kernels: Collection[str] | None = None) -> int:
-        """Modeled cycles in which a core group's AIC and at least one of its AIV lanes are busy
-        at once, summed over core groups; with ``kernels``, counting only those kernels' work
-        (``report.overlap_cycles({"o_proj"})``: how much a mixed kernel overlaps its units)."""
+    def overlap_by_group(self, kernels: Collection[str] | None = None) -> dict[str, Spans]:
+        """Per core group (``"cg0"``), the stretches in which its AIC and at least one of its AIV
+        lanes are busy at once; with ``kernels``, counting only those kernels' work."""
         slices = self.timeline if kernels is None else [s for s in self.timeline if s.task in kernels]
         busy = _busy_intervals(slices)
-        total = 0
+        stretches: dict[str, Spans] = {}
         for group in sorted({core.split(".")[0] for core in busy}):
             cube = busy.get(f"{group}.AIC", [])
             lanes = [spans for core, spans in busy.items() if core.startswith(f"{group}.AIV")]
-            total += _intersection(cube, _union(lanes))
-        return total
+            stretches[group] = _intersection(cube, _union(lanes))
+        return stretches
+
+    def overlap_cycles(self, kernels: Collection[str] | None = None, per_group: bool = False) -> int:
+        """Modeled cycles of the run in which some core group's AIC and at least one of its AIV
+        lanes are busy at once: a cycle in which several groups overlap counts once, or once per
+        group with ``per_group`` (to set against cycles summed over cores). With ``kernels``,
+        only those kernels' work counts (``report.overlap_cycles({"o_proj"}, per_group=True)``:
+        how much a mixed kernel overlaps its cube and vector work, on all its core groups)."""
+        stretches = self.overlap_by_group(kernels).values()
+        if per_group:
+            return sum(end - start for spans in stretches for start, end in spans)
+        return sum(end - start for start, end in _union(list(stretches)))
 
     @property
     def overlap(self) -> float:
@@ -365,16 +375,19 @@ def _union(lists: list[Spans]) -> Spans:
     return merged
 
 
-def _intersection(a: Spans, b: Spans) -> int:
-    """Total length of the overlap of two merged, sorted span lists."""
-    total, i, j = 0, 0, 0
+def _intersection(a: Spans, b: Spans) -> Spans:
+    """The overlap of two merged, sorted span lists, as merged, sorted spans."""
+    common: Spans = []
+    i, j = 0, 0
     while i < len(a) and j < len(b):
-        total += max(0, min(a[i][1], b[j][1]) - max(a[i][0], b[j][0]))
+        start, end = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if start < end:
+            common.append((start, end))
         if a[i][1] < b[j][1]:
             i += 1
         else:
             j += 1
-    return total
+    return common
 
 
 @runtime_checkable

@@ -151,6 +151,27 @@ def _is_pl_function(value: Any) -> bool:
     return getattr(value, "__module__", "").startswith("pypto.language")
 
 
+def leading_func_attr(
+    source: KernelSource, names: GlobalNames, params: Mapping[str, Any], body: list[ast.stmt]
+) -> tuple[dict[str, Any], list[ast.stmt]]:
+    """The attributes of a ``pl.func_attr({...})`` opening ``body`` (after its docstring, if any)
+    and the body without it; a ``pl.func_attr`` anywhere else is a ``ParseError``."""
+    first = 1 if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else 0
+    attrs: dict[str, Any] = {}
+    if len(body) > first and is_func_attr(body[first], names):
+        attrs = read_func_attr(LiteralReader(source, names, params), body[first].value)  # type: ignore[attr-defined]
+        body = body[:first] + body[first + 1 :]
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.stmt) and is_func_attr(node, names):
+                raise ParseError(
+                    "pl.func_attr(...) must be the first statement of the function body",
+                    source.span(node),
+                    "move it to the top of the body (after the docstring, if any)",
+                )
+    return attrs, body
+
+
 def read_func_attr(reader: LiteralReader, node: ast.Call) -> dict[str, Any]:
     """The attributes of ``pl.func_attr({...})``: one dict literal with string keys."""
     if len(node.args) != 1 or node.keywords or not isinstance(node.args[0], ast.Dict):

@@ -50,7 +50,7 @@ from pypto.ir.tracebacks import call_site, raise_at_user_line
 from pypto.ir.types import TASK_ID
 from pypto.language.annotations import ScalarSpec, TensorSpec
 from pypto.language.kernel import JitKind, KernelFunction
-from pypto.language.parser.attrs import LiteralReader, is_func_attr, read_func_attr
+from pypto.language.parser.attrs import LiteralReader
 from pypto.language.parser.calls import incore_call, inline_call, opaque_call
 from pypto.language.parser.env import Namer
 from pypto.language.parser.exprs import ExprParser
@@ -394,27 +394,9 @@ def bound_params(member: ProgramFunction) -> tuple[BoundParam, ...]:
 
 
 def parse_program_function(member: ProgramFunction, program: ClassProgram, kind: FunctionKind) -> Function:
-    """One function of the program: its attributes (``pl.func_attr`` and the decorator's), then the body."""
-    tree = member.source.tree
-    body = list(tree.body)
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        body = body[1:]  # a docstring
-    params = bound_params(member)
-    attrs = dict(member.decorator_attrs)
-    if body and is_func_attr(body[0], member.names):
-        reader = LiteralReader(member.source, member.names, {p.name: p for p in params})
-        attrs.update(read_func_attr(reader, body[0].value))  # type: ignore[attr-defined]
-        body = body[1:]
-    for stmt in body:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.stmt) and is_func_attr(node, member.names):
-                raise ParseError(
-                    "pl.func_attr(...) must be the first statement of the function body",
-                    member.source.span(node),
-                    "move it to the top of the body (after the docstring, if any)",
-                )
-    fn = parse_function(member, kind, params, program, member.name, body=body)
-    return replace(fn, attrs=attrs)
+    """One function of the program: its attributes (the decorator's, then ``pl.func_attr``), then the body."""
+    fn = parse_function(member, kind, bound_params(member), program, member.name)
+    return replace(fn, attrs={**member.decorator_attrs, **fn.attrs})
 
 
 # ---------------------------------------------------------------- decorators
@@ -456,9 +438,10 @@ def function(
 def func_attr(attrs: dict[str, Any]) -> None:
     """``pl.func_attr({"key": value})``: the function's attributes; the first statement of a body."""
     raise ParseError(
-        "pl.func_attr(...) is read by the parser as the first statement of a @pl.function body",
+        "pl.func_attr(...) is read by the parser as the first statement of a @pl.function or "
+        "@pl.jit.incore body",
         None,
-        "use it inside a @pl.function, not from Python",
+        "use it inside a @pl.function or a @pl.jit.incore kernel, not from Python",
     )
 
 

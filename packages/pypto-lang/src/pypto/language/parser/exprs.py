@@ -693,17 +693,18 @@ class ExprParser:
             ) from None
 
     def visit_BoolOp(self, node: ast.BoolOp) -> Any:
-        result: Any = None
-        for operand in node.values:
+        *leading, last = node.values
+        for operand in leading:
             result = self.constant(
                 operand,
-                "an operand of and/or",
-                "and / or combine compile-time conditions; nest run-time ifs instead: "
-                "`if i > 0:` then `if i < n:` inside it",
+                "an operand of and/or before the last",
+                "and / or combine compile-time conditions, with a run-time one only last "
+                "(`causal and i == r0`); nest run-time ifs instead: `if i > 0:` then `if i < n:` inside it",
             )
             if bool(result) is isinstance(node.op, ast.Or):
                 return result
-        return result
+        value = self.expr(last)  # as in Python, `a and b` is `b` once `a` holds: it may be run-time
+        return number(value) if is_number(value) else value
 
     def visit_IfExp(self, node: ast.IfExp) -> Any:
         test = self.constant(

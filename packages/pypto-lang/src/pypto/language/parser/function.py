@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from pypto.ir import Function, FunctionKind, Param, ScalarType, Var
 from pypto.language.kernel import KernelFunction
+from pypto.language.parser.attrs import leading_func_attr
 from pypto.language.parser.body import BodyBuilder
 from pypto.language.parser.env import Env, Namer
 from pypto.language.parser.exprs import KernelCalls
@@ -32,6 +33,8 @@ def parse_function(
 
     ``body``: the statements to parse (default: the whole ``def`` body). ``InCore``, ``AIC``
     and ``AIV`` bodies run on a core (tile ops, pipes); the other kinds are on the control plane.
+    A ``pl.func_attr({...})`` opening the body gives the function its attributes (an
+    ``@pl.jit.incore`` kernel's ``{"split": ...}`` as much as a ``@pl.function``'s).
     A scalar parameter bound to a value reads as that ``Const`` in the body (the value is part
     of the specialization); the parameter itself stays in the signature.
     """
@@ -49,7 +52,13 @@ def parse_function(
     builder = BodyBuilder(namer, kernel=on_core)
     outputs = tuple(p.var for p in ir_params if p.direction.writes)
     role = _ROLES.get(kind, Role.incore if on_core else Role.entry)
+    attrs, nodes = leading_func_attr(
+        kernel.source,
+        kernel.names,
+        {p.name: p for p in params},
+        list(kernel.source.tree.body if body is None else body),
+    )
     parser = StmtParser(kernel, kernel.source, kernel.names, env, builder, calls, role, outputs)
-    parser.function_body(list(kernel.source.tree.body if body is None else body))
+    parser.function_body(nodes)
     span = kernel.source.span(kernel.source.tree)
-    return Function(name or kernel.name, tuple(ir_params), builder.statements, kind, span)
+    return Function(name or kernel.name, tuple(ir_params), builder.statements, kind, span, attrs)

@@ -83,7 +83,7 @@ class DecodeProfile:
             overlap = cube = vector = 0
             for report in runs:
                 kernels = {t.kernel for t in report.tasks if kernel_family(t.kernel) == family}
-                overlap += report.overlap_cycles(kernels)
+                overlap += report.overlap_cycles(kernels, per_group=True)
                 for s in report.timeline:
                     if s.task in kernels and not s.stalled:
                         if s.core.endswith(".AIC"):
