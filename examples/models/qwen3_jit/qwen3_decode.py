@@ -4,6 +4,7 @@ module.
 
     python -m examples.models.qwen3_jit.qwen3_decode [--config tiny] [--prompt-ids 1,2,3]
         [--max-new-tokens 16] [--dtype fp32|bf16] [-p a2a3sim] [--profile [DIR]]
+    python examples/models/qwen3_jit/qwen3_decode.py ...   (the same)
 
 ``decode_step`` (a ``@pl.jit`` entry) embeds one token per batch row, runs ``decoder_layer`` (an
 ``@pl.jit.opaque`` function) once per layer — RMSNorm (``kernels/rmsnorm.py``), the q/k/v
@@ -11,7 +12,8 @@ projections (``kernels/projection.py``), attention (``kernels/attention.py``), t
 projection, the MLP (``kernels/mlp.py``) — then the final norm and the LM head. The kernels are
 specialised on the shapes of ``config.py``. The same implementation serves ``python -m
 pypto.models.qwen3`` (and ``pypto run -m pypto.models.qwen3 --config tiny --prompt-ids 1,2,3``):
-it lives in ``pypto.models.qwen3``.
+it lives in ``pypto.models.qwen3``; each file of this directory names its part and runs it alone
+against torch (``python examples/models/qwen3_jit/kernels/attention.py``).
 """
 
 import sys

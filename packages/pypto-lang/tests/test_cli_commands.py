@@ -449,8 +449,8 @@ MODULE = textwrap.dedent(
 
     import torch
 
-    from kernels import add
     from pypto.runtime import RunConfig
+    from tool_kernels import add  # a module beside it: the current directory is on the path
 
     add(torch.ones(64, 64), torch.zeros(64, 64))
     print("module", __name__, "platform", RunConfig().platform, "args", sys.argv[1:])
@@ -463,6 +463,7 @@ def test_dash_m_runs_a_module_as_python_does_with_every_word_after_it_its_own(
     runner, tmp_path, command, backend
 ):
     (tmp_path / "tool.py").write_text(MODULE)
+    (tmp_path / "tool_kernels.py").write_text(SCRIPT)
     result = invoke(runner, *command, "-p", "testsim", "-m", "tool", "--config", "tiny", "-p", "x", "--", "y")
     assert result.exit_code == 0, result.output
     assert "module __main__ platform testsim args ['--config', 'tiny', '-p', 'x', '--', 'y']" in result.output
@@ -473,6 +474,7 @@ def test_dash_m_runs_a_packages_main_module(runner, tmp_path):
     (tmp_path / "tools").mkdir()
     (tmp_path / "tools" / "__init__.py").write_text("")
     (tmp_path / "tools" / "__main__.py").write_text(MODULE)
+    (tmp_path / "tool_kernels.py").write_text(SCRIPT)
     result = invoke(runner, "run", "-p", "testsim", "--module=tools", "--m", "1")
     assert result.exit_code == 0, result.output
     assert "args ['--m', '1']" in result.output
