@@ -20,6 +20,7 @@ from pypto_sim_a2a3 import A2A3SimBackend
 ROOT = Path(__file__).resolve().parent.parent
 TORCHREF = ROOT / "examples" / "plugins" / "pypto-backend-torchref" / "src"
 EXAMPLES = sorted(p for p in (ROOT / "examples").rglob("*.py") if "plugins" not in p.parts)
+LAUNCHES_NO_KERNEL = {"examples/models/qwen3_jit/config.py"}  # it lists configurations
 
 
 def torchref_backend() -> Any:
@@ -89,4 +90,5 @@ def test_the_examples_lowered_programs_hold_only_ops_a_backend_can_receive(path,
     finally:
         reset_registry()
     assert capsys.readouterr().out.strip().splitlines()[-1] == "OK"
-    assert seen and seen - {op.call} <= received_ops()
+    assert bool(seen) is (path.relative_to(ROOT).as_posix() not in LAUNCHES_NO_KERNEL)
+    assert seen - {op.call} <= received_ops()

@@ -18,17 +18,17 @@ against torch (``python examples/models/qwen3_jit/kernels/attention.py``).
 
 import sys
 
-from pypto.models.qwen3.__main__ import main as run_model
+from pypto.models.qwen3.cli import main as run_model
 from pypto.models.qwen3.qwen3_decode import Qwen3Decoder, decode_step, decoder_layer
 
 __all__ = ["Qwen3Decoder", "decode_step", "decoder_layer", "main"]
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> None:
     """Run the model with every step checked against plain torch (prints OK)."""
     args = list(sys.argv[1:] if argv is None else argv)
-    return run_model([*args, "--check"] if "--check" not in args else args)
+    run_model([*args, "--check"] if "--check" not in args else args)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

@@ -484,7 +484,7 @@ def test_dash_m_runs_a_packages_main_module(runner, tmp_path):
     ("args", "message"),
     [
         (["-m", "no_such_module"], "-m no_such_module: no module named 'no_such_module'"),
-        ([], "give a SCRIPT to run, or -m MODULE"),
+        ([], "Missing argument 'SCRIPT': give a script to run, or -m MODULE"),
     ],
 )
 def test_dash_m_of_nothing_runnable_is_a_usage_error(runner, args, message):

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from pypto.models.qwen3 import Qwen3Decoder, Qwen3Weights, get_config, reference
-from pypto.models.qwen3.__main__ import main
+from pypto.models.qwen3.cli import main
 from pypto.models.qwen3.profile import MODULES, DecodeProfile, kernel_family, module_of
 
 TINY = get_config("tiny")

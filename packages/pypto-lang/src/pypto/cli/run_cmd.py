@@ -18,8 +18,17 @@ from pypto.runtime.settings import Origin, Setting
 # pypto's own options come before SCRIPT (or -m MODULE); everything after it is the script's, as
 # with python.
 SCRIPT_COMMAND = {"allow_interspersed_args": False}
+
+
+class ScriptArgument(click.Argument):
+    """SCRIPT, optional because ``-m MODULE`` may stand in for it, still named SCRIPT in errors."""
+
+    def get_error_hint(self, ctx: click.Context | None) -> str:
+        return "'SCRIPT'"
+
+
 SCRIPT = click.argument(
-    "script", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path)
+    "script", cls=ScriptArgument, required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path)
 )
 SCRIPT_ARGS = click.argument("script_args", nargs=-1, type=click.UNPROCESSED, metavar="[ARGS]...")
 MODULE = click.option(
@@ -62,7 +71,8 @@ def _command_line(script: Path | None, module: str | None, script_args: tuple[st
         return tuple(click.get_current_context().meta.get("pypto.module_args", ()))
     if script is None:
         raise ArgumentError(
-            "give a SCRIPT to run, or -m MODULE", hint="e.g. pypto run examples/advanced/03_mixed_kernel.py"
+            "Missing argument 'SCRIPT': give a script to run, or -m MODULE",
+            hint="e.g. pypto run examples/advanced/03_mixed_kernel.py",
         )
     return script_args
 
