@@ -134,3 +134,40 @@ def test_an_inline_helper_that_opens_a_scope_makes_the_spmd_body_a_dispatch():
     spmd_dispatching_through_an_inline(x, out)
     torch.testing.assert_close(out, x.exp())
     assert {t.kernel for t in spmd_dispatching_through_an_inline.last_report.tasks} == {"exp_rows"}
+
+
+A16, B16, T64 = pl.Tensor[[64, 128], pl.FP16], pl.Tensor[[128, 64], pl.FP16], pl.Tensor[[64, 64], pl.FP32]
+
+
+@pl.jit.incore
+def split_matmul_bias(a: A16, b: B16, bias: T64, out: pl.Out[T64]):
+    pl.func_attr({"split": pl.SplitMode.UP_DOWN})
+    out[:] = pl.add(pl.matmul(a, b, out_dtype=pl.FP32), bias)
+    return out
+
+
+@pl.jit
+def calls_split_helper(a: A16, b: B16, bias: T64, out: pl.Out[T64]):
+    out = split_matmul_bias(a, b, bias, out)
+    return out
+
+
+@pl.jit
+def split_scope(a: A16, b: B16, bias: T64, out: pl.Out[T64]):
+    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
+        out[:] = pl.add(pl.matmul(a, b, out_dtype=pl.FP32), bias)
+    return out
+
+
+def test_an_incore_helper_opening_with_func_attr_split_runs_as_the_split_scope_does():
+    torch.manual_seed(0)
+    a, b = torch.randn(64, 128, dtype=torch.float16), torch.randn(128, 64, dtype=torch.float16)
+    bias = torch.randn(64, 64)
+    helper_out, scope_out = torch.zeros(64, 64), torch.zeros(64, 64)
+    calls_split_helper(a, b, bias, helper_out)
+    split_scope(a, b, bias, scope_out)
+    assert torch.equal(helper_out, scope_out)
+    torch.testing.assert_close(helper_out, a.float() @ b.float() + bias, rtol=1e-3, atol=1e-3)
+    helper, scope = calls_split_helper.last_report, split_scope.last_report
+    assert helper.busy_cycles["cg0.AIV1"] == helper.busy_cycles["cg0.AIV0"]  # both lanes take half
+    assert helper.busy_cycles == scope.busy_cycles

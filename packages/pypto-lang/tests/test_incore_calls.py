@@ -221,17 +221,15 @@ def split_scope(a: A16, b: B16, bias: T64, out: pl.Out[T64]):
 
 def test_func_attr_opening_an_incore_helper_splits_it_like_a_split_scope():
     assert calls_split_helper.parse().function("split_matmul_bias").attrs == {"split": pl.SplitMode.UP_DOWN}
-    torch.manual_seed(0)
-    a, b = torch.randn(64, 128, dtype=torch.float16), torch.randn(128, 64, dtype=torch.float16)
-    bias = torch.randn(64, 64)
-    helper_out, scope_out = torch.zeros(64, 64), torch.zeros(64, 64)
-    calls_split_helper(a, b, bias, helper_out)
-    split_scope(a, b, bias, scope_out)
-    assert torch.equal(helper_out, scope_out)
-    torch.testing.assert_close(helper_out, a.float() @ b.float() + bias, rtol=1e-3, atol=1e-3)
-    helper, scope = calls_split_helper.last_report, split_scope.last_report
-    assert helper.busy_cycles["cg0.AIV1"] == helper.busy_cycles["cg0.AIV0"]  # both lanes take half
-    assert helper.busy_cycles == scope.busy_cycles
+    kinds = {fn.name: fn.func_type for fn in calls_split_helper.lower().functions.values()}
+    assert {name: kind for name, kind in kinds.items() if name.startswith("split_matmul_bias")} == {
+        "split_matmul_bias": pl.FunctionType.Group,
+        "split_matmul_bias_aic": pl.FunctionType.AIC,
+        "split_matmul_bias_aiv": pl.FunctionType.AIV,
+    }
+    lowered = calls_split_helper.lower().function("split_matmul_bias_aiv")
+    assert lowered.attrs["split"] is pl.SplitMode.UP_DOWN  # its vector half is halved by rows
+    # tests/test_model_constructs.py runs it against the same split scope on a2a3sim
 
 
 def test_func_attr_later_in_an_incore_helper_is_an_error_at_it():
