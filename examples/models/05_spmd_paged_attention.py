@@ -20,6 +20,7 @@ waves.
 """
 
 import argparse
+import importlib
 import math
 
 import torch
@@ -27,58 +28,12 @@ import torch
 import pypto.language as pl
 from pypto.runtime import RunConfig
 
+# The kernel is 04_paged_attention.py's (the script's directory is on the path): this file only
+# launches it differently.
+attend_kv_head = importlib.import_module("04_paged_attention").attend_kv_head
+
 HEADS, KV_HEADS, HEAD_DIM, BLOCK_SIZE = 8, 2, 64, 32  # grouped-query heads: 4 query heads per KV head
 MAX_CONTEXT = 256
-
-
-@pl.jit.inline
-def attend_kv_head(
-    query, key_cache, value_cache, block_tables, context_lens, out, seq, kv_head, head_dim, block_size
-):
-    """The query heads of ``kv_head`` in sequence ``seq`` attend to the sequence's cached blocks."""
-    group = (query.shape[1] // head_dim) // (key_cache.shape[1] // head_dim)
-    scale = head_dim**-0.5  # folds while the kernel compiles
-    length = pl.cast(pl.read(context_lens, [seq]), pl.INDEX)
-    q_heads = pl.load(
-        query, [seq, kv_head * group * head_dim], [1, group * head_dim], target_memory=pl.Mem.Mat
-    )
-    q_left = pl.move(pl.reshape(q_heads, [group, head_dim]), target_memory=pl.Mem.Left)
-    running_max = pl.full([group, 1], pl.FP32, -math.inf)
-    running_sum = pl.full([group, 1], pl.FP32, 0.0)
-    acc = pl.full([group, head_dim], pl.FP32, 0.0)
-    for j in pl.range((length + block_size - 1) // block_size):
-        first_row = pl.cast(pl.read(block_tables, [seq, j]), pl.INDEX) * block_size  # logical -> physical
-        valid = pl.min(block_size, length - j * block_size)  # tokens of this block: the last one is partial
-        keys = pl.load(
-            key_cache,
-            [first_row, kv_head * head_dim],
-            [block_size, head_dim],
-            target_memory=pl.Mem.Mat,
-            valid_shape=[valid, head_dim],
-        )
-        scores = pl.matmul(q_left, pl.move(keys, target_memory=pl.Mem.Right), b_trans=True)  # cube
-        scores = pl.mul(pl.move(scores, target_memory=pl.Mem.Vec), scale)  # vector from here
-        scores = pl.fillpad(pl.set_validshape(scores, group, valid), pad_value=pl.PadValue.min)
-        scratch = pl.create_tile([group, block_size], pl.FP32)
-        new_max = pl.maximum(running_max, pl.row_max(scores, scratch))
-        probs = pl.exp(pl.row_expand_sub(scores, new_max))
-        rescale = pl.exp(pl.sub(running_max, new_max))  # shrinks what earlier blocks summed
-        running_sum = pl.add(pl.mul(running_sum, rescale), pl.row_sum(probs, scratch))
-        values = pl.load(
-            value_cache,
-            [first_row, kv_head * head_dim],
-            [block_size, head_dim],
-            target_memory=pl.Mem.Mat,
-            valid_shape=[valid, head_dim],
-        )
-        probs_left = pl.move(
-            pl.move(pl.cast(probs, value_cache.dtype), target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left
-        )
-        weighted = pl.matmul(probs_left, pl.move(values, target_memory=pl.Mem.Right))  # cube
-        acc = pl.add(pl.row_expand_mul(acc, rescale), pl.move(weighted, target_memory=pl.Mem.Vec))
-        running_max = new_max
-    heads_out = pl.reshape(pl.row_expand_div(acc, running_sum), [1, group * head_dim])
-    pl.store(heads_out, [seq, kv_head * group * head_dim], out)
 
 
 @pl.jit
