@@ -64,6 +64,24 @@ def run_script(script: Path, args: Sequence[str]) -> None:
         runpy.run_path(str(path), run_name="__main__")
 
 
+def _module_file(module: str) -> str:
+    """The file ``python -m MODULE`` would run: the module's, or a package's ``__main__``'s."""
+    try:
+        spec = importlib.util.find_spec(module)
+        if spec is not None and spec.submodule_search_locations is not None:  # a package
+            spec = importlib.util.find_spec(f"{module}.__main__")
+    except (ImportError, ValueError) as exc:
+        raise ArgumentError(
+            f"-m {module}: {exc}", hint="name an importable module, e.g. -m pypto.models.qwen3"
+        ) from None
+    if spec is None or spec.origin is None:
+        raise ArgumentError(
+            f"-m {module}: no module named {module!r} (or it has no __main__)",
+            hint="name an importable module or package with a __main__, e.g. -m pypto.models.qwen3",
+        )
+    return spec.origin
+
+
 @contextmanager
 def _as_module(module: str, args: Sequence[str]) -> Iterator[str]:
     """``sys.argv`` and ``sys.path[0]`` as ``python -m MODULE ARGS`` would set them (the current
@@ -71,23 +89,9 @@ def _as_module(module: str, args: Sequence[str]) -> Iterator[str]:
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.path.insert(0, str(Path.cwd()))
     try:
-        spec = importlib.util.find_spec(module)
-        if spec is not None and spec.submodule_search_locations is not None:  # a package: its __main__
-            spec = importlib.util.find_spec(f"{module}.__main__")
-    except (ImportError, ValueError) as exc:
-        sys.argv, sys.path[:] = saved_argv, saved_path
-        raise ArgumentError(
-            f"-m {module}: {exc}", hint="name an importable module, e.g. -m pypto.models.qwen3"
-        ) from None
-    if spec is None or spec.origin is None:
-        sys.argv, sys.path[:] = saved_argv, saved_path
-        raise ArgumentError(
-            f"-m {module}: no module named {module!r} (or it has no __main__)",
-            hint="name an importable module or package with a __main__, e.g. -m pypto.models.qwen3",
-        )
-    sys.argv = [spec.origin, *args]
-    try:
-        yield spec.origin
+        origin = _module_file(module)
+        sys.argv = [origin, *args]
+        yield origin
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
 
