@@ -258,8 +258,10 @@ class Qwen3Decoder:
         prompts = torch.as_tensor(prompt_ids, dtype=torch.int64)
         if prompts.dim() == 1:
             prompts = prompts.unsqueeze(0)
-        if prompts.shape[0] != self.batch or prompts.shape[1] < 1:
+        if prompts.dim() != 2 or prompts.shape[0] != self.batch or prompts.shape[1] < 1:
             raise ValueError(f"prompt_ids must be [{self.batch}, length >= 1], got {list(prompts.shape)}")
+        if max_new_tokens < 0:
+            raise ValueError(f"max_new_tokens must be at least 0, got {max_new_tokens}")
         if prompts.shape[1] + max_new_tokens > self.max_seq + 1:
             raise ValueError(
                 f"{prompts.shape[1]} prompt tokens and {max_new_tokens} new ones need a cache of "
@@ -268,10 +270,9 @@ class Qwen3Decoder:
         self.reset()
         for t in range(prompts.shape[1]):
             logits = self.step(prompts[:, t])
-        out = [prompts]
-        for _ in range(max_new_tokens):
-            token = logits.argmax(dim=-1)
-            out.append(token.unsqueeze(1))
-            if len(out) - 1 < max_new_tokens:
-                logits = self.step(token)
-        return torch.cat(out, dim=1)
+        new: list[torch.Tensor] = []
+        for i in range(max_new_tokens):
+            new.append(logits.argmax(dim=-1, keepdim=True))
+            if i + 1 < max_new_tokens:  # the last token needs no step of its own
+                logits = self.step(new[-1])
+        return torch.cat([prompts, *new], dim=1)
