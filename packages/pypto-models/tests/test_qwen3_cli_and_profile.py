@@ -1,8 +1,11 @@
 """``python -m pypto.models.qwen3`` and the decode profile: the modeled time of a step split per
 module, modeled tokens/s, the mixed projections' cube-vector overlap, and the profile files."""
 
+import json
+
 import pytest
 import torch
+from transformers import Qwen3Config as HfQwen3Config
 
 from pypto.models.qwen3 import Qwen3Decoder, Qwen3Weights, get_config, reference
 from pypto.models.qwen3.cli import main
@@ -69,12 +72,28 @@ def test_the_command_generates_checks_against_plain_torch_and_writes_the_profile
     assert "modeled tokens/s" in (tmp_path / "prof" / "modules.txt").read_text()
 
 
-def test_the_command_refuses_a_bad_prompt_and_an_unknown_configuration(capsys):
-    with pytest.raises(SystemExit):
-        main(["--prompt-ids", "1,x"])
-    with pytest.raises(SystemExit):
-        main(["--config", "qwen3-7b"])
-    assert "did you mean" in capsys.readouterr().err
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--prompt-ids", "1,x"], "'1,x' is not a comma-separated list of token ids"),
+        (["--config", "qwen3-7b"], "no Qwen3 configuration 'qwen3-7b' (did you mean 'qwen3-8b'?)"),
+        (["--batch", "0"], "argument --batch: 0 is less than 1"),
+        (["--prompt-ids", "1,5000"], "token ids must lie in [0, 1024), got [5000]"),
+        (["--max-seq", "2"], "3 prompt tokens and 16 new ones need a cache of 18 positions"),
+        (["--weights", "no/such.safetensors"], "no .safetensors file at no/such.safetensors"),
+    ],
+)
+def test_the_command_refuses_what_does_not_fit_with_a_usage_error(args, message, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    assert info.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_the_command_reads_a_checkpoints_own_configuration(tmp_path, capsys):
+    Qwen3Weights.random(TINY, seed=4).save_safetensors(tmp_path / "model.safetensors")
+    (tmp_path / "config.json").write_text(json.dumps(HfQwen3Config(**TINY.hf_kwargs()).to_dict()))
+    assert main(["--weights", str(tmp_path), "--max-new-tokens", "1"]) == 0
+    assert capsys.readouterr().out.startswith("tokens: 1,2,3,")
 
 
 def test_the_plain_torch_reference_follows_the_kernels_step_for_step():

@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 import torch
 
+from pypto.ir import PyptoError
 from pypto.models.qwen3 import reference
 from pypto.models.qwen3.config import CONFIGS, get_config
 from pypto.models.qwen3.profile import DecodeProfile
@@ -40,22 +41,42 @@ def token_ids(text: str) -> list[int]:
     return ids
 
 
+def at_least(low: int) -> Callable[[str], int]:
+    """An argparse type: an integer of at least ``low``."""
+
+    def number(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{value} is less than {low}")
+        return value
+
+    return number
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m pypto.models.qwen3",
         description="Greedy generation with Qwen3 written in pl, on a backend (a2a3sim by default).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("--config", default="tiny", help=f"named configuration: {', '.join(CONFIGS)}")
+    p.add_argument(
+        "--config",
+        help=f"named configuration: {', '.join(CONFIGS)} (default: the checkpoint's config.json, else tiny)",
+    )
     p.add_argument(
         "--prompt-ids", type=token_ids, default=[1, 2, 3], help="prompt token ids, comma-separated"
     )
-    p.add_argument("--max-new-tokens", type=int, default=16, help="tokens to generate")
-    p.add_argument("--batch", type=int, default=1, help="batch rows, each decoding the same prompt")
+    p.add_argument("--max-new-tokens", type=at_least(0), default=16, help="tokens to generate")
+    p.add_argument("--batch", type=at_least(1), default=1, help="batch rows, each decoding the same prompt")
     p.add_argument("--dtype", choices=DTYPES, default="fp32", help="the model's dtype")
     p.add_argument("--weights", help="a local .safetensors file or checkpoint directory (else random)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random weights")
-    p.add_argument("--max-seq", type=int, help="KV-cache positions per row (default: prompt + new tokens)")
+    p.add_argument("--seed", type=at_least(0), default=0, help="seed of the random weights")
+    p.add_argument(
+        "--max-seq", type=at_least(1), help="KV-cache positions per row (default: prompt + new tokens)"
+    )
     p.add_argument(
         "-p", "--platform", help="platform (default: the session's, e.g. `pypto run -p`; else a2a3sim)"
     )
@@ -75,24 +96,26 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    command = parser()
+    args = command.parse_args(argv)
     try:
-        config = get_config(args.config)
-    except KeyError as err:
-        parser().error(str(err.args[0]))
-    dtype = DTYPES[args.dtype]
-    if args.weights:
-        weights = Qwen3Weights.from_safetensors(args.weights, config, dtype)
-    else:
-        weights = Qwen3Weights.random(config, seed=args.seed, dtype=dtype)
-    prompt = torch.tensor([args.prompt_ids] * args.batch)
-    max_seq = args.max_seq or prompt.shape[1] + args.max_new_tokens
-    decoder = Qwen3Decoder(
-        weights, batch=args.batch, max_seq=max_seq, run_config=RunConfig(platform=args.platform)
-    )
-    if args.check:
-        decoder.on_step = _checker(weights, decoder)
-    tokens = decoder.generate(prompt, args.max_new_tokens)
+        weights = load_weights(args)
+        prompt = torch.tensor([args.prompt_ids] * args.batch)
+        max_seq = args.max_seq or prompt.shape[1] + args.max_new_tokens
+        decoder = Qwen3Decoder(
+            weights, batch=args.batch, max_seq=max_seq, run_config=RunConfig(platform=args.platform)
+        )
+        if args.check:
+            decoder.on_step = _checker(weights, decoder)
+        tokens = decoder.generate(prompt, args.max_new_tokens)
+    except PyptoError:
+        raise  # a kernel's error, shown at its line
+    except (
+        KeyError,
+        ValueError,
+        ImportError,
+    ) as err:  # a configuration, checkpoint or argument that does not fit
+        command.error(str(err.args[0]) if isinstance(err, KeyError) else str(err))
     for row in tokens.tolist():
         print("tokens:", ",".join(str(t) for t in row))
     if args.profile:
@@ -109,6 +132,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         print("OK")
     return 0
+
+
+def load_weights(args: argparse.Namespace) -> Qwen3Weights:
+    """The weights the command line names: a local checkpoint (its ``config.json`` unless
+    ``--config`` is given), else random by ``--seed`` for ``--config`` (``tiny`` by default)."""
+    dtype = DTYPES[args.dtype]
+    if args.weights:
+        config = get_config(args.config) if args.config else None
+        return Qwen3Weights.from_safetensors(args.weights, config, dtype)
+    return Qwen3Weights.random(get_config(args.config or "tiny"), seed=args.seed, dtype=dtype)
 
 
 def _checker(
