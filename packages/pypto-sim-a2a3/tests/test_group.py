@@ -157,7 +157,9 @@ def test_under_split_none_lane_1_only_mirrors_the_pipe_handshakes():
     cost = A2A3_TARGET.cost
     handshakes = cost["pipe_init_cycles"] + 2 * cost["pipe_flag_cycles"]  # init, tpop, tfree
     index_math = 4 * cost["scalar_op_cycles"]  # the row offsets of the skipped load and store
-    assert report.busy_cycles["cg0.AIV1"] == handshakes + index_math
+    lane1 = [s for s in report.timeline if s.core == "cg0.AIV1" and not s.stalled]
+    assert {s.unit for s in lane1} <= {"SCALAR", "MTE2"}  # no load, vector op or store
+    assert sum(s.cycles for s in lane1) == handshakes + index_math
     assert report.busy_cycles["cg0.AIV0"] > 10 * handshakes
 
 
@@ -185,8 +187,11 @@ def test_the_lanes_stall_waiting_for_the_cube_and_stalls_are_not_busy_time():
     elapsed = {core: report.busy_cycles[core] + report.stall_cycles[core] for core in report.busy_cycles}
     assert report.stall_cycles["cg0.AIC"] == 0
     assert report.stall_cycles["cg0.AIV0"] > report.busy_cycles["cg0.AIV0"]
-    # every core starts with the task; the task lasts as long as its slowest core
-    assert task.end_cycle - task.start_cycle == max(elapsed.values())
+    waits = {s.name for s in report.timeline if s.core == "cg0.AIV0" and s.stalled and s.flag_from is None}
+    assert waits == {"wait for a ready slot of pipe mixed_c2v"}
+    # every core starts with the task; the task lasts as long as its slowest core (whose loads'
+    # latency is neither busy nor stalled time)
+    assert task.end_cycle - task.start_cycle >= max(elapsed.values())
 
 
 def test_a_kernel_running_alone_never_stalls():

@@ -22,13 +22,32 @@ def _stream(slot_num: int = 2, consumer_work: int = 0, mode: SplitMode = SplitMo
     return report
 
 
-def test_each_cores_slices_tile_its_time_and_add_up_to_its_busy_and_stall_cycles():
+def _union(spans):
+    merged = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def test_each_pipes_ops_run_one_at_a_time_and_a_cores_busy_cycles_are_their_union():
     report = _stream()
     for core in report.busy_cycles:
         mine = [s for s in report.timeline if s.core == core]
-        assert sum(s.cycles for s in mine if not s.stalled) == report.busy_cycles[core]
-        assert sum(s.cycles for s in mine if s.stalled) == report.stall_cycles[core]
-        assert all(earlier.end == later.start for earlier, later in pairwise(mine))
+        for pipe in {s.pipe for s in mine}:
+            ops = [s for s in mine if s.pipe == pipe and not s.stalled]
+            assert all(
+                earlier.end <= later.start for earlier, later in pairwise(ops)
+            )  # in order, one at a time
+        busy = _union((s.start, s.end) for s in mine if not s.stalled)
+        assert sum(end - start for start, end in busy) == report.busy_cycles[core]
+        waits = [s for s in mine if s.stalled and s.flag_from is None]  # on another core: a ring slot
+        assert (report.stall_cycles[core] > 0) is bool(waits)
+    # The pipes of the cube core overlap: a load streams while the cube multiplies.
+    aic = [s for s in report.timeline if s.core == "cg0.AIC" and not s.stalled]
+    assert sum(s.cycles for s in aic) > report.busy_cycles["cg0.AIC"]
 
 
 def test_slices_name_the_op_its_unit_and_the_kernel_and_stalls_name_what_they_wait_for():
@@ -68,7 +87,7 @@ def test_with_one_slot_the_cube_cannot_push_the_next_tile_until_the_lane_freed_t
 
 
 def test_two_slots_beat_one_when_the_lanes_are_about_as_busy_as_the_cube():
-    one, two = _stream(slot_num=1, consumer_work=2), _stream(slot_num=2, consumer_work=2)
+    one, two = _stream(slot_num=1, consumer_work=1), _stream(slot_num=2, consumer_work=1)
     cube, lane = two.busy_cycles["cg0.AIC"], two.busy_cycles["cg0.AIV0"]
     assert 0.8 < lane / cube < 1.2  # balanced, so neither side hides the handshake
     assert two.total_cycles < one.total_cycles
@@ -77,7 +96,7 @@ def test_two_slots_beat_one_when_the_lanes_are_about_as_busy_as_the_cube():
 def test_a_streamed_group_kernel_overlaps_cube_and_vector_and_a_lone_kernel_does_not():
     streamed = _stream()
     assert 0 < streamed.overlap_cycles() <= min(streamed.busy_cycles.values())
-    assert 0.2 < streamed.overlap < 1
+    assert 0.05 < streamed.overlap < 1
     lone = run(single(vector_binary_kernel("tile.add")), rand(64, 128), rand(64, 128), torch.zeros(64, 128))
     assert lone.overlap == 0
 
@@ -85,7 +104,9 @@ def test_a_streamed_group_kernel_overlaps_cube_and_vector_and_a_lone_kernel_does
 def test_the_op_breakdown_adds_up_to_the_busy_cycles_of_the_kernels_cores():
     report = _stream()
     breakdown = report.op_breakdown("mixed")
-    assert sum(stats.cycles for stats in breakdown.values()) == sum(report.busy_cycles.values())
+    ops = sum(stats.cycles for stats in breakdown.values())
+    assert ops == sum(s.cycles for s in report.timeline if s.task == "mixed" and not s.stalled)
+    assert ops > sum(report.busy_cycles.values())  # the pipes of a core overlap
     assert breakdown["tile.matmul"].count == 6
     assert breakdown["tpop_from_aic"].count == breakdown["tfree_to_aic"].count == 12
     assert "tile.matmul" in report.breakdown_table()

@@ -75,6 +75,7 @@ class BarrierRound:
     kind: BarrierKind
     opened_by: tuple[str, SourceSpan | None]
     arrived: list[str] = field(default_factory=list)
+    last_arrival: int = 0  # the modeled cycle of the latest counted arrival: the round releases then
 
     @property
     def required(self) -> int:
@@ -97,8 +98,9 @@ class SyncAll:
         self._rounds: dict[tuple[str, int], BarrierRound] = {}
         self._passed: Counter[tuple[str, str]] = Counter()
 
-    def join(self, core: str, call: Call, args: Sequence[Any]) -> tuple[BarrierRound, bool]:
-        """``core`` arrives at its next round; returns the round and whether the arrival counted."""
+    def join(self, core: str, call: Call, args: Sequence[Any], at: int = 0) -> tuple[BarrierRound, bool]:
+        """``core`` arrives at its next round at cycle ``at``; returns the round and whether the
+        arrival counted."""
         core_type = call.attrs.get("core_type")
         kinds = CORE_TYPES.get(core_type)
         if kinds is None:
@@ -136,6 +138,7 @@ class SyncAll:
         counted = not round_.released
         if counted:
             round_.arrived.append(core)
+            round_.last_arrival = max(round_.last_arrival, at)
         return round_, counted
 
     def wait(self, round_: BarrierRound, call: Call) -> Generator[Event, None, None]:
@@ -145,6 +148,7 @@ class SyncAll:
             f"round {round_.index} of the {round_.core_type} barrier",
             call.span,
             lambda: self._blocked(round_, call),
+            silent=True,
         )
 
     def _blocked(self, round_: BarrierRound, call: Call) -> Blocked:

@@ -38,6 +38,7 @@ from pypto_sim_a2a3.races import TaskRaces
 from pypto_sim_a2a3.scheduler import Advance, Event, Scheduler, Wait
 from pypto_sim_a2a3.taskgraph import ParallelContext, Task, TaskGraph
 from pypto_sim_a2a3.timeline import Recorder
+from pypto_sim_a2a3.timeorder import TimeOrder
 
 # (kernel, done, total, unit): the blocks of an spmd task, or its outermost loop's iterations.
 ProgressObserver = Callable[[str, int, int, str], None]
@@ -65,7 +66,8 @@ class Chip:
         self.target = target
         self.platform = platform
         self.cost = CostModel(target)
-        self.scheduler = Scheduler()
+        self.in_time = TimeOrder()  # GM accesses and ordering events, checked in modeled order
+        self.scheduler = Scheduler(on_time=self.in_time.until)
         self.recorder = Recorder(self.scheduler)
         self.host = Core(HOST)
         self.dispatcher = Core(SCHEDULER)
@@ -86,6 +88,7 @@ class Chip:
         host = self.scheduler.spawn(self.host, self._orchestrate(entry, args))
         self.scheduler.spawn(self.dispatcher, self._dispatch())
         self.scheduler.run()
+        self.in_time.drain()
         return host.result
 
     def core_group(self, index: int) -> CoreGroup:
@@ -209,8 +212,8 @@ class Chip:
             self._orders[task.id] = GmOrder()
         order = self._orders[task.id]
 
-        def on_gm(core: str, call: Call, args: Sequence[Any]) -> None:
-            self.races.access(task, block, core, call, args, order)
+        def on_gm(core: str, call: Call, args: Sequence[Any], at: int) -> None:
+            self.races.access(task, block, core, call, args, order, at)
 
         site = Site(
             group,
@@ -221,6 +224,7 @@ class Chip:
             self._barriers[task.id],
             order,
             self._settled_observer(task),
+            self.in_time,
         )
         launch, placements = plan_launch(plan, task.args, site, self.target, self.recorder)
         run = _BlockRun(task, block, launch, self.dispatcher.clock)
@@ -266,15 +270,17 @@ class Chip:
         """The run's modeled timing (busy and stall cycles per core, tasks and their edges, the
         timeline) and the entry's returned values."""
         cores = [core for index in sorted(self.groups) for core in self.groups[index].cores]
+        self.recorder.finish()
+        busy, stalled = self.recorder.busy_and_stalled()
         return RunReport(
             platform=self.platform,
             clock_mhz=self.target.clock_mhz,
             total_cycles=self.host.clock,
             tasks=sorted(self.tasks, key=lambda t: (t.start_cycle, t.task_id, t.block)),
             edges=list(self.graph.edges),
-            busy_cycles={core.name: core.busy for core in cores},
+            busy_cycles={core.name: busy.get(core.name, 0) for core in cores},
             outputs=outputs,
-            stall_cycles={core.name: core.stalled for core in cores},
+            stall_cycles={core.name: stalled.get(core.name, 0) for core in cores},
             timeline=self.recorder.slices,
             rings=self.recorder.rings,
             transfers=self.recorder.transfers,

@@ -97,6 +97,7 @@ class Access:
     span: SourceSpan | None
     write: bool
     atomic: bool = False  # an atomic add: two of them commute
+    at: int = 0  # the modeled cycle it starts: cores issue ahead, so records come out of this order
 
     def conflicts(self, other: Access) -> Region | None:
         """The bytes both touch when their order matters (a write, and not two atomic adds)."""
@@ -148,24 +149,29 @@ class GmOrder:
     def __init__(self) -> None:
         self._logs: dict[str, list[GmEvent]] = defaultdict(list)
 
-    def access(self, core: str, call: Call, args: Sequence[Any]) -> None:
-        """Record ``call``'s GM read or write by ``core`` (other ops are ignored); a RaceError if it
-        reads another core's unordered write, or writes over another core's unordered read or write
-        (unless both writes are atomic adds)."""
-        access = gm_access(core, call, args)
+    def access(self, core: str, call: Call, args: Sequence[Any], at: int = 0) -> None:
+        """Record ``call``'s GM read or write by ``core``, starting at modeled cycle ``at`` (other
+        ops are ignored); a RaceError if it reads another core's unordered write, or writes over
+        another core's unordered read or write (unless both writes are atomic adds). A race is told
+        in the order the two accesses happen in modeled time."""
+        access = gm_access(core, call, args, at)
         if access is None:
             return
         for log in self._others(core):
             for position, event in enumerate(log):
                 if not isinstance(event, Access) or event.conflicts(access) is None:
                     continue
-                after = log[position + 1 :]
-                if event.write and access.write:
-                    self._check_write_after_write(event, after, access)
-                elif access.write:
-                    self._check_write_after_read(event, after, access)
+                first, after, second = event, log[position + 1 :], access
+                if event.at > access.at:
+                    # Recorded first but later in modeled time: nothing can order them (a syncall
+                    # between would have held this access back), so it is a race told this way.
+                    first, after, second = access, [], event
+                if first.write and second.write:
+                    self._check_write_after_write(first, after, second)
+                elif second.write:
+                    self._check_write_after_read(first, after, second)
                 else:
-                    self._check_read_after_write(event, after, access)
+                    self._check_read_after_write(first, after, second)
         self._logs[core].append(access)
 
     def invalidate(self, core: str, call: Call, args: Sequence[Any]) -> None:
@@ -277,8 +283,9 @@ def _check_inside(call: Call, tensor: torch.Tensor, region: Region) -> None:
             )
 
 
-def gm_access(core: str, call: Call, args: Sequence[Any]) -> Access | None:
-    """The GM box ``call`` reads or writes, or None for an op that does not touch GM."""
+def gm_access(core: str, call: Call, args: Sequence[Any], at: int = 0) -> Access | None:
+    """The GM box ``call`` reads or writes (starting at modeled cycle ``at``), or None for an op
+    that does not touch GM."""
     access = _GM_ACCESS.get(call.op)
     if access is None:
         return None
@@ -286,7 +293,7 @@ def gm_access(core: str, call: Call, args: Sequence[Any]) -> Access | None:
     label = name.name if isinstance(name, Var) else "a GM tensor"
     assert access.offsets is not None
     region = Region.box(args[access.offsets], _extent(call, args, tensor, access))
-    return Access(core, label, tensor_key(tensor), region, call.span, access.write, access.atomic)
+    return Access(core, label, tensor_key(tensor), region, call.span, access.write, access.atomic, at)
 
 
 def gm_tensor(call: Call, args: Sequence[Any]) -> torch.Tensor:

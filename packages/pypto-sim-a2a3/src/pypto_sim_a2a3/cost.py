@@ -23,16 +23,24 @@ Mem = MemorySpace
 
 @dataclass(frozen=True)
 class OpCost:
-    """``cycles`` modeled cycles on ``unit`` (e.g. "CUBE", "VECTOR", "MTE2", "FIXPIPE").
+    """``cycles`` modeled cycles on ``unit`` (e.g. "CUBE", "VECTOR", "MTE2", "FIXPIPE"), the pipe
+    of the core that runs the op: from its start to its result being ready.
 
     ``peak_cycles`` is what the op's work needs at peak on the roof ``roof`` ("cube", "vector" or
-    "memory"; None for control, scalar and synchronisation ops).
+    "memory"; None for control, scalar and synchronisation ops). ``pipelined`` is the part of
+    ``cycles`` that does not hold the pipe (a GM load's latency: the next load streams behind it).
     """
 
     unit: str
     cycles: int
     peak_cycles: float = 0.0
     roof: str | None = None
+    pipelined: int = 0
+
+    @property
+    def occupancy(self) -> int:
+        """The cycles the op holds its pipe."""
+        return self.cycles - self.pipelined
 
     def on(self, call: Call) -> Advance:
         """The scheduler event of spending this cost on ``call``."""
@@ -114,6 +122,14 @@ class CostModel:
         """A pop reading its ``nbytes`` share into the ring (0 for a token): a flag plus the bytes."""
         return self._transfer("MTE2", nbytes, "pipe_in_bytes_per_cycle", "pipe_flag_cycles")
 
+    def sync_cycles(self) -> int:
+        """One flag handshake between two pipes of a core."""
+        return ceil(self.constant("pipe_sync_cycles"))
+
+    def issue_cycles(self) -> int:
+        """The scalar unit's cycles to hand one op to its pipe."""
+        return ceil(self.constant("issue_cycles"))
+
     def submit_cycles(self) -> int:
         """The orchestration's cycles to hand one task to the scheduler."""
         return ceil(self.constant("task_submit_cycles"))
@@ -137,11 +153,16 @@ class CostModel:
         result = [call.type] if isinstance(call.type, TileType) else []
         return sum(t.nbytes for t in tiles + result)
 
-    def _transfer(self, unit: str, nbytes: float, rate: str, fixed: str | None = None) -> OpCost:
-        """``nbytes`` at the ``rate`` constant, plus the ``fixed`` constant (a latency or drain)."""
+    def _transfer(
+        self, unit: str, nbytes: float, rate: str, fixed: str | None = None, latency: bool = False
+    ) -> OpCost:
+        """``nbytes`` at the ``rate`` constant, plus the ``fixed`` constant: a drain or handshake
+        that holds the pipe, or (``latency``) a latency the next transfer streams behind."""
         peak = nbytes / self.constant(rate)
         overhead = self.constant(fixed) if fixed else 0
-        return OpCost(unit, ceil(overhead + peak), peak, ROOF_MEMORY)
+        cycles = ceil(overhead + peak)
+        pipelined = min(cycles - 1, ceil(overhead)) if latency else 0
+        return OpCost(unit, cycles, peak, ROOF_MEMORY, pipelined)
 
     def _vector(self, call: Call) -> OpCost:
         peak = self._operand_bytes(call) / self.constant("vector_bytes_per_cycle")
@@ -169,7 +190,7 @@ class CostModel:
         k_blocks = ceil(k / bk)
         mac_cycles = blocks * k_blocks * bm * bn * bk / self.constant("cube_macs_per_cycle")
         peak = mac_cycles * self._cube_passes(left.dtype)
-        head = k_blocks * self.constant("matmul_head_cycles")
+        head = ceil(k / self.constant("matmul_head_k")) * self.constant("matmul_head_cycles")
         return OpCost("CUBE", ceil(peak + head), peak, ROOF_CUBE)
 
     def _load(self, call: Call) -> OpCost:
@@ -181,7 +202,7 @@ class CostModel:
         return self._gm_read(prod(call.attrs["shape"]) * dst.dtype.nbytes)
 
     def _gm_read(self, nbytes: int) -> OpCost:
-        return self._transfer("MTE2", nbytes, "mte2_bytes_per_cycle", "mte2_latency_cycles")
+        return self._transfer("MTE2", nbytes, "mte2_bytes_per_cycle", "mte2_latency_cycles", latency=True)
 
     def _store(self, call: Call) -> OpCost:
         tile = call.args[0].type

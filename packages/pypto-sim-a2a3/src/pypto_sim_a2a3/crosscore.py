@@ -15,12 +15,13 @@ import torch
 
 from pypto.ir import Call, SplitMode, TileType
 from pypto.ir.ops import op, system
-from pypto_sim_a2a3.cost import CostModel, tile_bytes
+from pypto_sim_a2a3.corepipes import GM_PIPES, Dependency
+from pypto_sim_a2a3.cost import CostModel, OpCost, tile_bytes
 from pypto_sim_a2a3.errors import PipeError
 from pypto_sim_a2a3.launch import CoreRole
 from pypto_sim_a2a3.pipe import split_of
 from pypto_sim_a2a3.ring import RingSlot, Token
-from pypto_sim_a2a3.scheduler import Event
+from pypto_sim_a2a3.scheduler import Advance, Event
 
 Steps = Generator[Event, None, Any]
 LaunchOp = Callable[[CoreRole, Call, tuple[Any, ...], CostModel], Steps]
@@ -45,20 +46,39 @@ def _handles(*names: str) -> Callable[[LaunchOp], LaunchOp]:
     return register
 
 
-def _spend(cost: CostModel, call: Call) -> Generator[Event, None, None]:
-    yield cost.op_cost(call).on(call)
+def on_scalar(role: CoreRole, call: Call, cost: OpCost, after: int = 0, what: str = "") -> Steps:
+    """``cost`` on the core's scalar unit, which holds the core's clock, not before ``after``."""
+    issue = role.core.clock
+    waits = (Dependency(after, None, what),) if after else ()
+    _, ready = role.core_pipes.run(cost, call, issue, after=waits)
+    yield Advance("SCALAR", ready - issue, silent=True)
+
+
+def _spend(role: CoreRole, cost: CostModel, call: Call) -> Steps:
+    yield from on_scalar(role, call, cost.op_cost(call))
+
+
+def wait_until(role: CoreRole, cycle: int) -> Steps:
+    """Hold the core's scalar unit until ``cycle`` (a cross-core flag it waits on)."""
+    if cycle > role.core.clock:
+        yield Advance("SCALAR", cycle - role.core.clock, silent=True)
+
+
+def issue(role: CoreRole, cost: CostModel) -> Steps:
+    """The scalar unit hands one op to a pipe."""
+    yield Advance("SCALAR", cost.issue_cycles(), silent=True)
 
 
 @_handles(op.aic_initialize_pipe, op.aiv_initialize_pipe)
 def _initialize(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
     role.launch.initialize_pipes(role, call)
-    yield from _spend(cost, call)
+    yield from _spend(role, cost, call)
 
 
 @_handles(op.reserve_buffer, op.import_peer_buffer)
 def _buffer(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
     """The compiler placed the buffer (the kernel's reservations): here it only takes its time."""
-    yield from _spend(cost, call)
+    yield from _spend(role, cost, call)
 
 
 @_handles(op.tpush_to_aiv, op.tpush_to_aic)
@@ -75,21 +95,43 @@ def _push(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) ->
         )
     nbytes = 0 if isinstance(args[0], Token) else tile_bytes(tile)
     valid = tuple(int(n) for n in args[1]) if len(args) > 1 else tile.valid_shape
-    yield from pipe.push(role.name, role.lane, call, args[0], cost.push_cost(call, nbytes), valid)
+    issued = role.core.clock
+    yield from pipe.wait_writable(role.name, call)
+    source = (
+        role.core.memory.region(args[0]) if isinstance(args[0], torch.Tensor) and role.core.memory else None
+    )
+    free_at = pipe.push(
+        role.name,
+        role.lane,
+        call,
+        args[0],
+        valid,
+        role.core_pipes,
+        cost.push_cost(call, nbytes),
+        issued,
+        source,
+    )
+    yield from wait_until(role, free_at)  # the scalar unit waited for the slot's free flag
+    yield from issue(role, cost)
 
 
 @_handles(op.tpop_from_aic, op.tpop_from_aiv)
 def _pop(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
     pipe = role.launch.pipe(role, call)
     declared = tuple(int(n) for n in args[0]) if args else None
-    slot, value = yield from pipe.pop(role.name, call, cost.pop_cost, declared)
+    issued = role.core.clock
+    yield from pipe.wait_readable(role.name, call)
+    slot, value, ready_at = pipe.pop(role.name, call, cost.pop_cost, declared, role.core_pipes, issued)
+    yield from wait_until(role, ready_at)  # the scalar unit waited for the slot's ready flag
+    yield from issue(role, cost)
     return Popped(slot, value)
 
 
 @_handles(op.tfree_to_aic, op.tfree_to_aiv)
 def _free(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
     pipe = role.launch.pipe(role, call)
-    yield from pipe.free(role.name, role.take_popped(call), call, cost.op_cost(call))
+    pipe.free(role.name, role.take_popped(call), call, cost.op_cost(call), role.core_pipes, role.core.clock)
+    yield from issue(role, cost)
 
 
 _INDICES: dict[str, Callable[[CoreRole], int]] = {
@@ -101,26 +143,36 @@ _INDICES: dict[str, Callable[[CoreRole], int]] = {
 
 @_handles(*_INDICES)
 def _index(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
-    yield from _spend(cost, call)
+    yield from _spend(role, cost, call)
     return _INDICES[call.op](role)
 
 
 @_handles(system.fence)
 def _fence(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
-    role.launch.gm.fence(role.launch.gm_core(role))
-    yield from _spend(cost, call)
+    """Order the core's GM writes: it waits for its memory pipes to drain."""
+    launch, drained = role.launch, role.core_pipes.drained(GM_PIPES)
+    core = launch.gm_core(role)
+    launch.in_time(role, max(role.core.clock, drained), lambda: launch.gm.fence(core))
+    yield from on_scalar(role, call, cost.op_cost(call), drained, "the memory pipes to drain")
 
 
 @_handles(system.cacheinvalid)
 def _cacheinvalid(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
-    role.launch.gm.invalidate(role.launch.gm_core(role), call, args)
-    yield from _spend(cost, call)
+    launch, drained = role.launch, role.core_pipes.drained(GM_PIPES)
+    core = launch.gm_core(role)
+    launch.in_time(role, max(role.core.clock, drained), lambda: launch.gm.invalidate(core, call, args))
+    yield from on_scalar(role, call, cost.op_cost(call), drained, "the memory pipes to drain")
 
 
 @_handles(system.syncall)
 def _syncall(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
+    """A barrier: the core arrives once every pipe has drained, and goes on once the round's last
+    counted core has arrived."""
     launch = role.launch
-    round_, counted = launch.barrier.join(launch.member(role), call, args)
-    launch.gm.arrive(launch.gm_core(role), (round_.core_type, round_.index), counted)
+    arrival = max(role.core.clock, role.core_pipes.drained())
+    round_, counted = launch.barrier.join(launch.member(role), call, args, arrival)
+    core, key = launch.gm_core(role), (round_.core_type, round_.index)
+    launch.in_time(role, arrival, lambda: launch.gm.arrive(core, key, counted))
     yield from launch.barrier.wait(round_, call)
-    yield from _spend(cost, call)
+    what = f"round {round_.index} of the {round_.core_type} barrier"
+    yield from on_scalar(role, call, cost.op_cost(call), max(arrival, round_.last_arrival), what)

@@ -2,15 +2,21 @@
 
 :class:`KernelFrame` is the shared walker of lowered functions (:class:`pypto.ir.walker.KernelWalker`:
 frames, loops, ifs) with the simulated core's meaning of each op: tile values live in the core's
-buffers (a popped tile in its pipe slot), every op yields its modeled cycles, pipe and system ops
-go to :data:`~pypto_sim_a2a3.crosscore.LAUNCH_OPS`, the rest to the checked
+buffers (a popped tile in its pipe slot), pipe and system ops go to
+:data:`~pypto_sim_a2a3.crosscore.LAUNCH_OPS`, the rest to the checked
 :data:`~pypto_sim_a2a3.semantics.SEMANTICS`.
+
+Time: the core's clock is its scalar unit's, which issues the ops in program order. Scalar work
+takes that clock's cycles; every other op is handed to its pipe (:mod:`pypto_sim_a2a3.corepipes`),
+which starts it once the pipe is free and its operands are ready, so the pipes of the core run at
+once. When the kernel returns, the core waits for its pipes to drain.
 """
 
 from __future__ import annotations
 
 import weakref
 from collections.abc import Generator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -23,12 +29,13 @@ from pypto.ir.ops import op, tile, user_name
 from pypto.ir.semantics import OpImpl
 from pypto.ir.walker import KernelWalker
 from pypto_sim_a2a3.coherence import GM_DATA_OPS
-from pypto_sim_a2a3.cost import CostModel
+from pypto_sim_a2a3.corepipes import GM_PIPES, CorePipes, Dependency, Region
+from pypto_sim_a2a3.cost import CostModel, OpCost
 from pypto_sim_a2a3.crosscore import LAUNCH_OPS, Popped
 from pypto_sim_a2a3.errors import PipeError
 from pypto_sim_a2a3.launch import CoreRole
 from pypto_sim_a2a3.ring import TOKEN, Token
-from pypto_sim_a2a3.scheduler import Event
+from pypto_sim_a2a3.scheduler import Advance, Event
 from pypto_sim_a2a3.semantics import SEMANTICS
 
 Steps = Generator[Event, None, Any]
@@ -45,17 +52,84 @@ class KernelFrame(KernelWalker):
         self.core = role.core
         self.cost = cost
         self.last_gm_statement = _last_gm_statement_of(self.fn)
+        self.pipes = CorePipes(self.core, role.launch.recorder, cost.sync_cycles())
+        role.pipes = self.pipes
+        self.issue_cycles = cost.issue_cycles()
+        self._pending: _Issued | None = (
+            None  # the statement's op, put on its pipe once its result has a buffer
+        )
 
     def run(self) -> Steps:
-        """Run the kernel; the core is *settled* (see :meth:`Launch.settle`) once the top-level
-        statement holding its last GM access has finished, or at once if it touches no GM."""
+        """Run the kernel, then wait for its pipes to drain; the core is *settled* (see
+        :meth:`Launch.settle`) once the work of the top-level statement holding its last GM access
+        is done, or at once if it touches no GM."""
         if self.last_gm_statement < 0:
             self.role.launch.settle(self.role)
-        return (yield from super().run())
+        returned = yield from super().run()
+        yield from self.wait_until(self.pipes.drained())
+        return returned
 
-    def top_level_done(self, index: int) -> None:
+    def top_level_done(self, index: int) -> Steps:
         if index == self.last_gm_statement:
+            yield from self.wait_until(self.pipes.drained(GM_PIPES))
             self.role.launch.settle(self.role)
+
+    def wait_until(self, cycle: int) -> Steps:
+        """Hold the scalar unit (the core's clock) until ``cycle``."""
+        if cycle > self.core.clock:
+            yield Advance("SCALAR", cycle - self.core.clock, silent=True)
+
+    def issue(self) -> Steps:
+        """The scalar unit hands one op to a pipe."""
+        yield Advance("SCALAR", self.issue_cycles, silent=True)
+
+    def scalar(self, cost: OpCost, call: Call, after: int = 0) -> Steps:
+        """Scalar work (or a wait only the scalar unit can do) at the core's clock, not before ``after``."""
+        issue = self.core.clock
+        _, ready = self.pipes.run(cost, call, issue, after=_after(after, "GM written by this core"))
+        yield Advance("SCALAR", ready - issue, silent=True)
+
+    def exec_stmt(self, stmt: Stmt) -> Steps:
+        left = yield from super().exec_stmt(stmt)
+        issued, self._pending = self._pending, None
+        if issued is not None:
+            self._to_pipe(issued, stmt)
+        return left
+
+    def _to_pipe(self, issued: _Issued, stmt: Stmt) -> None:
+        """Put a statement's op on its pipe, now that its result has its buffer."""
+        call, args = issued.call, issued.args
+        writes_args = get_op(call.op).writes
+        reads: list[Region] = []
+        writes: list[Region] = []
+        gm_reads: list[torch.Tensor] = []
+        gm_writes: list[torch.Tensor] = []
+        for index, value in enumerate(args):
+            if not isinstance(value, torch.Tensor):
+                continue
+            region = self._region(value)
+            written = index in writes_args
+            if region is None:
+                (gm_writes if written else gm_reads).append(value)
+            else:
+                reads.append(region)  # an op writing a tile in place reads it too
+                if written:
+                    writes.append(region)
+        if isinstance(stmt, Assign) and isinstance(stmt.target.type, TileType):
+            result = self._region_of_var(stmt.target.name)
+            if result is not None:
+                writes.append(result)
+        start, _ = self.pipes.run(issued.cost, call, issued.at, reads, writes, gm_reads, gm_writes)
+        self.role.launch.gm_access(self.role, call, args, start)
+
+    def _region(self, value: torch.Tensor) -> Region | None:
+        assert self.core.memory is not None
+        found = self.core.memory.region(value)
+        return None if found is None else Region(*found)
+
+    def _region_of_var(self, name: str) -> Region | None:
+        value = self.env.get(name)
+        return self._region(value) if isinstance(value, torch.Tensor) else None
 
     def eval_call(self, call: Call) -> Steps:
         if call.op not in _FREE_OPS:
@@ -96,8 +170,18 @@ class KernelFrame(KernelWalker):
         # The op first, so that bad offsets or valid shapes are reported as such, not as a race
         # over the part of the region that lies inside the tensor.
         value = self._semantics(call)(call, args)
-        self.role.launch.gm_access(self.role, call, args)
-        yield self.cost.op_cost(call).on(call)
+        cost = self.cost.op_cost(call)
+        if cost.unit == "SCALAR":
+            gm = [a for a in args if isinstance(a, torch.Tensor) and self._region(a) is None]
+            self.role.launch.gm_access(self.role, call, args, self.core.clock)
+            yield from self.scalar(cost, call, max((self.pipes.gm_written(t) for t in gm), default=0))
+            return value
+        if self._pending is not None:
+            raise self.error(
+                f"{call.op} is nested inside {self._pending.call.op}: each op needs a statement", call
+            )
+        self._pending = _Issued(call, args, cost, self.core.clock)
+        yield from self.issue()
         return value
 
     def _semantics(self, call: Call) -> OpImpl:
@@ -143,7 +227,11 @@ class KernelFrame(KernelWalker):
         if dest is None:
             dest = self.core.memory.place(self.fn, var, self.core.name, var.span)
         if dest.data_ptr() != value.data_ptr() or dest.shape != value.shape:
+            source = self._region(value)
             dest.copy_(value.clone() if self.core.memory.shares_storage(value) else value)
+            target = self._region(dest)
+            if source is not None and target is not None:
+                self.pipes.copied(source, target)
         self.env[var.name] = dest
 
     def bind(self, stmt: Assign, value: Any) -> None:
@@ -163,6 +251,20 @@ class KernelFrame(KernelWalker):
             value = value.clone()  # a view of a buffer may overlap the destination
         dest.copy_(value)
         self.env[var.name] = dest
+
+
+@dataclass(frozen=True)
+class _Issued:
+    """An op the scalar unit issued at cycle ``at``, waiting for its statement to bind its result."""
+
+    call: Call
+    args: tuple[Any, ...]
+    cost: OpCost
+    at: int
+
+
+def _after(cycle: int, what: str) -> tuple[Dependency, ...]:
+    return (Dependency(cycle, None, what),) if cycle else ()
 
 
 _CORE_UNITS = (Unit.VECTOR, Unit.CUBE, Unit.MTE, Unit.SCALAR)

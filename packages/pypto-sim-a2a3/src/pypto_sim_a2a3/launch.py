@@ -21,12 +21,14 @@ from pypto.ir.ops import op
 from pypto_sim_a2a3.arguments import argument_mismatch
 from pypto_sim_a2a3.barrier import SyncAll
 from pypto_sim_a2a3.coherence import GmOrder
+from pypto_sim_a2a3.corepipes import CorePipes
 from pypto_sim_a2a3.cores import Core, CoreGroup
 from pypto_sim_a2a3.errors import PipeError
 from pypto_sim_a2a3.pipe import Pipe, PipeDirection, PipeSetup
 from pypto_sim_a2a3.ring import RingSlot
 from pypto_sim_a2a3.target import CoreKind
 from pypto_sim_a2a3.timeline import Recorder
+from pypto_sim_a2a3.timeorder import TimeOrder
 
 # Pipe op -> (its pipe's direction, the kind of core that runs it).
 PIPE_OPS: dict[str, tuple[PipeDirection, CoreKind]] = {
@@ -54,6 +56,12 @@ class CoreRole:
     # freed tile variable -> the tfree that gave its slot back (until the name is bound again)
     freed: dict[str, Call] = field(default_factory=dict)
     reports_progress: bool = False  # its outermost loop's iterations are the launch's progress
+    pipes: CorePipes | None = None  # the core's pipes while it runs its kernel (set by its frame)
+
+    @property
+    def core_pipes(self) -> CorePipes:
+        assert self.pipes is not None, "the kernel frame sets the pipes before any op runs"
+        return self.pipes
 
     @property
     def name(self) -> str:
@@ -88,7 +96,9 @@ class Placement:
 
 
 Seating = tuple[Core, CoreKind, int, bool, bool]  # core, kind, lane, mirror, reports progress
-GmObserver = Callable[[str, Call, Sequence[Any]], None]  # (core, op, its values) before a GM access
+GmObserver = Callable[
+    [str, Call, Sequence[Any], int], None
+]  # (core, op, its values, its start) at a GM access
 StepObserver = Callable[[int, int], None]  # (iterations done, iterations) of the outermost loop
 
 
@@ -108,6 +118,8 @@ class Site:
     gm: GmOrder | None = None
     # told once every core of the block is past its last GM access (allow_early_resolve tasks)
     on_settled: Callable[[], None] | None = None
+    # where GM accesses and ordering events wait to be checked in modeled order (None: at once)
+    in_time: TimeOrder | None = None
 
 
 def member_name(core: str, block: int, block_num: int) -> str:
@@ -268,13 +280,25 @@ class Launch:
         if role.kind is not kind:
             raise PipeError(f"{call.op} runs on the {kind.value}, not on {role.name}", call.span)
 
-    def gm_access(self, role: CoreRole, call: Call, args: Sequence[Any]) -> None:
-        """``role`` is about to run ``call``: order its GM traffic across tasks (first: a race
-        between unsynchronised blocks reads best as such), then within the launch."""
+    def gm_access(self, role: CoreRole, call: Call, args: Sequence[Any], at: int = 0) -> None:
+        """``role`` runs ``call`` from modeled cycle ``at``: order its GM traffic across tasks
+        (first: a race between unsynchronised blocks reads best as such), then within the launch."""
         core = self.gm_core(role)
-        if self.site.on_gm is not None:
-            self.site.on_gm(core, call, args)
-        self.gm.access(core, call, args)
+
+        def check() -> None:
+            if self.site.on_gm is not None:
+                self.site.on_gm(core, call, args, at)
+            self.gm.access(core, call, args, at)
+
+        self.in_time(role, at, check)
+
+    def in_time(self, role: CoreRole, at: int, action: Callable[[], None]) -> None:
+        """Run ``action`` (a GM access's check, or an ordering event's record) when the chip's
+        clock passes ``at``, in modeled order with the other cores' (at once without a queue)."""
+        if self.site.in_time is None:
+            action()
+        else:
+            self.site.in_time.at(at, self.gm_core(role), action)
 
     def gm_core(self, role: CoreRole) -> str:
         """``role``'s core in the GM access record: ``cg0.AIV0``, or ``cg0.AIV0 of block 2`` when the

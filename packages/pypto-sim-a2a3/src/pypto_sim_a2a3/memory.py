@@ -42,6 +42,16 @@ class CoreMemory:
         ptr = tensor.untyped_storage().data_ptr()
         return any(buf.untyped_storage().data_ptr() == ptr for buf in self.buffers.values())
 
+    def region(self, tensor: torch.Tensor) -> tuple[MemorySpace, int, int] | None:
+        """The space and the byte range ``[lo, hi)`` a tile view covers, or None for a tensor that
+        lives elsewhere (in GM)."""
+        ptr = tensor.untyped_storage().data_ptr()
+        for space, buf in self.buffers.items():
+            if buf.untyped_storage().data_ptr() == ptr:
+                lo = tensor.data_ptr() - buf.data_ptr()
+                return space, lo, lo + tensor.numel() * tensor.element_size()
+        return None
+
     def view(self, allocation: Allocation, tile: TileType) -> torch.Tensor:
         """The tile's elements: ``buffer[offset:offset + nbytes]`` as ``tile.dtype`` of ``tile.shape``."""
         return self.view_at(allocation.space, allocation.offset, tile)

@@ -25,6 +25,7 @@ from pypto.ir.errors import at_line
 from pypto.ir.ops import op, split_axis, split_shape
 from pypto.ir.semantics import lane_share
 from pypto.ir.types import MemorySpace, describe
+from pypto_sim_a2a3.corepipes import CorePipes, Dependency, Region
 from pypto_sim_a2a3.cost import OpCost
 from pypto_sim_a2a3.errors import PipeError
 from pypto_sim_a2a3.memory import CoreMemory, torch_dtype
@@ -160,58 +161,90 @@ class Pipe:
 
     # ------------------------------------------------------------ the three handshakes
 
-    def push(
-        self, producer: str, lane: int, call: Call, value: Any, cost: OpCost, valid: tuple[int, ...] | None
-    ) -> Steps:
-        """Wait for a free tail slot in every ring, spend ``cost``, then deliver the shares
-        (``valid``: the pushed tile's valid shape, None when all of it is real)."""
-        shares = self._shares(lane, call, value, valid)
+    def wait_writable(self, producer: str, call: Call) -> Steps:
+        """Block (in the scheduler: a wait, never a busy loop) until ``producer``'s tail slot of
+        every ring may take its share."""
         yield Wait(
             lambda: self._writable(producer),
             f"a free slot of pipe {self.name}",
             call.span,
             lambda: self._push_blocked(producer, call),
+            silent=True,
         )
-        slots = [share.ring.claim(producer, call.span) for share in shares]
-        start = self.recorder.now()
-        yield cost.on(call)
-        for share, slot in zip(shares, slots, strict=True):
+
+    def wait_readable(self, consumer: str, call: Call) -> Steps:
+        """Block until ``consumer``'s head slot is ready to pop."""
+        yield Wait(
+            self.rings[consumer].readable,
+            f"a ready slot of pipe {self.name}",
+            call.span,
+            lambda: self._pop_blocked(consumer, call),
+            silent=True,
+        )
+
+    def push(
+        self,
+        producer: str,
+        lane: int,
+        call: Call,
+        value: Any,
+        valid: tuple[int, ...] | None,
+        pipes: CorePipes,
+        cost: OpCost,
+        issued: int,
+        source: tuple[MemorySpace, int, int] | None,
+    ) -> int:
+        """Claim the tail slots (call after :meth:`wait_writable`), write the shares on the
+        producer's pipe once the slots are free and the tile is ready (``valid``: the pushed tile's
+        valid shape, None when all of it is real); returns when the slots were free."""
+        shares = self._shares(lane, call, value, valid)
+        claimed = [(share, *share.ring.claim(producer, call.span)) for share in shares]
+        free_at = max(slot.freed_at for _, slot, _ in claimed)
+        reads = [Region(*source)] if source is not None else []
+        after = [Dependency(free_at, None, f"a free slot of pipe {self.name}")] if free_at else []
+        start, ready = pipes.run(cost, call, issued, reads=reads, after=after)
+        for share, slot, newly_used in claimed:
+            if newly_used:
+                share.ring.on_change(1, start)
             self._deliver(producer, share, slot, call)
-            slot.pushed[producer] = (start, self.recorder.now())
+            slot.pushed[producer] = (start, ready)
+        return free_at
 
     def pop(
         self,
         consumer: str,
         call: Call,
         cost_of: Callable[[int], OpCost],
-        declared: tuple[int, ...] | None = None,
-    ) -> Generator[Event, None, tuple[RingSlot, Any]]:
-        """Wait for the head slot to be ready, take it, read it in (``cost_of`` its bytes); return
-        the slot and a view of its tile (or a token). A pop that declares a valid shape (its
-        run-time ``declared`` one, or its type's) must get the valid shape that was pushed."""
+        declared: tuple[int, ...] | None,
+        pipes: CorePipes,
+        issued: int,
+    ) -> tuple[RingSlot, Any, int]:
+        """Take the head slot (call after :meth:`wait_readable`) and read the share in (``cost_of``
+        its bytes) on the consumer's pipe once every push into it is done; return the slot, a view
+        of its tile (or a token) and when its data was ready. A pop that declares a valid shape
+        (its run-time ``declared`` one, or its type's) must get the valid shape that was pushed."""
         ring = self.rings[consumer]
-        yield Wait(
-            ring.readable,
-            f"a ready slot of pipe {self.name}",
-            call.span,
-            lambda: self._pop_blocked(consumer, call),
-        )
         slot = ring.take(consumer, call.span)
         self._check_pop(call, slot)
         self._check_valid(call, slot, declared)
         assert slot.content is not None and isinstance(call.type, TileType)
         tile = slot.content.tile
-        start = self.recorder.now()
-        yield cost_of(0 if tile is None else tile.nbytes).on(call)
+        pushed_at = max(end for _, end in slot.pushed.values())
+        writes = [Region(ring.space, slot.offset, slot.offset + call.type.nbytes)] if tile is not None else []
+        after = [Dependency(pushed_at, None, f"a ready slot of pipe {self.name}")]
+        cost = cost_of(0 if tile is None else tile.nbytes)
+        start, ready = pipes.run(cost, call, issued, writes=writes, after=after)
         for producer, pushed in slot.pushed.items():
-            popped = (start, self.recorder.now())
             self.recorder.transfer(
-                Transfer(self.name, self._core(producer), self._core(consumer), pushed, popped)
+                Transfer(self.name, self._core(producer), self._core(consumer), pushed, (start, ready))
             )
-        return slot, TOKEN if tile is None else ring.view(slot, call.type)
+        return slot, TOKEN if tile is None else ring.view(slot, call.type), pushed_at
 
-    def free(self, consumer: str, slot: RingSlot, call: Call, cost: OpCost) -> Steps:
-        """Spend ``cost``, then give ``slot`` back to the producers.
+    def free(
+        self, consumer: str, slot: RingSlot, call: Call, cost: OpCost, pipes: CorePipes, issued: int
+    ) -> None:
+        """Give ``slot`` back to the producers once its tile's last reader is done: the free flag is
+        set on that reader's pipe.
 
         Several pops may be outstanding (pop a, pop b, ..., free a, free b); the hardware counts
         frees and hands back the oldest popped slot, so a free out of pop order would give the
@@ -227,8 +260,10 @@ class Pipe:
                 call.span,
                 "free the popped tiles in the order they were popped (pop a, pop b, ..., free a, free b)",
             )
-        yield cost.on(call)
-        self.rings[consumer].release(slot)
+        region = Region(ring.space, slot.offset, slot.offset + ring.slot_size)
+        _, reader = pipes.last_read([region])
+        _, freed = pipes.run(replace(cost, unit=reader or "MTE2"), call, issued, reads=[region])
+        ring.release(slot, freed)
 
     # ------------------------------------------------------------ moving the data
 

@@ -72,11 +72,11 @@ class TaskRaces:
         self._writes: dict[TensorKey, dict[Unit, list[TaskAccess]]] = {}
 
     def access(
-        self, task: Task, block: int, core: str, call: Call, args: Sequence[Any], order: GmOrder
+        self, task: Task, block: int, core: str, call: Call, args: Sequence[Any], order: GmOrder, at: int = 0
     ) -> None:
-        """Record ``call``'s GM access; a ``RaceError`` if it conflicts with an unordered task's,
-        or an unsynchronised block's of its own task."""
-        access = gm_access(core, call, args)
+        """Record ``call``'s GM access (starting at modeled cycle ``at``); a ``RaceError`` if it
+        conflicts with an unordered task's, or an unsynchronised block's of its own task."""
+        access = gm_access(core, call, args, at)
         if access is None:
             return
         mine = TaskAccess(task, block, access, gm_tensor(call, args), order.position(core))
@@ -95,7 +95,8 @@ class TaskRaces:
                     None,
                 )
                 if clash is not None:
-                    raise self._race(clash, mine)
+                    # Told in modeled time: cores issue ahead, so records come out of that order.
+                    raise self._race(*sorted((clash, mine), key=lambda a: a.access.at))
         log = self._writes if access.write else self._reads
         log.setdefault(access.key, {}).setdefault((task.id, block), []).append(mine)
 

@@ -60,6 +60,7 @@ class RingSlot:
     popped_by: str | None = None
     popped_at: SourceSpan | None = None
     pushed: dict[str, tuple[int, int]] = field(default_factory=dict)  # producer -> its push's cycles
+    freed_at: int = 0  # the modeled cycle its last free was done: a push into it waits for it
     # producer -> the valid shape of its share in the slot's tile (None: all of it is real)
     valid: dict[str, tuple[int, ...] | None] = field(default_factory=dict)
 
@@ -96,7 +97,7 @@ class Ring:
     slots: tuple[RingSlot, ...]
     producers: tuple[str, ...]
     pushes: dict[str, int]
-    on_change: Callable[[int], None]  # told the slots in use whenever that number changes
+    on_change: Callable[[int, int], None]  # told each change of the slots in use (+1 / -1) and its cycle
     pops: int = 0
     frees: int = 0
 
@@ -109,7 +110,7 @@ class Ring:
         slot_size: int,
         slot_num: int,
         producers: tuple[str, ...],
-        on_change: Callable[[int], None],
+        on_change: Callable[[int, int], None],
         base: int = 0,
     ) -> Ring:
         """A ring of free slots at offsets ``base + k * slot_size`` of ``space``."""
@@ -132,16 +133,15 @@ class Ring:
             return True
         return slot.state is SlotState.FILLING and producer not in slot.writers
 
-    def claim(self, producer: str, span: SourceSpan | None) -> RingSlot:
-        """Take ``producer``'s tail slot for its share (call only when :meth:`writable`)."""
+    def claim(self, producer: str, span: SourceSpan | None) -> tuple[RingSlot, bool]:
+        """Take ``producer``'s tail slot for its share (call only when :meth:`writable`); returns
+        it and whether it was free (the caller tells :attr:`on_change` when the filling starts)."""
         slot = self.tail(producer)
         newly_used = slot.state is SlotState.FREE
         slot.state = SlotState.FILLING
         slot.writers[producer] = span
         self.pushes[producer] += 1
-        if newly_used:
-            self.on_change(self.in_use)
-        return slot
+        return slot, newly_used
 
     def arrive(self, slot: RingSlot, producer: str, content: SlotContent) -> None:
         """``producer``'s share is in ``slot``; the slot is ready once every share is."""
@@ -167,8 +167,8 @@ class Ring:
         slot = self.slots[self.frees % len(self.slots)]
         return slot if slot.state is SlotState.POPPED else None
 
-    def release(self, slot: RingSlot) -> None:
-        """Give a popped slot back to the producers."""
+    def release(self, slot: RingSlot, at: int) -> None:
+        """Give a popped slot back to the producers at cycle ``at``."""
         slot.state = SlotState.FREE
         slot.writers.clear()
         slot.arrived.clear()
@@ -176,8 +176,9 @@ class Ring:
         slot.popped_by = slot.popped_at = None
         slot.pushed.clear()
         slot.valid.clear()
+        slot.freed_at = at
         self.frees += 1
-        self.on_change(self.in_use)
+        self.on_change(-1, at)
 
     def view(self, slot: RingSlot, tile: TileType) -> torch.Tensor:
         """``tile``'s elements on the slot's bytes."""

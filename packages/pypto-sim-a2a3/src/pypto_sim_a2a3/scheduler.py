@@ -34,6 +34,7 @@ class Advance:
     span: SourceSpan | None = None
     peak_cycles: float = 0.0
     roof: str | None = None
+    silent: bool = False  # a kernel core's issue step: its pipes record what the core does
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class Wait:
     what: str
     span: SourceSpan | None = None
     explain: Callable[[], Blocked] | None = None
+    silent: bool = False  # a kernel core's wait: its pipes record the stall where it delays them
 
     def blocked(self) -> Blocked:
         """This wait's line of a deadlock report."""
@@ -109,12 +111,13 @@ class Scheduler:
     ``proc = scheduler.spawn(core, coroutine); scheduler.run(); proc.result``
     """
 
-    def __init__(self) -> None:
+    def __init__(self, on_time: Callable[[int], None] | None = None) -> None:
         self.now = 0
         self._runnable: list[tuple[int, int, Process]] = []
         self._blocked: list[Process] = []
         self._order = itertools.count()
         self._observers: list[Observer] = []
+        self._on_time = on_time  # told the clock before each step (events queued by modeled time)
 
     def observe(self, observer: Observer) -> None:
         """Have ``observer`` see every busy and stalled stretch from now on."""
@@ -134,6 +137,8 @@ class Scheduler:
                 raise self._deadlock()
             _, _, proc = heapq.heappop(self._runnable)
             self.now = proc.core.clock
+            if self._on_time is not None:
+                self._on_time(self.now)
             self._step(proc)
 
     def _push(self, proc: Process) -> None:

@@ -1,8 +1,9 @@
 """What a run leaves for its report: every core's busy and stalled slices, ring occupancy, transfers.
 
-A :class:`Recorder` watches the scheduler (every ``Advance`` a core spends, every stretch it is
-blocked in a ``Wait``) and is told by the pipes when a ring's occupancy changes and when a tile has
-crossed. Everything is in modeled cycles, stamped with the scheduler's clock.
+A :class:`Recorder` watches the scheduler (every ``Advance`` the host and the task dispatcher
+spend, every stretch they are blocked in a ``Wait``), is given the slices of each core's pipes
+(:mod:`pypto_sim_a2a3.corepipes`), and is told by the cross-core pipes when a ring's occupancy
+changes and when a tile has crossed. Everything is in modeled cycles.
 """
 
 from __future__ import annotations
@@ -23,14 +24,22 @@ class Recorder:
         self.slices: list[Slice] = []
         self.rings: list[RingTrack] = []
         self.transfers: list[Transfer] = []
+        self._ring_changes: list[tuple[RingTrack, list[tuple[int, int]]]] = []
         scheduler.observe(self.observe)
 
     def now(self) -> int:
         """The modeled cycle at which the step being run happens."""
         return self.scheduler.now
 
+    def record(self, piece: Slice) -> None:
+        """A slice of a core's pipe, timed by the core's pipes rather than by the scheduler."""
+        self.slices.append(piece)
+
     def observe(self, core: Clocked, start: int, cycles: int, event: Event) -> None:
-        """A scheduler observer: one slice per busy or stalled stretch."""
+        """A scheduler observer: one slice per busy or stalled stretch (a kernel core's events are
+        silent: its pipes record its slices)."""
+        if event.silent:
+            return
         task = getattr(core, "task", "")
         where = _source(event.span)
         if isinstance(event, Advance):
@@ -42,18 +51,50 @@ class Recorder:
             piece = Slice(core.name, start, cycles, f"wait for {event.what}", STALL, task, where)
         self.slices.append(piece)
 
-    def ring(self, pipe: str, owner: str, slots: int) -> Callable[[int], None]:
-        """A new ring's track; returns the callback its ring calls with the slots in use."""
+    def ring(self, pipe: str, owner: str, slots: int) -> Callable[[int, int], None]:
+        """A new ring's track; returns the callback its ring calls with each change of the slots in
+        use (+1 or -1) and the modeled cycle it happens at (not always in time order: each core's
+        pipes run ahead of the scheduler)."""
         track = RingTrack(pipe, owner, slots)
         self.rings.append(track)
+        changes: list[tuple[int, int]] = []
+        self._ring_changes.append((track, changes))
 
-        def sample(in_use: int) -> None:
-            cycle = self.now()
-            if track.samples and track.samples[-1][0] == cycle:
-                track.samples.pop()  # several changes in one step: keep where it ends up
-            track.samples.append((cycle, in_use))
+        def change(delta: int, cycle: int) -> None:
+            changes.append((cycle, delta))
 
-        return sample
+        return change
+
+    def finish(self) -> None:
+        """After the run: each ring's samples (its slots in use from each change on, in time
+        order; one sample per cycle, where the cycle ends up) and the slices in time order."""
+        for track, changes in self._ring_changes:
+            in_use = 0
+            track.samples.clear()
+            for cycle, delta in sorted(changes, key=lambda change: change[0]):
+                in_use += delta
+                if track.samples and track.samples[-1][0] == cycle:
+                    track.samples.pop()
+                track.samples.append((cycle, in_use))
+        self._ring_changes.clear()
+        self.slices.sort(key=lambda s: (s.start, s.core))
+
+    def busy_and_stalled(self) -> tuple[dict[str, int], dict[str, int]]:
+        """Per core, its busy cycles (at least one of its pipes runs an op) and its stalled ones
+        (it waits on another core — a ring slot, a barrier, a task — and no pipe runs). Waiting
+        for the core's own data (a load in flight, a flag from another of its pipes) is neither."""
+        busy: dict[str, list[tuple[int, int]]] = {}
+        waits: dict[str, list[tuple[int, int]]] = {}
+        for s in self.slices:
+            if not s.cycles or (s.unit == STALL and s.flag_from is not None):
+                continue
+            (waits if s.unit == STALL else busy).setdefault(s.core, []).append((s.start, s.start + s.cycles))
+        busy_cycles = {core: _length(_merged(spans)) for core, spans in busy.items()}
+        stalled = {
+            core: _length(_merged(spans)) - _covered(_merged(spans), _merged(busy.get(core, [])))
+            for core, spans in waits.items()
+        }
+        return busy_cycles, stalled
 
     def transfer(self, transfer: Transfer) -> None:
         """A tile share has been popped."""
@@ -62,3 +103,30 @@ class Recorder:
 
 def _source(span: SourceSpan | None) -> str | None:
     return at_line(span) if span else None
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _length(spans: list[tuple[int, int]]) -> int:
+    return sum(end - start for start, end in spans)
+
+
+def _covered(spans: list[tuple[int, int]], by: list[tuple[int, int]]) -> int:
+    """How much of the merged ``spans`` the merged ``by`` covers."""
+    total, j = 0, 0
+    for start, end in spans:
+        while j < len(by) and by[j][1] <= start:
+            j += 1
+        k = j
+        while k < len(by) and by[k][0] < end:
+            total += min(end, by[k][1]) - max(start, by[k][0])
+            k += 1
+    return total

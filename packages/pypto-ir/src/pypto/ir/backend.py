@@ -66,6 +66,12 @@ class Slice:
     source: str | None = None  # the user's line, e.g. "kernel.py:31"
     peak_cycles: float = 0.0
     roof: str | None = None
+    # The pipe inside the core the slice sits on (``"MTE2"``, ``"CUBE"``, ...; None: the core as a
+    # whole, e.g. the host's threads), and for an op that waited for another pipe of its core, that
+    # pipe (its flag: the trace draws the wait as a flow).
+    pipe: str | None = None
+    flag_from: str | None = None
+    flag_at: int | None = None  # when the awaited op of ``flag_from`` had its result ready
 
     @property
     def end(self) -> int:
@@ -130,8 +136,9 @@ class Roofline:
     """A kernel's modeled cycles against what its work needs at peak on each roof.
 
     ``cube``: its MAC cycles at one block per cycle; ``vector``: its vector cycles spread over all
-    the vector lanes of a core group; ``memory``: the busiest core's transfer bytes at their
-    rates, without fixed latencies. The largest is the bound; ``ratio`` = cycles / bound.
+    the vector lanes of a core group; ``memory``: the busiest transfer pipe's bytes (of any core)
+    at its rate, without fixed latencies (a core's MTE2, MTE1, FIXPIPE and MTE3 run at once). The
+    largest is the bound; ``ratio`` = cycles / bound.
     """
 
     kernel: str
@@ -258,10 +265,13 @@ class RunReport:
         lines = []
         for kernel, cycles in self.kernel_cycles().items():
             mine = [s for s in self.timeline if s.task == kernel and not s.stalled]
-            memory: dict[str, float] = {}
+            # A core's transfer pipes (MTE2, MTE1, FIXPIPE, MTE3) run at once: its bound is its
+            # busiest pipe's transfers at peak.
+            memory: dict[tuple[str, str], float] = {}
             for s in mine:
                 if s.roof == ROOF_MEMORY:
-                    memory[s.core] = memory.get(s.core, 0.0) + s.peak_cycles
+                    key = (s.core, s.pipe or s.unit)
+                    memory[key] = memory.get(key, 0.0) + s.peak_cycles
             cube = sum(s.peak_cycles for s in mine if s.roof == ROOF_CUBE)
             vector = sum(s.peak_cycles for s in mine if s.roof == ROOF_VECTOR) / lanes
             lines.append(Roofline(kernel, cycles, cube, vector, max(memory.values(), default=0.0)))

@@ -110,7 +110,7 @@ class Walker(ABC):
         returned = None
         for index, stmt in enumerate(self.fn.body):
             returned = yield from self.exec_stmt(stmt)
-            self.top_level_done(index)
+            yield from self.top_level_done(index)
             if returned is not None:
                 break
         if isinstance(returned, Jump):
@@ -136,9 +136,10 @@ class Walker(ABC):
         """Iteration ``done`` of ``count`` of an outermost loop has finished (e.g. for progress)."""
         return None
 
-    def top_level_done(self, index: int) -> None:
-        """Statement ``index`` of the function's body (with the bodies it holds) has finished."""
-        return None
+    def top_level_done(self, index: int) -> Generator[Any, None, None]:
+        """Statement ``index`` of the function's body (with the bodies it holds) has finished (a
+        backend may wait here, e.g. for the statement's transfers to complete)."""
+        yield from ()
 
     def error(self, message: str, node: Expr | Stmt, hint: str | None = None) -> VerificationError:
         """A lowered program that breaks contract 2: a compiler bug or a hand-built program."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from bisect import bisect_right
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -37,7 +38,12 @@ HOST_PID = 1000  # core groups take pids 1, 2, ...; pid 0 means "no process" to 
 HOST_THREADS = {HOST: (1, "orchestration"), "scheduler": (2, "scheduler")}
 TASKS_TID = 0  # a core group's tasks thread sorts before its cores
 TASKS = "tasks"
-PIPE_TID_BASE = 100  # pipe threads sort after the cores of their group
+PIPE_TID_BASE = 1000  # the cross-core pipes' threads sort after the cores of their group
+# The pipes inside a core, in dataflow order: each a thread of its core (tid = core's order * 16 + index).
+PIPE_ORDER = ("MTE2", "MTE1", "CUBE", "VECTOR", "FIXPIPE", "MTE3", "SCALAR")
+PIPES_PER_CORE = 16
+CORE_LANE = "core"  # the thread of a core's slices that sit on no pipe
+POP_PIPE = "MTE2"  # a pop reads its share into the ring
 TASK_COLOR = "#c5b0d5"
 EDGE_COLOR = "#2f2f2f"
 
@@ -150,6 +156,7 @@ def chrome_trace(report: RunReport, title: str = "") -> dict[str, Any]:
     events += _flows(report, layout)
     events += _task_events(report, layout)
     events += _edge_flows(report, layout)
+    events += _flag_flows(report, layout, len(report.transfers) + len(_edge_ends(report)))
     return {
         "traceEvents": events,
         "displayTimeUnit": "ns",
@@ -169,17 +176,21 @@ class _Layout:
     """Which process and thread each core and pipe gets."""
 
     pids: dict[str, int]  # core group ("cg0") or HOST -> pid
-    tids: dict[str, int]  # full core name or "<group> pipe <name>" -> tid
+    tids: dict[str, int]  # "<core> <pipe>" (a pipe of a core), a host thread or "<group> pipe <name>" -> tid
 
     @classmethod
     def of(cls, report: RunReport) -> _Layout:
-        on_groups = [s.core for s in report.timeline if not _on_host(s.core)]
-        group_names = {_group(core) for core in on_groups} | {f"cg{t.core_group}" for t in report.tasks}
+        on_groups = [s for s in report.timeline if not _on_host(s.core)]
+        group_names = {_group(s.core) for s in on_groups} | {f"cg{t.core_group}" for t in report.tasks}
         groups = sorted(group_names, key=_group_index)
         pids = {HOST: HOST_PID} | {group: _group_index(group) + 1 for group in groups}
         tids = {core: tid for core, (tid, _) in HOST_THREADS.items()}
         tids |= {f"{group} {TASKS}": TASKS_TID for group in groups}
-        tids |= {core: _lane_order(core) for core in sorted(set(on_groups))}
+        lanes = {(s.core, _pipe(s)) for s in on_groups}
+        lanes |= {(t.producer, _push_pipe(t.consumer)) for t in report.transfers}
+        lanes |= {(t.consumer, POP_PIPE) for t in report.transfers}
+        for core, pipe in sorted(lanes, key=lambda lane: (_lane_order(lane[0]), _pipe_order(lane[1]))):
+            tids[f"{core} {pipe}"] = _lane_order(core) * PIPES_PER_CORE + _pipe_order(pipe)
         pipes = sorted({(_group(r.owner), r.pipe) for r in report.rings})
         tids |= {f"{group} pipe {pipe}": PIPE_TID_BASE + k for k, (group, pipe) in enumerate(pipes)}
         return cls(pids, tids)
@@ -188,8 +199,11 @@ class _Layout:
         """The host's stalls (waiting for tasks or for work) are left out: the tasks show them."""
         return not (_on_host(s.core) and s.stalled)
 
-    def where(self, core: str) -> tuple[int, int]:
-        return self.pids[HOST if _on_host(core) else _group(core)], self.tids[core]
+    def where(self, core: str, pipe: str | None = None) -> tuple[int, int]:
+        """The thread of ``core`` (a host thread), or of one pipe of a core of a group."""
+        if _on_host(core):
+            return self.pids[HOST], self.tids[core]
+        return self.pids[_group(core)], self.tids[f"{core} {pipe or CORE_LANE}"]
 
     def metadata(self) -> list[dict[str, Any]]:
         events = [_meta("process_name", pid, 0, _process_name(name)) for name, pid in self.pids.items()]
@@ -222,7 +236,21 @@ def _thread_name(name: str) -> str:
         return TASKS
     if " pipe " in name:
         return name.split(" ", 1)[1]  # "pipe mixed_c2v"
-    return name.split(".", 1)[1]  # "AIC", "AIV0", ...
+    return name.split(".", 1)[1]  # "AIC", "AIV0", or a pipe of a core: "AIC MTE2", ...
+
+
+def _pipe(s: Slice) -> str:
+    """The pipe lane a slice of a core sits on (a wait sits on the pipe that waited)."""
+    return s.pipe or CORE_LANE
+
+
+def _pipe_order(pipe: str) -> int:
+    return PIPE_ORDER.index(pipe) if pipe in PIPE_ORDER else len(PIPE_ORDER)
+
+
+def _push_pipe(consumer: str) -> str:
+    """The producer's pipe that writes a crossing tile out: FIXPIPE to the vector lanes, MTE3 to the cube."""
+    return "FIXPIPE" if ".AIV" in consumer else "MTE3"
 
 
 def _group(core: str) -> str:
@@ -234,7 +262,7 @@ def _group_index(group: str) -> int:
 
 
 def _lane_order(core: str) -> int:
-    """AIC first, then the AIV lanes in order: tids 1, 2, 3, ..."""
+    """AIC first, then the AIV lanes in order: 1, 2, 3, ..."""
     lane = core.split(".", 1)[1]
     return 1 if lane == "AIC" else 2 + int(lane.removeprefix("AIV"))
 
@@ -284,12 +312,13 @@ def _complete(
 
 
 def _slice_event(s: Slice, layout: _Layout, clock_mhz: float) -> dict[str, Any]:
-    optional = {"kernel": s.task, "source": s.source, "roof": s.roof}
+    optional = {"kernel": s.task, "source": s.source, "roof": s.roof, "waited_for": s.flag_from}
     args: dict[str, Any] = {"unit": s.unit} | {key: value for key, value in optional.items() if value}
     if s.roof:
         args["peak_cycles"] = round(s.peak_cycles, 1)
     cat = "stall" if s.stalled else s.unit.lower()
-    return _complete(s.name, cat, s.start, s.cycles, layout.where(s.core), clock_mhz, args)
+    where = layout.where(s.core, None if _on_host(s.core) else _pipe(s))
+    return _complete(s.name, cat, s.start, s.cycles, where, clock_mhz, args)
 
 
 def _ring_counter(ring: RingTrack, layout: _Layout, clock_mhz: float) -> list[dict[str, Any]]:
@@ -344,15 +373,53 @@ def _flows(report: RunReport, layout: _Layout) -> list[dict[str, Any]]:
     """A flow arrow from the middle of each push to the middle of its pop."""
     events = []
     for flow_id, transfer in enumerate(report.transfers, start=1):
-        ends = (("s", transfer.producer, transfer.push), ("f", transfer.consumer, transfer.pop))
-        for phase, core, (start, end) in ends:
-            pid, tid = layout.where(core)
+        ends = (
+            ("s", transfer.producer, _push_pipe(transfer.consumer), transfer.push),
+            ("f", transfer.consumer, POP_PIPE, transfer.pop),
+        )
+        for phase, core, pipe, (start, end) in ends:
+            pid, tid = layout.where(core, pipe)
             event = {
                 "ph": phase,
                 "id": flow_id,
                 "name": transfer.pipe,
                 "cat": "pipe",
                 "ts": _us((start + end) / 2, report.clock_mhz),
+                "pid": pid,
+                "tid": tid,
+            }
+            events.append(event | ({"bp": "e"} if phase == "f" else {}))
+    return events
+
+
+def _flag_flows(report: RunReport, layout: _Layout, first_id: int) -> list[dict[str, Any]]:
+    """A flow arrow for each op that waited for a flag from another pipe of its core: from the
+    producing op (on its pipe's thread, where its result became ready) to the op's start."""
+    ops: dict[tuple[str, str], list[Slice]] = {}
+    for s in report.timeline:
+        if s.pipe is not None and not s.stalled:
+            ops.setdefault((s.core, s.pipe), []).append(s)
+    starts = {lane: [s.start for s in slices] for lane, slices in ops.items()}
+    events = []
+    flow_id = first_id
+    for s in report.timeline:
+        if s.stalled or s.flag_from is None or s.flag_at is None:
+            continue
+        lane = (s.core, s.flag_from)
+        index = bisect_right(starts.get(lane, []), s.flag_at) - 1
+        if index < 0:
+            continue
+        producer = ops[lane][index]
+        at = max(producer.start, min(s.flag_at, producer.end) - 1)  # inside the producer's slice
+        flow_id += 1
+        for phase, core, pipe, cycle in (("s", s.core, s.flag_from, at), ("f", s.core, s.pipe, s.start)):
+            pid, tid = layout.where(core, pipe)
+            event = {
+                "ph": phase,
+                "id": flow_id,
+                "name": f"flag {s.flag_from} -> {s.pipe}",
+                "cat": "flag",
+                "ts": _us(cycle, report.clock_mhz),
                 "pid": pid,
                 "tid": tid,
             }

@@ -1,0 +1,274 @@
+"""The pipes inside one core: separate hardware queues that run at once and synchronise on flags.
+
+Each op issues on its pipe (MTE2: GM -> L1 / UB; MTE1: L1 -> L0A / L0B / BT; CUBE: the cube's
+matmuls; VECTOR: vector instructions; FIXPIPE: L0C -> GM / L1 and C->V pushes; MTE3: UB -> GM and
+V->C pushes; SCALAR: scalar work, flags and synchronisation), in program order per pipe. It
+starts when its pipe is free and the ops it depends on are done:
+
+- *read after write*: an operand's bytes (an on-chip byte range, or a GM tensor this core wrote)
+  were last written by an op that must have finished;
+- *write after read / write*: the bytes it writes must no longer be read or written by an
+  earlier op — reusing a buffer waits for its last reader;
+- *cross-core*: a pop waits for the push that fills its slot, a push for the free that empties
+  it, a barrier for its last arrival (the caller passes that time as ``after``).
+
+A dependency on another pipe of the core costs the flag handshake (``pipe_sync_cycles``). An op
+keeps its pipe busy for its ``occupancy`` (a GM load streams behind its latency, so the next load
+may start before the previous one's data arrives) and its result is ready ``cycles`` after it
+starts. The core's scalar unit issues the ops in program order and only waits where the program
+does (a cross-core flag, a barrier, a scalar read from GM).
+
+Every busy stretch, and every stretch an op waited on its pipe for another pipe or core, becomes a
+:class:`~pypto.ir.backend.Slice` of the core's timeline.
+
+>>> pipes = CorePipes(core, recorder, flag_cycles=10)  # doctest: +SKIP
+>>> start, ready = pipes.run(cost, call, issue=120, reads=[Region(Mem.Mat, 0, 65536)])  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from pypto.ir import Call, MemorySpace
+from pypto.ir.backend import STALL, Slice
+from pypto.ir.errors import at_line
+from pypto_sim_a2a3.cores import Core
+from pypto_sim_a2a3.cost import OpCost
+from pypto_sim_a2a3.timeline import Recorder
+
+# The pipes whose work touches GM, drained by a fence and before a kernel counts as settled.
+GM_PIPES = ("MTE2", "MTE3", "FIXPIPE")
+
+
+@dataclass(frozen=True)
+class Region:
+    """A byte range of one on-chip space of the core: ``Mem.Vec[lo:hi]``."""
+
+    space: MemorySpace
+    lo: int
+    hi: int
+
+
+@dataclass
+class _Use:
+    """What last happened to one byte range: when its last write is done (and on which pipe), and
+    when its last read is (and on which pipe)."""
+
+    region: Region
+    written: int = 0
+    writer: str = ""
+    read: int = 0
+    reader: str = ""
+
+
+@dataclass(frozen=True)
+class Dependency:
+    """The time an op may start at the earliest because of one thing it waits for, and what."""
+
+    at: int
+    pipe: str | None  # the producing pipe on this core (None: another core, a barrier, a slot)
+    what: str
+    ready: int = 0  # when the producing op's result was ready (``at`` adds the flag handshake)
+
+
+class CorePipes:
+    """The pipes of one core during a launch, and what its on-chip bytes and GM tensors wait for."""
+
+    def __init__(self, core: Core, recorder: Recorder, flag_cycles: int):
+        self.core = core
+        self.recorder = recorder
+        self.flag_cycles = flag_cycles
+        self.free: dict[str, int] = {}
+        self._uses: dict[MemorySpace, list[_Use]] = {}
+        self._gm: dict[int, _Use] = {}  # GM storage -> its last write and read by this core
+
+    # ------------------------------------------------------------ the state of the core
+
+    def drained(self, pipes: Iterable[str] | None = None) -> int:
+        """The cycle at which ``pipes`` (every pipe by default) have finished what they were given."""
+        chosen = self.free if pipes is None else {p: self.free.get(p, 0) for p in pipes}
+        return max(chosen.values(), default=0)
+
+    def ready(self, regions: Sequence[Region]) -> int:
+        """When the last write to any of ``regions`` is done."""
+        return max((use.written for r in regions for use in self._overlapping(r)), default=0)
+
+    def last_read(self, regions: Sequence[Region]) -> tuple[int, str]:
+        """When the last read of any of ``regions`` is done, and on which pipe."""
+        uses = [use for r in regions for use in self._overlapping(r)]
+        latest = max(uses, key=lambda use: use.read, default=None)
+        return (latest.read, latest.reader) if latest is not None else (0, "")
+
+    def gm_written(self, tensor: torch.Tensor) -> int:
+        """When this core's last write to ``tensor`` is done."""
+        use = self._gm.get(_storage(tensor))
+        return use.written if use is not None else 0
+
+    # ------------------------------------------------------------ running one op
+
+    def run(
+        self,
+        cost: OpCost,
+        call: Call | None,
+        issue: int,
+        reads: Sequence[Region] = (),
+        writes: Sequence[Region] = (),
+        gm_reads: Sequence[torch.Tensor] = (),
+        gm_writes: Sequence[torch.Tensor] = (),
+        after: Sequence[Dependency] = (),
+        name: str | None = None,
+    ) -> tuple[int, int]:
+        """Put ``call``, costing ``cost``, on its pipe: it was issued at ``issue``; returns when it
+        starts and when its result is ready. ``after`` are the waits beyond its operands (a ring
+        slot, a barrier) with their times."""
+        pipe = cost.unit
+        free = max(issue, self.free.get(pipe, 0))
+        waits = [*after, *self._dependencies(pipe, reads, writes, gm_reads, gm_writes)]
+        binding = max(waits, key=lambda d: d.at, default=None)
+        start = free if binding is None or binding.at <= free else binding.at
+        ready = start + cost.cycles
+        self.free[pipe] = start + cost.occupancy
+        self._note(pipe, ready, reads, writes, gm_reads, gm_writes)
+        label = name or (call.op if call is not None else pipe)
+        source = at_line(call.span) if call is not None and call.span is not None else None
+        if start > free and binding is not None:
+            self.recorder.record(
+                Slice(
+                    self.core.name,
+                    free,
+                    start - free,
+                    f"wait for {binding.what}",
+                    STALL,
+                    self.core.task,
+                    source,
+                    pipe=pipe,
+                    flag_from=binding.pipe,
+                    flag_at=binding.ready if binding.pipe else None,
+                )
+            )
+        # The op's start waited for a flag from another pipe of the core (the trace draws it).
+        flagged = (
+            binding
+            if binding is not None and binding.at == start and binding.pipe not in (None, pipe)
+            else None
+        )
+        if cost.occupancy:
+            self.recorder.record(
+                Slice(
+                    self.core.name,
+                    start,
+                    cost.occupancy,
+                    label,
+                    pipe,
+                    self.core.task,
+                    source,
+                    cost.peak_cycles,
+                    cost.roof,
+                    pipe=pipe,
+                    flag_from=flagged.pipe if flagged is not None else None,
+                    flag_at=flagged.ready if flagged is not None else None,
+                )
+            )
+        return start, ready
+
+    def copied(self, source: Region, dest: Region) -> None:
+        """A carried value copied into its loop buffer: ``dest`` holds ``source``'s bytes once they
+        are ready (the copy itself is not modeled)."""
+        uses = self._overlapping(source)
+        latest = max(uses, key=lambda use: use.written, default=None)
+        for use in self._claim(dest):
+            use.written = max(use.written, latest.written if latest is not None else 0)
+            use.writer = latest.writer if latest is not None else use.writer
+
+    def _dependencies(
+        self,
+        pipe: str,
+        reads: Sequence[Region],
+        writes: Sequence[Region],
+        gm_reads: Sequence[torch.Tensor],
+        gm_writes: Sequence[torch.Tensor],
+    ) -> list[Dependency]:
+        found: list[Dependency] = []
+
+        def on(at: int, producer: str, what: str) -> None:
+            if at and producer:
+                flag = self.flag_cycles if producer != pipe else 0
+                found.append(Dependency(at + flag, producer, what, at))
+
+        for region in reads:
+            for use in self._overlapping(region):
+                on(use.written, use.writer, f"{_space(region)} data from {use.writer}")
+        for region in writes:
+            for use in self._overlapping(region):
+                on(use.read, use.reader, f"{_space(region)} buffer read by {use.reader}")
+                on(use.written, use.writer, f"{_space(region)} buffer written by {use.writer}")
+        for tensor in gm_reads:
+            gm = self._gm.get(_storage(tensor))
+            if gm is not None:
+                on(gm.written, gm.writer, f"GM written by {gm.writer}")
+        for tensor in gm_writes:
+            gm = self._gm.get(_storage(tensor))
+            if gm is not None:
+                on(gm.read, gm.reader, f"GM read by {gm.reader}")
+                on(gm.written, gm.writer, f"GM written by {gm.writer}")
+        return found
+
+    def _note(
+        self,
+        pipe: str,
+        ready: int,
+        reads: Sequence[Region],
+        writes: Sequence[Region],
+        gm_reads: Sequence[torch.Tensor],
+        gm_writes: Sequence[torch.Tensor],
+    ) -> None:
+        for region in reads:
+            for use in self._claim(region):
+                if ready >= use.read:
+                    use.read, use.reader = ready, pipe
+        for region in writes:
+            for use in self._claim(region):
+                use.written, use.writer = ready, pipe
+        for tensor in gm_reads:
+            use = self._gm.setdefault(_storage(tensor), _Use(Region(MemorySpace.DDR, 0, 0)))
+            if ready >= use.read:
+                use.read, use.reader = ready, pipe
+        for tensor in gm_writes:
+            use = self._gm.setdefault(_storage(tensor), _Use(Region(MemorySpace.DDR, 0, 0)))
+            use.written, use.writer = ready, pipe
+
+    # ------------------------------------------------------------ byte ranges
+
+    def _overlapping(self, region: Region) -> list[_Use]:
+        return [
+            u for u in self._uses.get(region.space, ()) if u.region.lo < region.hi and region.lo < u.region.hi
+        ]
+
+    def _claim(self, region: Region) -> list[_Use]:
+        """The records covering ``region``: the exact one (made if new) and any it overlaps."""
+        uses = self._uses.setdefault(region.space, [])
+        found = [u for u in uses if u.region.lo < region.hi and region.lo < u.region.hi]
+        if not any(u.region == region for u in found):
+            inherited = max(found, key=lambda u: u.written, default=None)
+            read_by = max(found, key=lambda u: u.read, default=None)
+            use = _Use(
+                region,
+                inherited.written if inherited else 0,
+                inherited.writer if inherited else "",
+                read_by.read if read_by else 0,
+                read_by.reader if read_by else "",
+            )
+            uses.append(use)
+            found.append(use)
+        return found
+
+
+def _storage(tensor: torch.Tensor) -> int:
+    return tensor.untyped_storage().data_ptr()
+
+
+def _space(region: Region) -> str:
+    return region.space.name
