@@ -172,7 +172,7 @@ def test_tensor_ops_in_a_scope_are_tiled_over_a_dynamic_row_count():
 
 def test_the_tiled_loop_runs_to_the_run_time_extent_with_a_partial_last_block():
     text = softmax_rows.lower(torch.randn(200, 64), torch.zeros(200, 64), config=sim()).as_python()
-    assert "pl.range(0, M, " in text
+    assert "pl.pipeline(0, M, " in text
     assert "pl.minimum(" in text and "M - r" in text
     assert "pl.tile.load_partial(x, [r, 0], [rows, 64]" in text
     assert "pl.tile.store_partial(" in text

@@ -117,8 +117,9 @@ class HandMixed:
     def vector(self, a: A, b: B, bias: C, out: pl.Out[C]):
         pl.aiv_initialize_pipe(dir_mask=1, slot_size=65536, slot_num=2)
         lane = pl.get_subblock_idx()
+        bias_half = pl.load(bias, [lane * self.HALF, 0], [self.HALF, 128])  # loads while the cube works
         half = pl.tpop_from_aic(shape=[64, 128], dtype=pl.FP32, split=pl.SplitMode.UP_DOWN)
-        total = pl.add(half, pl.load(bias, [lane * self.HALF, 0], [self.HALF, 128]))
+        total = pl.add(half, bias_half)
         pl.tfree_to_aic(half)
         pl.store(total, [lane * self.HALF, 0], out)
 

@@ -17,7 +17,7 @@ DTYPES = {pl.FP32: torch.float32, pl.FP16: torch.float16, pl.INT32: torch.int32,
 
 
 def loops(kernel) -> int:
-    return print_ir(kernel.lower()).count("pl.range(")
+    return print_ir(kernel.lower()).count("pl.pipeline(")
 
 
 def scaled_by_column_peak(dtype, rows):
@@ -136,7 +136,7 @@ def test_a_prime_row_count_carries_the_column_reduction_into_the_smaller_last_bl
     kernel(x, out, config=SIM)
     torch.testing.assert_close(out, x / x.amax(dim=0, keepdim=True))
     printed = print_ir(kernel.lower())
-    assert printed.count("pl.range(") == 2 and printed.count("pl.tile.col_max(") == 2  # loop + last block
+    assert printed.count("pl.pipeline(") == 2 and printed.count("pl.tile.col_max(") == 2  # loop + last block
 
 
 def reshaped(dtype, rows, cols, shape):
@@ -172,7 +172,7 @@ def test_a_reshape_whose_blocks_are_not_whole_rows_of_the_source_moves_the_row_o
     kernel(x, y, out, config=SIM)
     torch.testing.assert_close(out, (x * 2).reshape(3072, 128) + y)
     printed = print_ir(kernel.lower())
-    assert "pl.range(0, 4096, 128)" in printed and "(r * 3) // 4" in printed
+    assert "pl.pipeline(0, 4096, 128, stage=2)" in printed and "(r * 3) // 4" in printed
 
 
 def test_a_reshape_without_a_block_of_whole_rows_says_why_it_runs_whole():

@@ -68,7 +68,7 @@ def test_long_operands_stream_through_the_kernel_in_row_blocks():
         CHECK:       def cube_only(
         CHECK:       b_mat: pl.Tile[[256, 128], pl.FP16, pl.Mem.Mat] = pl.tile.load(b, [0, 0]{{.*}}# Mat[0x0, +65536]
         CHECK-NEXT:  b_right: pl.Tile[[256, 128], pl.FP16, pl.Mem.Right] = pl.tile.move(b_mat{{.*}}# Right[0x0, +65536]
-        CHECK-NEXT:  for r in pl.range(0, 4096, 128):
+        CHECK-NEXT:  for r in pl.pipeline(0, 4096, 128, stage=2):
         CHECK-NEXT:  a_mat: pl.Tile[[128, 256], pl.FP16, pl.Mem.Mat] = pl.tile.load(a, [r, 0]{{.*}}# Mat[0x0, +65536]
         CHECK-NEXT:  a_left: pl.Tile[[128, 256], pl.FP16, pl.Mem.Left] = pl.tile.move(a_mat{{.*}}# Left[0x0, +65536]
         CHECK-NEXT:  acc_1: pl.Tile[[128, 128], pl.FP32, pl.Mem.Acc] = pl.tile.matmul(a_left, b_right, out_dtype=pl.FP32)  # Acc[0x0, +65536]
@@ -77,7 +77,7 @@ def test_long_operands_stream_through_the_kernel_in_row_blocks():
 
         CHECK-LABEL: @pl.function(type=pl.FunctionType.AIV)
         CHECK:       def vector_only(
-        CHECK:       for r in pl.range(0, 4096, 128):
+        CHECK:       for r in pl.pipeline(0, 4096, 128, stage=2):
         CHECK-NEXT:  acc_vec: pl.Tile[[128, 128], pl.FP32, pl.Mem.Vec] = pl.tile.load(acc, [r, 0]{{.*}}# Vec[0x0, +65536]
         CHECK-NEXT:  bias_vec: pl.Tile[[128, 128], pl.FP32, pl.Mem.Vec] = pl.tile.load(bias, [r, 0]{{.*}}# Vec[0x10000, +65536]
         CHECK-NEXT:  t: pl.Tile[[128, 128], pl.FP32, pl.Mem.Vec] = pl.tile.add(acc_vec, bias_vec)  # Vec[0x0, +65536]

@@ -225,7 +225,7 @@ class KernelFrame(KernelWalker):
         assert self.core.memory is not None
         dest = self.env.get(var.name)
         if dest is None:
-            dest = self.core.memory.place(self.fn, var, self.core.name, var.span)
+            dest = self.core.memory.place(self.fn, var, self.core.name, var.span, self.env)
         if dest.data_ptr() != value.data_ptr() or dest.shape != value.shape:
             source = self._region(value)
             dest.copy_(value.clone() if self.core.memory.shares_storage(value) else value)
@@ -246,7 +246,7 @@ class KernelFrame(KernelWalker):
             super().bind(stmt, value)
             return
         assert self.core.memory is not None
-        dest = self.core.memory.place(self.fn, var, self.core.name, stmt.span)
+        dest = self.core.memory.place(self.fn, var, self.core.name, stmt.span, self.env)
         if isinstance(value, torch.Tensor) and self.core.memory.shares_storage(value):
             value = value.clone()  # a view of a buffer may overlap the destination
         dest.copy_(value)

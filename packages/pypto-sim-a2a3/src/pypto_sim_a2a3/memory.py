@@ -6,7 +6,8 @@ overlap share bytes, and a planning bug shows up as wrong numbers, as it would o
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import torch
 
@@ -52,17 +53,26 @@ class CoreMemory:
                 return space, lo, lo + tensor.numel() * tensor.element_size()
         return None
 
-    def view(self, allocation: Allocation, tile: TileType) -> torch.Tensor:
-        """The tile's elements: ``buffer[offset:offset + nbytes]`` as ``tile.dtype`` of ``tile.shape``."""
-        return self.view_at(allocation.space, allocation.offset, tile)
+    def view(self, allocation: Allocation, tile: TileType, slot_value: int = 0) -> torch.Tensor:
+        """The tile's elements: ``buffer[offset:offset + nbytes]`` as ``tile.dtype`` of ``tile.shape``
+        (of a slotted buffer, the slot ``slot_value`` of its slot variable picks)."""
+        return self.view_at(allocation.space, allocation.slot_offset(slot_value), tile)
 
     def view_at(self, space: MemorySpace, offset: int, tile: TileType) -> torch.Tensor:
         """``tile``'s elements on the bytes of ``space`` starting at ``offset`` (e.g. a pipe slot)."""
         raw = self.buffers[space][offset : offset + tile.nbytes]
         return raw.view(torch_dtype(tile.dtype)).view(tile.shape)
 
-    def place(self, kernel: Function, var: Var, core: str, span: SourceSpan | None) -> torch.Tensor:
-        """The buffer view of tile ``var`` of ``kernel`` per its memory plan, after checking the plan."""
+    def place(
+        self,
+        kernel: Function,
+        var: Var,
+        core: str,
+        span: SourceSpan | None,
+        env: Mapping[str, Any] | None = None,
+    ) -> torch.Tensor:
+        """The buffer view of tile ``var`` of ``kernel`` per its memory plan, after checking the plan
+        (a slotted buffer's slot from its slot variable's value in ``env``)."""
         assert isinstance(var.type, TileType)
         allocation = self._allocation(kernel, var, span)
         problem = self._problem(allocation, var.type, core)
@@ -72,7 +82,18 @@ class CoreMemory:
                 span,
                 "fix the kernel's memory plan (the AllocateMemory pass places every tile)",
             )
-        return self.view(allocation, var.type)
+        slot_value = 0
+        if allocation.slots > 1:
+            slot_var = allocation.slot_var
+            if env is None or slot_var is None or slot_var not in env:
+                raise VerificationError(
+                    f"in kernel {kernel.name}: tile {var.name} takes a slot by {slot_var}, "
+                    "which the kernel has not defined",
+                    span,
+                    "fix the kernel's memory plan: a slotted tile's slot variable is a loop's",
+                )
+            slot_value = int(env[slot_var])
+        return self.view(allocation, var.type, slot_value)
 
     @staticmethod
     def _allocation(kernel: Function, var: Var, span: SourceSpan | None) -> Allocation:

@@ -189,6 +189,8 @@ class RunReport:
     rings: list[RingTrack] = field(default_factory=list)
     transfers: list[Transfer] = field(default_factory=list)
     aiv_per_group: int = 1  # vector lanes per core group: the vector roof spreads work over them
+    # The compiler's performance hints about the program (e.g. fewer pipeline stages fit than asked).
+    hints: list[str] = field(default_factory=list)
 
     @property
     def total_us(self) -> float:
@@ -300,6 +302,7 @@ class RunReport:
         lines += [f"  {_roofline_line(line)}" for line in self.roofline() if line.bound_cycles]
         lines += [f"  {_ring_line(ring, self.total_cycles)}" for ring in self.rings]
         lines += self._advice()
+        lines += [f"  performance hint: {hint}" for hint in self.hints]
         return "\n".join(lines)
 
     def _task_line(self) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from pypto.ir.errors import SourceSpan
 from pypto.ir.types import MemorySpace
@@ -11,16 +12,32 @@ from pypto.ir.types import MemorySpace
 
 @dataclass(frozen=True)
 class Allocation:
-    """One tile buffer: ``size`` bytes at byte ``offset`` of ``space`` in its core's memory."""
+    """One tile buffer: ``size`` bytes at byte ``offset`` of ``space`` in its core's memory.
+
+    A *slotted* buffer (``slots`` > 1) is ``slots`` buffers of ``size`` bytes side by side; the tile
+    takes slot ``((slot_var - slot_start) // slot_step) % slots``, ``slot_var`` a scalar of the
+    kernel (a pipelined loop's variable, or the index of a ``pl.MemRef``): successive iterations
+    fill different buffers, so a transfer into one overlaps the compute reading another.
+    """
 
     name: str
     space: MemorySpace
     offset: int
     size: int
+    slots: int = 1
+    slot_var: str | None = None
+    slot_start: int = 0
+    slot_step: int = 1
 
     @property
     def end(self) -> int:
-        return self.offset + self.size
+        return self.offset + self.size * self.slots
+
+    def slot_offset(self, value: int) -> int:
+        """The byte offset of the slot the tile takes when ``slot_var`` holds ``value``."""
+        if self.slots == 1:
+            return self.offset
+        return self.offset + ((value - self.slot_start) // self.slot_step) % self.slots * self.size
 
 
 @dataclass(frozen=True)
@@ -79,11 +96,12 @@ class MemoryPlan:
     @classmethod
     def placed(
         cls,
-        placements: Mapping[str, tuple[MemorySpace, int, int]],
+        placements: Mapping[str, tuple[Any, ...]],
         peak: Mapping[MemorySpace, int],
         reservations: tuple[Reservation, ...] | list[Reservation] = (),
     ) -> MemoryPlan:
-        """The plan the printer writes: ``{tile: (space, offset, size)}``, the peaks, the windows."""
+        """The plan the printer writes: ``{tile: (space, offset, size)}`` (a slotted buffer adds
+        ``slots, slot_var, slot_start, slot_step``), the peaks, the windows."""
         allocations = {name: Allocation(name, *where) for name, where in placements.items()}
         return cls(allocations, dict(peak), tuple(reservations))
 

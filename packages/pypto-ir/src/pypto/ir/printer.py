@@ -111,7 +111,7 @@ def format_value(value: Any) -> str:
     if isinstance(value, Reservation):
         return _reservation(value)
     if isinstance(value, Allocation):
-        return f"pl.Allocation({value.name!r}, {format_value(value.space)}, {value.offset}, {value.size})"
+        return f"pl.Allocation({value.name!r}, {_placement(value)[1:-1]})"
     if isinstance(value, dict):
         return "{" + ", ".join(f"{format_value(k)}: {format_value(v)}" for k, v in value.items()) + "}"
     if isinstance(value, (tuple, list)):
@@ -122,14 +122,18 @@ def format_value(value: Any) -> str:
 
 
 def _memory_plan(plan: MemoryPlan) -> str:
-    placed = ", ".join(
-        f"{name!r}: ({format_value(a.space)}, {a.offset:#x}, {a.size})"
-        for name, a in plan.allocations.items()
-    )
+    placed = ", ".join(f"{name!r}: {_placement(a)}" for name, a in plan.allocations.items())
     args = ["{" + placed + "}", format_value(dict(plan.peak))]
     if plan.reservations:
         args.append(format_value(list(plan.reservations)))
     return f"pl.MemoryPlan.placed({', '.join(args)})"
+
+
+def _placement(a: Allocation) -> str:
+    where = f"{format_value(a.space)}, {a.offset:#x}, {a.size}"
+    if a.slots > 1:
+        where += f", {a.slots}, {a.slot_var!r}, {a.slot_start}, {a.slot_step}"
+    return f"({where})"
 
 
 def _reservation(r: Reservation) -> str:
@@ -441,7 +445,8 @@ class _Printer:
         notes = []
         alloc = self.plan.of(var.name) if self.plan is not None else None
         if alloc is not None:
-            notes.append(f"{alloc.space.name}[{alloc.offset:#x}, +{alloc.size}]")
+            slots = f" x {alloc.slots} slots by {alloc.slot_var}" if alloc.slots > 1 else ""
+            notes.append(f"{alloc.space.name}[{alloc.offset:#x}, +{alloc.size}]{slots}")
         return f"  # {', '.join(notes)}" if notes else ""
 
 

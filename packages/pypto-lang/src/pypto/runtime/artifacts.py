@@ -2,6 +2,8 @@
 
 ``program.py``: the lowered program as ``pl`` source (``pypto.ir.printer.print_program``).
 ``memory_map.txt``: each kernel's buffers, space by space (address, bytes), and each space's peak.
+``hints.txt``: the compiler's performance hints, when it has any (a pipelined loop that got fewer
+stages than it asked for).
 ``passes/``: the program after each pass, when pass dumps were asked for.
 After a run: ``report.json`` and ``report.txt`` (the backend's RunReport), and on request
 ``deps.json`` (``enable_dep_gen``), ``scope_stats.json`` (``enable_scope_stats``) and ``pmu.json``
@@ -29,7 +31,7 @@ from pypto.runtime.memory_map import memory_map
 
 DEFAULT_OUTPUT_ROOT = Path("build_output")
 KEY_CHARS = 12  # of the key in a default directory's name: enough to tell specializations apart
-PROGRAM_FILE, MEMORY_MAP_FILE, PASSES_DIR = "program.py", "memory_map.txt", "passes"
+PROGRAM_FILE, MEMORY_MAP_FILE, PASSES_DIR, HINTS_FILE = "program.py", "memory_map.txt", "passes", "hints.txt"
 REPORT_JSON, REPORT_TEXT = "report.json", "report.txt"
 DEPS_FILE, SCOPE_STATS_FILE, PMU_FILE = "deps.json", "scope_stats.json", "pmu.json"
 
@@ -57,6 +59,9 @@ def write_compiled(directory: Path, lowered: Program, target: Target, config: Ru
     directory.mkdir(parents=True, exist_ok=True)
     (directory / PROGRAM_FILE).write_text(print_program(lowered))
     (directory / MEMORY_MAP_FILE).write_text(memory_map(lowered.functions.values(), target) + "\n")
+    hints = [f"{fn.name}: {hint}" for fn in lowered.functions.values() for hint in fn.attrs.get("hints", ())]
+    if hints:
+        (directory / HINTS_FILE).write_text("\n".join(hints) + "\n")
     dumps = config.dump_dir(lowered.name)
     passes = directory / PASSES_DIR
     if dumps is not None and dumps.is_dir() and dumps.resolve() != passes.resolve():

@@ -148,6 +148,12 @@ class CompiledProgram:
         """How many tasks a run launches (None when a loop bound is known only at run time)."""
         return count_tasks(self.program)
 
+    @property
+    def hints(self) -> list[str]:
+        """The compiler's performance hints about the program (each kernel's, e.g. a pipelined loop
+        that got fewer stages than it asked for); also in each run's report and ``hints.txt``."""
+        return [hint for fn in self.program.functions.values() for hint in fn.attrs.get("hints", ())]
+
     def run(self, *args: Any, config: RunConfig | None = None) -> Any:
         """Run the entry on ``args`` (written in place); returns what the entry returns.
 
@@ -174,6 +180,7 @@ class CompiledProgram:
                 )
             except VerificationError as err:
                 raise self._unfinished(err) from None
+        report.hints = [*report.hints, *self.hints]
         self.last_report = report
         if directory is not None:
             self.last_profile = write_profile(report, directory, title=self.program.name)

@@ -32,6 +32,7 @@ from pypto.runtime.settings import DEFAULT, PROFILE_ENV, ConfigError, Origin
 TRACE_FILE = "trace.json"
 SWIMLANE_FILE = "swimlane.png"
 SUMMARY_FILE = "summary.txt"
+HINTS_FILE = "hints.txt"  # the compiler's performance hints, when it has any
 HOST = "host"
 HOST_PID = 1000  # core groups take pids 1, 2, ...; pid 0 means "no process" to some trace viewers
 # The host's threads (the backend's core names for them) -> (tid, thread name).
@@ -125,6 +126,8 @@ def write_profile(report: RunReport, directory: str | Path, title: str = "") -> 
     files.trace.write_text(json.dumps(chrome_trace(report, title)))
     draw_swimlane(report, files.swimlane, title)
     files.summary.write_text(summary_text(report, title))
+    if report.hints:
+        (root / HINTS_FILE).write_text("\n".join(report.hints) + "\n")
     return files
 
 

@@ -20,9 +20,11 @@ from pypto.ir import (
     Allocation,
     Assign,
     Call,
+    Const,
     For,
     Function,
     FunctionKind,
+    LoopKind,
     MemoryBudgetError,
     MemoryPlan,
     MemorySpace,
@@ -35,12 +37,26 @@ from pypto.ir import (
     Var,
     get_op,
 )
+from pypto.ir.errors import at_line
 from pypto.ir.memory import reserved_top
 from pypto.ir.nodes import LOOP_STMTS, If, While, nested_bodies, stmt_exprs, used_vars, walk_stmts
 from pypto.ir.types import describe
 from pypto.passes.manager import PassContext
 
 KERNEL_KINDS = (FunctionKind.AIC, FunctionKind.AIV)
+# The function attribute naming the loop variables of the pipelined loops the tiler made.
+AUTO_PIPELINED = "auto_pipelined"
+
+
+@dataclass(frozen=True)
+class _Pipelined:
+    """A ``pl.pipeline(start, stop, step, stage=k)`` loop whose body's buffers take ``stages`` slots."""
+
+    var: str
+    start: int
+    step: int
+    stages: int
+    span: SourceSpan | None
 
 
 @dataclass
@@ -50,6 +66,7 @@ class _Liveness:
     last_use: dict[Var, float] = field(default_factory=dict)  # a loop's end is half past its last op
     loop_end: dict[int, int] = field(default_factory=dict)
     aliases: dict[Var, Var] = field(default_factory=dict)  # a loop's result -> its iter_arg
+    pipelined: dict[int, _Pipelined] = field(default_factory=dict)  # loop position -> its stages
     position: int = 0
 
 
@@ -68,6 +85,9 @@ def _scan(body: tuple[Stmt, ...], live: _Liveness, loops: tuple[int, ...]) -> No
             inner = (*loops, pos) if isinstance(stmt, LOOP_STMTS) else loops
             if isinstance(stmt, LOOP_STMTS):
                 _define_carried(live, stmt, pos, loops)
+                pipelined = _pipelined(stmt)
+                if pipelined is not None:
+                    live.pipelined[pos] = pipelined
             for body_ in nested_bodies(stmt):  # an If's arms one after the other: only one runs
                 _scan(body_, live, inner)
             live.loop_end[pos] = live.position - 1
@@ -107,6 +127,17 @@ def _end_carried(live: _Liveness, loop: For | While) -> None:
         v = live.aliases.get(v, v)
         if v in live.defs:
             live.last_use[v] = max(live.last_use[v], end)
+
+
+def _pipelined(loop: For | While) -> _Pipelined | None:
+    """A pipelined loop of constant start and step, whose iteration picks a slot; else None."""
+    if not isinstance(loop, For) or loop.kind is not LoopKind.pipeline or (loop.stage or 1) < 2:
+        return None
+    if not (isinstance(loop.start, Const) and isinstance(loop.step, Const)):
+        return None
+    return _Pipelined(
+        loop.var.name, int(loop.start.value), int(loop.step.value), int(loop.stage or 1), loop.span
+    )
 
 
 def _in_ring(stmt: Assign) -> bool:
@@ -188,13 +219,42 @@ def _align(n: int, alignment: int) -> int:
 def plan_memory(
     body: tuple[Stmt, ...], target: Target, reservations: tuple[Reservation, ...] = ()
 ) -> MemoryPlan:
-    """Place every tile assigned in ``body``; no budget check (see :func:`check_budget`)."""
+    """Place every tile assigned in ``body``; no budget check (see :func:`over_budget`). The
+    buffers a pipelined loop's body defines take one slot per stage, each live through the whole
+    loop, as many stages as their space has room for (see :func:`fitting_stages`)."""
+    plan, _ = fitting_stages(body, target, reservations)
+    return plan
+
+
+def _plan(
+    body: tuple[Stmt, ...],
+    target: Target,
+    reservations: tuple[Reservation, ...],
+    stage_cap: dict[MemorySpace, int],
+) -> tuple[MemoryPlan, dict[tuple[int, MemorySpace], tuple[_Pipelined, int, int]]]:
+    """The plan, and per (pipelined loop, space) its loop, the stages it got and the bytes of one."""
     reserved: dict[MemorySpace, int] = defaultdict(int)
     for r in reservations:
         reserved[r.space] = reserved_top(reservations, r.space)
     allocators: dict[MemorySpace, _SpaceAllocator] = {}
     live = _Liveness()
     ranges = _live_ranges(body, live)
+    slotted: dict[Var, tuple[int, int]] = {}  # tile -> (its pipelined loop, its slots)
+    staged: dict[tuple[int, MemorySpace], tuple[_Pipelined, int, int]] = {}
+    for v, loops in live.def_loops.items():
+        loop = loops[-1] if loops else None
+        if loop not in live.pipelined or v not in ranges or v in live.aliases.values():
+            continue
+        t = v.type
+        assert isinstance(t, TileType) and t.memory_space is not None
+        pipelined = live.pipelined[loop]
+        stages = min(pipelined.stages, stage_cap.get(t.memory_space, pipelined.stages))
+        before = staged.get((loop, t.memory_space), (pipelined, stages, 0))
+        staged[(loop, t.memory_space)] = (pipelined, stages, before[2] + t.nbytes)
+        if stages > 1:
+            slotted[v] = (loop, stages)
+            # Every slot is in use at some iteration: the buffer lives through the whole loop.
+            ranges[v] = (loop, max(ranges[v][1], live.loop_end[loop] + 0.5))
     events: dict[float, list[Var]] = defaultdict(list)
     for v, (start, _end) in ranges.items():
         events[start].append(v)
@@ -213,10 +273,14 @@ def plan_memory(
             space = t.memory_space
             if space not in allocators:
                 allocators[space] = _SpaceAllocator(reserved[space], target.spec(space).alignment)
-            offset = allocators[space].alloc(t.nbytes)
-            allocations[v.name] = Allocation(
-                v.name, space, offset, _align(t.nbytes, allocators[space].alignment)
-            )
+            size = _align(t.nbytes, allocators[space].alignment)
+            if v in slotted:
+                loop, slots = slotted[v]
+                p = live.pipelined[loop]
+                offset = allocators[space].alloc(size * slots)
+                allocations[v.name] = Allocation(v.name, space, offset, size, slots, p.var, p.start, p.step)
+            else:
+                allocations[v.name] = Allocation(v.name, space, allocators[space].alloc(t.nbytes), size)
         for v in events[pos]:
             if ranges[v][1] == pos:
                 _release(allocators, allocations[v.name])
@@ -225,7 +289,7 @@ def plan_memory(
     peak = {space: a.peak for space, a in allocators.items()}
     for space, size in reserved.items():
         peak[space] = max(peak.get(space, 0), size)
-    return MemoryPlan(allocations, peak, tuple(reservations))
+    return MemoryPlan(allocations, peak, tuple(reservations)), staged
 
 
 def _release(allocators: dict[MemorySpace, _SpaceAllocator], alloc: Allocation) -> None:
@@ -310,10 +374,53 @@ class AllocateMemory:
 
     def allocate(self, fn: Function, target: Target) -> Function:
         reservations = tuple(fn.attrs.get("reservations", ()))
-        plan = plan_memory(fn.body, target, reservations)
+        plan, staged = fitting_stages(fn.body, target, reservations)
         for space in over_budget(plan, target):
             raise budget_error(fn.name, plan, space, target, fn.span, _tiles_in(fn.body, space))
-        return replace(fn, attrs={**fn.attrs, "memory_plan": plan})
+        attrs = {**fn.attrs, "memory_plan": plan}
+        # The tiler's own pipelined loops take what fits; only a loop the user pipelined is told.
+        compilers = set(fn.attrs.get(AUTO_PIPELINED, ()))
+        hints = [
+            _stage_hint(*entry, plan, space, target)
+            for (_, space), entry in staged.items()
+            if entry[1] < entry[0].stages and entry[0].var not in compilers
+        ]
+        if hints:
+            attrs["hints"] = [*fn.attrs.get("hints", ()), *hints]
+        return replace(fn, attrs=attrs)
+
+
+def fitting_stages(
+    body: tuple[Stmt, ...], target: Target, reservations: tuple[Reservation, ...]
+) -> tuple[MemoryPlan, dict[tuple[int, MemorySpace], tuple[_Pipelined, int, int]]]:
+    """The plan with as many pipeline stages as fit: a space over budget takes one stage fewer
+    per try, down to one (its buffers then shared by every iteration, as without pipelining)."""
+    cap: dict[MemorySpace, int] = {}
+    while True:
+        plan, staged = _plan(body, target, reservations, cap)
+        over = [
+            space
+            for space in over_budget(plan, target)
+            if any(stages > 1 and s is space for (_, s), (_, stages, _) in staged.items())
+        ]
+        if not over:
+            return plan, staged
+        for space in over:
+            most = max(stages for (_, s), (_, stages, _) in staged.items() if s is space)
+            cap[space] = most - 1
+
+
+def _stage_hint(
+    loop: _Pipelined, stages: int, per_stage: int, plan: MemoryPlan, space: MemorySpace, target: Target
+) -> str:
+    """A performance hint: a pipelined loop got fewer stages in ``space`` than it asked for."""
+    free = target.usable(space) - plan.peak.get(space, 0) + per_stage * (stages - 1)
+    where = f" (the loop at {at_line(loop.span)})" if loop.span is not None else ""
+    return (
+        f"pipelining asked for {loop.stages} stages, {stages} fit in {space.name}{where}: "
+        f"{per_stage} bytes per stage, {max(free, 0)} free — stages {stages} apart share storage "
+        "and serialize"
+    )
 
 
 def _tiles_in(body: tuple[Stmt, ...], space: MemorySpace) -> tuple[TileType, ...]:

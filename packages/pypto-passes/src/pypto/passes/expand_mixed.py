@@ -40,10 +40,21 @@ from pypto.ir import (
     Stmt,
     Target,
     TileType,
+    Var,
     make_call,
 )
-from pypto.ir.nodes import LOOP_STMTS, While, nested_bodies, pick_carried, walk_stmts, with_bodies
-from pypto.ir.ops import Ordering, PipeAction, PipeDirection, PipeEnd, get_op, op, pipe_op, trait_of
+from pypto.ir.nodes import (
+    LOOP_STMTS,
+    While,
+    nested_bodies,
+    pick_carried,
+    stmt_exprs,
+    used_vars,
+    walk_expr,
+    walk_stmts,
+    with_bodies,
+)
+from pypto.ir.ops import GmAccess, Ordering, PipeAction, PipeDirection, PipeEnd, get_op, op, pipe_op, trait_of
 from pypto.ir.rewrite import NameGen, at_function, map_effect_calls
 from pypto.ir.sides import Side, call_side, first_ops_by_side, is_boundary, space_side
 from pypto.ir.valid import build_as_parsed
@@ -204,6 +215,9 @@ class ExpandMixedKernel:
         base = hint if not {f"{hint}_aic", f"{hint}_aiv"} & names.taken else fn.name
         # Pushes of partial tiles carry their run-time valid shape, as the parser builds them.
         local = NameGen.for_function(fn)
+        if not splitter.explicit:
+            written = _written_tensors(fn.body)
+            cube, vector = (_loads_before_pops(body, written) for body in (cube, vector))
         cube, vector = (build_as_parsed(body, local.fresh) for body in (cube, vector))
         aic = Function(names.fresh(f"{base}_aic"), fn.params, cube, FunctionKind.AIC, fn.span, aic_attrs)
         aiv = Function(names.fresh(f"{base}_aiv"), fn.params, vector, FunctionKind.AIV, fn.span, aiv_attrs)
@@ -215,6 +229,57 @@ class ExpandMixedKernel:
         group_attrs = {"split": mode, "pipe_name": hint} if not splitter.explicit else {"pipe_name": hint}
         group = Function(fn.name, fn.params, launch, FunctionKind.Group, fn.span, group_attrs)
         return [group, aic, aiv]
+
+
+_POPS = frozenset({op.tpop_from_aic, op.tpop_from_aiv})
+
+
+def _written_tensors(body: tuple[Stmt, ...]) -> set[Var]:
+    """The global tensors a statement of ``body`` writes (every one, if it calls a function)."""
+    written: set[Var] = set()
+    for stmt in walk_stmts(body):
+        for expr in stmt_exprs(stmt):
+            for e in walk_expr(expr):
+                if not isinstance(e, Call):
+                    continue
+                access = trait_of(e, GmAccess)
+                tensor = e.args[access.tensor] if access is not None and access.write else None
+                if isinstance(tensor, Var):
+                    written.add(tensor)
+                elif e.op == op.call:
+                    written.update(v for v in e.args if isinstance(v, Var))
+    return written
+
+
+def _loads_before_pops(body: tuple[Stmt, ...], written: set[Var]) -> tuple[Stmt, ...]:
+    """Each load of a tensor nobody writes in the scope moves before the pops just ahead of it
+    that it does not read: its transfer then runs while the pop waits for the other core,
+    instead of after the pop (a compiler-made pipe carries tiles only, never a tensor's
+    readiness, so the order of a load of a read-only tensor and a pop is free)."""
+    out: list[Stmt] = []
+    for stmt in body:
+        inner = nested_bodies(stmt)
+        if inner:
+            stmt = with_bodies(stmt, tuple(_loads_before_pops(b, written) for b in inner))
+        if isinstance(stmt, Assign) and isinstance(stmt.value, Call):
+            access = trait_of(stmt.value, GmAccess)
+            if access is not None and not access.write and stmt.value.args[access.tensor] not in written:
+                reads = set(used_vars(stmt.value))
+                at = len(out)
+                while at > 0:
+                    prev = out[at - 1]
+                    if not (
+                        isinstance(prev, Assign)
+                        and isinstance(prev.value, Call)
+                        and prev.value.op in _POPS
+                        and prev.target not in reads
+                    ):
+                        break
+                    at -= 1
+                out.insert(at, stmt)
+                continue
+        out.append(stmt)
+    return tuple(out)
 
 
 def _slot_num(fn: Function, target: Target, dir_mask: int) -> int:

@@ -48,6 +48,7 @@ from pypto.ir import (
     Function,
     FunctionKind,
     If,
+    LoopKind,
     MemoryBudgetError,
     MemorySpace,
     ParseError,
@@ -90,6 +91,7 @@ from pypto.ir.ops import (
 from pypto.ir.ops import scalar as scalar_ops
 from pypto.ir.ops import tile as tile_ops
 from pypto.ir.rewrite import NameGen, index_add, index_tuple, map_functions
+from pypto.passes.allocate import AUTO_PIPELINED
 from pypto.passes.fit import fits_alone, overruns
 from pypto.passes.manager import PassContext
 from pypto.passes.options import option
@@ -144,6 +146,7 @@ def _placements(call: Call) -> tuple[tuple[MemorySpace, bool], ...]:
 
 
 _VEC_ROWS = (MemorySpace.Vec, True)
+ROW_LOOP_STAGES = 2  # the row loops the pass makes are double-buffered where memory allows
 
 
 @dataclass(frozen=True)
@@ -182,7 +185,15 @@ class ConvertTensorToTileOps:
     def convert(self, fn: Function, target: Target) -> Function:
         _reject_carried_tensors(fn)
         names = NameGen.for_function(fn)
-        return replace(fn, body=self._block(fn.body, fn, names, target))
+        users = {s.var.name for s in walk_stmts(fn.body) if isinstance(s, For)}
+        body = self._block(fn.body, fn, names, target)
+        made = sorted(
+            s.var.name
+            for s in walk_stmts(body)
+            if isinstance(s, For) and s.kind is LoopKind.pipeline and s.var.name not in users
+        )
+        attrs = {**fn.attrs, AUTO_PIPELINED: [*fn.attrs.get(AUTO_PIPELINED, ()), *made]} if made else fn.attrs
+        return replace(fn, body=body, attrs=attrs)
 
     def _block(
         self, body: tuple[Stmt, ...], fn: Function, names: NameGen, target: Target
@@ -923,17 +934,21 @@ class _RegionLowering:
         assert isinstance(self.row, Var) and self.rows is not None and self.block is not None
         span = self.region[0].span
         iter_args, inits, yields, results = (tuple(c[k] for c in self.carried) for k in range(4))
+        # Double-buffered: each block's buffers take one of two slots where their space has room
+        # (AllocateMemory), so the next block's loads overlap this block's compute.
         loop = For(
             self.row,
             Const(0, INDEX),
             self.rows if isinstance(self.rows, DynDim) else Const(self.rows, INDEX),
             Const(self.block, INDEX),
             tuple(self.body),
+            kind=LoopKind.pipeline,
             span=span,
             iter_args=iter_args,  # type: ignore[arg-type]
             init_values=inits,
             yields=yields,
             results=results,  # type: ignore[arg-type]
+            stage=ROW_LOOP_STAGES,
         )
         return [*self.hoisted, loop, *self.after]
 
