@@ -120,6 +120,20 @@ def _use(live: _Liveness, v: Var, pos: int, loops: tuple[int, ...]) -> None:
         live.last_use[v] = max(live.last_use[v], pos)
 
 
+def tile_lifetimes(body: tuple[Stmt, ...]) -> tuple[dict[Var, tuple[int, float]], dict[Var, Var]]:
+    """Each tile's live range as the allocator sees it, and each loop result's iter_arg.
+
+    A range is ``(first, last)`` in statement positions: the statements of ``body`` numbered in
+    program order, each loop, if or scope before the statements it holds (an if's then arm
+    before its else arm). ``last`` is the position of the last use, or half past a loop's last
+    statement for a tile live through the loop. A loop's result names its iter_arg's buffer.
+
+    >>> ranges, aliases = tile_lifetimes(kernel.body)  # doctest: +SKIP
+    """
+    live = _Liveness()
+    return _live_ranges(body, live), dict(live.aliases)
+
+
 def _live_ranges(body: tuple[Stmt, ...], live: _Liveness) -> dict[Var, tuple[int, float]]:
     _scan(body, live, ())
     ranges: dict[Var, tuple[int, float]] = {}
@@ -193,8 +207,7 @@ def plan_memory(
     for r in reservations:
         reserved[r.space] = reserved_top(reservations, r.space)
     allocators: dict[MemorySpace, _SpaceAllocator] = {}
-    live = _Liveness()
-    ranges = _live_ranges(body, live)
+    ranges, aliases = tile_lifetimes(body)
     events: dict[float, list[Var]] = defaultdict(list)
     for v, (start, _end) in ranges.items():
         events[start].append(v)
@@ -220,7 +233,7 @@ def plan_memory(
         for v in events[pos]:
             if ranges[v][1] == pos:
                 _release(allocators, allocations[v.name])
-    for result, iter_arg in live.aliases.items():
+    for result, iter_arg in aliases.items():
         allocations[result.name] = replace(allocations[iter_arg.name], name=result.name)
     peak = {space: a.peak for space, a in allocators.items()}
     for space, size in reserved.items():
