@@ -282,6 +282,35 @@ def _box_text(graph: DepsGraph, task: int) -> tuple[str, str, str]:
     return blocks[0].kernel, f"task {task} · {where}", f"cycles {start}–{end}"
 
 
+Point = tuple[float, float]
+
+
+def _on_curve(curve: tuple[Point, Point, Point, Point], t: float) -> Point:
+    """The point at ``t`` of a cubic Bézier curve."""
+    weights = ((1 - t) ** 3, 3 * (1 - t) ** 2 * t, 3 * (1 - t) * t**2, t**3)
+    return (
+        sum(w * p[0] for w, p in zip(weights, curve, strict=True)),
+        sum(w * p[1] for w, p in zip(weights, curve, strict=True)),
+    )
+
+
+def _label_spot(
+    curve: tuple[Point, Point, Point, Point], label: str, taken: list[tuple[float, float, float, float]]
+) -> Point:
+    """Where on its arrow a label goes: mid-curve, else the nearest point along it whose label
+    covers no box and no label placed before (mid-curve when none is free); marks it taken."""
+    half_w, half_h = 3.4 * len(label) + 4, 8
+    spot = _on_curve(curve, 0.5)
+    for t in (0.5, 0.4, 0.6, 0.3, 0.7, 0.22, 0.78, 0.15, 0.85):
+        x, y = _on_curve(curve, t)
+        box = (x - half_w, y - half_h, x + half_w, y + half_h)
+        if not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in taken):
+            spot = (x, y)
+            break
+    taken.append((spot[0] - half_w, spot[1] - half_h, spot[0] + half_w, spot[1] + half_h))
+    return spot
+
+
 def deps_svg(graph: DepsGraph) -> str:
     """The graph as one SVG drawing: ``Path("deps.svg").write_text(deps_svg(graph))``."""
     cols = columns(graph)
@@ -303,6 +332,7 @@ def deps_svg(graph: DepsGraph) -> str:
 
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="deps" width="{width}" height="{height}" '
+        'style="background:#ffffff" '
         f'viewBox="0 0 {width} {height}" font-family="system-ui, DejaVu Sans, sans-serif" font-size="12">',
         f"<title>{esc(_heading(graph))}</title>",
         "<defs>"
@@ -310,25 +340,33 @@ def deps_svg(graph: DepsGraph) -> str:
         'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#57606a"/></marker>'
         "</defs>",
     ]
+    taken = [(x, y, x + box_w, y + BOX_H) for x, y in place.values()]  # what a label must not cover
+    labels = []
     for i, e in enumerate(graph.edges):
         sx, sy = place[e.src]
         dx, dy = place[e.dst]
         x1, y1, x2, y2 = sx + box_w, sy + BOX_H / 2, dx - 2, dy + BOX_H / 2
         bend = max((x2 - x1) / 2, 40)
-        path = f"M{x1:.1f},{y1:.1f} C{x1 + bend:.1f},{y1:.1f} {x2 - bend:.1f},{y2:.1f} {x2:.1f},{y2:.1f}"
+        # An arrow past a column arcs up through the gap above its row instead of under the boxes.
+        lift = min(y1, y2) - (BOX_H + ROW_GAP) * 2 / 3 if x2 - x1 > COL_GAP + 4 else None
+        curve = ((x1, y1), (x1 + bend, lift or y1), (x2 - bend, lift or y2), (x2, y2))
+        path = "M{:.1f},{:.1f} C{:.1f},{:.1f} {:.1f},{:.1f} {:.1f},{:.1f}".format(
+            *(c for p in curve for c in p)
+        )
         dash = ' stroke-dasharray="6 4"' if e.tensor is None else ""
-        # The label sits in the first gap the arrow crosses: mid-curve when it spans one gap,
-        # else at its start, where arrows into one box have not met yet.
-        lx, ly = x1 + COL_GAP / 2, (y1 + y2) / 2
-        if x2 - x1 > COL_GAP + 4:
-            ly = y1
-        parts.append(
-            f'<g class="edge" data-edge="{i}" data-src="{e.src}" data-dst="{e.dst}">'
+        title = (
             f"<title>task {e.src} {esc(graph.kernel(e.src))} → task {e.dst} {esc(graph.kernel(e.dst))}: "
             f"{esc(_edge_label(e))}</title>"
+        )
+        parts.append(
+            f'<g class="edge" data-edge="{i}" data-src="{e.src}" data-dst="{e.dst}">{title}'
             f'<path d="{path}" fill="none" stroke="#57606a" stroke-width="1.6"{dash} '
-            'marker-end="url(#arrow)"/>'
-            f'<text x="{lx:.1f}" y="{ly - 5:.1f}" text-anchor="middle" fill="#24292f" stroke="#f6f8fa" '
+            'marker-end="url(#arrow)"/></g>'
+        )
+        lx, ly = _label_spot(curve, _edge_label(e), taken)
+        labels.append(
+            f'<g class="edge label" data-src="{e.src}" data-dst="{e.dst}">{title}'
+            f'<text x="{lx:.1f}" y="{ly + 4:.1f}" text-anchor="middle" fill="#24292f" stroke="#f6f8fa" '
             f'stroke-width="4" paint-order="stroke">{esc(_edge_label(e))}</text></g>'
         )
     for task, (x, y) in place.items():
@@ -344,6 +382,7 @@ def deps_svg(graph: DepsGraph) -> str:
             f'<text x="{x + 10}" y="{y + 38:.1f}" fill="#424a53">{esc(line2)}</text>'
             f'<text x="{x + 10}" y="{y + 55:.1f}" fill="#424a53">{esc(line3)}</text></g>'
         )
+    parts += labels  # above every arrow and box
     parts.append("</svg>")
     return "\n".join(parts)
 

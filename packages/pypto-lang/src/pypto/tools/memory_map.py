@@ -37,7 +37,9 @@ if TYPE_CHECKING:
 
 ALLOCATE_PASS = "AllocateMemory"
 PROGRAM_FILE = "program.py"  # what a compiled program's output directory holds (artifacts.py)
-ROW, HEADER, CHART_W, LISTING_W = 20, 64, 340, 520  # pixels
+ROW, HEADER, LISTING_W = 20, 76, 440  # pixels
+# A kernel's charts share the width a 1400-pixel window leaves beside its listing, within limits.
+ROW_WIDTH, CHART_MIN, CHART_MAX, GAP = 1340, 200, 600, 14
 
 
 class MemoryMapError(PyptoError, ValueError):
@@ -166,7 +168,7 @@ def _capacity(target: Target, space: MemorySpace, peak: int) -> tuple[int, int]:
     return max(peak, 1), max(peak, 1)
 
 
-def _chart(fn: Function, space: MemorySpace, lines: list[Line], target: Target, key: str) -> str:
+def _chart(fn: Function, space: MemorySpace, lines: list[Line], target: Target, key: str, width: int) -> str:
     plan = plan_of(fn)
     assert plan is not None
     peak = plan.peak.get(space, 0)
@@ -174,33 +176,32 @@ def _chart(fn: Function, space: MemorySpace, lines: list[Line], target: Target, 
     height = HEADER + max(len(lines), 1) * ROW
 
     def x(addr: int) -> float:
-        return CHART_W * addr / capacity
+        return width * addr / capacity
 
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="space" width="{CHART_W + 1}" height="{height}" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="space" width="{width + 1}" height="{height}" '
         f'data-space="{space.name}">',
         f'<defs><pattern id="hatch-{key}" width="6" height="6" patternUnits="userSpaceOnUse" '
         'patternTransform="rotate(45)"><rect width="6" height="6" fill="#eaeef2"/>'
         '<line x1="0" y1="0" x2="0" y2="6" stroke="#afb8c1" stroke-width="2"/></pattern></defs>',
         f'<text x="0" y="15" class="title">{esc(space.name)}</text>',
-        f'<text x="{CHART_W}" y="15" class="sub" text-anchor="end">peak {fmt_bytes(peak)} of '
+        f'<text x="0" y="29" class="sub">peak {fmt_bytes(peak)} of '
         f"{fmt_bytes(usable)} usable ({peak / usable:.0%})</text>",
     ]
     for i in range(len(lines)):
         if i % 2:
-            out.append(
-                f'<rect x="0" y="{HEADER + i * ROW}" width="{CHART_W}" height="{ROW}" class="stripe"/>'
-            )
+            out.append(f'<rect x="0" y="{HEADER + i * ROW}" width="{width}" height="{ROW}" class="stripe"/>')
     for k in range(5):  # the address axis: 0, a quarter, ..., the capacity
         addr = capacity * k // 4
         anchor = "start" if k == 0 else "end" if k == 4 else "middle"
         out.append(
             f'<line x1="{x(addr):.1f}" y1="{HEADER - 8}" x2="{x(addr):.1f}" y2="{height}" class="tick"/>'
         )
-        out.append(
-            f'<text x="{x(addr):.1f}" y="{HEADER - 12}" class="axis" text-anchor="{anchor}">'
-            f"{fmt_bytes(addr) if addr else '0'}</text>"
-        )
+        if k % 2 == 0 or width >= 300:  # a narrow chart labels every other tick: the labels fit
+            out.append(
+                f'<text x="{x(addr):.1f}" y="{HEADER - 12}" class="axis" text-anchor="{anchor}">'
+                f"{fmt_bytes(addr) if addr else '0'}</text>"
+            )
     for ring in (r for r in kernel_rings(fn) if r.space is space):
         w = x(ring.size)
         out.append(
@@ -233,10 +234,10 @@ def _chart(fn: Function, space: MemorySpace, lines: list[Line], target: Target, 
         )
     # The peak and the limit, each labelled on its own line above the axis (they may be a few pixels
     # apart), on the side of its line that has room.
-    marks = [(peak, "peak", HEADER - 35)] + ([(usable, "usable", HEADER - 24)] if usable < capacity else [])
+    marks = [(peak, "peak", HEADER - 33)] + ([(usable, "usable", HEADER - 22)] if usable < capacity else [])
     for addr, label, y in marks:
         at = x(addr)
-        side = (at + 3, "start") if at < CHART_W / 2 else (at - 3, "end")
+        side = (at + 3, "start") if at < width / 2 else (at - 3, "end")
         out.append(
             f'<line x1="{at:.1f}" y1="{y + 3}" x2="{at:.1f}" y2="{height}" class="{label}"/>'
             f'<text x="{side[0]:.1f}" y="{y}" class="{label}label" text-anchor="{side[1]}">{label}</text>'
@@ -290,7 +291,9 @@ def _kernel(fn: Function, target: Target, index: int) -> str:
     lines = statement_lines(fn.body)
     plan = plan_of(fn)
     assert plan is not None
-    charts = "".join(_chart(fn, space, lines, target, f"{index}-{space.name}") for space in spaces_of(fn))
+    spaces = spaces_of(fn)
+    width = max(CHART_MIN, min(CHART_MAX, (ROW_WIDTH - LISTING_W) // len(spaces) - GAP))
+    charts = "".join(_chart(fn, space, lines, target, f"{index}-{space.name}", width) for space in spaces)
     usable = {space: target.usable(space) if space in target.memory else "?" for space in spaces_of(fn)}
     peaks = ", ".join(f"{space.name} {plan.peak.get(space, 0)} of {usable[space]} bytes" for space in usable)
     return (
@@ -302,7 +305,7 @@ def _kernel(fn: Function, target: Target, index: int) -> str:
 
 
 MAP_CSS = f"""
-.chart-row {{ display: flex; gap: 14px; overflow-x: auto; padding-bottom: 6px; align-items: flex-start; }}
+.chart-row {{ display: flex; gap: {GAP}px; overflow-x: auto; padding-bottom: 6px; align-items: flex-start; }}
 .listing {{ flex: none; position: sticky; left: 0; z-index: 1; background: var(--paper); }}
 .listing .head {{ display: flex; flex-direction: column; justify-content: flex-end; padding-bottom: 8px; }}
 .listing .stmt {{ height: {ROW}px; line-height: {ROW}px; white-space: pre; overflow: hidden;
