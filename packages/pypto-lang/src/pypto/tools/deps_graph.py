@@ -48,9 +48,14 @@ class DepsGraph:
     total_cycles: int | None = None
     source: str | None = None  # the file it was read from
     task_ids: tuple[int, ...] = field(init=False)
+    _blocks: dict[int, list[TaskRecord]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "task_ids", tuple(sorted({t.task_id for t in self.tasks})))
+        blocks: dict[int, list[TaskRecord]] = {}
+        for t in self.tasks:
+            blocks.setdefault(t.task_id, []).append(t)
+        object.__setattr__(self, "_blocks", blocks)
+        object.__setattr__(self, "task_ids", tuple(sorted(blocks)))
 
     @classmethod
     def from_report(cls, report: RunReport, program: str | None = None) -> DepsGraph:
@@ -58,7 +63,8 @@ class DepsGraph:
         return graph_from_data(deps_file_data(report, program), None)
 
     def blocks(self, task_id: int) -> list[TaskRecord]:
-        return [t for t in self.tasks if t.task_id == task_id]
+        """The records of task ``task_id``: one, or one per block of a ``pl.spmd`` task."""
+        return self._blocks[task_id]
 
     def kernel(self, task_id: int) -> str:
         return self.blocks(task_id)[0].kernel
@@ -182,26 +188,26 @@ def _edge(item: Any, i: int, where: str) -> TaskEdge:
 
 def depths(graph: DepsGraph) -> dict[int, int]:
     """Each task's column: 0 without predecessors, else one more than its deepest predecessor."""
-    preds: dict[int, list[int]] = {t: [] for t in graph.task_ids}
+    # In topological order (Kahn's), not by recursion: a run may chain thousands of tasks.
+    succs: dict[int, list[int]] = {t: [] for t in graph.task_ids}
+    waiting = dict.fromkeys(graph.task_ids, 0)
     for edge in graph.edges:
-        preds[edge.dst].append(edge.src)
-    depth: dict[int, int] = {}
-    visiting: set[int] = set()
-
-    def visit(task: int) -> int:
-        if task in depth:
-            return depth[task]
-        if task in visiting:
-            raise DepsFileError(
-                f"{graph.source or 'the deps data'}: the edges form a cycle through task {task}", hint=HINT
-            )
-        visiting.add(task)
-        depth[task] = 1 + max((visit(p) for p in preds[task]), default=-1)
-        visiting.discard(task)
-        return depth[task]
-
-    for task in graph.task_ids:
-        visit(task)
+        succs[edge.src].append(edge.dst)
+        waiting[edge.dst] += 1
+    depth = {t: 0 for t, n in waiting.items() if n == 0}
+    ready = list(depth)
+    while ready:
+        task = ready.pop()
+        for nxt in succs[task]:
+            depth[nxt] = max(depth.get(nxt, 0), depth[task] + 1)
+            waiting[nxt] -= 1
+            if waiting[nxt] == 0:
+                ready.append(nxt)
+    stuck = sorted(t for t, n in waiting.items() if n > 0)
+    if stuck:
+        raise DepsFileError(
+            f"{graph.source or 'the deps data'}: the edges form a cycle through task {stuck[0]}", hint=HINT
+        )
     return depth
 
 
