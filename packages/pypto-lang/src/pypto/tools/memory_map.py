@@ -39,7 +39,7 @@ ALLOCATE_PASS = "AllocateMemory"
 PROGRAM_FILE = "program.py"  # what a compiled program's output directory holds (artifacts.py)
 ROW, HEADER, LISTING_W = 20, 76, 440  # pixels
 # A kernel's charts share the width a 1400-pixel window leaves beside its listing, within limits.
-ROW_WIDTH, CHART_MIN, CHART_MAX, GAP = 1340, 200, 600, 14
+ROW_WIDTH, CHART_MIN, CHART_MAX, GAP = 1290, 200, 600, 14
 
 
 class MemoryMapError(PyptoError, ValueError):
