@@ -71,7 +71,8 @@ class DepsGraph:
 
 
 def load_deps(path: Path) -> DepsGraph:
-    """Read and check a ``deps.json``; anything else is a :class:`DepsFileError` naming the file."""
+    """Read and check a ``deps.json``; anything else is a :class:`DepsFileError` naming the file:
+    ``load_deps(Path("out/deps.json"))``."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
@@ -89,7 +90,8 @@ def load_deps(path: Path) -> DepsGraph:
 
 
 def graph_from_data(data: Any, source: str | None) -> DepsGraph:
-    """The graph the JSON data of a deps.json describes, checked field by field."""
+    """The graph the JSON data of a deps.json describes, checked field by field:
+    ``graph_from_data(json.loads(text), "out/deps.json")``."""
     where = source or "the deps data"
     if not isinstance(data, dict):
         raise DepsFileError(
@@ -187,7 +189,8 @@ def _edge(item: Any, i: int, where: str) -> TaskEdge:
 
 
 def depths(graph: DepsGraph) -> dict[int, int]:
-    """Each task's column: 0 without predecessors, else one more than its deepest predecessor."""
+    """Each task's column: 0 without predecessors, else one more than its deepest predecessor
+    (``depths(graph)[3] == 1`` when task 3 waits only for tasks without predecessors)."""
     # In topological order (Kahn's), not by recursion: a run may chain thousands of tasks.
     succs: dict[int, list[int]] = {t: [] for t in graph.task_ids}
     waiting = dict.fromkeys(graph.task_ids, 0)
@@ -213,7 +216,7 @@ def depths(graph: DepsGraph) -> dict[int, int]:
 
 def columns(graph: DepsGraph) -> list[list[int]]:
     """The tasks of each column, top to bottom: each column ordered by the mean row of the tasks
-    it waits for (fewer crossing arrows), then by task id."""
+    it waits for (fewer crossing arrows), then by task id: ``columns(graph) == [[1, 2], [3, 4]]``."""
     depth = depths(graph)
     preds: dict[int, list[int]] = {t: [] for t in graph.task_ids}
     for edge in graph.edges:
@@ -477,5 +480,5 @@ when the block ran within the whole run.</p>
 
 
 def render(graph: DepsGraph, fmt: str) -> str:
-    """``graph`` in one of :data:`FORMATS`."""
+    """``graph`` in one of :data:`FORMATS`: ``render(graph, "svg")``."""
     return {"text": deps_text, "svg": deps_svg, "html": deps_html}[fmt](graph)

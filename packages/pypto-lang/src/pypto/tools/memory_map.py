@@ -29,6 +29,7 @@ from pypto.ir.memory import layout
 from pypto.ir.nodes import nested_bodies
 from pypto.ir.printer import format_expr, format_type
 from pypto.passes.allocate import tile_lifetimes
+from pypto.runtime.artifacts import PROGRAM_FILE
 from pypto.runtime.memory_map import plan_of
 from pypto.tools.page import esc, fmt_bytes, page
 
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
     from pypto.runtime import CompiledProgram
 
 ALLOCATE_PASS = "AllocateMemory"
-PROGRAM_FILE = "program.py"  # what a compiled program's output directory holds (artifacts.py)
 ROW, HEADER, LISTING_W = 20, 76, 440  # pixels
 # A kernel's charts share the width a 1400-pixel window leaves beside its listing, within limits.
 ROW_WIDTH, CHART_MIN, CHART_MAX, GAP = 1290, 200, 600, 14
@@ -93,7 +93,7 @@ class Ring:
 
 def statement_lines(body: tuple[Stmt, ...], depth: int = 0) -> list[Line]:
     """The statements of ``body`` in the order the allocator numbers them: each loop, if or region
-    before what it holds (the positions of :func:`tile_lifetimes`)."""
+    before what it holds (the positions of :func:`tile_lifetimes`): ``statement_lines(fn.body)``."""
     lines: list[Line] = []
     for stmt in body:
         full = print_ir(stmt).splitlines()[0]
@@ -108,7 +108,8 @@ def statement_lines(body: tuple[Stmt, ...], depth: int = 0) -> list[Line]:
 
 
 def kernel_buffers(fn: Function) -> list[Buffer]:
-    """Every allocation of ``fn``'s memory plan with its lifetime in statement rows."""
+    """Every allocation of ``fn``'s memory plan with its lifetime in statement rows:
+    ``[b.name for b in kernel_buffers(aiv)] == ["bias_vec", "add"]``."""
     plan = plan_of(fn)
     if plan is None:
         return []
@@ -135,6 +136,7 @@ def kernel_buffers(fn: Function) -> list[Buffer]:
 
 
 def kernel_rings(fn: Function) -> list[Ring]:
+    """The windows reserved at the bottom of ``fn``'s spaces, at their offsets: ``kernel_rings(aiv)``."""
     plan = plan_of(fn)
     if plan is None:
         return []
@@ -148,6 +150,7 @@ def kernel_rings(fn: Function) -> list[Ring]:
 
 
 def spaces_of(fn: Function) -> list[MemorySpace]:
+    """The spaces ``fn``'s plan uses, in the target's order: ``spaces_of(aiv) == [MemorySpace.Vec]``."""
     plan = plan_of(fn)
     if plan is None:
         return []

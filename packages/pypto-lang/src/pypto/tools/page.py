@@ -31,7 +31,7 @@ table.grid tr.hot td { background: #fff8c5; }
 
 
 def esc(text: object) -> str:
-    """``text`` escaped for an HTML or SVG element or a quoted attribute."""
+    """``text`` escaped for an HTML or SVG element or a quoted attribute: ``esc("a<b") == "a&lt;b"``."""
     return html.escape(str(text), quote=True)
 
 
