@@ -375,7 +375,7 @@ def deps_svg(graph: DepsGraph) -> str:
         lx, ly = _label_spot(curve, _edge_label(e), taken)
         labels.append(
             f'<g class="edge label" data-src="{e.src}" data-dst="{e.dst}">{title}'
-            f'<text x="{lx:.1f}" y="{ly + 4:.1f}" text-anchor="middle" fill="#24292f" stroke="#f6f8fa" '
+            f'<text x="{lx:.1f}" y="{ly + 4:.1f}" text-anchor="middle" fill="#24292f" stroke="#ffffff" '
             f'stroke-width="4" paint-order="stroke">{esc(_edge_label(e))}</text></g>'
         )
     for task, (x, y) in place.items():

@@ -25,7 +25,7 @@ table.grid td.num, table.grid th.num { text-align: right; padding-right: 16px;
                                        font-variant-numeric: tabular-nums; }
 table.grid tr.hot td { background: #fff8c5; }
 .note { color: var(--muted); font-size: 12px; }
-.scroll { overflow-x: auto; border: 1px solid var(--line); border-radius: 6px; background: var(--wash);
+.scroll { overflow-x: auto; border: 1px solid var(--line); border-radius: 6px; background: var(--paper);
           padding: 12px; }
 """
 
