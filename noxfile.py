@@ -1,10 +1,12 @@
 """Sessions: lint, tests (everything in one environment), isolated (each package alone),
 examples (every file under examples/), bench (modeled and wall-clock figures), docs (redraw the
 docs' images, run the docs' tests), fuzz (generated programs: 1500 per family, 6000 in all;
-``nox -s fuzz -- N`` runs N per family)."""
+``nox -s fuzz -- N`` runs N per family), browser (the HTML views in headless Chromium)."""
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import nox
@@ -112,4 +114,25 @@ def fuzz(session: nox.Session) -> None:
         "-q",
         str(ROOT / "tests" / "fuzz"),
         env={"PYPTO_FUZZ_EXAMPLES": per_family},
+    )
+
+
+@nox.session
+def browser(session: nox.Session) -> None:
+    """Render the HTML views in headless Chromium (tests/browser/check_pages.py): the task graph of a
+    run of examples/intermediate/07_task_graph.py (``pypto deps view``) and the seed mixed kernel's
+    memory map (``python -m pypto.tools.memory_map``). Fails on a console error, an uncaught script
+    error or a network request; saves a screenshot of each in .nox/browser/screenshots, or in the
+    directory given after ``--``. Needs Chromium: ``apt-get install -y chromium`` (Debian), or
+    CHROMIUM=PATH."""
+    chromium = shutil.which(os.environ.get("CHROMIUM", "chromium"))
+    if chromium is None:
+        session.error(
+            "no Chromium found (looked for $CHROMIUM, else `chromium` on PATH): install it "
+            "(Debian: apt-get install -y chromium) or set CHROMIUM=/path/to/chromium"
+        )
+    _install_all(session)
+    out = session.posargs[0] if session.posargs else str(Path(session.virtualenv.location) / "screenshots")
+    session.run(
+        "python", str(ROOT / "tests" / "browser" / "check_pages.py"), "--out", out, "--chromium", chromium
     )

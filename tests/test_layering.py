@@ -17,6 +17,7 @@ ALLOWED = {
         "pypto.runtime",
         "pypto.cli",
         "pypto.backend",
+        "pypto.tools",
     },
     "pypto-sim-a2a3": {"pypto.ir", "pypto_sim_a2a3"},
     "pypto-models": {

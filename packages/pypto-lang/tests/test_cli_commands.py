@@ -54,6 +54,8 @@ COMMANDS = [
     ["cache"],
     ["cache", "info"],
     ["cache", "clear"],
+    ["deps"],
+    ["deps", "view"],
 ]
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from pypto.cli import cache_cmd, compile_cmd, info_cmd, run_cmd
+from pypto.cli import cache_cmd, compile_cmd, deps_cmd, info_cmd, run_cmd
 from pypto.ir import PyptoError
 from pypto.runtime.cache import CacheWarning
 from pypto.runtime.registry import PlatformRegistry, PluginWarning, registry
@@ -97,7 +97,7 @@ def cli() -> None:
     """
 
 
-for module in (run_cmd, compile_cmd, info_cmd, cache_cmd):
+for module in (run_cmd, compile_cmd, deps_cmd, info_cmd, cache_cmd):
     for command in module.COMMANDS:
         cli.add_command(command)
 

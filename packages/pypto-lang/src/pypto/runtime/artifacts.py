@@ -34,6 +34,8 @@ KEY_CHARS = 12  # of the key in a default directory's name: enough to tell speci
 PROGRAM_FILE, MEMORY_MAP_FILE, PASSES_DIR, HINTS_FILE = "program.py", "memory_map.txt", "passes", "hints.txt"
 REPORT_JSON, REPORT_TEXT = "report.json", "report.txt"
 DEPS_FILE, SCOPE_STATS_FILE, PMU_FILE = "deps.json", "scope_stats.json", "pmu.json"
+# What deps.json says it is, so that a viewer tells it from other JSON (``pypto deps view``).
+DEPS_FORMAT, DEPS_VERSION = "pypto-deps", 1
 
 
 def directory_key(program: Program, target: Target, config: RunConfig, provider: str) -> str:
@@ -76,14 +78,17 @@ def wants_run_files(config: RunConfig) -> bool:
     return config.save_kernels or config.enable_dep_gen or config.enable_scope_stats or config.enable_pmu
 
 
-def write_run(directory: Path, report: RunReport, config: RunConfig) -> list[Path]:
-    """The files of one run: the report always, the others as ``config`` asks; returns them."""
+def write_run(
+    directory: Path, report: RunReport, config: RunConfig, program: str | None = None
+) -> list[Path]:
+    """The files of one run of ``program``: the report always, the others as ``config`` asks;
+    returns them."""
     directory.mkdir(parents=True, exist_ok=True)
     written = [_json(directory / REPORT_JSON, report_data(report))]
     (directory / REPORT_TEXT).write_text(report.summary() + "\n")
     written.append(directory / REPORT_TEXT)
     if config.enable_dep_gen:
-        written.append(_json(directory / DEPS_FILE, deps_data(report)))
+        written.append(_json(directory / DEPS_FILE, deps_file_data(report, program)))
     if config.enable_scope_stats:
         written.append(_json(directory / SCOPE_STATS_FILE, scope_stats_data(report)))
     if config.enable_pmu:
@@ -114,6 +119,21 @@ def deps_data(report: RunReport) -> dict[str, Any]:
     return {
         "tasks": [dataclasses.asdict(task) for task in report.tasks],
         "edges": [{**dataclasses.asdict(edge), "declared": edge.declared} for edge in report.edges],
+    }
+
+
+def deps_file_data(report: RunReport, program: str | None = None) -> dict[str, Any]:
+    """``deps.json``: what the file is, the program, the platform, its clock and the modeled
+    total (for a viewer to scale times by), then the tasks and the edges (:func:`deps_data`)."""
+    return {
+        "format": DEPS_FORMAT,
+        "version": DEPS_VERSION,
+        "program": program,
+        "platform": report.platform,
+        "modeled": report.modeled,
+        "clock_mhz": report.clock_mhz,
+        "total_cycles": report.total_cycles,
+        **deps_data(report),
     }
 
 

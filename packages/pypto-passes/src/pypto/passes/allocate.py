@@ -151,6 +151,34 @@ def _use(live: _Liveness, v: Var, pos: int, loops: tuple[int, ...]) -> None:
         live.last_use[v] = max(live.last_use[v], pos)
 
 
+def tile_lifetimes(
+    body: tuple[Stmt, ...], plan: MemoryPlan | None = None
+) -> tuple[dict[Var, tuple[int, float]], dict[Var, Var]]:
+    """Each tile's live range as the allocator sees it, and each loop result's iter_arg.
+
+    A range is ``(first, last)`` in statement positions: the statements of ``body`` numbered in
+    program order, each loop, if or scope before the statements it holds (an if's then arm
+    before its else arm). ``last`` is the position of the last use, or half past a loop's last
+    statement for a tile live through the loop. A loop's result names its iter_arg's buffer.
+    With ``plan``, a tile it gives slots (a pipelined loop's) is live through its whole loop.
+
+    >>> ranges, aliases = tile_lifetimes(kernel.body)  # doctest: +SKIP
+    """
+    live = _Liveness()
+    ranges = _live_ranges(body, live)
+    if plan is not None:
+        for v, loops in live.def_loops.items():
+            allocation = plan.of(v.name)
+            if loops and v in ranges and allocation is not None and allocation.slots > 1:
+                ranges[v] = _through_loop(live, ranges[v], loops[-1])
+    return ranges, dict(live.aliases)
+
+
+def _through_loop(live: _Liveness, span: tuple[int, float], loop: int) -> tuple[int, float]:
+    """A slotted tile's range: every slot is in use at some iteration, so all of the loop."""
+    return (loop, max(span[1], live.loop_end[loop] + 0.5))
+
+
 def _live_ranges(body: tuple[Stmt, ...], live: _Liveness) -> dict[Var, tuple[int, float]]:
     _scan(body, live, ())
     ranges: dict[Var, tuple[int, float]] = {}
@@ -253,8 +281,7 @@ def _plan(
         staged[(loop, t.memory_space)] = (pipelined, stages, before[2] + t.nbytes)
         if stages > 1:
             slotted[v] = (loop, stages)
-            # Every slot is in use at some iteration: the buffer lives through the whole loop.
-            ranges[v] = (loop, max(ranges[v][1], live.loop_end[loop] + 0.5))
+            ranges[v] = _through_loop(live, ranges[v], loop)
     events: dict[float, list[Var]] = defaultdict(list)
     for v, (start, _end) in ranges.items():
         events[start].append(v)
