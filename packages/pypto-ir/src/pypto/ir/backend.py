@@ -44,6 +44,41 @@ class TaskEdge:
         return self.tensor is None
 
 
+@dataclass
+class SubmittedTask:
+    """One task the orchestration submitted, from submission to retirement, in modeled cycles: in
+    between it holds a place in the orchestration's task window (submitted, not yet retired).
+
+    ``SubmittedTask(task_id=2, kernel="mixed", submit_cycle=200, retire_cycle=9120, blocks=4)``
+    """
+
+    task_id: int
+    kernel: str
+    submit_cycle: int
+    retire_cycle: int | None = None  # None: the run ended before the scheduler retired it
+    blocks: int = 1
+
+
+@dataclass(frozen=True)
+class HeapUse:
+    """One core's on-chip memory while it ran one kernel of one task block, per memory space
+    (``"Vec"``, ``"Mat"``, ``"Left"``, ...): the top of the heap the kernel's memory plan lays out
+    (``planned``: its tiles above the pipe rings at the bottom) and the highest byte the run put a
+    tile or a ring slot at (``touched``), both in bytes from the bottom of the space.
+
+    ``HeapUse("cg0.AIV0", "mixed_aiv", 1, 0, 520, 162100, {"Vec": 98304}, {"Vec": 98304})``
+    """
+
+    core: str
+    kernel: str
+    task_id: int
+    block: int
+    start_cycle: int
+    end_cycle: int
+    planned: dict[str, int] = field(default_factory=dict)
+    touched: dict[str, int] = field(default_factory=dict)
+
+
 # The roofs a kernel's work is measured against.
 ROOF_CUBE, ROOF_VECTOR, ROOF_MEMORY = "cube", "vector", "memory"
 STALL = "STALL"  # the unit of a slice a core spent blocked on a pipe, a barrier or a task
@@ -165,6 +200,10 @@ class RunReport:
     dependencies between tasks (:class:`TaskEdge`).
     ``timeline`` holds every busy and stalled :class:`Slice`, ``rings`` the occupancy of every
     pipe ring, ``transfers`` every tile that crossed a pipe; the methods below summarise them.
+    ``submitted`` holds each task from submission to retirement (:class:`SubmittedTask`: the task
+    window), ``heaps`` each core's on-chip memory per kernel it ran (:class:`HeapUse`) and
+    ``usable_bytes`` what the allocator may use of each space; a backend that does not know them
+    leaves them empty.
 
     >>> report.overlap, report.roofline()[0].ratio, print(report.summary())  # doctest: +SKIP
     """
@@ -182,6 +221,9 @@ class RunReport:
     rings: list[RingTrack] = field(default_factory=list)
     transfers: list[Transfer] = field(default_factory=list)
     aiv_per_group: int = 1  # vector lanes per core group: the vector roof spreads work over them
+    submitted: list[SubmittedTask] = field(default_factory=list)
+    heaps: list[HeapUse] = field(default_factory=list)
+    usable_bytes: dict[str, int] = field(default_factory=dict)  # per memory space, e.g. {"Vec": 188416}
 
     @property
     def total_us(self) -> float:
