@@ -139,7 +139,7 @@ class CompiledProgram:
             artifacts.write_compiled(directory, self.program, target, self.config)
             self._written.add(directory)
         if self.last_report is not None and self._reported is not self.last_report:
-            artifacts.write_run(directory, self.last_report, config)
+            artifacts.write_run(directory, self.last_report, config, self.program.name)
             self._reported = self.last_report
         return directory
 
