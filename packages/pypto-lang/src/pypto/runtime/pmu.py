@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pypto.ir import PyptoError, RunReport
 from pypto.ir.backend import Slice
 from pypto.ir.ops.spec import get_op
+from pypto.runtime.timeline import core_order, on_host
 
 # The hardware pipes of an AI core, in dataflow order (platform docs, "Pipes inside a core").
 PIPES = ("MTE2", "MTE1", "M", "V", "FIX", "MTE3", "S")
@@ -43,7 +44,6 @@ UNIT_PIPES = {
 }
 LEVELS = (0, 1, 2)
 COLUMNS = ("core", "pipe", "op_class", "op", "count", "busy_cycles", "stall_cycles")
-HOST_CORES = ("host", "scheduler")  # the AICPU threads: no AI-core pipes, no PMU
 
 
 def pipe_of(unit: str) -> str:
@@ -83,8 +83,8 @@ def pmu_counters(report: RunReport) -> dict[str, dict[tuple[str, str], Counter]]
     held = stalled_ops(report.timeline)
     counters: dict[str, dict[tuple[str, str], Counter]] = {}
     for index, s in enumerate(report.timeline):
-        if s.core in HOST_CORES:
-            continue
+        if on_host(s.core):
+            continue  # the AICPU threads have no AI-core pipes
         mine = counters.setdefault(s.core, {})
         if s.stalled:
             op = held[index]
@@ -152,10 +152,3 @@ def _op_class(op: str) -> str:
         return get_op(op).cost
     except PyptoError:
         return "-"
-
-
-def core_order(core: str) -> tuple[int, int, str]:
-    """A sort key for core names: core groups in order, AIC before the AIV lanes."""
-    group, _, lane = core.partition(".")
-    index = int(group.removeprefix("cg")) if group.removeprefix("cg").isdigit() else -1
-    return index, 0 if lane == "AIC" else 1, lane

@@ -30,7 +30,7 @@ from typing import Any
 
 from pypto.ir import RunReport
 from pypto.ir.backend import HeapUse, RingTrack, TaskRecord
-from pypto.runtime.pmu import core_order
+from pypto.runtime.timeline import core_order
 
 Steps = list[tuple[int, int]]  # (modeled cycle, value from then on), in cycle order
 Interval = tuple[int, int, int]  # (start, end, value) of a piecewise-constant quantity
