@@ -215,10 +215,19 @@ def _launch_record(
         "task_window": in_window,
         "rings": _ring_peaks(rings),
         "heaps": {
-            heap.core: {"kernel": heap.kernel, "planned": heap.planned, "touched": heap.touched}
-            for heap in heaps
+            heap.core: {
+                "kernel": heap.kernel,
+                "planned": _by_space(heap.planned),
+                "touched": _by_space(heap.touched),
+            }
+            for heap in sorted(heaps, key=lambda heap: core_order(heap.core))
         },
     }
+
+
+def _by_space(tops: dict[str, int]) -> dict[str, int]:
+    """``tops`` in the order of the memory spaces (Vec, Mat, Left, Right, Acc, Bias)."""
+    return {space: tops[space] for space in sorted(tops, key=_space_order)}
 
 
 def _rings_by_launch(report: RunReport) -> dict[tuple[int, int], list[RingTrack]]:
