@@ -1,5 +1,5 @@
-"""What profiling writes: a trace-event JSON, a PNG swimlane and a text summary, and how it is
-switched on (RunConfig, its alias, PYPTO_PROFILE)."""
+"""What profiling writes: a trace-event JSON, a PNG swimlane, the swimlane's records and a text
+summary, and how it is switched on (RunConfig, its alias, PYPTO_PROFILE)."""
 
 import json
 from collections import defaultdict
@@ -126,6 +126,29 @@ def test_the_swimlane_is_a_png_matplotlib_can_read(profile):
     assert width > 800 and height > 100 and channels in (3, 4)
 
 
+def test_the_swimlane_records_give_each_core_of_each_block_its_start_end_and_cycles(profile):
+    report, _, directory = profile
+    saved = json.loads((directory / "chip_swimlane_records.json").read_text())
+    assert saved["modeled"] is True and saved["clock_mhz"] == report.clock_mhz
+    records = saved["records"]
+    (task,) = report.tasks
+    assert {r["core"] for r in records} == {"cg0.AIC", "cg0.AIV0", "cg0.AIV1"}
+    for record in records:
+        assert (record["kernel"], record["task_id"], record["block"], record["core_group"]) == (
+            task.kernel,
+            1,
+            0,
+            0,
+        )
+        assert record["source"] == task.source
+        assert task.start_cycle <= record["start_cycle"] < record["end_cycle"] <= task.end_cycle
+        assert record["end_us"] == pytest.approx(record["end_cycle"] / report.clock_mhz, abs=5e-4)
+        # One block on the run: the block's cycles on a core are the core's.
+        assert record["busy_cycles"] == report.busy_cycles[record["core"]]
+        assert record["stall_cycles"] == report.stall_cycles[record["core"]]
+    assert max(r["end_cycle"] for r in records) == task.end_cycle  # the block lasts until its last core ends
+
+
 def test_the_summary_labels_its_figures_modeled_and_breaks_time_down_per_op(profile):
     _, _, directory = profile
     text = (directory / "summary.txt").read_text()
@@ -138,7 +161,8 @@ def test_the_chip_swimlane_alias_writes_under_pypto_profile_by_kernel(tmp_path, 
     monkeypatch.delenv(PROFILE_ENV, raising=False)
     mixed(*inputs(), config=RunConfig(enable_chip_swimlane=True))
     written = tmp_path / "pypto_profile" / "mixed"
-    assert {p.name for p in written.iterdir()} == {"trace.json", "swimlane.png", "summary.txt"}
+    names = {p.name for p in written.iterdir()}
+    assert names == {"trace.json", "swimlane.png", "chip_swimlane_records.json", "summary.txt"}
 
 
 def test_the_environment_variable_profiles_every_run_into_a_directory_per_kernel(tmp_path, monkeypatch):

@@ -1,6 +1,7 @@
 """Running on a2a3sim with the RunConfig fields PyPTO code passes: codegen_only runs nothing,
 runner.run returns a RunResult, and the files a run writes hold what its report says."""
 
+import csv
 import json
 
 import pytest
@@ -62,12 +63,21 @@ def test_runner_run_returns_what_the_run_produced(tensors, tmp_path):
     deps = json.loads((tmp_path / "kept" / "deps.json").read_text())
     assert [t["kernel"] for t in deps["tasks"]] == [t.kernel for t in report.tasks] == ["first", "second"]
     assert [(e["src"], e["dst"]) for e in deps["edges"]] == [(e.src, e.dst) for e in report.edges] == [(1, 2)]
-    stats = json.loads((tmp_path / "kept" / "scope_stats.json").read_text())
-    assert {k: v["cycles"] for k, v in stats["kernels"].items()} == report.kernel_cycles()
-    pmu = json.loads((tmp_path / "kept" / "pmu.json").read_text())
-    assert {core: v["busy_cycles"] for core, v in pmu["cores"].items() if v["busy_cycles"]} == {
-        core: cycles for core, cycles in report.busy_cycles.items() if cycles
-    }
+    stats = [json.loads(line) for line in (tmp_path / "kept" / "scope_stats.jsonl").read_text().splitlines()]
+    assert {
+        line["kernel"]: line["cycles"] for line in stats if line["record"] == "kernel"
+    } == report.kernel_cycles()
+    assert (
+        stats[0]["record"] == "run" and stats[0]["task_window"]["peak"] == 2
+    )  # both submitted before either retired
+    assert (tmp_path / "kept" / "scope_stats.png").read_bytes().startswith(b"\x89PNG")
+    with (tmp_path / "kept" / "pmu.csv").open() as pmu:
+        rows = list(csv.DictReader(pmu))
+    busy: dict[str, int] = {}
+    for row in rows:
+        busy[row["core"]] = busy.get(row["core"], 0) + int(row["busy_cycles"])
+    assert busy == {core: cycles for core, cycles in report.busy_cycles.items() if cycles}
+    assert not any(row["op"] for row in rows)  # enable_pmu=True is level 1: per pipe, not per op
     saved = json.loads((tmp_path / "kept" / "report.json").read_text())
     assert saved["total_cycles"] == report.total_cycles and saved["modeled"] is True
 

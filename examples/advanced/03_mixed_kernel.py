@@ -75,7 +75,8 @@ def main() -> None:
         const=True,
         default=False,
         metavar="DIR",
-        help="print modeled cycles and overlap; write trace.json, swimlane.png and summary.txt to DIR "
+        help="print modeled cycles and overlap; write trace.json, swimlane.png, chip_swimlane_records.json "
+        "and summary.txt to DIR "
         "(default: ./pypto_profile/<kernel>/)",
     )
     args = parser.parse_args()

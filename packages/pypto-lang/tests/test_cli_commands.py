@@ -139,7 +139,7 @@ def test_run_with_profile_writes_and_lists_the_profile(runner, tmp_path):
     result = invoke(runner, "run", "-p", "testsim", "--profile", "prof", "kernels.py")
     assert result.exit_code == 0, result.output
     assert "add on testsim: 100 modeled cycles" in result.output
-    for name in ("trace.json", "swimlane.png", "summary.txt"):
+    for name in ("trace.json", "swimlane.png", "chip_swimlane_records.json", "summary.txt"):
         assert (tmp_path / "prof" / "add" / name).is_file()
         assert f"prof/add/{name}" in result.output
 
@@ -149,6 +149,7 @@ def test_profile_writes_each_launch_under_the_output_directory(runner, tmp_path)
     assert result.exit_code == 0, result.output
     assert "trace    out/add/trace.json" in result.output
     assert "swimlane out/add/swimlane.png" in result.output
+    assert "records  out/add/chip_swimlane_records.json" in result.output
     assert "summary  out/add/summary.txt" in result.output
     assert (tmp_path / "out" / "add" / "trace.json").is_file()
 

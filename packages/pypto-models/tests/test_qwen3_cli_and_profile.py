@@ -67,7 +67,7 @@ def test_the_command_generates_checks_against_plain_torch_and_writes_the_profile
     out = capsys.readouterr().out
     assert status == 0 and out.splitlines()[-1] == "OK"
     assert out.splitlines()[0].startswith("tokens: 4,5,")
-    for name in ("trace.json", "swimlane.png", "summary.txt", "modules.txt"):
+    for name in ("trace.json", "swimlane.png", "chip_swimlane_records.json", "summary.txt", "modules.txt"):
         assert (tmp_path / "prof" / name).is_file()
     assert "modeled tokens/s" in (tmp_path / "prof" / "modules.txt").read_text()
 

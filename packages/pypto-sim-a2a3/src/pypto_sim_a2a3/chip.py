@@ -13,7 +13,8 @@ kernel, the AIC and both AIV lanes for a Group kernel — a :class:`KernelFrame`
 the same :class:`Scheduler`, so independent tasks on different core groups interleave, each group
 with its own cores, clocks and memory. GM accesses of tasks no edge orders are a ``RaceError``
 (:mod:`pypto_sim_a2a3.races`). A :class:`~pypto_sim_a2a3.timeline.Recorder` keeps every core's
-busy and stalled slices, ring occupancy and pipe transfers for the report.
+busy and stalled slices, ring occupancy and pipe transfers for the report; the chip itself keeps
+each task's submission and retirement (the task window) and each core's heap per kernel it ran.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pypto.ir import Call, Function, Program, RunReport, Target, TaskRecord
+from pypto.ir import Call, Function, MemoryPlan, Program, RunReport, Target, TaskRecord
+from pypto.ir.backend import HeapUse, SubmittedTask
 from pypto.ir.launch import LaunchPlan, LoadedProgram
 from pypto_sim_a2a3.barrier import SyncAll
 from pypto_sim_a2a3.coherence import GmOrder
@@ -75,6 +77,8 @@ class Chip:
         self.races = TaskRaces(self.graph)
         self.groups: dict[int, CoreGroup] = {}
         self.tasks: list[TaskRecord] = []
+        self.submitted: list[SubmittedTask] = []  # by task id - 1
+        self.heaps: list[HeapUse] = []
         self._free = list(range(target.core_groups))  # a heap: the lowest free group goes first
         self._ready: deque[tuple[Task, int]] = deque()  # (task, block) ready to start, in submission order
         self._finished: deque[Task] = deque()  # tasks whose every block is done, to retire
@@ -119,6 +123,7 @@ class Chip:
         self._check_sync_start(call)
         yield Advance("AICPU", self.cost.submit_cycles(), f"submit {kernel.name}", call.span)
         task = self.graph.submit(kernel, call, args, parallel, declared)
+        self.submitted.append(SubmittedTask(task.id, kernel.name, self.host.clock, blocks=task.blocks))
         if self.graph.ready(task):
             self._enqueue(task)
         return task
@@ -173,6 +178,7 @@ class Chip:
 
     def _retire(self, task: Task) -> Generator[Event, None, None]:
         yield Advance("AICPU", self.cost.retire_cycles(), f"retire {task.name}", task.call.span)
+        self.submitted[task.id - 1].retire_cycle = self.dispatcher.clock
         if self.on_task is not None:
             self.on_task(task.name)
         self._barriers.pop(task.id, None)
@@ -227,9 +233,11 @@ class Chip:
             self.in_time,
         )
         launch, placements = plan_launch(plan, task.args, site, self.target, self.recorder)
-        run = _BlockRun(task, block, launch, self.dispatcher.clock)
+        run = _BlockRun(task, block, launch, self.dispatcher.clock, tuple(placements))
         for placement in placements:
             core = placement.role.core
+            if core.memory is not None:
+                core.memory.high_water.clear()  # the heap of this kernel, not of the last one
             core.clock = max(core.clock, run.start)
             core.task = task.name
             self.scheduler.spawn(core, self._run_kernel(placement, run))
@@ -257,6 +265,7 @@ class Chip:
         end = max(role.core.clock for role in launch.roles)
         group = launch.group.index
         self.tasks.append(TaskRecord(task.name, group, run.start, end, task.id, run.block, task.source))
+        self.heaps += [_heap_use(placement, run) for placement in run.placements]
         heapq.heappush(self._free, group)
         task.finished_blocks += 1
         if self.on_progress is not None and task.blocks > 1:
@@ -285,6 +294,9 @@ class Chip:
             rings=self.recorder.rings,
             transfers=self.recorder.transfers,
             aiv_per_group=self.target.aiv_per_group,
+            submitted=self.submitted,
+            heaps=self.heaps,
+            usable_bytes={space.name: self.target.usable(space) for space in self.target.memory},
         )
 
 
@@ -296,3 +308,16 @@ class _BlockRun:
     block: int
     launch: Launch
     start: int
+    placements: tuple[Placement, ...] = ()
+
+
+def _heap_use(placement: Placement, run: _BlockRun) -> HeapUse:
+    """What ``placement``'s core held of its memory while it ran its kernel of the block: the top
+    of each space its memory plan lays out, and the top it touched."""
+    core = placement.role.core
+    plan = placement.kernel.attrs.get("memory_plan")
+    planned = {space.name: top for space, top in plan.peak.items()} if isinstance(plan, MemoryPlan) else {}
+    tops = core.memory.high_water if core.memory is not None else {}
+    touched = {space.name: top for space, top in tops.items()}
+    kernel = placement.kernel.name
+    return HeapUse(core.name, kernel, run.task.id, run.block, run.start, core.clock, planned, touched)

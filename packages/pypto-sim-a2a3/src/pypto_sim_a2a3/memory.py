@@ -31,12 +31,14 @@ class CoreMemory:
     """One ``torch.uint8`` buffer per on-chip space a core owns, sized by the target's capacity.
 
     ``CoreMemory(A2A3_TARGET, [MemorySpace.Vec]).buffers[MemorySpace.Vec]`` holds the Vec's capacity
-    of zero bytes.
+    of zero bytes. ``high_water`` is, per space, the end of the highest tile or ring slot placed
+    since it was last cleared (the chip clears it when a kernel starts on the core).
     """
 
     def __init__(self, target: Target, spaces: Iterable[MemorySpace]):
         self.target = target
         self.buffers = {s: torch.zeros(target.spec(s).capacity, dtype=torch.uint8) for s in spaces}
+        self.high_water: dict[MemorySpace, int] = {}
 
     def shares_storage(self, tensor: torch.Tensor) -> bool:
         """True if ``tensor`` is a view into one of this core's buffers."""
@@ -60,7 +62,10 @@ class CoreMemory:
 
     def view_at(self, space: MemorySpace, offset: int, tile: TileType) -> torch.Tensor:
         """``tile``'s elements on the bytes of ``space`` starting at ``offset`` (e.g. a pipe slot)."""
-        raw = self.buffers[space][offset : offset + tile.nbytes]
+        top = offset + tile.nbytes
+        if top > self.high_water.get(space, 0):
+            self.high_water[space] = top
+        raw = self.buffers[space][offset:top]
         return raw.view(torch_dtype(tile.dtype)).view(tile.shape)
 
     def place(

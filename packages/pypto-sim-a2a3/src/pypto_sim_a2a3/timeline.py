@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pypto.ir import SourceSpan
-from pypto.ir.backend import STALL, RingTrack, Slice, Transfer
+from pypto.ir.backend import STALL, RingTrack, Slice, Transfer, busy_and_stalled
 from pypto.ir.errors import at_line
 from pypto_sim_a2a3.scheduler import Advance, Clocked, Event, Scheduler
 
@@ -80,21 +80,8 @@ class Recorder:
         self.slices.sort(key=lambda s: (s.start, s.core))
 
     def busy_and_stalled(self) -> tuple[dict[str, int], dict[str, int]]:
-        """Per core, its busy cycles (at least one of its pipes runs an op) and its stalled ones
-        (it waits on another core — a ring slot, a barrier, a task — and no pipe runs). Waiting
-        for the core's own data (a load in flight, a flag from another of its pipes) is neither."""
-        busy: dict[str, list[tuple[int, int]]] = {}
-        waits: dict[str, list[tuple[int, int]]] = {}
-        for s in self.slices:
-            if not s.cycles or (s.unit == STALL and s.flag_from is not None):
-                continue
-            (waits if s.unit == STALL else busy).setdefault(s.core, []).append((s.start, s.start + s.cycles))
-        busy_cycles = {core: _length(_merged(spans)) for core, spans in busy.items()}
-        stalled = {
-            core: _length(_merged(spans)) - _covered(_merged(spans), _merged(busy.get(core, [])))
-            for core, spans in waits.items()
-        }
-        return busy_cycles, stalled
+        """Per core, its busy and its stalled cycles (:func:`pypto.ir.backend.busy_and_stalled`)."""
+        return busy_and_stalled(self.slices)
 
     def transfer(self, transfer: Transfer) -> None:
         """A tile share has been popped."""
@@ -103,30 +90,3 @@ class Recorder:
 
 def _source(span: SourceSpan | None) -> str | None:
     return at_line(span) if span else None
-
-
-def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    merged: list[tuple[int, int]] = []
-    for start, end in sorted(spans):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    return merged
-
-
-def _length(spans: list[tuple[int, int]]) -> int:
-    return sum(end - start for start, end in spans)
-
-
-def _covered(spans: list[tuple[int, int]], by: list[tuple[int, int]]) -> int:
-    """How much of the merged ``spans`` the merged ``by`` covers."""
-    total, j = 0, 0
-    for start, end in spans:
-        while j < len(by) and by[j][1] <= start:
-            j += 1
-        k = j
-        while k < len(by) and by[k][0] < end:
-            total += min(end, by[k][1]) - max(start, by[k][0])
-            k += 1
-    return total

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -42,6 +42,41 @@ class TaskEdge:
     @property
     def declared(self) -> bool:
         return self.tensor is None
+
+
+@dataclass
+class SubmittedTask:
+    """One task the orchestration submitted, from submission to retirement, in modeled cycles: in
+    between it holds a place in the orchestration's task window (submitted, not yet retired).
+
+    ``SubmittedTask(task_id=2, kernel="mixed", submit_cycle=200, retire_cycle=9120, blocks=4)``
+    """
+
+    task_id: int
+    kernel: str
+    submit_cycle: int
+    retire_cycle: int | None = None  # None: the run ended before the scheduler retired it
+    blocks: int = 1
+
+
+@dataclass(frozen=True)
+class HeapUse:
+    """One core's on-chip memory while it ran one kernel of one task block, per memory space
+    (``"Vec"``, ``"Mat"``, ``"Left"``, ...): the top of the heap the kernel's memory plan lays out
+    (``planned``: its tiles above the pipe rings at the bottom) and the highest byte the run put a
+    tile or a ring slot at (``touched``), both in bytes from the bottom of the space.
+
+    ``HeapUse("cg0.AIV0", "mixed_aiv", 1, 0, 520, 162100, {"Vec": 98304}, {"Vec": 98304})``
+    """
+
+    core: str
+    kernel: str
+    task_id: int
+    block: int
+    start_cycle: int
+    end_cycle: int
+    planned: dict[str, int] = field(default_factory=dict)
+    touched: dict[str, int] = field(default_factory=dict)
 
 
 # The roofs a kernel's work is measured against.
@@ -172,6 +207,10 @@ class RunReport:
     dependencies between tasks (:class:`TaskEdge`).
     ``timeline`` holds every busy and stalled :class:`Slice`, ``rings`` the occupancy of every
     pipe ring, ``transfers`` every tile that crossed a pipe; the methods below summarise them.
+    ``submitted`` holds each task from submission to retirement (:class:`SubmittedTask`: the task
+    window), ``heaps`` each core's on-chip memory per kernel it ran (:class:`HeapUse`) and
+    ``usable_bytes`` what the allocator may use of each space; a backend that does not know them
+    leaves them empty.
 
     >>> report.overlap, report.roofline()[0].ratio, print(report.summary())  # doctest: +SKIP
     """
@@ -189,6 +228,9 @@ class RunReport:
     rings: list[RingTrack] = field(default_factory=list)
     transfers: list[Transfer] = field(default_factory=list)
     aiv_per_group: int = 1  # vector lanes per core group: the vector roof spreads work over them
+    submitted: list[SubmittedTask] = field(default_factory=list)
+    heaps: list[HeapUse] = field(default_factory=list)
+    usable_bytes: dict[str, int] = field(default_factory=dict)  # per memory space, e.g. {"Vec": 188416}
     # The compiler's performance hints about the program (e.g. fewer pipeline stages fit than asked).
     hints: list[str] = field(default_factory=list)
 
@@ -367,6 +409,30 @@ def _ring_line(ring: RingTrack, until: int) -> str:
 
 
 Spans = list[tuple[int, int]]
+
+
+def busy_and_stalled(slices: Iterable[Slice]) -> tuple[dict[str, int], dict[str, int]]:
+    """Per core, its busy cycles (at least one of its pipes runs an op) and its stalled ones (it
+    waits on another core — a ring slot, a barrier, a task — and no pipe runs). Waiting for the
+    core's own data (a load in flight, a flag from another of its pipes: a stall slice with
+    ``flag_from``) is neither. The figures of :attr:`RunReport.busy_cycles` and ``stall_cycles``."""
+    busy: dict[str, Spans] = {}
+    waits: dict[str, Spans] = {}
+    for s in slices:
+        if not s.cycles or (s.stalled and s.flag_from is not None):
+            continue
+        (waits if s.stalled else busy).setdefault(s.core, []).append((s.start, s.end))
+    busy_spans = {core: _union([spans]) for core, spans in busy.items()}
+    stalled = {}
+    for core, spans in waits.items():
+        waited = _union([spans])
+        covered = _intersection(waited, busy_spans.get(core, []))
+        stalled[core] = _length(waited) - _length(covered)
+    return {core: _length(spans) for core, spans in busy_spans.items()}, stalled
+
+
+def _length(spans: Spans) -> int:
+    return sum(end - start for start, end in spans)
 
 
 def _busy_intervals(timeline: list[Slice]) -> dict[str, Spans]:

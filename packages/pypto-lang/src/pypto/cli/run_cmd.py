@@ -121,7 +121,7 @@ def _run(
 
 
 def _report_profiles(launches: list[Launch]) -> None:
-    """Where each launch's trace, swimlane and summary went; one entry per directory."""
+    """Where each launch's trace, swimlane, swimlane records and summary went; one entry per directory."""
     profiled = [launch for launch in launches if launch.profile is not None]
     if not profiled:
         click.echo("pypto: no kernel was launched, so nothing was profiled", err=True)
@@ -141,6 +141,7 @@ def _report_profiles(launches: list[Launch]) -> None:
         for label, path in (
             ("trace", last.profile.trace),
             ("swimlane", last.profile.swimlane),
+            ("records", last.profile.records),
             ("summary", last.profile.summary),
         ):
             click.echo(f"  {label:<9}{path}")
@@ -152,7 +153,8 @@ def _report_profiles(launches: list[Launch]) -> None:
     "--profile",
     "profile_dir",
     type=click.Path(path_type=Path),  # checked up front, with the other ways a directory can fail
-    help="Profile every launch into DIR/<kernel>/ (trace.json, swimlane.png, summary.txt).",
+    help="Profile every launch into DIR/<kernel>/ (trace.json, swimlane.png, chip_swimlane_records.json, "
+    "summary.txt).",
     metavar="DIR",
     show_default="off",
 )

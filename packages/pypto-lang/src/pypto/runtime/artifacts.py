@@ -6,8 +6,9 @@
 stages than it asked for).
 ``passes/``: the program after each pass, when pass dumps were asked for.
 After a run: ``report.json`` and ``report.txt`` (the backend's RunReport), and on request
-``deps.json`` (``enable_dep_gen``), ``scope_stats.json`` (``enable_scope_stats``) and ``pmu.json``
-(``enable_pmu``). Every figure in them is modeled by the backend's cost model, not measured.
+``deps.json`` (``enable_dep_gen``), ``scope_stats.jsonl`` and ``scope_stats.png``
+(``enable_scope_stats``, :mod:`pypto.runtime.scope_stats`) and ``pmu.csv`` (``enable_pmu``,
+:mod:`pypto.runtime.pmu`). Every figure in them is modeled by the backend's cost model, not measured.
 
 The directory is ``RunConfig.save_kernels_dir``, else ``./build_output/<program>_<key>/`` where
 ``<key>`` starts the compile cache key of the program (the same specialization, the same
@@ -28,12 +29,14 @@ from pypto.ir.printer import print_program
 from pypto.runtime.cache import Uncacheable, cache_key
 from pypto.runtime.config import RunConfig
 from pypto.runtime.memory_map import memory_map
+from pypto.runtime.pmu import pmu_csv
+from pypto.runtime.scope_stats import write_scope_stats
 
 DEFAULT_OUTPUT_ROOT = Path("build_output")
 KEY_CHARS = 12  # of the key in a default directory's name: enough to tell specializations apart
 PROGRAM_FILE, MEMORY_MAP_FILE, PASSES_DIR, HINTS_FILE = "program.py", "memory_map.txt", "passes", "hints.txt"
 REPORT_JSON, REPORT_TEXT = "report.json", "report.txt"
-DEPS_FILE, SCOPE_STATS_FILE, PMU_FILE = "deps.json", "scope_stats.json", "pmu.json"
+DEPS_FILE, PMU_FILE = "deps.json", "pmu.csv"
 # What deps.json says it is, so that a viewer tells it from other JSON (``pypto deps view``).
 DEPS_FORMAT, DEPS_VERSION = "pypto-deps", 1
 
@@ -75,14 +78,15 @@ def write_compiled(directory: Path, lowered: Program, target: Target, config: Ru
 def wants_run_files(config: RunConfig) -> bool:
     """Whether a run under ``config`` writes files to the output directory: with ``save_kernels``
     (or ``save_kernels_dir``), ``enable_dep_gen``, ``enable_scope_stats`` or ``enable_pmu``."""
-    return config.save_kernels or config.enable_dep_gen or config.enable_scope_stats or config.enable_pmu
+    return config.save_kernels or config.enable_dep_gen or config.enable_scope_stats or config.enable_pmu > 0
 
 
 def write_run(
     directory: Path, report: RunReport, config: RunConfig, program: str | None = None
 ) -> list[Path]:
     """The files of one run of ``program``: the report always, the others as ``config`` asks;
-    returns them."""
+    returns them. ``program`` (its name) is recorded in ``deps.json`` and heads the pictures."""
+    title = program or ""
     directory.mkdir(parents=True, exist_ok=True)
     written = [_json(directory / REPORT_JSON, report_data(report))]
     (directory / REPORT_TEXT).write_text(report.summary() + "\n")
@@ -90,9 +94,10 @@ def write_run(
     if config.enable_dep_gen:
         written.append(_json(directory / DEPS_FILE, deps_file_data(report, program)))
     if config.enable_scope_stats:
-        written.append(_json(directory / SCOPE_STATS_FILE, scope_stats_data(report)))
+        written += write_scope_stats(report, directory, title)
     if config.enable_pmu:
-        written.append(_json(directory / PMU_FILE, pmu_data(report)))
+        (directory / PMU_FILE).write_text(pmu_csv(report, config.enable_pmu))
+        written.append(directory / PMU_FILE)
     return written
 
 
@@ -134,46 +139,6 @@ def deps_file_data(report: RunReport, program: str | None = None) -> dict[str, A
         "clock_mhz": report.clock_mhz,
         "total_cycles": report.total_cycles,
         **deps_data(report),
-    }
-
-
-def scope_stats_data(report: RunReport) -> dict[str, Any]:
-    """Per kernel (each outlined scope or incore function): launches, modeled cycles from start to
-    end summed over its launches, and their share of the run."""
-    launches: dict[str, int] = {}
-    for task in report.tasks:
-        launches[task.kernel] = launches.get(task.kernel, 0) + 1
-    total = report.total_cycles or 1
-    return {
-        "modeled": report.modeled,
-        "total_cycles": report.total_cycles,
-        "kernels": {
-            kernel: {"launches": launches[kernel], "cycles": cycles, "share_of_run": cycles / total}
-            for kernel, cycles in report.kernel_cycles().items()
-        },
-    }
-
-
-def pmu_data(report: RunReport) -> dict[str, Any]:
-    """What a performance-monitor dump holds, as far as this backend models it: each core's busy,
-    stalled and idle cycles, and each kernel's op counts and busy cycles."""
-    cores = sorted(set(report.busy_cycles) | set(report.stall_cycles))
-    return {
-        "modeled": report.modeled,
-        "clock_mhz": report.clock_mhz,
-        "total_cycles": report.total_cycles,
-        "cores": {
-            core: {
-                "busy_cycles": report.busy_cycles.get(core, 0),
-                "stall_cycles": report.stall_cycles.get(core, 0),
-                "idle_cycles": report.idle_cycles(core),
-            }
-            for core in cores
-        },
-        "ops": {
-            kernel: {op: dataclasses.asdict(stats) for op, stats in report.op_breakdown(kernel).items()}
-            for kernel in report.kernel_cycles()
-        },
     }
 
 

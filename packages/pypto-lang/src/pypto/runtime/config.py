@@ -16,6 +16,7 @@ from pypto.passes import PassRegistry, Pipeline, PipelineError, parse_text, reso
 from pypto.passes.pipeline import known_passes
 from pypto.runtime import settings
 from pypto.runtime.pipelines import literal_start, parse_user_pipeline, pass_registry
+from pypto.runtime.pmu import LEVELS as PMU_LEVELS
 from pypto.runtime.profiling import check_output_dir, check_profile_dir
 from pypto.runtime.settings import DEFAULT, DEFAULT_PROFILE_ROOT, PROFILE_ENV, ConfigError, Origin, Setting
 
@@ -96,9 +97,10 @@ class RunConfig(metaclass=_ConfigFields):
     directory (default ``./build_output/<program>_<key>/``) and implies ``save_kernels``.
     ``codegen_only`` compiles and writes the artifacts and runs nothing: a call returns None and
     leaves the output tensors as they were. After a run, ``enable_dep_gen`` writes ``deps.json``
-    (the task graph the run built), ``enable_scope_stats`` ``scope_stats.json`` (each kernel's
-    launches and modeled cycles) and ``enable_pmu`` ``pmu.json`` (each core's modeled busy,
-    stall and idle cycles and each kernel's op counts) to the output directory.
+    (the task graph the run built), ``enable_scope_stats`` ``scope_stats.jsonl`` and
+    ``scope_stats.png`` (each launch's modeled cycles and the high-water marks of the task window,
+    the pipe rings and the cores' heaps) and ``enable_pmu`` ``pmu.csv`` (1: each core's modeled
+    busy and stall cycles per pipe; 2: also per op; True is 1) to the output directory.
     ``verification_level`` (:class:`pypto.ir.VerificationLevel`): ``NONE`` skips the verifier
     between passes, ``BASIC`` (default) runs it, ``ROUNDTRIP`` also prints the program after each
     pass, parses it back and compares.
@@ -129,7 +131,7 @@ class RunConfig(metaclass=_ConfigFields):
     save_kernels_dir: str | Path | None = None
     enable_dep_gen: bool = False
     enable_scope_stats: bool = False
-    enable_pmu: bool = False
+    enable_pmu: int = 0
     verification_level: VerificationLevel = field(default_factory=settings.verification_level)
     parsed_pipeline: Pipeline | None = field(default=None, init=False, repr=False, compare=False)
     platform_origin: Origin = field(default=DEFAULT, init=False, repr=False, compare=False)
@@ -141,6 +143,7 @@ class RunConfig(metaclass=_ConfigFields):
         )
         call = call_site() if needs_call else None
         self._check_fields()
+        self._check_pmu_level()
         platform_given = self.platform is not None
         if not platform_given:
             chosen = settings.platform_setting()
@@ -252,6 +255,21 @@ class RunConfig(metaclass=_ConfigFields):
                     f"RunConfig.{name} takes {kind}, got {type(value).__name__} {value!r}", name, example
                 )
 
+    def _check_pmu_level(self) -> None:
+        """``enable_pmu`` is a level, 0, 1 or 2 (False and True mean 0 and 1); kept as an int."""
+        if self.enable_pmu not in PMU_LEVELS:
+            call = call_site()
+            _raise_at(
+                call,
+                ConfigError(
+                    f"RunConfig.enable_pmu takes a level 0, 1 or 2, got {self.enable_pmu!r}",
+                    span=call,
+                    hint="enable_pmu=1 counts busy and stall cycles per core and pipe, 2 also per op; "
+                    "0 (or False) writes no pmu.csv",
+                ),
+            )
+        self.enable_pmu = int(self.enable_pmu)
+
     def _check_pipeline(self) -> None:
         """A pipeline string or a list of pass names, each pass known and its options usable."""
         if self.pipeline is None:
@@ -348,7 +366,7 @@ _FIELDS: tuple[tuple[str, tuple[type, ...], str, Any], ...] = (
     ("save_kernels_dir", (str, Path, type(None)), "a directory", "build_output/"),
     ("enable_dep_gen", (bool,), "True or False", True),
     ("enable_scope_stats", (bool,), "True or False", True),
-    ("enable_pmu", (bool,), "True or False", True),
+    ("enable_pmu", (bool, int), "a level 0, 1 or 2 (False, True)", 2),
     ("verification_level", (VerificationLevel,), "a pypto.ir.VerificationLevel", VerificationLevel.ROUNDTRIP),
     (
         "pipeline",

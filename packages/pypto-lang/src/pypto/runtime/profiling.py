@@ -1,14 +1,17 @@
 """Profiles of a run, written from its :class:`~pypto.ir.RunReport`: a Chrome/Perfetto trace, a
-PNG swimlane and a text summary. Every time in them is modeled by the backend's cost model.
+PNG swimlane, the swimlane's records as JSON (:mod:`pypto.runtime.swimlane`) and a text summary.
+Every time in them is modeled by the backend's cost model.
 
 >>> files = write_profile(kernel.last_report, "pypto_profile/mixed", title="mixed")  # doctest: +SKIP
->>> files.trace, files.swimlane, files.summary  # doctest: +SKIP
+>>> files.trace, files.swimlane, files.records, files.summary  # doctest: +SKIP
 
 The trace follows the trace-event format: one process per active core group, with a ``tasks``
-thread (one slice per task it ran), one thread per core (named ``AIC``, ``AIV0``, ``AIV1``) and
-per pipe (``pipe <name>``), counter tracks for ring occupancy, flow arrows from each push to its
-pop and from each task to the tasks that waited for it; a host process with the ``orchestration``
-(submitting tasks) and ``scheduler`` (dispatching and retiring them) threads. ``ts``/``dur`` are
+thread (one slice per task it ran), one thread per pipe of each core (``AIC MTE2``, ``AIC CUBE``,
+..., ``AIV0 VECTOR``) and per cross-core pipe (``pipe <name>``), counter tracks for ring
+occupancy, flow arrows from each push to its pop, from each task to the tasks that waited for it
+and (category ``flag``) from each op to an op of another pipe that waited for it; a host process
+with the ``orchestration`` (submitting tasks) and ``scheduler`` (dispatching and retiring them)
+threads. ``ts``/``dur`` are
 modeled microseconds (cycles / clock MHz) at whole nanoseconds: a slice's start and end are each
 rounded to the nanosecond and ``dur`` is their difference, so slices on a thread nest or are disjoint
 at the nanosecond resolution Perfetto imports; each event's ``args`` hold the exact cycles.
@@ -26,17 +29,29 @@ from pathlib import Path
 from typing import Any
 
 from pypto.ir import RunReport
-from pypto.ir.backend import STALL, RingTrack, Slice, TaskEdge, TaskRecord
+from pypto.ir.backend import RingTrack, Slice
 from pypto.runtime.settings import DEFAULT, PROFILE_ENV, ConfigError, Origin
+from pypto.runtime.swimlane import draw_swimlane, swimlane_records
+from pypto.runtime.timeline import (
+    HOST,
+    HOST_THREAD_NAMES,
+    SCHEDULER,
+    edge_ends,
+    edge_name,
+    group_index,
+    group_of,
+    lane_order,
+    on_host,
+)
 
 TRACE_FILE = "trace.json"
 SWIMLANE_FILE = "swimlane.png"
+RECORDS_FILE = "chip_swimlane_records.json"
 SUMMARY_FILE = "summary.txt"
 HINTS_FILE = "hints.txt"  # the compiler's performance hints, when it has any
-HOST = "host"
 HOST_PID = 1000  # core groups take pids 1, 2, ...; pid 0 means "no process" to some trace viewers
 # The host's threads (the backend's core names for them) -> (tid, thread name).
-HOST_THREADS = {HOST: (1, "orchestration"), "scheduler": (2, "scheduler")}
+HOST_THREADS = {HOST: (1, HOST_THREAD_NAMES[HOST]), SCHEDULER: (2, HOST_THREAD_NAMES[SCHEDULER])}
 TASKS_TID = 0  # a core group's tasks thread sorts before its cores
 TASKS = "tasks"
 PIPE_TID_BASE = 1000  # the cross-core pipes' threads sort after the cores of their group
@@ -45,22 +60,6 @@ PIPE_ORDER = ("MTE2", "MTE1", "CUBE", "VECTOR", "FIXPIPE", "MTE3", "SCALAR")
 PIPES_PER_CORE = 16
 CORE_LANE = "core"  # the thread of a core's slices that sit on no pipe
 POP_PIPE = "MTE2"  # a pop reads its share into the ring
-TASK_COLOR = "#c5b0d5"
-EDGE_COLOR = "#2f2f2f"
-
-# Swimlane colours per unit; units not listed are drawn grey.
-UNIT_COLORS = {
-    "CUBE": "#d62728",
-    "VECTOR": "#1f77b4",
-    "MTE1": "#bcbd22",
-    "MTE2": "#2ca02c",
-    "MTE3": "#17becf",
-    "FIXPIPE": "#ff7f0e",
-    "SCALAR": "#7f7f7f",
-    "AICPU": "#9467bd",
-    STALL: "#e0e0e0",
-}
-OTHER_COLOR = "#8c564b"
 
 
 @dataclass(frozen=True)
@@ -71,6 +70,7 @@ class ProfileFiles:
     trace: Path
     swimlane: Path
     summary: Path
+    records: Path  # chip_swimlane_records.json
 
 
 def check_profile_dir(directory: str | Path, origin: Origin | str = DEFAULT) -> None:
@@ -119,12 +119,16 @@ def _unwritable(directory: Path) -> str | None:
 
 
 def write_profile(report: RunReport, directory: str | Path, title: str = "") -> ProfileFiles:
-    """Write ``trace.json``, ``swimlane.png`` and ``summary.txt`` for ``report`` into ``directory``."""
+    """Write ``trace.json``, ``swimlane.png``, ``chip_swimlane_records.json`` and ``summary.txt``
+    for ``report`` into ``directory``."""
     root = Path(directory)
     root.mkdir(parents=True, exist_ok=True)
-    files = ProfileFiles(root, root / TRACE_FILE, root / SWIMLANE_FILE, root / SUMMARY_FILE)
+    files = ProfileFiles(
+        root, root / TRACE_FILE, root / SWIMLANE_FILE, root / SUMMARY_FILE, root / RECORDS_FILE
+    )
     files.trace.write_text(json.dumps(chrome_trace(report, title)))
     draw_swimlane(report, files.swimlane, title)
+    files.records.write_text(json.dumps(swimlane_records(report, title), indent=1) + "\n")
     files.summary.write_text(summary_text(report, title))
     if report.hints:
         (root / HINTS_FILE).write_text("\n".join(report.hints) + "\n")
@@ -159,7 +163,7 @@ def chrome_trace(report: RunReport, title: str = "") -> dict[str, Any]:
     events += _flows(report, layout)
     events += _task_events(report, layout)
     events += _edge_flows(report, layout)
-    events += _flag_flows(report, layout, len(report.transfers) + len(_edge_ends(report)))
+    events += _flag_flows(report, layout, len(report.transfers) + len(edge_ends(report)))
     return {
         "traceEvents": events,
         "displayTimeUnit": "ns",
@@ -183,30 +187,30 @@ class _Layout:
 
     @classmethod
     def of(cls, report: RunReport) -> _Layout:
-        on_groups = [s for s in report.timeline if not _on_host(s.core)]
-        group_names = {_group(s.core) for s in on_groups} | {f"cg{t.core_group}" for t in report.tasks}
-        groups = sorted(group_names, key=_group_index)
-        pids = {HOST: HOST_PID} | {group: _group_index(group) + 1 for group in groups}
+        on_groups = [s for s in report.timeline if not on_host(s.core)]
+        group_names = {group_of(s.core) for s in on_groups} | {f"cg{t.core_group}" for t in report.tasks}
+        groups = sorted(group_names, key=group_index)
+        pids = {HOST: HOST_PID} | {group: group_index(group) + 1 for group in groups}
         tids = {core: tid for core, (tid, _) in HOST_THREADS.items()}
         tids |= {f"{group} {TASKS}": TASKS_TID for group in groups}
         lanes = {(s.core, _pipe(s)) for s in on_groups}
         lanes |= {(t.producer, _push_pipe(t.consumer)) for t in report.transfers}
         lanes |= {(t.consumer, POP_PIPE) for t in report.transfers}
-        for core, pipe in sorted(lanes, key=lambda lane: (_lane_order(lane[0]), _pipe_order(lane[1]))):
-            tids[f"{core} {pipe}"] = _lane_order(core) * PIPES_PER_CORE + _pipe_order(pipe)
-        pipes = sorted({(_group(r.owner), r.pipe) for r in report.rings})
+        for core, pipe in sorted(lanes, key=lambda lane: (lane_order(lane[0]), _pipe_order(lane[1]))):
+            tids[f"{core} {pipe}"] = lane_order(core) * PIPES_PER_CORE + _pipe_order(pipe)
+        pipes = sorted({(group_of(r.owner), r.pipe) for r in report.rings})
         tids |= {f"{group} pipe {pipe}": PIPE_TID_BASE + k for k, (group, pipe) in enumerate(pipes)}
         return cls(pids, tids)
 
     def shows(self, s: Slice) -> bool:
         """The host's stalls (waiting for tasks or for work) are left out: the tasks show them."""
-        return not (_on_host(s.core) and s.stalled)
+        return not (on_host(s.core) and s.stalled)
 
     def where(self, core: str, pipe: str | None = None) -> tuple[int, int]:
         """The thread of ``core`` (a host thread), or of one pipe of a core of a group."""
-        if _on_host(core):
+        if on_host(core):
             return self.pids[HOST], self.tids[core]
-        return self.pids[_group(core)], self.tids[f"{core} {pipe or CORE_LANE}"]
+        return self.pids[group_of(core)], self.tids[f"{core} {pipe or CORE_LANE}"]
 
     def metadata(self) -> list[dict[str, Any]]:
         events = [_meta("process_name", pid, 0, _process_name(name)) for name, pid in self.pids.items()]
@@ -214,14 +218,10 @@ class _Layout:
         for name, pid in self.pids.items():
             events.append(_meta("process_sort_index", pid, 0, 0 if name == HOST else pid, key="sort_index"))
         for name, tid in self.tids.items():
-            pid = self.pids[HOST if _on_host(name) else _group(name.split(" ")[0])]
+            pid = self.pids[HOST if on_host(name) else group_of(name.split(" ")[0])]
             events.append(_meta("thread_name", pid, tid, _thread_name(name)))
             events.append(_meta("thread_sort_index", pid, tid, tid, key="sort_index"))
         return events
-
-
-def _on_host(core: str) -> bool:
-    return core in HOST_THREADS
 
 
 def _meta(kind: str, pid: int, tid: int, value: Any, key: str = "name") -> dict[str, Any]:
@@ -229,11 +229,11 @@ def _meta(kind: str, pid: int, tid: int, value: Any, key: str = "name") -> dict[
 
 
 def _process_name(name: str) -> str:
-    return "host (AICPU dispatch)" if name == HOST else f"core group {_group_index(name)}"
+    return "host (AICPU dispatch)" if name == HOST else f"core group {group_index(name)}"
 
 
 def _thread_name(name: str) -> str:
-    if _on_host(name):
+    if on_host(name):
         return HOST_THREADS[name][1]
     if name.endswith(f" {TASKS}"):
         return TASKS
@@ -254,20 +254,6 @@ def _pipe_order(pipe: str) -> int:
 def _push_pipe(consumer: str) -> str:
     """The producer's pipe that writes a crossing tile out: FIXPIPE to the vector lanes, MTE3 to the cube."""
     return "FIXPIPE" if ".AIV" in consumer else "MTE3"
-
-
-def _group(core: str) -> str:
-    return core.split(".", 1)[0]
-
-
-def _group_index(group: str) -> int:
-    return int(group.removeprefix("cg"))
-
-
-def _lane_order(core: str) -> int:
-    """AIC first, then the AIV lanes in order: 1, 2, 3, ..."""
-    lane = core.split(".", 1)[1]
-    return 1 if lane == "AIC" else 2 + int(lane.removeprefix("AIV"))
 
 
 def _ns(cycles: float, clock_mhz: float) -> int:
@@ -320,12 +306,12 @@ def _slice_event(s: Slice, layout: _Layout, clock_mhz: float) -> dict[str, Any]:
     if s.roof:
         args["peak_cycles"] = round(s.peak_cycles, 1)
     cat = "stall" if s.stalled else s.unit.lower()
-    where = layout.where(s.core, None if _on_host(s.core) else _pipe(s))
+    where = layout.where(s.core, None if on_host(s.core) else _pipe(s))
     return _complete(s.name, cat, s.start, s.cycles, where, clock_mhz, args)
 
 
 def _ring_counter(ring: RingTrack, layout: _Layout, clock_mhz: float) -> list[dict[str, Any]]:
-    pid = layout.pids[_group(ring.owner)]
+    pid = layout.pids[group_of(ring.owner)]
     name = f"ring {ring.pipe} {_thread_name(ring.owner)}"
     return [
         {"ph": "C", "name": name, "pid": pid, "ts": _us(cycle, clock_mhz), "args": {"slots in use": used}}
@@ -336,7 +322,7 @@ def _ring_counter(ring: RingTrack, layout: _Layout, clock_mhz: float) -> list[di
 def _rings_by_pipe(rings: list[RingTrack]) -> dict[tuple[str, str], list[RingTrack]]:
     by_pipe: dict[tuple[str, str], list[RingTrack]] = {}
     for ring in rings:
-        by_pipe.setdefault((_group(ring.owner), ring.pipe), []).append(ring)
+        by_pipe.setdefault((group_of(ring.owner), ring.pipe), []).append(ring)
     return by_pipe
 
 
@@ -448,9 +434,9 @@ def _edge_flows(report: RunReport, layout: _Layout) -> list[dict[str, Any]]:
     the tensor that implied the edge (``deps=`` for a declared one)."""
     events = []
     flow_id = len(report.transfers)
-    for src, dst, edge in _edge_ends(report):
+    for src, dst, edge in edge_ends(report):
         flow_id += 1
-        name = _edge_name(edge)
+        name = edge_name(edge)
         ends = (("s", src, max(src.start_cycle, src.end_cycle - 1)), ("f", dst, dst.start_cycle))
         for phase, task, cycle in ends:
             event = {
@@ -464,161 +450,3 @@ def _edge_flows(report: RunReport, layout: _Layout) -> list[dict[str, Any]]:
             }
             events.append(event | ({"bp": "e"} if phase == "f" else {}))
     return events
-
-
-def _edge_name(edge: TaskEdge) -> str:
-    return "deps=" if edge.declared else f"via {edge.tensor}"
-
-
-def _edge_ends(report: RunReport) -> list[tuple[TaskRecord, TaskRecord, TaskEdge]]:
-    """Each edge as (the source's last block to finish, a block of the waiting task)."""
-    last: dict[int, TaskRecord] = {}
-    blocks: dict[int, list[TaskRecord]] = {}
-    for record in report.tasks:
-        if record.task_id not in last or record.end_cycle > last[record.task_id].end_cycle:
-            last[record.task_id] = record
-        blocks.setdefault(record.task_id, []).append(record)
-    return [
-        (last[edge.src], dst, edge)
-        for edge in report.edges
-        if edge.src in last
-        for dst in blocks.get(edge.dst, [])
-    ]
-
-
-# ---------------------------------------------------------------- swimlane
-
-
-def draw_swimlane(report: RunReport, path: str | Path, title: str = "") -> None:
-    """A PNG swimlane: the host's threads, then per core group a row of its tasks and one row per
-    core (busy slices coloured by unit, stalls grey), and per pipe ring (its slots in use), against
-    modeled time; arrows run from each task to the tasks that waited for it. Drawn with
-    matplotlib's Agg canvas (headless)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-    from matplotlib.patches import Patch
-
-    rows = _swimlane_rows(report)
-    figure = Figure(figsize=(14, 1.2 + 0.45 * len(rows)), dpi=100)
-    FigureCanvasAgg(figure)
-    axes = figure.add_subplot()
-    clock = report.clock_mhz
-    units: set[str] = set()
-    for y, (_, content) in enumerate(rows):
-        units |= _draw_row(axes, content, y, report)
-    _draw_edges(axes, report, {label: y for y, (label, _) in enumerate(rows)})
-    axes.set_yticks(range(len(rows)), [label for label, _ in rows])
-    axes.set_ylim(max(len(rows), 1) - 0.5, -0.5)
-    axes.set_xlim(0, max(report.total_cycles, 1) / clock)
-    axes.set_xlabel(f"modeled time (µs at {clock:g} MHz)")
-    axes.set_title(_swimlane_title(report, title), fontsize=10)
-    legend = [
-        Patch(
-            facecolor=UNIT_COLORS.get(u, OTHER_COLOR),
-            hatch="////" if u == STALL else None,
-            label=_unit_label(u),
-        )
-        for u in sorted(units)
-    ]
-    axes.legend(handles=legend, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
-    axes.grid(axis="x", alpha=0.3)
-    figure.tight_layout()
-    figure.savefig(str(path))
-
-
-Row = tuple[str, list[Slice] | RingTrack | list[TaskRecord]]
-
-
-def _draw_row(
-    axes: Any, content: list[Slice] | RingTrack | list[TaskRecord], y: int, report: RunReport
-) -> set[str]:
-    """Draw one row; returns the units it used (for the legend)."""
-    if isinstance(content, RingTrack):
-        _draw_ring(axes, content, y, report.total_cycles, report.clock_mhz)
-        return set()
-    if content and isinstance(content[0], TaskRecord):
-        _draw_tasks(axes, content, y, report.clock_mhz)
-        return set()
-    spans = _spans_by_unit(content, report.clock_mhz)  # type: ignore[arg-type]
-    for unit, mine in spans.items():
-        hatch = "////" if unit == STALL else None
-        color = UNIT_COLORS.get(unit, OTHER_COLOR)
-        axes.broken_barh(mine, (y - 0.4, 0.8), facecolors=color, hatch=hatch, edgecolor="none")
-    return set(spans)
-
-
-def _draw_tasks(axes: Any, tasks: list[TaskRecord], y: int, clock_mhz: float) -> None:
-    """Each task block as a bar labelled with its kernel (and task id)."""
-    for task in tasks:
-        start, width = task.start_cycle / clock_mhz, (task.end_cycle - task.start_cycle) / clock_mhz
-        axes.broken_barh([(start, width)], (y - 0.4, 0.8), facecolors=TASK_COLOR, edgecolor="#6a4c93")
-        label = f"{task.kernel} #{task.task_id}"
-        axes.text(start + width / 2, y, label, ha="center", va="center", fontsize=7, clip_on=True)
-
-
-def _draw_edges(axes: Any, report: RunReport, row_of: dict[str, int]) -> None:
-    """An arrow from the end of each task to the start of each task that waited for it."""
-    clock = report.clock_mhz
-    for src, dst, edge in _edge_ends(report):
-        tail = (src.end_cycle / clock, row_of[_tasks_row(src)])
-        head = (dst.start_cycle / clock, row_of[_tasks_row(dst)])
-        style = "dashed" if edge.declared else "solid"
-        arrow = {"arrowstyle": "->", "color": EDGE_COLOR, "lw": 1.2, "linestyle": style}
-        axes.annotate("", xy=head, xytext=tail, arrowprops=arrow)
-        middle = ((tail[0] + head[0]) / 2, (tail[1] + head[1]) / 2 - 0.15)
-        axes.text(*middle, _edge_name(edge), ha="center", va="bottom", fontsize=7, color=EDGE_COLOR)
-
-
-def _tasks_row(task: TaskRecord) -> str:
-    return f"cg{task.core_group} {TASKS}"
-
-
-def _swimlane_rows(report: RunReport) -> list[Row]:
-    by_core: dict[str, list[Slice]] = {}
-    for s in report.timeline:
-        if not (_on_host(s.core) and s.stalled):
-            by_core.setdefault(s.core, []).append(s)
-    rows: list[Row] = [(HOST_THREADS[core][1], by_core.pop(core)) for core in HOST_THREADS if core in by_core]
-    by_group: dict[int, list[TaskRecord]] = {}
-    for task in report.tasks:
-        by_group.setdefault(task.core_group, []).append(task)
-    groups = sorted({_group_index(_group(core)) for core in by_core} | set(by_group))
-    for group in groups:
-        if group in by_group:
-            rows.append((f"cg{group} {TASKS}", by_group[group]))
-        cores = [core for core in by_core if _group_index(_group(core)) == group]
-        rows += [(core, by_core[core]) for core in sorted(cores, key=_lane_order)]
-    rows += [(f"{ring.owner} ring {ring.pipe}", ring) for ring in report.rings]
-    return rows
-
-
-def _spans_by_unit(slices: list[Slice], clock_mhz: float) -> dict[str, list[tuple[float, float]]]:
-    spans: dict[str, list[tuple[float, float]]] = {}
-    for s in slices:
-        if s.cycles:
-            spans.setdefault(s.unit, []).append((s.start / clock_mhz, s.cycles / clock_mhz))
-    return spans
-
-
-def _draw_ring(axes: Any, ring: RingTrack, y: int, until: int, clock_mhz: float) -> None:
-    """The ring's slots in use as a step curve filling the row (full ring = full row height)."""
-    base = y + 0.4
-    xs, ys = [0.0], [base]
-    for start, end, used in ring.steps(until):
-        level = base - 0.8 * used / ring.slots
-        xs += [start / clock_mhz, start / clock_mhz, end / clock_mhz]
-        ys += [ys[-1], level, level]
-    axes.fill_between(xs, ys, base, color=UNIT_COLORS["FIXPIPE"], alpha=0.5, linewidth=0)
-    axes.text(0, y, f" {ring.slots} slot(s)", va="center", fontsize=7)
-
-
-def _unit_label(unit: str) -> str:
-    return "stall (blocked)" if unit == STALL else unit
-
-
-def _swimlane_title(report: RunReport, title: str) -> str:
-    head = f"{title}: " if title else ""
-    return (
-        f"{head}{report.total_cycles} modeled cycles ({report.total_us:.2f} modeled µs), "
-        f"cube-vector overlap {report.overlap:.0%} — modeled by {report.platform}, not measured"
-    )

@@ -89,7 +89,8 @@ def parser() -> argparse.ArgumentParser:
         const=True,
         default=False,
         metavar="DIR",
-        help="write the last step's trace.json, swimlane.png, summary.txt and modules.txt to DIR "
+        help="write the last step's trace.json, swimlane.png, chip_swimlane_records.json, summary.txt "
+        "and modules.txt to DIR "
         "(default: ./pypto_profile/decode_step/)",
     )
     return p
@@ -127,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     written = decoder.profile_dir(profiled) if args.profile else None
     if written is not None:
         (written / "modules.txt").write_text(profile.summary() + "\n")
-        files = "trace.json, swimlane.png, summary.txt, modules.txt"
+        files = "trace.json, swimlane.png, chip_swimlane_records.json, summary.txt, modules.txt"
         print(f"profile of the last step written to {written} ({files})")
     if args.check:
         print("OK")
