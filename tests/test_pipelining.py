@@ -151,3 +151,26 @@ def test_a_vector_kernel_loads_a_read_only_tensor_before_it_pops_the_cube_s_tile
     aic_end = max(s.end for s in report.timeline if s.core == "cg0.AIC")
     aiv_end = max(s.end for s in report.timeline if s.core == "cg0.AIV0")
     assert aiv_end - aic_end < 1000
+
+
+@pl.jit
+def slow_lanes(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)], name_hint="slow"):
+        acc = pl.matmul(a, b, out_dtype=pl.FP32)
+        out[:] = pl.exp(pl.neg(pl.exp(pl.neg(pl.exp(pl.neg(pl.abs(acc)))))))
+    return out
+
+
+def test_a_push_waiting_for_a_free_slot_holds_its_pipe_while_the_cube_core_loads_on():
+    a, b = torch.randn(1024, 256).half(), torch.randn(256, 128).half()
+    out = torch.zeros(1024, 128)
+    slow_lanes(a, b, out)
+    acc = a.float() @ b.float()
+    torch.testing.assert_close(out, torch.exp(-torch.exp(-torch.exp(-acc.abs()))), rtol=1e-3, atol=1e-3)
+    report = slow_lanes.last_report
+    aic = [s for s in report.timeline if s.core == "cg0.AIC"]
+    waits = [s for s in aic if s.name.startswith("wait for a free slot") and s.cycles > 0]
+    assert waits and all(s.pipe == "FIXPIPE" for s in waits)  # the sending pipe waits
+    loads = [s for s in aic if s.name == "tile.load"]
+    # The scalar unit is not held: the loads of later rows run during the push's wait.
+    assert any(w.start < load.start < w.end for w in waits for load in loads)

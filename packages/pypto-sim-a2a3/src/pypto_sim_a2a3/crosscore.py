@@ -100,7 +100,9 @@ def _push(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) ->
     source = (
         role.core.memory.region(args[0]) if isinstance(args[0], torch.Tensor) and role.core.memory else None
     )
-    free_at = pipe.push(
+    # The wait for the slot's free flag holds the pipe that sends the tile, not the scalar unit:
+    # the core issues on (the next loads, moves and matmuls) while the push waits.
+    pipe.push(
         role.name,
         role.lane,
         call,
@@ -111,7 +113,6 @@ def _push(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) ->
         issued,
         source,
     )
-    yield from wait_until(role, free_at)  # the scalar unit waited for the slot's free flag
     yield from issue(role, cost)
 
 

@@ -170,6 +170,7 @@ class Pipe:
             call.span,
             lambda: self._push_blocked(producer, call),
             silent=True,
+            keeps_clock=True,  # the slot's free flag holds the sending pipe, not the scalar unit
         )
 
     def wait_readable(self, consumer: str, call: Call) -> Steps:

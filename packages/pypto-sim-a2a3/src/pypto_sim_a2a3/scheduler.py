@@ -62,6 +62,10 @@ class Wait:
     span: SourceSpan | None = None
     explain: Callable[[], Blocked] | None = None
     silent: bool = False  # a kernel core's wait: its pipes record the stall where it delays them
+    # The core's clock does not wait: only the coroutine does (a push waiting for a free ring slot
+    # holds the pipe that sends, which its pipes model, while the scalar unit issues on). A woken
+    # core then resumes at its own clock, and until it does, no event after that clock is handled.
+    keeps_clock: bool = False
 
     def blocked(self) -> Blocked:
         """This wait's line of a deadlock report."""
@@ -138,8 +142,12 @@ class Scheduler:
             _, _, proc = heapq.heappop(self._runnable)
             self.now = proc.core.clock
             if self._on_time is not None:
-                self._on_time(self.now)
+                self._on_time(min([self.now, *self._kept_clocks()]))
             self._step(proc)
+
+    def _kept_clocks(self) -> list[int]:
+        """The clocks of blocked cores that will resume at them (a :attr:`Wait.keeps_clock` wait)."""
+        return [p.core.clock for p in self._blocked if p.waiting is not None and p.waiting.keeps_clock]
 
     def _push(self, proc: Process) -> None:
         heapq.heappush(self._runnable, (proc.core.clock, next(self._order), proc))
@@ -164,7 +172,7 @@ class Scheduler:
             assert proc.waiting is not None
             if proc.waiting.ready():
                 # A woken core resumes when the event that freed it happened, not earlier.
-                if self.now > proc.core.clock:
+                if self.now > proc.core.clock and not proc.waiting.keeps_clock:
                     self._notify(proc.core, self.now - proc.core.clock, proc.waiting)
                     proc.core.stall(self.now - proc.core.clock)
                 proc.waiting = None
