@@ -28,7 +28,7 @@ Every busy stretch, and every stretch an op waited on its pipe for another pipe 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -248,22 +248,34 @@ class CorePipes:
         ]
 
     def _claim(self, region: Region) -> list[_Use]:
-        """The records covering ``region``: the exact one (made if new) and any it overlaps."""
+        """The records of exactly ``region``'s bytes: the records of a space never overlap, so a
+        record that reaches past the region is cut at its edges first (each piece keeps what
+        happened to it), and bytes nothing has touched yet get a fresh record. Two buffers that
+        share no byte never wait for each other, whatever buffer held their bytes before."""
         uses = self._uses.setdefault(region.space, [])
-        found = [u for u in uses if u.region.lo < region.hi and region.lo < u.region.hi]
-        if not any(u.region == region for u in found):
-            inherited = max(found, key=lambda u: u.written, default=None)
-            read_by = max(found, key=lambda u: u.read, default=None)
-            use = _Use(
-                region,
-                inherited.written if inherited else 0,
-                inherited.writer if inherited else "",
-                read_by.read if read_by else 0,
-                read_by.reader if read_by else "",
-            )
-            uses.append(use)
-            found.append(use)
-        return found
+        kept: list[_Use] = []
+        inside: list[_Use] = []
+        for u in uses:
+            lo, hi = u.region.lo, u.region.hi
+            if hi <= region.lo or region.hi <= lo:
+                kept.append(u)
+                continue
+            for a, b in ((lo, region.lo), (region.hi, hi)):  # the parts outside the region
+                if a < b:
+                    kept.append(replace(u, region=Region(region.space, a, b)))
+            inside.append(replace(u, region=Region(region.space, max(lo, region.lo), min(hi, region.hi))))
+        inside.sort(key=lambda u: u.region.lo)
+        filled: list[_Use] = []
+        at = region.lo
+        for u in inside:
+            if at < u.region.lo:
+                filled.append(_Use(Region(region.space, at, u.region.lo)))
+            filled.append(u)
+            at = u.region.hi
+        if at < region.hi:
+            filled.append(_Use(Region(region.space, at, region.hi)))
+        uses[:] = kept + filled
+        return filled
 
 
 def _storage(tensor: torch.Tensor) -> int:

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from pypto.ir import Assign, Call, Function, MemorySpace, Stmt, TileType, Unit, Var, get_op
+from pypto.ir import Assign, Call, Function, MemoryPlan, MemorySpace, Stmt, TileType, Unit, Var, get_op
 from pypto.ir.errors import at_line
 from pypto.ir.launch import Seat
 from pypto.ir.nodes import stmt_end_exprs, stmt_exprs, walk_expr, walk_stmts
@@ -223,6 +223,9 @@ class KernelFrame(KernelWalker):
             super().set_carried(var, value)
             return
         assert self.core.memory is not None
+        if self._in_own_slot(var, value):
+            self.env[var.name] = value  # a slotted iter_arg: the next iteration's slot holds it already
+            return
         dest = self.env.get(var.name)
         if dest is None:
             dest = self.core.memory.place(self.fn, var, self.core.name, var.span, self.env)
@@ -233,6 +236,21 @@ class KernelFrame(KernelWalker):
             if source is not None and target is not None:
                 self.pipes.copied(source, target)
         self.env[var.name] = dest
+
+    def _in_own_slot(self, var: Var, value: torch.Tensor) -> bool:
+        """Whether ``value`` is one slot of ``var``'s slotted buffer (a tile loaded ahead in a
+        pipelined loop, see :mod:`pypto.passes.prefetch`): carried on, it stays where it is."""
+        plan = self.fn.attrs.get("memory_plan")
+        allocation = plan.of(var.name) if isinstance(plan, MemoryPlan) else None
+        region = self._region(value)
+        if allocation is None or allocation.slots < 2 or region is None:
+            return False
+        return (
+            region.space is allocation.space
+            and allocation.offset <= region.lo
+            and region.hi <= allocation.end
+            and (region.lo - allocation.offset) % allocation.size == 0
+        )
 
     def bind(self, stmt: Assign, value: Any) -> None:
         var = stmt.target

@@ -36,8 +36,8 @@ from pypto.ir.nodes import (
     walk_stmts,
     with_bodies,
 )
-from pypto.ir.ops import make_call, op, scalar
-from pypto.ir.types import INDEX, TupleType
+from pypto.ir.ops import Fold, make_call, op, scalar, trait_of
+from pypto.ir.types import INDEX, ScalarType, TupleType
 
 T = TypeVar("T")
 
@@ -206,6 +206,37 @@ def at_function(fn_pass: Callable[[Function], T], fn: Function) -> T:
     except PyptoError as err:
         err.with_span(fn.span)
         raise
+
+
+def folded(expr: Expr) -> Expr:
+    """``expr`` with its scalar calls on constants computed (``0 * 64`` is ``0``), as the parser
+    folds them: a substituted expression then prints and parses back as itself."""
+    if isinstance(expr, TupleExpr):
+        elements = tuple(folded(e) for e in expr.elements)
+        if all(a is b for a, b in zip(elements, expr.elements, strict=True)):
+            return expr
+        return replace(expr, elements=elements)
+    if not isinstance(expr, Call):
+        return expr
+    args = tuple(folded(a) for a in expr.args)
+    fold = trait_of(expr.op, Fold)
+    if fold is not None and isinstance(expr.type, ScalarType) and all(isinstance(a, Const) for a in args):
+        try:
+            value = fold.fn(*(a.value for a in args if isinstance(a, Const)))
+        except (ArithmeticError, ValueError):
+            value = None  # left as a call: the backend reports it where it runs
+        if isinstance(value, (bool, int, float)):
+            return Const(value, expr.type, expr.span)
+    identity = {scalar.add: 0, scalar.mul: 1}.get(expr.op)
+    if identity is not None and len(args) == 2:
+        for const, other in (args, args[::-1]):
+            if isinstance(const, Const) and const.value == identity and other.type == expr.type:
+                return other  # 0 + x is x, 1 * x is x
+    if all(a is b for a, b in zip(args, expr.args, strict=True)):
+        return expr
+    if expr.op == op.call:
+        return replace(expr, args=args)
+    return make_call(expr.op, args, expr.attrs, expr.span)
 
 
 def index_add(a: Expr, b: Expr) -> Expr:
