@@ -90,7 +90,7 @@ def held_tile_kernel(slot_num: int):
             name_hint="held",
         ):
             acc = pl.matmul(a, b, out_dtype=pl.FP32)
-            out[:] = pl.mul(acc, pl.exp(pl.neg(pl.abs(acc))))
+            out[:] = pl.mul(acc, pl.mul(pl.abs(acc), pl.relu(acc)))  # as long as the matmuls
         return out
 
     return held
@@ -100,9 +100,9 @@ def test_one_slot_is_slower_than_two_when_cube_and_vector_are_balanced(seed_inpu
     a, b, bias = seed_inputs
     acc = a.float() @ b.float()
     one, out = run(held_tile_kernel(1), a, b, bias)
-    torch.testing.assert_close(out, acc * torch.exp(-acc.abs()), rtol=1e-2, atol=1e-2)
+    torch.testing.assert_close(out, acc * (acc.abs() * acc.relu()), rtol=1e-2, atol=1e-2)
     two, _ = run(held_tile_kernel(2), a, b, bias)
-    assert two.dominant_side() is None  # balanced: neither side is 1.2x busier
+    assert two.dominant_side() is None  # balanced: neither unit computes 1.2x longer
     assert two.total_cycles < one.total_cycles
     (ring, *_) = one.rings
     assert ring.full_cycles(one.total_cycles) > 0.5 * one.total_cycles

@@ -242,10 +242,17 @@ class RunReport:
         return max(0, self.total_cycles - self.busy_cycles.get(core, 0) - self.stall_cycles.get(core, 0))
 
     def dominant_side(self, margin: float = 1.2) -> str | None:
-        """``"cube"`` or ``"vector"`` when the busiest core of one side is busy ``margin`` times
-        longer than the busiest of the other; None when they are balanced or one side is unused."""
-        cube = max((v for k, v in self.busy_cycles.items() if k.endswith(".AIC")), default=0)
-        vector = max((v for k, v in self.busy_cycles.items() if ".AIV" in k), default=0)
+        """``"cube"`` or ``"vector"`` when the compute unit of one side (the cube pipe of an AIC,
+        the vector pipe of an AIV: the busiest core's) runs ``margin`` times longer than the
+        other's; None when they are balanced or one side is unused. A core's transfers, which
+        its pipes overlap with its compute, do not count; without a timeline, its busy cycles."""
+        computing: dict[str, int] = {}
+        for s in self.timeline:
+            if s.cycles and not s.stalled and s.pipe in ("CUBE", "VECTOR"):
+                computing[s.core] = computing.get(s.core, 0) + s.cycles
+        busy = computing if computing else self.busy_cycles
+        cube = max((v for k, v in busy.items() if k.endswith(".AIC")), default=0)
+        vector = max((v for k, v in busy.items() if ".AIV" in k), default=0)
         if not cube or not vector:
             return None
         if cube > margin * vector:
