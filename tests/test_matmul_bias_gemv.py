@@ -33,7 +33,7 @@ def test_a_tensor_matmul_bias_is_tiled_by_rows_with_weight_and_bias_loaded_once(
     biased(a, b, bias, out)
     close(out, a.float() @ b.float() + bias)
     text = biased.lower(a, b, bias, out).as_python()
-    loop = text.index("for r in pl.pipeline")
+    loop = text.index("in pl.pipeline(")
     assert text.index("pl.tile.move(bias_mat, target_memory=pl.Mem.Bias)") < loop
     assert "pl.tile.matmul_bias(" in text[loop:]
 

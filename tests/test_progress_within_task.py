@@ -69,7 +69,8 @@ def test_a_mixed_kernel_streaming_row_blocks_reports_the_cubes_blocks_in_order()
     bias, out = torch.randn(512, 128), torch.zeros(512, 128)
     mixed(a, b, bias, out, config=config)
     torch.testing.assert_close(out, a.float() @ b.float() + bias, rtol=1e-2, atol=1e-2)
-    assert [(done, total) for _, done, total, _ in heard] == [(done, 4) for done in range(1, 5)]
+    # Blocks of 64 rows (two stages of them fit beside the ring): 8 of them, in order.
+    assert [(done, total) for _, done, total, _ in heard] == [(done, 8) for done in range(1, 9)]
 
 
 def test_on_a_terminal_the_bar_of_a_one_task_run_shows_the_iterations():

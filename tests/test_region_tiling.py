@@ -34,7 +34,7 @@ def test_independent_parts_of_a_region_are_row_blocked_on_their_own():
     wide_and_thin(x, row, y, r, config=SIM)
     torch.testing.assert_close(y, (torch.exp(x) + x) * 2.0)
     torch.testing.assert_close(r, -row)
-    assert "pl.pipeline(0, 200, 100, stage=2)" in print_ir(wide_and_thin.lower())  # rows stream in blocks
+    assert "pl.pipeline(0, 200, 50, stage=4" in print_ir(wide_and_thin.lower())  # rows stream in blocks
 
 
 def mixed_with_a_side_row(mode):
@@ -134,7 +134,7 @@ def test_k_blocks_of_a_large_prologue_stream_by_rows(mode):
 @pytest.mark.parametrize(
     ("mode", "blocks"),
     [
-        (pl.SplitMode.NONE, "pl.pipeline(0, 86, 43, stage=2)"),  # two blocks of 43 rows, then the last 41
+        (pl.SplitMode.NONE, "pl.pipeline(0, 86, 43, stage=4"),  # two blocks of 43 rows, then the last 41
         (pl.SplitMode.UP_DOWN, "[64 + (lane * 32), 0]"),  # 64 rows (32 a lane), then the last 63
     ],
 )

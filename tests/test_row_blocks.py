@@ -172,7 +172,7 @@ def test_a_reshape_whose_blocks_are_not_whole_rows_of_the_source_moves_the_row_o
     kernel(x, y, out, config=SIM)
     torch.testing.assert_close(out, (x * 2).reshape(3072, 128) + y)
     printed = print_ir(kernel.lower())
-    assert "pl.pipeline(0, 4096, 128, stage=2)" in printed and "(r * 3) // 4" in printed
+    assert "pl.pipeline(0, 4096, 64, stage=4" in printed and "(r * 3) // 4" in printed
 
 
 def test_a_reshape_without_a_block_of_whole_rows_says_why_it_runs_whole():

@@ -64,7 +64,7 @@ def mixed_512(
     bias: pl.Tensor[[512, 128], pl.FP32],
     out: pl.Out[pl.Tensor[[512, 128], pl.FP32]],
 ):
-    """The seed kernel on 512 rows: its scope runs as a loop over 128-row blocks."""
+    """The seed kernel on 512 rows: its scope runs as a loop over 64-row blocks."""
     with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)], name_hint="mixed"):
         acc = pl.matmul(a, b, out_dtype=pl.FP32)
         out[:] = pl.add(acc, bias)
@@ -150,8 +150,13 @@ def test_lifetimes_run_from_the_definition_to_the_last_use_and_through_loops():
     assert lives["b_right"] == (row["b_right"], len(lines) - 1)  # read in the loop: live to its end
     # The row loop is pipelined: a tile defined in it has a slot per stage, each in use at some
     # iteration, so its buffer lives through the whole loop.
-    assert row["a_mat"] > loop and lives["a_mat"] == (loop, len(lines) - 1)
-    assert "a_mat (2 slots of 65536, one per pipeline stage)" in memory_map_html(program, get_target("a2a3"))
+    assert row["a_left"] > loop and lives["a_left"] == (loop, len(lines) - 1)
+    assert "a_left (2 slots of 32768, picked by r)" in memory_map_html(program, get_target("a2a3"))
+    # The loads issued ahead share one buffer of a slot per iteration in flight.
+    assert lives["a_mat_next"] == (loop, len(lines) - 1) and lives["a_mat_first0"] == (
+        row["a_mat_first0"],
+        loop,
+    )
     listing = [a for tag, a in page.tags if tag == "div" and a.get("class") == "stmt"]
     assert len(listing) == len(lines) + len(statement_lines(program.functions["mixed_aiv"].body))
 

@@ -13,12 +13,18 @@ def test_a_matmul_that_fits_l0_is_left_whole():
     assert choose_blocks(128, 256, 128, 2, irbuild.TARGET) is None  # the seed kernel
 
 
-def test_a_deep_fp16_matmul_is_k_blocked_so_a_128_row_slice_fits_l0a():
-    assert choose_blocks(256, 1024, 128, 2, irbuild.TARGET) == MatmulBlocks(kb=256, nb=128)
+def test_a_deep_fp16_matmul_is_k_blocked_so_two_128_row_slices_fit_l0a():
+    # Two of each block fit L0: the next block's moves overlap this one's matmul.
+    assert choose_blocks(256, 1024, 128, 2, irbuild.TARGET) == MatmulBlocks(kb=128, nb=128)
 
 
-def test_a_wide_fp32_matmul_is_blocked_in_n_to_fit_l0c_for_128_rows():
-    assert choose_blocks(256, 512, 1024, 4, irbuild.TARGET) == MatmulBlocks(kb=64, nb=256)
+def test_a_wide_fp32_matmul_is_blocked_in_n_to_fit_l0c_twice_for_128_rows():
+    assert choose_blocks(256, 512, 1024, 4, irbuild.TARGET) == MatmulBlocks(kb=64, nb=128)
+
+
+def test_blocks_too_narrow_to_fit_twice_fit_once_instead():
+    # Twice would take K blocks of 50 and N blocks of 100; once fits N blocks of 200.
+    assert choose_blocks(128, 1000, 200, 4, irbuild.TARGET) == MatmulBlocks(kb=50, nb=200)
 
 
 def matmul_program(m, k, n, dtype=irbuild.FP16, then_relu=False):
@@ -44,7 +50,7 @@ def tile_ops(kernel):
 def test_k_blocks_accumulate_with_matmul_acc_and_every_tile_fits():
     kernel = lower(matmul_program(256, 1024, 128), irbuild.TARGET).function("mm")
     ops = tile_ops(kernel)
-    assert ops.count("tile.matmul") == 1 and ops.count("tile.matmul_acc") == 3
+    assert ops.count("tile.matmul") == 1 and ops.count("tile.matmul_acc") == 7
     plan = kernel.attrs["memory_plan"]
     assert plan.peak[MemorySpace.Right] <= 65536 and plan.peak[MemorySpace.Left] <= 65536
 
@@ -56,7 +62,7 @@ def test_n_blocks_of_a_product_written_straight_out_are_stored_at_column_offsets
         for s in walk_stmts(kernel.body)
         if hasattr(s, "value") and getattr(s.value, "op", "") == "tile.store"
     ]
-    assert sorted(st.args[1].elements[1].value for st in stores) == [0, 256, 512, 768]
+    assert sorted(st.args[1].elements[1].value for st in stores) == list(range(0, 1024, 128))
 
 
 def test_n_blocking_a_product_that_feeds_vector_ops_is_an_error_with_a_fix():
@@ -87,8 +93,8 @@ def test_a_k_block_at_least_k_leaves_a_matmul_that_fits_whole():
 
 
 def test_a_k_block_also_sets_the_depth_of_a_matmul_too_big_for_l0():
-    assert choose_blocks(256, 1024, 128, 2, irbuild.TARGET) == MatmulBlocks(kb=256, nb=128)
-    assert k_depths(256, 1024, 128, k_block=128) == [128] * 8
+    assert choose_blocks(256, 1024, 128, 2, irbuild.TARGET) == MatmulBlocks(kb=128, nb=128)
+    assert k_depths(256, 1024, 128, k_block=256) == [256] * 4
 
 
 def test_k_blocks_with_a_remainder_lower_to_a_matmul_and_its_accumulations():

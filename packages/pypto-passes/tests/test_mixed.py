@@ -53,7 +53,7 @@ KERNEL_CHECKS = {
 CHECK:       pl.aic_initialize_pipe(dir_mask=1, slot_size=65536, slot_num=2)
 CHECK-NEXT:  a_mat: pl.Tile[[128, 256], pl.FP16, pl.Mem.Mat] = pl.tile.load(a, [0, 0]{{.*}}# Mat[0x0, +65536]
 CHECK-NEXT:  a_left: pl.Tile[[128, 256], pl.FP16, pl.Mem.Left] = pl.tile.move(a_mat{{.*}}# Left[0x0, +65536]
-CHECK-NEXT:  b_mat: pl.Tile[[256, 128], pl.FP16, pl.Mem.Mat] = pl.tile.load(b, [0, 0]{{.*}}# Mat[0x0, +65536]
+CHECK-NEXT:  b_mat: pl.Tile[[256, 128], pl.FP16, pl.Mem.Mat] = pl.tile.load(b, [0, 0]{{.*}}# Mat[0x10000, +65536]
 CHECK-NEXT:  b_right: pl.Tile[[256, 128], pl.FP16, pl.Mem.Right] = pl.tile.move(b_mat{{.*}}# Right[0x0, +65536]
 CHECK-NEXT:  acc: pl.Tile[[128, 128], pl.FP32, pl.Mem.Acc] = pl.tile.matmul(a_left, b_right, out_dtype=pl.FP32)  # Acc[0x0, +65536]
 CHECK-NEXT:  pl.tpush_to_aiv(acc, split=pl.SplitMode.UP_DOWN)
@@ -74,7 +74,7 @@ CHECK-NEXT:  pl.tile.store(t, [lane * 64, 0], out)
 CHECK:       pl.aic_initialize_pipe(dir_mask=1, slot_size=65536, slot_num=2)
 CHECK-NEXT:  a_mat: pl.Tile[[128, 256], pl.FP16, pl.Mem.Mat] = pl.tile.load(a, [0, 0]{{.*}}# Mat[0x0, +65536]
 CHECK-NEXT:  a_left: pl.Tile[[128, 256], pl.FP16, pl.Mem.Left] = pl.tile.move(a_mat{{.*}}# Left[0x0, +65536]
-CHECK-NEXT:  b_mat: pl.Tile[[256, 128], pl.FP16, pl.Mem.Mat] = pl.tile.load(b, [0, 0]{{.*}}# Mat[0x0, +65536]
+CHECK-NEXT:  b_mat: pl.Tile[[256, 128], pl.FP16, pl.Mem.Mat] = pl.tile.load(b, [0, 0]{{.*}}# Mat[0x10000, +65536]
 CHECK-NEXT:  b_right: pl.Tile[[256, 128], pl.FP16, pl.Mem.Right] = pl.tile.move(b_mat{{.*}}# Right[0x0, +65536]
 CHECK-NEXT:  acc: pl.Tile[[128, 128], pl.FP32, pl.Mem.Acc] = pl.tile.matmul(a_left, b_right, out_dtype=pl.FP32)  # Acc[0x0, +65536]
 CHECK-NEXT:  pl.tpush_to_aiv(acc, split=pl.SplitMode.LEFT_RIGHT)
@@ -91,26 +91,29 @@ CHECK-NEXT:  t: pl.Tile[[128, 64], pl.FP32, pl.Mem.Vec] = pl.tile.add(acc_vec, b
 CHECK-NEXT:  pl.tfree_to_aic(acc_vec)
 CHECK-NEXT:  pl.tile.store(t, [0, lane * 64], out)
 """,
-    # Unsplit, one lane works the whole tile: the pipe carries it in two row blocks of 64.
+    # Unsplit, one lane works the whole tile: the pipe carries it in two row blocks of 64, each
+    # loop with two stages (one per iteration), the cube side loading the second block ahead.
     SplitMode.NONE: """
 CHECK:       pl.aic_initialize_pipe(dir_mask=1, slot_size=32768, slot_num=2)
 CHECK-NEXT:  b_mat: pl.Tile[[256, 128], pl.FP16, pl.Mem.Mat] = pl.tile.load(b, [0, 0]{{.*}}# Mat[0x0, +65536]
 CHECK-NEXT:  b_right: pl.Tile[[256, 128], pl.FP16, pl.Mem.Right] = pl.tile.move(b_mat{{.*}}# Right[0x0, +65536]
-CHECK-NEXT:  for r in pl.pipeline(0, 128, 64, stage=2):
-CHECK-NEXT:  a_mat: pl.Tile[[64, 256], pl.FP16, pl.Mem.Mat] = pl.tile.load(a, [r, 0]{{.*}}# Mat[0x0, +32768]
-CHECK-NEXT:  a_left: pl.Tile[[64, 256], pl.FP16, pl.Mem.Left] = pl.tile.move(a_mat{{.*}}# Left[0x0, +32768]
-CHECK-NEXT:  acc: pl.Tile[[64, 128], pl.FP32, pl.Mem.Acc] = pl.tile.matmul(a_left, b_right, out_dtype=pl.FP32)  # Acc[0x0, +32768]
+CHECK-NEXT:  a_mat_first0: pl.Tile[[64, 256], pl.FP16, pl.Mem.Mat] = pl.tile.load(a, [0, 0]{{.*}}# Mat[0x10000, +32768]
+CHECK-NEXT:  for r, (a_mat_ahead0,) in pl.pipeline(0, 128, 64, stage=4, init_values=(a_mat_first0,)):
+CHECK-NEXT:  a_mat_next: {{.*}} = pl.tile.load(a, [pl.minimum(r + 64, 64), 0]{{.*}}# Mat[0x10000, +32768] x 2 slots by r
+CHECK-NEXT:  a_left: pl.Tile[[64, 256], pl.FP16, pl.Mem.Left] = pl.tile.move(a_mat_ahead0{{.*}}# Left[0x0, +32768] x 2 slots by r
+CHECK-NEXT:  acc: pl.Tile[[64, 128], pl.FP32, pl.Mem.Acc] = pl.tile.matmul(a_left, b_right, out_dtype=pl.FP32)  # Acc[0x0, +32768] x 2 slots by r
 CHECK-NEXT:  pl.tpush_to_aiv(acc, split=pl.SplitMode.NONE)
+CHECK-NEXT:  a_mat_last0 = pl.yield_(a_mat_next)
 CHECK-EMPTY:
 CHECK-LABEL: @pl.function(type=pl.FunctionType.AIV)
 CHECK:       def mixed_aiv(
 CHECK-NEXT:  pl.func_attr({'split': pl.SplitMode.NONE, {{.*}}'pipe_setup': 'automatic'{{.*}}
 CHECK-NEXT:  # reserved Vec[0x0, +65536]: cross-core pipe ring
 CHECK:       pl.aiv_initialize_pipe(dir_mask=1, slot_size=32768, slot_num=2)
-CHECK-NEXT:  for r in pl.pipeline(0, 128, 64, stage=2):
-CHECK-NEXT:  bias_vec: pl.Tile[[64, 128], pl.FP32, pl.Mem.Vec] = pl.tile.load(bias, [r, 0]{{.*}}# Vec[0x10000, +32768]
+CHECK-NEXT:  for r in pl.pipeline(0, 128, 64, stage=4):
+CHECK-NEXT:  bias_vec: pl.Tile[[64, 128], pl.FP32, pl.Mem.Vec] = pl.tile.load(bias, [r, 0]{{.*}}# Vec[0x10000, +32768] x 2 slots by r
 CHECK-NEXT:  acc_vec: pl.Tile[[64, 128], pl.FP32, pl.Mem.Vec] = pl.tpop_from_aic(shape=[64, 128], dtype=pl.FP32, split=pl.SplitMode.NONE)
-CHECK-NEXT:  t: pl.Tile[[64, 128], pl.FP32, pl.Mem.Vec] = pl.tile.add(acc_vec, bias_vec)  # Vec[0x10000, +32768]
+CHECK-NEXT:  t: pl.Tile[[64, 128], pl.FP32, pl.Mem.Vec] = pl.tile.add(acc_vec, bias_vec)  # Vec[0x10000, +32768] x 2 slots by r
 CHECK-NEXT:  pl.tfree_to_aic(acc_vec)
 CHECK-NEXT:  pl.tile.store(t, [r, 0], out)
 """,
@@ -288,26 +291,33 @@ def test_long_operands_stream_tiles_through_the_pipe():
         """
         CHECK-LABEL: @pl.function(type=pl.FunctionType.AIC)
         CHECK:       def mixed_aic(
-        CHECK:       pl.aic_initialize_pipe(dir_mask=1, slot_size=65536, slot_num=2)
+        CHECK:       pl.aic_initialize_pipe(dir_mask=1, slot_size=32768, slot_num=2)
         CHECK-NEXT:  b_mat: pl.Tile[[256, 128], pl.FP16, pl.Mem.Mat] = pl.tile.load(b, [0, 0]{{.*}}# Mat[0x0, +65536]
         CHECK-NEXT:  b_right: pl.Tile[[256, 128], pl.FP16, pl.Mem.Right] = pl.tile.move(b_mat{{.*}}# Right[0x0, +65536]
-        CHECK-NEXT:  for r in pl.pipeline(0, 512, 128, stage=2):
-        CHECK-NEXT:  a_mat: pl.Tile[[128, 256], pl.FP16, pl.Mem.Mat] = pl.tile.load(a, [r, 0]{{.*}}# Mat[0x0, +65536]
-        CHECK-NEXT:  a_left: pl.Tile[[128, 256], pl.FP16, pl.Mem.Left] = pl.tile.move(a_mat{{.*}}# Left[0x0, +65536]
-        CHECK-NEXT:  acc: pl.Tile[[128, 128], pl.FP32, pl.Mem.Acc] = pl.tile.matmul(a_left, b_right, out_dtype=pl.FP32)  # Acc[0x0, +65536]
+        CHECK-NEXT:  a_mat_first0: pl.Tile[[64, 256], pl.FP16, pl.Mem.Mat] = pl.tile.load(a, [0, 0]{{.*}}# Mat[0x10000, +32768]
+        CHECK-NEXT:  a_mat_first1: {{.*}} = pl.tile.load(a, [64, 0]{{.*}}# Mat[0x18000, +32768]
+        CHECK-NEXT:  a_mat_first2: {{.*}} = pl.tile.load(a, [128, 0]{{.*}}# Mat[0x20000, +32768]
+        CHECK-NEXT:  for r, (a_mat_ahead0, a_mat_ahead1, a_mat_ahead2) in pl.pipeline(0, 512, 64, stage=4, init_values=(a_mat_first0, a_mat_first1, a_mat_first2)):
+        CHECK-NEXT:  a_mat_next: {{.*}} = pl.tile.load(a, [pl.minimum(r + 192, 448), 0]{{.*}}# Mat[0x10000, +32768] x 4 slots by r
+        CHECK-NEXT:  a_left: pl.Tile[[64, 256], pl.FP16, pl.Mem.Left] = pl.tile.move(a_mat_ahead0{{.*}}# Left[0x0, +32768] x 2 slots by r
+        CHECK-NEXT:  acc: pl.Tile[[64, 128], pl.FP32, pl.Mem.Acc] = pl.tile.matmul(a_left, b_right, out_dtype=pl.FP32)  # Acc[0x0, +32768] x 4 slots by r
         CHECK-NEXT:  pl.tpush_to_aiv(acc, split=pl.SplitMode.UP_DOWN)
+        CHECK-NEXT:  a_mat_last0, a_mat_last1, a_mat_last2 = pl.yield_(a_mat_ahead1, a_mat_ahead2, a_mat_next)
         CHECK-EMPTY:
         CHECK-LABEL: @pl.function(type=pl.FunctionType.AIV)
         CHECK:       def mixed_aiv(
-        CHECK:       # reserved Vec[0x0, +131072]: cross-core pipe ring
-        CHECK-NEXT:  pl.aiv_initialize_pipe(dir_mask=1, slot_size=65536, slot_num=2)
+        CHECK:       # reserved Vec[0x0, +65536]: cross-core pipe ring
+        CHECK-NEXT:  pl.aiv_initialize_pipe(dir_mask=1, slot_size=32768, slot_num=2)
         CHECK-NEXT:  lane: pl.Scalar[pl.INDEX] = pl.get_subblock_idx()
-        CHECK-NEXT:  for r in pl.pipeline(0, 512, 128, stage=2):
-        CHECK-NEXT:  bias_vec: pl.Tile[[64, 128], pl.FP32, pl.Mem.Vec] = pl.tile.load(bias, [r + (lane * 64), 0]{{.*}}# Vec[0x20000, +32768]
-        CHECK-NEXT:  acc_vec: pl.Tile[[64, 128], pl.FP32, pl.Mem.Vec] = pl.tpop_from_aic(shape=[64, 128], dtype=pl.FP32, split=pl.SplitMode.UP_DOWN)
-        CHECK-NEXT:  t: pl.Tile[[64, 128], pl.FP32, pl.Mem.Vec] = pl.tile.add(acc_vec, bias_vec)  # Vec[0x20000, +32768]
+        CHECK-NEXT:  bias_vec_first0: pl.Tile[[32, 128], pl.FP32, pl.Mem.Vec] = pl.tile.load(bias, [lane * 32, 0]{{.*}}# Vec[0x10000, +16384]
+        CHECK-NEXT:  bias_vec_first1: {{.*}} = pl.tile.load(bias, [64 + (lane * 32), 0]{{.*}}# Vec[0x14000, +16384]
+        CHECK-NEXT:  for r, (bias_vec_ahead0, bias_vec_ahead1) in pl.pipeline(0, 512, 64, stage=4, init_values=(bias_vec_first0, bias_vec_first1)):
+        CHECK-NEXT:  bias_vec_next: {{.*}} = pl.tile.load(bias, [pl.minimum(r + 128, 448) + (lane * 32), 0]{{.*}}# Vec[0x10000, +16384] x 3 slots by r
+        CHECK-NEXT:  acc_vec: pl.Tile[[32, 128], pl.FP32, pl.Mem.Vec] = pl.tpop_from_aic(shape=[32, 128], dtype=pl.FP32, split=pl.SplitMode.UP_DOWN)
+        CHECK-NEXT:  t: pl.Tile[[32, 128], pl.FP32, pl.Mem.Vec] = pl.tile.add(acc_vec, bias_vec_ahead0)  # Vec[0x1c000, +16384] x 4 slots by r
         CHECK-NEXT:  pl.tfree_to_aic(acc_vec)
-        CHECK-NEXT:  pl.tile.store(t, [r + (lane * 64), 0], out)
+        CHECK-NEXT:  pl.tile.store(t, [r + (lane * 32), 0], out)
+        CHECK-NEXT:  bias_vec_last0, bias_vec_last1 = pl.yield_(bias_vec_ahead1, bias_vec_next)
         """,
     )
 

@@ -104,7 +104,7 @@ def test_lowered_ir_is_a_group_of_an_aic_and_an_aiv_kernel():
         CHECK-NEXT:  pl.tfree_to_aic(proj)
         CHECK-NEXT:  pl.tile.store(add, [lane * 16, 0], out)
         CHECK-NEXT:  for _ in pl.range(lane, 1, 2):
-        CHECK-NEXT:  first: pl.Tile[[1, 128], pl.FP32, pl.Mem.Vec] = pl.tile.create(shape=[1, 128]{{.*}}# Vec[0x8000, +512]
+        CHECK-NEXT:  first: pl.Tile[[1, 128], pl.FP32, pl.Mem.Vec] = pl.tile.create(shape=[1, 128]{{.*}}# Vec[0xa000, +512]
         CHECK-NEXT:  pl.tile.gather_row(first, table, [0, 0], [pl.cast(pl.read(idx, [32]), dtype=pl.INDEX, mode='round'), 0], shape=[1, 128])
         CHECK-NEXT:  pl.tile.store(first, [0, 0], head)
         """,

@@ -68,7 +68,8 @@ class Buffer:
     first: int | None
     last: float | None  # half past a loop's last statement: live through all of it
     owner: str | None = None  # a loop result names the buffer of this iter_arg
-    slots: int = 1  # a pipelined loop's tile: ``slots`` buffers of size // slots side by side
+    slots: int = 1  # a slotted tile: ``slots`` buffers of size // slots side by side
+    slot_var: str | None = None  # the value that picks the slot (a pipelined loop's variable)
 
     @property
     def last_row(self) -> int | None:
@@ -131,6 +132,7 @@ def kernel_buffers(fn: Function) -> list[Buffer]:
                 last,
                 owner,
                 a.slots,
+                a.slot_var,
             )
         )
     order = list(MemorySpace)
@@ -229,7 +231,7 @@ def _chart(fn: Function, space: MemorySpace, lines: list[Line], target: Target, 
         also = [o.name for o in buffers if o.owner == b.name]
         named = f" (also {', '.join(also)}, the loop's result)" if also else ""
         if b.slots > 1:
-            named += f" ({b.slots} slots of {b.size // b.slots}, one per pipeline stage)"
+            named += f" ({b.slots} slots of {b.size // b.slots}, picked by {b.slot_var})"
         out.append(
             f'<g class="buffer" data-buffer="{esc(b.name)}" data-address="{b.address}" '
             f'data-first="{b.first}" data-last="{b.last_row}" data-kernel="{esc(fn.name)}">'
@@ -276,7 +278,7 @@ def _table(fn: Function, lines: list[Line]) -> str:
             lives, defined = f"{b.first + 1}–{(b.last_row or 0) + 1}", lines[b.first].text
         note = f" (the buffer of {b.owner}, the loop's result)" if b.owner else ""
         if b.slots > 1:
-            note += f" ({b.slots} slots, one per pipeline stage)"
+            note += f" ({b.slots} slots, picked by {b.slot_var})"
         rows.append(
             f'<tr data-buffer="{esc(b.name)}" data-kernel="{esc(fn.name)}" data-address="{b.address}">'
             f"<td><code>{esc(b.name)}</code>{esc(note)}</td><td>{b.space.name}</td>"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pypto.ir import (
     Allocation,
@@ -42,6 +42,7 @@ from pypto.ir.memory import reserved_top
 from pypto.ir.nodes import LOOP_STMTS, If, While, nested_bodies, stmt_exprs, used_vars, walk_stmts
 from pypto.ir.types import describe
 from pypto.passes.manager import PassContext
+from pypto.passes.prefetch import PREFETCHED, group_allocations, group_members, prefetched
 
 KERNEL_KINDS = (FunctionKind.AIC, FunctionKind.AIV)
 # The function attribute naming the loop variables of the pipelined loops the tiler made.
@@ -130,14 +131,16 @@ def _end_carried(live: _Liveness, loop: For | While) -> None:
 
 
 def _pipelined(loop: For | While) -> _Pipelined | None:
-    """A pipelined loop of constant start and step, whose iteration picks a slot; else None."""
+    """A pipelined loop of constant start and step, whose iteration picks a slot; else None. A
+    loop of fewer iterations than stages takes a slot per iteration."""
     if not isinstance(loop, For) or loop.kind is not LoopKind.pipeline or (loop.stage or 1) < 2:
         return None
     if not (isinstance(loop.start, Const) and isinstance(loop.step, Const)):
         return None
-    return _Pipelined(
-        loop.var.name, int(loop.start.value), int(loop.step.value), int(loop.stage or 1), loop.span
-    )
+    start, step, stages = int(loop.start.value), int(loop.step.value), int(loop.stage or 1)
+    if isinstance(loop.stop, Const) and step > 0:
+        stages = max(1, min(stages, len(range(start, int(loop.stop.value), step))))  # no idle slots
+    return _Pipelined(loop.var.name, start, step, stages, loop.span)
 
 
 def _in_ring(stmt: Assign) -> bool:
@@ -216,25 +219,57 @@ def _extend_for_loops(body: tuple[Stmt, ...], live: _Liveness) -> dict[Var, floa
 
 
 class _SpaceAllocator:
-    """First-fit placement in one space, above ``base`` bytes of reservations."""
+    """Placement in one space, above ``base`` bytes of reservations: first fit among the bytes
+    free now, or (``limit`` given) next fit: the first free bytes after the last buffer placed,
+    wrapping around below ``limit``, so that a buffer takes the bytes freed longest ago."""
 
-    def __init__(self, base: int, alignment: int) -> None:
+    def __init__(self, base: int, alignment: int, limit: int | None = None) -> None:
         self.base = base
         self.alignment = alignment
+        self.limit = limit
+        self.cursor = base
         self.blocks: list[tuple[int, int]] = []  # (offset, end), sorted
         self.peak = base
 
     def alloc(self, size: int) -> int:
         size = _align(size, self.alignment)
-        offset = self.base
-        for start, end in self.blocks:
-            if start - offset >= size:
-                break
-            offset = max(offset, _align(end, self.alignment))
+        offset = self._next_fit(size) if self.limit is not None else None
+        if offset is None:
+            offset = self._first_fit(size, self.base)
         self.blocks.append((offset, offset + size))
         self.blocks.sort()
         self.peak = max(self.peak, offset + size)
+        self.cursor = offset + size
         return offset
+
+    def claim(self, offset: int, size: int) -> bool:
+        """Take ``size`` bytes at ``offset`` if they are free."""
+        size = _align(size, self.alignment)
+        if any(lo < offset + size and offset < hi for lo, hi in self.blocks):
+            return False
+        self.blocks.append((offset, offset + size))
+        self.blocks.sort()
+        self.peak = max(self.peak, offset + size)
+        self.cursor = offset + size
+        return True
+
+    def _first_fit(self, size: int, start: int) -> int:
+        offset = start
+        for lo, hi in self.blocks:
+            if hi <= offset:
+                continue
+            if lo - offset >= size:
+                break
+            offset = max(offset, _align(hi, self.alignment))
+        return offset
+
+    def _next_fit(self, size: int) -> int | None:
+        assert self.limit is not None
+        for start in (self.cursor, self.base):
+            offset = self._first_fit(size, start)
+            if offset + size <= self.limit:
+                return offset
+        return None
 
     def free(self, offset: int) -> None:
         self.blocks = [b for b in self.blocks if b[0] != offset]
@@ -259,26 +294,42 @@ def _plan(
     target: Target,
     reservations: tuple[Reservation, ...],
     stage_cap: dict[MemorySpace, int],
+    prefetches: tuple[dict[str, Any], ...] = (),
+    reuse: frozenset[MemorySpace] = frozenset(),
 ) -> tuple[MemoryPlan, dict[tuple[int, MemorySpace], tuple[_Pipelined, int, int]]]:
-    """The plan, and per (pipelined loop, space) its loop, the stages it got and the bytes of one."""
+    """The plan, and per (pipelined loop, space) its loop, the stages it got and the bytes of one.
+    The spaces in ``reuse`` place a buffer on the first bytes free at its definition; the others
+    on the next free bytes after the buffer placed last (see :class:`_SpaceAllocator`).
+    The tiles of a load issued ahead (a group of ``prefetches``, see :mod:`pypto.passes.prefetch`)
+    share one buffer with a slot per iteration in flight, live from the first load before the
+    loop to the last use after it; the loop's stages do not replicate it again."""
     reserved: dict[MemorySpace, int] = defaultdict(int)
     for r in reservations:
         reserved[r.space] = reserved_top(reservations, r.space)
     allocators: dict[MemorySpace, _SpaceAllocator] = {}
     live = _Liveness()
     ranges = _live_ranges(body, live)
+    grouped = _group_ranges(prefetches, ranges)
     slotted: dict[Var, tuple[int, int]] = {}  # tile -> (its pipelined loop, its slots)
     staged: dict[tuple[int, MemorySpace], tuple[_Pipelined, int, int]] = {}
-    for v, loops in live.def_loops.items():
-        loop = loops[-1] if loops else None
-        if loop not in live.pipelined or v not in ranges or v in live.aliases.values():
-            continue
+    in_loop = {
+        v: loops[-1]
+        for v, loops in live.def_loops.items()
+        if loops
+        and loops[-1] in live.pipelined
+        and v in ranges
+        and v not in live.aliases.values()
+        and v.name not in grouped
+    }
+    shares = _in_place(in_loop, ranges)
+    for v, loop in in_loop.items():
         t = v.type
         assert isinstance(t, TileType) and t.memory_space is not None
         pipelined = live.pipelined[loop]
         stages = min(pipelined.stages, stage_cap.get(t.memory_space, pipelined.stages))
         before = staged.get((loop, t.memory_space), (pipelined, stages, 0))
-        staged[(loop, t.memory_space)] = (pipelined, stages, before[2] + t.nbytes)
+        added = 0 if v in shares else t.nbytes
+        staged[(loop, t.memory_space)] = (pipelined, stages, before[2] + added)
         if stages > 1:
             slotted[v] = (loop, stages)
             ranges[v] = _through_loop(live, ranges[v], loop)
@@ -291,32 +342,92 @@ def _plan(
 
     allocations: dict[str, Allocation] = {}
     for pos in sorted(set(events) | set(dying)):
+        freed: list[Allocation] = []
         for v in dying[pos]:  # operands whose last use is this op free first: the result may reuse them
-            if ranges[v][0] < pos:
+            if ranges[v][0] < pos and v not in shares:  # a tile in place: its chain's first frees
                 _release(allocators, allocations[v.name])
+                freed.append(allocations[v.name])
         for v in events[pos]:
             t = v.type
             assert isinstance(t, TileType) and t.memory_space is not None
             space = t.memory_space
             if space not in allocators:
-                allocators[space] = _SpaceAllocator(reserved[space], target.spec(space).alignment)
+                limit = None if space in reuse or space not in target.memory else target.usable(space)
+                allocators[space] = _SpaceAllocator(reserved[space], target.spec(space).alignment, limit)
             size = _align(t.nbytes, allocators[space].alignment)
-            if v in slotted:
+            group = grouped.get(v.name)
+            if group is not None:
+                offset = allocators[space].alloc(size * (len(group["ahead"]) + 1))
+                allocations.update(group_allocations(group, space, offset, size))
+            elif v in slotted and v in shares:  # in place: the slots of the tile it overwrites
+                allocations[v.name] = replace(allocations[shares[v].name], name=v.name)
+            elif v in slotted:
                 loop, slots = slotted[v]
                 p = live.pipelined[loop]
                 offset = allocators[space].alloc(size * slots)
                 allocations[v.name] = Allocation(v.name, space, offset, size, slots, p.var, p.start, p.step)
             else:
-                allocations[v.name] = Allocation(v.name, space, allocators[space].alloc(t.nbytes), size)
+                allocator = allocators[space]
+                # In place: a result takes the buffer of an operand this op reads last (a
+                # matmul_acc accumulates where it is), unless the space packs buffers first fit.
+                same = [a for a in freed if a.space is space and a.size == size and a.slots == 1]
+                if allocator.limit is not None and same and allocator.claim(same[0].offset, size):
+                    freed.remove(same[0])
+                    offset = same[0].offset
+                else:
+                    offset = allocator.alloc(t.nbytes)
+                allocations[v.name] = Allocation(v.name, space, offset, size)
         for v in events[pos]:
-            if ranges[v][1] == pos:
+            if ranges[v][1] == pos and v not in shares:
                 _release(allocators, allocations[v.name])
     for result, iter_arg in live.aliases.items():
-        allocations[result.name] = replace(allocations[iter_arg.name], name=result.name)
+        if result.name not in grouped:
+            allocations[result.name] = replace(allocations[iter_arg.name], name=result.name)
     peak = {space: a.peak for space, a in allocators.items()}
     for space, size in reserved.items():
         peak[space] = max(peak.get(space, 0), size)
     return MemoryPlan(allocations, peak, tuple(reservations)), staged
+
+
+def _in_place(in_loop: dict[Var, int], ranges: dict[Var, tuple[int, float]]) -> dict[Var, Var]:
+    """The tiles of a pipelined loop that take the slots of an operand their op reads last (of
+    the same loop, space and size): per such tile, the first tile of its chain. An elementwise
+    chain ``t = exp(x); u = t * 2`` then costs one slotted buffer per stage, not three."""
+    ending: dict[float, list[Var]] = defaultdict(list)
+    for v in in_loop:
+        ending[ranges[v][1]].append(v)
+    shares: dict[Var, Var] = {}
+    taken: set[Var] = set()
+    for v in in_loop:
+        t = v.type
+        assert isinstance(t, TileType)
+        for u in ending.get(ranges[v][0], ()):
+            o = u.type
+            assert isinstance(o, TileType)
+            same = in_loop[u] == in_loop[v] and o.memory_space is t.memory_space and o.nbytes == t.nbytes
+            if same and u not in taken and ranges[u][0] < ranges[v][0]:
+                shares[v] = shares.get(u, u)
+                taken.add(u)
+                break
+    return shares
+
+
+def _group_ranges(
+    prefetches: tuple[dict[str, Any], ...], ranges: dict[Var, tuple[int, float]]
+) -> dict[str, dict[str, Any]]:
+    """Each prefetched load's group by the names of its tiles. Its first tile stands for the
+    group's buffer: its range becomes the union of the group's ranges, the others' are dropped
+    (they are placed with it)."""
+    by_name = {v.name: v for v in ranges}
+    grouped: dict[str, dict[str, Any]] = {}
+    for group in prefetches:
+        members = [by_name[name] for name in group_members(group) if name in by_name]
+        if not members:
+            continue
+        spans = [ranges.pop(v) for v in members]
+        ranges[members[0]] = (min(a for a, _ in spans), max(b for _, b in spans))
+        grouped.update({name: group for name in group_members(group)})
+    return grouped
 
 
 def _release(allocators: dict[MemorySpace, _SpaceAllocator], alloc: Allocation) -> None:
@@ -401,7 +512,8 @@ class AllocateMemory:
 
     def allocate(self, fn: Function, target: Target) -> Function:
         reservations = tuple(fn.attrs.get("reservations", ()))
-        plan, staged = fitting_stages(fn.body, target, reservations)
+        fn = self.load_ahead(fn, target, reservations)
+        plan, staged = fitting_stages(fn.body, target, reservations, tuple(fn.attrs.get(PREFETCHED, ())))
         for space in over_budget(plan, target):
             raise budget_error(fn.name, plan, space, target, fn.span, _tiles_in(fn.body, space))
         attrs = {**fn.attrs, "memory_plan": plan}
@@ -416,15 +528,49 @@ class AllocateMemory:
             attrs["hints"] = [*fn.attrs.get("hints", ()), *hints]
         return replace(fn, attrs=attrs)
 
+    @staticmethod
+    def load_ahead(fn: Function, target: Target, reservations: tuple[Reservation, ...]) -> Function:
+        """The pipelined loops' loads issued ahead (:func:`pypto.passes.prefetch.prefetched`), as
+        far as memory allows without taking a stage from any loop."""
+        plan, staged = fitting_stages(fn.body, target, reservations)
+        if over_budget(plan, target) or not staged:
+            return fn
+        before = _stages_by_loop(staged)
+
+        def fits(body: tuple[Stmt, ...], prefetches: tuple[dict[str, Any], ...]) -> bool:
+            trial, trial_staged = fitting_stages(body, target, reservations, prefetches)
+            after = _stages_by_loop(trial_staged)
+            return not over_budget(trial, target) and all(after.get(k, n) >= n for k, n in before.items())
+
+        return prefetched(fn, target, fits)
+
+
+def _stages_by_loop(
+    staged: dict[tuple[int, MemorySpace], tuple[_Pipelined, int, int]],
+) -> dict[tuple[str, MemorySpace], int]:
+    """Per (pipelined loop's variable, space), the stages it got."""
+    return {(loop.var, space): stages for (_, space), (loop, stages, _) in staged.items()}
+
 
 def fitting_stages(
-    body: tuple[Stmt, ...], target: Target, reservations: tuple[Reservation, ...]
+    body: tuple[Stmt, ...],
+    target: Target,
+    reservations: tuple[Reservation, ...],
+    prefetches: tuple[dict[str, Any], ...] = (),
 ) -> tuple[MemoryPlan, dict[tuple[int, MemorySpace], tuple[_Pipelined, int, int]]]:
-    """The plan with as many pipeline stages as fit: a space over budget takes one stage fewer
-    per try, down to one (its buffers then shared by every iteration, as without pipelining)."""
+    """The plan with as many pipeline stages as fit. A space first places each buffer on the
+    free bytes after the buffer placed before it (wrapping around), so that it reuses the bytes
+    freed longest ago and waits for no op that has just touched them; over budget, on the first
+    free bytes; still over, it takes one stage fewer per try, down to one (its buffers then
+    shared by every iteration, as without pipelining)."""
     cap: dict[MemorySpace, int] = {}
+    reuse: set[MemorySpace] = set()
     while True:
-        plan, staged = _plan(body, target, reservations, cap)
+        plan, staged = _plan(body, target, reservations, cap, prefetches, frozenset(reuse))
+        fresh = [space for space in over_budget(plan, target) if space not in reuse]
+        if fresh:
+            reuse.update(fresh)
+            continue
         over = [
             space
             for space in over_budget(plan, target)

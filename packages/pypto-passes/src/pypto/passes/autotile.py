@@ -7,7 +7,9 @@ for the remaining blocks, all views of global memory. When even a 16-row block o
 is too wide for L0C, or a 16-row slice of the right operand too wide for L0B, the columns are
 blocked too; that needs the result to be written straight out (``out[...] = pl.matmul(...)``),
 since later vector ops would need the same column blocks. Rows are blocked later, by
-ConvertTensorToTileOps.
+ConvertTensorToTileOps. Blocks that fit L0 twice are preferred (while at least 64 deep and
+wide, and not cutting N where fitting once would not): the moves of the next K block then
+overlap this block's matmul, and a column block's matmuls the drain of the one before.
 
 The option ``k_block`` (``tile-matmul{k_block=128}``) sets the K block of every whole-tensor
 matmul with a longer K, whether or not it fits whole; the last block takes the rest of K.
@@ -49,6 +51,7 @@ from pypto.passes.options import option
 
 MIN_ROWS = 16  # the cube's block edge: the fewest rows worth a matmul
 PREFERRED_ROWS = 128  # the row block the tiler prefers
+MIN_DOUBLED_EDGE = 64  # the narrowest K or N block worth taking to fit L0 twice
 ACC_BYTES = 4  # L0C accumulates in 32 bits
 
 
@@ -64,19 +67,52 @@ def _divisors(n: int) -> list[int]:
 
 def choose_blocks(m: int, k: int, n: int, in_bytes: int, target: Target) -> MatmulBlocks | None:
     """K and N blocks whose slices fit L0A/L0B and whose result fits L0C, for a full block of
-    rows if possible (else the fewest rows worth a matmul); None when the matmul fits whole."""
+    rows if possible (else the fewest rows worth a matmul); None when the matmul fits whole.
+
+    Blocks that fit twice come first, as long as neither edge drops below ``MIN_DOUBLED_EDGE``:
+    with two of each in L0 the next K block's moves overlap this one's matmul, and the next
+    column block's matmuls overlap this one's drain."""
     left, right, acc = (target.usable(s) for s in (MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc))
+    single = largest_blocks(m, k, n, in_bytes, target)
+    if single is None:
+        return None
+    doubled = _fitting_blocks(min(m, PREFERRED_ROWS), k, n, in_bytes, left // 2, right // 2, acc // 2)
+    if doubled is None or min(doubled.kb, doubled.nb) < min(MIN_DOUBLED_EDGE, k, n):
+        return single
+    # Column blocks need the product written straight out: only where they are needed anyway.
+    return doubled if doubled.nb == single.nb or single.nb < n else single
+
+
+def largest_blocks(m: int, k: int, n: int, in_bytes: int, target: Target) -> MatmulBlocks | None:
+    """The largest K and N blocks that fit L0 once (None: the matmul fits whole)."""
+    left, right, acc = (target.usable(s) for s in (MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc))
+    return _single_blocks(m, k, n, in_bytes, left, right, acc)
+
+
+def _fitting_blocks(
+    rows: int, k: int, n: int, in_bytes: int, left: int, right: int, acc: int
+) -> MatmulBlocks | None:
+    """The widest N block, then the deepest K block, whose tiles fit these byte budgets."""
+    for nb in _divisors(n):
+        if rows * nb * ACC_BYTES > acc:
+            continue
+        fitting = [kb for kb in _divisors(k) if kb * nb * in_bytes <= right and rows * kb * in_bytes <= left]
+        if fitting:
+            return MatmulBlocks(fitting[0], nb)
+    return None
+
+
+def _single_blocks(
+    m: int, k: int, n: int, in_bytes: int, left: int, right: int, acc: int
+) -> MatmulBlocks | None:
+    """Blocks that fit L0 once, for a full block of rows if possible, else for the fewest rows
+    worth a matmul; None when the matmul fits whole."""
     for rows in dict.fromkeys((min(m, PREFERRED_ROWS), min(m, MIN_ROWS))):
         if k * n * in_bytes <= right and rows * k * in_bytes <= left and rows * n * ACC_BYTES <= acc:
             return None
-        for nb in _divisors(n):
-            if rows * nb * ACC_BYTES > acc:
-                continue
-            fitting = [
-                kb for kb in _divisors(k) if kb * nb * in_bytes <= right and rows * kb * in_bytes <= left
-            ]
-            if fitting:
-                return MatmulBlocks(fitting[0], nb)
+        blocks = _fitting_blocks(rows, k, n, in_bytes, left, right, acc)
+        if blocks is not None:
+            return blocks
     return MatmulBlocks(1, 1)
 
 
@@ -103,7 +139,9 @@ class AutoTileMatmul:
     name: ClassVar[str] = "AutoTileMatmul"
     pipeline_name: ClassVar[str] = "tile-matmul"
     k_block: int | None = option(
-        None, help="the K block of each matmul with a longer K; none: the largest that fits L0", minimum=1
+        None,
+        help="the K block of each matmul with a longer K; none: blocks that fit L0 twice, else once",
+        minimum=1,
     )
 
     def run(self, program: Program, ctx: PassContext) -> Program:
@@ -225,7 +263,7 @@ class _Blocker:
             return choose_blocks(m, k, n, in_bytes, self.target)
         blocks = forced_blocks(m, k, n, in_bytes, self.target, self.k_block)
         if blocks is not None and blocks.nb == 0:
-            fitting = choose_blocks(m, k, n, in_bytes, self.target)
+            fitting = largest_blocks(m, k, n, in_bytes, self.target)
             raise MemoryBudgetError(
                 f"pl.matmul: a K block of {blocks.kb} (tile-matmul{{k_block={self.k_block}}}) does not fit "
                 f"the cube's L0 buffers for the [{m}, {k}] @ [{k}, {n}] product",

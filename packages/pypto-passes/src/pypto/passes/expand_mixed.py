@@ -48,9 +48,7 @@ from pypto.ir.nodes import (
     While,
     nested_bodies,
     pick_carried,
-    stmt_exprs,
     used_vars,
-    walk_expr,
     walk_stmts,
     with_bodies,
 )
@@ -58,6 +56,7 @@ from pypto.ir.ops import GmAccess, Ordering, PipeAction, PipeDirection, PipeEnd,
 from pypto.ir.rewrite import NameGen, at_function, map_effect_calls
 from pypto.ir.sides import Side, call_side, first_ops_by_side, is_boundary, space_side
 from pypto.ir.valid import build_as_parsed
+from pypto.passes.gm_access import written_tensors
 from pypto.passes.manager import PassContext
 from pypto.passes.pipe_buffers import buffer_attr, kernel_rings, resolve_pipes
 from pypto.passes.vector_split import has_split_regions
@@ -216,7 +215,7 @@ class ExpandMixedKernel:
         # Pushes of partial tiles carry their run-time valid shape, as the parser builds them.
         local = NameGen.for_function(fn)
         if not splitter.explicit:
-            written = _written_tensors(fn.body)
+            written = written_tensors(fn.body)
             cube, vector = (_loads_before_pops(body, written) for body in (cube, vector))
         cube, vector = (build_as_parsed(body, local.fresh) for body in (cube, vector))
         aic = Function(names.fresh(f"{base}_aic"), fn.params, cube, FunctionKind.AIC, fn.span, aic_attrs)
@@ -232,23 +231,6 @@ class ExpandMixedKernel:
 
 
 _POPS = frozenset({op.tpop_from_aic, op.tpop_from_aiv})
-
-
-def _written_tensors(body: tuple[Stmt, ...]) -> set[Var]:
-    """The global tensors a statement of ``body`` writes (every one, if it calls a function)."""
-    written: set[Var] = set()
-    for stmt in walk_stmts(body):
-        for expr in stmt_exprs(stmt):
-            for e in walk_expr(expr):
-                if not isinstance(e, Call):
-                    continue
-                access = trait_of(e, GmAccess)
-                tensor = e.args[access.tensor] if access is not None and access.write else None
-                if isinstance(tensor, Var):
-                    written.add(tensor)
-                elif e.op == op.call:
-                    written.update(v for v in e.args if isinstance(v, Var))
-    return written
 
 
 def _loads_before_pops(body: tuple[Stmt, ...], written: set[Var]) -> tuple[Stmt, ...]:

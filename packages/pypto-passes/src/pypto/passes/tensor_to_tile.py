@@ -92,7 +92,7 @@ from pypto.ir.ops import scalar as scalar_ops
 from pypto.ir.ops import tile as tile_ops
 from pypto.ir.rewrite import NameGen, index_add, index_tuple, map_functions
 from pypto.passes.allocate import AUTO_PIPELINED
-from pypto.passes.fit import fits_alone, overruns
+from pypto.passes.fit import double_buffered, fits_alone, overruns
 from pypto.passes.manager import PassContext
 from pypto.passes.options import option
 
@@ -146,7 +146,7 @@ def _placements(call: Call) -> tuple[tuple[MemorySpace, bool], ...]:
 
 
 _VEC_ROWS = (MemorySpace.Vec, True)
-ROW_LOOP_STAGES = 2  # the row loops the pass makes are double-buffered where memory allows
+ROW_LOOP_STAGES = 4  # the row loops the pass makes are double-buffered where memory allows
 
 
 @dataclass(frozen=True)
@@ -354,6 +354,7 @@ class ConvertTensorToTileOps:
             if uneven is not None and (chosen is None or 2 * uneven.count(rows) <= chosen.count(rows)):
                 chosen = uneven
         chosen = chosen or largest  # nothing fits: the largest blocks name the overrun
+        chosen = _double_buffered_or(chosen, divisors, attempt, fn, target, beside)
         names.taken = chosen.names.taken
         return chosen
 
@@ -613,6 +614,27 @@ class Attempt:
 
     def count(self, rows: int) -> int:
         return -(-rows // self.block)
+
+
+def _double_buffered_or(
+    chosen: Attempt,
+    divisors: list[int],
+    attempt: Callable[[int], Attempt],
+    fn: Function,
+    target: Target,
+    beside: list[Stmt],
+) -> Attempt:
+    """``chosen``, or blocks of at least half its rows when only those leave room for the row
+    loop's second stage: a transfer that overlaps the compute before it is worth more than
+    blocks twice as large that wait for each other (the loop runs twice as many iterations,
+    each half as long)."""
+    if not chosen.fits or double_buffered([*beside, *chosen.lowered], fn, target):
+        return chosen
+    for block in (d for d in divisors if chosen.block // 2 <= d < chosen.block):
+        trial = attempt(block)
+        if trial.fits and double_buffered([*beside, *trial.lowered], fn, target):
+            return trial
+    return chosen
 
 
 def _largest_fitting(candidates: list[int], attempt: Callable[[int], Attempt]) -> Attempt | None:
