@@ -42,6 +42,7 @@ from pypto.ir.memory import reserved_top
 from pypto.ir.nodes import LOOP_STMTS, If, While, nested_bodies, stmt_exprs, used_vars, walk_stmts
 from pypto.ir.types import describe
 from pypto.passes.manager import PassContext
+from pypto.passes.memref import MemRefs, memref_hint
 
 KERNEL_KINDS = (FunctionKind.AIC, FunctionKind.AIV)
 # The function attribute naming the loop variables of the pipelined loops the tiler made.
@@ -267,6 +268,7 @@ def _plan(
     allocators: dict[MemorySpace, _SpaceAllocator] = {}
     live = _Liveness()
     ranges = _live_ranges(body, live)
+    refs = MemRefs(body, live, ranges)  # the pl.MemRef tiles leave `ranges`: placed by their names
     slotted: dict[Var, tuple[int, int]] = {}  # tile -> (its pipelined loop, its slots)
     staged: dict[tuple[int, MemorySpace], tuple[_Pipelined, int, int]] = {}
     for v, loops in live.def_loops.items():
@@ -290,10 +292,14 @@ def _plan(
         dying[end].append(v)
 
     allocations: dict[str, Allocation] = {}
-    for pos in sorted(set(events) | set(dying)):
+    for pos in sorted(set(events) | set(dying) | refs.positions):
         for v in dying[pos]:  # operands whose last use is this op free first: the result may reuse them
             if ranges[v][0] < pos:
                 _release(allocators, allocations[v.name])
+        refs.release(pos, allocators)
+        refs.place(
+            pos, allocators, allocations, lambda s: _SpaceAllocator(reserved[s], target.spec(s).alignment)
+        )
         for v in events[pos]:
             t = v.type
             assert isinstance(t, TileType) and t.memory_space is not None
@@ -403,7 +409,9 @@ class AllocateMemory:
         reservations = tuple(fn.attrs.get("reservations", ()))
         plan, staged = fitting_stages(fn.body, target, reservations)
         for space in over_budget(plan, target):
-            raise budget_error(fn.name, plan, space, target, fn.span, _tiles_in(fn.body, space))
+            error = budget_error(fn.name, plan, space, target, fn.span, _tiles_in(fn.body, space))
+            error.hint = memref_hint(fn.body, space) or error.hint
+            raise error
         attrs = {**fn.attrs, "memory_plan": plan}
         # The tiler's own pipelined loops take what fits; only a loop the user pipelined is told.
         compilers = set(fn.attrs.get(AUTO_PIPELINED, ()))
