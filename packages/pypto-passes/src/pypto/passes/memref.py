@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from pypto.ir import (
     Allocation,
@@ -32,15 +32,7 @@ from pypto.ir.errors import at_line
 from pypto.ir.nodes import walk_stmts
 
 if TYPE_CHECKING:
-    from pypto.passes.allocate import _Liveness
-
-
-class _Allocator(Protocol):
-    alignment: int
-
-    def alloc(self, size: int) -> int: ...
-
-    def free(self, offset: int) -> None: ...
+    from pypto.passes.allocate import _Liveness, _SpaceAllocator
 
 
 @dataclass
@@ -120,7 +112,7 @@ class MemRefs:
             )
         return group
 
-    def release(self, pos: float, allocators: dict[MemorySpace, _Allocator]) -> None:
+    def release(self, pos: float, allocators: dict[MemorySpace, _SpaceAllocator]) -> None:
         """Free the allocations whose range ends at ``pos`` (started before it)."""
         for group in self.groups.values():
             if group.end == pos and group.start < pos and group.base is not None:
@@ -129,9 +121,9 @@ class MemRefs:
     def place(
         self,
         pos: float,
-        allocators: dict[MemorySpace, _Allocator],
+        allocators: dict[MemorySpace, _SpaceAllocator],
         allocations: dict[str, Allocation],
-        new_allocator: Callable[[MemorySpace], _Allocator],
+        new_allocator: Callable[[MemorySpace], _SpaceAllocator],
     ) -> None:
         """Place the allocations whose range starts at ``pos``, and their tiles in their slots."""
         for group in self.groups.values():

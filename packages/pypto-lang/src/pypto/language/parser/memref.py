@@ -38,7 +38,7 @@ def _forms(ref: MemRef) -> str:
 
 def memref_slot(parser: ExprParser, ref: MemRef, node: ast.expr) -> MemRefSlot:
     """The slot ``ref[node]`` names; an index of another form is a ``MemRefError`` at ``node``."""
-    written = ast.unparse(node)
+    written = _written(parser, node)
     modulus: int | None = None
     inner = node
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
@@ -65,6 +65,15 @@ def memref_slot(parser: ExprParser, ref: MemRef, node: ast.expr) -> MemRefSlot:
     return MemRefSlot(ref.name, ref.slots, form.var, scale, shift)
 
 
+def _written(parser: ExprParser, node: ast.expr) -> str:
+    """The index as the user wrote it (parentheses kept), else as Python reads it."""
+    span = parser.span(node)
+    line = span.source_line()
+    if line and span.end_col is not None and span.end_col > span.col:
+        return line[span.col : span.end_col]
+    return ast.unparse(node)
+
+
 def _affine(parser: ExprParser, ref: MemRef, node: ast.expr, written: str) -> _Affine:
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
         lhs, rhs = _affine(parser, ref, node.left, written), _affine(parser, ref, node.right, written)
@@ -86,8 +95,9 @@ def _affine(parser: ExprParser, ref: MemRef, node: ast.expr, written: str) -> _A
     if isinstance(node, ast.BinOp):
         raise _not_affine(parser, ref, node, written, f"{ast.unparse(node)} is not a sum of multiples")
     value = parser.expr(node)
-    if is_number(value) and isinstance(number(value), int) and not isinstance(number(value), bool):
-        return _Affine(None, 0, number(value))
+    plain = number(value) if is_number(value) else None
+    if isinstance(plain, int) and not isinstance(plain, bool):
+        return _Affine(None, 0, plain)
     if isinstance(value, Var) and isinstance(value.type, ScalarType) and value.type.dtype.is_integer:
         return _Affine(value, 1, 0)
     what = describe_value(value) if isinstance(value, Expr) else repr(value)
