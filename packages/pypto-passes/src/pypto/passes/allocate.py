@@ -298,7 +298,9 @@ def _plan(
                 _release(allocators, allocations[v.name])
         refs.release(pos, allocators)
         refs.place(
-            pos, allocators, allocations, lambda s: _SpaceAllocator(reserved[s], target.spec(s).alignment)
+            pos,
+            allocations,
+            lambda s: allocators.setdefault(s, _SpaceAllocator(reserved[s], target.spec(s).alignment)),
         )
         for v in events[pos]:
             t = v.type

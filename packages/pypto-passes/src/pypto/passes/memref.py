@@ -12,9 +12,9 @@ the allocation is never shared with another tile while it is live.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pypto.ir import (
     Allocation,
@@ -31,8 +31,23 @@ from pypto.ir import (
 from pypto.ir.errors import at_line
 from pypto.ir.nodes import walk_stmts
 
-if TYPE_CHECKING:
-    from pypto.passes.allocate import _Liveness, _SpaceAllocator
+
+class _Liveness(Protocol):
+    """What the allocator's liveness tells: the loops around each tile's definition (by their
+    statement positions) and where each loop ends."""
+
+    def_loops: dict[Var, tuple[int, ...]]
+    loop_end: dict[int, int]
+
+
+class _Allocator(Protocol):
+    """The allocator's first-fit placement in one space."""
+
+    alignment: int
+
+    def alloc(self, size: int) -> int: ...
+
+    def free(self, offset: int) -> None: ...
 
 
 @dataclass
@@ -112,7 +127,7 @@ class MemRefs:
             )
         return group
 
-    def release(self, pos: float, allocators: dict[MemorySpace, _SpaceAllocator]) -> None:
+    def release(self, pos: float, allocators: Mapping[MemorySpace, _Allocator]) -> None:
         """Free the allocations whose range ends at ``pos`` (started before it)."""
         for group in self.groups.values():
             if group.end == pos and group.start < pos and group.base is not None:
@@ -121,17 +136,15 @@ class MemRefs:
     def place(
         self,
         pos: float,
-        allocators: dict[MemorySpace, _SpaceAllocator],
         allocations: dict[str, Allocation],
-        new_allocator: Callable[[MemorySpace], _SpaceAllocator],
+        allocator_of: Callable[[MemorySpace], _Allocator],
     ) -> None:
-        """Place the allocations whose range starts at ``pos``, and their tiles in their slots."""
+        """Place the allocations whose range starts at ``pos``, and their tiles in their slots
+        (``allocator_of(space)`` is the space's allocator, made if need be)."""
         for group in self.groups.values():
             if group.start != pos:
                 continue
-            if group.space not in allocators:
-                allocators[group.space] = new_allocator(group.space)
-            allocator = allocators[group.space]
+            allocator = allocator_of(group.space)
             size = -(-group.nbytes // allocator.alignment) * allocator.alignment
             group.base = allocator.alloc(size * group.slots)
             for var, slot in group.tiles:

@@ -12,14 +12,20 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from pypto.ir import Expr, MemRefError, MemRefSlot, ScalarType, Var
+from pypto.ir import Expr, MemRefError, MemRefSlot, ScalarType, SourceSpan, Var
 from pypto.language.annotations import MemRef, constant_slot
 from pypto.language.parser.values import describe_value, is_number, number
 
-if TYPE_CHECKING:
-    from pypto.language.parser.exprs import ExprParser
+
+class ExprParser(Protocol):
+    """What reading an index needs of the expression parser: values of names and constants,
+    and spans."""
+
+    def expr(self, node: ast.expr) -> Any: ...
+
+    def span(self, node: ast.AST) -> SourceSpan: ...
 
 
 @dataclass(frozen=True)
