@@ -73,8 +73,11 @@ def branchy(a: X, b: X, out: pl.Out[X]):
         for i in pl.range(4):
             if i < 2:
                 out[i * 16 : i * 16 + 16, :] = pl.load(a, [i * 16, 0], [16, 64])
-            else:
-                out[i * 16 : i * 16 + 16, :] = pl.load(b, [i * 16, 0], [16, 64])
+            else:  # a tile placed by hand: a MemRefSlot on its Assign
+                t: pl.Tile[[16, 64], pl.FP32, pl.MemRef("ub", slots=2)[i % 2], pl.Mem.Vec] = pl.load(
+                    b, [i * 16, 0], [16, 64]
+                )
+                out[i * 16 : i * 16 + 16, :] = t
     return out
 
 

@@ -100,7 +100,7 @@ class _Role(Enum):
 # them (an Assign's value before its target; a loop's yields after its body). A field missing
 # here is not compared: a test checks the table covers every field but the spans.
 _FIELDS: dict[type, tuple[tuple[str, _Role], ...]] = {
-    Assign: (("value", _Role.EXPR), ("target", _Role.BIND)),
+    Assign: (("value", _Role.EXPR), ("target", _Role.BIND), ("memref", _Role.VALUE)),
     Eval: (("value", _Role.EXPR),),
     Return: (("values", _Role.EXPRS),),
     For: (

@@ -145,6 +145,11 @@ class MemoryBudgetError(PyptoError, ValueError):
     """An on-chip memory space is over its platform limit."""
 
 
+class MemRefError(PyptoError, ValueError):
+    """A ``pl.MemRef`` placement that cannot be honoured: a bad index, slots that differ between
+    the tiles of one name, or tiles of different memory spaces under one name."""
+
+
 class UnsupportedDtypeError(PyptoError, TypeError):
     """A torch tensor of a dtype PyPTO has no mapping for was passed in."""
 

@@ -15,9 +15,10 @@ class Allocation:
     """One tile buffer: ``size`` bytes at byte ``offset`` of ``space`` in its core's memory.
 
     A *slotted* buffer (``slots`` > 1) is ``slots`` buffers of ``size`` bytes side by side; the tile
-    takes slot ``((slot_var - slot_start) // slot_step) % slots``, ``slot_var`` a scalar of the
-    kernel (a pipelined loop's variable, or the index of a ``pl.MemRef``): successive iterations
-    fill different buffers, so a transfer into one overlaps the compute reading another.
+    takes slot ``(slot_scale * ((slot_var - slot_start) // slot_step) + slot_shift) % slots``,
+    ``slot_var`` a scalar of the kernel (a pipelined loop's variable, or the loop variable of a
+    ``pl.MemRef`` index such as ``(2 * i + 1) % 4``): successive iterations fill different
+    buffers, so a transfer into one overlaps the compute reading another.
     """
 
     name: str
@@ -28,6 +29,8 @@ class Allocation:
     slot_var: str | None = None
     slot_start: int = 0
     slot_step: int = 1
+    slot_scale: int = 1
+    slot_shift: int = 0
 
     @property
     def end(self) -> int:
@@ -37,7 +40,8 @@ class Allocation:
         """The byte offset of the slot the tile takes when ``slot_var`` holds ``value``."""
         if self.slots == 1:
             return self.offset
-        return self.offset + ((value - self.slot_start) // self.slot_step) % self.slots * self.size
+        count = (value - self.slot_start) // self.slot_step
+        return self.offset + (self.slot_scale * count + self.slot_shift) % self.slots * self.size
 
 
 @dataclass(frozen=True)
@@ -101,7 +105,8 @@ class MemoryPlan:
         reservations: tuple[Reservation, ...] | list[Reservation] = (),
     ) -> MemoryPlan:
         """The plan the printer writes: ``{tile: (space, offset, size)}`` (a slotted buffer adds
-        ``slots, slot_var, slot_start, slot_step``), the peaks, the windows."""
+        ``slots, slot_var, slot_start, slot_step``, and ``slot_scale, slot_shift`` when they are
+        not 1 and 0), the peaks, the windows."""
         allocations = {name: Allocation(name, *where) for name, where in placements.items()}
         return cls(allocations, dict(peak), tuple(reservations))
 

@@ -93,11 +93,43 @@ class Stmt:
     span: SourceSpan | None
 
 
+@dataclass(frozen=True)
+class MemRefSlot:
+    """Where the user placed a tile with ``pl.MemRef(name, slots=n)[index]``: slot ``index`` of
+    the allocation ``name``, ``slots`` equal slots side by side. The index is ``shift`` when
+    ``var`` is None, else ``(scale * var + shift) % slots`` with ``var`` a loop variable (kept
+    normalized: ``0 <= scale, shift < slots``, ``scale`` not 0)."""
+
+    name: str
+    slots: int
+    var: Var | None = None
+    scale: int = 1
+    shift: int = 0
+
+    def index_text(self, name_of: Callable[[Var], str] | None = None) -> str:
+        """The index as the DSL writes it: ``1``, ``i % 2``, ``(2 * i + 1) % 4``."""
+        if self.var is None:
+            return str(self.shift)
+        term = (name_of or (lambda v: v.name))(self.var)
+        if self.scale != 1:
+            term = f"{self.scale} * {term}"
+        if self.shift:
+            term = f"{term} + {self.shift}"
+        return f"({term}) % {self.slots}" if self.scale != 1 or self.shift else f"{term} % {self.slots}"
+
+    def slot(self, value: int) -> int:
+        """The slot the tile takes when ``var`` holds ``value``."""
+        return self.shift if self.var is None else (self.scale * value + self.shift) % self.slots
+
+
 @dataclass(frozen=True, eq=False)
 class Assign(Stmt):
+    """``target = value``; ``memref`` is the slot of a ``pl.MemRef`` the user placed the tile in."""
+
     target: Var
     value: Expr
     span: SourceSpan | None = None
+    memref: MemRefSlot | None = None
 
 
 @dataclass(frozen=True, eq=False)

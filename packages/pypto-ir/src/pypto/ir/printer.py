@@ -42,6 +42,7 @@ from pypto.ir.nodes import (
     Function,
     FunctionKind,
     If,
+    MemRefSlot,
     ParamRef,
     Program,
     Return,
@@ -133,6 +134,8 @@ def _placement(a: Allocation) -> str:
     where = f"{format_value(a.space)}, {a.offset:#x}, {a.size}"
     if a.slots > 1:
         where += f", {a.slots}, {a.slot_var!r}, {a.slot_start}, {a.slot_step}"
+        if a.slot_scale != 1 or a.slot_shift:
+            where += f", {a.slot_scale}, {a.slot_shift}"
     return f"({where})"
 
 
@@ -155,13 +158,17 @@ def _carried_names(exprs: tuple[Expr, ...], name_of: Namer) -> str:
     return text + "," if len(exprs) == 1 else text
 
 
-def format_type(t: Type) -> str:
+def format_type(t: Type, memref: MemRefSlot | None = None, name_of: Namer = _plain) -> str:
+    """A type as an annotation; ``memref`` is the ``pl.MemRef`` slot of a tile's assignment."""
     if isinstance(t, TensorType):
         for dim in t.shape:
             if isinstance(dim, DynDim):
                 _dyn_dim(dim)
     if isinstance(t, TileType):
         parts = [str(list(t.shape)), f"pl.{t.dtype.name}"]
+        if memref is not None:
+            slots = f", slots={memref.slots}" if memref.slots != 1 else ""
+            parts.append(f"pl.MemRef({memref.name!r}{slots})[{memref.index_text(name_of)}]")
         if t.memory_space is not None:
             parts.append(f"pl.Mem.{t.memory_space.name}")
         if t.valid_shape is not None and tuple(t.valid_shape) != tuple(t.shape):
@@ -386,7 +393,8 @@ class _Printer:
 
     def stmt(self, s: Stmt, depth: int) -> None:
         if isinstance(s, Assign):
-            text = f"{self.name(s.target)}: {format_type(s.target.type)} = {self.expr(s.value)}"
+            annotation = format_type(s.target.type, s.memref, self.name)
+            text = f"{self.name(s.target)}: {annotation} = {self.expr(s.value)}"
             self.emit(depth, text + self.note(s.target))
         elif isinstance(s, Eval):
             self.emit(depth, self.expr(s.value))
@@ -446,6 +454,8 @@ class _Printer:
         alloc = self.plan.of(var.name) if self.plan is not None else None
         if alloc is not None:
             slots = f" x {alloc.slots} slots by {alloc.slot_var}" if alloc.slots > 1 else ""
+            if alloc.slots > 1 and (alloc.slot_scale != 1 or alloc.slot_shift):
+                slots += f" (scaled by {alloc.slot_scale}, shifted by {alloc.slot_shift})"
             notes.append(f"{alloc.space.name}[{alloc.offset:#x}, +{alloc.size}]{slots}")
         return f"  # {', '.join(notes)}" if notes else ""
 

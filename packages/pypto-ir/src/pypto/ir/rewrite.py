@@ -20,6 +20,7 @@ from pypto.ir.nodes import (
     Function,
     FunctionKind,
     If,
+    MemRefSlot,
     Program,
     Return,
     ScopeStmt,
@@ -117,7 +118,7 @@ def substitute_body(body: tuple[Stmt, ...], mapping: dict[Var, Expr]) -> tuple[S
             if value.type != target.type:
                 target = replace(target, type=value.type)
                 mapping[stmt.target] = target
-            out.append(replace(stmt, target=target, value=value))
+            out.append(replace(stmt, target=target, value=value, memref=_substitute_memref(stmt, mapping)))
         elif isinstance(stmt, Eval):
             out.append(replace(stmt, value=substitute_expr(stmt.value, mapping)))
         elif isinstance(stmt, (Return, Break, Continue)):
@@ -131,6 +132,20 @@ def substitute_body(body: tuple[Stmt, ...], mapping: dict[Var, Expr]) -> tuple[S
         else:
             out.append(stmt)
     return tuple(out)
+
+
+def _substitute_memref(stmt: Assign, mapping: Mapping[Var, Expr]) -> MemRefSlot | None:
+    """The ``pl.MemRef`` slot of ``stmt`` over the substituted loop variable: renamed along with
+    it, or a fixed slot when the variable becomes a constant."""
+    slot = stmt.memref
+    new = mapping.get(slot.var) if slot is not None and slot.var is not None else None
+    if slot is None or new is None:
+        return slot
+    if isinstance(new, Var):
+        return replace(slot, var=new)
+    if isinstance(new, Const) and isinstance(new.value, int):
+        return replace(slot, var=None, scale=1, shift=slot.slot(new.value))
+    return slot
 
 
 def _substitute_loop(loop: For | While, mapping: dict[Var, Expr]) -> For | While:

@@ -21,6 +21,7 @@ an odd extent, the last block of a dynamic one) or pushes them builds those ops 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 from pypto.ir.nodes import Assign, Call, Const, Eval, Expr, Stmt, TupleExpr, Var, nested_bodies, with_bodies
 from pypto.ir.ops import GmAccess, KeepsValid, PipeAction, PipeEnd, Reduction, SetsValid, get_op, make_call
@@ -94,7 +95,7 @@ class _AsParsed:
             if isinstance(stmt, Assign) and isinstance(stmt.value, Call):
                 value = self.padded(stmt.value, out)
                 if value is not stmt.value:
-                    stmt = Assign(stmt.target, value, stmt.span)
+                    stmt = replace(stmt, value=value)
                 known = result_valid(value, self.valid)
                 if known is not None:
                     self.valid[stmt.target] = known

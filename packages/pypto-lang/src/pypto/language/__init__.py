@@ -8,7 +8,7 @@
 ...     return out
 """
 
-from pypto.ir import AtomicType, CastMode, DataType, Level, MemorySpace, PadValue, SplitMode
+from pypto.ir import AtomicType, CastMode, DataType, Level, MemorySpace, MemRefError, PadValue, SplitMode
 from pypto.ir import FunctionKind as FunctionType
 from pypto.ir.memory import Allocation, MemoryPlan, Reservation
 from pypto.language import advice as _advice  # noqa: F401  (registers the DSL wording of the type rules' hints)
@@ -16,6 +16,7 @@ from pypto.language.annotations import (
     TASK_ID,
     Array,
     InOut,
+    MemRef,
     Out,
     Scalar,
     TaskId,
@@ -104,6 +105,8 @@ __all__ = [
     "KernelOnlyError",
     "Level",
     "Mem",
+    "MemRef",
+    "MemRefError",
     "MemoryPlan",
     "MemorySpace",
     "Out",

@@ -13,7 +13,17 @@ from dataclasses import dataclass, replace
 from math import prod
 from typing import Any, cast
 
-from pypto.ir import DataType, Direction, DynDim, MemorySpace, ParseError, PyptoError, SourceSpan
+from pypto.ir import (
+    DataType,
+    Direction,
+    DynDim,
+    MemorySpace,
+    MemRefError,
+    MemRefSlot,
+    ParseError,
+    PyptoError,
+    SourceSpan,
+)
 from pypto.ir.tracebacks import frame_span, is_internal, raise_at_user_line
 
 
@@ -48,14 +58,65 @@ class TileView:
 
 
 @dataclass(frozen=True)
+class MemRef:
+    """``pl.MemRef("ub", slots=2)``: one allocation of ``slots`` equal slots that tiles are placed
+    in by hand. Indexed in a tile annotation, ``pl.Tile[[64, 128], pl.FP32,
+    pl.MemRef("ub", slots=2)[i % 2], pl.Mem.Vec]``, it puts the tile in the slot the index picks:
+    a constant, or an affine form of one loop variable modulo ``slots`` (``i % 2``,
+    ``(i + 1) % 2``, ``(2 * i) % 4``; ``i`` alone is taken modulo ``slots`` too). Every tile
+    annotated with the same name shares the allocation; a slot is as large as the largest of them.
+    """
+
+    name: str
+    slots: int = 1
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise MemRefError(
+                f"pl.MemRef takes the allocation's name as a string, got {self.name!r}",
+                hint='write pl.MemRef("ub", slots=2): tiles annotated with one name share its slots',
+            )
+        if not isinstance(self.slots, int) or isinstance(self.slots, bool) or self.slots < 1:
+            raise MemRefError(
+                f"pl.MemRef slots must be a positive int, got {self.slots!r}",
+                hint=f'write pl.MemRef("{self.name}", slots=2): the number of equal slots of the allocation',
+            )
+
+    def __getitem__(self, index: Any) -> MemRefSlot:
+        """A constant slot: ``pl.MemRef("ub", slots=2)[1]`` (a loop variable's index is read by
+        the kernel parser, which sees the loop)."""
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise MemRefError(
+                f"pl.MemRef({self.name!r}) index must be a constant or a loop variable's affine form, "
+                f"got {index!r}",
+                hint=f"index it inside a kernel: pl.MemRef({self.name!r}, slots={self.slots})[i % "
+                f"{self.slots}], or with a slot number from 0 to {self.slots - 1}",
+            )
+        return constant_slot(self, index)
+
+
+def constant_slot(ref: MemRef, index: int) -> MemRefSlot:
+    """Slot ``index`` of ``ref``; out of range is a ``MemRefError``."""
+    if not 0 <= index < ref.slots:
+        raise MemRefError(
+            f"pl.MemRef({ref.name!r}, slots={ref.slots}) has no slot {index}",
+            hint=f"pick a slot from 0 to {ref.slots - 1}, or give the allocation more slots "
+            f"(slots={index + 1})",
+        )
+    return MemRefSlot(ref.name, ref.slots, None, 1, index)
+
+
+@dataclass(frozen=True)
 class TileSpec:
     """An on-chip tile annotation, used on annotated assignments inside scopes; without a memory
-    space it matches a tile in any space. ``view`` is a ``pl.TileView`` item, if written."""
+    space it matches a tile in any space. ``view`` is a ``pl.TileView`` item, if written;
+    ``memref`` the ``pl.MemRef(...)[index]`` slot the tile is placed in, if written."""
 
     shape: tuple[int, ...]
     dtype: DataType
     memory_space: MemorySpace | None = None
     view: TileView | None = None
+    memref: MemRefSlot | None = None
 
     def valid_shape(self) -> tuple[int, ...] | None:
         """The valid shape the annotation states: None when the whole tile is valid."""
@@ -202,20 +263,30 @@ class Tile:
 
     @_at_annotation
     def __class_getitem__(cls, item: Any) -> TileSpec:
-        items = _items(item, "pl.Tile", (2, 3, 4))
+        items = _items(item, "pl.Tile", (2, 3, 4, 5))
         view = items[-1] if len(items) > 2 and isinstance(items[-1], TileView) else None
-        rest = items[2 : len(items) - (view is not None)]
+        rest = list(items[2 : len(items) - (view is not None)])
+        memref = next((r for r in rest if isinstance(r, (MemRefSlot, MemRef))), None)
+        if memref is not None:
+            rest.remove(memref)
+        if isinstance(memref, MemRef):
+            raise MemRefError(
+                f"pl.MemRef({memref.name!r}) in a tile annotation needs an index: the slot the tile takes",
+                hint=f"write pl.MemRef({memref.name!r}, slots={memref.slots})[i % {memref.slots}] for "
+                "a slot per iteration of loop i, or [0] for a fixed one",
+            )
         memory = rest[0] if rest else None
         if len(rest) > 1 or (memory is not None and not isinstance(memory, MemorySpace)):
             raise ParseError(
                 f"pl.Tile memory space must be a pl.Mem member, got {memory!r}",
                 hint="write pl.Tile[[64, 64], pl.FP32, pl.Mem.Vec] (or Mat, Left, Right, Acc, Bias), "
-                "optionally followed by pl.TileView(valid_shape=[...])",
+                'optionally with pl.MemRef("ub", slots=2)[i % 2] before the space and '
+                "pl.TileView(valid_shape=[...]) last",
             )
         shape = _static_shape(items[0], "pl.Tile")
         if view is not None:
             check_view(view, shape)
-        return TileSpec(shape, _dtype(items[1], "pl.Tile"), memory, view)
+        return TileSpec(shape, _dtype(items[1], "pl.Tile"), memory, view, memref)
 
 
 def check_view(view: TileView, shape: tuple[int, ...]) -> None:

@@ -42,6 +42,7 @@ from pypto.ir.memory import reserved_top
 from pypto.ir.nodes import LOOP_STMTS, If, While, nested_bodies, stmt_exprs, used_vars, walk_stmts
 from pypto.ir.types import describe
 from pypto.passes.manager import PassContext
+from pypto.passes.memref import MemRefs, memref_hint
 from pypto.passes.prefetch import PREFETCHED, group_allocations, group_members, prefetched
 
 KERNEL_KINDS = (FunctionKind.AIC, FunctionKind.AIV)
@@ -309,6 +310,7 @@ def _plan(
     allocators: dict[MemorySpace, _SpaceAllocator] = {}
     live = _Liveness()
     ranges = _live_ranges(body, live)
+    refs = MemRefs(body, live, ranges)  # the pl.MemRef tiles leave `ranges`: placed by their names
     grouped = _group_ranges(prefetches, ranges)
     slotted: dict[Var, tuple[int, int]] = {}  # tile -> (its pipelined loop, its slots)
     staged: dict[tuple[int, MemorySpace], tuple[_Pipelined, int, int]] = {}
@@ -341,19 +343,26 @@ def _plan(
         dying[end].append(v)
 
     allocations: dict[str, Allocation] = {}
-    for pos in sorted(set(events) | set(dying)):
+
+    def allocator_of(space: MemorySpace) -> _SpaceAllocator:
+        if space not in allocators:
+            limit = None if space in reuse or space not in target.memory else target.usable(space)
+            allocators[space] = _SpaceAllocator(reserved[space], target.spec(space).alignment, limit)
+        return allocators[space]
+
+    for pos in sorted(set(events) | set(dying) | refs.positions):
         freed: list[Allocation] = []
         for v in dying[pos]:  # operands whose last use is this op free first: the result may reuse them
             if ranges[v][0] < pos and v not in shares:  # a tile in place: its chain's first frees
                 _release(allocators, allocations[v.name])
                 freed.append(allocations[v.name])
+        refs.release(pos, allocators)
+        refs.place(pos, allocations, allocator_of)
         for v in events[pos]:
             t = v.type
             assert isinstance(t, TileType) and t.memory_space is not None
             space = t.memory_space
-            if space not in allocators:
-                limit = None if space in reuse or space not in target.memory else target.usable(space)
-                allocators[space] = _SpaceAllocator(reserved[space], target.spec(space).alignment, limit)
+            allocator_of(space)
             size = _align(t.nbytes, allocators[space].alignment)
             group = grouped.get(v.name)
             if group is not None:
@@ -515,7 +524,9 @@ class AllocateMemory:
         fn = self.load_ahead(fn, target, reservations)
         plan, staged = fitting_stages(fn.body, target, reservations, tuple(fn.attrs.get(PREFETCHED, ())))
         for space in over_budget(plan, target):
-            raise budget_error(fn.name, plan, space, target, fn.span, _tiles_in(fn.body, space))
+            error = budget_error(fn.name, plan, space, target, fn.span, _tiles_in(fn.body, space))
+            error.hint = memref_hint(fn.body, space) or error.hint
+            raise error
         attrs = {**fn.attrs, "memory_plan": plan}
         # The tiler's own pipelined loops take what fits; only a loop the user pipelined is told.
         compilers = set(fn.attrs.get(AUTO_PIPELINED, ()))

@@ -139,6 +139,8 @@ def _prefetchable(stmt: Stmt, loop: For, inside: set[Var], written: set[Var]) ->
     """A plain load of a tensor nobody writes, at offsets of the loop variable and outer values."""
     if not (isinstance(stmt, Assign) and isinstance(stmt.value, Call) and stmt.value.op == tile.load):
         return False
+    if stmt.memref is not None:
+        return False  # placed by hand in a pl.MemRef slot
     if not isinstance(stmt.target.type, TileType) or stmt.target in loop.yields:
         return False
     access = trait_of(stmt.value, GmAccess)

@@ -301,7 +301,7 @@ class _Splitter:
     def bind(self, old: Var, value: Call, stmt: Assign) -> Assign:
         target = Var(old.name, value.type, old.span)
         self.mapping[old] = target
-        return Assign(target, value, stmt.span)
+        return replace(stmt, target=target, value=value)  # a pl.MemRef placement stays
 
     def call(self, call: Call, name: str | None) -> Call:
         """``call`` on one lane's share; ``name`` is the variable it assigns (None for an Eval)."""

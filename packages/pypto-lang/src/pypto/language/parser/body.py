@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from pypto.ir import Assign, Call, Expr, SourceSpan, Stmt, TupleExpr, Var, get_op, make_call
+from pypto.ir import Assign, Call, Expr, MemRefSlot, SourceSpan, Stmt, TupleExpr, Var, get_op, make_call
 from pypto.ir.ops import Level, op
 from pypto.language.parser.env import Namer
 from pypto.language.parser.regions import ScopeRegions
@@ -115,10 +115,13 @@ class BodyBuilder:
         finally:
             self.regions = None
 
-    def assign(self, name: str, value: Expr, span: SourceSpan | None) -> Var:
-        """Emit ``name = value`` under a fresh unique name; returns the new variable."""
+    def assign(
+        self, name: str, value: Expr, span: SourceSpan | None, memref: MemRefSlot | None = None
+    ) -> Var:
+        """Emit ``name = value`` under a fresh unique name (placed in the ``pl.MemRef`` slot
+        ``memref``, if given); returns the new variable."""
         var = Var(self.namer.fresh(name), value.type, span)
-        self.emit(Assign(var, value, span))
+        self.emit(Assign(var, value, span, memref))
         if value in self.valid:
             self.valid[var] = self.valid[value]
         if self.regions is not None:

@@ -35,6 +35,7 @@ from pypto.language.parser.arith import scalar_binary
 from pypto.language.parser.body import BodyBuilder
 from pypto.language.parser.crosscore import TensorShard
 from pypto.language.parser.env import FRAME_NAMES, Env
+from pypto.language.parser.memref import memref_slot
 from pypto.language.parser.opcall import OpContext
 from pypto.language.parser.ops import build_op
 from pypto.language.parser.raw import build_raw, raw_spec
@@ -232,6 +233,7 @@ COMPILE_TIME_FUNCTIONS: frozenset[Any] = frozenset(
     {len, min, max, abs, int, float, bool, split, cross_core_slot}
     | {available_cluster_count, available_aiv_count}  # the chip's counts (pypto.language.device)
     | {ann.TileView}  # a tile annotation's view: pl.Tile[..., pl.TileView(valid_shape=[r, c])]
+    | {ann.MemRef}  # a hand-placed tile's allocation: pl.Tile[..., pl.MemRef("ub", slots=2)[i % 2]]
 )
 # Methods of compile-time values called at parse time: ``x.dtype.get_byte()``.
 COMPILE_TIME_METHODS: frozenset[Any] = frozenset({DataType.get_byte})
@@ -478,6 +480,8 @@ class ExprParser:
         base = self.expr(node.value)
         if isinstance(base, Expr):
             return self.region_read(base, node)
+        if isinstance(base, ann.MemRef):
+            return memref_slot(self, base, node.slice)
         key = self.subscript_key(node.slice)
         if isinstance(base, type) and issubclass(base, ANNOTATION_CLASSES):
             try:

@@ -24,6 +24,8 @@ from pypto.ir import (
     For,
     If,
     LoopKind,
+    MemRefError,
+    MemRefSlot,
     ParseError,
     Return,
     ScalarType,
@@ -45,6 +47,7 @@ from pypto.language.builtins import Builtin
 from pypto.language.parser.body import BodyBuilder
 from pypto.language.parser.env import Env
 from pypto.language.parser.exprs import OPERATORS, TARGETS, KernelCalls, construct, rank_hint, slice_hint
+from pypto.language.parser.memref import check_loop_variable
 from pypto.language.parser.ops import build_op
 from pypto.language.parser.regions import REGION_FORM
 from pypto.language.parser.resolve import GlobalNames
@@ -160,6 +163,8 @@ class LoopFrame:
     iter_args: list[Var]
     depth: int  # loops, scopes and regions open around its body (ifs aside)
     jumps: list[Break | Continue] = field(default_factory=list)
+    var: Var | None = None  # a pl.range-like loop's variable
+    on_device: bool = False  # the loop runs on a core (inside a pl.at scope or an incore body)
 
 
 @dataclass(frozen=True)
@@ -270,7 +275,23 @@ class StmtParser(ScopeParser):
             )
         spec = evaluate_annotation(self.kernel, node.annotation, self.env)
         value = self.checked(spec, self.expr(node.value), node)
-        self.bind_name(node.target.id, value, node.target)
+        memref = spec.memref if isinstance(spec, TileSpec) else None
+        if memref is not None:
+            self.check_memref(memref, value, node)
+        self.bind_name(node.target.id, value, node.target, memref)
+
+    def check_memref(self, slot: MemRefSlot, value: Any, node: ast.AnnAssign) -> None:
+        """A ``pl.MemRef`` places the tile an op computes, by a constant or a loop's variable."""
+        loops = [f.var for f in self.loops if f.var is not None and f.on_device == self.body.on_device]
+        check_loop_variable(slot, loops, node.annotation, self)
+        if not isinstance(value, Call):
+            raise MemRefError(
+                f"pl.MemRef({slot.name!r}) places the tile an op computes, but "
+                f"'{ast.unparse(node.target)}' names {describe_value(value)} computed before",
+                self.span(node),
+                "annotate the assignment where the tile is computed, e.g. t: pl.Tile[..., "
+                f"pl.MemRef({slot.name!r}, slots={slot.slots})[...], pl.Mem.Vec] = pl.load(...)",
+            )
 
     def visit_Assert(self, node: ast.Assert) -> None:
         if not self.constant(node.test, "an assert condition"):
@@ -449,7 +470,7 @@ class StmtParser(ScopeParser):
         for elt, item in zip(target.elts, value, strict=True):
             self.assign(elt, item)
 
-    def bind_name(self, name: str, value: Any, node: ast.AST) -> None:
+    def bind_name(self, name: str, value: Any, node: ast.AST, memref: MemRefSlot | None = None) -> None:
         """``name = value``: an op result gets a fresh unique variable; other values are aliased.
 
         Binding a name to the value it already names (``rows = pl.gather_row(rows, ...)``,
@@ -472,7 +493,7 @@ class StmtParser(ScopeParser):
                 span.line,
             )
         if isinstance(value, Call):
-            value = self.body.assign(name, value, span)
+            value = self.body.assign(name, value, span, memref)
         self.env.bind(name, value, span)
 
     def write_element(self, target: ast.Subscript, array: Expr, value: Any) -> None:
@@ -822,6 +843,7 @@ class StmtParser(ScopeParser):
         ``before`` runs first in the body's frame (a while loop's condition)."""
         self.nesting += 1
         frame.depth = self.nesting - self.open_ifs
+        frame.var, frame.on_device = var, self.body.on_device
         self.loops.append(frame)
         iter_args = dict(zip(frame.names, frame.iter_args, strict=True))
         with self.env.loop(), self.body.block() as stmts:
