@@ -514,9 +514,10 @@ def main(dump: Path, output: Path, platform: str | None) -> None:
     from pypto.runtime import RunConfig, get_target
 
     try:
+        program = load_program(dump)  # a dump without a memory plan is named before the platform
         config = RunConfig(platform=platform)
         target = get_target(config.platform_name, config.platform_origin)
-        html = memory_map_html(load_program(dump), target)
+        html = memory_map_html(program, target)
     except PyptoError as err:
         raise click.ClickException(err.render()) from None
     try:
