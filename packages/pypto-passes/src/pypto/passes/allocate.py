@@ -12,6 +12,8 @@ against the target's usable size.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
@@ -237,8 +239,7 @@ class _SpaceAllocator:
         offset = self._next_fit(size) if self.limit is not None else None
         if offset is None:
             offset = self._first_fit(size, self.base)
-        self.blocks.append((offset, offset + size))
-        self.blocks.sort()
+        bisect.insort(self.blocks, (offset, offset + size))
         self.peak = max(self.peak, offset + size)
         self.cursor = offset + size
         return offset
@@ -248,20 +249,20 @@ class _SpaceAllocator:
         size = _align(size, self.alignment)
         if any(lo < offset + size and offset < hi for lo, hi in self.blocks):
             return False
-        self.blocks.append((offset, offset + size))
-        self.blocks.sort()
+        bisect.insort(self.blocks, (offset, offset + size))
         self.peak = max(self.peak, offset + size)
         self.cursor = offset + size
         return True
 
     def _first_fit(self, size: int, start: int) -> int:
-        offset = start
-        for lo, hi in self.blocks:
-            if hi <= offset:
-                continue
+        offset, alignment = start, self.alignment
+        # The blocks do not overlap, so they are sorted by their ends too: skip those below start.
+        for lo, hi in itertools.islice(self.blocks, bisect.bisect_right(self.blocks, start, key=_end), None):
             if lo - offset >= size:
                 break
-            offset = max(offset, _align(hi, self.alignment))
+            hi = -(-hi // alignment) * alignment
+            if hi > offset:
+                offset = hi
         return offset
 
     def _next_fit(self, size: int) -> int | None:
@@ -274,6 +275,10 @@ class _SpaceAllocator:
 
     def free(self, offset: int) -> None:
         self.blocks = [b for b in self.blocks if b[0] != offset]
+
+
+def _end(block: tuple[int, int]) -> int:
+    return block[1]
 
 
 def _align(n: int, alignment: int) -> int:
@@ -335,6 +340,7 @@ def _plan(
         if stages > 1:
             slotted[v] = (loop, stages)
             ranges[v] = _through_loop(live, ranges[v], loop)
+    shares = {v: root for v, root in shares.items() if v in slotted and root in slotted}
     events: dict[float, list[Var]] = defaultdict(list)
     for v, (start, _end) in ranges.items():
         events[start].append(v)
@@ -368,7 +374,7 @@ def _plan(
             if group is not None:
                 offset = allocators[space].alloc(size * (len(group["ahead"]) + 1))
                 allocations.update(group_allocations(group, space, offset, size))
-            elif v in slotted and v in shares:  # in place: the slots of the tile it overwrites
+            elif v in shares:  # in place: the slots of the tile it overwrites
                 allocations[v.name] = replace(allocations[shares[v].name], name=v.name)
             elif v in slotted:
                 loop, slots = slotted[v]

@@ -10,9 +10,9 @@ ops that use them, which hides a GM load's fixed latency behind ``d`` iterations
 and ahead of a pop that waits for the other core. ``d`` is ``k - 1``, fewer when the loop has
 fewer than ``2 d`` iterations (each tile loaded ahead costs one load again at the end) or when
 ``d`` more buffers of the tile would not fit beside the rest (then the loop keeps its plain
-loads). The ``d + 1`` tiles of one load share one buffer of ``d + 1``
-slots, each taking the slot of the iteration it is for (:func:`group_allocations`): carrying a
-tile to the next iteration moves no data.
+loads). The ``d + 1`` tiles of one load share one buffer of ``d + 1`` slots, each taking the
+slot of the iteration it is for (:func:`group_allocations`): carrying a tile to the next
+iteration moves no data. A loop with a ``break`` or ``continue`` keeps its plain loads.
 
 >>> kernel = prefetched(kernel, target, fits)  # doctest: +SKIP
 """
@@ -39,7 +39,7 @@ from pypto.ir import (
     Var,
     make_call,
 )
-from pypto.ir.nodes import nested_bodies, used_vars, with_bodies
+from pypto.ir.nodes import Break, Continue, nested_bodies, used_vars, walk_stmts, with_bodies
 from pypto.ir.ops import GmAccess, scalar, tile, trait_of
 from pypto.ir.rewrite import NameGen, defined_vars, folded, substitute_body, substitute_expr
 from pypto.passes.gm_access import written_tensors
@@ -47,7 +47,7 @@ from pypto.passes.gm_access import written_tensors
 # The function attribute listing the groups of tiles a prefetch made, one per load: the tile
 # loaded ahead in the body ("next"), the tiles the loop carries ("ahead"), the ones loaded before
 # it ("first") and its results ("last"), the loop's variable, start, step and trip count. The
-# allocator gives a group one buffer of depth + 1 slots (see :func:`group_slots`).
+# allocator gives a group one buffer of depth + 1 slots (see :func:`group_allocations`).
 PREFETCHED = "prefetched"
 # Iterations per tile loaded ahead: the last ``d`` iterations load a tile again (the last one),
 # so a short loop loads fewer ahead, and one of fewer than this many iterations none.
@@ -67,6 +67,8 @@ class _Loop:
     def of(cls, stmt: Stmt) -> _Loop | None:
         if not isinstance(stmt, For) or stmt.kind is not LoopKind.pipeline or (stmt.stage or 1) < 2:
             return None
+        if any(isinstance(s, (Break, Continue)) for s in walk_stmts(stmt.body)):
+            return None  # a jump carries the iter_args it knows, not the tiles loaded ahead
         bounds = [b.value for b in (stmt.start, stmt.stop, stmt.step) if isinstance(b, Const)]
         if len(bounds) != 3 or not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds):
             return None

@@ -354,7 +354,7 @@ class ConvertTensorToTileOps:
             if uneven is not None and (chosen is None or 2 * uneven.count(rows) <= chosen.count(rows)):
                 chosen = uneven
         chosen = chosen or largest  # nothing fits: the largest blocks name the overrun
-        chosen = _double_buffered_or(chosen, divisors, attempt, fn, target, beside)
+        chosen = _double_buffered_or(rows, chosen, divisors, attempt, fn, target, beside)
         names.taken = chosen.names.taken
         return chosen
 
@@ -617,6 +617,7 @@ class Attempt:
 
 
 def _double_buffered_or(
+    rows: int,
     chosen: Attempt,
     divisors: list[int],
     attempt: Callable[[int], Attempt],
@@ -628,8 +629,8 @@ def _double_buffered_or(
     loop's second stage: a transfer that overlaps the compute before it is worth more than
     blocks twice as large that wait for each other (the loop runs twice as many iterations,
     each half as long)."""
-    if not chosen.fits or double_buffered([*beside, *chosen.lowered], fn, target):
-        return chosen
+    if not chosen.fits or chosen.block >= rows or double_buffered([*beside, *chosen.lowered], fn, target):
+        return chosen  # (one block: no loop to overlap)
     for block in (d for d in divisors if chosen.block // 2 <= d < chosen.block):
         trial = attempt(block)
         if trial.fits and double_buffered([*beside, *trial.lowered], fn, target):
