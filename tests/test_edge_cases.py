@@ -67,9 +67,10 @@ def test_row2_a_cube_dominated_kernel_gains_little_and_the_report_names_the_cube
     assert mixed_report.total_cycles < staged_report.total_cycles
     # The cube core bounds the mixed kernel: it takes about as long as the cube core works (its
     # pipes busy, or waiting for its own loads), so no split mode or ring depth can make it faster.
+    # After the cube's last push come only the lanes' last block and the task's completion.
     aic = [s for s in mixed_report.timeline if s.core == "cg0.AIC"]
     cube_core_span = max(s.end for s in aic) - min(s.start for s in aic)
-    assert mixed_report.total_cycles < 1.1 * cube_core_span
+    assert mixed_report.total_cycles < 1.15 * cube_core_span
     assert mixed_report.stall_cycles["cg0.AIC"] == 0  # it never waits for the lanes
     assert mixed_report.dominant_side() == "cube"
     assert "the cube side dominates" in mixed_report.summary()

@@ -578,8 +578,8 @@ def fitting_stages(
     """The plan with as many pipeline stages as fit. A space first places each buffer on the
     free bytes after the buffer placed before it (wrapping around), so that it reuses the bytes
     freed longest ago and waits for no op that has just touched them; over budget, on the first
-    free bytes; still over, it takes one stage fewer per try, down to one (its buffers then
-    shared by every iteration, as without pipelining)."""
+    free bytes; still over, it takes one stage fewer per try (placed next fit again first), down
+    to one (its buffers then shared by every iteration, as without pipelining)."""
     cap: dict[MemorySpace, int] = {}
     reuse: set[MemorySpace] = set()
     while True:
@@ -598,6 +598,7 @@ def fitting_stages(
         for space in over:
             most = max(stages for (_, s), (_, stages, _) in staged.items() if s is space)
             cap[space] = most - 1
+            reuse.discard(space)  # one stage fewer may fit placed next fit again
 
 
 def _stage_hint(
