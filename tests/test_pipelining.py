@@ -177,24 +177,22 @@ def test_a_push_waiting_for_a_free_slot_holds_its_pipe_while_the_cube_core_loads
     assert any(w.start < load.start < w.end for w in waits for load in loads)
 
 
-@pl.jit
-def three_stages(x: pl.Tensor[[N * 32, 128], pl.FP32], out: pl.Out[pl.Tensor[[N * 32, 128], pl.FP32]]):
-    with pl.at(level=pl.Level.CORE_GROUP, name_hint="stream3"):
-        for i in pl.pipeline(N, stage=3):
-            t = pl.load(x, [i * 32, 0], [32, 128])
-            pl.store(pl.exp(t), [i * 32, 0], out)
-    return out
+def streaming_32_rows(stages: int):
+    """load -> exp -> store over N tiles of [32, 128] FP32 in a ``stage=stages`` loop."""
+    hint = "stream" + str(stages)
+
+    @pl.jit
+    def stream(x: pl.Tensor[[N * 32, 128], pl.FP32], out: pl.Out[pl.Tensor[[N * 32, 128], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint=hint):
+            for i in pl.pipeline(N, stage=stages):
+                t = pl.load(x, [i * 32, 0], [32, 128])
+                pl.store(pl.exp(t), [i * 32, 0], out)
+        return out
+
+    return stream
 
 
-@pl.jit
-def two_stages_of_32_rows(
-    x: pl.Tensor[[N * 32, 128], pl.FP32], out: pl.Out[pl.Tensor[[N * 32, 128], pl.FP32]]
-):
-    with pl.at(level=pl.Level.CORE_GROUP, name_hint="stream2"):
-        for i in pl.pipeline(N, stage=2):
-            t = pl.load(x, [i * 32, 0], [32, 128])
-            pl.store(pl.exp(t), [i * 32, 0], out)
-    return out
+three_stages, two_stages_of_32_rows = streaming_32_rows(3), streaming_32_rows(2)
 
 
 def test_a_pipelined_loop_loads_stage_minus_one_tiles_ahead_into_one_rotating_buffer():

@@ -559,7 +559,7 @@ class AllocateMemory:
             after = _stages_by_loop(trial_staged)
             return not over_budget(trial, target) and all(after.get(k, n) >= n for k, n in before.items())
 
-        return prefetched(fn, target, fits)
+        return prefetched(fn, fits)
 
 
 def _stages_by_loop(

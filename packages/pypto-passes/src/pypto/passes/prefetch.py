@@ -14,7 +14,7 @@ loads). The ``d + 1`` tiles of one load share one buffer of ``d + 1`` slots, eac
 slot of the iteration it is for (:func:`group_allocations`): carrying a tile to the next
 iteration moves no data. A loop with a ``break`` or ``continue`` keeps its plain loads.
 
->>> kernel = prefetched(kernel, target, fits)  # doctest: +SKIP
+>>> kernel = prefetched(kernel, fits)  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ from pypto.ir import (
     LoopKind,
     MemorySpace,
     Stmt,
-    Target,
     TileType,
     Var,
     make_call,
@@ -86,7 +85,6 @@ class _Loop:
 
 def prefetched(
     fn: Function,
-    target: Target,
     fits: Callable[[tuple[Stmt, ...], tuple[dict[str, Any], ...]], bool],
 ) -> Function:
     """``fn`` with its pipelined loops' loads issued ahead, each as deep as ``fits`` allows
