@@ -1825,7 +1825,7 @@ ROWS = [
             mark_def=False,
         ),
         ConfigError,
-        "RunConfig.pipeline: pass 'tile-matmul' has no option 'k_blok'; its options: k_block: int | None = none",
+        "RunConfig.pipeline: pass 'tile-matmul' has no option 'k_blok'; its options: k_block: int | None = none, columns: int | None = none",
         "k_blok",
     ),
     Bad(
@@ -2815,7 +2815,7 @@ COMMANDS = [
         compile_(*ARGS, "--passes", "outline-scopes,tile-matmul{k_blok=32}"),
         2,
         (
-            "--passes:1:28: error: pass 'tile-matmul' has no option 'k_blok'; its options: k_block: int | None = none",
+            "--passes:1:28: error: pass 'tile-matmul' has no option 'k_blok'; its options: k_block: int | None = none, columns: int | None = none",
             "    1 | outline-scopes,tile-matmul{k_blok=32}\n      |                            ^^^^^^\n",
         ),
         "did you mean k_block=?",

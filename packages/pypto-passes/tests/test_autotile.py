@@ -6,7 +6,7 @@ import pytest
 from pypto.ir import Direction, MemoryBudgetError, MemorySpace, Param, ParseError, ScopeStmt
 from pypto.ir.nodes import Assign, Call, walk_stmts
 from pypto.passes import lower
-from pypto.passes.autotile import MatmulBlocks, choose_blocks
+from pypto.passes.autotile import MatmulBlocks, chain_order, choose_blocks, column_group
 
 
 def test_a_matmul_that_fits_l0_is_left_whole():
@@ -117,3 +117,51 @@ def test_a_k_block_too_deep_for_l0_is_an_error_at_the_matmul_with_one_that_fits(
         "for the [16, 32768] @ [32768, 16] product"
     )
     assert info.value.hint.startswith("use a smaller k_block, e.g. k_block=1024")
+
+
+def test_column_blocks_run_in_groups_that_fill_l0c():
+    # Two 128x128 fp32 accumulators fill L0C; 16-row ones leave room for all eight blocks.
+    assert column_group(128, 128, 1024, irbuild.TARGET) == 2
+    assert column_group(16, 128, 1024, irbuild.TARGET) == 8
+    assert column_group(128, 128, 1024, irbuild.TARGET, asked=1) == 1
+    assert column_group(128, 512, 1024, irbuild.TARGET) == 1  # never fewer than one
+
+
+def _loads_moves_and_matmuls(pipeline=None):
+    kernel = lower(matmul_program(128, 1024, 1024), irbuild.TARGET, pipeline=pipeline).function("mm")
+    calls = [s.value for s in walk_stmts(kernel.body) if isinstance(s, Assign) and isinstance(s.value, Call)]
+    loads_of_a = [c for c in calls if c.op == "tile.load" and c.args[0].name == "a"]
+    to_left = [c for c in calls if c.op == "tile.move" and c.attrs["target_memory"] is MemorySpace.Left]
+    matmuls = [c for c in calls if c.op in ("tile.matmul", "tile.matmul_acc")]
+    return loads_of_a, to_left, matmuls
+
+
+def test_a_group_of_column_blocks_loads_and_moves_each_left_slice_once():
+    loads_of_a, to_left, matmuls = _loads_moves_and_matmuls()
+    # 8 K blocks x 8 column blocks of 128; the columns go two at a time.
+    assert len(matmuls) == 64
+    assert len(loads_of_a) == len(to_left) == 32
+    left_uses = {}  # each Left tile feeds the two matmuls of its group
+    for m in matmuls:
+        left = m.args[-2]
+        left_uses[left.name] = left_uses.get(left.name, 0) + 1
+    assert len(left_uses) == 32 and set(left_uses.values()) == {2}
+
+
+def test_one_column_block_at_a_time_on_request():
+    pipeline = "outline-scopes,tile-matmul{columns=1},tensor-to-tile,infer-memory-space,allocate"
+    loads_of_a, to_left, matmuls = _loads_moves_and_matmuls(pipeline)
+    assert len(matmuls) == 64 and len(loads_of_a) == len(to_left) == 64
+
+
+def test_a_group_goes_column_by_column_over_its_first_and_last_two_k_blocks():
+    assert chain_order(2, 5) == [
+        (0, 0), (0, 1), (1, 0), (1, 1),  # the second column's first matmul waits for one drain
+        (0, 2), (1, 2),  # the middle K blocks: one left slice for both columns
+        (0, 3), (0, 4), (1, 3), (1, 4),  # the first column drains while the second finishes
+    ]  # fmt: skip
+    assert chain_order(3, 1) == [(0, 0), (1, 0), (2, 0)]
+    for columns, steps in ((1, 8), (2, 2), (2, 3), (4, 8)):  # every matmul once, K in order
+        order = chain_order(columns, steps)
+        assert sorted(order) == [(c, s) for c in range(columns) for s in range(steps)]
+        assert all([s for c, s in order if c == column] == list(range(steps)) for column in range(columns))

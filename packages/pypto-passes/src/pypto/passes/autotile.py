@@ -11,6 +11,10 @@ ConvertTensorToTileOps. Blocks that fit L0 twice are preferred (while at least 6
 wide, and not cutting N where fitting once would not): the moves of the next K block then
 overlap this block's matmul, and a column block's matmuls the drain of the one before.
 
+Column blocks run in groups that fill L0C (two 128x128 fp32 accumulators): per K block the
+group's matmuls share one left slice, loaded and moved to L0A once for the group. The option
+``columns`` (``tile-matmul{columns=1}``) sets the group size.
+
 The option ``k_block`` (``tile-matmul{k_block=128}``) sets the K block of every whole-tensor
 matmul with a longer K, whether or not it fits whole; the last block takes the rest of K.
 """
@@ -116,6 +120,31 @@ def _single_blocks(
     return MatmulBlocks(1, 1)
 
 
+def column_group(rows: int, nb: int, n: int, target: Target, asked: int | None = None) -> int:
+    """How many column blocks of ``nb`` run side by side, sharing each K block's left slice
+    (``asked``, else as many as their accumulators of ``rows`` rows fill L0C; at least one, at
+    most all of N). Each left slice is then loaded and moved to L0A once per group rather than
+    once per column block: for a 128-row block that halves the left operand's traffic, at the
+    price of draining the group's accumulators together."""
+    fitting = target.usable(MemorySpace.Acc) // (rows * nb * ACC_BYTES)
+    return max(1, min(-(-n // nb), asked if asked is not None else fitting))
+
+
+def chain_order(columns: int, steps: int) -> list[tuple[int, int]]:
+    """The order of a group's matmuls, as (column block, K block) pairs: K block by K block,
+    each shared by all the columns, except that the first two and the last two K blocks go
+    column by column. Then a column's first matmul waits only for the drain of the accumulator
+    it takes over, not for every column's of the group before, and a column drains while the
+    next columns finish their last two K blocks; each column still accumulates its K blocks in
+    order. Two left slices are live at the ends, where one was."""
+    head = min(2, steps)
+    tail = max(head, steps - 2)
+    order = [(c, s) for c in range(columns) for s in range(head)]
+    order += [(c, s) for s in range(head, tail) for c in range(columns)]
+    order += [(c, s) for c in range(columns) for s in range(tail, steps)]
+    return order
+
+
 def forced_blocks(m: int, k: int, n: int, in_bytes: int, target: Target, k_block: int) -> MatmulBlocks | None:
     """The blocks of a matmul whose K block is ``k_block`` (at most K): the widest N block that
     fits beside it, for a full block of rows if possible; None when that leaves the matmul whole,
@@ -143,12 +172,17 @@ class AutoTileMatmul:
         help="the K block of each matmul with a longer K; none: blocks that fit L0 twice, else once",
         minimum=1,
     )
+    columns: int | None = option(
+        None,
+        help="column blocks that share each K block's left slice; none: as many as fill L0C",
+        minimum=1,
+    )
 
     def run(self, program: Program, ctx: PassContext) -> Program:
         return map_functions(program, (FunctionKind.InCore,), lambda fn: self.tile(fn, ctx.target))
 
     def tile(self, fn: Function, target: Target) -> Function:
-        blocker = _Blocker(target, NameGen.for_function(fn), self.k_block)
+        blocker = _Blocker(target, NameGen.for_function(fn), self.k_block, self.columns)
         return replace(fn, body=blocker.block(fn.body))
 
 
@@ -157,6 +191,7 @@ class _Blocker:
     target: Target
     names: NameGen
     k_block: int | None = None
+    columns: int | None = None
 
     def block(self, body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
         out: list[Stmt] = []
@@ -180,7 +215,7 @@ class _Blocker:
     def split(self, stmt: Assign, rest: tuple[Stmt, ...]) -> tuple[list[Stmt], list[Eval]]:
         call = stmt.value
         assert isinstance(call, Call)
-        a, b = call.args
+        a = call.args[0]
         m, k = a.type.shape  # type: ignore[attr-defined]
         n = _columns(call)
         blocks = self.blocks_of(stmt)
@@ -197,43 +232,55 @@ class _Blocker:
                     "yourself with column slices b[:, j:j + nb]",
                 )
             writes = found
-        out: list[Stmt] = []
+        results: dict[int, Var] = {}
         for n0 in range(0, n, blocks.nb):
-            # Fresh left slices per column block: each block streams its K slices through L0A.
-            a_views = [
-                self.view(a, (0, k0), (m, min(blocks.kb, k - k0)), call) for k0 in range(0, k, blocks.kb)
-            ]
-            out.extend(a_views)
             result = stmt.target
             if blocks.nb < n:
                 t = TensorType((m, blocks.nb), stmt.target.type.dtype)  # type: ignore[attr-defined]
                 result = Var(self.names.fresh(f"{stmt.target.name}_n{n0}"), t, stmt.target.span)
-            out.extend(self.k_chain(call, result, a_views, b, n0, blocks))
-            out.extend(_shifted_writes(writes, result, n0))
+            results[n0] = result
+        rows = PREFERRED_ROWS if isinstance(m, DynDim) else min(m, PREFERRED_ROWS)
+        together = column_group(rows, blocks.nb, n, self.target, self.columns)
+        starts = list(results)
+        out: list[Stmt] = []
+        for first in range(0, len(starts), together):
+            group = {n0: results[n0] for n0 in starts[first : first + together]}
+            out.extend(self.k_chains(call, group, a, m, k, blocks))
+            for n0, result in group.items():
+                out.extend(_shifted_writes(writes, result, n0))
         return out, writes
 
-    def k_chain(
-        self, call: Call, result: Var, a_views: list[Assign], b: Expr, n0: int, blocks: MatmulBlocks
+    def k_chains(
+        self, call: Call, results: dict[int, Var], a: Expr, m: int, k: int, blocks: MatmulBlocks
     ) -> list[Stmt]:
-        """``result = a_0 @ b_0`` then ``result = matmul_acc(result, a_i, b_i)`` per K block."""
+        """For each column block ``n0`` of the group, ``result = a_0 @ b_0`` (the first K block)
+        then ``result = matmul_acc(result, a_i, b_i)``, in the order of :func:`chain_order`. The
+        column blocks of a group share each left slice: it is loaded and moved to L0A once for
+        all of them."""
         stmts: list[Stmt] = []
-        acc: Var | None = None
-        for index, a_view in enumerate(a_views):
-            k0 = index * blocks.kb
-            depth = a_view.target.type.shape[1]  # type: ignore[attr-defined]
+        acc: dict[int, Var] = {}
+        a_views: dict[int, Assign] = {}
+        transposed = bool(call.attrs.get("b_trans"))
+        k_starts = list(range(0, k, blocks.kb))
+        for column, step in chain_order(len(results), len(k_starts)):
+            n0, result = list(results.items())[column]
+            k0 = k_starts[step]
+            depth = min(blocks.kb, k - k0)
+            if step not in a_views:  # fresh left slices per group: each group streams its own
+                a_views[step] = self.view(a, (0, k0), (m, depth), call)
+                stmts.append(a_views[step])
             # A transposed right operand ([N, K], b_trans) is cut along its rows for N.
-            transposed = bool(call.attrs.get("b_trans"))
             at, extent = ((n0, k0), (blocks.nb, depth)) if transposed else ((k0, n0), (depth, blocks.nb))
-            b_view = self.view(b, at, extent, call)
-            last = index == len(a_views) - 1
+            b_view = self.view(call.args[1], at, extent, call)
+            last = step == len(k_starts) - 1
             name = result if last else Var(self.names.fresh(f"{result.name}_k"), result.type, result.span)
-            operands = (a_view.target, b_view.target)
-            if acc is None:
+            operands = (a_views[step].target, b_view.target)
+            if n0 not in acc:
                 value = make_call(tensor.matmul, operands, call.attrs, call.span)
             else:
-                value = make_call(tensor.matmul_acc, (acc, *operands), {"b_trans": transposed}, call.span)
+                value = make_call(tensor.matmul_acc, (acc[n0], *operands), {"b_trans": transposed}, call.span)
             stmts += [b_view, Assign(name, value, call.span)]
-            acc = name
+            acc[n0] = name
         return stmts
 
     def blocks_of(self, stmt: Stmt) -> MatmulBlocks | None:
