@@ -5,10 +5,12 @@
 1. compile time of the seed kernel: cold (the first compile in this process, after the one-off
    plugin discovery, which is timed apart) and warm (again, after clearing the compile cache);
    the disk cache is off, so both compile;
-2. the overhead of a cached call (on a backend that runs nothing) against a run on a2a3sim;
-3. the a2a3sim simulator's wall time against plain torch eager doing the same math, at three sizes;
-4. modeled cycles against the roofline bound for the mixed and the staged seed kernel at M=4096;
-5. the same for fp16 matmuls spread over the 24 core groups (a block of M/24 rows each: per
+2. start-up: a whole process running examples/beginner/01_hello_world.py against one that only
+   imports torch;
+3. the overhead of a cached call (on a backend that runs nothing) against a run on a2a3sim;
+4. the a2a3sim simulator's wall time against plain torch eager doing the same math, at three sizes;
+5. modeled cycles against the roofline bound for the mixed and the staged seed kernel at M=4096;
+6. the same for fp16 matmuls spread over the 24 core groups (a block of M/24 rows each: per
    block, its kernel's roofline; per launch, the whole run against one block's MACs, task
    dispatch included), and a streaming exp kernel under pl.pipeline(stage=2) against one buffer.
 
@@ -22,6 +24,8 @@ import importlib.util
 import os
 import platform
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -35,7 +39,10 @@ from pypto.runtime import RunConfig, hookimpl
 from pypto.runtime.registry import get_target, register_plugin
 from pypto_sim_a2a3 import A2A3_TARGET
 
-EXAMPLE = Path(__file__).parents[1] / "examples" / "advanced" / "03_mixed_kernel.py"
+ROOT = Path(__file__).parents[1]
+EXAMPLE = ROOT / "examples" / "advanced" / "03_mixed_kernel.py"
+HELLO = ROOT / "examples" / "beginner" / "01_hello_world.py"
+STARTUP_RUNS = 7  # processes of each kind, alternating; the fastest of each counts
 K, N = 256, 128
 SIZES = (128, 1024, 4096)  # rows M of the seed kernel
 MODEL_M = 4096
@@ -87,6 +94,22 @@ def compile_times(kernel: Any, args: tuple[torch.Tensor, ...]) -> tuple[float, f
         kernel.compile(*args)
 
     return discovery, cold, median_seconds(again)
+
+
+def startup_seconds() -> tuple[float, float]:
+    """(``python -c "import torch"``, ``python examples/beginner/01_hello_world.py``): the fastest
+    of STARTUP_RUNS whole processes each, run alternately (the disk cache off: each compiles)."""
+
+    def once(command: list[str]) -> float:
+        start = time.perf_counter()
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
+        return time.perf_counter() - start
+
+    torch_only, hello = [], []
+    for _ in range(STARTUP_RUNS):
+        torch_only.append(once([sys.executable, "-c", "import torch"]))
+        hello.append(once([sys.executable, str(HELLO)]))
+    return min(torch_only), min(hello)
 
 
 class NullBackend:
@@ -208,6 +231,13 @@ def main() -> None:
     machine = f"{platform.machine()}, {os.cpu_count()} CPU(s), python {platform.python_version()}"
     print(f"PyPTO benchmarks — {machine}")
     print(f"torch {torch.__version__} on {torch.get_num_threads()} thread(s)\n")
+
+    torch_only, hello = startup_seconds()
+    print(f"start-up: a whole process (fastest of {STARTUP_RUNS})")
+    print(
+        f"  import torch {torch_only:.2f} s   hello world {hello:.2f} s   "
+        f"hello/torch = {hello / torch_only:.2f}x"
+    )
 
     discovery, cold, warm = compile_times(mixed, seed_args(128))
     print(f"plugin discovery (once per process) {discovery * 1e3:.1f} ms")

@@ -38,7 +38,11 @@ def main() -> None:
     b = torch.randn(128, 128)
     c = torch.zeros(128, 128)
     hello_add(a, b, c, config=RunConfig(platform=args.platform))
-    torch.testing.assert_close(c, a + b)
+    # The simulator adds in fp32 as torch does: the sums are exact, not merely close (and
+    # torch.equal spares this script the 0.6 s torch.testing.assert_close spends importing
+    # torch.distributed on its first call).
+    if not torch.equal(c, a + b):
+        raise SystemExit(f"c differs from a + b by up to {(c - (a + b)).abs().max().item()}")
     print("OK")
 
 

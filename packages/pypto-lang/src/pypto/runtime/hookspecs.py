@@ -14,12 +14,15 @@ A plugin module implements the hooks with :data:`hookimpl`::
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import click
 import pluggy
 
 from pypto.ir import Backend, Target
 from pypto.passes import Pass
+
+if TYPE_CHECKING:  # the command line (click) loads only when a command runs
+    import click
 
 PROJECT = "pypto"
 ENTRY_POINT_GROUP = "pypto"

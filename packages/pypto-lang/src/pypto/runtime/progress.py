@@ -18,23 +18,20 @@ its start, with the elapsed time still running.
 from __future__ import annotations
 
 import functools
+import os
+import sys
 import threading
 from collections.abc import Callable
-
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
+from typing import TYPE_CHECKING
 
 from pypto.ir import Assign, Break, Call, Const, Eval, For, If, Program, Stmt, While
 from pypto.ir.callgraph import is_control_call
 from pypto.ir.nodes import walk_stmts
 from pypto.ir.ops import op
+
+if TYPE_CHECKING:  # rich loads only for a bar that can be shown (a terminal)
+    from rich.console import Console
+    from rich.progress import Progress
 
 ON_TASK_OPTION = "on_task"  # the backend option: on_task(kernel_name) after each finished task
 # The backend option: on_progress(kernel_name, done, total, unit) as the one running task advances.
@@ -94,7 +91,23 @@ class _TaskCounter:
 @functools.cache
 def _standard_error() -> Console:
     """One console for every run's bar: it writes to whatever ``sys.stderr`` is when it writes."""
+    from rich.console import Console
+
     return Console(stderr=True)
+
+
+# The variables with which rich treats a stream that is not a terminal as one.
+_TERMINAL_VARIABLES = ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "JUPYTER_COLUMNS")
+
+
+def _may_be_terminal() -> bool:
+    """Whether standard error may be a terminal to rich; when not, no bar is built (and rich is
+    not imported: most runs are in scripts, tests and pipes)."""
+    stream = sys.stderr
+    isatty = getattr(stream, "isatty", None)
+    if callable(isatty) and isatty():
+        return True
+    return any(name in os.environ for name in _TERMINAL_VARIABLES)
 
 
 class TaskProgress:
@@ -114,8 +127,10 @@ class TaskProgress:
     ) -> None:
         self.title = title
         self.total = total
-        self.console = console or _standard_error()
-        self.active = self.console.is_terminal
+        if console is None and _may_be_terminal():
+            console = _standard_error()
+        self.console = console
+        self.active = console is not None and console.is_terminal
         self.show_after = show_after
         self.done = 0
         self.within_task = False  # the bar shows one task's steps instead of the tasks
@@ -127,6 +142,15 @@ class TaskProgress:
         self._task = self._bar.add_task(title, total=total, unit=TASKS) if self._bar is not None else None
 
     def _build_bar(self) -> Progress:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
         return Progress(
             SpinnerColumn(),
             TextColumn("{task.description}"),
