@@ -19,10 +19,11 @@ ordered by the task boundary, so each launch keeps its own record.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import torch
 
@@ -32,6 +33,7 @@ from pypto.ir.ops import OPS, GmAccess, Level, Ordering, PlacesTile, get_op
 from pypto_sim_a2a3.errors import OutOfBoundsError
 
 TensorKey = tuple[int, int, tuple[int, ...], tuple[int, ...]]
+T = TypeVar("T")
 
 RACE_HINT = (
     "order cross-core GM traffic: the writer publishes its write (pl.system.cacheinvalid), fences "
@@ -139,6 +141,45 @@ class Arrive:
 GmEvent = Access | Invalidate | Fence | Arrive
 
 
+class BoxIndex(Generic[T]):
+    """Items placed at boxes of one GM tensor (one core's reads, say), for overlap queries in
+    logarithmic time: ordered by where their boxes start in the first dimension, with the
+    furthest end of that dimension among each prefix. Cores access their rows in order, so an
+    item is nearly always added at the end. Each item has a sequence number (its place in the
+    order the caller keeps, e.g. a core's log), by which the caller sorts what it finds."""
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []
+        self._ends: list[int] = []
+        self._reach: list[int] = []  # the largest end among the first i + 1 entries
+        self._items: list[tuple[int, T]] = []  # (sequence number, item)
+
+    def add(self, seq: int, region: Region, item: T) -> None:
+        start, end = _first_dim(region)
+        at = bisect_right(self._starts, start)
+        self._starts.insert(at, start)
+        self._ends.insert(at, end)
+        self._items.insert(at, (seq, item))
+        self._reach.insert(at, end)
+        reach = self._reach[at - 1] if at else end
+        for i in range(at, len(self._reach)):  # only the entries from the new one on change
+            reach = max(reach, self._ends[i])
+            self._reach[i] = reach
+
+    def overlapping(self, region: Region) -> list[tuple[int, T]]:
+        """The items whose boxes meet ``region`` in the first dimension (the caller checks the
+        others), as (sequence number, item) in no particular order."""
+        start, end = _first_dim(region)
+        stop = bisect_left(self._starts, end)  # the entries that start before the region ends
+        first = bisect_right(self._reach, start, 0, stop)  # ... and reach past its start
+        return [self._items[i] for i in range(first, stop) if self._ends[i] > start]
+
+
+def _first_dim(region: Region) -> tuple[int, int]:
+    """``[lo, hi)`` of a region's first dimension (a scalar's region is one point)."""
+    return (region.lo[0], region.hi[0]) if region.lo else (0, 1)
+
+
 class GmOrder:
     """Per core of one launch, the GM accesses and ordering events in program order.
 
@@ -148,6 +189,9 @@ class GmOrder:
 
     def __init__(self) -> None:
         self._logs: dict[str, list[GmEvent]] = defaultdict(list)
+        # Per GM tensor, per core: its writes and its reads, indexed for overlap queries.
+        self._writes: dict[TensorKey, dict[str, BoxIndex[Access]]] = {}
+        self._reads: dict[TensorKey, dict[str, BoxIndex[Access]]] = {}
 
     def access(self, core: str, call: Call, args: Sequence[Any], at: int = 0) -> None:
         """Record ``call``'s GM read or write by ``core``, starting at modeled cycle ``at`` (other
@@ -157,22 +201,40 @@ class GmOrder:
         access = gm_access(core, call, args, at)
         if access is None:
             return
-        for log in self._others(core):
-            for position, event in enumerate(log):
-                if not isinstance(event, Access) or event.conflicts(access) is None:
+        for other, position, event in self._conflicting(core, access):
+            first, after, second = event, self._logs[other][position + 1 :], access
+            if event.at > access.at:
+                # Recorded first but later in modeled time: nothing can order them (a syncall
+                # between would have held this access back), so it is a race told this way.
+                first, after, second = access, [], event
+            if first.write and second.write:
+                self._check_write_after_write(first, after, second)
+            elif second.write:
+                self._check_write_after_read(first, after, second)
+            else:
+                self._check_read_after_write(first, after, second)
+        log = self._logs[core]
+        kind = self._writes if access.write else self._reads
+        kind.setdefault(access.key, {}).setdefault(core, BoxIndex()).add(len(log), access.region, access)
+        log.append(access)
+
+    def _conflicting(self, core: str, access: Access) -> list[tuple[str, int, Access]]:
+        """Other cores' accesses whose order with ``access`` matters (it or they write, and not
+        two atomic adds) and that share bytes with it, as (core, position in its log, access):
+        core by core in the order the record first met them, each in program order."""
+        found: list[tuple[str, int, Access]] = []
+        kinds = (self._writes, self._reads) if access.write else (self._writes,)
+        for kind in kinds:
+            for other, boxes in kind.get(access.key, {}).items():
+                if other == core:
                     continue
-                first, after, second = event, log[position + 1 :], access
-                if event.at > access.at:
-                    # Recorded first but later in modeled time: nothing can order them (a syncall
-                    # between would have held this access back), so it is a race told this way.
-                    first, after, second = access, [], event
-                if first.write and second.write:
-                    self._check_write_after_write(first, after, second)
-                elif second.write:
-                    self._check_write_after_read(first, after, second)
-                else:
-                    self._check_read_after_write(first, after, second)
-        self._logs[core].append(access)
+                for position, event in boxes.overlapping(access.region):
+                    if event.conflicts(access) is not None:
+                        found.append((other, position, event))
+        if len(found) > 1:
+            rank = {name: i for i, name in enumerate(self._logs)}
+            found.sort(key=lambda hit: (rank[hit[0]], hit[1]))
+        return found
 
     def invalidate(self, core: str, call: Call, args: Sequence[Any]) -> None:
         """Record ``system.cacheinvalid``: no args = all of GM; a tensor = all of it; or a box."""
@@ -204,9 +266,6 @@ class GmOrder:
         next event: ``first`` arrived at it (counted) afterwards, and ``second`` has passed it."""
         later = {e.round for e in self._logs[first][position:] if isinstance(e, Arrive) and e.counted}
         return any(isinstance(e, Arrive) and e.round in later for e in self._logs[second])
-
-    def _others(self, core: str) -> list[list[GmEvent]]:
-        return [log for name, log in self._logs.items() if name != core]
 
     def _check_read_after_write(self, write: Access, after_write: list[GmEvent], read: Access) -> None:
         shared = _shared(write, read)

@@ -21,7 +21,7 @@ import torch
 
 from pypto.ir import Call, RaceError
 from pypto.ir.errors import at_line
-from pypto_sim_a2a3.coherence import Access, GmOrder, TensorKey, gm_access, gm_tensor
+from pypto_sim_a2a3.coherence import Access, BoxIndex, GmOrder, TensorKey, gm_access, gm_tensor
 from pypto_sim_a2a3.taskgraph import Task, TaskGraph
 
 RACE_HINT = (
@@ -67,9 +67,11 @@ class TaskRaces:
 
     def __init__(self, graph: TaskGraph):
         self.graph = graph
-        # Per tensor, per (task, block): its reads and its writes (a read only meets writes).
-        self._reads: dict[TensorKey, dict[Unit, list[TaskAccess]]] = {}
-        self._writes: dict[TensorKey, dict[Unit, list[TaskAccess]]] = {}
+        # Per tensor, per (task, block): its reads and its writes (a read only meets writes),
+        # indexed by the boxes they touch.
+        self._reads: dict[TensorKey, dict[Unit, BoxIndex[TaskAccess]]] = {}
+        self._writes: dict[TensorKey, dict[Unit, BoxIndex[TaskAccess]]] = {}
+        self._count = 0  # accesses recorded: each one's sequence number
 
     def access(
         self, task: Task, block: int, core: str, call: Call, args: Sequence[Any], order: GmOrder, at: int = 0
@@ -88,7 +90,7 @@ class TaskRaces:
                 clash = next(
                     (
                         e
-                        for e in earlier
+                        for _, e in sorted(earlier.overlapping(access.region), key=lambda hit: hit[0])
                         if access.conflicts(e.access) is not None
                         and not (e.task is task and order.separated(e.access.core, e.position, core))
                     ),
@@ -98,7 +100,9 @@ class TaskRaces:
                     # Told in modeled time: cores issue ahead, so records come out of that order.
                     raise self._race(*sorted((clash, mine), key=lambda a: a.access.at))
         log = self._writes if access.write else self._reads
-        log.setdefault(access.key, {}).setdefault((task.id, block), []).append(mine)
+        mine_so_far = log.setdefault(access.key, {}).setdefault((task.id, block), BoxIndex())
+        mine_so_far.add(self._count, access.region, mine)
+        self._count += 1
 
     def _race(self, first: TaskAccess, second: TaskAccess) -> RaceError:
         a, b = first.access, second.access
