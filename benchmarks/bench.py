@@ -8,7 +8,8 @@
 2. start-up: a whole process running examples/beginner/01_hello_world.py against one that only
    imports torch;
 3. the overhead of a cached call (on a backend that runs nothing) against a run on a2a3sim;
-4. the a2a3sim simulator's wall time against plain torch eager doing the same math, at three sizes;
+4. the a2a3sim simulator's wall time against plain torch eager doing the same math: the seed kernel
+   at four sizes and fp16 matmuls of about 1024^3 and 2048^3 over the 24 core groups;
 5. modeled cycles against the roofline bound for the mixed and the staged seed kernel at M=4096;
 6. the same for fp16 matmuls spread over the 24 core groups (a block of M/24 rows each: per
    block, its kernel's roofline; per launch, the whole run against one block's MACs, task
@@ -44,7 +45,8 @@ EXAMPLE = ROOT / "examples" / "advanced" / "03_mixed_kernel.py"
 HELLO = ROOT / "examples" / "beginner" / "01_hello_world.py"
 STARTUP_RUNS = 7  # processes of each kind, alternating; the fastest of each counts
 K, N = 256, 128
-SIZES = (128, 1024, 4096)  # rows M of the seed kernel
+SIZES = (128, 1024, 4096, 16384)  # rows M of the seed kernel
+CUBES = (1024, 2048)  # fp16 N x N x N matmuls over the 24 core groups, against eager
 MODEL_M = 4096
 REPEATS = 20
 CALL_REPEATS = 200  # a cached call's overhead is small: measure it many times
@@ -141,12 +143,42 @@ def call_overhead(kernel: Any, args: tuple[torch.Tensor, ...]) -> tuple[float, f
     return overhead, median_seconds(lambda: compiled.run(*args))
 
 
+def _repeats(seconds: float) -> int:
+    """Runs for a median: REPEATS, fewer for a run that takes long (at least 3)."""
+    return max(3, min(REPEATS, int(2.0 / max(seconds, 1e-9))))
+
+
 def simulator_against_eager(kernel: Any, m: int) -> tuple[float, float]:
     """(simulator, torch eager) seconds for ``out = a @ b + bias`` with ``m`` rows."""
     a, b, bias, out = seed_args(m)
     compiled = kernel.compile(a, b, bias, out)
-    sim = median_seconds(lambda: compiled.run(a, b, bias, out))
+    start = time.perf_counter()
+    compiled.run(a, b, bias, out)  # the first run loads the program's launch plans
+    repeats = _repeats(time.perf_counter() - start)
+    sim = median_seconds(lambda: compiled.run(a, b, bias, out), repeats)
     eager = median_seconds(lambda: torch.add(a.float() @ b.float(), bias, out=out))
+    return sim, eager
+
+
+def cube_rows(n: int) -> int:
+    """The rows of the "n^3" matmul: n rounded up so that each of the 24 groups gets a block of a
+    multiple of 16 rows (1024 -> 1152, 2048 -> 2304)."""
+    return -(-n // (GROUPS * 16)) * GROUPS * 16
+
+
+def cube_against_eager(n: int) -> tuple[float, float]:
+    """(simulator, torch eager) seconds for an fp16 ``m`` x ``n`` x ``n`` matmul (``m`` =
+    :func:`cube_rows`) over the 24 core groups, one block of rows each, and for ``a.float() @
+    b.float()``."""
+    torch.manual_seed(0)
+    m = cube_rows(n)
+    a, b, out = torch.randn(m, n).half(), torch.randn(n, n).half(), torch.zeros(m, n)
+    compiled = chip_matmul(m).compile(a, b, out)
+    start = time.perf_counter()
+    compiled.run(a, b, out)
+    repeats = _repeats(time.perf_counter() - start)
+    sim = median_seconds(lambda: compiled.run(a, b, out), repeats)
+    eager = median_seconds(lambda: torch.matmul(a.float(), b.float(), out=out))
     return sim, eager
 
 
@@ -254,6 +286,11 @@ def main() -> None:
         sim, eager = simulator_against_eager(mixed, m)
         ratio = sim / eager
         print(f"  M={m:<5} sim {sim * 1e3:8.2f} ms   eager {eager * 1e3:7.3f} ms   sim/eager = {ratio:5.0f}x")
+    print("a2a3sim wall time against torch eager (fp16 matmuls over 24 core groups; a.float() @ b.float())")
+    for n in CUBES:
+        sim, eager = cube_against_eager(n)
+        shape, ms = f"{cube_rows(n)}x{n}x{n}", f"sim {sim * 1e3:8.2f} ms   eager {eager * 1e3:7.3f} ms"
+        print(f"  {shape:<14} {ms}   sim/eager = {sim / eager:5.0f}x")
 
     print(f"modeled cycles against the roofline bound (M={MODEL_M}; modeled, not measured)")
     reports = {"mixed (UP_DOWN)": modeled_report(mixed), "staged": modeled_report(staged)}
