@@ -260,6 +260,9 @@ class CorePipes:
             if hi <= region.lo or region.hi <= lo:
                 kept.append(u)
                 continue
+            if region.lo <= lo and hi <= region.hi:  # wholly inside: kept as it is
+                inside.append(u)
+                continue
             for a, b in ((lo, region.lo), (region.hi, hi)):  # the parts outside the region
                 if a < b:
                     kept.append(replace(u, region=Region(region.space, a, b)))
