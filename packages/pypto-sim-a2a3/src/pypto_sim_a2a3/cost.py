@@ -78,6 +78,9 @@ class CostModel:
 
     def __init__(self, target: Target):
         self.target = target
+        # Each call's cost, made once: it depends on the call's static types only. Keyed by the
+        # call's identity (hashing an IR node would walk it); the call is kept alive beside it.
+        self._costs: dict[int, tuple[Call, OpCost]] = {}
         self._rules: dict[str, Callable[[Call], OpCost]] = {
             "vector": self._vector,
             "vector_slow": self._vector_slow,
@@ -107,10 +110,15 @@ class CostModel:
 
     def op_cost(self, call: Call) -> OpCost:
         """The unit and modeled cycles of one op executed on a core."""
+        known = self._costs.get(id(call))
+        if known is not None and known[0] is call:
+            return known[1]
         cost_class = get_op(call.op).cost
         if cost_class not in self._rules:
             raise PlatformError(f"the a2a3 cost model has no rule for cost class {cost_class!r} ({call.op})")
-        return self._rules[cost_class](call)
+        cost = self._rules[cost_class](call)
+        self._costs[id(call)] = (call, cost)
+        return cost
 
     def push_cost(self, call: Call, nbytes: int) -> OpCost:
         """A push writing ``nbytes`` out (0 for a data-less token): a handshake plus the bytes."""
