@@ -27,6 +27,7 @@ Every busy stretch, and every stretch an op waited on its pipe for another pipe 
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
@@ -62,6 +63,24 @@ class _Use:
     writer: str = ""
     read: int = 0
     reader: str = ""
+    # When its bytes were last claimed, (claim, place in it): the records of a space are searched
+    # in that order, so that of two equally late events the one claimed first is named.
+    claimed: tuple[int, int] = (0, 0)
+
+
+class _Ranges:
+    """The records of one space, ordered by address (they never overlap), for bisection."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.uses: list[_Use] = []
+
+    def span(self, region: Region) -> tuple[int, int]:
+        """The indices ``[first, stop)`` of the records that share a byte with ``region``."""
+        first = bisect_right(self.starts, region.lo) - 1
+        if first < 0 or self.uses[first].region.hi <= region.lo:
+            first += 1
+        return first, max(first, bisect_left(self.starts, region.hi))
 
 
 @dataclass(frozen=True)
@@ -82,7 +101,8 @@ class CorePipes:
         self.recorder = recorder
         self.flag_cycles = flag_cycles
         self.free: dict[str, int] = {}
-        self._uses: dict[MemorySpace, list[_Use]] = {}
+        self._uses: dict[MemorySpace, _Ranges] = {}
+        self._claims = 0  # regions claimed so far: each claim's records are searched after the last's
         self._gm: dict[int, _Use] = {}  # GM storage -> its last write and read by this core
 
     # ------------------------------------------------------------ the state of the core
@@ -243,41 +263,50 @@ class CorePipes:
     # ------------------------------------------------------------ byte ranges
 
     def _overlapping(self, region: Region) -> list[_Use]:
-        return [
-            u for u in self._uses.get(region.space, ()) if u.region.lo < region.hi and region.lo < u.region.hi
-        ]
+        ranges = self._uses.get(region.space)
+        if ranges is None:
+            return []
+        first, stop = ranges.span(region)
+        found = ranges.uses[first:stop]
+        if len(found) > 1:
+            found.sort(key=lambda u: (u.claimed, u.region.lo))
+        return found
 
     def _claim(self, region: Region) -> list[_Use]:
         """The records of exactly ``region``'s bytes: the records of a space never overlap, so a
         record that reaches past the region is cut at its edges first (each piece keeps what
         happened to it), and bytes nothing has touched yet get a fresh record. Two buffers that
         share no byte never wait for each other, whatever buffer held their bytes before."""
-        uses = self._uses.setdefault(region.space, [])
-        kept: list[_Use] = []
-        inside: list[_Use] = []
-        for u in uses:
-            lo, hi = u.region.lo, u.region.hi
-            if hi <= region.lo or region.hi <= lo:
-                kept.append(u)
-                continue
-            if region.lo <= lo and hi <= region.hi:  # wholly inside: kept as it is
-                inside.append(u)
-                continue
-            for a, b in ((lo, region.lo), (region.hi, hi)):  # the parts outside the region
-                if a < b:
-                    kept.append(replace(u, region=Region(region.space, a, b)))
-            inside.append(replace(u, region=Region(region.space, max(lo, region.lo), min(hi, region.hi))))
-        inside.sort(key=lambda u: u.region.lo)
+        ranges = self._uses.get(region.space)
+        if ranges is None:
+            ranges = self._uses[region.space] = _Ranges()
+        first, stop = ranges.span(region)
+        self._claims += 1
+        before: list[_Use] = []
+        after: list[_Use] = []
         filled: list[_Use] = []
         at = region.lo
-        for u in inside:
-            if at < u.region.lo:
-                filled.append(_Use(Region(region.space, at, u.region.lo)))
-            filled.append(u)
-            at = u.region.hi
+        for u in ranges.uses[first:stop]:
+            lo, hi = u.region.lo, u.region.hi
+            if lo < region.lo:  # the part before the region keeps its place in the search order
+                before.append(replace(u, region=Region(region.space, lo, region.lo)))
+            if region.hi < hi:
+                after.append(replace(u, region=Region(region.space, region.hi, hi)))
+            if region.lo <= lo and hi <= region.hi:
+                inside = u  # wholly inside: kept as it is
+            else:
+                inside = replace(u, region=Region(region.space, max(lo, region.lo), min(hi, region.hi)))
+            if at < inside.region.lo:
+                filled.append(_Use(Region(region.space, at, inside.region.lo)))
+            filled.append(inside)
+            at = inside.region.hi
         if at < region.hi:
             filled.append(_Use(Region(region.space, at, region.hi)))
-        uses[:] = kept + filled
+        for place, use in enumerate(filled):  # searched after every record claimed before
+            use.claimed = (self._claims, place)
+        pieces = before + filled + after
+        ranges.uses[first:stop] = pieces
+        ranges.starts[first:stop] = [u.region.lo for u in pieces]
         return filled
 
 
