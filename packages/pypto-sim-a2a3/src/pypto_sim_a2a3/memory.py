@@ -39,6 +39,8 @@ class CoreMemory:
         self.target = target
         self.buffers = {s: torch.zeros(target.spec(s).capacity, dtype=torch.uint8) for s in spaces}
         self.high_water: dict[MemorySpace, int] = {}
+        # The allocations already checked, per (kernel, tile): a plan does not change as it runs.
+        self._checked: dict[tuple[int, str], tuple[Function, Allocation]] = {}
 
     def shares_storage(self, tensor: torch.Tensor) -> bool:
         """True if ``tensor`` is a view into one of this core's buffers."""
@@ -79,14 +81,19 @@ class CoreMemory:
         """The buffer view of tile ``var`` of ``kernel`` per its memory plan, after checking the plan
         (a slotted buffer's slot from its slot variable's value in ``env``)."""
         assert isinstance(var.type, TileType)
-        allocation = self._allocation(kernel, var, span)
-        problem = self._problem(allocation, var.type, core)
-        if problem is not None:
-            raise VerificationError(
-                f"in kernel {kernel.name}: tile {var.name} {problem}",
-                span,
-                "fix the kernel's memory plan (the AllocateMemory pass places every tile)",
-            )
+        checked = self._checked.get((id(kernel), var.name))
+        if checked is not None and checked[0] is kernel:
+            allocation = checked[1]
+        else:
+            allocation = self._allocation(kernel, var, span)
+            problem = self._problem(allocation, var.type, core)
+            if problem is not None:
+                raise VerificationError(
+                    f"in kernel {kernel.name}: tile {var.name} {problem}",
+                    span,
+                    "fix the kernel's memory plan (the AllocateMemory pass places every tile)",
+                )
+            self._checked[(id(kernel), var.name)] = (kernel, allocation)
         slot_value = 0
         if allocation.slots > 1:
             slot_var = allocation.slot_var

@@ -102,6 +102,7 @@ class TaskGraph:
         self.edges: list[TaskEdge] = []
         self._uses: dict[TensorKey, list[Use]] = {}
         self._dependents: dict[int, list[Task]] = {}
+        self._unretired = 0  # tasks submitted and not yet retired (the host polls this)
 
     def submit(
         self,
@@ -126,6 +127,7 @@ class TaskGraph:
         for dep_id in task.waiting:
             self._dependents.setdefault(dep_id, []).append(task)
         self.tasks.append(task)
+        self._unretired += 1
         return task
 
     def _record_uses(self, task: Task) -> dict[Task, str]:
@@ -156,6 +158,8 @@ class TaskGraph:
 
     def retire(self, task: Task) -> list[Task]:
         """Mark ``task`` complete (and resolved, if it was not yet); return the tasks that became ready."""
+        if not task.retired:
+            self._unretired -= 1
         task.retired = True
         return self.resolve(task)
 
@@ -179,7 +183,7 @@ class TaskGraph:
         return [use.task for use in uses if use.mode.writes and not use.task.retired]
 
     def all_retired(self) -> bool:
-        return all(task.retired for task in self.tasks)
+        return self._unretired == 0
 
     def why_unordered(self, first: Task, second: Task, tensor: torch.Tensor) -> str:
         """Why no edge orders two tasks that touch ``tensor`` (``second`` submitted later, or the same)."""
