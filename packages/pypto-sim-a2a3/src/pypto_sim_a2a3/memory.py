@@ -41,6 +41,7 @@ class CoreMemory:
         self.high_water: dict[MemorySpace, int] = {}
         # The allocations already checked, per (kernel, tile): a plan does not change as it runs.
         self._checked: dict[tuple[int, str], tuple[Function, Allocation]] = {}
+        self._views: dict[tuple[MemorySpace, int, Any, tuple[Any, ...]], torch.Tensor] = {}
 
     def shares_storage(self, tensor: torch.Tensor) -> bool:
         """True if ``tensor`` is a view into one of this core's buffers."""
@@ -67,8 +68,12 @@ class CoreMemory:
         top = offset + tile.nbytes
         if top > self.high_water.get(space, 0):
             self.high_water[space] = top
-        raw = self.buffers[space][offset:top]
-        return raw.view(torch_dtype(tile.dtype)).view(tile.shape)
+        key = (space, offset, tile.dtype, tuple(tile.shape))
+        view = self._views.get(key)
+        if view is None:  # views of the same bytes as the same elements are one: made once
+            raw = self.buffers[space][offset:top]
+            view = self._views[key] = raw.view(torch_dtype(tile.dtype)).view(tile.shape)
+        return view
 
     def place(
         self,
