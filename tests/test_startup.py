@@ -25,7 +25,8 @@ print(json.dumps(sorted(sys.modules)))
 
 
 def loaded_modules(script: Path) -> list[str]:
-    env = {key: value for key, value in os.environ.items() if key not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+    terminal = ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "JUPYTER_COLUMNS")  # rich's
+    env = {key: value for key, value in os.environ.items() if key not in terminal}
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT, str(script)],
         capture_output=True,
