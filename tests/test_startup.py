@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pypto.runtime.progress import TERMINAL_VARIABLES
+
 ROOT = Path(__file__).parents[1]
 HELLO = ROOT / "examples" / "beginner" / "01_hello_world.py"
 # Loaded only when used: the CLI, a progress bar on a terminal, plots, torch's DTensor (which
@@ -16,33 +18,34 @@ HELLO = ROOT / "examples" / "beginner" / "01_hello_world.py"
 NOT_AT_START = ("click", "rich", "matplotlib", "sympy", "torch.distributed.tensor", "torch._dynamo")
 
 SCRIPT = """
-import json, runpy, sys
+import gc, json, runpy, sys
 path = sys.argv[1]
 sys.argv = [path]
 runpy.run_path(path, run_name="__main__")
-print(json.dumps(sorted(sys.modules)))
+print(json.dumps({"modules": sorted(sys.modules), "frozen": gc.get_freeze_count()}))
 """
 
 
-def loaded_modules(script: Path) -> list[str]:
-    terminal = ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "JUPYTER_COLUMNS")  # rich's
-    env = {key: value for key, value in os.environ.items() if key not in terminal}
+def after_hello(**env: str) -> dict:
+    """What a process running the hello-world example has at its end: the modules it loaded and
+    how many objects the collector has frozen (standard error is a pipe, not a terminal)."""
+    clean = {key: value for key, value in os.environ.items() if key not in TERMINAL_VARIABLES}
     done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(script)],
+        [sys.executable, "-c", SCRIPT, str(HELLO)],
         capture_output=True,
         text=True,
         check=True,
         cwd=ROOT,
-        env={**env, "PYPTO_CACHE": "off"},
+        env={**clean, "PYPTO_CACHE": "off", **env},
     )
     lines = done.stdout.splitlines()
     assert lines[0] == "OK"
-    modules: list[str] = json.loads(lines[-1])
-    return modules
+    state: dict = json.loads(lines[-1])
+    return state
 
 
 def test_a_first_kernel_loads_no_cli_bar_plot_or_lazy_torch_part():
-    modules = loaded_modules(HELLO)
+    modules = after_hello()["modules"]
     assert "pypto_sim_a2a3" in modules  # it did run on the simulator
     unneeded = [m for m in modules if any(m == name or m.startswith(name + ".") for name in NOT_AT_START)]
     assert unneeded == []
@@ -55,28 +58,7 @@ def test_importing_the_language_loads_neither_torch_nor_the_cli():
     assert [m for m in modules if m.split(".")[0] in ("torch", "click", "rich", "matplotlib")] == []
 
 
-FREEZE = """
-import gc, runpy, sys
-path = sys.argv[1]
-sys.argv = [path]
-runpy.run_path(path, run_name="__main__")
-print(gc.get_freeze_count())
-"""
-
-
-def frozen_after_a_run(**env: str) -> int:
-    done = subprocess.run(
-        [sys.executable, "-c", FREEZE, str(HELLO)],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-        env={**os.environ, "PYPTO_CACHE": "off", **env},
-    )
-    return int(done.stdout.splitlines()[-1])
-
-
 def test_the_first_run_moves_the_loaded_heap_out_of_the_collectors_way():
     # torch's objects and the compiler's, frozen once: a full collection no longer rescans them.
-    assert frozen_after_a_run() > 100_000
-    assert frozen_after_a_run(PYPTO_SIM_GC_FREEZE="off") == 0
+    assert after_hello()["frozen"] > 100_000
+    assert after_hello(PYPTO_SIM_GC_FREEZE="off")["frozen"] == 0

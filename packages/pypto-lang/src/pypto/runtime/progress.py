@@ -97,7 +97,7 @@ def _standard_error() -> Console:
 
 
 # The variables with which rich treats a stream that is not a terminal as one.
-_TERMINAL_VARIABLES = ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "JUPYTER_COLUMNS")
+TERMINAL_VARIABLES = ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "JUPYTER_COLUMNS")
 
 
 def _may_be_terminal() -> bool:
@@ -107,7 +107,7 @@ def _may_be_terminal() -> bool:
     isatty = getattr(stream, "isatty", None)
     if callable(isatty) and isatty():
         return True
-    return any(name in os.environ for name in _TERMINAL_VARIABLES)
+    return any(name in os.environ for name in TERMINAL_VARIABLES)
 
 
 class TaskProgress:

@@ -262,8 +262,9 @@ class _Blocker:
         a_views: dict[int, Assign] = {}
         transposed = bool(call.attrs.get("b_trans"))
         k_starts = list(range(0, k, blocks.kb))
-        for column, step in chain_order(len(results), len(k_starts)):
-            n0, result = list(results.items())[column]
+        columns = list(results.items())
+        for column, step in chain_order(len(columns), len(k_starts)):
+            n0, result = columns[column]
             k0 = k_starts[step]
             depth = min(blocks.kb, k - k0)
             if step not in a_views:  # fresh left slices per group: each group streams its own
