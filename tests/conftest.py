@@ -1,6 +1,7 @@
 """The cross-package tests compile every program with ``VerificationLevel.ROUNDTRIP``: after each
 pass the program is printed, parsed back and compared, so every pass dump of these tests' programs
-is checked to be ``pl`` that reads back as the same program (issue #11). Tests about the disk
+is checked to be ``pl`` that reads back as the same program (issue #11), and a2a3sim checks that
+every wake-up of a blocked core was signalled (``PYPTO_SIM_CHECK_WAKEUPS``). Tests about the disk
 cache, which ROUNDTRIP bypasses, are marked ``disk_cache`` and run at the default level."""
 
 import os
@@ -10,6 +11,10 @@ import pytest
 
 LEVEL_ENV = "PYPTO_VERIFICATION_LEVEL"
 HERE = Path(__file__).resolve().parent
+
+# a2a3sim re-checks a blocked core only when the state it waits on signals a change; here every
+# wait is polled too, and a ready one whose state never signalled fails the run (and the test).
+os.environ.setdefault("PYPTO_SIM_CHECK_WAKEUPS", "1")
 
 
 def pytest_configure(config):

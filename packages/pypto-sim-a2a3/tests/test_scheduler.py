@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from pypto.ir import DeadlockError, SourceSpan
-from pypto_sim_a2a3.scheduler import Advance, Blocked, Scheduler, Wait
+from pypto_sim_a2a3.scheduler import Advance, Blocked, Scheduler, Signal, Wait
 
 
 @dataclass(eq=False)
@@ -121,3 +121,77 @@ def test_a_deadlock_blames_the_cause_a_wait_explains_and_lists_cores_in_spawn_or
         "  cg0.AIV0: tpop blocks: slot 0 never freed",
     ]
     assert (info.value.span, info.value.hint) == (cause, "free it")
+
+
+def test_a_wait_on_a_signal_is_checked_only_after_the_signal_changed(monkeypatch):
+    monkeypatch.delenv("PYPTO_SIM_CHECK_WAKEUPS", raising=False)
+    flag, checks = Signal(), []
+    state = {"set": False}
+
+    def ready() -> bool:
+        checks.append(state["set"])
+        return state["set"]
+
+    def producer():
+        for _ in range(5):
+            yield Advance("MTE2", 10)  # steps that change nothing the consumer waits on
+        state["set"] = True
+        flag.changed()
+        yield Advance("MTE2", 1)
+
+    def consumer():
+        yield Wait(ready, "the flag", on=(flag,))
+        yield Advance("VECTOR", 7)
+
+    consumer_core = ToyCore("aiv")
+    scheduler = Scheduler()
+    scheduler.spawn(ToyCore("aic"), producer())
+    scheduler.spawn(consumer_core, consumer())
+    scheduler.run()
+    # once as it blocked, once after the change: not after each of the producer's steps
+    assert checks == [False, True]
+    assert consumer_core.log == [("VECTOR", 50)] and consumer_core.stalled == 50
+
+
+def test_woken_cores_resume_in_the_order_they_blocked_as_a_poll_would_wake_them(monkeypatch):
+    monkeypatch.delenv("PYPTO_SIM_CHECK_WAKEUPS", raising=False)
+    first, second, order = Signal(), Signal(), []
+    state = {"open": False}
+
+    def opener():
+        yield Advance("SCALAR", 10)
+        state["open"] = True
+        second.changed()  # the second waiter's signal changes first
+        first.changed()
+        yield Advance("SCALAR", 1)
+
+    def waiter(name: str, signal: Signal):
+        yield Wait(lambda: state["open"], "the gate", on=(signal,))
+        order.append(name)
+        yield Advance("VECTOR", 1)
+
+    scheduler = Scheduler()
+    scheduler.spawn(ToyCore("gate"), opener())
+    scheduler.spawn(ToyCore("a"), waiter("a", first))
+    scheduler.spawn(ToyCore("b"), waiter("b", second))
+    scheduler.run()
+    assert order == ["a", "b"]
+
+
+def test_a_ready_wait_whose_signal_never_changed_is_caught_in_check_mode(monkeypatch):
+    monkeypatch.setenv("PYPTO_SIM_CHECK_WAKEUPS", "1")
+    state = {"set": False}
+
+    def producer():
+        yield Advance("MTE2", 10)
+        state["set"] = True  # forgets to call changed()
+        yield Advance("MTE2", 1)
+
+    def consumer():
+        yield Wait(lambda: state["set"], "the flag", on=(Signal(),))
+
+    scheduler = Scheduler()
+    scheduler.spawn(ToyCore("aic"), producer())
+    scheduler.spawn(ToyCore("aiv"), consumer())
+    with pytest.raises(AssertionError, match="aiv missed a wake-up: the flag is ready"):
+        scheduler.run()

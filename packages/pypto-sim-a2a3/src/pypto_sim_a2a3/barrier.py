@@ -25,7 +25,7 @@ from pypto.ir import Call, SourceSpan, Var
 from pypto.ir.errors import at_line
 from pypto_sim_a2a3.coherence import TensorKey, tensor_key
 from pypto_sim_a2a3.errors import BarrierError
-from pypto_sim_a2a3.scheduler import Blocked, Event, Wait
+from pypto_sim_a2a3.scheduler import Blocked, Event, Signal, Wait
 from pypto_sim_a2a3.target import CoreKind
 
 CORE_TYPES: dict[str | None, tuple[CoreKind, ...]] = {
@@ -97,6 +97,7 @@ class SyncAll:
         self.finished: set[str] = set()
         self._rounds: dict[tuple[str, int], BarrierRound] = {}
         self._passed: Counter[tuple[str, str]] = Counter()
+        self.changed = Signal()  # at every counted arrival: what a core waiting for a round waits on
 
     def join(self, core: str, call: Call, args: Sequence[Any], at: int = 0) -> tuple[BarrierRound, bool]:
         """``core`` arrives at its next round at cycle ``at``; returns the round and whether the
@@ -139,6 +140,7 @@ class SyncAll:
         if counted:
             round_.arrived.append(core)
             round_.last_arrival = max(round_.last_arrival, at)
+            self.changed.changed()
         return round_, counted
 
     def wait(self, round_: BarrierRound, call: Call) -> Generator[Event, None, None]:
@@ -149,6 +151,7 @@ class SyncAll:
             call.span,
             lambda: self._blocked(round_, call),
             silent=True,
+            on=(self.changed,),
         )
 
     def _blocked(self, round_: BarrierRound, call: Call) -> Blocked:

@@ -37,7 +37,7 @@ from pypto_sim_a2a3.host import HostFrame
 from pypto_sim_a2a3.interpreter import KernelFrame
 from pypto_sim_a2a3.launch import Launch, Placement, Site, check_arguments, plan_launch, task_barrier
 from pypto_sim_a2a3.races import TaskRaces
-from pypto_sim_a2a3.scheduler import Advance, Event, Scheduler, Wait
+from pypto_sim_a2a3.scheduler import Advance, Event, Scheduler, Signal, Wait
 from pypto_sim_a2a3.taskgraph import ParallelContext, Task, TaskGraph
 from pypto_sim_a2a3.timeline import Recorder
 from pypto_sim_a2a3.timeorder import TimeOrder
@@ -86,6 +86,8 @@ class Chip:
         self._barriers: dict[int, SyncAll] = {}  # task id -> the syncall barrier its blocks share
         self._orders: dict[int, GmOrder] = {}  # task id -> the GM access record its blocks share
         self._orchestrated = False
+        # changed with any of the above or the task graph: what the host and the dispatcher wait on
+        self.changed = Signal()
 
     def run(self, entry: Function, args: Sequence[Any]) -> tuple[Any, ...]:
         """Run the orchestration ``entry`` and every task it submits; return what its ``Return`` gave."""
@@ -106,7 +108,8 @@ class Chip:
     def _orchestrate(self, entry: Function, args: Sequence[Any]) -> Generator[Event, None, tuple[Any, ...]]:
         result = yield from HostFrame(entry, args, self.loaded, self).run()
         self._orchestrated = True
-        yield Wait(self.graph.all_retired, "every task to finish", entry.span)
+        self.changed.changed()
+        yield Wait(self.graph.all_retired, "every task to finish", entry.span, on=(self.changed,))
         return result
 
     def submit(
@@ -144,14 +147,14 @@ class Chip:
         """The host reads ``tensor``: first wait for the tasks that write it."""
         writers = self.graph.pending_writers(tensor)
         if writers:
-            yield Wait(lambda: all(t.retired for t in writers), what, call.span)
+            yield Wait(lambda: all(t.retired for t in writers), what, call.span, on=(self.changed,))
 
     # ------------------------------------------------------------ the scheduler
 
     def _dispatch(self) -> Generator[Event, None, None]:
         """Retire finished tasks and start ready blocks on free core groups, one step at a time."""
         while True:
-            yield Wait(self._has_work, "a task to start or to retire")
+            yield Wait(self._has_work, "a task to start or to retire", on=(self.changed,))
             if self._settled:
                 yield from self._resolve(self._settled.popleft())
             elif self._finished:
@@ -175,6 +178,7 @@ class Chip:
 
     def _enqueue(self, task: Task) -> None:
         self._ready.extend((task, block) for block in range(task.blocks))
+        self.changed.changed()
 
     def _retire(self, task: Task) -> Generator[Event, None, None]:
         yield Advance("AICPU", self.cost.retire_cycles(), f"retire {task.name}", task.call.span)
@@ -185,6 +189,7 @@ class Chip:
         self._orders.pop(task.id, None)
         for ready in self.graph.retire(task):
             self._enqueue(ready)
+        self.changed.changed()
 
     def _resolve(self, task: Task) -> Generator[Event, None, None]:
         """Ready the tasks waiting for an early-resolve task, ahead of its retiring (which does
@@ -194,6 +199,7 @@ class Chip:
         yield Advance("AICPU", self.cost.retire_cycles(), f"resolve {task.name}", task.call.span)
         for ready in self.graph.resolve(task):
             self._enqueue(ready)
+        self.changed.changed()
 
     def _settled_observer(self, task: Task) -> Callable[[], None] | None:
         """What an early-resolve task's block tells once every core of it is past its last GM access."""
@@ -204,6 +210,7 @@ class Chip:
             task.settled_blocks += 1
             if task.settled_blocks == task.blocks:
                 self._settled.append(task)
+                self.changed.changed()
 
         return on_settled
 
@@ -267,11 +274,13 @@ class Chip:
         self.tasks.append(TaskRecord(task.name, group, run.start, end, task.id, run.block, task.source))
         self.heaps += [_heap_use(placement, run) for placement in run.placements]
         heapq.heappush(self._free, group)
+        self.changed.changed()
         task.finished_blocks += 1
         if self.on_progress is not None and task.blocks > 1:
             self.on_progress(task.name, task.finished_blocks, task.blocks, "blocks")
         if task.finished_blocks == task.blocks:
             self._finished.append(task)
+            self.changed.changed()
 
     # ------------------------------------------------------------ the report
 

@@ -231,7 +231,7 @@ class Launch:
             )
         for direction in PipeDirection:
             if setup.enables(direction):
-                self._pipe(direction, pipe_id).initialized.add(role.name)
+                self._pipe(direction, pipe_id).initialize(role.name)
 
     def _open(self, role: CoreRole, setup: PipeSetup, pipe_id: int, span: SourceSpan | None) -> None:
         self._setup[pipe_id] = (setup, role.name, span)

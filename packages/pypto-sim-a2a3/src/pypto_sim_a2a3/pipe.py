@@ -30,7 +30,7 @@ from pypto_sim_a2a3.cost import OpCost
 from pypto_sim_a2a3.errors import PipeError
 from pypto_sim_a2a3.memory import CoreMemory, torch_dtype
 from pypto_sim_a2a3.ring import TOKEN, Ring, RingSlot, SlotContent, SlotState, Token
-from pypto_sim_a2a3.scheduler import Blocked, Event, Wait
+from pypto_sim_a2a3.scheduler import Blocked, Event, Signal, Wait
 from pypto_sim_a2a3.timeline import Recorder
 
 FREE_HINT = "match every tpop with a tfree"
@@ -114,6 +114,13 @@ class Pipe:
     group: str
     rings: dict[str, Ring] = field(default_factory=dict)
     initialized: set[str] = field(default_factory=set)
+    # changed at every push, pop, free and initialization: what a blocked push or pop waits on
+    changed: Signal = field(default_factory=Signal)
+
+    def initialize(self, core: str) -> None:
+        """``core`` has initialized its side of the pipe."""
+        self.initialized.add(core)
+        self.changed.changed()
 
     def open(
         self,
@@ -171,6 +178,7 @@ class Pipe:
             lambda: self._push_blocked(producer, call),
             silent=True,
             keeps_clock=True,  # the slot's free flag holds the sending pipe, not the scalar unit
+            on=(self.changed,),
         )
 
     def wait_readable(self, consumer: str, call: Call) -> Steps:
@@ -181,6 +189,7 @@ class Pipe:
             call.span,
             lambda: self._pop_blocked(consumer, call),
             silent=True,
+            on=(self.changed,),
         )
 
     def push(
@@ -209,6 +218,7 @@ class Pipe:
                 share.ring.on_change(1, start)
             self._deliver(producer, share, slot, call)
             slot.pushed[producer] = (start, ready)
+        self.changed.changed()
         return free_at
 
     def pop(
@@ -226,6 +236,7 @@ class Pipe:
         (its run-time ``declared`` one, or its type's) must get the valid shape that was pushed."""
         ring = self.rings[consumer]
         slot = ring.take(consumer, call.span)
+        self.changed.changed()
         self._check_pop(call, slot)
         self._check_valid(call, slot, declared)
         assert slot.content is not None and isinstance(call.type, TileType)
@@ -265,6 +276,7 @@ class Pipe:
         _, reader = pipes.last_read([region])
         _, freed = pipes.run(replace(cost, unit=reader or "MTE2"), call, issued, reads=[region])
         ring.release(slot, freed)
+        self.changed.changed()
 
     # ------------------------------------------------------------ moving the data
 

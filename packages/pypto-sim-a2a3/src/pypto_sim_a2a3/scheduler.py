@@ -2,9 +2,17 @@
 
 A coroutine is a generator that yields :class:`Advance` when its core spends cycles on a unit
 and :class:`Wait` when it cannot go on (a task it waits for, a full or empty pipe ring, a
-barrier). The scheduler always steps the runnable coroutine whose core clock is earliest,
-re-checks blocked coroutines after every step, and raises ``DeadlockError`` when every live
-coroutine is blocked. A woken core's clock jumps to the time of the step that freed it; those
+barrier). The scheduler always steps the runnable coroutine whose core clock is earliest and
+raises ``DeadlockError`` when every live coroutine is blocked.
+
+Wake-ups are event-driven: a wait names the :class:`Signal` of each piece of state it depends on
+(a pipe's rings, a barrier, the chip's task state), the owner of that state calls
+:meth:`Signal.changed` when it changes, and after a step the scheduler re-checks only the waits
+on a changed signal (in the order they blocked, as a poll of every wait would). A wait that names
+no signal is re-checked after every step. ``PYPTO_SIM_CHECK_WAKEUPS=1`` checks the signals: the
+other waits are polled too, and one that is ready without its signal having changed is an error.
+
+A woken core's clock jumps to the time of the step that freed it; those
 cycles are *stall*, kept apart from the busy cycles of ``Advance``. An observer (see
 :meth:`Scheduler.observe`) sees every busy and every stalled stretch of every core as it happens.
 """
@@ -13,6 +21,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import os
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -49,6 +58,27 @@ class Blocked:
     hint: str | None = None
 
 
+class Signal:
+    """A piece of state a :class:`Wait` can be blocked on: its owner calls :meth:`changed` after
+    every change that may let a wait on it go on, and the scheduler re-checks those waits."""
+
+    __slots__ = ("_scheduler", "_waiters")
+
+    def __init__(self) -> None:
+        self._waiters: dict[Process, None] = {}  # blocked processes to mark, in no order
+        self._scheduler: Scheduler | None = None
+
+    def changed(self) -> None:
+        """The state changed: every wait on it is re-checked after the current step."""
+        if not self._waiters:
+            return
+        for proc in self._waiters:
+            proc.dirty = True
+        self._waiters.clear()
+        assert self._scheduler is not None
+        self._scheduler._dirty = True
+
+
 @dataclass(frozen=True)
 class Wait:
     """Yielded by a coroutine: it is blocked until ``ready()``; ``what`` names the wait in reports.
@@ -66,6 +96,9 @@ class Wait:
     # holds the pipe that sends, which its pipes model, while the scalar unit issues on). A woken
     # core then resumes at its own clock, and until it does, no event after that clock is handled.
     keeps_clock: bool = False
+    # The state ``ready`` reads: the wait is re-checked only once one of them changed (after
+    # every step if empty).
+    on: tuple[Signal, ...] = ()
 
     def blocked(self) -> Blocked:
         """This wait's line of a deadlock report."""
@@ -107,6 +140,7 @@ class Process:
     result: Any = None
     done: bool = False
     waiting: Wait | None = None
+    dirty: bool = False  # a signal its wait is on changed since the wait was last checked
 
 
 class Scheduler:
@@ -122,6 +156,10 @@ class Scheduler:
         self._order = itertools.count()
         self._observers: list[Observer] = []
         self._on_time = on_time  # told the clock before each step (events queued by modeled time)
+        self._dirty = False  # some blocked process's signal changed
+        self._polled = 0  # blocked processes whose wait names no signal
+        self._kept = 0  # blocked processes whose wait keeps their clock
+        self._check_signals = os.environ.get("PYPTO_SIM_CHECK_WAKEUPS", "") not in ("", "0", "off")
 
     def observe(self, observer: Observer) -> None:
         """Have ``observer`` see every busy and stalled stretch from now on."""
@@ -142,7 +180,7 @@ class Scheduler:
             _, _, proc = heapq.heappop(self._runnable)
             self.now = proc.core.clock
             if self._on_time is not None:
-                self._on_time(min([self.now, *self._kept_clocks()]))
+                self._on_time(min([self.now, *self._kept_clocks()]) if self._kept else self.now)
             self._step(proc)
 
     def _kept_clocks(self) -> list[int]:
@@ -165,20 +203,42 @@ class Scheduler:
         else:
             proc.waiting = event
             self._blocked.append(proc)
+            self._kept += event.keeps_clock
+            if event.on:
+                proc.dirty = self._dirty = True  # checked once as it blocks
+            else:
+                self._polled += 1
 
     def _wake_ready(self) -> None:
+        """Wake the blocked processes whose wait is ready now, in the order they blocked."""
+        if not (self._dirty or self._polled or self._check_signals):
+            return
+        self._dirty = False
         blocked, self._blocked = self._blocked, []
         for proc in blocked:
-            assert proc.waiting is not None
-            if proc.waiting.ready():
+            wait = proc.waiting
+            assert wait is not None
+            if wait.on and not proc.dirty:
+                if self._check_signals and wait.ready():
+                    raise AssertionError(f"{proc.core.name} missed a wake-up: {wait.what} is ready")
+                self._blocked.append(proc)
+                continue
+            proc.dirty = False
+            if wait.ready():
                 # A woken core resumes when the event that freed it happened, not earlier.
-                if self.now > proc.core.clock and not proc.waiting.keeps_clock:
-                    self._notify(proc.core, self.now - proc.core.clock, proc.waiting)
+                if self.now > proc.core.clock and not wait.keeps_clock:
+                    self._notify(proc.core, self.now - proc.core.clock, wait)
                     proc.core.stall(self.now - proc.core.clock)
                 proc.waiting = None
+                self._kept -= wait.keeps_clock
+                if not wait.on:
+                    self._polled -= 1
                 self._push(proc)
             else:
                 self._blocked.append(proc)
+                for signal in wait.on:
+                    signal._waiters[proc] = None
+                    signal._scheduler = self
 
     def _notify(self, core: Clocked, cycles: int, event: Event) -> None:
         for observer in self._observers:
