@@ -32,6 +32,7 @@ from pypto_sim_a2a3.barrier import SyncAll
 from pypto_sim_a2a3.coherence import GmOrder
 from pypto_sim_a2a3.cores import Core, CoreGroup
 from pypto_sim_a2a3.cost import CostModel
+from pypto_sim_a2a3.decode import steps_of
 from pypto_sim_a2a3.errors import LaunchError
 from pypto_sim_a2a3.host import HostFrame
 from pypto_sim_a2a3.interpreter import KernelFrame
@@ -68,6 +69,7 @@ class Chip:
         self.target = target
         self.platform = platform
         self.cost = CostModel(target)
+        self.steps = steps_of(self.loaded, target)  # the program's calls, decoded once
         self.in_time = TimeOrder()  # GM accesses and ordering events, checked in modeled order
         self.scheduler = Scheduler(on_time=self.in_time.until)
         self.recorder = Recorder(self.scheduler)
@@ -259,7 +261,7 @@ class Chip:
 
     def _run_kernel(self, placement: Placement, run: _BlockRun) -> Generator[Event, None, tuple[Any, ...]]:
         role = placement.role
-        result = yield from KernelFrame(placement.seat, placement.args, role, self.cost).run()
+        result = yield from KernelFrame(placement.seat, placement.args, role, self.cost, self.steps).run()
         role.launch.finish(role)
         if role.launch.done:
             self._block_done(run)

@@ -146,8 +146,7 @@ class CorePipes:
         slot, a barrier) with their times."""
         pipe = cost.unit
         free = max(issue, self.free.get(pipe, 0))
-        waits = [*after, *self._dependencies(pipe, reads, writes, gm_reads, gm_writes)]
-        binding = max(waits, key=lambda d: d.at, default=None)
+        binding = self._binding(pipe, after, reads, writes, gm_reads, gm_writes)
         start = free if binding is None or binding.at <= free else binding.at
         ready = start + cost.cycles
         self.free[pipe] = start + cost.occupancy
@@ -203,38 +202,54 @@ class CorePipes:
             use.written = max(use.written, latest.written if latest is not None else 0)
             use.writer = latest.writer if latest is not None else use.writer
 
-    def _dependencies(
+    def _binding(
         self,
         pipe: str,
+        after: Sequence[Dependency],
         reads: Sequence[Region],
         writes: Sequence[Region],
         gm_reads: Sequence[torch.Tensor],
         gm_writes: Sequence[torch.Tensor],
-    ) -> list[Dependency]:
-        found: list[Dependency] = []
+    ) -> Dependency | None:
+        """The latest of what an op on ``pipe`` waits for: ``after``, then its operands' last
+        writes, its outputs' last reads and writes (the first of equally late ones); None if it
+        waits for nothing. Only that one is described."""
+        best: Dependency | None = None
+        best_at = 0
+        for dependency in after:
+            if best is None or dependency.at > best_at:
+                best, best_at = dependency, dependency.at
+        # The latest dependency on this core's pipes: (at, ready, producer, what, region).
+        found: tuple[int, int, str, str, Region | None] | None = None
+        flag_cycles = self.flag_cycles
 
-        def on(at: int, producer: str, what: str) -> None:
+        def on(at: int, producer: str, what: str, region: Region | None) -> None:
+            nonlocal found
             if at and producer:
-                flag = self.flag_cycles if producer != pipe else 0
-                found.append(Dependency(at + flag, producer, what, at))
+                waited = at + (flag_cycles if producer != pipe else 0)
+                if (found is None or waited > found[0]) and (best is None or waited > best_at):
+                    found = (waited, at, producer, what, region)
 
         for region in reads:
             for use in self._overlapping(region):
-                on(use.written, use.writer, f"{_space(region)} data from {use.writer}")
+                on(use.written, use.writer, "data", region)
         for region in writes:
             for use in self._overlapping(region):
-                on(use.read, use.reader, f"{_space(region)} buffer read by {use.reader}")
-                on(use.written, use.writer, f"{_space(region)} buffer written by {use.writer}")
+                on(use.read, use.reader, "read", region)
+                on(use.written, use.writer, "written", region)
         for tensor in gm_reads:
             gm = self._gm.get(_storage(tensor))
             if gm is not None:
-                on(gm.written, gm.writer, f"GM written by {gm.writer}")
+                on(gm.written, gm.writer, "written", None)
         for tensor in gm_writes:
             gm = self._gm.get(_storage(tensor))
             if gm is not None:
-                on(gm.read, gm.reader, f"GM read by {gm.reader}")
-                on(gm.written, gm.writer, f"GM written by {gm.writer}")
-        return found
+                on(gm.read, gm.reader, "read", None)
+                on(gm.written, gm.writer, "written", None)
+        if found is None:
+            return best
+        waited, at, producer, what, where = found
+        return Dependency(waited, producer, _describe(what, where, producer), at)
 
     def _note(
         self,
@@ -314,5 +329,10 @@ def _storage(tensor: torch.Tensor) -> int:
     return tensor.untyped_storage().data_ptr()
 
 
-def _space(region: Region) -> str:
-    return region.space.name
+def _describe(what: str, region: Region | None, producer: str) -> str:
+    """What an op waits for: ``Vec data from MTE2``, ``Mat buffer read by MTE1``, ``GM written by MTE3``."""
+    if region is None:
+        return f"GM {what} by {producer}"
+    if what == "data":
+        return f"{region.space.name} data from {producer}"
+    return f"{region.space.name} buffer {what} by {producer}"

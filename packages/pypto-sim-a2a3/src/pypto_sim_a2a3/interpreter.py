@@ -21,36 +21,38 @@ from typing import Any
 
 import torch
 
-from pypto.ir import Assign, Call, Function, MemoryPlan, MemorySpace, Stmt, TileType, Unit, Var, get_op
+from pypto.ir import Assign, Call, Eval, Function, MemoryPlan, Stmt, TileType, Var, get_op
 from pypto.ir.errors import at_line
 from pypto.ir.launch import Seat
 from pypto.ir.nodes import stmt_end_exprs, stmt_exprs, walk_expr, walk_stmts
-from pypto.ir.ops import op, tile, user_name
+from pypto.ir.ops import user_name
 from pypto.ir.semantics import OpImpl
 from pypto.ir.walker import KernelWalker
 from pypto_sim_a2a3.coherence import GM_DATA_OPS
 from pypto_sim_a2a3.corepipes import GM_PIPES, CorePipes, Dependency, Region
 from pypto_sim_a2a3.cost import CostModel, OpCost
-from pypto_sim_a2a3.crosscore import LAUNCH_OPS, Popped
+from pypto_sim_a2a3.crosscore import Popped
+from pypto_sim_a2a3.decode import CORE_UNITS, FREE_OPS, Step, Steps, data_route
 from pypto_sim_a2a3.errors import PipeError
 from pypto_sim_a2a3.launch import CoreRole
 from pypto_sim_a2a3.ring import TOKEN, Token
 from pypto_sim_a2a3.scheduler import Advance, Event
 from pypto_sim_a2a3.semantics import SEMANTICS
 
-Steps = Generator[Event, None, Any]
+Walk = Generator[Event, None, Any]
 PLATFORM = "a2a3sim"
 
 
 class KernelFrame(KernelWalker):
     """An AIC or AIV kernel running on one core of a launch; tiles live in the core's memory."""
 
-    def __init__(self, seat: Seat, args: Sequence[Any], role: CoreRole, cost: CostModel):
+    def __init__(self, seat: Seat, args: Sequence[Any], role: CoreRole, cost: CostModel, steps: Steps):
         site = role.launch.site
         super().__init__(seat, args, site.block, site.block_num)
         self.role = role
         self.core = role.core
         self.cost = cost
+        self.steps = steps  # the program's calls, decoded once
         self.last_gm_statement = _last_gm_statement_of(self.fn)
         self.pipes = CorePipes(self.core, role.launch.recorder, cost.sync_cycles())
         role.pipes = self.pipes
@@ -59,7 +61,7 @@ class KernelFrame(KernelWalker):
             None  # the statement's op, put on its pipe once its result has a buffer
         )
 
-    def run(self) -> Steps:
+    def run(self) -> Walk:
         """Run the kernel, then wait for its pipes to drain; the core is *settled* (see
         :meth:`Launch.settle`) once the work of the top-level statement holding its last GM access
         is done, or at once if it touches no GM."""
@@ -69,37 +71,62 @@ class KernelFrame(KernelWalker):
         yield from self.wait_until(self.pipes.drained())
         return returned
 
-    def top_level_done(self, index: int) -> Steps:
+    def top_level_done(self, index: int) -> Walk:
         if index == self.last_gm_statement:
             yield from self.wait_until(self.pipes.drained(GM_PIPES))
             self.role.launch.settle(self.role)
 
-    def wait_until(self, cycle: int) -> Steps:
+    def wait_until(self, cycle: int) -> Walk:
         """Hold the scalar unit (the core's clock) until ``cycle``."""
         if cycle > self.core.clock:
             yield Advance("SCALAR", cycle - self.core.clock, silent=True)
 
-    def issue(self) -> Steps:
+    def issue(self) -> Walk:
         """The scalar unit hands one op to a pipe."""
         yield Advance("SCALAR", self.issue_cycles, silent=True)
 
-    def scalar(self, cost: OpCost, call: Call, after: int = 0) -> Steps:
+    def scalar(self, cost: OpCost, call: Call, after: int = 0) -> Walk:
         """Scalar work (or a wait only the scalar unit can do) at the core's clock, not before ``after``."""
         issue = self.core.clock
         _, ready = self.pipes.run(cost, call, issue, after=_after(after, "GM written by this core"))
         yield Advance("SCALAR", ready - issue, silent=True)
 
-    def exec_stmt(self, stmt: Stmt) -> Steps:
-        left = yield from super().exec_stmt(stmt)
+    def exec_stmt(self, stmt: Stmt) -> Walk:
+        kind = type(stmt)
+        call = stmt.value if kind is Assign or kind is Eval else None  # type: ignore[attr-defined]
+        step = self.steps.step(call) if type(call) is Call else None
+        if step is not None and step.operands is not None:
+            # The common statement, an op on variables and constants, without the walker's frames.
+            if step.checks_freed and self.role.freed:
+                self._check_not_freed(step.call)
+            value = yield from self.run_step(step, self._operands(step))
+            if kind is Assign:
+                self.bind(stmt, value)  # type: ignore[arg-type]
+            left = None
+        else:
+            left = yield from super().exec_stmt(stmt)
         issued, self._pending = self._pending, None
         if issued is not None:
             self._to_pipe(issued, stmt)
         return left
 
+    def _operands(self, step: Step) -> tuple[Any, ...]:
+        """The values of ``step``'s operands, all variables and constants, from the frame."""
+        env = self.env
+        values = []
+        for is_var, item in step.operands or ():
+            if not is_var:
+                values.append(item)
+            elif item in env:
+                values.append(env[item])
+            else:
+                raise self.error(f"{item} is used before it is defined", _operand(step.call, item))
+        return tuple(values)
+
     def _to_pipe(self, issued: _Issued, stmt: Stmt) -> None:
         """Put a statement's op on its pipe, now that its result has its buffer."""
         call, args = issued.call, issued.args
-        writes_args = get_op(call.op).writes
+        writes_args = issued.writes
         reads: list[Region] = []
         writes: list[Region] = []
         gm_reads: list[torch.Tensor] = []
@@ -131,8 +158,8 @@ class KernelFrame(KernelWalker):
         value = self.env.get(name)
         return self._region(value) if isinstance(value, torch.Tensor) else None
 
-    def eval_call(self, call: Call) -> Steps:
-        if call.op not in _FREE_OPS:
+    def eval_call(self, call: Call) -> Walk:
+        if call.op not in FREE_OPS:
             self._check_not_freed(call)
         return (yield from super().eval_call(call))
 
@@ -153,24 +180,25 @@ class KernelFrame(KernelWalker):
                 f"free a popped tile after its last use: move {free} below this line",
             )
 
-    def apply(self, call: Call, args: tuple[Any, ...]) -> Steps:
-        if self.role.mirror and _is_work(call):
+    def apply(self, call: Call, args: tuple[Any, ...]) -> Walk:
+        return (yield from self.run_step(self.steps.step(call), args))
+
+    def run_step(self, step: Step, args: tuple[Any, ...]) -> Walk:
+        """Run one decoded call on its evaluated operands; the generator returns its value."""
+        call = step.call
+        if step.work and self.role.mirror:
             return _skipped(call, args)
-        if call.op in LAUNCH_OPS:
-            return (yield from LAUNCH_OPS[call.op](self.role, call, args, self.cost))
-        unit = get_op(call.op).unit
-        if unit not in _CORE_UNITS or call.op.startswith("tensor."):
-            raise self.error(
-                f"{call.op} cannot run inside a kernel",
-                call,
-                "a lowered kernel holds tile.* ops, pipe and system ops, scalar math and loops",
-            )
-        self._check_has_data(call, args)
-        self._check_route(call)
+        if step.launch is not None:
+            return (yield from step.launch(self.role, call, args, self.cost))
+        semantics = step.semantics
+        if semantics is None:
+            semantics = self._cannot_run(call, args)
+        else:
+            self._check_has_data(call, args)
         # The op first, so that bad offsets or valid shapes are reported as such, not as a race
         # over the part of the region that lies inside the tensor.
-        value = self._semantics(call)(call, args)
-        cost = self.cost.op_cost(call)
+        value = semantics(call, args)
+        cost = self.steps.cost(step, self.cost)
         if cost.unit == "SCALAR":
             gm = [a for a in args if isinstance(a, torch.Tensor) and self._region(a) is None]
             self.role.launch.gm_access(self.role, call, args, self.core.clock)
@@ -180,11 +208,21 @@ class KernelFrame(KernelWalker):
             raise self.error(
                 f"{call.op} is nested inside {self._pending.call.op}: each op needs a statement", call
             )
-        self._pending = _Issued(call, args, cost, self.core.clock)
-        yield from self.issue()
+        self._pending = _Issued(call, args, cost, self.core.clock, step.writes)
+        yield Advance("SCALAR", self.issue_cycles, silent=True)  # the scalar unit hands it to its pipe
         return value
 
-    def _semantics(self, call: Call) -> OpImpl:
+    def _cannot_run(self, call: Call, args: tuple[Any, ...]) -> OpImpl:
+        """Why a call that decoded without semantics cannot run, as the error it is."""
+        unit = get_op(call.op).unit
+        if unit not in CORE_UNITS or call.op.startswith("tensor."):
+            raise self.error(
+                f"{call.op} cannot run inside a kernel",
+                call,
+                "a lowered kernel holds tile.* ops, pipe and system ops, scalar math and loops",
+            )
+        self._check_has_data(call, args)
+        self._check_route(call)
         if call.op not in SEMANTICS:
             raise self.error(f"{PLATFORM} has no semantics for op {call.op!r}", call)
         return SEMANTICS[call.op]
@@ -207,7 +245,7 @@ class KernelFrame(KernelWalker):
                 )
 
     def _check_route(self, call: Call) -> None:
-        route = _data_route(call)
+        route = data_route(call)
         if route is None or self.cost.target.is_legal_path(*route):
             return
         src, dst = route
@@ -279,16 +317,11 @@ class _Issued:
     args: tuple[Any, ...]
     cost: OpCost
     at: int
+    writes: tuple[int, ...]  # the operands the op writes in place
 
 
 def _after(cycle: int, what: str) -> tuple[Dependency, ...]:
     return (Dependency(cycle, None, what),) if cycle else ()
-
-
-_CORE_UNITS = (Unit.VECTOR, Unit.CUBE, Unit.MTE, Unit.SCALAR)
-_FREE_OPS = (op.tfree_to_aic, op.tfree_to_aiv)
-# The data-movement ops whose path the target must have (names resolved once: a hot path).
-_LOAD, _STORE, _MOVE = tile.load, tile.store, tile.move
 
 
 # Per kernel, its last GM statement: a static fact of the function, found once, not per launch.
@@ -317,28 +350,12 @@ def _touches_gm(stmt: Stmt) -> bool:
     return False
 
 
-def _is_work(call: Call) -> bool:
-    """Ops a mirroring lane skips: loads, stores, compute, and anything else that makes a tile."""
-    spec = get_op(call.op)
-    makes_tile = isinstance(call.type, TileType) and not spec.in_pipe_slot
-    return spec.unit in (Unit.VECTOR, Unit.CUBE, Unit.MTE) or makes_tile
-
-
 def _skipped(call: Call, args: tuple[Any, ...]) -> Any:
     """What a skipped op evaluates to on a mirroring lane: the tensor it writes, or a token."""
     writes = get_op(call.op).writes
     return args[writes[0]] if writes else TOKEN
 
 
-def _data_route(call: Call) -> tuple[MemorySpace, MemorySpace] | None:
-    """The (source, destination) spaces of a data-movement op, or None for other ops."""
-    if call.op == _LOAD and isinstance(call.type, TileType) and call.type.memory_space:
-        return MemorySpace.DDR, call.type.memory_space
-    source = call.args[0].type if call.args else None
-    if not isinstance(source, TileType) or source.memory_space is None:
-        return None
-    if call.op == _STORE:
-        return source.memory_space, MemorySpace.DDR
-    if call.op == _MOVE:
-        return source.memory_space, call.attrs["target_memory"]
-    return None
+def _operand(call: Call, name: str) -> Var:
+    """The operand of ``call`` that is variable ``name`` (for an error's span)."""
+    return next(arg for arg in call.args if isinstance(arg, Var) and arg.name == name)

@@ -6,6 +6,7 @@ overlap share bytes, and a planning bug shows up as wrong numbers, as it would o
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -26,6 +27,12 @@ from pypto.ir.semantics import torch_dtype
 
 __all__ = ["CoreMemory", "torch_dtype"]
 
+# The allocations of each kernel's tiles already checked against a core's spaces on a target:
+# a plan does not change as it runs, and every core of a kind has the same spaces, so the check
+# is made once per program, not per core or run.
+_Checked = dict[tuple[str, int, tuple[MemorySpace, ...]], tuple[Target, Allocation]]
+_CHECKED: weakref.WeakKeyDictionary[Function, _Checked] = weakref.WeakKeyDictionary()
+
 
 class CoreMemory:
     """One ``torch.uint8`` buffer per on-chip space a core owns, sized by the target's capacity.
@@ -39,24 +46,31 @@ class CoreMemory:
         self.target = target
         self.buffers = {s: torch.zeros(target.spec(s).capacity, dtype=torch.uint8) for s in spaces}
         self.high_water: dict[MemorySpace, int] = {}
-        # The allocations already checked, per (kernel, tile): a plan does not change as it runs.
-        self._checked: dict[tuple[int, str], tuple[Function, Allocation]] = {}
+        self._spaces = tuple(self.buffers)
+        # storage address -> (its space, the address of its first byte)
+        self._storages = {
+            buf.untyped_storage().data_ptr(): (space, buf.data_ptr()) for space, buf in self.buffers.items()
+        }
         self._views: dict[tuple[MemorySpace, int, Any, tuple[Any, ...]], torch.Tensor] = {}
+        # id of a view handed out -> (the view, its region): a view's region is known when it is made
+        self._regions: dict[int, tuple[torch.Tensor, tuple[MemorySpace, int, int]]] = {}
 
     def shares_storage(self, tensor: torch.Tensor) -> bool:
         """True if ``tensor`` is a view into one of this core's buffers."""
-        ptr = tensor.untyped_storage().data_ptr()
-        return any(buf.untyped_storage().data_ptr() == ptr for buf in self.buffers.values())
+        return id(tensor) in self._regions or tensor.untyped_storage().data_ptr() in self._storages
 
     def region(self, tensor: torch.Tensor) -> tuple[MemorySpace, int, int] | None:
         """The space and the byte range ``[lo, hi)`` a tile view covers, or None for a tensor that
         lives elsewhere (in GM)."""
-        ptr = tensor.untyped_storage().data_ptr()
-        for space, buf in self.buffers.items():
-            if buf.untyped_storage().data_ptr() == ptr:
-                lo = tensor.data_ptr() - buf.data_ptr()
-                return space, lo, lo + tensor.numel() * tensor.element_size()
-        return None
+        known = self._regions.get(id(tensor))
+        if known is not None and known[0] is tensor:
+            return known[1]
+        found = self._storages.get(tensor.untyped_storage().data_ptr())
+        if found is None:
+            return None
+        space, base = found
+        lo = tensor.data_ptr() - base
+        return space, lo, lo + tensor.numel() * tensor.element_size()
 
     def view(self, allocation: Allocation, tile: TileType, slot_value: int = 0) -> torch.Tensor:
         """The tile's elements: ``buffer[offset:offset + nbytes]`` as ``tile.dtype`` of ``tile.shape``
@@ -73,6 +87,7 @@ class CoreMemory:
         if view is None:  # views of the same bytes as the same elements are one: made once
             raw = self.buffers[space][offset:top]
             view = self._views[key] = raw.view(torch_dtype(tile.dtype)).view(tile.shape)
+            self._regions[id(view)] = (view, (space, offset, offset + view.numel() * view.element_size()))
         return view
 
     def place(
@@ -86,9 +101,11 @@ class CoreMemory:
         """The buffer view of tile ``var`` of ``kernel`` per its memory plan, after checking the plan
         (a slotted buffer's slot from its slot variable's value in ``env``)."""
         assert isinstance(var.type, TileType)
-        checked = self._checked.get((id(kernel), var.name))
-        if checked is not None and checked[0] is kernel:
-            allocation = checked[1]
+        checked = _CHECKED.setdefault(kernel, {})
+        key = (var.name, id(self.target), self._spaces)
+        found = checked.get(key)
+        if found is not None and found[0] is self.target:
+            allocation = found[1]
         else:
             allocation = self._allocation(kernel, var, span)
             problem = self._problem(allocation, var.type, core)
@@ -98,7 +115,7 @@ class CoreMemory:
                     span,
                     "fix the kernel's memory plan (the AllocateMemory pass places every tile)",
                 )
-            self._checked[(id(kernel), var.name)] = (kernel, allocation)
+            checked[key] = (self.target, allocation)
         slot_value = 0
         if allocation.slots > 1:
             slot_var = allocation.slot_var

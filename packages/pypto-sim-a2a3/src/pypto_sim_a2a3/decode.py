@@ -1,0 +1,138 @@
+"""The calls of a loaded program, decoded once: what running a call needs that no run changes.
+
+A kernel's walk meets the same :class:`~pypto.ir.Call` in every iteration of its loops, in every
+block of an spmd launch and in every run of the program. A :class:`Step` holds, per call, what the
+kernel interpreter (:mod:`pypto_sim_a2a3.interpreter`) would otherwise look up each time: the op's
+meaning on the chip (a launch op's coroutine, or the checked semantics), its cost on the target,
+the operands it writes, whether a mirroring lane skips it, and how to read its operands straight
+from the frame's variables. The steps of a :class:`~pypto.ir.launch.LoadedProgram` are kept with
+it (:func:`steps_of`), so launches and runs reuse them.
+
+Decoding never raises: a call that cannot run as decoded (an op no core runs, one without
+semantics, a data path the target lacks) gets no semantics, and the interpreter reports it when
+the call runs, at the same point of the run as a walk that decodes nothing.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+from pypto.ir import Call, Const, MemorySpace, Target, TileType, Unit, Var, get_op
+from pypto.ir.launch import LoadedProgram
+from pypto.ir.ops import op, tile
+from pypto.ir.semantics import OpImpl
+from pypto_sim_a2a3.cost import CostModel, OpCost
+from pypto_sim_a2a3.crosscore import LAUNCH_OPS, LaunchOp
+from pypto_sim_a2a3.semantics import SEMANTICS
+
+# An operand as the frame reads it: (True, variable name) or (False, constant value).
+Operand = tuple[bool, Any]
+
+CORE_UNITS = (Unit.VECTOR, Unit.CUBE, Unit.MTE, Unit.SCALAR)
+# Ops whose operand may be a tile its own tfree gave back (the freed check skips them).
+FREE_OPS = (op.tfree_to_aic, op.tfree_to_aiv)
+_LOAD, _STORE, _MOVE = tile.load, tile.store, tile.move
+
+
+@dataclass(eq=False)
+class Step:
+    """One call, decoded: ``launch`` for a pipe, index or system op, else ``semantics`` (None when
+    the call cannot run: the interpreter then raises the reason)."""
+
+    call: Call
+    launch: LaunchOp | None
+    semantics: OpImpl | None
+    work: bool  # a mirroring lane skips it (a load, a store, compute, anything making a tile)
+    writes: tuple[int, ...]  # the operands it writes in place
+    # Each operand's variable or constant; None if one needs the walker (a nested call, a tuple,
+    # a dynamic extent).
+    operands: tuple[Operand, ...] | None
+    checks_freed: bool  # its variable operands must not be tiles a tfree gave back
+    cost: OpCost | None = None  # its cost on the target, set when it first runs
+
+
+class Steps:
+    """The decoded calls of one loaded program on one target, each decoded at its first run."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self._steps: dict[int, Step] = {}  # id(call) -> its step (which keeps the call alive)
+
+    def step(self, call: Call) -> Step:
+        """``call``'s step, decoded now if this is its first run."""
+        found = self._steps.get(id(call))
+        if found is None:
+            found = self._steps[id(call)] = self._decode(call)
+        return found
+
+    def cost(self, step: Step, model: CostModel) -> OpCost:
+        """``step``'s cost on the target (the model's, the first time)."""
+        if step.cost is None:
+            step.cost = model.op_cost(step.call)
+        return step.cost
+
+    def _decode(self, call: Call) -> Step:
+        spec = get_op(call.op)
+        launch = LAUNCH_OPS.get(call.op)
+        runnable = (
+            launch is None
+            and spec.unit in CORE_UNITS
+            and not call.op.startswith("tensor.")
+            and call.op in SEMANTICS
+            and self._legal_route(call)
+        )
+        return Step(
+            call,
+            launch,
+            SEMANTICS[call.op] if runnable else None,
+            spec.unit in (Unit.VECTOR, Unit.CUBE, Unit.MTE)
+            or (isinstance(call.type, TileType) and not spec.in_pipe_slot),
+            spec.writes,
+            _operands(call),
+            call.op not in FREE_OPS,
+        )
+
+    def _legal_route(self, call: Call) -> bool:
+        route = data_route(call)
+        return route is None or self.target.is_legal_path(*route)
+
+
+def _operands(call: Call) -> tuple[Operand, ...] | None:
+    operands: list[Operand] = []
+    for arg in call.args:
+        if isinstance(arg, Var):
+            operands.append((True, arg.name))
+        elif isinstance(arg, Const):
+            operands.append((False, arg.value))
+        else:
+            return None
+    return tuple(operands)
+
+
+def data_route(call: Call) -> tuple[MemorySpace, MemorySpace] | None:
+    """The (source, destination) spaces of a data-movement op, or None for other ops."""
+    if call.op == _LOAD and isinstance(call.type, TileType) and call.type.memory_space:
+        return MemorySpace.DDR, call.type.memory_space
+    source = call.args[0].type if call.args else None
+    if not isinstance(source, TileType) or source.memory_space is None:
+        return None
+    if call.op == _STORE:
+        return source.memory_space, MemorySpace.DDR
+    if call.op == _MOVE:
+        return source.memory_space, call.attrs["target_memory"]
+    return None
+
+
+# Per loaded program, its steps per target (by identity: a target holds dicts, it has no hash).
+_STEPS: weakref.WeakKeyDictionary[LoadedProgram, dict[int, Steps]] = weakref.WeakKeyDictionary()
+
+
+def steps_of(loaded: LoadedProgram, target: Target) -> Steps:
+    """The decoded calls of ``loaded`` on ``target``: made at its first run, kept while it lives."""
+    per_target = _STEPS.setdefault(loaded, {})
+    found = per_target.get(id(target))
+    if found is None or found.target is not target:
+        found = per_target[id(target)] = Steps(target)
+    return found
