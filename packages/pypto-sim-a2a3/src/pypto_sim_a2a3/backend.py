@@ -9,7 +9,8 @@ from __future__ import annotations
 import functools
 import gc
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -31,10 +32,38 @@ def freeze_the_loaded_heap() -> bool:
     here, several times in a short script and throughout a long simulation. Frozen objects are
     still freed when their last reference goes; only a reference cycle alive at this moment is
     never collected. ``PYPTO_SIM_GC_FREEZE=off`` leaves the collector alone. True when it froze."""
-    if os.environ.get(GC_FREEZE_ENV, "").strip().lower() in ("0", "off", "false", "no"):
+    if not _manages_the_collector():
         return False
     gc.freeze()
     return True
+
+
+def _manages_the_collector() -> bool:
+    return os.environ.get(GC_FREEZE_ENV, "").strip().lower() not in ("0", "off", "false", "no")
+
+
+# While a program runs, the oldest generation is collected at most every this many collections
+# of the middle one (Python's default is 10).
+PACED_FULL_COLLECTIONS = 100
+
+
+@contextmanager
+def full_collections_paced() -> Iterator[None]:
+    """While a program runs, the cyclic collector's full collections are rarer: a simulation keeps
+    most of what it makes until it ends (timeline slices, access records, tiles), and each full
+    collection rescans all of it (a run of a 24-block matmul met one or two, ~50 ms each, about a
+    tenth of its time). The young generations are collected as usual, so short-lived cycles
+    still go at once; the thresholds are restored after the run. ``PYPTO_SIM_GC_FREEZE=off``
+    leaves them alone."""
+    if not _manages_the_collector():
+        yield
+        return
+    young, middle, old = gc.get_threshold()
+    gc.set_threshold(young, middle, max(old, PACED_FULL_COLLECTIONS))
+    try:
+        yield
+    finally:
+        gc.set_threshold(young, middle, old)
 
 
 class A2A3SimBackend:
@@ -86,8 +115,9 @@ class A2A3SimBackend:
         chip = Chip(
             program, self.target, self.name, options.get("on_task"), options.get("on_progress"), loaded
         )
-        outputs = chip.run(entry, args)
-        return chip.report(outputs)
+        with full_collections_paced():
+            outputs = chip.run(entry, args)
+            return chip.report(outputs)
 
 
 def _entry(program: Program) -> Function:

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 
@@ -44,8 +45,7 @@ from pypto_sim_a2a3.timeline import Recorder
 GM_PIPES = ("MTE2", "MTE3", "FIXPIPE")
 
 
-@dataclass(frozen=True)
-class Region:
+class Region(NamedTuple):
     """A byte range of one on-chip space of the core: ``Mem.Vec[lo:hi]``."""
 
     space: MemorySpace
@@ -66,6 +66,12 @@ class _Use:
     # When its bytes were last claimed, (claim, place in it): the records of a space are searched
     # in that order, so that of two equally late events the one claimed first is named.
     claimed: tuple[int, int] = (0, 0)
+
+    def cut(self, lo: int, hi: int) -> _Use:
+        """The record of the part ``[lo, hi)`` of these bytes: what happened to them, as here."""
+        return _Use(
+            Region(self.region.space, lo, hi), self.written, self.writer, self.read, self.reader, self.claimed
+        )
 
 
 class _Ranges:
@@ -304,13 +310,13 @@ class CorePipes:
         for u in ranges.uses[first:stop]:
             lo, hi = u.region.lo, u.region.hi
             if lo < region.lo:  # the part before the region keeps its place in the search order
-                before.append(replace(u, region=Region(region.space, lo, region.lo)))
+                before.append(u.cut(lo, region.lo))
             if region.hi < hi:
-                after.append(replace(u, region=Region(region.space, region.hi, hi)))
+                after.append(u.cut(region.hi, hi))
             if region.lo <= lo and hi <= region.hi:
                 inside = u  # wholly inside: kept as it is
             else:
-                inside = replace(u, region=Region(region.space, max(lo, region.lo), min(hi, region.hi)))
+                inside = u.cut(max(lo, region.lo), min(hi, region.hi))
             if at < inside.region.lo:
                 filled.append(_Use(Region(region.space, at, inside.region.lo)))
             filled.append(inside)

@@ -1,0 +1,56 @@
+"""While a program runs, the cyclic collector's full collections are paced (rarer), and the
+thresholds are the caller's again afterwards; ``PYPTO_SIM_GC_FREEZE=off`` leaves them alone."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+import torch
+from sim_lowered import FunctionBuilder, Mem, rand, single, tensor_t, vector_binary_kernel
+
+from pypto.ir import Direction, FunctionKind
+from pypto_sim_a2a3 import A2A3SimBackend, OutOfBoundsError
+from pypto_sim_a2a3.backend import PACED_FULL_COLLECTIONS
+
+
+@pytest.fixture
+def thresholds():
+    before = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    yield
+    gc.set_threshold(*before)
+
+
+def _thresholds_during_a_run() -> list[tuple[int, int, int]]:
+    seen: list[tuple[int, int, int]] = []
+    prog = single(vector_binary_kernel("tile.add"))
+    a, b, out = rand(64, 128), rand(64, 128, seed=1), torch.zeros(64, 128)
+    A2A3SimBackend().run(prog, [a, b, out], {"on_task": lambda _: seen.append(gc.get_threshold())})
+    assert torch.equal(out, a + b)
+    return seen
+
+
+def test_full_collections_are_paced_during_a_run_and_restored_after(thresholds, monkeypatch):
+    monkeypatch.delenv("PYPTO_SIM_GC_FREEZE", raising=False)
+    assert _thresholds_during_a_run() == [(700, 10, PACED_FULL_COLLECTIONS)]
+    assert gc.get_threshold() == (700, 10, 10)
+
+
+def test_a_failing_run_restores_the_thresholds_too(thresholds, monkeypatch):
+    monkeypatch.delenv("PYPTO_SIM_GC_FREEZE", raising=False)
+    k = FunctionBuilder("past_the_end", FunctionKind.AIV)
+    x_gm = k.param("x", tensor_t((32, 64)))
+    out = k.param("out", tensor_t((32, 64)), Direction.Out)
+    with k.loop("i", 0, 3) as i:  # the third tile of 16 rows lies past the 32
+        row = k.scalar("scalar.mul", i, 16)
+        x = k.op("x_t", "tile.load", x_gm, [row, 0], shape=(16, 64), target_memory=Mem.Vec)
+        k.do("tile.store", x, [row, 0], out)
+    with pytest.raises(OutOfBoundsError):
+        A2A3SimBackend().run(single(k.build()), [rand(32, 64), torch.zeros(32, 64)], {})
+    assert gc.get_threshold() == (700, 10, 10)
+
+
+def test_the_collector_is_left_alone_when_asked(thresholds, monkeypatch):
+    monkeypatch.setenv("PYPTO_SIM_GC_FREEZE", "off")
+    assert _thresholds_during_a_run() == [(700, 10, 10)]
