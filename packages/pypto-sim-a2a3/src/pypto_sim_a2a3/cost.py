@@ -81,6 +81,7 @@ class CostModel:
         # Each call's cost, made once: it depends on the call's static types only. Keyed by the
         # call's identity (hashing an IR node would walk it); the call is kept alive beside it.
         self._costs: dict[int, tuple[Call, OpCost]] = {}
+        self._issue_step: Advance | None = None
         self._rules: dict[str, Callable[[Call], OpCost]] = {
             "vector": self._vector,
             "vector_slow": self._vector_slow,
@@ -137,6 +138,12 @@ class CostModel:
     def issue_cycles(self) -> int:
         """The scalar unit's cycles to hand one op to its pipe."""
         return ceil(self.constant("issue_cycles"))
+
+    def issue_step(self) -> Advance:
+        """The scalar unit handing one op to its pipe, as the scheduler sees it (made once)."""
+        if self._issue_step is None:
+            self._issue_step = Advance("SCALAR", self.issue_cycles(), silent=True)
+        return self._issue_step
 
     def submit_cycles(self) -> int:
         """The orchestration's cycles to hand one task to the scheduler."""

@@ -66,7 +66,7 @@ def wait_until(role: CoreRole, cycle: int) -> Steps:
 
 def issue(role: CoreRole, cost: CostModel) -> Steps:
     """The scalar unit hands one op to a pipe."""
-    yield Advance("SCALAR", cost.issue_cycles(), silent=True)
+    yield cost.issue_step()
 
 
 @_handles(op.aic_initialize_pipe, op.aiv_initialize_pipe)

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Generator, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -56,7 +55,7 @@ class KernelFrame(KernelWalker):
         self.last_gm_statement = _last_gm_statement_of(self.fn)
         self.pipes = CorePipes(self.core, role.launch.recorder, cost.sync_cycles())
         role.pipes = self.pipes
-        self.issue_cycles = cost.issue_cycles()
+        self.issue_step = cost.issue_step()
         self._pending: _Issued | None = (
             None  # the statement's op, put on its pipe once its result has a buffer
         )
@@ -83,7 +82,7 @@ class KernelFrame(KernelWalker):
 
     def issue(self) -> Walk:
         """The scalar unit hands one op to a pipe."""
-        yield Advance("SCALAR", self.issue_cycles, silent=True)
+        yield self.issue_step
 
     def scalar(self, cost: OpCost, call: Call, after: int = 0) -> Walk:
         """Scalar work (or a wait only the scalar unit can do) at the core's clock, not before ``after``."""
@@ -209,7 +208,7 @@ class KernelFrame(KernelWalker):
                 f"{call.op} is nested inside {self._pending.call.op}: each op needs a statement", call
             )
         self._pending = _Issued(call, args, cost, self.core.clock, step.writes)
-        yield Advance("SCALAR", self.issue_cycles, silent=True)  # the scalar unit hands it to its pipe
+        yield self.issue_step  # the scalar unit hands it to its pipe
         return value
 
     def _cannot_run(self, call: Call, args: tuple[Any, ...]) -> OpImpl:
@@ -309,8 +308,7 @@ class KernelFrame(KernelWalker):
         self.env[var.name] = dest
 
 
-@dataclass(frozen=True)
-class _Issued:
+class _Issued(NamedTuple):
     """An op the scalar unit issued at cycle ``at``, waiting for its statement to bind its result."""
 
     call: Call

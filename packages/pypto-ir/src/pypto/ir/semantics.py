@@ -79,6 +79,9 @@ def typed(call: Call, value: torch.Tensor) -> torch.Tensor:
 
 def region(tensor: torch.Tensor, offsets: Sequence[int], extent: Sequence[int]) -> torch.Tensor:
     """The view ``tensor[offsets : offsets + extent]`` (a backend checks the bounds first)."""
+    if len(offsets) == 2 and len(extent) == 2:  # a 2-D tile, the common case, without a generator
+        (row, col), (rows, cols) = offsets, extent
+        return tensor[row : row + rows, col : col + cols]
     return tensor[tuple(slice(off, off + size) for off, size in zip(offsets, extent, strict=True))]
 
 
@@ -215,7 +218,10 @@ def _gemv(call: Call, args: Sequence[Any]) -> torch.Tensor:
 def _new_tile(call: Call, valid: Sequence[int], data: torch.Tensor) -> torch.Tensor:
     """A tile of the call's type holding ``data`` in its leading ``valid`` part, zeros elsewhere."""
     assert isinstance(call.type, TileType)
-    tile = torch.zeros(call.type.shape, dtype=torch_dtype(call.type.dtype))
+    shape = call.type.shape
+    if tuple(valid) == tuple(shape):  # all of it is data: nothing to zero first
+        return torch.empty(shape, dtype=torch_dtype(call.type.dtype)).copy_(data)
+    tile = torch.zeros(shape, dtype=torch_dtype(call.type.dtype))
     tile[leading(valid)] = data
     return tile
 
