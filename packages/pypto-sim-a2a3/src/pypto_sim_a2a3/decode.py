@@ -19,7 +19,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from pypto.ir import Call, Const, MemorySpace, Target, TileType, Unit, Var, get_op
+from pypto.ir import Call, Const, Expr, MemorySpace, Target, TileType, TupleExpr, Unit, Var, get_op
 from pypto.ir.launch import LoadedProgram
 from pypto.ir.ops import op, tile
 from pypto.ir.semantics import OpImpl
@@ -27,8 +27,10 @@ from pypto_sim_a2a3.cost import CostModel, OpCost
 from pypto_sim_a2a3.crosscore import LAUNCH_OPS, LaunchOp
 from pypto_sim_a2a3.semantics import SEMANTICS
 
-# An operand as the frame reads it: (True, variable name) or (False, constant value).
-Operand = tuple[bool, Any]
+# An operand as the frame reads it: (VARIABLE, the Var), (CONSTANT, its value) or (TUPLE, the
+# operands of its elements).
+Operand = tuple[int, Any]
+CONSTANT, VARIABLE, TUPLE = 0, 1, 2
 
 CORE_UNITS = (Unit.VECTOR, Unit.CUBE, Unit.MTE, Unit.SCALAR)
 # Ops whose operand may be a tile its own tfree gave back (the freed check skips them).
@@ -46,8 +48,8 @@ class Step:
     semantics: OpImpl | None
     work: bool  # a mirroring lane skips it (a load, a store, compute, anything making a tile)
     writes: tuple[int, ...]  # the operands it writes in place
-    # Each operand's variable or constant; None if one needs the walker (a nested call, a tuple,
-    # a dynamic extent).
+    # Each operand's variable, constant or tuple of those; None if one needs the walker (a nested
+    # call, a dynamic extent).
     operands: tuple[Operand, ...] | None
     checks_freed: bool  # its variable operands must not be tiles a tfree gave back
     cost: OpCost | None = None  # its cost on the target, set when it first runs
@@ -90,7 +92,7 @@ class Steps:
             spec.unit in (Unit.VECTOR, Unit.CUBE, Unit.MTE)
             or (isinstance(call.type, TileType) and not spec.in_pipe_slot),
             spec.writes,
-            _operands(call),
+            _operands(call.args),
             call.op not in FREE_OPS,
         )
 
@@ -99,13 +101,18 @@ class Steps:
         return route is None or self.target.is_legal_path(*route)
 
 
-def _operands(call: Call) -> tuple[Operand, ...] | None:
+def _operands(args: tuple[Expr, ...]) -> tuple[Operand, ...] | None:
     operands: list[Operand] = []
-    for arg in call.args:
+    for arg in args:
         if isinstance(arg, Var):
-            operands.append((True, arg.name))
+            operands.append((VARIABLE, arg))
         elif isinstance(arg, Const):
-            operands.append((False, arg.value))
+            operands.append((CONSTANT, arg.value))
+        elif isinstance(arg, TupleExpr):
+            elements = _operands(arg.elements)
+            if elements is None:
+                return None
+            operands.append((TUPLE, elements))
         else:
             return None
     return tuple(operands)

@@ -31,7 +31,7 @@ from pypto_sim_a2a3.coherence import GM_DATA_OPS
 from pypto_sim_a2a3.corepipes import GM_PIPES, CorePipes, Dependency, Region
 from pypto_sim_a2a3.cost import CostModel, OpCost
 from pypto_sim_a2a3.crosscore import Popped
-from pypto_sim_a2a3.decode import CORE_UNITS, FREE_OPS, Step, Steps, data_route
+from pypto_sim_a2a3.decode import CONSTANT, CORE_UNITS, FREE_OPS, VARIABLE, Operand, Step, Steps, data_route
 from pypto_sim_a2a3.errors import PipeError
 from pypto_sim_a2a3.launch import CoreRole
 from pypto_sim_a2a3.ring import TOKEN, Token
@@ -98,7 +98,7 @@ class KernelFrame(KernelWalker):
             # The common statement, an op on variables and constants, without the walker's frames.
             if step.checks_freed and self.role.freed:
                 self._check_not_freed(step.call)
-            value = yield from self.run_step(step, self._operands(step))
+            value = yield from self.run_step(step, self._operands(step.operands))
             if kind is Assign:
                 self.bind(stmt, value)  # type: ignore[arg-type]
             left = None
@@ -109,17 +109,19 @@ class KernelFrame(KernelWalker):
             self._to_pipe(issued, stmt)
         return left
 
-    def _operands(self, step: Step) -> tuple[Any, ...]:
-        """The values of ``step``'s operands, all variables and constants, from the frame."""
+    def _operands(self, operands: tuple[Operand, ...]) -> tuple[Any, ...]:
+        """The values of a decoded step's operands (variables, constants, tuples of them)."""
         env = self.env
         values = []
-        for is_var, item in step.operands or ():
-            if not is_var:
+        for kind, item in operands:
+            if kind == VARIABLE:
+                if item.name not in env:
+                    raise self.error(f"{item.name} is used before it is defined", item)
+                values.append(env[item.name])
+            elif kind == CONSTANT:
                 values.append(item)
-            elif item in env:
-                values.append(env[item])
             else:
-                raise self.error(f"{item} is used before it is defined", _operand(step.call, item))
+                values.append(self._operands(item))
         return tuple(values)
 
     def _to_pipe(self, issued: _Issued, stmt: Stmt) -> None:
@@ -352,8 +354,3 @@ def _skipped(call: Call, args: tuple[Any, ...]) -> Any:
     """What a skipped op evaluates to on a mirroring lane: the tensor it writes, or a token."""
     writes = get_op(call.op).writes
     return args[writes[0]] if writes else TOKEN
-
-
-def _operand(call: Call, name: str) -> Var:
-    """The operand of ``call`` that is variable ``name`` (for an error's span)."""
-    return next(arg for arg in call.args if isinstance(arg, Var) and arg.name == name)

@@ -34,23 +34,38 @@ _Checked = dict[tuple[str, int, tuple[MemorySpace, ...]], tuple[Target, Allocati
 _CHECKED: weakref.WeakKeyDictionary[Function, _Checked] = weakref.WeakKeyDictionary()
 
 
+class _Buffers(dict[MemorySpace, torch.Tensor]):
+    """A core's byte buffers by space, each made (zeroed) when first used: a kernel touches few of
+    its core's spaces, and a chip has 72 cores."""
+
+    def __init__(self, capacities: Mapping[MemorySpace, int], storages: dict[int, tuple[MemorySpace, int]]):
+        super().__init__()
+        self.capacities = capacities
+        self.storages = storages  # storage address -> (its space, the address of its first byte)
+
+    def __missing__(self, space: MemorySpace) -> torch.Tensor:
+        if space not in self.capacities:
+            raise KeyError(space)
+        buffer = self[space] = torch.zeros(self.capacities[space], dtype=torch.uint8)
+        self.storages[buffer.untyped_storage().data_ptr()] = (space, buffer.data_ptr())
+        return buffer
+
+
 class CoreMemory:
     """One ``torch.uint8`` buffer per on-chip space a core owns, sized by the target's capacity.
 
     ``CoreMemory(A2A3_TARGET, [MemorySpace.Vec]).buffers[MemorySpace.Vec]`` holds the Vec's capacity
-    of zero bytes. ``high_water`` is, per space, the end of the highest tile or ring slot placed
-    since it was last cleared (the chip clears it when a kernel starts on the core).
+    of zero bytes (made at its first use). ``high_water`` is, per space, the end of the highest tile
+    or ring slot placed since it was last cleared (the chip clears it when a kernel starts on the core).
     """
 
     def __init__(self, target: Target, spaces: Iterable[MemorySpace]):
         self.target = target
-        self.buffers = {s: torch.zeros(target.spec(s).capacity, dtype=torch.uint8) for s in spaces}
+        self._spaces = tuple(spaces)
+        # storage address -> (its space, the address of its first byte), of the buffers made so far
+        self._storages: dict[int, tuple[MemorySpace, int]] = {}
+        self.buffers = _Buffers({s: target.spec(s).capacity for s in self._spaces}, self._storages)
         self.high_water: dict[MemorySpace, int] = {}
-        self._spaces = tuple(self.buffers)
-        # storage address -> (its space, the address of its first byte)
-        self._storages = {
-            buf.untyped_storage().data_ptr(): (space, buf.data_ptr()) for space, buf in self.buffers.items()
-        }
         self._views: dict[tuple[MemorySpace, int, Any, tuple[Any, ...]], torch.Tensor] = {}
         # id of a view handed out -> (the view, its region): a view's region is known when it is made
         self._regions: dict[int, tuple[torch.Tensor, tuple[MemorySpace, int, int]]] = {}
@@ -146,7 +161,7 @@ class CoreMemory:
         where = f"{a.space.name}[{a.offset}:{a.end}]"
         if tile.memory_space is not None and tile.memory_space is not a.space:
             return f"is a {tile.memory_space.name} tile but is allocated in {a.space.name}"
-        if a.space not in self.buffers:
+        if a.space not in self._spaces:
             return f"is allocated in {a.space.name}, which the {core} core does not have"
         spec = self.target.spec(a.space)
         if a.offset < 0 or a.end > spec.capacity:
