@@ -27,10 +27,10 @@ from pypto_sim_a2a3.cost import CostModel, OpCost
 from pypto_sim_a2a3.crosscore import LAUNCH_OPS, LaunchOp
 from pypto_sim_a2a3.semantics import SEMANTICS
 
-# An operand as the frame reads it: (VARIABLE, the Var), (CONSTANT, its value) or (TUPLE, the
-# operands of its elements).
+# An operand as the frame reads it: (VARIABLE, the Var), (CONSTANT, its value), (TUPLE, the
+# operands of its elements) or (CALL, the Step of a nested scalar op, e.g. an offset ``i * 128``).
 Operand = tuple[int, Any]
-CONSTANT, VARIABLE, TUPLE = 0, 1, 2
+CONSTANT, VARIABLE, TUPLE, CALL = 0, 1, 2, 3
 
 CORE_UNITS = (Unit.VECTOR, Unit.CUBE, Unit.MTE, Unit.SCALAR)
 # Ops whose operand may be a tile its own tfree gave back (the freed check skips them).
@@ -48,10 +48,11 @@ class Step:
     semantics: OpImpl | None
     work: bool  # a mirroring lane skips it (a load, a store, compute, anything making a tile)
     writes: tuple[int, ...]  # the operands it writes in place
-    # Each operand's variable, constant or tuple of those; None if one needs the walker (a nested
-    # call, a dynamic extent).
+    # Each operand's variable, constant, nested scalar op or tuple of those; None if one needs
+    # the walker (a dynamic extent, a nested op making a tile).
     operands: tuple[Operand, ...] | None
     checks_freed: bool  # its variable operands must not be tiles a tfree gave back
+    nested: bool = False  # an operand is (or holds) a nested op, which may take the core's time
     cost: OpCost | None = None  # its cost on the target, set when it first runs
 
 
@@ -85,6 +86,7 @@ class Steps:
             and call.op in SEMANTICS
             and self._legal_route(call)
         )
+        operands = self._operands(call.args)
         return Step(
             call,
             launch,
@@ -92,30 +94,39 @@ class Steps:
             spec.unit in (Unit.VECTOR, Unit.CUBE, Unit.MTE)
             or (isinstance(call.type, TileType) and not spec.in_pipe_slot),
             spec.writes,
-            _operands(call.args),
+            operands,
             call.op not in FREE_OPS,
+            operands is not None and _has_call(operands),
         )
+
+    def _operands(self, args: tuple[Expr, ...]) -> tuple[Operand, ...] | None:
+        operands: list[Operand] = []
+        for arg in args:
+            if isinstance(arg, Var):
+                operands.append((VARIABLE, arg))
+            elif isinstance(arg, Const):
+                operands.append((CONSTANT, arg.value))
+            elif isinstance(arg, TupleExpr):
+                elements = self._operands(arg.elements)
+                if elements is None:
+                    return None
+                operands.append((TUPLE, elements))
+            elif isinstance(arg, Call) and not isinstance(arg.type, TileType):
+                nested = self.step(arg)
+                if nested.operands is None:
+                    return None
+                operands.append((CALL, nested))
+            else:
+                return None
+        return tuple(operands)
 
     def _legal_route(self, call: Call) -> bool:
         route = data_route(call)
         return route is None or self.target.is_legal_path(*route)
 
 
-def _operands(args: tuple[Expr, ...]) -> tuple[Operand, ...] | None:
-    operands: list[Operand] = []
-    for arg in args:
-        if isinstance(arg, Var):
-            operands.append((VARIABLE, arg))
-        elif isinstance(arg, Const):
-            operands.append((CONSTANT, arg.value))
-        elif isinstance(arg, TupleExpr):
-            elements = _operands(arg.elements)
-            if elements is None:
-                return None
-            operands.append((TUPLE, elements))
-        else:
-            return None
-    return tuple(operands)
+def _has_call(operands: tuple[Operand, ...]) -> bool:
+    return any(kind == CALL or (kind == TUPLE and _has_call(item)) for kind, item in operands)
 
 
 def data_route(call: Call) -> tuple[MemorySpace, MemorySpace] | None:

@@ -31,7 +31,17 @@ from pypto_sim_a2a3.coherence import GM_DATA_OPS
 from pypto_sim_a2a3.corepipes import GM_PIPES, CorePipes, Dependency, Region
 from pypto_sim_a2a3.cost import CostModel, OpCost
 from pypto_sim_a2a3.crosscore import Popped
-from pypto_sim_a2a3.decode import CONSTANT, CORE_UNITS, FREE_OPS, VARIABLE, Operand, Step, Steps, data_route
+from pypto_sim_a2a3.decode import (
+    CONSTANT,
+    CORE_UNITS,
+    FREE_OPS,
+    TUPLE,
+    VARIABLE,
+    Operand,
+    Step,
+    Steps,
+    data_route,
+)
 from pypto_sim_a2a3.errors import PipeError
 from pypto_sim_a2a3.launch import CoreRole
 from pypto_sim_a2a3.ring import TOKEN, Token
@@ -98,7 +108,11 @@ class KernelFrame(KernelWalker):
             # The common statement, an op on variables and constants, without the walker's frames.
             if step.checks_freed and self.role.freed:
                 self._check_not_freed(step.call)
-            value = yield from self.run_step(step, self._operands(step.operands))
+            if step.nested:
+                args = yield from self._operand_walk(step.operands)
+            else:
+                args = self._operands(step.operands)
+            value = yield from self.run_step(step, args)
             if kind is Assign:
                 self.bind(stmt, value)  # type: ignore[arg-type]
             left = None
@@ -122,6 +136,26 @@ class KernelFrame(KernelWalker):
                 values.append(item)
             else:
                 values.append(self._operands(item))
+        return tuple(values)
+
+    def _operand_walk(self, operands: tuple[Operand, ...]) -> Walk:
+        """:meth:`_operands` where some operand is a nested op: it runs in its place, in order."""
+        env = self.env
+        values = []
+        for kind, item in operands:
+            if kind == VARIABLE:
+                if item.name not in env:
+                    raise self.error(f"{item.name} is used before it is defined", item)
+                values.append(env[item.name])
+            elif kind == CONSTANT:
+                values.append(item)
+            elif kind == TUPLE:
+                values.append((yield from self._operand_walk(item)))
+            else:
+                if item.checks_freed and self.role.freed:
+                    self._check_not_freed(item.call)
+                args = yield from self._operand_walk(item.operands)
+                values.append((yield from self.run_step(item, args)))
         return tuple(values)
 
     def _to_pipe(self, issued: _Issued, stmt: Stmt) -> None:
