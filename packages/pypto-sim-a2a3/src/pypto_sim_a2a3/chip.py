@@ -38,6 +38,7 @@ from pypto_sim_a2a3.host import HostFrame
 from pypto_sim_a2a3.interpreter import KernelFrame
 from pypto_sim_a2a3.launch import Launch, Placement, Site, check_arguments, plan_launch, task_barrier
 from pypto_sim_a2a3.races import TaskRaces
+from pypto_sim_a2a3.replay import BlockRecording, GhostBlock, NumbersFrame, replay_enabled, replayable
 from pypto_sim_a2a3.scheduler import Advance, Event, Scheduler, Signal, Wait
 from pypto_sim_a2a3.taskgraph import ParallelContext, Task, TaskGraph
 from pypto_sim_a2a3.timeline import Recorder
@@ -88,6 +89,10 @@ class Chip:
         self._barriers: dict[int, SyncAll] = {}  # task id -> the syncall barrier its blocks share
         self._orders: dict[int, GmOrder] = {}  # task id -> the GM access record its blocks share
         self._orchestrated = False
+        # Replayable spmd tasks: task id -> the recording of its block 0 (see pypto_sim_a2a3.replay)
+        self.replay = replay_enabled()
+        self._recordings: dict[int, BlockRecording] = {}
+        self._replayable: dict[str, bool] = {}  # per kernel
         # changed with any of the above or the task graph: what the host and the dispatcher wait on
         self.changed = Signal()
 
@@ -189,6 +194,7 @@ class Chip:
             self.on_task(task.name)
         self._barriers.pop(task.id, None)
         self._orders.pop(task.id, None)
+        self._recordings.pop(task.id, None)
         for ready in self.graph.retire(task):
             self._enqueue(ready)
         self.changed.changed()
@@ -243,13 +249,57 @@ class Chip:
         )
         launch, placements = plan_launch(plan, task.args, site, self.target, self.recorder)
         run = _BlockRun(task, block, launch, self.dispatcher.clock, tuple(placements))
+        aligned = all(p.role.core.clock <= run.start for p in placements)  # every core starts with it
         for placement in placements:
             core = placement.role.core
             if core.memory is not None:
                 core.memory.high_water.clear()  # the heap of this kernel, not of the last one
             core.clock = max(core.clock, run.start)
             core.task = task.name
-            self.scheduler.spawn(core, self._run_kernel(placement, run))
+        recording = self._recording(task, block, plan, launch, run.start, aligned)
+        if block > 0 and recording is not None:
+            self._replay(recording, placements, launch, run)
+            return
+        for index, placement in enumerate(placements):
+            process = self._run_kernel(placement, run, recording)
+            if recording is not None:
+                process = recording.recorded(index, process)
+            self.scheduler.spawn(placement.role.core, process)
+
+    def _recording(
+        self, task: Task, block: int, plan: LaunchPlan, launch: Launch, start: int, aligned: bool
+    ) -> BlockRecording | None:
+        """Block 0 of a replayable spmd task: a new recording; a later block: block 0's, if it
+        may follow it (None: the block runs on the full engine)."""
+        if not (self.replay and task.blocks > 1 and aligned):
+            return None
+        if block == 0:
+            name = plan.kernel.name
+            if name not in self._replayable:
+                self._replayable[name] = replayable(plan)
+            if not self._replayable[name]:
+                return None
+            self._recordings[task.id] = BlockRecording(launch, start)
+            return self._recordings[task.id]
+        found = self._recordings.get(task.id)
+        return found if found is not None and start > found.start else None
+
+    def _replay(
+        self, recording: BlockRecording, placements: Sequence[Placement], launch: Launch, run: _BlockRun
+    ) -> None:
+        """A later block of a replayable task: its numbers now, its steps replayed from block 0's."""
+        frames = [NumbersFrame(p.seat, p.args, p.role, self.cost, self.steps) for p in placements]
+        numbers = GhostBlock.walk_numbers(frames)
+        ghost = GhostBlock(
+            recording,
+            launch,
+            run.start - recording.start,
+            numbers,
+            self.recorder,
+            lambda: self._block_done(run),
+        )
+        for index, placement in enumerate(placements):
+            self.scheduler.spawn(placement.role.core, ghost.process(index))
 
     def _step_observer(self, task: Task) -> Callable[[int, int], None] | None:
         """What a one-block task's outermost loop tells of its iterations (an spmd task's progress
@@ -259,9 +309,14 @@ class Chip:
             return None
         return lambda done, total: on_progress(task.name, done, total, "iterations")
 
-    def _run_kernel(self, placement: Placement, run: _BlockRun) -> Generator[Event, None, tuple[Any, ...]]:
+    def _run_kernel(
+        self, placement: Placement, run: _BlockRun, recording: BlockRecording | None = None
+    ) -> Generator[Event, None, tuple[Any, ...]]:
         role = placement.role
-        result = yield from KernelFrame(placement.seat, placement.args, role, self.cost, self.steps).run()
+        frame = KernelFrame(placement.seat, placement.args, role, self.cost, self.steps)
+        if recording is not None:
+            frame.on_op = recording.on_op
+        result = yield from frame.run()
         role.launch.finish(role)
         if role.launch.done:
             self._block_done(run)

@@ -15,7 +15,7 @@ once. When the kernel returns, the core waits for its pipes to drain.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any, NamedTuple
 
 import torch
@@ -62,6 +62,7 @@ class KernelFrame(KernelWalker):
         self.core = role.core
         self.cost = cost
         self.steps = steps  # the program's calls, decoded once
+        self.on_op: Callable[[Call], None] | None = None  # told each op as it runs (a recording)
         self.last_gm_statement = _last_gm_statement_of(self.fn)
         self.pipes = CorePipes(self.core, role.launch.recorder, cost.sync_cycles())
         role.pipes = self.pipes
@@ -221,8 +222,10 @@ class KernelFrame(KernelWalker):
     def run_step(self, step: Step, args: tuple[Any, ...]) -> Walk:
         """Run one decoded call on its evaluated operands; the generator returns its value."""
         call = step.call
+        if self.on_op is not None:
+            self.on_op(call)
         if step.work and self.role.mirror:
-            return _skipped(call, args)
+            return skipped(call, args)
         if step.launch is not None:
             return (yield from step.launch(self.role, call, args, self.cost))
         semantics = step.semantics
@@ -384,7 +387,7 @@ def _touches_gm(stmt: Stmt) -> bool:
     return False
 
 
-def _skipped(call: Call, args: tuple[Any, ...]) -> Any:
+def skipped(call: Call, args: tuple[Any, ...]) -> Any:
     """What a skipped op evaluates to on a mirroring lane: the tensor it writes, or a token."""
     writes = get_op(call.op).writes
     return args[writes[0]] if writes else TOKEN

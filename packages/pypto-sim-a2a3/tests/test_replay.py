@@ -1,0 +1,134 @@
+"""The later blocks of an spmd launch replay block 0's steps (:mod:`pypto_sim_a2a3.replay`): which
+launches may, and that what a run reports — cycles, slices, numbers, errors — is the same as
+with every block on the full engine (``PYPTO_SIM_REPLAY=off``)."""
+
+from __future__ import annotations
+
+import torch
+from sim_lowered import FunctionBuilder, Mem, program, rand, run, tensor_t
+
+from pypto.ir import Direction, FunctionKind, PyptoError
+from pypto_sim_a2a3 import OutOfBoundsError, replay
+from pypto_sim_a2a3.replay import uniform_control
+
+ROWS, COLS = 32, 64
+
+
+def _rows_kernel(rows: int, *, loop_stop=None, branch=None) -> FunctionBuilder:
+    """``out[block rows] = exp(a[block rows])`` per block, in chunks of 16 rows."""
+    k = FunctionBuilder("rows", FunctionKind.AIV)
+    a = k.param("a", tensor_t((rows, COLS)))
+    out = k.param("out", tensor_t((rows, COLS)), Direction.Out)
+    block = k.op("block", "get_block_idx")
+    base = k.op("base", "scalar.mul", block, ROWS)
+    with k.loop("c", 0, loop_stop if loop_stop is not None else 2) as c:
+        row = k.scalar("scalar.add", base, k.scalar("scalar.mul", c, 16))
+        x = k.op("x", "tile.load", a, [row, 0], shape=(16, COLS), target_memory=Mem.Vec)
+        k.do("tile.store", k.op("y", "tile.exp", x), [row, 0], out)
+    return k
+
+
+def _launch(kernel, rows: int, blocks: int):
+    b = FunctionBuilder("host", FunctionKind.Orchestration)
+    args = [b.param("a", tensor_t((rows, COLS))), b.param("out", tensor_t((rows, COLS)), Direction.Out)]
+    b.call("rows", *args, block_num=blocks)
+    return program(b.build(), kernel)
+
+
+def _ghosts(monkeypatch) -> list[int]:
+    made: list[int] = []
+    original = replay.GhostBlock.__init__
+
+    def counting(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        made.append(self.launch.site.block)
+
+    monkeypatch.setattr(replay.GhostBlock, "__init__", counting)
+    return made
+
+
+def _both(monkeypatch, prog, *args):
+    """The report (or the error) with replay, then without it; fresh copies of the arguments."""
+    outcomes = []
+    for mode in ("on", "off"):
+        monkeypatch.setenv("PYPTO_SIM_REPLAY", mode)
+        copies = [a.clone() for a in args]
+        try:
+            outcomes.append((run(prog, *copies), copies))
+        except PyptoError as error:
+            outcomes.append((error, copies))
+    return outcomes
+
+
+def _same_reports(one, other) -> None:
+    for field in ("total_cycles", "tasks", "busy_cycles", "stall_cycles", "timeline", "heaps", "submitted"):
+        assert getattr(one, field) == getattr(other, field), field
+
+
+def test_the_blocks_after_the_first_are_replayed_and_report_what_the_full_engine_does(monkeypatch):
+    ghosts = _ghosts(monkeypatch)
+    blocks = 30  # more than the 24 core groups: six blocks wait for a free group
+    prog = _launch(_rows_kernel(blocks * ROWS).build(), blocks * ROWS, blocks)
+    x = rand(blocks * ROWS, COLS)
+    (replayed, (_, out_on)), (full, (_, out_off)) = _both(monkeypatch, prog, x, torch.zeros_like(x))
+    assert sorted(ghosts) == list(range(1, blocks))  # the first run; the second replays none
+    _same_reports(replayed, full)
+    assert torch.equal(out_on, out_off) and torch.equal(out_on, x.exp())
+    assert {t.block for t in replayed.tasks} == set(range(blocks))
+
+
+def test_an_out_of_bounds_load_in_the_last_block_is_the_same_error_at_the_same_line(monkeypatch):
+    ghosts = _ghosts(monkeypatch)
+    kernel = _rows_kernel(3 * ROWS + 16).build()  # the fourth block's second chunk is past the end
+    prog = _launch(kernel, 3 * ROWS + 16, 4)
+    x = rand(3 * ROWS + 16, COLS)
+    (on, _), (off, _) = _both(monkeypatch, prog, x, torch.zeros_like(x))
+    assert 3 in ghosts  # the failing block was a replayed one
+    assert isinstance(on, OutOfBoundsError) and isinstance(off, OutOfBoundsError)
+    assert (on.message, on.span, on.hint) == (off.message, off.span, off.hint)
+    assert "region [112:128] is outside dim 0 of size 112" in on.message
+
+
+def test_blocks_writing_the_same_rows_are_the_same_race(monkeypatch):
+    k = FunctionBuilder("rows", FunctionKind.AIV)
+    a = k.param("a", tensor_t((ROWS, COLS)))
+    out = k.param("out", tensor_t((ROWS, COLS)), Direction.Out)
+    x = k.op("x", "tile.load", a, [0, 0], shape=(ROWS, COLS), target_memory=Mem.Vec)
+    k.do("tile.store", k.op("y", "tile.exp", x), [0, 0], out)  # every block: the same rows
+    prog = _launch(k.build(), ROWS, 3)
+    (on, _), (off, _) = _both(monkeypatch, prog, rand(ROWS, COLS), torch.zeros(ROWS, COLS))
+    assert isinstance(on, PyptoError) and type(on) is type(off)
+    assert (on.message, on.span) == (off.message, off.span)
+
+
+def test_a_loop_bound_or_branch_on_the_block_index_keeps_the_full_engine(monkeypatch):
+    assert uniform_control(_rows_kernel(4 * ROWS).build())
+
+    k = _rows_kernel(4 * ROWS)  # a loop whose trip count is the block index
+    with k.loop("extra", 0, k.op("b2", "get_block_idx")):
+        k.op("t", "scalar.add", 1, 2)
+    kernel = k.build()
+    assert not uniform_control(kernel)
+
+    ghosts = _ghosts(monkeypatch)
+    prog = _launch(kernel, 4 * ROWS, 4)
+    x = rand(4 * ROWS, COLS)
+    (on, (_, out_on)), (off, (_, out_off)) = _both(monkeypatch, prog, x, torch.zeros_like(x))
+    assert ghosts == []
+    _same_reports(on, off)
+    assert torch.equal(out_on, out_off)
+
+
+def test_uniform_control_reads_constants_extents_loop_variables_and_scalar_math():
+    k = FunctionBuilder("k", FunctionKind.AIV)
+    n = k.op("n", "get_block_num")
+    with k.loop("i", 0, k.scalar("scalar.mul", n, 2)) as i, k.loop("j", 0, i):
+        k.op("t", "scalar.add", i, 1)
+    assert uniform_control(k.build())
+
+    k = FunctionBuilder("k", FunctionKind.AIV)
+    a = k.param("a", tensor_t((ROWS, COLS)))
+    first = k.op("first", "scalar.read", a, [0, 0])  # data: not the same in every run
+    with k.loop("i", 0, first):
+        k.op("t", "scalar.add", 1, 1)
+    assert not uniform_control(k.build())
