@@ -37,7 +37,6 @@ from pypto.ir import (
     For,
     Function,
     If,
-    PyptoError,
     Stmt,
     TileType,
     TupleExpr,
@@ -232,6 +231,7 @@ class NumbersFrame(KernelFrame):
         self.pipes = _NoPipes()  # type: ignore[assignment]
         self._pending = None
         self.ops: list[tuple[Call, tuple[Any, ...]]] = []
+        self.in_op = False  # inside an op's run (an error there belongs to that op)
 
     def run(self) -> Generator[Event, None, Any]:
         return (yield from KernelWalker.run(self))
@@ -248,12 +248,15 @@ class NumbersFrame(KernelFrame):
             if call.op in _INDEX_OPS:
                 return self.index_value(call)
             return None  # a reserved or imported buffer: placed by the compiler
+        self.in_op = True
         semantics = step.semantics
         if semantics is None:
             semantics = self._cannot_run(call, args)
         else:
             self._check_has_data(call, args)
-        return semantics(call, args)
+        value = semantics(call, args)
+        self.in_op = False
+        return value
         yield  # a generator, like the full engine's step, that never waits
 
     def index_value(self, call: Call) -> int:
@@ -272,10 +275,12 @@ class _NoPipes:
 
 @dataclass
 class _Numbers:
-    """One core's numbers walk: its ops with their operands, and the error it stopped at."""
+    """One core's numbers walk: its ops with their operands, and the error it stopped at (in its
+    last op if ``in_op``, else between ops, after the last)."""
 
     ops: list[tuple[Call, tuple[Any, ...]]]
-    error: PyptoError | None = None
+    error: Exception | None = None
+    in_op: bool = False
 
 
 class GhostBlock:
@@ -308,8 +313,8 @@ class GhostBlock:
             numbers = _Numbers(frame.ops)
             try:
                 drive(frame.run())
-            except PyptoError as error:
-                numbers.error = error
+            except Exception as error:  # raised when the replay gets there, as the full engine would
+                numbers.error, numbers.in_op = error, frame.in_op
             walked.append(numbers)
         return walked
 
@@ -348,11 +353,12 @@ class GhostBlock:
                 elif kind == OP:
                     if cursor >= len(ops):
                         assert numbers.error is not None, "a replayed block ran fewer ops than block 0"
-                        raise numbers.error
+                        raise numbers.error  # it stopped between ops: block 0 would have too
                     call, args = ops[cursor]
                     assert call is effect[1], "a replayed block ran other ops than block 0"
                     cursor += 1
-                    if cursor == len(ops) and numbers.error is not None:
+                    if cursor == len(ops) and numbers.in_op:
+                        assert numbers.error is not None
                         raise numbers.error  # the op this block's numbers stopped at
                 elif kind == GM:
                     assert call is effect[1], "a replayed block accessed GM in another op than block 0"
@@ -360,6 +366,8 @@ class GhostBlock:
                 else:
                     launch.settle(launch.roles[effect[1]])
             if step.event is _FINAL:
+                if numbers.error is not None:
+                    raise numbers.error
                 break
             yield step.event
             k += 1
