@@ -38,7 +38,14 @@ from pypto_sim_a2a3.host import HostFrame
 from pypto_sim_a2a3.interpreter import KernelFrame
 from pypto_sim_a2a3.launch import Launch, Placement, Site, check_arguments, plan_launch, task_barrier
 from pypto_sim_a2a3.races import TaskRaces
-from pypto_sim_a2a3.replay import BlockRecording, GhostBlock, NumbersFrame, replay_enabled, replayable
+from pypto_sim_a2a3.replay import (
+    BlockRecording,
+    GhostBlock,
+    NumbersFrame,
+    replay_enabled,
+    replayable,
+    walk_numbers,
+)
 from pypto_sim_a2a3.scheduler import Advance, Event, Scheduler, Signal, Wait
 from pypto_sim_a2a3.taskgraph import ParallelContext, Task, TaskGraph
 from pypto_sim_a2a3.timeline import Recorder
@@ -262,9 +269,12 @@ class Chip:
             return
         for index, placement in enumerate(placements):
             process = self._run_kernel(placement, run, recording)
-            if recording is not None:
-                process = recording.recorded(index, process)
-            self.scheduler.spawn(placement.role.core, process)
+            if recording is None:
+                self.scheduler.spawn(placement.role.core, process)
+            else:
+                recording.watch(
+                    index, self.scheduler.spawn(placement.role.core, recording.recorded(index, process))
+                )
 
     def _recording(
         self, task: Task, block: int, plan: LaunchPlan, launch: Launch, start: int, aligned: bool
@@ -289,7 +299,7 @@ class Chip:
     ) -> None:
         """A later block of a replayable task: its numbers now, its steps replayed from block 0's."""
         frames = [NumbersFrame(p.seat, p.args, p.role, self.cost, self.steps) for p in placements]
-        numbers = GhostBlock.walk_numbers(frames)
+        numbers = walk_numbers(launch, frames)
         ghost = GhostBlock(
             recording,
             launch,

@@ -1,20 +1,23 @@
 """The blocks of an spmd task, replayed: one block runs on the full engine, the others follow it.
 
 The blocks of a ``pl.spmd`` launch run one kernel on equal core groups; when the kernel's loops
-and branches do not depend on the block (or on data) and its cores share no pipe and no barrier,
-every block does the same steps at the same cycles after its own start. So block 0 runs on the
+and branches do not depend on the block (or on data) and its blocks share no barrier, every
+block does the same steps at the same cycles after its own start (its cores' pipes connect only
+its own cores). So block 0 runs on the
 full engine (:class:`~pypto_sim_a2a3.interpreter.KernelFrame`: its pipes, costs, waits) while a
 :class:`BlockRecording` keeps, per core and per scheduler step, what the step yielded and what it
-did: the timeline slices it recorded, the GM accesses it reported, the ops it ran, the moment its
-last GM access settled. A later block is a :class:`GhostBlock`:
+did: the timeline slices it recorded, the GM accesses it reported, the ops it ran, the rings it
+opened and their changes, the tiles that crossed, the moment its last GM access settled, and for
+each wait the step of the core that ended it. A later block is a :class:`GhostBlock`:
 
-- its numbers come from a :class:`NumbersFrame`: the same walk of the kernel with the same
-  checked semantics on the block's own core memory, without pipes or timing, run when the block
-  starts;
+- its numbers come from a :class:`NumbersFrame` per core: the same walk of the kernel with the
+  same checked semantics on the block's own core memory, its tiles crossing its own rings, without
+  timing, run when the block starts;
 - each of its cores is a scheduler process that replays block 0's steps, shifted by the
   difference of the two starts: the same events (so the scheduler interleaves every process as
-  it would have), the same slices on this block's cores, the GM accesses with this block's own
-  regions (so coherence and race checks see them at their modeled cycles), the same settling.
+  it would have; a wait ends after the same step of the same core), the same slices, rings and
+  transfers on this block's cores, the GM accesses with this block's own regions (so coherence
+  and race checks see them at their modeled cycles), the same settling.
 
 An error the numbers walk meets (a region out of bounds in the last block, a division by zero)
 is raised when the replay reaches that op: at the same point of the run as on the full engine.
@@ -43,16 +46,15 @@ from pypto.ir import (
     Var,
     While,
 )
-from pypto.ir.backend import Slice
+from pypto.ir.backend import Slice, Transfer
 from pypto.ir.launch import LaunchPlan
 from pypto.ir.nodes import stmt_exprs, walk_expr, walk_stmts
-from pypto.ir.ops import op
-from pypto.ir.walker import KernelWalker, drive
-from pypto_sim_a2a3.crosscore import LAUNCH_OPS
+from pypto.ir.ops import op, system
+from pypto.ir.walker import KernelWalker
 from pypto_sim_a2a3.decode import Step, Steps
 from pypto_sim_a2a3.interpreter import KernelFrame, skipped
 from pypto_sim_a2a3.launch import CoreRole, Launch
-from pypto_sim_a2a3.scheduler import Advance, Event
+from pypto_sim_a2a3.scheduler import Event, Process, Signal, Wait
 from pypto_sim_a2a3.timeline import Recorder
 
 if TYPE_CHECKING:
@@ -60,15 +62,15 @@ if TYPE_CHECKING:
 
 REPLAY_ENV = "PYPTO_SIM_REPLAY"  # 0, off, false or no: every block on the full engine
 
-# The launch ops a replayed kernel may hold: they take the core's time and touch nothing shared.
-_INDEX_OPS = {op.get_subblock_idx, op.get_block_idx, op.get_block_num}
-_QUIET_LAUNCH_OPS = _INDEX_OPS | {op.reserve_buffer, op.import_peer_buffer}
+# The launch ops a replayed kernel may not hold: they order GM across the blocks of the task.
+_ACROSS_BLOCKS = {system.syncall, system.fence, system.cacheinvalid}
 # Scalar values that are the same in every block (get_block_idx is not).
 _UNIFORM_INDEX_OPS = {op.get_subblock_idx, op.get_block_num}
 
 # What a step did, replayed in order: (SLICE, the slice), (OP, the call), (GM, the call, cycle),
-# (SETTLE, the core's index).
-SLICE, OP, GM, SETTLE = 0, 1, 2, 3
+# (SETTLE, the core's index), (RING, its number, pipe, owner, slots), (RING_CHANGE, its number,
+# the change, cycle), (TRANSFER, the transfer).
+SLICE, OP, GM, SETTLE, RING, RING_CHANGE, TRANSFER = 0, 1, 2, 3, 4, 5, 6
 _PENDING = object()  # a step still running (or never finished): its event is not known
 _FINAL = object()  # the step in which the core's process returned
 
@@ -78,17 +80,15 @@ def replay_enabled() -> bool:
 
 
 def replayable(plan: LaunchPlan) -> bool:
-    """Whether every block of an spmd launch of ``plan`` does block 0's steps: no pipe between
-    its cores, no barrier, fence or cache invalidation, and loops and branches that are the
-    same in every block."""
-    if plan.piped:
-        return False
+    """Whether every block of an spmd launch of ``plan`` does block 0's steps: no barrier, fence
+    or cache invalidation (they order GM across blocks), and loops and branches that are the same
+    in every block."""
     for seat in plan.seats:
         kernel = seat.kernel
         for stmt in walk_stmts(kernel.body):
             for expr in stmt_exprs(stmt):
                 for e in walk_expr(expr):
-                    if isinstance(e, Call) and e.op in LAUNCH_OPS and e.op not in _QUIET_LAUNCH_OPS:
+                    if isinstance(e, Call) and e.op in _ACROSS_BLOCKS:
                         return False
         if not uniform_control(kernel):
             return False
@@ -143,6 +143,7 @@ class _Step:
 
     effects: list[tuple[Any, ...]] = field(default_factory=list)
     event: Any = _PENDING
+    wake: tuple[int, int] | None = None  # its wait ended after this step of that core: (core, step)
 
 
 class BlockRecording:
@@ -152,8 +153,14 @@ class BlockRecording:
         self.launch = launch
         self.start = start
         self.steps: list[list[_Step]] = [[] for _ in launch.roles]
+        self.counts = [0] * len(launch.roles)  # per core, the steps it has begun
+        self.processes: dict[Process, int] = {}  # each core's scheduler process -> its core
+        self.ghosts: list[GhostBlock] = []  # the blocks replaying this one
+        self.rings = 0  # the rings its launch opened so far
         self._current: list[tuple[Any, ...]] | None = None  # the effects of the step running now
         launch.recorder = _RecordingRecorder(launch.recorder, self)  # type: ignore[assignment]
+        for pipe in launch.pipes.values():  # made with the launch: they tell its recorder too
+            pipe.recorder = launch.recorder
         self._watch(launch)
 
     def effect(self, effect: tuple[Any, ...]) -> None:
@@ -162,6 +169,24 @@ class BlockRecording:
 
     def on_op(self, call: Call) -> None:
         self.effect((OP, call))
+
+    def watch(self, index: int, process: Process) -> None:
+        """Core ``index`` runs as ``process``: each of its waits records what ended it."""
+        self.processes[process] = index
+        process.on_wake = lambda stepper: self._woken(index, stepper)
+
+    def _woken(self, index: int, stepper: Process | None) -> None:
+        core = self.processes.get(stepper) if stepper is not None else None
+        assert core is not None, "a wait of a replayable block ended by a step outside the block"
+        step = self.steps[index][-1]
+        step.wake = (core, self.counts[core])
+        for ghost in self.ghosts:
+            # The ghost's same core must not be waiting there already with its wake due: block 0
+            # runs ahead of every later block, so its wakes are known first.
+            assert not (
+                ghost.counts[index] == len(self.steps[index]) and ghost.counts[core] >= self.counts[core]
+            ), "a replayed block waited past block 0"
+            ghost.signal.changed()
 
     def _watch(self, launch: Launch) -> None:
         gm_access, settle = launch.gm_access, launch.settle
@@ -185,6 +210,7 @@ class BlockRecording:
         while True:
             step = _Step()
             steps.append(step)
+            self.counts[index] += 1
             self._current = step.effects
             try:
                 event = next(process)
@@ -193,7 +219,6 @@ class BlockRecording:
                 step.event = _FINAL
                 return stop.value
             self._current = None
-            assert isinstance(event, Advance), "a replayable kernel's core never waits"
             step.event = event
             yield event
 
@@ -209,16 +234,31 @@ class _RecordingRecorder:
         self._recorder.record(piece)
         self._recording.effect((SLICE, piece))
 
-    def __getattr__(self, name: str) -> Any:  # rings and transfers: a replayable launch has none
-        raise AssertionError(f"a replayable launch used the recorder's {name}")
+    def ring(self, pipe: str, owner: str, slots: int) -> Callable[[int, int], None]:
+        recording = self._recording
+        number = recording.rings
+        recording.rings += 1
+        recording.effect((RING, number, pipe, owner, slots))
+        change = self._recorder.ring(pipe, owner, slots)
+
+        def recorded_change(delta: int, cycle: int) -> None:
+            change(delta, cycle)
+            recording.effect((RING_CHANGE, number, delta, cycle))
+
+        return recorded_change
+
+    def transfer(self, transfer: Transfer) -> None:
+        self._recorder.transfer(transfer)
+        self._recording.effect((TRANSFER, transfer))
 
 
 # ---------------------------------------------------------------- a later block
 
 
 class NumbersFrame(KernelFrame):
-    """A kernel's walk for its numbers only: the checked semantics on the core's memory, no pipes,
-    no time. ``ops`` are the ops it ran with their operands, in order; the walk never waits."""
+    """A kernel's walk for its numbers only: the checked semantics on the core's memory, tiles
+    crossing the launch's rings, no time. ``ops`` are the ops it ran with their operands, in
+    order. The walk yields only the waits of its pipe ops (a full or an empty ring)."""
 
     def __init__(self, seat: Any, args: Sequence[Any], role: CoreRole, cost: CostModel, steps: Steps):
         site = role.launch.site
@@ -228,7 +268,7 @@ class NumbersFrame(KernelFrame):
         self.cost = cost
         self.steps = steps
         self.on_op = None
-        self.pipes = _NoPipes()  # type: ignore[assignment]
+        self.pipes = role.pipes = _NO_PIPES  # type: ignore[assignment]
         self._pending = None
         self.ops: list[tuple[Call, tuple[Any, ...]]] = []
         self.in_op = False  # inside an op's run (an error there belongs to that op)
@@ -244,33 +284,53 @@ class NumbersFrame(KernelFrame):
         self.ops.append((call, args))
         if step.work and self.role.mirror:
             return skipped(call, args)
-        if step.launch is not None:
-            if call.op in _INDEX_OPS:
-                return self.index_value(call)
-            return None  # a reserved or imported buffer: placed by the compiler
         self.in_op = True
-        semantics = step.semantics
-        if semantics is None:
-            semantics = self._cannot_run(call, args)
+        if step.launch is not None:  # pipe, index and buffer ops: the launch's, on no pipes
+            value = yield from step.launch(self.role, call, args, self.cost)
         else:
-            self._check_has_data(call, args)
-        value = semantics(call, args)
+            semantics = step.semantics
+            if semantics is None:
+                semantics = self._cannot_run(call, args)
+            else:
+                self._check_has_data(call, args)
+            value = semantics(call, args)
         self.in_op = False
         return value
-        yield  # a generator, like the full engine's step, that never waits
-
-    def index_value(self, call: Call) -> int:
-        if call.op == op.get_subblock_idx:
-            return self.role.lane
-        site = self.role.launch.site
-        return site.block if call.op == op.get_block_idx else site.block_num
 
 
 class _NoPipes:
-    """What a numbers walk has for the pipes of its core: nothing to wait for, nothing to record."""
+    """What a numbers walk has for the pipes of its cores: no time, nothing to wait for."""
+
+    def run(self, cost: Any, call: Any, issue: int, *args: Any, **kwargs: Any) -> tuple[int, int]:
+        return issue, issue
+
+    def last_read(self, regions: Any) -> tuple[int, str]:
+        return 0, ""
+
+    def drained(self, pipes: Any = None) -> int:
+        return 0
+
+    def gm_written(self, tensor: Any) -> int:
+        return 0
 
     def copied(self, source: Any, dest: Any) -> None:
         return None
+
+
+class _NoRecorder:
+    """What a numbers walk's launch tells of its rings and transfers: nothing (its replay does)."""
+
+    def record(self, piece: Slice) -> None:
+        return None
+
+    def ring(self, pipe: str, owner: str, slots: int) -> Callable[[int, int], None]:
+        return lambda delta, cycle: None
+
+    def transfer(self, transfer: Transfer) -> None:
+        return None
+
+
+_NO_PIPES = _NoPipes()
 
 
 @dataclass
@@ -281,6 +341,39 @@ class _Numbers:
     ops: list[tuple[Call, tuple[Any, ...]]]
     error: Exception | None = None
     in_op: bool = False
+
+
+def walk_numbers(launch: Launch, frames: Sequence[NumbersFrame]) -> list[_Numbers]:
+    """Run the cores' numbers walks now, each until it waits for a ring another one fills or
+    empties, in turn. An error stops that core's walk; its replay raises it at its op."""
+    launch.recorder = _NoRecorder()  # type: ignore[assignment]
+    for pipe in launch.pipes.values():
+        pipe.recorder = launch.recorder
+    walks = [frame.run() for frame in frames]
+    numbers = [_Numbers(frame.ops) for frame in frames]
+    waiting: list[Wait | None] = [None] * len(frames)
+    running = set(range(len(frames)))
+    while running:
+        moved = False
+        for index in sorted(running):
+            wait = waiting[index]
+            if wait is not None and not wait.ready():
+                continue
+            moved, waiting[index] = True, None
+            try:
+                while True:
+                    event = next(walks[index])
+                    if isinstance(event, Wait) and not event.ready():
+                        waiting[index] = event
+                        break
+            except StopIteration:
+                running.discard(index)
+            except Exception as error:  # raised when the replay gets there, as the full engine would
+                numbers[index].error, numbers[index].in_op = error, frames[index].in_op
+                running.discard(index)
+        if not moved:
+            break  # the cores wait for each other: so does block 0, whose deadlock ends the run first
+    return numbers
 
 
 class GhostBlock:
@@ -304,19 +397,10 @@ class GhostBlock:
         self.done = done  # the chip's end of a block, once every core has finished
         pairs = zip(recording.launch.roles, launch.roles, strict=True)
         self.names = {old.core.name: new.core.name for old, new in pairs}
-
-    @classmethod
-    def walk_numbers(cls, frames: Sequence[NumbersFrame]) -> list[_Numbers]:
-        """Run each core's numbers walk now; an error stops that core's walk and waits for its op."""
-        walked = []
-        for frame in frames:
-            numbers = _Numbers(frame.ops)
-            try:
-                drive(frame.run())
-            except Exception as error:  # raised when the replay gets there, as the full engine would
-                numbers.error, numbers.in_op = error, frame.in_op
-            walked.append(numbers)
-        return walked
+        self.counts = [0] * len(launch.roles)  # per core, the steps it has begun
+        self.signal = Signal()  # changed at each step: what its cores' waits are on
+        self.rings: dict[int, Callable[[int, int], None]] = {}
+        recording.ghosts.append(self)
 
     def process(self, index: int) -> Generator[Event, None, None]:
         """Core ``index`` of the block, replaying block 0's core ``index``."""
@@ -325,10 +409,13 @@ class GhostBlock:
         numbers = self.numbers[index]
         shift, names, launch, record = self.shift, self.names, self.launch, self.recorder.record
         ops, cursor, call, args = numbers.ops, 0, None, ()
+        counts, signal = self.counts, self.signal
         k = 0
         while True:
             assert k < len(steps) and steps[k].event is not _PENDING, "a replay ran ahead of block 0"
             step = steps[k]
+            counts[index] = k + 1
+            signal.changed()
             for effect in step.effects:
                 kind = effect[0]
                 if kind == SLICE:
@@ -363,15 +450,37 @@ class GhostBlock:
                 elif kind == GM:
                     assert call is effect[1], "a replayed block accessed GM in another op than block 0"
                     launch.gm_access(role, call, args, effect[2] + shift)
-                else:
+                elif kind == SETTLE:
                     launch.settle(launch.roles[effect[1]])
-            if step.event is _FINAL:
+                elif kind == RING_CHANGE:
+                    self.rings[effect[1]](effect[2], effect[3] + shift)
+                elif kind == RING:
+                    _, number, pipe, owner, slots = effect
+                    self.rings[number] = self.recorder.ring(pipe, names[owner], slots)
+                else:
+                    t = effect[1]
+                    push, pop = (t.push[0] + shift, t.push[1] + shift), (t.pop[0] + shift, t.pop[1] + shift)
+                    self.recorder.transfer(Transfer(t.pipe, names[t.producer], names[t.consumer], push, pop))
+            event = step.event
+            if event is _FINAL:
                 if numbers.error is not None:
                     raise numbers.error
                 break
-            yield step.event
+            if isinstance(event, Wait):
+                event = self._wait(step, event)
+            yield event
             k += 1
         assert cursor == len(ops), "a replayed block ran more ops than block 0"
         launch.finish(role)
         if launch.done:
             self.done()
+
+    def _wait(self, step: _Step, wait: Wait) -> Wait:
+        """Block 0's wait, ended here after the same step of the same core of this block."""
+        counts = self.counts
+
+        def ready() -> bool:
+            wake = step.wake
+            return wake is not None and counts[wake[0]] >= wake[1]
+
+        return Wait(ready, wait.what, wait.span, None, wait.silent, wait.keeps_clock, on=(self.signal,))

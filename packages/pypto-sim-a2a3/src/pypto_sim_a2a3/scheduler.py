@@ -141,6 +141,8 @@ class Process:
     done: bool = False
     waiting: Wait | None = None
     dirty: bool = False  # a signal its wait is on changed since the wait was last checked
+    # Told, when its wait is over, the process whose step ended it (a recording of its steps).
+    on_wake: Callable[[Process | None], None] | None = None
 
 
 class Scheduler:
@@ -160,6 +162,7 @@ class Scheduler:
         self._polled = 0  # blocked processes whose wait names no signal
         self._kept = 0  # blocked processes whose wait keeps their clock
         self._check_signals = os.environ.get("PYPTO_SIM_CHECK_WAKEUPS", "") not in ("", "0", "off")
+        self.stepping: Process | None = None  # the process of the latest step
 
     def observe(self, observer: Observer) -> None:
         """Have ``observer`` see every busy and stalled stretch from now on."""
@@ -191,6 +194,7 @@ class Scheduler:
         heapq.heappush(self._runnable, (proc.core.clock, next(self._order), proc))
 
     def _step(self, proc: Process) -> None:
+        self.stepping = proc
         try:
             event = next(proc.coroutine)
         except StopIteration as stop:
@@ -231,6 +235,8 @@ class Scheduler:
                     proc.core.stall(self.now - proc.core.clock)
                 proc.waiting = None
                 self._kept -= wait.keeps_clock
+                if proc.on_wake is not None:
+                    proc.on_wake(self.stepping)
                 if not wait.on:
                     self._polled -= 1
                 self._push(proc)
