@@ -57,6 +57,7 @@ class CoreRole:
     freed: dict[str, Call] = field(default_factory=dict)
     reports_progress: bool = False  # its outermost loop's iterations are the launch's progress
     pipes: CorePipes | None = None  # the core's pipes while it runs its kernel (set by its frame)
+    gm_name: str = ""  # its core in the GM access record (made at its first access)
 
     @property
     def core_pipes(self) -> CorePipes:
@@ -303,7 +304,9 @@ class Launch:
     def gm_core(self, role: CoreRole) -> str:
         """``role``'s core in the GM access record: ``cg0.AIV0``, or ``cg0.AIV0 of block 2`` when the
         task's blocks share the record (two blocks may run on one core group, one after the other)."""
-        return member_name(role.core.name, self.site.block, self.site.block_num)
+        if not role.gm_name:
+            role.gm_name = member_name(role.core.name, self.site.block, self.site.block_num)
+        return role.gm_name
 
     def member(self, role: CoreRole) -> str:
         """``role``'s core in the barrier its task's blocks share."""

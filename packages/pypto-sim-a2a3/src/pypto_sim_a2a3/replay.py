@@ -376,6 +376,19 @@ def walk_numbers(launch: Launch, frames: Sequence[NumbersFrame]) -> list[_Number
     return numbers
 
 
+def _shifted(piece: Slice, names: dict[str, str], shift: int) -> Slice:
+    """Block 0's slice as this block's: on its core, ``shift`` cycles later. (Made field by
+    field, without the frozen dataclass's checked ``__init__``: a replay makes thousands.)"""
+    fields = dict(piece.__dict__)
+    fields["core"] = names[piece.core]
+    fields["start"] = piece.start + shift
+    if piece.flag_at is not None:
+        fields["flag_at"] = piece.flag_at + shift
+    shifted: Slice = object.__new__(Slice)
+    shifted.__dict__.update(fields)
+    return shifted
+
+
 class GhostBlock:
     """A later block of a replayable task: its numbers walked at its start, its steps replayed
     from block 0's, ``shift`` cycles later, on its own core group."""
@@ -419,24 +432,7 @@ class GhostBlock:
             for effect in step.effects:
                 kind = effect[0]
                 if kind == SLICE:
-                    s = effect[1]
-                    flag_at = None if s.flag_at is None else s.flag_at + shift
-                    record(
-                        Slice(
-                            names[s.core],
-                            s.start + shift,
-                            s.cycles,
-                            s.name,
-                            s.unit,
-                            s.task,
-                            s.source,
-                            s.peak_cycles,
-                            s.roof,
-                            s.pipe,
-                            s.flag_from,
-                            flag_at,
-                        )
-                    )
+                    record(_shifted(effect[1], names, shift))
                 elif kind == OP:
                     if cursor >= len(ops):
                         assert numbers.error is not None, "a replayed block ran fewer ops than block 0"
