@@ -3,10 +3,10 @@
 The blocks of a ``pl.spmd`` launch run one kernel on equal core groups; when the kernel's loops
 and branches do not depend on the block (or on data) and its blocks share no barrier, every
 block does the same steps at the same cycles after its own start (its cores' pipes connect only
-its own cores). So block 0 runs on the
-full engine (:class:`~pypto_sim_a2a3.interpreter.KernelFrame`: its pipes, costs, waits) while a
-:class:`BlockRecording` keeps, per core and per scheduler step, what the step yielded and what it
-did: the timeline slices it recorded, the GM accesses it reported, the ops it ran, the rings it
+its own cores). So block 0 runs on the full engine
+(:class:`~pypto_sim_a2a3.interpreter.KernelFrame`: its pipes, costs, waits) while a
+:class:`BlockRecording` keeps, per core and per scheduler step, what the step yielded and what
+it did: the timeline slices it recorded, the GM accesses it reported, the ops it ran, the rings it
 opened and their changes, the tiles that crossed, the moment its last GM access settled, and for
 each wait the step of the core that ended it. A later block is a :class:`GhostBlock`:
 
@@ -48,7 +48,7 @@ from pypto.ir import (
 )
 from pypto.ir.backend import Slice, Transfer
 from pypto.ir.launch import LaunchPlan
-from pypto.ir.nodes import stmt_exprs, walk_expr, walk_stmts
+from pypto.ir.nodes import stmt_end_exprs, stmt_exprs, walk_expr, walk_stmts
 from pypto.ir.ops import op, system
 from pypto.ir.walker import KernelWalker
 from pypto_sim_a2a3.decode import Step, Steps
@@ -86,7 +86,7 @@ def replayable(plan: LaunchPlan) -> bool:
     for seat in plan.seats:
         kernel = seat.kernel
         for stmt in walk_stmts(kernel.body):
-            for expr in stmt_exprs(stmt):
+            for expr in (*stmt_exprs(stmt), *stmt_end_exprs(stmt)):
                 for e in walk_expr(expr):
                     if isinstance(e, Call) and e.op in _ACROSS_BLOCKS:
                         return False
