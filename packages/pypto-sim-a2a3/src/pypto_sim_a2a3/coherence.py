@@ -160,11 +160,13 @@ class BoxIndex(Generic[T]):
         self._starts.insert(at, start)
         self._ends.insert(at, end)
         self._items.insert(at, (seq, item))
-        self._reach.insert(at, end)
-        reach = self._reach[at - 1] if at else end
-        for i in range(at, len(self._reach)):  # only the entries from the new one on change
-            reach = max(reach, self._ends[i])
-            self._reach[i] = reach
+        reach = max(self._reach[at - 1], end) if at else end
+        self._reach.insert(at, reach)
+        ends, reaches = self._ends, self._reach
+        for i in range(at + 1, len(reaches)):  # the later entries' reach grows to the new end ...
+            if reaches[i] >= reach:
+                break  # ... until one reaches as far already: from there on nothing changes
+            reaches[i] = reach = max(reach, ends[i])
 
     def overlapping(self, region: Region) -> list[tuple[int, T]]:
         """The items whose boxes meet ``region`` in the first dimension (the caller checks the
