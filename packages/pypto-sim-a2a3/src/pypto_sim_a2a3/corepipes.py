@@ -35,11 +35,11 @@ from typing import NamedTuple
 import torch
 
 from pypto.ir import Call, MemorySpace
-from pypto.ir.backend import STALL, Slice
+from pypto.ir.backend import STALL
 from pypto.ir.errors import at_line
 from pypto_sim_a2a3.cores import Core
 from pypto_sim_a2a3.cost import OpCost
-from pypto_sim_a2a3.timeline import Recorder
+from pypto_sim_a2a3.timeline import Recorder, make_slice
 
 # The pipes whose work touches GM, drained by a fence and before a kernel counts as settled.
 GM_PIPES = ("MTE2", "MTE3", "FIXPIPE")
@@ -161,7 +161,7 @@ class CorePipes:
         source = at_line(call.span) if call is not None and call.span is not None else None
         if start > free and binding is not None:
             self.recorder.record(
-                Slice(
+                make_slice(
                     self.core.name,
                     free,
                     start - free,
@@ -182,7 +182,7 @@ class CorePipes:
         )
         if cost.occupancy:
             self.recorder.record(
-                Slice(
+                make_slice(
                     self.core.name,
                     start,
                     cost.occupancy,

@@ -16,6 +16,40 @@ from pypto.ir.errors import at_line
 from pypto_sim_a2a3.scheduler import Advance, Clocked, Event, Scheduler
 
 
+def make_slice(
+    core: str,
+    start: int,
+    cycles: int,
+    name: str,
+    unit: str,
+    task: str,
+    source: str | None,
+    peak_cycles: float = 0.0,
+    roof: str | None = None,
+    pipe: str | None = None,
+    flag_from: str | None = None,
+    flag_at: int | None = None,
+) -> Slice:
+    """``Slice(core, start, ...)``, the same object, made without the frozen dataclass's checked
+    ``__init__`` (a field set at a time): the cores' pipes make one or two for every op they run."""
+    piece: Slice = object.__new__(Slice)
+    piece.__dict__.update(
+        core=core,
+        start=start,
+        cycles=cycles,
+        name=name,
+        unit=unit,
+        task=task,
+        source=source,
+        peak_cycles=peak_cycles,
+        roof=roof,
+        pipe=pipe,
+        flag_from=flag_from,
+        flag_at=flag_at,
+    )
+    return piece
+
+
 class Recorder:
     """The timeline of one run: ``Recorder(scheduler)`` then ``recorder.slices`` after the run."""
 
