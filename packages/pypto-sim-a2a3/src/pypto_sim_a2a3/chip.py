@@ -96,12 +96,12 @@ class Chip:
         self._barriers: dict[int, SyncAll] = {}  # task id -> the syncall barrier its blocks share
         self._orders: dict[int, GmOrder] = {}  # task id -> the GM access record its blocks share
         self._orchestrated = False
+        # changed with any of the above or the task graph: what the host and the dispatcher wait on
+        self.changed = Signal()
         # Replayable spmd tasks: task id -> the recording of its block 0 (see pypto_sim_a2a3.replay)
         self.replay = replay_enabled()
         self._recordings: dict[int, BlockRecording] = {}
         self._replayable: dict[str, bool] = {}  # per kernel
-        # changed with any of the above or the task graph: what the host and the dispatcher wait on
-        self.changed = Signal()
 
     def run(self, entry: Function, args: Sequence[Any]) -> tuple[Any, ...]:
         """Run the orchestration ``entry`` and every task it submits; return what its ``Return`` gave."""

@@ -91,10 +91,6 @@ class KernelFrame(KernelWalker):
         if cycle > self.core.clock:
             yield Advance("SCALAR", cycle - self.core.clock, silent=True)
 
-    def issue(self) -> Walk:
-        """The scalar unit hands one op to a pipe."""
-        yield self.issue_step
-
     def scalar(self, cost: OpCost, call: Call, after: int = 0) -> Walk:
         """Scalar work (or a wait only the scalar unit can do) at the core's clock, not before ``after``."""
         issue = self.core.clock
@@ -130,9 +126,7 @@ class KernelFrame(KernelWalker):
         values = []
         for kind, item in operands:
             if kind == VARIABLE:
-                if item.name not in env:
-                    raise self.error(f"{item.name} is used before it is defined", item)
-                values.append(env[item.name])
+                values.append(env[item.name] if item.name in env else self._undefined(item))
             elif kind == CONSTANT:
                 values.append(item)
             else:
@@ -145,9 +139,7 @@ class KernelFrame(KernelWalker):
         values = []
         for kind, item in operands:
             if kind == VARIABLE:
-                if item.name not in env:
-                    raise self.error(f"{item.name} is used before it is defined", item)
-                values.append(env[item.name])
+                values.append(env[item.name] if item.name in env else self._undefined(item))
             elif kind == CONSTANT:
                 values.append(item)
             elif kind == TUPLE:
@@ -158,6 +150,9 @@ class KernelFrame(KernelWalker):
                 args = yield from self._operand_walk(item.operands)
                 values.append((yield from self.run_step(item, args)))
         return tuple(values)
+
+    def _undefined(self, var: Var) -> Any:
+        raise self.error(f"{var.name} is used before it is defined", var)
 
     def _to_pipe(self, issued: _Issued, stmt: Stmt) -> None:
         """Put a statement's op on its pipe, now that its result has its buffer."""
