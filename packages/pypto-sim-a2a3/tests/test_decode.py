@@ -3,6 +3,8 @@ still reported when it runs, at the user's line."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 from sim_lowered import FunctionBuilder, Mem, rand, single, tensor_t, tile_t, vector_binary_kernel
@@ -11,6 +13,7 @@ from pypto.ir import Direction, FunctionKind, Var, VerificationError
 from pypto_sim_a2a3 import A2A3SimBackend
 from pypto_sim_a2a3 import semantics as sim_semantics
 from pypto_sim_a2a3.decode import Steps, steps_of
+from pypto_sim_a2a3.target import A2A3_TARGET
 
 
 def _calls_decoded(monkeypatch) -> list[str]:
@@ -59,7 +62,6 @@ def test_a_loop_body_is_decoded_once_not_per_iteration(monkeypatch):
 
 def test_steps_are_kept_per_loaded_program_and_target():
     from pypto.ir.launch import LoadedProgram
-    from pypto_sim_a2a3.target import A2A3_TARGET
 
     loaded = LoadedProgram(single(vector_binary_kernel("tile.add")))
     assert steps_of(loaded, A2A3_TARGET) is steps_of(loaded, A2A3_TARGET)
@@ -89,3 +91,21 @@ def test_an_operand_used_before_it_is_defined_is_reported_at_the_operand():
     with pytest.raises(VerificationError, match="ghost is used before it is defined") as info:
         A2A3SimBackend().run(single(k.build()), [torch.zeros(16, 16)], {})
     assert info.value.span == ghost.span
+
+
+def test_an_op_the_table_does_not_know_is_reported_when_it_runs_not_when_decoded():
+    k = FunctionBuilder("odd", FunctionKind.AIV)
+    x_gm = k.param("x", tensor_t((16, 16)))
+    out = k.param("out", tensor_t((16, 16)), Direction.Out)
+    x = k.op("x_t", "tile.load", x_gm, [0, 0], shape=(16, 16), target_memory=Mem.Vec)
+    y = k.op("y_t", "tile.exp", x)
+    k.do("tile.store", y, [0, 0], out)
+    kernel = k.build()
+    body = list(kernel.body)
+    body[1] = replace(body[1], value=replace(body[1].value, op="tile.nosuch"))  # a hand-built kernel
+    steps = Steps(A2A3_TARGET)
+    assert steps.step(body[1].value).semantics is None  # decoding does not raise
+    with pytest.raises(VerificationError, match=r"unknown op 'tile\.nosuch'"):
+        A2A3SimBackend().run(
+            single(replace(kernel, body=tuple(body))), [rand(16, 16), torch.zeros(16, 16)], {}
+        )

@@ -19,7 +19,19 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from pypto.ir import Call, Const, Expr, MemorySpace, Target, TileType, TupleExpr, Unit, Var, get_op
+from pypto.ir import (
+    Call,
+    Const,
+    Expr,
+    MemorySpace,
+    PyptoError,
+    Target,
+    TileType,
+    TupleExpr,
+    Unit,
+    Var,
+    get_op,
+)
 from pypto.ir.launch import LoadedProgram
 from pypto.ir.ops import op, tile
 from pypto.ir.semantics import OpImpl
@@ -77,7 +89,10 @@ class Steps:
         return step.cost
 
     def _decode(self, call: Call) -> Step:
-        spec = get_op(call.op)
+        try:
+            spec = get_op(call.op)
+        except PyptoError:  # an op the table does not know: the walker reports it where it runs
+            return Step(call, None, None, False, (), None, True)
         launch = LAUNCH_OPS.get(call.op)
         runnable = (
             launch is None
