@@ -15,3 +15,8 @@ class KernelOnlyError(PyptoError, RuntimeError):
 
 class RunConfigError(PyptoError, TypeError):
     """``config=`` of a kernel call is not a ``RunConfig`` (e.g. the platform name as a string)."""
+
+
+class JitOptionError(PyptoError, TypeError):
+    """A ``@pl.jit`` decorator (or ``.incore`` / ``.inline`` / ``.opaque``) got options it does not
+    take, e.g. ``@pl.jit.incore(optimizations=[...])``, or something that is not a function."""

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple, ParamSpec, TypeVar
 
 from pypto.ir import Program, PyptoError, RunReport
 from pypto.ir.tracebacks import call_site, raise_at_user_line
-from pypto.language.errors import KernelOnlyError, RunConfigError
+from pypto.language.errors import JitOptionError, KernelOnlyError, RunConfigError
 from pypto.language.kernel import JitKind, KernelFunction
 from pypto.language.parser.program import parse_program
 from pypto.language.parser.resolve import GlobalReads, recording_reads
@@ -143,26 +143,53 @@ class Jit:
     ... def add(a: pl.Tensor[[64, 64], pl.FP32], out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]): ...
     """
 
-    def __call__(self, func: Callable[..., Any] | None = None) -> Any:
-        return self if func is None else JitFunction(func, JitKind.entry)
+    def __call__(self, func: Callable[..., Any] | None = None, **options: Any) -> Any:
+        if func is None and not options:
+            return self
+        return _decorate("pl.jit", JitKind.entry, func, options)
 
     @staticmethod
-    def incore(func: Callable[..., Any]) -> JitFunction:
+    def incore(func: Callable[..., Any] | None = None, **options: Any) -> Any:
         """A device kernel, callable by its bare name from a ``@pl.jit`` body."""
-        return JitFunction(func, JitKind.incore)
+        return _decorate("pl.jit.incore", JitKind.incore, func, options)
 
     @staticmethod
-    def inline(func: Callable[..., Any]) -> JitFunction:
+    def inline(func: Callable[..., Any] | None = None, **options: Any) -> Any:
         """A function spliced into the kernel that calls it (also spelled ``@pl.inline``)."""
-        return JitFunction(func, JitKind.inline)
+        return _decorate("pl.jit.inline", JitKind.inline, func, options)
 
     @staticmethod
-    def opaque(func: Callable[..., Any]) -> JitFunction:
+    def opaque(func: Callable[..., Any] | None = None, **options: Any) -> Any:
         """A control-plane function of its own: it may hold ``pl.range`` / ``pl.parallel`` loops,
         ``pl.at`` scopes and calls of ``@pl.jit.incore`` kernels, and is called by its bare name
         from a ``@pl.jit`` body (or another opaque function). Called from Python, it runs as the
         entry of its own program."""
-        return JitFunction(func, JitKind.opaque)
+        return _decorate("pl.jit.opaque", JitKind.opaque, func, options)
+
+
+# Where what a user may have meant to pass a decorator goes instead.
+_OPTION_HINT = (
+    'the decorator takes no options: split a kernel with pl.func_attr({"split": pl.SplitMode.UP_DOWN}) '
+    "as its first statement, put optimizations=[...] on a pl.at(...) scope or a pl.spmd(...) loop, "
+    "and pass run settings as config=RunConfig(...) when calling the kernel"
+)
+
+
+def _decorate(name: str, kind: JitKind, func: Any, options: dict[str, Any]) -> Any:
+    """``@name`` on ``func`` (``@name()`` returns the decorator itself); options are an error."""
+    if options:
+        given = ", ".join(f"{key}=" for key in options)
+        raise JitOptionError(f"@{name} takes no options, got {given}", call_site(), _OPTION_HINT)
+    if func is None:
+        return lambda f: _decorate(name, kind, f, {})
+    if not callable(func) or isinstance(func, (JitFunction, type)):
+        what = "a @pl.jit function" if isinstance(func, JitFunction) else type(func).__name__
+        raise JitOptionError(
+            f"@{name} decorates a Python function, got {what}",
+            call_site(),
+            f"write @{name} directly above one def, once",
+        )
+    return JitFunction(func, kind)
 
 
 jit = Jit()
