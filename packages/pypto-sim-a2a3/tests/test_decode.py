@@ -68,15 +68,19 @@ def test_steps_are_kept_per_loaded_program_and_target():
     assert steps_of(LoadedProgram(loaded.program), A2A3_TARGET) is not steps_of(loaded, A2A3_TARGET)
 
 
-def test_an_op_the_simulator_has_no_semantics_for_is_reported_at_its_line(monkeypatch):
-    monkeypatch.delitem(sim_semantics.SEMANTICS, "tile.exp")
-    k = FunctionBuilder("no_exp", FunctionKind.AIV)
+def _exp_kernel(name: str):
+    """``out = exp(x)`` over one [16, 16] tile: its statements are load, exp, store."""
+    k = FunctionBuilder(name, FunctionKind.AIV)
     x_gm = k.param("x", tensor_t((16, 16)))
     out = k.param("out", tensor_t((16, 16)), Direction.Out)
     x = k.op("x_t", "tile.load", x_gm, [0, 0], shape=(16, 16), target_memory=Mem.Vec)
-    y = k.op("y_t", "tile.exp", x)
-    k.do("tile.store", y, [0, 0], out)
-    kernel = k.build()
+    k.do("tile.store", k.op("y_t", "tile.exp", x), [0, 0], out)
+    return k.build()
+
+
+def test_an_op_the_simulator_has_no_semantics_for_is_reported_at_its_line(monkeypatch):
+    monkeypatch.delitem(sim_semantics.SEMANTICS, "tile.exp")
+    kernel = _exp_kernel("no_exp")
     with pytest.raises(VerificationError, match=r"a2a3sim has no semantics for op 'tile\.exp'") as info:
         A2A3SimBackend().run(single(kernel), [rand(16, 16), torch.zeros(16, 16)], {})
     assert info.value.span == kernel.body[1].span
@@ -94,13 +98,7 @@ def test_an_operand_used_before_it_is_defined_is_reported_at_the_operand():
 
 
 def test_an_op_the_table_does_not_know_is_reported_when_it_runs_not_when_decoded():
-    k = FunctionBuilder("odd", FunctionKind.AIV)
-    x_gm = k.param("x", tensor_t((16, 16)))
-    out = k.param("out", tensor_t((16, 16)), Direction.Out)
-    x = k.op("x_t", "tile.load", x_gm, [0, 0], shape=(16, 16), target_memory=Mem.Vec)
-    y = k.op("y_t", "tile.exp", x)
-    k.do("tile.store", y, [0, 0], out)
-    kernel = k.build()
+    kernel = _exp_kernel("odd")
     body = list(kernel.body)
     body[1] = replace(body[1], value=replace(body[1].value, op="tile.nosuch"))  # a hand-built kernel
     steps = Steps(A2A3_TARGET)

@@ -135,13 +135,11 @@ class KernelFrame(KernelWalker):
 
     def _operand_walk(self, operands: tuple[Operand, ...]) -> Walk:
         """:meth:`_operands` where some operand is a nested op: it runs in its place, in order."""
-        env = self.env
         values = []
-        for kind, item in operands:
-            if kind == VARIABLE:
-                values.append(env[item.name] if item.name in env else self._undefined(item))
-            elif kind == CONSTANT:
-                values.append(item)
+        for operand in operands:
+            kind, item = operand
+            if kind in (VARIABLE, CONSTANT):
+                values.append(self._operands((operand,))[0])
             elif kind == TUPLE:
                 values.append((yield from self._operand_walk(item)))
             else:
@@ -223,14 +221,9 @@ class KernelFrame(KernelWalker):
             return skipped(call, args)
         if step.launch is not None:
             return (yield from step.launch(self.role, call, args, self.cost))
-        semantics = step.semantics
-        if semantics is None:
-            semantics = self._cannot_run(call, args)
-        else:
-            self._check_has_data(call, args)
         # The op first, so that bad offsets or valid shapes are reported as such, not as a race
         # over the part of the region that lies inside the tensor.
-        value = semantics(call, args)
+        value = self.compute(step, args)
         cost = self.steps.cost(step, self.cost)
         if cost.unit == "SCALAR":
             gm = [a for a in args if isinstance(a, torch.Tensor) and self._region(a) is None]
@@ -244,6 +237,17 @@ class KernelFrame(KernelWalker):
         self._pending = _Issued(call, args, cost, self.core.clock, step.writes)
         yield self.issue_step  # the scalar unit hands it to its pipe
         return value
+
+    def compute(self, step: Step, args: tuple[Any, ...]) -> Any:
+        """The numbers of a call that is no launch op, by its checked semantics (or the error
+        that it cannot run)."""
+        call = step.call
+        semantics = step.semantics
+        if semantics is None:
+            semantics = self._cannot_run(call, args)
+        else:
+            self._check_has_data(call, args)
+        return semantics(call, args)
 
     def _cannot_run(self, call: Call, args: tuple[Any, ...]) -> OpImpl:
         """Why a call that decoded without semantics cannot run, as the error it is."""

@@ -288,12 +288,7 @@ class NumbersFrame(KernelFrame):
         if step.launch is not None:  # pipe, index and buffer ops: the launch's, on no pipes
             value = yield from step.launch(self.role, call, args, self.cost)
         else:
-            semantics = step.semantics
-            if semantics is None:
-                semantics = self._cannot_run(call, args)
-            else:
-                self._check_has_data(call, args)
-            value = semantics(call, args)
+            value = self.compute(step, args)
         self.in_op = False
         return value
 
