@@ -23,13 +23,13 @@ import heapq
 from collections import deque
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pypto.ir import Call, Function, MemoryPlan, Program, RunReport, Target, TaskRecord
 from pypto.ir.backend import HeapUse, SubmittedTask
 from pypto.ir.launch import LaunchPlan, LoadedProgram
 from pypto_sim_a2a3.barrier import SyncAll
-from pypto_sim_a2a3.coherence import GmOrder
+from pypto_sim_a2a3.coherence import Access, GmOrder
 from pypto_sim_a2a3.cores import Core, CoreGroup
 from pypto_sim_a2a3.cost import CostModel
 from pypto_sim_a2a3.decode import steps_of
@@ -39,6 +39,7 @@ from pypto_sim_a2a3.interpreter import KernelFrame
 from pypto_sim_a2a3.launch import Launch, Placement, Site, check_arguments, plan_launch, task_barrier
 from pypto_sim_a2a3.races import TaskRaces
 from pypto_sim_a2a3.replay import (
+    BatchedNumbers,
     BlockRecording,
     GhostBlock,
     NumbersFrame,
@@ -50,6 +51,9 @@ from pypto_sim_a2a3.scheduler import Advance, Event, Scheduler, Signal, Wait
 from pypto_sim_a2a3.taskgraph import ParallelContext, Task, TaskGraph
 from pypto_sim_a2a3.timeline import Recorder
 from pypto_sim_a2a3.timeorder import TimeOrder
+
+if TYPE_CHECKING:
+    import torch
 
 # (kernel, done, total, unit): the blocks of an spmd task, or its outermost loop's iterations.
 ProgressObserver = Callable[[str, int, int, str], None]
@@ -240,8 +244,8 @@ class Chip:
             self._orders[task.id] = GmOrder()
         order = self._orders[task.id]
 
-        def on_gm(core: str, call: Call, args: Sequence[Any], at: int) -> None:
-            self.races.access(task, block, core, call, args, order, at)
+        def on_gm(access: Access, tensor: torch.Tensor) -> None:
+            self.races.record(task, block, access, tensor, order)
 
         site = Site(
             group,
@@ -289,8 +293,9 @@ class Chip:
                 self._replayable[name] = replayable(plan)
             if not self._replayable[name]:
                 return None
-            self._recordings[task.id] = BlockRecording(launch, start)
-            return self._recordings[task.id]
+            recording = self._recordings[task.id] = BlockRecording(launch, start)
+            recording.numbers = BatchedNumbers(plan, task.blocks, self.target, self.steps)
+            return recording
         found = self._recordings.get(task.id)
         return found if found is not None and start > found.start else None
 
@@ -298,8 +303,10 @@ class Chip:
         self, recording: BlockRecording, placements: Sequence[Placement], launch: Launch, run: _BlockRun
     ) -> None:
         """A later block of a replayable task: its numbers now, its steps replayed from block 0's."""
-        frames = [NumbersFrame(p.seat, p.args, p.role, self.cost, self.steps) for p in placements]
-        numbers = walk_numbers(launch, frames)
+        numbers = recording.numbers.take(run.block, placements) if recording.numbers is not None else None
+        if numbers is None:
+            frames = [NumbersFrame(p.seat, p.args, p.role, self.cost, self.steps) for p in placements]
+            numbers = walk_numbers(launch, frames)
         ghost = GhostBlock(
             recording,
             launch,

@@ -201,8 +201,12 @@ class GmOrder:
         another core's unordered read or write (unless both writes are atomic adds). A race is told
         in the order the two accesses happen in modeled time."""
         access = gm_access(core, call, args, at)
-        if access is None:
-            return
+        if access is not None:
+            self.record(access)
+
+    def record(self, access: Access) -> None:
+        """Record a GM access :func:`gm_access` described (see :meth:`access`)."""
+        core = access.core
         for other, position, event in self._conflicting(core, access):
             first, after, second = event, self._logs[other][position + 1 :], access
             if event.at > access.at:

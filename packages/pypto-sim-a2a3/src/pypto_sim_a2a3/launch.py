@@ -20,7 +20,7 @@ from pypto.ir.memory import MemoryPlan, Reservation, layout, plain_ring_name
 from pypto.ir.ops import op
 from pypto_sim_a2a3.arguments import argument_mismatch
 from pypto_sim_a2a3.barrier import SyncAll
-from pypto_sim_a2a3.coherence import GmOrder
+from pypto_sim_a2a3.coherence import GM_DATA_OPS, Access, GmOrder, gm_access, gm_tensor
 from pypto_sim_a2a3.corepipes import CorePipes
 from pypto_sim_a2a3.cores import Core, CoreGroup
 from pypto_sim_a2a3.errors import PipeError
@@ -97,9 +97,7 @@ class Placement:
 
 
 Seating = tuple[Core, CoreKind, int, bool, bool]  # core, kind, lane, mirror, reports progress
-GmObserver = Callable[
-    [str, Call, Sequence[Any], int], None
-]  # (core, op, its values, its start) at a GM access
+GmObserver = Callable[[Access, Any], None]  # a GM access (its box, start, ...) and its tensor
 StepObserver = Callable[[int, int], None]  # (iterations done, iterations) of the outermost loop
 
 
@@ -285,11 +283,17 @@ class Launch:
         """``role`` runs ``call`` from modeled cycle ``at``: order its GM traffic across tasks
         (first: a race between unsynchronised blocks reads best as such), then within the launch."""
         core = self.gm_core(role)
+        if call.op not in GM_DATA_OPS:  # no GM data: only the core's place in modeled order moves on
+            if self.site.in_time is not None:
+                self.site.in_time.note(at, core)
+            return
 
         def check() -> None:
+            access = gm_access(core, call, args, at)
+            assert access is not None
             if self.site.on_gm is not None:
-                self.site.on_gm(core, call, args, at)
-            self.gm.access(core, call, args, at)
+                self.site.on_gm(access, gm_tensor(call, args))
+            self.gm.record(access)
 
         self.in_time(role, at, check)
 

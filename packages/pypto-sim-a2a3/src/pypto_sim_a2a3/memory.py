@@ -38,15 +38,21 @@ class _Buffers(dict[MemorySpace, torch.Tensor]):
     """A core's byte buffers by space, each made (zeroed) when first used: a kernel touches few of
     its core's spaces, and a chip has 72 cores."""
 
-    def __init__(self, capacities: Mapping[MemorySpace, int], storages: dict[int, tuple[MemorySpace, int]]):
+    def __init__(
+        self,
+        capacities: Mapping[MemorySpace, int],
+        storages: dict[int, tuple[MemorySpace, int]],
+        lanes: tuple[int, ...] = (),
+    ):
         super().__init__()
         self.capacities = capacities
         self.storages = storages  # storage address -> (its space, the address of its first byte)
+        self.lanes = lanes  # leading dimensions: (blocks,) for the memories of many blocks at once
 
     def __missing__(self, space: MemorySpace) -> torch.Tensor:
         if space not in self.capacities:
             raise KeyError(space)
-        buffer = self[space] = torch.zeros(self.capacities[space], dtype=torch.uint8)
+        buffer = self[space] = torch.zeros((*self.lanes, self.capacities[space]), dtype=torch.uint8)
         self.storages[buffer.untyped_storage().data_ptr()] = (space, buffer.data_ptr())
         return buffer
 
@@ -59,16 +65,21 @@ class CoreMemory:
     or ring slot placed since it was last cleared (the chip clears it when a kernel starts on the core).
     """
 
-    def __init__(self, target: Target, spaces: Iterable[MemorySpace]):
+    def __init__(self, target: Target, spaces: Iterable[MemorySpace], lanes: tuple[int, ...] = ()):
         self.target = target
         self._spaces = tuple(spaces)
         # storage address -> (its space, the address of its first byte), of the buffers made so far
         self._storages: dict[int, tuple[MemorySpace, int]] = {}
-        self.buffers = _Buffers({s: target.spec(s).capacity for s in self._spaces}, self._storages)
+        self.buffers = _Buffers({s: target.spec(s).capacity for s in self._spaces}, self._storages, lanes)
         self.high_water: dict[MemorySpace, int] = {}
         self._views: dict[tuple[MemorySpace, int, Any, tuple[Any, ...]], torch.Tensor] = {}
         # id of a view handed out -> (the view, its region): a view's region is known when it is made
         self._regions: dict[int, tuple[torch.Tensor, tuple[MemorySpace, int, int]]] = {}
+
+    @property
+    def spaces(self) -> tuple[MemorySpace, ...]:
+        """The on-chip spaces this core has."""
+        return self._spaces
 
     def shares_storage(self, tensor: torch.Tensor) -> bool:
         """True if ``tensor`` is a view into one of this core's buffers."""
@@ -115,34 +126,28 @@ class CoreMemory:
     ) -> torch.Tensor:
         """The buffer view of tile ``var`` of ``kernel`` per its memory plan, after checking the plan
         (a slotted buffer's slot from its slot variable's value in ``env``)."""
+        allocation = self.allocation(kernel, var, core, span)
+        return self.view(allocation, var.type, slot_of(kernel, var, allocation, span, env))  # type: ignore[arg-type]
+
+    def allocation(self, kernel: Function, var: Var, core: str, span: SourceSpan | None) -> Allocation:
+        """Tile ``var``'s allocation in ``kernel``'s memory plan, checked against this core's spaces
+        (once per program: see ``_CHECKED``); a VerificationError if the plan cannot hold it."""
         assert isinstance(var.type, TileType)
         checked = _CHECKED.setdefault(kernel, {})
         key = (var.name, id(self.target), self._spaces)
         found = checked.get(key)
         if found is not None and found[0] is self.target:
-            allocation = found[1]
-        else:
-            allocation = self._allocation(kernel, var, span)
-            problem = self._problem(allocation, var.type, core)
-            if problem is not None:
-                raise VerificationError(
-                    f"in kernel {kernel.name}: tile {var.name} {problem}",
-                    span,
-                    "fix the kernel's memory plan (the AllocateMemory pass places every tile)",
-                )
-            checked[key] = (self.target, allocation)
-        slot_value = 0
-        if allocation.slots > 1:
-            slot_var = allocation.slot_var
-            if env is None or slot_var is None or slot_var not in env:
-                raise VerificationError(
-                    f"in kernel {kernel.name}: tile {var.name} takes a slot by {slot_var}, "
-                    "which the kernel has not defined",
-                    span,
-                    "fix the kernel's memory plan: a slotted tile's slot variable is a loop's",
-                )
-            slot_value = int(env[slot_var])
-        return self.view(allocation, var.type, slot_value)
+            return found[1]
+        allocation = self._allocation(kernel, var, span)
+        problem = self._problem(allocation, var.type, core)
+        if problem is not None:
+            raise VerificationError(
+                f"in kernel {kernel.name}: tile {var.name} {problem}",
+                span,
+                "fix the kernel's memory plan (the AllocateMemory pass places every tile)",
+            )
+        checked[key] = (self.target, allocation)
+        return allocation
 
     @staticmethod
     def _allocation(kernel: Function, var: Var, span: SourceSpan | None) -> Allocation:
@@ -171,3 +176,21 @@ class CoreMemory:
         if a.size < tile.nbytes:
             return f"at {where} has {a.size} bytes but needs {tile.nbytes}"
         return None
+
+
+def slot_of(
+    kernel: Function, var: Var, allocation: Allocation, span: SourceSpan | None, env: Mapping[str, Any] | None
+) -> int:
+    """The slot of a slotted buffer that tile ``var`` takes now: its slot variable's value in
+    ``env`` (0 for a buffer of one slot)."""
+    if allocation.slots <= 1:
+        return 0
+    slot_var = allocation.slot_var
+    if env is None or slot_var is None or slot_var not in env:
+        raise VerificationError(
+            f"in kernel {kernel.name}: tile {var.name} takes a slot by {slot_var}, "
+            "which the kernel has not defined",
+            span,
+            "fix the kernel's memory plan: a slotted tile's slot variable is a loop's",
+        )
+    return int(env[slot_var])

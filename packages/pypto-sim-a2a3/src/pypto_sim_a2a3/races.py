@@ -79,9 +79,13 @@ class TaskRaces:
         """Record ``call``'s GM access (starting at modeled cycle ``at``); a ``RaceError`` if it
         conflicts with an unordered task's, or an unsynchronised block's of its own task."""
         access = gm_access(core, call, args, at)
-        if access is None:
-            return
-        mine = TaskAccess(task, block, access, gm_tensor(call, args), order.position(core))
+        if access is not None:
+            self.record(task, block, access, gm_tensor(call, args), order)
+
+    def record(self, task: Task, block: int, access: Access, tensor: torch.Tensor, order: GmOrder) -> None:
+        """Record a GM access :func:`gm_access` described, of ``tensor`` (see :meth:`access`)."""
+        core = access.core
+        mine = TaskAccess(task, block, access, tensor, order.position(core))
         logs = (self._writes, self._reads) if access.write else (self._writes,)
         for log in logs:
             for unit, earlier in log.get(access.key, {}).items():

@@ -27,6 +27,7 @@ is raised when the replay reaches that op: at the same point of the run as on th
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -40,7 +41,9 @@ from pypto.ir import (
     For,
     Function,
     If,
+    MemorySpace,
     Stmt,
+    Target,
     TileType,
     TupleExpr,
     Var,
@@ -51,9 +54,17 @@ from pypto.ir.launch import LaunchPlan
 from pypto.ir.nodes import stmt_end_exprs, stmt_exprs, walk_expr, walk_stmts
 from pypto.ir.ops import op, system
 from pypto.ir.walker import KernelWalker
+from pypto_sim_a2a3.batch import (
+    BATCH_BLOCKS,
+    BatchFrame,
+    BatchMemory,
+    batchable,
+    disjoint_outputs,
+    lane_value,
+)
 from pypto_sim_a2a3.decode import Step, Steps
 from pypto_sim_a2a3.interpreter import KernelFrame, skipped
-from pypto_sim_a2a3.launch import CoreRole, Launch
+from pypto_sim_a2a3.launch import CoreRole, Launch, Placement
 from pypto_sim_a2a3.scheduler import Event, Process, Signal, Wait
 from pypto_sim_a2a3.timeline import Recorder
 
@@ -156,6 +167,7 @@ class BlockRecording:
         self.counts = [0] * len(launch.roles)  # per core, the steps it has begun
         self.processes: dict[Process, int] = {}  # each core's scheduler process -> its core
         self.ghosts: list[GhostBlock] = []  # the blocks replaying this one
+        self.numbers: BatchedNumbers | None = None  # the later blocks' numbers, walked together
         self.rings = 0  # the rings its launch opened so far
         self._current: list[tuple[Any, ...]] | None = None  # the effects of the step running now
         launch.recorder = _RecordingRecorder(launch.recorder, self)  # type: ignore[assignment]
@@ -331,11 +343,85 @@ _NO_PIPES = _NoPipes()
 @dataclass
 class _Numbers:
     """One core's numbers walk: its ops with their operands, and the error it stopped at (in its
-    last op if ``in_op``, else between ops, after the last)."""
+    last op if ``in_op``, else between ops, after the last). Walked in a batch (``lane`` is the
+    block's place in it), a scalar operand may be every block's (:class:`~pypto_sim_a2a3.batch.Lanes`)."""
 
-    ops: list[tuple[Call, tuple[Any, ...]]]
+    ops: Sequence[tuple[Call, tuple[Any, ...]]]
     error: Exception | None = None
     in_op: bool = False
+    lane: int | None = None
+
+    def args(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        """An op's operands in this block (its GM tensors, offsets and valid shapes)."""
+        if self.lane is None:
+            return args
+        return tuple(lane_value(a, self.lane) for a in args)
+
+
+class BatchedNumbers:
+    """The numbers of a replayed task's later blocks, walked in batches (see
+    :mod:`pypto_sim_a2a3.batch`) when the kernel allows it, per block otherwise."""
+
+    def __init__(self, plan: LaunchPlan, blocks: int, target: Target, steps: Steps) -> None:
+        self.plan = plan
+        self.blocks = blocks
+        self.target = target
+        self.steps = steps
+        self.batchable = _batchable(plan)
+        # block -> its cores' numbers and the high water of each core's memory
+        self._walked: dict[int, tuple[list[_Numbers], list[dict[MemorySpace, int]]]] = {}
+
+    def take(self, block: int, placements: Sequence[Placement]) -> list[_Numbers] | None:
+        """Block ``block``'s numbers per core (its cores' memories told their high water), or None
+        if the block walks alone."""
+        if not self.batchable:
+            return None
+        if block not in self._walked and not self._walk(block, placements):
+            self.batchable = False
+            return None
+        numbers, tops = self._walked.pop(block)
+        for placement, top in zip(placements, tops, strict=True):
+            memory = placement.role.core.memory
+            if memory is not None:
+                memory.high_water.update(top)
+        return numbers
+
+    def _walk(self, first: int, placements: Sequence[Placement]) -> bool:
+        """Walk blocks ``first`` onwards (at most BATCH_BLOCKS of them) together: False if the
+        batch cannot do it (what it stored is stored again, the same, by the blocks' own walks)."""
+        if not disjoint_outputs(self.plan, placements):
+            return False
+        blocks = list(range(first, min(first + BATCH_BLOCKS, self.blocks)))
+        frames = []
+        try:
+            for placement in placements:
+                memory = placement.role.core.memory
+                spaces = memory.spaces if memory is not None else ()
+                frame = BatchFrame(
+                    placement, blocks, self.blocks, BatchMemory(self.target, spaces, len(blocks), placement.kernel), self.steps
+                )
+                frame.walk()
+                frames.append(frame)
+        except Exception:  # whatever stops the batch, the blocks' own walks meet again
+            return False
+        for lane, block in enumerate(blocks):
+            numbers = []
+            for frame in frames:
+                end = frame.ends[lane]
+                ops = frame.ops if end is None else frame.ops[:end]
+                numbers.append(_Numbers(ops, frame.errors[lane], frame.errors[lane] is not None, lane))
+            self._walked[block] = (numbers, [dict(frame.memory.high_water) for frame in frames])
+        return True
+
+
+_BATCHABLE: weakref.WeakKeyDictionary[LaunchPlan, bool] = weakref.WeakKeyDictionary()
+
+
+def _batchable(plan: LaunchPlan) -> bool:
+    found = _BATCHABLE.get(plan)
+    if found is None:
+        found = _BATCHABLE[plan] = batchable(plan)
+    return found
 
 
 def walk_numbers(launch: Launch, frames: Sequence[NumbersFrame]) -> list[_Numbers]:
@@ -440,7 +526,7 @@ class GhostBlock:
                         raise numbers.error  # the op this block's numbers stopped at
                 elif kind == GM:
                     assert call is effect[1], "a replayed block accessed GM in another op than block 0"
-                    launch.gm_access(role, call, args, effect[2] + shift)
+                    launch.gm_access(role, call, numbers.args(args), effect[2] + shift)
                 elif kind == SETTLE:
                     launch.settle(launch.roles[effect[1]])
                 elif kind == RING_CHANGE:

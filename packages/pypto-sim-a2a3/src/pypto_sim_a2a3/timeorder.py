@@ -37,6 +37,11 @@ class TimeOrder:
         self._last[core] = cycle
         heapq.heappush(self._queue, (cycle, next(self._order), action))
 
+    def note(self, cycle: int, core: str) -> None:
+        """``core`` met an event at ``cycle`` that needs no action: its later events come after it."""
+        if cycle > self._last.get(core, 0):
+            self._last[core] = cycle
+
     def until(self, now: int) -> None:
         """Run the actions of every cycle before ``now`` (a core can still meet an event at ``now``)."""
         while self._queue and self._queue[0][0] < now:

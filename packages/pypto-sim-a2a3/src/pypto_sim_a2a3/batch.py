@@ -1,0 +1,436 @@
+"""The numbers of the later blocks of a replayed spmd task, computed for all of them at once.
+
+A replayed block (:mod:`pypto_sim_a2a3.replay`) needs its numbers and the operands of its ops:
+the timing it takes from block 0. Its kernel's loops and branches are the same in every block
+(``uniform_control``), so the later blocks can walk the kernel together: one walk per core of the
+launch, in which
+
+- a tile holds every block's elements, the blocks a leading dimension, in a memory that holds
+  every block's bytes (:class:`BatchMemory`: each tile at its planned offset, as on one core);
+- a scalar that differs between the blocks (``pl.get_block_idx()`` and what is computed from it)
+  is :class:`Lanes`, one value per block;
+- each op runs its checks per block (an error stops that block alone: its replay raises it at
+  that op, as its own walk would have) and its numbers in one torch call for all of them: loads
+  and stores per block's region, moves, the matmul family, elementwise math and casts.
+
+What the batch cannot do (another op, a pipe, a condition that differs between blocks) ends it,
+and the blocks walk one by one (:class:`~pypto_sim_a2a3.replay.NumbersFrame`). So that a block
+may walk again, or run on the full engine, after the batch stored its results, a kernel is
+batched only when running a block twice leaves the same numbers: it adds nothing into GM
+(no atomic store) and reads no tensor it writes. The numbers are bit for bit the ones a block's
+own walk computes: an elementwise op whose per-block tile is not a whole number of vector widths
+(where torch's vectorised loops round a transcendental function differently at a tile's tail)
+runs per block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from pypto.ir import Call, Function, MemoryPlan, MemorySpace, PyptoError, Stmt, Target, TileType, Var
+from pypto.ir import semantics as shared
+from pypto.ir.launch import LaunchPlan
+from pypto.ir.nodes import Assign, stmt_end_exprs, stmt_exprs, walk_expr, walk_stmts
+from pypto.ir.ops import ELEMENTWISE_BINARY, ELEMENTWISE_UNARY, scalar, tile
+from pypto.ir.semantics import leading, region, typed, valid_of
+from pypto.ir.walker import INDEX_OPS, KernelWalker
+from pypto_sim_a2a3.decode import Steps
+from pypto_sim_a2a3.interpreter import skipped
+from pypto_sim_a2a3.launch import Placement
+from pypto_sim_a2a3.memory import CoreMemory, slot_of
+from pypto_sim_a2a3.semantics import CHECKS, SEMANTICS
+
+BATCH_BLOCKS = 32  # blocks walked together at most (their memories are [blocks, capacity] bytes)
+# A tile of a multiple of this many elements is whole vector widths for every dtype torch has.
+_VECTOR_ELEMENTS = 256
+
+
+class Lanes(tuple[Any, ...]):
+    """A scalar that differs between the blocks of a batch: its value in each, in order. It has no
+    truth value: a branch or a loop bound on it cannot be batched."""
+
+    __slots__ = ()
+
+    def __bool__(self) -> bool:
+        raise Unbatchable("a condition differs between the blocks")
+
+
+class Unbatchable(Exception):
+    """The batch met what it cannot do for every block at once (the blocks then walk one by one)."""
+
+
+def lane_value(value: Any, lane: int) -> Any:
+    """Block ``lane``'s value of a scalar, an offset tuple or a value the blocks share."""
+    kind = type(value)
+    if kind is Lanes:
+        return value[lane]
+    if kind is tuple:
+        return tuple(lane_value(v, lane) for v in value) if _has_lanes(value) else value
+    return value
+
+
+def _has_lanes(value: Any) -> bool:
+    kind = type(value)
+    return kind is Lanes or (kind is tuple and any(_has_lanes(v) for v in value))
+
+
+# ---------------------------------------------------------------- which kernels
+
+
+_ELEMENTWISE = frozenset(
+    [getattr(tile, n) for n in ELEMENTWISE_BINARY]
+    + [getattr(tile, f"{n}s") for n in ELEMENTWISE_BINARY]
+    + [getattr(tile, n) for n in ELEMENTWISE_UNARY]
+)
+_SCALAR = frozenset(name for name in SEMANTICS if name.startswith("scalar.") and name != scalar.read)
+_STORES = frozenset({tile.store, tile.store_partial})
+_LOADS = frozenset({tile.load, tile.load_partial})
+
+
+def batchable(plan: LaunchPlan) -> bool:
+    """Whether the blocks of ``plan``'s launch may walk together: every op of every core is one
+    the batch runs, and no tensor a kernel stores into is one it loads from (by parameter; the
+    arguments' storage is compared at run time, :func:`disjoint_outputs`)."""
+    for seat in plan.seats:
+        stored, loaded = _gm_params(seat.kernel)
+        if stored is None or loaded is None or stored & loaded:
+            return False
+        for stmt in walk_stmts(seat.kernel.body):
+            for expr in (*stmt_exprs(stmt), *stmt_end_exprs(stmt)):
+                for e in walk_expr(expr):
+                    if isinstance(e, Call) and e.op not in _BATCHED and e.op not in INDEX_OPS:
+                        return False
+    return True
+
+
+def _gm_params(kernel: Function) -> tuple[set[str] | None, set[str] | None]:
+    """The parameters ``kernel`` stores into and loads from (None: a GM operand that is no parameter)."""
+    params = {p.var.name for p in kernel.params}
+    stored: set[str] = set()
+    loaded: set[str] = set()
+    for stmt in walk_stmts(kernel.body):
+        for expr in (*stmt_exprs(stmt), *stmt_end_exprs(stmt)):
+            for e in walk_expr(expr):
+                if not isinstance(e, Call) or e.op not in _STORES | _LOADS:
+                    continue
+                tensor = e.args[2] if e.op in _STORES else e.args[0]
+                if not isinstance(tensor, Var) or tensor.name not in params:
+                    return None, None
+                (stored if e.op in _STORES else loaded).add(tensor.name)
+    return stored, loaded
+
+
+def disjoint_outputs(plan: LaunchPlan, placements: Sequence[Placement]) -> bool:
+    """No tensor argument a kernel stores into shares storage with one it loads from."""
+    for placement in placements:
+        stored, loaded = _gm_params(placement.kernel)
+        assert stored is not None and loaded is not None
+        names = [p.var.name for p in placement.kernel.params]
+        values = dict(zip(names, placement.args, strict=True))
+        outputs = {values[n].untyped_storage().data_ptr() for n in stored}
+        if any(values[n].untyped_storage().data_ptr() in outputs for n in loaded):
+            return False
+    return True
+
+
+# ---------------------------------------------------------------- memory
+
+
+class BatchMemory(CoreMemory):
+    """The on-chip memory of one core in each block of a batch: per space ``[blocks, capacity]``
+    bytes; a tile is the same bytes of every block's row, ``[blocks, *shape]``."""
+
+    def __init__(self, target: Target, spaces: Sequence[MemorySpace], blocks: int, kernel: Function):
+        super().__init__(target, spaces, (blocks,))
+        self.blocks = blocks
+        # Each block's bytes up to the kernel's planned peak, not the whole capacity: a view past
+        # it cannot be made (the batch then ends), so no bytes are left out.
+        plan = kernel.attrs.get("memory_plan")
+        if isinstance(plan, MemoryPlan):
+            capacities = self.buffers.capacities
+            self.buffers.capacities = {s: min(n, plan.peak.get(s, n)) for s, n in capacities.items()}
+
+    def view_at(self, space: MemorySpace, offset: int, tile_type: TileType) -> torch.Tensor:
+        top = offset + tile_type.nbytes
+        if top > self.high_water.get(space, 0):
+            self.high_water[space] = top
+        key = (space, offset, tile_type.dtype, tuple(tile_type.shape))
+        view = self._views.get(key)
+        if view is None:
+            raw = self.buffers[space][:, offset:top]
+            typed_view = raw.view(shared.torch_dtype(tile_type.dtype))
+            view = self._views[key] = typed_view.view(self.blocks, *tile_type.shape)
+            self._regions[id(view)] = (view, (space, offset, top))
+        return view
+
+    def region(self, tensor: torch.Tensor) -> tuple[MemorySpace, int, int] | None:
+        known = self._regions.get(id(tensor))
+        return known[1] if known is not None and known[0] is tensor else None
+
+
+# ---------------------------------------------------------------- the walk
+
+
+class BatchFrame(KernelWalker):
+    """One core's kernel walked for the blocks ``blocks`` at once (see the module's docstring).
+
+    ``ops`` are the ops it ran with their operands (tiles ``[blocks, ...]``, scalars maybe
+    :class:`Lanes`); ``errors[i]`` is what stopped block ``i`` (in op ``ends[i] - 1``), if any."""
+
+    def __init__(
+        self,
+        placement: Placement,
+        blocks: Sequence[int],
+        block_num: int,
+        memory: BatchMemory,
+        steps: Steps,
+    ):
+        super().__init__(placement.seat, placement.args, Lanes(blocks), block_num)  # type: ignore[arg-type]
+        self.mirror = placement.role.mirror
+        self.core = placement.role.core.name
+        self.memory = memory
+        self.steps = steps
+        self.lanes = len(blocks)
+        self.ops: list[tuple[Call, tuple[Any, ...]]] = []
+        self.errors: list[Exception | None] = [None] * self.lanes
+        self.ends: list[int | None] = [None] * self.lanes
+        self.alive = list(range(self.lanes))
+
+    def walk(self) -> None:
+        """Run the kernel for every block (or until every block has stopped at an error)."""
+        walk = self.run()
+        try:
+            next(walk)
+        except StopIteration:
+            return
+        except _AllStopped:
+            return
+        raise Unbatchable("the kernel waits (a pipe or a barrier)")
+
+    def apply(self, call: Call, args: tuple[Any, ...]) -> Any:
+        step = self.steps.step(call)
+        self.ops.append((call, args))
+        if step.work and self.mirror:
+            return skipped(call, args)
+        if call.op in INDEX_OPS:
+            return self.index(call)
+        batched = _BATCHED.get(call.op)
+        if batched is None or step.launch is not None or step.semantics is None:
+            raise Unbatchable(call.op)
+        check = CHECKS.get(call.op)
+        if check is not None:
+            self._check(check, call, args)
+        return batched(self, call, args)
+        yield  # a generator that never waits
+
+    def _check(self, check: Callable[[Call, Sequence[Any]], None], call: Call, args: tuple[Any, ...]) -> None:
+        """The op's checks for each block still running; a block whose check fails stops here."""
+        uniform = not _has_lanes(args) and call.op not in _DATA_CHECKS  # checked once, for all
+        for lane in self.alive[:1] if uniform else list(self.alive):
+            try:
+                check(call, self.lane_args(call, args, lane))
+            except PyptoError as error:
+                for stopped in list(self.alive) if uniform else [lane]:
+                    self._stop(stopped, error)
+        if not self.alive:
+            raise _AllStopped
+
+    def _stop(self, lane: int, error: Exception) -> None:
+        if self.errors[lane] is None:
+            self.errors[lane], self.ends[lane] = error, len(self.ops)
+        self.alive = [i for i in self.alive if i != lane]
+
+    def lane_args(self, call: Call, args: tuple[Any, ...], lane: int) -> tuple[Any, ...]:
+        """The operands of ``call`` in block ``lane``: its tiles and scalars."""
+        return tuple(
+            value[lane] if isinstance(expr.type, TileType) else lane_value(value, lane)
+            for expr, value in zip(call.args, args, strict=True)
+        )
+
+    def scalars(self, call: Call, args: tuple[Any, ...]) -> Lanes:
+        """A scalar op's value in each block (0 in a block stopped before it)."""
+        semantics = shared.SEMANTICS[call.op]
+        alive = set(self.alive)
+        return Lanes(
+            semantics(call, [lane_value(a, lane) for a in args]) if lane in alive else 0
+            for lane in range(self.lanes)
+        )
+
+    def bind(self, stmt: Assign, value: Any) -> None:
+        var = stmt.target
+        if not isinstance(var.type, TileType):
+            self.env[var.name] = value
+            return
+        dest = self._place(var, stmt)
+        if isinstance(value, torch.Tensor) and self.memory.shares_storage(value):
+            value = value.clone()  # a view of a buffer may overlap the destination
+        dest.copy_(value)
+        self.env[var.name] = dest
+
+    def set_carried(self, var: Var, value: Any) -> None:
+        if not isinstance(var.type, TileType):
+            self.env[var.name] = value
+            return
+        if self._in_own_slot(var, value):
+            self.env[var.name] = value
+            return
+        dest = self.env.get(var.name)
+        if dest is None:
+            dest = self._place(var, var)
+        if dest.data_ptr() != value.data_ptr() or dest.shape != value.shape:
+            dest.copy_(value.clone() if self.memory.shares_storage(value) else value)
+        self.env[var.name] = dest
+
+    def _place(self, var: Var, node: Stmt | Var) -> torch.Tensor:
+        allocation = self.memory.allocation(self.fn, var, self.core, node.span)
+        assert isinstance(var.type, TileType)
+        return self.memory.view(allocation, var.type, slot_of(self.fn, var, allocation, node.span, self.env))
+
+    def _in_own_slot(self, var: Var, value: torch.Tensor) -> bool:
+        allocation = self.memory.allocation(self.fn, var, self.core, var.span)
+        found = self.memory.region(value)
+        if allocation.slots < 2 or found is None:
+            return False
+        space, lo, hi = found
+        return (
+            space is allocation.space
+            and allocation.offset <= lo
+            and hi <= allocation.end
+            and (lo - allocation.offset) % allocation.size == 0
+        )
+
+
+class _AllStopped(Exception):
+    """Every block of the batch stopped at an error: the walk ends."""
+
+
+# ---------------------------------------------------------------- the ops, batched
+
+Batched = Callable[[BatchFrame, Call, tuple[Any, ...]], Any]
+_BATCHED: dict[str, Batched] = {}
+# Checks that read a tile's elements (not only its shape): made per block.
+_DATA_CHECKS = frozenset({tile.div})
+
+
+def _batched(*names: str) -> Callable[[Batched], Batched]:
+    def register(fn: Batched) -> Batched:
+        for name in names:
+            _BATCHED[name] = fn
+        return fn
+
+    return register
+
+
+def _empty(frame: BatchFrame, call: Call, fill: bool) -> torch.Tensor:
+    assert isinstance(call.type, TileType)
+    shape = (frame.lanes, *call.type.shape)
+    dtype = shared.torch_dtype(call.type.dtype)
+    return torch.zeros(shape, dtype=dtype) if fill else torch.empty(shape, dtype=dtype)
+
+
+@_batched(tile.load, tile.load_partial)
+def _load(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
+    tensor, offsets = args[0], args[1]
+    assert isinstance(call.type, TileType)
+    shape = tuple(call.type.shape)
+    valid = args[2] if call.op == tile.load_partial else valid_of(call.type)
+    if _has_lanes(valid):
+        out = _empty(frame, call, True)
+        for lane in frame.alive:
+            extent = lane_value(valid, lane)
+            out[lane][leading(extent)] = region(tensor, lane_value(offsets, lane), extent)
+        return out
+    valid = tuple(valid)
+    whole = valid == shape
+    out = _empty(frame, call, not whole)
+    target = out if whole else out[(slice(None), *leading(valid))]
+    if not _has_lanes(offsets):
+        target.copy_(region(tensor, offsets, valid).unsqueeze(0).expand(frame.lanes, *valid))
+        return out
+    for lane in frame.alive:
+        target[lane].copy_(region(tensor, lane_value(offsets, lane), valid))
+    return out
+
+
+@_batched(tile.store, tile.store_partial)
+def _store(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
+    value, offsets, tensor = args[0], args[1], args[2]
+    valid = args[3] if call.op == tile.store_partial else valid_of(call.args[0].type)
+    for lane in frame.alive:
+        extent = lane_value(valid, lane)
+        region(tensor, lane_value(offsets, lane), extent).copy_(value[lane][leading(extent)])
+    result: torch.Tensor = tensor
+    return result
+
+
+@_batched(tile.move)
+def _move(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
+    result: torch.Tensor = args[0].clone()
+    return result
+
+
+def _product(call: Call, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    a = a.transpose(-1, -2) if call.attrs.get("a_trans") else a
+    b = b.transpose(-1, -2) if call.attrs.get("b_trans") else b
+    acc = torch.float32 if a.is_floating_point() else torch.int32
+    return a.to(acc) @ b.to(acc)
+
+
+@_batched(tile.matmul)
+def _matmul(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
+    return typed(call, _product(call, args[0], args[1]))
+
+
+@_batched(tile.matmul_acc)
+def _matmul_acc(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
+    acc, a, b = args
+    product = _product(call, a, b)
+    return typed(call, acc.to(product.dtype) + product)
+
+
+@_batched(tile.matmul_bias)
+def _matmul_bias(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
+    a, b, bias = args
+    product = _product(call, a, b)
+    return typed(call, product + bias.to(product.dtype))
+
+
+def _per_block(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
+    """The op's shared semantics block by block (a block stopped before it keeps zeros)."""
+    out = _empty(frame, call, True)
+    semantics = shared.SEMANTICS[call.op]
+    for lane in frame.alive:
+        out[lane].copy_(semantics(call, frame.lane_args(call, args, lane)))
+    return out
+
+
+@_batched(*_ELEMENTWISE, tile.cast)
+def _elementwise(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
+    first = args[0]
+    if first[0].numel() % _VECTOR_ELEMENTS or _has_lanes(args[1:]):
+        return _per_block(frame, call, args)
+    value: torch.Tensor = shared.SEMANTICS[call.op](call, args)  # each element on its own
+    return value
+
+
+@_batched(tile.full)
+def _full(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
+    if _has_lanes(args):
+        return _per_block(frame, call, args)
+    value: torch.Tensor = shared.SEMANTICS[call.op](call, args)
+    return value.unsqueeze(0).expand(frame.lanes, *value.shape).clone()
+
+
+@_batched(tile.create)
+def _create(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
+    return _empty(frame, call, True)
+
+
+@_batched(*_SCALAR)
+def _scalar(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> Any:
+    if _has_lanes(args):
+        return frame.scalars(call, args)
+    return SEMANTICS[call.op](call, args)

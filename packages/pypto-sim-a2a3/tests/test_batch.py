@@ -1,0 +1,207 @@
+"""The later blocks of a replayed spmd launch walk their numbers together (:mod:`pypto_sim_a2a3.batch`):
+which kernels may, and that the numbers, reports and errors are the ones every block's own walk
+gives (the batch off) and the full engine gives (``PYPTO_SIM_REPLAY=off``)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from sim_lowered import FP16, FP32, FunctionBuilder, Mem, program, rand, run, tensor_t
+
+from pypto.ir import Direction, FunctionKind, PyptoError
+from pypto.ir.launch import LoadedProgram
+from pypto_sim_a2a3 import batch, replay
+from pypto_sim_a2a3.batch import Lanes, Unbatchable, batchable
+
+COLS = 64
+
+
+def _launch(kernel, params, blocks: int):
+    b = FunctionBuilder("host", FunctionKind.Orchestration)
+    args = [b.param(name, t, d) for name, t, d in params]
+    b.call(kernel.name, *args, block_num=blocks)
+    return program(b.build(), kernel)
+
+
+def _rows_kernel(rows: int, op: str = "tile.exp", chunk: int = 16, cols: int = COLS, scale_by_block=False):
+    """``out[block rows] = op(a[block rows])`` in chunks of ``chunk`` rows (two per block)."""
+    k = FunctionBuilder("rows", FunctionKind.AIV)
+    a = k.param("a", tensor_t((rows, cols)))
+    out = k.param("out", tensor_t((rows, cols)), Direction.Out)
+    block = k.op("block", "get_block_idx")
+    base = k.op("base", "scalar.mul", block, 2 * chunk)
+    with k.loop("c", 0, 2) as c:
+        row = k.scalar("scalar.add", base, k.scalar("scalar.mul", c, chunk))
+        x = k.op("x", "tile.load", a, [row, 0], shape=(chunk, cols), target_memory=Mem.Vec)
+        y = k.op("y", op, x)
+        if scale_by_block:
+            y = k.op("z", "tile.muls", y, k.op("f", "scalar.cast", block, dtype=FP32))
+        k.do("tile.store", y, [row, 0], out)
+    return k.build()
+
+
+def _params(rows: int, cols: int = COLS):
+    return [("a", tensor_t((rows, cols)), Direction.In), ("out", tensor_t((rows, cols)), Direction.Out)]
+
+
+def _walked(monkeypatch) -> list[int]:
+    """The number of blocks of each batch walked."""
+    batches: list[int] = []
+    original = batch.BatchFrame.walk
+
+    def counting(self):
+        original(self)
+        batches.append(self.lanes)
+
+    monkeypatch.setattr(batch.BatchFrame, "walk", counting)
+    return batches
+
+
+def _three_ways(monkeypatch, prog, *args):
+    """The report (or error) and the arguments after a run batched, one by one, on the full engine."""
+    outcomes = []
+    for mode, batched in (("on", True), ("on", False), ("off", True)):
+        monkeypatch.setenv("PYPTO_SIM_REPLAY", mode)
+        monkeypatch.setattr(replay, "_batchable", replay._batchable if batched else lambda plan: False)
+        copies = [a.clone() for a in args]
+        try:
+            outcomes.append((run(prog, *copies), copies))
+        except PyptoError as error:
+            outcomes.append((error, copies))
+    monkeypatch.undo()
+    return outcomes
+
+
+def _same(outcomes) -> None:
+    """The same report and arguments after each run, or the same error."""
+    (first, first_args), *rest = outcomes
+    for other, other_args in rest:
+        if isinstance(first, PyptoError):
+            assert type(other) is type(first)
+            assert (other.message, other.span, other.hint) == (first.message, first.span, first.hint)
+            continue  # what GM holds after a failed run is not the contract: blocks write it early
+        else:
+            for field in ("total_cycles", "tasks", "busy_cycles", "stall_cycles", "timeline", "heaps"):
+                assert getattr(other, field) == getattr(first, field), field
+        for mine, theirs in zip(first_args, other_args, strict=True):
+            assert torch.equal(mine, theirs)
+
+
+def test_the_later_blocks_walk_together_and_compute_what_each_alone_does(monkeypatch):
+    blocks = 40  # more than the 24 core groups, and more than one batch
+    rows = blocks * 32
+    walked = _walked(monkeypatch)
+    prog = _launch(_rows_kernel(rows, scale_by_block=True), _params(rows), blocks)
+    x = rand(rows, COLS)
+    outcomes = _three_ways(monkeypatch, prog, x, torch.zeros_like(x))
+    assert walked == [batch.BATCH_BLOCKS, blocks - 1 - batch.BATCH_BLOCKS]  # blocks 1-32, 33-39
+    _same(outcomes)
+    scale = torch.arange(blocks).repeat_interleave(32).float()[:, None]
+    assert torch.equal(outcomes[0][1][1], x.exp() * scale)
+
+
+def test_a_matmul_over_the_blocks_is_bit_for_bit_each_blocks_own(monkeypatch):
+    m, kk, n, blocks = 16, 64, 32, 6
+    k = FunctionBuilder("mm", FunctionKind.AIC)
+    a = k.param("a", tensor_t((blocks * m, kk), FP16))
+    w = k.param("w", tensor_t((kk, n), FP16))
+    c = k.param("c", tensor_t((blocks * m, n)), Direction.Out)
+    row = k.op("row", "scalar.mul", k.op("block", "get_block_idx"), m)
+    a_l1 = k.op("a_l1", "tile.load", a, [row, 0], shape=(m, kk // 2), target_memory=Mem.Mat, dtype=FP16)
+    w_l1 = k.op("w_l1", "tile.load", w, [0, 0], shape=(kk // 2, n), target_memory=Mem.Mat, dtype=FP16)
+    a2_l1 = k.op(
+        "a2_l1", "tile.load", a, [row, kk // 2], shape=(m, kk // 2), target_memory=Mem.Mat, dtype=FP16
+    )
+    w2_l1 = k.op("w2_l1", "tile.load", w, [kk // 2, 0], shape=(kk // 2, n), target_memory=Mem.Mat, dtype=FP16)
+    a_l0 = k.op("a_l0", "tile.move", a_l1, target_memory=Mem.Left)
+    w_l0 = k.op("w_l0", "tile.move", w_l1, target_memory=Mem.Right)
+    acc = k.op("acc", "tile.matmul", a_l0, w_l0, out_dtype=FP32)
+    a2_l0 = k.op("a2_l0", "tile.move", a2_l1, target_memory=Mem.Left)
+    w2_l0 = k.op("w2_l0", "tile.move", w2_l1, target_memory=Mem.Right)
+    acc2 = k.op("acc2", "tile.matmul_acc", acc, a2_l0, w2_l0)
+    k.do("tile.store", acc2, [row, 0], c)
+    params = [
+        ("a", tensor_t((blocks * m, kk), FP16), Direction.In),
+        ("w", tensor_t((kk, n), FP16), Direction.In),
+        ("c", tensor_t((blocks * m, n)), Direction.Out),
+    ]
+    walked = _walked(monkeypatch)
+    prog = _launch(k.build(), params, blocks)
+    x, y = rand(blocks * m, kk, dtype=torch.float16), rand(kk, n, dtype=torch.float16, seed=1)
+    outcomes = _three_ways(monkeypatch, prog, x, y, torch.zeros(blocks * m, n))
+    assert walked == [blocks - 1]
+    _same(outcomes)
+    torch.testing.assert_close(outcomes[0][1][2], x.float() @ y.float(), rtol=1e-3, atol=1e-3)
+
+
+def test_a_tile_of_no_whole_vector_width_is_computed_block_by_block(monkeypatch):
+    blocks, chunk, cols = 5, 3, 5  # sigmoid on 15 elements: torch's vector tail rounds differently
+    rows = blocks * 2 * chunk
+    walked = _walked(monkeypatch)
+    prog = _launch(_rows_kernel(rows, "tile.sigmoid", chunk, cols), _params(rows, cols), blocks)
+    x = rand(rows, cols)
+    outcomes = _three_ways(monkeypatch, prog, x, torch.zeros_like(x))
+    assert walked == [blocks - 1]
+    _same(outcomes)
+
+
+def test_a_load_past_the_end_stops_only_its_block_with_the_same_error(monkeypatch):
+    rows = 3 * 32 + 16  # the fourth block's second chunk lies past the end
+    walked = _walked(monkeypatch)
+    prog = _launch(_rows_kernel(rows), _params(rows), 4)
+    x = rand(rows, COLS)
+    outcomes = _three_ways(monkeypatch, prog, x, torch.zeros_like(x))
+    assert walked == [3]
+    _same(outcomes)
+    assert "region [112:128] is outside dim 0 of size 112" in outcomes[0][0].message
+
+
+def test_a_scalar_division_by_zero_in_one_block_is_that_blocks_error(monkeypatch):
+    walked = _walked(monkeypatch)
+    k = FunctionBuilder("rows", FunctionKind.AIV)
+    a = k.param("a", tensor_t((4 * 16, COLS)))
+    out = k.param("out", tensor_t((4 * 16, COLS)), Direction.Out)
+    block = k.op("block", "get_block_idx")
+    k.op("q", "scalar.floordiv", 6, k.op("d", "scalar.sub", block, 2))  # block 2 divides by zero
+    row = k.op("row", "scalar.mul", block, 16)
+    x = k.op("x", "tile.load", a, [row, 0], shape=(16, COLS), target_memory=Mem.Vec)
+    k.do("tile.store", x, [row, 0], out)
+    prog = _launch(k.build(), _params(4 * 16), 4)
+    x = rand(4 * 16, COLS)
+    outcomes = _three_ways(monkeypatch, prog, x, torch.zeros_like(x))
+    assert walked == [3]
+    _same(outcomes)
+    assert "division by zero" in outcomes[0][0].message
+
+
+def test_a_kernel_that_stores_into_what_it_loads_walks_block_by_block(monkeypatch):
+    k = FunctionBuilder("inplace", FunctionKind.AIV)
+    a = k.param("a", tensor_t((4 * 16, COLS)), Direction.InOut)
+    row = k.op("row", "scalar.mul", k.op("block", "get_block_idx"), 16)
+    x = k.op("x", "tile.load", a, [row, 0], shape=(16, COLS), target_memory=Mem.Vec)
+    k.do("tile.store", k.op("y", "tile.exp", x), [row, 0], a)  # a second walk would exp it again
+    kernel = k.build()
+    prog = _launch(kernel, [("a", tensor_t((4 * 16, COLS)), Direction.InOut)], 4)
+    assert not batchable(LoadedProgram(prog).plans["inplace"])
+    walked = _walked(monkeypatch)
+    x = rand(4 * 16, COLS)
+    outcomes = _three_ways(monkeypatch, prog, x)
+    assert walked == []
+    _same(outcomes)
+    assert torch.equal(outcomes[0][1][0], x.exp())
+
+
+def test_arguments_that_share_storage_walk_block_by_block(monkeypatch):
+    rows = 4 * 32
+    walked = _walked(monkeypatch)
+    prog = _launch(_rows_kernel(rows), _params(rows), 4)
+    x = rand(rows, COLS)
+    monkeypatch.setenv("PYPTO_SIM_REPLAY", "on")
+    run(prog, x, x)  # out is a: the kernel writes what it reads
+    assert walked == []
+    assert torch.equal(x, rand(rows, COLS).exp())
+
+
+def test_a_block_dependent_scalar_has_no_truth_value():
+    with pytest.raises(Unbatchable):
+        bool(Lanes((0, 1)))
