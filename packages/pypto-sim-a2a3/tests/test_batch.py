@@ -10,7 +10,7 @@ from sim_lowered import FP16, FP32, FunctionBuilder, Mem, program, rand, run, te
 
 from pypto.ir import Direction, FunctionKind, PyptoError
 from pypto.ir.launch import LoadedProgram
-from pypto_sim_a2a3 import batch, replay
+from pypto_sim_a2a3 import batch
 from pypto_sim_a2a3.batch import Lanes, Unbatchable, batchable
 
 COLS = 64
@@ -62,7 +62,7 @@ def _three_ways(monkeypatch, prog, *args):
     outcomes = []
     for mode, batched in (("on", True), ("on", False), ("off", True)):
         monkeypatch.setenv("PYPTO_SIM_REPLAY", mode)
-        monkeypatch.setattr(replay, "_batchable", replay._batchable if batched else lambda plan: False)
+        monkeypatch.setenv("PYPTO_SIM_BATCH", "on" if batched else "off")
         copies = [a.clone() for a in args]
         try:
             outcomes.append((run(prog, *copies), copies))

@@ -331,6 +331,31 @@ def _empty(frame: BatchFrame, call: Call, fill: bool) -> torch.Tensor:
     return torch.zeros(shape, dtype=dtype) if fill else torch.empty(shape, dtype=dtype)
 
 
+def _lane_regions(
+    frame: BatchFrame, tensor: torch.Tensor, offsets: tuple[Any, ...], extent: tuple[int, ...], disjoint: bool
+) -> torch.Tensor | None:
+    """Every block's ``region(tensor, its offsets, extent)`` as one ``[blocks, *extent]`` view, when
+    the offsets step by the same amount from block to block (``disjoint``: along one dimension, by at
+    least the extent, so that no two blocks' regions share an element); else None."""
+    lanes = frame.lanes
+    if len(frame.alive) != lanes or lanes < 2 or 0 in extent:
+        return None
+    first, second = lane_value(offsets, 0), lane_value(offsets, 1)
+    step = [b - a for a, b in zip(first, second, strict=True)]
+    for lane in range(2, lanes):
+        if any(o != f + lane * s for o, f, s in zip(lane_value(offsets, lane), first, step, strict=True)):
+            return None
+    if disjoint:
+        moving = [dim for dim, size in enumerate(step) if size]
+        if len(moving) != 1 or step[moving[0]] < extent[moving[0]]:
+            return None
+    lane_stride = sum(size * stride for size, stride in zip(step, tensor.stride(), strict=True))
+    if lane_stride < 0:
+        return None
+    base = region(tensor, first, extent)
+    return base.as_strided((lanes, *base.shape), (lane_stride, *base.stride()), base.storage_offset())
+
+
 @_batched(tile.load, tile.load_partial)
 def _load(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
     tensor, offsets = args[0], args[1]
@@ -350,6 +375,10 @@ def _load(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
     if not _has_lanes(offsets):
         target.copy_(region(tensor, offsets, valid).unsqueeze(0).expand(frame.lanes, *valid))
         return out
+    regions = _lane_regions(frame, tensor, offsets, valid, disjoint=False)
+    if regions is not None:
+        target.copy_(regions)
+        return out
     for lane in frame.alive:
         target[lane].copy_(region(tensor, lane_value(offsets, lane), valid))
     return out
@@ -359,9 +388,15 @@ def _load(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
 def _store(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
     value, offsets, tensor = args[0], args[1], args[2]
     valid = args[3] if call.op == tile.store_partial else valid_of(call.args[0].type)
-    for lane in frame.alive:
-        extent = lane_value(valid, lane)
-        region(tensor, lane_value(offsets, lane), extent).copy_(value[lane][leading(extent)])
+    regions = (
+        None if _has_lanes(valid) else _lane_regions(frame, tensor, offsets, tuple(valid), disjoint=True)
+    )
+    if regions is not None:
+        regions.copy_(value[(slice(None), *leading(valid))])
+    else:
+        for lane in frame.alive:
+            extent = lane_value(valid, lane)
+            region(tensor, lane_value(offsets, lane), extent).copy_(value[lane][leading(extent)])
     result: torch.Tensor = tensor
     return result
 

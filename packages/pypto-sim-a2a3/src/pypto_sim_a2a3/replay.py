@@ -58,6 +58,7 @@ from pypto_sim_a2a3.batch import (
     BATCH_BLOCKS,
     BatchFrame,
     BatchMemory,
+    Lanes,
     batchable,
     disjoint_outputs,
     lane_value,
@@ -72,6 +73,7 @@ if TYPE_CHECKING:
     from pypto_sim_a2a3.cost import CostModel
 
 REPLAY_ENV = "PYPTO_SIM_REPLAY"  # 0, off, false or no: every block on the full engine
+BATCH_ENV = "PYPTO_SIM_BATCH"  # 0, off, false or no: the replayed blocks' numbers walked block by block
 
 # The launch ops a replayed kernel may not hold: they order GM across the blocks of the task.
 _ACROSS_BLOCKS = {system.syncall, system.fence, system.cacheinvalid}
@@ -87,7 +89,11 @@ _FINAL = object()  # the step in which the core's process returned
 
 
 def replay_enabled() -> bool:
-    return os.environ.get(REPLAY_ENV, "").strip().lower() not in ("0", "off", "false", "no")
+    return _on(REPLAY_ENV)
+
+
+def _on(variable: str) -> bool:
+    return os.environ.get(variable, "").strip().lower() not in ("0", "off", "false", "no")
 
 
 def replayable(plan: LaunchPlan) -> bool:
@@ -353,9 +359,10 @@ class _Numbers:
 
     def args(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
         """An op's operands in this block (its GM tensors, offsets and valid shapes)."""
-        if self.lane is None:
+        lane = self.lane
+        if lane is None:
             return args
-        return tuple(lane_value(a, self.lane) for a in args)
+        return tuple(a[lane] if type(a) is Lanes else lane_value(a, lane) for a in args)
 
 
 class BatchedNumbers:
@@ -367,7 +374,7 @@ class BatchedNumbers:
         self.blocks = blocks
         self.target = target
         self.steps = steps
-        self.batchable = _batchable(plan)
+        self.batchable = _on(BATCH_ENV) and _batchable(plan)
         # block -> its cores' numbers and the high water of each core's memory
         self._walked: dict[int, tuple[list[_Numbers], list[dict[MemorySpace, int]]]] = {}
 
@@ -398,7 +405,11 @@ class BatchedNumbers:
                 memory = placement.role.core.memory
                 spaces = memory.spaces if memory is not None else ()
                 frame = BatchFrame(
-                    placement, blocks, self.blocks, BatchMemory(self.target, spaces, len(blocks), placement.kernel), self.steps
+                    placement,
+                    blocks,
+                    self.blocks,
+                    BatchMemory(self.target, spaces, len(blocks), placement.kernel),
+                    self.steps,
                 )
                 frame.walk()
                 frames.append(frame)
@@ -460,13 +471,13 @@ def walk_numbers(launch: Launch, frames: Sequence[NumbersFrame]) -> list[_Number
 def _shifted(piece: Slice, names: dict[str, str], shift: int) -> Slice:
     """Block 0's slice as this block's: on its core, ``shift`` cycles later. (Made field by
     field, without the frozen dataclass's checked ``__init__``: a replay makes thousands.)"""
-    fields = dict(piece.__dict__)
+    shifted: Slice = object.__new__(Slice)
+    fields = shifted.__dict__
+    fields.update(piece.__dict__)
     fields["core"] = names[piece.core]
     fields["start"] = piece.start + shift
     if piece.flag_at is not None:
         fields["flag_at"] = piece.flag_at + shift
-    shifted: Slice = object.__new__(Slice)
-    shifted.__dict__.update(fields)
     return shifted
 
 
