@@ -191,9 +191,10 @@ class GmOrder:
 
     def __init__(self) -> None:
         self._logs: dict[str, list[GmEvent]] = defaultdict(list)
-        # Per GM tensor, per core: its writes and its reads, indexed for overlap queries.
-        self._writes: dict[TensorKey, dict[str, BoxIndex[Access]]] = {}
-        self._reads: dict[TensorKey, dict[str, BoxIndex[Access]]] = {}
+        # Per GM tensor, the writes and the reads of every core, indexed for overlap queries (each
+        # with its position in its core's log).
+        self._writes: dict[TensorKey, BoxIndex[Access]] = {}
+        self._reads: dict[TensorKey, BoxIndex[Access]] = {}
 
     def access(self, core: str, call: Call, args: Sequence[Any], at: int = 0) -> None:
         """Record ``call``'s GM read or write by ``core``, starting at modeled cycle ``at`` (other
@@ -221,7 +222,7 @@ class GmOrder:
                 self._check_read_after_write(first, after, second)
         log = self._logs[core]
         kind = self._writes if access.write else self._reads
-        kind.setdefault(access.key, {}).setdefault(core, BoxIndex()).add(len(log), access.region, access)
+        kind.setdefault(access.key, BoxIndex()).add(len(log), access.region, access)
         log.append(access)
 
     def _conflicting(self, core: str, access: Access) -> list[tuple[str, int, Access]]:
@@ -231,12 +232,12 @@ class GmOrder:
         found: list[tuple[str, int, Access]] = []
         kinds = (self._writes, self._reads) if access.write else (self._writes,)
         for kind in kinds:
-            for other, boxes in kind.get(access.key, {}).items():
-                if other == core:
-                    continue
-                for position, event in boxes.overlapping(access.region):
-                    if event.conflicts(access) is not None:
-                        found.append((other, position, event))
+            boxes = kind.get(access.key)
+            if boxes is None:
+                continue
+            for position, event in boxes.overlapping(access.region):
+                if event.core != core and event.conflicts(access) is not None:
+                    found.append((event.core, position, event))
         if len(found) > 1:
             rank = {name: i for i, name in enumerate(self._logs)}
             found.sort(key=lambda hit: (rank[hit[0]], hit[1]))

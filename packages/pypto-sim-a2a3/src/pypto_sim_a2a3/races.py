@@ -61,16 +61,30 @@ class TaskAccess:
         return f"block {self.block} of {self.task.label}" if self.task.blocks > 1 else self.task.label
 
 
+class _Log:
+    """The reads (or the writes) of every (task, block), per tensor: indexed by the boxes they
+    touch, and each (task, block) ranked by when it first touched the tensor."""
+
+    def __init__(self) -> None:
+        self.boxes: dict[TensorKey, BoxIndex[TaskAccess]] = {}
+        self.units: dict[TensorKey, dict[Unit, int]] = {}
+
+    def add(self, seq: int, access: TaskAccess, unit: Unit) -> None:
+        key = access.access.key
+        self.boxes.setdefault(key, BoxIndex()).add(seq, access.access.region, access)
+        units = self.units.setdefault(key, {})
+        units.setdefault(unit, len(units))
+
+
 class TaskRaces:
     """``races.access(task, block, core, call, args, order)`` before each op that touches GM;
     ``order`` is the GM access record the task's blocks share."""
 
     def __init__(self, graph: TaskGraph):
         self.graph = graph
-        # Per tensor, per (task, block): its reads and its writes (a read only meets writes),
-        # indexed by the boxes they touch.
-        self._reads: dict[TensorKey, dict[Unit, BoxIndex[TaskAccess]]] = {}
-        self._writes: dict[TensorKey, dict[Unit, BoxIndex[TaskAccess]]] = {}
+        # The reads and the writes of every (task, block) (a read only meets writes).
+        self._reads = _Log()
+        self._writes = _Log()
         self._count = 0  # accesses recorded: each one's sequence number
 
     def access(
@@ -86,27 +100,39 @@ class TaskRaces:
         """Record a GM access :func:`gm_access` described, of ``tensor`` (see :meth:`access`)."""
         core = access.core
         mine = TaskAccess(task, block, access, tensor, order.position(core))
+        unit = (task.id, block)
         logs = (self._writes, self._reads) if access.write else (self._writes,)
         for log in logs:
-            for unit, earlier in log.get(access.key, {}).items():
-                if unit == (task.id, block) or self.graph.ordered(unit[0], task):
-                    continue
-                clash = next(
-                    (
-                        e
-                        for _, e in sorted(earlier.overlapping(access.region), key=lambda hit: hit[0])
-                        if access.conflicts(e.access) is not None
-                        and not (e.task is task and order.separated(e.access.core, e.position, core))
-                    ),
-                    None,
-                )
-                if clash is not None:
-                    # Told in modeled time: cores issue ahead, so records come out of that order.
-                    raise self._race(*sorted((clash, mine), key=lambda a: a.access.at))
-        log = self._writes if access.write else self._reads
-        mine_so_far = log.setdefault(access.key, {}).setdefault((task.id, block), BoxIndex())
-        mine_so_far.add(self._count, access.region, mine)
+            clash = self._clash(log, mine, unit, order)
+            if clash is not None:
+                # Told in modeled time: cores issue ahead, so records come out of that order.
+                raise self._race(*sorted((clash, mine), key=lambda a: a.access.at))
+        (self._writes if access.write else self._reads).add(self._count, mine, unit)
         self._count += 1
+
+    def _clash(self, log: _Log, mine: TaskAccess, unit: Unit, order: GmOrder) -> TaskAccess | None:
+        """The access of ``log`` that ``mine`` races with, if any: of the (task, block) that first
+        touched the tensor, its earliest."""
+        access, task = mine.access, mine.task
+        boxes = log.boxes.get(access.key)
+        if boxes is None:
+            return None
+        ranks = log.units[access.key]
+        ordered: dict[Unit, bool] = {}
+        best: tuple[int, int, TaskAccess] | None = None
+        for seq, e in boxes.overlapping(access.region):
+            other = (e.task.id, e.block)
+            if other == unit:
+                continue
+            if other not in ordered:
+                ordered[other] = self.graph.ordered(other[0], task)
+            if ordered[other] or access.conflicts(e.access) is None:
+                continue
+            if e.task is task and order.separated(e.access.core, e.position, access.core):
+                continue
+            if best is None or (ranks[other], seq) < best[:2]:
+                best = (ranks[other], seq, e)
+        return None if best is None else best[2]
 
     def _race(self, first: TaskAccess, second: TaskAccess) -> RaceError:
         a, b = first.access, second.access
