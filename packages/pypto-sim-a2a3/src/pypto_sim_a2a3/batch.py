@@ -265,10 +265,21 @@ class BatchFrame(KernelWalker):
             self.env[var.name] = value
             return
         dest = self._place(var, stmt)
-        if isinstance(value, torch.Tensor) and self.memory.shares_storage(value):
-            value = value.clone()  # a view of a buffer may overlap the destination
-        dest.copy_(value)
+        if value is not dest:
+            if isinstance(value, torch.Tensor) and self._may_overlap(value, dest):
+                value = value.clone()
+            dest.copy_(value)
         self.env[var.name] = dest
+
+    def _may_overlap(self, value: torch.Tensor, dest: torch.Tensor) -> bool:
+        """Whether ``value`` may share bytes with the tile ``dest`` (then it is copied first). An op's
+        value is a fresh tensor, a view of GM, or an operand it passes on (a move's source tile)."""
+        if not self.memory.shares_storage(value):
+            return False
+        mine, theirs = self.memory.region(value), self.memory.region(dest)
+        if mine is None or theirs is None:
+            return True
+        return mine[0] is theirs[0] and mine[1] < theirs[2] and theirs[1] < mine[2]
 
     def set_carried(self, var: Var, value: Any) -> None:
         if not isinstance(var.type, TileType):
@@ -370,12 +381,14 @@ def _load(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
         return out
     valid = tuple(valid)
     whole = valid == shape
+    if not _has_lanes(offsets):
+        regions: torch.Tensor | None = region(tensor, offsets, valid).unsqueeze(0).expand(frame.lanes, *valid)
+    else:
+        regions = _lane_regions(frame, tensor, offsets, valid, disjoint=False)
+    if whole and regions is not None:
+        return regions  # a view of GM: the tile's binding copies it into the tile's bytes
     out = _empty(frame, call, not whole)
     target = out if whole else out[(slice(None), *leading(valid))]
-    if not _has_lanes(offsets):
-        target.copy_(region(tensor, offsets, valid).unsqueeze(0).expand(frame.lanes, *valid))
-        return out
-    regions = _lane_regions(frame, tensor, offsets, valid, disjoint=False)
     if regions is not None:
         target.copy_(regions)
         return out
@@ -403,7 +416,7 @@ def _store(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor
 
 @_batched(tile.move)
 def _move(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
-    result: torch.Tensor = args[0].clone()
+    result: torch.Tensor = args[0]  # the source tile: its binding copies it (first aside if they overlap)
     return result
 
 
