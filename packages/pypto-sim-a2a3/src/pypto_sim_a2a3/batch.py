@@ -25,7 +25,7 @@ runs per block.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -40,7 +40,7 @@ from pypto.ir.walker import INDEX_OPS, KernelWalker
 from pypto_sim_a2a3.decode import Steps
 from pypto_sim_a2a3.interpreter import skipped
 from pypto_sim_a2a3.launch import Placement
-from pypto_sim_a2a3.memory import CoreMemory, slot_of
+from pypto_sim_a2a3.memory import CoreMemory, SpaceBuffers, slot_of
 from pypto_sim_a2a3.semantics import CHECKS, SEMANTICS
 
 BATCH_BLOCKS = 32  # blocks walked together at most (their memories are [blocks, capacity] bytes)
@@ -139,19 +139,47 @@ def disjoint_outputs(plan: LaunchPlan, placements: Sequence[Placement]) -> bool:
 # ---------------------------------------------------------------- memory
 
 
+# The bytes of the batch memories, kept for the next batch of the same shape (zeroed once, when
+# first made) per core of the launch and space: a batch's walk ends before the next one begins,
+# and the walk writes each tile before it reads it, so what an earlier batch left is never read.
+_SPARE: dict[tuple[int, MemorySpace, tuple[int, ...], int], torch.Tensor] = {}
+
+
+class _SpareBuffers(SpaceBuffers):
+    def __init__(
+        self,
+        capacities: Mapping[MemorySpace, int],
+        storages: dict[int, tuple[MemorySpace, int]],
+        lanes: tuple[int, ...],
+        core: int,
+    ):
+        super().__init__(capacities, storages, lanes)
+        self.core = core
+
+    def make(self, space: MemorySpace) -> torch.Tensor:
+        key = (self.core, space, self.lanes, self.capacities[space])
+        found = _SPARE.get(key)
+        if found is None:
+            found = _SPARE[key] = super().make(space)
+        return found
+
+
 class BatchMemory(CoreMemory):
     """The on-chip memory of one core in each block of a batch: per space ``[blocks, capacity]``
     bytes; a tile is the same bytes of every block's row, ``[blocks, *shape]``."""
 
-    def __init__(self, target: Target, spaces: Sequence[MemorySpace], blocks: int, kernel: Function):
+    def __init__(
+        self, target: Target, spaces: Sequence[MemorySpace], blocks: int, kernel: Function, core: int
+    ):
         super().__init__(target, spaces, (blocks,))
         self.blocks = blocks
         # Each block's bytes up to the kernel's planned peak, not the whole capacity: a view past
         # it cannot be made (the batch then ends), so no bytes are left out.
+        capacities = self.buffers.capacities
         plan = kernel.attrs.get("memory_plan")
         if isinstance(plan, MemoryPlan):
-            capacities = self.buffers.capacities
-            self.buffers.capacities = {s: min(n, plan.peak.get(s, n)) for s, n in capacities.items()}
+            capacities = {s: min(n, plan.peak.get(s, n)) for s, n in capacities.items()}
+        self.buffers = _SpareBuffers(capacities, self._storages, (blocks,), core)
 
     def view_at(self, space: MemorySpace, offset: int, tile_type: TileType) -> torch.Tensor:
         top = offset + tile_type.nbytes

@@ -34,7 +34,7 @@ _Checked = dict[tuple[str, int, tuple[MemorySpace, ...]], tuple[Target, Allocati
 _CHECKED: weakref.WeakKeyDictionary[Function, _Checked] = weakref.WeakKeyDictionary()
 
 
-class _Buffers(dict[MemorySpace, torch.Tensor]):
+class SpaceBuffers(dict[MemorySpace, torch.Tensor]):
     """A core's byte buffers by space, each made (zeroed) when first used: a kernel touches few of
     its core's spaces, and a chip has 72 cores."""
 
@@ -52,9 +52,13 @@ class _Buffers(dict[MemorySpace, torch.Tensor]):
     def __missing__(self, space: MemorySpace) -> torch.Tensor:
         if space not in self.capacities:
             raise KeyError(space)
-        buffer = self[space] = torch.zeros((*self.lanes, self.capacities[space]), dtype=torch.uint8)
+        buffer = self[space] = self.make(space)
         self.storages[buffer.untyped_storage().data_ptr()] = (space, buffer.data_ptr())
         return buffer
+
+    def make(self, space: MemorySpace) -> torch.Tensor:
+        """The zeroed bytes of ``space``."""
+        return torch.zeros((*self.lanes, self.capacities[space]), dtype=torch.uint8)
 
 
 class CoreMemory:
@@ -70,7 +74,7 @@ class CoreMemory:
         self._spaces = tuple(spaces)
         # storage address -> (its space, the address of its first byte), of the buffers made so far
         self._storages: dict[int, tuple[MemorySpace, int]] = {}
-        self.buffers = _Buffers({s: target.spec(s).capacity for s in self._spaces}, self._storages, lanes)
+        self.buffers = SpaceBuffers({s: target.spec(s).capacity for s in self._spaces}, self._storages, lanes)
         self.high_water: dict[MemorySpace, int] = {}
         self._views: dict[tuple[MemorySpace, int, Any, tuple[Any, ...]], torch.Tensor] = {}
         # id of a view handed out -> (the view, its region): a view's region is known when it is made

@@ -401,14 +401,14 @@ class BatchedNumbers:
         blocks = list(range(first, min(first + BATCH_BLOCKS, self.blocks)))
         frames = []
         try:
-            for placement in placements:
+            for core, placement in enumerate(placements):
                 memory = placement.role.core.memory
                 spaces = memory.spaces if memory is not None else ()
                 frame = BatchFrame(
                     placement,
                     blocks,
                     self.blocks,
-                    BatchMemory(self.target, spaces, len(blocks), placement.kernel),
+                    BatchMemory(self.target, spaces, len(blocks), placement.kernel, core),
                     self.steps,
                 )
                 frame.walk()
