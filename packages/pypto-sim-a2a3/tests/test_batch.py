@@ -10,7 +10,7 @@ from sim_lowered import FP16, FP32, FunctionBuilder, Mem, program, rand, run, te
 
 from pypto.ir import Direction, FunctionKind, PyptoError
 from pypto.ir.launch import LoadedProgram
-from pypto_sim_a2a3 import batch
+from pypto_sim_a2a3 import batch, replay
 from pypto_sim_a2a3.batch import Lanes, Unbatchable, batchable
 
 COLS = 64
@@ -47,13 +47,14 @@ def _params(rows: int, cols: int = COLS):
 def _walked(monkeypatch) -> list[int]:
     """The number of blocks of each batch walked."""
     batches: list[int] = []
-    original = batch.BatchFrame.walk
+    original = replay.walk_batch
 
-    def counting(self):
-        original(self)
-        batches.append(self.lanes)
+    def counting(plan, placements, blocks, *args):
+        frames = original(plan, placements, blocks, *args)
+        batches.append(len(blocks))
+        return frames
 
-    monkeypatch.setattr(batch.BatchFrame, "walk", counting)
+    monkeypatch.setattr(replay, "walk_batch", counting)
     return batches
 
 

@@ -2,31 +2,33 @@
 
 A replayed block (:mod:`pypto_sim_a2a3.replay`) needs its numbers and the operands of its ops:
 the timing it takes from block 0. Its kernel's loops and branches are the same in every block
-(``uniform_control``), so the later blocks can walk the kernel together: one walk per core of the
-launch, in which
+(``uniform_control``), so the later blocks can walk the kernel together (:func:`walk_batch`): one
+walk per core, on a launch of their own, in which
 
 - a tile holds every block's elements, the blocks a leading dimension, in a memory that holds
   every block's bytes (:class:`BatchMemory`: each tile at its planned offset, as on one core);
+  the tiles that cross a pipe cross it for every block at once (its rings sit in those memories);
 - a scalar that differs between the blocks (``pl.get_block_idx()`` and what is computed from it)
   is :class:`Lanes`, one value per block;
 - each op runs its checks per block (an error stops that block alone: its replay raises it at
   that op, as its own walk would have) and its numbers in one torch call for all of them: loads
-  and stores per block's region, moves, the matmul family, elementwise math and casts.
+  and stores per block's region, moves, the matmul family, elementwise math and casts; ops that
+  index a tile's own dimensions (reductions, reshapes, slices, broadcasts) run block by block.
 
-What the batch cannot do (another op, a pipe, a condition that differs between blocks) ends it,
-and the blocks walk one by one (:class:`~pypto_sim_a2a3.replay.NumbersFrame`). So that a block
-may walk again, or run on the full engine, after the batch stored its results, a kernel is
-batched only when running a block twice leaves the same numbers: it adds nothing into GM
-(no atomic store) and reads no tensor it writes. The numbers are bit for bit the ones a block's
-own walk computes: an elementwise op whose per-block tile is not a whole number of vector widths
-(where torch's vectorised loops round a transcendental function differently at a tile's tail)
-runs per block.
+What the batch cannot do (another op, a scalar read from GM, a data-less token, a block that stops
+while its other cores would wait for it) ends it, and the blocks walk one by one
+(:class:`~pypto_sim_a2a3.replay.NumbersFrame`). So that a block may walk again, or run on the full
+engine, after the batch stored its results, a kernel is batched only when running a block twice
+leaves the same numbers: it adds nothing into GM (no atomic store) and reads no tensor it writes.
+The numbers are bit for bit the ones a block's own walk computes: an elementwise op whose
+per-block tile is not a whole number of vector widths (where torch's vectorised loops round a
+transcendental function differently at a tile's tail) runs per block.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -34,14 +36,31 @@ from pypto.ir import Call, Function, MemoryPlan, MemorySpace, PyptoError, Stmt, 
 from pypto.ir import semantics as shared
 from pypto.ir.launch import LaunchPlan
 from pypto.ir.nodes import Assign, stmt_end_exprs, stmt_exprs, walk_expr, walk_stmts
-from pypto.ir.ops import ELEMENTWISE_BINARY, ELEMENTWISE_UNARY, scalar, tile
+from pypto.ir.ops import (
+    COL_REDUCTIONS,
+    ELEMENTWISE_BINARY,
+    ELEMENTWISE_UNARY,
+    ROW_EXPANDS,
+    ROW_REDUCTIONS,
+    op,
+    scalar,
+    tile,
+)
 from pypto.ir.semantics import leading, region, typed, valid_of
 from pypto.ir.walker import INDEX_OPS, KernelWalker
-from pypto_sim_a2a3.decode import Steps
+from pypto_sim_a2a3.cores import Core
+from pypto_sim_a2a3.crosscore import Popped
+from pypto_sim_a2a3.decode import FREE_OPS, Steps
 from pypto_sim_a2a3.interpreter import skipped
-from pypto_sim_a2a3.launch import Placement
+from pypto_sim_a2a3.launch import CoreRole, Launch, Placement, Site, placed_rings
 from pypto_sim_a2a3.memory import CoreMemory, SpaceBuffers, slot_of
+from pypto_sim_a2a3.ring import Token
+from pypto_sim_a2a3.scheduler import Wait
 from pypto_sim_a2a3.semantics import CHECKS, SEMANTICS
+
+if TYPE_CHECKING:
+    from pypto.ir.backend import Slice, Transfer
+    from pypto_sim_a2a3.cost import CostModel
 
 BATCH_BLOCKS = 32  # blocks walked together at most (their memories are [blocks, capacity] bytes)
 # A tile of a multiple of this many elements is whole vector widths for every dtype torch has.
@@ -86,6 +105,18 @@ _ELEMENTWISE = frozenset(
     + [getattr(tile, n) for n in ELEMENTWISE_UNARY]
 )
 _SCALAR = frozenset(name for name in SEMANTICS if name.startswith("scalar.") and name != scalar.read)
+_PIPE_OPS = frozenset(
+    {
+        op.aic_initialize_pipe,
+        op.aiv_initialize_pipe,
+        op.tpush_to_aiv,
+        op.tpush_to_aic,
+        op.tpop_from_aic,
+        op.tpop_from_aiv,
+        op.tfree_to_aic,
+        op.tfree_to_aiv,
+    }
+)
 _STORES = frozenset({tile.store, tile.store_partial})
 _LOADS = frozenset({tile.load, tile.load_partial})
 
@@ -101,7 +132,9 @@ def batchable(plan: LaunchPlan) -> bool:
         for stmt in walk_stmts(seat.kernel.body):
             for expr in (*stmt_exprs(stmt), *stmt_end_exprs(stmt)):
                 for e in walk_expr(expr):
-                    if isinstance(e, Call) and e.op not in _BATCHED and e.op not in INDEX_OPS:
+                    if isinstance(e, Call) and not (
+                        e.op in _BATCHED or e.op in INDEX_OPS or e.op in _PIPE_OPS
+                    ):
                         return False
     return True
 
@@ -134,6 +167,44 @@ def disjoint_outputs(plan: LaunchPlan, placements: Sequence[Placement]) -> bool:
         if any(values[n].untyped_storage().data_ptr() in outputs for n in loaded):
             return False
     return True
+
+
+# ---------------------------------------------------------------- no time
+
+
+class NoPipes:
+    """What a walk for numbers alone has for the pipes of its cores: no time, nothing to wait for."""
+
+    def run(self, cost: Any, call: Any, issue: int, *args: Any, **kwargs: Any) -> tuple[int, int]:
+        return issue, issue
+
+    def last_read(self, regions: Any) -> tuple[int, str]:
+        return 0, ""
+
+    def drained(self, pipes: Any = None) -> int:
+        return 0
+
+    def gm_written(self, tensor: Any) -> int:
+        return 0
+
+    def copied(self, source: Any, dest: Any) -> None:
+        return None
+
+
+class NoRecorder:
+    """What a walk for numbers alone tells of its rings and transfers: nothing (the replay does)."""
+
+    def record(self, piece: Slice) -> None:
+        return None
+
+    def ring(self, pipe: str, owner: str, slots: int) -> Callable[[int, int], None]:
+        return lambda delta, cycle: None
+
+    def transfer(self, transfer: Transfer) -> None:
+        return None
+
+
+NO_PIPES = NoPipes()
 
 
 # ---------------------------------------------------------------- memory
@@ -203,7 +274,8 @@ class BatchMemory(CoreMemory):
 
 
 class BatchFrame(KernelWalker):
-    """One core's kernel walked for the blocks ``blocks`` at once (see the module's docstring).
+    """One core's kernel walked for the blocks ``blocks`` at once (see the module's docstring), as
+    ``role`` of a launch whose cores hold the blocks' memories (:func:`walk_batch` makes it).
 
     ``ops`` are the ops it ran with their operands (tiles ``[blocks, ...]``, scalars maybe
     :class:`Lanes`); ``errors[i]`` is what stopped block ``i`` (in op ``ends[i] - 1``), if any."""
@@ -211,32 +283,32 @@ class BatchFrame(KernelWalker):
     def __init__(
         self,
         placement: Placement,
+        role: CoreRole,
         blocks: Sequence[int],
         block_num: int,
-        memory: BatchMemory,
         steps: Steps,
+        cost: CostModel,
     ):
         super().__init__(placement.seat, placement.args, Lanes(blocks), block_num)  # type: ignore[arg-type]
-        self.mirror = placement.role.mirror
+        assert isinstance(role.core.memory, BatchMemory)
+        self.role = role
+        self.mirror = role.mirror
         self.core = placement.role.core.name
-        self.memory = memory
+        self.memory = role.core.memory
         self.steps = steps
+        self.cost = cost
         self.lanes = len(blocks)
         self.ops: list[tuple[Call, tuple[Any, ...]]] = []
         self.errors: list[Exception | None] = [None] * self.lanes
         self.ends: list[int | None] = [None] * self.lanes
         self.alive = list(range(self.lanes))
 
-    def walk(self) -> None:
-        """Run the kernel for every block (or until every block has stopped at an error)."""
-        walk = self.run()
-        try:
-            next(walk)
-        except StopIteration:
-            return
-        except _AllStopped:
-            return
-        raise Unbatchable("the kernel waits (a pipe or a barrier)")
+    def eval_call(self, call: Call) -> Any:
+        if call.op not in FREE_OPS and any(
+            isinstance(a, Var) and a.name in self.role.freed for a in call.args
+        ):
+            raise Unbatchable("a tile read after its tfree")  # the blocks' own walks tell it
+        return (yield from super().eval_call(call))
 
     def apply(self, call: Call, args: tuple[Any, ...]) -> Any:
         step = self.steps.step(call)
@@ -245,8 +317,14 @@ class BatchFrame(KernelWalker):
             return skipped(call, args)
         if call.op in INDEX_OPS:
             return self.index(call)
+        if any(isinstance(a, Token) for a in args):
+            raise Unbatchable("a data-less token")
+        if step.launch is not None:
+            if call.op not in _PIPE_OPS or _has_lanes(args):
+                raise Unbatchable(call.op)
+            return (yield from step.launch(self.role, call, args, self.cost))
         batched = _BATCHED.get(call.op)
-        if batched is None or step.launch is not None or step.semantics is None:
+        if batched is None or step.semantics is None:
             raise Unbatchable(call.op)
         check = CHECKS.get(call.op)
         if check is not None:
@@ -267,6 +345,8 @@ class BatchFrame(KernelWalker):
             raise _AllStopped
 
     def _stop(self, lane: int, error: Exception) -> None:
+        if self.role.launch.piped:
+            raise Unbatchable("a block stopped: its other cores would wait for it")
         if self.errors[lane] is None:
             self.errors[lane], self.ends[lane] = error, len(self.ops)
         self.alive = [i for i in self.alive if i != lane]
@@ -289,7 +369,12 @@ class BatchFrame(KernelWalker):
 
     def bind(self, stmt: Assign, value: Any) -> None:
         var = stmt.target
-        if not isinstance(var.type, TileType):
+        self.role.freed.pop(var.name, None)
+        if isinstance(value, Popped):  # a view of its ring slot: it has no allocation of its own
+            self.role.popped[var.name] = value.slot
+            self.env[var.name] = value.value
+            return
+        if not isinstance(var.type, TileType) or isinstance(value, Token):
             self.env[var.name] = value
             return
         dest = self._place(var, stmt)
@@ -346,12 +431,64 @@ class _AllStopped(Exception):
     """Every block of the batch stopped at an error: the walk ends."""
 
 
+def walk_batch(
+    plan: LaunchPlan,
+    placements: Sequence[Placement],
+    blocks: Sequence[int],
+    block_num: int,
+    target: Target,
+    steps: Steps,
+    cost: CostModel,
+) -> list[BatchFrame]:
+    """Walk ``blocks`` of ``plan``'s launch together, its cores in turn (each until it waits for a
+    ring another one fills or empties), on a launch of its own whose cores hold the blocks'
+    memories and whose pipes carry their tiles; ``placements`` are the first block's. Raises
+    :class:`Unbatchable` (or what the walk met) if the batch cannot do it."""
+    first = placements[0].role.launch
+    seats = []
+    for index, placement in enumerate(placements):
+        role = placement.role
+        spaces = role.core.memory.spaces if role.core.memory is not None else ()
+        memory = BatchMemory(target, spaces, len(blocks), placement.kernel, index)
+        seats.append((Core(role.core.name, memory), role.kind, role.lane, role.mirror, False))
+    site = Site(first.group, blocks[0], block_num)
+    launch = Launch(first.name, site, target, seats, NoRecorder(), plan.piped, first.pipe_name, lead=1)  # type: ignore[arg-type]
+    frames = []
+    for role, placement in zip(launch.roles, placements, strict=True):
+        launch.reservations[role.name] = placed_rings(placement.kernel)
+        role.pipes = NO_PIPES  # type: ignore[assignment]
+        frames.append(BatchFrame(placement, role, blocks, block_num, steps, cost))
+    walks = [frame.run() for frame in frames]
+    waiting: list[Wait | None] = [None] * len(frames)
+    running = set(range(len(frames)))
+    while running:
+        moved = False
+        for index in sorted(running):
+            wait = waiting[index]
+            if wait is not None and not wait.ready():
+                continue
+            moved, waiting[index] = True, None
+            try:
+                while True:
+                    event = next(walks[index])
+                    if isinstance(event, Wait) and not event.ready():
+                        waiting[index] = event
+                        break
+            except (StopIteration, _AllStopped):
+                running.discard(index)
+        if not moved:
+            raise Unbatchable("the cores wait for each other")
+    if any(pipe.undrained(launch.name) is not None for pipe in launch.pipes.values()):
+        raise Unbatchable("a ring is not drained")
+    return frames
+
+
 # ---------------------------------------------------------------- the ops, batched
 
 Batched = Callable[[BatchFrame, Call, tuple[Any, ...]], Any]
 _BATCHED: dict[str, Batched] = {}
 # Checks that read a tile's elements (not only its shape): made per block.
-_DATA_CHECKS = frozenset({tile.div})
+_DATA_CHECKS = frozenset({tile.div, tile.row_expand_div})
 
 
 def _batched(*names: str) -> Callable[[Batched], Batched]:
@@ -490,6 +627,26 @@ def _elementwise(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.
         return _per_block(frame, call, args)
     value: torch.Tensor = shared.SEMANTICS[call.op](call, args)  # each element on its own
     return value
+
+
+# Ops whose shared semantics index a tile's own dimensions (reductions, reshapes, concatenation,
+# slices, broadcasts, pads): each block's tile on its own.
+_PER_BLOCK = frozenset(
+    [getattr(tile, n) for n in (*ROW_REDUCTIONS, *COL_REDUCTIONS, *ROW_EXPANDS)]
+    + [
+        tile.row_expand,
+        tile.col_expand,
+        tile.col_expand_mul,
+        tile.concat,
+        tile.reshape,
+        tile.transpose,
+        tile.slice,
+        tile.set_validshape,
+        tile.fillpad,
+        tile.assemble,
+    ]
+)
+_batched(*_PER_BLOCK)(_per_block)
 
 
 @_batched(tile.full)

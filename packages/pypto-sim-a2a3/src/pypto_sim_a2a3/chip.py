@@ -294,7 +294,7 @@ class Chip:
             if not self._replayable[name]:
                 return None
             recording = self._recordings[task.id] = BlockRecording(launch, start)
-            recording.numbers = BatchedNumbers(plan, task.blocks, self.target, self.steps)
+            recording.numbers = BatchedNumbers(plan, task.blocks, self.target, self.steps, self.cost)
             return recording
         found = self._recordings.get(task.id)
         return found if found is not None and start > found.start else None

@@ -151,8 +151,10 @@ class Launch:
         recorder: Recorder,
         piped: bool,
         pipe_name: str | None = None,
+        lead: int = 0,
     ):
         self.name = name
+        self.lead = lead  # leading dimensions of the tiles its pipes carry (a batch of blocks: 1)
         self.recorder = recorder
         self.pipe_name = pipe_name or name  # the scope's name_hint: pipes read "<scope>_c2v"
         self.site = site
@@ -193,6 +195,7 @@ class Launch:
                 self.finished,
                 self.recorder,
                 f"cg{self.group.index}",
+                lead=self.lead,
             )
         return self.pipes[key]
 
@@ -357,7 +360,7 @@ def plan_launch(
     launch = Launch(name, site, target, seats, recorder, plan.piped, plan.pipe_name)
     placements = []
     for role, seat in zip(launch.roles, plan.seats, strict=True):
-        launch.reservations[role.name] = _placed_rings(seat.kernel)
+        launch.reservations[role.name] = placed_rings(seat.kernel)
         kernel_args = seat.args(args)
         if seat.kernel is not plan.kernel:
             check_arguments(seat.kernel, kernel_args, seat.span)
@@ -365,7 +368,7 @@ def plan_launch(
     return launch, placements
 
 
-def _placed_rings(kernel: Function) -> tuple[tuple[Reservation, int], ...]:
+def placed_rings(kernel: Function) -> tuple[tuple[Reservation, int], ...]:
     """The kernel's reserved windows with their offsets, as the allocator laid them out."""
     plan = kernel.attrs.get("memory_plan")
     rings = tuple(plan.reservations if isinstance(plan, MemoryPlan) else kernel.attrs.get("reservations", ()))

@@ -116,6 +116,8 @@ class Pipe:
     initialized: set[str] = field(default_factory=set)
     # changed at every push, pop, free and initialization: what a blocked push or pop waits on
     changed: Signal = field(default_factory=Signal)
+    # leading dimensions of the tiles that cross (1: the tiles of a batch of blocks, see batch.py)
+    lead: int = 0
 
     def initialize(self, core: str) -> None:
         """``core`` has initialized its side of the pipe."""
@@ -305,11 +307,11 @@ class Pipe:
     def _lane_slot(self, tile: TileType, mode: SplitMode, lane: int, value: Any, consumer: str) -> _Share:
         """C->V: the share of AIV lane ``lane``, zero-padded to ``split_shape`` (a short odd half)."""
         ring = self.rings[consumer]
-        data = lane_share(value, mode, lane)
+        data = lane_share(value, mode, lane, self.lead)
         if data is None:
             return _Share(ring, SlotContent(mode, None), None)
         slot_tile = TileType(split_shape(tile.shape, mode), tile.dtype, ring.space)
-        padded = torch.zeros(slot_tile.shape, dtype=torch_dtype(tile.dtype))
+        padded = torch.zeros((*data.shape[: self.lead], *slot_tile.shape), dtype=torch_dtype(tile.dtype))
         padded[tuple(slice(0, n) for n in data.shape)] = data
         return _Share(ring, SlotContent(mode, slot_tile), padded)
 
@@ -324,7 +326,7 @@ class Pipe:
             shape[axis] *= 2
         content = SlotContent(mode, TileType(tuple(shape), tile.dtype, ring.space))
         carries_data = not isinstance(value, Token) and (axis is not None or lane == 0)
-        return _Share(ring, content, value if carries_data else None, tuple(where))
+        return _Share(ring, content, value if carries_data else None, (*[slice(None)] * self.lead, *where))
 
     def _check_fits(self, share: _Share, call: Call) -> None:
         tile = share.content.tile

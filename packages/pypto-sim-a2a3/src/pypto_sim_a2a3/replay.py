@@ -56,12 +56,13 @@ from pypto.ir.ops import op, system
 from pypto.ir.walker import KernelWalker
 from pypto_sim_a2a3.batch import (
     BATCH_BLOCKS,
-    BatchFrame,
-    BatchMemory,
+    NO_PIPES,
     Lanes,
+    NoRecorder,
     batchable,
     disjoint_outputs,
     lane_value,
+    walk_batch,
 )
 from pypto_sim_a2a3.decode import Step, Steps
 from pypto_sim_a2a3.interpreter import KernelFrame, skipped
@@ -286,7 +287,7 @@ class NumbersFrame(KernelFrame):
         self.cost = cost
         self.steps = steps
         self.on_op = None
-        self.pipes = role.pipes = _NO_PIPES  # type: ignore[assignment]
+        self.pipes = role.pipes = NO_PIPES  # type: ignore[assignment]
         self._pending = None
         self.ops: list[tuple[Call, tuple[Any, ...]]] = []
         self.in_op = False  # inside an op's run (an error there belongs to that op)
@@ -309,41 +310,6 @@ class NumbersFrame(KernelFrame):
             value = self.compute(step, args)
         self.in_op = False
         return value
-
-
-class _NoPipes:
-    """What a numbers walk has for the pipes of its cores: no time, nothing to wait for."""
-
-    def run(self, cost: Any, call: Any, issue: int, *args: Any, **kwargs: Any) -> tuple[int, int]:
-        return issue, issue
-
-    def last_read(self, regions: Any) -> tuple[int, str]:
-        return 0, ""
-
-    def drained(self, pipes: Any = None) -> int:
-        return 0
-
-    def gm_written(self, tensor: Any) -> int:
-        return 0
-
-    def copied(self, source: Any, dest: Any) -> None:
-        return None
-
-
-class _NoRecorder:
-    """What a numbers walk's launch tells of its rings and transfers: nothing (its replay does)."""
-
-    def record(self, piece: Slice) -> None:
-        return None
-
-    def ring(self, pipe: str, owner: str, slots: int) -> Callable[[int, int], None]:
-        return lambda delta, cycle: None
-
-    def transfer(self, transfer: Transfer) -> None:
-        return None
-
-
-_NO_PIPES = _NoPipes()
 
 
 @dataclass
@@ -369,11 +335,12 @@ class BatchedNumbers:
     """The numbers of a replayed task's later blocks, walked in batches (see
     :mod:`pypto_sim_a2a3.batch`) when the kernel allows it, per block otherwise."""
 
-    def __init__(self, plan: LaunchPlan, blocks: int, target: Target, steps: Steps) -> None:
+    def __init__(self, plan: LaunchPlan, blocks: int, target: Target, steps: Steps, cost: CostModel) -> None:
         self.plan = plan
         self.blocks = blocks
         self.target = target
         self.steps = steps
+        self.cost = cost
         self.batchable = _on(BATCH_ENV) and _batchable(plan)
         # block -> its cores' numbers and the high water of each core's memory
         self._walked: dict[int, tuple[list[_Numbers], list[dict[MemorySpace, int]]]] = {}
@@ -399,20 +366,10 @@ class BatchedNumbers:
         if not disjoint_outputs(self.plan, placements):
             return False
         blocks = list(range(first, min(first + BATCH_BLOCKS, self.blocks)))
-        frames = []
         try:
-            for core, placement in enumerate(placements):
-                memory = placement.role.core.memory
-                spaces = memory.spaces if memory is not None else ()
-                frame = BatchFrame(
-                    placement,
-                    blocks,
-                    self.blocks,
-                    BatchMemory(self.target, spaces, len(blocks), placement.kernel, core),
-                    self.steps,
-                )
-                frame.walk()
-                frames.append(frame)
+            frames = walk_batch(
+                self.plan, placements, blocks, self.blocks, self.target, self.steps, self.cost
+            )
         except Exception:  # whatever stops the batch, the blocks' own walks meet again
             return False
         for lane, block in enumerate(blocks):
@@ -438,7 +395,7 @@ def _batchable(plan: LaunchPlan) -> bool:
 def walk_numbers(launch: Launch, frames: Sequence[NumbersFrame]) -> list[_Numbers]:
     """Run the cores' numbers walks now, each until it waits for a ring another one fills or
     empties, in turn. An error stops that core's walk; its replay raises it at its op."""
-    launch.recorder = _NoRecorder()  # type: ignore[assignment]
+    launch.recorder = NoRecorder()  # type: ignore[assignment]
     for pipe in launch.pipes.values():
         pipe.recorder = launch.recorder
     walks = [frame.run() for frame in frames]

@@ -458,12 +458,14 @@ def _scalar_neg(call: Call, args: Sequence[Any]) -> Any:
 # ---------------------------------------------------------------- a lane's share of a pipe tile
 
 
-def lane_share(data: torch.Tensor, mode: SplitMode, lane: int) -> torch.Tensor | None:
+def lane_share(data: torch.Tensor, mode: SplitMode, lane: int, lead: int = 0) -> torch.Tensor | None:
     """Lane ``lane``'s rows (UP_DOWN) or columns (LEFT_RIGHT) of ``data``; lane 0 takes the
-    ceiling half. Under NONE lane 0 takes the whole tile and lane 1 nothing (None: a token)."""
+    ceiling half. Under NONE lane 0 takes the whole tile and lane 1 nothing (None: a token).
+    ``data`` may hold several tiles along ``lead`` leading dimensions (a simulator's batch)."""
     axis = split_axis(mode)
     if axis is None:
         return data if lane == 0 else None
+    axis += lead
     extent = data.shape[axis]
     half = -(-extent // 2)
     start = min(lane * half, extent)
