@@ -87,7 +87,9 @@ def lane_value(value: Any, lane: int) -> Any:
     if kind is Lanes:
         return value[lane]
     if kind is tuple:
-        return tuple(lane_value(v, lane) for v in value) if _has_lanes(value) else value
+        return tuple(
+            v[lane] if type(v) is Lanes else lane_value(v, lane) if type(v) is tuple else v for v in value
+        )
     return value
 
 
