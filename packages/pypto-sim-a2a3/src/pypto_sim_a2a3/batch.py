@@ -27,7 +27,7 @@ transcendental function differently at a tile's tail) runs per block.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -42,7 +42,6 @@ from pypto.ir.ops import (
     ELEMENTWISE_UNARY,
     ROW_EXPANDS,
     ROW_REDUCTIONS,
-    op,
     scalar,
     tile,
 )
@@ -52,7 +51,7 @@ from pypto_sim_a2a3.cores import Core
 from pypto_sim_a2a3.crosscore import Popped
 from pypto_sim_a2a3.decode import FREE_OPS, Steps
 from pypto_sim_a2a3.interpreter import skipped
-from pypto_sim_a2a3.launch import CoreRole, Launch, Placement, Site, placed_rings
+from pypto_sim_a2a3.launch import INIT_OPS, PIPE_OPS, CoreRole, Launch, Placement, Site, placed_rings
 from pypto_sim_a2a3.memory import CoreMemory, SpaceBuffers, slot_of
 from pypto_sim_a2a3.ring import Token
 from pypto_sim_a2a3.scheduler import Wait
@@ -107,18 +106,7 @@ _ELEMENTWISE = frozenset(
     + [getattr(tile, n) for n in ELEMENTWISE_UNARY]
 )
 _SCALAR = frozenset(name for name in SEMANTICS if name.startswith("scalar.") and name != scalar.read)
-_PIPE_OPS = frozenset(
-    {
-        op.aic_initialize_pipe,
-        op.aiv_initialize_pipe,
-        op.tpush_to_aiv,
-        op.tpush_to_aic,
-        op.tpop_from_aic,
-        op.tpop_from_aiv,
-        op.tfree_to_aic,
-        op.tfree_to_aiv,
-    }
-)
+_PIPE_OPS = frozenset(PIPE_OPS) | frozenset(INIT_OPS)  # pushes, pops, frees, initializations
 _STORES = frozenset({tile.store, tile.store_partial})
 _LOADS = frozenset({tile.load, tile.load_partial})
 
@@ -253,19 +241,6 @@ class BatchMemory(CoreMemory):
         if isinstance(plan, MemoryPlan):
             capacities = {s: min(n, plan.peak.get(s, n)) for s, n in capacities.items()}
         self.buffers = _SpareBuffers(capacities, self._storages, (blocks,), core)
-
-    def view_at(self, space: MemorySpace, offset: int, tile_type: TileType) -> torch.Tensor:
-        top = offset + tile_type.nbytes
-        if top > self.high_water.get(space, 0):
-            self.high_water[space] = top
-        key = (space, offset, tile_type.dtype, tuple(tile_type.shape))
-        view = self._views.get(key)
-        if view is None:
-            raw = self.buffers[space][:, offset:top]
-            typed_view = raw.view(shared.torch_dtype(tile_type.dtype))
-            view = self._views[key] = typed_view.view(self.blocks, *tile_type.shape)
-            self._regions[id(view)] = (view, (space, offset, top))
-        return view
 
     def region(self, tensor: torch.Tensor) -> tuple[MemorySpace, int, int] | None:
         known = self._regions.get(id(tensor))
@@ -433,6 +408,36 @@ class _AllStopped(Exception):
     """Every block of the batch stopped at an error: the walk ends."""
 
 
+def in_turn(walks: Sequence[Generator[Any, None, Any]], stopped: Callable[[int, Exception], None]) -> bool:
+    """Step ``walks`` (the cores of a launch walked for their numbers) in turn, each until it waits
+    for a ring another one fills or empties, until every one has returned or stopped: an exception
+    of walk ``i`` goes to ``stopped(i, error)``, which ends that walk (or raises). False if the
+    walks left wait for each other."""
+    waiting: list[Wait | None] = [None] * len(walks)
+    running = set(range(len(walks)))
+    while running:
+        moved = False
+        for index in sorted(running):
+            wait = waiting[index]
+            if wait is not None and not wait.ready():
+                continue
+            moved, waiting[index] = True, None
+            try:
+                while True:
+                    event = next(walks[index])
+                    if isinstance(event, Wait) and not event.ready():
+                        waiting[index] = event
+                        break
+            except StopIteration:
+                running.discard(index)
+            except Exception as error:
+                stopped(index, error)
+                running.discard(index)
+        if not moved:
+            return False
+    return True
+
+
 def walk_batch(
     plan: LaunchPlan,
     placements: Sequence[Placement],
@@ -460,26 +465,13 @@ def walk_batch(
         launch.reservations[role.name] = placed_rings(placement.kernel)
         role.pipes = NO_PIPES  # type: ignore[assignment]
         frames.append(BatchFrame(placement, role, blocks, block_num, steps, cost))
-    walks = [frame.run() for frame in frames]
-    waiting: list[Wait | None] = [None] * len(frames)
-    running = set(range(len(frames)))
-    while running:
-        moved = False
-        for index in sorted(running):
-            wait = waiting[index]
-            if wait is not None and not wait.ready():
-                continue
-            moved, waiting[index] = True, None
-            try:
-                while True:
-                    event = next(walks[index])
-                    if isinstance(event, Wait) and not event.ready():
-                        waiting[index] = event
-                        break
-            except (StopIteration, _AllStopped):
-                running.discard(index)
-        if not moved:
-            raise Unbatchable("the cores wait for each other")
+
+    def stopped(index: int, error: Exception) -> None:
+        if not isinstance(error, _AllStopped):
+            raise error
+
+    if not in_turn([frame.run() for frame in frames], stopped):
+        raise Unbatchable("the cores wait for each other")
     if any(pipe.undrained(launch.name) is not None for pipe in launch.pipes.values()):
         raise Unbatchable("a ring is not drained")
     return frames

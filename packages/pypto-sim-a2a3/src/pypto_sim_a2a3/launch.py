@@ -39,7 +39,7 @@ PIPE_OPS: dict[str, tuple[PipeDirection, CoreKind]] = {
     op.tpop_from_aiv: (PipeDirection.V2C, CoreKind.AIC),
     op.tfree_to_aiv: (PipeDirection.V2C, CoreKind.AIC),
 }
-_INIT_OPS = {op.aic_initialize_pipe: CoreKind.AIC, op.aiv_initialize_pipe: CoreKind.AIV}
+INIT_OPS = {op.aic_initialize_pipe: CoreKind.AIC, op.aiv_initialize_pipe: CoreKind.AIV}
 _CORE_KINDS = {FunctionKind.AIC: CoreKind.AIC, FunctionKind.AIV: CoreKind.AIV}
 
 
@@ -202,7 +202,7 @@ class Launch:
     def initialize_pipes(self, role: CoreRole, call: Call) -> None:
         """``role``'s ``*_initialize_pipe``: the first one of a pipe id opens its rings, later
         ones must agree."""
-        self._check_side(role, call, _INIT_OPS[call.op])
+        self._check_side(role, call, INIT_OPS[call.op])
         setup = PipeSetup.of(call)
         pipe_id = call.attrs.get("id") or 0
         both = setup.dir_mask == PipeDirection.C2V.mask | PipeDirection.V2C.mask

@@ -115,9 +115,9 @@ class CoreMemory:
         key = (space, offset, tile.dtype, tuple(tile.shape))
         view = self._views.get(key)
         if view is None:  # views of the same bytes as the same elements are one: made once
-            raw = self.buffers[space][offset:top]
-            view = self._views[key] = raw.view(torch_dtype(tile.dtype)).view(tile.shape)
-            self._regions[id(view)] = (view, (space, offset, offset + view.numel() * view.element_size()))
+            raw = self.buffers[space][..., offset:top]  # (of each block, in a batch's memory)
+            view = self._views[key] = raw.view(torch_dtype(tile.dtype)).view(*self.buffers.lanes, *tile.shape)
+            self._regions[id(view)] = (view, (space, offset, top))
         return view
 
     def place(

@@ -61,6 +61,7 @@ from pypto_sim_a2a3.batch import (
     NoRecorder,
     batchable,
     disjoint_outputs,
+    in_turn,
     lane_value,
     walk_batch,
 )
@@ -398,30 +399,13 @@ def walk_numbers(launch: Launch, frames: Sequence[NumbersFrame]) -> list[_Number
     launch.recorder = NoRecorder()  # type: ignore[assignment]
     for pipe in launch.pipes.values():
         pipe.recorder = launch.recorder
-    walks = [frame.run() for frame in frames]
     numbers = [_Numbers(frame.ops) for frame in frames]
-    waiting: list[Wait | None] = [None] * len(frames)
-    running = set(range(len(frames)))
-    while running:
-        moved = False
-        for index in sorted(running):
-            wait = waiting[index]
-            if wait is not None and not wait.ready():
-                continue
-            moved, waiting[index] = True, None
-            try:
-                while True:
-                    event = next(walks[index])
-                    if isinstance(event, Wait) and not event.ready():
-                        waiting[index] = event
-                        break
-            except StopIteration:
-                running.discard(index)
-            except Exception as error:  # raised when the replay gets there, as the full engine would
-                numbers[index].error, numbers[index].in_op = error, frames[index].in_op
-                running.discard(index)
-        if not moved:
-            break  # the cores wait for each other: so does block 0, whose deadlock ends the run first
+
+    def stopped(index: int, error: Exception) -> None:  # raised when the replay gets there, as the
+        numbers[index].error, numbers[index].in_op = error, frames[index].in_op  # full engine would
+
+    # If the cores wait for each other, so does block 0, whose deadlock ends the run first.
+    in_turn([frame.run() for frame in frames], stopped)
     return numbers
 
 
