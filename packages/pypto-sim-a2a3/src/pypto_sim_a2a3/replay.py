@@ -65,6 +65,7 @@ from pypto_sim_a2a3.batch import (
     lane_value,
     walk_batch,
 )
+from pypto_sim_a2a3.coherence import GM_DATA_OPS
 from pypto_sim_a2a3.decode import Step, Steps
 from pypto_sim_a2a3.interpreter import KernelFrame, skipped
 from pypto_sim_a2a3.launch import CoreRole, Launch, Placement
@@ -478,7 +479,8 @@ class GhostBlock:
                         raise numbers.error  # the op this block's numbers stopped at
                 elif kind == GM:
                     assert call is effect[1], "a replayed block accessed GM in another op than block 0"
-                    launch.gm_access(role, call, numbers.args(args), effect[2] + shift)
+                    gm_args = numbers.args(args) if call.op in GM_DATA_OPS else args  # (else unread)
+                    launch.gm_access(role, call, gm_args, effect[2] + shift)
                 elif kind == SETTLE:
                     launch.settle(launch.roles[effect[1]])
                 elif kind == RING_CHANGE:
