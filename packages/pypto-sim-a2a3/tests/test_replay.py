@@ -132,3 +132,65 @@ def test_uniform_control_reads_constants_extents_loop_variables_and_scalar_math(
     with k.loop("i", 0, first):
         k.op("t", "scalar.add", 1, 1)
     assert not uniform_control(k.build())
+
+
+def test_blocks_that_walk_alike_replay_the_first_that_walked_so(monkeypatch):
+    """A loop whose trip count depends on the block (``block % 3``): the blocks fall in three
+    kinds; the first of each kind runs on the full engine, the later ones replay it."""
+    k = _rows_kernel(12 * ROWS)
+    block = k.op("b2", "get_block_idx")
+    with k.loop("extra", 0, k.op("kind", "scalar.mod", block, 3)):
+        k.op("t", "scalar.add", 1, 2)
+    kernel = k.build()
+    assert not uniform_control(kernel)
+    ghosts = _ghosts(monkeypatch)
+    prog = _launch(kernel, 12 * ROWS, 12)
+    x = rand(12 * ROWS, COLS)
+    (on, (_, out_on)), (off, (_, out_off)) = _both(monkeypatch, prog, x, torch.zeros_like(x))
+    assert sorted(ghosts) == list(range(3, 12))  # blocks 0, 1 and 2 walked first
+    _same_reports(on, off)
+    assert torch.equal(out_on, out_off) and torch.equal(out_on, x.exp())
+
+
+def test_blocks_that_walk_alike_but_write_what_they_read_run_on_the_full_engine(monkeypatch):
+    k = FunctionBuilder("rows", FunctionKind.AIV)
+    a = k.param("a", tensor_t((4 * ROWS, COLS)), Direction.InOut)
+    block = k.op("block", "get_block_idx")
+    row = k.op("row", "scalar.mul", block, ROWS)
+    with k.loop("extra", 0, k.op("kind", "scalar.mod", block, 2)):
+        k.op("t", "scalar.add", 1, 2)
+    x = k.op("x", "tile.load", a, [row, 0], shape=(ROWS, COLS), target_memory=Mem.Vec)
+    k.do("tile.store", k.op("y", "tile.exp", x), [row, 0], a)  # walked twice, it would exp twice
+    b = FunctionBuilder("host", FunctionKind.Orchestration)
+    b.call("rows", b.param("a", tensor_t((4 * ROWS, COLS)), Direction.InOut), block_num=4)
+    prog = program(b.build(), k.build())
+    ghosts = _ghosts(monkeypatch)
+    x = rand(4 * ROWS, COLS)
+    (on, (out_on,)), (off, (out_off,)) = _both(monkeypatch, prog, x)
+    assert ghosts == []
+    _same_reports(on, off)
+    assert torch.equal(out_on, x.exp()) and torch.equal(out_off, x.exp())
+
+
+def test_blocks_that_never_walk_alike_stop_walking_first(monkeypatch):
+    """Every block loops a different number of times: after 16 blocks whose walk matched no
+    earlier one, the rest run on the full engine without walking first."""
+    from pypto_sim_a2a3 import chip
+
+    k = _rows_kernel(30 * ROWS)
+    with k.loop("extra", 0, k.op("b2", "get_block_idx")):
+        k.op("t", "scalar.add", 1, 2)
+    walked: list[int] = []
+    original = chip.Chip._replay_by_walk
+
+    def counting(self, task, plan, site, placements, launch, run):
+        walked.append(run.block)
+        return original(self, task, plan, site, placements, launch, run)
+
+    monkeypatch.setattr(chip.Chip, "_replay_by_walk", counting)
+    prog = _launch(k.build(), 30 * ROWS, 30)
+    x = rand(30 * ROWS, COLS)
+    (on, (_, out_on)), (off, (_, out_off)) = _both(monkeypatch, prog, x, torch.zeros_like(x))
+    assert walked == list(range(16))  # the second run, with replay off, walks none
+    _same_reports(on, off)
+    assert torch.equal(out_on, out_off)

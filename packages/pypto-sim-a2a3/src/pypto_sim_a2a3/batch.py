@@ -47,6 +47,7 @@ from pypto.ir.ops import (
 )
 from pypto.ir.semantics import leading, region, typed, valid_of
 from pypto.ir.walker import INDEX_OPS, KernelWalker
+from pypto_sim_a2a3.coherence import gm_data_access
 from pypto_sim_a2a3.cores import Core
 from pypto_sim_a2a3.crosscore import Popped
 from pypto_sim_a2a3.decode import FREE_OPS, Steps
@@ -107,18 +108,14 @@ _ELEMENTWISE = frozenset(
 )
 _SCALAR = frozenset(name for name in SEMANTICS if name.startswith("scalar.") and name != scalar.read)
 _PIPE_OPS = frozenset(PIPE_OPS) | frozenset(INIT_OPS)  # pushes, pops, frees, initializations
-_STORES = frozenset({tile.store, tile.store_partial})
-_LOADS = frozenset({tile.load, tile.load_partial})
 
 
 def batchable(plan: LaunchPlan) -> bool:
     """Whether the blocks of ``plan``'s launch may walk together: every op of every core is one
-    the batch runs, and no tensor a kernel stores into is one it loads from (by parameter; the
-    arguments' storage is compared at run time, :func:`disjoint_outputs`)."""
+    the batch runs, and a block may run twice (:func:`rerunnable`)."""
+    if not rerunnable(plan):
+        return False
     for seat in plan.seats:
-        stored, loaded = _gm_params(seat.kernel)
-        if stored is None or loaded is None or stored & loaded:
-            return False
         for stmt in walk_stmts(seat.kernel.body):
             for expr in (*stmt_exprs(stmt), *stmt_end_exprs(stmt)):
                 for e in walk_expr(expr):
@@ -129,20 +126,34 @@ def batchable(plan: LaunchPlan) -> bool:
     return True
 
 
+def rerunnable(plan: LaunchPlan) -> bool:
+    """Whether running a block of ``plan``'s launch twice leaves the numbers once running it does:
+    no kernel adds into GM, and none writes a tensor it reads (by parameter; the arguments'
+    storage is compared at run time, :func:`disjoint_outputs`)."""
+    for seat in plan.seats:
+        stored, loaded = _gm_params(seat.kernel)
+        if stored is None or loaded is None or stored & loaded:
+            return False
+    return True
+
+
 def _gm_params(kernel: Function) -> tuple[set[str] | None, set[str] | None]:
-    """The parameters ``kernel`` stores into and loads from (None: a GM operand that is no parameter)."""
+    """The parameters ``kernel`` writes and reads in GM (None: an atomic add, or a GM operand that
+    is no parameter)."""
     params = {p.var.name for p in kernel.params}
     stored: set[str] = set()
     loaded: set[str] = set()
     for stmt in walk_stmts(kernel.body):
         for expr in (*stmt_exprs(stmt), *stmt_end_exprs(stmt)):
             for e in walk_expr(expr):
-                if not isinstance(e, Call) or e.op not in _STORES | _LOADS:
+                access = gm_data_access(e.op) if isinstance(e, Call) else None
+                if access is None:
                     continue
-                tensor = e.args[2] if e.op in _STORES else e.args[0]
-                if not isinstance(tensor, Var) or tensor.name not in params:
+                assert isinstance(e, Call)
+                tensor = e.args[access.tensor]
+                if access.atomic or not isinstance(tensor, Var) or tensor.name not in params:
                     return None, None
-                (stored if e.op in _STORES else loaded).add(tensor.name)
+                (stored if access.write else loaded).add(tensor.name)
     return stored, loaded
 
 

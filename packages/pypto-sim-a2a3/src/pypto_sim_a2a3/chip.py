@@ -29,6 +29,7 @@ from pypto.ir import Call, Function, MemoryPlan, Program, RunReport, Target, Tas
 from pypto.ir.backend import HeapUse, SubmittedTask
 from pypto.ir.launch import LaunchPlan, LoadedProgram
 from pypto_sim_a2a3.barrier import SyncAll
+from pypto_sim_a2a3.batch import disjoint_outputs
 from pypto_sim_a2a3.coherence import Access, GmOrder
 from pypto_sim_a2a3.cores import Core, CoreGroup
 from pypto_sim_a2a3.cost import CostModel
@@ -40,12 +41,15 @@ from pypto_sim_a2a3.launch import Launch, Placement, Site, check_arguments, plan
 from pypto_sim_a2a3.races import TaskRaces
 from pypto_sim_a2a3.replay import (
     BatchedNumbers,
+    BlockNumbers,
     BlockRecording,
     GhostBlock,
     NumbersFrame,
     replay_enabled,
     replayable,
+    replayable_by_walk,
     walk_numbers,
+    walk_signature,
 )
 from pypto_sim_a2a3.scheduler import Advance, Event, Scheduler, Signal, Wait
 from pypto_sim_a2a3.taskgraph import ParallelContext, Task, TaskGraph
@@ -106,6 +110,12 @@ class Chip:
         self.replay = replay_enabled()
         self._recordings: dict[int, BlockRecording] = {}
         self._replayable: dict[str, bool] = {}  # per kernel
+        # Tasks whose blocks walk differently: task id -> signature -> the recording of the first
+        # block that walked so (see pypto_sim_a2a3.replay.walk_signature), and per kernel whether
+        # its blocks may replay one another so.
+        self._templates: dict[int, dict[Any, BlockRecording]] = {}
+        self._by_walk_kernels: dict[str, bool] = {}
+        self._walk_tally: dict[int, tuple[int, int]] = {}  # per task: blocks replayed, blocks not
 
     def run(self, entry: Function, args: Sequence[Any]) -> tuple[Any, ...]:
         """Run the orchestration ``entry`` and every task it submits; return what its ``Return`` gave."""
@@ -206,6 +216,8 @@ class Chip:
         self._barriers.pop(task.id, None)
         self._orders.pop(task.id, None)
         self._recordings.pop(task.id, None)
+        self._templates.pop(task.id, None)
+        self._walk_tally.pop(task.id, None)
         for ready in self.graph.retire(task):
             self._enqueue(ready)
         self.changed.changed()
@@ -271,6 +283,11 @@ class Chip:
         if block > 0 and recording is not None:
             self._replay(recording, placements, launch, run)
             return
+        if recording is None and self._by_walk(task, plan, placements, aligned):
+            full = self._replay_by_walk(task, plan, site, placements, launch, run)
+            if full is None:
+                return
+            launch, placements, run, recording = full
         for index, placement in enumerate(placements):
             process = self._run_kernel(placement, run, recording)
             if recording is None:
@@ -299,11 +316,61 @@ class Chip:
         found = self._recordings.get(task.id)
         return found if found is not None and start > found.start else None
 
+    def _by_walk(self, task: Task, plan: LaunchPlan, placements: Sequence[Placement], aligned: bool) -> bool:
+        """Whether a block of a task whose blocks walk differently (loops and branches on data or
+        on the block) may replay an earlier block that walked the same way."""
+        if not (self.replay and task.blocks > 1 and aligned):
+            return False
+        hits, misses = self._walk_tally.get(task.id, (0, 0))
+        if misses >= _WALK_TRIES and hits < misses:
+            return False  # its blocks rarely walk alike: the walks cost more than they save
+        name = plan.kernel.name
+        if name not in self._by_walk_kernels:
+            self._by_walk_kernels[name] = replayable_by_walk(plan)
+        return self._by_walk_kernels[name] and disjoint_outputs(plan, placements)
+
+    def _replay_by_walk(
+        self,
+        task: Task,
+        plan: LaunchPlan,
+        site: Site,
+        placements: Sequence[Placement],
+        launch: Launch,
+        run: _BlockRun,
+    ) -> tuple[Launch, list[Placement], _BlockRun, BlockRecording | None] | None:
+        """Walk the block for its numbers and its signature (:func:`walk_signature`): replay the
+        earlier block of the task that walked the same way (None), or run this one on the full
+        engine, on a launch of its own (the walk used this one), recorded for the blocks after it."""
+        frames = [NumbersFrame(p.seat, p.args, p.role, self.cost, self.steps) for p in placements]
+        numbers = walk_numbers(launch, frames)
+        signature = walk_signature(frames, numbers)
+        templates = self._templates.setdefault(task.id, {})
+        template = templates.get(signature) if signature is not None else None
+        hits, misses = self._walk_tally.get(task.id, (0, 0))
+        if template is not None and run.start > template.start:
+            self._walk_tally[task.id] = (hits + 1, misses)
+            self._replay(template, placements, launch, run, numbers)
+            return None
+        self._walk_tally[task.id] = (hits, misses + 1)
+        launch, fresh = plan_launch(plan, task.args, site, self.target, self.recorder)
+        run = _BlockRun(task, run.block, launch, run.start, tuple(fresh))
+        recording = None
+        if signature is not None and template is None:
+            recording = templates[signature] = BlockRecording(launch, run.start)
+        return launch, fresh, run, recording
+
     def _replay(
-        self, recording: BlockRecording, placements: Sequence[Placement], launch: Launch, run: _BlockRun
+        self,
+        recording: BlockRecording,
+        placements: Sequence[Placement],
+        launch: Launch,
+        run: _BlockRun,
+        numbers: Sequence[BlockNumbers] | None = None,
     ) -> None:
-        """A later block of a replayable task: its numbers now, its steps replayed from block 0's."""
-        numbers = recording.numbers.take(run.block, placements) if recording.numbers is not None else None
+        """A later block of a replayable task: its numbers now (or ``numbers``, walked already),
+        its steps replayed from the recorded block's."""
+        if numbers is None and recording.numbers is not None:
+            numbers = recording.numbers.take(run.block, placements)
         if numbers is None:
             frames = [NumbersFrame(p.seat, p.args, p.role, self.cost, self.steps) for p in placements]
             numbers = walk_numbers(launch, frames)
@@ -381,6 +448,11 @@ class Chip:
             heaps=self.heaps,
             usable_bytes={space.name: self.target.usable(space) for space in self.target.memory},
         )
+
+
+# Blocks of a task walked for a signature that matched no earlier one, after which the task's
+# blocks stop walking first unless as many did match.
+_WALK_TRIES = 16
 
 
 @dataclass(frozen=True)

@@ -362,6 +362,11 @@ def gm_access(core: str, call: Call, args: Sequence[Any], at: int = 0) -> Access
     return Access(core, label, tensor_key(tensor), region, call.span, access.write, access.atomic, at)
 
 
+def gm_data_access(op: str) -> GmAccess | None:
+    """How ``op`` reads or writes GM data (its GmAccess trait), or None if it moves none."""
+    return _GM_ACCESS.get(op)
+
+
 def gm_tensor(call: Call, args: Sequence[Any]) -> torch.Tensor:
     """The GM tensor of an op :func:`gm_access` records."""
     return args[_GM_ACCESS[call.op].tensor]

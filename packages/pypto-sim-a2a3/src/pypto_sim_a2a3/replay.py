@@ -21,6 +21,12 @@ each wait the step of the core that ended it. A later block is a :class:`GhostBl
 
 An error the numbers walk meets (a region out of bounds in the last block, a division by zero)
 is raised when the replay reaches that op: at the same point of the run as on the full engine.
+
+When the loops and branches depend on data or on the block, a block walks for its numbers first
+and its :func:`walk_signature` (its ops with their on-chip byte ranges, where it placed each
+tile) picks the earlier block of the launch that walked the same way: that one's recording is
+replayed as block 0's is. A block that matches none runs on the full engine, recorded (a kernel
+that may run a block twice only, :func:`replayable_by_walk`).
 ``PYPTO_SIM_REPLAY=off`` runs every block on the full engine; the tests compare the two.
 """
 
@@ -31,6 +37,8 @@ import weakref
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import torch
 
 from pypto.ir import (
     Assign,
@@ -63,6 +71,7 @@ from pypto_sim_a2a3.batch import (
     disjoint_outputs,
     in_turn,
     lane_value,
+    rerunnable,
     walk_batch,
 )
 from pypto_sim_a2a3.coherence import GM_DATA_OPS
@@ -103,16 +112,26 @@ def replayable(plan: LaunchPlan) -> bool:
     """Whether every block of an spmd launch of ``plan`` does block 0's steps: no barrier, fence
     or cache invalidation (they order GM across blocks), and loops and branches that are the same
     in every block."""
+    return not _orders_blocks(plan) and all(uniform_control(seat.kernel) for seat in plan.seats)
+
+
+def replayable_by_walk(plan: LaunchPlan) -> bool:
+    """Whether a block of an spmd launch of ``plan`` may replay an earlier block that walked the
+    same way (:func:`walk_signature`), its loops and branches depending on data or on the block:
+    no barrier, fence or cache invalidation, and a block may run twice (it walks for its
+    signature first, and runs on the full engine if no earlier block matches)."""
+    return not _orders_blocks(plan) and rerunnable(plan)
+
+
+def _orders_blocks(plan: LaunchPlan) -> bool:
+    """Whether a kernel of ``plan`` holds a barrier, fence or cache invalidation."""
     for seat in plan.seats:
-        kernel = seat.kernel
-        for stmt in walk_stmts(kernel.body):
+        for stmt in walk_stmts(seat.kernel.body):
             for expr in (*stmt_exprs(stmt), *stmt_end_exprs(stmt)):
                 for e in walk_expr(expr):
                     if isinstance(e, Call) and e.op in _ACROSS_BLOCKS:
-                        return False
-        if not uniform_control(kernel):
-            return False
-    return True
+                        return True
+    return False
 
 
 def uniform_control(fn: Function) -> bool:
@@ -293,9 +312,24 @@ class NumbersFrame(KernelFrame):
         self._pending = None
         self.ops: list[tuple[Call, tuple[Any, ...]]] = []
         self.in_op = False  # inside an op's run (an error there belongs to that op)
+        # What the walk placed, in order: the byte range of each tile it bound (None for other
+        # values) and each carried tile copied between buffers (see walk_signature).
+        self.placed: list[Any] = []
 
     def run(self) -> Generator[Event, None, Any]:
         return (yield from KernelWalker.run(self))
+
+    def bind(self, stmt: Assign, value: Any) -> None:
+        super().bind(stmt, value)
+        self.placed.append(self._region_of_var(stmt.target.name))
+
+    def set_carried(self, var: Var, value: Any) -> None:
+        before = self.env.get(var.name)
+        super().set_carried(var, value)
+        after = self.env.get(var.name)
+        if isinstance(after, torch.Tensor):
+            copied = isinstance(value, torch.Tensor) and after is not value
+            self.placed.append((self._region(value) if copied else None, self._region(after), before is None))
 
     def top_level_done(self, index: int) -> Generator[Event, None, None]:
         yield from ()
@@ -314,8 +348,28 @@ class NumbersFrame(KernelFrame):
         return value
 
 
+def walk_signature(frames: Sequence[NumbersFrame], numbers: Sequence[BlockNumbers]) -> Any:
+    """What decides a block's modeled time, from its cores' numbers walks: per core, each op it
+    ran with the on-chip byte ranges of its operands, and where each tile it bound or carried was
+    placed (an op's cost is its call's; GM regions do not change time). Two blocks with equal
+    signatures that start on idle core groups take the same steps, shifted. None if a walk stopped
+    at an error."""
+    if any(n.error is not None for n in numbers):
+        return None
+    signature = []
+    for frame, walked in zip(frames, numbers, strict=True):
+        memory = frame.core.memory
+        assert memory is not None
+        ops = tuple(
+            (id(call), tuple(memory.region(a) if isinstance(a, torch.Tensor) else None for a in args))
+            for call, args in walked.ops
+        )
+        signature.append((ops, tuple(frame.placed)))
+    return tuple(signature)
+
+
 @dataclass
-class _Numbers:
+class BlockNumbers:
     """One core's numbers walk: its ops with their operands, and the error it stopped at (in its
     last op if ``in_op``, else between ops, after the last). Walked in a batch (``lane`` is the
     block's place in it), a scalar operand may be every block's (:class:`~pypto_sim_a2a3.batch.Lanes`)."""
@@ -345,9 +399,9 @@ class BatchedNumbers:
         self.cost = cost
         self.batchable = _on(BATCH_ENV) and _batchable(plan)
         # block -> its cores' numbers and the high water of each core's memory
-        self._walked: dict[int, tuple[list[_Numbers], list[dict[MemorySpace, int]]]] = {}
+        self._walked: dict[int, tuple[list[BlockNumbers], list[dict[MemorySpace, int]]]] = {}
 
-    def take(self, block: int, placements: Sequence[Placement]) -> list[_Numbers] | None:
+    def take(self, block: int, placements: Sequence[Placement]) -> list[BlockNumbers] | None:
         """Block ``block``'s numbers per core (its cores' memories told their high water), or None
         if the block walks alone."""
         if not self.batchable:
@@ -379,7 +433,7 @@ class BatchedNumbers:
             for frame in frames:
                 end = frame.ends[lane]
                 ops = frame.ops if end is None else frame.ops[:end]
-                numbers.append(_Numbers(ops, frame.errors[lane], frame.errors[lane] is not None, lane))
+                numbers.append(BlockNumbers(ops, frame.errors[lane], frame.errors[lane] is not None, lane))
             self._walked[block] = (numbers, [dict(frame.memory.high_water) for frame in frames])
         return True
 
@@ -394,13 +448,13 @@ def _batchable(plan: LaunchPlan) -> bool:
     return found
 
 
-def walk_numbers(launch: Launch, frames: Sequence[NumbersFrame]) -> list[_Numbers]:
+def walk_numbers(launch: Launch, frames: Sequence[NumbersFrame]) -> list[BlockNumbers]:
     """Run the cores' numbers walks now, each until it waits for a ring another one fills or
     empties, in turn. An error stops that core's walk; its replay raises it at its op."""
     launch.recorder = NoRecorder()  # type: ignore[assignment]
     for pipe in launch.pipes.values():
         pipe.recorder = launch.recorder
-    numbers = [_Numbers(frame.ops) for frame in frames]
+    numbers = [BlockNumbers(frame.ops) for frame in frames]
 
     def stopped(index: int, error: Exception) -> None:  # raised when the replay gets there, as the
         numbers[index].error, numbers[index].in_op = error, frames[index].in_op  # full engine would
@@ -432,7 +486,7 @@ class GhostBlock:
         recording: BlockRecording,
         launch: Launch,
         shift: int,
-        numbers: Sequence[_Numbers],
+        numbers: Sequence[BlockNumbers],
         recorder: Recorder,
         done: Callable[[], None],
     ) -> None:
