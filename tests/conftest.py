@@ -45,3 +45,21 @@ def _roundtrip_every_compile(request, monkeypatch):
         monkeypatch.setenv(LEVEL_ENV, "roundtrip")
     else:
         monkeypatch.delenv(LEVEL_ENV, raising=False)
+
+
+@pytest.fixture
+def batched_blocks(monkeypatch) -> list[int]:
+    """The blocks a2a3sim walked for their numbers together (``pypto_sim_a2a3.batch``), in the
+    order it walked them: filled as the test's programs run."""
+    from pypto_sim_a2a3 import replay
+
+    batched: list[int] = []
+    walk_batch = replay.walk_batch
+
+    def counting(plan, placements, blocks, *args):
+        frames = walk_batch(plan, placements, blocks, *args)
+        batched.extend(blocks)
+        return frames
+
+    monkeypatch.setattr(replay, "walk_batch", counting)
+    return batched

@@ -17,8 +17,6 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pypto_sim_a2a3 import replay
-
 EXAMPLES = int(os.environ.get("PYPTO_FUZZ_EXAMPLES", "0"))
 PROFILE = settings(
     max_examples=EXAMPLES or 12,
@@ -98,19 +96,13 @@ def _load(path):
 
 @PROFILE
 @given(program=spmd_programs())
-def test_batched_blockwise_and_full_engine_runs_agree_bit_for_bit(tmp_path_factory, monkeypatch, program):
+def test_batched_blockwise_and_full_engine_runs_agree_bit_for_bit(
+    tmp_path_factory, monkeypatch, batched_blocks, program
+):
     path = tmp_path_factory.mktemp("spmd") / "generated_spmd.py"
     path.write_text(program.source())
     kernel = _load(path)
-    batched: list[int] = []
-    walk_batch = replay.walk_batch
-
-    def counting(plan, placements, blocks, *args):
-        frames = walk_batch(plan, placements, blocks, *args)
-        batched.extend(blocks)
-        return frames
-
-    monkeypatch.setattr(replay, "walk_batch", counting)
+    batched_blocks.clear()  # hypothesis runs many programs in one test
     gen = torch.Generator().manual_seed(0)
     m = program.blocks * program.rows
     inputs = (
@@ -130,4 +122,6 @@ def test_batched_blockwise_and_full_engine_runs_agree_bit_for_bit(tmp_path_facto
         assert torch.equal(out.view(torch.int32), first_out.view(torch.int32)), program.source()  # bits
         for field in ("total_cycles", "tasks", "busy_cycles", "stall_cycles", "timeline", "rings", "heaps"):
             assert getattr(report, field) == getattr(first, field), (field, program.source())
-    assert batched == list(range(1, program.blocks)), program.source()  # the batch ran every later block
+    assert batched_blocks == list(range(1, program.blocks)), (
+        program.source()
+    )  # the batch ran every later block

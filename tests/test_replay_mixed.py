@@ -35,27 +35,20 @@ def _run(monkeypatch, mode: str, blocks: int):
 @pytest.mark.parametrize("batch", ["on", "off"])
 @pytest.mark.parametrize("blocks", [3, 30])
 def test_a_mixed_kernel_over_spmd_blocks_replays_and_reports_what_the_full_engine_does(
-    monkeypatch, blocks, batch
+    monkeypatch, batched_blocks, blocks, batch
 ):
     ghosts: list[int] = []
-    batched: list[int] = []
-    original, walk_batch = replay.GhostBlock.__init__, replay.walk_batch
+    original = replay.GhostBlock.__init__
 
     def counting(self, *args, **kwargs):
         original(self, *args, **kwargs)
         ghosts.append(self.launch.site.block)
 
-    def counting_batch(plan, placements, blocks, *args):
-        frames = walk_batch(plan, placements, blocks, *args)
-        batched.extend(blocks)
-        return frames
-
     monkeypatch.setattr(replay.GhostBlock, "__init__", counting)
-    monkeypatch.setattr(replay, "walk_batch", counting_batch)
     monkeypatch.setenv("PYPTO_SIM_BATCH", batch)
     replayed, out_on = _run(monkeypatch, "on", blocks)
     assert sorted(ghosts) == list(range(1, blocks))
-    assert batched == (list(range(1, blocks)) if batch == "on" else [])
+    assert batched_blocks == (list(range(1, blocks)) if batch == "on" else [])
     full, out_off = _run(monkeypatch, "off", blocks)
     assert len(ghosts) == blocks - 1  # none in the second run
     assert torch.equal(out_on, out_off)
@@ -91,16 +84,9 @@ def _scale_matmul_bias(mode: pl.SplitMode):
 
 
 @pytest.mark.parametrize("mode", [pl.SplitMode.UP_DOWN, pl.SplitMode.LEFT_RIGHT, pl.SplitMode.NONE])
-def test_tiles_crossing_both_ways_are_batched_with_every_split_and_match_the_full_engine(monkeypatch, mode):
-    batched: list[int] = []
-    walk_batch = replay.walk_batch
-
-    def counting_batch(plan, placements, blocks, *args):
-        frames = walk_batch(plan, placements, blocks, *args)
-        batched.extend(blocks)
-        return frames
-
-    monkeypatch.setattr(replay, "walk_batch", counting_batch)
+def test_tiles_crossing_both_ways_are_batched_with_every_split_and_match_the_full_engine(
+    monkeypatch, batched_blocks, mode
+):
     kernel = _scale_matmul_bias(mode)
     runs = []
     for replaying in ("on", "off"):
@@ -113,7 +99,7 @@ def test_tiles_crossing_both_ways_are_batched_with_every_split_and_match_the_ful
         runs.append((kernel.last_report, out))
     (replayed, out_on), (full, out_off) = runs
     # Under split=NONE lane 1 pops data-less tokens: those blocks walk one by one.
-    assert batched == ([] if mode is pl.SplitMode.NONE else [1, 2, 3, 4])
+    assert batched_blocks == ([] if mode is pl.SplitMode.NONE else [1, 2, 3, 4])
     assert {t.pipe.rsplit("_", 1)[-1] for t in replayed.transfers} == {"c2v", "v2c"}
     assert torch.equal(out_on, out_off)
     for field in ("total_cycles", "tasks", "timeline", "rings", "transfers", "heaps"):
