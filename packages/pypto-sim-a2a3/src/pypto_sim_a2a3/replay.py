@@ -353,8 +353,8 @@ def walk_signature(frames: Sequence[NumbersFrame], numbers: Sequence[BlockNumber
     ran with the on-chip byte ranges of its operands, and where each tile it bound or carried was
     placed (an op's cost is its call's; GM regions do not change time). Two blocks with equal
     signatures that start on idle core groups take the same steps, shifted. None if a walk stopped
-    at an error."""
-    if any(n.error is not None for n in numbers):
+    at an error or in a deadlock."""
+    if any(n.error is not None or n.waits for n in numbers):
         return None
     signature = []
     for frame, walked in zip(frames, numbers, strict=True):
@@ -378,6 +378,7 @@ class BlockNumbers:
     error: Exception | None = None
     in_op: bool = False
     lane: int | None = None
+    waits: bool = False  # the walks stopped waiting for each other (a deadlock the run will meet)
 
     def args(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
         """An op's operands in this block (its GM tensors, offsets and valid shapes)."""
@@ -460,7 +461,9 @@ def walk_numbers(launch: Launch, frames: Sequence[NumbersFrame]) -> list[BlockNu
         numbers[index].error, numbers[index].in_op = error, frames[index].in_op  # full engine would
 
     # If the cores wait for each other, so does block 0, whose deadlock ends the run first.
-    in_turn([frame.run() for frame in frames], stopped)
+    if not in_turn([frame.run() for frame in frames], stopped):
+        for walked in numbers:
+            walked.waits = True
     return numbers
 
 
