@@ -206,3 +206,18 @@ def test_arguments_that_share_storage_walk_block_by_block(monkeypatch):
 def test_a_block_dependent_scalar_has_no_truth_value():
     with pytest.raises(Unbatchable):
         bool(Lanes((0, 1)))
+
+
+def test_the_batch_memories_are_kept_one_per_core_and_space_whatever_the_kernels(monkeypatch):
+    monkeypatch.setenv("PYPTO_SIM_REPLAY", "on")
+    monkeypatch.setattr(batch, "_SPARE", {})
+    for cols, blocks in ((64, 6), (128, 3), (32, 9)):  # three kernels, three memory peaks
+        rows = blocks * 32
+        prog = _launch(_rows_kernel(rows, cols=cols), _params(rows, cols), blocks)
+        x = rand(rows, cols)
+        out = torch.zeros_like(x)
+        run(prog, x, out)
+        assert torch.equal(out, x.exp())
+    (key, kept), *others = batch._SPARE.items()
+    assert others == [] and key[1] is Mem.Vec
+    assert tuple(kept.shape) == (8, 2 * 16 * 128 * 4)  # the most blocks, the largest peak (x, y)

@@ -211,10 +211,11 @@ NO_PIPES = NoPipes()
 # ---------------------------------------------------------------- memory
 
 
-# The bytes of the batch memories, kept for the next batch of the same shape (zeroed once, when
-# first made) per core of the launch and space: a batch's walk ends before the next one begins,
-# and the walk writes each tile before it reads it, so what an earlier batch left is never read.
-_SPARE: dict[tuple[int, MemorySpace, tuple[int, ...], int], torch.Tensor] = {}
+# The bytes of the batch memories, kept for the next batch (zeroed once, when first made), per
+# core of the launch and space, as large as the largest batch so far needed (a batch takes its
+# leading rows and columns): a batch's walk ends before the next one begins, and the walk writes
+# each tile before it reads it, so what an earlier batch left is never read.
+_SPARE: dict[tuple[int, MemorySpace], torch.Tensor] = {}
 
 
 class _SpareBuffers(SpaceBuffers):
@@ -229,11 +230,13 @@ class _SpareBuffers(SpaceBuffers):
         self.core = core
 
     def make(self, space: MemorySpace) -> torch.Tensor:
-        key = (self.core, space, self.lanes, self.capacities[space])
-        found = _SPARE.get(key)
-        if found is None:
-            found = _SPARE[key] = super().make(space)
-        return found
+        (blocks,), size = self.lanes, self.capacities[space]
+        found = _SPARE.get((self.core, space))
+        if found is None or found.shape[0] < blocks or found.shape[1] < size:
+            rows = max(blocks, found.shape[0] if found is not None else 0)
+            columns = max(size, found.shape[1] if found is not None else 0)
+            found = _SPARE[(self.core, space)] = torch.zeros((rows, columns), dtype=torch.uint8)
+        return found[:blocks, :size]
 
 
 class BatchMemory(CoreMemory):
