@@ -4,6 +4,8 @@ gives (the batch off) and the full engine gives (``PYPTO_SIM_REPLAY=off``)."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 import torch
 from sim_lowered import FP16, FP32, FunctionBuilder, Mem, program, rand, run, tensor_t
@@ -210,7 +212,7 @@ def test_a_block_dependent_scalar_has_no_truth_value():
 
 def test_the_batch_memories_are_kept_one_per_core_and_space_whatever_the_kernels(monkeypatch):
     monkeypatch.setenv("PYPTO_SIM_REPLAY", "on")
-    monkeypatch.setattr(batch, "_SPARE", {})
+    monkeypatch.setattr(batch, "_KEPT", threading.local())
     for cols, blocks in ((64, 6), (128, 3), (32, 9)):  # three kernels, three memory peaks
         rows = blocks * 32
         prog = _launch(_rows_kernel(rows, cols=cols), _params(rows, cols), blocks)
@@ -218,6 +220,29 @@ def test_the_batch_memories_are_kept_one_per_core_and_space_whatever_the_kernels
         out = torch.zeros_like(x)
         run(prog, x, out)
         assert torch.equal(out, x.exp())
-    (key, kept), *others = batch._SPARE.items()
+    (key, kept), *others = batch._spare().items()
     assert others == [] and key[1] is Mem.Vec
     assert tuple(kept.shape) == (8, 2 * 16 * 128 * 4)  # the most blocks, the largest peak (x, y)
+
+
+def test_two_simulations_in_two_threads_batch_on_memories_of_their_own(monkeypatch):
+    import concurrent.futures
+
+    monkeypatch.setenv("PYPTO_SIM_REPLAY", "on")
+    programs = []
+    for cols, op, blocks in ((64, "tile.exp", 30), (64, "tile.neg", 30)):
+        rows = blocks * 32
+        programs.append(
+            (_launch(_rows_kernel(rows, op, cols=cols), _params(rows, cols), blocks), rand(rows, cols))
+        )
+
+    def simulate(prog, x):
+        out = torch.zeros_like(x)
+        for _ in range(3):
+            run(prog, x, out)
+        return out
+
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda p: simulate(*p), programs))
+    assert torch.equal(results[0], programs[0][1].exp())
+    assert torch.equal(results[1], -programs[1][1])

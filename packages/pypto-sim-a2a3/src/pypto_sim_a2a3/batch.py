@@ -27,6 +27,7 @@ transcendental function differently at a tile's tail) runs per block.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -214,8 +215,16 @@ NO_PIPES = NoPipes()
 # The bytes of the batch memories, kept for the next batch (zeroed once, when first made), per
 # core of the launch and space, as large as the largest batch so far needed (a batch takes its
 # leading rows and columns): a batch's walk ends before the next one begins, and the walk writes
-# each tile before it reads it, so what an earlier batch left is never read.
-_SPARE: dict[tuple[int, MemorySpace], torch.Tensor] = {}
+# each tile before it reads it, so what an earlier batch left is never read. Per thread: two
+# simulations in two threads of a process never share them.
+_KEPT = threading.local()
+
+
+def _spare() -> dict[tuple[int, MemorySpace], torch.Tensor]:
+    kept: dict[tuple[int, MemorySpace], torch.Tensor] | None = getattr(_KEPT, "memories", None)
+    if kept is None:
+        kept = _KEPT.memories = {}
+    return kept
 
 
 class _SpareBuffers(SpaceBuffers):
@@ -231,11 +240,12 @@ class _SpareBuffers(SpaceBuffers):
 
     def make(self, space: MemorySpace) -> torch.Tensor:
         (blocks,), size = self.lanes, self.capacities[space]
-        found = _SPARE.get((self.core, space))
+        spare = _spare()
+        found = spare.get((self.core, space))
         if found is None or found.shape[0] < blocks or found.shape[1] < size:
             rows = max(blocks, found.shape[0] if found is not None else 0)
             columns = max(size, found.shape[1] if found is not None else 0)
-            found = _SPARE[(self.core, space)] = torch.zeros((rows, columns), dtype=torch.uint8)
+            found = spare[(self.core, space)] = torch.zeros((rows, columns), dtype=torch.uint8)
         return found[:blocks, :size]
 
 
