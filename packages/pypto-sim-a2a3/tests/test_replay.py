@@ -28,6 +28,17 @@ def _rows_kernel(rows: int, *, loop_stop=None, branch=None) -> FunctionBuilder:
     return k
 
 
+def _looping_kernel(rows: int, trips: str, *operands):
+    """:func:`_rows_kernel` with a loop whose trip count is ``trips`` of the block index and
+    ``operands`` (a scalar op such as ``scalar.mod``; ``None``: the block index itself)."""
+    k = _rows_kernel(rows)
+    block = k.op("b2", "get_block_idx")
+    stop = block if trips is None else k.op("trips", trips, block, *operands)
+    with k.loop("extra", 0, stop):
+        k.op("t", "scalar.add", 1, 2)
+    return k.build()
+
+
 def _launch(kernel, rows: int, blocks: int):
     b = FunctionBuilder("host", FunctionKind.Orchestration)
     args = [b.param("a", tensor_t((rows, COLS))), b.param("out", tensor_t((rows, COLS)), Direction.Out)]
@@ -104,10 +115,7 @@ def test_blocks_writing_the_same_rows_are_the_same_race(monkeypatch):
 def test_a_loop_bound_or_branch_on_the_block_index_keeps_the_full_engine(monkeypatch):
     assert uniform_control(_rows_kernel(4 * ROWS).build())
 
-    k = _rows_kernel(4 * ROWS)  # a loop whose trip count is the block index
-    with k.loop("extra", 0, k.op("b2", "get_block_idx")):
-        k.op("t", "scalar.add", 1, 2)
-    kernel = k.build()
+    kernel = _looping_kernel(4 * ROWS, None)  # a loop whose trip count is the block index
     assert not uniform_control(kernel)
 
     ghosts = _ghosts(monkeypatch)
@@ -137,11 +145,7 @@ def test_uniform_control_reads_constants_extents_loop_variables_and_scalar_math(
 def test_blocks_that_walk_alike_replay_the_first_that_walked_so(monkeypatch):
     """A loop whose trip count depends on the block (``block % 3``): the blocks fall in three
     kinds; the first of each kind runs on the full engine, the later ones replay it."""
-    k = _rows_kernel(12 * ROWS)
-    block = k.op("b2", "get_block_idx")
-    with k.loop("extra", 0, k.op("kind", "scalar.mod", block, 3)):
-        k.op("t", "scalar.add", 1, 2)
-    kernel = k.build()
+    kernel = _looping_kernel(12 * ROWS, "scalar.mod", 3)
     assert not uniform_control(kernel)
     ghosts = _ghosts(monkeypatch)
     prog = _launch(kernel, 12 * ROWS, 12)
@@ -177,9 +181,6 @@ def test_blocks_that_never_walk_alike_stop_walking_first(monkeypatch):
     earlier one, the rest run on the full engine without walking first."""
     from pypto_sim_a2a3 import chip
 
-    k = _rows_kernel(30 * ROWS)
-    with k.loop("extra", 0, k.op("b2", "get_block_idx")):
-        k.op("t", "scalar.add", 1, 2)
     walked: list[int] = []
     original = chip.Chip._replay_by_walk
 
@@ -188,7 +189,7 @@ def test_blocks_that_never_walk_alike_stop_walking_first(monkeypatch):
         return original(self, task, plan, site, placements, launch, run)
 
     monkeypatch.setattr(chip.Chip, "_replay_by_walk", counting)
-    prog = _launch(k.build(), 30 * ROWS, 30)
+    prog = _launch(_looping_kernel(30 * ROWS, None), 30 * ROWS, 30)
     x = rand(30 * ROWS, COLS)
     (on, (_, out_on)), (off, (_, out_off)) = _both(monkeypatch, prog, x, torch.zeros_like(x))
     assert walked == list(range(16))  # the second run, with replay off, walks none

@@ -324,12 +324,11 @@ class NumbersFrame(KernelFrame):
         self.placed.append(self._region_of_var(stmt.target.name))
 
     def set_carried(self, var: Var, value: Any) -> None:
-        before = self.env.get(var.name)
         super().set_carried(var, value)
-        after = self.env.get(var.name)
-        if isinstance(after, torch.Tensor):
-            copied = isinstance(value, torch.Tensor) and after is not value
-            self.placed.append((self._region(value) if copied else None, self._region(after), before is None))
+        carried = self.env.get(var.name)
+        if isinstance(carried, torch.Tensor):  # (the bytes it was copied from, where it is)
+            copied = isinstance(value, torch.Tensor) and carried is not value
+            self.placed.append((self._region(value) if copied else None, self._region(carried)))
 
     def top_level_done(self, index: int) -> Generator[Event, None, None]:
         yield from ()
