@@ -25,6 +25,7 @@ from pypto.language.annotations import (
     TileView,
     dynamic,
 )
+from pypto.language.autotune import Autotuner, Config, autotune
 from pypto.language.builtins import STATEMENTS, Builtin, array, op_builtins, system, tensor, tile
 from pypto.language.directives import DIRECTIVES
 from pypto.language.errors import KernelOnlyError, ScopeOptionError
@@ -97,7 +98,9 @@ __all__ = [
     "Allocation",
     "Array",
     "AtomicType",
+    "Autotuner",
     "CastMode",
+    "Config",
     "DataType",
     "FunctionType",
     "InOut",
@@ -121,6 +124,7 @@ __all__ = [
     "TileView",
     "array",
     "at",
+    "autotune",
     "cluster",
     "cond",
     "const",

@@ -21,7 +21,9 @@ import functools
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 from pypto.ir import Assign, Break, Call, Const, Eval, For, If, Program, Stmt, While
@@ -100,6 +102,20 @@ def _standard_error() -> Console:
 TERMINAL_VARIABLES = ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "JUPYTER_COLUMNS")
 
 
+# Off inside a sweep of many runs (an autotuning sweep), which shows a bar of its own.
+_bars_off: ContextVar[bool] = ContextVar("pypto_run_bars_off", default=False)
+
+
+@contextmanager
+def no_run_bars() -> Iterator[None]:
+    """Inside the block, no run shows its own progress bar (a tuning sweep shows one for all)."""
+    token = _bars_off.set(True)
+    try:
+        yield
+    finally:
+        _bars_off.reset(token)
+
+
 def _may_be_terminal() -> bool:
     """Whether standard error may be a terminal to rich; when not, no bar is built (and rich is
     not imported: most runs are in scripts, tests and pipes)."""
@@ -127,7 +143,9 @@ class TaskProgress:
     ) -> None:
         self.title = title
         self.total = total
-        if console is None and _may_be_terminal():
+        if _bars_off.get():
+            console = None
+        elif console is None and _may_be_terminal():
             console = _standard_error()
         self.console = console
         self.active = console is not None and console.is_terminal

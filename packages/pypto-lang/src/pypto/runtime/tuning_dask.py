@@ -1,0 +1,215 @@
+"""Tuning trials as Dask tasks: on a ``LocalCluster`` of worker processes, or on a running
+cluster named by its scheduler's address (``tcp://host:8786``, or ``PYPTO_DASK_SCHEDULER``).
+
+Dask is optional (``pip install "pypto-lang[tune]"``); without it :func:`make_executor` runs the
+sweep serially in this process, with the same results. A worker needs only the packages
+installed: each task carries the parsed program of one configuration (plain IR data), not the
+kernel's source. The arguments are scattered to the workers once per sweep. Results stream back
+as they finish. A task whose worker dies is run once more; if that worker dies too, the trial is
+recorded as failed and the sweep goes on.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import uuid
+import warnings
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from pypto.runtime.tuning import FAILED, SerialExecutor, Trial, TrialJob, TuneError, TuneWarning, run_trial
+
+SCHEDULER_ENV = "PYPTO_DASK_SCHEDULER"
+WORKERS_ENV = "PYPTO_TUNE_WORKERS"
+INSTALL_HINT = 'install Dask with `pip install "pypto-lang[tune]"` (or `pip install "dask[distributed]"`)'
+
+
+def dask_installed() -> bool:
+    return importlib.util.find_spec("distributed") is not None
+
+
+def machine_workers() -> int:
+    """Worker processes for a local cluster sized to the machine: one per usable core."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _remote_trial(job: TrialJob, *args: Any) -> Trial:
+    """A trial on a Dask worker (the worker's address recorded in it)."""
+    trial = run_trial(job, args)
+    try:
+        from distributed import get_worker
+
+        trial.where = get_worker().address
+    except ValueError:  # not on a worker (a client running tasks in-process)
+        pass
+    return trial
+
+
+class DaskExecutor:
+    """Runs trials as Dask tasks: on the cluster at ``address``, else on a ``LocalCluster`` of
+    ``workers`` processes (one thread each) started for the sweep and stopped after it; or on the
+    cluster of an existing ``client``."""
+
+    def __init__(self, address: str | None = None, workers: int | None = None, client: Any = None) -> None:
+        self.address = address
+        self.workers = workers or machine_workers()
+        self.client = client
+
+    @property
+    def name(self) -> str:
+        if self.client is not None:
+            return f"Dask cluster at {self.client.scheduler.address}"
+        if self.address is not None:
+            return f"Dask cluster at {self.address}"
+        return f"Dask LocalCluster, {self.workers} worker process(es)"
+
+    def run(self, jobs: Sequence[TrialJob], args: Sequence[Any]) -> Iterator[Trial]:
+        if self.client is not None:
+            yield from _run_on(self.client, jobs, args)
+            return
+        from distributed import Client
+
+        if self.address is not None:
+            try:
+                client = Client(self.address, timeout="10s")
+            except (OSError, TimeoutError) as exc:
+                raise TuneError(
+                    f"cannot reach the Dask scheduler at {self.address}: {exc}",
+                    hint=f"start one (`dask scheduler`, then `dask worker {self.address}` on each machine), "
+                    f"check the address, or unset {SCHEDULER_ENV} to run on a local cluster",
+                ) from None
+            with client:
+                yield from _run_on(client, jobs, args)
+            return
+        with local_client(self.workers) as client:
+            yield from _run_on(client, jobs, args)
+
+
+class local_client:
+    """A ``LocalCluster`` of ``workers`` worker processes (one thread each, no dashboard) and a
+    client of it; a task whose worker dies is not rerun by the scheduler (the executor reruns it
+    once itself)."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+
+    def __enter__(self) -> Any:
+        import dask
+        from distributed import Client, LocalCluster
+
+        with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+            self.cluster = LocalCluster(
+                n_workers=self.workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
+            )
+        self.client = Client(self.cluster)
+        return self.client
+
+    def __exit__(self, *exc: object) -> None:
+        self.client.close()
+        self.cluster.close()
+
+
+def _run_on(client: Any, jobs: Sequence[TrialJob], args: Sequence[Any]) -> Iterator[Trial]:
+    from distributed import as_completed
+
+    if not jobs:
+        return
+    scattered = client.scatter(list(args), broadcast=True) if args else []
+    sweep = uuid.uuid4().hex[:8]
+
+    def submit(job: TrialJob, attempt: int) -> Any:
+        key = f"pypto-trial-{sweep}-{job.index}-{attempt}"
+        return client.submit(_remote_trial, job, *scattered, key=key, pure=False)
+
+    pending = {submit(job, 0): (job, 0) for job in jobs}
+    finished = as_completed(list(pending))
+    for future in finished:
+        job, attempt = pending.pop(future)
+        try:
+            trial = future.result()
+        except Exception as exc:  # the worker died (KilledWorker), or the task could not run there
+            if attempt == 0:
+                retry = submit(job, 1)
+                pending[retry] = (job, 1)
+                finished.add(retry)
+                continue
+            trial = Trial(
+                job.index,
+                job.config,
+                FAILED,
+                message=f"{type(exc).__name__}: run twice, and its worker died both times ({exc})",
+            )
+        yield trial
+
+
+def make_executor(
+    workers: int | None = None, scheduler: str | None = None, default_workers: int | None = None
+) -> Any:
+    """The executor a sweep runs on.
+
+    - ``scheduler`` (else ``PYPTO_DASK_SCHEDULER``): the Dask cluster at that address;
+    - else ``workers`` (else ``PYPTO_TUNE_WORKERS``, else ``default_workers``) of 2 or more: a
+      ``LocalCluster`` of that many worker processes; 0 or 1: serially in this process.
+
+    Without Dask installed, a named scheduler is an error and a local cluster a warning (the sweep
+    runs serially, with the same results).
+    """
+    scheduler = scheduler or os.environ.get(SCHEDULER_ENV) or None
+    if scheduler is not None:
+        if not dask_installed():
+            raise TuneError(
+                f"a Dask scheduler was named ({scheduler}), but Dask is not installed", hint=INSTALL_HINT
+            )
+        return DaskExecutor(address=scheduler)
+    if workers is None:
+        workers = _env_workers()
+    if workers is None:
+        workers = default_workers
+    if workers is None or workers <= 1:
+        return SerialExecutor()
+    if not dask_installed():
+        warnings.warn(
+            f"Dask is not installed, so the sweep runs serially in this process instead of on {workers} "
+            f"workers; {INSTALL_HINT}",
+            TuneWarning,
+            stacklevel=3,
+        )
+        return SerialExecutor()
+    return DaskExecutor(workers=workers)
+
+
+def _env_workers() -> int | None:
+    value = os.environ.get(WORKERS_ENV)
+    if not value:
+        return None
+    try:
+        workers = int(value)
+    except ValueError:
+        raise TuneError(
+            f"{WORKERS_ENV}={value!r} is not a number of workers",
+            hint=f"set {WORKERS_ENV}=0 to tune serially, or to the number of Dask worker processes",
+        ) from None
+    if workers < 0:
+        raise TuneError(f"{WORKERS_ENV}={value!r} is negative", hint=f"set {WORKERS_ENV}=0 or more")
+    return workers
+
+
+__all__ = [
+    "INSTALL_HINT",
+    "SCHEDULER_ENV",
+    "WORKERS_ENV",
+    "DaskExecutor",
+    "dask_installed",
+    "local_client",
+    "machine_workers",
+    "make_executor",
+]
