@@ -522,7 +522,8 @@ def autotune(
                 site,
                 "write @pl.autotune(...) directly above @pl.jit",
             )
-        return Autotuner(fn, configs, key, prune_configs_by, options, workers, scheduler, cache_results, site)
+        where = site or fn.source.span(fn.source.tree)  # made by the pypto command: the kernel's def
+        return Autotuner(fn, configs, key, prune_configs_by, options, workers, scheduler, cache_results, where)
 
     return decorate
 
