@@ -341,3 +341,19 @@ def test_an_extent_no_parameter_has_is_an_error():
 
     with pytest.raises(PyptoError, match="dynamic extent N, but no tensor of unbound has it"):
         unbound(torch.randn(16, 64), torch.zeros(16, 64), config=sim())
+
+
+@pl.jit
+def column_blocks(x: pl.Tensor[[M, 64], pl.FP32], out: pl.Out[pl.Tensor[[M, 64], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for j in pl.range(0, 64, 32):
+            out[:, j : j + 32] = pl.add(x[:, j : j + 32], x[:, j : j + 32])
+    return out
+
+
+def test_a_whole_dynamic_dim_in_a_subscript_keeps_its_extent():
+    """``x[:, j:j + 32]`` with a dynamic first dim: ``:`` is the whole (run-time) extent."""
+    for m in (128, 100):
+        x, out = torch.randn(m, 64), torch.zeros(m, 64)
+        column_blocks(x, out, config=sim())
+        assert torch.allclose(out, 2 * x), m

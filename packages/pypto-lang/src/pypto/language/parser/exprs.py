@@ -569,6 +569,8 @@ class ExprParser:
             raise self.error(
                 node, "read a region with slices: a[r0:r1, c0:c1] (no indices, no steps)", slice_hint(node)
             )
+        if node.lower is None and node.upper is None:  # the whole dim, whose extent may be dynamic
+            return 0, full
         lower = 0 if node.lower is None else self.expr(node.lower)
         if is_number(lower):
             upper = (
