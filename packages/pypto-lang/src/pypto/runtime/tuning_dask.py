@@ -40,6 +40,10 @@ def machine_workers() -> int:
 
 def _remote_trial(job: TrialJob, *args: Any) -> Trial:
     """A trial on a Dask worker (the worker's address recorded in it)."""
+    # A worker process imports only this module: the pl parser registers itself as the reader of
+    # pass dumps, which RunConfig(verification_level=ROUNDTRIP) needs.
+    import pypto.language  # noqa: F401
+
     trial = run_trial(job, args)
     try:
         from distributed import get_worker
@@ -102,7 +106,13 @@ class local_client:
         import dask
         from distributed import Client, LocalCluster
 
-        with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        # A task whose worker dies fails at once (the executor reruns it once), and a worker holds
+        # only the task it runs, so a dying worker takes no queued trial with it.
+        settings = {
+            "distributed.scheduler.allowed-failures": 0,
+            "distributed.scheduler.worker-saturation": 1.0,
+        }
+        with dask.config.set(settings):
             self.cluster = LocalCluster(
                 n_workers=self.workers,
                 threads_per_worker=1,
@@ -123,12 +133,14 @@ def _run_on(client: Any, jobs: Sequence[TrialJob], args: Sequence[Any]) -> Itera
 
     if not jobs:
         return
-    scattered = client.scatter(list(args), broadcast=True) if args else []
+    scattered = [client.scatter(list(args), broadcast=True) if args else []]
     sweep = uuid.uuid4().hex[:8]
 
     def submit(job: TrialJob, attempt: int) -> Any:
+        if attempt and any(future.status != "finished" for future in scattered[0]):
+            scattered[0] = client.scatter(list(args), broadcast=True)  # the dead workers held the last copy
         key = f"pypto-trial-{sweep}-{job.index}-{attempt}"
-        return client.submit(_remote_trial, job, *scattered, key=key, pure=False)
+        return client.submit(_remote_trial, job, *scattered[0], key=key, pure=False)
 
     pending = {submit(job, 0): (job, 0) for job in jobs}
     finished = as_completed(list(pending))
