@@ -10,11 +10,11 @@ import pytest
 import torch
 
 import pypto.language as pl
-from pypto.runtime import RunConfig
-from pypto.runtime import tuning_dask
+from pypto.runtime import RunConfig, tuning_dask
 from pypto.runtime.tuning import OK, SerialExecutor, Trial, TuneError, TuneWarning, TuningCache
 
 TILES = (16, 32, 64)
+tile = 64  # the default of the tuned name: a config's value shadows it
 
 
 def make_tuned(tiles=TILES, **options):

@@ -523,7 +523,8 @@ def autotune(
                 "write @pl.autotune(...) directly above @pl.jit",
             )
         where = site or fn.source.span(fn.source.tree)  # made by the pypto command: the kernel's def
-        return Autotuner(fn, configs, key, prune_configs_by, options, workers, scheduler, cache_results, where)
+        tuned = (prune_configs_by, options, workers, scheduler, cache_results, where)
+        return Autotuner(fn, configs, key, *tuned)
 
     return decorate
 
