@@ -188,7 +188,7 @@ def test_the_same_sweep_on_a_two_worker_local_cluster_gives_the_serial_results()
     args = seed_args()
     serial = seed.tune(*args, workers=0)
     cluster = seed.tune(*args, workers=2)
-    assert serial.executor.startswith("serial") and cluster.executor.startswith("Dask LocalCluster, 2")
+    assert serial.executor.startswith("this process") and cluster.executor.startswith("Dask LocalCluster, 2")
     assert figures(cluster) == figures(serial)
     assert cluster.best_config == serial.best_config
     assert {t.where for t in cluster.trials if t.status == OK} - {"local"}  # they ran on the workers

@@ -9,14 +9,15 @@ from typing import Any
 
 import click
 
-from pypto.cli import cache_cmd, compile_cmd, deps_cmd, info_cmd, run_cmd
+from pypto.cli import cache_cmd, compile_cmd, deps_cmd, info_cmd, run_cmd, tune_cmd
 from pypto.ir import PyptoError
 from pypto.runtime.cache import CacheWarning
 from pypto.runtime.registry import PlatformRegistry, PluginWarning, registry
+from pypto.runtime.tuning import TuneWarning
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 # Warnings about pypto's own settings and files: their place in pypto's source says nothing.
-OWN_WARNINGS = (PluginWarning, CacheWarning)
+OWN_WARNINGS = (PluginWarning, CacheWarning, TuneWarning)
 
 
 @contextmanager
@@ -85,7 +86,7 @@ class PyptoGroup(click.Group):
 @click.group(name="pypto", cls=PyptoGroup, context_settings=CONTEXT)
 @click.version_option(package_name="pypto-lang", prog_name="pypto", message="%(prog)s %(version)s")
 def cli() -> None:
-    """PyPTO: compile, run and profile tile kernels for Ascend NPUs.
+    """PyPTO: compile, run, profile and tune tile kernels for Ascend NPUs.
 
     Settings come from the command line, then the environment (PYPTO_PLATFORM, PYPTO_PROFILE,
     PYPTO_CACHE_DIR, PYPTO_CACHE, PYPTO_LOAD_PLUGINS), then [tool.pypto] in the nearest
@@ -97,7 +98,7 @@ def cli() -> None:
     """
 
 
-for module in (run_cmd, compile_cmd, deps_cmd, info_cmd, cache_cmd):
+for module in (run_cmd, compile_cmd, tune_cmd, deps_cmd, info_cmd, cache_cmd):
     for command in module.COMMANDS:
         cli.add_command(command)
 

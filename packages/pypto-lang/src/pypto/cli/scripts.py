@@ -16,6 +16,7 @@ import click
 
 from pypto.cli.errors import ArgumentError
 from pypto.ir import Program, PyptoError
+from pypto.language.autotune import Autotuner
 from pypto.language.jit import JitFunction
 
 LOADED_NAME = "__pypto_script__"  # the module name a script gets when loaded for its kernels
@@ -126,14 +127,19 @@ def split_target(target: str) -> tuple[Path, str]:
     return path, kernel
 
 
-def find_kernel(script: Path, name: str, programs: bool = False) -> Any:
+def find_kernel(script: Path, name: str, programs: bool = False, tuners: bool = False) -> Any:
     """The ``@pl.jit`` kernel called ``name`` at the top level of ``script`` (or, with
-    ``programs``, a ``@pl.program`` class of that name: an IR ``Program``)."""
+    ``programs``, a ``@pl.program`` class of that name: an IR ``Program``; with ``tuners``, a
+    ``@pl.autotune`` kernel: an ``Autotuner``)."""
     namespace = load_script(script)
     kernel = namespace.get(name)
-    if isinstance(kernel, JitFunction) or (programs and isinstance(kernel, Program)):
+    kinds: tuple[type, ...] = (
+        JitFunction,
+        *((Program,) if programs else ()),
+        *((Autotuner,) if tuners else ()),
+    )
+    if isinstance(kernel, kinds):
         return kernel
-    kinds = (JitFunction, Program) if programs else (JitFunction,)
     found = sorted(n for n, v in namespace.items() if isinstance(v, kinds))
     listing = ", ".join(found) if found else "none"
     hint = f"name one of them, e.g. {script}::{found[0]}" if found else "define the kernel at the top level"

@@ -248,12 +248,16 @@ class Autotuner:
         )
         report = run_sweep(self.name, key, jobs, shared, executor, on_trial, objective)
         if report.best is None:
+            self.report = report
             reasons = "; ".join(f"{t.config.label}: {t.message.splitlines()[0]}" for t in report.trials)
-            raise TuneError(
+            error = TuneError(
                 f"no config of {self.name} ran: {reasons}",
                 self.site,
-                "add configs that fit (smaller tiles, shallower rings); report.trials says why each failed",
+                "add configs that fit (smaller tiles, shallower rings); the error's .report (and the "
+                "kernel's) holds every trial with its reason",
             )
+            error.report = report
+            raise error
         return report
 
     def _job(

@@ -18,7 +18,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
-import math
 import os
 import statistics
 import tempfile
@@ -39,7 +38,10 @@ OBJECTIVE_CYCLES = "modeled cycles"
 
 class TuneError(PyptoError, RuntimeError):
     """A tuner or a sweep that cannot work as written: a ``key`` name the kernel has not, a
-    config name it never reads, no config that runs, a scheduler named without Dask."""
+    config name it never reads, no config that runs, a scheduler named without Dask. When no
+    config ran, ``report`` holds the sweep (each trial with its reason)."""
+
+    report: TuningReport | None = None
 
 
 class TuneWarning(UserWarning):
@@ -77,11 +79,15 @@ class Config:
     def __len__(self) -> int:
         return len(self.kwargs)
 
+    def _identity(self) -> tuple[tuple[str, str, str], ...]:
+        """Names, value types and values: ``Config(n=1)`` is not ``Config(n=True)`` nor ``Config(n=1.0)``."""
+        return tuple(sorted((k, type(v).__qualname__, repr(v)) for k, v in self.kwargs.items()))
+
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Config) and other.kwargs == self.kwargs
+        return isinstance(other, Config) and other._identity() == self._identity()
 
     def __hash__(self) -> int:
-        return hash(tuple(sorted((k, repr(v)) for k, v in self.kwargs.items())))
+        return hash(self._identity())
 
     @property
     def label(self) -> str:
@@ -310,7 +316,7 @@ class Executor(Protocol):
 class SerialExecutor:
     """Runs the trials one after another in this process."""
 
-    name = "serial (this process)"
+    name = "this process (serially)"
 
     def run(self, jobs: Sequence[TrialJob], args: Sequence[Any]) -> Iterator[Trial]:
         for job in jobs:
@@ -335,6 +341,7 @@ class TuningReport:
     executor: str = SerialExecutor.name
     seconds: float = 0.0
     cached: bool = False
+    platform: str = "a2a3sim"
 
     @property
     def best(self) -> Trial | None:
@@ -382,7 +389,7 @@ class TuningReport:
         """A plain-text table: config, modeled cycles, roofline ratio, overlap, memory high-water,
         feasible; the best row marked ``*``; the reasons of the infeasible ones below it."""
         best = self.best
-        header = ["", "config", "modeled cycles", "roofline", "overlap", "memory high-water", "feasible"]
+        header = ["best", "config", "modeled cycles", "roofline", "overlap", "memory high-water", "feasible"]
         body = []
         for trial in sorted(self.trials, key=lambda t: t.index):
             body.append(
@@ -416,7 +423,7 @@ class TuningReport:
     def summary(self) -> str:
         """One line: how many trials, how many feasible, the best and its objective."""
         best = self.best
-        ran = "from the tuning cache" if self.cached else f"in {self.seconds:.1f} s ({self.executor})"
+        ran = "from the tuning cache" if self.cached else f"in {self.seconds:.1f} s, {self.executor}"
         feasible = sum(t.feasible for t in self.trials)
         head = f"{self.kernel}: {len(self.trials)} config(s), {feasible} feasible, {ran}"
         if best is None:
@@ -472,7 +479,9 @@ class TuningReport:
                 )
         axes.set_xticks(positions, [t.config.label for t in trials], rotation=70, ha="right", fontsize=7)
         axes.set_ylabel("modeled cycles")
-        axes.set_title(f"{self.kernel}: modeled cycles per config (modeled time, a2a3 cost model)")
+        axes.set_title(
+            f"{self.kernel}: modeled cycles per config\n({self.platform} cost model; red: not run)"
+        )
         figure.tight_layout()
         path = Path(path)
         figure.savefig(path, dpi=100)
@@ -514,7 +523,9 @@ def run_sweep(
         if on_trial is not None:
             on_trial(trial)
     trials.sort(key=lambda t: t.index)
-    return TuningReport(kernel, key, trials, objective, executor.name, time.perf_counter() - start)
+    platform = jobs[0].run_config.platform_name if jobs else "a2a3sim"
+    seconds = time.perf_counter() - start
+    return TuningReport(kernel, key, trials, objective, executor.name, seconds, platform=platform)
 
 
 # ---------------------------------------------------------------- the disk cache
@@ -578,12 +589,12 @@ class TuningCache:
                 return None
             trials.append(Trial.from_json(item, configs[index]))
         objective = data.get("objective", OBJECTIVE_CYCLES)
-        return TuningReport(kernel, tuple_key, trials, objective, cached=True)
+        platform = str(tuple_key[-1]) if tuple_key else "a2a3sim"
+        return TuningReport(kernel, tuple_key, trials, objective, cached=True, platform=platform)
 
 
-def _json_default(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return repr(value)
+def _json_default(value: Any) -> str:
+    """What JSON cannot hold as it is (a value in a trial's message or key) is stored as its repr."""
     return repr(value)
 
 

@@ -59,8 +59,15 @@ class DaskExecutor:
     ``workers`` processes (one thread each) started for the sweep and stopped after it; or on the
     cluster of an existing ``client``."""
 
-    def __init__(self, address: str | None = None, workers: int | None = None, client: Any = None) -> None:
+    def __init__(
+        self,
+        address: str | None = None,
+        workers: int | None = None,
+        client: Any = None,
+        origin: str = "scheduler=",
+    ) -> None:
         self.address = address
+        self.origin = origin  # where the address came from, for the error when it cannot be reached
         self.workers = workers or machine_workers()
         self.client = client
 
@@ -85,7 +92,7 @@ class DaskExecutor:
                 raise TuneError(
                     f"cannot reach the Dask scheduler at {self.address}: {exc}",
                     hint=f"start one (`dask scheduler`, then `dask worker {self.address}` on each machine), "
-                    f"check the address, or unset {SCHEDULER_ENV} to run on a local cluster",
+                    f"or fix {self.origin}; without it the sweep runs on a local cluster",
                 ) from None
             with client:
                 yield from _run_on(client, jobs, args)
@@ -168,20 +175,23 @@ def make_executor(
 ) -> Any:
     """The executor a sweep runs on.
 
-    - ``scheduler`` (else ``PYPTO_DASK_SCHEDULER``): the Dask cluster at that address;
-    - else ``workers`` (else ``PYPTO_TUNE_WORKERS``, else ``default_workers``) of 2 or more: a
-      ``LocalCluster`` of that many worker processes; 0 or 1: serially in this process.
+    - ``scheduler``: the Dask cluster at that address;
+    - else ``workers`` of 2 or more: a ``LocalCluster`` of that many worker processes; 0 or 1:
+      serially in this process (a count given here beats a cluster named in the environment);
+    - else ``PYPTO_DASK_SCHEDULER``, else ``PYPTO_TUNE_WORKERS``, else ``default_workers``.
 
     Without Dask installed, a named scheduler is an error and a local cluster a warning (the sweep
     runs serially, with the same results).
     """
-    scheduler = scheduler or os.environ.get(SCHEDULER_ENV) or None
+    origin = "scheduler="
+    if scheduler is None and workers is None and os.environ.get(SCHEDULER_ENV):
+        scheduler, origin = os.environ[SCHEDULER_ENV], SCHEDULER_ENV
     if scheduler is not None:
         if not dask_installed():
             raise TuneError(
                 f"a Dask scheduler was named ({scheduler}), but Dask is not installed", hint=INSTALL_HINT
             )
-        return DaskExecutor(address=scheduler)
+        return DaskExecutor(address=scheduler, origin=origin)
     if workers is None:
         workers = _env_workers()
     if workers is None:
