@@ -83,11 +83,13 @@ def examples(session: nox.Session) -> None:
 @nox.session
 def bench(session: nox.Session) -> None:
     """Compile, cached-call and simulator wall-clock figures, and modeled cycles against the
-    roofline, printed as ratios measured in one run; then the Qwen3 decode figures (the tiny
-    step, one full-size Qwen3-32B layer; ``nox -s bench -- --skip-full`` skips that one).
-    benchmarks/README.md records them."""
+    roofline, printed as ratios measured in one run; a 64-trial tuning sweep serially and on a
+    2-worker Dask LocalCluster; then the Qwen3 decode figures (the tiny step, one full-size
+    Qwen3-32B layer; ``nox -s bench -- --skip-full`` skips that one). benchmarks/README.md
+    records them."""
     _install_all(session)
     session.run("python", str(ROOT / "benchmarks" / "bench.py"))
+    session.run("python", str(ROOT / "benchmarks" / "tune.py"))
     session.run("python", str(ROOT / "benchmarks" / "qwen3.py"), *session.posargs)
 
 

@@ -303,7 +303,9 @@ class Autotuner:
         top_k = self.prune_configs_by.get("top_k")
         if model is not None and top_k is not None:
             count = int(top_k * len(indices)) if isinstance(top_k, float) and top_k <= 1.0 else int(top_k)
-            estimates = {i: model(**named, **kwargs, **self.configs[i].kwargs) for i in indices}
+            estimates = {
+                i: model(**{**named, **self.configs[i].kwargs}) for i in indices
+            }  # named: kwargs too
             indices = sorted(indices, key=lambda i: (estimates[i], i))[: max(1, count)]
             indices.sort()
         if not indices:

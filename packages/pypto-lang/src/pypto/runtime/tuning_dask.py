@@ -115,9 +115,18 @@ class local_client:
 
         # A task whose worker dies fails at once (the executor reruns it once), and a worker holds
         # only the task it runs, so a dying worker takes no queued trial with it.
+        # A simulation's Python stack is deep: Dask's sampling profiler (every 10 ms) and the
+        # nanny's malloc trimming slow a trial by about a fifth (benchmarks/README.md), so both are
+        # off; the workers keep one BLAS/OpenMP thread each, as the nanny sets by default.
         settings = {
             "distributed.scheduler.allowed-failures": 0,
             "distributed.scheduler.worker-saturation": 1.0,
+            "distributed.worker.profile.enabled": False,
+            "distributed.nanny.pre-spawn-environ": {
+                "OMP_NUM_THREADS": 1,
+                "MKL_NUM_THREADS": 1,
+                "OPENBLAS_NUM_THREADS": 1,
+            },
         }
         with dask.config.set(settings):
             self.cluster = LocalCluster(
