@@ -66,6 +66,18 @@ def tensor_stand_in(dtype: DataType, shape: Sequence[int | DynDim]) -> TensorSpe
     return TensorSpec(tuple(shape), dtype)
 
 
+def scalar_literal(text: str) -> int | float | bool | None:
+    """``4`` -> 4, ``0.5`` -> 0.5, ``true`` / ``false`` -> a bool; None for anything else."""
+    value = text.strip()
+    if value.lower() in _BOOLS:
+        return _BOOLS[value.lower()]
+    if _INT.match(value):
+        return int(value)
+    if _FLOAT.match(value):
+        return float(value)
+    return None
+
+
 def parse_value(text: str, pair: str | None = None) -> Any:
     """``fp16[128,256]`` -> a stand-in tensor; ``4``, ``0.5``, ``true`` -> a Python scalar.
 
@@ -78,12 +90,9 @@ def parse_value(text: str, pair: str | None = None) -> Any:
         if not match:
             raise _error(pair, f"{value!r} is not a tensor", f"write {TENSOR_FORM}")
         return tensor_stand_in(_dtype(match["dtype"], pair), _dims(match["shape"], pair))
-    if value.lower() in _BOOLS:
-        return _BOOLS[value.lower()]
-    if _INT.match(value):
-        return int(value)
-    if _FLOAT.match(value):
-        return float(value)
+    literal = scalar_literal(value)
+    if literal is not None:
+        return literal
     problem = f"{value!r} is neither a tensor like fp16[128,256] nor a number"
     raise _error(pair, problem, "write a tensor as DTYPE[D0,D1,...] or a scalar as 4, 0.5, true or false")
 

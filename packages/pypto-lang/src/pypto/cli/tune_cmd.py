@@ -14,14 +14,13 @@ import ast
 import builtins
 import enum
 import itertools
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from pypto.cli.arguments import call_arguments, parse_args
+from pypto.cli.arguments import call_arguments, parse_args, scalar_literal
 from pypto.cli.errors import ArgumentError, PyptoCommand
 from pypto.cli.run_cmd import PLATFORM_OPTION, check_platform
 from pypto.cli.scripts import find_kernel, split_target
@@ -31,6 +30,7 @@ from pypto.language.autotune import Autotuner, autotune
 from pypto.language.jit import JitFunction
 from pypto.runtime.config import RunConfig
 from pypto.runtime.profiling import check_output_dir
+from pypto.runtime.progress import build_bar
 from pypto.runtime.registry import registry
 from pypto.runtime.settings import ConfigError, Origin
 from pypto.runtime.tuning import OBJECTIVE_CYCLES, Config, Executor, Trial, TuningReport
@@ -43,9 +43,6 @@ VALUE_FORMS = (
     "an integer, a decimal number, true or false, an enum member (UP_DOWN, SplitMode.UP_DOWN, "
     "pl.SplitMode.UP_DOWN) or a word (quote it, 'min', to keep an enum member's name a word)"
 )
-_INT = re.compile(r"^[+-]?[0-9]+$")
-_FLOAT = re.compile(r"^[+-]?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)([eE][+-]?[0-9]+)?$")
-_BOOLS = {"true": True, "false": False}
 _QUOTES = ("'", '"')
 DEFAULT_ROOT = Path("pypto_tune")
 RESULTS_FILE = "results.csv"
@@ -117,12 +114,9 @@ def grid_value(text: str, option: str) -> Any:
     value = text.strip()
     if len(value) >= 2 and value[0] in _QUOTES and value[-1] == value[0]:
         return value[1:-1]
-    if value.lower() in _BOOLS:
-        return _BOOLS[value.lower()]
-    if _INT.match(value):
-        return int(value)
-    if _FLOAT.match(value):
-        return float(value)
+    literal = scalar_literal(value)
+    if literal is not None:
+        return literal
     member = _qualified_member(value, option)
     if member is not None:
         return member
@@ -247,17 +241,7 @@ def make_tuner(kernel: JitFunction | Autotuner, axes: Sequence[tuple[str, list[A
         if not axes:
             return kernel
         _check_grid_names(kernel.fn, axes)
-        return Autotuner(
-            kernel.fn,
-            grid_configs(axes),
-            kernel.keys,
-            kernel.prune_configs_by,
-            kernel.options,
-            kernel.workers,
-            kernel.scheduler,
-            kernel.use_cache,
-            kernel.site,
-        )
+        return kernel.with_configs(grid_configs(axes))
     if not axes:
         undefined = _undefined_names(kernel)
         reads = ""
@@ -412,26 +396,10 @@ class SweepProgress:
 
 
 def _build_bar(console: Any) -> Progress:
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        SpinnerColumn,
-        TextColumn,
-        TimeElapsedColumn,
-    )
+    from rich.progress import TextColumn
 
-    return Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}", markup=False),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("trials"),
-        TimeElapsedColumn(),
-        TextColumn("{task.fields[best]}", markup=False),
-        console=console,
-        transient=True,
-    )
+    best = TextColumn("{task.fields[best]}", markup=False)
+    return build_bar(console, TextColumn("trials"), best, markup=False)
 
 
 def _better(trial: Trial, best: Trial) -> bool:

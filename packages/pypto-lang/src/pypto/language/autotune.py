@@ -156,6 +156,11 @@ class Autotuner:
         )
         return self._tuned(args, kwargs, run_config, chosen, force=force, on_trial=on_trial)
 
+    def with_configs(self, configs: Sequence[Config]) -> Autotuner:
+        """The same tuner (kernel, key, options) over other configs, e.g. a command line's grid."""
+        runs = (self.options, self.workers, self.scheduler, self.use_cache, self.site)
+        return Autotuner(self.fn, configs, self.keys, self.prune_configs_by, *runs)
+
     def variant(self, config: Config) -> TunedKernel:
         """The kernel of ``config`` (one of the tuner's configs), to call, lower or compile."""
         for index, known in enumerate(self.configs):

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pypto.ir import Assign, Break, Call, Const, Eval, For, If, Program, Stmt, While
 from pypto.ir.callgraph import is_control_call
@@ -126,6 +126,31 @@ def _may_be_terminal() -> bool:
     return any(name in os.environ for name in TERMINAL_VARIABLES)
 
 
+def build_bar(console: Console | None, *after_count: Any, markup: bool = True) -> Progress:
+    """The bar pypto shows for a long run or a sweep: a spinner, the description, the bar and
+    ``done/total``, then ``after_count`` (rich columns), then the elapsed time; it vanishes when
+    done. ``markup=False``: the description is shown as written (a kernel name may hold ``[``)."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}", markup=markup),
+        BarColumn(),
+        MofNCompleteColumn(),
+        *after_count,
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+
+
 class TaskProgress:
     """A rich progress bar for one run, started only on a terminal and only after ``show_after``.
 
@@ -160,25 +185,9 @@ class TaskProgress:
         self._task = self._bar.add_task(title, total=total, unit=TASKS) if self._bar is not None else None
 
     def _build_bar(self) -> Progress:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            SpinnerColumn,
-            TextColumn,
-            TimeElapsedColumn,
-        )
+        from rich.progress import TextColumn
 
-        return Progress(
-            SpinnerColumn(),
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[unit]}"),
-            TimeElapsedColumn(),
-            console=self.console,
-            transient=True,
-        )
+        return build_bar(self.console, TextColumn("{task.fields[unit]}"))
 
     @property
     def shows_steps(self) -> bool:
