@@ -52,8 +52,9 @@ REPEATS = 20
 CALL_REPEATS = 200  # a cached call's overhead is small: measure it many times
 
 
-def _example() -> Any:
-    spec = importlib.util.spec_from_file_location("mixed_kernel_example", EXAMPLE)
+def load_example(path: Path = EXAMPLE) -> Any:
+    """The module of an example script (its ``main()`` not run)."""
+    spec = importlib.util.spec_from_file_location(f"example_{path.stem}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -258,7 +259,7 @@ def streaming_cycles(stages: int) -> int:
 def main() -> None:
     torch.set_num_threads(1)
     os.environ["PYPTO_CACHE"] = "off"  # compile figures time compiling, not the disk cache
-    example = _example()
+    example = load_example()
     mixed, staged = example.mixed_kernel(pl.SplitMode.UP_DOWN), example.staged_matmul_bias
     machine = f"{platform.machine()}, {os.cpu_count()} CPU(s), python {platform.python_version()}"
     print(f"PyPTO benchmarks — {machine}")

@@ -27,6 +27,7 @@ import statistics
 import sys
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 os.environ["PYPTO_CACHE"] = "off"  # every trial compiles; the worker processes inherit it
@@ -37,9 +38,11 @@ import pypto.language as pl
 from pypto.runtime.tuning import SerialExecutor, TuningReport
 from pypto.runtime.tuning_dask import DaskExecutor, local_client
 
-K, N = 256, 128
-# The values the kernel reads when called without the tuner (each config shadows them).
-tile_m, slot_num, split, stage = 128, 2, pl.SplitMode.UP_DOWN, 1
+sys.path.insert(0, str(Path(__file__).parent))
+from bench import ROOT, load_example, seed_args
+
+TUNE_EXAMPLE = ROOT / "examples" / "advanced" / "04_autotune.py"
+
 WORKERS = 2
 GOAL = 0.6  # 64 trials on 2 workers within 0.6x the serial wall time
 CONFIGS = [
@@ -49,31 +52,9 @@ CONFIGS = [
     for split in (pl.SplitMode.UP_DOWN, pl.SplitMode.NONE)
     for stage in (1, 2)
 ]
-
-
-@pl.autotune(configs=CONFIGS, key=["M"], cache_results=False)
-@pl.jit
-def seed(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor]):
-    M, _ = a.shape
-    with pl.at(
-        level=pl.Level.CORE_GROUP,
-        optimizations=[pl.split(split), pl.cross_core_slot(slot_num=slot_num)],
-        name_hint="mixed",
-    ):
-        for i in pl.pipeline(0, M, tile_m, stage=stage):
-            acc = pl.matmul(a[i : i + tile_m, :], b, out_dtype=pl.FP32)
-            out[i : i + tile_m, :] = pl.add(acc, bias[i : i + tile_m, :])
-    return out
-
-
-def seed_args(m: int) -> tuple[torch.Tensor, ...]:
-    torch.manual_seed(0)
-    return (
-        torch.randn(m, K, dtype=torch.float16),
-        torch.randn(K, N, dtype=torch.float16),
-        torch.randn(m, N),
-        torch.zeros(m, N),
-    )
+# The kernel of examples/advanced/04_autotune.py, over these 64 configs.
+KERNEL = load_example(TUNE_EXAMPLE).tuned_matmul_bias.fn
+seed = pl.autotune(configs=CONFIGS, key=["M"], cache_results=False)(KERNEL)
 
 
 def timed_sweep(args: tuple[torch.Tensor, ...], executor: Any) -> tuple[TuningReport, float]:

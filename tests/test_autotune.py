@@ -4,11 +4,13 @@ kernel picks the lowest modeled cycles, reports the infeasible configs, keeps th
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -43,22 +45,20 @@ def expected(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor) -> torch.Tens
     return a.float() @ b.float() + bias
 
 
-def make_seed(configs: list[pl.Config] = CONFIGS, **options: object) -> pl.Autotuner:
-    @pl.autotune(configs=configs, key=["M"], **options)
-    @pl.jit
-    def seed(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor]):
-        M, _ = a.shape
-        with pl.at(
-            level=pl.Level.CORE_GROUP,
-            optimizations=[pl.split(split), pl.cross_core_slot(slot_num=slot_num)],
-            name_hint="mixed",
-        ):
-            for i in pl.range(0, M, tile_m):
-                acc = pl.matmul(a[i : i + tile_m, :], b, out_dtype=pl.FP32)
-                out[i : i + tile_m, :] = pl.add(acc, bias[i : i + tile_m, :])
-        return out
+def _load(path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location(f"tune_{path.stem}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-    return seed
+
+# The seed kernel reading tile_m, slot_num and split, shared with the tests of `pypto tune`.
+SEED = _load(Path(__file__).parent / "data" / "tune" / "kernels.py").seed
+
+
+def make_seed(configs: list[pl.Config] = CONFIGS, **options: object) -> pl.Autotuner:
+    return pl.autotune(configs=configs, key=["M"], **options)(SEED)
 
 
 @pytest.fixture(autouse=True)
