@@ -4,6 +4,7 @@ which reports 100 modeled cycles for every run, so these tests choose by an obje
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -147,3 +148,40 @@ def test_where_a_sweep_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(TuneError, match="Dask is not installed") as info:
         tuning_dask.make_executor(scheduler="tcp://127.0.0.1:8786")
     assert "pypto-lang[tune]" in info.value.hint
+
+
+FACTOR = 2.0  # a module global the kernel below reads: part of what its parse gives
+
+
+def make_scaled():
+    picked: list[int] = []
+
+    @pl.autotune(
+        configs=[pl.Config(tile=t) for t in TILES],
+        key=[],
+        pre_hook=lambda named: picked.append(named["tile"]),
+        objective=lambda report: -picked[-1],
+    )
+    @pl.jit
+    def scaled(a: pl.Tensor[[64, 64], pl.FP32], out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            for i in pl.range(0, 64, tile):
+                out[i : i + tile, :] = pl.mul(a[i : i + tile, :], FACTOR)
+        return out
+
+    return scaled, picked
+
+
+def test_a_changed_global_the_body_reads_sweeps_again(backend, config: RunConfig, monkeypatch) -> None:
+    """The disk cache is keyed by what each config parsed to, not by the source text alone."""
+    args = (torch.randn(64, 64), torch.zeros(64, 64))
+    first, picked = make_scaled()
+    first(*args, config=config)
+    assert picked == list(TILES)
+    again, picked = make_scaled()
+    again(*args, config=config)
+    assert picked == [] and again.report.cached
+    monkeypatch.setattr(sys.modules[__name__], "FACTOR", 3.0)
+    changed, picked = make_scaled()
+    changed(*args, config=config)
+    assert picked == list(TILES) and not changed.report.cached

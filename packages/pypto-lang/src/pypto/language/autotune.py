@@ -29,10 +29,11 @@ from pypto.language.annotations import TensorSpec
 from pypto.language.jit import JitFunction, _config, _user_errors
 from pypto.language.kernel import JitKind
 from pypto.language.parser.program import parse_program
-from pypto.language.parser.resolve import GlobalNames, recording_reads, snapshot
+from pypto.language.parser.resolve import GlobalNames, recording_reads
 from pypto.runtime import settings
-from pypto.runtime.cache import compiler_digest
+from pypto.runtime.cache import Uncacheable, cache_key
 from pypto.runtime.config import RunConfig
+from pypto.runtime.registry import get_target, registry
 from pypto.runtime.tuning import (
     OBJECTIVE_CYCLES,
     Config,
@@ -202,20 +203,8 @@ class Autotuner:
         named = self._named(args, kwargs)
         key = (*self._key_values(named), run_config.platform_name)
         report = None if force else self.reports.get(key)
-        disk_key = self._disk_key(key)
-        store = TuningCache(settings.cache_dir()) if self.use_cache and settings.cache_enabled() else None
-        if report is None and store is not None and not force:
-            report = store.report(disk_key, self.name, key, self.configs)
-            if report is not None and report.best is None:
-                report = None
         if report is None:
-            if executor is None:
-                from pypto.runtime.tuning_dask import make_executor
-
-                executor = make_executor(self.workers, self.scheduler)
-            report = self._sweep(key, args, kwargs, named, run_config, executor, on_trial)
-            if store is not None:
-                store.store(disk_key, report)
+            report = self._from_disk_or_swept(key, args, kwargs, named, run_config, executor, force, on_trial)
         self.reports[key] = report
         self.report = report
         if report.best is not None:
@@ -223,35 +212,37 @@ class Autotuner:
             self.best_config = report.best.config
         return report
 
-    def _sweep(
+    def _from_disk_or_swept(
         self,
         key: tuple[Any, ...],
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
         named: dict[str, Any],
         run_config: RunConfig,
-        executor: Executor,
+        executor: Executor | None,
+        force: bool,
         on_trial: Callable[[Trial], None] | None,
     ) -> TuningReport:
-        indices = self._pruned(named, kwargs)
-        jobs: list[TrialJob] = []
-        shared: list[Any] = []
-        read: set[str] = set()
-        parsed_any = False
-        for index in indices:
-            job, values, names_read = self._job(index, args, kwargs, run_config)
-            jobs.append(job)
-            if values is not None and not shared:
-                shared = [value if _is_tensor(value) else None for value in values]
-            if job.error is None:
-                parsed_any = True
-                read |= names_read
-        if parsed_any:
-            self._check_read(read)
+        """Every config is parsed here first; the disk cache is keyed by what the parses gave (as
+        the compile cache is), so a changed global the body reads, or a changed helper kernel,
+        sweeps again. A choice found there is used; else the jobs run and the choice is stored."""
+        jobs, shared = self._jobs(args, kwargs, named, run_config)
+        store = TuningCache(settings.cache_dir()) if self.use_cache and settings.cache_enabled() else None
+        disk_key = self._disk_key(key, jobs, run_config) if store is not None else None
+        if store is not None and disk_key is not None and not force:
+            cached = store.report(disk_key, self.name, key, self.configs)
+            if cached is not None and cached.best is not None:
+                return cached
+        if executor is None:
+            from pypto.runtime.tuning_dask import make_executor
+
+            executor = make_executor(self.workers, self.scheduler)
         objective = (
             OBJECTIVE_CYCLES if self.options.objective is None else _callable_name(self.options.objective)
         )
         report = run_sweep(self.name, key, jobs, shared, executor, on_trial, objective)
+        if store is not None and disk_key is not None:
+            store.store(disk_key, report)
         if report.best is None:
             self.report = report
             reasons = "; ".join(f"{t.config.label}: {t.message.splitlines()[0]}" for t in report.trials)
@@ -264,6 +255,27 @@ class Autotuner:
             error.report = report
             raise error
         return report
+
+    def _jobs(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], named: dict[str, Any], run_config: RunConfig
+    ) -> tuple[list[TrialJob], list[Any]]:
+        """One job per config left after pruning, each parsed; and the arguments the jobs share
+        (the tensors, in parameter order; a job carries its own scalars)."""
+        jobs: list[TrialJob] = []
+        shared: list[Any] = []
+        read: set[str] = set()
+        parsed_any = False
+        for index in self._pruned(named, kwargs):
+            job, values, names_read = self._job(index, args, kwargs, run_config)
+            jobs.append(job)
+            if values is not None and not shared:
+                shared = [value if _is_tensor(value) else None for value in values]
+            if job.error is None:
+                parsed_any = True
+                read |= names_read
+        if parsed_any:
+            self._check_read(read)
+        return jobs, shared
 
     def _job(
         self, index: int, args: tuple[Any, ...], kwargs: dict[str, Any], run_config: RunConfig
@@ -408,20 +420,32 @@ class Autotuner:
                 "or drop it from the configs",
             )
 
-    def _disk_key(self, key: tuple[Any, ...]) -> str:
-        source = "".join(self.fn.source.lines)
-        configs = [snapshot(config.kwargs) for config in self.configs]
+    def _disk_key(self, key: tuple[Any, ...], jobs: Sequence[TrialJob], run_config: RunConfig) -> str | None:
+        """The name of this sweep's entry in the tuning cache: the key values, what each config
+        parsed to (by the compile cache's key of the parsed program, which holds the compiler's
+        and the backend plugin's versions; or the parse error), which configs were tried, the
+        objective and the runs per trial. None when a program has no stable key."""
+        try:
+            target = get_target(run_config.platform_name, run_config.platform_origin)
+            provider = str(registry().origin(run_config.platform_name))
+            parsed = [
+                (job.index, job.config.label)
+                + (
+                    (cache_key(job.program, target, run_config, provider), sorted(job.constants.items()))
+                    if job.program is not None
+                    else (repr(job.error), str(job.error.span) if job.error is not None else "")
+                )
+                for job in jobs
+            ]
+        except Uncacheable:
+            return None
         objective = self.options.objective
         return digest(
-            self.fn.source.file,
-            self.fn.func.__qualname__,
-            source,
             key,
-            configs,
+            parsed,
             None if objective is None else (_callable_name(objective), _source_of(objective)),
             self.options.warmup,
             self.options.rep,
-            compiler_digest(),
         )
 
 
