@@ -297,3 +297,15 @@ def test_the_console_script_keeps_the_table_on_stdout_and_the_progress_on_stderr
     assert "best: pl.Config(tile_m=128, slot_num=2, split=pl.SplitMode.UP_DOWN)" in done.stdout
     assert done.stderr.splitlines()[0] == "tuning tuned_seed: 3 config(s) on this process (serially)"
     assert [line.split("]")[0] for line in done.stderr.splitlines()[1:]] == ["[1/3", "[2/3", "[3/3"]
+
+
+def test_cache_info_lists_the_tuning_choices_and_clear_removes_them(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    tuned(runner, f"{KERNELS}::tuned_seed", "--workers", "0")
+    info = runner.invoke(cli, ["cache", "info"]).output
+    assert "tuning choices: 1" in info
+    assert "tuned_seed" in info and "tile_m=128 slot_num=2 split=UP_DOWN" in info
+    cleared = runner.invoke(cli, ["cache", "clear"]).output
+    assert f"removed 1 tuning choice(s) from {tmp_path / 'cache' / 'tuning'}" in cleared
+    assert "tuning choices" not in runner.invoke(cli, ["cache", "info"]).output

@@ -9,6 +9,7 @@ import click
 from pypto.cli.views import table
 from pypto.runtime import settings
 from pypto.runtime.cache import EntryInfo, ProgramCache
+from pypto.runtime.tuning import TuningCache
 
 
 def _size(nbytes: int) -> str:
@@ -74,11 +75,16 @@ def info() -> None:
     if entries:
         header = ["KERNEL", "PLATFORM", "COMPILE", "HITS", "LAST HIT", "SIZE", "AGE"]
         click.echo("\n" + "\n".join(table([header, *(_row(entry) for entry in entries)])))
+    choices = TuningCache(settings.cache_dir()).entries()
+    if choices:  # what @pl.autotune and pypto tune chose (docs/tuning.md)
+        click.echo(f"\ntuning choices: {len(choices)}")
+        rows = [[kernel, str(trials), best] for kernel, trials, best in choices]
+        click.echo("\n".join(table([["KERNEL", "TRIALS", "BEST CONFIG"], *rows])))
 
 
 @cache.command()
 def clear() -> None:
-    """Remove every entry from the cache.
+    """Remove every entry from the cache, and the tuning choices kept beside them.
 
     \b
     Example:
@@ -86,6 +92,10 @@ def clear() -> None:
     """
     store = ProgramCache(settings.cache_dir())
     click.echo(f"removed {store.clear()} entries from {store.directory}")
+    tuning = TuningCache(settings.cache_dir())
+    removed = tuning.clear()
+    if removed:
+        click.echo(f"removed {removed} tuning choice(s) from {tuning.directory}")
 
 
 COMMANDS = [cache]

@@ -541,6 +541,28 @@ class TuningCache:
     def path(self, key: str) -> Path:
         return self.directory / f"{key}.json"
 
+    def entries(self) -> list[tuple[str, int, str]]:
+        """Each stored sweep: the kernel, its number of trials and its best config (``-``: none
+        ran; ``?``: an unreadable entry), oldest first."""
+        found = []
+        for path in sorted(self.directory.glob("*.json"), key=lambda p: p.stat().st_mtime):
+            data = self.load(path.stem)
+            if data is None:
+                found.append((path.stem, 0, "?"))
+                continue
+            trials = data["trials"]
+            best = next((t.get("config", "?") for t in trials if t.get("index") == data.get("best")), "-")
+            found.append((str(data.get("kernel", "?")), len(trials), best))
+        return found
+
+    def clear(self) -> int:
+        """Remove every stored sweep; how many there were."""
+        removed = 0
+        for path in self.directory.glob("*.json"):
+            path.unlink(missing_ok=True)
+            removed += 1
+        return removed
+
     def load(self, key: str) -> dict[str, Any] | None:
         try:
             data = json.loads(self.path(key).read_text())
