@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import pypto.language as pl
+from pypto.ir import ParseError
 from pypto.runtime import RunConfig, tuning_dask
 from pypto.runtime.tuning import OK, SerialExecutor, Trial, TuneError, TuneWarning, TuningCache
 
@@ -185,3 +186,21 @@ def test_a_changed_global_the_body_reads_sweeps_again(backend, config: RunConfig
     changed, picked = make_scaled()
     changed(*args, config=config)
     assert picked == list(TILES) and not changed.report.cached
+
+
+def test_a_mistake_every_config_hits_is_raised_as_it_is(backend, config: RunConfig) -> None:
+    """Not "no config ran ... add configs that fit": the kernel's own error, at its line."""
+
+    @pl.autotune(configs=[pl.Config(tile=t) for t in TILES], key=[])
+    @pl.jit
+    def broken(a: pl.Tensor[[64, 64], pl.FP32], out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            for i in pl.range(0, 64, tile):
+                out[i : i + tile, :] = pl.add(a[i : i + tile, :], undefined_name)  # noqa: F821
+        return out
+
+    with pytest.raises(ParseError) as info:
+        broken(torch.randn(64, 64), torch.zeros(64, 64), config=config)
+    assert "unknown name 'undefined_name'" in info.value.message
+    assert "undefined_name)" in info.value.render()
+    assert [t.status for t in info.value.report.trials] == ["infeasible"] * len(TILES)

@@ -245,6 +245,10 @@ class Autotuner:
             store.store(disk_key, report)
         if report.best is None:
             self.report = report
+            same = _one_error([trial.error for trial in report.trials])
+            if same is not None:  # every config failed alike: a mistake of the kernel, shown as it is
+                same.report = report  # type: ignore[attr-defined]
+                raise same
             reasons = "; ".join(f"{t.config.label}: {t.message.splitlines()[0]}" for t in report.trials)
             error = TuneError(
                 f"no config of {self.name} ran: {reasons}",
@@ -472,6 +476,15 @@ def _shape_bindings(target: ast.expr, value: ast.expr, params: set[str]) -> Iter
         and value.value.value.id in params
     ):
         yield target.id, value.value.value.id, value.slice.value
+
+
+def _one_error(errors: Sequence[PyptoError | None]) -> PyptoError | None:
+    """The error when every one of several trials was rejected with the same one (kind, message
+    and line); a single config's rejection stays a reason in the TuneError that lists them."""
+    if len(errors) < 2 or any(err is None for err in errors):
+        return None
+    kinds = {(type(err), err.message, str(err.span)) for err in errors if err is not None}
+    return errors[0] if len(kinds) == 1 else None
 
 
 def _is_tensor(value: Any) -> bool:

@@ -157,6 +157,7 @@ class Trial:
     memory: dict[str, int] = field(default_factory=dict)
     usable: dict[str, int] = field(default_factory=dict)  # per memory space, its usable bytes
     message: str = ""
+    hint: str = ""  # how the rejection says to fix it (e.g. "slot_num=2 fits")
     seconds: float = 0.0
     where: str = "local"  # the Dask worker that ran it, or "local"
     error: PyptoError | None = field(default=None, repr=False)  # the rejection, to show at its line
@@ -195,6 +196,7 @@ _TRIAL_FIELDS = (
     "memory",
     "usable",
     "message",
+    "hint",
     "seconds",
     "where",
 )
@@ -290,6 +292,7 @@ def _rejected(job: TrialJob, err: PyptoError | None, start: float) -> Trial:
         job.config,
         INFEASIBLE,
         message=f"{kind}: {message}",
+        hint=(err.hint or "") if err is not None else "",
         seconds=time.perf_counter() - start,
         error=err,
     )
@@ -381,6 +384,7 @@ class TuningReport:
                     "memory_peak_share": "" if peak is None else f"{peak[1]:.3f}",
                     "seconds": f"{trial.seconds:.3f}",
                     "message": trial.message,
+                    "hint": trial.hint,
                 }
             )
         return rows
@@ -389,14 +393,18 @@ class TuningReport:
         """A plain-text table: config, modeled cycles, roofline ratio, overlap, memory high-water,
         feasible; the best row marked ``*``; the reasons of the infeasible ones below it."""
         best = self.best
-        header = ["best", "config", "modeled cycles", "roofline", "overlap", "memory high-water", "feasible"]
+        own = self.objective != OBJECTIVE_CYCLES  # a user objective: its values in a column too
+        header = ["best", "config", "modeled cycles", *(["objective"] if own else [])]
+        header += ["roofline", "overlap", "memory high-water", "feasible"]
         body = []
         for trial in sorted(self.trials, key=lambda t: t.index):
+            shown_objective = ["-" if trial.objective is None else f"{trial.objective:,g}"] if own else []
             body.append(
                 [
                     "*" if best is not None and trial.index == best.index else "",
                     trial.config.label,
                     "-" if trial.cycles is None else f"{trial.cycles:,}",
+                    *shown_objective,
                     "-" if trial.roofline is None else f"{trial.roofline:.2f}x",
                     "-" if trial.overlap is None else f"{trial.overlap:.0%}",
                     _memory_text(trial) or "-",
@@ -404,7 +412,7 @@ class TuningReport:
                 ]
             )
         widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
-        right = {2, 3, 4}
+        right = set(range(2, len(header) - 2))  # the figures
         lines = [
             "  ".join(
                 cell.rjust(w) if i in right else cell.ljust(w)
@@ -417,7 +425,9 @@ class TuningReport:
         lines.append(self.summary())
         for trial in sorted(self.trials, key=lambda t: t.index):
             if not trial.feasible:
-                lines.append(f"  {trial.config.label}: {trial.status}: {trial.message.splitlines()[0]}")
+                lines.append(f"  {trial.config.label}: {trial.status}: {_first_sentence(trial.message)}")
+                if trial.hint:
+                    lines.append(f"    hint: {trial.hint.splitlines()[0]}")
         return "\n".join(lines)
 
     def summary(self) -> str:
@@ -492,6 +502,13 @@ class TuningReport:
 # The buffers a kernel author sizes (UB and L1: tiles, rings, pipeline stages); the L0 buffers are
 # filled by the matmul tiling by design, so they say little about a config (the CSV has them).
 SHOWN_SPACES = ("Vec", "Mat")
+
+
+def _first_sentence(message: str) -> str:
+    """The first line of a message, up to the end of its first sentence."""
+    line = message.splitlines()[0] if message else ""
+    end = line.find(". ")
+    return line if end < 0 else line[: end + 1]
 
 
 def _memory_text(trial: Trial) -> str:
