@@ -349,33 +349,3 @@ def test_a_tuned_kernel_with_dynamic_extents_keys_on_their_values() -> None:
     double(x, out, config=RunConfig())
     assert torch.allclose(out, 2 * x)
     assert next(iter(double.cache))[0] == ("rows", 128)
-
-
-@pytest.mark.skipif(sys.platform != "linux", reason="local workers are forked on Linux only")
-def test_a_script_without_a_main_guard_sweeps_on_local_workers(tmp_path: Path, cache_dir: Path) -> None:
-    pytest.importorskip("distributed")
-    script = tmp_path / "unguarded.py"
-    script.write_text(
-        textwrap.dedent(
-            f"""
-            import importlib.util
-            import torch
-            import pypto.language as pl
-
-            spec = importlib.util.spec_from_file_location("kernels", {str(Path(__file__).parent / "data" / "tune" / "kernels.py")!r})
-            kernels = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(kernels)
-            seed = pl.autotune(configs=[pl.Config(tile_m=t, slot_num=2, split=pl.SplitMode.UP_DOWN) for t in (64, 128)],
-                               key=["M"], workers=2)(kernels.seed)
-            a, b = torch.randn(256, 256, dtype=torch.float16), torch.randn(256, 128, dtype=torch.float16)
-            bias, out = torch.randn(256, 128), torch.zeros(256, 128)
-            seed(a, b, bias, out)
-            assert torch.allclose(out, a.float() @ b.float() + bias, rtol=1e-2, atol=1e-2)
-            print(seed.report.executor, "OK")
-            """
-        )
-    )
-    env = {**os.environ, "PYPTO_CACHE_DIR": str(cache_dir)}
-    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "Dask LocalCluster, 2 worker process(es) OK"

@@ -14,7 +14,6 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
-import sys
 import uuid
 import warnings
 from collections.abc import Iterator, Sequence
@@ -23,10 +22,6 @@ from typing import Any
 from pypto.runtime.tuning import FAILED, SerialExecutor, Trial, TrialJob, TuneError, TuneWarning, run_trial
 
 SCHEDULER_ENV = "PYPTO_DASK_SCHEDULER"
-# How local workers start. On Linux a forked worker has torch and pypto imported already: a
-# 2-worker cluster is up in a fraction of a second instead of ~2 s, and a script needs no
-# `if __name__ == "__main__":` guard (a spawned worker imports the script's __main__ again).
-WORKER_START = "fork" if sys.platform == "linux" else "spawn"
 WORKERS_ENV = "PYPTO_TUNE_WORKERS"
 INSTALL_HINT = 'install Dask with `pip install "pypto-lang[tune]"` (or `pip install "dask[distributed]"`)'
 
@@ -132,7 +127,6 @@ class local_client:
                 "MKL_NUM_THREADS": 1,
                 "OPENBLAS_NUM_THREADS": 1,
             },
-            "distributed.worker.multiprocessing-method": WORKER_START,
         }
         with dask.config.set(settings):
             self.cluster = LocalCluster(
