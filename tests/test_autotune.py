@@ -349,3 +349,39 @@ def test_a_tuned_kernel_with_dynamic_extents_keys_on_their_values() -> None:
     double(x, out, config=RunConfig())
     assert torch.allclose(out, 2 * x)
     assert next(iter(double.cache))[0] == ("rows", 128)
+
+
+def test_an_unguarded_script_on_local_workers_gets_the_fix_not_a_hang(
+    tmp_path: Path, cache_dir: Path
+) -> None:
+    """Spawned workers import the script again: without a __main__ guard the cluster cannot start,
+    and the call says so at the user's line."""
+    pytest.importorskip("distributed")
+    kernels = Path(__file__).parent / "data" / "tune" / "kernels.py"
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import importlib.util
+            import torch
+            import pypto.language as pl
+
+            spec = importlib.util.spec_from_file_location("kernels", {str(kernels)!r})
+            kernels = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(kernels)
+            configs = [pl.Config(tile_m=t, slot_num=2, split=pl.SplitMode.UP_DOWN) for t in (64, 128)]
+            seed = pl.autotune(configs=configs, key=["M"], workers=2)(kernels.seed)
+            a, b = torch.randn(256, 256, dtype=torch.float16), torch.randn(256, 128, dtype=torch.float16)
+            seed(a, b, torch.randn(256, 128), torch.zeros(256, 128))
+            """
+        )
+    )
+    env = {**os.environ, "PYPTO_CACHE_DIR": str(cache_dir)}
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()
+    assert "TuneError" in done.stderr and "did not start" in done.stderr
+    assert last[-1].startswith(
+        "hint: a script that sweeps on local workers must call the kernel under `if __name__"
+    )
+    assert any("seed(a, b, torch.randn(256, 128), torch.zeros(256, 128))" in line for line in last[-6:])

@@ -19,6 +19,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from pypto.ir.tracebacks import call_site
 from pypto.runtime.tuning import FAILED, SerialExecutor, Trial, TrialJob, TuneError, TuneWarning, run_trial
 
 SCHEDULER_ENV = "PYPTO_DASK_SCHEDULER"
@@ -129,13 +130,23 @@ class local_client:
             },
         }
         with dask.config.set(settings):
-            self.cluster = LocalCluster(
-                n_workers=self.workers,
-                threads_per_worker=1,
-                processes=True,
-                dashboard_address=None,
-                silence_logs=logging.ERROR,
-            )
+            try:
+                self.cluster = LocalCluster(
+                    n_workers=self.workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=None,
+                    silence_logs=logging.ERROR,
+                )
+            except Exception as exc:  # most often: spawned workers import an unguarded script again
+                raise TuneError(
+                    f"the local Dask cluster of {self.workers} worker processes did not start: "
+                    f"{type(exc).__name__}: {exc}",
+                    call_site(),
+                    hint="a script that sweeps on local workers must call the kernel under `if __name__ == "
+                    '"__main__":` (each worker process imports the script again); or sweep in this '
+                    "process with workers=0",
+                ) from None
         self.client = Client(self.cluster)
         return self.client
 
