@@ -11,9 +11,12 @@ recorded as failed and the sweep goes on.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import importlib.util
 import logging
 import os
+import threading
 import uuid
 import warnings
 from collections.abc import Iterator, Sequence
@@ -57,8 +60,9 @@ def _remote_trial(job: TrialJob, *args: Any) -> Trial:
 
 class DaskExecutor:
     """Runs trials as Dask tasks: on the cluster at ``address``, else on a ``LocalCluster`` of
-    ``workers`` processes (one thread each) started for the sweep and stopped after it; or on the
-    cluster of an existing ``client``."""
+    ``workers`` processes (one thread each), started by the first sweep that asks for that many and
+    kept for the later sweeps of the process (see :func:`shared_local_client`); or on the cluster
+    of an existing ``client``."""
 
     def __init__(
         self,
@@ -98,8 +102,38 @@ class DaskExecutor:
             with client:
                 yield from _run_on(client, jobs, args)
             return
-        with local_client(self.workers) as client:
-            yield from _run_on(client, jobs, args)
+        yield from _run_on(shared_local_client(self.workers), jobs, args)
+
+
+_shared: dict[int, local_client] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_local_client(workers: int) -> Any:
+    """The client of this process's ``LocalCluster`` of ``workers`` processes: started on first
+    use (about 2 s: the workers import torch and the packages), then kept, so that a later sweep
+    (another key of a tuned kernel, another kernel) starts at once; stopped when the process
+    exits. A cluster that stopped meanwhile is started again."""
+    with _shared_lock:
+        kept = _shared.get(workers)
+        if kept is not None and kept.client.status == "running" and kept.cluster.status.name == "running":
+            return kept.client
+        if kept is not None:
+            kept.__exit__()
+        if not _shared:
+            atexit.register(_stop_shared)
+        started = local_client(workers)
+        started.__enter__()
+        _shared[workers] = started
+        return started.client
+
+
+def _stop_shared() -> None:
+    with _shared_lock:
+        for kept in _shared.values():
+            with contextlib.suppress(Exception):  # the interpreter is going down: a half-gone cluster is fine
+                kept.__exit__()
+        _shared.clear()
 
 
 class local_client:
@@ -254,4 +288,5 @@ __all__ = [
     "local_client",
     "machine_workers",
     "make_executor",
+    "shared_local_client",
 ]
