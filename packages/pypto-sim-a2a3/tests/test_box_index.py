@@ -40,3 +40,34 @@ def test_a_whole_tensor_box_and_a_scalar_point_are_found():
     assert sorted(seq for seq, _ in index.overlapping(Region.box((4095, 0), (1, 1)))) == [0]
     assert [seq for seq, _ in index.overlapping(Region.box((4096, 0), (8, 1)))] == []
     assert sorted(seq for seq, _ in index.overlapping(Region((), ()))) == [0, 2]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_items_filed_in_bulk_are_found_as_items_filed_one_by_one(seed):
+    """Adds wait until a query files them: by one sort when many wait, one by one when few do;
+    the index then finds what one filed at each add finds, in the same order."""
+    rng = random.Random(seed)
+    bulk: BoxIndex[int] = BoxIndex()
+    single: BoxIndex[int] = BoxIndex()
+    boxes: list[tuple[int, Region]] = []
+    seq = 0
+    for _ in range(60):
+        for _ in range(rng.choice((1, 2, 5, 40, 300))):  # equal starts are common: blocks reread tiles
+            box = Region.box((rng.randrange(0, 64) * 16, 0), (rng.choice((1, 16, 48, 1000)), 8))
+            bulk.add(seq, box, seq)
+            single.add(seq, box, seq)
+            single.overlapping(Region((), ()))  # files it now
+            boxes.append((seq, box))
+            seq += 1
+        query = Region.box((rng.randrange(0, 1100), 0), (rng.choice((1, 16, 200)), 8))
+        found = bulk.overlapping(query)
+        assert found == single.overlapping(query)
+        assert sorted(s for s, _ in found) == _scan(boxes, query)
+
+
+def test_what_is_never_queried_is_only_kept():
+    index: BoxIndex[int] = BoxIndex()
+    for seq in range(1000):
+        index.add(seq, Region.box((seq % 7, 0), (1, 1)), seq)
+    assert index._starts == [] and len(index._waiting) == 1000
+    assert sorted(seq for seq, _ in index.overlapping(Region.box((3, 0), (1, 1)))) == list(range(3, 1000, 7))

@@ -78,6 +78,14 @@ class Lanes(tuple[Any, ...]):
         raise Unbatchable("a condition differs between the blocks")
 
 
+class LanedArgs(tuple[Any, ...]):
+    """The operands of an op in a batch's record when some of them differ between its blocks (a
+    :class:`Lanes` among them, or in an offset tuple); the operands of the other ops are plain
+    tuples, the same in every block."""
+
+    __slots__ = ()
+
+
 class Unbatchable(Exception):
     """The batch met what it cannot do for every block at once (the blocks then walk one by one)."""
 
@@ -313,7 +321,8 @@ class BatchFrame(KernelWalker):
 
     def apply(self, call: Call, args: tuple[Any, ...]) -> Any:
         step = self.steps.step(call)
-        self.ops.append((call, args))
+        laned = _has_lanes(args)
+        self.ops.append((call, LanedArgs(args) if laned else args))
         if step.work and self.mirror:
             return skipped(call, args)
         if call.op in INDEX_OPS:
@@ -321,7 +330,7 @@ class BatchFrame(KernelWalker):
         if any(isinstance(a, Token) for a in args):
             raise Unbatchable("a data-less token")
         if step.launch is not None:
-            if call.op not in _PIPE_OPS or _has_lanes(args):
+            if call.op not in _PIPE_OPS or laned:
                 raise Unbatchable(call.op)
             return (yield from step.launch(self.role, call, args, self.cost))
         batched = _BATCHED.get(call.op)
@@ -329,13 +338,16 @@ class BatchFrame(KernelWalker):
             raise Unbatchable(call.op)
         check = CHECKS.get(call.op)
         if check is not None:
-            self._check(check, call, args)
+            self._check(check, call, args, laned)
         return batched(self, call, args)
         yield  # a generator that never waits
 
-    def _check(self, check: Callable[[Call, Sequence[Any]], None], call: Call, args: tuple[Any, ...]) -> None:
-        """The op's checks for each block still running; a block whose check fails stops here."""
-        uniform = not _has_lanes(args) and call.op not in _DATA_CHECKS  # checked once, for all
+    def _check(
+        self, check: Callable[[Call, Sequence[Any]], None], call: Call, args: tuple[Any, ...], laned: bool
+    ) -> None:
+        """The op's checks for each block still running (``laned``: its operands differ between
+        them); a block whose check fails stops here."""
+        uniform = not laned and call.op not in _DATA_CHECKS  # checked once, for all
         for lane in self.alive[:1] if uniform else list(self.alive):
             try:
                 check(call, self.lane_args(call, args, lane))

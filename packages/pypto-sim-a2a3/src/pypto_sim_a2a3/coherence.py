@@ -23,6 +23,7 @@ from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any, Generic, TypeVar
 
 import torch
@@ -144,22 +145,53 @@ GmEvent = Access | Invalidate | Fence | Arrive
 class BoxIndex(Generic[T]):
     """Items placed at boxes of one GM tensor (one core's reads, say), for overlap queries in
     logarithmic time: ordered by where their boxes start in the first dimension, with the
-    furthest end of that dimension among each prefix. Cores access their rows in order, so an
-    item is nearly always added at the end. Each item has a sequence number (its place in the
-    order the caller keeps, e.g. a core's log), by which the caller sorts what it finds."""
+    furthest end of that dimension among each prefix. Each item has a sequence number (its place
+    in the order the caller keeps, e.g. a core's log), by which the caller sorts what it finds.
+
+    An item added waits in a list until the next query files it, so that what is never queried
+    (the reads of a tensor no one writes) costs an append. Many waiting items are filed by one
+    stable sort, a few one by one; either way in the order they came, after the items already
+    there that start where they start."""
 
     def __init__(self) -> None:
         self._starts: list[int] = []
         self._ends: list[int] = []
         self._reach: list[int] = []  # the largest end among the first i + 1 entries
         self._items: list[tuple[int, T]] = []  # (sequence number, item)
+        self._waiting: list[tuple[int, int, tuple[int, T]]] = []  # (start, end, entry), not yet filed
 
     def add(self, seq: int, region: Region, item: T) -> None:
         start, end = _first_dim(region)
+        self._waiting.append((start, end, (seq, item)))
+
+    def overlapping(self, region: Region) -> list[tuple[int, T]]:
+        """The items whose boxes meet ``region`` in the first dimension (the caller checks the
+        others), as (sequence number, item) in no particular order."""
+        if self._waiting:
+            self._file()
+        start, end = _first_dim(region)
+        stop = bisect_left(self._starts, end)  # the entries that start before the region ends
+        first = bisect_right(self._reach, start, 0, stop)  # ... and reach past its start
+        return [self._items[i] for i in range(first, stop) if self._ends[i] > start]
+
+    def _file(self) -> None:
+        waiting, self._waiting = self._waiting, []
+        if len(waiting) * 8 < len(self._starts):
+            for start, end, entry in waiting:
+                self._insert(start, end, entry)
+            return
+        filed = [*zip(self._starts, self._ends, self._items, strict=True), *waiting]
+        filed.sort(key=lambda e: e[0])  # stable: the waiting ones after those there, in order
+        self._starts = [e[0] for e in filed]
+        self._ends = [e[1] for e in filed]
+        self._items = [e[2] for e in filed]
+        self._reach = list(accumulate(self._ends, max))
+
+    def _insert(self, start: int, end: int, entry: tuple[int, T]) -> None:
         at = bisect_right(self._starts, start)
         self._starts.insert(at, start)
         self._ends.insert(at, end)
-        self._items.insert(at, (seq, item))
+        self._items.insert(at, entry)
         reach = max(self._reach[at - 1], end) if at else end
         self._reach.insert(at, reach)
         ends, reaches = self._ends, self._reach
@@ -167,14 +199,6 @@ class BoxIndex(Generic[T]):
             if reaches[i] >= reach:
                 break  # ... until one reaches as far already: from there on nothing changes
             reaches[i] = reach = max(reach, ends[i])
-
-    def overlapping(self, region: Region) -> list[tuple[int, T]]:
-        """The items whose boxes meet ``region`` in the first dimension (the caller checks the
-        others), as (sequence number, item) in no particular order."""
-        start, end = _first_dim(region)
-        stop = bisect_left(self._starts, end)  # the entries that start before the region ends
-        first = bisect_right(self._reach, start, 0, stop)  # ... and reach past its start
-        return [self._items[i] for i in range(first, stop) if self._ends[i] > start]
 
 
 def _first_dim(region: Region) -> tuple[int, int]:

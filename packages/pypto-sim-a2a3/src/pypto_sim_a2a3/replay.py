@@ -65,6 +65,7 @@ from pypto.ir.walker import KernelWalker
 from pypto_sim_a2a3.batch import (
     BATCH_BLOCKS,
     NO_PIPES,
+    LanedArgs,
     Lanes,
     NoRecorder,
     batchable,
@@ -382,9 +383,9 @@ class BlockNumbers:
     def args(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
         """An op's operands in this block (its GM tensors, offsets and valid shapes)."""
         lane = self.lane
-        if lane is None:
+        if lane is None or type(args) is not LanedArgs:
             return args
-        return tuple(a[lane] if type(a) is Lanes else lane_value(a, lane) for a in args)
+        return tuple([a[lane] if type(a) is Lanes else lane_value(a, lane) for a in args])
 
 
 class BatchedNumbers:
