@@ -204,3 +204,52 @@ def test_a_mistake_every_config_hits_is_raised_as_it_is(backend, config: RunConf
     assert "unknown name 'undefined_name'" in info.value.message
     assert "undefined_name)" in info.value.render()
     assert [t.status for t in info.value.report.trials] == ["infeasible"] * len(TILES)
+
+
+def test_an_edit_of_the_backends_source_sweeps_again(backend, config: RunConfig, monkeypatch) -> None:
+    """The backend's cost model times the trials: a choice made with other backend source (an
+    editable install edited, its version the same) is not reused."""
+    args = (torch.randn(64, 64), torch.zeros(64, 64))
+    first, picked = make_scaled()
+    first(*args, config=config)
+    assert picked == list(TILES)
+    autotune_module = sys.modules["pypto.language.autotune"]
+    edited = autotune_module.source_digest(type(backend).__module__) + "-edited"
+    monkeypatch.setattr(autotune_module, "source_digest", lambda module: edited)
+    again, picked = make_scaled()
+    again(*args, config=config)
+    assert picked == list(TILES) and not again.report.cached
+
+
+def test_the_source_digest_follows_a_package_or_a_module_file(tmp_path: Path, monkeypatch) -> None:
+    from pypto.runtime.cache import source_digest
+
+    package = tmp_path / "tuned_plugin_pkg"
+    (package / "cost").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    model = package / "cost" / "model.py"
+    model.write_text("CYCLES = 10\n")
+    (tmp_path / "tuned_plugin_file.py").write_text("CYCLES = 10\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import tuned_plugin_file
+    import tuned_plugin_pkg.cost.model
+
+    digests = {name: source_digest(name) for name in ("tuned_plugin_pkg.cost.model", "tuned_plugin_file")}
+    assert source_digest("tuned_plugin_pkg") == digests["tuned_plugin_pkg.cost.model"]  # the whole package
+    model.write_text("CYCLES = 20\n")
+    (tmp_path / "tuned_plugin_file.py").write_text("CYCLES = 20\n")
+    source_digest.cache_clear()  # a new process
+    try:
+        assert source_digest("tuned_plugin_pkg.cost.model") != digests["tuned_plugin_pkg.cost.model"]
+        assert source_digest("tuned_plugin_file") != digests["tuned_plugin_file"]
+        assert source_digest("not_imported_anywhere")  # nothing to read: the name alone
+    finally:
+        source_digest.cache_clear()
+        for name in (
+            "tuned_plugin_file",
+            "tuned_plugin_pkg",
+            "tuned_plugin_pkg.cost",
+            "tuned_plugin_pkg.cost.model",
+        ):
+            sys.modules.pop(name, None)
+    assert tuned_plugin_file.CYCLES == tuned_plugin_pkg.cost.model.CYCLES == 10

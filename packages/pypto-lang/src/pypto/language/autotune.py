@@ -31,9 +31,9 @@ from pypto.language.kernel import JitKind
 from pypto.language.parser.program import parse_program
 from pypto.language.parser.resolve import GlobalNames, recording_reads
 from pypto.runtime import settings
-from pypto.runtime.cache import Uncacheable, cache_key
+from pypto.runtime.cache import Uncacheable, cache_key, source_digest
 from pypto.runtime.config import RunConfig
-from pypto.runtime.registry import get_target, registry
+from pypto.runtime.registry import get_backend, get_target, registry
 from pypto.runtime.tuning import (
     OBJECTIVE_CYCLES,
     Config,
@@ -427,8 +427,9 @@ class Autotuner:
     def _disk_key(self, key: tuple[Any, ...], jobs: Sequence[TrialJob], run_config: RunConfig) -> str | None:
         """The name of this sweep's entry in the tuning cache: the key values, what each config
         parsed to (by the compile cache's key of the parsed program, which holds the compiler's
-        and the backend plugin's versions; or the parse error), which configs were tried, the
-        objective and the runs per trial. None when a program has no stable key."""
+        and the backend plugin's versions; or the parse error), the source of the backend's
+        package (its cost model), which configs were tried, the objective and the runs per
+        trial. None when a program has no stable key."""
         try:
             target = get_target(run_config.platform_name, run_config.platform_origin)
             provider = str(registry().origin(run_config.platform_name))
@@ -447,10 +448,21 @@ class Autotuner:
         return digest(
             key,
             parsed,
+            _backend_source(run_config),
             None if objective is None else (_callable_name(objective), _source_of(objective)),
             self.options.warmup,
             self.options.rep,
         )
+
+
+def _backend_source(run_config: RunConfig) -> str | None:
+    """The hash of the source of the package that holds the platform's backend (its cost model);
+    None without a backend (then every trial fails, telling why)."""
+    try:
+        backend = get_backend(run_config.platform_name, run_config.platform_origin)
+    except PyptoError:
+        return None
+    return source_digest(type(backend).__module__)
 
 
 def _shape_bindings(target: ast.expr, value: ast.expr, params: set[str]) -> Iterable[tuple[str, str, int]]:

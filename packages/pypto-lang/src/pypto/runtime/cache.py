@@ -23,6 +23,7 @@ import importlib.util
 import json
 import os
 import pickle
+import sys
 import tempfile
 import time
 import warnings
@@ -113,11 +114,33 @@ def compiler_digest() -> str:
     for package in COMPILER_PACKAGES:
         spec = importlib.util.find_spec(package)
         roots = spec.submodule_search_locations if spec is not None else None
-        for root in sorted(roots or []):
-            for path in sorted(Path(root).rglob("*.py")):
-                digest.update(f"{package}/{path.relative_to(root).as_posix()}\0".encode())
-                digest.update(path.read_bytes())
+        _add_sources(digest, package, [Path(root) for root in roots or []])
     return digest.hexdigest()
+
+
+@functools.cache
+def source_digest(module: str) -> str:
+    """A hash of the source files of the top-level package that ``module`` (imported) belongs to,
+    or of its file when it is a top-level module; e.g. of the plugin whose backend's cost model
+    times a tuning sweep's trials, whose version alone misses an edit of an editable install."""
+    top = module.partition(".")[0]
+    loaded = sys.modules.get(top)
+    roots = getattr(loaded, "__path__", None)
+    file = getattr(loaded, "__file__", None)
+    digest = hashlib.sha256(top.encode())
+    if roots:
+        _add_sources(digest, top, [Path(root) for root in roots])
+    elif file:
+        _add_sources(digest, top, [Path(file).parent], [Path(file)])
+    return digest.hexdigest()
+
+
+def _add_sources(digest: Any, package: str, roots: list[Path], files: list[Path] | None = None) -> None:
+    for root in sorted(roots):
+        for path in files if files is not None else sorted(root.rglob("*.py")):
+            digest.update(f"{package}/{path.relative_to(root).as_posix()}\0".encode())
+            with suppress(OSError):  # a dangling link, say: its name still counts
+                digest.update(path.read_bytes())
 
 
 def _version(distribution: str) -> str:
