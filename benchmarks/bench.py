@@ -286,12 +286,12 @@ def main() -> None:
     for m in SIZES:
         sim, eager = simulator_against_eager(mixed, m)
         ratio = sim / eager
-        print(f"  M={m:<5} sim {sim * 1e3:8.2f} ms   eager {eager * 1e3:7.3f} ms   sim/eager = {ratio:5.0f}x")
+        print(f"  M={m:<5} sim {sim * 1e3:8.2f} ms   eager {eager * 1e3:7.3f} ms   sim/eager = {ratio:5.1f}x")
     print("a2a3sim wall time against torch eager (fp16 matmuls over 24 core groups; a.float() @ b.float())")
     for n in CUBES:
         sim, eager = cube_against_eager(n)
         shape, ms = f"{cube_rows(n)}x{n}x{n}", f"sim {sim * 1e3:8.2f} ms   eager {eager * 1e3:7.3f} ms"
-        print(f"  {shape:<14} {ms}   sim/eager = {sim / eager:5.0f}x")
+        print(f"  {shape:<14} {ms}   sim/eager = {sim / eager:5.1f}x")
 
     print(f"modeled cycles against the roofline bound (M={MODEL_M}; modeled, not measured)")
     reports = {"mixed (UP_DOWN)": modeled_report(mixed), "staged": modeled_report(staged)}
