@@ -47,6 +47,16 @@ def _roundtrip_every_compile(request, monkeypatch):
         monkeypatch.delenv(LEVEL_ENV, raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _no_forced_terminal(monkeypatch):
+    """rich takes any stream for a terminal when one of these is set (a CI runner's FORCE_COLOR,
+    say); the tests decide for themselves what is a terminal."""
+    from pypto.runtime.progress import TERMINAL_VARIABLES
+
+    for name in TERMINAL_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture
 def batched_blocks(monkeypatch) -> list[int]:
     """The blocks a2a3sim walked for their numbers together (``pypto_sim_a2a3.batch``), in the

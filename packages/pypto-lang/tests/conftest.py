@@ -13,6 +13,15 @@ sys.path.insert(0, str(Path(__file__).parent))
 from lang_platforms import RecordingBackend, RecordingPlugin
 
 from pypto.runtime import RunConfig, register_plugin, reset_registry
+from pypto.runtime.progress import TERMINAL_VARIABLES
+
+
+@pytest.fixture(autouse=True)
+def _no_forced_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """rich takes any stream for a terminal when one of these is set (a CI runner's FORCE_COLOR,
+    say); the tests decide for themselves what is a terminal."""
+    for name in TERMINAL_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
