@@ -137,6 +137,64 @@ def test_a_matmul_over_the_blocks_is_bit_for_bit_each_blocks_own(monkeypatch):
     torch.testing.assert_close(outcomes[0][1][2], x.float() @ y.float(), rtol=1e-3, atol=1e-3)
 
 
+@pytest.mark.parametrize("placed", ["over_acc", "elsewhere", "half_over_acc"])
+def test_an_accumulating_matmul_writes_its_tile_as_each_block_does_wherever_it_lies(monkeypatch, placed):
+    """A matmul_acc of the batch adds into its result's bytes itself when they are the
+    accumulator's or share none with it; half over it, it computes aside. Either way bit for bit."""
+    m, kk, n, blocks = 16, 32, 64, 5
+    k = FunctionBuilder("mm_acc", FunctionKind.AIC)
+    a = k.param("a", tensor_t((blocks * m, 2 * kk), FP16))
+    w = k.param("w", tensor_t((2 * kk, n), FP16))
+    c = k.param("c", tensor_t((blocks * m, n)), Direction.Out)
+    row = k.op("row", "scalar.mul", k.op("block", "get_block_idx"), m)
+    left = [
+        k.op(
+            f"a{i}_l0",
+            "tile.move",
+            k.op(f"a{i}", "tile.load", a, [row, i * kk], shape=(m, kk), target_memory=Mem.Mat, dtype=FP16),
+            target_memory=Mem.Left,
+        )
+        for i in range(2)
+    ]
+    right = [
+        k.op(
+            f"w{i}_l0",
+            "tile.move",
+            k.op(f"w{i}", "tile.load", w, [i * kk, 0], shape=(kk, n), target_memory=Mem.Mat, dtype=FP16),
+            target_memory=Mem.Right,
+        )
+        for i in range(2)
+    ]
+    acc = k.op("acc", "tile.matmul", left[0], right[0], out_dtype=FP32)
+    acc2 = k.op("acc2", "tile.matmul_acc", acc, left[1], right[1])
+    k.do("tile.store", acc2, [row, 0], c)
+    tile_bytes = m * n * 4
+    at = {"over_acc": 0, "elsewhere": tile_bytes, "half_over_acc": tile_bytes // 2}[placed]
+    kernel = k.build(at={"acc": 0, "acc2": at})
+    params = [
+        ("a", tensor_t((blocks * m, 2 * kk), FP16), Direction.In),
+        ("w", tensor_t((2 * kk, n), FP16), Direction.In),
+        ("c", tensor_t((blocks * m, n)), Direction.Out),
+    ]
+    in_place = []
+    original = batch.BatchFrame.into
+
+    def into(frame, call, *operands):
+        dest = original(frame, call, *operands)
+        in_place.append(dest is not None)
+        return dest
+
+    monkeypatch.setattr(batch.BatchFrame, "into", into)
+    walked = _walked(monkeypatch)
+    prog = _launch(kernel, params, blocks)
+    x, y = rand(blocks * m, 2 * kk, dtype=torch.float16), rand(2 * kk, n, dtype=torch.float16, seed=1)
+    outcomes = _three_ways(monkeypatch, prog, x, y, torch.zeros(blocks * m, n))
+    assert walked == [blocks - 1]
+    assert in_place == [placed != "half_over_acc"]
+    _same(outcomes)
+    torch.testing.assert_close(outcomes[0][1][2], x.float() @ y.float(), rtol=1e-3, atol=1e-3)
+
+
 def test_a_tile_of_no_whole_vector_width_is_computed_block_by_block(monkeypatch):
     blocks, chunk, cols = 5, 3, 5  # sigmoid on 15 elements: torch's vector tail rounds differently
     rows = blocks * 2 * chunk

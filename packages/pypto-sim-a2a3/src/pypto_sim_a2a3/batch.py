@@ -311,6 +311,35 @@ class BatchFrame(KernelWalker):
         self.errors: list[Exception | None] = [None] * self.lanes
         self.ends: list[int | None] = [None] * self.lanes
         self.alive = list(range(self.lanes))
+        self._assigning: Assign | None = None  # the statement running now, if an assignment
+        self._into: torch.Tensor | None = None  # its target's tile, placed by the op that wrote it
+
+    def exec_stmt(self, stmt: Stmt) -> Generator[Any, None, Any]:
+        self._assigning = stmt if type(stmt) is Assign else None
+        return (yield from super().exec_stmt(stmt))
+
+    def into(self, call: Call, *operands: torch.Tensor) -> torch.Tensor | None:
+        """The tile the statement running ``call`` binds its value to, placed now so that the op
+        may write its result there itself, if it shares no byte with ``operands`` or is exactly
+        one of them (an elementwise op may write over its operand); else None."""
+        stmt = self._assigning
+        if stmt is None or stmt.value is not call or not isinstance(stmt.target.type, TileType):
+            return None
+        try:
+            dest = self._place(stmt.target, stmt)
+        except (PyptoError, Unbatchable):
+            return None  # the binding meets it again, in its place
+        mine = self.memory.region(dest)
+        for operand in operands:
+            theirs = self.memory.region(operand)
+            if theirs is None or mine is None:
+                return None
+            if theirs == mine and operand.shape == dest.shape and operand.stride() == dest.stride():
+                continue
+            if theirs[0] is mine[0] and theirs[1] < mine[2] and mine[1] < theirs[2]:
+                return None
+        self._into = dest
+        return dest
 
     def eval_call(self, call: Call) -> Any:
         if call.op not in FREE_OPS and any(
@@ -383,6 +412,10 @@ class BatchFrame(KernelWalker):
     def bind(self, stmt: Assign, value: Any) -> None:
         var = stmt.target
         self.role.freed.pop(var.name, None)
+        into, self._into = self._into, None
+        if into is not None and value is into:  # the op wrote its result in the tile's bytes
+            self.env[var.name] = value
+            return
         if isinstance(value, Popped):  # a view of its ring slot: it has no allocation of its own
             self.role.popped[var.name] = value.slot
             self.env[var.name] = value.value
@@ -631,6 +664,10 @@ def _matmul(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tenso
 def _matmul_acc(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
     acc, a, b = args
     product = _product(call, a, b)
+    dest = frame.into(call, acc) if acc.dtype == product.dtype else None
+    if dest is not None and dest.dtype == product.dtype and dest.shape == product.shape:
+        torch.add(acc, product, out=dest)  # acc + product, in the tile's bytes
+        return dest
     return typed(call, acc.to(product.dtype) + product)
 
 
