@@ -139,8 +139,9 @@ def test_a_matmul_over_the_blocks_is_bit_for_bit_each_blocks_own(monkeypatch):
 
 @pytest.mark.parametrize("placed", ["over_acc", "elsewhere", "half_over_acc"])
 def test_an_accumulating_matmul_writes_its_tile_as_each_block_does_wherever_it_lies(monkeypatch, placed):
-    """A matmul_acc of the batch adds into its result's bytes itself when they are the
-    accumulator's or share none with it; half over it, it computes aside. Either way bit for bit."""
+    """The batch's matmuls write their results in their tiles' bytes themselves: a matmul_acc when
+    they are the accumulator's or share none with it (half over it, it computes aside). Either way
+    bit for bit each block's own numbers."""
     m, kk, n, blocks = 16, 32, 64, 5
     k = FunctionBuilder("mm_acc", FunctionKind.AIC)
     a = k.param("a", tensor_t((blocks * m, 2 * kk), FP16))
@@ -179,8 +180,8 @@ def test_an_accumulating_matmul_writes_its_tile_as_each_block_does_wherever_it_l
     in_place = []
     original = batch.BatchFrame.into
 
-    def into(frame, call, *operands):
-        dest = original(frame, call, *operands)
+    def into(frame, call, *operands, **options):
+        dest = original(frame, call, *operands, **options)
         in_place.append(dest is not None)
         return dest
 
@@ -190,9 +191,43 @@ def test_an_accumulating_matmul_writes_its_tile_as_each_block_does_wherever_it_l
     x, y = rand(blocks * m, 2 * kk, dtype=torch.float16), rand(2 * kk, n, dtype=torch.float16, seed=1)
     outcomes = _three_ways(monkeypatch, prog, x, y, torch.zeros(blocks * m, n))
     assert walked == [blocks - 1]
-    assert in_place == [placed != "half_over_acc"]
+    assert in_place == [True, placed != "half_over_acc"]  # the matmul's tile shares no byte with a, w
     _same(outcomes)
     torch.testing.assert_close(outcomes[0][1][2], x.float() @ y.float(), rtol=1e-3, atol=1e-3)
+
+
+def test_a_matmul_with_a_bias_row_writes_its_tile_as_each_block_does(monkeypatch):
+    m, kk, n, blocks = 16, 32, 64, 5
+    k = FunctionBuilder("mm_bias", FunctionKind.AIC)
+    a = k.param("a", tensor_t((blocks * m, kk), FP16))
+    w = k.param("w", tensor_t((kk, n), FP16))
+    bias = k.param("bias", tensor_t((blocks, n)))
+    c = k.param("c", tensor_t((blocks * m, n)), Direction.Out)
+    block = k.op("block", "get_block_idx")
+    row = k.op("row", "scalar.mul", block, m)
+    a_l1 = k.op("a_l1", "tile.load", a, [row, 0], shape=(m, kk), target_memory=Mem.Mat, dtype=FP16)
+    w_l1 = k.op("w_l1", "tile.load", w, [0, 0], shape=(kk, n), target_memory=Mem.Mat, dtype=FP16)
+    b_l1 = k.op("b_l1", "tile.load", bias, [block, 0], shape=(1, n), target_memory=Mem.Mat)
+    a_l0 = k.op("a_l0", "tile.move", a_l1, target_memory=Mem.Left)
+    w_l0 = k.op("w_l0", "tile.move", w_l1, target_memory=Mem.Right)
+    b_bt = k.op("b_bt", "tile.move", b_l1, target_memory=Mem.Bias)
+    out = k.op("out", "tile.matmul_bias", a_l0, w_l0, b_bt)
+    k.do("tile.store", out, [row, 0], c)
+    params = [
+        ("a", tensor_t((blocks * m, kk), FP16), Direction.In),
+        ("w", tensor_t((kk, n), FP16), Direction.In),
+        ("bias", tensor_t((blocks, n)), Direction.In),
+        ("c", tensor_t((blocks * m, n)), Direction.Out),
+    ]
+    walked = _walked(monkeypatch)
+    prog = _launch(k.build(), params, blocks)
+    x, y = rand(blocks * m, kk, dtype=torch.float16), rand(kk, n, dtype=torch.float16, seed=1)
+    z = rand(blocks, n, seed=2)
+    outcomes = _three_ways(monkeypatch, prog, x, y, z, torch.zeros(blocks * m, n))
+    assert walked == [blocks - 1]
+    _same(outcomes)
+    expected = x.float() @ y.float() + z.repeat_interleave(m, dim=0)
+    torch.testing.assert_close(outcomes[0][1][3], expected, rtol=1e-3, atol=1e-3)
 
 
 def test_a_tile_of_no_whole_vector_width_is_computed_block_by_block(monkeypatch):

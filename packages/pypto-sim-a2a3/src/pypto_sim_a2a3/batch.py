@@ -318,10 +318,10 @@ class BatchFrame(KernelWalker):
         self._assigning = stmt if type(stmt) is Assign else None
         return (yield from super().exec_stmt(stmt))
 
-    def into(self, call: Call, *operands: torch.Tensor) -> torch.Tensor | None:
+    def into(self, call: Call, *operands: torch.Tensor, over: bool = True) -> torch.Tensor | None:
         """The tile the statement running ``call`` binds its value to, placed now so that the op
-        may write its result there itself, if it shares no byte with ``operands`` or is exactly
-        one of them (an elementwise op may write over its operand); else None."""
+        may write its result there itself, if it shares no byte with ``operands`` or (``over``: an
+        elementwise op may write over its operand) is exactly one of them; else None."""
         stmt = self._assigning
         if stmt is None or stmt.value is not call or not isinstance(stmt.target.type, TileType):
             return None
@@ -334,7 +334,7 @@ class BatchFrame(KernelWalker):
             theirs = self.memory.region(operand)
             if theirs is None or mine is None:
                 return None
-            if theirs == mine and operand.shape == dest.shape and operand.stride() == dest.stride():
+            if over and theirs == mine and operand.shape == dest.shape and operand.stride() == dest.stride():
                 continue
             if theirs[0] is mine[0] and theirs[1] < mine[2] and mine[1] < theirs[2]:
                 return None
@@ -648,16 +648,33 @@ def _move(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
     return result
 
 
-def _product(call: Call, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+def _operands(call: Call, a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A matmul's operands as multiplied (transposed per the a_trans/b_trans attrs)."""
     a = a.transpose(-1, -2) if call.attrs.get("a_trans") else a
     b = b.transpose(-1, -2) if call.attrs.get("b_trans") else b
-    acc = torch.float32 if a.is_floating_point() else torch.int32
+    return a, b
+
+
+def _accumulation(a: torch.Tensor) -> torch.dtype:
+    """The cube's accumulation dtype for operands like ``a``."""
+    return torch.float32 if a.is_floating_point() else torch.int32
+
+
+def _product(call: Call, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    a, b = _operands(call, a, b)
+    acc = _accumulation(a)
     return a.to(acc) @ b.to(acc)
 
 
 @_batched(tile.matmul)
 def _matmul(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
-    return typed(call, _product(call, args[0], args[1]))
+    a, b = _operands(call, args[0], args[1])
+    dest = frame.into(call, args[0], args[1], over=False) if a.dim() == b.dim() == 3 else None
+    acc = _accumulation(a)
+    if dest is not None and dest.dtype == acc and dest.shape == (a.shape[0], a.shape[1], b.shape[2]):
+        torch.bmm(a.to(acc), b.to(acc), out=dest)  # a @ b, in the tile's bytes
+        return dest
+    return typed(call, a.to(acc) @ b.to(acc))
 
 
 @_batched(tile.matmul_acc)
@@ -675,6 +692,10 @@ def _matmul_acc(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.T
 def _matmul_bias(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
     a, b, bias = args
     product = _product(call, a, b)
+    dest = frame.into(call, bias, over=False)
+    if dest is not None and dest.dtype == product.dtype and dest.shape == product.shape:
+        torch.add(product, bias.to(product.dtype), out=dest)  # product + bias, in the tile's bytes
+        return dest
     return typed(call, product + bias.to(product.dtype))
 
 
