@@ -425,10 +425,20 @@ def busy_and_stalled(slices: Iterable[Slice]) -> tuple[dict[str, int], dict[str,
     ``flag_from``) is neither. The figures of :attr:`RunReport.busy_cycles` and ``stall_cycles``."""
     busy: dict[str, Spans] = {}
     waits: dict[str, Spans] = {}
-    for s in slices:
-        if not s.cycles or (s.stalled and s.flag_from is not None):
+    for s in slices:  # (a run has tens of thousands: the fields, not the properties, are read)
+        cycles = s.cycles
+        if not cycles:
             continue
-        (waits if s.stalled else busy).setdefault(s.core, []).append((s.start, s.end))
+        if s.unit == STALL:
+            if s.flag_from is not None:
+                continue
+            kind = waits
+        else:
+            kind = busy
+        spans = kind.get(s.core)
+        if spans is None:
+            spans = kind[s.core] = []
+        spans.append((s.start, s.start + cycles))
     busy_spans = {core: _union([spans]) for core, spans in busy.items()}
     stalled = {}
     for core, spans in waits.items():
@@ -453,9 +463,11 @@ def _busy_intervals(timeline: list[Slice]) -> dict[str, Spans]:
 
 def _union(lists: list[Spans]) -> Spans:
     merged: Spans = []
-    for start, end in sorted(span for spans in lists for span in spans):
+    spans = sorted(lists[0]) if len(lists) == 1 else sorted(span for spans in lists for span in spans)
+    for start, end in spans:
         if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+            if end > merged[-1][1]:
+                merged[-1] = (merged[-1][0], end)
         else:
             merged.append((start, end))
     return merged
