@@ -112,6 +112,108 @@ def test_blocks_writing_the_same_rows_are_the_same_race(monkeypatch):
     assert (on.message, on.span) == (off.message, off.span)
 
 
+def _three_ways(monkeypatch, prog, *args):
+    """:func:`_both`, with a replayed block of one core stepped at each of block 0's steps in
+    between (it runs ahead where it may, see replay._may_run_ahead); and how often it ran ahead."""
+    ran_ahead = []
+    original = replay._may_run_ahead
+
+    def counting(steps, k):
+        may = original(steps, k)
+        ran_ahead.append(may)
+        return may
+
+    monkeypatch.setattr(replay, "_may_run_ahead", counting)
+    ahead, full = _both(monkeypatch, prog, *args)
+    monkeypatch.setattr(replay, "_may_run_ahead", lambda steps, k: False)
+    monkeypatch.setenv("PYPTO_SIM_REPLAY", "on")
+    copies = [a.clone() for a in args]
+    try:
+        stepped = (run(prog, *copies), copies)
+    except PyptoError as error:
+        stepped = (error, copies)
+    return [ahead, stepped, full], sum(ran_ahead)
+
+
+def test_a_replayed_block_of_one_core_runs_ahead_and_reports_what_it_would_step_by_step(monkeypatch):
+    blocks = 30  # more than the 24 core groups: six blocks wait for a free group
+    prog = _launch(_rows_kernel(blocks * ROWS).build(), blocks * ROWS, blocks)
+    x = rand(blocks * ROWS, COLS)
+    outcomes, ran_ahead = _three_ways(monkeypatch, prog, x, torch.zeros_like(x))
+    assert ran_ahead > 0
+    (first, first_args), *rest = outcomes
+    for other, other_args in rest:
+        _same_reports(first, other)
+        assert first.transfers == other.transfers and first.rings == other.rings
+        assert all(torch.equal(m, t) for m, t in zip(first_args, other_args, strict=True))
+
+
+def test_an_early_resolving_task_of_blocks_that_run_ahead_resolves_when_it_would_step_by_step(
+    monkeypatch,
+):
+    """A block is past its last GM access (its task may resolve) before it ends: a block running
+    ahead waits for its turn there, so its reader starts at the same cycle."""
+    blocks = 30  # the last six start once block 0 has ended: they run ahead the furthest
+    rows = blocks * ROWS
+    k = FunctionBuilder("rows", FunctionKind.AIV)
+    a = k.param("a", tensor_t((rows, COLS)))
+    out = k.param("out", tensor_t((rows, COLS)), Direction.Out)
+    base = k.op("base", "scalar.mul", k.op("block", "get_block_idx"), ROWS)
+    kept = k.op("kept", "tile.load", a, [base, 0], shape=(16, COLS), target_memory=Mem.Vec)
+    with k.loop("c", 0, 2) as c:
+        row = k.scalar("scalar.add", base, k.scalar("scalar.mul", c, 16))
+        x = k.op("x", "tile.load", a, [row, 0], shape=(16, COLS), target_memory=Mem.Vec)
+        k.do("tile.store", k.op("y", "tile.exp", x), [row, 0], out)
+    for i in range(40):  # on-chip work after the last store
+        kept = k.op(f"tail{i}", "tile.exp", kept)
+    producer = k.build()
+    r = FunctionBuilder("back", FunctionKind.AIV)
+    src = r.param("out", tensor_t((rows, COLS)))
+    dst = r.param("out2", tensor_t((rows, COLS)), Direction.Out)
+    row = r.op("row", "scalar.mul", r.op("block", "get_block_idx"), ROWS)
+    r.do(
+        "tile.store",
+        r.op("y", "tile.load", src, [row, 0], shape=(ROWS, COLS), target_memory=Mem.Vec),
+        [row, 0],
+        dst,
+    )
+    b = FunctionBuilder("host", FunctionKind.Orchestration)
+    a, out = b.param("a", tensor_t((rows, COLS))), b.param("out", tensor_t((rows, COLS)))
+    out2 = b.param("out2", tensor_t((rows, COLS)), Direction.Out)
+    b.call("rows", a, out, block_num=blocks, allow_early_resolve=True)
+    b.call("back", out, out2, block_num=blocks)
+    prog = program(b.build(), producer, r.build())
+    x = rand(rows, COLS)
+    outcomes, ran_ahead = _three_ways(monkeypatch, prog, x, torch.zeros_like(x), torch.zeros_like(x))
+    assert ran_ahead > 0
+    (first, first_args), *rest = outcomes
+    assert not isinstance(first, PyptoError), first
+    for other, other_args in rest:
+        _same_reports(first, other)
+        assert torch.equal(other_args[2], first_args[2])
+    assert torch.equal(first_args[2], x.exp())
+    reader = min(t.start_cycle for t in first.tasks if t.kernel == "back")
+    assert reader < max(t.end_cycle for t in first.tasks if t.kernel == "rows")  # resolved early
+
+
+def test_blocks_that_run_ahead_race_as_they_would_step_by_step(monkeypatch):
+    """Every block stores the same rows twice: the first race in modeled time is told the same."""
+    k = FunctionBuilder("rows", FunctionKind.AIV)
+    a = k.param("a", tensor_t((ROWS, COLS)))
+    out = k.param("out", tensor_t((ROWS, COLS)), Direction.Out)
+    with k.loop("c", 0, 2):
+        x = k.op("x", "tile.load", a, [0, 0], shape=(ROWS, COLS), target_memory=Mem.Vec)
+        k.do("tile.store", k.op("y", "tile.exp", x), [0, 0], out)
+    prog = _launch(k.build(), ROWS, 5)
+    outcomes, ran_ahead = _three_ways(monkeypatch, prog, rand(ROWS, COLS), torch.zeros(ROWS, COLS))
+    assert ran_ahead > 0
+    (first, _), *rest = outcomes
+    assert isinstance(first, PyptoError)
+    for other, _ in rest:
+        assert type(other) is type(first)
+        assert (other.message, other.span, other.hint) == (first.message, first.span, first.hint)
+
+
 def test_a_loop_bound_or_branch_on_the_block_index_keeps_the_full_engine(monkeypatch):
     assert uniform_control(_rows_kernel(4 * ROWS).build())
 

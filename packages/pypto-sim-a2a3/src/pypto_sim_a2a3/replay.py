@@ -17,7 +17,9 @@ each wait the step of the core that ended it. A later block is a :class:`GhostBl
   difference of the two starts: the same events (so the scheduler interleaves every process as
   it would have; a wait ends after the same step of the same core), the same slices, rings and
   transfers on this block's cores, the GM accesses with this block's own regions (so coherence
-  and race checks see them at their modeled cycles), the same settling.
+  and race checks see them at their modeled cycles), the same settling. A block of one core
+  whose numbers met no error goes on over block 0's finished steps without a scheduler step
+  each, up to a step in which it settles or ends (those are seen when they happen).
 
 An error the numbers walk meets (a region out of bounds in the last block, a division by zero)
 is raised when the replay reaches that op: at the same point of the run as on the full engine.
@@ -184,6 +186,7 @@ class _Step:
     effects: list[tuple[Any, ...]] = field(default_factory=list)
     event: Any = _PENDING
     wake: tuple[int, int] | None = None  # its wait ended after this step of that core: (core, step)
+    settles: bool = False  # one of its effects is its core's last GM access settling
 
 
 class BlockRecording:
@@ -199,6 +202,7 @@ class BlockRecording:
         self.numbers: BatchedNumbers | None = None  # the later blocks' numbers, walked together
         self.rings = 0  # the rings its launch opened so far
         self._current: list[tuple[Any, ...]] | None = None  # the effects of the step running now
+        self._stepping: _Step | None = None  # the step running now
         launch.recorder = _RecordingRecorder(launch.recorder, self)  # type: ignore[assignment]
         for pipe in launch.pipes.values():  # made with the launch: they tell its recorder too
             pipe.recorder = launch.recorder
@@ -238,8 +242,9 @@ class BlockRecording:
             gm_access(role, call, args, at)
 
         def recorded_settle(role: CoreRole) -> None:
-            if self._current is not None:
+            if self._current is not None and self._stepping is not None:
                 self._current.append((SETTLE, index[id(role)]))
+                self._stepping.settles = True
             settle(role)
 
         launch.gm_access = recorded_gm_access  # type: ignore[method-assign]
@@ -252,14 +257,14 @@ class BlockRecording:
             step = _Step()
             steps.append(step)
             self.counts[index] += 1
-            self._current = step.effects
+            self._current, self._stepping = step.effects, step
             try:
                 event = next(process)
             except StopIteration as stop:
-                self._current = None
+                self._current = self._stepping = None
                 step.event = _FINAL
                 return stop.value
-            self._current = None
+            self._current = self._stepping = None
             step.event = event
             yield event
 
@@ -480,6 +485,19 @@ def _shifted(piece: Slice, names: dict[str, str], shift: int) -> Slice:
     return shifted
 
 
+def _may_run_ahead(steps: Sequence[_Step], k: int) -> bool:
+    """Whether a block of one core may go on to block 0's step ``k`` without a scheduler step
+    first: nothing it does there is seen before its modeled time. Its slices carry their cycles,
+    and its GM accesses are checked in modeled order whenever they are queued (at one cycle core
+    by core, :class:`~pypto_sim_a2a3.timeorder.TimeOrder`); but its settling and its end are seen
+    when they happen in the run (then tasks resolve, core groups free up), so a step with either
+    waits for its turn, as does a step block 0 has not finished."""
+    if k >= len(steps):
+        return False
+    step = steps[k]
+    return step.event is not _PENDING and step.event is not _FINAL and not step.settles
+
+
 class GhostBlock:
     """A later block of a replayable task: its numbers walked at its start, its steps replayed
     from block 0's, ``shift`` cycles later, on its own core group."""
@@ -514,6 +532,9 @@ class GhostBlock:
         shift, names, launch, record = self.shift, self.names, self.launch, self.recorder.record
         ops, cursor, call, args = numbers.ops, 0, None, ()
         counts, signal = self.counts, self.signal
+        # A block of one core whose numbers met no error runs ahead over the steps it may (see
+        # _may_run_ahead) without a scheduler step each.
+        solo, core = len(self.launch.roles) == 1 and numbers.error is None, role.core
         k = 0
         while True:
             assert k < len(steps) and steps[k].event is not _PENDING, "a replay ran ahead of block 0"
@@ -556,6 +577,10 @@ class GhostBlock:
                 break
             if isinstance(event, Wait):
                 event = self._wait(step, event)
+            elif solo and event.silent and _may_run_ahead(steps, k + 1):
+                core.advance(event.unit, event.cycles)  # what the scheduler does with it
+                k += 1
+                continue
             yield event
             k += 1
         assert cursor == len(ops), "a replayed block ran more ops than block 0"
