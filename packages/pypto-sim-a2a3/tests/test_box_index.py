@@ -3,11 +3,14 @@ a plain scan over boxes added in order, out of order, nested and repeated."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
+from sim_mixed import gm_args, through_gm
 
-from pypto_sim_a2a3.coherence import BoxIndex, Region
+from pypto.ir.nodes import Call, stmt_exprs, walk_expr, walk_stmts
+from pypto_sim_a2a3.coherence import Access, BoxIndex, Region, gm_access, tensor_key
 
 
 def _scan(boxes: list[tuple[int, Region]], query: Region) -> list[int]:
@@ -71,3 +74,30 @@ def test_what_is_never_queried_is_only_kept():
         index.add(seq, Region.box((seq % 7, 0), (1, 1)), seq)
     assert index._starts == [] and len(index._waiting) == 1000
     assert sorted(seq for seq, _ in index.overlapping(Region.box((3, 0), (1, 1)))) == list(range(3, 1000, 7))
+
+
+def test_a_box_is_the_region_its_offsets_and_extent_make():
+    box = Region.box([3, 8], (2, 16))
+    assert box == Region((3, 8), (5, 24)) and hash(box) == hash(Region((3, 8), (5, 24)))
+    assert str(box) == "[3:5, 8:24]"
+    with pytest.raises(ValueError):
+        Region.box([3, 8], (2,))
+
+
+def test_a_gm_access_record_is_the_access_its_fields_make():
+    """gm_access makes its record field by field: the same object the dataclass makes."""
+    kernel = through_gm(("syncall",), ("syncall",)).function("gm_aiv")
+    load = next(
+        e
+        for stmt in walk_stmts(kernel.body)
+        for root in stmt_exprs(stmt)
+        for e in walk_expr(root)
+        if isinstance(e, Call) and e.op == "tile.load"
+    )
+    tensor = gm_args()[3]
+    made = gm_access("cg0.AIV0", load, (tensor, (0, 0)), at=120)
+    extent = tuple(load.type.valid_shape or load.type.shape)
+    name = load.args[0].name
+    region = Region.box((0, 0), extent)
+    assert made == Access("cg0.AIV0", name, tensor_key(tensor), region, load.span, False, False, 120)
+    assert set(vars(made)) == {f.name for f in dataclasses.fields(Access)}

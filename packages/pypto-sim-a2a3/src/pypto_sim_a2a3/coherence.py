@@ -75,7 +75,13 @@ class Region:
 
     @classmethod
     def box(cls, offsets: Sequence[int], extent: Sequence[int]) -> Region:
-        return cls(tuple(offsets), tuple(o + n for o, n in zip(offsets, extent, strict=True)))
+        """The box ``[offsets, offsets + extent)``. (Made field by field, without the frozen
+        dataclass's checked ``__init__``: every GM access makes one.)"""
+        box: Region = object.__new__(cls)
+        box.__dict__.update(
+            lo=tuple(offsets), hi=tuple([o + n for o, n in zip(offsets, extent, strict=True)])
+        )
+        return box
 
     def overlap(self, other: Region) -> Region | None:
         lo = tuple(map(max, self.lo, other.lo))
@@ -383,7 +389,18 @@ def gm_access(core: str, call: Call, args: Sequence[Any], at: int = 0) -> Access
     label = name.name if isinstance(name, Var) else "a GM tensor"
     assert access.offsets is not None
     region = Region.box(args[access.offsets], _extent(call, args, tensor, access))
-    return Access(core, label, tensor_key(tensor), region, call.span, access.write, access.atomic, at)
+    made: Access = object.__new__(Access)  # (field by field, as Region.box: one per GM access)
+    made.__dict__.update(
+        core=core,
+        tensor=label,
+        key=tensor_key(tensor),
+        region=region,
+        span=call.span,
+        write=access.write,
+        atomic=access.atomic,
+        at=at,
+    )
+    return made
 
 
 def gm_data_access(op: str) -> GmAccess | None:
