@@ -116,8 +116,11 @@ class A2A3SimBackend:
             program, self.target, self.name, options.get("on_task"), options.get("on_progress"), loaded
         )
         with full_collections_paced():
-            outputs = chip.run(entry, args)
-            return chip.report(outputs)
+            try:
+                outputs = chip.run(entry, args)
+                return chip.report(outputs)
+            finally:
+                chip.release()
 
 
 def _entry(program: Program) -> Function:

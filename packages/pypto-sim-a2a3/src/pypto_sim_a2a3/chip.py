@@ -116,6 +116,7 @@ class Chip:
         self._templates: dict[int, dict[Any, BlockRecording]] = {}
         self._by_walk_kernels: dict[str, bool] = {}
         self._walk_tally: dict[int, tuple[int, int]] = {}  # per task: blocks replayed, blocks not
+        self._launches: list[Launch] = []  # every launch of the run (see release)
 
     def run(self, entry: Function, args: Sequence[Any]) -> tuple[Any, ...]:
         """Run the orchestration ``entry`` and every task it submits; return what its ``Return`` gave."""
@@ -215,8 +216,10 @@ class Chip:
             self.on_task(task.name)
         self._barriers.pop(task.id, None)
         self._orders.pop(task.id, None)
-        self._recordings.pop(task.id, None)
-        self._templates.pop(task.id, None)
+        recordings = [self._recordings.pop(task.id, None), *self._templates.pop(task.id, {}).values()]
+        for recording in recordings:
+            if recording is not None:
+                recording.release()  # its blocks have all ended
         self._walk_tally.pop(task.id, None)
         for ready in self.graph.retire(task):
             self._enqueue(ready)
@@ -271,6 +274,7 @@ class Chip:
             self.in_time,
         )
         launch, placements = plan_launch(plan, task.args, site, self.target, self.recorder)
+        self._launches.append(launch)
         run = _BlockRun(task, block, launch, self.dispatcher.clock, tuple(placements))
         aligned = all(p.role.core.clock <= run.start for p in placements)  # every core starts with it
         for placement in placements:
@@ -353,6 +357,7 @@ class Chip:
             return None
         self._walk_tally[task.id] = (hits, misses + 1)
         launch, fresh = plan_launch(plan, task.args, site, self.target, self.recorder)
+        self._launches.append(launch)
         run = _BlockRun(task, run.block, launch, run.start, tuple(fresh))
         recording = None
         if signature is not None and template is None:
@@ -422,6 +427,24 @@ class Chip:
         if task.finished_blocks == task.blocks:
             self._finished.append(task)
             self.changed.changed()
+
+    def release(self) -> None:
+        """After the run (its report made, or its error raised): break the reference cycles among
+        its objects (a launch and its roles, a recording and the blocks replaying it, the
+        scheduler and its recorder), so that they are freed at once rather than by the cyclic
+        collector's next full collection (a 2304x2048x2048 matmul leaves ~120,000 objects a run;
+        a full collection every few runs took ~300 ms)."""
+        self.scheduler.release()
+        for launch in self._launches:
+            launch.release()
+        for recording in [
+            *self._recordings.values(),
+            *(r for t in self._templates.values() for r in t.values()),
+        ]:
+            recording.release()
+        self._launches.clear()
+        self._recordings.clear()
+        self._templates.clear()
 
     # ------------------------------------------------------------ the report
 

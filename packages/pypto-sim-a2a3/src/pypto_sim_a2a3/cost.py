@@ -82,22 +82,6 @@ class CostModel:
         # call's identity (hashing an IR node would walk it); the call is kept alive beside it.
         self._costs: dict[int, tuple[Call, OpCost]] = {}
         self._issue_step: Advance | None = None
-        self._rules: dict[str, Callable[[Call], OpCost]] = {
-            "vector": self._vector,
-            "vector_slow": self._vector_slow,
-            "matmul": self._matmul,
-            "load": self._load,
-            "gather": self._gather,
-            "scalar_read": self._fixed("scalar_gm_read_cycles"),
-            "store": self._store,
-            "move": self._move,
-            "pipe_init": self._fixed("pipe_init_cycles"),
-            "pipe_push": lambda call: self.push_cost(call, tile_bytes(_tile_arg(call))),
-            "pipe_pop": lambda call: self.pop_cost(tile_bytes(_result_tile(call))),
-            "pipe_free": self._fixed("pipe_flag_cycles"),
-            "sync": self._sync,
-            "none": self._scalar,
-        }
 
     def constant(self, name: str) -> float:
         """The target's cost constant ``name``."""
@@ -115,9 +99,10 @@ class CostModel:
         if known is not None and known[0] is call:
             return known[1]
         cost_class = get_op(call.op).cost
-        if cost_class not in self._rules:
+        rule = _RULES.get(cost_class)
+        if rule is None:
             raise PlatformError(f"the a2a3 cost model has no rule for cost class {cost_class!r} ({call.op})")
-        cost = self._rules[cost_class](call)
+        cost = rule(self, call)
         self._costs[id(call)] = (call, cost)
         return cost
 
@@ -238,15 +223,36 @@ class CostModel:
         drain = "fixpipe_drain_cycles" if unit == "FIXPIPE" else None
         return self._transfer(unit, tile_bytes(tile), rate, drain)
 
-    def _fixed(self, name: str) -> Callable[[Call], OpCost]:
-        return lambda call: OpCost("SCALAR", ceil(self.constant(name)))
-
     def _sync(self, call: Call) -> OpCost:
         name = _SYNC_CYCLES.get(call.op) or f"syncall_{call.attrs.get('mode', 'hard')}_cycles"
         return OpCost("SCALAR", ceil(self.constant(name)))
 
     def _scalar(self, call: Call) -> OpCost:
         return OpCost("SCALAR", ceil(self.constant("scalar_op_cycles")))
+
+
+def _fixed(name: str) -> Callable[[CostModel, Call], OpCost]:
+    return lambda model, call: OpCost("SCALAR", ceil(model.constant(name)))
+
+
+# The rule of each cost class (functions of the model, not its bound methods: a model holding
+# its own bound methods would be a reference cycle, freed only by the cyclic collector).
+_RULES: dict[str, Callable[[CostModel, Call], OpCost]] = {
+    "vector": CostModel._vector,
+    "vector_slow": CostModel._vector_slow,
+    "matmul": CostModel._matmul,
+    "load": CostModel._load,
+    "gather": CostModel._gather,
+    "scalar_read": _fixed("scalar_gm_read_cycles"),
+    "store": CostModel._store,
+    "move": CostModel._move,
+    "pipe_init": _fixed("pipe_init_cycles"),
+    "pipe_push": lambda model, call: model.push_cost(call, tile_bytes(_tile_arg(call))),
+    "pipe_pop": lambda model, call: model.pop_cost(tile_bytes(_result_tile(call))),
+    "pipe_free": _fixed("pipe_flag_cycles"),
+    "sync": CostModel._sync,
+    "none": CostModel._scalar,
+}
 
 
 def _tile_arg(call: Call) -> TileType:

@@ -179,6 +179,11 @@ class Launch:
             for direction in PipeDirection:
                 self._pipe(direction, 0)
 
+    def release(self) -> None:
+        """After the run: drop the roles (each names its launch: a reference cycle, which would
+        keep the run's records alive until the cyclic collector's next full collection)."""
+        self.roles = []
+
     def _pipe(self, direction: PipeDirection, pipe_id: int) -> Pipe:
         """The pipe ``pipe_id`` of ``direction`` (made on first use): ``mixed_c2v``, ``mixed_c2v#1``."""
         key = (direction, pipe_id)

@@ -141,39 +141,50 @@ def uniform_control(fn: Function) -> bool:
     """Whether every loop bound and branch condition of ``fn`` is made of constants, dynamic
     extents, the lane, the block count, enclosing loops' variables and scalar math on them: the
     same in every block of a launch, whatever the data."""
-    uniform: set[str] = set()
+    return _uniform_body(fn.body, set())
 
-    def same(expr: Expr) -> bool:
-        if isinstance(expr, (Const, DynDim)):
-            return True
-        if isinstance(expr, Var):
-            return expr.name in uniform
-        if isinstance(expr, TupleExpr):
-            return all(same(e) for e in expr.elements)
-        if isinstance(expr, Call):
-            pure = expr.op.startswith("scalar.") or expr.op in _UNIFORM_INDEX_OPS
-            return pure and all(same(a) for a in expr.args)
-        return False
 
-    def body_ok(body: Sequence[Stmt]) -> bool:
-        for stmt in body:
-            if isinstance(stmt, Assign):
-                if not isinstance(stmt.target.type, TileType) and same(stmt.value):
-                    uniform.add(stmt.target.name)
-            elif isinstance(stmt, For):
-                if not (same(stmt.start) and same(stmt.stop) and same(stmt.step)):
-                    return False
-                uniform.add(stmt.var.name)
-                if not body_ok(stmt.body):
-                    return False
-            elif isinstance(stmt, If):
-                if not (same(stmt.cond) and body_ok(stmt.then_body) and body_ok(stmt.else_body)):
-                    return False
-            elif isinstance(stmt, While):
-                return False  # its condition reads its carried values
+def _uniform(expr: Expr, uniform: set[str]) -> bool:
+    """Whether ``expr`` is the same in every block (``uniform``: the scalars known to be)."""
+    if isinstance(expr, (Const, DynDim)):
         return True
+    if isinstance(expr, Var):
+        return expr.name in uniform
+    if isinstance(expr, TupleExpr):
+        return all(_uniform(e, uniform) for e in expr.elements)
+    if isinstance(expr, Call):
+        pure = expr.op.startswith("scalar.") or expr.op in _UNIFORM_INDEX_OPS
+        return pure and all(_uniform(a, uniform) for a in expr.args)
+    return False
 
-    return body_ok(fn.body)
+
+def _uniform_body(body: Sequence[Stmt], uniform: set[str]) -> bool:
+    """Whether the loops and branches of ``body`` are the same in every block (``uniform`` grows
+    by the scalars it assigns that are)."""
+    for stmt in body:
+        if isinstance(stmt, Assign):
+            if not isinstance(stmt.target.type, TileType) and _uniform(stmt.value, uniform):
+                uniform.add(stmt.target.name)
+        elif isinstance(stmt, For):
+            if not (
+                _uniform(stmt.start, uniform)
+                and _uniform(stmt.stop, uniform)
+                and _uniform(stmt.step, uniform)
+            ):
+                return False
+            uniform.add(stmt.var.name)
+            if not _uniform_body(stmt.body, uniform):
+                return False
+        elif isinstance(stmt, If):
+            if not (
+                _uniform(stmt.cond, uniform)
+                and _uniform_body(stmt.then_body, uniform)
+                and _uniform_body(stmt.else_body, uniform)
+            ):
+                return False
+        elif isinstance(stmt, While):
+            return False  # its condition reads its carried values
+    return True
 
 
 # ---------------------------------------------------------------- recording block 0
@@ -207,6 +218,20 @@ class BlockRecording:
         for pipe in launch.pipes.values():  # made with the launch: they tell its recorder too
             pipe.recorder = launch.recorder
         self._watch(launch)
+
+    def release(self) -> None:
+        """Once its task's blocks have all ended: drop the blocks replaying it, the processes
+        watched, and its hooks on block 0's launch (each names the recording back: reference
+        cycles, which would keep the run's records alive until a full collection)."""
+        self.ghosts.clear()
+        self.processes.clear()
+        launch = self.launch
+        for hooked in ("gm_access", "settle"):
+            launch.__dict__.pop(hooked, None)
+        if isinstance(launch.recorder, _RecordingRecorder):
+            launch.recorder = launch.recorder._recorder
+            for pipe in launch.pipes.values():
+                pipe.recorder = launch.recorder
 
     def effect(self, effect: tuple[Any, ...]) -> None:
         assert self._current is not None, "block 0 did something outside its own steps"
@@ -441,6 +466,7 @@ class BatchedNumbers:
                 ops = frame.ops if end is None else frame.ops[:end]
                 numbers.append(BlockNumbers(ops, frame.errors[lane], frame.errors[lane] is not None, lane))
             self._walked[block] = (numbers, [dict(frame.memory.high_water) for frame in frames])
+        frames[0].role.launch.release()  # the batch's own launch (a reference cycle with its roles)
         return True
 
 

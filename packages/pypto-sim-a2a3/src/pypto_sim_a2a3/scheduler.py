@@ -164,6 +164,10 @@ class Scheduler:
         self._check_signals = os.environ.get("PYPTO_SIM_CHECK_WAKEUPS", "") not in ("", "0", "off")
         self.stepping: Process | None = None  # the process of the latest step
 
+    def release(self) -> None:
+        """After the run: drop the observers (a recorder names its scheduler back: a cycle)."""
+        self._observers.clear()
+
     def observe(self, observer: Observer) -> None:
         """Have ``observer`` see every busy and stalled stretch from now on."""
         self._observers.append(observer)
