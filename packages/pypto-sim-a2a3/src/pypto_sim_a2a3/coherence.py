@@ -31,6 +31,7 @@ import torch
 from pypto.ir import Call, RaceError, SourceSpan, TileType, Var
 from pypto.ir.errors import at_line
 from pypto.ir.ops import OPS, GmAccess, Level, Ordering, PlacesTile, get_op
+from pypto.ir.records import frozen_record
 from pypto_sim_a2a3.errors import OutOfBoundsError
 
 TensorKey = tuple[int, int, tuple[int, ...], tuple[int, ...]]
@@ -75,13 +76,10 @@ class Region:
 
     @classmethod
     def box(cls, offsets: Sequence[int], extent: Sequence[int]) -> Region:
-        """The box ``[offsets, offsets + extent)``. (Made field by field, without the frozen
-        dataclass's checked ``__init__``: every GM access makes one.)"""
-        box: Region = object.__new__(cls)
-        box.__dict__.update(
-            lo=tuple(offsets), hi=tuple([o + n for o, n in zip(offsets, extent, strict=True)])
-        )
-        return box
+        """The box ``[offsets, offsets + extent)`` (a :func:`~pypto.ir.records.frozen_record`:
+        every GM access makes one)."""
+        hi = tuple([o + n for o, n in zip(offsets, extent, strict=True)])
+        return frozen_record(cls, {"lo": tuple(offsets), "hi": hi})
 
     def overlap(self, other: Region) -> Region | None:
         lo = tuple(map(max, self.lo, other.lo))
@@ -389,18 +387,19 @@ def gm_access(core: str, call: Call, args: Sequence[Any], at: int = 0) -> Access
     label = name.name if isinstance(name, Var) else "a GM tensor"
     assert access.offsets is not None
     region = Region.box(args[access.offsets], _extent(call, args, tensor, access))
-    made: Access = object.__new__(Access)  # (field by field, as Region.box: one per GM access)
-    made.__dict__.update(
-        core=core,
-        tensor=label,
-        key=tensor_key(tensor),
-        region=region,
-        span=call.span,
-        write=access.write,
-        atomic=access.atomic,
-        at=at,
+    return frozen_record(  # (one per GM access)
+        Access,
+        {
+            "core": core,
+            "tensor": label,
+            "key": tensor_key(tensor),
+            "region": region,
+            "span": call.span,
+            "write": access.write,
+            "atomic": access.atomic,
+            "at": at,
+        },
     )
-    return made
 
 
 def gm_data_access(op: str) -> GmAccess | None:

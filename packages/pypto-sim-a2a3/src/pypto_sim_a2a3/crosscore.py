@@ -51,7 +51,7 @@ def on_scalar(role: CoreRole, call: Call, cost: OpCost, after: int = 0, what: st
     issue = role.core.clock
     waits = (Dependency(after, None, what),) if after else ()
     _, ready = role.core_pipes.run(cost, call, issue, after=waits)
-    yield Advance("SCALAR", ready - issue, silent=True)
+    yield Advance.scalar(ready - issue)
 
 
 def _spend(role: CoreRole, cost: CostModel, call: Call) -> Steps:
@@ -61,7 +61,7 @@ def _spend(role: CoreRole, cost: CostModel, call: Call) -> Steps:
 def wait_until(role: CoreRole, cycle: int) -> Steps:
     """Hold the core's scalar unit until ``cycle`` (a cross-core flag it waits on)."""
     if cycle > role.core.clock:
-        yield Advance("SCALAR", cycle - role.core.clock, silent=True)
+        yield Advance.scalar(cycle - role.core.clock)
 
 
 def issue(role: CoreRole, cost: CostModel) -> Steps:

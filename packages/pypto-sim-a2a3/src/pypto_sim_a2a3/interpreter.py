@@ -89,13 +89,13 @@ class KernelFrame(KernelWalker):
     def wait_until(self, cycle: int) -> Walk:
         """Hold the scalar unit (the core's clock) until ``cycle``."""
         if cycle > self.core.clock:
-            yield Advance("SCALAR", cycle - self.core.clock, silent=True)
+            yield Advance.scalar(cycle - self.core.clock)
 
     def scalar(self, cost: OpCost, call: Call, after: int = 0) -> Walk:
         """Scalar work (or a wait only the scalar unit can do) at the core's clock, not before ``after``."""
         issue = self.core.clock
         _, ready = self.pipes.run(cost, call, issue, after=_after(after, "GM written by this core"))
-        yield Advance("SCALAR", ready - issue, silent=True)
+        yield Advance.scalar(ready - issue)
 
     def exec_stmt(self, stmt: Stmt) -> Walk:
         kind = type(stmt)

@@ -63,6 +63,7 @@ from pypto.ir.backend import Slice, Transfer
 from pypto.ir.launch import LaunchPlan
 from pypto.ir.nodes import stmt_end_exprs, stmt_exprs, walk_expr, walk_stmts
 from pypto.ir.ops import op, system
+from pypto.ir.records import frozen_record
 from pypto.ir.walker import KernelWalker
 from pypto_sim_a2a3.batch import (
     BATCH_BLOCKS,
@@ -499,16 +500,14 @@ def walk_numbers(launch: Launch, frames: Sequence[NumbersFrame]) -> list[BlockNu
 
 
 def _shifted(piece: Slice, names: dict[str, str], shift: int) -> Slice:
-    """Block 0's slice as this block's: on its core, ``shift`` cycles later. (Made field by
-    field, without the frozen dataclass's checked ``__init__``: a replay makes thousands.)"""
-    shifted: Slice = object.__new__(Slice)
-    fields = shifted.__dict__
-    fields.update(piece.__dict__)
+    """Block 0's slice as this block's: on its core, ``shift`` cycles later (a
+    :func:`~pypto.ir.records.frozen_record`: a replay makes thousands)."""
+    fields = piece.__dict__.copy()
     fields["core"] = names[piece.core]
     fields["start"] = piece.start + shift
     if piece.flag_at is not None:
         fields["flag_at"] = piece.flag_at + shift
-    return shifted
+    return frozen_record(Slice, fields)
 
 
 def _may_run_ahead(steps: Sequence[_Step], k: int) -> bool:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pypto.ir import DeadlockError, SourceSpan
+from pypto.ir.records import frozen_record
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,23 @@ class Advance:
     peak_cycles: float = 0.0
     roof: str | None = None
     silent: bool = False  # a kernel core's issue step: its pipes record what the core does
+
+    @classmethod
+    def scalar(cls, cycles: int) -> Advance:
+        """``Advance("SCALAR", cycles, silent=True)``: a kernel core's scalar unit issuing or
+        waiting (a :func:`~pypto.ir.records.frozen_record`: a core yields one per op)."""
+        return frozen_record(
+            cls,
+            {
+                "unit": "SCALAR",
+                "cycles": cycles,
+                "op": "",
+                "span": None,
+                "peak_cycles": 0.0,
+                "roof": None,
+                "silent": True,
+            },
+        )
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pypto.ir import SourceSpan
 from pypto.ir.backend import STALL, RingTrack, Slice, Transfer, busy_and_stalled
 from pypto.ir.errors import at_line
+from pypto.ir.records import frozen_record
 from pypto_sim_a2a3.scheduler import Advance, Clocked, Event, Scheduler
 
 
@@ -30,24 +31,25 @@ def make_slice(
     flag_from: str | None = None,
     flag_at: int | None = None,
 ) -> Slice:
-    """``Slice(core, start, ...)``, the same object, made without the frozen dataclass's checked
-    ``__init__`` (a field set at a time): the cores' pipes make one or two for every op they run."""
-    piece: Slice = object.__new__(Slice)
-    piece.__dict__.update(
-        core=core,
-        start=start,
-        cycles=cycles,
-        name=name,
-        unit=unit,
-        task=task,
-        source=source,
-        peak_cycles=peak_cycles,
-        roof=roof,
-        pipe=pipe,
-        flag_from=flag_from,
-        flag_at=flag_at,
+    """``Slice(core, start, ...)``, the same object, made as a :func:`~pypto.ir.records.frozen_record`:
+    the cores' pipes make one or two for every op they run."""
+    return frozen_record(
+        Slice,
+        {
+            "core": core,
+            "start": start,
+            "cycles": cycles,
+            "name": name,
+            "unit": unit,
+            "task": task,
+            "source": source,
+            "peak_cycles": peak_cycles,
+            "roof": roof,
+            "pipe": pipe,
+            "flag_from": flag_from,
+            "flag_at": flag_at,
+        },
     )
-    return piece
 
 
 class Recorder:

@@ -1,0 +1,38 @@
+"""The simulator's many-per-run records (slices, shifted slices, scalar steps) are frozen_records:
+each the same object its dataclass makes, every field set."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from pypto.ir.backend import Slice
+from pypto_sim_a2a3.replay import _shifted
+from pypto_sim_a2a3.scheduler import Advance
+from pypto_sim_a2a3.timeline import make_slice
+
+
+def _complete(record: object) -> bool:
+    return set(vars(record)) == {f.name for f in dataclasses.fields(record)}  # type: ignore[arg-type]
+
+
+def test_a_made_slice_is_the_slice_with_every_field():
+    made = make_slice("cg1.AIV0", 40, 8, "tile.add", "VECTOR", "k", "k.py:3", 6.0, "vector", "V", "MTE2", 32)
+    assert made == Slice(
+        "cg1.AIV0", 40, 8, "tile.add", "VECTOR", "k", "k.py:3", 6.0, "vector", "V", "MTE2", 32
+    )
+    assert _complete(made)
+
+
+def test_a_shifted_slice_is_block_0s_on_its_own_core_later():
+    flagged = make_slice("cg0.AIC", 40, 8, "tile.matmul", "CUBE", "k", None, flag_from="MTE1", flag_at=35)
+    plain = make_slice("cg0.AIC", 50, 2, "tile.move", "MTE1", "k", None)
+    names = {"cg0.AIC": "cg3.AIC"}
+    assert _shifted(flagged, names, 100) == dataclasses.replace(
+        flagged, core="cg3.AIC", start=140, flag_at=135
+    )
+    assert _shifted(plain, names, 100) == dataclasses.replace(plain, core="cg3.AIC", start=150)
+    assert _complete(_shifted(flagged, names, 100)) and _complete(_shifted(plain, names, 100))
+
+
+def test_a_scalar_step_is_the_silent_scalar_advance():
+    assert Advance.scalar(7) == Advance("SCALAR", 7, silent=True) and _complete(Advance.scalar(7))
