@@ -5,7 +5,8 @@ per field. The simulator makes some records thousands of times a run (a slice of
 op, a GM access record per load or store), so it makes them with :func:`frozen_record`, which
 fills the instance's ``__dict__`` in one update. The caller names every field, as the dataclass
 would have given each one; the tests of each such record compare it with what ``cls(...)`` makes,
-so that a field added later cannot be forgotten.
+so that a field added later cannot be forgotten. (Not for a dataclass with ``slots=True``, which has
+no ``__dict__``, nor one with a ``__post_init__``, which this does not run.)
 
 >>> from dataclasses import dataclass
 >>> @dataclass(frozen=True)
