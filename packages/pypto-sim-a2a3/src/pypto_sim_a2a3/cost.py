@@ -127,7 +127,7 @@ class CostModel:
     def issue_step(self) -> Advance:
         """The scalar unit handing one op to its pipe, as the scheduler sees it (made once)."""
         if self._issue_step is None:
-            self._issue_step = Advance("SCALAR", self.issue_cycles(), silent=True)
+            self._issue_step = Advance.scalar(self.issue_cycles())
         return self._issue_step
 
     def submit_cycles(self) -> int:
