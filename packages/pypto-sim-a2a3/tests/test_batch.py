@@ -137,6 +137,123 @@ def test_a_matmul_over_the_blocks_is_bit_for_bit_each_blocks_own(monkeypatch):
     torch.testing.assert_close(outcomes[0][1][2], x.float() @ y.float(), rtol=1e-3, atol=1e-3)
 
 
+def _two_step_matmul(blocks: int, m: int, kk: int, n: int, at=None, overwrite_w=False):
+    """``c[block rows] = a[block rows] @ w`` in two K steps (a matmul, then a matmul_acc); with
+    ``overwrite_w``, a tile of each block's own rows of ``p`` is loaded over the first slice of ``w``
+    in L1 before that slice is moved on (so what is moved differs between the blocks)."""
+    k = FunctionBuilder("mm2", FunctionKind.AIC)
+    a = k.param("a", tensor_t((blocks * m, kk), FP16))
+    w = k.param("w", tensor_t((kk, n), FP16))
+    p = k.param("p", tensor_t((blocks * kk // 2, n), FP16))
+    c = k.param("c", tensor_t((blocks * m, n)), Direction.Out)
+    block = k.op("block", "get_block_idx")
+    row = k.op("row", "scalar.mul", block, m)
+    half = (kk // 2, n)
+    a_l1 = k.op("a_l1", "tile.load", a, [row, 0], shape=(m, kk // 2), target_memory=Mem.Mat, dtype=FP16)
+    w_l1 = k.op("w_l1", "tile.load", w, [0, 0], shape=half, target_memory=Mem.Mat, dtype=FP16)
+    if overwrite_w:
+        p_row = k.op("p_row", "scalar.mul", block, kk // 2)
+        k.op("p_l1", "tile.load", p, [p_row, 0], shape=half, target_memory=Mem.Mat, dtype=FP16)
+    a2_l1 = k.op(
+        "a2_l1", "tile.load", a, [row, kk // 2], shape=(m, kk // 2), target_memory=Mem.Mat, dtype=FP16
+    )
+    w2_l1 = k.op("w2_l1", "tile.load", w, [kk // 2, 0], shape=half, target_memory=Mem.Mat, dtype=FP16)
+    a_l0 = k.op("a_l0", "tile.move", a_l1, target_memory=Mem.Left)
+    w_l0 = k.op("w_l0", "tile.move", w_l1, target_memory=Mem.Right)
+    acc = k.op("acc", "tile.matmul", a_l0, w_l0, out_dtype=FP32)
+    a2_l0 = k.op("a2_l0", "tile.move", a2_l1, target_memory=Mem.Left)
+    w2_l0 = k.op("w2_l0", "tile.move", w2_l1, target_memory=Mem.Right)
+    acc2 = k.op("acc2", "tile.matmul_acc", acc, a2_l0, w_l0 if overwrite_w else w2_l0)
+    k.do("tile.store", acc2, [row, 0], c)
+    params = [
+        ("a", tensor_t((blocks * m, kk), FP16), Direction.In),
+        ("w", tensor_t((kk, n), FP16), Direction.In),
+        ("p", tensor_t((blocks * kk // 2, n), FP16), Direction.In),
+        ("c", tensor_t((blocks * m, n)), Direction.Out),
+    ]
+    prog = _launch(k.build(at=at), params, blocks)
+    x = rand(blocks * m, kk, dtype=torch.float16)
+    y = rand(kk, n, dtype=torch.float16, seed=1)
+    z = rand(blocks * kk // 2, n, dtype=torch.float16, seed=2)
+    return prog, (x, y, z, torch.zeros(blocks * m, n))
+
+
+def _one_rights(monkeypatch) -> list[bool]:
+    """Per matmul of a batch whose right operand every block shares: whether it was one product."""
+    seen: list[bool] = []
+    original = batch._one_right
+
+    def spying(*args):
+        product = original(*args)
+        seen.append(product is not None)
+        return product
+
+    monkeypatch.setattr(batch, "_one_right", spying)
+    return seen
+
+
+def test_a_right_operand_every_block_shares_is_multiplied_once_for_all_of_them(monkeypatch):
+    blocks, m, kk, n = 6, 16, 64, 32
+    layouts: dict = {}
+    monkeypatch.setattr(batch, "_ONE_RIGHT", layouts)  # compared with each block's own product first
+    seen = _one_rights(monkeypatch)
+    walked = _walked(monkeypatch)
+    prog, args = _two_step_matmul(blocks, m, kk, n)
+    outcomes = _three_ways(monkeypatch, prog, *args)
+    assert walked == [blocks - 1] and seen == [True]  # the matmul_acc; w2 is the same in every block
+    assert list(layouts.values()) == [True]
+    _same(outcomes)
+    x, y = args[0], args[1]
+    torch.testing.assert_close(outcomes[0][1][3], x.float() @ y.float(), rtol=1e-3, atol=1e-3)
+
+
+def test_where_one_product_would_round_otherwise_each_block_multiplies_its_own(monkeypatch):
+    layouts: dict = {}
+    monkeypatch.setattr(batch, "_ONE_RIGHT", layouts)
+    monkeypatch.setattr(batch, "_same_bits", lambda x, y: False)  # as if the library rounded otherwise
+    seen = _one_rights(monkeypatch)
+    prog, args = _two_step_matmul(6, 16, 64, 32)
+    outcomes = _three_ways(monkeypatch, prog, *args)
+    assert seen == [False] and list(layouts.values()) == [False]
+    _same(outcomes)
+
+
+def test_a_shared_tile_written_over_by_one_that_differs_between_blocks_is_no_longer_shared(monkeypatch):
+    """p's rows, its own in each block, are loaded over w's first slice in L1 before that slice is
+    moved on: the moved tile, a matmul's right operand, differs between the blocks."""
+    blocks, m, kk, n = 5, 16, 64, 32
+    half_bytes = kk // 2 * n * 2
+    seen = _one_rights(monkeypatch)
+    walked = _walked(monkeypatch)
+    prog, args = _two_step_matmul(
+        blocks, m, kk, n, at={"w_l1": 4 * half_bytes, "p_l1": 4 * half_bytes}, overwrite_w=True
+    )
+    outcomes = _three_ways(monkeypatch, prog, *args)
+    assert walked == [blocks - 1] and seen == []  # never taken for shared
+    _same(outcomes)
+    x, z = args[0], args[2]
+    expected = torch.cat(
+        [
+            x[i * m : (i + 1) * m].float() @ z[i * kk // 2 : (i + 1) * kk // 2].float().repeat(2, 1)
+            for i in range(blocks)
+        ]
+    )
+    torch.testing.assert_close(outcomes[0][1][3], expected, rtol=1e-3, atol=1e-3)
+
+
+def test_a_left_operand_converted_once_is_converted_again_once_its_bytes_change(monkeypatch):
+    """a2's slice is moved into L0A over a's, which the first matmul converted to fp32: the second
+    matmul converts a2's, not the bytes a's left there."""
+    blocks, m, kk, n = 5, 16, 64, 32
+    walked = _walked(monkeypatch)
+    prog, args = _two_step_matmul(blocks, m, kk, n, at={"a_l0": 0, "a2_l0": 0})
+    outcomes = _three_ways(monkeypatch, prog, *args)
+    assert walked == [blocks - 1]
+    _same(outcomes)
+    x, y = args[0], args[1]
+    torch.testing.assert_close(outcomes[0][1][3], x.float() @ y.float(), rtol=1e-3, atol=1e-3)
+
+
 @pytest.mark.parametrize("placed", ["over_acc", "elsewhere", "half_over_acc"])
 def test_an_accumulating_matmul_writes_its_tile_as_each_block_does_wherever_it_lies(monkeypatch, placed):
     """The batch's matmuls write their results in their tiles' bytes themselves: a matmul_acc when

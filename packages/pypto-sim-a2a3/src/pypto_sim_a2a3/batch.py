@@ -273,10 +273,58 @@ class BatchMemory(CoreMemory):
         if isinstance(plan, MemoryPlan):
             capacities = {s: min(n, plan.peak.get(s, n)) for s, n in capacities.items()}
         self.buffers = _SpareBuffers(capacities, self._storages, (blocks,), core)
+        # The regions whose bytes are the same in every block (a tile loaded from where no block's
+        # offsets differ, or moved from such a tile): a matmul may multiply by one block's.
+        self.alike: set[tuple[MemorySpace, int, int]] = set()
+        # Tiles converted to another dtype (a matmul's operands to fp32), by region, dtype and shape:
+        # a left operand shared by the matmuls of several columns is converted once.
+        self.converted: dict[tuple[Any, ...], torch.Tensor] = {}
 
     def region(self, tensor: torch.Tensor) -> tuple[MemorySpace, int, int] | None:
         known = self._regions.get(id(tensor))
         return known[1] if known is not None and known[0] is tensor else None
+
+    def view_at(self, space: MemorySpace, offset: int, tile: TileType) -> torch.Tensor:
+        # A view is made (or found) before its bytes are written: a tile's binding, a ring slot's
+        # push, an op's result written in place. Whatever the blocks shared there, they may no longer.
+        if self.alike or self.converted:
+            self.written((space, offset, offset + tile.nbytes))
+        return super().view_at(space, offset, tile)
+
+    def written(self, where: tuple[MemorySpace, int, int] | None) -> None:
+        """The bytes ``where`` (None: unknown ones) are written: what :attr:`alike` and
+        :attr:`converted` knew of the bytes they overlap is forgotten."""
+        if where is None:
+            self.alike.clear()
+            self.converted.clear()
+            return
+        space, lo, hi = where
+        if self.alike:
+            self.alike = {r for r in self.alike if not (r[0] is space and r[1] < hi and lo < r[2])}
+        if self.converted:
+            self.converted = {
+                k: v for k, v in self.converted.items() if not (k[0] is space and k[1] < hi and lo < k[2])
+            }
+
+    def as_dtype(self, tile: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        """``tile.to(dtype)``, made once while the tile's bytes stay as they are (see :meth:`written`)."""
+        if tile.dtype == dtype:
+            return tile
+        region = self.region(tile)
+        if region is None:
+            return tile.to(dtype)
+        key = (*region, tile.dtype, dtype, tile.shape)
+        found = self.converted.get(key)
+        if found is None:
+            found = self.converted[key] = tile.to(dtype)
+        return found
+
+    def same_in_every_block(self, tile: torch.Tensor) -> bool:
+        """Whether ``tile`` (``[blocks, ...]``) holds the same elements in every block: a view of
+        what every block reads alike (stride 0 across them), or a tile on a region of :attr:`alike`."""
+        if tile.dim() == 0 or tile.shape[0] != self.blocks:
+            return False
+        return tile.stride(0) == 0 or self.region(tile) in self.alike
 
 
 # ---------------------------------------------------------------- the walk
@@ -423,11 +471,14 @@ class BatchFrame(KernelWalker):
         if not isinstance(var.type, TileType) or isinstance(value, Token):
             self.env[var.name] = value
             return
+        alike = isinstance(value, torch.Tensor) and self.memory.same_in_every_block(value)
         dest = self._place(var, stmt)
         if value is not dest:
             if isinstance(value, torch.Tensor) and self._may_overlap(value, dest):
                 value = value.clone()
             dest.copy_(value)
+        if alike:
+            self.memory.alike.add(self.memory.region(dest))  # type: ignore[arg-type]  # (a view it made)
         self.env[var.name] = dest
 
     def _may_overlap(self, value: torch.Tensor, dest: torch.Tensor) -> bool:
@@ -452,6 +503,7 @@ class BatchFrame(KernelWalker):
             dest = self._place(var, var)
         if dest.data_ptr() != value.data_ptr() or dest.shape != value.shape:
             dest.copy_(value.clone() if self.memory.shares_storage(value) else value)
+            self.memory.written(self.memory.region(dest))
         self.env[var.name] = dest
 
     def _place(self, var: Var, node: Stmt | Var) -> torch.Tensor:
@@ -648,39 +700,73 @@ def _move(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
     return result
 
 
-def _operands(call: Call, a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """A matmul's operands as multiplied (transposed per the a_trans/b_trans attrs)."""
-    a = a.transpose(-1, -2) if call.attrs.get("a_trans") else a
-    b = b.transpose(-1, -2) if call.attrs.get("b_trans") else b
-    return a, b
-
-
 def _accumulation(a: torch.Tensor) -> torch.dtype:
     """The cube's accumulation dtype for operands like ``a``."""
     return torch.float32 if a.is_floating_point() else torch.int32
 
 
-def _product(call: Call, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    a, b = _operands(call, a, b)
+def _product(frame: BatchFrame, call: Call, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    if frame.lanes > 1 and a.dim() == b.dim() == 3 and frame.memory.same_in_every_block(b):
+        product = _one_right(frame, call, a, b)
+        if product is not None:
+            return product
+    left, right = _converted(frame, call, a, b)
+    return left @ right
+
+
+# Per layout of a matmul's operands, whether one product of every block's rows with the right
+# operand they share equals each block's own product bit for bit (see _one_right).
+_ONE_RIGHT: dict[tuple[Any, ...], bool] = {}
+
+
+def _converted(
+    frame: BatchFrame, call: Call, a: torch.Tensor, b: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A matmul's operands as multiplied, in the accumulation dtype (an untransposed tile's
+    conversion kept while its bytes stay: :meth:`BatchMemory.as_dtype`)."""
     acc = _accumulation(a)
-    return a.to(acc) @ b.to(acc)
+    a = a.transpose(-1, -2).to(acc) if call.attrs.get("a_trans") else frame.memory.as_dtype(a, acc)
+    b = b.transpose(-1, -2).to(acc) if call.attrs.get("b_trans") else frame.memory.as_dtype(b, acc)
+    return a, b
+
+
+def _one_right(frame: BatchFrame, call: Call, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor | None:
+    """``a @ b`` of every block as one product of all the blocks' rows of ``a`` with block 0's
+    ``b``, when ``b`` is the same in every block (a weight that no block's offsets move): one matmul
+    instead of a batch of them, and ``b`` converted once. A matmul's rounding depends on the shapes
+    and layouts the library is handed, so the first product of each layout is compared with each
+    block's own (the shared semantics); where they differ, None (the batched product is used)."""
+    left, right = _converted(frame, call, a, b[0])
+    blocks, rows, depth = left.shape
+    product = (left.reshape(blocks * rows, depth) @ right).view(blocks, rows, -1)
+    key: tuple[Any, ...] = (call.attrs.get("a_trans"), call.attrs.get("b_trans"), a.dtype, b.dtype)
+    key += (a.shape, b.shape, a.stride(), b.stride()[1:])  # (b's stride across the blocks: any)
+    same = _ONE_RIGHT.get(key)
+    if same is None:
+        own = torch.stack([shared.product(call, a[i], b[i]) for i in range(blocks)])
+        same = _ONE_RIGHT[key] = _same_bits(product, own)
+    return product if same else None
+
+
+def _same_bits(x: torch.Tensor, y: torch.Tensor) -> bool:
+    """Whether two fp32 or int32 tensors hold the same bits (NaNs and signed zeros included)."""
+    return torch.equal(x.contiguous().view(torch.int32), y.contiguous().view(torch.int32))
 
 
 @_batched(tile.matmul)
 def _matmul(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
-    a, b = _operands(call, args[0], args[1])
+    a, b = _converted(frame, call, args[0], args[1])
     dest = frame.into(call, args[0], args[1], over=False) if a.dim() == b.dim() == 3 else None
-    acc = _accumulation(a)
-    if dest is not None and dest.dtype == acc and dest.shape == (a.shape[0], a.shape[1], b.shape[2]):
-        torch.bmm(a.to(acc), b.to(acc), out=dest)  # a @ b, in the tile's bytes
+    if dest is not None and dest.dtype == a.dtype and dest.shape == (a.shape[0], a.shape[1], b.shape[2]):
+        torch.bmm(a, b, out=dest)  # a @ b, in the tile's bytes
         return dest
-    return typed(call, a.to(acc) @ b.to(acc))
+    return typed(call, a @ b)
 
 
 @_batched(tile.matmul_acc)
 def _matmul_acc(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
     acc, a, b = args
-    product = _product(call, a, b)
+    product = _product(frame, call, a, b)
     dest = frame.into(call, acc) if acc.dtype == product.dtype else None
     if dest is not None and dest.dtype == product.dtype and dest.shape == product.shape:
         torch.add(acc, product, out=dest)  # acc + product, in the tile's bytes
@@ -691,7 +777,7 @@ def _matmul_acc(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.T
 @_batched(tile.matmul_bias)
 def _matmul_bias(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
     a, b, bias = args
-    product = _product(call, a, b)
+    product = _product(frame, call, a, b)
     dest = frame.into(call, bias, over=False)
     if dest is not None and dest.dtype == product.dtype and dest.shape == product.shape:
         torch.add(product, bias.to(product.dtype), out=dest)  # product + bias, in the tile's bytes

@@ -9,12 +9,15 @@ changes and when a tile has crossed. Everything is in modeled cycles.
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import attrgetter
 
 from pypto.ir import SourceSpan
 from pypto.ir.backend import STALL, RingTrack, Slice, Transfer, busy_and_stalled
 from pypto.ir.errors import at_line
 from pypto.ir.records import frozen_record
 from pypto_sim_a2a3.scheduler import Advance, Clocked, Event, Scheduler
+
+_CORE, _START = attrgetter("core"), attrgetter("start")
 
 
 def make_slice(
@@ -113,7 +116,10 @@ class Recorder:
                     track.samples.pop()
                 track.samples.append((cycle, in_use))
         self._ring_changes.clear()
-        self.slices.sort(key=lambda s: (s.start, s.core))
+        # By (start, core), as two stable sorts on the fields themselves: a third of the time of one
+        # sort on a key tuple made per slice (a run has tens of thousands).
+        self.slices.sort(key=_CORE)
+        self.slices.sort(key=_START)
 
     def busy_and_stalled(self) -> tuple[dict[str, int], dict[str, int]]:
         """Per core, its busy and its stalled cycles (:func:`pypto.ir.backend.busy_and_stalled`)."""

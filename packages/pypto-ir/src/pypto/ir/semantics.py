@@ -180,7 +180,7 @@ def _scalar_cast(call: Call, args: Sequence[Any]) -> int | float | bool:
 # ---------------------------------------------------------------- cube
 
 
-def _product(call: Call, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+def product(call: Call, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``a @ b`` (transposed per the a_trans/b_trans attrs) in the cube's accumulation dtype."""
     a = a.T if call.attrs.get("a_trans") else a
     b = b.T if call.attrs.get("b_trans") else b
@@ -190,26 +190,26 @@ def _product(call: Call, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 @implements(tile.matmul)
 def _matmul(call: Call, args: Sequence[Any]) -> torch.Tensor:
-    return typed(call, _product(call, args[0], args[1]))
+    return typed(call, product(call, args[0], args[1]))
 
 
 @implements(tile.matmul_acc)
 def _matmul_acc(call: Call, args: Sequence[Any]) -> torch.Tensor:
     acc, a, b = args
-    product = _product(call, a, b)
-    return typed(call, acc.to(product.dtype) + product)
+    result = product(call, a, b)
+    return typed(call, acc.to(result.dtype) + result)
 
 
 @implements(tile.matmul_bias)
 def _matmul_bias(call: Call, args: Sequence[Any]) -> torch.Tensor:
     a, b, bias = args
-    product = _product(call, a, b)
-    return typed(call, product + bias.to(product.dtype))
+    result = product(call, a, b)
+    return typed(call, result + bias.to(result.dtype))
 
 
 @implements(tile.gemv)
 def _gemv(call: Call, args: Sequence[Any]) -> torch.Tensor:
-    return typed(call, _product(call, args[0], args[1]))
+    return typed(call, product(call, args[0], args[1]))
 
 
 # ---------------------------------------------------------------- data movement
