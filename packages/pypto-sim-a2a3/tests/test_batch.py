@@ -218,19 +218,24 @@ def test_where_one_product_would_round_otherwise_each_block_multiplies_its_own(m
     _same(outcomes)
 
 
-def test_a_shared_tile_written_over_by_one_that_differs_between_blocks_is_no_longer_shared(monkeypatch):
-    """p's rows, its own in each block, are loaded over w's first slice in L1 before that slice is
-    moved on: the moved tile, a matmul's right operand, differs between the blocks."""
+@pytest.mark.parametrize("over", ["all", "half"])
+def test_a_shared_tile_written_over_by_one_that_differs_between_blocks_is_no_longer_shared(monkeypatch, over):
+    """p's rows, its own in each block, are loaded over w's first slice in L1 (all of it, or its
+    second half and beyond) before that slice is moved on: the moved tile, a matmul's right operand,
+    differs between the blocks (and, where p left it, is w's in every block)."""
     blocks, m, kk, n = 5, 16, 64, 32
     half_bytes = kk // 2 * n * 2
+    p_at = 4 * half_bytes + (half_bytes // 2 if over == "half" else 0)
     seen = _one_rights(monkeypatch)
     walked = _walked(monkeypatch)
     prog, args = _two_step_matmul(
-        blocks, m, kk, n, at={"w_l1": 4 * half_bytes, "p_l1": 4 * half_bytes}, overwrite_w=True
+        blocks, m, kk, n, at={"w_l1": 4 * half_bytes, "p_l1": p_at}, overwrite_w=True
     )
     outcomes = _three_ways(monkeypatch, prog, *args)
     assert walked == [blocks - 1] and seen == []  # never taken for shared
     _same(outcomes)
+    if over == "half":
+        return
     x, z = args[0], args[2]
     expected = torch.cat(
         [
@@ -239,6 +244,35 @@ def test_a_shared_tile_written_over_by_one_that_differs_between_blocks_is_no_lon
         ]
     )
     torch.testing.assert_close(outcomes[0][1][3], expected, rtol=1e-3, atol=1e-3)
+
+
+def test_a_tile_every_block_loads_alike_is_read_whole_by_the_ops_that_read_every_block(monkeypatch):
+    """A tile loaded from where no block's offsets differ is held in block 0's row alone until an
+    op reads it: here an elementwise op and a store, per block."""
+    blocks, rows, chunk = 5, 5 * 16, 16
+    k = FunctionBuilder("alike", FunctionKind.AIV)
+    w = k.param("w", tensor_t((chunk, COLS)))
+    a = k.param("a", tensor_t((rows, COLS)))
+    out = k.param("out", tensor_t((rows, COLS)), Direction.Out)
+    row = k.op("row", "scalar.mul", k.op("block", "get_block_idx"), chunk)
+    shared_tile = k.op("w_v", "tile.load", w, [0, 0], shape=(chunk, COLS), target_memory=Mem.Vec)
+    x = k.op("x", "tile.load", a, [row, 0], shape=(chunk, COLS), target_memory=Mem.Vec)
+    k.do("tile.store", k.op("y", "tile.add", x, shared_tile), [row, 0], out)
+    params = [
+        ("w", tensor_t((chunk, COLS)), Direction.In),
+        ("a", tensor_t((rows, COLS)), Direction.In),
+        ("out", tensor_t((rows, COLS)), Direction.Out),
+    ]
+    filled = []
+    original = batch.BatchMemory._fill
+    monkeypatch.setattr(batch.BatchMemory, "_fill", lambda self, r: (filled.append(r), original(self, r)))
+    walked = _walked(monkeypatch)
+    prog = _launch(k.build(), params, blocks)
+    wv, x = rand(chunk, COLS, seed=3), rand(rows, COLS)
+    outcomes = _three_ways(monkeypatch, prog, wv, x, torch.zeros_like(x))
+    assert walked == [blocks - 1] and len(filled) == 1  # filled once, for the add
+    _same(outcomes)
+    assert torch.equal(outcomes[0][1][2], x + wv.repeat(blocks, 1))
 
 
 def test_a_left_operand_converted_once_is_converted_again_once_its_bytes_change(monkeypatch):

@@ -33,7 +33,18 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from pypto.ir import Call, Function, MemoryPlan, MemorySpace, PyptoError, Stmt, Target, TileType, Var
+from pypto.ir import (
+    Allocation,
+    Call,
+    Function,
+    MemoryPlan,
+    MemorySpace,
+    PyptoError,
+    Stmt,
+    Target,
+    TileType,
+    Var,
+)
 from pypto.ir import semantics as shared
 from pypto.ir.launch import LaunchPlan
 from pypto.ir.nodes import Assign, stmt_end_exprs, stmt_exprs, walk_expr, walk_stmts
@@ -274,8 +285,11 @@ class BatchMemory(CoreMemory):
             capacities = {s: min(n, plan.peak.get(s, n)) for s, n in capacities.items()}
         self.buffers = _SpareBuffers(capacities, self._storages, (blocks,), core)
         # The regions whose bytes are the same in every block (a tile loaded from where no block's
-        # offsets differ, or moved from such a tile): a matmul may multiply by one block's.
+        # offsets differ, or moved from such a tile): a matmul may multiply by one block's. Of those,
+        # the ones written in block 0's row alone (the other rows are filled when an op reads them:
+        # :meth:`whole`): a weight loaded and moved on for a matmul is copied once, not per block.
         self.alike: set[tuple[MemorySpace, int, int]] = set()
+        self.in_first: set[tuple[MemorySpace, int, int]] = set()
         # Tiles converted to another dtype (a matmul's operands to fp32), by region, dtype and shape:
         # a left operand shared by the matmuls of several columns is converted once.
         self.converted: dict[tuple[Any, ...], torch.Tensor] = {}
@@ -284,23 +298,45 @@ class BatchMemory(CoreMemory):
         known = self._regions.get(id(tensor))
         return known[1] if known is not None and known[0] is tensor else None
 
+    def view(self, allocation: Allocation, tile: TileType, slot_value: int = 0) -> torch.Tensor:
+        # A tile's place, to be written whole in every block's row (a binding, an op's result
+        # written in place): what the blocks shared there they may no longer.
+        if self.alike or self.converted:
+            offset = allocation.slot_offset(slot_value)
+            self.written((allocation.space, offset, offset + tile.nbytes), whole=True)
+        return super().view(allocation, tile, slot_value)
+
     def view_at(self, space: MemorySpace, offset: int, tile: TileType) -> torch.Tensor:
-        # A view is made (or found) before its bytes are written: a tile's binding, a ring slot's
-        # push, an op's result written in place. Whatever the blocks shared there, they may no longer.
+        # Any other view (a ring slot's, which a push writes in part and a pop reads) as well.
         if self.alike or self.converted:
             self.written((space, offset, offset + tile.nbytes))
         return super().view_at(space, offset, tile)
 
-    def written(self, where: tuple[MemorySpace, int, int] | None) -> None:
-        """The bytes ``where`` (None: unknown ones) are written: what :attr:`alike` and
-        :attr:`converted` knew of the bytes they overlap is forgotten."""
+    def written(self, where: tuple[MemorySpace, int, int] | None, whole: bool = False) -> None:
+        """The bytes ``where`` (None: unknown ones) are about to be written (``whole``: all of them,
+        in every block's row): what :attr:`alike` and :attr:`converted` knew of the bytes they
+        overlap is forgotten, and a region only block 0's row holds is first filled in every row
+        (``whole``: where it outlives the write)."""
         if where is None:
+            for region in self.in_first:
+                self._fill(region)
+            self.in_first.clear()
             self.alike.clear()
             self.converted.clear()
             return
         space, lo, hi = where
         if self.alike:
-            self.alike = {r for r in self.alike if not (r[0] is space and r[1] < hi and lo < r[2])}
+            for region in [r for r in self.alike if r[0] is space and r[1] < hi and lo < r[2]]:
+                self.alike.discard(region)
+                if region in self.in_first:
+                    self.in_first.discard(region)
+                    if not whole:
+                        self._fill(region)
+                        continue
+                    if region[1] < lo:
+                        self._fill((space, region[1], lo))
+                    if hi < region[2]:
+                        self._fill((space, hi, region[2]))
         if self.converted:
             self.converted = {
                 k: v for k, v in self.converted.items() if not (k[0] is space and k[1] < hi and lo < k[2])
@@ -318,6 +354,20 @@ class BatchMemory(CoreMemory):
         if found is None:
             found = self.converted[key] = tile.to(dtype)
         return found
+
+    def whole(self, tile: torch.Tensor) -> torch.Tensor:
+        """``tile`` with every block's row filled (see :attr:`in_first`), before an op reads it."""
+        if self.in_first:
+            region = self.region(tile)
+            if region in self.in_first:
+                self.in_first.discard(region)  # (it stays alike)
+                self._fill(region)
+        return tile
+
+    def _fill(self, region: tuple[MemorySpace, int, int]) -> None:
+        space, lo, hi = region
+        rows = self.buffers[space]
+        rows[1:, lo:hi] = rows[:1, lo:hi]
 
     def same_in_every_block(self, tile: torch.Tensor) -> bool:
         """Whether ``tile`` (``[blocks, ...]``) holds the same elements in every block: a view of
@@ -406,6 +456,8 @@ class BatchFrame(KernelWalker):
             return self.index(call)
         if any(isinstance(a, Token) for a in args):
             raise Unbatchable("a data-less token")
+        if self.memory.in_first:
+            self._whole(call, args, laned)
         if step.launch is not None:
             if call.op not in _PIPE_OPS or laned:
                 raise Unbatchable(call.op)
@@ -418,6 +470,15 @@ class BatchFrame(KernelWalker):
             self._check(check, call, args, laned)
         return batched(self, call, args)
         yield  # a generator that never waits
+
+    def _whole(self, call: Call, args: tuple[Any, ...], laned: bool) -> None:
+        """Fill every block's row of the tiles ``call`` reads, but for the ones it reads in block
+        0's row alone: a move's source (what it moves stays in block 0's row) and the right operand
+        every block shares of a matmul (:func:`_one_right`; its checks read block 0's alone)."""
+        first = None if laned else _IN_FIRST.get(call.op)
+        for index, arg in enumerate(args):
+            if index != first and isinstance(arg, torch.Tensor):
+                self.memory.whole(arg)
 
     def _check(
         self, check: Callable[[Call, Sequence[Any]], None], call: Call, args: tuple[Any, ...], laned: bool
@@ -473,12 +534,19 @@ class BatchFrame(KernelWalker):
             return
         alike = isinstance(value, torch.Tensor) and self.memory.same_in_every_block(value)
         dest = self._place(var, stmt)
-        if value is not dest:
+        if alike and dest.dim() and value is not dest:
+            # The same elements in every block: copied into block 0's row alone, the other rows
+            # filled if an op reads them (BatchMemory.whole).
+            first = value[0].clone() if self._may_overlap(value, dest) else value[0]
+            dest[0].copy_(first)
+            region = self.memory.region(dest)
+            assert region is not None  # (a view the memory made)
+            self.memory.alike.add(region)
+            self.memory.in_first.add(region)
+        elif value is not dest:
             if isinstance(value, torch.Tensor) and self._may_overlap(value, dest):
                 value = value.clone()
             dest.copy_(value)
-        if alike:
-            self.memory.alike.add(self.memory.region(dest))  # type: ignore[arg-type]  # (a view it made)
         self.env[var.name] = dest
 
     def _may_overlap(self, value: torch.Tensor, dest: torch.Tensor) -> bool:
@@ -502,8 +570,9 @@ class BatchFrame(KernelWalker):
         if dest is None:
             dest = self._place(var, var)
         if dest.data_ptr() != value.data_ptr() or dest.shape != value.shape:
-            dest.copy_(value.clone() if self.memory.shares_storage(value) else value)
+            value = self.memory.whole(value)
             self.memory.written(self.memory.region(dest))
+            dest.copy_(value.clone() if self.memory.shares_storage(value) else value)
         self.env[var.name] = dest
 
     def _place(self, var: Var, node: Stmt | Var) -> torch.Tensor:
@@ -710,9 +779,13 @@ def _product(frame: BatchFrame, call: Call, a: torch.Tensor, b: torch.Tensor) ->
         product = _one_right(frame, call, a, b)
         if product is not None:
             return product
-    left, right = _converted(frame, call, a, b)
+    left, right = _converted(frame, call, a, frame.memory.whole(b))
     return left @ right
 
+
+# The operand an op may read in block 0's row alone (BatchFrame._whole): a move's source, the
+# right operand of a matmul that adds to a tile (one product, _one_right, when every block shares it).
+_IN_FIRST = {tile.move: 0, tile.matmul_acc: 2, tile.matmul_bias: 1}
 
 # Per layout of a matmul's operands, whether one product of every block's rows with the right
 # operand they share equals each block's own product bit for bit (see _one_right).
@@ -743,6 +816,7 @@ def _one_right(frame: BatchFrame, call: Call, a: torch.Tensor, b: torch.Tensor) 
     key += (a.shape, b.shape, a.stride(), b.stride()[1:])  # (b's stride across the blocks: any)
     same = _ONE_RIGHT.get(key)
     if same is None:
+        b = frame.memory.whole(b)
         own = torch.stack([shared.product(call, a[i], b[i]) for i in range(blocks)])
         same = _ONE_RIGHT[key] = _same_bits(product, own)
     return product if same else None
