@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 
+import torch
+from sim_lowered import rand, run, single, vector_binary_kernel
+
 from pypto.ir.backend import Slice
+from pypto_sim_a2a3 import races
 from pypto_sim_a2a3.replay import _shifted
 from pypto_sim_a2a3.scheduler import Advance
 from pypto_sim_a2a3.timeline import make_slice
@@ -36,3 +40,20 @@ def test_a_shifted_slice_is_block_0s_on_its_own_core_later():
 
 def test_a_scalar_step_is_the_silent_scalar_advance():
     assert Advance.scalar(7) == Advance("SCALAR", 7, silent=True) and _complete(Advance.scalar(7))
+
+
+def test_a_task_access_of_the_race_check_is_made_with_every_field(monkeypatch):
+    made = []
+    record = races.frozen_record
+
+    def recording(cls, fields):
+        made.append(record(cls, fields))
+        return made[-1]
+
+    monkeypatch.setattr(races, "frozen_record", recording)
+    x, y = rand(16, 64), rand(16, 64, seed=1)
+    out = torch.zeros(16, 64)
+    run(single(vector_binary_kernel("tile.add", (16, 64))), x, y, out)
+    assert torch.equal(out, x + y)
+    assert [type(m) for m in made] == [races.TaskAccess] * 3  # two loads, a store
+    assert all(_complete(m) for m in made)

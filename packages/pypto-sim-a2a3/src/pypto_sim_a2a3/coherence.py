@@ -24,6 +24,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
+from operator import add
 from typing import Any, Generic, TypeVar
 
 import torch
@@ -78,8 +79,9 @@ class Region:
     def box(cls, offsets: Sequence[int], extent: Sequence[int]) -> Region:
         """The box ``[offsets, offsets + extent)`` (a :func:`~pypto.ir.records.frozen_record`:
         every GM access makes one)."""
-        hi = tuple([o + n for o, n in zip(offsets, extent, strict=True)])
-        return frozen_record(cls, {"lo": tuple(offsets), "hi": hi})
+        if len(offsets) != len(extent):
+            raise ValueError(f"offsets {list(offsets)} and extent {list(extent)} differ in rank")
+        return frozen_record(cls, {"lo": tuple(offsets), "hi": tuple(map(add, offsets, extent))})
 
     def overlap(self, other: Region) -> Region | None:
         lo = tuple(map(max, self.lo, other.lo))
@@ -250,7 +252,10 @@ class GmOrder:
                 self._check_read_after_write(first, after, second)
         log = self._logs[core]
         kind = self._writes if access.write else self._reads
-        kind.setdefault(access.key, BoxIndex()).add(len(log), access.region, access)
+        boxes = kind.get(access.key)
+        if boxes is None:
+            boxes = kind[access.key] = BoxIndex()
+        boxes.add(len(log), access.region, access)
         log.append(access)
 
     def _conflicting(self, core: str, access: Access) -> list[tuple[str, int, Access]]:

@@ -21,6 +21,7 @@ import torch
 
 from pypto.ir import Call, RaceError
 from pypto.ir.errors import at_line
+from pypto.ir.records import frozen_record
 from pypto_sim_a2a3.coherence import Access, BoxIndex, GmOrder, TensorKey, gm_access, gm_tensor
 from pypto_sim_a2a3.taskgraph import Task, TaskGraph
 
@@ -71,9 +72,14 @@ class _Log:
 
     def add(self, seq: int, access: TaskAccess, unit: Unit) -> None:
         key = access.access.key
-        self.boxes.setdefault(key, BoxIndex()).add(seq, access.access.region, access)
-        units = self.units.setdefault(key, {})
-        units.setdefault(unit, len(units))
+        boxes = self.boxes.get(key)
+        if boxes is None:
+            boxes = self.boxes[key] = BoxIndex()
+            self.units[key] = {}
+        boxes.add(seq, access.access.region, access)
+        units = self.units[key]
+        if unit not in units:
+            units[unit] = len(units)
 
 
 class TaskRaces:
@@ -99,7 +105,16 @@ class TaskRaces:
     def record(self, task: Task, block: int, access: Access, tensor: torch.Tensor, order: GmOrder) -> None:
         """Record a GM access :func:`gm_access` described, of ``tensor`` (see :meth:`access`)."""
         core = access.core
-        mine = TaskAccess(task, block, access, tensor, order.position(core))
+        mine = frozen_record(  # (one per GM access)
+            TaskAccess,
+            {
+                "task": task,
+                "block": block,
+                "access": access,
+                "tensor": tensor,
+                "position": order.position(core),
+            },
+        )
         unit = (task.id, block)
         logs = (self._writes, self._reads) if access.write else (self._writes,)
         for log in logs:
