@@ -200,7 +200,7 @@ def test_a_right_operand_every_block_shares_is_multiplied_once_for_all_of_them(m
     walked = _walked(monkeypatch)
     prog, args = _two_step_matmul(blocks, m, kk, n)
     outcomes = _three_ways(monkeypatch, prog, *args)
-    assert walked == [blocks - 1] and seen == [True]  # the matmul_acc; w2 is the same in every block
+    assert walked == [blocks - 1] and seen == [True, True]  # w's slices are the same in every block
     assert list(layouts.values()) == [True]
     _same(outcomes)
     x, y = args[0], args[1]
@@ -214,7 +214,7 @@ def test_where_one_product_would_round_otherwise_each_block_multiplies_its_own(m
     seen = _one_rights(monkeypatch)
     prog, args = _two_step_matmul(6, 16, 64, 32)
     outcomes = _three_ways(monkeypatch, prog, *args)
-    assert seen == [False] and list(layouts.values()) == [False]
+    assert seen == [False, False] and list(layouts.values()) == [False]  # (one layout: compared once)
     _same(outcomes)
 
 
@@ -342,7 +342,9 @@ def test_an_accumulating_matmul_writes_its_tile_as_each_block_does_wherever_it_l
     x, y = rand(blocks * m, 2 * kk, dtype=torch.float16), rand(2 * kk, n, dtype=torch.float16, seed=1)
     outcomes = _three_ways(monkeypatch, prog, x, y, torch.zeros(blocks * m, n))
     assert walked == [blocks - 1]
-    assert in_place == [True, placed != "half_over_acc"]  # the matmul's tile shares no byte with a, w
+    # The matmul is one product (w is every block's: _one_right), copied in; the matmul_acc writes in
+    # place unless its tile shares bytes with the accumulator without being it.
+    assert in_place == [placed != "half_over_acc"]
     _same(outcomes)
     torch.testing.assert_close(outcomes[0][1][2], x.float() @ y.float(), rtol=1e-3, atol=1e-3)
 

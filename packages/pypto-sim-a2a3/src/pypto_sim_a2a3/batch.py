@@ -783,9 +783,9 @@ def _product(frame: BatchFrame, call: Call, a: torch.Tensor, b: torch.Tensor) ->
     return left @ right
 
 
-# The operand an op may read in block 0's row alone (BatchFrame._whole): a move's source, the
-# right operand of a matmul that adds to a tile (one product, _one_right, when every block shares it).
-_IN_FIRST = {tile.move: 0, tile.matmul_acc: 2, tile.matmul_bias: 1}
+# The operand an op may read in block 0's row alone (BatchFrame._whole): a move's source, a
+# matmul's right operand (one product, _one_right, when every block shares it).
+_IN_FIRST = {tile.move: 0, tile.matmul: 1, tile.matmul_acc: 2, tile.matmul_bias: 1}
 
 # Per layout of a matmul's operands, whether one product of every block's rows with the right
 # operand they share equals each block's own product bit for bit (see _one_right).
@@ -829,7 +829,11 @@ def _same_bits(x: torch.Tensor, y: torch.Tensor) -> bool:
 
 @_batched(tile.matmul)
 def _matmul(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
-    a, b = _converted(frame, call, args[0], args[1])
+    if frame.lanes > 1 and args[0].dim() == args[1].dim() == 3 and frame.memory.same_in_every_block(args[1]):
+        product = _one_right(frame, call, args[0], args[1])
+        if product is not None:
+            return typed(call, product)  # (its binding copies it into the tile's bytes)
+    a, b = _converted(frame, call, args[0], frame.memory.whole(args[1]))
     dest = frame.into(call, args[0], args[1], over=False) if a.dim() == b.dim() == 3 else None
     if dest is not None and dest.dtype == a.dtype and dest.shape == (a.shape[0], a.shape[1], b.shape[2]):
         torch.bmm(a, b, out=dest)  # a @ b, in the tile's bytes
