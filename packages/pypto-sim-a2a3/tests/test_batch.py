@@ -103,40 +103,6 @@ def test_the_later_blocks_walk_together_and_compute_what_each_alone_does(monkeyp
     assert torch.equal(outcomes[0][1][1], x.exp() * scale)
 
 
-def test_a_matmul_over_the_blocks_is_bit_for_bit_each_blocks_own(monkeypatch):
-    m, kk, n, blocks = 16, 64, 32, 6
-    k = FunctionBuilder("mm", FunctionKind.AIC)
-    a = k.param("a", tensor_t((blocks * m, kk), FP16))
-    w = k.param("w", tensor_t((kk, n), FP16))
-    c = k.param("c", tensor_t((blocks * m, n)), Direction.Out)
-    row = k.op("row", "scalar.mul", k.op("block", "get_block_idx"), m)
-    a_l1 = k.op("a_l1", "tile.load", a, [row, 0], shape=(m, kk // 2), target_memory=Mem.Mat, dtype=FP16)
-    w_l1 = k.op("w_l1", "tile.load", w, [0, 0], shape=(kk // 2, n), target_memory=Mem.Mat, dtype=FP16)
-    a2_l1 = k.op(
-        "a2_l1", "tile.load", a, [row, kk // 2], shape=(m, kk // 2), target_memory=Mem.Mat, dtype=FP16
-    )
-    w2_l1 = k.op("w2_l1", "tile.load", w, [kk // 2, 0], shape=(kk // 2, n), target_memory=Mem.Mat, dtype=FP16)
-    a_l0 = k.op("a_l0", "tile.move", a_l1, target_memory=Mem.Left)
-    w_l0 = k.op("w_l0", "tile.move", w_l1, target_memory=Mem.Right)
-    acc = k.op("acc", "tile.matmul", a_l0, w_l0, out_dtype=FP32)
-    a2_l0 = k.op("a2_l0", "tile.move", a2_l1, target_memory=Mem.Left)
-    w2_l0 = k.op("w2_l0", "tile.move", w2_l1, target_memory=Mem.Right)
-    acc2 = k.op("acc2", "tile.matmul_acc", acc, a2_l0, w2_l0)
-    k.do("tile.store", acc2, [row, 0], c)
-    params = [
-        ("a", tensor_t((blocks * m, kk), FP16), Direction.In),
-        ("w", tensor_t((kk, n), FP16), Direction.In),
-        ("c", tensor_t((blocks * m, n)), Direction.Out),
-    ]
-    walked = _walked(monkeypatch)
-    prog = _launch(k.build(), params, blocks)
-    x, y = rand(blocks * m, kk, dtype=torch.float16), rand(kk, n, dtype=torch.float16, seed=1)
-    outcomes = _three_ways(monkeypatch, prog, x, y, torch.zeros(blocks * m, n))
-    assert walked == [blocks - 1]
-    _same(outcomes)
-    torch.testing.assert_close(outcomes[0][1][2], x.float() @ y.float(), rtol=1e-3, atol=1e-3)
-
-
 def _two_step_matmul(blocks: int, m: int, kk: int, n: int, at=None, overwrite_w=False):
     """``c[block rows] = a[block rows] @ w`` in two K steps (a matmul, then a matmul_acc); with
     ``overwrite_w``, a tile of each block's own rows of ``p`` is loaded over the first slice of ``w``
@@ -192,7 +158,9 @@ def _one_rights(monkeypatch) -> list[bool]:
     return seen
 
 
-def test_a_right_operand_every_block_shares_is_multiplied_once_for_all_of_them(monkeypatch):
+def test_a_matmul_over_the_blocks_is_each_blocks_own_bit_for_bit_and_one_product_for_a_shared_w(
+    monkeypatch,
+):
     blocks, m, kk, n = 6, 16, 64, 32
     layouts: dict = {}
     monkeypatch.setattr(batch, "_ONE_RIGHT", layouts)  # compared with each block's own product first
