@@ -28,6 +28,7 @@ transcendental function differently at a tile's tail) runs per block.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -157,9 +158,21 @@ def rerunnable(plan: LaunchPlan) -> bool:
     return True
 
 
-def _gm_params(kernel: Function) -> tuple[set[str] | None, set[str] | None]:
+def _gm_params(kernel: Function) -> tuple[frozenset[str] | None, frozenset[str] | None]:
     """The parameters ``kernel`` writes and reads in GM (None: an atomic add, or a GM operand that
-    is no parameter)."""
+    is no parameter): a static fact of the kernel, found once (every batch and block asks)."""
+    found = _GM_PARAMS.get(kernel)
+    if found is None:
+        found = _GM_PARAMS[kernel] = _find_gm_params(kernel)
+    return found
+
+
+_GM_PARAMS: weakref.WeakKeyDictionary[Function, tuple[frozenset[str] | None, frozenset[str] | None]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _find_gm_params(kernel: Function) -> tuple[frozenset[str] | None, frozenset[str] | None]:
     params = {p.var.name for p in kernel.params}
     stored: set[str] = set()
     loaded: set[str] = set()
@@ -174,7 +187,7 @@ def _gm_params(kernel: Function) -> tuple[set[str] | None, set[str] | None]:
                 if access.atomic or not isinstance(tensor, Var) or tensor.name not in params:
                     return None, None
                 (stored if access.write else loaded).add(tensor.name)
-    return stored, loaded
+    return frozenset(stored), frozenset(loaded)
 
 
 def disjoint_outputs(plan: LaunchPlan, placements: Sequence[Placement]) -> bool:
@@ -326,7 +339,7 @@ class BatchMemory(CoreMemory):
             return
         space, lo, hi = where
         if self.alike:
-            for region in [r for r in self.alike if r[0] is space and r[1] < hi and lo < r[2]]:
+            for region in [r for r in self.alike if r[1] < hi and lo < r[2] and r[0] is space]:
                 self.alike.discard(region)
                 if region in self.in_first:
                     self.in_first.discard(region)
@@ -338,9 +351,8 @@ class BatchMemory(CoreMemory):
                     if hi < region[2]:
                         self._fill((space, hi, region[2]))
         if self.converted:
-            self.converted = {
-                k: v for k, v in self.converted.items() if not (k[0] is space and k[1] < hi and lo < k[2])
-            }
+            for key in [k for k in self.converted if k[1] < hi and lo < k[2] and k[0] is space]:
+                del self.converted[key]
 
     def as_dtype(self, tile: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
         """``tile.to(dtype)``, made once while the tile's bytes stay as they are (see :meth:`written`)."""
