@@ -3,6 +3,8 @@ at one cycle core by core, each core's in program order, however the simulation 
 
 from __future__ import annotations
 
+import heapq
+import random
 from itertools import permutations
 
 from pypto_sim_a2a3.timeorder import TimeOrder, natural_key
@@ -49,3 +51,55 @@ def test_a_cores_own_events_keep_their_program_order_even_when_timed_earlier():
 def test_natural_keys_sort_numbers_as_numbers():
     names = ["cg10.AIV1", "cg9.AIV1", "cg9.AIC", "AICPU", "cg9.AIV0"]
     assert sorted(names, key=natural_key) == ["AICPU", "cg9.AIC", "cg9.AIV0", "cg9.AIV1", "cg10.AIV1"]
+
+
+class _OneHeap:
+    """The definition: one heap of every action by (cycle, the core's natural key, order queued)."""
+
+    def __init__(self) -> None:
+        self.queue: list = []
+        self.last: dict[str, int] = {}
+        self.count = 0
+
+    def at(self, cycle: int, core: str, action) -> None:
+        cycle = self.last[core] = max(cycle, self.last.get(core, 0))
+        heapq.heappush(self.queue, (cycle, natural_key(core), self.count, action))
+        self.count += 1
+
+    def until(self, now: int) -> None:
+        while self.queue and self.queue[0][0] < now:
+            heapq.heappop(self.queue)[3]()
+
+    def drain(self) -> None:
+        self.until(float("inf"))
+
+
+def _script(order, seed: int) -> list[str]:
+    """Random cores queue events (a core's cycles may go back: its program order holds), the clock
+    steps on at random, and some actions queue another event as they run."""
+    rng, ran = random.Random(seed), []
+    cores = [f"cg{i}.{unit}" for i in (0, 2, 10) for unit in ("AIC", "AIV0", "AIV1")] + ["AICPU"]
+
+    def action(label: str, then: tuple[int, str] | None):
+        def run() -> None:
+            ran.append(label)
+            if then is not None:
+                order.at(then[0], then[1], action(label + "'", None))
+
+        return run
+
+    now = 0
+    for n in range(rng.randrange(1, 80)):
+        cycle = now + rng.randrange(0, 400)
+        then = (cycle + rng.randrange(0, 300), rng.choice(cores)) if rng.random() < 0.2 else None
+        order.at(cycle, rng.choice(cores), action(str(n), then))
+        if rng.random() < 0.3:
+            now += rng.randrange(0, 200)
+            order.until(now)
+    order.drain()
+    return ran
+
+
+def test_any_interleaving_runs_as_one_queue_ordered_by_cycle_then_core_then_program_order():
+    for seed in range(300):
+        assert _script(TimeOrder(), seed) == _script(_OneHeap(), seed), seed

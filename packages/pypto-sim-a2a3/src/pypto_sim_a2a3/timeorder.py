@@ -21,29 +21,37 @@ store
 from __future__ import annotations
 
 import heapq
-import itertools
 import re
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 
 class TimeOrder:
-    """A queue of actions by modeled cycle (at one cycle, by core, then in the order queued)."""
+    """A queue of actions by modeled cycle (at one cycle, by core, then in the order queued).
+
+    Each core's actions come in the order they will run (a core's events keep their program
+    order, and their cycles never go back), so each core has a first-in first-out queue and only
+    the cores' first actions are ordered against each other: a heap of at most one entry per core,
+    however far ahead the cores queued (a replayed block queues all its GM accesses at once)."""
 
     def __init__(self) -> None:
-        self._queue: list[tuple[int, tuple[Any, ...], int, Callable[[], None]]] = []
-        self._order = itertools.count()
+        self._heads: list[tuple[int, tuple[Any, ...], _CoreQueue]] = []  # each waiting core's first
+        self._queues: dict[str, _CoreQueue] = {}
         self._last: dict[str, int] = {}  # per core, the cycle of its latest event
-        self._ranks: dict[str, tuple[Any, ...]] = {}  # per core, its name's natural sort key
 
     def at(self, cycle: int, core: str, action: Callable[[], None]) -> None:
         """Run ``action`` once the clock passes ``cycle``, after ``core``'s earlier events."""
-        cycle = max(cycle, self._last.get(core, 0))
+        last = self._last.get(core, 0)
+        if cycle < last:
+            cycle = last
         self._last[core] = cycle
-        rank = self._ranks.get(core)
-        if rank is None:
-            rank = self._ranks[core] = natural_key(core)
-        heapq.heappush(self._queue, (cycle, rank, next(self._order), action))
+        queue = self._queues.get(core)
+        if queue is None:
+            queue = self._queues[core] = _CoreQueue(natural_key(core))
+        if not queue:
+            heapq.heappush(self._heads, (cycle, queue.rank, queue))
+        queue.append((cycle, action))
 
     def note(self, cycle: int, core: str) -> None:
         """``core`` met an event at ``cycle`` that needs no action: its later events come after it."""
@@ -52,13 +60,33 @@ class TimeOrder:
 
     def until(self, now: int) -> None:
         """Run the actions of every cycle before ``now`` (a core can still meet an event at ``now``)."""
-        while self._queue and self._queue[0][0] < now:
-            heapq.heappop(self._queue)[3]()
+        heads = self._heads
+        while heads and heads[0][0] < now:
+            self._next()()
 
     def drain(self) -> None:
         """Run every action left (the simulation has ended)."""
-        while self._queue:
-            heapq.heappop(self._queue)[3]()
+        while self._heads:
+            self._next()()
+
+    def _next(self) -> Callable[[], None]:
+        """The first action of the core that comes first, taken off its queue."""
+        heads = self._heads
+        _, rank, queue = heads[0]
+        action = queue.popleft()[1]
+        if queue:
+            heapq.heapreplace(heads, (queue[0][0], rank, queue))
+        else:
+            heapq.heappop(heads)
+        return action
+
+
+class _CoreQueue(deque[tuple[int, Callable[[], None]]]):
+    """One core's queued actions with their cycles, in order; ``rank`` orders the core's name."""
+
+    def __init__(self, rank: tuple[Any, ...]) -> None:
+        super().__init__()
+        self.rank = rank
 
 
 def natural_key(name: str) -> tuple[Any, ...]:
