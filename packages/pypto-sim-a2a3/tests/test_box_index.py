@@ -101,3 +101,10 @@ def test_a_gm_access_record_is_the_access_its_fields_make():
     region = Region.box((0, 0), extent)
     assert made == Access("cg0.AIV0", name, tensor_key(tensor), region, load.span, False, False, 120)
     assert set(vars(made)) == {f.name for f in dataclasses.fields(Access)}
+    # A caller's key cache (a launch's) gives the same record, and keeps each tensor once.
+    keys: dict = {}
+    other = tensor[1:]  # a view: another tensor object, another key
+    assert gm_access("cg0.AIV0", load, (tensor, (0, 0)), at=120, keys=keys) == made
+    assert gm_access("cg0.AIV0", load, (tensor, (0, 0)), at=120, keys=keys) == made
+    assert gm_access("cg0.AIV0", load, (other, (0, 0)), at=120, keys=keys).key == tensor_key(other)
+    assert [entry[1] for entry in keys.values()] == [tensor_key(tensor), tensor_key(other)]

@@ -68,6 +68,10 @@ def tensor_key(tensor: torch.Tensor) -> TensorKey:
     )
 
 
+# id(tensor) -> (the tensor, its key): kept while the tensors are alive and the same objects.
+KeyCache = dict[int, tuple[torch.Tensor, TensorKey]]
+
+
 @dataclass(frozen=True)
 class Region:
     """A box ``[lo, hi)`` per dim of a GM tensor's index space."""
@@ -382,13 +386,23 @@ def _check_inside(call: Call, tensor: torch.Tensor, region: Region) -> None:
             )
 
 
-def gm_access(core: str, call: Call, args: Sequence[Any], at: int = 0) -> Access | None:
+def gm_access(
+    core: str, call: Call, args: Sequence[Any], at: int = 0, keys: KeyCache | None = None
+) -> Access | None:
     """The GM box ``call`` reads or writes (starting at modeled cycle ``at``), or None for an op
-    that does not touch GM."""
+    that does not touch GM. ``keys`` keeps the tensors' keys for a caller whose tensors stay the
+    same objects (a launch's arguments): an access of a tensor met before reuses its key."""
     access = _GM_ACCESS.get(call.op)
     if access is None:
         return None
     tensor, name = args[access.tensor], call.args[access.tensor]
+    if keys is None:
+        key = tensor_key(tensor)
+    else:
+        known = keys.get(id(tensor))
+        if known is None or known[0] is not tensor:
+            known = keys[id(tensor)] = (tensor, tensor_key(tensor))
+        key = known[1]
     label = name.name if isinstance(name, Var) else "a GM tensor"
     assert access.offsets is not None
     region = Region.box(args[access.offsets], _extent(call, args, tensor, access))
@@ -397,7 +411,7 @@ def gm_access(core: str, call: Call, args: Sequence[Any], at: int = 0) -> Access
         {
             "core": core,
             "tensor": label,
-            "key": tensor_key(tensor),
+            "key": key,
             "region": region,
             "span": call.span,
             "write": access.write,

@@ -20,7 +20,7 @@ from pypto.ir.memory import MemoryPlan, Reservation, layout, plain_ring_name
 from pypto.ir.ops import op
 from pypto_sim_a2a3.arguments import argument_mismatch
 from pypto_sim_a2a3.barrier import SyncAll
-from pypto_sim_a2a3.coherence import GM_DATA_OPS, Access, GmOrder, gm_access, gm_tensor
+from pypto_sim_a2a3.coherence import GM_DATA_OPS, Access, GmOrder, KeyCache, gm_access, gm_tensor
 from pypto_sim_a2a3.corepipes import CorePipes
 from pypto_sim_a2a3.cores import Core, CoreGroup
 from pypto_sim_a2a3.errors import PipeError
@@ -167,6 +167,7 @@ class Launch:
         self.finished: set[str] = set()
         self.settled: set[str] = set()  # cores past their last GM access
         self.gm = site.gm or GmOrder()
+        self._keys: KeyCache = {}  # the GM tensors its cores access, by id, with their keys
         self.barrier = site.barrier or SyncAll({role.name: role.kind for role in self.roles})
         self.barrier.seated.update(self.member(role) for role in self.roles)
         self.piped = piped
@@ -297,7 +298,7 @@ class Launch:
             return
 
         def check() -> None:
-            access = gm_access(core, call, args, at)
+            access = gm_access(core, call, args, at, self._keys)
             assert access is not None
             if self.site.on_gm is not None:
                 self.site.on_gm(access, gm_tensor(call, args))
