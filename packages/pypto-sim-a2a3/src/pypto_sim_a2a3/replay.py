@@ -63,7 +63,6 @@ from pypto.ir.backend import Slice, Transfer
 from pypto.ir.launch import LaunchPlan
 from pypto.ir.nodes import stmt_end_exprs, stmt_exprs, walk_expr, walk_stmts
 from pypto.ir.ops import op, system
-from pypto.ir.records import frozen_record
 from pypto.ir.walker import KernelWalker
 from pypto_sim_a2a3.batch import (
     BATCH_BLOCKS,
@@ -199,6 +198,16 @@ class _Step:
     event: Any = _PENDING
     wake: tuple[int, int] | None = None  # its wait ended after this step of that core: (core, step)
     settles: bool = False  # one of its effects is its core's last GM access settling
+    _split: tuple[tuple[Slice, ...], tuple[tuple[Any, ...], ...]] | None = None
+
+    def split(self) -> tuple[tuple[Slice, ...], tuple[tuple[Any, ...], ...]]:
+        """Its slices and its other effects, each in order (of a step done: found once, for every
+        block that replays it)."""
+        if self._split is None:
+            pieces = tuple(effect[1] for effect in self.effects if effect[0] == SLICE)
+            others = tuple(effect for effect in self.effects if effect[0] != SLICE)
+            self._split = (pieces, others)
+        return self._split
 
 
 class BlockRecording:
@@ -499,17 +508,6 @@ def walk_numbers(launch: Launch, frames: Sequence[NumbersFrame]) -> list[BlockNu
     return numbers
 
 
-def _shifted(piece: Slice, names: dict[str, str], shift: int) -> Slice:
-    """Block 0's slice as this block's: on its core, ``shift`` cycles later (a
-    :func:`~pypto.ir.records.frozen_record`: a replay makes thousands)."""
-    fields = piece.__dict__.copy()
-    fields["core"] = names[piece.core]
-    fields["start"] = piece.start + shift
-    if piece.flag_at is not None:
-        fields["flag_at"] = piece.flag_at + shift
-    return frozen_record(Slice, fields)
-
-
 def _may_run_ahead(steps: Sequence[_Step], k: int) -> bool:
     """Whether a block of one core may go on to block 0's step ``k`` without a scheduler step
     first: nothing it does there is seen before its modeled time. Its slices carry their cycles,
@@ -554,7 +552,12 @@ class GhostBlock:
         steps = self.recording.steps[index]
         role = self.launch.roles[index]
         numbers = self.numbers[index]
-        shift, names, launch, record = self.shift, self.names, self.launch, self.recorder.record
+        shift, names, launch, record_shifted = (
+            self.shift,
+            self.names,
+            self.launch,
+            self.recorder.record_shifted,
+        )
         ops, cursor, call, args = numbers.ops, 0, None, ()
         counts, signal = self.counts, self.signal
         # A block of one core whose numbers met no error runs ahead over the steps it may (see
@@ -566,11 +569,12 @@ class GhostBlock:
             step = steps[k]
             counts[index] = k + 1
             signal.changed()
-            for effect in step.effects:
+            pieces, others = step.split()
+            if pieces:
+                record_shifted(pieces, names, shift)
+            for effect in others:
                 kind = effect[0]
-                if kind == SLICE:
-                    record(_shifted(effect[1], names, shift))
-                elif kind == OP:
+                if kind == OP:
                     if cursor >= len(ops):
                         assert numbers.error is not None, "a replayed block ran fewer ops than block 0"
                         raise numbers.error  # it stopped between ops: block 0 would have too

@@ -8,7 +8,7 @@ changes and when a tile has crossed. Everything is in modeled cycles.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from operator import attrgetter
 
 from pypto.ir import SourceSpan
@@ -55,6 +55,17 @@ def make_slice(
     )
 
 
+def shifted(piece: Slice, names: Mapping[str, str], shift: int) -> Slice:
+    """Block 0's slice as a replayed block's: on its core (``names``), ``shift`` cycles later (a
+    :func:`~pypto.ir.records.frozen_record`: a replay makes thousands)."""
+    fields = piece.__dict__.copy()
+    fields["core"] = names[piece.core]
+    fields["start"] = piece.start + shift
+    if piece.flag_at is not None:
+        fields["flag_at"] = piece.flag_at + shift
+    return frozen_record(Slice, fields)
+
+
 class Recorder:
     """The timeline of one run: ``Recorder(scheduler)`` then ``recorder.slices`` after the run."""
 
@@ -64,6 +75,8 @@ class Recorder:
         self.rings: list[RingTrack] = []
         self.transfers: list[Transfer] = []
         self._ring_changes: list[tuple[RingTrack, list[tuple[int, int]]]] = []
+        # Replayed slices made when the run finishes: (their place in slices, block 0's, names, shift).
+        self._shifted: list[tuple[int, Sequence[Slice], Mapping[str, str], int]] = []
         scheduler.observe(self.observe)
 
     def now(self) -> int:
@@ -73,6 +86,11 @@ class Recorder:
     def record(self, piece: Slice) -> None:
         """A slice of a core's pipe, timed by the core's pipes rather than by the scheduler."""
         self.slices.append(piece)
+
+    def record_shifted(self, pieces: Sequence[Slice], names: Mapping[str, str], shift: int) -> None:
+        """Block 0's ``pieces`` as a replayed block's (:func:`shifted`), here in the timeline: made
+        when the run finishes, all at once (a replay records tens of thousands)."""
+        self._shifted.append((len(self.slices), pieces, names, shift))
 
     def observe(self, core: Clocked, start: int, cycles: int, event: Event) -> None:
         """A scheduler observer: one slice per busy or stalled stretch (a kernel core's events are
@@ -116,6 +134,15 @@ class Recorder:
                     track.samples.pop()
                 track.samples.append((cycle, in_use))
         self._ring_changes.clear()
+        if self._shifted:
+            made: list[Slice] = []
+            done = 0
+            for place, pieces, names, shift in self._shifted:
+                made += self.slices[done:place]
+                made += [shifted(piece, names, shift) for piece in pieces]
+                done = place
+            self.slices = made + self.slices[done:]
+            self._shifted.clear()
         # By (start, core), as two stable sorts on the fields themselves: a third of the time of one
         # sort on a key tuple made per slice (a run has tens of thousands).
         self.slices.sort(key=_CORE)
