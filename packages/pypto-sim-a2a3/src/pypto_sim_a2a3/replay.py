@@ -114,16 +114,27 @@ def _on(variable: str) -> bool:
 def replayable(plan: LaunchPlan) -> bool:
     """Whether every block of an spmd launch of ``plan`` does block 0's steps: no barrier, fence
     or cache invalidation (they order GM across blocks), and loops and branches that are the same
-    in every block."""
-    return not _orders_blocks(plan) and all(uniform_control(seat.kernel) for seat in plan.seats)
+    in every block. (A static fact of the plan, found once: each run of the program asks.)"""
+    found = _REPLAYABLE.get(plan)
+    if found is None:
+        found = not _orders_blocks(plan) and all(uniform_control(seat.kernel) for seat in plan.seats)
+        _REPLAYABLE[plan] = found
+    return found
 
 
 def replayable_by_walk(plan: LaunchPlan) -> bool:
     """Whether a block of an spmd launch of ``plan`` may replay an earlier block that walked the
     same way (:func:`walk_signature`), its loops and branches depending on data or on the block:
     no barrier, fence or cache invalidation, and a block may run twice (it walks for its
-    signature first, and runs on the full engine if no earlier block matches)."""
-    return not _orders_blocks(plan) and rerunnable(plan)
+    signature first, and runs on the full engine if no earlier block matches). (Found once.)"""
+    found = _BY_WALK.get(plan)
+    if found is None:
+        found = _BY_WALK[plan] = not _orders_blocks(plan) and rerunnable(plan)
+    return found
+
+
+_REPLAYABLE: weakref.WeakKeyDictionary[LaunchPlan, bool] = weakref.WeakKeyDictionary()
+_BY_WALK: weakref.WeakKeyDictionary[LaunchPlan, bool] = weakref.WeakKeyDictionary()
 
 
 def _orders_blocks(plan: LaunchPlan) -> bool:
