@@ -819,13 +819,15 @@ def _one_right(frame: BatchFrame, call: Call, a: torch.Tensor, b: torch.Tensor) 
     """``a @ b`` of every block as one product of all the blocks' rows of ``a`` with block 0's
     ``b``, when ``b`` is the same in every block (a weight that no block's offsets move): one matmul
     instead of a batch of them, and ``b`` converted once. A matmul's rounding depends on the shapes
-    and layouts the library is handed, so the first product of each layout is compared with each
-    block's own (the shared semantics); where they differ, None (the batched product is used)."""
+    and layouts the library is handed (and its threads), so the first product of each layout is
+    compared with each block's own (the shared semantics); where they differ, None (the batched
+    product is used)."""
     left, right = _converted(frame, call, a, b[0])
     blocks, rows, depth = left.shape
     product = (left.reshape(blocks * rows, depth) @ right).view(blocks, rows, -1)
     key: tuple[Any, ...] = (call.attrs.get("a_trans"), call.attrs.get("b_trans"), a.dtype, b.dtype)
     key += (a.shape, b.shape, a.stride(), b.stride()[1:])  # (b's stride across the blocks: any)
+    key += (torch.get_num_threads(),)  # (the library may split a product otherwise)
     same = _ONE_RIGHT.get(key)
     if same is None:
         b = frame.memory.whole(b)

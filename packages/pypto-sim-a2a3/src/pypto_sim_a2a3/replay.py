@@ -209,7 +209,9 @@ class _Step:
     event: Any = _PENDING
     wake: tuple[int, int] | None = None  # its wait ended after this step of that core: (core, step)
     settles: bool = False  # one of its effects is its core's last GM access settling
-    _split: tuple[tuple[Slice, ...], tuple[tuple[Any, ...], ...]] | None = None
+    _split: tuple[tuple[Slice, ...], tuple[tuple[Any, ...], ...]] | None = field(
+        default=None, init=False, repr=False
+    )
 
     def split(self) -> tuple[tuple[Slice, ...], tuple[tuple[Any, ...], ...]]:
         """Its slices and its other effects, each in order (of a step done: found once, for every
