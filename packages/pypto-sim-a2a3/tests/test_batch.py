@@ -175,6 +175,45 @@ def test_a_matmul_over_the_blocks_is_each_blocks_own_bit_for_bit_and_one_product
     torch.testing.assert_close(outcomes[0][1][3], x.float() @ y.float(), rtol=1e-3, atol=1e-3)
 
 
+def test_a_transposed_weight_every_block_shares_is_one_product_too(monkeypatch):
+    """``c[block rows] = a[block rows] @ w.T`` with w stored [n, k] (as a linear layer's weight),
+    its slices moved to L0B and multiplied with b_trans: one product, each block's bits."""
+    blocks, m, kk, n = 5, 16, 64, 32
+    k = FunctionBuilder("mm_t", FunctionKind.AIC)
+    a = k.param("a", tensor_t((blocks * m, kk), FP16))
+    w = k.param("w", tensor_t((n, kk), FP16))
+    c = k.param("c", tensor_t((blocks * m, n)), Direction.Out)
+    row = k.op("row", "scalar.mul", k.op("block", "get_block_idx"), m)
+    acc = None
+    for i in range(2):
+        a_l1 = k.op(
+            f"a{i}", "tile.load", a, [row, i * kk // 2], shape=(m, kk // 2), target_memory=Mem.Mat, dtype=FP16
+        )
+        w_l1 = k.op(
+            f"w{i}", "tile.load", w, [0, i * kk // 2], shape=(n, kk // 2), target_memory=Mem.Mat, dtype=FP16
+        )
+        a_l0 = k.op(f"a{i}_l0", "tile.move", a_l1, target_memory=Mem.Left)
+        w_l0 = k.op(f"w{i}_l0", "tile.move", w_l1, target_memory=Mem.Right)
+        if acc is None:
+            acc = k.op("acc", "tile.matmul", a_l0, w_l0, out_dtype=FP32, b_trans=True)
+        else:
+            acc = k.op("acc2", "tile.matmul_acc", acc, a_l0, w_l0, b_trans=True)
+    k.do("tile.store", acc, [row, 0], c)
+    params = [
+        ("a", tensor_t((blocks * m, kk), FP16), Direction.In),
+        ("w", tensor_t((n, kk), FP16), Direction.In),
+        ("c", tensor_t((blocks * m, n)), Direction.Out),
+    ]
+    seen = _one_rights(monkeypatch)
+    walked = _walked(monkeypatch)
+    prog = _launch(k.build(), params, blocks)
+    x, y = rand(blocks * m, kk, dtype=torch.float16), rand(n, kk, dtype=torch.float16, seed=1)
+    outcomes = _three_ways(monkeypatch, prog, x, y, torch.zeros(blocks * m, n))
+    assert walked == [blocks - 1] and len(seen) == 2  # the matmul and the matmul_acc (both True here)
+    _same(outcomes)
+    torch.testing.assert_close(outcomes[0][1][2], x.float() @ y.float().T, rtol=1e-3, atol=1e-3)
+
+
 def test_where_one_product_would_round_otherwise_each_block_multiplies_its_own(monkeypatch):
     layouts: dict = {}
     monkeypatch.setattr(batch, "_ONE_RIGHT", layouts)
