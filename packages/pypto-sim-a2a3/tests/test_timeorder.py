@@ -103,3 +103,11 @@ def _script(order, seed: int) -> list[str]:
 def test_any_interleaving_runs_as_one_queue_ordered_by_cycle_then_core_then_program_order():
     for seed in range(300):
         assert _script(TimeOrder(), seed) == _script(_OneHeap(), seed), seed
+
+
+def test_two_names_of_one_natural_rank_run_in_the_order_their_cores_first_queued():
+    order, ran = TimeOrder(), []
+    order.at(5, "cg02.AIC", lambda: ran.append("cg02"))
+    order.at(5, "cg2.AIC", lambda: ran.append("cg2"))  # natural_key is the same: ("cg", 2, ".AIC")
+    order.drain()
+    assert ran == ["cg02", "cg2"]

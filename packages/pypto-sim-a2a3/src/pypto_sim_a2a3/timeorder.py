@@ -36,7 +36,8 @@ class TimeOrder:
     however far ahead the cores queued (a replayed block queues all its GM accesses at once)."""
 
     def __init__(self) -> None:
-        self._heads: list[tuple[int, tuple[Any, ...], _CoreQueue]] = []  # each waiting core's first
+        # Each waiting core's first action: (cycle, the core's rank, the queue's number, the queue).
+        self._heads: list[tuple[int, tuple[Any, ...], int, _CoreQueue]] = []
         self._queues: dict[str, _CoreQueue] = {}
         self._last: dict[str, int] = {}  # per core, the cycle of its latest event
 
@@ -48,9 +49,9 @@ class TimeOrder:
         self._last[core] = cycle
         queue = self._queues.get(core)
         if queue is None:
-            queue = self._queues[core] = _CoreQueue(natural_key(core))
+            queue = self._queues[core] = _CoreQueue(natural_key(core), len(self._queues))
         if not queue:
-            heapq.heappush(self._heads, (cycle, queue.rank, queue))
+            heapq.heappush(self._heads, (cycle, queue.rank, queue.number, queue))
         queue.append((cycle, action))
 
     def note(self, cycle: int, core: str) -> None:
@@ -72,21 +73,23 @@ class TimeOrder:
     def _next(self) -> Callable[[], None]:
         """The first action of the core that comes first, taken off its queue."""
         heads = self._heads
-        _, rank, queue = heads[0]
+        _, rank, number, queue = heads[0]
         action = queue.popleft()[1]
         if queue:
-            heapq.heapreplace(heads, (queue[0][0], rank, queue))
+            heapq.heapreplace(heads, (queue[0][0], rank, number, queue))
         else:
             heapq.heappop(heads)
         return action
 
 
 class _CoreQueue(deque[tuple[int, Callable[[], None]]]):
-    """One core's queued actions with their cycles, in order; ``rank`` orders the core's name."""
+    """One core's queued actions with their cycles, in order; ``rank`` orders the core's name and
+    ``number`` (the queues made before it) two names of one rank (``cg2`` and ``cg02``)."""
 
-    def __init__(self, rank: tuple[Any, ...]) -> None:
+    def __init__(self, rank: tuple[Any, ...], number: int) -> None:
         super().__init__()
         self.rank = rank
+        self.number = number
 
 
 def natural_key(name: str) -> tuple[Any, ...]:
