@@ -177,21 +177,14 @@ def _uniform_body(body: Sequence[Stmt], uniform: set[str]) -> bool:
             if not isinstance(stmt.target.type, TileType) and _uniform(stmt.value, uniform):
                 uniform.add(stmt.target.name)
         elif isinstance(stmt, For):
-            if not (
-                _uniform(stmt.start, uniform)
-                and _uniform(stmt.stop, uniform)
-                and _uniform(stmt.step, uniform)
-            ):
+            if not all(_uniform(bound, uniform) for bound in (stmt.start, stmt.stop, stmt.step)):
                 return False
-            uniform.add(stmt.var.name)
+            uniform.add(stmt.var.name)  # (the same in every block, as its bounds are)
             if not _uniform_body(stmt.body, uniform):
                 return False
         elif isinstance(stmt, If):
-            if not (
-                _uniform(stmt.cond, uniform)
-                and _uniform_body(stmt.then_body, uniform)
-                and _uniform_body(stmt.else_body, uniform)
-            ):
+            branches = (stmt.then_body, stmt.else_body)
+            if not (_uniform(stmt.cond, uniform) and all(_uniform_body(b, uniform) for b in branches)):
                 return False
         elif isinstance(stmt, While):
             return False  # its condition reads its carried values
