@@ -314,10 +314,10 @@ class BatchMemory(CoreMemory):
     def view(self, allocation: Allocation, tile: TileType, slot_value: int = 0) -> torch.Tensor:
         # A tile's place, to be written whole in every block's row (a binding, an op's result
         # written in place): what the blocks shared there they may no longer.
+        offset = allocation.slot_offset(slot_value)
         if self.alike or self.converted:
-            offset = allocation.slot_offset(slot_value)
             self.written((allocation.space, offset, offset + tile.nbytes), whole=True)
-        return super().view(allocation, tile, slot_value)
+        return CoreMemory.view_at(self, allocation.space, offset, tile)  # (not view_at: done here)
 
     def view_at(self, space: MemorySpace, offset: int, tile: TileType) -> torch.Tensor:
         # Any other view (a ring slot's, which a push writes in part and a pop reads) as well.
