@@ -9,7 +9,9 @@
    imports torch;
 3. the overhead of a cached call (on a backend that runs nothing) against a run on a2a3sim;
 4. the a2a3sim simulator's wall time against plain torch eager doing the same math: the seed kernel
-   at four sizes and fp16 matmuls of about 1024^3 and 2048^3 over the 24 core groups;
+   at four sizes and fp16 matmuls of about 1024^3 and 2048^3 over the 24 core groups; under the
+   seed kernel, the floor of an engine that computes one op at a time (its tile ops as bare torch
+   calls);
 5. modeled cycles against the roofline bound for the mixed and the staged seed kernel at M=4096;
 6. the same for fp16 matmuls spread over the 24 core groups (a block of M/24 rows each: per
    block, its kernel's roofline; per launch, the whole run against one block's MACs, task
@@ -46,6 +48,7 @@ HELLO = ROOT / "examples" / "beginner" / "01_hello_world.py"
 STARTUP_RUNS = 7  # processes of each kind, alternating; the fastest of each counts
 K, N = 256, 128
 SIZES = (128, 1024, 4096, 16384)  # rows M of the seed kernel
+FLOOR_SIZES = (1024, 4096, 16384)  # ... whose row tiles stream through a loop (the sizes the goal names)
 CUBES = (1024, 2048)  # fp16 N x N x N matmuls over the 24 core groups, against eager
 MODEL_M = 4096
 REPEATS = 20
@@ -159,6 +162,38 @@ def simulator_against_eager(kernel: Any, m: int) -> tuple[float, float]:
     sim = median_seconds(lambda: compiled.run(a, b, bias, out), repeats)
     eager = median_seconds(lambda: torch.add(a.float() @ b.float(), bias, out=out))
     return sim, eager
+
+
+def bare_tile_ops(kernel: Any, m: int) -> float:
+    """Seconds for the seed kernel's tile ops as bare torch calls, one call per op the lowered kernel
+    runs (no costs, checks or timeline): the floor of any engine that computes one op at a time.
+    It mirrors the lowering of the mixed kernel (UP_DOWN): the cube loads, moves and multiplies a
+    [64, 256] row tile of ``a`` and pushes the [64, 128] product, each vector lane loads its [32,
+    128] of ``bias``, adds and stores; a check of the lowered text stops it if that changes."""
+    a, b, bias, out = seed_args(m)
+    lowered = str(kernel.lower(a, b, bias, out))
+    for part in (f"pl.pipeline(0, {m}, 64", "shape=[64, 256]", "shape=[32, 128]", "pl.tile.add("):
+        if part not in lowered:
+            raise SystemExit(f"bare_tile_ops mirrors a lowering with {part!r}, which changed: update it")
+    mat, left = torch.empty(4, 64, K, dtype=torch.float16), torch.empty(2, 64, K, dtype=torch.float16)
+    right, acc = torch.empty(K, N, dtype=torch.float16), torch.empty(4, 64, N)
+    ring, vec, added = torch.empty(2, 2, 32, N), torch.empty(2, 3, 32, N), torch.empty(2, 4, 32, N)
+
+    def ops() -> None:
+        right.copy_(b)  # load b, move it to Right
+        for i, r in enumerate(range(0, m, 64)):
+            mat[i % 4].copy_(a[r : r + 64])  # tile.load
+            left[i % 2].copy_(mat[i % 4])  # tile.move
+            torch.matmul(left[i % 2].float(), right.float(), out=acc[i % 4])  # tile.matmul
+            ring[i % 2].copy_(acc[i % 4].view(2, 32, N))  # tpush_to_aiv: a half for each lane
+            for lane in range(2):
+                rows = slice(r + 32 * lane, r + 32 * lane + 32)
+                vec[lane, i % 3].copy_(bias[rows])  # tile.load
+                torch.add(ring[i % 2, lane], vec[lane, i % 3], out=added[lane, i % 4])  # tpop, tile.add
+                out[rows].copy_(added[lane, i % 4])  # tile.store
+
+    ops()
+    return median_seconds(ops)
 
 
 def cube_rows(n: int) -> int:
@@ -287,6 +322,11 @@ def main() -> None:
         sim, eager = simulator_against_eager(mixed, m)
         ratio = sim / eager
         print(f"  M={m:<5} sim {sim * 1e3:8.2f} ms   eager {eager * 1e3:7.3f} ms   sim/eager = {ratio:5.1f}x")
+        if m not in FLOOR_SIZES:
+            continue
+        floor = bare_tile_ops(mixed, m)
+        bare = f"its tile ops as bare torch calls {floor * 1e3:7.2f} ms"
+        print(f"          {bare} = {floor / eager:4.1f}x eager")
     print("a2a3sim wall time against torch eager (fp16 matmuls over 24 core groups; a.float() @ b.float())")
     for n in CUBES:
         sim, eager = cube_against_eager(n)
