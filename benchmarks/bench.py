@@ -193,6 +193,7 @@ def bare_tile_ops(kernel: Any, m: int) -> float:
                 out[rows].copy_(added[lane, i % 4])  # tile.store
 
     ops()
+    torch.testing.assert_close(out, a.float() @ b.float() + bias)  # the same math as the kernel's
     return median_seconds(ops)
 
 
