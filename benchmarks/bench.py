@@ -17,12 +17,15 @@
    block, its kernel's roofline; per launch, the whole run against one block's MACs, task
    dispatch included), and a streaming exp kernel under pl.pipeline(stage=2) against one buffer.
 
-Wall-clock figures depend on the machine and its load; modeled figures do not. Torch runs on one
+Wall-clock figures depend on the machine and its load; modeled figures do not. Each timed series
+starts after a full collection of the cyclic collector, so that it does not pay for the garbage of
+the figures before it (as a process that measured only that figure would not). Torch runs on one
 thread here, for the simulator and the eager baseline alike, so that the two compare fairly.
 """
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import os
 import platform
@@ -76,7 +79,9 @@ def seed_args(m: int) -> tuple[torch.Tensor, ...]:
 
 
 def median_seconds(fn: Callable[[], object], repeats: int = REPEATS) -> float:
-    """The median wall time of ``repeats`` calls of ``fn``."""
+    """The median wall time of ``repeats`` calls of ``fn``, after a full collection: the garbage
+    an earlier figure left is not collected inside this one (each call's own collections are)."""
+    gc.collect()
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
