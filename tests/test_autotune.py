@@ -211,6 +211,23 @@ def test_a_worker_that_dies_loses_only_its_trial() -> None:
     assert report.best is not None
 
 
+def test_a_worker_of_a_local_cluster_holds_only_the_trial_it_runs() -> None:
+    # Else a worker that dies takes the trials queued on it along (each then reruns once, and a
+    # trial whose rerun was queued on a dying worker too failed: a flaky sweep).
+    pytest.importorskip("distributed")
+
+    def alone_on_its_worker(named: dict) -> None:
+        from distributed import get_worker
+
+        tasks = get_worker().state.tasks.values()
+        held = [t.key for t in tasks if "pypto-trial" in str(t.key) and t.state != "memory"]  # (not done)
+        if len(held) != 1:
+            raise RuntimeError(f"a worker held {held}")
+
+    report = make_seed(pre_hook=alone_on_its_worker).tune(*seed_args(), workers=2)
+    assert [t.message for t in report.trials if t.status == FAILED] == []
+
+
 def test_tune_never_writes_the_callers_tensors() -> None:
     seed = make_seed()
     a, b, bias, out = seed_args()

@@ -102,7 +102,7 @@ class DaskExecutor:
             with client:
                 yield from _run_on(client, jobs, args)
             return
-        yield from _run_on(shared_local_client(self.workers), jobs, args)
+        yield from _run_on(shared_local_client(self.workers), jobs, args, one_per_worker=True)
 
 
 _shared: dict[int, local_client] = {}
@@ -148,8 +148,9 @@ class local_client:
         import dask
         from distributed import Client, LocalCluster
 
-        # A task whose worker dies fails at once (the executor reruns it once), and a worker holds
-        # only the task it runs, so a dying worker takes no queued trial with it.
+        # A task whose worker dies fails at once (the executor reruns it once), and the executor
+        # hands the cluster no more trials than it has workers (see _run_on), so a dying worker
+        # takes no queued trial with it.
         # A simulation's Python stack is deep: Dask's sampling profiler (every 10 ms) and the
         # nanny's malloc trimming slow a trial by about a fifth (benchmarks/README.md), so both are
         # off; the workers keep one BLAS/OpenMP thread each, as the nanny sets by default. A trial
@@ -195,7 +196,15 @@ class local_client:
         self.cluster.close()
 
 
-def _run_on(client: Any, jobs: Sequence[TrialJob], args: Sequence[Any]) -> Iterator[Trial]:
+def _run_on(
+    client: Any, jobs: Sequence[TrialJob], args: Sequence[Any], one_per_worker: bool = False
+) -> Iterator[Trial]:
+    """Run the trials on ``client``'s cluster, yielding each as it finishes. ``one_per_worker``: no
+    more trials at a time than the cluster has worker threads, the next one handed over as one
+    finishes, so that each worker holds only the trial it runs (the scheduler sends a task with
+    inputs, here the scattered arguments, to a worker at once, to wait there behind others, and a
+    worker that dies takes those along: each would then run again, and fail if its rerun met a
+    dying worker too)."""
     from distributed import as_completed
 
     if not jobs:
@@ -209,7 +218,10 @@ def _run_on(client: Any, jobs: Sequence[TrialJob], args: Sequence[Any]) -> Itera
         key = f"pypto-trial-{sweep}-{job.index}-{attempt}"
         return client.submit(_remote_trial, job, *scattered[0], key=key, pure=False)
 
-    pending = {submit(job, 0): (job, 0) for job in jobs}
+    waiting = list(jobs)
+    at_once = max(1, sum(client.nthreads().values())) if one_per_worker else len(waiting)
+    pending = {submit(job, 0): (job, 0) for job in waiting[:at_once]}
+    del waiting[:at_once]
     finished = as_completed(list(pending))
     for future in finished:
         job, attempt = pending.pop(future)
@@ -227,6 +239,11 @@ def _run_on(client: Any, jobs: Sequence[TrialJob], args: Sequence[Any]) -> Itera
                 FAILED,
                 message=f"{type(exc).__name__}: run twice, and its worker died both times ({exc})",
             )
+        if waiting:  # its worker is free: the next trial
+            following = waiting.pop(0)
+            handed = submit(following, 0)
+            pending[handed] = (following, 0)
+            finished.add(handed)
         yield trial
 
 
