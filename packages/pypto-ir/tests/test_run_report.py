@@ -143,3 +143,50 @@ def test_the_summary_counts_tasks_core_groups_and_edges_when_several_tasks_ran()
         "3 task(s) on 2 core group(s), 1 dependency edge(s); the tasks' modeled cycles add up to 1.47x the run"
         in (report.summary())
     )
+
+
+def test_a_timeline_left_to_a_function_is_made_once_when_first_read():
+    made: list[int] = []
+    slices = [Slice("cg0.AIC", 0, 5, "tile.matmul", "CUBE", "k")]
+
+    def make() -> list[Slice]:
+        made.append(1)
+        return list(slices)
+
+    report = _report()
+    report.make_timeline_when_read(make)
+    assert made == []
+    assert report.timeline == slices and report.timeline is report.timeline
+    assert made == [1]
+    assert report.overlap_cycles() == 0 and made == [1]
+
+
+def test_a_report_whose_timeline_is_made_when_read_compares_copies_and_pickles_as_a_made_one():
+    import copy
+    import dataclasses
+    import pickle
+
+    slices = [Slice("cg0.AIC", 0, 5, "tile.matmul", "CUBE", "k"), Slice("cg0.AIV0", 5, 3, "wait", STALL, "k")]
+    plain = _report(*slices)
+
+    def lazy() -> RunReport:
+        report = _report(*slices)
+        report.timeline = []
+        report.make_timeline_when_read(lambda: list(slices))
+        return report
+
+    assert lazy() == plain and repr(lazy()) == repr(plain)
+    assert pickle.loads(pickle.dumps(lazy())) == plain  # (a Dask worker's report: no function travels)
+    assert "_make_timeline" not in lazy().__getstate__()
+    assert copy.deepcopy(lazy()) == plain and copy.copy(lazy()).timeline == slices
+    assert dataclasses.replace(lazy(), total_cycles=7).timeline == slices
+    assert dataclasses.asdict(lazy())["timeline"] == [dataclasses.asdict(s) for s in slices]
+    assert "timeline" in [f.name for f in dataclasses.fields(RunReport)]
+
+
+def test_setting_the_timeline_drops_the_function_that_would_have_made_it():
+    report = _report()
+    report.make_timeline_when_read(lambda: pytest.fail("the timeline was set: nothing makes it"))
+    report.timeline = [Slice("cg0.AIC", 0, 1, "tile.add", "VECTOR", "k")]
+    assert [s.name for s in report.timeline] == ["tile.add"]
+    assert RunReport("toy", 1000).timeline == []  # the field's default

@@ -8,7 +8,8 @@ import dataclasses
 import torch
 from sim_lowered import rand, run, single, vector_binary_kernel
 
-from pypto.ir.backend import Slice
+import pypto.language as pl
+from pypto.ir.backend import STALL, Slice, busy_and_stalled
 from pypto_sim_a2a3 import races
 from pypto_sim_a2a3.scheduler import Advance, Scheduler
 from pypto_sim_a2a3.timeline import Recorder, make_slice, shifted
@@ -60,10 +61,82 @@ def test_shifted_slices_recorded_at_once_take_the_places_their_one_by_one_record
     ):
         one_by_one.record(piece)
     one_by_one.record(other[2])
-    at_once.finish()
-    one_by_one.finish()
-    assert at_once.slices == one_by_one.slices
-    assert [s.name for s in at_once.slices] == ["op0", "tile.load", "tile.move", "op1", "tile.load", "op2"]
+    made, one_by_one_made = at_once.timeline()(), one_by_one.timeline()()
+    assert made == one_by_one_made
+    assert [s.name for s in made] == ["op0", "tile.load", "tile.move", "op1", "tile.load", "op2"]
+    assert at_once.slices == [] and at_once.timeline()() == []  # (handed over)
+
+
+def _busy_and_stalled_as_made(recorder: Recorder) -> tuple[dict[str, int], dict[str, int]]:
+    """The recorder's figures, then those of the timeline it makes (which it hands over)."""
+    figures = recorder.busy_and_stalled()
+    return figures, busy_and_stalled(recorder.timeline()())
+
+
+def _block0() -> list[Slice]:
+    return [
+        make_slice("cg0.AIC", 10, 6, "tile.load", "MTE2", "k", None),
+        make_slice("cg0.AIC", 12, 6, "tile.matmul", "CUBE", "k", None),  # overlaps the load
+        make_slice("cg0.AIC", 16, 2, "wait for MTE2", STALL, "k", None, flag_from="MTE2", flag_at=16),
+        make_slice("cg0.AIV0", 0, 9, "wait for a ring slot", STALL, "k", None),
+        make_slice("cg0.AIV0", 4, 3, "tile.add", "VECTOR", "k", None),  # within the wait
+        make_slice("cg0.AIV0", 30, 0, "tile.add", "VECTOR", "k", None),  # no cycles
+    ]
+
+
+def test_the_figures_of_cores_that_replay_block_0_alone_are_block_0s():
+    block0 = _block0()
+    recorder = Recorder(Scheduler())
+    for piece in block0:
+        recorder.record(piece)
+    for group, shift in ((1, 40), (2, 41), (3, 1000)):
+        names = {"cg0.AIC": f"cg{group}.AIC", "cg0.AIV0": f"cg{group}.AIV0"}
+        recorder.record_shifted(block0[:3], names, shift)  # a step of the cube ...
+        recorder.record_shifted(block0[3:], names, shift)  # ... and one of the lane
+    (busy, stalled), (want_busy, want_stalled) = _busy_and_stalled_as_made(recorder)
+    assert busy == want_busy and stalled == want_stalled
+    assert busy["cg3.AIC"] == busy["cg0.AIC"] == 8 and stalled["cg3.AIV0"] == stalled["cg0.AIV0"] == 6
+
+
+def test_the_figures_of_a_core_with_its_own_slices_or_two_replayed_blocks_are_its_spans():
+    block0 = _block0()
+    recorder = Recorder(Scheduler())
+    names = {"cg0.AIC": "cg1.AIC", "cg0.AIV0": "cg1.AIV0"}
+    recorder.record_shifted(block0, names, 5)  # two blocks on one core group, overlapping in time
+    recorder.record_shifted(block0, names, 9)
+    recorder.record(make_slice("cg1.AIV0", 2, 4, "tile.exp", "VECTOR", "k", None))  # and its own work
+    recorder.record_shifted(block0[3:], {"cg0.AIV0": "cg2.AIV0"}, 0)
+    recorder.record(make_slice("cg2.AIV0", 100, 4, "wait for a task", STALL, "k", None))
+    (busy, stalled), (want_busy, want_stalled) = _busy_and_stalled_as_made(recorder)
+    assert busy == want_busy and stalled == want_stalled
+    assert busy["cg1.AIC"] == 12 and stalled["cg2.AIV0"] == 10
+
+
+def test_a_run_of_more_blocks_than_core_groups_has_the_figures_of_its_timeline():
+    rows, blocks = 16, 30  # some core groups run two blocks, one after the other
+
+    @pl.jit
+    def mm(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+        for i in pl.spmd(blocks, name_hint="mm"):
+            out[i * rows : i * rows + rows, :] = pl.matmul(
+                a[i * rows : i * rows + rows, :], b, out_dtype=pl.FP32
+            )
+        return out
+
+    a, b, out = (
+        torch.randn(blocks * rows, 128).half(),
+        torch.randn(128, 128).half(),
+        torch.zeros(blocks * rows, 128),
+    )
+    mm(a, b, out)
+    report = mm.last_report
+    assert "_make_timeline" in vars(report)  # (made only when read)
+    busy, stalled = busy_and_stalled(report.timeline)
+    assert all(report.busy_cycles[core] == busy.get(core, 0) for core in report.busy_cycles)
+    assert all(report.stall_cycles[core] == stalled.get(core, 0) for core in report.stall_cycles)
+    groups = [task.core_group for task in report.tasks]
+    assert len(groups) == blocks and any(groups.count(group) == 2 for group in groups)  # (two on one)
+    assert report.busy_cycles[f"cg{groups[0]}.AIC"] > 0
 
 
 def test_a_scalar_step_is_the_silent_scalar_advance():

@@ -450,11 +450,11 @@ class Chip:
 
     def report(self, outputs: tuple[Any, ...]) -> RunReport:
         """The run's modeled timing (busy and stall cycles per core, tasks and their edges, the
-        timeline) and the entry's returned values."""
+        timeline, made when first read) and the entry's returned values."""
         cores = [core for index in sorted(self.groups) for core in self.groups[index].cores]
         self.recorder.finish()
         busy, stalled = self.recorder.busy_and_stalled()
-        return RunReport(
+        report = RunReport(
             platform=self.platform,
             clock_mhz=self.target.clock_mhz,
             total_cycles=self.host.clock,
@@ -463,7 +463,6 @@ class Chip:
             busy_cycles={core.name: busy.get(core.name, 0) for core in cores},
             outputs=outputs,
             stall_cycles={core.name: stalled.get(core.name, 0) for core in cores},
-            timeline=self.recorder.slices,
             rings=self.recorder.rings,
             transfers=self.recorder.transfers,
             aiv_per_group=self.target.aiv_per_group,
@@ -471,6 +470,8 @@ class Chip:
             heaps=self.heaps,
             usable_bytes={space.name: self.target.usable(space) for space in self.target.memory},
         )
+        report.make_timeline_when_read(self.recorder.timeline())
+        return report
 
 
 # Blocks of a task walked for a signature that matched no earlier one, after which the task's

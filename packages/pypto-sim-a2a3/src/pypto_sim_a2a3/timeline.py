@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from operator import attrgetter
 
 from pypto.ir import SourceSpan
-from pypto.ir.backend import STALL, RingTrack, Slice, Transfer, busy_and_stalled
+from pypto.ir.backend import STALL, RingTrack, Slice, Spans, Transfer, busy_and_stalled_of, core_spans
 from pypto.ir.errors import at_line
 from pypto.ir.records import frozen_record
 from pypto_sim_a2a3.scheduler import Advance, Clocked, Event, Scheduler
@@ -124,7 +124,8 @@ class Recorder:
 
     def finish(self) -> None:
         """After the run: each ring's samples (its slots in use from each change on, in time
-        order; one sample per cycle, where the cycle ends up) and the slices in time order."""
+        order; one sample per cycle, where the cycle ends up). The slices are put in time order by
+        :meth:`timeline`."""
         for track, changes in self._ring_changes:
             in_use = 0
             track.samples.clear()
@@ -134,27 +135,88 @@ class Recorder:
                     track.samples.pop()
                 track.samples.append((cycle, in_use))
         self._ring_changes.clear()
-        if self._shifted:
+
+    def timeline(self) -> Callable[[], list[Slice]]:
+        """What makes the run's slices in time order (by start, then core; ties in the order met),
+        the replayed blocks' made from block 0's in the places they were recorded: for
+        :meth:`pypto.ir.RunReport.make_timeline_when_read`, so that a run whose timeline no one
+        reads never makes them. The recorder hands its records over and starts empty."""
+        slices, replayed = self.slices, self._shifted
+        self.slices, self._shifted = [], []
+
+        def make() -> list[Slice]:
             made: list[Slice] = []
             done = 0
-            for place, pieces, names, shift in self._shifted:
-                made += self.slices[done:place]
+            for place, pieces, names, shift in replayed:
+                made += slices[done:place]
                 made += [shifted(piece, names, shift) for piece in pieces]
                 done = place
-            self.slices = made + self.slices[done:]
-            self._shifted.clear()
-        # By (start, core), as two stable sorts on the fields themselves: a third of the time of one
-        # sort on a key tuple made per slice (a run has tens of thousands).
-        self.slices.sort(key=_CORE)
-        self.slices.sort(key=_START)
+            made += slices[done:]
+            # By (start, core), as two stable sorts on the fields themselves: a third of the time
+            # of one sort on a key tuple made per slice (a run has tens of thousands).
+            made.sort(key=_CORE)
+            made.sort(key=_START)
+            return made
+
+        return make
 
     def busy_and_stalled(self) -> tuple[dict[str, int], dict[str, int]]:
-        """Per core, its busy and its stalled cycles (:func:`pypto.ir.backend.busy_and_stalled`)."""
-        return busy_and_stalled(self.slices)
+        """Per core, its busy and its stalled cycles (:func:`pypto.ir.backend.busy_and_stalled` of
+        the timeline :meth:`timeline` makes), without making the replayed blocks' slices. A core
+        whose slices are all one replayed block's has the figures of block 0's core: the same
+        slices, shifted (found once for all such cores); another core's are found from its spans."""
+        busy, waits = core_spans(self.slices)
+        # Per core of a replayed block: (its pieces, block 0's core, the shift) of each step.
+        replayed: dict[str, list[tuple[int, str, int]]] = {}
+        spans_of: dict[int, dict[str, tuple[Spans, Spans]]] = {}  # id(pieces) -> block 0's spans per core
+        for _, pieces, names, shift in self._shifted:
+            key = id(pieces)
+            by_core = spans_of.get(key)
+            if by_core is None:
+                mine, theirs = core_spans(pieces)
+                by_core = spans_of[key] = {c: (mine.get(c, []), theirs.get(c, [])) for c in {*mine, *theirs}}
+            for core in by_core:
+                replayed.setdefault(names[core], []).append((key, core, shift))
+        figures = {
+            core: _figures([], busy.get(core, []), waits.get(core, []))
+            for core in {*busy, *waits}
+            if core not in replayed
+        }
+        alike: dict[tuple[tuple[int, str], ...], _Figures] = {}
+        for target, parts in replayed.items():
+            shift = parts[0][2]
+            if target in busy or target in waits or any(at != shift for _, _, at in parts):
+                shifted_parts = [(*spans_of[key][core], at) for key, core, at in parts]
+                figures[target] = _figures(shifted_parts, busy.get(target, []), waits.get(target, []))
+                continue
+            # Block 0's spans, unshifted: the figures do not move with the shift.
+            signature = tuple((key, core) for key, core, _ in parts)
+            found = alike.get(signature)
+            if found is None:
+                found = alike[signature] = _figures(
+                    [(*spans_of[key][core], 0) for key, core in signature], [], []
+                )
+            figures[target] = found
+        busy_of = {core: f[0] for core, f in figures.items() if f[2]}
+        return busy_of, {core: f[1] for core, f in figures.items() if f[3]}
 
     def transfer(self, transfer: Transfer) -> None:
         """A tile share has been popped."""
         self.transfers.append(transfer)
+
+
+# One core's (busy cycles, stalled cycles, whether it has a busy span, whether it has a wait).
+_Figures = tuple[int, int, bool, bool]
+
+
+def _figures(parts: list[tuple[Spans, Spans, int]], busy: Spans, waits: Spans) -> _Figures:
+    """One core's figures from its own ``busy`` and ``waits`` spans and each part's (block 0's
+    spans of a step), shifted by the part's shift."""
+    busy, waits = list(busy), list(waits)
+    for part_busy, part_waits, at in parts:
+        busy += [(start + at, end + at) for start, end in part_busy] if at else part_busy
+        waits += [(start + at, end + at) for start, end in part_waits] if at else part_waits
+    return (*busy_and_stalled_of(busy, waits), bool(busy), bool(waits))
 
 
 def _source(span: SourceSpan | None) -> str | None:

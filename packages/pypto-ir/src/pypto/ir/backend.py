@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -238,6 +238,19 @@ class RunReport:
     def total_us(self) -> float:
         return self.total_cycles / self.clock_mhz
 
+    def make_timeline_when_read(self, make: Callable[[], list[Slice]]) -> None:
+        """Leave :attr:`timeline` to ``make()``, called when something first reads it (a summary, a
+        profile, equality, pickling); setting it drops ``make``. For a backend whose timeline is
+        long and is often not read: the a2a3 simulator's replayed blocks make tens of thousands
+        of slices that a plain call never looks at."""
+        self.__dict__[_MAKE_TIMELINE] = make
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The report's fields for pickling (a Dask worker's report travels home): the timeline
+        made, not the function that would make it."""
+        _timeline(self)
+        return dict(self.__dict__)
+
     def idle_cycles(self, core: str) -> int:
         return max(0, self.total_cycles - self.busy_cycles.get(core, 0) - self.stall_cycles.get(core, 0))
 
@@ -394,6 +407,33 @@ class RunReport:
         return "\n".join(lines)
 
 
+_MAKE_TIMELINE, _TIMELINE = "_make_timeline", "_timeline"
+
+
+def _timeline(report: RunReport) -> list[Slice]:
+    state = report.__dict__
+    make = state.pop(_MAKE_TIMELINE, None)
+    if make is not None:
+        state[_TIMELINE] = make()
+    timeline: list[Slice] = state[_TIMELINE]
+    return timeline
+
+
+def _set_timeline(report: RunReport, slices: list[Slice]) -> None:
+    report.__dict__.pop(_MAKE_TIMELINE, None)
+    report.__dict__[_TIMELINE] = slices
+
+
+# ``timeline`` stays a field of the dataclass (its __init__, equality, repr, dataclasses.replace and
+# asdict all go through the attribute), held in the instance as ``_timeline`` and made when first
+# read if a backend left it to a function (RunReport.make_timeline_when_read).
+# (Set after the dataclass is made, which would take a property in the class body for the field's
+# default.)
+RunReport.timeline = property(  # type: ignore[assignment]
+    _timeline, _set_timeline, doc="Every busy and stalled :class:`Slice` of the run, by start."
+)
+
+
 def _both_sides_busy(busy: dict[str, int]) -> bool:
     cube = any(v for k, v in busy.items() if k.endswith(".AIC"))
     return cube and any(v for k, v in busy.items() if ".AIV" in k)
@@ -423,6 +463,19 @@ def busy_and_stalled(slices: Iterable[Slice]) -> tuple[dict[str, int], dict[str,
     waits on another core — a ring slot, a barrier, a task — and no pipe runs). Waiting for the
     core's own data (a load in flight, a flag from another of its pipes: a stall slice with
     ``flag_from``) is neither. The figures of :attr:`RunReport.busy_cycles` and ``stall_cycles``."""
+    busy, waits = core_spans(slices)
+    busy_spans = {core: _union([spans]) for core, spans in busy.items()}
+    stalled = {}
+    for core, spans in waits.items():
+        waited = _union([spans])
+        covered = _intersection(waited, busy_spans.get(core, []))
+        stalled[core] = _length(waited) - _length(covered)
+    return {core: _length(spans) for core, spans in busy_spans.items()}, stalled
+
+
+def core_spans(slices: Iterable[Slice]) -> tuple[dict[str, Spans], dict[str, Spans]]:
+    """Per core, the (start, end) of each slice in which it is busy, and of each in which it waits
+    on another core (see :func:`busy_and_stalled`), unmerged: the cores without any are left out."""
     busy: dict[str, Spans] = {}
     waits: dict[str, Spans] = {}
     for s in slices:  # (a run has tens of thousands: the fields, not the properties, are read)
@@ -439,13 +492,15 @@ def busy_and_stalled(slices: Iterable[Slice]) -> tuple[dict[str, int], dict[str,
         if spans is None:
             spans = kind[s.core] = []
         spans.append((s.start, s.start + cycles))
-    busy_spans = {core: _union([spans]) for core, spans in busy.items()}
-    stalled = {}
-    for core, spans in waits.items():
-        waited = _union([spans])
-        covered = _intersection(waited, busy_spans.get(core, []))
-        stalled[core] = _length(waited) - _length(covered)
-    return {core: _length(spans) for core, spans in busy_spans.items()}, stalled
+    return busy, waits
+
+
+def busy_and_stalled_of(busy: Spans, waits: Spans) -> tuple[int, int]:
+    """One core's (busy, stalled) cycles from its spans as :func:`core_spans` gives them (in any
+    order): what :func:`busy_and_stalled` gives for it."""
+    busy = _union([busy])
+    waited = _union([waits])
+    return _length(busy), _length(waited) - _length(_intersection(waited, busy))
 
 
 def _length(spans: Spans) -> int:
