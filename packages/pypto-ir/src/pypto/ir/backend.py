@@ -205,8 +205,9 @@ class RunReport:
     *busy* while it executes ops and *stalled* while it waits on a pipe, a barrier or a peer.
     ``tasks`` holds one :class:`TaskRecord` per task block (which core group, when), ``edges`` the
     dependencies between tasks (:class:`TaskEdge`).
-    ``timeline`` holds every busy and stalled :class:`Slice`, ``rings`` the occupancy of every
-    pipe ring, ``transfers`` every tile that crossed a pipe; the methods below summarise them.
+    ``timeline`` holds every busy and stalled :class:`Slice` (a backend may leave it to be made
+    when first read: :meth:`make_timeline_when_read`), ``rings`` the occupancy of every pipe ring,
+    ``transfers`` every tile that crossed a pipe; the methods below summarise them.
     ``submitted`` holds each task from submission to retirement (:class:`SubmittedTask`: the task
     window), ``heaps`` each core's on-chip memory per kernel it ran (:class:`HeapUse`) and
     ``usable_bytes`` what the allocator may use of each space; a backend that does not know them
