@@ -39,7 +39,7 @@ def test_a_shifted_slice_is_block_0s_on_its_own_core_later():
 
 
 def test_shifted_slices_recorded_at_once_take_the_places_their_one_by_one_records_would():
-    """record_shifted makes a replayed block's slices when the run finishes; the timeline is the one
+    """record_shifted leaves a replayed block's slices to the timeline it makes; the timeline is the one
     recording each shifted slice as it came gives, ties (one start, one core) in the order met."""
     block0 = [
         make_slice("cg0.AIC", 10, 5, "tile.load", "MTE2", "k", None),

@@ -67,7 +67,8 @@ def shifted(piece: Slice, names: Mapping[str, str], shift: int) -> Slice:
 
 
 class Recorder:
-    """The timeline of one run: ``Recorder(scheduler)`` then ``recorder.slices`` after the run."""
+    """The timeline of one run: ``Recorder(scheduler)``, then after the run ``recorder.finish()``,
+    ``recorder.busy_and_stalled()`` and ``recorder.timeline()`` (which hands the slices over)."""
 
     def __init__(self, scheduler: Scheduler):
         self.scheduler = scheduler
@@ -75,7 +76,7 @@ class Recorder:
         self.rings: list[RingTrack] = []
         self.transfers: list[Transfer] = []
         self._ring_changes: list[tuple[RingTrack, list[tuple[int, int]]]] = []
-        # Replayed slices made when the run finishes: (their place in slices, block 0's, names, shift).
+        # Replayed slices, made when the timeline is: (their place in slices, block 0's, names, shift).
         self._shifted: list[tuple[int, Sequence[Slice], Mapping[str, str], int]] = []
         scheduler.observe(self.observe)
 
@@ -89,7 +90,7 @@ class Recorder:
 
     def record_shifted(self, pieces: Sequence[Slice], names: Mapping[str, str], shift: int) -> None:
         """Block 0's ``pieces`` as a replayed block's (:func:`shifted`), here in the timeline: made
-        when the run finishes, all at once (a replay records tens of thousands)."""
+        with the timeline, all at once, if it is read (a replay records tens of thousands)."""
         self._shifted.append((len(self.slices), pieces, names, shift))
 
     def observe(self, core: Clocked, start: int, cycles: int, event: Event) -> None:
