@@ -731,7 +731,7 @@ ROWS = [
     Bad(
         "name-after-its-loop",
         scope("""\
-            for i in pl.range(4):
+            for i in pl.parallel(4):
                 y = pl.exp(x)
             out[:] = y  # <-
             """),

@@ -70,6 +70,21 @@ def test_region_write_outside_a_scope_is_the_same_error():
 
 def test_unsupported_construct_is_named():
     @pl.jit
+    def trying(a: T64):
+        try:
+            pass
+        finally:
+            pass
+
+    with pytest.raises(ParseError) as info:
+        trying.parse()
+    err = rendered(info.value)
+    assert info.value.message == "unsupported Python construct in a kernel: a try statement"
+    assert err.source.strip() == "try:"
+
+
+def test_a_while_loop_that_never_ends_is_named():
+    @pl.jit
     def looping(a: T64):
         while True:
             pass
@@ -77,7 +92,7 @@ def test_unsupported_construct_is_named():
     with pytest.raises(ParseError) as info:
         looping.parse()
     err = rendered(info.value)
-    assert info.value.message == "unsupported Python construct in a kernel: a while loop"
+    assert info.value.message.startswith("this while loop never ends once it starts")
     assert err.source.strip() == "while True:"
 
 
@@ -225,15 +240,16 @@ def test_rebinding_inside_a_parallel_loop_a_name_bound_before_it_is_rejected():
     assert "acc_next" in err.hint
 
 
-def test_a_name_defined_in_a_loop_does_not_exist_after_it():
+def test_a_name_made_in_a_parallel_loop_does_not_exist_after_it():
     @pl.jit
     def leaked(a: T64, out: pl.Out[T64]):
-        for i in pl.range(4):
+        for i in pl.parallel(4):
             offset = i * 16
         return offset + 1
 
-    with pytest.raises(ParseError, match="'offset' is defined inside a loop"):
+    with pytest.raises(ParseError, match="'offset' is defined inside a loop") as info:
         leaked.parse()
+    assert "pl.parallel" in rendered(info.value).hint
 
 
 def test_op_type_errors_come_from_the_op_table_at_the_users_line():
@@ -358,7 +374,10 @@ def test_a_python_tuple_indexed_by_a_loop_variable_says_so():
     ("statement", "message"),
     [
         ("a.x = 1", "cannot assign to an attribute (x.attr = ...) in a kernel"),
-        ("while True:\n            pass", "unsupported Python construct in a kernel: a while loop"),
+        (
+            "try:\n            pass\n        finally:\n            pass",
+            "unsupported Python construct in a kernel: a try statement",
+        ),
         ("x = {1: 2}", "unsupported Python construct in a kernel: a dict display"),
         ("x = 2 ** a", "operator ** is not supported on the int 2 and Tensor[[64, 64], FP32]"),
         ("x = a & a", "operator & is not supported on Tensor[[64, 64], FP32] and Tensor[[64, 64], FP32]"),

@@ -336,14 +336,22 @@ def pick_carried(stmt: Stmt, keep: list[int]) -> Stmt:
 def pick_jump_values(body: tuple[Stmt, ...], keep: list[int]) -> tuple[Stmt, ...]:
     """``body`` with the ``break`` / ``continue`` of its loop (not of loops inside it) giving the
     values ``keep`` indexes only."""
+    return map_jumps(body, lambda values, _: tuple(values[k] for k in keep))
+
+
+def map_jumps(
+    body: tuple[Stmt, ...], values: Callable[[tuple[Expr, ...], Break | Continue], tuple[Expr, ...]]
+) -> tuple[Stmt, ...]:
+    """``body`` with each ``break`` / ``continue`` of its loop (not of loops inside it) giving
+    ``values(its values, the statement)`` instead of its own values."""
     from dataclasses import replace
 
     out: list[Stmt] = []
     for stmt in body:
         if isinstance(stmt, JUMP_STMTS):
-            stmt = replace(stmt, values=tuple(stmt.values[k] for k in keep))
+            stmt = replace(stmt, values=values(stmt.values, stmt))
         elif not isinstance(stmt, LOOP_STMTS) and nested_bodies(stmt):
-            stmt = with_bodies(stmt, tuple(pick_jump_values(b, keep) for b in nested_bodies(stmt)))
+            stmt = with_bodies(stmt, tuple(map_jumps(b, values) for b in nested_bodies(stmt)))
         out.append(stmt)
     return tuple(out)
 

@@ -73,10 +73,11 @@ class Env:
         self.frames[-1][name] = Binding(value, span)
 
     @contextmanager
-    def loop(self) -> Iterator[None]:
-        """A loop body: names bound inside it end with it."""
-        with self._frame("loop"):
-            yield
+    def loop(self) -> Iterator[dict[str, Binding]]:
+        """A loop body: names bound inside it end with it (unless the loop hands them on: see
+        :meth:`StmtParser.leaving_names`); the ``with`` gives the body's bindings."""
+        with self._frame("loop") as frame:
+            yield frame
 
     @contextmanager
     def branch(self) -> Iterator[dict[str, Binding]]:

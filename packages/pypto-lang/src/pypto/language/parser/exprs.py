@@ -406,7 +406,9 @@ class ExprParser:
             hint = (
                 f"assign '{node.id}' in both arms of the if (or before it), so that it exists after it"
                 if kind == "if"
-                else f"write the value into a tensor inside {construct}, or compute it after it"
+                else "a value made in a pl.parallel loop (which carries nothing), or a tensor view or "
+                "array made in a loop, stays in it: write the value into a tensor inside the loop, or "
+                "compute it after it"
             )
             raise self.error(
                 node,

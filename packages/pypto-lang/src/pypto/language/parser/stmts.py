@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
@@ -36,10 +37,21 @@ from pypto.ir import (
     TypeCheckError,
     Var,
     While,
+    make_call,
 )
 from pypto.ir.errors import CompileWarning
-from pypto.ir.nodes import JUMP_STMTS, always_jumps, pick_jump_values
+from pypto.ir.nodes import (
+    JUMP_STMTS,
+    always_jumps,
+    map_jumps,
+    nested_bodies,
+    pick_jump_values,
+    stmt_bindings,
+    used_vars,
+    walk_stmts,
+)
 from pypto.ir.ops import array as array_ops
+from pypto.ir.ops import tile as tile_ops
 from pypto.ir.rewrite import substitute_body, substitute_expr
 from pypto.ir.types import describe
 from pypto.language.annotations import ArraySpec, ScalarSpec, TaskIdSpec, TensorSpec, TileSpec
@@ -151,7 +163,55 @@ LOOP_KINDS = {
 }
 FOR_BUILTINS = (*LOOP_KINDS, "while_", "split_aiv", "spmd")
 # The loops a `break` / `continue` may leave: one iteration at a time, in order.
-JUMPABLE = ("pl.range", "pl.while_")
+JUMPABLE = ("pl.range", "pl.while_", "while")
+
+
+def _reads_after(tree: ast.AST, node: ast.stmt) -> set[str]:
+    """The names the function ``tree`` reads after the end of the statement ``node`` before it
+    binds them again (a later ``for b in ...`` binds ``b`` before its body reads it)."""
+    end = (node.end_lineno or node.lineno, node.end_col_offset or 0)
+    first: dict[str, bool] = {}
+    for n in _names_in_evaluation_order(tree):
+        if (n.lineno, n.col_offset) > end:
+            first.setdefault(n.id, not isinstance(n.ctx, ast.Store))
+    return {name for name, read in first.items() if read}
+
+
+def _names_in_evaluation_order(node: ast.AST) -> Iterator[ast.Name]:
+    """The names under ``node`` in the order Python evaluates them: an assignment's value before
+    its targets (an augmented one reads its target first), a for loop's iterable before its target."""
+    if isinstance(node, ast.Name):
+        yield node
+        return
+    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            yield ast.Name(node.target.id, ast.Load(), lineno=node.lineno, col_offset=node.col_offset)
+        parts: list[ast.AST] = [node.value] if node.value is not None else []
+        parts += targets
+    elif isinstance(node, ast.For):
+        parts = [node.iter, node.target, *node.body, *node.orelse]
+    else:
+        parts = list(ast.iter_child_nodes(node))
+    for part in parts:
+        yield from _names_in_evaluation_order(part)
+
+
+def _jumps_of(body: tuple[Stmt, ...]) -> list[Break | Continue]:
+    """The ``break`` / ``continue`` statements of ``body``'s loop (not of loops inside it), in order."""
+    found: list[Break | Continue] = []
+    for stmt in body:
+        if isinstance(stmt, JUMP_STMTS):
+            found.append(stmt)
+        elif not isinstance(stmt, (For, While)):
+            for inner in nested_bodies(stmt):
+                found.extend(_jumps_of(inner))
+    return found
+
+
+def _bound_in(body: tuple[Stmt, ...]) -> set[Var]:
+    """The variables the statements of ``body`` bind (nested bodies included)."""
+    return {v for stmt in walk_stmts(body) for v in stmt_bindings(stmt)}
 
 
 @dataclass
@@ -165,6 +225,9 @@ class LoopFrame:
     jumps: list[Break | Continue] = field(default_factory=list)
     var: Var | None = None  # a pl.range-like loop's variable
     on_device: bool = False  # the loop runs on a core (inside a pl.at scope or an incore body)
+    leaving: list[str] = field(default_factory=list)  # names first bound in the body, read after it
+    # Per jump (in the order of ``jumps``): the values the leaving names have there (None: unbound).
+    leaving_at_jumps: list[dict[str, Expr | None]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -725,7 +788,42 @@ class StmtParser(ScopeParser):
         test = substitute_expr(cond[0], c.dropped)
         self.body.emit(While(test, c.body, self.header_span(node), c.iter_args, c.inits, c.yields, c.results))
 
-    def condition(self, node: ast.expr) -> Expr:
+    def visit_While(self, node: ast.While) -> None:
+        """``while c:``: a loop that runs while the run-time condition ``c`` holds, tested before
+        every iteration. Names bound before it and rebound in its body are carried, as in
+        ``pl.range``; ``c`` reads them. A condition false at compile time skips the body."""
+        if node.orelse:
+            raise self.error(
+                node.orelse[0],
+                "while ... else is not supported in a kernel",
+                "move its statements after the loop; to run them only when no `break` left it, carry "
+                "a flag through the loop and test it after",
+            )
+        with self.body.block():
+            test = self.expr(node.test)
+        if is_number(test) and not number(test):
+            return
+        shaped = ast.For(target=ast.Name("_", ast.Store()), iter=node.test, body=node.body, orelse=[])
+        ast.copy_location(shaped, node)
+        names, inits = self.carried(shaped, {}, LoopKind.range)
+        cond: list[Expr] = []
+        c = self.carried_loop(
+            node, "while", names, inits, {}, before=lambda: cond.append(self.condition(node.test, "while"))
+        )
+        test = substitute_expr(cond[0], c.dropped)
+        changing = set(c.iter_args)
+        if not any(v in changing for v in used_vars(test)) and not any(
+            isinstance(j, Break) for j in _jumps_of(c.body)
+        ):
+            raise self.error(
+                node.test,
+                f"this while loop never ends once it starts: its condition `{ast.unparse(node.test)}` "
+                "reads nothing the body changes, and the body has no `break`",
+                "rebind a name the condition reads in the body (e.g. `i = i + 1`), or leave with `break`",
+            )
+        self.body.emit(While(test, c.body, self.header_span(node), c.iter_args, c.inits, c.yields, c.results))
+
+    def condition(self, node: ast.expr, form: str = "pl.cond") -> Expr:
         """A while loop's condition: a boolean or integer scalar computed without statements."""
         with self.body.block() as pre:
             value = self.expr(node)
@@ -733,11 +831,13 @@ class StmtParser(ScopeParser):
             value = scalar_expr(bool(number(value)), DataType.BOOL, self.span(node))
         t = getattr(value, "type", None)
         if pre or not (isinstance(t, ScalarType) and (t.dtype is DataType.BOOL or t.dtype.is_integer)):
+            example = "pl.cond(x < 10)" if form == "pl.cond" else "while x < 10:"
             raise self.error(
                 node,
-                f"pl.cond takes a comparison of scalars, got {describe_value(value)}",
-                "compare the carried values, e.g. pl.cond(x < 10); compute other values in the body "
-                "and carry them",
+                f"{'pl.cond takes' if form == 'pl.cond' else 'a while condition is'} a comparison of "
+                f"scalars, got {describe_value(value)}",
+                f"compare the carried values, e.g. {example}; compute other values in the body "
+                "(a tile reduction, a pl.read) and carry them",
             )
         return value
 
@@ -781,7 +881,7 @@ class StmtParser(ScopeParser):
 
     def carried_loop(
         self,
-        node: ast.For,
+        node: ast.For | ast.While,
         kind: str,
         names: list[str],
         inits: list[Expr],
@@ -793,12 +893,17 @@ class StmtParser(ScopeParser):
         """Parse a loop's body with its carried names; the body, then of the values it carries
         (the names the body only bound to their own value aside): the iter_args, init values,
         yields and results. The results are bound to the carried names after the loop (or to
-        the names of ``r = pl.yield_(...)`` ending the body)."""
+        the names of ``r = pl.yield_(...)`` ending the body). Names first bound in the body and
+        read after the loop leave it too (see :meth:`leaving_names`)."""
         span = self.header_span(node)
         iter_args = [Var(self.body.namer.fresh(n), i.type, span) for n, i in zip(names, inits, strict=True)]
-        outputs = self.yield_targets(node, explicit)
-        frame = LoopFrame(kind, names, iter_args, 0)
-        body, yields = self.loop_body(node, index, var, frame, outputs, before)
+        outputs = self.yield_targets(node, explicit) if isinstance(node, ast.For) else None
+        frame = LoopFrame(kind, names, iter_args, 0, leaving=self.leaving_candidates(node, names))
+        body, yields, ends = self.loop_body(node, index, var, frame, outputs, before)
+        inside = _bound_in(body) | set(iter_args) | ({var} if var is not None else set())
+        names, iter_args, inits, yields, body, aliases = self.leaving_names(
+            node, frame, ends, inside, (names, iter_args, inits, yields, body)
+        )
         # A name the body only bound to its own value is not carried after all.
         keep = [
             k
@@ -814,6 +919,8 @@ class StmtParser(ScopeParser):
         results = tuple(Var(self.body.namer.fresh(names[k]), iter_args[k].type, span) for k in keep)
         for k, result in zip(keep, results, strict=True):
             self.env.bind(names[k], result, result.span)
+        for name, value in aliases.items():
+            self.env.bind(name, substitute_expr(value, dropped) if isinstance(value, Expr) else value, span)
         return CarriedLoop(
             body,
             tuple(iter_args[k] for k in keep),
@@ -823,30 +930,120 @@ class StmtParser(ScopeParser):
             dropped,
         )
 
-    def header_span(self, node: ast.For) -> SourceSpan:
-        """``for i in pl.range(0, n, step)`` without the colon: what an error about the loop itself
-        (a run-time step of 0) underlines."""
-        whole, iterator = self.span(node), self.span(node.iter)
+    def leaving_candidates(self, node: ast.For | ast.While, carried: list[str]) -> list[str]:
+        """The names the loop body binds that are unbound before the loop, not carried by it, and
+        read after it: they leave the loop with their last value (:meth:`leaving_names`)."""
+        after = _reads_after(self.source.tree, node)
+        return [
+            n
+            for n in _rebound_names(node.body)
+            if n in after and n not in carried and self.env.lookup(n) is None
+        ]
+
+    def leaving_names(
+        self,
+        node: ast.For | ast.While,
+        frame: LoopFrame,
+        ends: dict[str, Expr],
+        inside: set[Var],
+        loop: tuple[list[str], list[Var], list[Expr], tuple[Expr, ...], tuple[Stmt, ...]],
+    ) -> tuple[list[str], list[Var], list[Expr], tuple[Expr, ...], tuple[Stmt, ...], dict[str, Any]]:
+        """Names first bound in a loop's body and read after it leave the loop, as in Python.
+
+        A name whose value at the end of the body was made before the loop (``r = pl.store(t, o,
+        out)`` names ``out``; a constant) names that value after the loop. A scalar or tile made in
+        the body becomes a carried value: before the loop it holds a placeholder (0, an
+        uninitialised tile) that only a loop running no iteration leaves in it; a ``break`` gives
+        the value the name has there. Other values (tensor views, arrays made in the body, any
+        value of a ``pl.parallel`` loop, which carries nothing) end with the loop, as before.
+
+        Returns the carried names, iter_args, init values, yields and body extended by the new
+        carried values, and the names that alias a value from before the loop."""
+        names, iter_args, inits, yields, body = loop
+        aliases: dict[str, Any] = {}
+        added: list[tuple[str, Var, Expr]] = []  # name, iter_arg, end value
+        for name, value in ends.items():
+            if not (isinstance(value, Expr) and any(v in inside for v in used_vars(value))):
+                aliases[name] = value
+                continue
+            init = None if frame.kind == "pl.parallel" else self.leaving_init(value, node)
+            if init is not None:
+                span = self.header_span(node)
+                iter_arg = Var(self.body.namer.fresh(name), init.type, span)
+                names, iter_args, inits = [*names, name], [*iter_args, iter_arg], [*inits, init]
+                yields = (*yields, value)
+                added.append((name, iter_arg, value))
+        if added:
+            at_jump = {id(j): k for k, j in enumerate(frame.jumps)}
+
+            def extended(values: tuple[Expr, ...], jump: Break | Continue) -> tuple[Expr, ...]:
+                known = frame.leaving_at_jumps[at_jump[id(jump)]]
+                extra = tuple(
+                    self.leaving_value(name, known.get(name), iter_arg, jump.span)
+                    for name, iter_arg, _ in added
+                )
+                return (*values, *extra)
+
+            body = map_jumps(body, extended)
+            frame.jumps[:] = [j for j in _jumps_of(body)]
+        return names, iter_args, inits, yields, body, aliases
+
+    def leaving_value(self, name: str, value: Any, iter_arg: Var, span: SourceSpan | None) -> Expr:
+        """The value a name leaving the loop has at a ``break`` / ``continue`` (unbound there: its
+        value from the iteration before), of the type it has at the end of the body."""
+        if value is None:
+            return iter_arg
+        if is_number(value) and isinstance(iter_arg.type, ScalarType):
+            value = scalar_expr(number(value), iter_arg.type.dtype, span)
+        if not isinstance(value, Expr) or _carried(value.type) != _carried(iter_arg.type):
+            raise ParseError(
+                f"'{name}' is {describe_value(value)} at this jump but {describe(iter_arg.type)} at the "
+                "end of the loop body, and the loop hands its last value on",
+                span,
+                f"give '{name}' one type on every path out of the loop, or another name on one of them",
+            )
+        return value
+
+    def leaving_init(self, value: Expr, node: ast.For | ast.While) -> Expr | None:
+        """What a name made in a loop body and read after the loop holds before the loop: a
+        placeholder of its type (None: a value of this type does not leave a loop)."""
+        span = self.header_span(node)
+        t = value.type
+        if isinstance(t, ScalarType):
+            zero: int | float | bool = False if t.dtype is DataType.BOOL else (0.0 if t.dtype.is_float else 0)
+            return scalar_expr(zero, t.dtype, span)
+        if isinstance(t, TileType) and self.body.on_device:
+            attrs = {"shape": t.shape, "dtype": t.dtype, "target_memory": t.memory_space}
+            placeholder = make_call(tile_ops.create, (), attrs, span)
+            return self.body.assign("placeholder", placeholder, span)
+        return None
+
+    def header_span(self, node: ast.For | ast.While) -> SourceSpan:
+        """``for i in pl.range(0, n, step)`` (``while c``) without the colon: what an error about the
+        loop itself (a run-time step of 0) underlines."""
+        whole = self.span(node)
+        iterator = self.span(node.iter if isinstance(node, ast.For) else node.test)
         return replace(whole, end_col=iterator.end_col) if iterator.line == whole.line else whole
 
     def loop_body(
         self,
-        node: ast.For,
+        node: ast.For | ast.While,
         index: str | None,
         var: Var | None,
         frame: LoopFrame,
         outputs: list[str] | None = None,
         before: Any = None,
-    ) -> tuple[tuple[Stmt, ...], tuple[Expr, ...]]:
+    ) -> tuple[tuple[Stmt, ...], tuple[Expr, ...], dict[str, Expr]]:
         """The loop's statements and, per carried name, its value at the body's end (``outputs``:
-        the body ends with ``r = pl.yield_(...)``, whose values are the carried names' next ones).
+        the body ends with ``r = pl.yield_(...)``, whose values are the carried names' next ones),
+        and the values the names leaving the loop have at its end (those bound there).
         ``before`` runs first in the body's frame (a while loop's condition)."""
         self.nesting += 1
         frame.depth = self.nesting - self.open_ifs
         frame.var, frame.on_device = var, self.body.on_device
         self.loops.append(frame)
         iter_args = dict(zip(frame.names, frame.iter_args, strict=True))
-        with self.env.loop(), self.body.block() as stmts:
+        with self.env.loop() as bound, self.body.block() as stmts:
             if index is not None and var is not None:
                 self.env.bind(index, var, var.span)
             for name, iter_arg in iter_args.items():
@@ -860,9 +1057,19 @@ class StmtParser(ScopeParser):
                 if not always_jumps(tuple(stmts)):
                     self.final_yield(node.body[-1], outputs, list(iter_args))
             yields = tuple(self.yielded(name, a, node) for name, a in iter_args.items())
+            ends = {} if always_jumps(tuple(stmts)) else self.leaving_values(frame, bound)
         self.loops.pop()
         self.nesting -= 1
-        return tuple(stmts), yields
+        return tuple(stmts), yields, ends
+
+    def leaving_values(self, frame: LoopFrame, bound: dict[str, Any]) -> dict[str, Expr | None]:
+        """The values the names leaving ``frame``'s loop have here (in its body), for those bound."""
+        values: dict[str, Any] = {}
+        for name in frame.leaving:
+            binding = bound.get(name)
+            if binding is not None:
+                values[name] = self.body.atom(binding.value)
+        return values
 
     def final_yield(self, final: ast.stmt, outputs: list[str], carried: list[str]) -> None:
         """``r1, r2 = pl.yield_(v1, v2)`` ending a loop body: the carried names' next values."""
@@ -907,6 +1114,8 @@ class StmtParser(ScopeParser):
         values = tuple(self.yielded(name, a, node) for name, a in iter_args)  # type: ignore[arg-type]
         stmt = kind(values, self.span(node))
         frame.jumps.append(stmt)
+        bound = {name: b for name in frame.leaving if (b := self.env.lookup(name)) is not None}
+        frame.leaving_at_jumps.append(self.leaving_values(frame, bound))
         self.body.emit(stmt)
 
     def yield_targets(self, node: ast.For, explicit: dict[str, Any]) -> list[str] | None:
