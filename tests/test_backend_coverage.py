@@ -34,9 +34,9 @@ def torchref_backend() -> Any:
 
 def test_a_lowered_program_holds_tile_scalar_pipe_and_system_ops_and_tensor_create():
     ops = received_ops()
-    assert {tile.add, tile.load, scalar.add, system.syncall, op.tpush_to_aiv, op.get_block_idx} <= ops
+    assert {tile.add, tile.load, scalar.add, system.syncall, tile.tpush_to_aiv, op.get_block_idx} <= ops
     assert tensor.create in ops
-    assert not {tensor.add, tensor.matmul, tensor.assemble, op.call, op.aiv_shard, op.aic_gather} & ops
+    assert not {tensor.add, tensor.matmul, tensor.assemble, op.call, tile.aiv_shard, tile.aic_gather} & ops
     assert ops <= OPS.keys()
 
 

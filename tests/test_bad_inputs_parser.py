@@ -63,6 +63,17 @@ def scope(body: str) -> str:
     return f"@pl.jit\n{SIGNATURE}\n    with pl.at(level=pl.Level.CORE_GROUP):\n{inner}    return out\n"
 
 
+def region(body: str, mode: str = "UP_DOWN", before: str = "") -> str:
+    """A kernel whose core-group scope loads the tiles x, xi, m (then runs ``before``) and runs
+    ``body`` inside a ``pl.split_aiv`` region of ``mode`` (its lane is ``lane``)."""
+    tiles = textwrap.indent(SCOPE_TILES + before, " " * 8)
+    inner = textwrap.indent(textwrap.dedent(body), " " * 12)
+    return (
+        f"@pl.jit\n{SIGNATURE}\n    with pl.at(level=pl.Level.CORE_GROUP):\n{tiles}"
+        f"        for lane in pl.split_aiv(2, mode=pl.SplitMode.{mode}):\n{inner}    return out\n"
+    )
+
+
 def entry(body: str) -> str:
     """A kernel whose @pl.jit body (outside any scope) is ``body``."""
     return f"@pl.jit\n{SIGNATURE}\n{textwrap.indent(textwrap.dedent(body), ' ' * 4)}    return out\n"
@@ -586,8 +597,17 @@ ROWS = [
         fix="helper(a, out)",
     ),
     Bad(
-        "create-tensor-in-scope",
-        scope("t = pl.create_tensor([64, 64], pl.FP32)  # <-\n"),
+        "create-tensor-in-a-kernel",
+        module(f"""\
+            @pl.jit.incore
+            def kernel(a: T, out: pl.Out[T]):
+                t = pl.create_tensor([64, 64], pl.FP32)  # <-
+                return out
+
+            @pl.jit
+            {SIGNATURE}
+                return kernel(a, out)
+            """),
         ParseError,
         "allocates a global-memory tensor",
         "pl.create_tensor([64, 64], pl.FP32)",
@@ -1406,7 +1426,7 @@ ROWS = [
                 return out
             """),
         ParseError,
-        "pl.matmul runs on the cube (AIC) and cannot sit inside a pl.split_aiv region",
+        "cube op pl.matmul inside a pl.split_aiv region, whose body runs on the AIV lanes",
         "pl.matmul(left, right)",
     ),
     Bad(
@@ -1421,8 +1441,8 @@ ROWS = [
                 return out
             """),
         ParseError,
-        "cannot sit outside the pl.split_aiv regions of a scope that has them",
-        "pl.load(a, [0, 0], [64, 64])",
+        "vector op pl.exp sits outside every pl.split_aiv region of a scope that has them",
+        "pl.exp(pl.load(a, [0, 0], [64, 64]))",
     ),
     Bad(
         "split-and-regions",
@@ -1439,19 +1459,11 @@ ROWS = [
         "pl.split_aiv(2)",
     ),
     Bad(
-        "shard-inside-a-region",
-        module(f"""\
-            @pl.jit
-            {SIGNATURE}
-                with pl.at(level=pl.Level.CORE_GROUP):
-                    mat = pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat)
-                    for lane in pl.split_aiv(2):
-                        part = pl.aiv_shard(mat)  # <-
-                return out
-            """),
+        "shard-outside-every-region",
+        scope("part = pl.aiv_shard(m)  # <-\n"),
         ParseError,
-        "aiv_shard/aic_gather belong at region edges",
-        "pl.aiv_shard(mat)",
+        "pl.aiv_shard: outside every pl.split_aiv region: it names a tile crossing a region's edge",
+        "pl.aiv_shard(m)",
     ),
     # ---------------------------------------------------------------- cross-core ops
     Bad(
@@ -1472,19 +1484,19 @@ ROWS = [
     ),
     Bad(
         "pop-dtype-string",
-        scope('y = pl.tpop_from_aic([64, 64], "fp32")  # <-\n'),
+        scope('y = pl.tpop_from_aic(shape=[64, 64], dtype="fp32")  # <-\n'),
         ParseError,
-        "dtype must be a pl dtype such as pl.FP32, got the str 'fp32'",
-        'pl.tpop_from_aic([64, 64], "fp32")',
-        fix="y = pl.tpop_from_aic([64, 64], pl.FP32)",
+        "pl.tpop_from_aic: dtype must be a pl.DataType, got the str 'fp32'",
+        'pl.tpop_from_aic(shape=[64, 64], dtype="fp32")',
+        fix="y = pl.tpop_from_aic(shape=[64, 64], dtype=pl.FP32)",
     ),
     Bad(
         "pop-split-string",
-        scope('y = pl.tpop_from_aic([64, 64], pl.FP32, split="UP_DOWN")  # <-\n'),
+        scope('y = pl.tpop_from_aic(shape=[64, 64], dtype=pl.FP32, split="UP_DOWN")  # <-\n'),
         ParseError,
         "split= takes a pl.SplitMode, got the str 'UP_DOWN'",
-        'pl.tpop_from_aic([64, 64], pl.FP32, split="UP_DOWN")',
-        fix="y = pl.tpop_from_aic([64, 64], pl.FP32, split=pl.SplitMode.UP_DOWN)",
+        'pl.tpop_from_aic(shape=[64, 64], dtype=pl.FP32, split="UP_DOWN")',
+        fix="y = pl.tpop_from_aic(shape=[64, 64], dtype=pl.FP32, split=pl.SplitMode.UP_DOWN)",
     ),
     Bad(
         "free-a-mat-tile-to-the-cube",
@@ -1492,7 +1504,7 @@ ROWS = [
         TypeCheckError,
         "pl.tfree_to_aic: takes a tile in Vec, got Tile[[64, 64], FP32, Mat]",
         "pl.tfree_to_aic(m)",
-        fix="pl.tfree_to_aic(pl.tpop_from_aic([64, 64], pl.FP32))",
+        fix="pl.tfree_to_aic(pl.tpop_from_aic(shape=[64, 64], dtype=pl.FP32))",
     ),
     Bad(
         "pipe-direction",
@@ -1520,7 +1532,7 @@ ROWS = [
     ),
     Bad(
         "shard-a-vec-tile",
-        scope("y = pl.aiv_shard(x)  # <-\n"),
+        region("y = pl.aiv_shard(x)  # <-\n"),
         TypeCheckError,
         "pl.aiv_shard: takes a tile in Acc or Mat, got Tile[[64, 64], FP32, Vec]",
         "pl.aiv_shard(x)",
@@ -1528,15 +1540,15 @@ ROWS = [
     ),
     Bad(
         "shard-one-row",
-        scope("y = pl.aiv_shard(m[0:1, :], split=pl.SplitMode.UP_DOWN)  # <-\n"),
+        region("y = pl.aiv_shard(row)  # <-\n", before="row = m[0:1, :]\n"),
         TypeCheckError,
         "cannot halve Tile[[1, 64], FP32, Mat] along dim 0",
-        "pl.aiv_shard(m[0:1, :], split=pl.SplitMode.UP_DOWN)",
-        fix="y = pl.aiv_shard(m[0:1, :], split=pl.SplitMode.LEFT_RIGHT)",
+        "pl.aiv_shard(row)",
+        fix="y = pl.aiv_shard(m)",
     ),
     Bad(
         "gather-a-mat-tile",
-        scope("y = pl.aic_gather(m)  # <-\n"),
+        region("y = pl.aic_gather(m)  # <-\n"),
         TypeCheckError,
         "pl.aic_gather: takes a tile in Vec, got Tile[[64, 64], FP32, Mat]",
         "pl.aic_gather(m)",
@@ -1991,11 +2003,11 @@ ROWS = [
         "pl.assemble(x, m[0:32, :], [0, 0])",
     ),
     Bad(
-        "read-from-a-tile",
-        scope("r = pl.read(x, [0, 0])  # <-\n"),
+        "read-from-a-scalar",
+        scope("r = pl.read(s, [0, 0])  # <-\n"),
         ParseError,
-        "pl.read: source must be a tensor, got Tile[[64, 64], FP32, Vec]",
-        "pl.read(x, [0, 0])",
+        "pl.read: the read value must be a tensor or a tile, got Scalar[FP32]",
+        "pl.read(s, [0, 0])",
         fix="r = pl.read(a, [0, 0])",
     ),
     Bad(

@@ -387,7 +387,7 @@ ROWS = [
                 k(f16(128, 256), f16(256, 128), f32(128, 128), zeros(128, 128))
             """),
         MemoryBudgetError,
-        "Function 'k_incore_aiv': Vec buffer usage (294912 bytes) exceeds platform limit (188416 bytes)",
+        "Function 'k_incore_0_aiv': Vec buffer usage (294912 bytes) exceeds platform limit (188416 bytes)",
         "pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN), pl.cross_core_slot(slot_num=4)])",
     ),
     Bad(
@@ -505,7 +505,7 @@ ROWS = [
             """
         ),
         ParseError,
-        "pl.tpop_from_aic runs on the vector lanes (AIV) and cannot sit outside the pl.split_aiv regions",
+        "vector op pl.tpop_from_aic sits outside every pl.split_aiv region of a scope that has them",
         "pl.tpop_from_aic(shape=[32, 64], dtype=pl.FP32, split=pl.SplitMode.UP_DOWN)",
     ),
     Bad(
@@ -519,7 +519,7 @@ ROWS = [
             """,
         ),
         ParseError,
-        "pl.tpop_from_aiv runs on the cube (AIC) and cannot sit inside a pl.split_aiv region",
+        "cube op pl.tpop_from_aiv inside a pl.split_aiv region, whose body runs on the AIV lanes",
         "pl.tpop_from_aiv(shape=[32, 64], dtype=pl.FP32, split=pl.SplitMode.UP_DOWN)",
     ),
     Bad(
@@ -782,8 +782,8 @@ ROWS = [
             a_l1 = pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat)
             b_l1 = pl.load(b, [0, 0], [64, 64], target_memory=pl.Mem.Mat)
             acc = pl.matmul(pl.move(a_l1, target_memory=pl.Mem.Left), pl.move(b_l1, target_memory=pl.Mem.Right))
-            s = pl.aiv_shard(acc, split=pl.SplitMode.NONE)
             for lane in pl.split_aiv(2, mode=pl.SplitMode.NONE):
+                s = pl.aiv_shard(acc)
                 pl.store(pl.relu(s), [0, 0], out)  # <-
             """
         ),
@@ -798,8 +798,8 @@ ROWS = [
             a_l1 = pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat)
             b_l1 = pl.load(b, [0, 0], [64, 64], target_memory=pl.Mem.Mat)
             acc = pl.matmul(pl.move(a_l1, target_memory=pl.Mem.Left), pl.move(b_l1, target_memory=pl.Mem.Right))
-            s = pl.aiv_shard(acc, split=pl.SplitMode.UP_DOWN)
             for lane in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):
+                s = pl.aiv_shard(acc)
                 pl.store(s, [0, lane * 32], out)  # <-
             """
         ),
@@ -814,8 +814,8 @@ ROWS = [
             a_l1 = pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat)
             b_l1 = pl.load(b, [0, 0], [64, 64], target_memory=pl.Mem.Mat)
             acc = pl.matmul(pl.move(a_l1, target_memory=pl.Mem.Left), pl.move(b_l1, target_memory=pl.Mem.Right))
-            s = pl.aiv_shard(acc, split=pl.SplitMode.UP_DOWN)
             for lane in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):
+                s = pl.aiv_shard(acc)
                 pl.store(pl.add(s, pl.load(x, [0, 0], [64, 64])), [lane * 32, 0], out)  # <-
             """
         ),
@@ -829,13 +829,14 @@ ROWS = [
             """\
             for lane in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):
                 t = pl.load(x, [lane * 32, 0], [32, 64])
-            g = pl.aic_gather(t, split=pl.SplitMode.UP_DOWN)
+                g = pl.aic_gather(t)
             for lane in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):
                 pl.store(pl.exp(g), [0, 0], out)  # <-
             """
         ),
-        TypeCheckError,
-        "pl.exp: vector op needs its tiles in Vec, got Tile[[64, 64], FP32, Mat]",
+        ParseError,
+        "'g' is produced on the CUBE lane (a Mat tile) and pl.exp reads it on the VECTOR lane inside a "
+        "pl.split_aiv region: the crossing is not named",
         "pl.exp(g)",
     ),
     Bad(

@@ -63,7 +63,7 @@ def test_compile_shows_the_ring_at_the_bottom_of_vec(runner):
 
 def test_compile_emits_the_lowered_program_by_default(runner):
     output = pypto(runner, "compile", f"{MIXED}::mixed_matmul_bias", *MIXED_ARGS)
-    assert "def mixed_aiv(" in output and "pl.tpop_from_aic(" in output
+    assert "def mixed_aiv(" in output and "pl.tile.tpop_from_aic(" in output
 
 
 def test_platforms_lists_the_simulator_with_its_distribution(runner):

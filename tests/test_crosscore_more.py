@@ -134,9 +134,10 @@ def biased_blocks(
         w = pl.move(pl.load(b, [0, 0], [64, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
         for r0 in pl.range(0, 128, 64):
             a_l = pl.move(pl.load(a, [r0, 0], [64, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
-            prod = pl.aiv_shard(pl.matmul(a_l, w), split=pl.SplitMode.UP_DOWN)
-            bias_half = pl.aiv_shard(bias[r0 : r0 + 64, :], split=pl.SplitMode.UP_DOWN)
+            mm = pl.matmul(a_l, w)
             for lane in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):
+                prod = pl.aiv_shard(mm)
+                bias_half = pl.aiv_shard(bias[r0 : r0 + 64, :])
                 pl.store(pl.add(prod, bias_half), [r0 + lane * 32, 0], out)
     return out
 
@@ -154,8 +155,8 @@ def test_aiv_shard_of_a_tensor_region_loads_each_lanes_rows_from_global_memory()
 @pl.jit
 def odd_columns(x: pl.Tensor[[32, 63], pl.FP32], out: pl.Out[pl.Tensor[[32, 63], pl.FP32]]):
     with pl.at(level=pl.Level.CORE_GROUP, name_hint="odd"):
-        xs = pl.aiv_shard(x, split=pl.SplitMode.LEFT_RIGHT)
         for lane in pl.split_aiv(2, mode=pl.SplitMode.LEFT_RIGHT):
+            xs = pl.aiv_shard(x)
             pl.store(pl.mul(xs, xs), [0, lane * 32], out)
     return out
 
@@ -166,46 +167,37 @@ def test_aiv_shard_of_an_odd_tensor_gives_lane_0_the_larger_half():
     assert torch.allclose(out, x * x)
 
 
-def test_a_tensor_shard_read_outside_a_region_is_a_parse_error_naming_it():
+def test_a_tensor_shard_outside_every_region_is_a_parse_error():
     def outside(x: pl.Tensor[[64, 64], pl.FP32], out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]):
         with pl.at(level=pl.Level.CORE_GROUP):
             xs = pl.aiv_shard(x, split=pl.SplitMode.UP_DOWN)
-            pl.store(pl.relu(xs), [0, 0], out)
+            for lane in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):
+                pl.store(pl.relu(xs), [lane * 32, 0], out)
         return out
 
     with pytest.raises(ParseError) as err:
         pl.jit(outside)(torch.zeros(64, 64), torch.zeros(64, 64), config=SIM)
     assert err.value.message == (
-        "pl.aiv_shard: 'xs' is a pl.aiv_shard of a tensor: each AIV lane's share, which exists inside a "
-        "pl.split_aiv region"
+        "pl.aiv_shard: outside every pl.split_aiv region: it names a tile crossing a region's edge, "
+        "so it is written inside the region"
     )
-    assert err.value.hint == "read 'xs' inside `for lane in pl.split_aiv(2, mode=...)`, or pl.load the tensor"
-    assert "pl.store(pl.relu(xs), [0, 0], out)" in str(err.value)
+    assert "x_v = pl.aiv_shard(x) at the top of the region" in err.value.hint
 
 
-@pl.jit
-def auto_biased(
-    a: pl.Tensor[[128, 64], pl.FP16],
-    b: pl.Tensor[[64, 64], pl.FP16],
-    bias: pl.Tensor[[128, 64], pl.FP32],
-    out: pl.Out[pl.Tensor[[128, 64], pl.FP32]],
-):
-    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)], name_hint="auto"):
-        w = pl.move(pl.load(b, [0, 0], [64, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
-        for r0 in pl.range(0, 128, 64):
-            a_l = pl.move(pl.load(a, [r0, 0], [64, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
-            prod = pl.move(pl.matmul(a_l, w), target_memory=pl.Mem.Vec)
-            pl.store(pl.add(prod, pl.aiv_shard(bias[r0 : r0 + 64, :])), [r0, 0], out)
-    return out
+def test_a_shard_in_an_automatic_split_scope_is_an_error_pl_split_inserts_its_own():
+    def auto_biased(
+        a: pl.Tensor[[128, 64], pl.FP16],
+        bias: pl.Tensor[[128, 64], pl.FP32],
+        out: pl.Out[pl.Tensor[[128, 64], pl.FP32]],
+    ):
+        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
+            pl.store(pl.aiv_shard(bias[0:64, :]), [0, 0], out)
+        return out
 
-
-def test_aiv_shard_of_a_tensor_region_in_an_automatic_split_scope_loads_each_lanes_half():
-    a, b = torch.randn(128, 64, dtype=torch.float16), torch.randn(64, 64, dtype=torch.float16)
-    bias, out = torch.randn(128, 64), torch.zeros(128, 64)
-    auto_biased(a, b, bias, out, config=SIM)
-    assert torch.allclose(out, a.float() @ b.float() + bias, rtol=1e-2, atol=1e-2)
-    aiv = {f.name: f for f in auto_biased.lower(a, b, bias, out).functions.values()}["auto_aiv"]
-    assert "shape=[32, 64]" in print_ir(aiv).split("pl.tile.load(bias,")[1].splitlines()[0]
+    with pytest.raises(ParseError) as err:
+        pl.jit(auto_biased).parse()
+    assert "outside every pl.split_aiv region" in err.value.message
+    assert "let pl.split(...) insert the transfers" in err.value.hint
 
 
 def _ringed(slots):
@@ -248,8 +240,8 @@ def test_a_pl_at_scope_that_reserves_its_own_ring_runs_like_the_hand_written_ker
     assert torch.allclose(out, a.float() @ b.float() + bias, rtol=1e-2, atol=1e-2)
     funcs = {f.name: f for f in kernel.lower(a, b, bias, out).functions.values()}
     aic, aiv = print_ir(funcs["ringed_aic"]), print_ir(funcs["ringed_aiv"])
-    assert "pl.import_peer_buffer(name='c2v_ring')" in aic and "reserve_buffer" not in aic
-    assert "pl.reserve_buffer(name='c2v_ring', size=65536, base=0)" in aiv and "import_peer" not in aiv
+    assert "pl.system.import_peer_buffer(name='c2v_ring')" in aic and "reserve_buffer" not in aic
+    assert "pl.system.reserve_buffer(name='c2v_ring', size=65536, base=0)" in aiv and "import_peer" not in aiv
     assert "slot_num=2" in aiv  # the depth the buffer holds
 
 

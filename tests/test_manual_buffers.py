@@ -17,7 +17,6 @@ from pypto.ir import (
     DeadlockError,
     MemoryBudgetError,
     PipeSetupError,
-    TypeCheckError,
     print_ir,
     structural_diff,
 )
@@ -96,18 +95,20 @@ def test_tiles_are_placed_above_the_reserved_buffer_and_the_setup_gets_its_depth
     assert mat and min(a.offset for a in mat) >= 2 * SLOT
     text = print_ir(compiled.program)
     # The depth the buffer holds is written into both setups; the buffer's base into the reserve.
-    assert "pl.reserve_buffer(name='v2c_ring', size=131072, base=0)" in text
+    assert "pl.system.reserve_buffer(name='v2c_ring', size=131072, base=0)" in text
     assert (
-        "pl.aic_initialize_pipe(dir_mask=2, slot_size=65536, slot_num=2, v2c_consumer_buf='v2c_ring')" in text
+        "pl.system.aic_initialize_pipe(dir_mask=2, slot_size=65536, slot_num=2, v2c_consumer_buf='v2c_ring')"
+        in text
     )
     assert (
-        "pl.aiv_initialize_pipe(dir_mask=2, slot_size=65536, slot_num=2, v2c_consumer_buf='v2c_ring')" in text
+        "pl.system.aiv_initialize_pipe(dir_mask=2, slot_size=65536, slot_num=2, v2c_consumer_buf='v2c_ring')"
+        in text
     )
 
 
 def test_the_source_program_prints_and_reads_back_equal():
     text = print_ir(EmbedProject)
-    assert "pl.import_peer_buffer(name='v2c_ring', peer_func='project')" in text
+    assert "pl.system.import_peer_buffer(name='v2c_ring', peer_func='project')" in text
     assert structural_diff(pl.parse(text), EmbedProject) is None
 
 
@@ -401,14 +402,13 @@ pl.aic_initialize_pipe(dir_mask=2, slot_size=SLOT, v2c_consumer_buf=ring)
     assert "base=131072" in info.value.hint
 
 
-def test_a_setup_without_slot_num_needs_a_buffer():
+def test_a_setup_without_slot_num_takes_the_default_depth():
+    # PyPTO's slot_num=None: the ring is as deep as local_slot_num, else the target's default (2)
     cube = "pl.aic_initialize_pipe(dir_mask=2, slot_size=SLOT)\n"
-    text = embed_program(cube_setup=cube)
-    with pytest.raises(TypeCheckError) as info:
-        pl.parse(text)
-    assert "pl.aic_initialize_pipe(dir_mask=2, slot_size=SLOT)" in line_of(text, info.value)
-    assert "needs slot_num= (the ring's depth) unless the ring is a reserved buffer" in info.value.message
-    assert "v2c_consumer_buf=" in info.value.hint
+    vector = "pl.aiv_initialize_pipe(dir_mask=2, slot_size=SLOT)\n"
+    compiled = compile_program(pl.parse(embed_program(cube_setup=cube, vector_setup=vector)), RunConfig())
+    text = print_ir(compiled.program)
+    assert f"pl.system.aic_initialize_pipe(dir_mask=2, slot_size={SLOT}, slot_num=2)" in text
 
 
 @pl.jit

@@ -146,7 +146,7 @@ def test_a_vector_kernel_loads_a_read_only_tensor_before_it_pops_the_cube_s_tile
     torch.testing.assert_close(out, a.float() @ b.float() + bias, rtol=1e-2, atol=1e-2)
     text = print_ir(cube_then_bias.lower(a, b, bias, out))
     aiv = text[text.index("def mm_aiv(") :]
-    assert aiv.index("pl.tile.load(bias") < aiv.index("pl.tpop_from_aic(")
+    assert aiv.index("pl.tile.load(bias") < aiv.index("pl.tile.tpop_from_aic(")
     # ... so that the vector core finishes soon after the cube core's last push
     report = cube_then_bias.last_report
     aic_end = max(s.end for s in report.timeline if s.core == "cg0.AIC")

@@ -54,7 +54,7 @@ def test_raw_push_pop_free_in_both_directions_match_torch():
     assert torch.allclose(out, want(), rtol=1e-2, atol=1e-2)
 
 
-# The same round trip with the boundary operators: aiv_shard / aic_gather around the region.
+# The same round trip with the boundary operators, named inside the regions.
 @pl.jit
 def shard_gather(
     x: pl.Tensor[[128, 128], pl.FP16],
@@ -65,11 +65,11 @@ def shard_gather(
     with pl.at(level=pl.Level.CORE_GROUP, name_hint="shard_gather"):
         for lane in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):
             act_half = pl.relu(pl.load(x, [lane * 64, 0], [64, 128]))
-        act = pl.aic_gather(act_half, split=pl.SplitMode.UP_DOWN)
+            act = pl.aic_gather(act_half)
         w_l1 = pl.load(w, [0, 0], [128, 128], target_memory=pl.Mem.Mat)
         acc = pl.matmul(pl.move(act, target_memory=pl.Mem.Left), pl.move(w_l1, target_memory=pl.Mem.Right))
-        prod = pl.aiv_shard(acc, split=pl.SplitMode.UP_DOWN)
         for lane in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):
+            prod = pl.aiv_shard(acc)
             pl.store(pl.add(prod, pl.load(bias, [lane * 64, 0], [64, 128])), [lane * 64, 0], out)
     return out
 
@@ -80,7 +80,7 @@ def test_aiv_shard_and_aic_gather_regions_match_torch_with_automatic_pipes():
     assert torch.allclose(out, want(), rtol=1e-2, atol=1e-2)
     kernel = {f.name: f for f in shard_gather.lower().functions.values()}["shard_gather_aiv"]
     ops = [s.value.op for s in kernel.body if hasattr(s, "value") and hasattr(s.value, "op")]
-    assert ops.count("tfree_to_aic") == ops.count("tpop_from_aic") == 1
+    assert ops.count("system.tfree_to_aic") == ops.count("tile.tpop_from_aic") == 1
 
 
 # A stream of four tiles through a two-slot ring whose pops are never freed.

@@ -55,7 +55,7 @@ def test_the_split_halves_every_tile_and_shifts_each_lanes_rows():
     (vec,) = [fn for fn in lowered.functions.values() if fn.name == "vec"]
     assert vec.kind is FunctionKind.AIV
     text = print_ir(lowered)
-    assert "pl.get_subblock_idx()" in text and "lane * 64" in text
+    assert "pl.tile.get_subblock_idx()" in text and "lane * 64" in text
     assert "pl.Tile[[64, 128], pl.FP32, pl.Mem.Vec]" in text and "[128, 128]" not in text
 
 

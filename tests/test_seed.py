@@ -172,9 +172,9 @@ def test_step1_lowered_ir_is_the_golden_aic_aiv_group_program():
     assert text == golden.read_text()
     for line in (
         "    @pl.function(type=pl.FunctionType.Group)",
-        "        pl.aic_initialize_pipe(dir_mask=1, slot_size=65536, slot_num=2)",
-        "        pl.aiv_initialize_pipe(dir_mask=1, slot_size=65536, slot_num=2)",
-        "        pl.tpush_to_aiv(acc, split=pl.SplitMode.UP_DOWN)",
-        "        pl.tfree_to_aic(acc_vec)",
+        "        pl.system.aic_initialize_pipe(dir_mask=1, slot_size=65536, slot_num=2)",
+        "        pl.system.aiv_initialize_pipe(dir_mask=1, slot_size=65536, slot_num=2)",
+        "        pl.tile.tpush_to_aiv(acc, split=pl.SplitMode.UP_DOWN)",
+        "        pl.system.tfree_to_aic(acc_vec)",
     ):
         assert line in text.splitlines()

@@ -63,7 +63,7 @@ def _inputs(m: int, k: int, n: int) -> tuple[torch.Tensor, ...]:
 
 
 def _pipe_setups(text: str) -> list[str]:
-    return re.findall(r"pl\.ai[cv]_initialize_pipe\(([^)]*)\)", text)
+    return re.findall(r"pl\.system\.ai[cv]_initialize_pipe\(([^)]*)\)", text)
 
 
 @pytest.mark.parametrize(("mode", "m", "k", "n", "slot"), SMALL)

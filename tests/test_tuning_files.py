@@ -68,10 +68,10 @@ def test_the_pmu_puts_each_op_on_its_hardware_pipe_and_each_wait_on_the_op_it_he
     assert (
         ops["cg0.AIC", "tile.matmul"]["pipe"] == "M" and ops["cg0.AIC", "tile.matmul"]["op_class"] == "matmul"
     )
-    assert ops["cg0.AIC", "tpush_to_aiv"]["pipe"] == "FIX"
+    assert ops["cg0.AIC", "tile.tpush_to_aiv"]["pipe"] == "FIX"
     assert ops["cg0.AIV0", "tile.add"]["pipe"] == "V"
     # The lanes wait for the cube's pushes: the stall is the pop's, on MTE2.
-    pop = ops["cg0.AIV0", "tpop_from_aic"]
+    pop = ops["cg0.AIV0", "tile.tpop_from_aic"]
     assert pop["pipe"] == "MTE2" and pop["stall_cycles"] > 0
 
 

@@ -1065,8 +1065,8 @@ def pipe_programs(draw) -> Program:
     """Family 4: explicit ``for lane in pl.split_aiv(2, mode=...)`` regions. ``raw``: the cube
     streams ``tiles`` products ``a_i @ b`` with ``pl.tpush_to_aiv``; each lane pops its half,
     adds its own share of ``bias`` (per-lane addressing), stores and frees the slot.
-    ``boundary``: a vector prologue gathered to the cube with ``pl.aic_gather``, the product
-    sharded back with ``pl.aiv_shard``."""
+    ``boundary``: a vector prologue gathered to the cube with ``pl.aic_gather`` inside its region,
+    the product sharded back with ``pl.aiv_shard`` inside the next."""
     p = Program("pipes")
     m, n, k = (draw(st.sampled_from(PIPE_EXTENTS)) for _ in range(3))
     mode = draw(st.sampled_from(("UP_DOWN", "LEFT_RIGHT")))
@@ -1098,16 +1098,16 @@ def pipe_programs(draw) -> Program:
                 f"        junk = pl.matmul(pl.move(pl.load(a, [0, 0], [{m}, {k}], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left), pl.move(pl.load(b, [0, 0], [{k}, {n}], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right))"
             )
             p.mark("invalid", "a cube op inside a split_aiv region")
+        region.append("        act = pl.aic_gather(act_half)")  # joined for the cube, after the region
         body += region
-        body.append(f"    act = pl.aic_gather(act_half, {split})")
         if mutation == "vector_outside":
             body.append("    act = pl.relu(act)")
             p.mark("invalid", "a vector op outside every split_aiv region")
         body += [
             f"    b_l1 = pl.load(b, [0, 0], [{k}, {n}], target_memory=pl.Mem.Mat)",
             "    acc = pl.matmul(pl.move(act, target_memory=pl.Mem.Left), pl.move(b_l1, target_memory=pl.Mem.Right))",
-            f"    prod = pl.aiv_shard(acc, {split})",
             f"    for lane in pl.split_aiv(2, mode=pl.SplitMode.{mode}):",
+            "        prod = pl.aiv_shard(acc)",
             f"        share = pl.load(bias, [{lane_row}, {lane_col}], {half})",
             f"        pl.store({store}, [{lane_row}, {lane_col}], out)",
         ]

@@ -24,7 +24,6 @@ from pypto.ir.ops import (
     Reduction,
     Side,
     get_op,
-    op,
     ops_with,
     tensor,
     tile,
@@ -33,7 +32,11 @@ from pypto.ir.types import Direction
 
 
 def test_handles_name_registered_ops_and_refuse_unknown_ones():
-    assert tile.add == "tile.add" and tensor.row_max == "tensor.row_max" and op.tpush_to_aiv == "tpush_to_aiv"
+    assert (
+        tile.add == "tile.add"
+        and tensor.row_max == "tensor.row_max"
+        and tile.tpush_to_aiv == "tile.tpush_to_aiv"
+    )
     with pytest.raises(AttributeError, match=r"no op 'tile\.nonesuch' is declared"):
         tile.nonesuch  # noqa: B018
 
@@ -60,7 +63,7 @@ def test_traits_describe_the_families():
     assert get_op(tile.add).trait(Elementwise) == Elementwise("tile.adds", "scalar.add")
     assert get_op(tensor.div).trait(Elementwise) == Elementwise("tensor.divs", "scalar.truediv")
     assert get_op(tile.store).trait(GmAccess) == GmAccess(2, 1, write=True, tile=0)
-    assert get_op(op.tpop_from_aic).trait(PipeEnd).side is Side.VECTOR
+    assert get_op(tile.tpop_from_aic).trait(PipeEnd).side is Side.VECTOR
     assert get_op(tile.store_atomic).reads == (0, 2) and get_op(tile.store_atomic).writes == (2,)
 
 

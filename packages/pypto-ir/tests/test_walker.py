@@ -32,6 +32,7 @@ from pypto.ir import (
 from pypto.ir.errors import LoopStepError
 from pypto.ir.launch import LoadedProgram
 from pypto.ir.ops import op, scalar
+from pypto.ir.ops import tile as tile_ops
 from pypto.ir.walker import Walker, drive, take_turns
 
 NUMBERS = {scalar.add: operator.add, scalar.lt: operator.lt}
@@ -140,8 +141,8 @@ def plans(*functions):
 
 
 def test_a_group_seats_its_aic_kernel_and_its_aiv_kernel_on_every_lane():
-    aic = kernel("g_aic", FunctionKind.AIC, (op.tpush_to_aiv, {"split": SplitMode.UP_DOWN}))
-    aiv = kernel("g_aiv", FunctionKind.AIV, (op.tpop_from_aic, {"split": SplitMode.UP_DOWN}))
+    aic = kernel("g_aic", FunctionKind.AIC, (tile_ops.tpush_to_aiv, {"split": SplitMode.UP_DOWN}))
+    aiv = kernel("g_aiv", FunctionKind.AIV, (tile_ops.tpop_from_aic, {"split": SplitMode.UP_DOWN}))
     plan = plans(group(aic, aiv), aic, aiv)["g"]
     assert [(s.kind, s.lane, s.kernel.name, s.mirror) for s in plan.seats] == [
         (FunctionKind.AIC, 0, "g_aic", False),
@@ -154,8 +155,8 @@ def test_a_group_seats_its_aic_kernel_and_its_aiv_kernel_on_every_lane():
 
 def test_lane_1_mirrors_when_every_pipe_op_is_split_none_and_no_op_asks_the_lane():
     aic = kernel("g_aic", FunctionKind.AIC)
-    aiv = kernel("g_aiv", FunctionKind.AIV, (op.tpop_from_aic, {}))
-    asks = kernel("g_aiv", FunctionKind.AIV, (op.tpop_from_aic, {}), (op.get_subblock_idx, {}))
+    aiv = kernel("g_aiv", FunctionKind.AIV, (tile_ops.tpop_from_aic, {}))
+    asks = kernel("g_aiv", FunctionKind.AIV, (tile_ops.tpop_from_aic, {}), (tile_ops.get_subblock_idx, {}))
     assert [s.mirror for s in plans(group(aic, aiv), aic, aiv)["g"].seats] == [False, False, True]
     assert [s.mirror for s in plans(group(aic, asks), aic, asks)["g"].seats] == [False, False, False]
 

@@ -32,11 +32,11 @@ def explicit(
         again = pl.matmul(pl.move(whole, target_memory=pl.Mem.Left), w_r)
         pl.tfree_to_aiv(whole)
         pl.store(again, [0, 0], back)
-        # Boundary form: the split defaults to the mode of the region it feeds / comes from.
-        acc_v = pl.aiv_shard(acc)
+        # Boundary form, named inside the region: the split is the region's mode.
         for aiv_id in pl.split_aiv(2, mode=UP_DOWN):
+            acc_v = pl.aiv_shard(acc)
             z = pl.exp(acc_v)
             pl.store(z, [aiv_id * 32, 0], out)
-        gathered = pl.aic_gather(z)
+            gathered = pl.aic_gather(z)
         pl.store(pl.matmul(pl.move(gathered, target_memory=pl.Mem.Left), w_r), [0, 0], back)
     return out, back

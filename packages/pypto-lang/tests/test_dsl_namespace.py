@@ -178,8 +178,8 @@ def test_scalar_arithmetic_and_kernel_calls_are_not_pl_functions():
 def test_a_misspelled_op_is_an_attribute_error_naming_it():
     with pytest.raises(AttributeError, match="'expp'"):
         pl.expp  # noqa: B018
-    with pytest.raises(AttributeError, match=r"pl\.tile has no op 'read'"):
-        pl.tile.read  # noqa: B018
+    with pytest.raises(AttributeError, match=r"pl\.tile has no op 'reed'"):
+        pl.tile.reed  # noqa: B018
 
 
 def test_dir_lists_the_ops_for_completion():
@@ -246,10 +246,15 @@ DOCUMENTED = [
     "pl.matmul_acc(acc, a, b)",
     "pl.gather_row(dst_tile, src_tensor, dst_offset, src_offset, shape)",
     "pl.read(tensor, offsets)",
-    "pl.aic_initialize_pipe(*, dir_mask, slot_size, slot_num=None, c2v_consumer_buf=None, "
-    "v2c_consumer_buf=None, id=None, local_slot_num=None)",
-    "pl.tpush_to_aiv(tile, split=pl.SplitMode.NONE, id=None)",
-    "pl.tpop_from_aic(shape, dtype, split=pl.SplitMode.NONE, id=None, valid_shape=None)",
+    "pl.aic_initialize_pipe(c2v_consumer_buf=0, v2c_consumer_buf=0, *, dir_mask, slot_size, slot_num=None, "
+    "local_slot_num=None, id=None)",
+    "pl.tpush_to_aiv(tile, *, split=pl.SplitMode.NONE, lane_stride=None, id=None)",
+    "pl.tpop_from_aic(*, shape=None, dtype=None, split=pl.SplitMode.NONE, lane_stride=None, id=None, "
+    "valid_shape=None)",
+    "pl.tfree_to_aic(tile, *, split=None, id=None)",
+    "pl.system.sync_set(event_id=None, pipe=pl.PipeType.ALL, ffts_mode=None, core_type=None, event_id_dyn=None)",
+    "pl.system.sync_wait(event_id=None, pipe=pl.PipeType.ALL, core_type=None, event_id_dyn=None)",
+    "pl.system.set_ffts(workspace)",
     "pl.reserve_buffer(*, name, size, base=None)",
     "pl.import_peer_buffer(*, name, peer_func=None)",
     'pl.system.syncall(core_type=None, mode="hard", gm_workspace=None, used_cores=None)',

@@ -30,7 +30,7 @@ LANE = (
     Slice("host", 0, 100, "submit k", "AICPU"),
     Slice("cg0.AIV0", 100, 500, "tile.load", "MTE2", "k", "k.py:3"),
     Slice("cg0.AIV0", 600, 300, "wait for a ready slot of pipe k_c2v", STALL, "k", "k.py:4"),
-    Slice("cg0.AIV0", 900, 50, "tpop_from_aic", "MTE2", "k", "k.py:4"),
+    Slice("cg0.AIV0", 900, 50, "tile.tpop_from_aic", "MTE2", "k", "k.py:4"),
     Slice("cg0.AIV0", 950, 64, "tile.add", "VECTOR", "k", "k.py:5"),
     Slice("cg0.AIV0", 1014, 128, "tile.store", "MTE3", "k", "k.py:6"),
     Slice("cg0.AIV0", 1142, 40, "wait for the other lane", STALL, "k", "k.py:7"),
@@ -73,12 +73,12 @@ def test_level_two_adds_each_op_with_its_class_under_its_pipe():
     ops = {(row["pipe"], row["op"]): row for row in rows if row["op"]}
     assert set(ops) == {
         ("MTE2", "tile.load"),
-        ("MTE2", "tpop_from_aic"),
+        ("MTE2", "tile.tpop_from_aic"),
         ("V", "tile.add"),
         ("MTE3", "tile.store"),
     }
-    assert ops["MTE2", "tpop_from_aic"]["op_class"] == "pipe_pop"
-    assert ops["MTE2", "tpop_from_aic"]["stall_cycles"] == 300  # the pop was the op the wait held up
+    assert ops["MTE2", "tile.tpop_from_aic"]["op_class"] == "pipe_pop"
+    assert ops["MTE2", "tile.tpop_from_aic"]["stall_cycles"] == 300  # the pop was the op the wait held up
     assert ops["V", "tile.add"]["op_class"] == "vector"
     # The ops under a pipe add up to its row.
     for pipe, total in _by_pipe(rows).items():

@@ -1,4 +1,7 @@
-"""The pl.split_aiv region rules: each violation is a ParseError at the op, naming it and the fix."""
+"""The pl.split_aiv region rules, as PyPTO states them: cube work stays outside the regions, vector
+compute inside them (loads and stores may sit outside), ``pl.aiv_shard`` / ``pl.aic_gather`` inside
+the region whose edge the tile crosses. Each violation is a ParseError at the op, naming it and the
+fix."""
 
 import pytest
 from lang_diagnostics import header, rendered
@@ -10,10 +13,7 @@ T64 = pl.Tensor[[64, 64], pl.FP32]
 H16 = pl.Tensor[[64, 64], pl.FP16]
 UP_DOWN = pl.SplitMode.UP_DOWN
 FILE = __file__
-CUBE_HINT = (
-    "move it before or after the region, and hand tiles across with pl.aiv_shard / pl.aic_gather "
-    "(or the tpush / tpop pipe ops)"
-)
+CUBE_HINT = "move it before or after the region; hand tiles across with pl.aiv_shard / pl.aic_gather inside the region"
 
 
 def parse_error(kernel) -> ParseError:
@@ -23,10 +23,7 @@ def parse_error(kernel) -> ParseError:
 
 
 def in_cube_message(name: str) -> str:
-    return (
-        f"{name} runs on the cube (AIC) and cannot sit inside a pl.split_aiv region, "
-        "whose body runs on the AIV lanes"
-    )
+    return f"cube op {name} inside a pl.split_aiv region, whose body runs on the AIV lanes"
 
 
 def test_a_matmul_inside_a_region_is_rejected_at_the_matmul():
@@ -104,7 +101,7 @@ def test_cube_side_pipe_ops_inside_a_region_are_rejected(op):
     assert rendered(err).underlined.startswith(f"pl.{op}(")
 
 
-def test_a_vector_op_before_the_first_region_of_its_scope_is_rejected():
+def test_vector_compute_before_the_first_region_of_its_scope_is_rejected():
     @pl.jit
     def vector_outside(a: T64, out: pl.Out[T64]):
         with pl.at(level=pl.Level.CORE_GROUP):
@@ -116,21 +113,31 @@ def test_a_vector_op_before_the_first_region_of_its_scope_is_rejected():
     err = parse_error(vector_outside)
     shown = rendered(err)
     message = (
-        "pl.load runs on the vector lanes (AIV) and cannot sit outside the pl.split_aiv regions "
-        "of a scope that has them"
+        "vector op pl.exp sits outside every pl.split_aiv region of a scope that has them: the regions "
+        "own the vector work"
     )
     assert err.message == message
     assert shown.header == header(
-        FILE, "t = pl.exp(pl.load(a, [0, 0], [64, 64]))  # before", "pl.load", message
+        FILE, "t = pl.exp(pl.load(a, [0, 0], [64, 64]))  # before", "pl.exp", message
     )
-    assert shown.underlined == "pl.load(a, [0, 0], [64, 64])"
-    assert shown.hint == (
-        "move it into a `for aiv_id in pl.split_aiv(2, mode=...):` region, or drop the regions and "
-        "let pl.split(...) place the vector work"
-    )
+    assert shown.underlined == "pl.exp(pl.load(a, [0, 0], [64, 64]))"
+    assert shown.hint.startswith("wrap that phase in `for _ in pl.split_aiv(2, mode=pl.SplitMode.NONE):`")
 
 
-def test_a_vector_op_after_a_region_is_rejected_too():
+def test_loads_and_stores_may_sit_outside_the_regions():
+    @pl.jit
+    def staged(a: T64, out: pl.Out[T64]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(a, [0, 0], [64, 64])
+            for _lane in pl.split_aiv(2):
+                r = pl.exp(t)
+            pl.store(r, [0, 0], out)
+        return out
+
+    staged.parse()
+
+
+def test_vector_compute_after_a_region_is_rejected_too():
     @pl.jit
     def vector_after(a: T64, out: pl.Out[T64]):
         with pl.at(level=pl.Level.CORE_GROUP):
@@ -140,100 +147,69 @@ def test_a_vector_op_after_a_region_is_rejected_too():
         return out
 
     err = parse_error(vector_after)
-    assert err.message.startswith("pl.add runs on the vector lanes (AIV) and cannot sit outside")
+    assert err.message.startswith("vector op pl.add sits outside every pl.split_aiv region")
     assert rendered(err).underlined == "t + t"
 
 
 @pytest.mark.parametrize("edge", ["aiv_shard", "aic_gather"])
-def test_shard_and_gather_inside_a_region_belong_at_its_edges(edge):
+def test_shard_and_gather_outside_every_region_are_rejected(edge):
     @pl.jit
     def aiv_shard(a: T64, out: pl.Out[T64]):
         with pl.at(level=pl.Level.CORE_GROUP):
             acc = pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat)
-            for _lane in pl.split_aiv(2, mode=UP_DOWN):
-                pl.aiv_shard(acc)
+            x_v = pl.aiv_shard(acc)
+            for aiv_id in pl.split_aiv(2, mode=UP_DOWN):
+                pl.store(x_v, [aiv_id * 32, 0], out)
         return out
 
     @pl.jit
     def aic_gather(a: T64, out: pl.Out[T64]):
         with pl.at(level=pl.Level.CORE_GROUP):
-            for _lane in pl.split_aiv(2, mode=UP_DOWN):
-                pl.aic_gather(pl.load(a, [0, 0], [32, 64]))
+            for aiv_id in pl.split_aiv(2, mode=UP_DOWN):
+                v = pl.exp(pl.load(a, [aiv_id * 32, 0], [32, 64]))
+            pl.aic_gather(v)
         return out
 
     err = parse_error({"aiv_shard": aiv_shard, "aic_gather": aic_gather}[edge])
     shown = rendered(err)
     assert err.message == (
-        f"pl.{edge} inside a pl.split_aiv region: aiv_shard/aic_gather belong at region edges: "
-        "before / after the region"
+        f"pl.{edge}: outside every pl.split_aiv region: it names a tile crossing a region's edge, so it "
+        "is written inside the region"
     )
     assert shown.underlined.startswith(f"pl.{edge}(")
-    assert shown.hint == (
-        "shard before the region (x_v = pl.aiv_shard(x)) and gather after it (c = pl.aic_gather(v))"
-    )
+    assert shown.hint.startswith("write it inside `for aiv_id in pl.split_aiv(2, mode=...)`")
 
 
-def test_a_split_region_mixing_shares_and_full_width_vector_ops_is_rejected():
+def test_a_region_with_a_crossing_that_does_full_width_work_on_both_lanes_is_rejected():
     @pl.jit
     def mixing(a: T64, bias: T64, out: pl.Out[T64]):
         with pl.at(level=pl.Level.CORE_GROUP):
             acc = pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat)
-            x_v = pl.aiv_shard(acc)  # the split tile
             for aiv_id in pl.split_aiv(2, mode=UP_DOWN):
+                x_v = pl.aiv_shard(acc)  # the lane's half
                 pl.store(pl.exp(x_v), [aiv_id * 32, 0], out)
-                full = pl.load(bias, [0, 0], [64, 64])
-                pl.store(pl.relu(full), [0, 0], out)  # full width
+                full = pl.load(bias, [0, 0], [64, 64])  # full width
+                pl.store(pl.relu(full), [0, 0], out)
         return out
 
     err = parse_error(mixing)
     shown = rendered(err)
-    relu_line = int(
-        header(FILE, "pl.store(pl.relu(full), [0, 0], out)  # full width", "pl", "").split(":")[1]
-    )
-    shard_line = int(header(FILE, "x_v = pl.aiv_shard(acc)  # the split tile", "pl", "").split(":")[1])
-    message = (
-        f"split rejected: the body mixes split and plain full-width vector ops: pl.relu (line {relu_line}) "
-        f"works on all 64 rows, which pl.aiv_shard (line {shard_line}) splits across the two AIV lanes "
-        "(pl.SplitMode.UP_DOWN)"
-    )
-    assert err.message == message
-    assert shown.header == header(
-        FILE, "pl.store(pl.relu(full), [0, 0], out)  # full width", "pl.relu", message
-    )
-    assert shown.underlined == "pl.relu(full)"
-    assert shown.hint == (
-        "use separate regions (the full-width pl.relu in a pl.split_aiv(2, mode=pl.SplitMode.NONE) "
-        "region), or drop the explicit boundary ops and use the automatic pl.split(...)"
-    )
-
-
-def test_a_popped_share_makes_a_left_right_region_reject_a_full_width_op_written_before_the_pop():
-    @pl.jit
-    def mixing_pop(a: T64, out: pl.Out[T64]):
-        with pl.at(level=pl.Level.CORE_GROUP):
-            for _lane in pl.split_aiv(2, mode=pl.SplitMode.LEFT_RIGHT):
-                wide = pl.neg(pl.load(a, [0, 0], [64, 64]))
-                half = pl.tpop_from_aic(shape=[64, 32], dtype=pl.FP32, split=pl.SplitMode.LEFT_RIGHT)
-                pl.store(pl.add(half, half), [0, 0], out)
-                pl.tfree_to_aic(half)
-                pl.store(wide, [0, 0], out)
-        return out
-
-    err = parse_error(mixing_pop)
     assert err.message.startswith(
-        "split rejected: the body mixes split and plain full-width vector ops: pl.neg"
+        "the pl.split_aiv region (pl.SplitMode.UP_DOWN) names a crossing, so it is written per lane, "
+        "but pl.load at line "
     )
-    assert "works on all 64 columns, which pl.tpop_from_aic" in err.message
-    assert rendered(err).underlined == "pl.neg(pl.load(a, [0, 0], [64, 64]))"
+    assert err.message.endswith("works on a full-width tile: both lanes would do the same work")
+    assert shown.underlined == "pl.load(bias, [0, 0], [64, 64])"
+    assert "mode=pl.SplitMode.NONE" in shown.hint
 
 
-def test_shares_alone_or_a_none_region_with_full_width_ops_are_fine():
+def test_shares_inside_a_region_and_full_width_work_in_a_none_region_are_fine():
     @pl.jit
     def separate(a: T64, bias: T64, out: pl.Out[T64]):
         with pl.at(level=pl.Level.CORE_GROUP):
-            x_v = pl.aiv_shard(pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat))
+            acc = pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat)
             for aiv_id in pl.split_aiv(2, mode=UP_DOWN):
-                pl.store(pl.exp(x_v), [aiv_id * 32, 0], out)
+                pl.store(pl.exp(pl.aiv_shard(acc)), [aiv_id * 32, 0], out)
             for _lane in pl.split_aiv(2):
                 pl.store(pl.relu(pl.load(bias, [0, 0], [64, 64])), [0, 0], out)
         return out

@@ -50,51 +50,51 @@ CHECK-NEXT:  pl.func_attr({'split': pl.SplitMode.MODE, {{.*}}'pipe_setup': 'auto
 # What each split mode makes of the kernels: the ring, the pushed and popped shares, the lane offsets.
 KERNEL_CHECKS = {
     SplitMode.UP_DOWN: """
-CHECK:       pl.aic_initialize_pipe(dir_mask=1, slot_size=65536, slot_num=2)
+CHECK:       pl.system.aic_initialize_pipe(dir_mask=1, slot_size=65536, slot_num=2)
 CHECK-NEXT:  a_mat: pl.Tile[[128, 256], pl.FP16, pl.Mem.Mat] = pl.tile.load(a, [0, 0]{{.*}}# Mat[0x0, +65536]
 CHECK-NEXT:  a_left: pl.Tile[[128, 256], pl.FP16, pl.Mem.Left] = pl.tile.move(a_mat{{.*}}# Left[0x0, +65536]
 CHECK-NEXT:  b_mat: pl.Tile[[256, 128], pl.FP16, pl.Mem.Mat] = pl.tile.load(b, [0, 0]{{.*}}# Mat[0x10000, +65536]
 CHECK-NEXT:  b_right: pl.Tile[[256, 128], pl.FP16, pl.Mem.Right] = pl.tile.move(b_mat{{.*}}# Right[0x0, +65536]
 CHECK-NEXT:  acc: pl.Tile[[128, 128], pl.FP32, pl.Mem.Acc] = pl.tile.matmul(a_left, b_right, out_dtype=pl.FP32)  # Acc[0x0, +65536]
-CHECK-NEXT:  pl.tpush_to_aiv(acc, split=pl.SplitMode.UP_DOWN)
+CHECK-NEXT:  pl.tile.tpush_to_aiv(acc, split=pl.SplitMode.UP_DOWN)
 CHECK-EMPTY:
 CHECK-LABEL: @pl.function(type=pl.FunctionType.AIV)
 CHECK:       def mixed_aiv(
 CHECK-NEXT:  pl.func_attr({'split': pl.SplitMode.UP_DOWN, {{.*}}'pipe_setup': 'automatic'{{.*}}
 CHECK-NEXT:  # reserved Vec[0x0, +131072]: cross-core pipe ring
-CHECK:       pl.aiv_initialize_pipe(dir_mask=1, slot_size=65536, slot_num=2)
-CHECK-NEXT:  lane: pl.Scalar[pl.INDEX] = pl.get_subblock_idx()
+CHECK:       pl.system.aiv_initialize_pipe(dir_mask=1, slot_size=65536, slot_num=2)
+CHECK-NEXT:  lane: pl.Scalar[pl.INDEX] = pl.tile.get_subblock_idx()
 CHECK-NEXT:  bias_vec: pl.Tile[[64, 128], pl.FP32, pl.Mem.Vec] = pl.tile.load(bias, [lane * 64, 0]{{.*}}# Vec[0x20000, +32768]
-CHECK-NEXT:  acc_vec: pl.Tile[[64, 128], pl.FP32, pl.Mem.Vec] = pl.tpop_from_aic(shape=[64, 128], dtype=pl.FP32, split=pl.SplitMode.UP_DOWN)
+CHECK-NEXT:  acc_vec: pl.Tile[[64, 128], pl.FP32, pl.Mem.Vec] = pl.tile.tpop_from_aic(shape=[64, 128], dtype=pl.FP32, split=pl.SplitMode.UP_DOWN)
 CHECK-NEXT:  t: pl.Tile[[64, 128], pl.FP32, pl.Mem.Vec] = pl.tile.add(acc_vec, bias_vec)  # Vec[0x20000, +32768]
-CHECK-NEXT:  pl.tfree_to_aic(acc_vec)
+CHECK-NEXT:  pl.system.tfree_to_aic(acc_vec)
 CHECK-NEXT:  pl.tile.store(t, [lane * 64, 0], out)
 """,
     SplitMode.LEFT_RIGHT: """
-CHECK:       pl.aic_initialize_pipe(dir_mask=1, slot_size=65536, slot_num=2)
+CHECK:       pl.system.aic_initialize_pipe(dir_mask=1, slot_size=65536, slot_num=2)
 CHECK-NEXT:  a_mat: pl.Tile[[128, 256], pl.FP16, pl.Mem.Mat] = pl.tile.load(a, [0, 0]{{.*}}# Mat[0x0, +65536]
 CHECK-NEXT:  a_left: pl.Tile[[128, 256], pl.FP16, pl.Mem.Left] = pl.tile.move(a_mat{{.*}}# Left[0x0, +65536]
 CHECK-NEXT:  b_mat: pl.Tile[[256, 128], pl.FP16, pl.Mem.Mat] = pl.tile.load(b, [0, 0]{{.*}}# Mat[0x10000, +65536]
 CHECK-NEXT:  b_right: pl.Tile[[256, 128], pl.FP16, pl.Mem.Right] = pl.tile.move(b_mat{{.*}}# Right[0x0, +65536]
 CHECK-NEXT:  acc: pl.Tile[[128, 128], pl.FP32, pl.Mem.Acc] = pl.tile.matmul(a_left, b_right, out_dtype=pl.FP32)  # Acc[0x0, +65536]
-CHECK-NEXT:  pl.tpush_to_aiv(acc, split=pl.SplitMode.LEFT_RIGHT)
+CHECK-NEXT:  pl.tile.tpush_to_aiv(acc, split=pl.SplitMode.LEFT_RIGHT)
 CHECK-EMPTY:
 CHECK-LABEL: @pl.function(type=pl.FunctionType.AIV)
 CHECK:       def mixed_aiv(
 CHECK-NEXT:  pl.func_attr({'split': pl.SplitMode.LEFT_RIGHT, {{.*}}'pipe_setup': 'automatic'{{.*}}
 CHECK-NEXT:  # reserved Vec[0x0, +131072]: cross-core pipe ring
-CHECK:       pl.aiv_initialize_pipe(dir_mask=1, slot_size=65536, slot_num=2)
-CHECK-NEXT:  lane: pl.Scalar[pl.INDEX] = pl.get_subblock_idx()
+CHECK:       pl.system.aiv_initialize_pipe(dir_mask=1, slot_size=65536, slot_num=2)
+CHECK-NEXT:  lane: pl.Scalar[pl.INDEX] = pl.tile.get_subblock_idx()
 CHECK-NEXT:  bias_vec: pl.Tile[[128, 64], pl.FP32, pl.Mem.Vec] = pl.tile.load(bias, [0, lane * 64]{{.*}}# Vec[0x20000, +32768]
-CHECK-NEXT:  acc_vec: pl.Tile[[128, 64], pl.FP32, pl.Mem.Vec] = pl.tpop_from_aic(shape=[128, 64], dtype=pl.FP32, split=pl.SplitMode.LEFT_RIGHT)
+CHECK-NEXT:  acc_vec: pl.Tile[[128, 64], pl.FP32, pl.Mem.Vec] = pl.tile.tpop_from_aic(shape=[128, 64], dtype=pl.FP32, split=pl.SplitMode.LEFT_RIGHT)
 CHECK-NEXT:  t: pl.Tile[[128, 64], pl.FP32, pl.Mem.Vec] = pl.tile.add(acc_vec, bias_vec)  # Vec[0x20000, +32768]
-CHECK-NEXT:  pl.tfree_to_aic(acc_vec)
+CHECK-NEXT:  pl.system.tfree_to_aic(acc_vec)
 CHECK-NEXT:  pl.tile.store(t, [0, lane * 64], out)
 """,
     # Unsplit, one lane works the whole tile: the pipe carries it in two row blocks of 64, each
     # loop with two stages (one per iteration), the cube side loading the second block ahead.
     SplitMode.NONE: """
-CHECK:       pl.aic_initialize_pipe(dir_mask=1, slot_size=32768, slot_num=2)
+CHECK:       pl.system.aic_initialize_pipe(dir_mask=1, slot_size=32768, slot_num=2)
 CHECK-NEXT:  b_mat: pl.Tile[[256, 128], pl.FP16, pl.Mem.Mat] = pl.tile.load(b, [0, 0]{{.*}}# Mat[0x0, +65536]
 CHECK-NEXT:  b_right: pl.Tile[[256, 128], pl.FP16, pl.Mem.Right] = pl.tile.move(b_mat{{.*}}# Right[0x0, +65536]
 CHECK-NEXT:  a_mat_first0: pl.Tile[[64, 256], pl.FP16, pl.Mem.Mat] = pl.tile.load(a, [0, 0]{{.*}}# Mat[0x10000, +32768]
@@ -102,19 +102,19 @@ CHECK-NEXT:  for r, (a_mat_ahead0,) in pl.pipeline(0, 128, 64, stage=4, init_val
 CHECK-NEXT:  a_mat_next: {{.*}} = pl.tile.load(a, [pl.minimum(r + 64, 64), 0]{{.*}}# Mat[0x10000, +32768] x 2 slots by r
 CHECK-NEXT:  a_left: pl.Tile[[64, 256], pl.FP16, pl.Mem.Left] = pl.tile.move(a_mat_ahead0{{.*}}# Left[0x0, +32768] x 2 slots by r
 CHECK-NEXT:  acc: pl.Tile[[64, 128], pl.FP32, pl.Mem.Acc] = pl.tile.matmul(a_left, b_right, out_dtype=pl.FP32)  # Acc[0x0, +32768] x 2 slots by r
-CHECK-NEXT:  pl.tpush_to_aiv(acc, split=pl.SplitMode.NONE)
+CHECK-NEXT:  pl.tile.tpush_to_aiv(acc, split=pl.SplitMode.NONE)
 CHECK-NEXT:  a_mat_last0 = pl.yield_(a_mat_next)
 CHECK-EMPTY:
 CHECK-LABEL: @pl.function(type=pl.FunctionType.AIV)
 CHECK:       def mixed_aiv(
 CHECK-NEXT:  pl.func_attr({'split': pl.SplitMode.NONE, {{.*}}'pipe_setup': 'automatic'{{.*}}
 CHECK-NEXT:  # reserved Vec[0x0, +65536]: cross-core pipe ring
-CHECK:       pl.aiv_initialize_pipe(dir_mask=1, slot_size=32768, slot_num=2)
+CHECK:       pl.system.aiv_initialize_pipe(dir_mask=1, slot_size=32768, slot_num=2)
 CHECK-NEXT:  for r in pl.pipeline(0, 128, 64, stage=4):
 CHECK-NEXT:  bias_vec: pl.Tile[[64, 128], pl.FP32, pl.Mem.Vec] = pl.tile.load(bias, [r, 0]{{.*}}# Vec[0x10000, +32768] x 2 slots by r
-CHECK-NEXT:  acc_vec: pl.Tile[[64, 128], pl.FP32, pl.Mem.Vec] = pl.tpop_from_aic(shape=[64, 128], dtype=pl.FP32, split=pl.SplitMode.NONE)
+CHECK-NEXT:  acc_vec: pl.Tile[[64, 128], pl.FP32, pl.Mem.Vec] = pl.tile.tpop_from_aic(shape=[64, 128], dtype=pl.FP32, split=pl.SplitMode.NONE)
 CHECK-NEXT:  t: pl.Tile[[64, 128], pl.FP32, pl.Mem.Vec] = pl.tile.add(acc_vec, bias_vec)  # Vec[0x10000, +32768] x 2 slots by r
-CHECK-NEXT:  pl.tfree_to_aic(acc_vec)
+CHECK-NEXT:  pl.system.tfree_to_aic(acc_vec)
 CHECK-NEXT:  pl.tile.store(t, [r, 0], out)
 """,
 }
@@ -145,13 +145,13 @@ def test_unsplit_kernels_stream_the_tile_through_the_pipe_in_a_loop():
         "tile.load",
         "tile.move",
         "tile.matmul",
-        "tpush_to_aiv",
+        "tile.tpush_to_aiv",
     ]
     assert loop_ops(lowered.function("mixed_aiv")) == [
         "tile.load",  # a read-only operand's load goes ahead of the pop (its latency overlaps the wait)
-        "tpop_from_aic",
+        "tile.tpop_from_aic",
         "tile.add",
-        "tfree_to_aic",
+        "system.tfree_to_aic",
         "tile.store",
     ]
 
@@ -159,12 +159,12 @@ def test_unsplit_kernels_stream_the_tile_through_the_pipe_in_a_loop():
 def test_pipe_setup_pairs_every_push_with_a_pop_and_every_pop_with_a_free():
     lowered = lower(irbuild.mixed_program(), irbuild.TARGET)
     aic, aiv = lowered.function("mixed_aic"), lowered.function("mixed_aiv")
-    assert ops(aic)[0] == "aic_initialize_pipe" and ops(aiv)[0] == "aiv_initialize_pipe"
+    assert ops(aic)[0] == "system.aic_initialize_pipe" and ops(aiv)[0] == "system.aiv_initialize_pipe"
     setup = next(s.value for s in aic.body if isinstance(s, Eval))
     assert dict(setup.attrs) == {"dir_mask": 1, "slot_size": 65536, "slot_num": 2}
-    assert ops(aic).count("tpush_to_aiv") == 1
-    assert ops(aiv).count("tpop_from_aic") == ops(aiv).count("tfree_to_aic") == 1
-    free_at, add_at = ops(aiv).index("tfree_to_aic"), ops(aiv).index("tile.add")
+    assert ops(aic).count("tile.tpush_to_aiv") == 1
+    assert ops(aiv).count("tile.tpop_from_aic") == ops(aiv).count("system.tfree_to_aic") == 1
+    free_at, add_at = ops(aiv).index("system.tfree_to_aic"), ops(aiv).index("tile.add")
     assert free_at == add_at + 1  # right after the popped tile's last use
 
 
@@ -277,13 +277,13 @@ def test_long_operands_stream_tiles_through_the_pipe():
         "tile.load",
         "tile.move",
         "tile.matmul",
-        "tpush_to_aiv",
+        "tile.tpush_to_aiv",
     ]
     assert loop_ops(lowered.function("mixed_aiv")) == [
         "tile.load",  # a read-only operand's load goes ahead of the pop (its latency overlaps the wait)
-        "tpop_from_aic",
+        "tile.tpop_from_aic",
         "tile.add",
-        "tfree_to_aic",
+        "system.tfree_to_aic",
         "tile.store",
     ]
     filecheck(
@@ -291,7 +291,7 @@ def test_long_operands_stream_tiles_through_the_pipe():
         """
         CHECK-LABEL: @pl.function(type=pl.FunctionType.AIC)
         CHECK:       def mixed_aic(
-        CHECK:       pl.aic_initialize_pipe(dir_mask=1, slot_size=32768, slot_num=2)
+        CHECK:       pl.system.aic_initialize_pipe(dir_mask=1, slot_size=32768, slot_num=2)
         CHECK-NEXT:  b_mat: pl.Tile[[256, 128], pl.FP16, pl.Mem.Mat] = pl.tile.load(b, [0, 0]{{.*}}# Mat[0x0, +65536]
         CHECK-NEXT:  b_right: pl.Tile[[256, 128], pl.FP16, pl.Mem.Right] = pl.tile.move(b_mat{{.*}}# Right[0x0, +65536]
         CHECK-NEXT:  a_mat_first0: pl.Tile[[64, 256], pl.FP16, pl.Mem.Mat] = pl.tile.load(a, [0, 0]{{.*}}# Mat[0x10000, +32768]
@@ -301,21 +301,21 @@ def test_long_operands_stream_tiles_through_the_pipe():
         CHECK-NEXT:  a_mat_next: {{.*}} = pl.tile.load(a, [pl.minimum(r + 192, 448), 0]{{.*}}# Mat[0x10000, +32768] x 4 slots by r
         CHECK-NEXT:  a_left: pl.Tile[[64, 256], pl.FP16, pl.Mem.Left] = pl.tile.move(a_mat_ahead0{{.*}}# Left[0x0, +32768] x 2 slots by r
         CHECK-NEXT:  acc: pl.Tile[[64, 128], pl.FP32, pl.Mem.Acc] = pl.tile.matmul(a_left, b_right, out_dtype=pl.FP32)  # Acc[0x0, +32768] x 4 slots by r
-        CHECK-NEXT:  pl.tpush_to_aiv(acc, split=pl.SplitMode.UP_DOWN)
+        CHECK-NEXT:  pl.tile.tpush_to_aiv(acc, split=pl.SplitMode.UP_DOWN)
         CHECK-NEXT:  a_mat_last0, a_mat_last1, a_mat_last2 = pl.yield_(a_mat_ahead1, a_mat_ahead2, a_mat_next)
         CHECK-EMPTY:
         CHECK-LABEL: @pl.function(type=pl.FunctionType.AIV)
         CHECK:       def mixed_aiv(
         CHECK:       # reserved Vec[0x0, +65536]: cross-core pipe ring
-        CHECK-NEXT:  pl.aiv_initialize_pipe(dir_mask=1, slot_size=32768, slot_num=2)
-        CHECK-NEXT:  lane: pl.Scalar[pl.INDEX] = pl.get_subblock_idx()
+        CHECK-NEXT:  pl.system.aiv_initialize_pipe(dir_mask=1, slot_size=32768, slot_num=2)
+        CHECK-NEXT:  lane: pl.Scalar[pl.INDEX] = pl.tile.get_subblock_idx()
         CHECK-NEXT:  bias_vec_first0: pl.Tile[[32, 128], pl.FP32, pl.Mem.Vec] = pl.tile.load(bias, [lane * 32, 0]{{.*}}# Vec[0x10000, +16384]
         CHECK-NEXT:  bias_vec_first1: {{.*}} = pl.tile.load(bias, [64 + (lane * 32), 0]{{.*}}# Vec[0x14000, +16384]
         CHECK-NEXT:  for r, (bias_vec_ahead0, bias_vec_ahead1) in pl.pipeline(0, 512, 64, stage=4, init_values=(bias_vec_first0, bias_vec_first1)):
         CHECK-NEXT:  bias_vec_next: {{.*}} = pl.tile.load(bias, [pl.minimum(r + 128, 448) + (lane * 32), 0]{{.*}}# Vec[0x10000, +16384] x 3 slots by r
-        CHECK-NEXT:  acc_vec: pl.Tile[[32, 128], pl.FP32, pl.Mem.Vec] = pl.tpop_from_aic(shape=[32, 128], dtype=pl.FP32, split=pl.SplitMode.UP_DOWN)
+        CHECK-NEXT:  acc_vec: pl.Tile[[32, 128], pl.FP32, pl.Mem.Vec] = pl.tile.tpop_from_aic(shape=[32, 128], dtype=pl.FP32, split=pl.SplitMode.UP_DOWN)
         CHECK-NEXT:  t: pl.Tile[[32, 128], pl.FP32, pl.Mem.Vec] = pl.tile.add(acc_vec, bias_vec_ahead0)  # Vec[0x1c000, +16384] x 4 slots by r
-        CHECK-NEXT:  pl.tfree_to_aic(acc_vec)
+        CHECK-NEXT:  pl.system.tfree_to_aic(acc_vec)
         CHECK-NEXT:  pl.tile.store(t, [r + (lane * 32), 0], out)
         CHECK-NEXT:  bias_vec_last0, bias_vec_last1 = pl.yield_(bias_vec_ahead1, bias_vec_next)
         """,

@@ -302,7 +302,7 @@ def test_a_hand_written_push_without_pipe_setup_and_without_a_span_is_reported_a
     cube = irbuild.assign(
         "m", "tile.load", a, irbuild.idx(0, 0), shape=(64, 64), target_memory=MemorySpace.Mat
     )
-    push = Eval(make_call("tpush_to_aiv", (cube.target,), {"split": SplitMode.NONE}))
+    push = Eval(make_call("tile.tpush_to_aiv", (cube.target,), {"split": SplitMode.NONE}))
     vec = irbuild.assign(
         "t", "tile.load", a, irbuild.idx(0, 0), shape=(64, 64), target_memory=MemorySpace.Vec
     )

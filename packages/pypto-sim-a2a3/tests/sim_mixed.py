@@ -98,7 +98,7 @@ class MatmulBias:
     def aic(self) -> Function:
         b = FunctionBuilder("mixed_aic", FunctionKind.AIC)
         a_gm, b_gm, _, _ = self.params(b)
-        b.do("aic_initialize_pipe", dir_mask=C2V, slot_size=self.slot_size, slot_num=self.slot_num)
+        b.do("system.aic_initialize_pipe", dir_mask=C2V, slot_size=self.slot_size, slot_num=self.slot_num)
         b_l1 = b.op("b_l1", "tile.load", b_gm, [0, 0], shape=(self.k, self.n), target_memory=Mem.Mat)
         b_l0 = b.op("b_l0", "tile.move", b_l1, target_memory=Mem.Right)
         with b.loop("i", 0, self.pushes or self.blocks) as i:
@@ -106,26 +106,28 @@ class MatmulBias:
             a_l1 = b.op("a_l1", "tile.load", a_gm, [row, 0], shape=(self.rows, self.k), target_memory=Mem.Mat)
             a_l0 = b.op("a_l0", "tile.move", a_l1, target_memory=Mem.Left)
             acc = b.op("acc", "tile.matmul", a_l0, b_l0, out_dtype=FP32)
-            b.do("tpush_to_aiv", acc, split=self.mode)
+            b.do("tile.tpush_to_aiv", acc, split=self.mode)
         return b.build()
 
     def aiv(self) -> Function:
         b = FunctionBuilder("mixed_aiv", FunctionKind.AIV)
         _, _, bias_gm, out_gm = self.params(b)
         slot_size = self.aiv_slot_size or self.slot_size
-        b.do("aiv_initialize_pipe", dir_mask=C2V, slot_size=slot_size, slot_num=self.slot_num)
-        lane = None if self.mode is SplitMode.NONE else b.op("lane", "get_subblock_idx")
+        b.do("system.aiv_initialize_pipe", dir_mask=C2V, slot_size=slot_size, slot_num=self.slot_num)
+        lane = None if self.mode is SplitMode.NONE else b.op("lane", "tile.get_subblock_idx")
         share = split_shape((self.rows, self.n), self.mode)
         with b.loop("i", 0, self.pops or self.blocks) as i:
             row = b.scalar("scalar.mul", b.scalar("scalar.mod", i, self.blocks), self.rows)
-            acc = b.op("acc_vec", "tpop_from_aic", shape=share, dtype=FP32, split=self.pop_split or self.mode)
+            acc = b.op(
+                "acc_vec", "tile.tpop_from_aic", shape=share, dtype=FP32, split=self.pop_split or self.mode
+            )
             offsets = _lane_offsets(b, self.mode, row, lane, share)
             bias = b.op("bias_vec", "tile.load", bias_gm, offsets, shape=share, target_memory=Mem.Vec)
             t = b.op("t", "tile.add", acc, bias)
             for step in range(self.consumer_work):
                 t = b.op(f"t_{step}", "tile.divs", t, 1.0)
             if self.free:
-                b.do("tfree_to_aic", acc)
+                b.do("system.tfree_to_aic", acc)
             b.do("tile.store", t, offsets, out_gm)
         ring = self.slot_num * slot_size
         results = {"t": ring} | {f"t_{step}": ring for step in range(self.consumer_work)}
@@ -158,24 +160,24 @@ def scale_then_matmul(mode: SplitMode, slot_num: int = 2) -> Program:
 
     c = FunctionBuilder("scaled_aic", FunctionKind.AIC)
     _, w_gm, out_gm = params(c)
-    c.do("aic_initialize_pipe", dir_mask=V2C, slot_size=slot_size, slot_num=slot_num)
+    c.do("system.aic_initialize_pipe", dir_mask=V2C, slot_size=slot_size, slot_num=slot_num)
     w_l1 = c.op("w_l1", "tile.load", w_gm, [0, 0], shape=shape, target_memory=Mem.Mat)
     w_l0 = c.op("w_l0", "tile.move", w_l1, target_memory=Mem.Right)
-    g = c.op("g", "tpop_from_aiv", shape=shape, dtype=FP32, split=mode)
+    g = c.op("g", "tile.tpop_from_aiv", shape=shape, dtype=FP32, split=mode)
     g_l0 = c.op("g_l0", "tile.move", g, target_memory=Mem.Left)
-    c.do("tfree_to_aiv", g)
+    c.do("system.tfree_to_aiv", g)
     acc = c.op("acc", "tile.matmul", g_l0, w_l0, out_dtype=FP32)
     c.do("tile.store", acc, [0, 0], out_gm)
     aic = c.build(reserve={Mem.Mat: slot_num * slot_size})
 
     v = FunctionBuilder("scaled_aiv", FunctionKind.AIV)
     x_gm, _, _ = params(v)
-    v.do("aiv_initialize_pipe", dir_mask=V2C, slot_size=slot_size, slot_num=slot_num)
-    lane = None if mode is SplitMode.NONE else v.op("lane", "get_subblock_idx")
+    v.do("system.aiv_initialize_pipe", dir_mask=V2C, slot_size=slot_size, slot_num=slot_num)
+    lane = None if mode is SplitMode.NONE else v.op("lane", "tile.get_subblock_idx")
     offsets = _lane_offsets(v, mode, 0, lane, share)
     x = v.op("x_t", "tile.load", x_gm, offsets, shape=share, target_memory=Mem.Vec)
     y = v.op("y_t", "tile.muls", x, 2.0)
-    v.do("tpush_to_aic", y, split=mode)
+    v.do("tile.tpush_to_aic", y, split=mode)
     return group_program("scaled", aic, v.build())
 
 
@@ -190,33 +192,33 @@ def round_trip(mode: SplitMode = SplitMode.UP_DOWN) -> Program:
 
     k = FunctionBuilder("trip_aic", FunctionKind.AIC)
     a_gm, b_gm, _, c_gm, out_gm = params(k)
-    k.do("aic_initialize_pipe", dir_mask=BOTH, slot_size=slot_size, slot_num=slot_num)
+    k.do("system.aic_initialize_pipe", dir_mask=BOTH, slot_size=slot_size, slot_num=slot_num)
     loaded = [
         k.op(f"{t.name}_l1", "tile.load", t, [0, 0], shape=shape, target_memory=Mem.Mat) for t in (a_gm, b_gm)
     ]
     a_l0 = k.op("a_l0", "tile.move", loaded[0], target_memory=Mem.Left)
     b_l0 = k.op("b_l0", "tile.move", loaded[1], target_memory=Mem.Right)
     acc = k.op("acc", "tile.matmul", a_l0, b_l0, out_dtype=FP32)
-    k.do("tpush_to_aiv", acc, split=mode)
+    k.do("tile.tpush_to_aiv", acc, split=mode)
     c_l1 = k.op("c_l1", "tile.load", c_gm, [0, 0], shape=shape, target_memory=Mem.Mat)
     c_l0 = k.op("c_l0", "tile.move", c_l1, target_memory=Mem.Right)
-    s = k.op("s", "tpop_from_aiv", shape=shape, dtype=FP32, split=mode)
+    s = k.op("s", "tile.tpop_from_aiv", shape=shape, dtype=FP32, split=mode)
     s_l0 = k.op("s_l0", "tile.move", s, target_memory=Mem.Left)
-    k.do("tfree_to_aiv", s)
+    k.do("system.tfree_to_aiv", s)
     result = k.op("result", "tile.matmul", s_l0, c_l0, out_dtype=FP32)
     k.do("tile.store", result, [0, 0], out_gm)
     aic = k.build(reserve={Mem.Mat: slot_num * slot_size})
 
     v = FunctionBuilder("trip_aiv", FunctionKind.AIV)
     _, _, bias_gm, _, _ = params(v)
-    v.do("aiv_initialize_pipe", dir_mask=BOTH, slot_size=slot_size, slot_num=slot_num)
-    lane = v.op("lane", "get_subblock_idx")
+    v.do("system.aiv_initialize_pipe", dir_mask=BOTH, slot_size=slot_size, slot_num=slot_num)
+    lane = v.op("lane", "tile.get_subblock_idx")
     offsets = _lane_offsets(v, mode, 0, lane, share)
-    popped = v.op("acc_vec", "tpop_from_aic", shape=share, dtype=FP32, split=mode)
+    popped = v.op("acc_vec", "tile.tpop_from_aic", shape=share, dtype=FP32, split=mode)
     bias = v.op("bias_vec", "tile.load", bias_gm, offsets, shape=share, target_memory=Mem.Vec)
     total = v.op("total", "tile.add", popped, bias)
-    v.do("tfree_to_aic", popped)
-    v.do("tpush_to_aic", total, split=mode)
+    v.do("system.tfree_to_aic", popped)
+    v.do("tile.tpush_to_aic", total, split=mode)
     return group_program("trip", aic, v.build(reserve={Mem.Vec: slot_num * slot_size}))
 
 
@@ -252,7 +254,7 @@ def through_gm(
 
     v = FunctionBuilder("gm_aiv", FunctionKind.AIV)
     _, _, bias_gm, tmp_gm, ws, out_gm = params(v)
-    row = v.scalar("scalar.mul", v.op("lane", "get_subblock_idx"), half[0])
+    row = v.scalar("scalar.mul", v.op("lane", "tile.get_subblock_idx"), half[0])
     for op in aiv_sync:
         if op == "cacheinvalid_rows":
             v.do("system.cacheinvalid", tmp_gm, [row, 0], shape=half)

@@ -173,23 +173,26 @@ def _pipe_call(op, shape=(128, 128), space=Mem.Acc):
 
 
 def test_a_push_pays_a_fixed_handshake_plus_its_bytes_at_the_crossing_rate():
-    small, big = COST.op_cost(_pipe_call("tpush_to_aiv", (64, 128))), COST.op_cost(_pipe_call("tpush_to_aiv"))
+    small, big = (
+        COST.op_cost(_pipe_call("tile.tpush_to_aiv", (64, 128))),
+        COST.op_cost(_pipe_call("tile.tpush_to_aiv")),
+    )
     handshake = A2A3_TARGET.cost["pipe_push_handshake_cycles"]
     assert small.unit == "FIXPIPE"
     assert big.cycles - handshake == pytest.approx(2 * (small.cycles - handshake), abs=1)
-    assert COST.push_cost(_pipe_call("tpush_to_aiv"), nbytes=0).cycles == handshake
+    assert COST.push_cost(_pipe_call("tile.tpush_to_aiv"), nbytes=0).cycles == handshake
 
 
 def test_vector_to_cube_pushes_leave_through_mte3_into_l2_like_cube_pushes():
-    to_aic = COST.op_cost(_pipe_call("tpush_to_aic", space=Mem.Vec))
-    to_aiv = COST.op_cost(_pipe_call("tpush_to_aiv"))
+    to_aic = COST.op_cost(_pipe_call("tile.tpush_to_aic", space=Mem.Vec))
+    to_aiv = COST.op_cost(_pipe_call("tile.tpush_to_aiv"))
     assert to_aic.unit == "MTE3"
     assert to_aic.cycles == to_aiv.cycles
 
 
 def test_a_pop_reads_its_share_into_the_ring_faster_than_the_push_wrote_it():
-    pop = COST.op_cost(make_call("tpop_from_aic", [], {"shape": (128, 128), "dtype": FP32}))
-    push = COST.op_cost(_pipe_call("tpush_to_aiv"))
+    pop = COST.op_cost(make_call("tile.tpop_from_aic", [], {"shape": (128, 128), "dtype": FP32}))
+    push = COST.op_cost(_pipe_call("tile.tpush_to_aiv"))
     flag = A2A3_TARGET.cost["pipe_flag_cycles"]
     assert pop.unit == "MTE2"
     assert flag < pop.cycles < push.cycles
@@ -201,7 +204,7 @@ def test_popping_a_data_less_token_is_only_the_flag():
 
 
 def test_free_is_a_small_fixed_handshake():
-    free = COST.op_cost(make_call("tfree_to_aic", [Var("t", tile_t((64, 128)))]))
+    free = COST.op_cost(make_call("system.tfree_to_aic", [Var("t", tile_t((64, 128)))]))
     assert free.cycles == A2A3_TARGET.cost["pipe_flag_cycles"]
     assert free.roof is None
 

@@ -58,7 +58,9 @@ def test_a_barrier_alone_does_not_order_the_store_before_the_load():
     assert err.hint == (
         "order cross-core GM traffic: the writer publishes its write (pl.system.cacheinvalid), fences "
         "(pl.system.fence), both cores pass one pl.system.syncall, then the reader invalidates "
-        "(pl.system.cacheinvalid) before it reads"
+        "(pl.system.cacheinvalid) before it reads; between the AIC and the AIV lanes of a core group, "
+        "an event does it too: the writer pl.system.sync_set(e, pipe=pl.PipeType.ALL) after its write, "
+        "the reader pl.system.sync_wait(e) before its read"
     )
 
 

@@ -24,6 +24,7 @@ from pypto.ir import (
     make_call,
 )
 from pypto_sim_a2a3 import DivisionByZeroError, OutOfBoundsError, ScalarRangeError
+from pypto_sim_a2a3.crosscore import LAUNCH_OPS
 from pypto_sim_a2a3.semantics import SEMANTICS
 
 BINARY = {
@@ -74,6 +75,7 @@ SINGLE_OPS = {
     "tile.store",
     "tile.gather_row",
     "scalar.read",
+    "tile.read",
     "tile.move",
     "tile.create",
     "tensor.create",
@@ -84,7 +86,9 @@ SINGLE_OPS = {
     "tile.row_expand",
     "tile.reshape",
     "tile.transpose",
+    "tile.transpose_view",
     "tile.slice",
+    "tile.extract",
     "tile.fillpad",
     "tile.set_validshape",
     "tile.full",
@@ -137,7 +141,8 @@ def test_dispatch_table_covers_every_tile_and_scalar_op_of_the_op_table():
         for name, op in OPS.items()
         if op.unit in device_units and name.split(".")[0] in ("tile", "scalar", "array")
     } | {"tensor.create"}
-    assert required - SEMANTICS.keys() == set()
+    # the lane index is the launch's (crosscore.LAUNCH_OPS), not a pure semantics
+    assert required - SEMANTICS.keys() - LAUNCH_OPS.keys() == set()
 
 
 def test_every_implemented_op_has_a_semantics_test():
@@ -391,6 +396,12 @@ def test_read_gives_one_element_as_a_python_scalar_of_the_tensors_dtype(dtype, e
     assert type(got) is type(expected)
 
 
+def test_a_tile_read_gives_one_element_of_the_tile():
+    x = rand(8, 16, seed=71)
+    got = apply("tile.read", [tile_of(x), ([Var("i", INDEX), 5], (3, 5))])
+    assert got == x[3, 5].item()
+
+
 def test_read_outside_the_tensor_raises_out_of_bounds():
     with pytest.raises(OutOfBoundsError, match=r"pl\.read: region \[4:5\] is outside dim 0"):
         apply("scalar.read", [_gm(torch.zeros(4, 4)), ([Var("i", INDEX), 0], (4, 0))])
@@ -491,6 +502,23 @@ def test_reshape_keeps_the_elements_in_row_major_order():
     x = rand(8, 16, seed=35)
     got = apply("tile.reshape", [tile_of(x)], shape=(16, 8))
     torch.testing.assert_close(got, x.reshape(16, 8), rtol=0, atol=0)
+
+
+def test_transpose_view_swaps_the_two_dims():
+    x = rand(8, 16, seed=72)
+    got = apply("tile.transpose_view", [tile_of(x)])
+    torch.testing.assert_close(got, x.T, rtol=0, atol=0)
+
+
+def test_extract_copies_a_block_of_a_mat_tile_into_left():
+    x = rand(32, 32, seed=73).half()
+    got = apply(
+        "tile.extract",
+        [tile_of(x, Mem.Mat), ([Var("r", INDEX), 16], (16, 16))],
+        shape=(16, 16),
+        target_memory=Mem.Left,
+    )
+    torch.testing.assert_close(got, x[16:, 16:], rtol=0, atol=0)
 
 
 def test_slice_copies_the_sub_tile_at_run_time_offsets():

@@ -79,7 +79,7 @@ def test_every_share_pushed_is_popped_after_its_push_ends():
 
 def test_with_one_slot_the_cube_cannot_push_the_next_tile_until_the_lane_freed_the_last():
     report = _stream(slot_num=1, consumer_work=2)
-    frees = [s.end for s in report.timeline if s.core == "cg0.AIV0" and s.name == "tfree_to_aic"]
+    frees = [s.end for s in report.timeline if s.core == "cg0.AIV0" and s.name == "system.tfree_to_aic"]
     to_lane0 = [t for t in report.transfers if t.consumer == "cg0.AIV0"]
     for freed, following in zip(frees, to_lane0[1:], strict=False):
         assert following.push[0] >= freed
@@ -108,7 +108,7 @@ def test_the_op_breakdown_adds_up_to_the_busy_cycles_of_the_kernels_cores():
     assert ops == sum(s.cycles for s in report.timeline if s.task == "mixed" and not s.stalled)
     assert ops > sum(report.busy_cycles.values())  # the pipes of a core overlap
     assert breakdown["tile.matmul"].count == 6
-    assert breakdown["tpop_from_aic"].count == breakdown["tfree_to_aic"].count == 12
+    assert breakdown["tile.tpop_from_aic"].count == breakdown["system.tfree_to_aic"].count == 12
     assert "tile.matmul" in report.breakdown_table()
 
 
@@ -132,7 +132,7 @@ def test_an_aiv_kernel_split_up_down_runs_on_both_lanes_each_on_its_half():
     k = FunctionBuilder("halves", FunctionKind.AIV)
     a, b = k.param("a", tensor_t((128, 128))), k.param("b", tensor_t((128, 128)))
     out = k.param("out", tensor_t((128, 128)), Direction.Out)
-    lane = k.op("lane", "get_subblock_idx")
+    lane = k.op("lane", "tile.get_subblock_idx")
     row = k.scalar("scalar.mul", lane, 64)
     x = k.op("x", "tile.load", a, [row, 0], shape=(64, 128), target_memory=Mem.Vec)
     y = k.op("y", "tile.load", b, [row, 0], shape=(64, 128), target_memory=Mem.Vec)

@@ -41,14 +41,18 @@ T = TypeVar("T")
 RACE_HINT = (
     "order cross-core GM traffic: the writer publishes its write (pl.system.cacheinvalid), fences "
     "(pl.system.fence), both cores pass one pl.system.syncall, then the reader invalidates "
-    "(pl.system.cacheinvalid) before it reads"
+    "(pl.system.cacheinvalid) before it reads; between the AIC and the AIV lanes of a core group, an "
+    "event does it too: the writer pl.system.sync_set(e, pipe=pl.PipeType.ALL) after its write, the "
+    "reader pl.system.sync_wait(e) before its read"
 )
 # A core read bytes that another then wrote; the run cannot tell which order the program meant.
 OVERWRITE_HINT = (
     "if the read should see this write, order the write first: the writer publishes it "
     "(pl.system.cacheinvalid), fences (pl.system.fence), both cores pass one pl.system.syncall, then "
-    "the reader invalidates (pl.system.cacheinvalid) before it reads; if the read comes first, pass a "
-    "pl.system.syncall that the reader reached after its read before overwriting"
+    "the reader invalidates (pl.system.cacheinvalid) before it reads (between a core group's AIC and "
+    "AIV lanes, an event does it too: the writer pl.system.sync_set(e) after its write, the reader "
+    "pl.system.sync_wait(e) before its read); if the read comes first, pass a pl.system.syncall that "
+    "the reader reached after its read before overwriting"
 )
 WRITE_WRITE_HINT = (
     "give each core its own region of the tensor (e.g. offset by pl.get_subblock_idx()), add with "
@@ -143,10 +147,18 @@ class Fence:
 
 @dataclass(frozen=True)
 class Arrive:
-    """An arrival at a syncall round; ``counted`` if it came before the round released."""
+    """An arrival at a syncall round; ``counted`` if it came before the round released. An
+    explicit event's set (``gives``) or wait (``takes``) is one too, one way: the setter's earlier
+    accesses come before the waiter's later ones, with no publish, fence or invalidate needed (the
+    set fired once its pipe drained). ``note`` says why a set orders nothing (its pipe had not
+    finished the core's GM writes)."""
 
     round: tuple[str, int]
     counted: bool
+    gives: bool = True
+    takes: bool = True
+    event: bool = False
+    note: str | None = None
 
 
 GmEvent = Access | Invalidate | Fence | Arrive
@@ -301,6 +313,17 @@ class GmOrder:
         """Record an arrival at syncall round ``round_``."""
         self._logs[core].append(Arrive(round_, counted))
 
+    def event(
+        self, core: str, points: Sequence[tuple[str, int]], sets: bool, note: str | None = None
+    ) -> None:
+        """Record an explicit event's set (``sets``) or wait at its ordering ``points``; a set
+        with a ``note`` orders none of the core's GM writes (the note says why)."""
+        log = self._logs[core]
+        for point in points:
+            log.append(
+                Arrive(point, True, gives=sets and note is None, takes=not sets, event=True, note=note)
+            )
+
     def position(self, core: str) -> int:
         """How many events ``core`` has logged: the index its next access gets."""
         return len(self._logs[core])
@@ -308,8 +331,10 @@ class GmOrder:
     def separated(self, first: str, position: int, second: str) -> bool:
         """Whether a syncall round lies between ``first``'s event at ``position`` and ``second``'s
         next event: ``first`` arrived at it (counted) afterwards, and ``second`` has passed it."""
-        later = {e.round for e in self._logs[first][position:] if isinstance(e, Arrive) and e.counted}
-        return any(isinstance(e, Arrive) and e.round in later for e in self._logs[second])
+        later = {
+            e.round for e in self._logs[first][position:] if isinstance(e, Arrive) and e.counted and e.gives
+        }
+        return any(isinstance(e, Arrive) and e.takes and e.round in later for e in self._logs[second])
 
     def _check_read_after_write(self, write: Access, after_write: list[GmEvent], read: Access) -> None:
         shared = _shared(write, read)
@@ -330,9 +355,13 @@ class GmOrder:
     ) -> str | None:
         """What the reader misses: passing a round the writer reached after its fence, then invalidating."""
         reader_log = self._logs[read.core]
-        passes = [i for i, e in enumerate(reader_log) if isinstance(e, Arrive) and e.round in rounds]
+        passes = [
+            i for i, e in enumerate(reader_log) if isinstance(e, Arrive) and e.takes and e.round in rounds
+        ]
         if not passes:
             return f"{read.core} passed no pl.system.syncall that {write.core} reached after its fence"
+        if any(isinstance(reader_log[i], Arrive) and reader_log[i].event for i in passes):  # type: ignore[union-attr]
+            return None  # an event's wait: the set fired once the write had landed
         for event in reader_log[passes[0] + 1 :]:
             if isinstance(event, Invalidate) and event.covers(read.key, shared):
                 return None
@@ -344,7 +373,7 @@ class GmOrder:
             return
         rounds, gap = _published_rounds(first, after_first, shared)
         if gap is None and not any(
-            isinstance(e, Arrive) and e.round in rounds for e in self._logs[second.core]
+            isinstance(e, Arrive) and e.takes and e.round in rounds for e in self._logs[second.core]
         ):
             gap = f"{second.core} passed no pl.system.syncall that {first.core} reached after its fence"
         if gap is not None:
@@ -360,8 +389,8 @@ class GmOrder:
         shared = _shared(read, write)
         if shared is None:
             return
-        rounds = {e.round for e in after_read if isinstance(e, Arrive) and e.counted}
-        if any(isinstance(e, Arrive) and e.round in rounds for e in self._logs[write.core]):
+        rounds = {e.round for e in after_read if isinstance(e, Arrive) and e.counted and e.gives}
+        if any(isinstance(e, Arrive) and e.takes and e.round in rounds for e in self._logs[write.core]):
             return
         raise RaceError(
             f"{write.core} writes {_named(write, read)}{shared} at {at_line(write.span)} after {read.core} "
@@ -474,6 +503,21 @@ def _named(access: Access, other: Access) -> str:
 def _published_rounds(
     write: Access, after_write: list[GmEvent], shared: Region
 ) -> tuple[set[tuple[str, int]], str | None]:
+    """The syncall rounds the writer reached after publishing and fencing its write (or the events
+    it set after the write), or what it missed."""
+    events = [e for e in after_write if isinstance(e, Arrive) and e.event and not e.takes]
+    given = {e.round for e in events if e.gives}
+    rounds, gap = _synced_rounds(write, after_write, shared)
+    if given:
+        return given | rounds, None
+    if gap is not None and events and events[0].note:
+        return set(), events[0].note
+    return rounds, gap
+
+
+def _synced_rounds(
+    write: Access, after_write: list[GmEvent], shared: Region
+) -> tuple[set[tuple[str, int]], str | None]:
     """The syncall rounds the writer reached after publishing and fencing its write, or what it missed."""
     published = next(
         (i for i, e in enumerate(after_write) if isinstance(e, Invalidate) and e.covers(write.key, shared)),
@@ -484,8 +528,8 @@ def _published_rounds(
     fence = next((i for i, e in enumerate(after_write) if isinstance(e, Fence) and i > published), None)
     if fence is None:
         return set(), f"{write.core} did not pl.system.fence after publishing its write"
-    arrivals = [e for e in after_write[fence:] if isinstance(e, Arrive)]
-    rounds = {e.round for e in arrivals if e.counted}
+    arrivals = [e for e in after_write[fence:] if isinstance(e, Arrive) and not e.event]
+    rounds = {e.round for e in arrivals if e.counted and e.gives}
     if arrivals and not rounds:
         return set(), f"{write.core} reached pl.system.syncall only after the round had released without it"
     if not rounds:

@@ -15,7 +15,8 @@ from math import ceil, prod
 
 from pypto.ir import Call, DataType, MemorySpace, PlatformError, Target, TileType, get_op
 from pypto.ir.backend import ROOF_CUBE, ROOF_MEMORY, ROOF_VECTOR
-from pypto.ir.ops import op, system
+from pypto.ir.ops import system
+from pypto.ir.ops import tile as tile_ops
 from pypto_sim_a2a3.scheduler import Advance
 
 Mem = MemorySpace
@@ -56,12 +57,15 @@ _MOVE_RATES: dict[tuple[MemorySpace, MemorySpace], tuple[str, str]] = {
 }
 
 # Push op -> the producer's unit that writes the tile out; the consumer reads it in by MTE2.
-_PUSH_UNIT: dict[str, str] = {op.tpush_to_aiv: "FIXPIPE", op.tpush_to_aic: "MTE3"}
+_PUSH_UNIT: dict[str, str] = {tile_ops.tpush_to_aiv: "FIXPIPE", tile_ops.tpush_to_aic: "MTE3"}
 
 # system.* op -> its constant (syncall's, absent here, depends on its mode).
 _SYNC_CYCLES: dict[str, str] = {
     system.fence: "fence_cycles",
     system.cacheinvalid: "cacheinvalid_cycles",
+    system.sync_set: "pipe_flag_cycles",
+    system.sync_wait: "pipe_flag_cycles",
+    system.set_ffts: "scalar_op_cycles",
 }
 
 

@@ -13,11 +13,13 @@ from typing import Any
 
 import torch
 
-from pypto.ir import Call, SplitMode, TileType
-from pypto.ir.ops import op, system
+from pypto.ir import Call, PipeType, SplitMode, TileType
+from pypto.ir.errors import at_line
+from pypto.ir.ops import op, short_name, system
+from pypto.ir.ops import tile as tile_ops
 from pypto_sim_a2a3.corepipes import GM_PIPES, Dependency
 from pypto_sim_a2a3.cost import CostModel, OpCost, tile_bytes
-from pypto_sim_a2a3.errors import PipeError
+from pypto_sim_a2a3.errors import EventError, PipeError
 from pypto_sim_a2a3.launch import CoreRole
 from pypto_sim_a2a3.pipe import split_of
 from pypto_sim_a2a3.ring import RingSlot, Token
@@ -69,26 +71,27 @@ def issue(role: CoreRole, cost: CostModel) -> Steps:
     yield cost.issue_step()
 
 
-@_handles(op.aic_initialize_pipe, op.aiv_initialize_pipe)
+@_handles(system.aic_initialize_pipe, system.aiv_initialize_pipe)
 def _initialize(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
     role.launch.initialize_pipes(role, call)
     yield from _spend(role, cost, call)
 
 
-@_handles(op.reserve_buffer, op.import_peer_buffer)
+@_handles(system.reserve_buffer, system.import_peer_buffer)
 def _buffer(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
     """The compiler placed the buffer (the kernel's reservations): here it only takes its time."""
     yield from _spend(role, cost, call)
 
 
-@_handles(op.tpush_to_aiv, op.tpush_to_aic)
+@_handles(tile_ops.tpush_to_aiv, tile_ops.tpush_to_aic)
 def _push(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
     pipe = role.launch.pipe(role, call)
     tile = call.args[0].type
     assert isinstance(tile, TileType)
     if isinstance(args[0], Token) and split_of(call) is not SplitMode.NONE:
         raise PipeError(
-            f"{call.op}(split={split_of(call).name}) on {role.name} pushes a share it has no data for: "
+            f"{short_name(call.op)}"
+            f"(split={split_of(call).name}) on {role.name} pushes a share it has no data for: "
             "under split=NONE lane 1 popped a data-less token",
             call.span,
             "push lane 1's token back with split=NONE, or split the incoming tile UP_DOWN / LEFT_RIGHT",
@@ -116,7 +119,7 @@ def _push(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) ->
     yield from issue(role, cost)
 
 
-@_handles(op.tpop_from_aic, op.tpop_from_aiv)
+@_handles(tile_ops.tpop_from_aic, tile_ops.tpop_from_aiv)
 def _pop(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
     pipe = role.launch.pipe(role, call)
     declared = tuple(int(n) for n in args[0]) if args else None
@@ -128,7 +131,7 @@ def _pop(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> 
     return Popped(slot, value)
 
 
-@_handles(op.tfree_to_aic, op.tfree_to_aiv)
+@_handles(system.tfree_to_aic, system.tfree_to_aiv)
 def _free(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
     pipe = role.launch.pipe(role, call)
     pipe.free(role.name, role.take_popped(call), call, cost.op_cost(call), role.core_pipes, role.core.clock)
@@ -136,7 +139,7 @@ def _free(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) ->
 
 
 _INDICES: dict[str, Callable[[CoreRole], int]] = {
-    op.get_subblock_idx: lambda role: role.lane,
+    tile_ops.get_subblock_idx: lambda role: role.lane,
     op.get_block_idx: lambda role: role.launch.site.block,
     op.get_block_num: lambda role: role.launch.site.block_num,
 }
@@ -177,3 +180,81 @@ def _syncall(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel)
     yield from launch.barrier.wait(round_, call)
     what = f"round {round_.index} of the {round_.core_type} barrier"
     yield from on_scalar(role, call, cost.op_cost(call), max(arrival, round_.last_arrival), what)
+
+
+# The core's pipe a PipeType names (ALL: every pipe).
+_PIPE_UNITS = {
+    PipeType.MTE1: "MTE1",
+    PipeType.MTE2: "MTE2",
+    PipeType.MTE3: "MTE3",
+    PipeType.M: "CUBE",
+    PipeType.V: "VECTOR",
+    PipeType.S: "SCALAR",
+    PipeType.FIX: "FIXPIPE",
+}
+_EVENT_IDS = range(14)
+_GM_WRITE_PIPES = ("MTE3", "FIXPIPE")
+
+
+def _event(call: Call, args: tuple[Any, ...]) -> int:
+    """The event id: the ``event_id`` attr, or the run-time operand (checked here)."""
+    mode = call.attrs.get("ffts_mode")
+    if mode is not None and mode != 2:
+        raise EventError(
+            f"{short_name(call.op)}(ffts_mode={mode}): a2a3sim models the events of one core group "
+            "(ffts_mode=2) only",
+            call.span,
+            "leave ffts_mode out (or pass 2) for an event between a core group's AIC and AIV lanes; "
+            "use pl.system.syncall for a barrier across blocks",
+        )
+    if not args:
+        return int(call.attrs["event_id"])
+    event = int(args[0])
+    if event not in _EVENT_IDS:
+        raise EventError(
+            f"{short_name(call.op)}: the run-time event id is {event}, outside 0..13 "
+            "(14 and 15 are reserved)",
+            call.span,
+            "keep the event id in 0..13",
+        )
+    return event
+
+
+@_handles(system.sync_set)
+def _sync_set(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
+    """Raise an event toward the peer core type once the named pipe has drained; the scalar unit
+    issues on (the set waits in the pipe)."""
+    event = _event(call, args)
+    pipe = call.attrs.get("pipe") or PipeType.ALL
+    unit = _PIPE_UNITS.get(pipe)
+    fired = max(role.core.clock, role.core_pipes.drained(None if unit is None else (unit,)))
+    note = None
+    if role.core_pipes.drained(_GM_WRITE_PIPES) > fired:
+        note = (
+            f"{role.name} set event {event} at {at_line(call.span)} on the {pipe.name} pipe while its GM "
+            "writes were still running (the set does not wait for them: set it on pipe=pl.PipeType.MTE3, "
+            "FIX or ALL)"
+        )
+    launch = role.launch
+    points = launch.events.set(role.name, call, event, fired)
+    core = launch.gm_core(role)
+    launch.in_time(role, fired, lambda: launch.gm.event(core, points, True, note))
+    yield from _spend(role, cost, call)
+
+
+@_handles(system.sync_wait)
+def _sync_wait(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
+    """Wait until the peer core type set the event (one set from each peer core); the core goes
+    on from the cycle the set fired."""
+    event = _event(call, args)
+    launch = role.launch
+    fired, points = yield from launch.events.wait(role.name, call, event)
+    core = launch.gm_core(role)
+    launch.in_time(role, max(role.core.clock, fired), lambda: launch.gm.event(core, points, False))
+    yield from on_scalar(role, call, cost.op_cost(call), fired, f"event {event}")
+
+
+@_handles(system.set_ffts)
+def _set_ffts(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
+    """The FFTS setup: the simulator's event flags need none, so it only takes its time."""
+    yield from _spend(role, cost, call)

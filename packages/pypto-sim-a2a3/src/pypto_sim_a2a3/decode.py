@@ -33,7 +33,8 @@ from pypto.ir import (
     get_op,
 )
 from pypto.ir.launch import LoadedProgram
-from pypto.ir.ops import op, tile
+from pypto.ir.ops import system as system_ops
+from pypto.ir.ops import tile
 from pypto.ir.semantics import OpImpl
 from pypto_sim_a2a3.cost import CostModel, OpCost
 from pypto_sim_a2a3.crosscore import LAUNCH_OPS, LaunchOp
@@ -46,7 +47,7 @@ CONSTANT, VARIABLE, TUPLE, CALL = 0, 1, 2, 3
 
 CORE_UNITS = (Unit.VECTOR, Unit.CUBE, Unit.MTE, Unit.SCALAR)
 # Ops whose operand may be a tile its own tfree gave back (the freed check skips them).
-FREE_OPS = (op.tfree_to_aic, op.tfree_to_aiv)
+FREE_OPS = (system_ops.tfree_to_aic, system_ops.tfree_to_aiv)
 _LOAD, _STORE, _MOVE = tile.load, tile.store, tile.move
 
 

@@ -8,6 +8,7 @@ from pypto.ir.errors import LoopStepError
 __all__ = [
     "BarrierError",
     "DivisionByZeroError",
+    "EventError",
     "LaunchError",
     "LoopStepError",  # raised by the shared walker (pypto.ir.walker), for every backend
     "OutOfBoundsError",
@@ -36,6 +37,11 @@ class PipeError(PyptoError, ValueError):
 class BarrierError(PyptoError, ValueError):
     """A ``system.syncall`` used wrongly: a non-zero soft-sync workspace, a core the barrier does
     not include."""
+
+
+class EventError(PyptoError, ValueError):
+    """An explicit cross-core event used wrongly: more pending sets than a flag counts, sets left
+    over when the kernel ends, an ``ffts_mode`` the simulator does not model."""
 
 
 class LaunchError(PyptoError, ValueError):

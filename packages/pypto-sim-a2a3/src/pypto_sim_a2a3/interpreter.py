@@ -200,7 +200,7 @@ class KernelFrame(KernelWalker):
             freed = self.role.freed.get(arg.name)
             if freed is None:
                 continue
-            free = f"pl.{freed.op}({arg.name})"
+            free = f"{user_name(freed.op)}({arg.name})"
             raise PipeError(
                 f"in {self.fn.name}: {user_name(call.op)} on {self.role.name} reads {arg.name} after "
                 f"{free} at {at_line(freed.span)} gave its ring slot back to the producer, which may "

@@ -17,13 +17,16 @@ from pypto.ir import Call, Function, FunctionKind, SourceSpan, Target, Var, Veri
 from pypto.ir.errors import at_line
 from pypto.ir.launch import LaunchPlan, Seat
 from pypto.ir.memory import MemoryPlan, Reservation, layout, plain_ring_name
-from pypto.ir.ops import op
+from pypto.ir.ops import short_name
+from pypto.ir.ops import system as system_ops
+from pypto.ir.ops import tile as tile_ops
 from pypto_sim_a2a3.arguments import argument_mismatch
 from pypto_sim_a2a3.barrier import SyncAll
 from pypto_sim_a2a3.coherence import GM_DATA_OPS, Access, GmOrder, KeyCache, gm_access, gm_tensor
 from pypto_sim_a2a3.corepipes import CorePipes
 from pypto_sim_a2a3.cores import Core, CoreGroup
 from pypto_sim_a2a3.errors import PipeError
+from pypto_sim_a2a3.events import Events
 from pypto_sim_a2a3.pipe import Pipe, PipeDirection, PipeSetup
 from pypto_sim_a2a3.ring import RingSlot
 from pypto_sim_a2a3.target import CoreKind
@@ -32,14 +35,14 @@ from pypto_sim_a2a3.timeorder import TimeOrder
 
 # Pipe op -> (its pipe's direction, the kind of core that runs it).
 PIPE_OPS: dict[str, tuple[PipeDirection, CoreKind]] = {
-    op.tpush_to_aiv: (PipeDirection.C2V, CoreKind.AIC),
-    op.tpop_from_aic: (PipeDirection.C2V, CoreKind.AIV),
-    op.tfree_to_aic: (PipeDirection.C2V, CoreKind.AIV),
-    op.tpush_to_aic: (PipeDirection.V2C, CoreKind.AIV),
-    op.tpop_from_aiv: (PipeDirection.V2C, CoreKind.AIC),
-    op.tfree_to_aiv: (PipeDirection.V2C, CoreKind.AIC),
+    tile_ops.tpush_to_aiv: (PipeDirection.C2V, CoreKind.AIC),
+    tile_ops.tpop_from_aic: (PipeDirection.C2V, CoreKind.AIV),
+    system_ops.tfree_to_aic: (PipeDirection.C2V, CoreKind.AIV),
+    tile_ops.tpush_to_aic: (PipeDirection.V2C, CoreKind.AIV),
+    tile_ops.tpop_from_aiv: (PipeDirection.V2C, CoreKind.AIC),
+    system_ops.tfree_to_aiv: (PipeDirection.V2C, CoreKind.AIC),
 }
-INIT_OPS = {op.aic_initialize_pipe: CoreKind.AIC, op.aiv_initialize_pipe: CoreKind.AIV}
+INIT_OPS = {system_ops.aic_initialize_pipe: CoreKind.AIC, system_ops.aiv_initialize_pipe: CoreKind.AIV}
 _CORE_KINDS = {FunctionKind.AIC: CoreKind.AIC, FunctionKind.AIV: CoreKind.AIV}
 
 
@@ -75,7 +78,8 @@ class CoreRole:
         name = arg.name if isinstance(arg, Var) else "its operand"
         if name not in self.popped:
             raise PipeError(
-                f"{call.op}({name}) on {self.name}: {name} is not a popped tile that is still unfreed",
+                f"{short_name(call.op)}"
+                f"({name}) on {self.name}: {name} is not a popped tile that is still unfreed",
                 call.span,
                 "free the variable a tpop assigned, exactly once, after its last use",
             )
@@ -170,6 +174,7 @@ class Launch:
         self._keys: KeyCache = {}  # the GM tensors its cores access, by id, with their keys
         self.barrier = site.barrier or SyncAll({role.name: role.kind for role in self.roles})
         self.barrier.seated.update(self.member(role) for role in self.roles)
+        self.events = Events({role.name: role.kind for role in self.roles})
         self.piped = piped
         # One pipe per (direction, id): the rings of several hand-set-up pipes sit side by side.
         self.pipes: dict[tuple[PipeDirection, int], Pipe] = {}
@@ -217,7 +222,8 @@ class Launch:
         if setup.slot_num > limit:
             when = " when both directions are used" if both else ""
             raise PipeError(
-                f"{call.op}: slot_num={setup.slot_num} is more than the {limit} slots per direction of "
+                f"{short_name(call.op)}"
+                f": slot_num={setup.slot_num} is more than the {limit} slots per direction of "
                 f"{self.target.name}{when}",
                 call.span,
                 f"use slot_num <= {limit}",
@@ -271,7 +277,8 @@ class Launch:
             setup = f" (the pipe was set up with {known[0]})" if known else ""
             which = f", id={pipe_id}" if pipe_id else ""
             raise PipeError(
-                f"{call.op} on pipe {pipe.name} before {role.name} initialized that direction{setup}",
+                f"{short_name(call.op)}"
+                f" on pipe {pipe.name} before {role.name} initialized that direction{setup}",
                 call.span,
                 f"call {'aic' if kind is CoreKind.AIC else 'aiv'}_initialize_pipe with a dir_mask that "
                 f"includes {direction.mask}{which} first",
@@ -281,12 +288,12 @@ class Launch:
     def _check_side(self, role: CoreRole, call: Call, kind: CoreKind) -> None:
         if not self.piped:
             raise PipeError(
-                f"{call.op} in kernel {self.name}, which runs alone on {role.name}",
+                f"{short_name(call.op)} in kernel {self.name}, which runs alone on {role.name}",
                 call.span,
                 "pipes connect the cores of a Group launch: call the Group kernel that runs both sides",
             )
         if role.kind is not kind:
-            raise PipeError(f"{call.op} runs on the {kind.value}, not on {role.name}", call.span)
+            raise PipeError(f"{short_name(call.op)} runs on the {kind.value}, not on {role.name}", call.span)
 
     def gm_access(self, role: CoreRole, call: Call, args: Sequence[Any], at: int = 0) -> None:
         """``role`` runs ``call`` from modeled cycle ``at``: order its GM traffic across tasks
@@ -351,6 +358,9 @@ class Launch:
             error = pipe.undrained(self.name)
             if error is not None:
                 raise error
+        left = self.events.undrained(self.name)
+        if left is not None:
+            raise left
 
 
 def plan_launch(

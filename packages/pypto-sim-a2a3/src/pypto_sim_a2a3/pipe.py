@@ -22,7 +22,8 @@ import torch
 from pypto.ir import Call, DeadlockError, SourceSpan, SplitMode, Target, TileType
 from pypto.ir.backend import Transfer
 from pypto.ir.errors import at_line
-from pypto.ir.ops import op, split_axis, split_shape
+from pypto.ir.ops import short_name, split_axis, split_shape
+from pypto.ir.ops import system as system_ops
 from pypto.ir.semantics import lane_share
 from pypto.ir.types import MemorySpace, describe
 from pypto_sim_a2a3.corepipes import CorePipes, Dependency, Region
@@ -57,7 +58,7 @@ class PipeDirection(Enum):
 
     @property
     def free_op(self) -> str:
-        return op.tfree_to_aic if self is PipeDirection.C2V else op.tfree_to_aiv
+        return system_ops.tfree_to_aic if self is PipeDirection.C2V else system_ops.tfree_to_aiv
 
 
 @dataclass(frozen=True)
@@ -264,10 +265,18 @@ class Pipe:
         frees and hands back the oldest popped slot, so a free out of pop order would give the
         producer a slot still being read: it is a :class:`PipeError` naming both tiles."""
         ring = self.rings[consumer]
+        if not any(s is slot for s in ring.slots):
+            pipe_id = call.attrs.get("id") or 0
+            raise PipeError(
+                f"{short_name(call.op)}(id={pipe_id}) frees a tile popped at {at_line(slot.popped_at)} from "
+                f"another pipe: pipe {self.name} (id {pipe_id}) holds no slot of it",
+                call.span,
+                "free a tile through the pipe it was popped from: give tfree the pop's id=",
+            )
         oldest = ring.oldest_popped()
         if oldest is not None and oldest is not slot:
             raise PipeError(
-                f"{call.op} frees slot {slot.index} of pipe {self.name} (popped at "
+                f"{short_name(call.op)} frees slot {slot.index} of pipe {self.name} (popped at "
                 f"{at_line(slot.popped_at)}), but slot {oldest.index} popped at {at_line(oldest.popped_at)} "
                 "is still unfreed: the hardware gives slots back in pop order, so this free would release "
                 "the older tile while it is in use",
@@ -292,9 +301,11 @@ class Pipe:
         assert isinstance(tile, TileType)
         mode = split_of(call)
         if self.direction is PipeDirection.C2V:
+            stride = call.attrs.get("lane_stride")
             shares = [
                 replace(
-                    self._lane_slot(tile, mode, i, value, c), valid=_lane_valid(tile.shape, valid, mode, i)
+                    self._lane_slot(tile, mode, i, value, c, stride),
+                    valid=_lane_valid(tile.shape, valid, mode, i, stride),
                 )
                 for i, c in enumerate(self.consumers)
             ]
@@ -304,10 +315,13 @@ class Pipe:
             self._check_fits(share, call)
         return shares
 
-    def _lane_slot(self, tile: TileType, mode: SplitMode, lane: int, value: Any, consumer: str) -> _Share:
-        """C->V: the share of AIV lane ``lane``, zero-padded to ``split_shape`` (a short odd half)."""
+    def _lane_slot(
+        self, tile: TileType, mode: SplitMode, lane: int, value: Any, consumer: str, stride: int | None
+    ) -> _Share:
+        """C->V: the share of AIV lane ``lane`` (``stride`` rows or columns of a balanced split),
+        zero-padded to ``split_shape`` (a short odd half)."""
         ring = self.rings[consumer]
-        data = lane_share(value, mode, lane, self.lead)
+        data = lane_share(value, mode, lane, self.lead, stride)
         if data is None:
             return _Share(ring, SlotContent(mode, None), None)
         slot_tile = TileType(split_shape(tile.shape, mode), tile.dtype, ring.space)
@@ -332,7 +346,7 @@ class Pipe:
         tile = share.content.tile
         if tile is not None and tile.nbytes > share.ring.slot_size:
             raise PipeError(
-                f"{call.op} puts a {describe(tile)} ({tile.nbytes} bytes) into pipe {self.name}, "
+                f"{short_name(call.op)} puts a {describe(tile)} ({tile.nbytes} bytes) into pipe {self.name}, "
                 f"whose slots hold {share.ring.slot_size} bytes",
                 call.span,
                 "initialize the pipe with slot_size >= the bytes of the largest tile that crosses",
@@ -341,7 +355,8 @@ class Pipe:
     def _deliver(self, producer: str, share: _Share, slot: RingSlot, call: Call) -> None:
         if slot.content is not None and slot.content != share.content:
             raise PipeError(
-                f"{call.op} from {producer} puts {_content(share.content)} into slot {slot.index} of pipe "
+                f"{short_name(call.op)}"
+                f" from {producer} puts {_content(share.content)} into slot {slot.index} of pipe "
                 f"{self.name}, but {' and '.join(slot.arrived)} put {_content(slot.content)} there",
                 call.span,
                 SHARE_HINT + ", with the same shape, dtype and split",
@@ -358,7 +373,8 @@ class Pipe:
         if split_of(call) is got.split and same_tile:
             return
         raise PipeError(
-            f"{call.op} pops {describe(want)} with split={split_of(call).name} from pipe {self.name}, but "
+            f"{short_name(call.op)}"
+            f" pops {describe(want)} with split={split_of(call).name} from pipe {self.name}, but "
             f"slot {slot.index} holds {_content(got)} pushed at {at_line(slot.pushed_at)}",
             call.span,
             "pop the split and the lane's share shape (split_shape) of the tile the producer pushed",
@@ -378,7 +394,7 @@ class Pipe:
         if tuple(want) == got:
             return
         raise PipeError(
-            f"{call.op} declares valid_shape={list(want)}, but the tile pushed at "
+            f"{short_name(call.op)} declares valid_shape={list(want)}, but the tile pushed at "
             f"{at_line(slot.pushed_at)} has valid shape {list(got)} (the popped part of it)",
             call.span,
             "give the pop the valid shape of the tile that was pushed (pl.set_validshape on the "
@@ -405,7 +421,7 @@ class Pipe:
     # ------------------------------------------------------------ diagnostics
 
     def _push_blocked(self, producer: str, call: Call) -> Blocked:
-        where = f"{call.op} on pipe {self.name} blocks at {at_line(call.span)}"
+        where = f"{short_name(call.op)} on pipe {self.name} blocks at {at_line(call.span)}"
         waiting = [c for c in self.consumers if c not in self.initialized]
         if waiting:
             return self._uninitialized(where, waiting[0], call)
@@ -413,7 +429,9 @@ class Pipe:
         text = f"{where}: {ring.owner}'s ring is full — {ring.describe()}"
         popped = [s for s in ring.slots if s.state is SlotState.POPPED]
         if popped:
-            return Blocked(f"{text} (missing {self.direction.free_op})", popped[0].popped_at, FREE_HINT)
+            return Blocked(
+                f"{text} (missing {short_name(self.direction.free_op)})", popped[0].popped_at, FREE_HINT
+            )
         if ring.owner in self.finished:
             pushes = ring.pushes[producer]
             note = (
@@ -423,14 +441,16 @@ class Pipe:
         return self._with_stopped_producers(text, ring, call)
 
     def _pop_blocked(self, consumer: str, call: Call) -> Blocked:
-        where = f"{call.op} on pipe {self.name} blocks at {at_line(call.span)}"
+        where = f"{short_name(call.op)} on pipe {self.name} blocks at {at_line(call.span)}"
         waiting = [p for p in self.producers if p not in self.initialized]
         if waiting:
             return self._uninitialized(where, waiting[0], call)
         ring = self.rings[consumer]
         text = f"{where}: the next slot is not ready — {ring.describe()}"
         if ring.head().state is SlotState.POPPED:
-            return Blocked(f"{text} (missing {self.direction.free_op})", ring.head().popped_at, FREE_HINT)
+            return Blocked(
+                f"{text} (missing {short_name(self.direction.free_op)})", ring.head().popped_at, FREE_HINT
+            )
         return self._with_stopped_producers(text, ring, call)
 
     def _with_stopped_producers(self, text: str, ring: Ring, call: Call) -> Blocked:
@@ -489,14 +509,20 @@ def _content(content: SlotContent) -> str:
 
 
 def _lane_valid(
-    shape: tuple[int, ...], valid: tuple[int, ...] | None, mode: SplitMode, lane: int
+    shape: tuple[int, ...],
+    valid: tuple[int, ...] | None,
+    mode: SplitMode,
+    lane: int,
+    stride: int | None = None,
 ) -> tuple[int, ...] | None:
     """The valid shape of lane ``lane``'s share of a pushed tile (None: all of it is real):
-    along the split axis lane 0 holds the first ``ceil(L/2)``, lane 1 the rest."""
+    along the split axis lane 0 holds the first ``ceil(L/2)`` (or ``stride``), lane 1 the rest."""
     axis = split_axis(mode)
     if axis is None:
         return valid
     share = list(split_shape(shape, mode))
+    if stride is not None:
+        share[axis] = stride
     whole = valid[axis] if valid is not None else shape[axis]
     share_valid = list(valid) if valid is not None else list(shape)
     share_valid[axis] = max(0, min(share[axis], whole - lane * share[axis]))

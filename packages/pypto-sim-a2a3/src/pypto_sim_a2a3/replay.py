@@ -63,6 +63,7 @@ from pypto.ir.backend import Slice, Transfer
 from pypto.ir.launch import LaunchPlan
 from pypto.ir.nodes import stmt_end_exprs, stmt_exprs, walk_expr, walk_stmts
 from pypto.ir.ops import op, system
+from pypto.ir.ops import tile as tile_ops
 from pypto.ir.walker import KernelWalker
 from pypto_sim_a2a3.batch import (
     BATCH_BLOCKS,
@@ -90,10 +91,11 @@ if TYPE_CHECKING:
 REPLAY_ENV = "PYPTO_SIM_REPLAY"  # 0, off, false or no: every block on the full engine
 BATCH_ENV = "PYPTO_SIM_BATCH"  # 0, off, false or no: the replayed blocks' numbers walked block by block
 
-# The launch ops a replayed kernel may not hold: they order GM across the blocks of the task.
-_ACROSS_BLOCKS = {system.syncall, system.fence, system.cacheinvalid}
+# The launch ops a replayed kernel may not hold: they order GM across the blocks of the task (an
+# explicit event orders GM between the cores of a block, which a replayed block does not record).
+_ACROSS_BLOCKS = {system.syncall, system.fence, system.cacheinvalid, system.sync_set, system.sync_wait}
 # Scalar values that are the same in every block (get_block_idx is not).
-_UNIFORM_INDEX_OPS = {op.get_subblock_idx, op.get_block_num}
+_UNIFORM_INDEX_OPS = {tile_ops.get_subblock_idx, op.get_block_num}
 
 # What a step did, replayed in order: (SLICE, the slice), (OP, the call), (GM, the call, cycle),
 # (SETTLE, the core's index), (RING, its number, pipe, owner, slots), (RING_CHANGE, its number,

@@ -1,7 +1,7 @@
 """A worked example of the explicit mixed form: what ``pl.split`` cannot express.
 
-The cube projects ``x @ w``; ``aiv_shard`` hands each AIV lane half of the rows. Inside the
-``pl.split_aiv`` region each lane addresses its own rows — it reads its slice of ``idx`` and
+The cube projects ``x @ w``; inside the ``pl.split_aiv`` region ``aiv_shard`` hands each AIV lane
+half of the rows, and each lane addresses its own rows — it reads its slice of ``idx`` and
 gathers those rows of ``table`` (per-lane addressing) — and only lane 0 gathers the extra
 "head" row, through a loop that runs once on lane 0 and not at all on lane 1. The automatic
 split halves every vector op the same way on both lanes, so neither the lane-dependent reads
@@ -33,8 +33,8 @@ def embed_project(
         x_l1 = pl.load(x, [0, 0], [ROWS, K], target_memory=pl.Mem.Mat)
         w_l1 = pl.load(w, [0, 0], [K, N], target_memory=pl.Mem.Mat)
         acc = pl.matmul(pl.move(x_l1, target_memory=pl.Mem.Left), pl.move(w_l1, target_memory=pl.Mem.Right))
-        proj = pl.aiv_shard(acc, split=pl.SplitMode.UP_DOWN)
         for lane in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):
+            proj = pl.aiv_shard(acc)  # this lane's half of the rows
             rows = pl.create_tile([HALF, N], pl.FP32)
             for r in pl.range(HALF):
                 row = pl.cast(pl.read(idx, [lane * HALF + r]), pl.INDEX)
@@ -80,28 +80,28 @@ def test_lowered_ir_is_a_group_of_an_aic_and_an_aiv_kernel():
         CHECK-LABEL: @pl.function(type=pl.FunctionType.AIC)
         CHECK:       def embed_project_aic(
         CHECK-NEXT:  pl.func_attr({'pipe_setup': 'automatic'{{.*}}
-        CHECK:       pl.aic_initialize_pipe(dir_mask=1, slot_size=16384, slot_num=2)
+        CHECK:       pl.system.aic_initialize_pipe(dir_mask=1, slot_size=16384, slot_num=2)
         CHECK-NEXT:  x_l1: pl.Tile[[32, 64], pl.FP16, pl.Mem.Mat] = pl.tile.load(x, [0, 0]{{.*}}# Mat[0x0, +4096]
         CHECK-NEXT:  w_l1: pl.Tile[[64, 128], pl.FP16, pl.Mem.Mat] = pl.tile.load(w, [0, 0]{{.*}}# Mat[0x1000, +16384]
         CHECK-NEXT:  move: pl.Tile[[32, 64], pl.FP16, pl.Mem.Left] = pl.tile.move(x_l1{{.*}}# Left[0x0, +4096]
         CHECK-NEXT:  move_1: pl.Tile[[64, 128], pl.FP16, pl.Mem.Right] = pl.tile.move(w_l1{{.*}}# Right[0x0, +16384]
         CHECK-NEXT:  acc: pl.Tile[[32, 128], pl.FP32, pl.Mem.Acc] = pl.tile.matmul(move, move_1)  # Acc[0x0, +16384]
-        CHECK-NEXT:  pl.tpush_to_aiv(acc, split=pl.SplitMode.UP_DOWN)
+        CHECK-NEXT:  pl.tile.tpush_to_aiv(acc, split=pl.SplitMode.UP_DOWN)
         CHECK-EMPTY:
 
         CHECK-LABEL: @pl.function(type=pl.FunctionType.AIV)
         CHECK:       def embed_project_aiv(
         CHECK-NEXT:  pl.func_attr({'pipe_setup': 'automatic'{{.*}}
         CHECK-NEXT:  # reserved Vec[0x0, +32768]: cross-core pipe ring
-        CHECK:       pl.aiv_initialize_pipe(dir_mask=1, slot_size=16384, slot_num=2)
-        CHECK-NEXT:  proj: pl.Tile[[16, 128], pl.FP32, pl.Mem.Vec] = pl.tpop_from_aic(shape=[16, 128], dtype=pl.FP32, split=pl.SplitMode.UP_DOWN)
-        CHECK-NEXT:  lane: pl.Scalar[pl.INDEX] = pl.get_subblock_idx()
+        CHECK:       pl.system.aiv_initialize_pipe(dir_mask=1, slot_size=16384, slot_num=2)
+        CHECK-NEXT:  lane: pl.Scalar[pl.INDEX] = pl.tile.get_subblock_idx()
+        CHECK-NEXT:  proj: pl.Tile[[16, 128], pl.FP32, pl.Mem.Vec] = pl.tile.tpop_from_aic(shape=[16, 128], dtype=pl.FP32, split=pl.SplitMode.UP_DOWN)
         CHECK-NEXT:  rows: pl.Tile[[16, 128], pl.FP32, pl.Mem.Vec] = pl.tile.create(shape=[16, 128]{{.*}}# Vec[0x8000, +8192]
         CHECK-NEXT:  for r in pl.range(0, 16, 1):
         CHECK-NEXT:  row: pl.Scalar[pl.INDEX] = pl.cast(pl.read(idx, [(lane * 16) + r]), dtype=pl.INDEX, mode='round')
         CHECK-NEXT:  pl.tile.gather_row(rows, table, [r, 0], [row, 0], shape=[1, 128])
         CHECK-NEXT:  add: pl.Tile[[16, 128], pl.FP32, pl.Mem.Vec] = pl.tile.add(proj, rows)  # Vec[0x8000, +8192]
-        CHECK-NEXT:  pl.tfree_to_aic(proj)
+        CHECK-NEXT:  pl.system.tfree_to_aic(proj)
         CHECK-NEXT:  pl.tile.store(add, [lane * 16, 0], out)
         CHECK-NEXT:  for _ in pl.range(lane, 1, 2):
         CHECK-NEXT:  first: pl.Tile[[1, 128], pl.FP32, pl.Mem.Vec] = pl.tile.create(shape=[1, 128]{{.*}}# Vec[0xa000, +512]

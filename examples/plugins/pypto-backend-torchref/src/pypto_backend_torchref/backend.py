@@ -2,7 +2,8 @@
 
 The shared walker (``pypto.ir.walker``) runs the program and ``pypto.ir.semantics`` gives each op
 its numbers; torchref adds its pipes (unbounded queues: a push never waits, a pop yields until its
-tile is there) and barrier. A launch's cores take turns; a lane that only mirrors lane 0 does not run.
+tile is there), barrier and cross-core events (counters: a wait yields until its set is there). A
+launch's cores take turns; a lane that only mirrors lane 0 does not run.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from typing import Any
 
 from pypto.ir import Call, FunctionKind, Program, RunReport, SplitMode, TaskRecord, VerificationError
 from pypto.ir.launch import LaunchPlan, LoadedProgram, Seat
-from pypto.ir.ops import op, system
+from pypto.ir.ops import system
+from pypto.ir.ops import tile as tile_ops
 from pypto.ir.semantics import SEMANTICS, gathered, padded_share, torch_dtype
 from pypto.ir.targets import get_target
 from pypto.ir.walker import INDEX_OPS, HostWalker, KernelWalker, Steps, drive, take_turns
@@ -21,10 +23,11 @@ from pypto.ir.walker import INDEX_OPS, HostWalker, KernelWalker, Steps, drive, t
 TORCHREF_TARGET = get_target("a2a3")  # so that a program lowers for torchref exactly as for a2a3sim
 AIC, AIV = FunctionKind.AIC, FunctionKind.AIV
 # torchref has no pipe flags, caches or write buffers: these ops change nothing it models.
-NO_EFFECT = {op.aic_initialize_pipe, op.aiv_initialize_pipe, op.tfree_to_aic, op.tfree_to_aiv}
-NO_EFFECT |= {op.reserve_buffer, op.import_peer_buffer}  # the compiler placed the buffers
-NO_EFFECT |= {system.fence, system.cacheinvalid}
-PIPE_OPS = {op.tpush_to_aiv, op.tpush_to_aic, op.tpop_from_aic, op.tpop_from_aiv, system.syncall}
+NO_EFFECT = {system.aic_initialize_pipe, system.aiv_initialize_pipe, system.tfree_to_aic, system.tfree_to_aiv}
+NO_EFFECT |= {system.reserve_buffer, system.import_peer_buffer}  # the compiler placed the buffers
+NO_EFFECT |= {system.fence, system.cacheinvalid, system.set_ffts}
+PUSHES_POPS = {tile_ops.tpush_to_aiv, tile_ops.tpush_to_aic, tile_ops.tpop_from_aic, tile_ops.tpop_from_aiv}
+PIPE_OPS = PUSHES_POPS | {system.syncall, system.sync_set, system.sync_wait}
 
 
 class Launch:
@@ -37,6 +40,8 @@ class Launch:
         self.to_lane: dict[tuple[int, int], deque[Any]] = defaultdict(deque)
         self.to_cube: dict[tuple[int, int], deque[Any]] = defaultdict(deque)
         self.arrived: Counter[tuple[Any, int]] = Counter()  # (barrier's cores, round) -> arrivals
+        # (event id, setting core, waiting core) -> sets not yet waited for; a core is (kind, lane)
+        self.events: Counter[tuple[int, tuple[FunctionKind, int], tuple[FunctionKind, int]]] = Counter()
         self.steps = 0  # ops done by any core: a round of turns without one is a deadlock
 
 
@@ -54,17 +59,18 @@ class Core(KernelWalker):
         if call.op in INDEX_OPS:
             return self.index(call)
         pipe = call.attrs.get("id") or 0
-        if call.op == op.tpush_to_aiv:
+        if call.op == tile_ops.tpush_to_aiv:
+            stride = call.attrs.get("lane_stride")
             for lane in self.launch.lanes:
-                self.launch.to_lane[(lane, pipe)].append(padded_share(args[0], mode, lane))
-        elif call.op == op.tpush_to_aic:
+                self.launch.to_lane[(lane, pipe)].append(padded_share(args[0], mode, lane, stride))
+        elif call.op == tile_ops.tpush_to_aic:
             self.launch.to_cube[(self.seat.lane, pipe)].append(args[0])
-        elif call.op == op.tpop_from_aic:
+        elif call.op == tile_ops.tpop_from_aic:
             queue = self.launch.to_lane[(self.seat.lane, pipe)]
             while not queue:
                 yield  # give the other cores turns until a tile is there
             return queue.popleft()
-        elif call.op == op.tpop_from_aiv:
+        elif call.op == tile_ops.tpop_from_aiv:
             queues = [self.launch.to_cube[(lane, pipe)] for lane in self.launch.lanes]
             while not all(queues):
                 yield
@@ -72,11 +78,28 @@ class Core(KernelWalker):
             return gathered([queue.popleft() for queue in queues], mode).to(torch_dtype(call.type.dtype))
         elif call.op == system.syncall:
             yield from self.syncall(call)
+        elif call.op in (system.sync_set, system.sync_wait):
+            yield from self.event(call, int(args[0]) if args else int(call.attrs["event_id"]))
         elif call.op not in NO_EFFECT:
             if call.op not in SEMANTICS:
                 raise VerificationError(f"torchref does not implement {call.op}", call.span)
             return SEMANTICS[call.op](call, args)
         return None
+
+    def event(self, call: Call, event: int) -> Steps:
+        """A set raises the event toward each core of the other kind; a wait takes one set from
+        each of them, yielding until they are there."""
+        me = (self.seat.kind, self.seat.lane)
+        peers = [(AIV, lane) for lane in self.launch.lanes] if me[0] is AIC else [(AIC, 0)]
+        if call.op == system.sync_set:
+            for peer in peers:
+                self.launch.events[(event, me, peer)] += 1
+            return
+        keys = [(event, peer, me) for peer in peers]
+        while not all(self.launch.events[key] > 0 for key in keys):
+            yield
+        for key in keys:
+            self.launch.events[key] -= 1
 
     def syncall(self, call: Call) -> Steps:
         """Wait for every core of the barrier (``core_type``), or ``used_cores`` of them (soft)."""

@@ -14,6 +14,7 @@ from pypto.ir.equality import (
 )
 from pypto.ir.errors import (
     DeadlockError,
+    LoopLimitError,
     LoopStepError,
     MemoryBudgetError,
     MemRefError,
@@ -24,6 +25,7 @@ from pypto.ir.errors import (
     RaceError,
     SourceSpan,
     SpecializationError,
+    TextSyntaxError,
     TypeCheckError,
     UnsupportedDtypeError,
     VerificationError,
@@ -61,7 +63,7 @@ from pypto.ir.nodes import (
 from pypto.ir.nodes import (
     FunctionKind as FunctionType,
 )
-from pypto.ir.ops import OPS, AtomicType, CastMode, OpSpec, PadValue, Unit, get_op, make_call
+from pypto.ir.ops import OPS, AtomicType, CastMode, OpSpec, PadValue, PipeType, Unit, get_op, make_call
 from pypto.ir.printer import print_ir
 from pypto.ir.target import MemorySpec, Target
 from pypto.ir.tasks import AccessMode
@@ -98,6 +100,8 @@ else:
         raise AttributeError(f"module 'pypto.ir' has no attribute {name!r}")
 
 
+from pypto.ir.serial import SerializationError, deserialize, serialize
+
 __all__ = [
     "INDEX",
     "OPS",
@@ -129,6 +133,7 @@ __all__ = [
     "If",
     "Level",
     "LoopKind",
+    "LoopLimitError",
     "LoopStepError",
     "MemRefError",
     "MemRefSlot",
@@ -144,6 +149,7 @@ __all__ = [
     "ParamRef",
     "ParseError",
     "PipeSetupError",
+    "PipeType",
     "PlatformError",
     "Program",
     "PyptoError",
@@ -153,6 +159,7 @@ __all__ = [
     "RunReport",
     "ScalarType",
     "ScopeStmt",
+    "SerializationError",
     "SourceSpan",
     "SpecializationError",
     "SplitAivRegion",
@@ -163,6 +170,7 @@ __all__ = [
     "TaskIdType",
     "TaskRecord",
     "TensorType",
+    "TextSyntaxError",
     "TileType",
     "TupleExpr",
     "TupleType",
@@ -176,11 +184,13 @@ __all__ = [
     "While",
     "assert_structural_equal",
     "compile",
+    "deserialize",
     "dtype_from_torch_name",
     "duplicate_bindings",
     "get_op",
     "make_call",
     "print_ir",
+    "serialize",
     "structural_diff",
     "structural_equal",
     "supported_torch_dtypes",

@@ -129,8 +129,13 @@ class PyptoError(Exception):
         return self
 
 
-class ParseError(PyptoError):
-    """The kernel's Python source uses a construct the DSL does not accept."""
+class ParseError(PyptoError, ValueError):
+    """The kernel's Python source uses a construct the DSL does not accept (a ``ValueError``, as
+    PyPTO's user errors are)."""
+
+
+class TextSyntaxError(ParseError, SyntaxError):
+    """Text handed to ``pl.parse`` / ``pl.loads`` is not valid Python (a ``SyntaxError`` too)."""
 
 
 class TypeCheckError(PyptoError, TypeError):
@@ -177,6 +182,12 @@ class RaceError(PyptoError):
 
 class CompileWarning(UserWarning):
     """A compile-time finding that does not stop compilation (e.g. a rebinding that writes nothing)."""
+
+
+class LoopLimitError(PyptoError):
+    """A kernel's ``while`` loop ran more iterations than the simulator allows one loop
+    (:data:`pypto.ir.walker.MAX_WHILE_ITERATIONS`, ``PYPTO_MAX_WHILE_ITERATIONS``): its condition
+    looks like it never turns false."""
 
 
 class LoopStepError(PyptoError, ValueError):

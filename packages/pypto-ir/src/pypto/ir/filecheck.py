@@ -6,10 +6,10 @@ text, so a change of the printer's layout elsewhere does not churn every test::
     filecheck(print_ir(lowered), '''
         CHECK-LABEL: def mixed_aic(
         CHECK:       acc: pl.Tile[[128, 128], pl.FP32, pl.Mem.Acc] = pl.tile.matmul(a_left, b_right
-        CHECK-NEXT:  pl.tpush_to_aiv(acc, split=pl.SplitMode.UP_DOWN)
+        CHECK-NEXT:  pl.tile.tpush_to_aiv(acc, split=pl.SplitMode.UP_DOWN)
         CHECK-LABEL: def mixed_aiv(
         CHECK-NOT:   pl.tile.matmul
-        CHECK:       pl.tpop_from_aic(shape=[64, 128]
+        CHECK:       pl.tile.tpop_from_aic(shape=[64, 128]
     ''')
 
 The directives are LLVM FileCheck's: ``CHECK:`` finds its pattern at or after the end of the

@@ -46,6 +46,7 @@ from pypto.ir.nodes import (
     walk_stmts,
 )
 from pypto.ir.ops import op, split_axis
+from pypto.ir.ops import tile as tile_ops
 
 Source = (
     int | Const
@@ -199,6 +200,8 @@ def group_members(program: Program, group: Function) -> tuple[Member, Member]:
     position = {p.var.name: i for i, p in enumerate(group.params)}
     members = []
     for stmt in group.body:
+        if isinstance(stmt, Return):
+            continue  # the tensors its kernels return (see returned_params)
         if not (isinstance(stmt, Eval) and isinstance(stmt.value, Call) and stmt.value.op == op.call):
             raise VerificationError(
                 f"Group kernel {group.name} may only call its AIC and AIV kernels, got {type(stmt).__name__}",
@@ -206,15 +209,17 @@ def group_members(program: Program, group: Function) -> tuple[Member, Member]:
             )
         sources = tuple(_group_arg(group, position, e) for e in stmt.value.args)
         members.append((_member(program, stmt.value, len(sources)), sources, stmt.value.span))
-    kinds = [kernel.kind for kernel, _, _ in members]
-    if kinds != [FunctionKind.AIC, FunctionKind.AIV]:
+    kinds = sorted(kernel.kind.value for kernel, _, _ in members)
+    if kinds != sorted([FunctionKind.AIC.value, FunctionKind.AIV.value]):
         called = ", ".join(f"{kernel.name} ({kernel.kind.value})" for kernel, _, _ in members) or "nothing"
         raise VerificationError(
-            f"Group kernel {group.name} must call one AIC kernel, then one AIV kernel; it calls {called}",
+            f"Group kernel {group.name} must call one AIC kernel and one AIV kernel; it calls {called}",
             group.span,
-            "ExpandMixedKernel emits self.<name>_aic(...) then self.<name>_aiv(...)",
+            "call the AIC kernel and the AIV kernel once each (they start together, in either order)",
         )
-    return members[0], members[1]
+    aic = next(m for m in members if m[0].kind is FunctionKind.AIC)
+    aiv = next(m for m in members if m[0].kind is FunctionKind.AIV)
+    return aic, aiv
 
 
 def _member(program: Program, call: Call, nargs: int) -> Function:
@@ -252,7 +257,9 @@ def mirrors_lane_1(aiv_kernel: Function, unsplit: bool = False) -> bool:
         if isinstance(e, Call)
     ]
     modes = [
-        c.attrs.get("split") or SplitMode.NONE for c in calls if c.op in (op.tpush_to_aic, op.tpop_from_aic)
+        c.attrs.get("split") or SplitMode.NONE
+        for c in calls
+        if c.op in (tile_ops.tpush_to_aic, tile_ops.tpop_from_aic)
     ]
-    asks_lane = any(c.op == op.get_subblock_idx for c in calls)
+    asks_lane = any(c.op == tile_ops.get_subblock_idx for c in calls)
     return (bool(modes) or unsplit) and all(m is SplitMode.NONE for m in modes) and not asks_lane

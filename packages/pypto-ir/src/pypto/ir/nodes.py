@@ -448,6 +448,17 @@ class Function:
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.var.name == name), None)
 
+    @property
+    def return_types(self) -> tuple[Type, ...]:
+        """The types of the values the function's ``return`` gives (none without one)."""
+        ret = next((s for s in reversed(self.body) if isinstance(s, Return)), None)
+        return tuple(v.type for v in ret.values) if ret is not None else ()
+
+    def as_python(self, concise: bool = False) -> str:
+        """The function as ``pl`` source (a ``@pl.function``); ``concise=True`` leaves out the
+        type annotations of intermediate values."""
+        return _PRINTERS[1 if concise else 0](self)
+
 
 class FunctionMap(Mapping[str, Function]):
     """The functions of a program by name, in program order, immutable.
@@ -522,9 +533,10 @@ class Program:
     def entry_function(self) -> Function:
         return self.function(self.entry)
 
-    def as_python(self) -> str:
-        """The program as ``pl`` source: a ``@pl.program`` class that ``pl.parse`` reads back."""
-        return _PRINTER[0](self)
+    def as_python(self, concise: bool = False) -> str:
+        """The program as ``pl`` source: a ``@pl.program`` class that ``pl.parse`` reads back;
+        ``concise=True`` leaves out the type annotations of intermediate values."""
+        return _PRINTERS[1 if concise else 0](self)
 
     def __str__(self) -> str:
         return self.as_python()
@@ -537,13 +549,14 @@ class Program:
         return self.with_functions(fn if f.name == fn.name else f for f in self.functions.values())
 
 
-# How a program prints as pl source: pypto.ir.printer registers its printer when it is imported
-# (pypto.ir imports it), so the nodes need not import the printer that imports them.
-_PRINTER: list[Callable[[Program], str]] = []
+# How programs and functions print as pl source (in full, concise): pypto.ir.printer registers
+# its printers when it is imported (pypto.ir imports it), so the nodes need not import the printer
+# that imports them.
+_PRINTERS: list[Callable[[Any], str]] = []
 
 
-def register_printer(printer: Callable[[Program], str]) -> None:
-    _PRINTER[:] = [printer]
+def register_printer(printer: Callable[[Any], str], concise: Callable[[Any], str]) -> None:
+    _PRINTERS[:] = [printer, concise]
 
 
 # ---------------------------------------------------------------- traversal

@@ -67,6 +67,8 @@ Namer = Callable[[Var], str]
 # The modules of the values printed that ``pl`` does not name (a plugin's enum): the program's
 # text imports them first, so it parses back (pl.parse does imports).
 _imports: ContextVar[set[str] | None] = ContextVar("pypto_printer_imports", default=None)
+# Printing without the annotations of intermediate values (as_python(concise=True)).
+_concise: ContextVar[bool] = ContextVar("pypto_printer_concise", default=False)
 # The dynamic extents printed: the program's text declares each (``M = pl.dynamic("M")``) first.
 _dyn_dims: ContextVar[set[str] | None] = ContextVar("pypto_printer_dyn_dims", default=None)
 
@@ -140,7 +142,7 @@ def _placement(a: Allocation) -> str:
 
 
 def _reservation(r: Reservation) -> str:
-    args = [format_value(r.space), str(r.size), repr(r.reason)]
+    args = [format_value(r.space), f"size={r.size}", f"reason={r.reason!r}"]
     if r.automatic:
         args.append("automatic=True")
     if r.slot_size is not None:
@@ -393,6 +395,9 @@ class _Printer:
 
     def stmt(self, s: Stmt, depth: int) -> None:
         if isinstance(s, Assign):
+            if _concise.get() and s.memref is None:  # the value's type is its op's: no annotation
+                self.emit(depth, f"{self.name(s.target)} = {self.expr(s.value)}")
+                return
             annotation = format_type(s.target.type, s.memref, self.name)
             text = f"{self.name(s.target)}: {annotation} = {self.expr(s.value)}"
             self.emit(depth, text + self.note(s.target))
@@ -511,6 +516,16 @@ def print_program(program: Program) -> str:
     return (header + "\n\n" if header else "") + "\n\n".join(parts) + "\n"
 
 
+def print_concise(node: Program | Function) -> str:
+    """``node`` printed without the annotations of intermediate values (and the placement notes):
+    what ``as_python(concise=True)`` gives. A ``pl.MemRef`` placement keeps its annotation."""
+    token = _concise.set(True)
+    try:
+        return print_ir(node)
+    finally:
+        _concise.reset(token)
+
+
 def print_ir(node: Program | Function | Stmt | Expr) -> str:
     if isinstance(node, Program):
         return print_program(node)
@@ -523,4 +538,4 @@ def print_ir(node: Program | Function | Stmt | Expr) -> str:
     return "\n".join(printer.lines)
 
 
-register_printer(print_program)
+register_printer(print_ir, print_concise)

@@ -102,10 +102,23 @@ BINARY: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
     "add": operator.add,
     "sub": operator.sub,
     "mul": operator.mul,
-    "div": lambda a, b: a / b if a.is_floating_point() else torch.div(a, b, rounding_mode="trunc"),
+    "div": lambda a, b: a / b if a.is_floating_point() else integer_quotient(a, b),
     "maximum": torch.maximum,
     "minimum": torch.minimum,
 }
+
+
+def integer_quotient(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``a / b`` of integers, truncated toward zero. The one quotient that does not fit its dtype,
+    the lowest value divided by -1, wraps to the lowest value (two's complement), as the
+    operands' bits would: it is defined, never a trap of the host."""
+    b = b.to(a.dtype) if b.dtype != a.dtype else b
+    low = torch.iinfo(a.dtype).min
+    overflow = (a == low) & (b == -1)
+    quotient = torch.div(a, torch.where(overflow, torch.ones_like(b), b), rounding_mode="trunc")
+    return torch.where(overflow, a, quotient)
+
+
 UNARY: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "exp": torch.exp,
     "log": torch.log,
@@ -276,7 +289,7 @@ def _gather_row(call: Call, args: Sequence[Any]) -> torch.Tensor:
     return result
 
 
-@implements(scalar.read)
+@implements(scalar.read, tile.read)
 def _read(call: Call, args: Sequence[Any]) -> int | float | bool:
     tensor, offsets = args
     return scalar_result(call, region(tensor, offsets, (1,) * tensor.dim()).item())
@@ -342,7 +355,13 @@ def _transpose(call: Call, args: Sequence[Any]) -> torch.Tensor:
     return result
 
 
-@implements(tile.slice)
+@implements(tile.transpose_view)
+def _transpose_view(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    result: torch.Tensor = args[0].transpose(0, 1).contiguous().clone()
+    return result
+
+
+@implements(tile.slice, tile.extract)
 def _slice(call: Call, args: Sequence[Any]) -> torch.Tensor:
     tile, offsets = args
     return region(tile, offsets, tuple(call.attrs["shape"])).clone()
@@ -458,24 +477,31 @@ def _scalar_neg(call: Call, args: Sequence[Any]) -> Any:
 # ---------------------------------------------------------------- a lane's share of a pipe tile
 
 
-def lane_share(data: torch.Tensor, mode: SplitMode, lane: int, lead: int = 0) -> torch.Tensor | None:
+def lane_share(
+    data: torch.Tensor, mode: SplitMode, lane: int, lead: int = 0, stride: int | None = None
+) -> torch.Tensor | None:
     """Lane ``lane``'s rows (UP_DOWN) or columns (LEFT_RIGHT) of ``data``; lane 0 takes the
-    ceiling half. Under NONE lane 0 takes the whole tile and lane 1 nothing (None: a token).
-    ``data`` may hold several tiles along ``lead`` leading dimensions (a simulator's batch)."""
+    ceiling half, or ``stride`` of them when the split is balanced (``lane_stride=``: lane L owns
+    ``[L * stride, L * stride + stride)``). Under NONE lane 0 takes the whole tile and lane 1
+    nothing (None: a token). ``data`` may hold several tiles along ``lead`` leading dimensions (a
+    simulator's batch)."""
     axis = split_axis(mode)
     if axis is None:
         return data if lane == 0 else None
     axis += lead
     extent = data.shape[axis]
-    half = -(-extent // 2)
+    half = stride or -(-extent // 2)
     start = min(lane * half, extent)
     return data.narrow(axis, start, min(half, extent - start))
 
 
-def padded_share(data: torch.Tensor, mode: SplitMode, lane: int) -> torch.Tensor | None:
-    """What lane ``lane`` pops of a cube tile pushed with ``mode``: its share, zero-padded to
-    ``split_shape`` (the short half of an odd extent), or None (a token)."""
-    share = lane_share(data, mode, lane)
+def padded_share(
+    data: torch.Tensor, mode: SplitMode, lane: int, stride: int | None = None
+) -> torch.Tensor | None:
+    """What lane ``lane`` pops of a cube tile pushed with ``mode``: its share (``stride`` rows or
+    columns of it with ``lane_stride=``), zero-padded to ``split_shape`` (the short half of an odd
+    extent), or None (a token)."""
+    share = lane_share(data, mode, lane, stride=stride)
     if share is None or split_axis(mode) is None:
         return share
     padded = torch.zeros(split_shape(tuple(data.shape), mode), dtype=data.dtype)

@@ -7,8 +7,8 @@ on-chip tile they move, and ``Boundary`` ops (shard, gather) on both.
 
 from __future__ import annotations
 
-from pypto.ir.nodes import Call, Function, stmt_exprs, walk_expr, walk_stmts
-from pypto.ir.ops import Boundary, OnSide, PipeEnd, Side, Unit, get_op, tile
+from pypto.ir.nodes import Call, Function, SplitAivRegion, Stmt, stmt_exprs, used_vars, walk_expr, walk_stmts
+from pypto.ir.ops import Boundary, OnSide, PipeEnd, Side, Unit, get_op, is_crossing_op, system, tile
 from pypto.ir.types import MemorySpace, TileType
 
 __all__ = [
@@ -19,7 +19,9 @@ __all__ = [
     "is_boundary",
     "is_crossing",
     "is_mixed",
+    "names_boundary",
     "space_side",
+    "written_per_lane",
 ]
 
 CUBE_SPACES = frozenset(
@@ -46,6 +48,9 @@ def call_side(call: Call) -> Side | None:
     fixed = spec.trait(PipeEnd) or spec.trait(OnSide)
     if fixed is not None:
         return fixed.side
+    declared = _DECLARED_SIDES.get(str(call.attrs.get("core_type"))) if call.op in _DECLARES_SIDE else None
+    if declared is not None:
+        return declared
     if spec.unit is Unit.CUBE:
         return Side.CUBE
     if spec.unit is Unit.VECTOR:
@@ -61,8 +66,16 @@ def call_side(call: Call) -> Side | None:
     return None
 
 
+# Ops that name the side they run on in a mixed kernel (``core_type="aiv"``); without it they
+# run on both sides.
+_DECLARES_SIDE = frozenset({system.sync_set, system.sync_wait})
+_DECLARED_SIDES = {"aic": Side.CUBE, "aiv": Side.VECTOR}
+
+
 def _retags_tile(unit: Unit, call: Call) -> bool:
-    return unit is Unit.SCALAR and isinstance(call.type, TileType)
+    """A scalar op on a tile — one that retags it (pl.set_validshape) or reads an element of it
+    (pl.read) — runs where the tile is."""
+    return unit is Unit.SCALAR and (isinstance(call.type, TileType) or call.op == tile.read)
 
 
 def is_crossing(call: Call) -> bool:
@@ -102,3 +115,22 @@ def is_mixed(fn: Function) -> bool:
 def _tile_space(e: object) -> MemorySpace | None:
     t = getattr(e, "type", None)
     return t.memory_space if isinstance(t, TileType) else None
+
+
+def _calls(body: tuple[Stmt, ...]) -> list[Call]:
+    return [e for s in walk_stmts(body) for x in stmt_exprs(s) for e in walk_expr(x) if isinstance(e, Call)]
+
+
+def names_boundary(body: tuple[Stmt, ...]) -> bool:
+    """Whether a region's body names a crossing with ``aiv_shard`` / ``aic_gather``."""
+    return any(get_op(c.op).has(Boundary) for c in _calls(body))
+
+
+def written_per_lane(region: SplitAivRegion) -> bool:
+    """Whether a ``pl.split_aiv`` region is written per lane — it names a crossing (a shard, a
+    gather, a hand-written push or pop, which move the lane's share) or reads its lane to address
+    the lane's own work — rather than at full width, which the compiler halves."""
+    calls = _calls(region.body)
+    if any(is_crossing_op(c.op) for c in calls):
+        return True
+    return any(region.lane in used_vars(x) for s in walk_stmts(region.body) for x in stmt_exprs(s))

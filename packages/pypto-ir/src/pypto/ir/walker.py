@@ -26,12 +26,20 @@ runs a kernel on one seat of a launch and answers the lane and block indices its
 from __future__ import annotations
 
 import copy
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Generator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pypto.ir.errors import DeadlockError, LoopStepError, SpecializationError, VerificationError, at_line
+from pypto.ir.errors import (
+    DeadlockError,
+    LoopLimitError,
+    LoopStepError,
+    SpecializationError,
+    VerificationError,
+    at_line,
+)
 from pypto.ir.extents import ExtentBinding, is_dynamic
 from pypto.ir.launch import LaunchPlan, LoadedProgram, Seat
 from pypto.ir.nodes import (
@@ -54,6 +62,7 @@ from pypto.ir.nodes import (
     nested_bodies,
 )
 from pypto.ir.ops import OPS, op, tensor
+from pypto.ir.ops import tile as tile_ops
 from pypto.ir.printer import format_expr
 from pypto.ir.types import TensorType, TileType
 
@@ -61,13 +70,13 @@ Steps = Generator[Any, None, Any]  # yields whatever the hooks yield; returns a 
 OpImpl = Callable[[Call, Sequence[Any]], Any]  # an op's semantics: impl(call, args) -> value
 
 # The indices a kernel reads of its seat: its AIV lane, its block of an spmd launch, the blocks.
-INDEX_OPS = frozenset({op.get_subblock_idx, op.get_block_idx, op.get_block_num})
+INDEX_OPS = frozenset({tile_ops.get_subblock_idx, op.get_block_idx, op.get_block_num})
 # Op names the walk compares with, resolved once.
-_CALL, _CREATE, _LANE, _BLOCK = op.call, tensor.create, op.get_subblock_idx, op.get_block_idx
+_CALL, _CREATE, _LANE, _BLOCK = op.call, tensor.create, tile_ops.get_subblock_idx, op.get_block_idx
 # Ops the walker's structure handles: a kernel launch.
 STRUCTURAL_OPS = frozenset({op.call})
 # Boundary ops the pass pipeline lowers into pipe pushes and pops: no backend receives them.
-LOWERED_AWAY = frozenset({op.aiv_shard, op.aic_gather})
+LOWERED_AWAY = frozenset({tile_ops.aiv_shard, tile_ops.aic_gather})
 
 
 @dataclass(frozen=True)
@@ -90,6 +99,18 @@ def received_ops() -> frozenset[str]:
 def missing_semantics(implemented: Collection[str]) -> list[str]:
     """The ops a backend can receive but does not implement, sorted: ``missing_semantics(SEMANTICS)``."""
     return sorted(received_ops() - set(implemented))
+
+
+# The most iterations one run of a kernel's while loop may take before the run stops as endless.
+MAX_WHILE_ITERATIONS = 1_000_000
+MAX_WHILE_ENV = "PYPTO_MAX_WHILE_ITERATIONS"
+
+
+def max_while_iterations() -> int:
+    """The iteration limit of a while loop: ``PYPTO_MAX_WHILE_ITERATIONS`` if set, else
+    :data:`MAX_WHILE_ITERATIONS`."""
+    given = os.environ.get(MAX_WHILE_ENV, "").strip()
+    return int(given) if given.isdigit() and int(given) > 0 else MAX_WHILE_ITERATIONS
 
 
 class Walker(ABC):
@@ -217,8 +238,19 @@ class Walker(ABC):
         holds the body and the yields; afterwards the results."""
         yield from self.carry(loop, loop.init_values)
         self.loop_depth += 1
+        limit = max_while_iterations()
         try:
+            runs = 0
             while (yield from self.eval(loop.cond)):
+                runs += 1
+                if runs > limit:
+                    raise LoopLimitError(
+                        f"this while loop ran {limit:,} iterations and its condition still holds: it looks "
+                        "endless",
+                        loop.span,
+                        "make the body change what the condition reads (or leave with break); a loop "
+                        f"that really runs longer can raise the limit with {MAX_WHILE_ENV}=<iterations>",
+                    )
                 left = yield from self.iteration(loop)
                 if left is not None:
                     return None if isinstance(left, Jump) else left

@@ -8,7 +8,17 @@
 ...     return out
 """
 
-from pypto.ir import AtomicType, CastMode, DataType, Level, MemorySpace, MemRefError, PadValue, SplitMode
+from pypto.ir import (
+    AtomicType,
+    CastMode,
+    DataType,
+    Level,
+    MemorySpace,
+    MemRefError,
+    PadValue,
+    PipeType,
+    SplitMode,
+)
 from pypto.ir import FunctionKind as FunctionType
 from pypto.ir.memory import Allocation, MemoryPlan, Reservation
 from pypto.language import advice as _advice  # noqa: F401  (registers the DSL wording of the type rules' hints)
@@ -31,7 +41,7 @@ from pypto.language.directives import DIRECTIVES
 from pypto.language.errors import KernelOnlyError, ScopeOptionError
 from pypto.language.jit import JitFunction, inline, jit
 from pypto.language.options import AUTO, cross_core_slot, split
-from pypto.language.parser.classes import func_attr, function, parse, parse_program, program
+from pypto.language.parser.classes import func_attr, function, loads, parse, parse_program, program
 from pypto.runtime.compiled import register_reader
 
 FP16 = DataType.FP16
@@ -114,6 +124,7 @@ __all__ = [
     "MemorySpace",
     "Out",
     "PadValue",
+    "PipeType",
     "Reservation",
     "Scalar",
     "ScopeOptionError",
@@ -134,6 +145,7 @@ __all__ = [
     "function",
     "inline",
     "jit",
+    "loads",
     "manual_scope",
     "max",
     "min",

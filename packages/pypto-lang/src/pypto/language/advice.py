@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pypto.ir.errors import register_advisor
-from pypto.ir.ops import op
+from pypto.ir.ops import system as system_ops
+from pypto.ir.ops import tile as tile_ops
 from pypto.ir.ops.rules import matrix_shape, ranked, user_name
 from pypto.ir.types import MemorySpace, TensorType, TileType, describe
 
@@ -24,15 +25,15 @@ _PIPE_OPTION = {
     "slot_num": "write slot_num= the ring depth in tiles, e.g. slot_num=2 (both sides the same)",
 }
 _TILE_ARG = {
-    op.tpush_to_aiv: "the cube pushes Acc or Mat tiles (e.g. a pl.matmul result); "
+    tile_ops.tpush_to_aiv: "the cube pushes Acc or Mat tiles (e.g. a pl.matmul result); "
     "Vec tiles go from the vector lanes to the cube with pl.tpush_to_aic",
-    op.tpush_to_aic: "the vector lanes push Vec tiles; "
+    tile_ops.tpush_to_aic: "the vector lanes push Vec tiles; "
     "Acc or Mat tiles go from the cube with pl.tpush_to_aiv",
-    op.tfree_to_aic: "free the Vec tile pl.tpop_from_aic returned: pl.tfree_to_aic(t)",
-    op.tfree_to_aiv: "free the Mat tile pl.tpop_from_aiv returned: pl.tfree_to_aiv(t)",
-    op.aiv_shard: "shard a cube-side tile (Acc, e.g. a pl.matmul result, or Mat); "
+    system_ops.tfree_to_aic: "free the Vec tile pl.tpop_from_aic returned: pl.tfree_to_aic(t)",
+    system_ops.tfree_to_aiv: "free the Mat tile pl.tpop_from_aiv returned: pl.tfree_to_aiv(t)",
+    tile_ops.aiv_shard: "shard a cube-side tile (Acc, e.g. a pl.matmul result, or Mat); "
     "a Vec tile is on the lanes already",
-    op.aic_gather: "gather the lanes' Vec tiles (e.g. the result of a vector op in the region)",
+    tile_ops.aic_gather: "gather the lanes' Vec tiles (e.g. the result of a vector op in the region)",
 }
 _WORKSPACE = (
     "pass a parameter ws: pl.Tensor[[16], pl.INT32] filled with zeros by the caller: "
@@ -43,7 +44,10 @@ _WORKSPACE = (
 def _operand_space(t: TileType, space: MemorySpace) -> str:
     """How a tile gets into the cube's Left / Right buffer: moved there from Mat."""
     if t.memory_space is MemorySpace.Mat:
-        return f"move it first: pl.move(tile, target_memory=pl.Mem.{space.name})"
+        return (
+            f"move it first: pl.move(tile, target_memory=pl.Mem.{space.name}); or keep both operands in "
+            "Mat (the left one may be Vec) and the compiler moves them into L0 in blocks that fit"
+        )
     return (
         f"{space.name} tiles are moved from Mat: load the data into Mat and move it, "
         f"pl.move(pl.load(t, [0, 0], {list(t.shape)}, target_memory=pl.Mem.Mat), "
@@ -167,7 +171,8 @@ ADVICE: dict[str, Callable[..., str]] = {
     "pipe.needs_tile": lambda op, **_: _TILE_ARG[op],
     # "needs shape=[...] and dtype= of the tile it pops"
     "pipe.pop_needs_shape": lambda op, **_: (
-        f"give the shape and dtype the other side pushes, e.g. pl.{op}([64, 64], pl.FP32)"
+        f"give the shape and dtype the other side pushes, e.g. pl.{op}(shape=[64, 64], dtype=pl.FP32), or "
+        f"annotate the name it is assigned to: t: pl.Tile[[64, 64], pl.FP32] = pl.{op}(...)"
     ),
     # f"{name} must be a positive int, got {value!r}"
     "pipe.slot_option": lambda name, **_: _PIPE_OPTION[name],

@@ -170,19 +170,24 @@ class OpNamespace:
         return {**self._extra, **_cached((self._prefix,), self._make)}
 
     def _make(self, functions: dict[str, DslFunction]) -> dict[str, Builtin]:
-        if self._level is None:
-            found = (name for name in functions if name.startswith(f"{self._prefix}."))
-            return {name.split(".", 1)[1]: Builtin(name, op=_op_named(name)) for name in found}
         members: dict[str, Builtin] = {}
         aliases: dict[str, Builtin] = {}
         for name, function in functions.items():
-            forms = [s for s in function.specs if s.level is self._level]
-            if not forms:
+            if self._level is None and name.startswith(f"{self._prefix}."):
+                members[name.split(".", 1)[1]] = Builtin(name, op=_op_named(name))
                 continue
-            members[name] = Builtin(name, self._prefix, op=_op_named(f"{self._prefix}.{name}"))
-            for form in forms:  # each op under its own name too: pl.tile.create, pl.tile.muls
+            named = [s for s in function.specs if s.name.startswith(f"{self._prefix}.")]
+            if self._level is None:
+                # An op of another level named under this prefix: pl.system.aic_initialize_pipe.
+                for form in named:
+                    aliases[form.name.split(".", 1)[1]] = Builtin(name, op=form.name)
+                continue
+            forms = [s for s in function.specs if s.level is self._level]
+            if forms:
+                members[name] = Builtin(name, self._prefix, op=_op_named(f"{self._prefix}.{name}"))
+            for form in {*forms, *named}:  # each op under its own name too: pl.tile.create, pl.tile.muls
                 own = form.name.split(".", 1)[1]
-                if own != name:
+                if own != name or not forms:
                     aliases[own] = Builtin(name, self._prefix, op=form.name)
         for name, dsl in SPELLED_UNDER.get(self._prefix, {}).items():  # pl.tensor.read
             aliases.setdefault(name, Builtin(dsl, op=_op_named(dsl)))
@@ -201,8 +206,9 @@ class OpNamespace:
         return f"<pl.{self._prefix}: {', '.join(sorted(self._members()))}>"
 
 
-# PyPTO also spells a launch's indices in the tile namespace: pl.tile.get_block_idx().
-_INDEX_SPELLINGS = ("get_block_idx", "get_block_num", "get_subblock_idx")
+# PyPTO also spells a launch's indices in the tile namespace: pl.tile.get_block_idx() (the lane's,
+# pl.tile.get_subblock_idx(), is an op of that namespace).
+_INDEX_SPELLINGS = ("get_block_idx", "get_block_num")
 tile = OpNamespace("tile", Level.TILE, {name: Builtin(name, op=name) for name in _INDEX_SPELLINGS})
 tensor = OpNamespace("tensor", Level.TENSOR, {"dim": TENSOR_DIM})
 # The scalar array ops: pl.array.create(n, dtype) (elements are read arr[i] and written arr[i] = v).

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from pypto.ir import AtomicType, CastMode, DataType, MemorySpace, PadValue, SplitMode
+from pypto.ir import AtomicType, CastMode, DataType, MemorySpace, PadValue, PipeType, SplitMode
 from pypto.ir.ops import (
     OPS,
     REQUIRED,
@@ -46,6 +46,7 @@ _PL_NAMES: dict[str, Any] = {
     "PadValue": PadValue,
     "AtomicType": AtomicType,
     "SplitMode": SplitMode,
+    "PipeType": PipeType,
     **DataType.__members__,
 }
 

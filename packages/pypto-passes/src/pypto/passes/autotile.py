@@ -44,11 +44,13 @@ from pypto.ir import (
     Stmt,
     Target,
     TensorType,
+    TileType,
     Var,
     make_call,
 )
 from pypto.ir.nodes import While, stmt_end_exprs, stmt_exprs, used_vars, walk_stmts
-from pypto.ir.ops import tensor
+from pypto.ir.ops import tensor, tile
+from pypto.ir.ops.cube import staged
 from pypto.ir.rewrite import NameGen, index_add, index_tuple, map_functions
 from pypto.passes.manager import PassContext
 from pypto.passes.options import option
@@ -208,9 +210,98 @@ class _Blocker:
                 stmts, writes = self.split(stmt, body[index + 1 :])  # type: ignore[arg-type]
                 out.extend(stmts)
                 replaced.update(id(w) for w in writes)
+            elif _staged(stmt):
+                out.extend(self.stage(stmt))  # type: ignore[arg-type]
             else:
                 out.append(stmt)
         return tuple(out)
+
+    def stage(self, stmt: Assign) -> list[Stmt]:
+        """A tile matmul of Mat operands (the left one may be Vec): the operands go to L0 in K
+        blocks that fit L0A / L0B, each block's product added into the accumulator
+        (``tile.extract`` of each block, ``tile.matmul`` then ``tile.matmul_acc``); a Vec left
+        operand is moved to Mat first. The result must fit L0C whole."""
+        call = stmt.value
+        assert isinstance(call, Call)
+        acc_in = call.args[0] if call.op == tile.matmul_acc else None
+        a, b = call.args[-2:]
+        a_trans, b_trans = bool(call.attrs.get("a_trans")), bool(call.attrs.get("b_trans"))
+        out: list[Stmt] = []
+        if a.type.memory_space is MemorySpace.Vec:  # type: ignore[attr-defined]
+            staged = make_call(tile.move, (a,), {"target_memory": MemorySpace.Mat}, call.span)
+            a_mat = Var(self.names.fresh(f"{getattr(a, 'name', 'a')}_mat"), staged.type, call.span)
+            out.append(Assign(a_mat, staged, call.span))
+            a = a_mat
+        m, k = (a.type.shape[1], a.type.shape[0]) if a_trans else a.type.shape  # type: ignore[attr-defined]
+        n = b.type.shape[0] if b_trans else b.type.shape[1]  # type: ignore[attr-defined]
+        kb = self.k_block_of(call, m, k, n, a.type.dtype.nbytes)  # type: ignore[attr-defined]
+        acc = acc_in
+        starts = list(range(0, k, kb))
+        for step, k0 in enumerate(starts):
+            depth = min(kb, k - k0)
+            a_at, a_shape = ((k0, 0), (depth, m)) if a_trans else ((0, k0), (m, depth))
+            b_at, b_shape = ((0, k0), (n, depth)) if b_trans else ((k0, 0), (depth, n))
+            left = self.extract(a, a_at, a_shape, MemorySpace.Left, call)
+            right = self.extract(b, b_at, b_shape, MemorySpace.Right, call)
+            out += [left, right]
+            operands = (left.target, right.target)
+            if acc is None:
+                value = make_call(tile.matmul, operands, call.attrs, call.span)
+            else:
+                value = make_call(tile.matmul_acc, (acc, *operands), _trans_attrs(call), call.span)
+            last = step == len(starts) - 1
+            target = (
+                stmt.target if last else Var(self.names.fresh(f"{stmt.target.name}_k"), value.type, call.span)
+            )
+            out.append(Assign(target, value, call.span))
+            acc = target
+        return out
+
+    def k_block_of(self, call: Call, m: int, k: int, n: int, in_bytes: int) -> int:
+        """The K block of a staged tile matmul: its blocks fit L0A / L0B (twice where they may,
+        so that the next block's moves overlap this block's product); its ``[m, n]`` product
+        must fit L0C whole, else a ``MemoryBudgetError`` at the matmul."""
+        left, right, acc = (
+            self.target.usable(s) for s in (MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc)
+        )
+        if m * n * ACC_BYTES > acc:
+            raise MemoryBudgetError(
+                f"pl.matmul: the [{m}, {n}] product of tiles does not fit the cube's L0C "
+                f"({m * n * ACC_BYTES} of {acc} bytes)",
+                call.span,
+                "multiply blocks of rows or columns (slices of the operands) into products that fit, "
+                "or multiply tensors and let the compiler block the product",
+            )
+        if self.k_block is not None:
+            return min(self.k_block, k)
+        fits = [d for d in _divisors(k) if m * d * in_bytes <= left and d * n * in_bytes <= right]
+        twice = [d for d in fits if 2 * m * d * in_bytes <= left and 2 * d * n * in_bytes <= right]
+        if fits and fits[0] == k:
+            return k
+        if twice and twice[0] >= min(MIN_DOUBLED_EDGE, k):
+            return twice[0]
+        if not fits:
+            raise MemoryBudgetError(
+                f"pl.matmul: no K block of the [{m}, {k}] @ [{k}, {n}] tile product fits the cube's L0 "
+                "buffers",
+                call.span,
+                "multiply fewer rows or columns at a time (slices of the operands)",
+            )
+        return fits[0]
+
+    def extract(
+        self, x: Expr, offsets: tuple[int, int], shape: tuple[int, int], space: MemorySpace, call: Call
+    ) -> Assign:
+        """A block of the Mat tile ``x`` moved into ``space`` (Left or Right); all of it, a move."""
+        if x.type.shape == shape:  # type: ignore[attr-defined]
+            value = make_call(tile.move, (x,), {"target_memory": space}, call.span)
+        else:
+            starts = index_tuple([Const(o, INDEX) for o in offsets])
+            value = make_call(tile.extract, (x, starts), {"shape": shape, "target_memory": space}, call.span)
+        base = getattr(x, "name", "operand")
+        suffix = "left" if space is MemorySpace.Left else "right"
+        var = Var(self.names.fresh(f"{base}_{suffix}"), value.type, call.span)
+        return Assign(var, value, call.span)
 
     def split(self, stmt: Assign, rest: tuple[Stmt, ...]) -> tuple[list[Stmt], list[Eval]]:
         call = stmt.value
@@ -327,6 +418,19 @@ class _Blocker:
         base = getattr(x, "name", "view")
         var = Var(self.names.fresh(f"{base}_{offsets[0]}_{offsets[1]}"), value.type, call.span)
         return Assign(var, value, call.span)
+
+
+def _staged(stmt: Stmt) -> bool:
+    """A tile matmul whose operands the compiler stages into L0 (Mat / Vec, not Left / Right)."""
+    call = stmt.value if isinstance(stmt, Assign) else None
+    if not (isinstance(call, Call) and call.op in (tile.matmul, tile.matmul_acc)):
+        return False
+    a, b = (x.type for x in call.args[-2:])
+    return isinstance(a, TileType) and isinstance(b, TileType) and staged(call.op, a, b)
+
+
+def _trans_attrs(call: Call) -> dict[str, bool]:
+    return {k: True for k in ("a_trans", "b_trans") if call.attrs.get(k)}
 
 
 def _columns(call: Call) -> int:

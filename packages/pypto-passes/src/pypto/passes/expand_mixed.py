@@ -48,11 +48,27 @@ from pypto.ir.nodes import (
     While,
     nested_bodies,
     pick_carried,
+    stmt_bindings,
+    stmt_exprs,
     used_vars,
     walk_stmts,
     with_bodies,
 )
-from pypto.ir.ops import GmAccess, Ordering, PipeAction, PipeDirection, PipeEnd, get_op, op, pipe_op, trait_of
+from pypto.ir.ops import (
+    GmAccess,
+    Ordering,
+    PipeAction,
+    PipeDirection,
+    PipeEnd,
+    get_op,
+    op,
+    pipe_op,
+    short_name,
+    trait_of,
+    user_name,
+)
+from pypto.ir.ops import system as system_ops
+from pypto.ir.ops import tile as tile_ops
 from pypto.ir.rewrite import NameGen, at_function, map_effect_calls
 from pypto.ir.sides import Side, call_side, first_ops_by_side, is_boundary, space_side
 from pypto.ir.valid import build_as_parsed
@@ -127,7 +143,7 @@ def _inline_regions(body: tuple[Stmt, ...], fn: Function) -> tuple[Stmt, ...]:
                     "move the region into the AIV function (or write the kernel as one "
                     "pl.FunctionType.InCore function / pl.at scope, which the compiler splits)",
                 )
-            out.append(Assign(stmt.lane, make_call(op.get_subblock_idx, ()), stmt.span))
+            out.append(Assign(stmt.lane, make_call(tile_ops.get_subblock_idx, ()), stmt.span))
             out.extend(_inline_regions(stmt.body, fn))
         elif isinstance(stmt, (For, While, If)):
             out.append(with_bodies(stmt, tuple(_inline_regions(b, fn) for b in nested_bodies(stmt))))
@@ -174,6 +190,7 @@ class ExpandMixedKernel:
         """``fn`` as a Group, AIC and AIV kernel (or one AIC / AIV kernel); ``names`` are those
         the program has taken, so that the new kernels' names are unique in it."""
         names = names if names is not None else NameGen([fn.name])
+        fn = _with_default_depths(fn, target)
         sides = first_ops_by_side(fn)
         hint = fn.attrs.get("name_hint", fn.name)
         attrs = {k: v for k, v in fn.attrs.items() if k != "name_hint"}
@@ -230,7 +247,7 @@ class ExpandMixedKernel:
         return [group, aic, aiv]
 
 
-_POPS = frozenset({op.tpop_from_aic, op.tpop_from_aiv})
+_POPS = frozenset({tile_ops.tpop_from_aic, tile_ops.tpop_from_aiv})
 
 
 def _loads_before_pops(body: tuple[Stmt, ...], written: set[Var]) -> tuple[Stmt, ...]:
@@ -320,7 +337,8 @@ def _check_pipes_set_up(fn: Function, inits: list[Call]) -> None:
         first = inits[0]
         raise ParseError(
             f"pl.cross_core_slot(slot_num={slot_num}) sets the depth of the automatic pipe, but this scope "
-            f"sets up its pipe by hand (pl.{first.op} at line {first.span.line if first.span else '?'}, "
+            f"sets up its pipe by hand ({user_name(first.op)} at line "
+            f"{first.span.line if first.span else '?'}, "
             f"slot_num={first.attrs.get('slot_num')})",
             fn.span,
             f"drop pl.cross_core_slot(...) and write slot_num={slot_num} in both initialize_pipe calls",
@@ -336,16 +354,18 @@ def _check_pipes_set_up(fn: Function, inits: list[Call]) -> None:
         bit = direction.mask_bit
         missing = [_init_op(side) for side in (Side.CUBE, Side.VECTOR) if not masks.get(side, 0) & bit]
         if missing:
-            calls = [f"pl.{name}(dir_mask={bit}, slot_size=..., slot_num=...)" for name in missing]
+            calls = [
+                f"pl.{short_name(name)}(dir_mask={bit}, slot_size=..., slot_num=...)" for name in missing
+            ]
             setup = " and ".join(calls)
             raise ParseError(
-                f"pl.{call.op} uses the {direction.arrow} pipe, which this kernel never sets up",
+                f"pl.{short_name(call.op)} uses the {direction.arrow} pipe, which this kernel never sets up",
                 call.span,
                 f"start the kernel with {setup}",
             )
 
 
-_BUFFER_SIDE = (op.reserve_buffer, op.import_peer_buffer)
+_BUFFER_SIDE = (system_ops.reserve_buffer, system_ops.import_peer_buffer)
 
 
 def _buffers_of(fn: Function) -> dict[str, Side]:
@@ -370,7 +390,8 @@ def _check_scope_buffers(fn: Function) -> None:
             continue
         name = call.attrs["name"]
         raise PipeSetupError(
-            f"{call.op}(name={name!r}) in the pl.at scope {fn.attrs.get('name_hint', fn.name)}: no pipe "
+            f"{short_name(call.op)}"
+            f"(name={name!r}) in the pl.at scope {fn.attrs.get('name_hint', fn.name)}: no pipe "
             "setup of the scope names the buffer, so it has no side",
             call.span,
             "pass the buffer to both setups, e.g. pl.aic_initialize_pipe(dir_mask=1, slot_size=..., "
@@ -394,6 +415,21 @@ def _with_buffers(program: Program, expanded: list[Function], target: Target) ->
     return out
 
 
+def _with_default_depths(fn: Function, target: Target) -> Function:
+    """The scope's pipe setups that name neither a depth nor a ring buffer, given the depth the
+    consumer holds: ``local_slot_num``, else the target's default (see :func:`resolve_pipes`)."""
+
+    def settled(call: Call) -> Call:
+        if not _is_init(call) or call.attrs.get("slot_num") is not None:
+            return call
+        if any(call.attrs.get(buffer_attr(d)) for d in PipeDirection):
+            return call  # its buffer gives the depth (_with_buffers)
+        depth = call.attrs.get("local_slot_num") or target.default_slot_num
+        return replace(call, attrs={**call.attrs, "slot_num": depth})
+
+    return replace(fn, body=map_effect_calls(fn.body, settled))
+
+
 def _user_pipe_inits(fn: Function) -> list[Call]:
     return [
         s.value
@@ -407,12 +443,31 @@ def _is_init(call: Call) -> bool:
     return end is not None and end.action is PipeAction.INIT
 
 
+def _check_cube_follows(stmt: Stmt, lane_values: set[Var]) -> None:
+    """A region's loop or if that holds a crossing runs on the cube too (its push or pop), so its
+    condition or bounds may not read the lane, or values only the lanes compute."""
+    header = list(stmt_exprs(stmt) if not isinstance(stmt, While) else (stmt.cond,))
+    read = next((v for e in header for v in used_vars(e) if v in lane_values), None)
+    if read is None:
+        return
+    construct = "branch" if isinstance(stmt, If) else "loop"
+    raise ParseError(
+        f"a crossing (pl.aiv_shard / pl.aic_gather) sits under a {construct} "
+        f"that reads '{read.name}', a value of the lanes: the cube, which pushes or pops the tile, "
+        "cannot follow it",
+        stmt.span,
+        "shard at the top of the region and gather at its end, outside lane-dependent control flow; "
+        "guard only the lane's own work",
+    )
+
+
 @dataclass
 class _SideSplitter:
     mode: SplitMode
     pipes: _Pipes
     explicit: bool
     buffer_sides: dict[str, Side] = field(default_factory=dict)  # reserved buffer name -> its side
+    lane_values: set[Var] = field(default_factory=set)  # what the lanes of the region being split bind
 
     def block(self, body: tuple[Stmt, ...], in_region: bool) -> tuple[tuple[Stmt, ...], tuple[Stmt, ...]]:
         cube: list[Stmt] = []
@@ -420,17 +475,26 @@ class _SideSplitter:
         for stmt in body:
             if isinstance(stmt, SplitAivRegion):
                 self.check_region(stmt)
-                lane = Assign(stmt.lane, make_call(op.get_subblock_idx, ()), stmt.span)
-                _, inner = self.block(stmt.body, in_region=True)
+                self.lane_values = {stmt.lane} | {v for s in walk_stmts(stmt.body) for v in stmt_bindings(s)}
+                lane = Assign(stmt.lane, make_call(tile_ops.get_subblock_idx, ()), stmt.span)
+                # The cube takes part only in the region's crossings: it pushes what the lanes
+                # shard and pops what they gather.
+                crossings, inner = self.block(stmt.body, in_region=True)
+                cube.extend(crossings)
                 vector.extend((lane, *inner))
             elif isinstance(stmt, (For, While, If)):
                 sides = [self.block(b, in_region) for b in nested_bodies(stmt)]
+                if in_region and any(c for c, _ in sides):
+                    _check_cube_follows(stmt, self.lane_values)
                 for side, out, side_bodies in (
                     (Side.CUBE, cube, [c for c, _ in sides]),
                     (Side.VECTOR, vector, [v for _, v in sides]),
                 ):
                     on_side = _carried_on(with_bodies(stmt, tuple(side_bodies)), side)
-                    if any(side_bodies) or bool(getattr(on_side, "results", None)):
+                    carries = bool(getattr(on_side, "results", None)) and not (
+                        in_region and side is Side.CUBE
+                    )
+                    if any(side_bodies) or carries:
                         out.append(on_side)
             elif isinstance(stmt, (Assign, Eval)) and isinstance(stmt.value, Call):
                 c, v = self.statement(stmt, in_region)
@@ -453,6 +517,8 @@ class _SideSplitter:
             side = self.buffer_side(call)
         if side is None and self.explicit and get_op(call.op).has(Ordering):
             side = Side.VECTOR if in_region else Side.CUBE
+        if side is None and in_region:
+            side = Side.VECTOR  # a region's control state is the lanes' own
         if side is None:
             return [stmt], [stmt]
         return ([stmt], []) if side is Side.CUBE else ([], [stmt])
@@ -462,7 +528,7 @@ class _SideSplitter:
         on the side that produces into it (by the direction the scope's setup uses it for)."""
         consumer = self.buffer_sides[call.attrs["name"]]  # _check_scope_buffers: every one is named
         producer = Side.CUBE if consumer is Side.VECTOR else Side.VECTOR
-        return consumer if call.op == op.reserve_buffer else producer
+        return consumer if call.op == system_ops.reserve_buffer else producer
 
     def boundary(self, stmt: Assign | Eval, call: Call) -> tuple[list[Stmt], list[Stmt]]:
         assert isinstance(stmt, Assign)
@@ -471,14 +537,14 @@ class _SideSplitter:
         assert isinstance(t, TileType)
         split = call.attrs.get("split", self.mode)
         pop_attrs = {"shape": t.shape, "dtype": t.dtype, "split": split}
-        if call.op == op.aiv_shard:
+        if call.op == tile_ops.aiv_shard:
             self.pipes.note(C2V, value.type)
-            push = Eval(make_call(op.tpush_to_aiv, (value,), {"split": split}, call.span), stmt.span)
-            pop = Assign(target, make_call(op.tpop_from_aic, (), pop_attrs, call.span), stmt.span)
+            push = Eval(make_call(tile_ops.tpush_to_aiv, (value,), {"split": split}, call.span), stmt.span)
+            pop = Assign(target, make_call(tile_ops.tpop_from_aic, (), pop_attrs, call.span), stmt.span)
             return [push], [pop]
         self.pipes.note(V2C, t)
-        push = Eval(make_call(op.tpush_to_aic, (value,), {"split": split}, call.span), stmt.span)
-        pop = Assign(target, make_call(op.tpop_from_aiv, (), pop_attrs, call.span), stmt.span)
+        push = Eval(make_call(tile_ops.tpush_to_aic, (value,), {"split": split}, call.span), stmt.span)
+        pop = Assign(target, make_call(tile_ops.tpop_from_aiv, (), pop_attrs, call.span), stmt.span)
         return [pop], [push]
 
     def check_region(self, region: SplitAivRegion) -> None:
@@ -486,10 +552,11 @@ class _SideSplitter:
             if not isinstance(stmt, (Assign, Eval)) or not isinstance(stmt.value, Call):
                 continue
             call = stmt.value
-            if is_boundary(call) or call_side(call) is Side.CUBE:
+            if call_side(call) is Side.CUBE and not is_boundary(call):
                 raise ParseError(
-                    f"pl.{call.op.split('.', 1)[-1]} runs on the cube side and cannot sit inside a "
-                    "pl.split_aiv region, whose body runs on the AIV lanes",
+                    f"cube op pl.{call.op.split('.', 1)[-1]} inside a pl.split_aiv region, whose body "
+                    "runs on the AIV lanes",
                     call.span,
-                    "move it before the region (aiv_shard) or after it (aic_gather)",
+                    "move it before or after the region; hand tiles across with pl.aiv_shard / "
+                    "pl.aic_gather inside the region",
                 )

@@ -147,7 +147,7 @@ class OutlineScopes:
                 scope.span,
                 "use pl.at(level=pl.Level.CORE_GROUP)",
             )
-        kernel_name = names.fresh(scope.name_hint or f"{entry.name}_incore")
+        kernel_name = names.fresh(scope.name_hint or _anonymous_name(entry, names))
         kernel_names = NameGen(v.name for v in (*defined_vars(scope.body), *free_vars(scope.body)))
         outside_uses = set(vars_used_in(_without(entry.body, scope)))
         aliased = _write_aliases(scope.body)
@@ -374,3 +374,12 @@ def _without(body: tuple[Stmt, ...], scope: ScopeStmt) -> tuple[Stmt, ...]:
             stmt = with_bodies(stmt, tuple(_without(b, scope) for b in nested_bodies(stmt)))
         out.append(stmt)
     return tuple(out)
+
+
+def _anonymous_name(entry: Function, names: NameGen) -> str:
+    """A scope without ``name_hint``: ``<function>_incore_<n>``, numbered from 0 in the order the
+    function's scopes are outlined (as PyPTO names them)."""
+    n = 0
+    while f"{entry.name}_incore_{n}" in names.taken:
+        n += 1
+    return f"{entry.name}_incore_{n}"

@@ -36,7 +36,9 @@ from pypto.ir import (
 )
 from pypto.ir.memory import plain_ring_name
 from pypto.ir.nodes import walk_stmts
-from pypto.ir.ops import PipeDirection, PipeEnd, get_op, op, trait_of
+from pypto.ir.ops import PipeDirection, PipeEnd, get_op, op, short_name, trait_of
+from pypto.ir.ops import system as system_ops
+from pypto.ir.ops import tile as tile_ops
 from pypto.ir.rewrite import map_effect_calls
 
 RING_REASON = "cross-core pipe ring"
@@ -44,7 +46,7 @@ KERNELS = (FunctionKind.AIC, FunctionKind.AIV)
 # The kind of kernel that consumes each direction, and where its ring lives.
 CONSUMER = {PipeDirection.C2V: FunctionKind.AIV, PipeDirection.V2C: FunctionKind.AIC}
 RING_SPACE = {PipeDirection.C2V: MemorySpace.Vec, PipeDirection.V2C: MemorySpace.Mat}
-INIT_OPS = (op.aic_initialize_pipe, op.aiv_initialize_pipe)
+INIT_OPS = (system_ops.aic_initialize_pipe, system_ops.aiv_initialize_pipe)
 
 
 def buffer_attr(direction: PipeDirection) -> str:
@@ -83,7 +85,7 @@ def _place_buffers(fn: Function, target: Target) -> dict[str, Buffer]:
     """The kernel's reserved buffers: fixed ``base`` kept, the others packed above them."""
     space = MemorySpace.Vec if fn.kind is FunctionKind.AIV else MemorySpace.Mat
     align = target.spec(space).alignment
-    calls = list(_calls(fn.body, op.reserve_buffer))
+    calls = list(_calls(fn.body, system_ops.reserve_buffer))
     placed: dict[str, Buffer] = {}
     for call in calls:
         name = call.attrs["name"]
@@ -136,7 +138,7 @@ def resolve_pipes(program: Program, target: Target) -> Program:
         fn.name: _Kernel(
             fn,
             _place_buffers(fn, target),
-            {c.attrs["name"]: c for c in _calls(fn.body, op.import_peer_buffer)},
+            {c.attrs["name"]: c for c in _calls(fn.body, system_ops.import_peer_buffer)},
         )
         for fn in program.functions.values()
         if fn.kind in KERNELS
@@ -148,7 +150,8 @@ def resolve_pipes(program: Program, target: Target) -> Program:
     for fn in program.functions.values():
         kernel = kernels.get(fn.name)
         if kernel is not None:
-            fn = _resolve_kernel(kernel, [kernels[p] for p in peers.get(fn.name, ()) if p in kernels])
+            peer_kernels = [kernels[p] for p in peers.get(fn.name, ()) if p in kernels]
+            fn = _resolve_kernel(kernel, peer_kernels, target.default_slot_num)
         funcs.append(fn)
     resolved = program.with_functions(tuple(funcs))
     _check_groups(resolved)
@@ -166,7 +169,7 @@ def _peers(program: Program) -> dict[str, set[str]]:
     return peers
 
 
-def _resolve_kernel(kernel: _Kernel, peers: list[_Kernel]) -> Function:
+def _resolve_kernel(kernel: _Kernel, peers: list[_Kernel], default_depth: int) -> Function:
     fn = kernel.fn
     for name, call in kernel.imports.items():
         _peer_buffer(kernel, peers, name, call)
@@ -176,17 +179,17 @@ def _resolve_kernel(kernel: _Kernel, peers: list[_Kernel]) -> Function:
             initialized.add((direction, pipe_id(call)))
     for call in _calls(fn.body, *_PIPE_ENDS):
         _check_initialized(fn, call, initialized)
-    body = map_effect_calls(fn.body, lambda call: _settle(kernel, peers, call))
+    body = map_effect_calls(fn.body, lambda call: _settle(kernel, peers, call, default_depth))
     return replace(fn, body=body)
 
 
 _PIPE_ENDS = (
-    op.tpush_to_aiv,
-    op.tpush_to_aic,
-    op.tpop_from_aic,
-    op.tpop_from_aiv,
-    op.tfree_to_aic,
-    op.tfree_to_aiv,
+    tile_ops.tpush_to_aiv,
+    tile_ops.tpush_to_aic,
+    tile_ops.tpop_from_aic,
+    tile_ops.tpop_from_aiv,
+    system_ops.tfree_to_aic,
+    system_ops.tfree_to_aiv,
 )
 
 
@@ -200,11 +203,12 @@ def _check_initialized(fn: Function, call: Call, initialized: set[tuple[PipeDire
     have = f"it initializes id {', '.join(map(str, ids))}" if ids else "it initializes none"
     init = "aic_initialize_pipe" if fn.kind is FunctionKind.AIC else "aiv_initialize_pipe"
     raise PipeSetupError(
-        f"{call.op}(id={pipe}) in kernel {fn.name} uses {end.direction.value} pipe {pipe}, which the "
+        f"{short_name(call.op)}"
+        f"(id={pipe}) in kernel {fn.name} uses {end.direction.value} pipe {pipe}, which the "
         f"kernel never initializes ({have} of that direction)",
         call.span,
         f"call pl.{init}(dir_mask=..., slot_size=..., id={pipe}) with a dir_mask that includes "
-        f"{end.direction.mask_bit} before the first {call.op}",
+        f"{end.direction.mask_bit} before the first {short_name(call.op)}",
     )
 
 
@@ -226,9 +230,12 @@ def _peer_buffer(kernel: _Kernel, peers: list[_Kernel], name: str, call: Call) -
     )
 
 
-def _settle(kernel: _Kernel, peers: list[_Kernel], call: Call) -> Call:
-    """A reserve_buffer with its base, an init with its ring depth; other calls unchanged."""
-    if call.op == op.reserve_buffer:
+def _settle(kernel: _Kernel, peers: list[_Kernel], call: Call, default_depth: int) -> Call:
+    """A reserve_buffer with its base, an init with its ring depth; other calls unchanged. A
+    setup that names neither a depth nor a buffer gets ``default_depth`` slots in the consumer's
+    memory (the target's, as the automatic pipe: on A2/A3 the deeper ring PTOAS keeps lives in
+    global memory, and the consumer holds this many slots of it)."""
+    if call.op == system_ops.reserve_buffer:
         return _with_attrs(call, base=kernel.buffers[call.attrs["name"]].base)
     if call.op not in INIT_OPS:
         return call
@@ -243,7 +250,8 @@ def _settle(kernel: _Kernel, peers: list[_Kernel], call: Call) -> Call:
             depth = holds
         if depth < 1 or depth > holds:
             raise PipeSetupError(
-                f"{call.op}: the {direction.value} ring of {depth or 1} x {slot_size} bytes does not fit "
+                f"{short_name(call.op)}"
+                f": the {direction.value} ring of {depth or 1} x {slot_size} bytes does not fit "
                 f"buffer {buffer.name!r} of {buffer.size} bytes (reserved at {_line(buffer.span)})",
                 call.span,
                 f"reserve size >= slot_num * slot_size = {(depth or 1) * slot_size} bytes, or lower "
@@ -251,6 +259,8 @@ def _settle(kernel: _Kernel, peers: list[_Kernel], call: Call) -> Call:
                 if holds
                 else f"reserve at least slot_size = {slot_size} bytes",
             )
+    if depth is None:
+        depth = default_depth
     return _with_attrs(call, slot_num=depth) if call.attrs.get("slot_num") != depth else call
 
 
@@ -266,7 +276,8 @@ def _ring_buffer(
     if consumes:
         if name not in kernel.buffers:
             raise PipeSetupError(
-                f"{call.op}: {buffer_attr(direction)}={name!r} names no buffer kernel {kernel.fn.name} "
+                f"{short_name(call.op)}"
+                f": {buffer_attr(direction)}={name!r} names no buffer kernel {kernel.fn.name} "
                 f"reserves; the {direction.value} ring lives in this kernel's {RING_SPACE[direction].name}",
                 call.span,
                 f'reserve it first: {name} = pl.reserve_buffer(name="{name}", size=slot_num * slot_size)',
@@ -275,7 +286,7 @@ def _ring_buffer(
     imported = kernel.imports.get(name)
     if imported is None:
         raise PipeSetupError(
-            f"{call.op}: {buffer_attr(direction)}={name!r} is the peer's buffer, which kernel "
+            f"{short_name(call.op)}: {buffer_attr(direction)}={name!r} is the peer's buffer, which kernel "
             f"{kernel.fn.name} does not import",
             call.span,
             f'import it first: {name} = pl.import_peer_buffer(name="{name}")',
@@ -322,7 +333,7 @@ def kernel_rings(fn: Function) -> tuple[Reservation, ...]:
     space = MemorySpace.Vec if fn.kind is FunctionKind.AIV else MemorySpace.Mat
     setups = list(_calls(fn.body, *INIT_OPS))
     rings: list[Reservation] = []
-    for buf in _calls(fn.body, op.reserve_buffer):
+    for buf in _calls(fn.body, system_ops.reserve_buffer):
         name = buf.attrs["name"]
         user = next((c for c in setups if name in (c.attrs.get(buffer_attr(d)) for d in consumed)), None)
         slot_size = user.attrs["slot_size"] if user is not None else None
@@ -335,5 +346,6 @@ def kernel_rings(fn: Function) -> tuple[Reservation, ...]:
             if call.attrs.get(buffer_attr(direction)) is None:
                 plain = plain_ring_name(direction.value, pipe_id(call))
                 size = depth * slot_size
-                rings.append(Reservation(space, size, RING_REASON, False, slot_size, call.span, None, plain))
+                base = call.attrs.get(f"{direction.value}_consumer_base")
+                rings.append(Reservation(space, size, RING_REASON, False, slot_size, call.span, base, plain))
     return tuple(rings)

@@ -13,7 +13,7 @@ from typing import ClassVar
 
 from pypto.ir import Assign, Call, Eval, Function, FunctionKind, Program, Stmt, Var, make_call
 from pypto.ir.nodes import nested_bodies, stmt_end_exprs, stmt_exprs, used_vars, walk_stmts, with_bodies
-from pypto.ir.ops import PipeAction, PipeEnd, pipe_op, trait_of
+from pypto.ir.ops import PipeAction, PipeEnd, pipe_op, short_name, trait_of
 from pypto.ir.rewrite import map_functions
 from pypto.passes.manager import PassContext
 
@@ -88,7 +88,8 @@ def _check_freed(fn: Function, body: tuple[Stmt, ...], ctx: PassContext) -> None
             call = stmt.value  # type: ignore[attr-defined]
             where = f"{call.span}: " if call.span else ""
             ctx.warn(
-                f"{where}in {fn.name}: the tile {popped.name} popped by pl.{call.op} is not freed "
+                f"{where}in {fn.name}: the tile {popped.name} popped by pl.{short_name(call.op)} is not "
+                f"freed "
                 f"on every path; add pl.{free_of(call)}({popped.name}) after its last use, or "
                 "the producer stalls once the ring is full"
             )

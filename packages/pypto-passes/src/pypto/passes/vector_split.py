@@ -60,15 +60,25 @@ from pypto.ir.nodes import (
     LOOP_STMTS,
     While,
     nested_bodies,
+    stmt_bindings,
     stmt_exprs,
+    used_vars,
     walk_expr,
     walk_stmts,
     with_bodies,
 )
-from pypto.ir.ops import ALL, SPLIT_FREELY, SplitPolicy, op, scalar, split_axis, split_shape, trait_of
+from pypto.ir.ops import (
+    ALL,
+    SPLIT_FREELY,
+    SplitPolicy,
+    scalar,
+    split_axis,
+    split_shape,
+    trait_of,
+)
 from pypto.ir.ops import tile as tile_ops
 from pypto.ir.rewrite import NameGen, index_add, index_tuple, map_functions, substitute_expr
-from pypto.ir.sides import Side, call_side, first_ops_by_side, is_crossing, is_mixed
+from pypto.ir.sides import Side, call_side, first_ops_by_side, is_crossing, is_mixed, written_per_lane
 from pypto.ir.valid import build_as_parsed
 from pypto.passes.manager import PassContext
 
@@ -93,7 +103,7 @@ class _Rejected(Exception):
 def _lowered(fn: Function) -> bool:
     """Whether this pass already split ``fn`` (a printed dump read back and compiled again): its
     lanes read their index, and the cube's tiles reach them through shards and gathers."""
-    marks = (op.get_subblock_idx, op.aiv_shard, op.aic_gather)
+    marks = (tile_ops.get_subblock_idx, tile_ops.aiv_shard, tile_ops.aic_gather)
     return any(
         isinstance(e, Call) and e.op in marks
         for s in walk_stmts(fn.body)
@@ -112,11 +122,39 @@ class LowerAutoVectorSplit:
     pipeline_name: ClassVar[str] = "vector-split"
 
     def run(self, program: Program, ctx: PassContext) -> Program:
+        program = map_functions(program, (FunctionKind.AIV,), self.lower_vector_half)
         return map_functions(program, (FunctionKind.InCore,), self.lower)
 
+    def lower_vector_half(self, fn: Function) -> Function:
+        """A hand-written AIV function with ``split`` in its attributes (and not ``split_aiv``,
+        which says it is written per lane) is written at full size, like the vector side of a
+        ``pl.split`` scope: its pops, loads, tiles and stores are halved across the two lanes,
+        each lane's valid extent is its part of the full one and its offsets shift by
+        ``lane * share`` along the split axis."""
+        mode = fn.attrs.get("split")
+        if split_axis(mode) is None or fn.attrs.get("split_aiv"):
+            return fn
+        assert mode is not None
+        names = NameGen.for_function(fn)
+        lane = Var(names.fresh("lane"), INDEX, fn.span)
+        try:
+            body = _Splitter(fn, mode, lane).block(fn.body)
+        except _Rejected as rejected:
+            raise ParseError(
+                rejected.message.replace("pl.split(", f"the AIV function {fn.name} split ("),
+                rejected.span or fn.span,
+                (f"{rejected.fix}; or " if rejected.fix else "")
+                + "write the function per lane: pl.func_attr({'split': ..., 'split_aiv': True}) with the "
+                "lanes' shapes and offsets by pl.get_subblock_idx()",
+            ) from None
+        body = (Assign(lane, make_call(tile_ops.get_subblock_idx, ()), fn.span), *body)
+        return replace(fn, body=build_as_parsed(body, names.fresh), attrs={**fn.attrs, "split_aiv": True})
+
     def lower(self, fn: Function) -> Function:
+        if has_split_regions(fn):
+            return replace(fn, body=_halved_regions(fn, fn.body, NameGen.for_function(fn)))
         mode = fn.attrs.get("split") or SplitMode.NONE
-        if not _splits(fn, mode) or has_split_regions(fn) or _lowered(fn):
+        if not _splits(fn, mode) or _lowered(fn):
             return fn
         names = NameGen.for_function(fn)
         lane = Var(names.fresh("lane"), INDEX, fn.span)
@@ -126,11 +164,63 @@ class LowerAutoVectorSplit:
             hint = _hint(fn, mode, lane, rejected.fix)
             raise ParseError(rejected.message, rejected.span or fn.span, hint) from None
         if split_axis(mode) is not None:
-            body = (Assign(lane, make_call(op.get_subblock_idx, ()), fn.span), *body)
+            body = (Assign(lane, make_call(tile_ops.get_subblock_idx, ()), fn.span), *body)
             # A lane's share of an odd extent (or of a partial tile) is partial: its reductions
             # see only the real region, built as the parser builds them.
             body = build_as_parsed(body, names.fresh)
-        return replace(fn, body=body, attrs={**fn.attrs, "split": mode})
+        # Written per lane now (split_aiv): printed, it reads back with its shards and gathers.
+        return replace(fn, body=body, attrs={**fn.attrs, "split": mode, "split_aiv": True})
+
+
+def _halved_regions(fn: Function, body: tuple[Stmt, ...], names: NameGen) -> tuple[Stmt, ...]:
+    """``body`` with each data-parallel ``pl.split_aiv`` region written at full width (one that
+    names no crossing) halved across the lanes, as a ``pl.split`` scope's vector side is: loads
+    and stores of the lane's share at ``lane * share``, tiles of its shape. A region that names a
+    crossing is written per lane already, and a ``NONE`` region runs whole on both lanes."""
+    out: list[Stmt] = []
+    for stmt in body:
+        if isinstance(stmt, SplitAivRegion):
+            if split_axis(stmt.mode) is not None and not written_per_lane(stmt):
+                stmt = replace(stmt, body=_halved_region(fn, stmt, names))
+        elif nested_bodies(stmt):
+            stmt = with_bodies(stmt, tuple(_halved_regions(fn, b, names) for b in nested_bodies(stmt)))
+        out.append(stmt)
+    return tuple(out)
+
+
+def _halved_region(fn: Function, region: SplitAivRegion, names: NameGen) -> tuple[Stmt, ...]:
+    """A full-width data-parallel region's body on the lane's share."""
+    bound = {v for s in walk_stmts(region.body) for v in stmt_bindings(s)}
+    for s in walk_stmts(region.body):
+        for x in stmt_exprs(s):
+            outside = next(
+                (
+                    v
+                    for v in used_vars(x)
+                    if v not in bound
+                    and isinstance(v.type, TileType)
+                    and v.type.memory_space is MemorySpace.Vec
+                ),
+                None,
+            )
+            if outside is not None:
+                raise ParseError(
+                    f"the pl.split_aiv region ({region.mode!r}) is halved across the lanes, but it reads "
+                    f"'{outside.name}', a full-width tile made outside it",
+                    s.span or region.span,
+                    "load (or make) the tile inside the region, which then halves it too; or write the "
+                    "region per lane with pl.aiv_shard / an offset by the region's lane",
+                )
+    try:
+        body = _Splitter(fn, region.mode, region.lane).block(region.body)
+    except _Rejected as rejected:
+        raise ParseError(
+            rejected.message.replace("pl.split(", "pl.split_aiv(2, mode="),
+            rejected.span or region.span,
+            (f"{rejected.fix}; or " if rejected.fix else "")
+            + "use a region of mode=pl.SplitMode.NONE for this phase, or write the region per lane",
+        ) from None
+    return build_as_parsed(body, names.fresh)
 
 
 def _accepts(fn: Function, mode: SplitMode, lane: Var) -> bool:
@@ -176,6 +266,10 @@ class _Splitter:
         self.axis = split_axis(self.mode)
         self.mapping: dict[Var, Expr] = {}
         self.replicated: set[Var] = set()  # lowered tiles every lane holds whole
+        # Lowered tiles split along the other axis: a lane's [s, 1] share reshaped to [1, s]
+        # (under UP_DOWN; [1, s] to [s, 1] under LEFT_RIGHT), until reshaped back.
+        self.crosswise: set[Var] = set()
+        self.made_crosswise = False  # the last call() made a crosswise tile
 
     def block(self, body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
         out: list[Stmt] = []
@@ -243,15 +337,20 @@ class _Splitter:
         self.mapping[old] = new
         if value in self.replicated:
             self.replicated.add(new)
+        if value in self.crosswise:
+            self.crosswise.add(new)
         return new
 
     def assign(self, stmt: Assign) -> list[Stmt]:
         call = stmt.value
         assert isinstance(call, Call)
         if not is_crossing(call):
+            self.made_crosswise = False
             value = self.call(call, stmt.target.name)
             target = self.bind(stmt.target, value, stmt)
-            if self.held_whole(call, value.args):
+            if self.made_crosswise:
+                self.crosswise.add(target.target)
+            elif self.held_whole(call, value.args):
                 self.replicated.add(target.target)
             return [target]
         src = substitute_expr(call.args[0], self.mapping)
@@ -263,12 +362,12 @@ class _Splitter:
         stmts: list[Stmt] = []
         if dst is MemorySpace.Vec:
             self.check_extent(src.type.shape, _name(src, stmt.target.name), span)  # type: ignore[attr-defined]
-            shard = make_call(op.aiv_shard, (src,), attrs, call.span)
+            shard = make_call(tile_ops.aiv_shard, (src,), attrs, call.span)
             if original.valid_shape is not None:
                 lane = self.valid(original.valid_shape, original.shape, shard.type.shape)  # type: ignore[attr-defined]
                 shard = self.revalidated(shard, lane, stmt, stmts)
             return [*stmts, self.bind(stmt.target, shard, stmt)]
-        gathered = make_call(op.aic_gather, (src,), attrs, call.span)
+        gathered = make_call(tile_ops.aic_gather, (src,), attrs, call.span)
         full = original.shape
         if gathered.type.shape != full:  # type: ignore[attr-defined]
             gathered = self.trimmed(gathered, full, stmt, stmts)
@@ -308,8 +407,12 @@ class _Splitter:
         args = tuple(substitute_expr(a, self.mapping) for a in call.args)
         if self.axis is None:
             return call if args == call.args else make_call(call.op, args, call.attrs, call.span)
+        if any(a in self.crosswise for a in args):
+            return self.crosswise_call(call, args)
         if call.op in _STORES | _PARTIAL_STORES and args[0] in self.replicated:
             return self.store_from_lane_0(call, args)
+        if call.op == tile_ops.tpop_from_aic:
+            return self.popped_share(call, args, name)
         whole = self.held_whole(call, args)
         if not whole:
             halved = self.halved_region(call, args, name)
@@ -325,6 +428,13 @@ class _Splitter:
         if call.op in _STORES and _space(args[0]) is MemorySpace.Vec:
             return self.store(call, args)
         return make_call(call.op, args, call.attrs, call.span)
+
+    def popped_share(self, call: Call, args: tuple[Expr, ...], name: str | None) -> Call:
+        """A pop written at full size in a split AIV function: each lane pops its share (its
+        part of a declared valid shape)."""
+        shape = self.share(tuple(call.attrs["shape"]), name or "the popped tile", call)
+        valid = (self.lane_valid(args[0], shape),) if args else ()
+        return make_call(call.op, valid, {**call.attrs, "shape": shape}, call.span)
 
     def halved_region(self, call: Call, args: tuple[Expr, ...], name: str | None) -> Call | None:
         """``call`` on the lane's share when it names a region of a split tile — a Vec load or a
@@ -447,6 +557,50 @@ class _Splitter:
         """Is ``value`` a Vec tile the lanes hold in shares (not whole)?"""
         return _space(value) is MemorySpace.Vec and value not in self.replicated
 
+    def crosswise_call(self, call: Call, args: tuple[Expr, ...]) -> Call:
+        """``call`` on a crosswise tile (a lane's ``[s, 1]`` share reshaped to ``[1, s]``): a
+        reshape back gives the lane's share again, an element-wise op of crosswise tiles (and
+        scalars) is one too, and a store writes the lane's part of the row (its offset shifted
+        along the other axis); anything else would need the other lane's elements."""
+        assert self.axis is not None
+        other = 1 - self.axis
+        tiles = [a for a in args if isinstance(a.type, TileType)]
+        if call.op == tile_ops.reshape and args[0] in self.crosswise:
+            share = args[0].type.shape  # type: ignore[attr-defined]
+            after = tuple(call.attrs["shape"])
+            back = [1, 1]
+            back[self.axis] = share[other]
+            if len(after) == 2 and after[other] == 1:
+                return make_call(call.op, args, {**call.attrs, "shape": tuple(back)}, call.span)
+        elif call.op in _STORES and args[0] in self.crosswise and len(args) == 3:
+            share = args[0].type.shape  # type: ignore[attr-defined]
+            offsets = args[1]
+            assert isinstance(offsets, TupleExpr)
+            elements = list(offsets.elements)
+            step = make_call(scalar.mul, (self.lane, Const(share[other], INDEX)))
+            elements[other] = index_add(elements[other], step)
+            return make_call(call.op, (args[0], index_tuple(elements), args[2]), call.attrs, call.span)
+        else:
+            policy = trait_of(call, SplitPolicy) or SPLIT_FREELY
+            elementwise = (
+                call_side(call) is Side.VECTOR
+                and policy.needs_whole(0) == ()
+                and policy.needs_whole(1) == ()
+                and isinstance(call.type, TileType)
+                and all(a in self.crosswise for a in tiles)
+            )
+            if elementwise:
+                self.made_crosswise = True
+                return make_call(call.op, args, call.attrs, call.span)
+        row = "[1, R]" if self.axis == 0 else "[C, 1]"
+        raise _Rejected(
+            f"pl.split({self.mode!r}) holds the reshaped {row} tile as each lane's part of it: "
+            f"pl.{call.op.split('.', 1)[-1]}{self.at_line(call)} would need the other lane's part "
+            "(only element-wise ops of such tiles, their stores and a reshape back are split)",
+            call.span or self.fn.span,
+            "reshape the tile back before this op",
+        )
+
     def reshape(self, call: Call, args: tuple[Expr, ...]) -> Call:
         """A reshape of a lane's rows: under ``UP_DOWN`` a 2-D reshape whose row extents are both
         even keeps each lane's half of the elements (row-major, the first half of the rows before
@@ -455,6 +609,22 @@ class _Splitter:
         before = call.args[0].type.shape  # type: ignore[attr-defined]
         after = tuple(call.attrs["shape"])
         valid = call.args[0].type.valid_shape  # type: ignore[attr-defined]
+        assert self.axis is not None
+        other = 1 - self.axis
+        turned = (
+            len(before) == len(after) == 2
+            and before[other] == 1
+            and after[self.axis] == 1
+            and after[other] == before[self.axis]
+            and before[self.axis] % 2 == 0
+            and (valid is None or tuple(valid) == tuple(before))
+        )
+        if turned:  # [R, 1] -> [1, R] (rows): each lane's [R/2, 1] becomes its [1, R/2]
+            share = args[0].type.shape  # type: ignore[attr-defined]
+            shape = [1, 1]
+            shape[other] = share[self.axis]
+            self.made_crosswise = True
+            return make_call(call.op, args, {**call.attrs, "shape": tuple(shape)}, call.span)
         keeps_rows = (
             self.axis == 0
             and len(before) == len(after) == 2

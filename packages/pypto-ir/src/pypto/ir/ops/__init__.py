@@ -25,11 +25,11 @@ from pypto.ir.ops import (
     system_ops,
 )
 from pypto.ir.ops.array_ops import MAX_ARRAY_SIZE
-from pypto.ir.ops.crosscore import CUBE_OUT, RECEIVES, split_axis, split_shape
+from pypto.ir.ops.crosscore import CUBE_OUT, RECEIVES, is_crossing_op, split_axis, split_shape
 from pypto.ir.ops.cube import matmul_result_dtype
-from pypto.ir.ops.enums import PAD_VALUES, AtomicType, CastMode, PadValue
+from pypto.ir.ops.enums import PAD_VALUES, AtomicType, CastMode, PadValue, PipeType
 from pypto.ir.ops.movement import TILE_ASSEMBLE_PATHS
-from pypto.ir.ops.rules import check_same_rank, check_scalar_fits, user_name
+from pypto.ir.ops.rules import check_same_rank, check_scalar_fits, short_name, user_name
 from pypto.ir.ops.spec import (
     ALL,
     OPS,
@@ -148,6 +148,7 @@ __all__ = [
     "PipeAction",
     "PipeDirection",
     "PipeEnd",
+    "PipeType",
     "PlacesTile",
     "Reduction",
     "Role",
@@ -164,12 +165,14 @@ __all__ = [
     "check_scalar_fits",
     "declare",
     "get_op",
+    "is_crossing_op",
     "make_call",
     "matmul_result_dtype",
     "op",
     "ops_with",
     "pipe_op",
     "scalar",
+    "short_name",
     "split_axis",
     "split_shape",
     "system",

@@ -11,6 +11,7 @@ from pypto.ir.errors import SourceSpan
 from pypto.ir.nodes import Const, Expr, SplitMode, TupleExpr
 from pypto.ir.ops.rules import check_offsets, fail, index_result
 from pypto.ir.ops.spec import (
+    OPS,
     REQUIRED,
     Attr,
     Boundary,
@@ -39,6 +40,16 @@ RECEIVES = {Side.VECTOR: MemorySpace.Vec, Side.CUBE: MemorySpace.Mat}
 CUBE_OUT = (MemorySpace.Acc, MemorySpace.Mat)
 
 
+def is_crossing_op(op: str) -> bool:
+    """Whether ``op`` moves a tile between the cube and the lanes: a shard or a gather, or a
+    push or a pop of a pipe."""
+    spec = OPS.get(op)
+    if spec is None:
+        return False
+    end = spec.trait(PipeEnd)
+    return spec.has(Boundary) or (end is not None and end.action in (PipeAction.PUSH, PipeAction.POP))
+
+
 def split_axis(mode: SplitMode | None) -> int | None:
     """The dim a split halves: rows for UP_DOWN, columns for LEFT_RIGHT, none for NONE."""
     return {SplitMode.UP_DOWN: 0, SplitMode.LEFT_RIGHT: 1}.get(mode) if mode else None
@@ -57,15 +68,6 @@ def split_shape(shape: tuple[int, ...], mode: SplitMode | None) -> tuple[int, ..
 def pipe_init(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
     op = spec.name
     mask, size, num = attrs.get("dir_mask"), attrs.get("slot_size"), attrs.get("slot_num")
-    buffers = [attrs.get(f"{d}_consumer_buf") for d in ("c2v", "v2c")]
-    if num is None and not any(buffers):
-        raise fail(
-            op,
-            "needs slot_num= (the ring's depth) unless the ring is a reserved buffer",
-            span,
-            "write slot_num=2, or pass c2v_consumer_buf= / v2c_consumer_buf= the buffer of "
-            "pl.reserve_buffer (its depth is size // slot_size)",
-        )
     if isinstance(mask, bool) or mask not in (1, 2, 3):
         raise fail(
             op,
@@ -88,6 +90,18 @@ def pipe_init(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span
                 advice="pipe.slot_option",
                 name=name,
             )
+    local = attrs.get("local_slot_num")
+    if local is not None and num is not None and local > num:
+        raise fail(
+            op,
+            f"local_slot_num={local} exceeds slot_num={num}",
+            span,
+            "local_slot_num counts the slots the consumer holds locally: at most slot_num",
+        )
+    for name in ("c2v_consumer_base", "v2c_consumer_base"):
+        base = attrs.get(name)
+        if base is not None and (not isinstance(base, int) or isinstance(base, bool) or base < 0):
+            raise fail(op, f"{name} must be a byte address >= 0, got {base!r}", span, "pass 0 for none")
     pipe_id = attrs.get("id")
     if pipe_id is not None and (not isinstance(pipe_id, int) or isinstance(pipe_id, bool) or pipe_id < 0):
         raise fail(
@@ -222,6 +236,9 @@ def gather(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: S
 
 _SPLIT = Attr("split", SplitMode)
 _ID = Attr("id", int)  # which of the core group's pipes in that direction (absent: 0)
+# The rows (columns) of the split axis each lane owns, when not half the box: lane L holds
+# [L * lane_stride, L * lane_stride + lane_stride) (a ragged tile balanced between the lanes).
+_LANE_STRIDE = Attr("lane_stride", int)
 
 
 def _declare() -> None:
@@ -238,11 +255,15 @@ def _declare() -> None:
         Attr("v2c_consumer_buf", str),
         Attr("id", int),
         Attr("local_slot_num", int),
+        # A ring the setup places at a byte address of the consumer's memory (PyPTO's integer
+        # c2v_consumer_buf / v2c_consumer_buf operands).
+        Attr("c2v_consumer_base", int),
+        Attr("v2c_consumer_base", int),
     )
     for name, side in (("aic_initialize_pipe", cube), ("aiv_initialize_pipe", vec)):
         declare(
             OpSpec(
-                name,
+                f"system.{name}",
                 Level.SYSTEM,
                 b,
                 pipe_init,
@@ -250,8 +271,8 @@ def _declare() -> None:
                 init_attrs,
                 (PipeEnd(side, PipeAction.INIT), Cost("pipe_init")),
                 name,
-                f"pl.{name}(*, dir_mask, slot_size, slot_num=None, c2v_consumer_buf=None, "
-                "v2c_consumer_buf=None, id=None, local_slot_num=None)",
+                f"pl.{name}(c2v_consumer_buf=0, v2c_consumer_buf=0, *, dir_mask, slot_size, "
+                "slot_num=None, local_slot_num=None, id=None)",
                 f"set up this core group's pipes on the {side.value} side",
             )
         )
@@ -263,16 +284,18 @@ def _declare() -> None:
     for name, side, direction, spaces in pushes:
         declare(
             OpSpec(
-                name,
+                f"tile.{name}",
                 Level.SYSTEM,
                 b,
                 push,
                 # A partial tile's run-time valid shape travels with it (the front end adds it).
                 (Operand("tile", Role.TILE, spaces), Operand("valid_shape", Role.VALID_SHAPE, optional=True)),
-                (_SPLIT, _ID),
+                (_SPLIT, _LANE_STRIDE, _ID) if direction is PipeDirection.C2V else (_SPLIT, _ID),
                 (PipeEnd(side, PipeAction.PUSH, direction), Cost("pipe_push")),
                 name,
-                f"pl.{name}(tile, split=pl.SplitMode.NONE, id=None)",
+                f"pl.{name}(tile, *, split, lane_stride=None, id=None)"
+                if direction is PipeDirection.C2V
+                else f"pl.{name}(tile, *, split, id=None)",
                 f"the tile sent through the {direction.value} pipe",
             )
         )
@@ -280,15 +303,19 @@ def _declare() -> None:
     for name, side, direction in pops:
         declare(
             OpSpec(
-                name,
+                f"tile.{name}",
                 Level.SYSTEM,
                 b,
                 pop,
                 (Operand("valid_shape", Role.VALID_SHAPE, optional=True),),
-                (Attr("shape", tuple, REQUIRED), Attr("dtype", DataType, REQUIRED), _SPLIT, _ID),
+                (Attr("shape", tuple, REQUIRED), Attr("dtype", DataType, REQUIRED), _SPLIT, _LANE_STRIDE, _ID)
+                if direction is PipeDirection.C2V
+                else (Attr("shape", tuple, REQUIRED), Attr("dtype", DataType, REQUIRED), _SPLIT, _ID),
                 (PipeEnd(side, PipeAction.POP, direction), Cost("pipe_pop"), InPipeSlot(), SetsValid(0)),
                 name,
-                f"pl.{name}(shape, dtype, split=pl.SplitMode.NONE, id=None, valid_shape=None)",
+                f"pl.{name}(*, shape=None, dtype=None, split=0, lane_stride=None, id=None, valid_shape=None)"
+                if direction is PipeDirection.C2V
+                else f"pl.{name}(*, shape=None, dtype=None, split=0, id=None, valid_shape=None)",
                 f"the next tile of the {direction.value} pipe, in its ring slot",
             )
         )
@@ -297,7 +324,7 @@ def _declare() -> None:
         space = RECEIVES[side]
         declare(
             OpSpec(
-                name,
+                f"system.{name}",
                 Level.SYSTEM,
                 b,
                 free,
@@ -305,13 +332,13 @@ def _declare() -> None:
                 (_SPLIT, _ID),
                 (PipeEnd(side, PipeAction.FREE, direction), Cost("pipe_free")),
                 name,
-                f"pl.{name}(tile, id=None)",
+                f"pl.{name}(tile, *, split=None, id=None)",
                 f"the popped tile's ring slot handed back to the {direction.value} pipe",
             )
         )
     declare(
         OpSpec(
-            "aiv_shard",
+            "tile.aiv_shard",
             Level.SYSTEM,
             b,
             shard,
@@ -325,7 +352,7 @@ def _declare() -> None:
     )
     declare(
         OpSpec(
-            "aic_gather",
+            "tile.aic_gather",
             Level.SYSTEM,
             b,
             gather,
@@ -339,7 +366,7 @@ def _declare() -> None:
     )
     declare(
         OpSpec(
-            "reserve_buffer",
+            "system.reserve_buffer",
             Level.SYSTEM,
             b,
             reserve,
@@ -354,7 +381,7 @@ def _declare() -> None:
     )
     declare(
         OpSpec(
-            "import_peer_buffer",
+            "system.import_peer_buffer",
             Level.SYSTEM,
             b,
             import_peer,
@@ -369,7 +396,7 @@ def _declare() -> None:
     )
     declare(
         OpSpec(
-            "get_subblock_idx",
+            "tile.get_subblock_idx",
             Level.SYSTEM,
             Unit.SCALAR,
             index_result,

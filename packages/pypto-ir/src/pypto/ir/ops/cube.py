@@ -67,16 +67,8 @@ def matmul(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: S
     check_arithmetic(op, a, span)
     dtype = matmul_result_dtype(a.dtype, b.dtype, attrs.get("out_dtype"))
     if isinstance(a, TileType) and isinstance(b, TileType):
-        for t, space, side in ((a, MemorySpace.Left, "left"), (b, MemorySpace.Right, "right")):
-            if t.memory_space not in (None, space):
-                raise fail(
-                    op,
-                    f"the {side} operand must be in {space.name}, got {describe(t)}",
-                    span,
-                    advice="matmul.operand_space",
-                    t=t,
-                    space=space,
-                )
+        if not staged(op, a, b):
+            check_placed(op, a, b, span)
         result: TileType | TensorType = TileType((m, n), dtype, MemorySpace.Acc, _product_valid(a, b, attrs))
     else:
         result = TensorType((m, n), dtype)
@@ -85,6 +77,30 @@ def matmul(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: S
     if op.endswith(".matmul_bias"):
         check_bias(op, args[2].type, result, a.dtype, span)
     return result
+
+
+def staged(op: str, a: TileType, b: TileType) -> bool:
+    """Operands the compiler stages into L0 itself (AutoTileMatmul): a right operand in Mat and a
+    left one in Mat or Vec, of a plain or accumulating matmul. Operands in Left / Right are the
+    author's own L0 blocks."""
+    plain = op.endswith((".matmul", ".matmul_acc"))
+    return (
+        plain and b.memory_space is MemorySpace.Mat and a.memory_space in (MemorySpace.Mat, MemorySpace.Vec)
+    )
+
+
+def check_placed(op: str, a: TileType, b: TileType, span: SourceSpan | None) -> None:
+    """Hand-placed operands: the left one in Left, the right one in Right."""
+    for t, space, side in ((a, MemorySpace.Left, "left"), (b, MemorySpace.Right, "right")):
+        if t.memory_space not in (None, space):
+            raise fail(
+                op,
+                f"the {side} operand must be in {space.name}, got {describe(t)}",
+                span,
+                advice="matmul.operand_space",
+                t=t,
+                space=space,
+            )
 
 
 def check_one_row(op: str, a: TileType | TensorType, a_trans: bool, span: SourceSpan | None) -> None:

@@ -42,3 +42,21 @@ class CastMode(StrEnum):
 
     def __repr__(self) -> str:
         return f"pl.CastMode.{self.name}"
+
+
+class PipeType(Enum):
+    """A core's pipelines, as explicit synchronization names them: the memory transfer engines
+    (``MTE1`` L1 -> L0, ``MTE2`` GM -> on-chip, ``MTE3`` on-chip -> GM), the cube (``M``), the
+    vector unit (``V``), the scalar unit (``S``), the fixpipe (``FIX``), or ``ALL`` of them."""
+
+    MTE1 = "MTE1"
+    MTE2 = "MTE2"
+    MTE3 = "MTE3"
+    M = "M"
+    V = "V"
+    S = "S"
+    FIX = "FIX"
+    ALL = "ALL"
+
+    def __repr__(self) -> str:
+        return f"pl.PipeType.{self.name}"

@@ -164,6 +164,35 @@ def move(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: Sou
     return with_changes(t, memory_space=attrs["target_memory"])
 
 
+def transpose_view(
+    spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None
+) -> Type:
+    """A 2-D tile seen with its axes swapped (its valid shape swapped too), in its own space."""
+    t = args[0].type
+    if not isinstance(t, TileType) or len(t.shape) != 2:
+        raise fail(spec.name, f"views a 2-D tile transposed, got {describe(t)}", span, "pass a 2-D tile")
+    valid = (t.valid_shape[1], t.valid_shape[0]) if t.valid_shape else None
+    return TileType((t.shape[1], t.shape[0]), t.dtype, t.memory_space, valid)
+
+
+def extract(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+    """A ``shape`` region of a Mat tile at ``offset``, placed in Left or Right: one block of a
+    matmul operand the compiler stages from L1 to L0."""
+    op = spec.name
+    src = args[0].type
+    shape = tuple(attrs["shape"])
+    space = attrs["target_memory"]
+    if not isinstance(src, TileType) or len(src.shape) != len(shape):
+        raise fail(op, f"extracts a region of a 2-D Mat tile, got {describe(src)}", span, "pass a Mat tile")
+    if space not in (MemorySpace.Left, MemorySpace.Right):
+        raise fail(
+            op, f"extracts into Left or Right, got {space.name}", span, "write target_memory=pl.Mem.Left"
+        )
+    check_offsets(op, args[1], len(shape), span)
+    check_static_bounds(op, src.shape, args[1], shape, span)
+    return TileType(shape, src.dtype, space)
+
+
 def create_tile(
     spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None
 ) -> Type:
@@ -555,6 +584,31 @@ def _declare_transfers() -> None:
         "gather_row",
         "pl.gather_row(dst_tile, src_tensor, dst_offset, src_offset, shape)",
         "one row of a tensor copied into a row of a Vec tile",
+    )
+    _op(
+        "tile.transpose_view",
+        T,
+        Unit.MTE,
+        transpose_view,
+        (Operand("tile", Role.TILE),),
+        (),
+        # A layout view the next move or matmul reads through: it costs no transfer of its own.
+        (Cost("none"), PlacesTile()),
+        "transpose_view",
+        "pl.transpose_view(tile)",
+        "the 2-D tile with its axes swapped, in its space (a matmul operand in the other layout)",
+    )
+    _op(
+        "tile.extract",
+        T,
+        Unit.MTE,
+        extract,
+        (Operand("src", Role.TILE, (MemorySpace.Mat,)), Operand("offset", Role.OFFSETS)),
+        (_SHAPE, Attr("target_memory", MemorySpace, REQUIRED)),
+        (Cost("move"), PlacesTile()),
+        "extract",
+        "pl.extract(src, idx_row, idx_col, shape, target_memory)",
+        "a region of a Mat tile copied into Left or Right (a matmul operand block)",
     )
     _op(
         "tile.move",

@@ -19,8 +19,13 @@ def user_name(op: str) -> str:
     """The op as the user writes it, for messages: ``tile.add`` and ``tile.adds`` -> ``pl.add``,
     ``tile.load_partial`` -> ``pl.load``, ``system.fence`` -> ``pl.system.fence`` (the spec's
     ``dsl`` name)."""
+    return f"pl.{short_name(op)}"
+
+
+def short_name(op: str) -> str:
+    """:func:`user_name` without ``pl.``: ``tile.tpush_to_aiv`` -> ``tpush_to_aiv``."""
     spec = OPS.get(op)
-    return f"pl.{spec.dsl if spec is not None and spec.dsl else op}"
+    return spec.dsl if spec is not None and spec.dsl else op
 
 
 def fail(

@@ -27,7 +27,7 @@ from pypto.ir.ops.spec import (
     Unit,
     declare,
 )
-from pypto.ir.types import INDEX, ScalarType, TensorType, Type, describe
+from pypto.ir.types import INDEX, ScalarType, TensorType, TileType, Type, describe
 
 
 def scalar_binary(
@@ -57,6 +57,9 @@ def scalar_binary(
 def read(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
     op = spec.name
     src = args[0].type
+    if op == "tile.read" and isinstance(src, TileType):
+        check_offsets(op, args[1], len(src.shape), span)
+        return ScalarType(src.dtype)
     if not isinstance(src, TensorType):
         raise fail(
             op,
@@ -148,6 +151,21 @@ def _declare() -> None:
             "read",
             "pl.read(tensor, offsets)",
             "one element of a tensor, as a scalar",
+        )
+    )
+    declare(
+        OpSpec(
+            "tile.read",
+            Level.TILE,
+            Unit.SCALAR,
+            read,
+            # Named as scalar.read's operand: one DSL function, pl.read(t, [i, j]), reads both.
+            (Operand("tensor", Role.TILE), Operand("offsets", Role.OFFSETS)),
+            (),
+            (Cost("none"),),
+            "read",
+            "pl.read(tensor, offsets)",
+            "one element of an on-chip tile, as a scalar",
         )
     )
 

@@ -9,6 +9,7 @@ from typing import Any
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import SourceSpan
 from pypto.ir.nodes import Expr
+from pypto.ir.ops.enums import PipeType
 from pypto.ir.ops.rules import (
     check_offsets,
     check_static_bounds,
@@ -31,7 +32,7 @@ from pypto.ir.ops.spec import (
     Unit,
     declare,
 )
-from pypto.ir.types import UNIT, TensorType, Type, describe
+from pypto.ir.types import UNIT, ScalarType, TensorType, Type, describe
 
 
 def cacheinvalid(
@@ -113,6 +114,51 @@ def syncall(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: 
     return UNIT
 
 
+# Event ids a program may use for explicit cross-core events (14 and 15 are the runtime's).
+EVENT_IDS = range(14)
+
+
+def sync_event(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+    """``sync_set`` / ``sync_wait``: an event id 0..13 (or a run-time INDEX scalar operand), the
+    pipe the event is tied to, the core type that runs it in a mixed kernel."""
+    op = spec.name
+    event = attrs.get("event_id")
+    if args:
+        t = args[0].type
+        if not (isinstance(t, ScalarType) and t.dtype.is_integer):
+            raise fail(
+                op, f"a run-time event id is an integer scalar, got {describe(t)}", span, "pass an INDEX"
+            )
+    elif not isinstance(event, int) or isinstance(event, bool) or event not in EVENT_IDS:
+        raise fail(
+            op,
+            f"event_id must be an int in 0..13 (14 and 15 are reserved), got {event!r}",
+            span,
+            "pair each pl.system.sync_set with a pl.system.sync_wait of the same event id in 0..13",
+        )
+    mode = attrs.get("ffts_mode")
+    if mode is not None and mode not in (0, 1, 2):
+        raise fail(
+            op, f"ffts_mode must be 0, 1 or 2, got {mode!r}", span, "leave ffts_mode out for the default"
+        )
+    return UNIT
+
+
+def set_ffts(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+    """The FFTS setup explicit events need on A3: a 1-D INT64 workspace of at least 256 elements."""
+    t = args[0].type
+    if not (isinstance(t, TensorType) and t.dtype is DataType.INT64 and len(t.shape) == 1) or (
+        isinstance(t.shape[0], int) and t.shape[0] < 256
+    ):
+        raise fail(
+            spec.name,
+            f"takes a 1-D INT64 workspace of at least 256 elements, got {describe(t)}",
+            span,
+            "pass a torch.zeros(256, dtype=torch.int64) tensor as the workspace",
+        )
+    return UNIT
+
+
 # ---------------------------------------------------------------- declarations
 
 
@@ -168,6 +214,54 @@ def _declare() -> None:
             "system.syncall",
             'pl.system.syncall(core_type=None, mode="hard", gm_workspace=None, used_cores=None)',
             "a barrier every core of the launch meets (all its blocks)",
+        )
+    )
+    event_attrs = (
+        Attr("event_id", int),
+        Attr("pipe", PipeType, PipeType.ALL),
+        Attr("core_type", str, choices=(None, "aic", "aiv")),
+    )
+    declare(
+        OpSpec(
+            "system.sync_set",
+            s,
+            b,
+            sync_event,
+            (Operand("event_id_dyn", Role.SCALAR, optional=True),),
+            (*event_attrs, Attr("ffts_mode", int)),
+            (Cost("sync"), Ordering()),
+            "system.sync_set",
+            "pl.system.sync_set(event_id, pipe=pl.PipeType.ALL, ffts_mode=None, core_type=None)",
+            "set a cross-core event once this core's work on the pipe is done: the peer core type's "
+            "pl.system.sync_wait of the same id goes on",
+        )
+    )
+    declare(
+        OpSpec(
+            "system.sync_wait",
+            s,
+            b,
+            sync_event,
+            (Operand("event_id_dyn", Role.SCALAR, optional=True),),
+            event_attrs,
+            (Cost("sync"), Ordering()),
+            "system.sync_wait",
+            "pl.system.sync_wait(event_id, pipe=pl.PipeType.ALL, core_type=None)",
+            "wait until the peer core type set this cross-core event (once per set)",
+        )
+    )
+    declare(
+        OpSpec(
+            "system.set_ffts",
+            s,
+            b,
+            set_ffts,
+            (Operand("workspace", Role.TENSOR, effect=Effect.NONE),),
+            (),
+            (Cost("sync"),),
+            "system.set_ffts",
+            "pl.system.set_ffts(workspace)",
+            "set up the FFTS unit explicit cross-core events use (A3)",
         )
     )
     for name, doc in (

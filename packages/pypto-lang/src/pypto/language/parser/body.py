@@ -26,6 +26,7 @@ class BodyBuilder:
         self.kernel = kernel
         self.in_scope = False
         self.scope_body: list[Stmt] | None = None  # the open pl.at scope's statements
+        self.scope_outer: list[Stmt] | None = None  # the block the open pl.at scope sits in
         self.block_idx: Var | None = None  # its pl.get_block_idx(), once an spmd index is read
         self.manual = False  # inside pl.manual_scope(): tasks take only explicit deps=
         self.block_num = 1  # inside `for i in pl.spmd(n)`: kernels launch on n core groups
@@ -34,6 +35,14 @@ class BodyBuilder:
         self.regions: ScopeRegions | None = None
         self.blocks: list[list[Stmt]] = [[]]
         self.valid: dict[Expr, TupleExpr] = {}
+        # The annotation of the assignment whose value is being built (``t: pl.Tile[...] = ...``):
+        # a pop written without shape= / dtype= takes its type from it.
+        self.annotation: Any = None
+        # A function written per lane (``split_aiv``): its boundary ops split as ``function_split``.
+        self.per_lane = False
+        self.function_split: Any = None
+        # An Opaque @pl.function: no plane yet, so no op is out of place in it.
+        self.plane_free = False
 
     @property
     def on_device(self) -> bool:
@@ -59,13 +68,22 @@ class BodyBuilder:
     def scope(self) -> Iterator[list[Stmt]]:
         """A ``pl.at`` scope's body: collects its statements into a new list."""
         self.in_scope = True
+        self.scope_outer = self.blocks[-1]
         try:
             with self.block() as stmts:
                 self.scope_body = stmts
                 yield stmts
         finally:
             self.in_scope = False
-            self.scope_body, self.block_idx = None, None
+            self.scope_body, self.block_idx, self.scope_outer = None, None, None
+
+    def hoisted(self, name: str, value: Expr, span: SourceSpan | None) -> Var:
+        """``name = value`` emitted before the open ``pl.at`` scope, in the block around it: a
+        tensor the scope allocates is allocated by the orchestration, which passes it in."""
+        assert self.scope_outer is not None
+        var = Var(self.namer.fresh(name), value.type, span)
+        self.scope_outer.append(Assign(var, value, span))
+        return var
 
     def block_index(self, span: SourceSpan | None) -> Var:
         """The scope's ``pl.get_block_idx()``, computed once at the top of the scope."""
@@ -125,7 +143,7 @@ class BodyBuilder:
         if value in self.valid:
             self.valid[var] = self.valid[value]
         if self.regions is not None:
-            self.regions.note(var, value)
+            self.regions.note(var, value, name)
         return var
 
     def atom(self, value: Any) -> Any:

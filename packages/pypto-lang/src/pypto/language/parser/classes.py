@@ -24,25 +24,32 @@ import importlib
 import inspect
 import itertools
 import linecache
+import os
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any, NoReturn
 
 from pypto.ir import (
+    UNIT,
     Assign,
     Call,
     Eval,
+    Expr,
     Function,
     FunctionKind,
     ParseError,
     Program,
     PyptoError,
+    Return,
     ScalarType,
     SourceSpan,
+    Stmt,
+    TextSyntaxError,
     Var,
 )
 from pypto.ir.extents import tensor_type
+from pypto.ir.launch import returned_params
 from pypto.ir.nodes import walk_stmts
 from pypto.ir.ops import op
 from pypto.ir.tasks import AccessMode
@@ -219,7 +226,9 @@ class ClassProgram:
             if member.func_type is not FunctionKind.Inline:
                 self.function(member)
         order = list(self.members)  # as written (callees are parsed first, on demand)
-        functions = tuple(sorted(self.parsed.values(), key=lambda f: order.index(f.name)))
+        parsed = sorted(self.parsed.values(), key=lambda f: order.index(f.name))
+        by_name = {f.name: f for f in parsed}
+        functions = tuple(_launches_only(f, by_name) if f.kind is FunctionKind.Group else f for f in parsed)
         if not functions:
             raise ParseError(
                 f"@pl.program {self.name} has no functions",
@@ -393,9 +402,38 @@ def bound_params(member: ProgramFunction) -> tuple[BoundParam, ...]:
     return tuple(params)
 
 
+def _launches_only(group: Function, functions: dict[str, Function]) -> Function:
+    """A Group written ``r = self.aic(...); self.aiv(...); return r``: its kernels launched for
+    their effects, and what it returns named by the tensors the kernels return (the arguments the
+    Group passed for their returned parameters)."""
+    named: dict[Var, Expr] = {}
+    body: list[Stmt] = []
+    for stmt in group.body:
+        if isinstance(stmt, Assign) and isinstance(stmt.value, Call) and stmt.value.op == op.call:
+            callee = functions.get(str(stmt.value.attrs.get("callee")))
+            returned = returned_params(callee) if callee is not None else ()
+            if len(returned) == 1:
+                named[stmt.target] = stmt.value.args[returned[0]]
+            stmt = Eval(replace(stmt.value, type=UNIT), stmt.span)
+        elif isinstance(stmt, Return):
+            stmt = replace(
+                stmt, values=tuple(named.get(v, v) if isinstance(v, Var) else v for v in stmt.values)
+            )
+        body.append(stmt)
+    return replace(group, body=tuple(body))
+
+
 def parse_program_function(member: ProgramFunction, program: ClassProgram, kind: FunctionKind) -> Function:
     """One function of the program: its attributes (the decorator's, then ``pl.func_attr``), then the body."""
-    fn = parse_function(member, kind, bound_params(member), program, member.name)
+    fn = parse_function(
+        member,
+        kind,
+        bound_params(member),
+        program,
+        member.name,
+        decorator_attrs=member.decorator_attrs,
+        plane_free=kind is FunctionKind.Opaque,
+    )
     return replace(fn, attrs={**member.decorator_attrs, **fn.attrs})
 
 
@@ -526,7 +564,7 @@ def parse(text: str, filename: str | None = None, globals: dict[str, Any] | None
     try:
         tree = ast.parse(text, filename)
     except SyntaxError as exc:
-        raise ParseError(
+        raise TextSyntaxError(
             f"the text is not valid Python: {exc.msg}",
             SourceSpan(filename, exc.lineno or 1, (exc.offset or 1) - 1),
             "fix the syntax; pl.parse reads a @pl.program class as the printer writes it",
@@ -540,15 +578,33 @@ def parse(text: str, filename: str | None = None, globals: dict[str, Any] | None
     defs = [s for s in tree.body if isinstance(s, ast.FunctionDef)]
     if classes:
         return _parse_class(classes[0], filename, tuple(lines), module_names)
+    if len(defs) > 1:
+        raise ParseError(
+            f"the text holds {len(defs)} functions ({', '.join(d.name for d in defs)}); pl.parse reads one "
+            "@pl.function, or one @pl.program class",
+            SourceSpan(filename, defs[1].lineno),
+            "parse each function's text on its own, or put the functions in a @pl.program class",
+        )
     if defs:
         member = _text_function(defs[0], filename, tuple(lines), module_names, {}, method=False)
         prog = ClassProgram(member.name, {member.name: member})
-        return prog.function(member)
+        # A lone function keeps its own type: an Opaque one has no plane until it is used.
+        return parse_program_function(member, prog, member.func_type)
     raise ParseError(
         "the text holds no @pl.program class and no @pl.function",
         SourceSpan(filename, 1),
         "pass the text the printer writes (program.as_python()), or a class decorated @pl.program",
     )
+
+
+def loads(path: str | os.PathLike[str], globals: dict[str, Any] | None = None) -> Any:
+    """``pl.parse`` of the text of the file at ``path``: a ``Program`` or a ``Function``.
+
+    >>> fn = pl.loads("kernels/add.py")  # doctest: +SKIP
+    """
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    return parse(text, str(path), globals)
 
 
 def parse_program(text: str, filename: str | None = None, globals: dict[str, Any] | None = None) -> Program:

@@ -167,3 +167,29 @@ def compile_time(ctx: OpContext, value: Any, what: str) -> Any:
             "a scalar parameter is a constant when the kernel is called with a Python number",
         )
     return number(value) if is_number(value) else value
+
+
+# PyPTO's integer split codes: 0 none, 1 up-down, 2 left-right, 3 / 4 the same over an odd extent
+# (lane 0 holds one row or column more than lane 1, which every split here gives it anyway).
+SPLIT_CODES = {
+    0: SplitMode.NONE,
+    1: SplitMode.UP_DOWN,
+    2: SplitMode.LEFT_RIGHT,
+    3: SplitMode.UP_DOWN,
+    4: SplitMode.LEFT_RIGHT,
+}
+
+
+def split_mode(ctx: OpContext, value: Any, name: str = "split") -> SplitMode:
+    """A split mode: a ``pl.SplitMode``, or PyPTO's integer code (0 none, 1 up-down, 2 left-right,
+    3 / 4 up-down / left-right over an odd extent)."""
+    plain = number(value) if is_number(value) else value
+    if isinstance(plain, int) and not isinstance(plain, bool):
+        if plain in SPLIT_CODES:
+            return SPLIT_CODES[plain]
+        raise ctx.fail(
+            f"{name}= takes a pl.SplitMode or the codes 0-4, got {plain}",
+            f"write {name}=pl.SplitMode.UP_DOWN (or 1), LEFT_RIGHT (2) or NONE (0); 3 and 4 are up-down "
+            "and left-right over an odd extent",
+        )
+    return enum_member(ctx, SplitMode, name, value)

@@ -33,7 +33,6 @@ from pypto.language.kernel import KernelFunction
 from pypto.language.options import cross_core_slot, split
 from pypto.language.parser.arith import scalar_binary
 from pypto.language.parser.body import BodyBuilder
-from pypto.language.parser.crosscore import TensorShard
 from pypto.language.parser.env import FRAME_NAMES, Env
 from pypto.language.parser.memref import memref_slot
 from pypto.language.parser.opcall import OpContext
@@ -41,6 +40,7 @@ from pypto.language.parser.ops import build_op
 from pypto.language.parser.raw import build_raw, raw_spec
 from pypto.language.parser.resolve import GlobalNames
 from pypto.language.parser.source import KernelSource
+from pypto.language.parser.transfers import build_read
 from pypto.language.parser.values import (
     KWARGS_HINT,
     describe_value,
@@ -393,8 +393,6 @@ class ExprParser:
         binding = self.env.lookup(node.id)
         if binding is not None and isinstance(binding.value, BlockIndex):
             return self.block_index(node)
-        if binding is not None and isinstance(binding.value, TensorShard):
-            return binding.value.load(self.op_context(node, "pl.aiv_shard"), node.id)
         if binding is not None:
             return binding.value
         found, value = self.names.lookup(node.id)
@@ -559,6 +557,9 @@ class ExprParser:
                 f"{len(dims)} subscripts for a value of rank {len(t.shape)}",
                 rank_hint(ast.unparse(node.value), t.shape),
             )
+        if len(dims) == len(t.shape) and not any(isinstance(d, ast.Slice) for d in dims):
+            # a[i, j]: one element, as PyPTO reads it (pl.tensor.read / pl.tile.read)
+            return build_read(self.op_context(node, ast.unparse(node)), base, [self.expr(d) for d in dims])
         bounds = [self.slice_bounds(d, full) for d, full in zip(dims, t.shape, strict=False)]
         bounds += [(0, full) for full in t.shape[len(dims) :]]
         offsets, shape = [b[0] for b in bounds], [b[1] for b in bounds]
@@ -733,14 +734,18 @@ class ExprParser:
                 f"cannot call {describe_value(callee)}",
                 f"{ast.unparse(node.func)} is a value, not a function: pass it to a pl.* op, e.g. pl.exp(x)",
             )
-        args = [self.expr(a) for a in node.args]
-        kwargs: dict[str, Any] = {}
-        for kw in node.keywords:
-            if kw.arg is None:
-                raise self.error(
-                    kw.value, "unsupported Python construct in a kernel: **kwargs in a call", KWARGS_HINT
-                )
-            kwargs[kw.arg] = self.expr(kw.value)
+        annotation, self.body.annotation = self.body.annotation, None  # it types this call only
+        try:
+            args = [self.expr(a) for a in node.args]
+            kwargs: dict[str, Any] = {}
+            for kw in node.keywords:
+                if kw.arg is None:
+                    raise self.error(
+                        kw.value, "unsupported Python construct in a kernel: **kwargs in a call", KWARGS_HINT
+                    )
+                kwargs[kw.arg] = self.expr(kw.value)
+        finally:
+            self.body.annotation = annotation
         return self.call(callee, args, kwargs, node)
 
     def call(self, callee: Any, args: list[Any], kwargs: dict[str, Any], node: ast.Call) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
+from typing import Any
 
 from pypto.ir import Function, FunctionKind, Param, ScalarType, Var
 from pypto.language.kernel import KernelFunction
@@ -25,13 +26,17 @@ def parse_function(
     calls: KernelCalls,
     name: str | None = None,
     body: Sequence[ast.stmt] | None = None,
+    decorator_attrs: dict[str, Any] | None = None,
+    plane_free: bool = False,
 ) -> Function:
     """Parse ``kernel``'s body with ``params`` bound.
 
     >>> parse_function(helper, FunctionKind.InCore, bound, program)  # doctest: +SKIP
 
 
-    ``body``: the statements to parse (default: the whole ``def`` body). ``InCore``, ``AIC``
+    ``body``: the statements to parse (default: the whole ``def`` body); ``decorator_attrs``: the
+    attributes ``@pl.function(attrs=...)`` gives it; ``plane_free``: an ``Opaque`` ``@pl.function``,
+    which takes its plane from where it is used, may hold tensor and tile ops anywhere. ``InCore``, ``AIC``
     and ``AIV`` bodies run on a core (tile ops, pipes); the other kinds are on the control plane.
     A ``pl.func_attr({...})`` opening the body gives the function its attributes (an
     ``@pl.jit.incore`` kernel's ``{"split": ...}`` as much as a ``@pl.function``'s).
@@ -58,6 +63,11 @@ def parse_function(
         {p.name: p for p in params},
         list(kernel.source.tree.body if body is None else body),
     )
+    # A function marked split_aiv is written per lane: its boundary ops need no region.
+    merged = {**(decorator_attrs or {}), **attrs}
+    builder.per_lane = bool(merged.get("split_aiv"))
+    builder.function_split = merged.get("split")
+    builder.plane_free = plane_free
     parser = StmtParser(kernel, kernel.source, kernel.names, env, builder, calls, role, outputs)
     parser.function_body(nodes)
     span = kernel.source.span(kernel.source.tree)

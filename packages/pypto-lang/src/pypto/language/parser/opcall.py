@@ -18,6 +18,7 @@ from pypto.ir import (
     TupleExpr,
     TypeCheckError,
     Unit,
+    Var,
     get_op,
     make_call,
 )
@@ -99,15 +100,21 @@ class OpContext:
             )
         return value
 
-    def call(self, op: str, args: Sequence[Any], attrs: Mapping[str, Any] | None = None) -> Call:
+    def call(self, op: str, args: Sequence[Any], attrs: Mapping[str, Any] | None = None) -> Call | Var:
         """Build ``op(args)``; the op table's type rule checks the operands at this span.
 
         Inside a scope with ``pl.split_aiv`` regions, the region rules check the op too. A type
         error that carries no hint of its own gets the op's DSL signature as its hint.
         """
+        if get_op(op).unit is Unit.HOST and self.body.in_scope and not self.body.kernel:
+            # pl.create_tensor in a pl.at scope: the orchestration allocates it before the scope
+            return self.body.hoisted(op.rsplit(".", 1)[-1], make_call(op, args, attrs, self.span), self.span)
         self._check_placement(op)
+        operands = [self.body.atom(a) for a in args]
+        if self.body.regions is not None:
+            self.body.regions.check_crossings(op, operands, self.name, self.span)
         try:
-            call = make_call(op, [self.body.atom(a) for a in args], attrs, self.span)
+            call = make_call(op, operands, attrs, self.span)
         except TypeCheckError as err:
             if err.hint is None and self.signature() is not None:
                 err.hint = f"signature: {self.signature()}"
@@ -132,6 +139,8 @@ class OpContext:
         """Host ops (allocations) run in the @pl.jit body, the others on a core group; scalar
         arithmetic anywhere."""
         spec = get_op(op)
+        if self.body.plane_free:
+            return
         if spec.unit is Unit.HOST:
             if self.body.on_device:
                 raise self.fail(

@@ -24,10 +24,16 @@ from pypto.ir import (
     TensorType,
     Var,
 )
+from pypto.ir.sides import names_boundary
 from pypto.language.builtins import Builtin
 from pypto.language.options import AUTO, CrossCoreSlot, Split
 from pypto.language.parser.opcall import SCOPE_HINT
-from pypto.language.parser.regions import REGION_FORM, RegionMark, ScopeRegions
+from pypto.language.parser.regions import (
+    REGION_FORM,
+    RegionMark,
+    ScopeRegions,
+    check_per_lane,
+)
 from pypto.language.parser.spmd import SpmdParser
 from pypto.language.parser.values import describe_value, unknown_keyword_hint
 
@@ -390,12 +396,15 @@ class ScopeParser(SpmdParser):
         mode = self.region_mode(call)
         lane = Var(self.body.namer.fresh(node.target.id), INDEX, self.span(node.target))
         self.nesting += 1
-        with self.env.lane(node.target.id, lane, lane.span), regions.region(mode), self.body.block() as stmts:
-            assert regions.current is not None
-            regions.current.lane = lane  # a pl.aiv_shard of a tensor loads the lane's share by it
-            self.stmts(node.body)
+        with self.env.lane(node.target.id, lane, lane.span), regions.region(mode) as region:
+            region.lane = lane  # a pl.aiv_shard of a tensor loads the lane's share by it
+            with self.body.block() as stmts:
+                self.stmts(node.body)
         self.nesting -= 1
-        self.body.emit(SplitAivRegion(lane, tuple(stmts), mode, self.span(call)))
+        body = tuple(stmts)
+        if names_boundary(body):
+            check_per_lane(body, mode, lane, regions.names)
+        self.body.emit(SplitAivRegion(lane, body, mode, self.span(call)))
 
     def region_mode(self, call: ast.Call) -> SplitMode:
         args = self.split_aiv_args(call)

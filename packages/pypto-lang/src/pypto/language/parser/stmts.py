@@ -337,7 +337,12 @@ class StmtParser(ScopeParser):
                 "e.g. t: pl.Tile[[64, 64], pl.FP32] = pl.load(a, [0, 0], [64, 64])",
             )
         spec = evaluate_annotation(self.kernel, node.annotation, self.env)
-        value = self.checked(spec, self.expr(node.value), node)
+        outer, self.body.annotation = self.body.annotation, spec if isinstance(spec, TileSpec) else None
+        try:
+            value = self.expr(node.value)
+        finally:
+            self.body.annotation = outer
+        value = self.checked(spec, value, node)
         memref = spec.memref if isinstance(spec, TileSpec) else None
         if memref is not None:
             self.check_memref(memref, value, node)
@@ -489,7 +494,8 @@ class StmtParser(ScopeParser):
                 f"a kernel returns tensors, got {describe_value(value)}",
                 "write the result into an output parameter (out[...] = ...) and return that: `return out`",
             )
-        if self.role in _RETURNS_OUTPUTS and not any(value is out for out in self.outputs):
+        plane_free = self.body.plane_free  # an Opaque @pl.function returns what it computes
+        if self.role in _RETURNS_OUTPUTS and not plane_free and not any(value is out for out in self.outputs):
             raise self.error(
                 node,
                 f"{_RETURNS_OUTPUTS[self.role]} returns the pl.Out / pl.InOut tensors it writes; "
@@ -944,7 +950,7 @@ class StmtParser(ScopeParser):
         self,
         node: ast.For | ast.While,
         frame: LoopFrame,
-        ends: dict[str, Expr],
+        ends: dict[str, Expr | None],
         inside: set[Var],
         loop: tuple[list[str], list[Var], list[Expr], tuple[Expr, ...], tuple[Stmt, ...]],
     ) -> tuple[list[str], list[Var], list[Expr], tuple[Expr, ...], tuple[Stmt, ...], dict[str, Any]]:
@@ -1033,7 +1039,7 @@ class StmtParser(ScopeParser):
         frame: LoopFrame,
         outputs: list[str] | None = None,
         before: Any = None,
-    ) -> tuple[tuple[Stmt, ...], tuple[Expr, ...], dict[str, Expr]]:
+    ) -> tuple[tuple[Stmt, ...], tuple[Expr, ...], dict[str, Expr | None]]:
         """The loop's statements and, per carried name, its value at the body's end (``outputs``:
         the body ends with ``r = pl.yield_(...)``, whose values are the carried names' next ones),
         and the values the names leaving the loop have at its end (those bound there).
@@ -1214,7 +1220,7 @@ class StmtParser(ScopeParser):
             )
         return value
 
-    def yielded(self, name: str, iter_arg: Var, node: ast.For) -> Expr:
+    def yielded(self, name: str, iter_arg: Var, node: ast.For | ast.While) -> Expr:
         """The value ``name`` has at the end of the loop body: the next iteration's ``iter_arg``."""
         binding = self.env.lookup(name)
         value = self.body.atom(binding.value if binding is not None else iter_arg)

@@ -11,14 +11,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from pypto.ir import AtomicType, DataType, Expr, MemorySpace
+from pypto.ir import AtomicType, Call, Const, DataType, Expr, MemorySpace, TupleExpr
+from pypto.ir.ops import scalar as scalar_ops
 from pypto.ir.ops import tensor as tensor_ops
 from pypto.ir.ops import tile as tile_ops
 from pypto.language.annotations import dtype_hint
 from pypto.language.dslops import hand_built
+from pypto.language.parser.arith import scalar_binary
 from pypto.language.parser.convert import enum_member
 from pypto.language.parser.opcall import OpContext
-from pypto.language.parser.values import describe_value, index_tuple, is_number, is_tile, static_shape
+from pypto.language.parser.values import (
+    describe_value,
+    index_tuple,
+    is_number,
+    is_scalar,
+    is_tile,
+    static_shape,
+)
 
 
 @hand_built(tile_ops.load)
@@ -110,8 +119,21 @@ def build_matmul(
         )
     attrs: dict[str, Any] = {"out_dtype": out_dtype} if out_dtype is not None else {}
     attrs.update({k: True for k, v in (("a_trans", a_trans), ("b_trans", b_trans)) if v})
+    b = ctx.shaped(b, "right operand")
+    if is_tile(a) != is_tile(b) and ctx.body.on_device:
+        a, b = (_staged_operand(ctx, x) for x in (a, b))
     op = tile_ops.matmul if ctx.level_of(a) == "tile" else tensor_ops.matmul
-    return ctx.call(op, [a, ctx.shaped(b, "right operand")], attrs)
+    return ctx.call(op, [a, b], attrs)
+
+
+def _staged_operand(ctx: OpContext, x: Expr) -> Expr:
+    """An operand of a matmul of a tensor and a tile, as a tile the compiler stages into L0: a
+    tensor (or a region of one) loaded into Mat whole, a Vec right operand moved to Mat."""
+    if not is_tile(x):
+        base, origin = tensor_origin(ctx, x)
+        shape = list(x.type.shape)  # type: ignore[attr-defined]
+        return build_load(ctx, base, list(origin), shape, target_memory=MemorySpace.Mat)
+    return x
 
 
 @hand_built(tile_ops.matmul_acc)
@@ -120,3 +142,82 @@ def build_matmul_acc(ctx: OpContext, acc: Any, a: Any, b: Any) -> Any:
     acc = ctx.shaped(acc, "acc")
     op = tile_ops.matmul_acc if ctx.level_of(acc) == "tile" else tensor_ops.matmul_acc
     return ctx.call(op, [acc, ctx.shaped(a, "a"), ctx.shaped(b, "b")])
+
+
+def tensor_origin(ctx: OpContext, tensor: Expr) -> tuple[Expr, tuple[Any, ...]]:
+    """The tensor a region is of and the region's offsets in it (a plain tensor: its origin)."""
+    if isinstance(tensor, Call) and tensor.op == tensor_ops.slice:
+        offsets = tensor.args[1]
+        assert isinstance(offsets, TupleExpr)
+        inner, outer = tensor_origin(ctx, tensor.args[0])
+        return inner, tuple(offset_sum(ctx, a, b) for a, b in zip(outer, offsets.elements, strict=True))
+    rank = len(tensor.type.shape)  # type: ignore[attr-defined]
+    return tensor, tuple(0 for _ in range(rank))
+
+
+def offset_sum(ctx: OpContext, a: Any, b: Any) -> Any:
+    """``a + b`` of two offsets, a zero offset dropped."""
+    if _is_zero(a):
+        return b
+    return a if _is_zero(b) else scalar_binary(ctx, "add", a, b)
+
+
+def _is_zero(e: Any) -> bool:
+    return (isinstance(e, int) and e == 0) or (isinstance(e, Const) and e.value == 0)
+
+
+@hand_built(tile_ops.extract)
+def build_extract(
+    ctx: OpContext,
+    src: Any,
+    idx_row: Any,
+    idx_col: Any = None,
+    shape: Any = None,
+    target_memory: Any = None,
+) -> Any:
+    """``pl.tile.extract(src, idx_row, idx_col, shape, target_memory=pl.Mem.Left)``: a block of a
+    Mat tile at ``[idx_row, idx_col]`` moved into Left or Right (also written with the offsets
+    as one list, ``pl.tile.extract(src, [r, c], shape, target_memory=...)``)."""
+    if isinstance(idx_row, (list, tuple)):
+        offsets, shape, target_memory = idx_row, idx_col if shape is None else shape, target_memory
+        if target_memory is None and isinstance(shape, MemorySpace):
+            shape, target_memory = None, shape
+    else:
+        offsets = [idx_row, idx_col]
+    if shape is None or target_memory is None:
+        raise ctx.fail(
+            "needs the block's shape and target_memory=",
+            "write pl.tile.extract(src, row, col, [rows, cols], target_memory=pl.Mem.Left)",
+        )
+    attrs = {
+        "shape": static_shape(shape, ctx.span),
+        "target_memory": enum_member(ctx, MemorySpace, "target_memory", target_memory),
+    }
+    return ctx.call(tile_ops.extract, [ctx.tile(src, "src"), index_tuple(offsets, ctx.span)], attrs)
+
+
+@hand_built(scalar_ops.read, tile_ops.read)
+def build_read(ctx: OpContext, tensor: Any, offsets: Any) -> Any:
+    """``pl.read(t, [i, j])``: one element of a tensor (global memory) or a tile, as a scalar.
+    ``pl.read(t, k)`` reads the element at the flat (row-major) index ``k``."""
+    source = ctx.shaped(tensor, "the read value")
+    shape = source.type.shape  # type: ignore[attr-defined]
+    if not isinstance(offsets, (list, tuple)):
+        offsets = flat_offsets(ctx, offsets, shape)
+    op = tile_ops.read if is_tile(source) else scalar_ops.read
+    return ctx.call(op, [source, index_tuple(offsets, ctx.span)])
+
+
+def flat_offsets(ctx: OpContext, index: Any, shape: tuple[Any, ...]) -> list[Any]:
+    """The per-dimension offsets of the row-major flat ``index`` into a value of ``shape``."""
+    if isinstance(index, bool) or not (is_number(index) or is_scalar(index)):
+        raise ctx.fail(
+            f"the index must be a list of offsets or one flat integer index, got {describe_value(index)}",
+            "write pl.read(t, [i, j]) or pl.read(t, i * n + j)",
+        )
+    offsets: list[Any] = []
+    rest = index
+    for dim in range(len(shape) - 1, 0, -1):
+        offsets.insert(0, scalar_binary(ctx, "mod", rest, shape[dim]))
+        rest = scalar_binary(ctx, "floordiv", rest, shape[dim])
+    return [rest, *offsets]
