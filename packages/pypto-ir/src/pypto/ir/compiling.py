@@ -19,6 +19,7 @@ from pypto.ir.tracebacks import call_site
 
 if TYPE_CHECKING:
     from pypto.passes import PassManager as PassManager
+    from pypto.runtime import CompiledProgram
 
 
 class MissingPackageError(PyptoError, ImportError):
@@ -33,18 +34,20 @@ def compile(
     output_dir: str | Path | None = None,
     platform: str | None = None,
     verification_level: VerificationLevel = VerificationLevel.BASIC,
-) -> Path:
-    """Lower ``program`` for ``backend_type`` and write its artifacts; returns the output directory.
+) -> CompiledProgram:
+    """Lower ``program`` for ``backend_type``, write its artifacts and return the compiled program,
+    which stands for its output directory where a path is asked for (``os.fspath``, ``/``).
 
-    The directory (``output_dir``, else ``./build_output/<program>_<key>/``) holds ``program.py``
-    (the lowered program as ``pl`` source), ``memory_map.txt`` and, with ``dump_passes``, the
-    program after each pass in ``passes/``. ``platform`` picks one platform of the family (default:
-    the session's, if it is one, else the family's simulator).
+    The directory (``output_dir``, else ``./build_output/<program>_<key>/``) holds the artifacts
+    docs/compiler.md lists ("Output directory"): ``program.py``, one ``.pto`` per kernel in
+    ``ptoas/``, ``memory_map.txt`` and, with ``dump_passes``, the program after each pass in
+    ``passes_dump/``. ``strategy`` picks the passes (``Default``: the platform backend's pipeline,
+    else the default one). ``platform`` picks one platform of the family (default: the session's,
+    if it is one, else the family's simulator). A bad option is a ``ConfigError`` at the call.
 
     >>> out = ir.compile(program, strategy=ir.OptimizationStrategy.Default)  # doctest: +SKIP
+    >>> compiled = ir.compile(program); compiled(a, b, out)  # doctest: +SKIP
     """
-    if not isinstance(strategy, OptimizationStrategy):
-        raise TypeError(f"strategy takes an ir.OptimizationStrategy, got {strategy!r}")
     try:
         from pypto.runtime import RunConfig, compile_program
     except ImportError as err:
@@ -52,12 +55,13 @@ def compile(
     config = RunConfig(
         platform=platform,
         backend_type=backend_type,
+        strategy=strategy,
         dump_passes=dump_passes,
         save_kernels=True,
         save_kernels_dir=output_dir,
         verification_level=verification_level,
     )
-    return compile_program(program, config).output_dir
+    return compile_program(program, config)  # save_kernels: its artifacts are written
 
 
 def pass_manager_class() -> type[PassManager]:

@@ -13,6 +13,7 @@ from pypto.runtime.hookspecs import hookimpl, hookspec
 from pypto.runtime.registry import (
     LOAD_PLUGINS_ENV,
     PlatformRegistry,
+    SimulatedPlatformWarning,
     get_backend,
     get_target,
     list_platforms,
@@ -28,6 +29,7 @@ __all__ = [
     "PlatformRegistry",
     "RunConfig",
     "RunResult",
+    "SimulatedPlatformWarning",
     "UnknownOptionError",
     "VerificationLevel",
     "compile_program",

@@ -9,8 +9,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from pypto.backend import backend_type_of
 from pypto.ir import (
+    BackendType,
+    Direction,
     Function,
+    FunctionKind,
     Program,
     PyptoError,
     Return,
@@ -38,8 +42,9 @@ from pypto.runtime.settings import ConfigError
 
 def lower_program(program: Program, target: Target, config: RunConfig) -> Program:
     """Run ``config.pipeline`` over a parsed program (None: the pipeline the platform's backend
-    asks for, else the default pipeline)."""
-    dump_dir = config.dump_dir(program.name)
+    asks for, else the default pipeline); with ``dump_passes=True`` the dumps go to the
+    ``passes_dump/`` of the program's output directory."""
+    dump_dir = config.dump_dir(program.name, _output_dir(program, target, config))
     passes = pipeline_of(config).build()
     instruments = [dump_to(dump_dir)] if dump_dir else []
     level = config.verification_level
@@ -49,6 +54,16 @@ def lower_program(program: Program, target: Target, config: RunConfig) -> Progra
         instruments.append(check)
     manager = PassManager(passes, instruments, verify=level is not VerificationLevel.NONE)
     return manager.run(program, PassContext(target, dict(config.options)))
+
+
+def _output_dir(program: Program, target: Target, config: RunConfig) -> Path | None:
+    """The output directory of ``program`` (parsed) compiled under ``config``, when dumps go there."""
+    if config.dump_passes is not True:
+        return None
+    provider = str(registry().origin(config.platform_name))
+    return artifacts.output_dir(
+        config, program.name, artifacts.directory_key(program, target, config, provider)
+    )
 
 
 @dataclass(frozen=True)
@@ -113,6 +128,54 @@ class CompiledProgram:
     @property
     def entry(self) -> Function:
         return self.program.entry_function
+
+    @property
+    def platform(self) -> str:
+        """The platform it was compiled for: ``"a2a3sim"``, ``"a2a3"``."""
+        return self.config.platform_name
+
+    @property
+    def backend_type(self) -> BackendType | None:
+        """The chip family it was compiled for (``BackendType.Ascend910B``); None for a platform of
+        no family ``BackendType`` names."""
+        return backend_type_of(self.platform)
+
+    @property
+    def param_names(self) -> list[str]:
+        """The entry's parameter names, in order: ``["a", "b", "out"]``."""
+        return [p.var.name for p in self.entry.params]
+
+    @property
+    def output_indices(self) -> list[int]:
+        """The positions of the entry's ``pl.Out`` / ``pl.InOut`` parameters (written in place)."""
+        return [i for i, p in enumerate(self.entry.params) if p.direction is not Direction.In]
+
+    @property
+    def has_return(self) -> bool:
+        """Whether the entry returns values."""
+        return any(isinstance(s, Return) and s.values for s in self.entry.body)
+
+    @property
+    def orchestration_names(self) -> list[str]:
+        """The names of the program's orchestration functions (the entry first)."""
+        found = [fn.name for fn in self.program.functions.values() if fn.kind is FunctionKind.Orchestration]
+        return sorted(found, key=lambda name: name != self.entry.name)
+
+    def __fspath__(self) -> str:
+        """A compiled program stands for its output directory where a path is asked for:
+        ``os.walk(ir.compile(program))``."""
+        return str(self.output_dir)
+
+    def __truediv__(self, name: str | Path) -> Path:
+        """A file of the output directory: ``compiled / "program.py"``."""
+        return self.output_dir / name
+
+    def __str__(self) -> str:
+        return self.__fspath__()
+
+    def __call__(self, *args: Any, config: RunConfig | None = None) -> Any:
+        """Run it: ``compiled(a, b, out)`` is ``compiled.run(a, b, out)``."""
+        return self.run(*args, config=config)
 
     @functools.cached_property
     def _key(self) -> str:
@@ -181,6 +244,7 @@ class CompiledProgram:
             except VerificationError as err:
                 raise self._unfinished(err) from None
         report.hints = [*report.hints, *self.hints]
+        report.device_id = config.device_id
         self.last_report = report
         if directory is not None:
             self.last_profile = write_profile(report, directory, title=self.program.name)
@@ -276,12 +340,17 @@ def run(program_or_jit: Any, *tensors: Any, config: RunConfig | None = None) -> 
     """Compile (if needed) and run: ``run(mixed, a, b, bias, out, config=RunConfig())``.
 
     Accepts a ``@pl.jit`` function, a parsed ``Program`` or a ``CompiledProgram``; returns what
-    the entry returns.
+    the entry returns. A ``Program`` whose entry takes parameters, given no arguments, is only
+    compiled: ``compiled = run(program, config=cfg)`` returns the ``CompiledProgram``, and
+    ``compiled(*tensors)`` runs it.
     """
     if isinstance(program_or_jit, CompiledProgram):
-        return program_or_jit.run(*tensors)
+        return program_or_jit.run(*tensors, config=config)
     if isinstance(program_or_jit, Program):
-        return compile_program(program_or_jit, config).run(*tensors)
+        compiled = compile_program(program_or_jit, config)
+        if not tensors and compiled.entry.params:
+            return compiled  # nothing to run on: compile only, and hand back what runs it
+        return compiled.run(*tensors)
     if callable(getattr(program_or_jit, "compile", None)):
         return program_or_jit(*tensors, config=config)
     raise TypeError(
