@@ -1,6 +1,7 @@
 """CompiledProgram.output_dir: the artifacts of a compile, where they go and when they are written;
 pypto.ir.compile and the names PyPTO code imports from pypto.ir and pypto.runtime.runner."""
 
+import json
 import os
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pypto.language as pl
 from pypto.backend import BackendType
 from pypto.ir.printer import print_program
 from pypto.runtime import RunConfig
-from pypto.runtime.settings import command_line
+from pypto.runtime.settings import ConfigError, command_line
 
 
 @pl.jit
@@ -160,3 +161,39 @@ def test_lowered_functions_read_by_name(workdir):
     lowered = scaled.lower()
     assert list(lowered.functions) == ["scaled", "scale"]
     assert lowered.functions["scale"].func_type is ir.FunctionType.AIV
+
+
+def test_compile_profiling_times_each_stage_and_pass_into_the_report_directory(workdir):
+    from pypto.passes import DEFAULT_PIPELINE
+
+    compiled = scaled.compile(config=RunConfig(compile_profiling=True, save_kernels_dir="prof"))
+    data = json.loads((workdir / "prof" / "report" / "pipeline_profile.json").read_text())
+    assert [stage["name"] for stage in data["stages"]] == ["parse", "passes", "artifacts"]
+    passes = data["stages"][1]
+    assert [child["name"] for child in passes["children"]] == list(DEFAULT_PIPELINE)
+    assert all(stage["seconds"] >= 0 for stage in data["stages"])
+    assert data["total_seconds"] == pytest.approx(sum(stage["seconds"] for stage in data["stages"]))
+    text = (workdir / "prof" / "report" / "pipeline_profile.txt").read_text()
+    assert text.startswith("PyPTO compile profile (wall-clock seconds)") and "    AllocateMemory" in text
+    assert compiled.compile_profile is not None
+    again = scaled.compile(config=RunConfig(compile_profiling=True, save_kernels_dir="prof"))
+    assert again is not compiled  # a profile is of a compile: the caches are bypassed
+
+
+def test_pypto_compile_profiling_and_ir_compile_profiling(workdir, monkeypatch):
+    monkeypatch.setenv("PYPTO_COMPILE_PROFILING", "1")
+    assert RunConfig().compile_profiling is True
+    monkeypatch.delenv("PYPTO_COMPILE_PROFILING")
+    assert RunConfig().compile_profiling is False
+    out = ir.compile(scaled.parse(), profiling=True, output_dir="ir_prof")
+    assert (Path(out) / "report" / "pipeline_profile.json").is_file()
+    plain = ir.compile(scaled.parse(), output_dir="ir_plain")
+    assert not (Path(plain) / "report").exists()
+
+
+def test_ir_compile_defers_its_verification_level_to_pypto_verify_level(workdir, monkeypatch):
+    monkeypatch.setenv("PYPTO_VERIFY_LEVEL", "none")
+    assert ir.compile(scaled.parse(), output_dir="v").config.verification_level is ir.VerificationLevel.NONE
+    monkeypatch.setenv("PYPTO_VERIFY_LEVEL", "sometimes")
+    with pytest.raises(ConfigError, match="PYPTO_VERIFY_LEVEL='sometimes' names no verification level"):
+        RunConfig()

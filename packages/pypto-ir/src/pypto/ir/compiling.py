@@ -33,7 +33,9 @@ def compile(
     backend_type: BackendType = BackendType.Ascend910B,
     output_dir: str | Path | None = None,
     platform: str | None = None,
-    verification_level: VerificationLevel = VerificationLevel.BASIC,
+    verification_level: VerificationLevel | None = None,
+    skip_ptoas: bool = False,
+    profiling: bool = False,
 ) -> CompiledProgram:
     """Lower ``program`` for ``backend_type``, write its artifacts and return the compiled program,
     which stands for its output directory where a path is asked for (``os.fspath``, ``/``).
@@ -43,7 +45,11 @@ def compile(
     ``ptoas/``, ``memory_map.txt`` and, with ``dump_passes``, the program after each pass in
     ``passes_dump/``. ``strategy`` picks the passes (``Default``: the platform backend's pipeline,
     else the default one). ``platform`` picks one platform of the family (default: the session's,
-    if it is one, else the family's simulator). A bad option is a ``ConfigError`` at the call.
+    if it is one, else the family's simulator). ``profiling`` times each compile stage and pass
+    into ``report/pipeline_profile.txt`` / ``.json``. ``verification_level`` None defers to
+    ``PYPTO_VERIFY_LEVEL``, else ``BASIC``. ``skip_ptoas`` changes nothing: there is no
+    PTO assembler here, so a compile always stops at the ``.pto`` files. A bad option is a
+    ``ConfigError`` at the call.
 
     >>> out = ir.compile(program, strategy=ir.OptimizationStrategy.Default)  # doctest: +SKIP
     >>> compiled = ir.compile(program); compiled(a, b, out)  # doctest: +SKIP
@@ -52,6 +58,7 @@ def compile(
         from pypto.runtime import RunConfig, compile_program
     except ImportError as err:
         raise _missing("pypto.ir.compile", "pypto-lang") from err
+    levels = {} if verification_level is None else {"verification_level": verification_level}
     config = RunConfig(
         platform=platform,
         backend_type=backend_type,
@@ -59,7 +66,8 @@ def compile(
         dump_passes=dump_passes,
         save_kernels=True,
         save_kernels_dir=output_dir,
-        verification_level=verification_level,
+        compile_profiling=profiling,
+        **levels,
     )
     return compile_program(program, config)  # save_kernels: its artifacts are written
 

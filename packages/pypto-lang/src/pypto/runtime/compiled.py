@@ -28,10 +28,11 @@ from pypto.ir import (
 )
 from pypto.ir.extents import ExtentBinding, is_dynamic
 from pypto.passes import PassContext, PassManager, dump_to, roundtrip_check
-from pypto.passes.manager import Instrument
+from pypto.passes.manager import Instrument, Pass
 from pypto.runtime import artifacts, launches
 from pypto.runtime.arguments import check_argument, check_runnable
 from pypto.runtime.cache import OFF, cached_lower
+from pypto.runtime.compile_profile import CompileProfile
 from pypto.runtime.config import RunConfig
 from pypto.runtime.pipelines import pipeline_of
 from pypto.runtime.profiling import ProfileFiles, write_profile
@@ -40,13 +41,25 @@ from pypto.runtime.registry import get_backend, get_target, registry
 from pypto.runtime.settings import ConfigError
 
 
-def lower_program(program: Program, target: Target, config: RunConfig) -> Program:
+def lower_program(
+    program: Program, target: Target, config: RunConfig, profile: CompileProfile | None = None
+) -> Program:
     """Run ``config.pipeline`` over a parsed program (None: the pipeline the platform's backend
     asks for, else the default pipeline); with ``dump_passes=True`` the dumps go to the
-    ``passes_dump/`` of the program's output directory."""
+    ``passes_dump/`` of the program's output directory; ``profile`` times each pass."""
     dump_dir = config.dump_dir(program.name, _output_dir(program, target, config))
     passes = pipeline_of(config).build()
     instruments = [dump_to(dump_dir)] if dump_dir else []
+    if profile is not None:
+        with profile.stage("passes") as stage:
+            instruments.append(profile.pass_timer(stage))
+            return _run_passes(program, target, config, passes, instruments)
+    return _run_passes(program, target, config, passes, instruments)
+
+
+def _run_passes(
+    program: Program, target: Target, config: RunConfig, passes: list[Pass], instruments: list[Instrument]
+) -> Program:
     level = config.verification_level
     if level is VerificationLevel.ROUNDTRIP:
         check = _roundtrip_instrument()
@@ -122,6 +135,7 @@ class CompiledProgram:
     last_report: RunReport | None = None
     last_profile: ProfileFiles | None = None
     parsed: Program | None = field(default=None, repr=False)  # the program before the passes
+    compile_profile: CompileProfile | None = field(default=None, repr=False)  # compile_profiling
     _written: set[Path] = field(default_factory=set, init=False, repr=False)  # dirs holding artifacts
     _reported: RunReport | None = field(default=None, init=False, repr=False)  # last report on disk
 
@@ -200,6 +214,8 @@ class CompiledProgram:
         if directory not in self._written:
             target = get_target(self.config.platform_name, self.config.platform_origin)
             artifacts.write_compiled(directory, self.program, target, self.config)
+            if self.compile_profile is not None:
+                self.compile_profile.write(directory)
             self._written.add(directory)
         if self.last_report is not None and self._reported is not self.last_report:
             artifacts.write_run(directory, self.last_report, config, self.program.name)
@@ -317,21 +333,34 @@ class CompiledProgram:
 
 
 def compile_program(
-    program: Program, config: RunConfig | None = None, constants: Mapping[str, Any] | None = None
+    program: Program,
+    config: RunConfig | None = None,
+    constants: Mapping[str, Any] | None = None,
+    profile: CompileProfile | None = None,
 ) -> CompiledProgram:
-    """Lower a parsed ``Program`` for ``config.platform``: ``compile_program(prog, RunConfig())``."""
+    """Lower a parsed ``Program`` for ``config.platform``: ``compile_program(prog, RunConfig())``.
+
+    With ``config.compile_profiling`` the compile is timed (into ``profile``, which may already
+    hold the parse) and the profile written with the artifacts."""
     config = config or RunConfig()
+    if config.compile_profiling and profile is None:
+        profile = CompileProfile()
     target = get_target(config.platform_name, config.platform_origin)
     provider = str(registry().origin(config.platform_name))
     start = time.perf_counter()
     lowered, cache = cached_lower(
-        program, target, config, provider, lambda: lower_program(program, target, config)
+        program, target, config, provider, lambda: lower_program(program, target, config, profile)
     )
     seconds = time.perf_counter() - start
     compiled = CompiledProgram(
         lowered, config, dict(constants or {}), compile_seconds=seconds, cache=cache, parsed=program
     )
-    if config.save_kernels or config.codegen_only:
+    if profile is not None and config.compile_profiling:
+        with profile.stage("artifacts"):
+            directory = compiled.write_artifacts(config)
+        compiled.compile_profile = profile
+        profile.write(directory)
+    elif config.save_kernels or config.codegen_only:
         compiled.write_artifacts(config)
     return compiled
 

@@ -16,6 +16,7 @@ from pypto.ir.tracebacks import call_site, raise_at_user_line
 from pypto.passes import PassRegistry, Pipeline, PipelineError, parse_text, resolve
 from pypto.passes.pipeline import known_passes
 from pypto.runtime import rings, settings
+from pypto.runtime.compile_profile import profiling_by_default
 from pypto.runtime.pipelines import literal_start, parse_user_pipeline, pass_registry
 from pypto.runtime.pmu import LEVELS as PMU_LEVELS
 from pypto.runtime.profiling import check_output_dir, check_profile_dir
@@ -129,7 +130,9 @@ class RunConfig(metaclass=_ConfigFields):
     two >= 4), ``ring_heap`` (bytes, a power of two >= 1024) and ``ring_dep_pool`` (edge entries
     in [4, 2**31-1]) size the runtime's four rings (:mod:`pypto.runtime.rings`): an int for every
     ring or a list of 4 (0: that ring's default), None for ``PTO2_RING_*`` or the backend's
-    default. ``aicpu_thread_num`` (an int >= 1) is handed to the backend.
+    default. ``aicpu_thread_num`` (an int >= 1) is handed to the backend. ``compile_profiling``
+    (default: ``PYPTO_COMPILE_PROFILING``) times each compile stage and pass into the output
+    directory's ``report/pipeline_profile.txt`` / ``.json`` (:mod:`pypto.runtime.compile_profile`).
 
     ``parsed_pipeline`` is the pipeline ``pipeline`` names, its options typed. ``platform_origin``
     says where the platform's name came from (the session setting, or this call), for error
@@ -164,6 +167,7 @@ class RunConfig(metaclass=_ConfigFields):
     ring_heap: int | Sequence[int] | None = None
     ring_dep_pool: int | Sequence[int] | None = None
     aicpu_thread_num: int | None = None
+    compile_profiling: bool = field(default_factory=profiling_by_default)
     parsed_pipeline: Pipeline | None = field(default=None, init=False, repr=False, compare=False)
     platform_origin: Origin = field(default=DEFAULT, init=False, repr=False, compare=False)
     _profile_origin: Origin = field(default=DEFAULT, init=False, repr=False, compare=False)
@@ -433,6 +437,7 @@ _FIELDS: tuple[tuple[str, tuple[type, ...], str, Any], ...] = (
     ("enable_pmu", (bool, int), "a level 0, 1 or 2 (False, True)", 2),
     ("verification_level", (VerificationLevel,), "a pypto.ir.VerificationLevel", VerificationLevel.ROUNDTRIP),
     ("strategy", (OptimizationStrategy,), "a pypto.ir.OptimizationStrategy", OptimizationStrategy.Default),
+    ("compile_profiling", (bool,), "True or False", True),
     (
         "pipeline",
         (list, tuple, str, type(None)),
