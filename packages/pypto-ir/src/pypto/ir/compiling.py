@@ -55,10 +55,9 @@ def compile(
     >>> compiled = ir.compile(program); compiled(a, b, out)  # doctest: +SKIP
     """
     try:
-        from pypto.runtime import RunConfig, compile_program
+        from pypto.runtime import RunConfig, compile_program, settings
     except ImportError as err:
         raise _missing("pypto.ir.compile", "pypto-lang") from err
-    levels = {} if verification_level is None else {"verification_level": verification_level}
     config = RunConfig(
         platform=platform,
         backend_type=backend_type,
@@ -67,7 +66,9 @@ def compile(
         save_kernels=True,
         save_kernels_dir=output_dir,
         compile_profiling=profiling,
-        **levels,
+        verification_level=settings.verification_level()
+        if verification_level is None
+        else verification_level,
     )
     return compile_program(program, config)  # save_kernels: its artifacts are written
 
