@@ -115,3 +115,20 @@ def test_the_simulator_takes_any_device_id_and_records_it(tensors, tmp_path):
     assert json.loads((tmp_path / "kept" / "report.json").read_text())["device_id"] == 11
     with pytest.raises(ConfigError, match=r"RunConfig.device_id takes an int >= 0, got -1"):
         RunConfig(platform="a2a3sim", device_id=-1)
+
+
+def test_the_chip_swimlane_switch_writes_its_records_into_dfx_outputs_too(tensors, tmp_path):
+    a, b, c, d = tensors
+    config = RunConfig(
+        platform="a2a3sim",
+        enable_chip_swimlane=True,
+        profile_dir=tmp_path / "prof",
+        save_kernels_dir=tmp_path / "out",
+    )
+    two_adds(a, b, c, d, config=config)
+    kept = json.loads((tmp_path / "out" / "dfx_outputs" / "chip_swimlane_records.json").read_text())
+    profiled = json.loads((tmp_path / "prof" / "chip_swimlane_records.json").read_text())
+    assert kept["records"] == profiled["records"] and {r["kernel"] for r in kept["records"]} == {
+        "first",
+        "second",
+    }

@@ -14,10 +14,11 @@ When compiled:
 - ``passes_dump/``: the program after each pass, when pass dumps were asked for.
 
 After a run: ``report.json`` and ``report.txt`` (the backend's RunReport), and on request, in
-``dfx_outputs/``: ``deps.json`` (``enable_dep_gen``), ``scope_stats/scope_stats.jsonl`` and
-``scope_stats/scope_stats.png`` (``enable_scope_stats``, :mod:`pypto.runtime.scope_stats`) and
-``pmu.csv`` (``enable_pmu``, :mod:`pypto.runtime.pmu`). Every figure in them is modeled by the
-backend's cost model, not measured.
+``dfx_outputs/``: ``chip_swimlane_records.json`` (``enable_chip_swimlane``, as in the profile
+directory, when the run writes here anyway), ``deps.json`` (``enable_dep_gen``),
+``scope_stats/scope_stats.jsonl`` and ``scope_stats/scope_stats.png`` (``enable_scope_stats``,
+:mod:`pypto.runtime.scope_stats`) and ``pmu.csv`` (``enable_pmu``, :mod:`pypto.runtime.pmu`).
+Every figure in them is modeled by the backend's cost model, not measured.
 
 The directory is ``RunConfig.save_kernels_dir``, else ``<root>/<program>_<key>/`` where ``<root>`` is
 ``PYPTO_PROG_BUILD_DIR`` or ``./build_output`` and ``<key>`` starts the compile cache key of the
@@ -41,6 +42,7 @@ from pypto.runtime.config import DEFAULT_OUTPUT_ROOT, OUTPUT_ROOT_ENV, PASSES_DU
 from pypto.runtime.memory_map import memory_map
 from pypto.runtime.pmu import pmu_csv
 from pypto.runtime.scope_stats import write_scope_stats
+from pypto.runtime.swimlane import swimlane_records
 
 KEY_CHARS = 12  # of the key in a default directory's name: enough to tell specializations apart
 PROGRAM_FILE, MEMORY_MAP_FILE, PASSES_DIR = "program.py", "memory_map.txt", PASSES_DUMP
@@ -50,6 +52,7 @@ PIPELINE_PROFILE = "report/pipeline_profile"  # .txt and .json
 REPORT_JSON, REPORT_TEXT = "report.json", "report.txt"
 DFX_DIR = "dfx_outputs"  # what a run writes on request
 DEPS_FILE, PMU_FILE, SCOPE_STATS_DIR = f"{DFX_DIR}/deps.json", f"{DFX_DIR}/pmu.csv", f"{DFX_DIR}/scope_stats"
+SWIMLANE_RECORDS = f"{DFX_DIR}/chip_swimlane_records.json"
 # What a .pto file here says it is, so that no one mistakes it for PTO assembly.
 PTO_FORMAT, PTO_VERSION = "pypto-kernel", 1
 # The kinds of function that run on a core, each with a .pto of its own.
@@ -127,7 +130,9 @@ def pto_text(kernel: Function, program: str, target: Target) -> str:
 
 def wants_run_files(config: RunConfig) -> bool:
     """Whether a run under ``config`` writes files to the output directory: with ``save_kernels``
-    (or ``save_kernels_dir``), ``enable_dep_gen``, ``enable_scope_stats`` or ``enable_pmu``."""
+    (or ``save_kernels_dir``), ``enable_dep_gen``, ``enable_scope_stats`` or ``enable_pmu``. (A
+    profiled run writes its profile to the profile directory; its swimlane records go to the output
+    directory too when the run writes there anyway.)"""
     return config.save_kernels or config.enable_dep_gen or config.enable_scope_stats or config.enable_pmu > 0
 
 
@@ -141,8 +146,10 @@ def write_run(
     written = [_json(directory / REPORT_JSON, report_data(report))]
     (directory / REPORT_TEXT).write_text(report.summary() + "\n")
     written.append(directory / REPORT_TEXT)
-    if config.enable_dep_gen or config.enable_scope_stats or config.enable_pmu:
+    if config.enable_dep_gen or config.enable_scope_stats or config.enable_pmu or config.enable_chip_swimlane:
         (directory / DFX_DIR).mkdir(exist_ok=True)
+    if config.enable_chip_swimlane:
+        written.append(_json(directory / SWIMLANE_RECORDS, swimlane_records(report, title)))
     if config.enable_dep_gen:
         written.append(_json(directory / DEPS_FILE, deps_file_data(report, program)))
     if config.enable_scope_stats:
