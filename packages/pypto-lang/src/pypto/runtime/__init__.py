@@ -22,16 +22,21 @@ from pypto.runtime.registry import (
     reset_registry,
 )
 from pypto.runtime.runner import RunResult
+from pypto.runtime.worker import ChipWorker, DeviceTensor, DeviceTensorError, WorkerError
 
 __all__ = [
     "LOAD_PLUGINS_ENV",
+    "ChipWorker",
     "CompiledProgram",
+    "DeviceTensor",
+    "DeviceTensorError",
     "PlatformRegistry",
     "RunConfig",
     "RunResult",
     "SimulatedPlatformWarning",
     "UnknownOptionError",
     "VerificationLevel",
+    "WorkerError",
     "compile_program",
     "get_backend",
     "get_target",

@@ -188,8 +188,9 @@ class CompiledProgram:
         return self.__fspath__()
 
     def __call__(self, *args: Any, config: RunConfig | None = None) -> Any:
-        """Run it: ``compiled(a, b, out)`` is ``compiled.run(a, b, out)``."""
-        return self.run(*args, config=config)
+        """Launch it: ``compiled(a, b, out)`` (see :meth:`dispatch`: ``codegen_only`` does not stop
+        it; :meth:`run` heeds it)."""
+        return self.dispatch(args, config)
 
     @functools.cached_property
     def _key(self) -> str:
@@ -249,6 +250,15 @@ class CompiledProgram:
         if config.codegen_only:  # compile and write the artifacts, run nothing
             self.write_artifacts(config)
             return None
+        return self._launch(args, config)
+
+    def dispatch(self, args: tuple[Any, ...], config: RunConfig | None = None) -> Any:
+        """Launch the entry on ``args`` whatever the harness options say: ``codegen_only`` does not
+        stop a dispatch (``compiled(...)``, ``ChipWorker.run``), as in PyPTO's runtime."""
+        self._check(args)
+        return self._launch(args, config or self.config)
+
+    def _launch(self, args: tuple[Any, ...], config: RunConfig) -> Any:
         backend = get_backend(self.config.platform_name, self.config.platform_origin)
         directory = config.checked_profile_path(self.program.name)  # before the run, not after it
         start = time.perf_counter()
