@@ -113,6 +113,6 @@ def test_codegen_only_does_not_stop_a_dispatch_through_the_worker(compiled):
 def test_a_jit_call_takes_no_device_tensor_and_says_how_to_run_one():
     with ChipWorker(config=RunConfig(platform="a2a3sim")) as worker:
         weight = worker.alloc_tensor((ROWS, COLS), torch.float32)
-        with pytest.raises(SpecializationError, match="must be a torch.Tensor, got") as info:
+        with pytest.raises(SpecializationError, match=r"must be a torch\.Tensor, got") as info:
             add_kernel(weight, weight, torch.zeros(ROWS, COLS))
     assert "worker.run(compiled, ...)" in info.value.hint
