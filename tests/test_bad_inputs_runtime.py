@@ -1754,13 +1754,6 @@ ROWS = [
         'RunConfig(platform="nosuch")',
     ),
     Bad(
-        "run-config-of-a-compile-only-target",
-        called('k(f32(), 1, zeros(), config=RunConfig(platform="a2a3"))  # <-', mark_def=False),
-        PlatformError,
-        "platform 'a2a3' is a compile-only target here: running on it needs a device backend plugin",
-        'RunConfig(platform="a2a3")',
-    ),
-    Bad(
         "run-config-platform-not-a-name",
         called("k(f32(), 1, zeros(), config=RunConfig(platform=3))  # <-", mark_def=False),
         ConfigError,
@@ -1888,17 +1881,6 @@ ROWS = [
         pyproject="""\
             [tool.pypto]
             platform = "nosuch"  # <-
-            """,
-    ),
-    Bad(
-        "compile-only-platform-in-pyproject",
-        called("k(f32(), 1, zeros())", mark_def=False),
-        PlatformError,
-        "platform 'a2a3' (from [tool.pypto] platform in",
-        '"a2a3"',
-        pyproject="""\
-            [tool.pypto]
-            platform = "a2a3"  # <-
             """,
     ),
     Bad(
@@ -2097,7 +2079,6 @@ FIXES: dict[str, tuple[tuple[str, str], ...]] = {
     "unknown-keyword-argument": ((", y=3)", ")"),),
     "config-a-platform-name": (('config="a2a3sim"', 'config=RunConfig(platform="a2a3sim")'),),
     "run-config-of-an-unknown-platform": (('platform="nosuch"', 'platform="a2a3sim"'),),
-    "run-config-of-a-compile-only-target": (('platform="a2a3"', 'platform="a2a3sim"'),),
     "run-config-tolerance-a-string": (('rtol="1e-3"', "rtol=1e-3"),),
     "run-config-options-not-a-dict": (('options=["verify"]', 'options={"verify": True}'),),
     "run-config-unknown-pass": (('RunConfig(pipeline=["OutlineScope"])', "RunConfig(pipeline=None)"),),
@@ -2111,7 +2092,6 @@ FIXES: dict[str, tuple[tuple[str, str], ...]] = {
     "run-config-pipeline-string-on-a-later-line": ((",frobnicate", ""),),
     "run-config-pipeline-string-that-stops-early": (('pipeline="outline-scopes"', "pipeline=None"),),
     "unknown-platform-in-pyproject": (('"nosuch"', '"a2a3sim"'),),
-    "compile-only-platform-in-pyproject": (('"a2a3"', '"a2a3sim"'),),
     "unknown-setting-in-pyproject": (("platfrom", "platform"),),
     "setting-of-the-wrong-type-in-pyproject": (('cache = "yes"', "cache = true"),),
     "empty-platform-in-pyproject": (('platform = ""', 'platform = "a2a3sim"'),),
@@ -2265,12 +2245,6 @@ SETTINGS = [
         {"PYPTO_PLATFORM": "nosuch"},
         PlatformError,
         ("unknown platform 'nosuch' (from PYPTO_PLATFORM)", "registered platforms: a2a3, a2a3sim"),
-    ),
-    BadSetting(
-        "pypto-platform-compile-only",
-        {"PYPTO_PLATFORM": "a2a3"},
-        PlatformError,
-        ("platform 'a2a3' (from PYPTO_PLATFORM) is a compile-only target here", "PYPTO_PLATFORM=a2a3sim"),
     ),
     BadSetting(
         "pypto-cache-neither-on-nor-off",
@@ -2665,13 +2639,6 @@ COMMANDS = [
         1,
         ("unknown platform 'nosuch' (from -p/--platform)",),
         "change -p/--platform to one of those",
-    ),
-    BadCommand(
-        "run-compile-only-platform",
-        ["run", "-p", "a2a3", "kernels.py"],
-        1,
-        ("platform 'a2a3' (from -p/--platform) is a compile-only target here",),
-        "-p a2a3sim",
     ),
     BadCommand(
         "run-profile-under-a-file",

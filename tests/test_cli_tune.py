@@ -226,12 +226,6 @@ BAD = [
         2,
         "--arg scale: the configurations choose scale",
     ),
-    (
-        "compile-only-platform",
-        [f"{KERNELS}::tuned_seed", "-p", "a2a3"],
-        1,
-        "platform 'a2a3' (from -p/--platform) is a compile-only target here",
-    ),
     ("unusable-output", [SEED, *GRID, *SEED_ARGS, "-o", _a_file], 2, "cannot write tuning results to"),
     (
         "no-config-runs",

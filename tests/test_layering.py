@@ -1,6 +1,8 @@
 """Arrows only point down: ir <- passes <- lang <- models; the sim plugin sees only pypto.ir."""
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -128,3 +130,16 @@ def test_the_torchref_example_plugin_imports_only_pypto_ir():
         "pluggy",
         "torch",
     }
+
+
+def test_importing_the_ir_pass_manager_module_imports_no_floor_above_it():
+    code = (
+        "import sys\n"
+        "from pypto.ir.pass_manager import OptimizationStrategy\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('pypto.passes', 'pypto.runtime'))))\n"
+        "from pypto.ir.pass_manager import PassManager\n"
+        "print(PassManager.__module__)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["[]", "pypto.passes.manager"]

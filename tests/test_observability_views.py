@@ -32,7 +32,7 @@ def task_graph_run(tmp_path_factory):
     x, y = torch.randn(128, 128), torch.randn(128, 128)
     config = RunConfig(platform="a2a3sim", enable_dep_gen=True, save_kernels_dir=out)
     kernel(x, y, torch.zeros(128, 128), torch.zeros(128, 128), config=config)
-    return out / "deps.json", kernel.last_report
+    return out / "dfx_outputs" / "deps.json", kernel.last_report
 
 
 def test_deps_json_says_what_it_is_and_holds_the_run(task_graph_run):

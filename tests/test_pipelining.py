@@ -113,7 +113,7 @@ def test_stages_that_do_not_fit_are_a_hint_naming_the_loop_and_the_numbers_still
     assert hint.startswith("pipelining asked for 4 stages, 1 fit in Vec (the loop at ")
     assert "test_pipelining.py:" in hint and "bytes per stage" in hint
     assert "performance hint: pipelining asked for 4 stages" in four_stages_of_big_tiles.last_report.summary()
-    assert "pipelining asked for 4 stages" in (tmp_path / "hints.txt").read_text()
+    assert "pipelining asked for 4 stages" in (tmp_path / "report" / "perf_hints.log").read_text()
 
 
 def test_the_row_loops_the_compiler_makes_are_pipelined_without_hints():

@@ -60,18 +60,27 @@ def test_runner_run_returns_what_the_run_produced(tensors, tmp_path):
     torch.testing.assert_close(d, a + b + b)
     assert result.outputs[0] is c and result.output_dir == tmp_path / "kept"
     report = result.report
-    deps = json.loads((tmp_path / "kept" / "deps.json").read_text())
+    deps = json.loads((tmp_path / "kept" / "dfx_outputs" / "deps.json").read_text())
     assert [t["kernel"] for t in deps["tasks"]] == [t.kernel for t in report.tasks] == ["first", "second"]
     assert [(e["src"], e["dst"]) for e in deps["edges"]] == [(e.src, e.dst) for e in report.edges] == [(1, 2)]
-    stats = [json.loads(line) for line in (tmp_path / "kept" / "scope_stats.jsonl").read_text().splitlines()]
+    stats = [
+        json.loads(line)
+        for line in (tmp_path / "kept" / "dfx_outputs" / "scope_stats" / "scope_stats.jsonl")
+        .read_text()
+        .splitlines()
+    ]
     assert {
         line["kernel"]: line["cycles"] for line in stats if line["record"] == "kernel"
     } == report.kernel_cycles()
     assert (
         stats[0]["record"] == "run" and stats[0]["task_window"]["peak"] == 2
     )  # both submitted before either retired
-    assert (tmp_path / "kept" / "scope_stats.png").read_bytes().startswith(b"\x89PNG")
-    with (tmp_path / "kept" / "pmu.csv").open() as pmu:
+    assert (
+        (tmp_path / "kept" / "dfx_outputs" / "scope_stats" / "scope_stats.png")
+        .read_bytes()
+        .startswith(b"\x89PNG")
+    )
+    with (tmp_path / "kept" / "dfx_outputs" / "pmu.csv").open() as pmu:
         rows = list(csv.DictReader(pmu))
     busy: dict[str, int] = {}
     for row in rows:
@@ -97,7 +106,29 @@ def test_the_output_dir_holds_the_last_report_once_read(tensors):
     assert report["total_cycles"] == two_adds.last_report.total_cycles
 
 
-def test_the_simulator_has_one_device():
-    with pytest.raises(ConfigError, match="a2a3sim has 1 device") as info:
-        RunConfig(platform="a2a3sim", device_id=1)
-    assert info.value.hint == "the simulator models one chip: leave device_id=0"
+def test_the_simulator_takes_any_device_id_and_records_it(tensors, tmp_path):
+    a, b, c, d = tensors
+    config = RunConfig(platform="a2a3sim", device_id=11, save_kernels_dir=tmp_path / "kept")
+    two_adds(a, b, c, d, config=config)
+    torch.testing.assert_close(d, a + b + b)
+    assert two_adds.last_report.device_id == 11
+    assert json.loads((tmp_path / "kept" / "report.json").read_text())["device_id"] == 11
+    with pytest.raises(ConfigError, match=r"RunConfig.device_id takes an int >= 0, got -1"):
+        RunConfig(platform="a2a3sim", device_id=-1)
+
+
+def test_the_chip_swimlane_switch_writes_its_records_into_dfx_outputs_too(tensors, tmp_path):
+    a, b, c, d = tensors
+    config = RunConfig(
+        platform="a2a3sim",
+        enable_chip_swimlane=True,
+        profile_dir=tmp_path / "prof",
+        save_kernels_dir=tmp_path / "out",
+    )
+    two_adds(a, b, c, d, config=config)
+    kept = json.loads((tmp_path / "out" / "dfx_outputs" / "chip_swimlane_records.json").read_text())
+    profiled = json.loads((tmp_path / "prof" / "chip_swimlane_records.json").read_text())
+    assert kept["records"] == profiled["records"] and {r["kernel"] for r in kept["records"]} == {
+        "first",
+        "second",
+    }

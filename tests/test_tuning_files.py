@@ -47,7 +47,7 @@ def _pmu(path):
 
 def test_per_core_the_pmu_pipes_add_up_to_the_ops_the_core_ran(tmp_path):
     report = _run_mixed(RunConfig(save_kernels_dir=tmp_path, enable_pmu=2))
-    rows = _pmu(tmp_path / "pmu.csv")
+    rows = _pmu(tmp_path / "dfx_outputs" / "pmu.csv")
     for core, busy in report.busy_cycles.items():
         pipes = [row for row in rows if row["core"] == core and not row["op"]]
         ran = sum(s.cycles for s in report.timeline if s.core == core and not s.stalled)
@@ -64,7 +64,7 @@ def test_per_core_the_pmu_pipes_add_up_to_the_ops_the_core_ran(tmp_path):
 
 def test_the_pmu_puts_each_op_on_its_hardware_pipe_and_each_wait_on_the_op_it_held_up(tmp_path):
     _run_mixed(RunConfig(save_kernels_dir=tmp_path, enable_pmu=2))
-    ops = {(row["core"], row["op"]): row for row in _pmu(tmp_path / "pmu.csv") if row["op"]}
+    ops = {(row["core"], row["op"]): row for row in _pmu(tmp_path / "dfx_outputs" / "pmu.csv") if row["op"]}
     assert (
         ops["cg0.AIC", "tile.matmul"]["pipe"] == "M" and ops["cg0.AIC", "tile.matmul"]["op_class"] == "matmul"
     )
@@ -77,7 +77,10 @@ def test_the_pmu_puts_each_op_on_its_hardware_pipe_and_each_wait_on_the_op_it_he
 
 def test_scope_stats_hold_the_rings_and_heaps_high_water_marks(tmp_path):
     report = _run_mixed(RunConfig(save_kernels_dir=tmp_path, enable_scope_stats=True))
-    lines = [json.loads(line) for line in (tmp_path / "scope_stats.jsonl").read_text().splitlines()]
+    lines = [
+        json.loads(line)
+        for line in (tmp_path / "dfx_outputs" / "scope_stats" / "scope_stats.jsonl").read_text().splitlines()
+    ]
     run = lines[0]
     assert run["rings"] == {
         ring.name: {"slots": ring.slots, "peak": max(used for _, used in ring.samples)}
@@ -96,7 +99,10 @@ def test_an_spmd_task_holds_several_blocks_on_a_core_group_until_it_retires(tmp_
     x, out = torch.randn(48 * R, C), torch.zeros(48 * R, C)
     wide(x, out, config=RunConfig(save_kernels_dir=tmp_path, enable_scope_stats=True))
     torch.testing.assert_close(out, x.exp())
-    lines = [json.loads(line) for line in (tmp_path / "scope_stats.jsonl").read_text().splitlines()]
+    lines = [
+        json.loads(line)
+        for line in (tmp_path / "dfx_outputs" / "scope_stats" / "scope_stats.jsonl").read_text().splitlines()
+    ]
     run, launches = lines[0], [line for line in lines if line["record"] == "launch"]
     assert run["task_window"]["peak"] == 1  # one task
     # Short blocks free their group before the scheduler has dispatched all 48: a group runs

@@ -213,8 +213,14 @@ def make_pages(work: Path) -> list[Path]:
     config = RunConfig(platform="a2a3sim", enable_dep_gen=True, save_kernels_dir=work / "task_graph")
     example["task_graph"](x, y, torch.zeros(128, 128), torch.zeros(128, 128), config=config)
     pypto = [sys.executable, "-m", "pypto"]
-    run([*pypto, "deps", "view", "task_graph/deps.json", "--format", "html", "-o", "deps.html"], work)
-    run([*pypto, "deps", "view", "task_graph/deps.json", "--format", "svg", "-o", "deps.svg"], work)
+    run(
+        [*pypto, "deps", "view", "task_graph/dfx_outputs/deps.json", "--format", "html", "-o", "deps.html"],
+        work,
+    )
+    run(
+        [*pypto, "deps", "view", "task_graph/dfx_outputs/deps.json", "--format", "svg", "-o", "deps.svg"],
+        work,
+    )
     seed = f"{ROOT / 'examples' / 'advanced' / '03_mixed_kernel.py'}::mixed_matmul_bias"
     shapes = ["a=fp16[512,256]", "b=fp16[256,128]", "bias=fp32[512,128]", "out=fp32[512,128]"]
     arguments = [word for shape in shapes for word in ("--arg", shape)]

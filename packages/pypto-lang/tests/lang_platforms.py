@@ -26,6 +26,7 @@ class RecordingBackend:
     calls: list[tuple[Program, list[Any], dict[str, Any]]] = field(default_factory=list)
     outputs: tuple[Any, ...] = ()
     pipeline: str | None = None
+    simulator: bool = False  # True: it simulates its target's chip (runs that chip's platform)
 
     def run(self, program: Program, args: Sequence[Any], options: Mapping[str, Any]) -> RunReport:
         self.calls.append((program, list(args), dict(options)))

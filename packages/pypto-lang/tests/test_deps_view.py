@@ -191,5 +191,6 @@ def test_a_missing_file_is_a_usage_error(tmp_path):
 def test_help_shows_the_defaults_and_an_example():
     result = CliRunner().invoke(cli, ["deps", "view", "-h"])
     assert (
-        "[default: text]" in result.output and "pypto deps view out/deps.json --format html" in result.output
+        "[default: text]" in result.output
+        and "pypto deps view out/dfx_outputs/deps.json --format html" in result.output
     )

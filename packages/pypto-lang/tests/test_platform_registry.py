@@ -14,6 +14,7 @@ import pypto.language as pl
 from pypto.ir import PlatformError
 from pypto.runtime import (
     RunConfig,
+    SimulatedPlatformWarning,
     get_backend,
     get_target,
     hookimpl,
@@ -23,6 +24,7 @@ from pypto.runtime import (
     reset_registry,
     settings,
 )
+from pypto.runtime.settings import ConfigError
 
 
 class BackendPlugin:
@@ -95,6 +97,55 @@ def test_a2a3_compiles_without_a_backend_but_running_suggests_the_simulator(empt
         "and none is installed"
     )
     assert info.value.hint == "run on 'a2a3sim' instead, e.g. RunConfig(platform='a2a3sim')"
+
+
+def test_a_run_on_a_chip_with_no_device_backend_runs_on_its_simulator_warning_once(empty_registry):
+    simulator = RecordingBackend(name="a2a3sim", simulator=True)
+    register_plugin(RecordingPlugin(simulator), name="sim")
+    config = RunConfig(platform="a2a3", pipeline=(), device_id=11)
+    exp_kernel.cache_clear()
+    a, out = torch.ones(64, 64), torch.zeros(64, 64)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        exp_kernel(a, out, config=config)
+        exp_kernel(a, out, config=config)
+    assert [w.category for w in caught] == [SimulatedPlatformWarning]  # once per platform and process
+    assert str(caught[0].message).startswith(
+        "platform 'a2a3' has no device backend installed: running on 'a2a3sim', its simulator"
+    )
+    assert caught[0].filename == __file__  # at the user's call
+    assert [args for _, args, _ in simulator.calls] == [[a, out], [a, out]]
+    assert simulator.calls[0][2]["device_id"] == 11 and exp_kernel.last_report.device_id == 11
+    assert get_backend("a2a3") is simulator
+
+
+def test_codegen_only_on_a_chip_runs_nothing_and_warns_of_nothing(empty_registry, tmp_path):
+    simulator = RecordingBackend(name="a2a3sim", simulator=True)
+    register_plugin(RecordingPlugin(simulator), name="sim")
+    exp_kernel.cache_clear()
+    config = RunConfig(platform="a2a3", pipeline=(), codegen_only=True, save_kernels_dir=tmp_path / "gen")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert exp_kernel(torch.ones(64, 64), torch.zeros(64, 64), config=config) is None
+    assert simulator.calls == [] and (tmp_path / "gen" / "program.py").is_file()
+
+
+def test_a_device_backend_of_the_chip_keeps_the_chip_from_falling_back(empty_registry):
+    register_plugin(RecordingPlugin(RecordingBackend(name="a2a3sim", simulator=True)), name="sim")
+    register_plugin(BackendPlugin(RecordingBackend(name="a2a3dev")), name="dev")
+    with pytest.raises(PlatformError) as info:
+        get_backend("a2a3")
+    assert info.value.message.startswith("platform 'a2a3' is a compile-only target here")
+    assert info.value.hint == "run on 'a2a3dev' or 'a2a3sim' instead, e.g. RunConfig(platform='a2a3dev')"
+
+
+def test_a_simulator_takes_any_device_id_a_device_backend_only_its_own(empty_registry):
+    register_plugin(RecordingPlugin(RecordingBackend(name="a2a3sim", simulator=True)), name="sim")
+    assert RunConfig(platform="a2a3sim", device_id=11).device_id == 11
+    assert RunConfig(platform="a2a3", device_id=7).device_id == 7
+    register_plugin(BackendPlugin(RecordingBackend(name="dev")), name="dev")
+    with pytest.raises(ConfigError, match=r"RunConfig\(device_id=1\): dev has 1 device\(s\)"):
+        RunConfig(platform="dev", device_id=1)
 
 
 def _fake_distribution(root, dist, module, backend_name, body=None):

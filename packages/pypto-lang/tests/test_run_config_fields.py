@@ -6,7 +6,7 @@ import pytest
 from lang_platforms import A2A3_LIKE, RecordingBackend
 
 from pypto.backend import BackendType, UnsupportedBackendError, backend_type_of, platforms_of
-from pypto.ir import VerificationLevel
+from pypto.ir import OptimizationStrategy, VerificationLevel
 from pypto.runtime import RunConfig, UnknownOptionError, hookimpl, register_plugin
 from pypto.runtime import VerificationLevel as RuntimeLevel
 from pypto.runtime.settings import ConfigError, command_line
@@ -108,7 +108,7 @@ def test_each_field_takes_its_kind(field, value):
 def test_save_kernels_dir_implies_save_kernels_and_holds_the_pass_dumps(tmp_path):
     config = RunConfig(save_kernels_dir=tmp_path / "out", dump_passes=True)
     assert config.save_kernels is True
-    assert config.dump_dir("k") == tmp_path / "out" / "passes"
+    assert config.dump_dir("k") == tmp_path / "out" / "passes_dump"
 
 
 def test_verification_level_is_one_enum_in_ir_and_runtime():
@@ -129,6 +129,8 @@ def _same_key(tmp_path):
         {"save_kernels_dir": tmp_path, "enable_dep_gen": True, "enable_pmu": True},
         {"enable_scope_stats": True, "verification_level": VerificationLevel.NONE},
         {"backend_type": BackendType.Ascend910B},
+        {"ring_task_window": 64, "ring_heap": [1 << 20, 0, 0, 1 << 30], "ring_dep_pool": 4096},
+        {"aicpu_thread_num": 4, "rtol": 1e-2, "strategy": OptimizationStrategy.Default},
     ):
         assert RunConfig(**options).cache_key() == plain
 
@@ -152,3 +154,162 @@ def test_verification_level_none_runs_no_verifier_between_passes(backend, monkey
         config=RunConfig(platform="testsim", verification_level=VerificationLevel.BASIC, options={"x": 1})
     )
     assert len(checked) > 1  # before the first pass and after each
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "sizes"),
+    [
+        ("ring_task_window", 64, (64, 64, 64, 64)),
+        ("ring_task_window", [8192, 16384, 131072, 524288], (8192, 16384, 131072, 524288)),
+        ("ring_task_window", [0, 4, 0, 0], (0, 4, 0, 0)),
+        ("ring_heap", 1 << 20, (1 << 20,) * 4),
+        ("ring_heap", (1024, 0, 0, 1 << 30), (1024, 0, 0, 1 << 30)),
+        ("ring_dep_pool", [4, 5, 2**31 - 1, 0], (4, 5, 2**31 - 1, 0)),
+        ("ring_dep_pool", 0, (0, 0, 0, 0)),
+    ],
+)
+def test_a_ring_field_takes_an_int_or_four_per_ring_sizes(field, value, sizes, monkeypatch):
+    for env in ("PTO2_RING_TASK_WINDOW", "PTO2_RING_HEAP", "PTO2_RING_DEP_POOL"):
+        monkeypatch.delenv(env, raising=False)
+    assert RunConfig(**{field: value}).ring_sizes()[field] == sizes
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message", "hint"),
+    [
+        (
+            "ring_task_window",
+            100,
+            "RunConfig.ring_task_window must be a power of two >= 4 (task slots per ring), got 100",
+            "ring_task_window=1024",
+        ),
+        (
+            "ring_task_window",
+            2,
+            "must be a power of two >= 4 (task slots per ring), got 2",
+            "ring_task_window=1024",
+        ),
+        (
+            "ring_heap",
+            64,
+            "RunConfig.ring_heap must be a power of two >= 1024 (bytes per ring), got 64",
+            "ring_heap counts bytes, not buffers",
+        ),
+        (
+            "ring_heap",
+            [1024, 0, 1000, 0],
+            "RunConfig.ring_heap[2] must be a power of two >= 1024 (bytes per ring), got 1000",
+            "ring_heap=1048576",
+        ),
+        (
+            "ring_dep_pool",
+            3,
+            "RunConfig.ring_dep_pool must be in [4, 2147483647] (dependency-edge entries per ring), got 3",
+            "ring_dep_pool=4096",
+        ),
+        (
+            "ring_dep_pool",
+            2**31,
+            "must be in [4, 2147483647] (dependency-edge entries per ring), got 2147483648",
+            "ring_dep_pool=4096",
+        ),
+        (
+            "ring_task_window",
+            [64, 64, 64],
+            "RunConfig.ring_task_window takes an int or a list of exactly 4 ints (rings 0..3), got a list of 3",
+            "ring_task_window=[1024, 0, 0, 0]",
+        ),
+        (
+            "ring_task_window",
+            -8,
+            "must be a power of two >= 4 (task slots per ring), got -8",
+            "ring_task_window=1024",
+        ),
+        (
+            "ring_heap",
+            True,
+            "RunConfig.ring_heap takes an int or a list of 4 ints, got bool True",
+            "ring_heap=1048576",
+        ),
+        (
+            "ring_heap",
+            "1M",
+            "RunConfig.ring_heap takes an int or a list of 4 ints, got str '1M'",
+            "ring_heap=1048576",
+        ),
+        (
+            "ring_dep_pool",
+            [4.0, 0, 0, 0],
+            "RunConfig.ring_dep_pool takes an int or a list of 4 ints, got list",
+            "ring_dep_pool=4096",
+        ),
+    ],
+)
+def test_a_bad_ring_size_is_an_error_at_the_call_with_a_hint(field, value, message, hint):
+    with pytest.raises(ConfigError) as info:
+        RunConfig(**{field: value})
+    err = info.value
+    assert message in err.message and hint in (err.hint or "")
+    assert err.span is not None and err.span.file == __file__
+
+
+@pytest.mark.parametrize("value", [0, -1, True, 2.0, "4"])
+def test_aicpu_thread_num_is_an_int_of_at_least_one(value):
+    with pytest.raises(ConfigError, match=r"RunConfig\.aicpu_thread_num takes an int >= 1") as info:
+        RunConfig(aicpu_thread_num=value)
+    assert info.value.hint == "write it like RunConfig(aicpu_thread_num=4)"
+    assert RunConfig(aicpu_thread_num=6).aicpu_thread_num == 6
+
+
+def test_the_ring_environment_variables_size_what_the_config_leaves_unset(monkeypatch):
+    monkeypatch.setenv("PTO2_RING_TASK_WINDOW", "128")
+    monkeypatch.setenv("PTO2_RING_HEAP", "0,2048,0,0")
+    sizes = RunConfig(ring_task_window=[0, 64, 0, 0]).ring_sizes()
+    assert sizes["ring_task_window"] == (128, 64, 128, 128)  # the config's entry wins
+    assert sizes["ring_heap"] == (0, 2048, 0, 0)
+    monkeypatch.setenv("PTO2_RING_DEP_POOL", "lots")
+    with pytest.raises(ConfigError, match="PTO2_RING_DEP_POOL='lots' is not a size"):
+        RunConfig().ring_sizes()
+    monkeypatch.setenv("PTO2_RING_DEP_POOL", "2")
+    with pytest.raises(ConfigError, match=r"PTO2_RING_DEP_POOL must be in \[4, 2147483647\]"):
+        RunConfig().ring_sizes()
+
+
+def test_the_strategy_is_an_optimization_strategy():
+    assert RunConfig(strategy=OptimizationStrategy.Default).strategy is OptimizationStrategy.Default
+    with pytest.raises(ConfigError) as info:
+        RunConfig(strategy="Default")
+    assert info.value.message == "RunConfig.strategy takes a pypto.ir.OptimizationStrategy, got str 'Default'"
+    assert info.value.hint == "write it like RunConfig(strategy=OptimizationStrategy.Default)"
+
+
+def test_the_run_time_fields_reach_the_backend_and_do_not_recompile(backend, monkeypatch):
+    import torch
+
+    import pypto.language as pl
+
+    @pl.jit
+    def copy(a: pl.Tensor[[8, 8], pl.FP32], out: pl.Out[pl.Tensor[[8, 8], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            out[:] = pl.add(a, a)
+        return out
+
+    monkeypatch.setenv("PYPTO_CACHE", "off")
+    for env in ("PTO2_RING_TASK_WINDOW", "PTO2_RING_HEAP", "PTO2_RING_DEP_POOL"):
+        monkeypatch.delenv(env, raising=False)
+    a, out = torch.ones(8, 8), torch.zeros(8, 8)
+    copy(a, out, config=RunConfig(platform="testsim"))
+    sized = RunConfig(
+        platform="testsim",
+        ring_task_window=64,
+        ring_heap=[0, 1 << 20, 0, 0],
+        ring_dep_pool=256,
+        aicpu_thread_num=4,
+    )
+    copy(a, out, config=sized)
+    assert copy.cache_info().misses == 1  # the same compiled program ran twice
+    first, second = (options for _, _, options in backend.calls)
+    assert first["ring_task_window"] == (0, 0, 0, 0) and first["aicpu_thread_num"] is None
+    assert second["ring_task_window"] == (64, 64, 64, 64)
+    assert second["ring_heap"] == (0, 1 << 20, 0, 0) and second["ring_dep_pool"] == (256,) * 4
+    assert second["aicpu_thread_num"] == 4

@@ -30,9 +30,12 @@ def test_enable_chip_swimlane_is_an_alias_of_enable_profiling():
     assert RunConfig(enable_profiling=True).enable_chip_swimlane is True
 
 
-def test_dump_passes_true_dumps_under_a_directory_per_kernel():
+def test_dump_passes_true_dumps_into_the_output_directorys_passes_dump():
     assert RunConfig().dump_dir("k") is None
-    assert RunConfig(dump_passes=True).dump_dir("k") == Path("pypto_passes") / "k"
+    assert RunConfig(dump_passes=True).dump_dir("k", Path("build_output/k_0123")) == Path(
+        "build_output/k_0123/passes_dump"
+    )
+    assert RunConfig(dump_passes=True).dump_dir("k") == Path("build_output/k/passes_dump")
     assert RunConfig(dump_passes="out/dumps").dump_dir("k") == Path("out/dumps")
 
 

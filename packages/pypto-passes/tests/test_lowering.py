@@ -102,12 +102,3 @@ def test_dump_passes_writes_one_file_per_pass(tmp_path):
 def test_unknown_pass_names_the_known_ones():
     with pytest.raises(ValueError, match="unknown pass 'Nope'; known passes: OutlineScopes"):
         build_pass("Nope")
-
-
-def test_the_default_strategys_pass_manager_runs_the_default_pipeline():
-    from pypto.ir import OptimizationStrategy, PassManager
-
-    manager = PassManager.get_strategy(OptimizationStrategy.Default)
-    assert [p.name for p in manager.pipeline] == list(DEFAULT_PIPELINE)
-    lowered = manager.run_passes(irbuild.staged_program())
-    assert print_ir(lowered) == print_ir(lower(irbuild.staged_program(), irbuild.TARGET))

@@ -75,7 +75,9 @@ class A2A3SimBackend:
 
     name = "a2a3sim"
     target = A2A3_TARGET
-    device_count = 1  # one simulated chip: RunConfig(device_id=...) other than 0 is an error
+    # A simulator: a run on "a2a3" with no device backend installed comes here, and every
+    # RunConfig(device_id=...) names this one modeled chip (the id is recorded in the report).
+    simulator = True
 
     def __init__(self) -> None:
         # Each program's launch plans, made on its first run (the runtime runs one program often).
@@ -101,6 +103,7 @@ class A2A3SimBackend:
         try:
             from pypto_sim_a2a3.arguments import check_arguments
             from pypto_sim_a2a3.chip import Chip
+            from pypto_sim_a2a3.runtime_rings import RuntimeRings
         except ImportError as exc:
             raise PlatformError(
                 f"a2a3sim needs torch to run a program ({exc}); compiling for a2a3 does not",
@@ -112,8 +115,9 @@ class A2A3SimBackend:
         loaded = self._loaded.get(program)
         if loaded is None:
             loaded = self._loaded[program] = LoadedProgram(program, self.target.aiv_per_group)
+        rings = RuntimeRings.from_options(options)
         chip = Chip(
-            program, self.target, self.name, options.get("on_task"), options.get("on_progress"), loaded
+            program, self.target, self.name, options.get("on_task"), options.get("on_progress"), loaded, rings
         )
         with full_collections_paced():
             try:

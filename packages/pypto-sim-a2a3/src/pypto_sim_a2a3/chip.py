@@ -23,9 +23,11 @@ import heapq
 from collections import deque
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pypto.ir import Call, Function, MemoryPlan, Program, RunReport, Target, TaskRecord
+import torch
+
+from pypto.ir import Call, Function, MemoryPlan, Program, RunReport, SourceSpan, Target, TaskRecord
 from pypto.ir.backend import HeapUse, SubmittedTask
 from pypto.ir.launch import LaunchPlan, LoadedProgram
 from pypto_sim_a2a3.barrier import SyncAll
@@ -51,13 +53,11 @@ from pypto_sim_a2a3.replay import (
     walk_numbers,
     walk_signature,
 )
+from pypto_sim_a2a3.runtime_rings import RuntimeRings, Scope
 from pypto_sim_a2a3.scheduler import Advance, Event, Scheduler, Signal, Wait
-from pypto_sim_a2a3.taskgraph import ParallelContext, Task, TaskGraph
+from pypto_sim_a2a3.taskgraph import ParallelContext, Task, TaskGraph, access_modes
 from pypto_sim_a2a3.timeline import Recorder
 from pypto_sim_a2a3.timeorder import TimeOrder
-
-if TYPE_CHECKING:
-    import torch
 
 # (kernel, done, total, unit): the blocks of an spmd task, or its outermost loop's iterations.
 ProgressObserver = Callable[[str, int, int, str], None]
@@ -77,6 +77,7 @@ class Chip:
         on_task: Callable[[str], None] | None = None,
         on_progress: ProgressObserver | None = None,
         loaded: LoadedProgram | None = None,
+        rings: RuntimeRings | None = None,
     ):
         self.program = program
         self.loaded = loaded or LoadedProgram(program, target.aiv_per_group)
@@ -92,6 +93,9 @@ class Chip:
         self.host = Core(HOST)
         self.dispatcher = Core(SCHEDULER)
         self.graph = TaskGraph()
+        self.rings = rings or RuntimeRings.from_options({})  # the runtime's rings and scopes
+        self._created: dict[int, int] = {}  # storage of a tensor the orchestration made -> its bytes
+        self._held: set[int] = set()  # tasks submitted, waiting for room in their ring
         self.races = TaskRaces(self.graph)
         self.groups: dict[int, CoreGroup] = {}
         self.tasks: list[TaskRecord] = []
@@ -135,7 +139,9 @@ class Chip:
     # ------------------------------------------------------------ the host
 
     def _orchestrate(self, entry: Function, args: Sequence[Any]) -> Generator[Event, None, tuple[Any, ...]]:
+        body = self.open_scope(entry.span, f"the body of {entry.name}")
         result = yield from HostFrame(entry, args, self.loaded, self).run()
+        self.close_scope(body)
         self._orchestrated = True
         self.changed.changed()
         yield Wait(self.graph.all_retired, "every task to finish", entry.span, on=(self.changed,))
@@ -155,10 +161,44 @@ class Chip:
         self._check_sync_start(call)
         yield Advance("AICPU", self.cost.submit_cycles(), f"submit {kernel.name}", call.span)
         task = self.graph.submit(kernel, call, args, parallel, declared)
-        self.submitted.append(SubmittedTask(task.id, kernel.name, self.host.clock, blocks=task.blocks))
+        ring, hold = self.rings.hold(task, self._output_bytes(task))
+        if not ring.fits(hold):  # the host waits for the ring's head to move on
+            ring.check_reachable(hold)
+            self._held.add(task.id)
+            yield Wait(
+                lambda: ring.fits(hold), f"room in runtime ring {ring.index}", call.span, on=(self.changed,)
+            )
+            self._held.discard(task.id)
+        ring.take(hold)
+        self.submitted.append(
+            SubmittedTask(task.id, kernel.name, self.host.clock, blocks=task.blocks, ring=ring.index)
+        )
         if self.graph.ready(task):
             self._enqueue(task)
         return task
+
+    def open_scope(self, span: SourceSpan | None, what: str) -> Scope:
+        """The orchestration enters a scope (a loop's iteration, an arm, a function's body)."""
+        return self.rings.open_scope(span, what)
+
+    def close_scope(self, scope: Scope) -> None:
+        """The orchestration leaves ``scope``: its tasks' holds may be reclaimed once they retire."""
+        self.rings.close_scope(scope)
+        self.changed.changed()
+
+    def created(self, tensor: Any) -> None:
+        """The orchestration created ``tensor``: the first task to write it holds its bytes."""
+        if isinstance(tensor, torch.Tensor):
+            storage = tensor.untyped_storage()
+            self._created[storage.data_ptr()] = storage.nbytes()
+
+    def _output_bytes(self, task: Task) -> int:
+        """The bytes of the tensors the orchestration created that ``task`` is the first to write."""
+        total = 0
+        for value, mode in zip(task.args, access_modes(task.kernel, task.call), strict=True):
+            if mode is not None and mode.writes and isinstance(value, torch.Tensor):
+                total += self._created.pop(value.untyped_storage().data_ptr(), 0)
+        return total
 
     def _check_sync_start(self, call: Call) -> None:
         """A launch whose blocks start together must fit the chip's core groups."""
@@ -206,6 +246,8 @@ class Chip:
         return not task.sync_start or block > 0 or len(self._free) >= task.blocks
 
     def _enqueue(self, task: Task) -> None:
+        if task.id in self._held:
+            return  # its host has not finished submitting it: it is enqueued then
         self._ready.extend((task, block) for block in range(task.blocks))
         self.changed.changed()
 
@@ -467,6 +509,7 @@ class Chip:
             transfers=self.recorder.transfers,
             aiv_per_group=self.target.aiv_per_group,
             submitted=self.submitted,
+            runtime_rings=self.rings.report(),
             heaps=self.heaps,
             usable_bytes={space.name: self.target.usable(space) for space in self.target.memory},
         )

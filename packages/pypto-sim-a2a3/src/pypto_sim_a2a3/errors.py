@@ -13,6 +13,7 @@ __all__ = [
     "LoopStepError",  # raised by the shared walker (pypto.ir.walker), for every backend
     "OutOfBoundsError",
     "PipeError",
+    "RingCapacityError",
     "ScalarRangeError",
 ]
 
@@ -47,3 +48,9 @@ class EventError(PyptoError, ValueError):
 class LaunchError(PyptoError, ValueError):
     """A launch the chip cannot make: a ``pl.spmd(n, sync_start=True)`` of more blocks than it has
     core groups."""
+
+
+class RingCapacityError(PyptoError, RuntimeError):
+    """A task the runtime's ring cannot take, however long the orchestration waits: its task
+    window, heap or dep pool is full of the holds of a scope that has not ended (or smaller than
+    the task alone). Sized by ``RunConfig(ring_task_window=..., ring_heap=..., ring_dep_pool=...)``."""

@@ -11,19 +11,22 @@ that write it.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Protocol
 
-from pypto.ir import Call, Expr, For, Function, LoopKind, Var
+from pypto.ir import Call, Expr, For, Function, If, LoopKind, SourceSpan, Var, While
 from pypto.ir.launch import LaunchPlan, LoadedProgram
-from pypto.ir.ops import scalar
-from pypto.ir.walker import HostWalker
+from pypto.ir.ops import scalar, tensor
+from pypto.ir.walker import HostWalker, Jump
+from pypto_sim_a2a3.runtime_rings import Scope
 from pypto_sim_a2a3.scheduler import Event
 from pypto_sim_a2a3.semantics import SEMANTICS
 from pypto_sim_a2a3.taskgraph import ParallelContext, Task
 
 Steps = Generator[Event, None, Any]
 _READ = scalar.read
+_CREATE = tensor.create
 
 
 class TaskHost(Protocol):
@@ -39,6 +42,12 @@ class TaskHost(Protocol):
     ) -> Generator[Event, None, Task]: ...
 
     def wait_for_writers(self, tensor: Any, what: str, call: Call) -> Generator[Event, None, None]: ...
+
+    def open_scope(self, span: SourceSpan | None, what: str) -> Scope: ...
+
+    def close_scope(self, scope: Scope) -> None: ...
+
+    def created(self, tensor: Any) -> None: ...
 
 
 class HostFrame(HostWalker):
@@ -60,17 +69,46 @@ class HostFrame(HostWalker):
             for i in (yield from self.loop_range(loop)):
                 self.env[loop.var.name] = i
                 self.parallel = (*outer, (instance, i))
-                returned = yield from self.exec_body(loop.body)
+                with self._scope(loop.span, "an iteration of the loop"):
+                    returned = yield from self.exec_body(loop.body)
                 if isinstance(returned, tuple):  # a return (the parser allows no jumps here)
                     return returned
         finally:
             self.parallel = outer
         return None
 
+    def iteration(self, loop: For | While) -> Generator[Event, None, tuple[Any, ...] | Jump | None]:
+        """One iteration in a runtime scope of its own, one deeper than the loop's."""
+        with self._scope(loop.span, "an iteration of the loop"):
+            return (yield from super().iteration(loop))
+
+    def exec_if(self, stmt: If) -> Generator[Event, None, tuple[Any, ...] | Jump | None]:
+        """The arm taken, in a runtime scope of its own, one deeper than the ``if``."""
+        with self._scope(stmt.span, "an arm of the if"):
+            return (yield from super().exec_if(stmt))
+
+    def call_control(self, fn: Function, args: tuple[Any, ...]) -> Steps:
+        """A control function's body, in a runtime scope of its own, one deeper than its call."""
+        with self._scope(fn.span, f"the body of {fn.name}"):
+            return (yield from super().call_control(fn, args))
+
+    @contextmanager
+    def _scope(self, span: SourceSpan | None, what: str) -> Iterator[None]:
+        """The runtime scope the compiler places around a function body, a loop body and an arm:
+        the tasks submitted in it hold their ring until it ends (see pypto_sim_a2a3.runtime_rings)."""
+        scope = self.chip.open_scope(span, what)
+        try:
+            yield
+        finally:
+            self.chip.close_scope(scope)
+
     def apply(self, call: Call, args: tuple[Any, ...]) -> Steps:
         if call.op == _READ:
             yield from self.chip.wait_for_writers(args[0], f"the tasks writing {_name(call.args[0])}", call)
-        return (yield from super().apply(call, args))
+        value = yield from super().apply(call, args)
+        if call.op == _CREATE:
+            self.chip.created(value)
+        return value
 
     def launch(self, plan: LaunchPlan, call: Call, args: tuple[Any, ...]) -> Steps:
         declared = [self._task(name, call) for name in call.attrs.get("deps", ())]

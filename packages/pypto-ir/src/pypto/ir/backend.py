@@ -57,6 +57,27 @@ class SubmittedTask:
     submit_cycle: int
     retire_cycle: int | None = None  # None: the run ended before the scheduler retired it
     blocks: int = 1
+    ring: int = 0  # the runtime ring its resources come from: min(scope depth, 3)
+
+
+@dataclass(frozen=True)
+class RuntimeRing:
+    """One of the runtime's four rings (``index`` 0..3: the tasks of scopes at depth
+    ``min(depth, 3)``): what it holds (``task_window`` task slots, ``heap`` bytes of the tensors
+    its tasks are the first to write, ``dep_pool`` dependency-edge entries) and the most of each
+    it held at once.
+
+    ``RuntimeRing(1, task_window=64, heap=1 << 20, dep_pool=256, peak_tasks=64, peak_heap=8192,
+    peak_deps=12)``
+    """
+
+    index: int
+    task_window: int
+    heap: int
+    dep_pool: int
+    peak_tasks: int = 0
+    peak_heap: int = 0
+    peak_deps: int = 0
 
 
 @dataclass(frozen=True)
@@ -209,7 +230,8 @@ class RunReport:
     when first read: :meth:`make_timeline_when_read`), ``rings`` the occupancy of every pipe ring,
     ``transfers`` every tile that crossed a pipe; the methods below summarise them.
     ``submitted`` holds each task from submission to retirement (:class:`SubmittedTask`: the task
-    window), ``heaps`` each core's on-chip memory per kernel it ran (:class:`HeapUse`) and
+    window), ``runtime_rings`` the runtime's four rings with their sizes and peaks
+    (:class:`RuntimeRing`), ``heaps`` each core's on-chip memory per kernel it ran (:class:`HeapUse`) and
     ``usable_bytes`` what the allocator may use of each space; a backend that does not know them
     leaves them empty.
 
@@ -234,6 +256,9 @@ class RunReport:
     usable_bytes: dict[str, int] = field(default_factory=dict)  # per memory space, e.g. {"Vec": 188416}
     # The compiler's performance hints about the program (e.g. fewer pipeline stages fit than asked).
     hints: list[str] = field(default_factory=list)
+    device_id: int = 0  # the device the run was on (RunConfig.device_id)
+    # The runtime's four rings, sized and used (a backend that models none leaves it empty).
+    runtime_rings: list[RuntimeRing] = field(default_factory=list)
 
     @property
     def total_us(self) -> float:
@@ -554,8 +579,11 @@ class Backend(Protocol):
     they get the default pipeline. It is optional, so it is no member of this protocol.
 
     A backend may also declare ``ops``, the op names it has semantics for, for
-    ``pypto.ir.walker.missing_semantics(backend.ops)`` to check (see docs/plugins.md), and
-    ``device_count``, how many devices ``RunConfig(device_id=...)`` may name (1 when absent).
+    ``pypto.ir.walker.missing_semantics(backend.ops)`` to check (see docs/plugins.md),
+    ``device_count``, how many devices ``RunConfig(device_id=...)`` may name (1 when absent), and
+    ``simulator``: True for a backend that simulates its target's chip on the host. A simulator
+    runs the programs of its chip's platform when no device backend for it is installed (a run on
+    ``"a2a3"`` runs on ``a2a3sim``), and takes any ``device_id``: every device is its one chip.
     """
 
     name: str

@@ -19,6 +19,7 @@ from pypto.ir.tracebacks import call_site
 
 if TYPE_CHECKING:
     from pypto.passes import PassManager as PassManager
+    from pypto.runtime import CompiledProgram
 
 
 class MissingPackageError(PyptoError, ImportError):
@@ -32,32 +33,44 @@ def compile(
     backend_type: BackendType = BackendType.Ascend910B,
     output_dir: str | Path | None = None,
     platform: str | None = None,
-    verification_level: VerificationLevel = VerificationLevel.BASIC,
-) -> Path:
-    """Lower ``program`` for ``backend_type`` and write its artifacts; returns the output directory.
+    verification_level: VerificationLevel | None = None,
+    skip_ptoas: bool = False,
+    profiling: bool = False,
+) -> CompiledProgram:
+    """Lower ``program`` for ``backend_type``, write its artifacts and return the compiled program,
+    which stands for its output directory where a path is asked for (``os.fspath``, ``/``).
 
-    The directory (``output_dir``, else ``./build_output/<program>_<key>/``) holds ``program.py``
-    (the lowered program as ``pl`` source), ``memory_map.txt`` and, with ``dump_passes``, the
-    program after each pass in ``passes/``. ``platform`` picks one platform of the family (default:
-    the session's, if it is one, else the family's simulator).
+    The directory (``output_dir``, else ``./build_output/<program>_<key>/``) holds the artifacts
+    docs/compiler.md lists ("Output directory"): ``program.py``, one ``.pto`` per kernel in
+    ``ptoas/``, ``memory_map.txt`` and, with ``dump_passes``, the program after each pass in
+    ``passes_dump/``. ``strategy`` picks the passes (``Default``: the platform backend's pipeline,
+    else the default one). ``platform`` picks one platform of the family (default: the session's,
+    if it is one, else the family's simulator). ``profiling`` times each compile stage and pass
+    into ``report/pipeline_profile.txt`` / ``.json``. ``verification_level`` None defers to
+    ``PYPTO_VERIFY_LEVEL``, else ``BASIC``. ``skip_ptoas`` changes nothing: there is no
+    PTO assembler here, so a compile always stops at the ``.pto`` files. A bad option is a
+    ``ConfigError`` at the call.
 
     >>> out = ir.compile(program, strategy=ir.OptimizationStrategy.Default)  # doctest: +SKIP
+    >>> compiled = ir.compile(program); compiled(a, b, out)  # doctest: +SKIP
     """
-    if not isinstance(strategy, OptimizationStrategy):
-        raise TypeError(f"strategy takes an ir.OptimizationStrategy, got {strategy!r}")
     try:
-        from pypto.runtime import RunConfig, compile_program
+        from pypto.runtime import RunConfig, compile_program, settings
     except ImportError as err:
         raise _missing("pypto.ir.compile", "pypto-lang") from err
     config = RunConfig(
         platform=platform,
         backend_type=backend_type,
+        strategy=strategy,
         dump_passes=dump_passes,
         save_kernels=True,
         save_kernels_dir=output_dir,
-        verification_level=verification_level,
+        compile_profiling=profiling,
+        verification_level=settings.verification_level()
+        if verification_level is None
+        else verification_level,
     )
-    return compile_program(program, config).output_dir
+    return compile_program(program, config)  # save_kernels: its artifacts are written
 
 
 def pass_manager_class() -> type[PassManager]:

@@ -14,13 +14,13 @@ from pypto.tools.deps_graph import FORMATS, load_deps, render
 def deps() -> None:
     """Look at the task graph a run built (deps.json).
 
-    A run with RunConfig(enable_dep_gen=True) writes deps.json into its output directory
+    A run with RunConfig(enable_dep_gen=True) writes dfx_outputs/deps.json into its output directory
     (RunConfig(save_kernels_dir=DIR), else build_output/<program>_<key>/): every task block
     with its kernel, core group and modeled start and end, and every dependency edge.
 
     \b
     Example:
-      pypto deps view build_output/task_graph_0123abcd4567/deps.json --format html -o deps.html
+      pypto deps view build_output/task_graph_0123abcd4567/dfx_outputs/deps.json --format html -o deps.html
     """
 
 
@@ -52,9 +52,9 @@ def view(file: Path, fmt: str, output: Path | None) -> None:
 
     \b
     Examples:
-      pypto deps view out/deps.json
-      pypto deps view out/deps.json --format svg -o deps.svg
-      pypto deps view out/deps.json --format html -o deps.html
+      pypto deps view out/dfx_outputs/deps.json
+      pypto deps view out/dfx_outputs/deps.json --format svg -o deps.svg
+      pypto deps view out/dfx_outputs/deps.json --format html -o deps.html
     """
     text = render(load_deps(file), fmt)
     if output is None:

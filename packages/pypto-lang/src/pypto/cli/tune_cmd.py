@@ -348,7 +348,7 @@ def trial_config(platform: str | None) -> RunConfig:
     not only compile them."""
     check_platform(platform)
     config = RunConfig(platform=platform)
-    registry().backend(config.platform_name, Origin(PLATFORM_OPTION) if platform is not None else None)
+    registry().runner(config.platform_name, Origin(PLATFORM_OPTION) if platform is not None else None)
     return config
 
 

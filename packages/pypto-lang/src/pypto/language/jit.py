@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any, NamedTuple, ParamSpec, TypeVar
 
 from pypto.ir import Program, PyptoError, RunReport
@@ -13,6 +14,7 @@ from pypto.language.kernel import JitKind, KernelFunction
 from pypto.language.parser.program import parse_program
 from pypto.language.parser.resolve import GlobalReads, recording_reads
 from pypto.language.specialize import Specialization, specialize
+from pypto.runtime.compile_profile import CompileProfile
 from pypto.runtime.compiled import CompiledProgram, compile_program
 from pypto.runtime.config import RunConfig
 
@@ -76,17 +78,19 @@ class JitFunction(KernelFunction):
 
     def _compile(self, spec: Specialization, config: RunConfig) -> CompiledProgram:
         """The compiled program for ``spec``: from the in-memory cache unless a module global or
-        closure value the kernel read has changed since, or pass dumps are asked for (a dump is
-        written whenever it is asked for)."""
+        closure value the kernel read has changed since, or pass dumps or a compile profile are
+        asked for (each is written whenever it is asked for)."""
         key = (spec.key, config.cache_key())
         cached = self._compiled.get(key)
-        if cached is not None and cached[1].changed() is None and config.dump_dir(self.name) is None:
+        fresh = config.dump_dir(self.name) is not None or config.compile_profiling
+        if cached is not None and cached[1].changed() is None and not fresh:
             self._hits += 1
             return cached[0]
         self._misses += 1
-        with recording_reads() as reads:
+        profile = CompileProfile() if config.compile_profiling else None
+        with recording_reads() as reads, profile.stage("parse") if profile else nullcontext():
             program = parse_program(self, spec.params)
-        compiled = compile_program(program, config, spec.constants)
+        compiled = compile_program(program, config, spec.constants, profile)
         self._compiled[key] = (compiled, reads)
         return compiled
 

@@ -13,6 +13,7 @@ from pypto.runtime.hookspecs import hookimpl, hookspec
 from pypto.runtime.registry import (
     LOAD_PLUGINS_ENV,
     PlatformRegistry,
+    SimulatedPlatformWarning,
     get_backend,
     get_target,
     list_platforms,
@@ -21,15 +22,21 @@ from pypto.runtime.registry import (
     reset_registry,
 )
 from pypto.runtime.runner import RunResult
+from pypto.runtime.worker import ChipWorker, DeviceTensor, DeviceTensorError, WorkerError
 
 __all__ = [
     "LOAD_PLUGINS_ENV",
+    "ChipWorker",
     "CompiledProgram",
+    "DeviceTensor",
+    "DeviceTensorError",
     "PlatformRegistry",
     "RunConfig",
     "RunResult",
+    "SimulatedPlatformWarning",
     "UnknownOptionError",
     "VerificationLevel",
+    "WorkerError",
     "compile_program",
     "get_backend",
     "get_target",

@@ -41,9 +41,14 @@ def tensor_type(value: Any, param: str) -> TensorType:
     if not is_torch_tensor(value):
         kind = type(value).__name__
         numpy = " (a numpy array: convert it with torch.from_numpy(x))" if kind == "ndarray" else ""
+        hint = f"pass a torch tensor for the pl.Tensor parameter '{param}'"
+        if kind == "DeviceTensor":  # pypto.runtime.worker's: a compiled program takes it, through its worker
+            hint = (
+                "a @pl.jit call specializes on torch tensors: compile the kernel (kernel.compile(...) or "
+                "ir.compile(kernel.lower(...))) and run it with worker.run(compiled, ...)"
+            )
         raise SpecializationError(
-            f"argument '{param}' must be a torch.Tensor, got {_described(value)}{numpy}",
-            hint=f"pass a torch tensor for the pl.Tensor parameter '{param}'",
+            f"argument '{param}' must be a torch.Tensor, got {_described(value)}{numpy}", hint=hint
         )
     dtype = dtype_from_torch_name(str(value.dtype))
     if dtype is None:

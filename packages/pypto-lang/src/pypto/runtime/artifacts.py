@@ -1,18 +1,29 @@
-"""The output directory of a compiled program: the files this platform produces for it.
+"""The output directory of a compiled program: the files this platform produces for it, laid out
+as PyPTO's manual lays out a compile's output (docs/compiler.md, "Output directory").
 
-``program.py``: the lowered program as ``pl`` source (``pypto.ir.printer.print_program``).
-``memory_map.txt``: each kernel's buffers, space by space (address, bytes), and each space's peak.
-``hints.txt``: the compiler's performance hints, when it has any (a pipelined loop that got fewer
-stages than it asked for).
-``passes/``: the program after each pass, when pass dumps were asked for.
-After a run: ``report.json`` and ``report.txt`` (the backend's RunReport), and on request
-``deps.json`` (``enable_dep_gen``), ``scope_stats.jsonl`` and ``scope_stats.png``
-(``enable_scope_stats``, :mod:`pypto.runtime.scope_stats`) and ``pmu.csv`` (``enable_pmu``,
-:mod:`pypto.runtime.pmu`). Every figure in them is modeled by the backend's cost model, not measured.
+When compiled:
 
-The directory is ``RunConfig.save_kernels_dir``, else ``./build_output/<program>_<key>/`` where
-``<key>`` starts the compile cache key of the program (the same specialization, the same
-directory). Nothing is written on a plain call: see :func:`wants_run_files` for when files are.
+- ``program.py``: the lowered program as ``pl`` source (``pypto.ir.printer.print_program``);
+- ``ptoas/<kernel>.pto``: one file per kernel that runs on a core (AIC, AIV, InCore), the lowered
+  kernel as this compiler hands it to a backend (:func:`pto_text`): no PTO assembly (there is no
+  ``ptoas`` here), but the kernel's printed IR with its memory plan, each tile's address;
+- ``memory_map.txt``: each kernel's buffers, space by space (address, bytes), and each space's peak;
+- ``report/perf_hints.log``: the compiler's performance hints, when it has any;
+- ``report/pipeline_profile.txt`` / ``.json``: the wall time of each compile stage and pass, with
+  ``RunConfig(compile_profiling=True)``;
+- ``passes_dump/``: the program after each pass, when pass dumps were asked for.
+
+After a run: ``report.json`` and ``report.txt`` (the backend's RunReport), and on request, in
+``dfx_outputs/``: ``chip_swimlane_records.json`` (``enable_chip_swimlane``, as in the profile
+directory, when the run writes here anyway), ``deps.json`` (``enable_dep_gen``),
+``scope_stats/scope_stats.jsonl`` and ``scope_stats/scope_stats.png`` (``enable_scope_stats``,
+:mod:`pypto.runtime.scope_stats`) and ``pmu.csv`` (``enable_pmu``, :mod:`pypto.runtime.pmu`).
+Every figure in them is modeled by the backend's cost model, not measured.
+
+The directory is ``RunConfig.save_kernels_dir``, else ``<root>/<program>_<key>/`` where ``<root>`` is
+``PYPTO_PROG_BUILD_DIR`` or ``./build_output`` and ``<key>`` starts the compile cache key of the
+program (the same specialization, the same directory). Nothing is written on a plain call: see
+:func:`wants_run_files` for when files are.
 """
 
 from __future__ import annotations
@@ -24,19 +35,28 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from pypto.ir import Program, RunReport, Target
-from pypto.ir.printer import print_program
+from pypto.ir import Function, FunctionKind, Program, RunReport, Target
+from pypto.ir.printer import print_function, print_program
 from pypto.runtime.cache import Uncacheable, cache_key
-from pypto.runtime.config import RunConfig
+from pypto.runtime.config import DEFAULT_OUTPUT_ROOT, OUTPUT_ROOT_ENV, PASSES_DUMP, RunConfig, output_root
 from pypto.runtime.memory_map import memory_map
 from pypto.runtime.pmu import pmu_csv
 from pypto.runtime.scope_stats import write_scope_stats
+from pypto.runtime.swimlane import swimlane_records
 
-DEFAULT_OUTPUT_ROOT = Path("build_output")
 KEY_CHARS = 12  # of the key in a default directory's name: enough to tell specializations apart
-PROGRAM_FILE, MEMORY_MAP_FILE, PASSES_DIR, HINTS_FILE = "program.py", "memory_map.txt", "passes", "hints.txt"
+PROGRAM_FILE, MEMORY_MAP_FILE, PASSES_DIR = "program.py", "memory_map.txt", PASSES_DUMP
+PTO_DIR, PTO_SUFFIX = "ptoas", ".pto"
+HINTS_FILE = "report/perf_hints.log"
+PIPELINE_PROFILE = "report/pipeline_profile"  # .txt and .json
 REPORT_JSON, REPORT_TEXT = "report.json", "report.txt"
-DEPS_FILE, PMU_FILE = "deps.json", "pmu.csv"
+DFX_DIR = "dfx_outputs"  # what a run writes on request
+DEPS_FILE, PMU_FILE, SCOPE_STATS_DIR = f"{DFX_DIR}/deps.json", f"{DFX_DIR}/pmu.csv", f"{DFX_DIR}/scope_stats"
+SWIMLANE_RECORDS = f"{DFX_DIR}/chip_swimlane_records.json"
+# What a .pto file here says it is, so that no one mistakes it for PTO assembly.
+PTO_FORMAT, PTO_VERSION = "pypto-kernel", 1
+# The kinds of function that run on a core, each with a .pto of its own.
+KERNEL_KINDS = (FunctionKind.AIC, FunctionKind.AIV, FunctionKind.InCore)
 # What deps.json says it is, so that a viewer tells it from other JSON (``pypto deps view``).
 DEPS_FORMAT, DEPS_VERSION = "pypto-deps", 1
 
@@ -55,19 +75,21 @@ def output_dir(config: RunConfig, program_name: str, key: str) -> Path:
     """Where the artifacts of ``program_name`` compiled under ``config`` go."""
     if config.save_kernels_dir is not None:
         return Path(config.save_kernels_dir)
-    return DEFAULT_OUTPUT_ROOT / f"{program_name}_{key[:KEY_CHARS]}"
+    return output_root() / f"{program_name}_{key[:KEY_CHARS]}"
 
 
 def write_compiled(directory: Path, lowered: Program, target: Target, config: RunConfig) -> None:
-    """``program.py``, ``memory_map.txt`` and (when dumps were written elsewhere) a copy of the pass
-    dumps in ``passes/``."""
+    """``program.py``, ``ptoas/<kernel>.pto``, ``memory_map.txt``, ``report/perf_hints.log`` and
+    (when dumps were written elsewhere) a copy of the pass dumps in ``passes_dump/``."""
     directory.mkdir(parents=True, exist_ok=True)
     (directory / PROGRAM_FILE).write_text(print_program(lowered))
     (directory / MEMORY_MAP_FILE).write_text(memory_map(lowered.functions.values(), target) + "\n")
+    write_kernels(directory, lowered, target)
     hints = [f"{fn.name}: {hint}" for fn in lowered.functions.values() for hint in fn.attrs.get("hints", ())]
     if hints:
+        (directory / HINTS_FILE).parent.mkdir(exist_ok=True)
         (directory / HINTS_FILE).write_text("\n".join(hints) + "\n")
-    dumps = config.dump_dir(lowered.name)
+    dumps = config.dump_dir(lowered.name, directory)
     passes = directory / PASSES_DIR
     if dumps is not None and dumps.is_dir() and dumps.resolve() != passes.resolve():
         passes.mkdir(exist_ok=True)
@@ -75,9 +97,42 @@ def write_compiled(directory: Path, lowered: Program, target: Target, config: Ru
             shutil.copyfile(dump, passes / dump.name)
 
 
+def write_kernels(directory: Path, lowered: Program, target: Target) -> list[Path]:
+    """One ``ptoas/<kernel>.pto`` per kernel that runs on a core; returns their paths."""
+    kernels = [fn for fn in lowered.functions.values() if fn.kind in KERNEL_KINDS]
+    if not kernels:
+        return []
+    folder = directory / PTO_DIR
+    folder.mkdir(exist_ok=True)
+    written = []
+    for fn in kernels:
+        path = folder / f"{fn.name}{PTO_SUFFIX}"
+        path.write_text(pto_text(fn, lowered.name, target))
+        written.append(path)
+    return written
+
+
+def pto_text(kernel: Function, program: str, target: Target) -> str:
+    """The ``.pto`` file of ``kernel``: a header of ``#`` lines (what the file is, the kernel, its
+    kind, program and chip, its memory map), then the kernel as ``pl`` source, every tile with its
+    memory space and address as the memory plan placed it."""
+    header = [
+        f"# {PTO_FORMAT} {PTO_VERSION}: a lowered kernel of PyPTO (pl source), not PTO assembly",
+        f"# kernel: {kernel.name}",
+        f"# kind: {kernel.kind.value}",
+        f"# program: {program}",
+        f"# chip: {target.name}",
+    ]
+    plan = memory_map([kernel], target).splitlines()[1:]  # its first line names the kernel again
+    header += ["# memory:", *(f"# {line.strip()}" for line in plan if line.strip())]
+    return "\n".join(header) + "\n\n" + print_function(kernel) + "\n"
+
+
 def wants_run_files(config: RunConfig) -> bool:
     """Whether a run under ``config`` writes files to the output directory: with ``save_kernels``
-    (or ``save_kernels_dir``), ``enable_dep_gen``, ``enable_scope_stats`` or ``enable_pmu``."""
+    (or ``save_kernels_dir``), ``enable_dep_gen``, ``enable_scope_stats`` or ``enable_pmu``. (A
+    profiled run writes its profile to the profile directory; its swimlane records go to the output
+    directory too when the run writes there anyway.)"""
     return config.save_kernels or config.enable_dep_gen or config.enable_scope_stats or config.enable_pmu > 0
 
 
@@ -91,10 +146,15 @@ def write_run(
     written = [_json(directory / REPORT_JSON, report_data(report))]
     (directory / REPORT_TEXT).write_text(report.summary() + "\n")
     written.append(directory / REPORT_TEXT)
+    if config.enable_dep_gen or config.enable_scope_stats or config.enable_pmu or config.enable_chip_swimlane:
+        (directory / DFX_DIR).mkdir(exist_ok=True)
+    if config.enable_chip_swimlane:
+        written.append(_json(directory / SWIMLANE_RECORDS, swimlane_records(report, title)))
     if config.enable_dep_gen:
         written.append(_json(directory / DEPS_FILE, deps_file_data(report, program)))
     if config.enable_scope_stats:
-        written += write_scope_stats(report, directory, title)
+        (directory / SCOPE_STATS_DIR).mkdir(exist_ok=True)
+        written += write_scope_stats(report, directory / SCOPE_STATS_DIR, title)
     if config.enable_pmu:
         (directory / PMU_FILE).write_text(pmu_csv(report, config.enable_pmu))
         written.append(directory / PMU_FILE)
@@ -106,6 +166,7 @@ def report_data(report: RunReport) -> dict[str, Any]:
     rings and transfers are in the profile, ``RunConfig(enable_profiling=True)``)."""
     return {
         "platform": report.platform,
+        "device_id": report.device_id,
         "modeled": report.modeled,
         "clock_mhz": report.clock_mhz,
         "total_cycles": report.total_cycles,
@@ -149,9 +210,13 @@ def _json(path: Path, data: dict[str, Any]) -> Path:
 
 __all__ = [
     "DEFAULT_OUTPUT_ROOT",
+    "OUTPUT_ROOT_ENV",
     "directory_key",
     "output_dir",
+    "output_root",
+    "pto_text",
     "wants_run_files",
     "write_compiled",
+    "write_kernels",
     "write_run",
 ]

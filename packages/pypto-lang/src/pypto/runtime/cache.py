@@ -403,11 +403,11 @@ def cached_lower(
     """``lower()``'s result for ``program``, from the disk cache when it holds it.
 
     Returns the lowered program and ``"hit"``, ``"miss"`` (compiled and stored) or ``"off"``
-    (the cache is switched off, pass dumps or ``VerificationLevel.ROUNDTRIP`` are asked for, or
-    the key cannot be made).
+    (the cache is switched off, pass dumps, ``VerificationLevel.ROUNDTRIP`` or a compile profile
+    are asked for, or the key cannot be made).
     """
-    # A dump, or a round-trip check, is asked for each compile: a hit would skip the passes.
-    checked = config.verification_level is VerificationLevel.ROUNDTRIP
+    # A dump, a round-trip check or a profile is asked for each compile: a hit would skip the passes.
+    checked = config.verification_level is VerificationLevel.ROUNDTRIP or config.compile_profiling
     if not settings.cache_enabled() or config.dump_dir(program.name) is not None or checked:
         return lower(), OFF
     start = time.perf_counter()

@@ -9,8 +9,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from pypto.backend import backend_type_of
 from pypto.ir import (
+    BackendType,
+    Direction,
     Function,
+    FunctionKind,
     Program,
     PyptoError,
     Return,
@@ -24,10 +28,11 @@ from pypto.ir import (
 )
 from pypto.ir.extents import ExtentBinding, is_dynamic
 from pypto.passes import PassContext, PassManager, dump_to, roundtrip_check
-from pypto.passes.manager import Instrument
+from pypto.passes.manager import Instrument, Pass
 from pypto.runtime import artifacts, launches
 from pypto.runtime.arguments import check_argument, check_runnable
 from pypto.runtime.cache import OFF, cached_lower
+from pypto.runtime.compile_profile import CompileProfile
 from pypto.runtime.config import RunConfig
 from pypto.runtime.pipelines import pipeline_of
 from pypto.runtime.profiling import ProfileFiles, write_profile
@@ -36,12 +41,25 @@ from pypto.runtime.registry import get_backend, get_target, registry
 from pypto.runtime.settings import ConfigError
 
 
-def lower_program(program: Program, target: Target, config: RunConfig) -> Program:
+def lower_program(
+    program: Program, target: Target, config: RunConfig, profile: CompileProfile | None = None
+) -> Program:
     """Run ``config.pipeline`` over a parsed program (None: the pipeline the platform's backend
-    asks for, else the default pipeline)."""
-    dump_dir = config.dump_dir(program.name)
+    asks for, else the default pipeline); with ``dump_passes=True`` the dumps go to the
+    ``passes_dump/`` of the program's output directory; ``profile`` times each pass."""
+    dump_dir = config.dump_dir(program.name, _output_dir(program, target, config))
     passes = pipeline_of(config).build()
     instruments = [dump_to(dump_dir)] if dump_dir else []
+    if profile is not None:
+        with profile.stage("passes") as stage:
+            instruments.append(profile.pass_timer(stage))
+            return _run_passes(program, target, config, passes, instruments)
+    return _run_passes(program, target, config, passes, instruments)
+
+
+def _run_passes(
+    program: Program, target: Target, config: RunConfig, passes: list[Pass], instruments: list[Instrument]
+) -> Program:
     level = config.verification_level
     if level is VerificationLevel.ROUNDTRIP:
         check = _roundtrip_instrument()
@@ -49,6 +67,16 @@ def lower_program(program: Program, target: Target, config: RunConfig) -> Progra
         instruments.append(check)
     manager = PassManager(passes, instruments, verify=level is not VerificationLevel.NONE)
     return manager.run(program, PassContext(target, dict(config.options)))
+
+
+def _output_dir(program: Program, target: Target, config: RunConfig) -> Path | None:
+    """The output directory of ``program`` (parsed) compiled under ``config``, when dumps go there."""
+    if config.dump_passes is not True:
+        return None
+    provider = str(registry().origin(config.platform_name))
+    return artifacts.output_dir(
+        config, program.name, artifacts.directory_key(program, target, config, provider)
+    )
 
 
 @dataclass(frozen=True)
@@ -107,12 +135,62 @@ class CompiledProgram:
     last_report: RunReport | None = None
     last_profile: ProfileFiles | None = None
     parsed: Program | None = field(default=None, repr=False)  # the program before the passes
+    compile_profile: CompileProfile | None = field(default=None, repr=False)  # compile_profiling
     _written: set[Path] = field(default_factory=set, init=False, repr=False)  # dirs holding artifacts
     _reported: RunReport | None = field(default=None, init=False, repr=False)  # last report on disk
 
     @property
     def entry(self) -> Function:
         return self.program.entry_function
+
+    @property
+    def platform(self) -> str:
+        """The platform it was compiled for: ``"a2a3sim"``, ``"a2a3"``."""
+        return self.config.platform_name
+
+    @property
+    def backend_type(self) -> BackendType | None:
+        """The chip family it was compiled for (``BackendType.Ascend910B``); None for a platform of
+        no family ``BackendType`` names."""
+        return backend_type_of(self.platform)
+
+    @property
+    def param_names(self) -> list[str]:
+        """The entry's parameter names, in order: ``["a", "b", "out"]``."""
+        return [p.var.name for p in self.entry.params]
+
+    @property
+    def output_indices(self) -> list[int]:
+        """The positions of the entry's ``pl.Out`` / ``pl.InOut`` parameters (written in place)."""
+        return [i for i, p in enumerate(self.entry.params) if p.direction is not Direction.In]
+
+    @property
+    def has_return(self) -> bool:
+        """Whether the entry returns values."""
+        return any(isinstance(s, Return) and s.values for s in self.entry.body)
+
+    @property
+    def orchestration_names(self) -> list[str]:
+        """The names of the program's orchestration functions (the entry first)."""
+        found = [fn.name for fn in self.program.functions.values() if fn.kind is FunctionKind.Orchestration]
+        return sorted(found, key=lambda name: name != self.entry.name)
+
+    def __fspath__(self) -> str:
+        """A compiled program stands for its output directory where a path is asked for:
+        ``os.walk(ir.compile(program))``."""
+        return str(self.output_dir)
+
+    def __truediv__(self, name: str | Path) -> Path:
+        """A file of the output directory: ``compiled / "program.py"``."""
+        return self.output_dir / name
+
+    def __str__(self) -> str:
+        return self.__fspath__()
+
+    def __call__(self, *args: Any, config: RunConfig | None = None) -> Any:
+        """Launch it: ``compiled(a, b, out)`` (see :meth:`dispatch`: ``codegen_only`` does not stop
+        it; :meth:`run` heeds it)."""
+        return self.dispatch(args, config)
 
     @functools.cached_property
     def _key(self) -> str:
@@ -137,6 +215,8 @@ class CompiledProgram:
         if directory not in self._written:
             target = get_target(self.config.platform_name, self.config.platform_origin)
             artifacts.write_compiled(directory, self.program, target, self.config)
+            if self.compile_profile is not None:
+                self.compile_profile.write(directory)
             self._written.add(directory)
         if self.last_report is not None and self._reported is not self.last_report:
             artifacts.write_run(directory, self.last_report, config, self.program.name)
@@ -170,6 +250,15 @@ class CompiledProgram:
         if config.codegen_only:  # compile and write the artifacts, run nothing
             self.write_artifacts(config)
             return None
+        return self._launch(args, config)
+
+    def dispatch(self, args: tuple[Any, ...], config: RunConfig | None = None) -> Any:
+        """Launch the entry on ``args`` whatever the harness options say: ``codegen_only`` does not
+        stop a dispatch (``compiled(...)``, ``ChipWorker.run``), as in PyPTO's runtime."""
+        self._check(args)
+        return self._launch(args, config or self.config)
+
+    def _launch(self, args: tuple[Any, ...], config: RunConfig) -> Any:
         backend = get_backend(self.config.platform_name, self.config.platform_origin)
         directory = config.checked_profile_path(self.program.name)  # before the run, not after it
         start = time.perf_counter()
@@ -181,6 +270,7 @@ class CompiledProgram:
             except VerificationError as err:
                 raise self._unfinished(err) from None
         report.hints = [*report.hints, *self.hints]
+        report.device_id = config.device_id
         self.last_report = report
         if directory is not None:
             self.last_profile = write_profile(report, directory, title=self.program.name)
@@ -253,21 +343,34 @@ class CompiledProgram:
 
 
 def compile_program(
-    program: Program, config: RunConfig | None = None, constants: Mapping[str, Any] | None = None
+    program: Program,
+    config: RunConfig | None = None,
+    constants: Mapping[str, Any] | None = None,
+    profile: CompileProfile | None = None,
 ) -> CompiledProgram:
-    """Lower a parsed ``Program`` for ``config.platform``: ``compile_program(prog, RunConfig())``."""
+    """Lower a parsed ``Program`` for ``config.platform``: ``compile_program(prog, RunConfig())``.
+
+    With ``config.compile_profiling`` the compile is timed (into ``profile``, which may already
+    hold the parse) and the profile written with the artifacts."""
     config = config or RunConfig()
+    if config.compile_profiling and profile is None:
+        profile = CompileProfile()
     target = get_target(config.platform_name, config.platform_origin)
     provider = str(registry().origin(config.platform_name))
     start = time.perf_counter()
     lowered, cache = cached_lower(
-        program, target, config, provider, lambda: lower_program(program, target, config)
+        program, target, config, provider, lambda: lower_program(program, target, config, profile)
     )
     seconds = time.perf_counter() - start
     compiled = CompiledProgram(
         lowered, config, dict(constants or {}), compile_seconds=seconds, cache=cache, parsed=program
     )
-    if config.save_kernels or config.codegen_only:
+    if profile is not None and config.compile_profiling:
+        with profile.stage("artifacts"):
+            directory = compiled.write_artifacts(config)
+        compiled.compile_profile = profile
+        profile.write(directory)
+    elif config.save_kernels or config.codegen_only:
         compiled.write_artifacts(config)
     return compiled
 
@@ -276,12 +379,17 @@ def run(program_or_jit: Any, *tensors: Any, config: RunConfig | None = None) -> 
     """Compile (if needed) and run: ``run(mixed, a, b, bias, out, config=RunConfig())``.
 
     Accepts a ``@pl.jit`` function, a parsed ``Program`` or a ``CompiledProgram``; returns what
-    the entry returns.
+    the entry returns. A ``Program`` whose entry takes parameters, given no arguments, is only
+    compiled: ``compiled = run(program, config=cfg)`` returns the ``CompiledProgram``, and
+    ``compiled(*tensors)`` runs it.
     """
     if isinstance(program_or_jit, CompiledProgram):
-        return program_or_jit.run(*tensors)
+        return program_or_jit.run(*tensors, config=config)
     if isinstance(program_or_jit, Program):
-        return compile_program(program_or_jit, config).run(*tensors)
+        compiled = compile_program(program_or_jit, config)
+        if not tensors and compiled.entry.params:
+            return compiled  # nothing to run on: compile only, and hand back what runs it
+        return compiled.run(*tensors)
     if callable(getattr(program_or_jit, "compile", None)):
         return program_or_jit(*tensors, config=config)
     raise TypeError(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from enum import Enum
@@ -10,38 +11,55 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from pypto.backend import backend_type_of, check_supported, default_platform, platforms_of
-from pypto.ir import BackendType, PyptoError, SourceSpan, VerificationLevel
+from pypto.ir import BackendType, OptimizationStrategy, PyptoError, SourceSpan, VerificationLevel
 from pypto.ir.tracebacks import call_site, raise_at_user_line
 from pypto.passes import PassRegistry, Pipeline, PipelineError, parse_text, resolve
 from pypto.passes.pipeline import known_passes
-from pypto.runtime import settings
+from pypto.runtime import rings, settings
+from pypto.runtime.compile_profile import profiling_by_default
 from pypto.runtime.pipelines import literal_start, parse_user_pipeline, pass_registry
 from pypto.runtime.pmu import LEVELS as PMU_LEVELS
 from pypto.runtime.profiling import check_output_dir, check_profile_dir
+from pypto.runtime.rings import RING_FIELDS, Sizes
 from pypto.runtime.settings import DEFAULT, DEFAULT_PROFILE_ROOT, PROFILE_ENV, ConfigError, Origin, Setting
 
-# Where dump_passes=True writes, one sub-directory per kernel.
-DEFAULT_DUMP_ROOT = Path("pypto_passes")
+# The root of the default output directories (``<root>/<program>_<key>/``), and the variable that
+# moves it; dump_passes=True writes into the output directory's ``passes_dump/``.
+DEFAULT_OUTPUT_ROOT = Path("build_output")
+OUTPUT_ROOT_ENV = "PYPTO_PROG_BUILD_DIR"
+PASSES_DUMP = "passes_dump"
 
 __all__ = [
-    "DEFAULT_DUMP_ROOT",
+    "DEFAULT_OUTPUT_ROOT",
     "DEFAULT_PROFILE_ROOT",
+    "OUTPUT_ROOT_ENV",
+    "PASSES_DUMP",
     "PROFILE_ENV",
     "RunConfig",
     "UnknownOptionError",
     "VerificationLevel",
     "device_count",
+    "output_root",
 ]
 
 
+def output_root() -> Path:
+    """Where default output directories go: ``PYPTO_PROG_BUILD_DIR``, else ``./build_output``."""
+    chosen = os.environ.get(OUTPUT_ROOT_ENV, "").strip()
+    return Path(chosen).expanduser() if chosen else DEFAULT_OUTPUT_ROOT
+
+
 def device_count(platform: str) -> int | None:
-    """How many devices ``platform``'s backend has (its ``device_count``, else 1), or None for a
-    platform that runs nothing (a compile-only target) or is not registered."""
-    from pypto.runtime.registry import registry  # the registry imports this module's settings
+    """How many devices ``platform``'s backend has (its ``device_count``, else 1), or None when any
+    ``device_id`` goes: a simulator (it models every device as its one chip), a platform that runs
+    on its chip's simulator, or one that is not registered."""
+    from pypto.runtime.registry import is_simulator, registry  # the registry imports this module's settings
 
     try:
         backend = registry().backend(platform)
     except PyptoError:
+        return None
+    if is_simulator(backend):
         return None
     return int(getattr(backend, "device_count", 1))
 
@@ -81,9 +99,10 @@ class RunConfig(metaclass=_ConfigFields):
     simulator; with a ``platform`` of another family it is an error, and a family no installed
     backend provides (``Ascend950``) is an :class:`pypto.backend.UnsupportedBackendError`.
     ``rtol`` / ``atol`` go to the backend. ``device_id`` picks the device a run uses (an int >= 0
-    below the backend's ``device_count``; the simulator has one device, 0).
-    ``dump_passes`` is False, True (dump under ``./pypto_passes/<kernel>``, or under
-    ``save_kernels_dir/passes``) or a directory.
+    below the backend's ``device_count``; on a simulator any int >= 0, recorded in the report: it
+    models every device as its one chip).
+    ``dump_passes`` is False, True (dump into the output directory's ``passes_dump/``) or a
+    directory.
     ``enable_profiling`` writes a profile of every run (see :meth:`profile_path`);
     ``enable_chip_swimlane`` is its alias and ``profile_dir`` implies it; a ``profile_dir``
     that cannot be created is an error here, before anything runs. ``options`` go to
@@ -96,14 +115,24 @@ class RunConfig(metaclass=_ConfigFields):
     output directory when it is compiled and after each run; ``save_kernels_dir`` is that
     directory (default ``./build_output/<program>_<key>/``) and implies ``save_kernels``.
     ``codegen_only`` compiles and writes the artifacts and runs nothing: a call returns None and
-    leaves the output tensors as they were. After a run, ``enable_dep_gen`` writes ``deps.json``
-    (the task graph the run built), ``enable_scope_stats`` ``scope_stats.jsonl`` and
-    ``scope_stats.png`` (each launch's modeled cycles and the high-water marks of the task window,
-    the pipe rings and the cores' heaps) and ``enable_pmu`` ``pmu.csv`` (1: each core's modeled
-    busy and stall cycles per pipe; 2: also per op; True is 1) to the output directory.
+    leaves the output tensors as they were. After a run, into ``dfx_outputs/`` of the output
+    directory, ``enable_dep_gen`` writes ``deps.json`` (the task graph the run built),
+    ``enable_scope_stats`` ``scope_stats/scope_stats.jsonl`` and ``.png`` (each launch's modeled
+    cycles and the high-water marks of the task window, the runtime rings, the pipe rings and the
+    cores' heaps) and ``enable_pmu`` ``pmu.csv`` (1: each core's modeled busy and stall cycles per
+    pipe; 2: also per op; True is 1).
     ``verification_level`` (:class:`pypto.ir.VerificationLevel`): ``NONE`` skips the verifier
     between passes, ``BASIC`` (default) runs it, ``ROUNDTRIP`` also prints the program after each
-    pass, parses it back and compares.
+    pass, parses it back and compares. ``strategy`` (:class:`pypto.ir.OptimizationStrategy`) picks
+    the pass pipeline (``Default``: ``pipeline``, else the backend's, else the default one).
+
+    Run-time fields (not part of :meth:`cache_key`): ``ring_task_window`` (task slots, a power of
+    two >= 4), ``ring_heap`` (bytes, a power of two >= 1024) and ``ring_dep_pool`` (edge entries
+    in [4, 2**31-1]) size the runtime's four rings (:mod:`pypto.runtime.rings`): an int for every
+    ring or a list of 4 (0: that ring's default), None for ``PTO2_RING_*`` or the backend's
+    default. ``aicpu_thread_num`` (an int >= 1) is handed to the backend. ``compile_profiling``
+    (default: ``PYPTO_COMPILE_PROFILING``) times each compile stage and pass into the output
+    directory's ``report/pipeline_profile.txt`` / ``.json`` (:mod:`pypto.runtime.compile_profile`).
 
     ``parsed_pipeline`` is the pipeline ``pipeline`` names, its options typed. ``platform_origin``
     says where the platform's name came from (the session setting, or this call), for error
@@ -133,6 +162,12 @@ class RunConfig(metaclass=_ConfigFields):
     enable_scope_stats: bool = False
     enable_pmu: int = 0
     verification_level: VerificationLevel = field(default_factory=settings.verification_level)
+    strategy: OptimizationStrategy = OptimizationStrategy.Default
+    ring_task_window: int | Sequence[int] | None = None
+    ring_heap: int | Sequence[int] | None = None
+    ring_dep_pool: int | Sequence[int] | None = None
+    aicpu_thread_num: int | None = None
+    compile_profiling: bool = field(default_factory=profiling_by_default)
     parsed_pipeline: Pipeline | None = field(default=None, init=False, repr=False, compare=False)
     platform_origin: Origin = field(default=DEFAULT, init=False, repr=False, compare=False)
     _profile_origin: Origin = field(default=DEFAULT, init=False, repr=False, compare=False)
@@ -144,6 +179,7 @@ class RunConfig(metaclass=_ConfigFields):
         call = call_site() if needs_call else None
         self._check_fields()
         self._check_pmu_level()
+        self._check_runtime_fields()
         platform_given = self.platform is not None
         if not platform_given:
             chosen = settings.platform_setting()
@@ -175,8 +211,8 @@ class RunConfig(metaclass=_ConfigFields):
                 _raise_at(call, err)
         self.save_kernels = self.save_kernels or self.save_kernels_dir is not None
         if self.dump_passes is True and self.save_kernels_dir is not None:
-            self.dump_passes = Path(self.save_kernels_dir) / "passes"  # the dumps beside the artifacts
-        dump_root = self.dump_dir("")
+            self.dump_passes = Path(self.save_kernels_dir) / PASSES_DUMP  # the dumps beside the artifacts
+        dump_root = output_root() if self.dump_passes is True else self.dump_dir("")
         if dump_root is not None:
             try:  # before anything compiles, as for profile_dir
                 check_output_dir(
@@ -239,9 +275,7 @@ class RunConfig(metaclass=_ConfigFields):
                     f"RunConfig(device_id={self.device_id}): {self.platform} has {devices} device(s), "
                     f"numbered from 0",
                     span=call or call_site(),
-                    hint="the simulator models one chip: leave device_id=0"
-                    if devices == 1
-                    else f"pass a device_id below {devices}",
+                    hint="leave device_id=0" if devices == 1 else f"pass a device_id below {devices}",
                 ),
             )
 
@@ -270,6 +304,32 @@ class RunConfig(metaclass=_ConfigFields):
             )
         self.enable_pmu = int(self.enable_pmu)
 
+    def _check_runtime_fields(self) -> None:
+        """The ring sizes (an int, or 4 ints for rings 0..3, each by its rule) and the AICPU
+        thread count (an int >= 1): a ConfigError at the user's ``RunConfig(...)``."""
+        for ring in RING_FIELDS:
+            try:
+                rings.normalize(ring, getattr(self, ring.name))
+            except ConfigError as err:
+                call = call_site()
+                _raise_at(call, err.with_span(call))
+        threads = self.aicpu_thread_num
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+            _field_error(
+                f"RunConfig.aicpu_thread_num takes an int >= 1 (AICPU threads) or None, got {threads!r}",
+                "aicpu_thread_num",
+                4,
+            )
+
+    def ring_sizes(self) -> dict[str, Sizes]:
+        """Each ring field's four per-ring sizes for a run: this config's entries where not 0, else
+        the environment's (``PTO2_RING_*``), else 0 (the backend's default).
+        ``{"ring_task_window": (64, 64, 64, 64), "ring_heap": (0, 0, 0, 0), ...}``"""
+        return {
+            ring.name: rings.resolve(ring, rings.normalize(ring, getattr(self, ring.name)))
+            for ring in RING_FIELDS
+        }
+
     def _check_pipeline(self) -> None:
         """A pipeline string or a list of pass names, each pass known and its options usable."""
         if self.pipeline is None:
@@ -296,12 +356,14 @@ class RunConfig(metaclass=_ConfigFields):
         assert self.platform is not None
         return self.platform
 
-    def dump_dir(self, kernel: str) -> Path | None:
-        """The directory pass dumps of ``kernel`` go to, or None when dumping is off."""
+    def dump_dir(self, kernel: str, output_dir: Path | None = None) -> Path | None:
+        """The directory pass dumps of ``kernel`` go to, or None when dumping is off: the directory
+        ``dump_passes`` names, else (True) the ``passes_dump/`` of the program's output directory
+        ``output_dir`` (without it, of ``<output root>/<kernel>``)."""
         if self.dump_passes is False or self.dump_passes is None:
             return None
         if self.dump_passes is True:
-            return DEFAULT_DUMP_ROOT / kernel
+            return (output_dir if output_dir is not None else output_root() / kernel) / PASSES_DUMP
         return Path(self.dump_passes)
 
     def profile_path(self, kernel: str) -> Path | None:
@@ -341,13 +403,19 @@ class RunConfig(metaclass=_ConfigFields):
             "profile_dir": self.profile_dir,
             "rtol": self.rtol,
             "atol": self.atol,
+            "device_id": self.device_id,
+            "aicpu_thread_num": self.aicpu_thread_num,
+            **self.ring_sizes(),
         }
 
     def cache_key(self) -> tuple[Any, ...]:
-        """The part of the config a compiled program depends on."""
+        """The part of the config a compiled program depends on: the platform, the options, the
+        passes (``pipeline``, ``strategy``). The run-time fields (the ring sizes,
+        ``aicpu_thread_num``, ``device_id``, tolerances, the files a run writes) are not part of it:
+        changing them runs the same compiled program."""
         options = tuple(sorted((k, repr(v)) for k, v in self.options.items()))
         pipeline = None if self.parsed_pipeline is None else self.parsed_pipeline.key()
-        return (self.platform, options, pipeline)
+        return (self.platform, options, pipeline, self.strategy.value)
 
 
 # The options checked by kind: (field, the types it takes, in words, a good value).
@@ -368,6 +436,8 @@ _FIELDS: tuple[tuple[str, tuple[type, ...], str, Any], ...] = (
     ("enable_scope_stats", (bool,), "True or False", True),
     ("enable_pmu", (bool, int), "a level 0, 1 or 2 (False, True)", 2),
     ("verification_level", (VerificationLevel,), "a pypto.ir.VerificationLevel", VerificationLevel.ROUNDTRIP),
+    ("strategy", (OptimizationStrategy,), "a pypto.ir.OptimizationStrategy", OptimizationStrategy.Default),
+    ("compile_profiling", (bool,), "True or False", True),
     (
         "pipeline",
         (list, tuple, str, type(None)),

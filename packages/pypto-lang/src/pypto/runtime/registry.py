@@ -23,6 +23,7 @@ import pluggy
 
 from pypto.ir import Backend, PlatformError, Target
 from pypto.ir import targets as builtin_targets
+from pypto.ir.tracebacks import call_site
 from pypto.passes import PassEntry, PassRegistrationError, PassRegistry
 from pypto.runtime import hookspecs
 from pypto.runtime.hookspecs import ENTRY_POINT_GROUP, PROJECT
@@ -33,6 +34,11 @@ LOAD_PLUGINS_ENV = "PYPTO_LOAD_PLUGINS"
 
 class PluginWarning(UserWarning):
     """``PYPTO_LOAD_PLUGINS`` names a plugin that is not installed."""
+
+
+class SimulatedPlatformWarning(UserWarning):
+    """A run on a chip's platform (``a2a3``) for which no device backend is installed runs on that
+    chip's simulator (``a2a3sim``) instead; given once per platform and process."""
 
 
 @dataclass(frozen=True)
@@ -100,6 +106,7 @@ class PlatformRegistry:
         self._backends: dict[str, tuple[Backend, PluginOrigin]] | None = None
         self._targets: dict[str, tuple[Target, PluginOrigin]] | None = None
         self._passes: PassRegistry | None = None
+        self._simulated: set[tuple[str, str]] = set()  # (platform, simulator) warned about
         if load_entry_points:
             for ep in _selected_entry_points():
                 self._load_entry_point(ep)
@@ -235,6 +242,30 @@ class PlatformRegistry:
             )
         raise self._unknown(name, named_by)
 
+    def runner(self, name: str, named_by: Origin | None = None) -> Backend:
+        """The backend a run on platform ``name`` uses: the one registered as ``name``; for a chip's
+        platform with no device backend installed (``a2a3`` here), that chip's simulator (a backend
+        with ``simulator = True`` whose target is the chip: ``a2a3sim``), with a one-time
+        :class:`SimulatedPlatformWarning`; else the PlatformError of :meth:`backend`."""
+        backends, targets = self._collect()
+        if name in backends or not (name in targets or name in builtin_targets.target_names()):
+            return self.backend(name, named_by)
+        same_chip = sorted(b for b, (backend, _) in backends.items() if backend.target.name == name)
+        devices = [b for b in same_chip if not is_simulator(backends[b][0])]
+        simulators = [b for b in same_chip if is_simulator(backends[b][0])]
+        if devices or not simulators:
+            return self.backend(name, named_by)
+        chosen = f"{name}sim" if f"{name}sim" in simulators else simulators[0]
+        if (name, chosen) not in self._simulated:
+            self._simulated.add((name, chosen))
+            _warn_at_user_line(
+                f"platform {name!r} has no device backend installed: running on {chosen!r}, its "
+                f"simulator (the numbers are computed, the times modeled); compiling for {name!r} "
+                "is unchanged",
+                SimulatedPlatformWarning,
+            )
+        return backends[chosen][0]
+
     def target(self, name: str, named_by: Origin | None = None) -> Target:
         """The target a program for platform ``name`` is compiled for (a backend's target counts);
         ``named_by`` is the setting that named it, for the error when there is none."""
@@ -290,6 +321,20 @@ class PlatformRegistry:
         )
 
 
+def is_simulator(backend: Backend) -> bool:
+    """Whether ``backend`` simulates its chip (its optional ``simulator`` attribute)."""
+    return bool(getattr(backend, "simulator", False))
+
+
+def _warn_at_user_line(message: str, category: type[Warning]) -> None:
+    """Warn at the user's line (their kernel call, their ``run(...)``), not at PyPTO's own."""
+    span = call_site()
+    if span is None:
+        warnings.warn(message, category, stacklevel=2)
+    else:
+        warnings.warn_explicit(message, category, span.file, span.line)
+
+
 def _from(named_by: Origin | None) -> str:
     return f" (from {named_by})" if named_by is not None else ""
 
@@ -343,9 +388,11 @@ def register_plugin(plugin: object, name: str | None = None) -> str:
 
 
 def get_backend(platform: str, named_by: Origin | None = None) -> Backend:
-    """The backend that runs ``platform``: ``get_backend("a2a3sim")``. ``named_by`` (e.g.
+    """The backend that runs ``platform``: ``get_backend("a2a3sim")``; for a chip's platform with no
+    device backend installed, the chip's simulator (``get_backend("a2a3")`` is the a2a3sim
+    backend, with a one-time :class:`SimulatedPlatformWarning`). ``named_by`` (e.g.
     ``RunConfig.platform_origin``) is the setting that named it, which an error then names."""
-    return registry().backend(platform, named_by)
+    return registry().runner(platform, named_by)
 
 
 def get_target(platform: str, named_by: Origin | None = None) -> Target:
@@ -365,8 +412,10 @@ __all__ = [
     "PlatformRegistry",
     "PluginOrigin",
     "PluginWarning",
+    "SimulatedPlatformWarning",
     "get_backend",
     "get_target",
+    "is_simulator",
     "list_platforms",
     "register_plugin",
     "registry",

@@ -2,7 +2,9 @@
 window bound how far ahead a program can run on the chip, and each has a high-water mark:
 
 - the **task window**: tasks the orchestration submitted and the scheduler has not retired yet
-  (in all, and per core group: blocks started on the group whose task has not retired);
+  (in all, and per core group: blocks started on the group whose task has not retired); and the
+  runtime's four rings (``task_window_max``, ``heap_max``, ``dep_pool_max``: the sizes the run got,
+  indexed by ring 0..3, and ``*_peak``: the most each held), see :mod:`pypto.runtime.rings`;
 - each **pipe ring**: slots in use (being filled, ready, or popped and not yet freed);
 - each core's **heaps**: per on-chip memory space, the top of the bytes in use (the pipe rings at
   the bottom, the tiles above them), as the kernel's memory plan lays it out and as the run
@@ -134,15 +136,18 @@ def scope_stats_lines(report: RunReport) -> list[dict[str, Any]]:
             }
         )
     window = task_window(report)
+    ring_of = {task.task_id: task.ring for task in report.submitted}
     rings = _rings_by_launch(report)
     heaps: dict[tuple[int, int], list[HeapUse]] = {}
     for heap in report.heaps:
         heaps.setdefault((heap.task_id, heap.block), []).append(heap)
     for block in report.tasks:
         key = (block.task_id, block.block)
-        lines.append(
-            _launch_record(block, value_at(window, block.start_cycle), rings.get(key, []), heaps.get(key, []))
+        record = _launch_record(
+            block, value_at(window, block.start_cycle), rings.get(key, []), heaps.get(key, [])
         )
+        record["runtime_ring"] = ring_of.get(block.task_id, 0)
+        lines.append(record)
     return lines
 
 
@@ -170,8 +175,26 @@ def _run_record(report: RunReport) -> dict[str, Any]:
         "tasks": len(report.submitted) or len({task.task_id for task in report.tasks}),
         "task_window": {"peak": window_peak, "at_cycle": window_at},
         "task_window_per_core_group": per_group,
+        **_runtime_rings(report),
         "rings": _ring_peaks(report.rings),
         "heaps": _heap_peaks(report.heaps, report.usable_bytes),
+    }
+
+
+def _runtime_rings(report: RunReport) -> dict[str, list[int]]:
+    """The sizes the run's four runtime rings got (``task_window_max``, ``heap_max``,
+    ``dep_pool_max``, indexed by ring 0..3) and the most each held (``*_peak``); none when the
+    backend models no runtime rings."""
+    rings = sorted(report.runtime_rings, key=lambda ring: ring.index)
+    if not rings:
+        return {}
+    return {
+        "task_window_max": [ring.task_window for ring in rings],
+        "heap_max": [ring.heap for ring in rings],
+        "dep_pool_max": [ring.dep_pool for ring in rings],
+        "task_window_peak": [ring.peak_tasks for ring in rings],
+        "heap_peak": [ring.peak_heap for ring in rings],
+        "dep_pool_peak": [ring.peak_deps for ring in rings],
     }
 
 

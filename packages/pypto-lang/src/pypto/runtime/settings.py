@@ -34,6 +34,7 @@ PROFILE_ENV = "PYPTO_PROFILE"  # on (1, on, true, yes): profile every run; a dir
 CACHE_DIR_ENV = "PYPTO_CACHE_DIR"
 CACHE_ENV = "PYPTO_CACHE"  # 0, off, false or no: no disk cache
 VERIFY_ENV = "PYPTO_VERIFICATION_LEVEL"  # none, basic or roundtrip: RunConfig's default level
+VERIFY_ENV_MANUAL = "PYPTO_VERIFY_LEVEL"  # the same, as PyPTO's manual names it
 CONFIG_FILE = "pyproject.toml"
 CONFIG_TABLE = "[tool.pypto]"
 
@@ -306,16 +307,18 @@ def cache_enabled() -> bool:
 
 def verification_level() -> VerificationLevel:
     """The ``RunConfig.verification_level`` a config gets when its call names none:
-    ``PYPTO_VERIFICATION_LEVEL`` (``none``, ``basic``, ``roundtrip``), else ``BASIC``."""
-    value = os.environ.get(VERIFY_ENV)
-    if not value:
+    ``PYPTO_VERIFICATION_LEVEL`` or, as PyPTO's manual spells it, ``PYPTO_VERIFY_LEVEL`` (``none``,
+    ``basic``, ``roundtrip``), else ``BASIC``."""
+    name = next((env for env in (VERIFY_ENV, VERIFY_ENV_MANUAL) if os.environ.get(env)), None)
+    if name is None:
         return VerificationLevel.BASIC
+    value = os.environ[name]
     try:
         return VerificationLevel[value.strip().upper()]
     except KeyError:
         known = ", ".join(level.name.lower() for level in VerificationLevel)
         raise ConfigError(
-            f"{VERIFY_ENV}={value!r} names no verification level", hint=f"set it to one of {known}"
+            f"{name}={value!r} names no verification level", hint=f"set it to one of {known}"
         ) from None
 
 

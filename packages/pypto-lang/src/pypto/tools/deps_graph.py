@@ -7,7 +7,7 @@ the first column, every other one column after its deepest predecessor); each ed
 labelled ``via <tensor>`` for an edge the runtime inferred from a tensor, ``deps=`` for one the
 program declared. Times are the simulator's modeled cycles, never measured ones.
 
->>> graph = load_deps(Path("build_output/task_graph_0123abcd/deps.json"))  # doctest: +SKIP
+>>> graph = load_deps(Path("build_output/task_graph_0123abcd/dfx_outputs/deps.json"))  # doctest: +SKIP
 >>> Path("deps.html").write_text(deps_html(graph))  # doctest: +SKIP
 """
 

@@ -436,7 +436,7 @@ def memory_map_html(program: Program | CompiledProgram, target: Target | None = 
 
 def _dumps_after_allocate(directory: Path) -> list[Path]:
     return sorted(directory.glob(f"*_after_{ALLOCATE_PASS}.py")) + sorted(
-        directory.glob(f"passes/*_after_{ALLOCATE_PASS}.py")
+        directory.glob(f"passes_dump/*_after_{ALLOCATE_PASS}.py")
     )
 
 

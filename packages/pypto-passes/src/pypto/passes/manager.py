@@ -68,10 +68,43 @@ class PassManager:
         return cls([_load(built_in, name)() for name in DEFAULT_PIPELINE])
 
     def run_passes(
-        self, program: Program, target: Target | None = None, options: dict[str, Any] | None = None
+        self,
+        program: Program,
+        dump_ir: bool = False,
+        output_dir: str | Path | None = None,
+        prefix: str = "",
+        *,
+        target: Target | None = None,
+        options: dict[str, Any] | None = None,
     ) -> Program:
-        """Run the pipeline over ``program`` for ``target`` (default: the A2/A3 chip, ``a2a3``)."""
-        return self.run(program, PassContext(target or get_target("a2a3"), dict(options or {})))
+        """Run the pipeline over ``program`` for ``target`` (default: the A2/A3 chip, ``a2a3``) and
+        return the transformed program.
+
+        ``dump_ir=True`` writes the program after each pass as ``<prefix>NN_after_<PassName>.py``
+        into ``output_dir`` (default ``./pypto_passes/<program>``), as ``ir.compile``'s
+        ``dump_passes`` does: ``pm.run_passes(program, dump_ir=True, output_dir="dumps")``.
+        """
+        if not isinstance(program, Program):
+            raise TypeError(f"run_passes takes a pypto.ir.Program, got {type(program).__name__}")
+        manager = self
+        if dump_ir:
+            directory = Path("pypto_passes") / program.name if output_dir is None else Path(output_dir)
+            manager = PassManager(self.pipeline, [*self.instruments, dump_to(directory, prefix)], self.verify)
+        return manager.run(program, PassContext(target or get_target("a2a3"), dict(options or {})))
+
+    @property
+    def passes(self) -> tuple[Pass, ...]:
+        """The passes, in the order they run (a snapshot)."""
+        return tuple(self.pipeline)
+
+    @property
+    def pass_names(self) -> tuple[str, ...]:
+        """The passes' names, in the order they run: ``("OutlineScopes", ...)``."""
+        return tuple(p.name for p in self.pipeline)
+
+    def get_pass_names(self) -> list[str]:
+        """The passes' names, in the order they run (as PyPTO code asks for them)."""
+        return list(self.pass_names)
 
     def run(self, program: Program, ctx: PassContext) -> Program:
         if self.verify:
@@ -85,13 +118,13 @@ class PassManager:
         return program
 
 
-def dump_to(directory: str | Path) -> Instrument:
-    """An instrument writing ``NN_after_<PassName>.py`` for each pass into ``directory``."""
+def dump_to(directory: str | Path, prefix: str = "") -> Instrument:
+    """An instrument writing ``<prefix>NN_after_<PassName>.py`` for each pass into ``directory``."""
     path = Path(directory)
     path.mkdir(parents=True, exist_ok=True)
 
     def instrument(index: int, p: Pass, program: Program) -> None:
-        (path / f"{index:02d}_after_{p.name}.py").write_text(print_ir(program))
+        (path / f"{prefix}{index:02d}_after_{p.name}.py").write_text(print_ir(program))
 
     return instrument
 

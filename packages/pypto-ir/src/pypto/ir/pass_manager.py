@@ -1,0 +1,30 @@
+"""``pypto.ir.pass_manager``: the pass manager as PyPTO code imports it.
+
+>>> from pypto.ir.pass_manager import OptimizationStrategy, PassManager
+>>> PassManager.get_strategy(OptimizationStrategy.Default).run_passes(program)  # doctest: +SKIP
+
+``OptimizationStrategy`` is plain data of this floor. ``PassManager`` is
+``pypto.passes.PassManager``, a floor above: it is imported when first read, so that importing
+this module (and ``pypto.ir``) needs no pypto-passes (a ``MissingPackageError`` names the package
+when it is absent).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pypto.ir.compile_options import OptimizationStrategy
+
+if TYPE_CHECKING:
+    from pypto.ir.compiling import PassManager as PassManager
+else:
+
+    def __getattr__(name: str) -> object:
+        if name == "PassManager":
+            from pypto.ir.compiling import pass_manager_class
+
+            return pass_manager_class()
+        raise AttributeError(f"module 'pypto.ir.pass_manager' has no attribute {name!r}")
+
+
+__all__ = ["OptimizationStrategy", "PassManager"]
