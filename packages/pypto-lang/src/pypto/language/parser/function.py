@@ -11,7 +11,7 @@ from pypto.language.parser.attrs import leading_func_attr
 from pypto.language.parser.body import BodyBuilder
 from pypto.language.parser.env import Env, Namer
 from pypto.language.parser.exprs import KernelCalls
-from pypto.language.parser.signature import BoundParam
+from pypto.language.parser.signature import BoundParam, is_bind_dynamic
 from pypto.language.parser.stmts import Role, StmtParser
 from pypto.language.parser.values import const
 
@@ -58,6 +58,7 @@ def parse_function(
         {p.name: p for p in params},
         list(kernel.source.tree.body if body is None else body),
     )
+    nodes = [n for n in nodes if not is_bind_dynamic(n)]  # read with the signature
     parser = StmtParser(kernel, kernel.source, kernel.names, env, builder, calls, role, outputs)
     parser.function_body(nodes)
     span = kernel.source.span(kernel.source.tree)
