@@ -164,7 +164,7 @@ class DimExpr(_ExtentArithmetic, Call):
     def __repr__(self) -> str:
         strength, symbol = DIM_OPS[self.op]
         if strength == 3:
-            return f"{symbol}({self.args[0]!r}, {self.args[1]!r})"
+            return f"{symbol}({', '.join(_operand_text(a, 0, False) for a in self.args)})"
         lhs, rhs = _operand_text(self.args[0], strength, False), _operand_text(self.args[1], strength, True)
         return f"{lhs} {symbol} {rhs}"
 

@@ -119,8 +119,8 @@ def format_value(value: Any) -> str:
         return f"{kind.__module__}.{kind.__qualname__}.{value.name}"  # a plugin's own, imported
     if isinstance(value, ParamRef):
         return value.name
-    if isinstance(value, DynDim):
-        return _dyn_dim(value)
+    if isinstance(value, (DynDim, DimExpr)):
+        return format_expr(value)
     if isinstance(value, MemoryPlan):
         return _memory_plan(value)
     if isinstance(value, Reservation):

@@ -241,6 +241,8 @@ def check_run_time_region(
                 span,
                 "each valid extent lies between 0 and the tile's extent",
             )
+        if isinstance(shape[dim], (DynDim, DimExpr)):
+            continue  # a dynamic extent: the backend checks the region at run time
         if isinstance(off, Const) and (off.value < 0 or off.value + size.value > shape[dim]):
             raise fail(
                 op,
