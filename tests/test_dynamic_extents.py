@@ -571,3 +571,80 @@ def test_a_dynamic_entry_compiles_once_and_a_static_one_is_pinned():
     static_entry(torch.randn(32, 64), torch.zeros(32, 64), config=sim())
     with pytest.raises(SpecializationError, match=r"argument 'x' has shape \[48, 64\]"):
         static_entry(torch.randn(48, 64), torch.zeros(48, 64), config=sim())
+
+
+# ---------------------------------------------------------------- extents computed in an orchestration
+
+ROWS = pl.dynamic("ROWS")
+PARTS = pl.dynamic("PARTS")
+Q = pl.dynamic("Q")
+BLK = pl.dynamic("BLK")
+
+
+@pl.function(type=pl.FunctionType.InCore)
+def first_block(src: pl.Tensor[[ROWS, 64], pl.FP32], out: pl.Out[pl.Tensor[[Q, BLK], pl.FP32]]):
+    out = pl.store(pl.load(src, [0, 0], [16, 64]), [0, 0], out)
+    return out
+
+
+@pl.function(type=pl.FunctionType.InCore)
+def doubled_block(src: pl.Tensor[[Q, BLK], pl.FP32], out: pl.Out[pl.Tensor[[Q, BLK], pl.FP32]]):
+    out = pl.store(pl.mul(pl.load(src, [0, 0], [16, 64]), 2.0), [0, 0], out)
+    return out
+
+
+@pl.program
+class BlocksOfParts:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self,
+        a: pl.Tensor[[ROWS, 64], pl.FP32],
+        parts: pl.Tensor[[PARTS], pl.INT32],
+        out: pl.Out[pl.Tensor[[16, 64], pl.FP32]],
+    ):
+        block = pl.tensor.dim(a, 0) // pl.tensor.dim(parts, 0)  # ROWS // PARTS
+        buf = pl.create_tensor([16, block], dtype=pl.FP32)
+        buf = first_block(a, buf)  # Q is 16 and BLK is ROWS // PARTS at this call
+        out = doubled_block(buf, out)  # Q is 16 and BLK is 64 at this one
+        return out
+
+
+def test_an_orchestration_sizes_a_tensor_by_extent_arithmetic_and_passes_it_on():
+    assert "pl.tensor.create(shape=[16, ROWS // PARTS]" in BlocksOfParts.as_python()
+    a, out = torch.randn(128, 64), torch.zeros(16, 64)
+    run(BlocksOfParts, a, torch.zeros(2, dtype=torch.int32), out, config=sim())
+    assert torch.allclose(out, 2 * a[:16])
+
+
+def test_a_minimum_of_an_extent_sizes_a_tensor_and_reads_back():
+    @pl.jit
+    def head(x: pl.Tensor[[M, 64], pl.FP32], out: pl.Out[pl.Tensor[[M, 64], pl.FP32]]):
+        rows = pl.min(M, 32)
+        tmp = pl.create_tensor([rows, 64], pl.FP32)
+        with pl.at(level=pl.Level.CORE_GROUP):
+            pl.store(pl.load(x, [0, 0], [32, 64], valid_shape=[rows, 64]), [0, 0], tmp)
+        with pl.at(level=pl.Level.CORE_GROUP):
+            pl.store(pl.neg(pl.load(tmp, [0, 0], [32, 64], valid_shape=[rows, 64])), [0, 0], out)
+        return out
+
+    for m in (40, 10):
+        x, out = torch.randn(m, 64), torch.zeros(m, 64)
+        head(x, out, config=sim())
+        h = min(m, 32)
+        assert torch.allclose(out[:h], -x[:h]) and not out[h:].any(), m
+    program = head.parse(torch.randn(8, 64), torch.zeros(8, 64))
+    assert structural_diff(program, pl.parse(program.as_python())) is None
+
+
+def test_a_constant_valid_region_of_a_dynamic_tensor_is_checked_at_run_time():
+    @pl.jit
+    def corner(x: pl.Tensor[[M, 64], pl.FP32], out: pl.Out[pl.Tensor[[M, 64], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            pl.store(pl.load(x, [0, 0], [16, 64], valid_shape=[8, 64]), [0, 0], out)
+        return out
+
+    x, out = torch.randn(20, 64), torch.zeros(20, 64)
+    corner(x, out, config=sim())
+    assert torch.equal(out[:8], x[:8]) and not out[8:].any()
+    with pytest.raises(PyptoError, match=r"outside dim 0 of size 4"):
+        corner(torch.randn(4, 64), torch.zeros(4, 64), config=sim())
