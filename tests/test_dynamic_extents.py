@@ -648,3 +648,13 @@ def test_a_constant_valid_region_of_a_dynamic_tensor_is_checked_at_run_time():
     assert torch.equal(out[:8], x[:8]) and not out[8:].any()
     with pytest.raises(PyptoError, match=r"outside dim 0 of size 4"):
         corner(torch.randn(4, 64), torch.zeros(4, 64), config=sim())
+
+
+def test_an_extent_times_a_fraction_is_an_error_at_the_annotation():
+    source = "@pl.jit\ndef k(x: pl.Tensor[[M * 2.5, 64], pl.FP32]):\n    return x\n"
+    path = "<fractional extent>"
+    linecache.cache[path] = (len(source), None, source.splitlines(True), path)
+    with pytest.raises(ParseError) as err:
+        exec(compile(source, path, "exec"), {"pl": pl, "M": M})
+    assert err.value.message == "M * 2.5: an extent is a whole number, and 2.5 is not one"
+    assert err.value.span is not None and err.value.span.line == 2

@@ -53,9 +53,12 @@ class _ExtentArithmetic:
     def _op(self, name: str, lhs: Any, rhs: Any) -> Any:
         from pypto.ir.extents import dim_op, is_extent  # the builder folds; it needs these nodes
 
-        if not (is_extent(lhs) and is_extent(rhs)):
-            return NotImplemented
-        return dim_op(name, lhs, rhs)
+        if is_extent(lhs) and is_extent(rhs):
+            return dim_op(name, lhs, rhs)
+        if isinstance(lhs, (int, float)) or isinstance(rhs, (int, float)):  # M * 2.5, M + True
+            other = rhs if is_extent(lhs) else lhs
+            _not_whole(f"{lhs!r} {_SYMBOLS[name]} {rhs!r}", other)
+        return NotImplemented
 
     def __add__(self, other: Any) -> Any:
         return self._op("add", self, other)
@@ -86,6 +89,23 @@ class _ExtentArithmetic:
 
     def __rmod__(self, other: Any) -> Any:
         return self._op("mod", other, self)
+
+
+_SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "mod": "%"}
+
+
+def _not_whole(text: str, other: object) -> None:
+    """Arithmetic of an extent with a number that is not a whole one: a ParseError at the user's
+    line (Python evaluates annotations at ``def`` time, before any parser sees them)."""
+    from pypto.ir.errors import ParseError
+    from pypto.ir.tracebacks import call_site, raise_at_user_line
+
+    err = ParseError(
+        f"{text}: an extent is a whole number, and {other!r} is not one",
+        call_site(),
+        "combine extents with whole numbers only: M * 2, M // 2, M + 1",
+    )
+    raise_at_user_line(err, "<extent>")
 
 
 @dataclass(frozen=True)
