@@ -497,6 +497,24 @@ def test_an_int64_tensor_parameter_and_a_wrong_integer_width():
         gather_rows(rows.int(), x, out, config=sim())
 
 
+def test_one_element_of_a_1d_table_is_read_with_a_bare_index():
+    @pl.jit
+    def pick(
+        table: pl.Tensor[[N], pl.INDEX],
+        x: pl.Tensor[[64, 32], pl.FP32],
+        out: pl.Out[pl.Tensor[[N, 32], pl.FP32]],
+    ):
+        for i in pl.range(N):
+            row = pl.read(table, i)  # a 1-D tensor's offsets may be the index alone
+            with pl.at(level=pl.Level.CORE_GROUP):
+                pl.store(pl.load(x, [row, 0], [1, 32]), [i, 0], out)
+        return out
+
+    table, x, out = torch.tensor([7, 1, 63], dtype=torch.int64), torch.randn(64, 32), torch.zeros(3, 32)
+    pick(table, x, out, config=sim())
+    assert torch.equal(out, x[table])
+
+
 # ---------------------------------------------------------------- a dynamic middle dim
 
 
