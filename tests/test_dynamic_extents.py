@@ -668,11 +668,21 @@ def test_a_constant_valid_region_of_a_dynamic_tensor_is_checked_at_run_time():
         corner(torch.randn(4, 64), torch.zeros(4, 64), config=sim())
 
 
-def test_an_extent_times_a_fraction_is_an_error_at_the_annotation():
-    source = "@pl.jit\ndef k(x: pl.Tensor[[M * 2.5, 64], pl.FP32]):\n    return x\n"
-    path = "<fractional extent>"
+@pytest.mark.parametrize(
+    ("extent", "message"),
+    [
+        ("M * 2.5", "M * 2.5: an extent is a whole number, and 2.5 is not one"),
+        ("M + True", "M + True: an extent is a whole number, and True is not one"),
+        ("M / 2", "M / 2 is no extent"),
+        ("-M", "-M is no extent"),
+    ],
+)
+def test_arithmetic_that_gives_no_extent_is_an_error_at_the_annotation(extent: str, message: str):
+    source = f"@pl.jit\ndef k(x: pl.Tensor[[{extent}, 64], pl.FP32]):\n    return x\n"
+    path = f"<extent {extent}>"
     linecache.cache[path] = (len(source), None, source.splitlines(True), path)
     with pytest.raises(ParseError) as err:
         exec(compile(source, path, "exec"), {"pl": pl, "M": M})
-    assert err.value.message == "M * 2.5: an extent is a whole number, and 2.5 is not one"
+    assert err.value.message == message
     assert err.value.span is not None and err.value.span.line == 2
+    assert err.value.hint

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, NoReturn
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import SourceSpan, VerificationError
@@ -90,22 +90,35 @@ class _ExtentArithmetic:
     def __rmod__(self, other: Any) -> Any:
         return self._op("mod", other, self)
 
+    def __truediv__(self, other: Any) -> Any:
+        _not_an_extent(f"{self!r} / {other!r} is no extent", _WHOLE_DIVISION)
 
+    def __rtruediv__(self, other: Any) -> Any:
+        _not_an_extent(f"{other!r} / {self!r} is no extent", _WHOLE_DIVISION)
+
+    def __neg__(self) -> Any:
+        _not_an_extent(f"-{self!r} is no extent", "an extent is never negative: write M - 1 or 2 * M")
+
+
+_WHOLE_DIVISION = "an extent divides into whole numbers: write M // 2"
 _SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "mod": "%"}
 
 
 def _not_whole(text: str, other: object) -> None:
-    """Arithmetic of an extent with a number that is not a whole one: a ParseError at the user's
-    line (Python evaluates annotations at ``def`` time, before any parser sees them)."""
+    """Arithmetic of an extent with a number that is not a whole one."""
+    _not_an_extent(
+        f"{text}: an extent is a whole number, and {other!r} is not one",
+        "combine extents with whole numbers only: M * 2, M // 2, M + 1",
+    )
+
+
+def _not_an_extent(message: str, hint: str) -> NoReturn:
+    """Python arithmetic that gives no extent: a ParseError at the user's line (Python evaluates
+    annotations at ``def`` time, before any parser sees them)."""
     from pypto.ir.errors import ParseError
     from pypto.ir.tracebacks import call_site, raise_at_user_line
 
-    err = ParseError(
-        f"{text}: an extent is a whole number, and {other!r} is not one",
-        call_site(),
-        "combine extents with whole numbers only: M * 2, M // 2, M + 1",
-    )
-    raise_at_user_line(err, "<extent>")
+    raise_at_user_line(ParseError(message, call_site(), hint), "<extent>")
 
 
 @dataclass(frozen=True)
