@@ -118,17 +118,49 @@ def test_a_different_dynamic_object_is_a_different_extent():
     assert torch.allclose(out_y, y + 1)
 
 
-def test_two_objects_of_one_name_in_one_kernel_are_an_error():
+def test_two_objects_of_one_name_are_two_independent_extents():
+    other_m = pl.dynamic("M")  # the manual: two pl.dynamic("M") calls are two dimensions
+
+    @pl.jit
+    def copies(
+        x: pl.Tensor[[M, 64], pl.FP32],
+        y: pl.Tensor[[other_m, 64], pl.FP32],
+        out: pl.Out[pl.Tensor[[M, 64], pl.FP32]],
+        out_y: pl.Out[pl.Tensor[[other_m, 64], pl.FP32]],
+    ):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            out[:] = pl.exp(x)
+        with pl.at(level=pl.Level.CORE_GROUP):
+            out_y[:] = pl.neg(y)
+        return out, out_y
+
+    x, y = torch.randn(24, 64), torch.randn(9, 64)
+    out, out_y = torch.zeros(24, 64), torch.zeros(9, 64)
+    copies(x, y, out, out_y, config=sim())
+    assert torch.allclose(out, x.exp(), atol=1e-5)
+    assert torch.allclose(out_y, -y)
+    text = copies.parse(x, y, out, out_y).as_python()
+    assert text.startswith('M = pl.dynamic("M")\nM_2 = pl.dynamic("M")\n')
+    assert "y: pl.Tensor[[M_2, 64], pl.FP32]" in text
+    assert structural_diff(copies.parse(x, y, out, out_y), pl.parse(text)) is None
+
+
+def test_tensors_of_two_objects_of_one_name_are_not_one_shape():
     other_m = pl.dynamic("M")
 
     @pl.jit
-    def clash(x: pl.Tensor[[M, 64], pl.FP32], out: pl.Out[pl.Tensor[[other_m, 64], pl.FP32]]):
+    def summed(
+        x: pl.Tensor[[M, 64], pl.FP32],
+        y: pl.Tensor[[other_m, 64], pl.FP32],
+        out: pl.Out[pl.Tensor[[M, 64], pl.FP32]],
+    ):
         with pl.at(level=pl.Level.CORE_GROUP):
-            pl.store(pl.load(x, [0, 0], [8, 64]), [0, 0], out)
+            out[:] = pl.add(x, y)
         return out
 
-    with pytest.raises(SpecializationError, match=r"second pl.dynamic\('M'\)"):
-        clash(torch.randn(8, 64), torch.zeros(8, 64), config=sim())
+    with pytest.raises(PyptoError, match=r"two different pl\.dynamic extents of one name") as err:
+        summed(torch.randn(8, 64), torch.randn(8, 64), torch.zeros(8, 64), config=sim())
+    assert "pl.add(x, y)" in str(err.value)
 
 
 def test_an_out_of_bounds_region_of_a_dynamic_tensor_is_an_error_at_run_time():

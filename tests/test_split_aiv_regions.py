@@ -155,7 +155,7 @@ def branchy(
             for lane in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):
                 pl.store(pl.exp(pl.aiv_shard(prod)), [lane * 32, 0], out)
         else:
-            for _lane in pl.split_aiv(2, mode=pl.SplitMode.NONE):
+            for lane in pl.split_aiv(2, mode=pl.SplitMode.NONE):
                 whole = pl.aiv_shard(prod)  # both lanes hold the whole tile
                 if lane == 0:
                     pl.store(pl.neg(whole), [0, 0], out)

@@ -108,11 +108,16 @@ ROWS = pl.dynamic("ROWS")
 
 
 @pl.jit
-def dynamic_rows(a: pl.Tensor[[ROWS, 64], pl.FP32], out: pl.Out[pl.Tensor[[ROWS, 64], pl.FP32]]):
+def dynamic_rows(
+    a: pl.Tensor[[ROWS, 64], pl.FP32],
+    out: pl.Out[pl.Tensor[[ROWS, 64], pl.FP32]],
+    both: pl.Out[pl.Tensor[[ROWS * 2, 64], pl.FP32]],  # an extent computed from ROWS (a DimExpr)
+):
     with pl.at(level=pl.Level.CORE_GROUP):
         for r in pl.range(0, pl.tensor.dim(a, 0), 16):
             t = pl.load(a, [r, 0], [16, 64], valid_shape=[pl.min(16, ROWS - r), 64])
             pl.store(pl.exp(t), [r, 0], out)
+            pl.store(t, [r + ROWS, 0], both)
     return out
 
 

@@ -146,7 +146,7 @@ def test_call_site_types_are_checked_against_the_helper_annotations():
         caller.parse()
     assert info.value.message == (
         "argument 'x' of fixed_helper() is Tensor[[32, 64], FP32] but the parameter is annotated "
-        "pl.Tensor[[64, 64], pl.FP32]"
+        "pl.Tensor[[64, 64], pl.FP32] (dim 0 is 32, not 64)"
     )
 
 

@@ -18,6 +18,7 @@ from pypto.ir import (
     dtype_from_torch_name,
     supported_torch_dtypes,
 )
+from pypto.ir.dtypes import holds
 from pypto.ir.extents import ExtentBinding, is_dynamic, shape_fits
 from pypto.ir.types import describe
 
@@ -36,7 +37,7 @@ def _tensor_mismatch(expected: TensorType, value: Any) -> str | None:
     if not isinstance(value, torch.Tensor):
         return f"expects a torch tensor {describe(expected)}, got {type(value).__name__}"
     dtype = dtype_from_torch_name(str(value.dtype))
-    if dtype is not expected.dtype:
+    if dtype is None or not holds(expected.dtype, dtype):
         return f"expects {describe(expected)}, got a {value.dtype} tensor"
     if not shape_fits(tuple(value.shape), expected):
         return f"expects {describe(expected)}, got shape {list(value.shape)}"
@@ -81,6 +82,7 @@ def check_arguments(entry: Function, args: Sequence[Any]) -> None:
             )
         if is_dynamic(param.var.type):
             try:
-                extents.bind(param.var.name, param.var.type, tuple(value.shape))
+                extents.bind(param.var.name, param.var.type, tuple(value.shape), param.var.span or entry.span)
             except SpecializationError as err:
                 raise err.with_span(param.var.span or entry.span) from None
+    extents.resolve()

@@ -87,5 +87,11 @@ def dtype_from_torch_name(name: str) -> DataType | None:
     return DTYPE_BY_TORCH_NAME.get(name.removeprefix("torch."))
 
 
+def holds(annotated: DataType, given: DataType) -> bool:
+    """Whether a tensor of ``given`` elements binds a parameter annotated with ``annotated`` ones:
+    the same dtype, or 64-bit integers (``torch.int64``) for ``pl.INDEX``, the index type."""
+    return annotated is given or (annotated is DataType.INDEX and given is DataType.INT64)
+
+
 def supported_torch_dtypes() -> list[str]:
     return [f"torch.{name}" for name in DTYPE_BY_TORCH_NAME]

@@ -47,12 +47,14 @@ from enum import Enum
 from typing import Any
 
 from pypto.ir.errors import SourceSpan
+from pypto.ir.extents import extent_dims
 from pypto.ir.nodes import (
     Assign,
     Break,
     Call,
     Const,
     Continue,
+    DimExpr,
     DynDim,
     Eval,
     Expr,
@@ -71,7 +73,7 @@ from pypto.ir.nodes import (
     stmt_bindings,
     walk_stmts,
 )
-from pypto.ir.types import TileType, TupleType, Type
+from pypto.ir.types import TensorType, TileType, TupleType, Type
 
 Node = Program | Function | Stmt | Expr | Type
 
@@ -94,6 +96,7 @@ class _Role(Enum):
     BODY = "body"
     TYPE = "type"
     ATTRS = "attrs"
+    EXTENT = "extent"  # which pl.dynamic object of its name a DynDim is: paired, one to one (expr)
 
 
 # Every compared field of every statement and compound expression, in the order a reader meets
@@ -150,8 +153,9 @@ _FIELDS: dict[type, tuple[tuple[str, _Role], ...]] = {
     ),
     SplitAivRegion: (("mode", _Role.VALUE), ("lane", _Role.BIND), ("body", _Role.BODY)),
     Call: (("op", _Role.VALUE), ("args", _Role.EXPRS), ("attrs", _Role.ATTRS), ("type", _Role.TYPE)),
+    DimExpr: (("op", _Role.VALUE), ("args", _Role.EXPRS), ("attrs", _Role.ATTRS), ("type", _Role.TYPE)),
     TupleExpr: (("elements", _Role.EXPRS), ("type", _Role.TYPE)),
-    DynDim: (("name", _Role.VALUE),),
+    DynDim: (("name", _Role.VALUE), ("ident", _Role.EXTENT)),
 }
 
 
@@ -227,12 +231,25 @@ def _shape(node: Stmt | Expr) -> tuple[tuple[str, _Role], ...]:
 
 
 def normal_type(t: Type) -> Type:
-    """``t`` with every TileType's ``valid_shape`` equal to its shape spelled None."""
+    """``t`` with every TileType's ``valid_shape`` equal to its shape spelled None, and a tensor's
+    dynamic extents by name alone (which ``pl.dynamic`` object made them is not compared: printed
+    text read back makes new ones)."""
     if isinstance(t, TileType) and t.valid_shape is not None and tuple(t.valid_shape) == tuple(t.shape):
         return replace(t, valid_shape=None)
+    if isinstance(t, TensorType) and any(isinstance(d, (DynDim, DimExpr)) for d in t.shape):
+        return replace(t, shape=tuple(_by_name(d) for d in t.shape))
     if isinstance(t, TupleType):
         return TupleType(tuple(normal_type(e) for e in t.types))
     return t
+
+
+def _by_name(extent: Any) -> Any:
+    """An extent with each dynamic extent in it made the first ``pl.dynamic`` object of its name."""
+    if isinstance(extent, DynDim):
+        return DynDim(extent.name)
+    if isinstance(extent, DimExpr):
+        return replace(extent, args=tuple(_by_name(a) for a in extent.args))
+    return extent
 
 
 def _describe(node: object) -> str:
@@ -278,6 +295,8 @@ class _Comparison:
 
     def __init__(self, names: bool) -> None:
         self.names = names
+        self.extents_paired: dict[object, object] = {}
+        self.extents_paired_back: dict[object, object] = {}
         self.path: list[str] = []
         self.spots: list[tuple[object, object]] = []
         self.start_unit((), ())
@@ -497,11 +516,28 @@ class _Comparison:
                 self.differ(a, b)
             with self.at(".type"):
                 self.type(a.type, b.type)
+        elif isinstance(a, DynDim) and isinstance(b, DynDim):
+            if a.name != b.name:
+                self.differ(a, b)
+            self.extent_ident((a.name, a.ident), (b.name, b.ident))
         else:
             self.fields(a, b, ".")
 
     def type(self, a: Type, b: Type) -> None:
         if normal_type(a) != normal_type(b):
+            self.differ(a, b)
+        if isinstance(a, TensorType) and isinstance(b, TensorType):
+            for x, y in zip(a.shape, b.shape, strict=True):
+                for dx, dy in zip(extent_dims(x), extent_dims(y), strict=True):
+                    self.extent_ident((dx.name, dx.ident), (dy.name, dy.ident))
+
+    def extent_ident(self, a: object, b: object) -> None:
+        """Two dynamic extents (or their idents, met in a DynDim's fields): a printed program read
+        back makes new ``pl.dynamic`` objects, so the pairing of left and right ones is compared,
+        one to one, not their idents."""
+        paired = self.extents_paired.setdefault(a, b)
+        back = self.extents_paired_back.setdefault(b, a)
+        if paired != b or back != a:
             self.differ(a, b)
 
     def attrs(self, a: Mapping[str, Any], b: Mapping[str, Any]) -> None:

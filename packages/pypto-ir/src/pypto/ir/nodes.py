@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, NoReturn
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import SourceSpan, VerificationError
@@ -46,16 +46,94 @@ class Const(Expr):
         return f"Const({self.value!r})"
 
 
+class _ExtentArithmetic:
+    """Python arithmetic on extents, as Python evaluates an annotation at ``def`` time:
+    ``pl.Tensor[[M * 2, 128], ...]`` with ``M = pl.dynamic("M")`` holds the extent ``M * 2``."""
+
+    def _op(self, name: str, lhs: Any, rhs: Any) -> Any:
+        from pypto.ir.extents import dim_op, is_extent  # the builder folds; it needs these nodes
+
+        if is_extent(lhs) and is_extent(rhs):
+            return dim_op(name, lhs, rhs)
+        if isinstance(lhs, (int, float)) or isinstance(rhs, (int, float)):  # M * 2.5, M + True
+            other = rhs if is_extent(lhs) else lhs
+            _not_whole(f"{lhs!r} {_SYMBOLS[name]} {rhs!r}", other)
+        return NotImplemented
+
+    def __add__(self, other: Any) -> Any:
+        return self._op("add", self, other)
+
+    def __radd__(self, other: Any) -> Any:
+        return self._op("add", other, self)
+
+    def __sub__(self, other: Any) -> Any:
+        return self._op("sub", self, other)
+
+    def __rsub__(self, other: Any) -> Any:
+        return self._op("sub", other, self)
+
+    def __mul__(self, other: Any) -> Any:
+        return self._op("mul", self, other)
+
+    def __rmul__(self, other: Any) -> Any:
+        return self._op("mul", other, self)
+
+    def __floordiv__(self, other: Any) -> Any:
+        return self._op("floordiv", self, other)
+
+    def __rfloordiv__(self, other: Any) -> Any:
+        return self._op("floordiv", other, self)
+
+    def __mod__(self, other: Any) -> Any:
+        return self._op("mod", self, other)
+
+    def __rmod__(self, other: Any) -> Any:
+        return self._op("mod", other, self)
+
+    def __truediv__(self, other: Any) -> Any:
+        _not_an_extent(f"{self!r} / {other!r} is no extent", _WHOLE_DIVISION)
+
+    def __rtruediv__(self, other: Any) -> Any:
+        _not_an_extent(f"{other!r} / {self!r} is no extent", _WHOLE_DIVISION)
+
+    def __neg__(self) -> Any:
+        _not_an_extent(f"-{self!r} is no extent", "an extent is never negative: write M - 1 or 2 * M")
+
+
+_WHOLE_DIVISION = "an extent divides into whole numbers: write M // 2"
+_SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "mod": "%"}
+
+
+def _not_whole(text: str, other: object) -> None:
+    """Arithmetic of an extent with a number that is not a whole one."""
+    _not_an_extent(
+        f"{text}: an extent is a whole number, and {other!r} is not one",
+        "combine extents with whole numbers only: M * 2, M // 2, M + 1",
+    )
+
+
+def _not_an_extent(message: str, hint: str) -> NoReturn:
+    """Python arithmetic that gives no extent: a ParseError at the user's line (Python evaluates
+    annotations at ``def`` time, before any parser sees them)."""
+    from pypto.ir.errors import ParseError
+    from pypto.ir.tracebacks import call_site, raise_at_user_line
+
+    raise_at_user_line(ParseError(message, call_site(), hint), "<extent>")
+
+
 @dataclass(frozen=True)
-class DynDim(Expr):
+class DynDim(_ExtentArithmetic, Expr):
     """A tensor extent known only at run time: ``M = pl.dynamic("M")`` in ``pl.Tensor[[M, 128], ...]``.
 
     It stands in a ``TensorType`` shape and, as an INDEX scalar, in expressions (loop bounds,
-    offsets, valid shapes). Unlike other nodes it compares by name, so the types of two tensors
-    with the same dynamic extent are equal; a backend binds its value from the argument tensors.
+    offsets, valid shapes). Unlike other nodes it compares by value: by its name and ``ident``,
+    which tells apart two ``pl.dynamic`` objects of one name (two extents), so the types of two
+    tensors with the same extent are equal. A backend binds its value from the argument tensors.
+    Python arithmetic on it (``M * 2``) gives a :class:`DimExpr`.
     """
 
     name: str
+    ident: int = 0
     span: SourceSpan | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -84,6 +162,60 @@ class Call(Expr):
     type: Type
     attrs: Mapping[str, Any] = field(default_factory=dict)
     span: SourceSpan | None = None
+
+
+# The operators an extent expression may use, with how they print (binding strength, symbol).
+DIM_OPS: dict[str, tuple[int, str]] = {
+    "scalar.add": (1, "+"),
+    "scalar.sub": (1, "-"),
+    "scalar.mul": (2, "*"),
+    "scalar.floordiv": (2, "//"),
+    "scalar.mod": (2, "%"),
+    "scalar.min": (3, "pl.min"),
+    "scalar.max": (3, "pl.max"),
+}
+
+
+class DimExpr(_ExtentArithmetic, Call):
+    """An extent computed from dynamic extents and whole numbers: ``M * 2``, ``M // 2``, ``M + N``.
+
+    It is a ``scalar.*`` call (every walker evaluates it like one) that compares by value, so it
+    can stand in a ``TensorType`` shape: two tensors of extent ``M * 2`` have equal types. Build
+    it with :func:`pypto.ir.extents.dim_op` (or Python arithmetic on extents), which folds.
+    """
+
+    def key(self) -> tuple[Any, ...]:
+        """What the expression is, as a value: the op and its operands' keys."""
+        return (self.op, tuple(_extent_key(a) for a in self.args))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DimExpr) and self.key() == other.key()
+
+    def __hash__(self) -> int:
+        return hash(self.key())
+
+    def __repr__(self) -> str:
+        strength, symbol = DIM_OPS[self.op]
+        if strength == 3:
+            return f"{symbol}({', '.join(_operand_text(a, 0, False) for a in self.args)})"
+        lhs, rhs = _operand_text(self.args[0], strength, False), _operand_text(self.args[1], strength, True)
+        return f"{lhs} {symbol} {rhs}"
+
+
+def _extent_key(e: Expr) -> Any:
+    if isinstance(e, Const):
+        return e.value
+    if isinstance(e, DimExpr):
+        return e.key()
+    return e  # a DynDim compares by value itself
+
+
+def _operand_text(e: Expr, strength: int, right: bool) -> str:
+    """An operand of an infix extent: in parentheses when it binds looser than its operator
+    (or as loosely, on the right: ``M - (N - 1)``)."""
+    text = repr(e.value) if isinstance(e, Const) else repr(e)
+    inner = DIM_OPS[e.op][0] if isinstance(e, DimExpr) else 4
+    return f"({text})" if inner < strength or (right and inner == strength) else text
 
 
 # ---------------------------------------------------------------- statements

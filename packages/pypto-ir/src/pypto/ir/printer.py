@@ -35,6 +35,7 @@ from pypto.ir.nodes import (
     Call,
     Const,
     Continue,
+    DimExpr,
     DynDim,
     Eval,
     Expr,
@@ -69,16 +70,29 @@ Namer = Callable[[Var], str]
 _imports: ContextVar[set[str] | None] = ContextVar("pypto_printer_imports", default=None)
 # Printing without the annotations of intermediate values (as_python(concise=True)).
 _concise: ContextVar[bool] = ContextVar("pypto_printer_concise", default=False)
-# The dynamic extents printed: the program's text declares each (``M = pl.dynamic("M")``) first.
-_dyn_dims: ContextVar[set[str] | None] = ContextVar("pypto_printer_dyn_dims", default=None)
+# The dynamic extents printed, each with the name it prints as: the program's text declares each
+# (``M = pl.dynamic("M")``) first; a second extent of one name prints as ``M_2 = pl.dynamic("M")``.
+_dyn_dims: ContextVar[dict[DynDim, str] | None] = ContextVar("pypto_printer_dyn_dims", default=None)
 
 
 def _dyn_dim(dim: DynDim) -> str:
-    """A dynamic extent by its name, noted so that the program's text declares it."""
+    """A dynamic extent by the name it prints as, noted so that the program's text declares it."""
     declared = _dyn_dims.get()
-    if declared is not None:
-        declared.add(dim.name)
-    return dim.name
+    if declared is None:
+        return dim.name
+    if dim not in declared:
+        taken = set(declared.values())
+        name, n = dim.name, 1
+        while name in taken:
+            n += 1
+            name = f"{dim.name}_{n}"
+        declared[dim] = name
+    return declared[dim]
+
+
+def _extent(dim: object) -> str:
+    """One entry of a tensor's shape: a number, or a dynamic extent's expression."""
+    return format_expr(dim) if isinstance(dim, (DynDim, DimExpr)) else str(dim)
 
 
 def _plain(var: Var) -> str:
@@ -107,8 +121,8 @@ def format_value(value: Any) -> str:
         return f"{kind.__module__}.{kind.__qualname__}.{value.name}"  # a plugin's own, imported
     if isinstance(value, ParamRef):
         return value.name
-    if isinstance(value, DynDim):
-        return _dyn_dim(value)
+    if isinstance(value, (DynDim, DimExpr)):
+        return format_expr(value)
     if isinstance(value, MemoryPlan):
         return _memory_plan(value)
     if isinstance(value, Reservation):
@@ -163,9 +177,8 @@ def _carried_names(exprs: tuple[Expr, ...], name_of: Namer) -> str:
 def format_type(t: Type, memref: MemRefSlot | None = None, name_of: Namer = _plain) -> str:
     """A type as an annotation; ``memref`` is the ``pl.MemRef`` slot of a tile's assignment."""
     if isinstance(t, TensorType):
-        for dim in t.shape:
-            if isinstance(dim, DynDim):
-                _dyn_dim(dim)
+        shape = ", ".join(_extent(d) for d in t.shape)
+        return f"pl.Tensor[[{shape}], pl.{t.dtype.name}]"
     if isinstance(t, TileType):
         parts = [str(list(t.shape)), f"pl.{t.dtype.name}"]
         if memref is not None:
@@ -502,17 +515,17 @@ def print_program(program: Program) -> str:
         key=lambda f: (f.name != program.entry, f.kind is not FunctionKind.Orchestration),
     )
     token = _imports.set(set())
-    dyn_token = _dyn_dims.set(set())
+    dyn_token = _dyn_dims.set({})
     try:
         parts = [f"@pl.program\nclass {program.name}:"]
         parts += [print_function(fn, depth=1) for fn in funcs]
         needed = sorted(_imports.get() or ())
-        dims = sorted(_dyn_dims.get() or ())
+        dims = sorted(((shown, d.name) for d, shown in (_dyn_dims.get() or {}).items()))
     finally:
         _imports.reset(token)
         _dyn_dims.reset(dyn_token)
     header = "".join(f"import {module}\n" for module in needed)
-    header += "".join(f'{name} = pl.dynamic("{name}")\n' for name in dims)
+    header += "".join(f'{shown} = pl.dynamic("{name}")\n' for shown, name in dims)
     return (header + "\n\n" if header else "") + "\n\n".join(parts) + "\n"
 
 

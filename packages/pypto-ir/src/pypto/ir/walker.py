@@ -40,7 +40,7 @@ from pypto.ir.errors import (
     VerificationError,
     at_line,
 )
-from pypto.ir.extents import ExtentBinding, is_dynamic
+from pypto.ir.extents import ExtentBinding, evaluate, is_dynamic, is_symbolic
 from pypto.ir.launch import LaunchPlan, LoadedProgram, Seat
 from pypto.ir.nodes import (
     Assign,
@@ -323,9 +323,9 @@ class Walker(ABC):
         if isinstance(expr, Const):
             return expr.value
         if isinstance(expr, DynDim):
-            if expr.name not in self.extents:
+            if expr not in self.extents:
                 raise self.error(f"dynamic extent {expr.name} is no extent of {self.fn.name}'s tensors", expr)
-            return self.extents[expr.name]
+            return self.extents[expr]
         if isinstance(expr, TupleExpr):
             return (yield from self.eval_all(expr.elements))
         if isinstance(expr, Call):
@@ -373,6 +373,7 @@ class HostWalker(Walker):
             if control is not None:
                 return (yield from self.call_control(control, args))
             plan = self.loaded.plan(call)
+            self.check_extents(plan.kernel, args, call)
             yield from self.launch(plan, call, args)
             return plan.result(args)
         if call.op == _CREATE:
@@ -385,16 +386,32 @@ class HostWalker(Walker):
             "run the pass pipeline: it outlines every scope into a kernel",
         )
 
+    def check_extents(self, kernel: Function, args: tuple[Any, ...], call: Call) -> None:
+        """The tensors of a launch agree on the kernel's dynamic extents: an error at the call
+        (where the tensors were picked), not at the kernel's parameters."""
+        if not any(is_dynamic(p.var.type) for p in kernel.params):
+            return
+        try:
+            bind_extents(kernel, args)
+        except SpecializationError as err:
+            raise SpecializationError(err.message, call.span or self.fn.span, err.hint) from None
+
     def with_extents(self, call: Call) -> Call:
         """``pl.create_tensor`` of a shape with dynamic extents: the shape of this run."""
         shape = call.attrs.get("shape", ())
-        if not any(isinstance(d, DynDim) for d in shape):
+        if not any(is_symbolic(d) for d in shape):
             return call
-        resolved = tuple(self.extents[d.name] if isinstance(d, DynDim) else d for d in shape)
+        resolved = tuple(self._extent(d, call) for d in shape)
         assert isinstance(call.type, TensorType)
         return replace(
             call, attrs={**call.attrs, "shape": resolved}, type=TensorType(resolved, call.type.dtype)
         )
+
+    def _extent(self, extent: Any, at: Expr) -> int:
+        value = evaluate(extent, self.extents)
+        if value is None:
+            raise self.error(f"extent {extent!r} names a dynamic extent no tensor of {self.fn.name} has", at)
+        return value
 
     def call_control(self, fn: Function, args: tuple[Any, ...]) -> Steps:
         """Run another control function (``@pl.jit.opaque``) on the host, in a frame of its own:
@@ -440,7 +457,7 @@ class KernelWalker(Walker):
         return self.block if call.op == _BLOCK else self.block_num
 
 
-def bind_extents(fn: Function, args: Sequence[Any]) -> dict[str, int]:
+def bind_extents(fn: Function, args: Sequence[Any]) -> dict[DynDim, int]:
     """The values of ``fn``'s dynamic extents, read from the shapes of its tensor arguments (a
     call's tensors that share an extent but disagree on it are a ``SpecializationError``)."""
     binding = ExtentBinding()
@@ -448,10 +465,10 @@ def bind_extents(fn: Function, args: Sequence[Any]) -> dict[str, int]:
         shape = getattr(value, "shape", None)
         if shape is not None and is_dynamic(param.var.type):
             try:
-                binding.bind(param.var.name, param.var.type, tuple(shape))
+                binding.bind(param.var.name, param.var.type, tuple(shape), param.var.span or fn.span)
             except SpecializationError as err:
                 raise err.with_span(param.var.span or fn.span) from None
-    return binding.values
+    return binding.resolve()
 
 
 def drive(walk: Steps) -> Any:

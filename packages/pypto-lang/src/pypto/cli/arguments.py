@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from pypto.cli.errors import ArgumentError
-from pypto.ir import DataType, DynDim
+from pypto.ir import DataType
+from pypto.ir.extents import Extent
 from pypto.language.annotations import ScalarSpec, TensorSpec
 from pypto.language.jit import JitFunction
 
@@ -60,7 +61,7 @@ def _dims(shape: str, pair: str) -> list[int]:
     return dims
 
 
-def tensor_stand_in(dtype: DataType, shape: Sequence[int | DynDim]) -> TensorSpec:
+def tensor_stand_in(dtype: DataType, shape: Sequence[Extent]) -> TensorSpec:
     """What stands in for a tensor when compiling: its annotation, ``pl.Tensor[shape, dtype]``
     (it carries a shape and a dtype, and needs no torch)."""
     return TensorSpec(tuple(shape), dtype)

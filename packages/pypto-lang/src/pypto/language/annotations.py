@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from math import prod
 from typing import Any, cast
@@ -24,16 +25,37 @@ from pypto.ir import (
     PyptoError,
     SourceSpan,
 )
+from pypto.ir.extents import Extent, is_symbolic
 from pypto.ir.tracebacks import frame_span, is_internal, raise_at_user_line
 
 
 @dataclass(frozen=True)
 class TensorSpec:
-    """A global-memory tensor annotation; ``shape``/``dtype`` are None for a bare ``pl.Tensor``."""
+    """A global-memory tensor annotation; ``shape``/``dtype`` are None for a bare ``pl.Tensor``.
 
-    shape: tuple[int | DynDim, ...] | None = None
+    ``bound_axes`` are the dims of a bare ``pl.Tensor`` that ``x.bind_dynamic(axis, M)`` in the
+    body makes dynamic (an annotated shape holds its dynamic extents itself)."""
+
+    shape: tuple[Extent, ...] | None = None
     dtype: DataType | None = None
     direction: Direction = Direction.In
+    bound_axes: tuple[tuple[int, DynDim], ...] = ()
+
+    def shape_for(self, actual: Sequence[Extent]) -> tuple[Extent, ...]:
+        """The shape a parameter so annotated has when passed a tensor of shape ``actual``: the
+        annotated one, or ``actual`` with the dims ``bind_dynamic`` names made dynamic."""
+        if self.shape is not None:
+            return self.shape
+        shape = list(actual)
+        for axis, dim in self.bound_axes:
+            if not -len(shape) <= axis < len(shape):
+                raise ParseError(
+                    f"bind_dynamic({axis}, {dim.name}) names dim {axis}, but the tensor passed has "
+                    f"{len(shape)} dim(s)",
+                    hint=f"name a dim from 0 to {len(shape) - 1}",
+                )
+            shape[axis] = dim
+        return tuple(shape)
 
     def __str__(self) -> str:
         inner = "pl.Tensor" if self.shape is None else f"pl.Tensor[{list(self.shape)}, pl.{self.dtype}]"
@@ -166,32 +188,40 @@ def dtype_hint(value: Any) -> str:
     return f"write a pl dtype, one of {DTYPES}"
 
 
+# How many pl.dynamic objects of each name exist: each new one is an extent of its own.
+_made: Counter[str] = Counter()
+
+
 def dynamic(name: str) -> DynDim:
     """A tensor extent fixed only at run time: ``M = pl.dynamic("M")`` at module (or class) level,
-    then ``pl.Tensor[[M, 128], pl.FP16]``. A kernel compiles once for every extent ``M`` takes;
-    every tensor annotated with the same ``M`` must have the same extent there.
+    then ``pl.Tensor[[M, 128], pl.FP16]`` (or ``[M * 2, 128]``, ``[M // 2, 128]``). A kernel
+    compiles once for every extent ``M`` takes; every tensor of one call annotated with the same
+    ``M`` object must have the same extent there. Each call makes a new extent: a second
+    ``pl.dynamic("M")`` is independent of the first.
     """
     if not isinstance(name, str) or not name.isidentifier():
         raise ParseError(
             f"pl.dynamic takes the extent's name as a string, got {name!r}",
             hint='write M = pl.dynamic("M"): the name is the one the printed program declares',
         )
-    return DynDim(name)
+    ident = _made[name]
+    _made[name] += 1
+    return DynDim(name, ident)
 
 
-def _shape(value: Any, what: str, dynamic: bool = False) -> tuple[int | DynDim, ...]:
+def _shape(value: Any, what: str, dynamic: bool = False) -> tuple[Extent, ...]:
     if not isinstance(value, (list, tuple)) or not value:
         raise ParseError(
             f"{what} shape must be a non-empty list of ints, got {value!r}",
             hint=f"write {what}[[128, 128], pl.FP32]: the shape first, as a list",
         )
     for dim in value:
-        if isinstance(dim, DynDim) and not dynamic:
+        if is_symbolic(dim) and not dynamic:
             raise ParseError(
-                f"{what} shape cannot hold the dynamic extent {dim.name}: a tile's shape is static",
+                f"{what} shape cannot hold the dynamic extent {dim!r}: a tile's shape is static",
                 hint="give the tile a static shape (the block size) and a run-time valid_shape",
             )
-        if isinstance(dim, DynDim):
+        if is_symbolic(dim):
             continue
         if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
             raise ParseError(

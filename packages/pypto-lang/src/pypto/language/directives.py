@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from pypto.ir import INDEX, Const, DataType, DynDim, Expr, ScalarType, SourceSpan, TensorType
+from pypto.ir import INDEX, Const, DataType, DimExpr, DynDim, Expr, ScalarType, SourceSpan, TensorType
 from pypto.language.errors import KernelOnlyError
 from pypto.language.parser.values import describe_value, is_number, is_scalar, number
 
@@ -147,9 +147,9 @@ def _scalar_extremum(elementwise: str) -> Run:
     return run
 
 
-def _tensor_dim(ctx: OpContext, args: list[Any], kwargs: dict[str, Any]) -> Const | DynDim:
-    """``pl.tensor.dim(t, axis)``: a static extent as a constant, a dynamic one as its
-    :class:`~pypto.ir.DynDim` (the value the kernel's tensors have at run time)."""
+def _tensor_dim(ctx: OpContext, args: list[Any], kwargs: dict[str, Any]) -> Expr:
+    """``pl.tensor.dim(t, axis)``: a static extent as a constant, a dynamic one as itself (a
+    :class:`~pypto.ir.DynDim` or an expression of them: the value it has at run time)."""
     tensor, axis = _bind(ctx, "pl.tensor.dim(tensor, axis)", ("tensor", "axis"), args, kwargs, 2)
     t = getattr(tensor, "type", None)
     if not isinstance(t, TensorType):
@@ -167,7 +167,9 @@ def _tensor_dim(ctx: OpContext, args: list[Any], kwargs: dict[str, Any]) -> Cons
         )
     extent = t.shape[index]
     if isinstance(extent, DynDim):
-        return DynDim(extent.name, ctx.span)
+        return replace(extent, span=ctx.span)
+    if isinstance(extent, DimExpr):
+        return extent
     return Const(extent, INDEX, ctx.span)
 
 

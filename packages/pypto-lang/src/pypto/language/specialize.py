@@ -11,7 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pypto.ir import DataType, DynDim, PyptoError, ScalarType, SourceSpan, SpecializationError
+from pypto.ir import DataType, PyptoError, ScalarType, SourceSpan, SpecializationError
+from pypto.ir.dtypes import holds
 from pypto.ir.extents import ExtentBinding, shape_fits
 from pypto.ir.extents import tensor_type as annotated_type
 from pypto.ir.tracebacks import call_site
@@ -121,10 +122,11 @@ def _bind(sig: ParamSignature, value: Any) -> BoundParam:
             "annotate it as pl.Tensor[...], pl.Out[...], pl.InOut[...] or a scalar dtype",
         )
     actual = tensor_type(value, sig.name)
-    fits = spec.shape is None or shape_fits(actual.shape, annotated_type(spec.shape, actual.dtype))
+    shape = spec.shape_for(actual.shape)
+    fits = shape_fits(actual.shape, annotated_type(shape, actual.dtype))
     checks = (
         ("shape", fits, list(actual.shape)),
-        ("dtype", spec.dtype is None or spec.dtype == actual.dtype, f"torch.{actual.dtype.torch_name}"),
+        ("dtype", spec.dtype is None or holds(spec.dtype, actual.dtype), f"torch.{actual.dtype.torch_name}"),
     )
     for what, ok, shown in checks:
         if not ok:
@@ -133,31 +135,24 @@ def _bind(sig: ParamSignature, value: Any) -> BoundParam:
                 sig.span,
                 "pass a tensor that matches the annotation, or annotate the parameter as bare pl.Tensor",
             )
-    if spec.shape is not None:  # a dynamic extent stays symbolic: it is no part of the key
-        actual = annotated_type(spec.shape, actual.dtype)
-    return BoundParam(sig.name, actual, spec.direction, span=sig.span)
+    # A dynamic extent stays symbolic: it is no part of the key, the program binds it per call.
+    dtype = spec.dtype or actual.dtype  # an int64 tensor passed for a pl.INDEX one is INDEX
+    return BoundParam(sig.name, annotated_type(shape, dtype), spec.direction, span=sig.span)
 
 
 def _check_extents(signature: tuple[ParamSignature, ...], values: tuple[Any, ...]) -> None:
     """The call's tensors agree on each dynamic extent they share (one ``pl.dynamic`` object is
-    one extent; two different objects may not share a name in one kernel)."""
-    objects: dict[str, Any] = {}
+    one extent), and each expression extent (``M * 2``) holds."""
     extents = ExtentBinding()
     for sig, value in zip(signature, values, strict=True):
         spec = sig.spec
-        if not isinstance(spec, TensorSpec) or spec.shape is None:
-            continue
-        for dim in spec.shape:
-            if isinstance(dim, DynDim) and objects.setdefault(dim.name, dim) is not dim:
-                raise SpecializationError(
-                    f"parameter '{sig.name}' uses a second pl.dynamic({dim.name!r}): two different "
-                    f"dynamic extents named {dim.name} in one kernel",
-                    sig.span,
-                    "use one pl.dynamic object for one extent, and give different extents different names",
-                )
         shape = getattr(value, "shape", None)
-        if shape is not None and len(shape) == len(spec.shape):
-            try:
-                extents.bind(sig.name, annotated_type(spec.shape, DataType.FP32), tuple(shape))
-            except PyptoError as err:
-                raise err.with_span(sig.span) from None
+        if not isinstance(spec, TensorSpec) or shape is None:
+            continue
+        try:
+            annotated = spec.shape_for(tuple(shape))
+        except PyptoError as err:
+            raise err.with_span(sig.span) from None
+        if len(shape) == len(annotated):
+            extents.bind(sig.name, annotated_type(annotated, DataType.FP32), tuple(shape), sig.span)
+    extents.resolve()

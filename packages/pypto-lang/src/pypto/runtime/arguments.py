@@ -21,6 +21,7 @@ from pypto.ir import (
     dtype_from_torch_name,
     supported_torch_dtypes,
 )
+from pypto.ir.dtypes import holds
 from pypto.ir.extents import shape_fits
 from pypto.ir.types import describe
 
@@ -173,7 +174,7 @@ def check_argument(value: Any, expected: Any, param: str) -> None:
     """Raise ``SpecializationError`` when ``value`` does not fit the compiled param type."""
     if isinstance(expected, TensorType):
         actual = tensor_type(value, param)
-        if actual.dtype != expected.dtype or not shape_fits(actual.shape, expected):
+        if not holds(expected.dtype, actual.dtype) or not shape_fits(actual.shape, expected):
             raise SpecializationError(
                 f"argument '{param}' is {describe(actual)} but the program was compiled for "
                 f"{describe(expected)}",

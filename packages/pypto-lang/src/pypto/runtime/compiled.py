@@ -313,7 +313,7 @@ class CompiledProgram:
             try:
                 check_argument(value, param.var.type, name)
                 if is_dynamic(param.var.type):
-                    extents.bind(name, param.var.type, tuple(value.shape))
+                    extents.bind(name, param.var.type, tuple(value.shape), param.var.span or self.entry.span)
                 check_runnable(value, param.direction, name)
                 if name in self.constants and value != self.constants[name]:
                     raise SpecializationError(
@@ -323,6 +323,7 @@ class CompiledProgram:
                     )
             except PyptoError as err:
                 raise err.with_span(param.var.span or self.entry.span) from None
+        extents.resolve()
 
     def _returned(self, report: RunReport, args: tuple[Any, ...]) -> Any:
         values = tuple(report.outputs) or self._returned_params(args)

@@ -29,7 +29,6 @@ from pypto.ir import (
     Assign,
     Call,
     Const,
-    DynDim,
     Eval,
     Expr,
     For,
@@ -48,6 +47,7 @@ from pypto.ir import (
     Var,
     make_call,
 )
+from pypto.ir.extents import is_symbolic
 from pypto.ir.nodes import While, stmt_end_exprs, stmt_exprs, used_vars, walk_stmts
 from pypto.ir.ops import tensor, tile
 from pypto.ir.ops.cube import staged
@@ -330,7 +330,7 @@ class _Blocker:
                 t = TensorType((m, blocks.nb), stmt.target.type.dtype)  # type: ignore[attr-defined]
                 result = Var(self.names.fresh(f"{stmt.target.name}_n{n0}"), t, stmt.target.span)
             results[n0] = result
-        rows = PREFERRED_ROWS if isinstance(m, DynDim) else min(m, PREFERRED_ROWS)
+        rows = PREFERRED_ROWS if is_symbolic(m) else min(m, PREFERRED_ROWS)
         together = column_group(rows, blocks.nb, n, self.target, self.columns)
         starts = list(results)
         out: list[Stmt] = []
@@ -389,8 +389,8 @@ class _Blocker:
         rows, k = a.type.shape
         n = _columns(call)
         # A run-time row count is blocked by the tiler in at most PREFERRED_ROWS rows: the bound.
-        m = PREFERRED_ROWS if isinstance(rows, DynDim) else rows
-        if isinstance(k, DynDim) or isinstance(n, DynDim):
+        m = PREFERRED_ROWS if is_symbolic(rows) else rows
+        if is_symbolic(k) or is_symbolic(n):
             raise ParseError(
                 f"pl.matmul: the product [{rows}, {k}] @ [{k}, {n}] has a dynamic K or N, which the "
                 "cube's static tiles cannot block",

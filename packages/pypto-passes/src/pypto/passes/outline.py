@@ -36,7 +36,7 @@ from pypto.ir import (
     make_call,
 )
 from pypto.ir.callgraph import control_functions
-from pypto.ir.extents import dynamic_extents
+from pypto.ir.extents import dynamic_extents, extent_dims
 from pypto.ir.launch import returned_params
 from pypto.ir.nodes import (
     Call,
@@ -277,28 +277,29 @@ def _joined(seen: Direction | None, more: Direction) -> Direction:
     )
 
 
-def _extents_used(body: tuple[Stmt, ...]) -> dict[str, DynDim]:
-    """The dynamic extents ``body`` names: in expressions (loop bounds, valid shapes) and in the
-    shapes of the values it makes."""
-    found: dict[str, DynDim] = {}
+def _extents_used(body: tuple[Stmt, ...]) -> list[DynDim]:
+    """The dynamic extents ``body`` names, each once: in expressions (loop bounds, valid shapes)
+    and in the shapes of the values it makes."""
+    found: dict[DynDim, None] = {}
     for stmt in walk_stmts(body):
         for expr in (*stmt_exprs(stmt), *stmt_end_exprs(stmt)):
             for e in walk_expr(expr):
-                dims = [e] if isinstance(e, DynDim) else []
+                extents = [e] if isinstance(e, DynDim) else []
                 if isinstance(e, Call):
-                    dims += [d for d in e.attrs.get("shape", ()) if isinstance(d, DynDim)]
-                found.update((d.name, d) for d in dims)
-    return found
+                    for d in e.attrs.get("shape", ()):
+                        extents += extent_dims(d)
+                found.update(dict.fromkeys(extents))
+    return list(found)
 
 
 def _extent_carriers(entry: Function, scope: ScopeStmt, params: list[Param]) -> list[Param]:
     """Tensors the kernel takes only for their extents: a kernel binds a dynamic extent from the
     shapes of its tensor arguments, so one the scope names but none of its tensors has comes
     with a tensor of the caller that has it (read only for its shape)."""
-    bound = {d.name for p in params for d in dynamic_extents(p.var.type)}
+    bound = {d for p in params for d in dynamic_extents(p.var.type)}
     carriers: list[Param] = []
-    for name, dim in _extents_used(scope.body).items():
-        if name in bound:
+    for dim in _extents_used(scope.body):
+        if dim in bound:
             continue
         carrier = next(
             (p.var for p in entry.params if dim in dynamic_extents(p.var.type)),
@@ -306,13 +307,13 @@ def _extent_carriers(entry: Function, scope: ScopeStmt, params: list[Param]) -> 
         )
         if carrier is None:
             raise ParseError(
-                f"the scope uses the dynamic extent {name}, but no tensor of {entry.name} has it",
+                f"the scope uses the dynamic extent {dim.name}, but no tensor of {entry.name} has it",
                 dim.span or scope.span,
-                f"annotate a parameter of {entry.name} with {name} (pl.Tensor[[{name}, ...], ...]), or "
-                "use an extent of the tensors the scope touches",
+                f"annotate a parameter of {entry.name} with {dim.name} "
+                f"(pl.Tensor[[{dim.name}, ...], ...]), or use an extent of the tensors the scope touches",
             )
         carriers.append(Param(carrier))
-        bound.update(d.name for d in dynamic_extents(carrier.type))
+        bound.update(dynamic_extents(carrier.type))
     return carriers
 
 

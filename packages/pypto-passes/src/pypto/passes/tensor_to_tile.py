@@ -41,6 +41,7 @@ from pypto.ir import (
     AtomicType,
     Call,
     Const,
+    DimExpr,
     DynDim,
     Eval,
     Expr,
@@ -64,6 +65,7 @@ from pypto.ir import (
     Var,
     make_call,
 )
+from pypto.ir.extents import is_symbolic
 from pypto.ir.nodes import (
     While,
     nested_bodies,
@@ -306,7 +308,7 @@ class ConvertTensorToTileOps:
         plan = RowPlan.of(region)
         rows = _block_rows(region, plan)
         _check_dynamic(region, rows)
-        if isinstance(rows, DynDim):
+        if is_symbolic(rows):
             return self._dynamic_rows(region, rows, fn, names, target, beside, plan, seeds, fresh)
 
         def whole() -> Attempt:
@@ -361,7 +363,7 @@ class ConvertTensorToTileOps:
     def _dynamic_rows(
         self,
         region: list[Stmt],
-        rows: DynDim,
+        rows: DynDim | DimExpr,
         fn: Function,
         names: NameGen,
         target: Target,
@@ -444,7 +446,7 @@ def _why_whole(call: Call, scaled: bool, limit: int) -> tuple[str, str]:
 
 def _has_dynamic_extent(region: list[Stmt]) -> bool:
     return any(
-        isinstance(dim, DynDim)
+        is_symbolic(dim)
         for stmt in region
         for x in _call_of(stmt).args
         if isinstance(x.type, TensorType)
@@ -501,26 +503,35 @@ def _live(region: list[Stmt]) -> list[Stmt]:
     return [s for s in region if not isinstance(s, Assign) or s.target in needed]
 
 
-def _check_dynamic(region: list[Stmt], rows: int | DynDim | None) -> None:
+def _check_dynamic(region: list[Stmt], rows: int | DynDim | DimExpr | None) -> None:
     """Tensor ops are tiled over a dynamic extent only along rows: a region whose tensors have a
     dynamic extent elsewhere, or that must run whole, cannot give its tiles a static shape."""
     for stmt in region:
-        for x in (*_call_of(stmt).args, *([stmt.target] if isinstance(stmt, Assign) else [])):
+        for x in (*_tiled_operands(_call_of(stmt)), *([stmt.target] if isinstance(stmt, Assign) else [])):
             t = x.type
             if not isinstance(t, TensorType):
                 continue
             for axis, dim in enumerate(t.shape):
-                if not isinstance(dim, DynDim) or (axis == 0 and rows == dim):
+                if not is_symbolic(dim) or (axis == 0 and rows == dim):
                     continue
                 where = "its rows are combined (it runs whole)" if rows is None else f"dim {axis}"
                 raise ParseError(
-                    f"{_call_of(stmt).op} on a tensor with the dynamic extent {dim.name} in dim {axis} "
+                    f"{_call_of(stmt).op} on a tensor with the dynamic extent {dim!r} in dim {axis} "
                     f"cannot be tiled: tiles have static shapes, and only the rows of a region are "
                     f"blocked at run time ({where})",
                     stmt.span,
                     "make the dynamic extent the rows (dim 0) of the tensors of the scope, or write "
                     "the loop yourself: pl.range(0, M, 64) with pl.load(..., valid_shape=[...])",
                 )
+
+
+def _tiled_operands(call: Call) -> tuple[Expr, ...]:
+    """The operands of ``call`` that become tiles of their own shape: not the tensor a slice reads
+    a region of, nor the one an assemble writes a region into (a region of static extents at
+    run-time offsets of a dynamic tensor is a tile like any other)."""
+    if call.op in (tensor.slice, tensor.assemble):
+        return call.args[1:]
+    return call.args
 
 
 def _reject_carried_tensors(fn: Function) -> None:
@@ -798,12 +809,12 @@ def _reads_as_broadcast(call: Call, var: Var, found: set[Var]) -> bool:
     )
 
 
-def _block_rows(region: list[Stmt], plan: RowPlan) -> int | DynDim | None:
+def _block_rows(region: list[Stmt], plan: RowPlan) -> int | DynDim | DimExpr | None:
     """The common row count of the region's row-local values, or None if it cannot be tiled.
     The plan's one-row values are computed before the row loop and do not count; nor do the
     column reductions it accumulates (their operands do)."""
     defs = _region_defs(region)
-    row_counts: set[int | DynDim] = set()
+    row_counts: set[int | DynDim | DimExpr] = set()
     for stmt in region:
         call = _call_of(stmt)
         if isinstance(stmt, Assign) and stmt.target in plan.once:
@@ -827,11 +838,11 @@ def _block_rows(region: list[Stmt], plan: RowPlan) -> int | DynDim | None:
     return row_counts.pop() if len(row_counts) == 1 else None
 
 
-def _loop_rows(x: Expr, t: TensorType, plan: RowPlan) -> int | DynDim | None:
+def _loop_rows(x: Expr, t: TensorType, plan: RowPlan) -> int | DynDim | DimExpr | None:
     """The rows of the loop over ``x``'s row blocks (a reshaped value's rows over its scale)."""
     rows = t.shape[0]
     scale = plan.scales.get(x, Fraction(1)) if isinstance(x, Var) else Fraction(1)
-    if scale == 1 or isinstance(rows, DynDim):
+    if scale == 1 or is_symbolic(rows):
         return rows
     loop_rows = rows / scale
     return int(loop_rows) if loop_rows.denominator == 1 else None
@@ -904,7 +915,7 @@ def _used_after_lowering(v: Var, call: Call, span: SourceSpan | None) -> ParseEr
 class _RegionLowering:
     region: list[Stmt]
     block: int | None  # rows per block; None: the region runs whole
-    rows: int | DynDim | None  # a DynDim: blocks over a run-time row count, the last one partial
+    rows: int | DynDim | DimExpr | None  # a DynDim: blocks over a run-time row count, the last one partial
     names: NameGen
     target: Target
     plan: RowPlan = field(default_factory=RowPlan)
@@ -933,16 +944,16 @@ class _RegionLowering:
         return len(matmuls) > 1
 
     def lower(self) -> list[Stmt]:
-        dynamic = isinstance(self.rows, DynDim)
+        dynamic = is_symbolic(self.rows)
         looped = (
             self.block is not None
             and self.rows is not None
-            and (isinstance(self.rows, DynDim) or self.block < self.rows)
+            and (is_symbolic(self.rows) or self.block < self.rows)
         )
         if looped:
             self.row = Var(self.names.fresh("r"), INDEX)
         if dynamic:
-            assert self.block is not None and isinstance(self.rows, DynDim)
+            assert self.block is not None and is_symbolic(self.rows)
             left = make_call(scalar_ops.sub, (self.rows, self.row))
             size = make_call(scalar_ops.min, (Const(self.block, INDEX), left))
             self.valid_rows = self._emit("rows", size, self.body)
@@ -962,7 +973,7 @@ class _RegionLowering:
         loop = For(
             self.row,
             Const(0, INDEX),
-            self.rows if isinstance(self.rows, DynDim) else Const(self.rows, INDEX),
+            self.rows if is_symbolic(self.rows) else Const(self.rows, INDEX),
             Const(self.block, INDEX),
             tuple(self.body),
             kind=LoopKind.pipeline,
@@ -1272,7 +1283,7 @@ class _RegionLowering:
         hoist = isinstance(self.row, Var) and not blocked and not streamed
         sink = self.hoisted if hoist else self.body
         attrs = {"shape": tuple(shape), "target_memory": staging}
-        if any(isinstance(d, DynDim) for d in shape):
+        if any(is_symbolic(d) for d in shape):
             raise ParseError(
                 f"{x.name} has a dynamic extent but is needed whole (a matmul's right operand or a "
                 "broadcast vector): a tile's shape is static",

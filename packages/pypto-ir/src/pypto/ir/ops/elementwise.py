@@ -49,11 +49,15 @@ def binary(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: S
     lhs, rhs = (shaped(op, a, span) for a in args)
     same_kind(op, lhs, rhs, span)
     if lhs.shape != rhs.shape:
+        twins = describe(lhs) == describe(rhs)  # equal names, different pl.dynamic objects
         raise fail(
             op,
-            f"operand shape mismatch: {describe(lhs)} vs {describe(rhs)}",
+            f"operand shape mismatch: {describe(lhs)} vs {describe(rhs)}"
+            + (": two different pl.dynamic extents of one name" if twins else ""),
             span,
-            "both operands of an elementwise op must have the same shape",
+            "make one pl.dynamic object and use it in both annotations"
+            if twins
+            else "both operands of an elementwise op must have the same shape",
         )
     if lhs.dtype != rhs.dtype:
         raise fail(

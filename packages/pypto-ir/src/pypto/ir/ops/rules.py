@@ -10,7 +10,7 @@ from typing import Any
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import SourceSpan, TypeCheckError, VerificationError
-from pypto.ir.nodes import Const, DynDim, Expr, TupleExpr
+from pypto.ir.nodes import Const, DimExpr, DynDim, Expr, TupleExpr
 from pypto.ir.ops.spec import OPS, OpSpec
 from pypto.ir.types import INDEX, UNIT, MemorySpace, ScalarType, TensorType, TileType, Type, describe
 
@@ -202,7 +202,7 @@ def check_static_bounds(
             "give the offsets and the extents one entry per dimension",
         )
     for dim, (off, size, full) in enumerate(zip(offsets.elements, region, shape, strict=True)):
-        if isinstance(size, DynDim) or isinstance(full, DynDim):
+        if isinstance(size, (DynDim, DimExpr)) or isinstance(full, (DynDim, DimExpr)):
             continue  # a dynamic extent is checked at run time, by the backend
         if size <= 0:
             raise fail(op, f"{what} must be positive, got {list(region)}", span, "every extent is at least 1")
@@ -246,6 +246,8 @@ def check_run_time_region(
                 span,
                 "each valid extent lies between 0 and the tile's extent",
             )
+        if isinstance(shape[dim], (DynDim, DimExpr)):
+            continue  # a dynamic extent: the backend checks the region at run time
         if isinstance(off, Const) and (off.value < 0 or off.value + size.value > shape[dim]):
             raise fail(
                 op,

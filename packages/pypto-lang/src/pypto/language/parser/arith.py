@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pypto.ir import Expr
+from pypto.ir import Const, Expr
+from pypto.ir.extents import dim_op, is_symbolic
+from pypto.ir.nodes import DIM_OPS
 from pypto.ir.ops import Elementwise, Fold, Level, OpSpec, get_op, ops_with
 from pypto.language.parser.opcall import OpContext
 from pypto.language.parser.values import (
@@ -63,8 +65,33 @@ def scalar_binary(ctx: OpContext, name: str, lhs: Any, rhs: Any) -> Any:
     for value in (lhs, rhs):
         if not is_scalar(value):
             raise ctx.fail(f"mixes a scalar and {describe_value(value)}", _mixed_hint(name))
+    extent = _extent_op(spec.name, lhs, rhs)
+    if extent is not None:
+        return extent
     dtype = element_dtype(lhs if isinstance(lhs, Expr) and not is_number(lhs) else rhs)
     return ctx.call(spec.name, [scalar_expr(lhs, dtype, ctx.span), scalar_expr(rhs, dtype, ctx.span)])
+
+
+def _extent_op(op: str, lhs: Any, rhs: Any) -> Any:
+    """``M * 2``, ``M // N``, ``pl.min(M, 64)`` on dynamic extents and whole numbers: an extent (a
+    value that can size a tensor and compares equal to the same expression written again), or
+    None when an operand is some other scalar or the op is no extent op."""
+    name = op.removeprefix("scalar.")
+    if f"scalar.{name}" not in DIM_OPS:
+        return None
+    operands = [int(number(v)) if _whole(v) else v for v in (lhs, rhs)]
+    if not all(_whole(v) or is_symbolic(v) for v in operands):
+        return None
+    if name in ("floordiv", "mod") and operands[1] == 0:
+        return None  # folded (and reported) as the division it is
+    return dim_op(name, operands[0], operands[1])
+
+
+def _whole(value: Any) -> bool:
+    """A whole compile-time number (an INDEX or Python int)."""
+    if isinstance(value, Const):
+        return isinstance(value.value, int) and not isinstance(value.value, bool)
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def scalar_unary(ctx: OpContext, name: str, value: Any) -> Any:

@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import ast
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
 from pypto.ir import (
     UNIT,
+    DynDim,
     Eval,
     Expr,
     Function,
+    PyptoError,
     Return,
     ScalarType,
+    SourceSpan,
     TensorType,
     TupleType,
     Type,
@@ -23,13 +27,14 @@ from pypto.ir import (
     Var,
     make_call,
 )
+from pypto.ir.extents import ExtentBinding, is_symbolic, tensor_type
 from pypto.ir.ops import op
 from pypto.ir.types import describe
 from pypto.language.annotations import ScalarSpec, TensorSpec
 from pypto.language.kernel import KernelFunction
 from pypto.language.parser.env import Env
 from pypto.language.parser.exprs import ExprParser, KernelCalls
-from pypto.language.parser.signature import BoundParam, ParamSignature
+from pypto.language.parser.signature import BoundParam, ParamSignature, tensor_params
 from pypto.language.parser.stmts import Role, StmtParser
 from pypto.language.parser.values import describe_value, is_number, number, scalar_expr
 
@@ -53,9 +58,19 @@ def bind_arguments(
 
 
 def bind_param(
-    parser: ExprParser, callee: KernelFunction, sig: ParamSignature, value: Any, node: ast.Call
+    parser: ExprParser,
+    callee: KernelFunction,
+    sig: ParamSignature,
+    value: Any,
+    node: ast.Call,
+    extents: ExtentBinding | None = None,
 ) -> tuple[BoundParam, Expr]:
-    """The helper parameter specialized on the call-site value, and the call's argument."""
+    """The helper parameter specialized on the call-site value, and the call's argument.
+
+    A tensor parameter annotated with dynamic extents (``[M, 128]``) takes any extent there and
+    keeps its annotated type (the callee binds ``M`` from the tensor it is passed, at each call);
+    ``extents`` collects what the call's static extents bind, so that two parameters sharing
+    ``M`` are checked against each other at the call."""
     where = f"argument '{sig.name}' of {callee.name}()"
     span = parser.span(node)
     if isinstance(sig.spec, ScalarSpec):
@@ -79,17 +94,54 @@ def bind_param(
             "pass a tensor: a parameter of the caller or a pl.create_tensor(...) result",
         )
     t = value.type
-    if (spec.shape is not None and spec.shape != t.shape) or (
-        spec.dtype is not None and spec.dtype != t.dtype
-    ):
-        fits = replace(spec, shape=t.shape, dtype=t.dtype)
+    try:
+        shape = spec.shape_for(t.shape)
+    except PyptoError as err:
+        raise err.with_span(span) from None
+    mismatch = _shape_mismatch(shape, t.shape)
+    if mismatch is not None or (spec.dtype is not None and spec.dtype != t.dtype):
+        fits = replace(spec, shape=t.shape, dtype=t.dtype, bound_axes=())
         raise TypeCheckError(
-            f"{where} is {describe(t)} but the parameter is annotated {spec}",
+            f"{where} is {describe(t)} but the parameter is annotated {spec}{mismatch or ''}",
             span,
             f"pass a tensor that matches the annotation, or annotate the parameter {fits} "
-            "(a bare pl.Tensor takes any shape and dtype)",
+            "(a bare pl.Tensor takes any shape and dtype; a pl.dynamic extent any extent)",
         )
-    return BoundParam(sig.name, t, spec.direction, span=sig.span), value
+    bound = tensor_type(shape, t.dtype)
+    if extents is not None:
+        with _at_call(callee, span):
+            extents.bind(sig.name, bound, t.shape, span)
+    return BoundParam(sig.name, bound, spec.direction, span=sig.span), value
+
+
+def _shape_mismatch(annotated: tuple[Any, ...], actual: tuple[Any, ...]) -> str | None:
+    """Where an argument's shape does not fit its annotation (None when it does): another rank,
+    or a dim whose number differs (a dynamic extent in the annotation takes any extent there)."""
+    if len(annotated) != len(actual):
+        return f" ({len(actual)} dim(s), not {len(annotated)})"
+    for axis, (want, got) in enumerate(zip(annotated, actual, strict=True)):
+        if not is_symbolic(want) and want != got:
+            return f" (dim {axis} is {got!r}, not {want})"
+    return None
+
+
+def check_call_extents(
+    parser: ExprParser, callee: KernelFunction, extents: ExtentBinding, node: ast.Call
+) -> None:
+    """What the call's static extents bind agrees across its parameters (``M`` of ``x`` and of
+    ``out``) and fits each expression extent (``M * 2``); extents known only at run time are
+    bound, and checked, by the callee when it runs."""
+    with _at_call(callee, parser.span(node)):
+        extents.resolve(strict=False)
+
+
+@contextmanager
+def _at_call(callee: KernelFunction, span: SourceSpan) -> Iterator[None]:
+    """An extent of the call that does not fit: a TypeCheckError at the call, naming the callee."""
+    try:
+        yield
+    except PyptoError as err:
+        raise TypeCheckError(f"{callee.name}(): {err.message}", span, err.hint) from None
 
 
 def returned_params(fn: Function) -> tuple[list[int], Type]:
@@ -192,10 +244,12 @@ def function_call(
     the value is the tensor(s) passed for the parameters the callee returns."""
     values = bind_arguments(parser, callee, args, kwargs, node)
     bound, call_args = [], []
+    extents = ExtentBinding()
     for sig in callee.signature:
-        param, arg = bind_param(parser, callee, sig, values[sig.name], node)
+        param, arg = bind_param(parser, callee, sig, values[sig.name], node, extents)
         bound.append(param)
         call_args.append(arg)
+    check_call_extents(parser, callee, extents, node)
     fn = kernel_for(callee, tuple(bound))
     returned, result_type = returned_params(fn)
     span = parser.span(node)
@@ -213,11 +267,41 @@ def inline_call(
     node: ast.Call,
     calls: KernelCalls,
 ) -> Any:
-    """Splice an ``@pl.jit.inline`` body into the caller; the call's value is what it returns."""
+    """Splice an ``@pl.jit.inline`` body into the caller; the call's value is what it returns.
+
+    A tensor parameter annotated with dynamic extents (``[M, 128]``) takes any extent there, and
+    the spliced body reads ``M`` as the extent the argument has (``64``, or the caller's own)."""
     env = Env()
+    span = parser.span(node)
+    extents = ExtentBinding()
+    given: dict[DynDim, Any] = {}  # each extent the callee's annotations name: the caller's extent
+    tensors = tensor_params(callee)
     for name, value in bind_arguments(parser, callee, args, kwargs, node).items():
-        env.bind(name, parser.body.atom(value), parser.span(node))  # an op argument is computed once
+        spec = tensors.get(name)
+        if spec is not None and (spec.shape or spec.bound_axes):
+            sig = ParamSignature(name, spec, parser.span(node))
+            param, value = bind_param(parser, callee, sig, value, node, extents)
+            for want, got in zip(param.type.shape, value.type.shape, strict=True):  # type: ignore[attr-defined]
+                if isinstance(want, DynDim):
+                    given.setdefault(want, got)
+        env.bind(name, parser.body.atom(value), span)  # an op argument is computed once
+    check_call_extents(parser, callee, extents, node)
+    given.update(extents.values)
+    for name, dim in _extent_names(callee).items():
+        if dim in given and env.lookup(name) is None:
+            env.bind(name, given[dim], span)
     inner = StmtParser(callee, callee.source, callee.names, env, parser.body, calls, Role.inline)
     inner.stmts(callee.source.tree.body)
     values = inner.returned or ()
     return None if not values else values[0] if len(values) == 1 else values
+
+
+def _extent_names(callee: KernelFunction) -> dict[str, DynDim]:
+    """The names the callee's body reads that are dynamic extents of its module or closure."""
+    found: dict[str, DynDim] = {}
+    for n in ast.walk(callee.source.tree):
+        if isinstance(n, ast.Name) and n.id not in found:
+            known, value = callee.names.lookup(n.id)
+            if known and isinstance(value, DynDim):
+                found[n.id] = value
+    return found

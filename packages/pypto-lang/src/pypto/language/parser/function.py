@@ -12,7 +12,7 @@ from pypto.language.parser.attrs import leading_func_attr
 from pypto.language.parser.body import BodyBuilder
 from pypto.language.parser.env import Env, Namer
 from pypto.language.parser.exprs import KernelCalls
-from pypto.language.parser.signature import BoundParam
+from pypto.language.parser.signature import BoundParam, is_bind_dynamic
 from pypto.language.parser.stmts import Role, StmtParser
 from pypto.language.parser.values import const
 
@@ -68,6 +68,7 @@ def parse_function(
     builder.per_lane = bool(merged.get("split_aiv"))
     builder.function_split = merged.get("split")
     builder.plane_free = plane_free
+    nodes = [n for n in nodes if not is_bind_dynamic(n)]  # read with the signature
     parser = StmtParser(kernel, kernel.source, kernel.names, env, builder, calls, role, outputs)
     parser.function_body(nodes)
     span = kernel.source.span(kernel.source.tree)

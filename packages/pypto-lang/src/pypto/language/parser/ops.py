@@ -17,7 +17,7 @@ import inspect
 from dataclasses import replace
 from typing import Any
 
-from pypto.ir import UNIT, Eval, ParseError
+from pypto.ir import UNIT, Eval, Expr, ParseError, ScalarType
 from pypto.ir.ops import Commutative, Elementwise, Level, OpSpec, Reduction, Role
 from pypto.ir.ops.spec import STORAGE
 from pypto.language.dslops import DslFunction, dsl_function, operand_params
@@ -31,9 +31,12 @@ from pypto.language.parser.partial import padded_for_reduction, reduced_valid, w
 from pypto.language.parser.values import (
     describe_value,
     element_dtype,
+    is_number,
     is_scalar,
     is_shaped,
     is_tile,
+    number,
+    shaped_type,
     tile_scalar,
 )
 
@@ -214,6 +217,8 @@ def _operands(
         if value is None and (o.optional or function.signature.parameters[param].default is None):
             continue  # left out: the type rule says whether this form needs it
         dtype = _element_dtype(form, args, attrs) if o.role is Role.SCALAR else None
+        if o.role is Role.OFFSETS and _one_index(value, args):
+            value = [value]  # pl.read(table, i): the offsets of a 1-D tensor may be its index alone
         converted = operand(ctx, o.role, value, operand_words(function, form, param), dtype)
         args.append(ctx.body.atom(converted) if o.role in STORAGE else converted)
     named = set(params.values())
@@ -231,3 +236,14 @@ def _element_dtype(form: OpSpec, args: list[Any], attrs: dict[str, Any]) -> Any:
     if shaped is not None:
         return element_dtype(shaped)
     return attrs.get("dtype") if form.level is not Level.SCALAR else None
+
+
+def _one_index(value: Any, converted: list[Any]) -> bool:
+    """Whether ``value`` is a bare integer index where offsets are taken, after a 1-D tensor."""
+    tensor = next((a for a in converted if is_shaped(a)), None)
+    if tensor is None or len(shaped_type(tensor).shape) != 1 or not is_scalar(value):
+        return False
+    plain = number(value) if is_number(value) else value
+    return not isinstance(plain, (bool, float)) and not (
+        isinstance(plain, Expr) and isinstance(plain.type, ScalarType) and not plain.type.dtype.is_integer
+    )

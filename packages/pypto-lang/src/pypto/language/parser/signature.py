@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from pypto.ir import Direction, ParseError, PyptoError, SourceSpan, Type
+from pypto.ir import Direction, DynDim, ParseError, PyptoError, SourceSpan, Type
+from pypto.ir.extents import is_symbolic
 from pypto.language.annotations import (
     AnnotationSpec,
     ArraySpec,
     ParamSignature,
+    ScalarSpec,
     TaskIdSpec,
+    TensorSpec,
     TileSpec,
     as_spec,
 )
 from pypto.language.parser.body import BodyBuilder
 from pypto.language.parser.env import Env, Namer
 from pypto.language.parser.exprs import ExprParser
+from pypto.language.parser.values import describe_value, is_number, number
 
 if TYPE_CHECKING:
     from pypto.language.kernel import KernelFunction
@@ -68,6 +72,19 @@ def evaluate_annotation(kernel: KernelFunction, node: ast.expr, env: Env | None 
 
 def read_signature(kernel: KernelFunction) -> tuple[ParamSignature, ...]:
     """The kernel's parameters; a parameter without annotation is a ``ParseError`` at its name."""
+    return _with_dynamic_binds(kernel, _declared(kernel))
+
+
+def tensor_params(kernel: KernelFunction) -> dict[str, TensorSpec]:
+    """The parameters of an ``@pl.jit.inline`` helper annotated as tensors (``bind_dynamic``
+    applied): an inline helper's other parameters may be unannotated or tiles."""
+    declared = _declared(kernel, strict=False)
+    return {p.name: p.spec for p in _with_dynamic_binds(kernel, declared) if isinstance(p.spec, TensorSpec)}
+
+
+def _declared(kernel: KernelFunction, strict: bool = True) -> tuple[ParamSignature, ...]:
+    """The parameters with their annotations; not ``strict``: those without one, or with one no
+    kernel parameter may have (a tile), are left out instead of being an error."""
     source = kernel.source
     args = source.tree.args
     for extra in (args.vararg, args.kwarg, *args.posonlyargs):
@@ -84,6 +101,8 @@ def read_signature(kernel: KernelFunction) -> tuple[ParamSignature, ...]:
     positional = args.args[1:] if kernel.skips_self else args.args
     for arg in (*positional, *args.kwonlyargs):
         span = source.span(arg)
+        if arg.annotation is None and not strict:
+            continue
         if arg.annotation is None:
             raise ParseError(
                 f"Parameter '{arg.arg}' missing type annotation",
@@ -101,6 +120,8 @@ def read_signature(kernel: KernelFunction) -> tuple[ParamSignature, ...]:
                 spec = as_spec(raw)
             except PyptoError as err:
                 raise err.with_span(source.span(arg.annotation)) from None
+        if not strict and not isinstance(spec, (TensorSpec, ScalarSpec)):
+            continue
         if isinstance(spec, TileSpec):
             raise ParseError(
                 f"parameter '{arg.arg}' is annotated as a tile; kernel parameters are tensors or scalars",
@@ -123,3 +144,95 @@ def read_signature(kernel: KernelFunction) -> tuple[ParamSignature, ...]:
             )
         params.append(ParamSignature(arg.arg, spec, span))
     return tuple(params)
+
+
+def is_bind_dynamic(node: ast.stmt) -> bool:
+    """Whether ``node`` is an ``x.bind_dynamic(axis, M)`` statement."""
+    call = node.value if isinstance(node, ast.Expr) else None
+    return (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr == "bind_dynamic"
+        and isinstance(call.func.value, ast.Name)
+    )
+
+
+BIND_DYNAMIC_HINT = (
+    'write x.bind_dynamic(axis, M) with M = pl.dynamic("M") at module level, as a statement at the '
+    "top level of the body: dim `axis` of parameter x is then M, bound per call"
+)
+
+
+def _with_dynamic_binds(
+    kernel: KernelFunction, params: tuple[ParamSignature, ...]
+) -> tuple[ParamSignature, ...]:
+    """``params`` with the dims that ``x.bind_dynamic(axis, M)`` statements at the top level of the
+    body make dynamic: they are no part of the specialization, and the body reads them as ``M``."""
+    by_name = {p.name: p for p in params}
+    for node in kernel.source.tree.body:
+        if not is_bind_dynamic(node):
+            continue
+        call: ast.Call = node.value  # type: ignore[attr-defined]
+        name = call.func.value.id  # type: ignore[attr-defined]
+        param = by_name.get(name)
+        if param is None or not isinstance(param.spec, TensorSpec):
+            what = "no parameter" if param is None else f"the parameter '{name}', annotated {param.spec}"
+            raise ParseError(
+                f"{name}.bind_dynamic(...) names {what}: it makes a dim of a tensor parameter dynamic",
+                kernel.source.span(call.func),
+                BIND_DYNAMIC_HINT,
+            )
+        axis, dim = _bind_dynamic_args(kernel, call)
+        by_name[name] = replace(param, spec=_bound(param.spec, axis, dim, kernel.source.span(call)))
+    return tuple(by_name[p.name] for p in params)
+
+
+def _bind_dynamic_args(kernel: KernelFunction, call: ast.Call) -> tuple[int, DynDim]:
+    """The ``(axis, M)`` of ``x.bind_dynamic(axis, M)``: a whole number and a ``pl.dynamic`` extent."""
+    if len(call.args) != 2 or call.keywords:
+        raise ParseError(
+            f"{ast.unparse(call.func)}() takes the dim and the extent, got {ast.unparse(call)}",
+            kernel.source.span(call),
+            BIND_DYNAMIC_HINT,
+        )
+    parser = ExprParser(kernel.source, kernel.names, Env(), BodyBuilder(Namer(), False), _AnnotationCalls())
+    axis, dim = (parser.expr(a) for a in call.args)
+    axis = number(axis) if is_number(axis) else axis
+    if not isinstance(axis, int) or isinstance(axis, bool):
+        raise ParseError(
+            f"bind_dynamic's dim must be a whole number known at compile time, got {describe_value(axis)}",
+            kernel.source.span(call.args[0]),
+            BIND_DYNAMIC_HINT,
+        )
+    if not isinstance(dim, DynDim):
+        raise ParseError(
+            f"bind_dynamic's extent must be a pl.dynamic extent, got {describe_value(dim)}",
+            kernel.source.span(call.args[1]),
+            BIND_DYNAMIC_HINT,
+        )
+    return axis, dim
+
+
+def _bound(spec: TensorSpec, axis: int, dim: DynDim, span: SourceSpan) -> TensorSpec:
+    """``spec`` with dim ``axis`` the dynamic extent ``dim``."""
+    if spec.shape is None:
+        if any(a == axis and d != dim for a, d in spec.bound_axes):
+            raise ParseError(f"dim {axis} is made dynamic twice", span, "bind each dim once")
+        return replace(spec, bound_axes=(*spec.bound_axes, (axis, dim)))
+    rank = len(spec.shape)
+    if not -rank <= axis < rank:
+        raise ParseError(
+            f"bind_dynamic names dim {axis} of a parameter annotated {spec}, which has {rank} dim(s)",
+            span,
+            f"name a dim from 0 to {rank - 1}",
+        )
+    current = spec.shape[axis]
+    if is_symbolic(current) and current != dim:
+        raise ParseError(
+            f"dim {axis} of the parameter is already the dynamic extent {current!r}",
+            span,
+            "drop the bind_dynamic, or annotate the dim with a number",
+        )
+    shape = list(spec.shape)
+    shape[axis] = dim
+    return replace(spec, shape=tuple(shape))

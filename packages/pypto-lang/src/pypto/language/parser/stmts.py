@@ -20,7 +20,7 @@ from pypto.ir import (
     Call,
     Continue,
     DataType,
-    DynDim,
+    DimExpr,
     Expr,
     For,
     If,
@@ -40,6 +40,7 @@ from pypto.ir import (
     make_call,
 )
 from pypto.ir.errors import CompileWarning
+from pypto.ir.extents import is_symbolic
 from pypto.ir.nodes import (
     JUMP_STMTS,
     always_jumps,
@@ -64,7 +65,7 @@ from pypto.language.parser.ops import build_op
 from pypto.language.parser.regions import REGION_FORM
 from pypto.language.parser.resolve import GlobalNames
 from pypto.language.parser.scopes import ScopeParser
-from pypto.language.parser.signature import evaluate_annotation
+from pypto.language.parser.signature import BIND_DYNAMIC_HINT, evaluate_annotation, is_bind_dynamic
 from pypto.language.parser.source import KernelSource
 from pypto.language.parser.values import (
     annotation_text,
@@ -307,6 +308,13 @@ class StmtParser(ScopeParser):
     def visit_Expr(self, node: ast.Expr) -> None:
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return  # a docstring
+        if is_bind_dynamic(node):  # those at the top level were read with the signature
+            raise self.error(
+                node,
+                f"{ast.unparse(node.value)} declares a dim of a parameter dynamic for the whole "
+                "function: it cannot stand inside a block",
+                BIND_DYNAMIC_HINT,
+            )
         self.body.atom(self.expr(node.value))
 
     def visit_Assign(self, node: ast.Assign) -> None:
@@ -561,7 +569,7 @@ class StmtParser(ScopeParser):
                 span.file,
                 span.line,
             )
-        if isinstance(value, Call):
+        if isinstance(value, Call) and not isinstance(value, DimExpr):  # an extent is a value
             value = self.body.assign(name, value, span, memref)
         self.env.bind(name, value, span)
 
@@ -632,7 +640,7 @@ class StmtParser(ScopeParser):
     def check_extent(self, start: Any, end: Any, dim: int, value: Expr, ctx: Any) -> None:
         """The region ``[start:end]`` of ``dim`` holds exactly as many elements as ``value`` has there."""
         sizes = value.type.shape  # type: ignore[attr-defined]
-        if dim < len(sizes) and (isinstance(end, DynDim) or isinstance(sizes[dim], DynDim)):
+        if dim < len(sizes) and (is_symbolic(end) or is_symbolic(sizes[dim])):
             if not (start == 0 and end == sizes[dim]):  # a dynamic extent is written whole or not at all
                 raise TypeCheckError(
                     f"{ctx.name}: the region [{start}:{end}] of dim {dim} does not hold the value's "

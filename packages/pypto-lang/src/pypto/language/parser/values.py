@@ -17,7 +17,6 @@ from pypto.ir import (
     ArrayType,
     Const,
     DataType,
-    DynDim,
     Expr,
     ParseError,
     ScalarType,
@@ -27,6 +26,7 @@ from pypto.ir import (
     TupleExpr,
     TupleType,
 )
+from pypto.ir.extents import Extent, is_symbolic
 from pypto.ir.types import describe
 
 
@@ -67,6 +67,8 @@ def is_tile(value: Any) -> bool:
 
 def describe_value(value: Any) -> str:
     """How a value reads in an error message: ``Tensor[[128, 128], FP32]``, ``the int 3``."""
+    if is_symbolic(value):
+        return f"the dynamic extent {value!r}"
     if isinstance(value, Expr):
         return describe(value.type)
     if isinstance(value, (list, tuple)):
@@ -163,21 +165,29 @@ def index_tuple(values: Any, span: SourceSpan | None, what: str = "offsets") -> 
 
 def static_shape(
     values: Any, span: SourceSpan | None, what: str = "shape", dynamic: bool = False
-) -> tuple[int | DynDim, ...]:
+) -> tuple[Extent, ...]:
     """A shape known at compile time: a list of positive ints (constants fold, e.g. ``[M, K // 2]``);
-    with ``dynamic`` (a tensor's shape) an entry may be a ``pl.dynamic`` extent."""
+    with ``dynamic`` (a tensor's shape) an entry may be a dynamic extent (``M``, ``M * 2``)."""
     if not isinstance(values, (list, tuple)) or not values:
         raise ParseError(
             f"{what} must be a non-empty list of ints, got {describe_value(values)}",
             span,
             f"write {what} as a list with one extent per dimension, e.g. [64, 64]",
         )
-    dims: list[int | DynDim] = []
+    dims: list[Extent] = []
     for v in values:
         dim = number(v) if is_number(v) else v
-        if dynamic and isinstance(dim, DynDim):
-            dims.append(DynDim(dim.name))
+        if dynamic and is_symbolic(dim):
+            dims.append(dim)
             continue
+        if is_symbolic(dim):
+            raise ParseError(
+                f"{what} must hold positive ints known at compile time, got the dynamic extent "
+                f"{dim!r}: a tile's shape is static",
+                span,
+                f"use a static block size and a run-time valid shape: pl.load(x, [r, 0], [64, ...], "
+                f"valid_shape=[pl.min(64, {dim!r} - r), ...]) in a loop pl.range(0, {dim!r}, 64)",
+            )
         if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
             raise ParseError(
                 f"{what} must hold positive ints known at compile time, got {describe_value(dim)}",
