@@ -39,8 +39,8 @@ def test_a_scope_prints_its_task_id_deps_and_no_dep_args():
     )
     assert print_ir(scope).splitlines()[:3] == [
         "with pl.manual_scope():",
-        "    with pl.spmd(4):",
-        "        with pl.at(level=pl.Level.CORE_GROUP, name_hint='k', deps=[first], no_dep_args=[a]) as second:",
+        "    with pl.spmd(4) as second:",
+        "        with pl.at(level=pl.Level.CORE_GROUP, name_hint='k', deps=[first], no_dep_args=[a]):",
     ]
 
 

@@ -165,7 +165,7 @@ def test_an_edge_removed_with_no_dep_that_the_data_needed_is_a_race_naming_both_
         )
     message = str(info.value)
     assert "task 1 (kernel exp at host.py:" in message and "task 2 (kernel neg at host.py:" in message
-    assert "task 2 takes no edge through s" in message
+    assert "tracking of s is off for task 2" in message
     assert "exp.py:" in message and "neg.py:" in message  # the store's and the load's lines
 
 

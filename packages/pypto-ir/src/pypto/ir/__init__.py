@@ -64,7 +64,7 @@ from pypto.ir.nodes import (
 from pypto.ir.ops import OPS, AtomicType, CastMode, OpSpec, PadValue, Unit, get_op, make_call
 from pypto.ir.printer import print_ir
 from pypto.ir.target import MemorySpec, Target
-from pypto.ir.tasks import AccessMode
+from pypto.ir.tasks import AccessMode, Predicate
 from pypto.ir.types import (
     INDEX,
     TASK_ID,
@@ -73,7 +73,6 @@ from pypto.ir.types import (
     Direction,
     MemorySpace,
     ScalarType,
-    TaskIdType,
     TensorType,
     TileType,
     TupleType,
@@ -145,6 +144,7 @@ __all__ = [
     "ParseError",
     "PipeSetupError",
     "PlatformError",
+    "Predicate",
     "Program",
     "PyptoError",
     "RaceError",
@@ -160,7 +160,6 @@ __all__ = [
     "Stmt",
     "Target",
     "TaskEdge",
-    "TaskIdType",
     "TaskRecord",
     "TensorType",
     "TileType",

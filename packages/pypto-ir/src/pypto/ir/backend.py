@@ -49,7 +49,9 @@ class SubmittedTask:
     """One task the orchestration submitted, from submission to retirement, in modeled cycles: in
     between it holds a place in the orchestration's task window (submitted, not yet retired).
 
-    ``SubmittedTask(task_id=2, kernel="mixed", submit_cycle=200, retire_cycle=9120, blocks=4)``
+    ``SubmittedTask(task_id=2, kernel="mixed", submit_cycle=200, retire_cycle=9120, blocks=4)``.
+    A join (``pl.system.task_dummy``) has ``blocks=0``; a task whose ``predicate=`` was false at
+    dispatch is ``skipped``: retired without running (it has no :class:`TaskRecord`).
     """
 
     task_id: int
@@ -57,6 +59,7 @@ class SubmittedTask:
     submit_cycle: int
     retire_cycle: int | None = None  # None: the run ended before the scheduler retired it
     blocks: int = 1
+    skipped: bool = False
 
 
 @dataclass(frozen=True)

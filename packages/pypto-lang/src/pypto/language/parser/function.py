@@ -58,6 +58,8 @@ def parse_function(
         {p.name: p for p in params},
         list(kernel.source.tree.body if body is None else body),
     )
+    if not kernel.auto_scope and not on_core:
+        attrs = {**attrs, "auto_scope": False}  # the author places its AUTO runtime scopes
     parser = StmtParser(kernel, kernel.source, kernel.names, env, builder, calls, role, outputs)
     parser.function_body(nodes)
     span = kernel.source.span(kernel.source.tree)

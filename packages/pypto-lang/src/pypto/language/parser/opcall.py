@@ -9,6 +9,7 @@ from typing import Any
 from pypto.ir import (
     ArrayType,
     Call,
+    DataType,
     Eval,
     Expr,
     ParseError,
@@ -105,7 +106,7 @@ class OpContext:
         Inside a scope with ``pl.split_aiv`` regions, the region rules check the op too. A type
         error that carries no hint of its own gets the op's DSL signature as its hint.
         """
-        self._check_placement(op)
+        self._check_placement(op, args, attrs or {})
         try:
             call = make_call(op, [self.body.atom(a) for a in args], attrs, self.span)
         except TypeCheckError as err:
@@ -128,10 +129,22 @@ class OpContext:
         self.body.emit(Eval(self.call(op, args, attrs), self.span))
         return result
 
-    def _check_placement(self, op: str) -> None:
+    def _check_placement(self, op: str, args: Sequence[Any], attrs: Mapping[str, Any]) -> None:
         """Host ops (allocations) run in the @pl.jit body, the others on a core group; scalar
-        arithmetic anywhere."""
+        arithmetic anywhere; arrays of task ids (``pl.TASK_ID``) in the orchestration only."""
         spec = get_op(op)
+        task_ids = attrs.get("dtype") is DataType.TASK_ID or any(
+            isinstance(a, Expr) and isinstance(a.type, ArrayType) and a.type.dtype is DataType.TASK_ID
+            for a in args
+        )
+        if task_ids and (op == array.create or any(o.role is Role.ARRAY for o in spec.operands)):
+            if self.body.on_device:
+                raise self.fail(
+                    "an array of task ids (pl.TASK_ID) belongs to the orchestration, which submits the tasks",
+                    "create it in the @pl.jit (or Orchestration) body, outside pl.at scopes, and fill it "
+                    "there: tids[i] = tid",
+                )
+            return
         if spec.unit is Unit.HOST:
             if self.body.on_device:
                 raise self.fail(

@@ -6,12 +6,12 @@ import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pypto.ir import Direction, ParseError, PyptoError, SourceSpan, Type
+from pypto.ir import DataType, Direction, ParseError, PyptoError, SourceSpan, Type
 from pypto.language.annotations import (
     AnnotationSpec,
     ArraySpec,
     ParamSignature,
-    TaskIdSpec,
+    ScalarSpec,
     TileSpec,
     as_spec,
 )
@@ -107,7 +107,7 @@ def read_signature(kernel: KernelFunction) -> tuple[ParamSignature, ...]:
                 source.span(arg.annotation),
                 "pass a pl.Tensor and load tiles from it with pl.load inside the kernel",
             )
-        if isinstance(spec, TaskIdSpec):
+        if isinstance(spec, ScalarSpec) and spec.dtype is DataType.TASK_ID:
             raise ParseError(
                 f"parameter '{arg.arg}' is annotated as a task id; kernel parameters are tensors or scalars",
                 source.span(arg.annotation),
