@@ -456,8 +456,8 @@ def auto_scope_problem(kind: FunctionKind, auto_scope: Any) -> tuple[str, str] |
         return f"auto_scope= takes True or False, got {auto_scope!r}", "write auto_scope=False"
     if not auto_scope and kind in KERNEL_KINDS:
         return (
-            f"auto_scope= is for control-plane functions, not a {kind.value} kernel: no runtime scope "
-            "stands in a kernel",
+            f"auto_scope= is for control-plane functions, not kernels (type={kind.value}): no runtime "
+            "scope stands in a kernel",
             "put auto_scope=False on the Orchestration function (or an Inline helper) that places the scopes",
         )
     return None
