@@ -122,10 +122,11 @@ class Builtin:
 
     def __call__(self, *args: Any, **kwargs: Any) -> NoReturn:
         if self.name in PARSER_CONSTRUCTS:
+            where = "a @pl.jit body or " if self.name == "system.task_dummy" else ""
             raise KernelOnlyError(
                 f"{self.dsl_name} is a DSL parser construct and cannot be called directly",
-                hint=f"write {self.dsl_name}(...) inside the Orchestration function of a @pl.program "
-                "(or a @pl.jit body), which the parser reads",
+                hint=f"write {self.dsl_name}(...) inside {where}the Orchestration function of a "
+                "@pl.program class, which the parser reads (it is never run as Python)",
             )
         raise KernelOnlyError(
             f"{self.dsl_name}() can only be used inside a @pl.jit function",

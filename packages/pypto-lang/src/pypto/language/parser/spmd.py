@@ -33,11 +33,12 @@ from pypto.ir import (
 )
 from pypto.ir.nodes import nested_bodies, stmt_end_exprs, stmt_exprs, walk_expr, walk_stmts
 from pypto.ir.ops import op
+from pypto.language.builtins import Builtin
 from pypto.language.kernel import JitKind, KernelFunction
 from pypto.language.parser.exprs import BlockIndex
 from pypto.language.parser.regions import ScopeRegions
 from pypto.language.parser.resolve import GlobalNames
-from pypto.language.parser.tasks import TaskParser
+from pypto.language.parser.tasks import TASK_CONSTRUCTS, TaskParser
 from pypto.language.parser.values import unknown_keyword_hint
 
 SPMD_OPTIONS = ("name_hint", "optimizations", "sync_start", "deps", "predicate", "allow_early_resolve")
@@ -286,8 +287,11 @@ class SpmdParser(TaskParser):
 
 
 def _dispatches(callee: Any, seen: frozenset[int] = frozenset()) -> bool:
-    """Whether calling ``callee`` launches work of its own: a kernel or an opaque function does;
-    an inline helper is spliced in, so only when its own body opens a scope or dispatches."""
+    """Whether calling ``callee`` launches work of its own: a kernel, an opaque function and a
+    task construct (``pl.submit``) do; an inline helper is spliced in, so only when its own body
+    opens a scope or dispatches."""
+    if isinstance(callee, Builtin) and callee.name in TASK_CONSTRUCTS:
+        return True
     if not isinstance(callee, KernelFunction):
         return False
     if callee.kind is not JitKind.inline:
