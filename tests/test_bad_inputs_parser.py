@@ -411,7 +411,8 @@ ROWS = [
                 out[:] = b
             """),
         ParseError,
-        "deps= takes task ids, got Tensor[[64, 64], FP32]",
+        "deps= entries must be a TaskId variable (or a pl.TASK_ID array, or one of its elements), got "
+        "Tensor[[64, 64], FP32]",
         "a",
     ),
     Bad(
@@ -421,7 +422,7 @@ ROWS = [
                 out[:] = b
             """),
         ParseError,
-        "no_dep_args= takes tensors the scope uses, got the int 3",
+        "no_dep_args= takes tensors the task uses, got the int 3",
         "3",
         fix="with pl.at(level=pl.Level.CORE_GROUP, no_dep_args=[b]):",
     ),
@@ -454,7 +455,7 @@ ROWS = [
                 out[:] = x
             """),
         ParseError,
-        "pl.manual_scope() orders tasks: write it in the @pl.jit body",
+        "pl.manual_scope() is a runtime scope of the orchestration: it cannot stand in kernel code",
         "pl.manual_scope()",
     ),
     Bad(
@@ -561,9 +562,9 @@ ROWS = [
                 helper(a, out)
             """),
         ParseError,
-        "predicate= must be a boolean or integer scalar, got",
+        "predicate= takes one comparison, got `s`",
         "s",
-        fix="for i in pl.spmd(4, predicate=n > 0):",
+        fix="for i in pl.spmd(4, predicate=(ws[0] > 0)):",
     ),
     Bad(
         "spmd-sync-start-not-a-flag",

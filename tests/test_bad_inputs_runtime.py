@@ -1110,7 +1110,8 @@ ROWS = [
                 out[:] = pl.add(scratch, x)
             """),
         RaceError,
-        "task 2 takes no edge through scratch (no_dep_args=, a manual_dep=True tensor or pl.manual_scope())",
+        "tracking of scratch is off for task 2 (no_dep_args=, pl.no_dep, a manual_dep=True tensor or "
+        "pl.manual_scope())",
         "scratch[:]",
     ),
     Bad(
@@ -1262,7 +1263,8 @@ ROWS = [
                 out[:] = pl.exp(x)
             """),
         ParseError,
-        "deps= takes task ids, got Tensor[[64, 64], FP32]",
+        "deps= entries must be a TaskId variable (or a pl.TASK_ID array, or one of its elements), got "
+        "Tensor[[64, 64], FP32]",
         "y",
     ),
     Bad(
@@ -1272,7 +1274,8 @@ ROWS = [
                 out[:] = pl.exp(x)
             """),
         ParseError,
-        "deps= takes task ids, got the int 3",
+        "deps= entries must be a TaskId variable (or a pl.TASK_ID array, or one of its elements), got "
+        "the int 3",
         "3",
     ),
     Bad(
@@ -1296,8 +1299,8 @@ ROWS = [
             with pl.at(level=pl.Level.CORE_GROUP, name_hint="b"):
                 out[:] = pl.add(tid, x)  # <-
             """),
-        ParseError,
-        "pl.add: left operand must be a tensor or a tile, got a task id",
+        TypeCheckError,
+        "pl.add: a task id (pl.TASK_ID) names a task; it is no number or element to compute with",
         "pl.add(tid, x)",
     ),
     # ------------------------------------------------------------------ run-time values

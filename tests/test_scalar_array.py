@@ -222,7 +222,7 @@ def test_a_bool_dtype_is_a_type_error():
 
     with pytest.raises(TypeCheckError) as info:
         _compile(flags)
-    assert "the elements must be an integer, float or INDEX dtype" in info.value.message
+    assert "the elements must be an integer, float, INDEX or TASK_ID dtype" in info.value.message
     assert info.value.span.line == _line("# bool array")
     assert "pl.INT32" in info.value.hint
 

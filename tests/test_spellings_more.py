@@ -349,29 +349,21 @@ def scale_rows(x: pl.Tensor[[64, 32], pl.FP32], out: pl.Out[pl.Tensor[[64, 32], 
     return out
 
 
-@pl.jit
-def submitted(
-    x: pl.Tensor[[64, 32], pl.FP32],
-    tmp: pl.Out[pl.Tensor[[64, 32], pl.FP32]],
-    out: pl.Out[pl.Tensor[[64, 32], pl.FP32]],
-):
-    first: pl.TaskId = pl.submit(scale_rows, x, tmp)
-    second = pl.submit(scale_rows, tmp, out, deps=[first])
-    with pl.at(level=pl.Level.CORE_GROUP, name_hint="after", deps=[second]):
-        out[0:16, :] = pl.neg(out[0:16, :])
-    return out
+def test_submit_from_a_jit_function_asks_for_a_program_method():
+    @pl.jit
+    def submitted(
+        x: pl.Tensor[[64, 32], pl.FP32],
+        tmp: pl.Out[pl.Tensor[[64, 32], pl.FP32]],
+        out: pl.Out[pl.Tensor[[64, 32], pl.FP32]],
+    ):
+        tmp, _first = pl.submit(scale_rows, x, tmp)
+        return tmp
 
-
-def test_submit_launches_a_kernel_and_returns_a_task_id_for_deps():
-    x = rand(64, 32, seed=16)
-    tmp, out = torch.zeros(64, 32), torch.zeros(64, 32)
-    submitted(x, tmp, out, config=SIM)
-    want = x * 9
-    want[0:16] = -want[0:16]
-    torch.testing.assert_close(out, want)
-    text = submitted.lower(x, tmp, out).as_python()
-    assert "self.scale_rows(tmp, out, task='task_1', deps=['task'], access=['In', 'Out'])" in text
-    assert "self.after(out, deps=['task_1'], access=['InOut'])" in text
+    with pytest.raises(ParseError) as info:
+        submitted.lower(rand(64, 32), torch.zeros(64, 32), torch.zeros(64, 32))
+    assert "pl.submit(...) first argument must be a self.<kernel> method reference" in str(info.value)
+    assert info.value.span.line == line_of("tmp, _first = pl.submit(scale_rows, x, tmp)")
+    assert "with pl.at(..., deps=[...]) as tid:" in info.value.hint
 
 
 @pl.program
@@ -389,8 +381,8 @@ class Submitted:
         tmp: pl.Out[pl.Tensor[[32, 32], pl.FP32]],
         out: pl.Out[pl.Tensor[[32, 32], pl.FP32]],
     ):
-        t0 = pl.submit(self.double, a, tmp)
-        pl.submit(self.double, tmp, out, deps=[t0])
+        tmp, t0 = pl.submit(self.double, a, tmp)
+        out, _ = pl.submit(self.double, tmp, out, deps=[t0])
         return out
 
 
@@ -410,5 +402,5 @@ def test_submit_of_something_that_is_no_kernel_is_an_error():
 
     with pytest.raises(ParseError) as info:
         bad.lower(rand(64, 32), torch.zeros(64, 32))
-    assert "pl.submit() launches a kernel, got" in str(info.value)
+    assert "pl.submit(...) first argument must be a self.<kernel> method reference" in str(info.value)
     assert info.value.span.line == line_of("pl.submit(pl.exp, x, out)")

@@ -13,6 +13,12 @@ from pypto.ir.targets import get_target
 from pypto.runtime import RunConfig, compile_program
 from pypto_sim_a2a3.errors import LaunchError
 
+
+def line_of(text: str) -> int:
+    with open(__file__) as f:
+        return next(i for i, line in enumerate(f, 1) if text in line)
+
+
 R, C = 16, 64
 T = pl.Tensor[[4 * R, C], pl.FP32]
 WS = pl.Tensor[[16], pl.INT32]
@@ -155,45 +161,71 @@ def test_deps_order_the_launch_after_a_task_inside_manual_scope():
         with pl.manual_scope():
             with pl.at(level=pl.Level.CORE_GROUP, name_hint="produce") as produced:
                 scratch[:] = pl.exp(x)
-            for i in pl.spmd(4, name_hint="consume", deps=[produced]):
+            with pl.spmd(4, name_hint="consume", deps=[produced]) as consumed:
+                i = pl.get_block_idx()
                 out[i * R : i * R + R, :] = pl.add(scratch[i * R : i * R + R, :], x[i * R : i * R + R, :])
+            with pl.at(level=pl.Level.CORE_GROUP, name_hint="after", deps=[consumed]):
+                out[0:1, :] = pl.neg(out[0:1, :])
         return out
 
     x, out = tensors()
     ordered(x, out)
-    torch.testing.assert_close(out, x.exp() + x)
+    want = x.exp() + x
+    want[0:1] = -want[0:1]
+    torch.testing.assert_close(out, want)
     report = ordered.last_report
     produced_end = max(t.end_cycle for t in report.tasks if t.kernel == "produce")
     assert all(start >= produced_end for _, start, _ in blocks_of(report, "consume"))
-    assert any(e.src == 1 and e.dst == 2 for e in report.edges)
+    assert {(e.src, e.dst) for e in report.edges} == {(1, 2), (2, 3)}  # only the declared ones
+
+
+def test_deps_on_the_for_or_bare_with_form_is_an_error():
+    with pytest.raises(ParseError) as info:
+
+        @pl.jit
+        def bare(x: T, out: pl.Out[T]):
+            with pl.at(level=pl.Level.CORE_GROUP, name_hint="produce") as produced:
+                out[:] = pl.exp(x)
+            for i in pl.spmd(4, deps=[produced]):
+                out[i * R : i * R + R, :] = pl.exp(x[i * R : i * R + R, :])
+            return out
+
+        bare.lower(*tensors())
+    assert "pl.spmd() does not accept 'deps=' here" in info.value.message
+    assert info.value.span.line == line_of("for i in pl.spmd(4, deps=[produced]):")
+    assert "as tid" in info.value.hint
 
 
 @pl.jit
 def when_flagged(x: T, flags: pl.Tensor[[1], pl.INT32], out: pl.Out[T]):
-    for i in pl.spmd(4, name_hint="flagged", predicate=pl.read(flags, [0]) > 0):
+    for i in pl.spmd(4, name_hint="flagged", predicate=(flags[0] > 0)):
         out[i * R : i * R + R, :] = pl.exp(x[i * R : i * R + R, :])
     return out
 
 
-def test_a_run_time_predicate_launches_the_blocks_only_when_it_holds():
+def test_a_predicate_launches_the_blocks_only_when_it_holds_at_dispatch():
     x, out = tensors()
     when_flagged(x, torch.tensor([0], dtype=torch.int32), out)
-    assert torch.count_nonzero(out) == 0 and blocks_of(when_flagged.last_report, "flagged") == []
+    report = when_flagged.last_report
+    assert torch.count_nonzero(out) == 0 and blocks_of(report, "flagged") == []
+    assert [t.skipped for t in report.submitted] == [True]  # submitted, then retired without running
     when_flagged(x, torch.tensor([1], dtype=torch.int32), out)
     torch.testing.assert_close(out, x.exp())
     assert len(blocks_of(when_flagged.last_report, "flagged")) == 4
 
 
-def test_a_compile_time_false_predicate_launches_nothing():
-    @pl.jit
-    def never(x: T, out: pl.Out[T]):
-        for i in pl.spmd(4, predicate=False):
-            out[i * R : i * R + R, :] = pl.exp(x[i * R : i * R + R, :])
-        return out
+def test_a_predicate_that_is_not_one_element_comparison_is_an_error():
+    with pytest.raises(ParseError) as info:
 
-    x, out = tensors()
-    never(x, out)
-    assert torch.count_nonzero(out) == 0 and never.last_report.tasks == []
+        @pl.jit
+        def never(x: T, out: pl.Out[T]):
+            for i in pl.spmd(4, predicate=False):
+                out[i * R : i * R + R, :] = pl.exp(x[i * R : i * R + R, :])
+            return out
+
+        never.lower(*tensors())
+    assert info.value.message == "predicate= takes one comparison, got `False`"
+    assert "tensor element with an int literal" in info.value.hint
 
 
 def test_the_chip_counts_come_from_the_target():
@@ -346,14 +378,16 @@ def test_blocks_of_the_kernel_form_overlap_in_time():
 class KernelForm:
     @pl.function(type=pl.FunctionType.Orchestration)
     def main(self, x: T, flags: pl.Tensor[[1], pl.INT32], out: pl.Out[T]):
-        for i in pl.spmd(4, name_hint="rows", sync_start=True, predicate=pl.read(flags, [0]) > 0):
+        for i in pl.spmd(4, name_hint="rows", sync_start=True, predicate=(flags[0] > 0)):
             out[i * R : i * R + R, :] = pl.exp(x[i * R : i * R + R, :])
         return out
 
 
 def test_the_kernel_form_in_a_program_prints_as_pl_that_reads_back_equal_and_runs():
     text = KernelForm.as_python()
-    assert "with pl.spmd(4, sync_start=True):" in text and "name_hint='rows'" in text
+    assert (
+        "with pl.spmd(4, sync_start=True, predicate=(flags[0] > 0)):" in text and "name_hint='rows'" in text
+    )
     assert structural_diff(pl.parse(text), KernelForm) is None
     x, out = tensors()
     compiled = compile_program(KernelForm, RunConfig())

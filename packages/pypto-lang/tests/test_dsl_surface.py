@@ -46,6 +46,7 @@ def test_dtypes_and_enums_are_the_ir_ones():
         pl.UINT8,
         pl.BOOL,
         pl.INDEX,
+        pl.TASK_ID,
     ]
     assert pl.Mem is pl.MemorySpace is MemorySpace
     assert (pl.Level, pl.SplitMode, pl.FunctionType) == (Level, SplitMode, FunctionKind)

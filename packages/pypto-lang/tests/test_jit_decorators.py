@@ -1,6 +1,7 @@
-"""The ``@pl.jit`` decorators take a function and nothing else: an option (``@pl.jit.incore(
-optimizations=[...])``) or a non-function is a ``JitOptionError`` at the decorator's line, with a
-hint where the option goes; ``@pl.jit.incore()`` with empty parentheses is ``@pl.jit.incore``."""
+"""The ``@pl.jit`` decorators take a function and, for ``@pl.jit`` and ``@pl.jit.inline``,
+``auto_scope=``: any other option (``@pl.jit.incore(optimizations=[...])``) or a non-function is a
+``JitOptionError`` at the decorator's line, with a hint where the option goes;
+``@pl.jit.incore()`` with empty parentheses is ``@pl.jit.incore``."""
 
 import pytest
 import torch
@@ -13,20 +14,20 @@ from pypto.language.jit import JitFunction
 
 
 @pytest.mark.parametrize(
-    ("decorator", "name"),
+    ("decorator", "name", "takes"),
     [
-        (pl.jit, "pl.jit"),
-        (pl.jit.incore, "pl.jit.incore"),
-        (pl.jit.inline, "pl.jit.inline"),
-        (pl.jit.opaque, "pl.jit.opaque"),
+        (pl.jit, "pl.jit", "takes only auto_scope="),
+        (pl.jit.incore, "pl.jit.incore", "takes no options"),
+        (pl.jit.inline, "pl.jit.inline", "takes only auto_scope="),
+        (pl.jit.opaque, "pl.jit.opaque", "takes no options"),
     ],
 )
-def test_an_option_to_a_decorator_is_an_error_at_its_line_with_a_hint(decorator, name):
+def test_an_option_to_a_decorator_is_an_error_at_its_line_with_a_hint(decorator, name, takes):
     with pytest.raises(JitOptionError) as info:
         decorator(optimizations=[pl.split(pl.SplitMode.UP_DOWN)], name_hint="k")  # the line
     err = info.value
     assert isinstance(err, PyptoError) and isinstance(err, TypeError)
-    assert err.message == f"@{name} takes no options, got optimizations=, name_hint="
+    assert err.message == f"@{name} {takes}, got optimizations=, name_hint="
     shown = rendered(err)
     assert shown.header.startswith(f"{__file__}:") and "# the line" in shown.source  # the user's line
     assert 'pl.func_attr({"split": pl.SplitMode.UP_DOWN})' in err.hint and "pl.at(" in err.hint

@@ -125,5 +125,5 @@ def test_a_parallel_loop_carries_nothing():
             pl.store(acc, [0, 0], out)
         return out
 
-    with pytest.raises(ParseError, match=r"pl\.parallel carries no values"):
+    with pytest.raises(ParseError, match=r"pl\.parallel carries only scalar arrays"):
         bad.parse()

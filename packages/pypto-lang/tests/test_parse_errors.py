@@ -234,7 +234,7 @@ def test_rebinding_inside_a_parallel_loop_a_name_bound_before_it_is_rejected():
         carried_value.parse()
     err = rendered(info.value)
     assert "'acc' is bound before the loop" in info.value.message
-    assert "pl.parallel carries no values" in info.value.message
+    assert "pl.parallel carries only scalar arrays" in info.value.message
     assert err.underlined == "acc"
     assert err.header.split(":")[1] == str(info.value.span.line)
     assert "acc_next" in err.hint

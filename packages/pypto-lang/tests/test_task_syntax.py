@@ -121,7 +121,7 @@ def test_deps_must_name_task_ids():
             out[:] = pl.exp(a)
         return out
 
-    assert "deps= takes task ids, got" in _parse_error(bad)
+    assert "deps= entries must be a TaskId variable" in _parse_error(bad)
 
 
 def test_deps_must_be_a_literal_list():
@@ -141,7 +141,7 @@ def test_no_dep_args_must_name_tensors():
             out[:] = pl.exp(a)
         return out
 
-    assert "no_dep_args= takes tensors the scope uses" in _parse_error(bad)
+    assert "no_dep_args= takes tensors the task uses" in _parse_error(bad)
 
 
 def test_the_spmd_index_exists_only_inside_scopes():
@@ -179,7 +179,7 @@ def test_manual_scope_belongs_in_the_orchestration_body():
                 out[:] = pl.exp(a)
         return out
 
-    assert "pl.manual_scope() orders tasks" in _parse_error(bad)
+    assert "pl.manual_scope() is a runtime scope of the orchestration" in _parse_error(bad)
 
 
 def test_incore_calls_inside_manual_scope_and_spmd_carry_the_flags():

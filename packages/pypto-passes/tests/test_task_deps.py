@@ -1,6 +1,8 @@
 """Task annotations: OutlineScopes carries a scope's task id, deps and no_dep_args onto its call;
 DeriveTaskDependencies gives every call its access modes and the arguments it takes no edge through."""
 
+from dataclasses import replace
+
 import passes_irbuild as irbuild
 import pytest
 
@@ -13,12 +15,14 @@ from pypto.ir import (
     Eval,
     Param,
     ParseError,
+    Predicate,
     ScopeStmt,
     Var,
     make_call,
 )
 from pypto.passes import DEFAULT_PIPELINE, PassContext, lower
 from pypto.passes.outline import OutlineScopes
+from pypto.passes.task_deps import DeriveTaskDependencies
 
 In, Out, InOut, Acc = AccessMode.In, AccessMode.Out, AccessMode.InOut, AccessMode.Accumulate
 
@@ -118,3 +122,30 @@ def test_access_modes_conflict_unless_both_read_or_both_accumulate():
     assert all(Out.conflicts(m) and InOut.conflicts(m) for m in AccessMode)
     assert In.conflicts(Acc) and Acc.conflicts(Out)
     assert In.join(Out) is InOut and Acc.join(Acc) is Acc
+
+
+def test_arguments_marked_no_dep_by_the_front_end_stay_untracked():
+    outlined = OutlineScopes().run(_two_scopes(), PassContext(irbuild.TARGET))
+    entry = outlined.entry_function
+    consume = _calls(outlined)[1]
+    marked = replace(consume, attrs={**consume.attrs, "no_dep": (2,)})  # pl.no_dep(out) at the call
+    body = tuple(replace(s, value=marked) if getattr(s, "value", None) is consume else s for s in entry.body)
+    program = outlined.replace_function(replace(entry, body=body))
+    lowered = DeriveTaskDependencies().run(program, PassContext(irbuild.TARGET))
+    assert _calls(lowered)[1].attrs["no_dep"] == (2,)
+
+
+def test_a_scope_carries_its_predicate_and_dumps_onto_its_call():
+    program = _two_scopes()
+    entry = program.entry_function
+    predicate = Predicate("a", (0, 0), ">", 0)
+    a = entry.params[0].var
+    body = tuple(
+        replace(s, predicate=predicate, dumps=(a,))
+        if isinstance(s, ScopeStmt) and s.name_hint == "consume"
+        else s
+        for s in entry.body
+    )
+    program = program.replace_function(replace(entry, body=body))
+    _, consume = _calls(OutlineScopes().run(program, PassContext(irbuild.TARGET)))
+    assert consume.attrs["predicate"] is predicate and consume.attrs["dumps"] == ("a",)

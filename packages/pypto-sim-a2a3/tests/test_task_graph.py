@@ -1,6 +1,6 @@
 """The chip's task graph and scheduler: edges from tensors and deps, the edges no_dep, pl.parallel and
-atomic accumulation remove, concurrent tasks on different core groups, spmd blocks, and the
-RaceError when a removed edge was needed."""
+atomic accumulation remove, concurrent tasks on different core groups, spmd blocks, the RaceError
+when a removed edge was needed, deps on task id arrays, joins and predicates."""
 
 from itertools import pairwise
 
@@ -8,7 +8,19 @@ import pytest
 import torch
 from sim_lowered import FunctionBuilder, program, rand, run, tensor_t
 
-from pypto.ir import INDEX, AccessMode, AtomicType, Direction, FunctionKind, LoopKind, RaceError
+from pypto.ir import (
+    INDEX,
+    TASK_ID,
+    AccessMode,
+    AtomicType,
+    DataType,
+    Direction,
+    FunctionKind,
+    LoopKind,
+    Predicate,
+    RaceError,
+    Var,
+)
 from pypto.ir import MemorySpace as Mem
 from pypto_sim_a2a3.target import A2A3_TARGET
 
@@ -165,7 +177,7 @@ def test_an_edge_removed_with_no_dep_that_the_data_needed_is_a_race_naming_both_
         )
     message = str(info.value)
     assert "task 1 (kernel exp at host.py:" in message and "task 2 (kernel neg at host.py:" in message
-    assert "task 2 takes no edge through s" in message
+    assert "tracking of s is off for task 2" in message
     assert "exp.py:" in message and "neg.py:" in message  # the store's and the load's lines
 
 
@@ -210,3 +222,74 @@ def test_the_host_reading_a_tensor_waits_for_the_task_that_writes_it():
     assert report.outputs[0] == pytest.approx(float(x[0, 0].exp()))
     (wait,) = [s for s in report.timeline if s.core == "host" and s.name == "wait for the tasks writing s"]
     assert wait.end > report.tasks[0].end_cycle  # the task's end, then its retirement
+
+
+# ---------------------------------------------------------------- task ids as values
+
+
+def test_an_untracked_argument_gives_later_tasks_no_edge_either():
+    b = FunctionBuilder("host", FunctionKind.Orchestration)
+    a = b.param("a", tensor_t((2 * ROWS, COLS)))
+    s_ = b.param("s", tensor_t((2 * ROWS, COLS)), Direction.Out)
+    o = b.param("o", tensor_t((2 * ROWS, COLS)), Direction.Out)
+    b.call("exp", a, s_, 0, no_dep=(1,))  # writes rows 0:64 of s, untracked
+    b.call("exp", a, s_, ROWS)  # writes rows 64:128: no edge from the first, tracking was off for it
+    b.call("neg", s_, o, ROWS)  # reads s: waits for the tracked writer only
+    kernels = unary("exp", total=2 * ROWS), unary("neg", "tile.neg", total=2 * ROWS)
+    x = rand(2 * ROWS, COLS)
+    report = run(program(b.build(), *kernels), x, *torch.zeros(2, 2 * ROWS, COLS))
+    assert edges(report) == {(2, 3): "s"}
+
+
+def test_deps_on_an_array_waits_for_every_task_it_holds_and_skips_empty_slots():
+    b, (a, o1, o2, o3) = host("a", out=("o1", "o2", "o3"))
+    tids = b.op("tids", "array.create", size=3, dtype=DataType.TASK_ID)
+    b.call("exp", a, o1, 0, task="t1")
+    b.call("exp", a, o2, 0, task="t2")
+    held = b.op("held", "array.set", tids, 0, Var("t1", TASK_ID))
+    held = b.op("held2", "array.set", held, 2, Var("t2", TASK_ID))  # slot 1 stays empty
+    b.call("neg", a, o3, 0, deps=("held2",))
+    report = run(
+        program(b.build(), unary("exp"), unary("neg", "tile.neg")),
+        rand(ROWS, COLS),
+        *torch.zeros(3, ROWS, COLS),
+    )
+    assert edges(report) == {(1, 3): None, (2, 3): None}
+
+
+def test_a_join_completes_after_its_deps_and_its_dependents_wait_for_them():
+    b, (a, o1, o2, o3) = host("a", out=("o1", "o2", "o3"))
+    b.call("exp", a, o1, 0, task="t1")
+    b.call("exp", a, o2, 0, task="t2")
+    b.op("gate", "system.task_dummy", deps=("t1", "t2"))
+    b.call("neg", a, o3, 0, deps=("gate",))
+    report = run(
+        program(b.build(), unary("exp"), unary("neg", "tile.neg")),
+        rand(ROWS, COLS),
+        *torch.zeros(3, ROWS, COLS),
+    )
+    assert edges(report) == {(1, 4): None, (2, 4): None}  # routed through the join (task 3)
+    assert [t.blocks for t in report.submitted] == [1, 1, 0, 1]
+    third = spans(report)[4]
+    assert third[0] > max(spans(report)[1][1], spans(report)[2][1])
+    join = report.submitted[2]
+    assert join.kernel == "pl.system.task_dummy" and join.retire_cycle is not None
+
+
+def test_a_false_predicate_retires_the_task_without_running_it():
+    b = FunctionBuilder("host", FunctionKind.Orchestration)
+    a = b.param("a", tensor_t((ROWS, COLS)))
+    b.param("flags", tensor_t((1, 2), DataType.INT32))  # the predicate reads it by name
+    o1 = b.param("o1", tensor_t((ROWS, COLS)), Direction.Out)
+    o2 = b.param("o2", tensor_t((ROWS, COLS)), Direction.Out)
+    b.call("exp", a, o1, 0, task="t1", predicate=Predicate("flags", (0, 1), ">", 0))
+    b.call("neg", a, o2, 0, deps=("t1",))
+    x = rand(ROWS, COLS)
+    for flag in (0, 5):
+        o1, o2 = torch.zeros(ROWS, COLS), torch.zeros(ROWS, COLS)
+        flags_value = torch.tensor([[0, flag]], dtype=torch.int32)
+        report = run(program(b.build(), unary("exp"), unary("neg", "tile.neg")), x, flags_value, o1, o2)
+        torch.testing.assert_close(o1, x.exp() if flag else torch.zeros(ROWS, COLS))
+        torch.testing.assert_close(o2, -x)
+        assert [t.skipped for t in report.submitted] == [not flag, False]
+        assert sorted(spans(report)) == ([1, 2] if flag else [2])

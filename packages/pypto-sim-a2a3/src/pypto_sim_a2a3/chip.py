@@ -55,7 +55,7 @@ from pypto_sim_a2a3.replay import (
 )
 from pypto_sim_a2a3.runtime_rings import RuntimeRings, Scope
 from pypto_sim_a2a3.scheduler import Advance, Event, Scheduler, Signal, Wait
-from pypto_sim_a2a3.taskgraph import ParallelContext, Task, TaskGraph, access_modes
+from pypto_sim_a2a3.taskgraph import JOIN, ParallelContext, PredicateSite, Task, TaskGraph, access_modes
 from pypto_sim_a2a3.timeline import Recorder
 from pypto_sim_a2a3.timeorder import TimeOrder
 
@@ -154,6 +154,7 @@ class Chip:
         args: Sequence[Any],
         parallel: ParallelContext,
         declared: Sequence[Task],
+        predicate: PredicateSite | None = None,
     ) -> Generator[Event, None, Task]:
         """Host side of a ``call``: hand its task to the scheduler; the host goes on at once."""
         kernel = plan.kernel
@@ -161,6 +162,7 @@ class Chip:
         self._check_sync_start(call)
         yield Advance("AICPU", self.cost.submit_cycles(), f"submit {kernel.name}", call.span)
         task = self.graph.submit(kernel, call, args, parallel, declared)
+        task.predicate = predicate
         ring, hold = self.rings.hold(task, self._output_bytes(task))
         if not ring.fits(hold):  # the host waits for the ring's head to move on
             ring.check_reachable(hold)
@@ -200,6 +202,16 @@ class Chip:
                 total += self._created.pop(value.untyped_storage().data_ptr(), 0)
         return total
 
+    def join(self, call: Call, declared: Sequence[Task]) -> Generator[Event, None, Task]:
+        """Host side of ``pl.system.task_dummy(deps=declared)``: submit a task with no work; the
+        scheduler completes it once its deps are (one retire step)."""
+        yield Advance("AICPU", self.cost.submit_cycles(), f"submit {JOIN}", call.span)
+        task = self.graph.join(call, declared)
+        self.submitted.append(SubmittedTask(task.id, JOIN, self.host.clock, blocks=0))
+        if self.graph.ready(task):
+            self._enqueue(task)
+        return task
+
     def _check_sync_start(self, call: Call) -> None:
         """A launch whose blocks start together must fit the chip's core groups."""
         blocks = int(call.attrs.get("block_num", 1))
@@ -228,6 +240,8 @@ class Chip:
                 yield from self._resolve(self._settled.popleft())
             elif self._finished:
                 yield from self._retire(self._finished.popleft())
+            elif self._predicate_due():
+                yield from self._evaluate(self._ready[0][0])
             elif self._can_start():
                 yield from self._start(*self._ready.popleft())
             else:
@@ -235,7 +249,7 @@ class Chip:
 
     def _has_work(self) -> bool:
         done = self._orchestrated and self.graph.all_retired()
-        return bool(self._settled or self._finished) or self._can_start() or done
+        return bool(self._settled or self._finished) or self._predicate_due() or self._can_start() or done
 
     def _can_start(self) -> bool:
         """The next ready block has a core group; the first block of a ``sync_start`` task waits
@@ -248,13 +262,41 @@ class Chip:
     def _enqueue(self, task: Task) -> None:
         if task.id in self._held:
             return  # its host has not finished submitting it: it is enqueued then
+        if task.kernel is None:  # a join: nothing to start, only to complete
+            self._finished.append(task)
         self._ready.extend((task, block) for block in range(task.blocks))
+        self.changed.changed()
+
+    def _predicate_due(self) -> bool:
+        """The next ready task has a ``predicate=`` the scheduler has not read yet."""
+        if not self._ready:
+            return False
+        task, block = self._ready[0]
+        return block == 0 and task.predicate is not None
+
+    def _evaluate(self, task: Task) -> Generator[Event, None, None]:
+        """Read a ready task's predicate (its deps are done, so the value is current): true, it
+        starts as any task; false, it is retired without reaching a core, and its dependents go on."""
+        assert task.predicate is not None
+        predicate, tensor, indices = task.predicate
+        self.races.predicate_read(task, predicate, tensor, indices, self.dispatcher.clock)
+        holds = predicate.holds(tensor[indices].item())
+        task.predicate = None  # read once
+        if holds:
+            return
+        for _ in range(task.blocks):
+            self._ready.popleft()
+        task.skipped = True
+        cycles = self.cost.dispatch_cycles(resolves=bool(task.deps))
+        yield Advance("AICPU", cycles, f"skip {task.name} ({predicate} is false)", task.call.span)
+        self.submitted[task.id - 1].skipped = True
+        self._finished.append(task)
         self.changed.changed()
 
     def _retire(self, task: Task) -> Generator[Event, None, None]:
         yield Advance("AICPU", self.cost.retire_cycles(), f"retire {task.name}", task.call.span)
         self.submitted[task.id - 1].retire_cycle = self.dispatcher.clock
-        if self.on_task is not None:
+        if self.on_task is not None and task.kernel is not None:
             self.on_task(task.name)
         self._barriers.pop(task.id, None)
         self._orders.pop(task.id, None)
@@ -295,6 +337,7 @@ class Chip:
         cycles = self.cost.dispatch_cycles(resolves=block == 0 and bool(task.deps))
         yield Advance("AICPU", cycles, f"dispatch {task.name}", task.call.span)
 
+        assert task.kernel is not None  # a join has no blocks to start
         plan = self.loaded.plans[task.kernel.name]
         if task.id not in self._barriers:
             self._barriers[task.id] = task_barrier(plan, task.blocks)
@@ -501,7 +544,7 @@ class Chip:
             clock_mhz=self.target.clock_mhz,
             total_cycles=self.host.clock,
             tasks=sorted(self.tasks, key=lambda t: (t.start_cycle, t.task_id, t.block)),
-            edges=list(self.graph.edges),
+            edges=self.graph.reported_edges(),
             busy_cycles={core.name: busy.get(core.name, 0) for core in cores},
             outputs=outputs,
             stall_cycles={core.name: stalled.get(core.name, 0) for core in cores},

@@ -3,9 +3,9 @@
 :class:`HostFrame` is the shared host walker (:class:`pypto.ir.walker.HostWalker`) with the chip's
 meaning of a ``call``: it submits the kernel's task and goes on without waiting for it; the chip's
 scheduler starts the task when its dependencies are done. ``call.attrs["task"]`` binds the task to
-a name that later ``deps`` name; the iterations of a ``pl.parallel`` loop are recorded so that
-their tasks take no edges from each other. Reading a tensor (``pl.read``) waits for the tasks
-that write it.
+a name that later ``deps`` name (a ``pl.TASK_ID`` array holds such tasks; ``pl.system.task_dummy``
+submits a join); the iterations of a ``pl.parallel`` loop are recorded so that their tasks take no
+edges from each other. Reading a tensor (``pl.read``) waits for the tasks that write it.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pypto.ir.walker import HostWalker, Jump
 from pypto_sim_a2a3.runtime_rings import Scope
 from pypto_sim_a2a3.scheduler import Event
 from pypto_sim_a2a3.semantics import SEMANTICS
-from pypto_sim_a2a3.taskgraph import ParallelContext, Task
+from pypto_sim_a2a3.taskgraph import ParallelContext, PredicateSite, Task
 
 Steps = Generator[Event, None, Any]
 _READ = scalar.read
@@ -30,7 +30,7 @@ _CREATE = tensor.create
 
 
 class TaskHost(Protocol):
-    """What the host asks of the chip: to submit a task, and to wait for a tensor's writers."""
+    """What the host asks of the chip: to submit a task or a join, and to wait for a tensor's writers."""
 
     def submit(
         self,
@@ -39,7 +39,10 @@ class TaskHost(Protocol):
         args: Sequence[Any],
         parallel: ParallelContext,
         declared: Sequence[Task],
+        predicate: PredicateSite | None = None,
     ) -> Generator[Event, None, Task]: ...
+
+    def join(self, call: Call, declared: Sequence[Task]) -> Generator[Event, None, Task]: ...
 
     def wait_for_writers(self, tensor: Any, what: str, call: Call) -> Generator[Event, None, None]: ...
 
@@ -58,24 +61,25 @@ class HostFrame(HostWalker):
     def __init__(self, fn: Function, args: Sequence[Any], loaded: LoadedProgram, chip: TaskHost):
         super().__init__(fn, args, loaded, SEMANTICS)
         self.chip = chip
-        self.parallel: tuple[tuple[int, int], ...] = ()  # (loop instance, iteration), outermost first
+        self.parallel: ParallelContext = ()  # (loop instance, iteration), outermost first
         self._loops = itertools.count()
+        self._instances: dict[int, tuple[int, ParallelContext]] = {}  # id(loop) -> instance, outer
 
     def exec_for(self, loop: For) -> Generator[Event, None, tuple[Any, ...] | None]:
         if loop.kind is not LoopKind.parallel:
             return (yield from super().exec_for(loop))
-        instance, outer = next(self._loops), self.parallel
+        outer = self.parallel
+        self._instances[id(loop)] = (next(self._loops), outer)
         try:
-            for i in (yield from self.loop_range(loop)):
-                self.env[loop.var.name] = i
-                self.parallel = (*outer, (instance, i))
-                with self._scope(loop.span, "an iteration of the loop"):
-                    returned = yield from self.exec_body(loop.body)
-                if isinstance(returned, tuple):  # a return (the parser allows no jumps here)
-                    return returned
+            return (yield from super().exec_for(loop))
         finally:
             self.parallel = outer
-        return None
+
+    def bind_loop_var(self, loop: For, value: int) -> None:
+        super().bind_loop_var(loop, value)
+        if loop.kind is LoopKind.parallel:
+            instance, outer = self._instances[id(loop)]
+            self.parallel = (*outer, (instance, value))
 
     def iteration(self, loop: For | While) -> Generator[Event, None, tuple[Any, ...] | Jump | None]:
         """One iteration in a runtime scope of its own, one deeper than the loop's."""
@@ -111,16 +115,21 @@ class HostFrame(HostWalker):
         return value
 
     def launch(self, plan: LaunchPlan, call: Call, args: tuple[Any, ...]) -> Steps:
-        declared = [self._task(name, call) for name in call.attrs.get("deps", ())]
-        task = yield from self.chip.submit(plan, call, args, self.parallel, declared)
+        declared = self._declared(call)
+        predicate = self.predicate_site(call)
+        task = yield from self.chip.submit(plan, call, args, self.parallel, declared, predicate)
         if "task" in call.attrs:
             self.env[call.attrs["task"]] = task
 
-    def _task(self, name: str, call: Call) -> Task:
-        value = self.env.get(name)
-        if not isinstance(value, Task):
-            raise self.error(f"deps= names {name}, which is not a task submitted earlier", call)
-        return value
+    def join(self, call: Call) -> Steps:
+        return (yield from self.chip.join(call, self._declared(call)))
+
+    def _declared(self, call: Call) -> list[Task]:
+        declared = self.declared_tasks(call)
+        for handle in declared:
+            if not isinstance(handle, Task):
+                raise self.error(f"deps= names a {type(handle).__name__}, which is no task id", call)
+        return declared
 
 
 def _name(expr: Expr) -> str:

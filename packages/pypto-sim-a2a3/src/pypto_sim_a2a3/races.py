@@ -19,10 +19,20 @@ from typing import Any
 
 import torch
 
-from pypto.ir import Call, RaceError
+from pypto.ir import Call, Predicate, RaceError
 from pypto.ir.errors import at_line
 from pypto.ir.records import frozen_record
-from pypto_sim_a2a3.coherence import Access, BoxIndex, GmOrder, TensorKey, gm_access, gm_tensor
+from pypto_sim_a2a3.coherence import (
+    Access,
+    BoxIndex,
+    GmOrder,
+    Region,
+    TensorKey,
+    gm_access,
+    gm_tensor,
+    tensor_key,
+)
+from pypto_sim_a2a3.errors import OutOfBoundsError
 from pypto_sim_a2a3.taskgraph import Task, TaskGraph
 
 RACE_HINT = (
@@ -44,6 +54,7 @@ SPMD_HINT = (
 )
 
 Unit = tuple[int, int]  # (task id, block)
+PREDICATE_READER = "scheduler"  # who reads a predicate= element: the scheduler, at dispatch
 
 
 @dataclass(frozen=True)
@@ -125,6 +136,29 @@ class TaskRaces:
         (self._writes if access.write else self._reads).add(self._count, mine, unit)
         self._count += 1
 
+    def predicate_read(
+        self, task: Task, predicate: Predicate, tensor: torch.Tensor, indices: tuple[int, ...], at: int
+    ) -> None:
+        """The scheduler reads ``task``'s ``predicate=`` element at dispatch: a read by the task,
+        so a write of that element no edge orders with the task is a ``RaceError``."""
+        inside = all(0 <= i < n for i, n in zip(indices, tensor.shape, strict=False))
+        if len(indices) != tensor.dim() or not inside:
+            raise OutOfBoundsError(
+                f"predicate= reads {predicate.tensor}{list(indices)}, outside its shape {list(tensor.shape)}",
+                task.call.span,
+                "index the predicate's tensor inside its shape, one index per dimension",
+            )
+        access = Access(
+            PREDICATE_READER,
+            predicate.tensor,
+            tensor_key(tensor),
+            Region.box(indices, (1,) * len(indices)),
+            task.call.span,
+            write=False,
+            at=at,
+        )
+        self.record(task, 0, access, tensor, GmOrder())
+
     def _clash(self, log: _Log, mine: TaskAccess, unit: Unit, order: GmOrder) -> TaskAccess | None:
         """The access of ``log`` that ``mine`` races with, if any: of the (task, block) that first
         touched the tensor, its earliest."""
@@ -153,13 +187,28 @@ class TaskRaces:
         a, b = first.access, second.access
         shared = a.conflicts(b)
         earlier, later = sorted((first.task, second.task), key=lambda t: t.id)
-        why = self.graph.why_unordered(earlier, later, second.tensor)
+        reader = next((x for x in (first, second) if x.access.core == PREDICATE_READER), None)
+        if reader is not None:
+            why = f"task {reader.task.id}'s predicate= reads it when the task is dispatched"
+            hint = (
+                "give the predicated task the writer's task id in deps=[...]: the scheduler reads the "
+                "predicate after the task's deps are done, and nothing else orders that read"
+            )
+        else:
+            why, hint = self.graph.why_unordered(earlier, later, second.tensor), _hint(earlier, later)
         return RaceError(
-            f"{second.label} {b.verb} {b.tensor}{shared} at {at_line(b.span)} and {first.label} "
+            f"{_label(second)} {b.verb} {b.tensor}{shared} at {at_line(b.span)} and {_label(first)} "
             f"{a.verb} {_named(a, b)} at {at_line(a.span)}, but no dependency orders the two tasks: {why}",
             b.span,
-            _hint(earlier, later),
+            hint,
         )
+
+
+def _label(access: TaskAccess) -> str:
+    """The task (or its block) that made ``access``: its predicate's read is the scheduler's."""
+    if access.access.core == PREDICATE_READER:
+        return f"the predicate= of {access.task.label}"
+    return access.label
 
 
 def _hint(earlier: Task, later: Task) -> str:

@@ -144,7 +144,8 @@ def _array_set(call: Call, args: Sequence[Any]) -> None:
     check_array_index(call, args[1])
     array_type = call.type
     assert isinstance(array_type, ArrayType)
-    check_element_scalar(call, args[2], shared.torch_dtype(array_type.dtype))
+    if array_type.dtype is not DataType.TASK_ID:  # a task handle is stored as it is
+        check_element_scalar(call, args[2], shared.torch_dtype(array_type.dtype))
 
 
 def check_array_index(call: Call, index: int) -> None:

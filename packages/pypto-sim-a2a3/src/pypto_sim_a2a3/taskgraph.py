@@ -6,17 +6,20 @@ for every earlier task whose access to one of its tensors conflicts with its own
 writers, a writer for the readers and writers; two readers, or two atomic accumulators, do not
 conflict), except
 
-- through the arguments listed in ``call.attrs["no_dep"]`` (``no_dep_args=``, ``manual_dep=True``
-  tensors, ``pl.manual_scope()``): the task takes no edge through them, though later tasks still
-  see its access;
+- through the arguments listed in ``call.attrs["no_dep"]`` (``no_dep_args=``, ``pl.no_dep(t)``,
+  ``manual_dep=True`` tensors, ``pl.manual_scope()``): tracking is off for them, both ways: the
+  task takes no edge through them, and later tasks take none from its access;
 - from a task of another iteration of a ``pl.parallel`` loop they both sit in.
 
-Explicit ``deps=`` add edges. Edges implied by others (``a -> b -> c`` makes ``a -> c``) are
-dropped, so each task keeps only its nearest predecessors.
+Explicit ``deps=`` add edges (a ``pl.TASK_ID`` array names every task it holds). Edges implied by
+others (``a -> b -> c`` makes ``a -> c``) are dropped, so each task keeps only its nearest
+predecessors. A *join* (``pl.system.task_dummy(deps=[...])``) is a task with no work and no
+blocks: it completes once its ``deps`` have, and tasks that name it wait for all of them.
 
 A task's dependents may start once it is *resolved*: when it retires, or, for a task of a
 ``pl.at(..., allow_early_resolve=True)`` scope (``call.attrs["allow_early_resolve"]``), as soon
-as every core of every block is past its last GM access (its outputs final, its inputs read).
+as every core of every block is past its last GM access (its outputs final, its inputs read). A
+task whose ``predicate=`` is false at dispatch is *skipped*: retired without running.
 """
 
 from __future__ import annotations
@@ -27,12 +30,15 @@ from typing import Any
 
 import torch
 
-from pypto.ir import AccessMode, Call, Function, ScalarType, TaskEdge, Var
+from pypto.ir import AccessMode, Call, Function, Predicate, ScalarType, TaskEdge, Var
 from pypto.ir.errors import at_line
 from pypto_sim_a2a3.coherence import TensorKey, tensor_key
 
 # (pl.parallel loop instance, iteration) of each enclosing pl.parallel loop, outermost first.
 ParallelContext = tuple[tuple[int, int], ...]
+# A task's predicate=, with the tensor it reads and the element's indices (fixed at submission).
+PredicateSite = tuple[Predicate, torch.Tensor, tuple[int, ...]]
+JOIN = "pl.system.task_dummy"  # what a join is called in messages and the report
 
 
 @dataclass(eq=False)
@@ -45,7 +51,7 @@ class Task:
     """
 
     id: int
-    kernel: Function
+    kernel: Function | None  # None for a join (pl.system.task_dummy): no work, no blocks
     call: Call
     args: tuple[Any, ...]
     parallel: ParallelContext
@@ -58,6 +64,8 @@ class Task:
     settled_blocks: int = 0  # blocks whose every core is past its last GM access
     resolved: bool = False
     retired: bool = False
+    predicate: PredicateSite | None = None  # read by the scheduler at dispatch
+    skipped: bool = False  # its predicate was false: retired without running
 
     @property
     def early_resolve(self) -> bool:
@@ -66,7 +74,12 @@ class Task:
 
     @property
     def name(self) -> str:
-        return self.kernel.name
+        return JOIN if self.kernel is None else self.kernel.name
+
+    @property
+    def ran(self) -> bool:
+        """Whether it runs on core groups: not a join, and not skipped by its predicate."""
+        return self.kernel is not None and not self.skipped
 
     @property
     def source(self) -> str | None:
@@ -101,6 +114,8 @@ class TaskGraph:
         self.tasks: list[Task] = []
         self.edges: list[TaskEdge] = []
         self._uses: dict[TensorKey, list[Use]] = {}
+        # Every writer of each tensor, tracked or not: what a host read of it waits for.
+        self._writers: dict[TensorKey, list[Task]] = {}
         self._dependents: dict[int, list[Task]] = {}
         self._unretired = 0  # tasks submitted and not yet retired (the host polls this)
 
@@ -117,6 +132,16 @@ class TaskGraph:
         sync_start = bool(call.attrs.get("sync_start", False))
         task = Task(len(self.tasks) + 1, kernel, call, tuple(args), parallel, blocks, sync_start)
         inferred = self._record_uses(task)
+        return self._add(task, declared, inferred)
+
+    def join(self, call: Call, declared: Sequence[Task]) -> Task:
+        """Add a join (``pl.system.task_dummy(deps=declared)``): a task with no work that is
+        resolved once every task in ``declared`` is."""
+        task = Task(len(self.tasks) + 1, None, call, (), (), blocks=0)
+        return self._add(task, declared, {})
+
+    def _add(self, task: Task, declared: Sequence[Task], inferred: dict[Task, str]) -> Task:
+        """Give ``task`` its edges (``declared`` ones, then the ``inferred`` others) and add it."""
         edges = {t: None for t in declared} | {t: name for t, name in inferred.items() if t not in declared}
         for dep, tensor in _nearest(edges).items():
             task.deps[dep.id] = tensor
@@ -132,20 +157,25 @@ class TaskGraph:
 
     def _record_uses(self, task: Task) -> dict[Task, str]:
         """Record each tensor argument's use; return the earlier tasks it conflicts with."""
+        assert task.kernel is not None
         untracked = set(task.call.attrs.get("no_dep", ()))
         modes = access_modes(task.kernel, task.call)
         conflicts: dict[Task, str] = {}
         for index, (value, mode) in enumerate(zip(task.args, modes, strict=True)):
             if mode is None:
                 continue
+            key = tensor_key(value)
+            if mode.writes:
+                self._writers.setdefault(key, []).append(task)
+            if index in untracked:
+                continue  # tracking is off for this argument: no lookup, and no use recorded
             name = _arg_name(task.call, task.kernel, index)
-            uses = self._uses.setdefault(tensor_key(value), [])
-            if index not in untracked:
-                for use in uses:
-                    if self._conflict(task, mode, use):
-                        conflicts.setdefault(use.task, name)
-                if mode in (AccessMode.Out, AccessMode.InOut) and not task.parallel:
-                    uses.clear()  # each earlier use is ordered before this task, so before later ones
+            uses = self._uses.setdefault(key, [])
+            for use in uses:
+                if self._conflict(task, mode, use):
+                    conflicts.setdefault(use.task, name)
+            if mode in (AccessMode.Out, AccessMode.InOut) and not task.parallel:
+                uses.clear()  # each earlier use is ordered before this task, so before later ones
             uses.append(Use(task, mode, value))
         return conflicts
 
@@ -179,8 +209,7 @@ class TaskGraph:
 
     def pending_writers(self, tensor: torch.Tensor) -> list[Task]:
         """Tasks that write ``tensor`` and have not retired (the host waits for them before reading)."""
-        uses = self._uses.get(tensor_key(tensor), [])
-        return [use.task for use in uses if use.mode.writes and not use.task.retired]
+        return [task for task in self._writers.get(tensor_key(tensor), []) if not task.retired]
 
     def all_retired(self) -> bool:
         return self._unretired == 0
@@ -192,15 +221,33 @@ class TaskGraph:
         if second.parallel_sibling(first):
             return "they are iterations of one pl.parallel loop, which asserts they are independent"
         key = tensor_key(tensor)
-        untracked = set(second.call.attrs.get("no_dep", ()))
-        for index, value in enumerate(second.args):
-            if isinstance(value, torch.Tensor) and tensor_key(value) == key and index in untracked:
-                name = _arg_name(second.call, second.kernel, index)
-                return (
-                    f"task {second.id} takes no edge through {name} (no_dep_args=, a manual_dep=True "
-                    "tensor or pl.manual_scope())"
-                )
+        for task in (second, first):
+            untracked = set(task.call.attrs.get("no_dep", ()))
+            for index, value in enumerate(task.args):
+                if isinstance(value, torch.Tensor) and tensor_key(value) == key and index in untracked:
+                    assert task.kernel is not None
+                    name = _arg_name(task.call, task.kernel, index)
+                    return (
+                        f"tracking of {name} is off for task {task.id} (no_dep_args=, pl.no_dep, a "
+                        "manual_dep=True tensor or pl.manual_scope())"
+                    )
         return f"the access modes of task {second.id}'s call (attrs['access']) say it does not conflict"
+
+    def reported_edges(self) -> list[TaskEdge]:
+        """The edges between tasks that ran: an edge into or out of a join or a skipped task is
+        routed through it (its dependents waited, through it, for what it waited for)."""
+        stands_for: dict[int, list[int]] = {}  # a task that did not run -> the ran tasks behind it
+        for edge in self.edges:  # in submission order of their ends: a source is settled first
+            if not self.tasks[edge.dst - 1].ran:
+                stands_for.setdefault(edge.dst, []).extend(stands_for.get(edge.src, [edge.src]))
+        edges: dict[tuple[int, int], str | None] = {}
+        for edge in self.edges:
+            if not self.tasks[edge.dst - 1].ran:
+                continue
+            through = edge.src in stands_for or not self.tasks[edge.src - 1].ran
+            for src in stands_for.get(edge.src, [] if through else [edge.src]):
+                edges.setdefault((src, edge.dst), None if through else edge.tensor)
+        return [TaskEdge(src, dst, tensor) for (src, dst), tensor in edges.items()]
 
 
 def access_modes(kernel: Function, call: Call) -> tuple[AccessMode | None, ...]:

@@ -126,6 +126,11 @@ class Host(HostWalker):
         self.tasks: list[TaskRecord] = []
 
     def launch(self, plan: LaunchPlan, call: Call, args: tuple[Any, ...]) -> Steps:
+        site = self.predicate_site(call)  # tasks run in order: the element is current now
+        if site is not None:
+            predicate, tensor, indices = site
+            if not predicate.holds(tensor[indices].item()):
+                return  # predicate= false: the task is skipped
         shared = Launch(plan)
         cores = [Core(seat, seat.args(args), shared).run() for seat in plan.seats if not seat.mirror]
         take_turns(plan.kernel.name, cores, lambda: shared.steps)

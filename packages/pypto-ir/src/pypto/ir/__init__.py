@@ -67,7 +67,7 @@ from pypto.ir.nodes import (
 from pypto.ir.ops import OPS, AtomicType, CastMode, OpSpec, PadValue, PipeType, Unit, get_op, make_call
 from pypto.ir.printer import print_ir
 from pypto.ir.target import MemorySpec, Target
-from pypto.ir.tasks import AccessMode
+from pypto.ir.tasks import AccessMode, Predicate
 from pypto.ir.types import (
     INDEX,
     TASK_ID,
@@ -76,7 +76,6 @@ from pypto.ir.types import (
     Direction,
     MemorySpace,
     ScalarType,
-    TaskIdType,
     TensorType,
     TileType,
     TupleType,
@@ -153,6 +152,7 @@ __all__ = [
     "PipeSetupError",
     "PipeType",
     "PlatformError",
+    "Predicate",
     "Program",
     "PyptoError",
     "RaceError",
@@ -169,7 +169,6 @@ __all__ = [
     "Stmt",
     "Target",
     "TaskEdge",
-    "TaskIdType",
     "TaskRecord",
     "TensorType",
     "TextSyntaxError",

@@ -49,7 +49,9 @@ class SubmittedTask:
     """One task the orchestration submitted, from submission to retirement, in modeled cycles: in
     between it holds a place in the orchestration's task window (submitted, not yet retired).
 
-    ``SubmittedTask(task_id=2, kernel="mixed", submit_cycle=200, retire_cycle=9120, blocks=4)``
+    ``SubmittedTask(task_id=2, kernel="mixed", submit_cycle=200, retire_cycle=9120, blocks=4)``.
+    A join (``pl.system.task_dummy``) has ``blocks=0``; a task whose ``predicate=`` was false at
+    dispatch is ``skipped``: retired without running (it has no :class:`TaskRecord`).
     """
 
     task_id: int
@@ -58,6 +60,7 @@ class SubmittedTask:
     retire_cycle: int | None = None  # None: the run ended before the scheduler retired it
     blocks: int = 1
     ring: int = 0  # the runtime ring its resources come from: min(scope depth, 3)
+    skipped: bool = False
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ class DataType(Enum):
     UINT8 = ("UINT8", 8, "uint8", "int")
     BOOL = ("BOOL", 8, "bool", "bool")
     INDEX = ("INDEX", 64, "int64", "index")
+    TASK_ID = ("TASK_ID", 64, "int64", "task")  # a handle naming a submitted task: no number to compute with
 
     @property
     def bits(self) -> int:
@@ -52,6 +53,16 @@ class DataType(Enum):
         return self is DataType.BOOL
 
     @property
+    def is_task_id(self) -> bool:
+        """``pl.TASK_ID``: the dtype of a task handle (``pl.TaskId`` is ``pl.Scalar[pl.TASK_ID]``)."""
+        return self is DataType.TASK_ID
+
+    @property
+    def is_numeric(self) -> bool:
+        """Whether an element holds a number (a bool counts): every dtype but ``TASK_ID``."""
+        return not self.is_task_id
+
+    @property
     def float_max(self) -> float:
         """The largest finite value of a float dtype: ``FP16.float_max == 65504.0``."""
         if not self.is_float:
@@ -78,8 +89,10 @@ class DataType(Enum):
 
 _FLOAT_MAX = {"FP16": 65504.0, "BF16": 3.3895313892515355e38, "FP32": 3.4028234663852886e38}
 
-# torch dtype name -> DataType, for binding call arguments. INDEX is never inferred from torch.
-DTYPE_BY_TORCH_NAME: dict[str, DataType] = {dt.torch_name: dt for dt in DataType if dt is not DataType.INDEX}
+# torch dtype name -> DataType, for binding call arguments. INDEX and TASK_ID are never inferred from torch.
+DTYPE_BY_TORCH_NAME: dict[str, DataType] = {
+    dt.torch_name: dt for dt in DataType if dt not in (DataType.INDEX, DataType.TASK_ID)
+}
 
 
 def dtype_from_torch_name(name: str) -> DataType | None:

@@ -146,8 +146,10 @@ _FIELDS: dict[type, tuple[tuple[str, _Role], ...]] = {
         ("block_num", _Role.VALUE),
         ("sync_start", _Role.VALUE),
         ("allow_early_resolve", _Role.VALUE),
+        ("predicate", _Role.VALUE),
         ("deps", _Role.EXPRS),
         ("no_dep_args", _Role.EXPRS),
+        ("dumps", _Role.EXPRS),
         ("body", _Role.BODY),
         ("task", _Role.BIND),  # bound after the scope
     ),

@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import SourceSpan, VerificationError
+from pypto.ir.tasks import Predicate
 from pypto.ir.types import Direction, ScalarType, Type
 
 # ---------------------------------------------------------------- expressions
@@ -338,12 +339,15 @@ class ScopeStmt(Stmt):
     """``with pl.at(level=..., optimizations=[...], name_hint=..., deps=[...], no_dep_args=[...], ...) as
     task``: becomes one kernel, called as one task.
 
-    ``task`` (a ``TaskIdType`` var) names the task for later ``deps=``; ``deps`` are the task ids it
-    waits for besides the edges its tensors imply; ``no_dep_args`` are tensors through which it takes
-    no such edge; ``manual`` marks a scope inside ``pl.manual_scope()`` (it takes no tensor edge at
-    all); ``block_num`` is the number of core groups an ``pl.spmd`` launch runs it on, and
-    ``sync_start`` that its blocks start together (``pl.spmd(n, sync_start=True)``);
-    ``allow_early_resolve`` lets its dependents start once its outputs are final, before it retires.
+    ``task`` (a ``pl.TaskId`` var) names the task for later ``deps=``; ``deps`` are the task ids it
+    waits for besides the edges its tensors imply (a ``pl.TASK_ID`` array stands for every id it
+    holds); ``no_dep_args`` are tensors through which it takes no such edge; ``manual`` marks a
+    scope inside ``pl.manual_scope()`` (tracking is off: it takes no tensor edge, and later tasks
+    take none from it); ``block_num`` is the number of core groups an ``pl.spmd`` launch runs it
+    on, and ``sync_start`` that its blocks start together (``pl.spmd(n, sync_start=True)``);
+    ``allow_early_resolve`` lets its dependents start once its outputs are final, before it
+    retires; ``predicate`` (of ``pl.spmd(..., predicate=...)``) lets the scheduler skip it;
+    ``dumps`` are tensors marked for the selective dump (``dumps=``, ``pl.dump_tag``).
     """
 
     body: tuple[Stmt, ...]
@@ -359,6 +363,8 @@ class ScopeStmt(Stmt):
     sync_start: bool = False
     span: SourceSpan | None = None
     allow_early_resolve: bool = False
+    predicate: Predicate | None = None
+    dumps: tuple[Var, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)

@@ -56,8 +56,8 @@ from pypto.ir.nodes import (
     function_bindings,
     register_printer,
 )
-from pypto.ir.ops import OPS, CastMode, Elementwise, Infix, Level, Role, op
-from pypto.ir.tasks import AccessMode
+from pypto.ir.ops import OPS, CastMode, Elementwise, Infix, Level, Role, op, system
+from pypto.ir.tasks import AccessMode, Predicate
 from pypto.ir.types import Direction, MemorySpace, TensorType, TileType, Type
 
 _INDENT = "    "
@@ -119,6 +119,8 @@ def format_value(value: Any) -> str:
         if needed is not None:
             needed.add(kind.__module__)
         return f"{kind.__module__}.{kind.__qualname__}.{value.name}"  # a plugin's own, imported
+    if isinstance(value, Predicate):
+        return f"({value})"  # as the user writes it: predicate=(row_count[e] > 0)
     if isinstance(value, ParamRef):
         return value.name
     if isinstance(value, (DynDim, DimExpr)):
@@ -215,6 +217,8 @@ def format_expr(e: Expr, name_of: Namer = _plain) -> str:
         if infix is not None:
             return f"{infix}{_operand(e.args[0], name_of)}"
         args = [_argument(e, i, a, name_of) for i, a in enumerate(e.args)]
+        if e.op == system.task_dummy:  # its deps are task ids of the frame, written as names
+            return f"pl.system.task_dummy(deps=[{', '.join(e.attrs.get('deps', ()))}])"
         if e.op == op.call:
             args += [f"{k}={_task_value(v)}" for k, v in e.attrs.items() if k != "callee"]
             return f"self.{e.attrs['callee']}({', '.join(args)})"
@@ -436,9 +440,12 @@ class _Printer:
 
     def scope(self, s: ScopeStmt, depth: int) -> None:
         """``with pl.at(...)``, inside ``with pl.manual_scope():`` / ``with pl.spmd(n):`` if it is so."""
+        launch = s.block_num > 1 or s.sync_start or s.predicate is not None
+        # A launch's task id is bound by its `with pl.spmd(...) as tid`: names bound inside end there.
+        named = f" as {self.name(s.task)}" if launch and s.task is not None else ""
         for flag, text in (
             (s.manual, "with pl.manual_scope():"),
-            (s.block_num > 1 or s.sync_start, f"with pl.spmd({s.block_num}{_spmd_options(s)}):"),
+            (launch, f"with pl.spmd({s.block_num}{_spmd_options(s)}){named}:"),
         ):
             if flag:
                 self.emit(depth, text)
@@ -453,12 +460,12 @@ class _Printer:
             args.append(f"optimizations=[{', '.join(opts)}]")
         if s.name_hint:
             args.append(f"name_hint={s.name_hint!r}")
-        for key, names in (("deps", s.deps), ("no_dep_args", s.no_dep_args)):
+        for key, names in (("deps", s.deps), ("no_dep_args", s.no_dep_args), ("dumps", s.dumps)):
             if names:
                 args.append(f"{key}=[{', '.join(self.name(v) for v in names)}]")
         if s.allow_early_resolve:
             args.append("allow_early_resolve=True")
-        bound = f" as {self.name(s.task)}" if s.task is not None else ""
+        bound = f" as {self.name(s.task)}" if s.task is not None and not named else ""
         self.emit(depth, f"with pl.at({', '.join(args)}){bound}:")
         self.body(s.body, depth + 1)
 
@@ -480,7 +487,8 @@ class _Printer:
 
 def _spmd_options(s: ScopeStmt) -> str:
     """The keywords of a scope's ``pl.spmd(n, ...)`` line beyond its block count."""
-    return ", sync_start=True" if s.sync_start else ""
+    options = ", sync_start=True" if s.sync_start else ""
+    return options + (f", predicate={format_value(s.predicate)}" if s.predicate is not None else "")
 
 
 def _param(p: Any, name_of: Namer) -> str:
@@ -490,19 +498,26 @@ def _param(p: Any, name_of: Namer) -> str:
     return f"{name_of(p.var)}: {t}"
 
 
+# Function attrs written as keywords of the decorator, not in pl.func_attr (the parser reads them
+# before the body): auto_scope=False.
+DECORATOR_ATTRS = ("auto_scope",)
+
+
 def print_function(fn: Function, depth: int = 0) -> str:
     plan = fn.attrs.get("memory_plan")
     printer = _Printer(plan if isinstance(plan, MemoryPlan) else None, unique_names(fn))
-    printer.emit(depth, f"@pl.function(type=pl.FunctionType.{fn.kind.value})")
+    attrs = {k: v for k, v in fn.attrs.items() if k not in DECORATOR_ATTRS}
+    options = "".join(f", {k}={format_value(fn.attrs[k])}" for k in DECORATOR_ATTRS if k in fn.attrs)
+    printer.emit(depth, f"@pl.function(type=pl.FunctionType.{fn.kind.value}{options})")
     params = ", ".join(["self"] + [_param(p, printer.name) for p in fn.params])
     printer.emit(depth, f"def {fn.name}({params}):")
-    if fn.attrs:
-        printer.emit(depth + 1, f"pl.func_attr({format_value(dict(fn.attrs))})")
+    if attrs:
+        printer.emit(depth + 1, f"pl.func_attr({format_value(attrs)})")
     reservations = tuple(fn.attrs.get("reservations", ()))
     for r, offset in zip(reservations, layout(reservations), strict=True):
         named = f" ({r.name})" if r.name is not None else ""
         printer.emit(depth + 1, f"# reserved {r.space.name}[{offset:#x}, +{r.size}]: {r.reason}{named}")
-    if fn.body or not fn.attrs:
+    if fn.body or not attrs:
         printer.body(fn.body, depth + 1)
     return "\n".join(printer.lines)
 

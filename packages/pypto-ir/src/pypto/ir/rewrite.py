@@ -125,13 +125,31 @@ def substitute_body(body: tuple[Stmt, ...], mapping: dict[Var, Expr]) -> tuple[S
             out.append(replace(stmt, values=tuple(substitute_expr(v, mapping) for v in stmt.values)))
         elif isinstance(stmt, (For, While)):
             out.append(_substitute_loop(stmt, mapping))
-        elif isinstance(stmt, (ScopeStmt, SplitAivRegion)):
+        elif isinstance(stmt, ScopeStmt):
+            out.append(_substitute_scope(stmt, mapping))
+        elif isinstance(stmt, SplitAivRegion):
             out.append(replace(stmt, body=substitute_body(stmt.body, mapping)))
         elif isinstance(stmt, If):
             out.append(_substitute_if(stmt, mapping))
         else:
             out.append(stmt)
     return tuple(out)
+
+
+def _substitute_scope(scope: ScopeStmt, mapping: dict[Var, Expr]) -> ScopeStmt:
+    """Substitute through a scope: its body, and the variables its ``deps=``, ``no_dep_args=``
+    and ``dumps=`` name (renamed when ``mapping`` maps them to variables)."""
+
+    def renamed(names: tuple[Var, ...]) -> tuple[Var, ...]:
+        return tuple(new if isinstance(new := mapping.get(v, v), Var) else v for v in names)
+
+    return replace(
+        scope,
+        body=substitute_body(scope.body, mapping),
+        deps=renamed(scope.deps),
+        no_dep_args=renamed(scope.no_dep_args),
+        dumps=renamed(scope.dumps),
+    )
 
 
 def _substitute_memref(stmt: Assign, mapping: Mapping[Var, Expr]) -> MemRefSlot | None:

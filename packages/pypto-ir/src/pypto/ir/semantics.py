@@ -46,7 +46,7 @@ from pypto.ir.ops import (
     tensor,
     tile,
 )
-from pypto.ir.types import ArrayType, ScalarType, TensorType, TileType
+from pypto.ir.types import TASK_ID, ArrayType, ScalarType, TensorType, TileType
 
 OpImpl = Callable[[Call, Sequence[Any]], Any]
 
@@ -444,27 +444,35 @@ def _scalar_binary(fn: Callable[[Any, Any], Any]) -> OpImpl:
 # ---------------------------------------------------------------- scalar arrays
 
 # A scalar array's value is a tuple of Python numbers, one per element; array.set gives a new one.
+# A pl.TASK_ID array (in an orchestration) holds the backend's task handles as they are, and None
+# in every element never written: an id that names no task, so a deps= on it waits for nothing.
 
 
 @implements(array.create)
-def _array_create(call: Call, args: Sequence[Any]) -> tuple[int | float, ...]:
+def _array_create(call: Call, args: Sequence[Any]) -> tuple[Any, ...]:
     # Fresh arrays are zeroed, like new tiles: results never depend on stale scalar memory.
     assert isinstance(call.type, ArrayType)
+    if call.type.dtype is DataType.TASK_ID:
+        return (None,) * call.type.size
     zero: int | float = 0.0 if call.type.dtype.is_float else 0
     return (zero,) * call.type.size
 
 
 @implements(array.get)
-def _array_get(call: Call, args: Sequence[Any]) -> int | float | bool:
+def _array_get(call: Call, args: Sequence[Any]) -> Any:
     values, index = args
-    return scalar_result(call, values[int(index)])
+    element = values[int(index)]
+    return element if call.type == TASK_ID else scalar_result(call, element)
 
 
 @implements(array.set)
-def _array_set(call: Call, args: Sequence[Any]) -> tuple[int | float, ...]:
+def _array_set(call: Call, args: Sequence[Any]) -> tuple[Any, ...]:
     values, index, value = args
     assert isinstance(call.type, ArrayType)
-    stored = element_scalar(value, torch_dtype(call.type.dtype)).item()  # as the element dtype holds it
+    if call.type.dtype is DataType.TASK_ID:
+        stored = value  # a task handle, kept as the backend made it
+    else:
+        stored = element_scalar(value, torch_dtype(call.type.dtype)).item()  # as the element dtype holds it
     at = int(index)
     return (*values[:at], stored, *values[at + 1 :])
 

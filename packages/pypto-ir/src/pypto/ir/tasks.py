@@ -10,7 +10,11 @@ tasks that touch one tensor when their modes :meth:`~AccessMode.conflicts`.
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 from pypto.ir.types import Direction
 
@@ -43,3 +47,51 @@ class AccessMode(Enum):
     @property
     def writes(self) -> bool:
         return self is not AccessMode.In
+
+
+# The comparisons a dispatch predicate may make, by the Python operator that writes them.
+PREDICATE_COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    ">": operator.gt,
+    "<": operator.lt,
+    ">=": operator.ge,
+    "<=": operator.le,
+}
+
+
+@dataclass(frozen=True)
+class Predicate:
+    """``predicate=(row_count[e] > 0)`` of a task: one comparison of one tensor element with an
+    int, evaluated by the scheduler when the task is dispatched (after its dependencies), not by
+    the orchestration. False: the task is retired without running; its dependents still proceed.
+
+    ``tensor`` and the variable ``indices`` name variables of the orchestration function (an int
+    index is a constant), as a kernel call's ``deps`` do.
+
+    >>> p = Predicate("row_count", ("e",), ">", 0)
+    >>> str(p), p.holds(3)
+    ('row_count[e] > 0', True)
+    """
+
+    tensor: str
+    indices: tuple[str | int, ...]
+    cmp: str
+    value: int
+
+    def __post_init__(self) -> None:
+        if self.cmp not in PREDICATE_COMPARISONS:
+            raise ValueError(
+                f"a predicate compares with one of {', '.join(PREDICATE_COMPARISONS)}, got {self.cmp!r}"
+            )
+
+    def holds(self, element: Any) -> bool:
+        """Whether the element read at dispatch satisfies the comparison."""
+        return bool(PREDICATE_COMPARISONS[self.cmp](element, self.value))
+
+    def names(self) -> tuple[str, ...]:
+        """The variables the predicate reads: the tensor, then its variable indices."""
+        return (self.tensor, *(i for i in self.indices if isinstance(i, str)))
+
+    def __str__(self) -> str:
+        return f"{self.tensor}[{', '.join(map(str, self.indices))}] {self.cmp} {self.value}"

@@ -60,7 +60,7 @@ class ScalarType(Type):
     dtype: DataType
 
     def __str__(self) -> str:
-        return f"pl.Scalar[pl.{self.dtype.name}]"
+        return "pl.TaskId" if self.dtype is DataType.TASK_ID else f"pl.Scalar[pl.{self.dtype.name}]"
 
 
 @dataclass(frozen=True)
@@ -117,14 +117,6 @@ class ArrayType(Type):
 
 
 @dataclass(frozen=True)
-class TaskIdType(Type):
-    """The type of a task id, bound by ``with pl.at(...) as tid`` and named in ``deps=[tid]``."""
-
-    def __str__(self) -> str:
-        return "pl.TaskId"
-
-
-@dataclass(frozen=True)
 class TupleType(Type):
     types: tuple[Type, ...]
 
@@ -134,7 +126,8 @@ class TupleType(Type):
 
 INDEX = ScalarType(DataType.INDEX)
 UNIT = UnitType()
-TASK_ID = TaskIdType()
+# A task id (``pl.TaskId``): bound by ``with pl.at(...) as tid`` or ``pl.submit``, named in ``deps=[tid]``.
+TASK_ID = ScalarType(DataType.TASK_ID)
 
 
 def describe(t: Type) -> str:
@@ -144,10 +137,10 @@ def describe(t: Type) -> str:
         return f"Tile[{list(t.shape)}, {t.dtype.name}{space}]"
     if isinstance(t, TensorType):
         return f"Tensor[{list(t.shape)}, {t.dtype.name}]"
+    if t == TASK_ID:
+        return "a task id"
     if isinstance(t, ScalarType):
         return f"Scalar[{t.dtype.name}]"
     if isinstance(t, ArrayType):
         return f"Array[{t.size}, {t.dtype.name}]"
-    if isinstance(t, TaskIdType):
-        return "a task id"
     return str(t)

@@ -34,7 +34,7 @@ from pypto.ir.nodes import (
     walk_stmts,
 )
 from pypto.ir.ops import Unit, get_op, op
-from pypto.ir.types import ScalarType, TaskIdType, TensorType, TileType, Type
+from pypto.ir.types import TASK_ID, ArrayType, ScalarType, TensorType, TileType, Type
 
 _DEVICE_UNITS = (Unit.CUBE, Unit.VECTOR, Unit.MTE)
 
@@ -82,6 +82,12 @@ def _calls(body: tuple[Stmt, ...]) -> list[Call]:
 def verify_function(fn: Function, callees: set[str] | None = None) -> None:
     defined: set[Var] = {p.var for p in fn.params}
     _verify_body(fn, fn.body, defined, callees, in_scope=False)
+
+
+def _defined(fn: Function, var: Var, defined: set[Var]) -> bool:
+    """Whether ``var`` is bound here: by a statement before it, or, for a task id, by the ``task``
+    attr of a kernel call (which binds it by name)."""
+    return var in defined or (var.type == TASK_ID and var.name in call_tasks(fn.body))
 
 
 def _verify_body(
@@ -187,34 +193,40 @@ def _carried_type(t: Type) -> Type:
     return replace(t, valid_shape=None) if isinstance(t, TileType) else t
 
 
-def _call_tasks_before(body: tuple[Stmt, ...], scope: ScopeStmt) -> set[str]:
-    """The task names kernel calls before ``scope`` (in program order) bind."""
-    names: set[str] = set()
-    for stmt in walk_stmts(body):
-        if stmt is scope:
-            break
-        if isinstance(stmt, Eval) and isinstance(stmt.value, Call) and stmt.value.op == op.call:
-            task = stmt.value.attrs.get("task")
-            if task is not None:
-                names.add(str(task))
-    return names
+def call_tasks(body: tuple[Stmt, ...]) -> set[str]:
+    """The task ids kernel calls bind by name (``call.attrs["task"]``: ``pl.submit``, an outlined
+    ``pl.at(...) as tid``), anywhere in ``body``."""
+    return {
+        str(stmt.value.attrs["task"])
+        for stmt in walk_stmts(body)
+        if isinstance(stmt, (Eval, Assign))
+        and isinstance(stmt.value, Call)
+        and stmt.value.op == op.call
+        and "task" in stmt.value.attrs
+    }
+
+
+def is_task_ids(t: Type) -> bool:
+    """A ``deps=`` entry's type: a task id, or an array of them (every id it holds)."""
+    return t == TASK_ID or (isinstance(t, ArrayType) and t.dtype is DataType.TASK_ID)
 
 
 def _verify_task_vars(fn: Function, scope: ScopeStmt, defined: set[Var]) -> None:
-    """A scope's ``deps`` are task ids bound before it (by an earlier scope, or named by the
-    ``task`` attr of an earlier kernel call: ``pl.submit``); its ``no_dep_args`` are tensors."""
-    submitted = _call_tasks_before(fn.body, scope) if scope.deps else set()
+    """A scope's ``deps`` are task ids (or arrays of them) bound before it (by an earlier scope,
+    an assignment, or the ``task`` attr of a kernel call: ``pl.submit``); its ``no_dep_args``
+    are tensors."""
+    submitted = call_tasks(fn.body) if scope.deps else set()
     for var in scope.deps:
         bound = var in defined or var.name in submitted
-        if not bound or not isinstance(var.type, TaskIdType):
+        if not bound or not is_task_ids(var.type):
             raise VerificationError(
                 f"in {fn.name}: deps= names {var.name}, which is not a task id bound before the scope",
                 var.span,
             )
-    for var in scope.no_dep_args:
+    for var in (*scope.no_dep_args, *scope.dumps):
         if var not in defined or not isinstance(var.type, TensorType):
             raise VerificationError(
-                f"in {fn.name}: no_dep_args= names {var.name}, not a tensor defined before the scope",
+                f"in {fn.name}: no_dep_args= / dumps= name {var.name}, not a tensor defined before the scope",
                 var.span,
             )
 
@@ -231,7 +243,7 @@ def _verify_expr(
     fn: Function, expr: Expr, defined: set[Var], callees: set[str] | None, in_scope: bool
 ) -> None:
     for e in walk_expr(expr):
-        if isinstance(e, Var) and e not in defined:
+        if isinstance(e, Var) and not _defined(fn, e, defined):
             raise VerificationError(f"in {fn.name}: {e.name} is used before it is defined", e.span)
         if not isinstance(e, Call):
             continue

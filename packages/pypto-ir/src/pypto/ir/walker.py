@@ -61,9 +61,10 @@ from pypto.ir.nodes import (
     While,
     nested_bodies,
 )
-from pypto.ir.ops import OPS, op, tensor
+from pypto.ir.ops import OPS, op, system, tensor
 from pypto.ir.ops import tile as tile_ops
 from pypto.ir.printer import format_expr
+from pypto.ir.tasks import Predicate
 from pypto.ir.types import TensorType, TileType
 
 Steps = Generator[Any, None, Any]  # yields whatever the hooks yield; returns a value
@@ -73,8 +74,9 @@ OpImpl = Callable[[Call, Sequence[Any]], Any]  # an op's semantics: impl(call, a
 INDEX_OPS = frozenset({tile_ops.get_subblock_idx, op.get_block_idx, op.get_block_num})
 # Op names the walk compares with, resolved once.
 _CALL, _CREATE, _LANE, _BLOCK = op.call, tensor.create, tile_ops.get_subblock_idx, op.get_block_idx
-# Ops the walker's structure handles: a kernel launch.
-STRUCTURAL_OPS = frozenset({op.call})
+_JOIN = system.task_dummy
+# Ops the walker's structure handles: a kernel launch, a dependency join (a task with no work).
+STRUCTURAL_OPS = frozenset({op.call, _JOIN})
 # Boundary ops the pass pipeline lowers into pipe pushes and pops: no backend receives them.
 LOWERED_AWAY = frozenset({tile_ops.aiv_shard, tile_ops.aic_gather})
 
@@ -147,6 +149,11 @@ class Walker(ABC):
     def bind(self, stmt: Assign, value: Any) -> None:
         """Bind an ``Assign``'s target to its value."""
         self.env[stmt.target.name] = value
+
+    def bind_loop_var(self, loop: For, value: int) -> None:
+        """Bind a ``For``'s variable to the iteration about to run (a host may note its
+        ``pl.parallel`` iterations here)."""
+        self.env[loop.var.name] = value
 
     def set_carried(self, var: Var, value: Any) -> None:
         """Bind a carried value: a loop's iter_arg to its init value or an iteration's yield, an
@@ -222,7 +229,7 @@ class Walker(ABC):
         self.loop_depth += 1
         try:
             for done, i in enumerate(iterations, 1):
-                self.env[loop.var.name] = i
+                self.bind_loop_var(loop, i)
                 left = yield from self.iteration(loop)
                 if left is not None:
                     return None if isinstance(left, Jump) else left
@@ -367,6 +374,13 @@ class HostWalker(Walker):
     def launch(self, plan: LaunchPlan, call: Call, args: tuple[Any, ...]) -> Steps:
         """Launch ``plan``'s kernel on ``args`` (run it, or submit it as a task)."""
 
+    def join(self, call: Call) -> Steps:
+        """``pl.system.task_dummy(deps=[...])``: a task with no work that completes once its
+        ``deps`` have; the value is its task handle. A backend that runs every task to its end
+        in order has nothing to join: this default gives no handle (it names no task)."""
+        return None
+        yield  # a generator that never waits
+
     def apply(self, call: Call, args: tuple[Any, ...]) -> Steps:
         if call.op == _CALL:
             control = self.loaded.control_function(call)
@@ -376,9 +390,11 @@ class HostWalker(Walker):
             self.check_extents(plan.kernel, args, call)
             yield from self.launch(plan, call, args)
             return plan.result(args)
+        if call.op == _JOIN:
+            return (yield from self.join(call))
         if call.op == _CREATE:
             return self.semantics_of(call)(self.with_extents(call), args)
-        if call.op.startswith("scalar."):
+        if call.op.startswith(("scalar.", "array.")):  # index math, and the pl.TASK_ID arrays
             return self.semantics_of(call)(call, args)
         raise self.error(
             f"{call.op} runs on a core but sits in the orchestration function",
@@ -395,6 +411,31 @@ class HostWalker(Walker):
             bind_extents(kernel, args)
         except SpecializationError as err:
             raise SpecializationError(err.message, call.span or self.fn.span, err.hint) from None
+
+    def declared_tasks(self, call: Call) -> list[Any]:
+        """The task handles a call's ``deps=`` names, in order: a task id's, and every one a
+        ``pl.TASK_ID`` array holds (an element never written names no task and is skipped)."""
+        found: list[Any] = []
+        for name in call.attrs.get("deps", ()):
+            if name not in self.env:
+                raise self.error(f"deps= names {name}, which is not a task submitted earlier", call)
+            value = self.env[name]
+            for handle in value if isinstance(value, tuple) else (value,):
+                if handle is not None and handle not in found:
+                    found.append(handle)
+        return found
+
+    def predicate_site(self, call: Call) -> tuple[Predicate, Any, tuple[int, ...]] | None:
+        """A call's ``predicate=``: the predicate, its tensor and its indices, read from the frame
+        at submission (the element itself is read when the task is dispatched); None without one."""
+        predicate = call.attrs.get("predicate")
+        if predicate is None:
+            return None
+        for name in predicate.names():
+            if name not in self.env:
+                raise self.error(f"predicate= reads {name}, which is not defined here", call)
+        indices = tuple(int(self.env[i]) if isinstance(i, str) else i for i in predicate.indices)
+        return predicate, self.env[predicate.tensor], indices
 
     def with_extents(self, call: Call) -> Call:
         """``pl.create_tensor`` of a shape with dynamic extents: the shape of this run."""

@@ -23,7 +23,6 @@ from pypto.ir import FunctionKind as FunctionType
 from pypto.ir.memory import Allocation, MemoryPlan, Reservation
 from pypto.language import advice as _advice  # noqa: F401  (registers the DSL wording of the type rules' hints)
 from pypto.language.annotations import (
-    TASK_ID,
     Array,
     InOut,
     MemRef,
@@ -36,11 +35,21 @@ from pypto.language.annotations import (
     dynamic,
 )
 from pypto.language.autotune import Autotuner, Config, autotune
-from pypto.language.builtins import STATEMENTS, Builtin, array, op_builtins, system, tensor, tile
+from pypto.language.builtins import (
+    STATEMENTS,
+    Builtin,
+    array,
+    dump_tag,
+    no_dep,
+    op_builtins,
+    system,
+    tensor,
+    tile,
+)
 from pypto.language.directives import DIRECTIVES
 from pypto.language.errors import KernelOnlyError, ScopeOptionError
 from pypto.language.jit import JitFunction, inline, jit
-from pypto.language.options import AUTO, cross_core_slot, split
+from pypto.language.options import AUTO, ScopeMode, cross_core_slot, split
 from pypto.language.parser.classes import func_attr, function, loads, parse, parse_program, program
 from pypto.runtime.compiled import register_reader
 
@@ -54,6 +63,7 @@ INT64 = DataType.INT64
 UINT8 = DataType.UINT8
 BOOL = DataType.BOOL
 INDEX = DataType.INDEX
+TASK_ID = DataType.TASK_ID  # the dtype of a task id: pl.TaskId is pl.Scalar[pl.TASK_ID]
 
 Mem = MemorySpace
 
@@ -61,6 +71,7 @@ register_reader(parse_program)  # what RunConfig(verification_level=ROUNDTRIP) r
 
 at = STATEMENTS["at"]
 manual_scope = STATEMENTS["manual_scope"]
+scope = STATEMENTS["scope"]
 cluster = STATEMENTS["cluster"]
 spmd = STATEMENTS["spmd"]
 range = STATEMENTS["range"]  # shadows the builtin on purpose: pl.range is the DSL loop
@@ -68,6 +79,7 @@ parallel = STATEMENTS["parallel"]
 unroll = STATEMENTS["unroll"]
 pipeline = STATEMENTS["pipeline"]
 submit = STATEMENTS["submit"]
+spmd_submit = STATEMENTS["spmd_submit"]
 yield_ = STATEMENTS["yield_"]
 while_ = STATEMENTS["while_"]
 cond = STATEMENTS["cond"]
@@ -127,6 +139,7 @@ __all__ = [
     "PipeType",
     "Reservation",
     "Scalar",
+    "ScopeMode",
     "ScopeOptionError",
     "SplitMode",
     "TaskId",
@@ -140,6 +153,7 @@ __all__ = [
     "cond",
     "const",
     "cross_core_slot",
+    "dump_tag",
     "dynamic",
     "func_attr",
     "function",
@@ -149,15 +163,18 @@ __all__ = [
     "manual_scope",
     "max",
     "min",
+    "no_dep",
     "parallel",
     "parse",
     "parse_program",
     "pipeline",
     "program",
     "range",
+    "scope",
     "split",
     "split_aiv",
     "spmd",
+    "spmd_submit",
     "static_assert",
     "static_print",
     "submit",

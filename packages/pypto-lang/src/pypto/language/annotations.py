@@ -148,20 +148,13 @@ class TileSpec:
 
 @dataclass(frozen=True)
 class ScalarSpec:
-    """A scalar annotation: ``pl.Scalar[pl.FP32]`` or a bare dtype such as ``pl.FP32``."""
+    """A scalar annotation: ``pl.Scalar[pl.FP32]`` or a bare dtype such as ``pl.FP32``;
+    ``pl.TaskId`` is ``pl.Scalar[pl.TASK_ID]``, a task id."""
 
     dtype: DataType
 
     def __str__(self) -> str:
-        return f"pl.Scalar[pl.{self.dtype.name}]"
-
-
-@dataclass(frozen=True)
-class TaskIdSpec:
-    """The task id annotation: ``tid: pl.TaskId = t0`` (a name bound by ``pl.at(...) as t0``)."""
-
-    def __str__(self) -> str:
-        return "pl.TaskId"
+        return "pl.TaskId" if self.dtype is DataType.TASK_ID else f"pl.Scalar[pl.{self.dtype.name}]"
 
 
 @dataclass(frozen=True)
@@ -175,10 +168,11 @@ class ArraySpec:
         return f"pl.Array[{self.size}, pl.{self.dtype.name}]"
 
 
-AnnotationSpec = TensorSpec | TileSpec | ScalarSpec | TaskIdSpec | ArraySpec
+AnnotationSpec = TensorSpec | TileSpec | ScalarSpec | ArraySpec
 
 
-DTYPES = ", ".join(f"pl.{d.name}" for d in DataType)  # for hints: pl.FP16, pl.BF16, ...
+# The element dtypes, for hints: pl.FP16, pl.BF16, ... (pl.TASK_ID names tasks, no elements).
+DTYPES = ", ".join(f"pl.{d.name}" for d in DataType if d.is_numeric)
 
 
 def dtype_hint(value: Any) -> str:
@@ -236,10 +230,16 @@ def _static_shape(value: Any, what: str) -> tuple[int, ...]:
     return cast(tuple[int, ...], _shape(value, what))
 
 
-def _dtype(value: Any, what: str) -> DataType:
+def _dtype(value: Any, what: str, task_ids: bool = False) -> DataType:
     if not isinstance(value, DataType):
         raise ParseError(
             f"{what} dtype must be a pl dtype such as pl.FP32, got {value!r}", hint=dtype_hint(value)
+        )
+    if value is DataType.TASK_ID and not task_ids:
+        raise ParseError(
+            f"{what} cannot hold task ids (pl.TASK_ID): a task id names a task in the orchestration",
+            hint="keep task ids in pl.TaskId names and pl.array.create(n, pl.TASK_ID) arrays; give the "
+            f"{what} a number dtype such as pl.INT32",
         )
     return value
 
@@ -343,7 +343,7 @@ class Scalar:
 
     @_at_annotation
     def __class_getitem__(cls, item: Any) -> ScalarSpec:
-        return ScalarSpec(_dtype(item, "pl.Scalar"))
+        return ScalarSpec(_dtype(item, "pl.Scalar", task_ids=True))
 
 
 def _directed(item: Any, direction: Direction) -> TensorSpec:
@@ -387,14 +387,12 @@ class Array:
                 f"pl.Array[...] takes a size and a dtype, got {item!r}",
                 hint="write pl.Array[8, pl.INT32]: the number of elements, then their dtype",
             )
-        return ArraySpec(size, _dtype(items[1], "pl.Array"))
+        return ArraySpec(size, _dtype(items[1], "pl.Array", task_ids=True))
 
 
-class TaskId:
-    """``pl.TaskId`` (alias ``pl.TASK_ID``): the type of a task handle, ``with pl.at(...) as tid``."""
-
-
-TASK_ID = TaskId
+# ``pl.TaskId``: the type of a task handle (``with pl.at(...) as tid``, ``pl.submit``), which is
+# ``pl.Scalar[pl.TASK_ID]``.
+TaskId = ScalarSpec(DataType.TASK_ID)
 
 
 def as_spec(annotation: Any) -> AnnotationSpec:
@@ -403,10 +401,8 @@ def as_spec(annotation: Any) -> AnnotationSpec:
     >>> as_spec(pl.Tensor), as_spec(pl.FP32)
     (TensorSpec(shape=None, dtype=None, direction=<Direction.In: 'In'>), ScalarSpec(dtype=pl.FP32))
     """
-    if isinstance(annotation, (TensorSpec, TileSpec, ScalarSpec, TaskIdSpec, ArraySpec)):
+    if isinstance(annotation, (TensorSpec, TileSpec, ScalarSpec, ArraySpec)):
         return annotation
-    if annotation is TaskId:
-        return TaskIdSpec()
     if annotation is Tensor:
         return TensorSpec()
     if isinstance(annotation, DataType):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from pypto.ir.ops import Level
 from pypto.language.device import available_aiv_count, available_cluster_count
@@ -21,27 +21,45 @@ from pypto.language.directives import TENSOR_DIM
 from pypto.language.dslops import DslFunction, dsl_function, dsl_functions
 from pypto.language.errors import KernelOnlyError
 
+T = TypeVar("T")
+
 # The statements of the language: name -> (signature, one-line meaning).
 STATEMENT_DOCS: dict[str, tuple[str, str]] = {
     "at": (
-        "at(level=, optimizations=[...], name_hint=, deps=[...], no_dep_args=[...], "
+        "at(level=, optimizations=[...], name_hint=, deps=[...], no_dep_args=[...], dumps=[...], "
         "allow_early_resolve=False) as tid",
         "a scope that becomes one kernel, called as one task",
     ),
-    "manual_scope": ("manual_scope()", "a block in which only explicit deps= order tasks"),
+    "manual_scope": (
+        "manual_scope()",
+        "a runtime scope with dependency tracking off: only explicit deps= order the tasks in it",
+    ),
     "cluster": (
         "cluster(name_hint=, deps=[...], no_dep_args=[...]) as tid",
         "co-schedules the AIC kernel and the AIV kernel its body calls on one core group, as a Group "
         "(the same as pl.at(level=pl.Level.CLUSTER))",
     ),
     "spmd": (
-        "spmd(core_num, name_hint=None, optimizations=[...], sync_start=False, deps=[...], predicate=True)",
+        "spmd(core_num, name_hint=None, optimizations=[...], sync_start=False, deps=[...], "
+        "predicate=(t[i] > 0), allow_early_resolve=False)",
         "`for i in pl.spmd(n):` launches the body (a kernel of its own, or its scopes and kernel calls) "
-        "on n core groups; i is the block index",
+        "on n core groups; i is the block index; `with pl.spmd(n, deps=[...]) as tid:` names its task",
     ),
     "submit": (
-        "submit(kernel, *args, deps=[...])",
-        "launch a kernel from an orchestration body as a task; returns its task id (a pl.TaskId)",
+        "submit(self.kernel, *args, deps=[...], dumps=[...], allow_early_resolve=False, "
+        "predicate=(t[i] > 0))",
+        "launch a kernel of the @pl.program as a task: `out, tid = pl.submit(self.kernel, x, out)` "
+        "gives the tensors the kernel returns, then the task id (a pl.TaskId)",
+    ),
+    "spmd_submit": (
+        "spmd_submit(self.kernel, *args, core_num=N, sync_start=False, deps=[...], "
+        "allow_early_resolve=False, predicate=(t[i] > 0))",
+        "launch a kernel of the @pl.program on core_num blocks as one task; returns like pl.submit",
+    ),
+    "scope": (
+        "scope(mode=pl.ScopeMode.AUTO)",
+        "a runtime scope of the orchestration: AUTO tracks dependencies (needs auto_scope=False), "
+        "MANUAL is pl.manual_scope()",
     ),
     "range": ("range(stop) / range(start, stop, step=1)", "a sequential loop over an INDEX var"),
     "yield_": (
@@ -103,6 +121,13 @@ class Builtin:
         return f"pl.{self.level}.{self.name}" if self.level else f"pl.{self.name}"
 
     def __call__(self, *args: Any, **kwargs: Any) -> NoReturn:
+        if self.name in PARSER_CONSTRUCTS:
+            where = "a @pl.jit body or " if self.name == "system.task_dummy" else ""
+            raise KernelOnlyError(
+                f"{self.dsl_name} is a DSL parser construct and cannot be called directly",
+                hint=f"write {self.dsl_name}(...) inside {where}the Orchestration function of a "
+                "@pl.program class, which the parser reads (it is never run as Python)",
+            )
         raise KernelOnlyError(
             f"{self.dsl_name}() can only be used inside a @pl.jit function",
             hint="kernels are parsed, not executed: call the @pl.jit function with torch tensors instead",
@@ -113,6 +138,23 @@ class Builtin:
 
 
 STATEMENTS: dict[str, Builtin] = {name: Builtin(name) for name in STATEMENT_DOCS}
+# The task-graph constructs: each is read by the parser from its call; called from Python it raises.
+PARSER_CONSTRUCTS = ("submit", "spmd_submit", "system.task_dummy")
+
+
+def no_dep(tensor: T) -> T:
+    """``self.kernel(pl.no_dep(out), ...)``: turn the dependency tracking of this one argument of
+    this one kernel call off (no edge through it, whatever the parameter's direction, and none
+    from it for later tasks). The parser reads the mark at a call argument; at run time, outside
+    a kernel, it returns the tensor unchanged."""
+    return tensor
+
+
+def dump_tag(tensor: Any) -> None:
+    """``pl.dump_tag(t)`` in an Orchestration (or inline) body: mark ``t`` for the selective dump of
+    every later task that takes it (recorded as the tasks' ``dumps``). Outside a kernel it does
+    nothing."""
+    return None
 
 
 @dataclass

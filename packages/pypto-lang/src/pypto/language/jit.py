@@ -173,19 +173,21 @@ class Jit:
 
 # Where what a user may have meant to pass a decorator goes instead.
 _OPTION_HINT = (
-    'the decorator takes no options: split a kernel with pl.func_attr({"split": pl.SplitMode.UP_DOWN}) '
+    'the decorator takes no other options: split a kernel with pl.func_attr({"split": pl.SplitMode.UP_DOWN}) '
     "as its first statement, put optimizations=[...] on a pl.at(...) scope or a pl.spmd(...) loop, "
     "and pass run settings as config=RunConfig(...) when calling the kernel"
 )
+# The options each decorator takes: auto_scope=False (the author places the AUTO runtime scopes,
+# `with pl.scope():`) on the functions whose body is control-plane code, or is spliced into one.
+_OPTIONS = {JitKind.entry: ("auto_scope",), JitKind.inline: ("auto_scope",)}
 
 
 def _decorate(name: str, kind: JitKind, func: Any, options: dict[str, Any]) -> Any:
-    """``@name`` on ``func`` (``@name()`` returns the decorator itself); options are an error."""
-    if options:
-        given = ", ".join(f"{key}=" for key in options)
-        raise JitOptionError(f"@{name} takes no options, got {given}", call_site(), _OPTION_HINT)
+    """``@name`` on ``func`` (``@name()`` / ``@name(auto_scope=False)`` return the decorator);
+    an option the decorator does not take is an error."""
+    _check_options(name, kind, options)
     if func is None:
-        return lambda f: _decorate(name, kind, f, {})
+        return lambda f: _decorate(name, kind, f, options)
     if not callable(func) or isinstance(func, (JitFunction, type)):
         what = "a @pl.jit function" if isinstance(func, JitFunction) else type(func).__name__
         raise JitOptionError(
@@ -193,7 +195,32 @@ def _decorate(name: str, kind: JitKind, func: Any, options: dict[str, Any]) -> A
             call_site(),
             f"write @{name} directly above one def, once",
         )
-    return JitFunction(func, kind)
+    jitted = JitFunction(func, kind)
+    jitted.auto_scope = options.get("auto_scope", True)
+    return jitted
+
+
+def _check_options(name: str, kind: JitKind, options: dict[str, Any]) -> None:
+    """A JitOptionError at the decorator for an option ``@name`` does not take, or a bad value."""
+    allowed = _OPTIONS.get(kind, ())
+    unknown = [key for key in options if key not in allowed]
+    if "auto_scope" in unknown:
+        raise JitOptionError(
+            f"@{name} does not take auto_scope=: it is outlined into a kernel of its own, with no "
+            "orchestration body for a runtime scope to stand in",
+            call_site(),
+            "put auto_scope=False on the @pl.jit entry, or on a @pl.jit.inline helper",
+        )
+    if unknown:
+        given = ", ".join(f"{key}=" for key in unknown)
+        takes = f"takes only {', '.join(f'{k}=' for k in allowed)}" if allowed else "takes no options"
+        raise JitOptionError(f"@{name} {takes}, got {given}", call_site(), _OPTION_HINT)
+    if "auto_scope" in options and not isinstance(options["auto_scope"], bool):
+        raise JitOptionError(
+            f"@{name}(auto_scope=...) takes True or False, got {options['auto_scope']!r}",
+            call_site(),
+            f"write @{name}(auto_scope=False) to place the AUTO scopes yourself (with pl.scope():)",
+        )
 
 
 jit = Jit()

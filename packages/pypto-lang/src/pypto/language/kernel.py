@@ -35,6 +35,9 @@ class KernelFunction:
         self.func = func
         self.kind = kind
         self._signature: tuple[tuple[ParamSignature, ...], GlobalReads] | None = None
+        # Whether the compiler places the function's AUTO runtime scopes; False
+        # (``@pl.jit(auto_scope=False)``): the author writes them, ``with pl.scope():``.
+        self.auto_scope = True
 
     @property
     def name(self) -> str:

@@ -1,4 +1,5 @@
-"""Scope optimizations: the entries of ``pl.at(..., optimizations=[...])``.
+"""Scope options: the entries of ``pl.at(..., optimizations=[...])``, and the mode of a runtime
+scope (``pl.scope(mode=pl.ScopeMode.MANUAL)``).
 
 These are ordinary Python functions returning plain data, so the parser evaluates them as
 written and a bad value fails the same way inside or outside a kernel.
@@ -7,6 +8,7 @@ written and a bad value fails the same way inside or outside a kernel.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 from pypto.ir import SplitMode
 from pypto.language.errors import ScopeOptionError
@@ -29,6 +31,18 @@ class Auto:
 
 
 AUTO = Auto()
+
+
+class ScopeMode(Enum):
+    """The mode of a runtime scope (``with pl.scope(mode=...):``): ``AUTO`` tracks the tasks'
+    dependencies through the tensors they touch; ``MANUAL`` (``pl.manual_scope()``) turns that
+    tracking off, so only ``deps=`` orders the tasks inside."""
+
+    AUTO = "AUTO"
+    MANUAL = "MANUAL"
+
+    def __repr__(self) -> str:
+        return f"pl.ScopeMode.{self.name}"
 
 
 @dataclass(frozen=True)

@@ -320,13 +320,14 @@ def _extent_carriers(entry: Function, scope: ScopeStmt, params: list[Param]) -> 
 def _task_attrs(scope: ScopeStmt, kernel: str, params: list[Param]) -> dict[str, object]:
     """What the scope says about its task, as ``call`` attrs naming orchestration variables."""
     passed = {p.var for p in params}
-    for named in scope.no_dep_args:
-        if named not in passed:
-            raise ParseError(
-                f"no_dep_args= names {named.name}, which scope '{kernel}' does not use",
-                scope.span,
-                "name only tensors the scope reads or writes",
-            )
+    for key, named_list in (("no_dep_args", scope.no_dep_args), ("dumps", scope.dumps)):
+        for named in named_list:
+            if named not in passed:
+                raise ParseError(
+                    f"{key}= names {named.name}, which scope '{kernel}' does not use",
+                    named.span or scope.span,
+                    "name only tensors the scope reads or writes",
+                )
     attrs: dict[str, object] = {}
     if scope.task is not None:
         attrs["task"] = scope.task.name
@@ -342,6 +343,10 @@ def _task_attrs(scope: ScopeStmt, kernel: str, params: list[Param]) -> dict[str,
         attrs["sync_start"] = True
     if scope.allow_early_resolve:
         attrs["allow_early_resolve"] = True
+    if scope.predicate is not None:
+        attrs["predicate"] = scope.predicate
+    if scope.dumps:
+        attrs["dumps"] = tuple(v.name for v in scope.dumps)
     return attrs
 
 

@@ -9,10 +9,12 @@ many tasks), so a runtime derives them at submission; this pass says, per call, 
 - ``access``: one :class:`~pypto.ir.AccessMode` per argument (None for scalars), from the
   callee's parameter directions; an ``InOut`` tensor the kernel only adds into atomically
   (``tile.store_atomic``) is ``Accumulate``, so accumulating tasks need not wait for each other.
-- ``no_dep``: the argument indices through which the task takes no edge: its scope's
-  ``no_dep_args``, tensors made with ``pl.create_tensor(..., manual_dep=True)``, and every tensor
-  of a task inside ``pl.manual_scope()``.
-- ``task`` and ``deps`` (task-id names) and ``block_num`` stay as the front end set them.
+- ``no_dep``: the argument indices whose tracking is off (the task takes no edge through them,
+  and later tasks none from them): its scope's ``no_dep_args``, the arguments the front end
+  marked (``pl.no_dep(t)``), tensors made with ``pl.create_tensor(..., manual_dep=True)``, and
+  every tensor of a task inside ``pl.manual_scope()``.
+- ``task`` and ``deps`` (task-id names, of task ids or ``pl.TASK_ID`` arrays), ``block_num``,
+  ``predicate`` and ``dumps`` stay as the front end set them.
 """
 
 from __future__ import annotations
@@ -96,10 +98,12 @@ def _annotate(call: Call, program: Program, manual: set[str]) -> Call:
     kernel = program.function(call.attrs["callee"])
     access = tuple(param_modes(program, kernel))
     untracked = set(call.attrs.get("no_dep_args", ())) | manual
+    marked = set(call.attrs.get("no_dep", ()))  # pl.no_dep(t) at these arguments
     no_dep = tuple(
         index
         for index, (arg, mode) in enumerate(zip(call.args, access, strict=True))
-        if mode is not None and (call.attrs.get("manual") or (isinstance(arg, Var) and arg.name in untracked))
+        if mode is not None
+        and (call.attrs.get("manual") or index in marked or (isinstance(arg, Var) and arg.name in untracked))
     )
     attrs = {key: value for key, value in call.attrs.items() if key not in _FOLDED}
     attrs["access"] = access

@@ -16,7 +16,7 @@ from pypto.ir.dtypes import DataType
 from pypto.ir.errors import SourceSpan
 from pypto.ir.nodes import Const, Expr
 from pypto.ir.ops.rules import check_scalar_fits, fail
-from pypto.ir.ops.spec import REQUIRED, Attr, Level, Operand, OpSpec, Role, Unit, declare
+from pypto.ir.ops.spec import REQUIRED, Attr, Level, Operand, OpSpec, Role, TaskIds, Unit, declare
 from pypto.ir.types import ArrayType, ScalarType, Type, describe
 
 # The most elements one array holds: the scalar memory a core keeps for them (4 KiB of 4-byte words).
@@ -34,12 +34,12 @@ def create(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: S
             f"a scalar array holds at most {MAX_ARRAY_SIZE} elements in scalar memory: keep more "
             "values in a tensor (pl.create_tensor) and read them with pl.read",
         )
-    if not isinstance(dtype, DataType) or not (dtype.is_integer or dtype.is_float):
+    if not isinstance(dtype, DataType) or not (dtype.is_integer or dtype.is_float or dtype.is_task_id):
         raise fail(
             op,
-            f"the elements must be an integer, float or INDEX dtype, got {dtype!r}",
+            f"the elements must be an integer, float, INDEX or TASK_ID dtype, got {dtype!r}",
             span,
-            "write a dtype such as pl.INT32, pl.INDEX or pl.FP32",
+            "write a dtype such as pl.INT32, pl.INDEX or pl.FP32 (pl.TASK_ID for task ids)",
         )
     return ArrayType(size, dtype)
 
@@ -92,7 +92,16 @@ def set_(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: Sou
             span,
             "write one number or run-time scalar per element: arr[i] = v",
         )
-    check_scalar_fits(spec.name, value, array.dtype, span, "the written value")
+    if (value.type.dtype is DataType.TASK_ID) != (array.dtype is DataType.TASK_ID):
+        raise fail(
+            spec.name,
+            f"writes {describe(value.type)} into an array of {array.dtype.name}",
+            span,
+            "keep task ids in a pl.TASK_ID array (tids = pl.array.create(n, pl.TASK_ID); tids[i] = tid) "
+            "and numbers in a number array",
+        )
+    if array.dtype is not DataType.TASK_ID:
+        check_scalar_fits(spec.name, value, array.dtype, span, "the written value")
     return array
 
 
@@ -108,6 +117,7 @@ def _declare() -> None:
             create,
             (),
             (Attr("size", int, REQUIRED), Attr("dtype", DataType, REQUIRED)),
+            traits=(TaskIds(),),
             dsl="array.create",
             signature="pl.array.create(size, dtype)",
             doc="a scalar array of size elements of dtype in scalar memory, every element zero",
@@ -120,6 +130,7 @@ def _declare() -> None:
             Unit.SCALAR,
             get,
             (array, index),
+            traits=(TaskIds(),),
             dsl="array.get",
             signature="pl.array.get(array, index)",
             doc="one element of a scalar array (written arr[i])",
@@ -132,6 +143,7 @@ def _declare() -> None:
             Unit.SCALAR,
             set_,
             (array, index, Operand("value", Role.SCALAR)),
+            traits=(TaskIds(),),
             dsl="array.set",
             signature="pl.array.set(array, index, value)",
             doc="the scalar array with one element written (written arr[i] = v)",

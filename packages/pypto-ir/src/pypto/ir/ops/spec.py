@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, TypeVar
 
-from pypto.ir.errors import SourceSpan, VerificationError
+from pypto.ir.dtypes import DataType
+from pypto.ir.errors import SourceSpan, TypeCheckError, VerificationError
 from pypto.ir.nodes import Call, Expr
 from pypto.ir.ops.enums import PadValue
-from pypto.ir.types import MemorySpace, Type
+from pypto.ir.types import ArrayType, MemorySpace, ScalarType, Type
 
 
 class Unit(Enum):
@@ -323,6 +324,12 @@ class WholeRegion(Trait):
     """A tensor op the tiler runs on the whole region at once (its result is not row-blockable)."""
 
 
+@dataclass(frozen=True)
+class TaskIds(Trait):
+    """The op takes task ids (``pl.TASK_ID`` scalars, arrays or a ``dtype=pl.TASK_ID``); every
+    other op refuses them: a task id names a task, it is no number to compute with."""
+
+
 # ---------------------------------------------------------------- the spec
 
 Rule = Callable[["OpSpec", Sequence[Expr], Mapping[str, Any], "SourceSpan | None"], Type]
@@ -352,6 +359,8 @@ class OpSpec:
 
     def infer(self, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
         """The result type of a call with ``args`` and ``attrs`` (raises ``TypeCheckError``)."""
+        if not self.has(TaskIds):
+            _refuse_task_ids(self, args, attrs, span)
         return self.rule(self, args, attrs, span)
 
     def trait(self, kind: type[T]) -> T | None:
@@ -410,6 +419,21 @@ class OpSpec:
         if missing:
             return f"misses attribute(s) {', '.join(missing)}"
         return None
+
+
+def _refuse_task_ids(
+    spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None
+) -> None:
+    """A ``TypeCheckError`` if an op that computes is given a task id (or asked for the dtype)."""
+    given = [a.type for a in args if isinstance(a.type, (ScalarType, ArrayType))]
+    if any(t.dtype is DataType.TASK_ID for t in given) or DataType.TASK_ID in attrs.values():
+        name = f"pl.{spec.dsl}" if spec.dsl else spec.name
+        raise TypeCheckError(
+            f"{name}: a task id (pl.TASK_ID) names a task; it is no number or element to compute with",
+            span,
+            "use task ids in deps=[...] only, and keep several in an array: "
+            "tids = pl.array.create(n, pl.TASK_ID); tids[i] = tid",
+        )
 
 
 OPS: dict[str, OpSpec] = {}

@@ -1,5 +1,5 @@
 """System ops: cross-core memory ordering (fence, cache invalidation, barriers), the block
-index of a launch, and kernel calls."""
+index of a launch, kernel calls, and the dependency join ``pl.system.task_dummy``."""
 
 from __future__ import annotations
 
@@ -29,10 +29,11 @@ from pypto.ir.ops.spec import (
     OpSpec,
     Ordering,
     Role,
+    TaskIds,
     Unit,
     declare,
 )
-from pypto.ir.types import UNIT, ScalarType, TensorType, Type, describe
+from pypto.ir.types import TASK_ID, UNIT, ScalarType, TensorType, Type, describe
 
 
 def cacheinvalid(
@@ -279,6 +280,19 @@ def _declare() -> None:
             dsl="call",
             doc="call a kernel; attrs: callee",
             open=True,
+        )
+    )
+    declare(
+        OpSpec(
+            "system.task_dummy",
+            s,
+            Unit.HOST,
+            lambda spec, args, attrs, span: TASK_ID,
+            attrs=(Attr("deps", tuple, ()),),
+            traits=(TaskIds(),),
+            dsl="system.task_dummy",
+            signature="pl.system.task_dummy(deps=[...])",
+            doc="a task with no work that completes once its deps= have: one task id for several",
         )
     )
 

@@ -6,7 +6,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from pypto.ir import Assign, Call, Expr, MemRefSlot, SourceSpan, Stmt, TupleExpr, Var, get_op, make_call
+from pypto.ir import (
+    Assign,
+    Call,
+    Expr,
+    MemRefSlot,
+    Predicate,
+    SourceSpan,
+    Stmt,
+    TupleExpr,
+    Var,
+    get_op,
+    make_call,
+)
 from pypto.ir.ops import Level, op
 from pypto.language.parser.env import Namer
 from pypto.language.parser.regions import ScopeRegions
@@ -29,9 +41,13 @@ class BodyBuilder:
         self.scope_outer: list[Stmt] | None = None  # the block the open pl.at scope sits in
         self.block_idx: Var | None = None  # its pl.get_block_idx(), once an spmd index is read
         self.manual = False  # inside pl.manual_scope(): tasks take only explicit deps=
+        self.runtime_scopes: list[bool] = []  # the open pl.scope() / pl.manual_scope(): manual or not
         self.block_num = 1  # inside `for i in pl.spmd(n)`: kernels launch on n core groups
         self.sync_start = False  # ... all n at once (pl.spmd(n, sync_start=True))
-        self.spmd_deps: tuple[Var, ...] = ()  # ... after these tasks (pl.spmd(n, deps=[t]))
+        self.spmd_deps: tuple[Var, ...] = ()  # ... after these tasks (pl.spmd(n, deps=[t]) as tid)
+        self.spmd_predicate: Predicate | None = None  # ... if this holds (pl.spmd(n, predicate=...))
+        self.spmd_early = False  # ... resolving early (pl.spmd(n, allow_early_resolve=True))
+        self.dump_tags: list[Var] = []  # tensors pl.dump_tag marked: dumped by the tasks that take them
         self.regions: ScopeRegions | None = None
         self.blocks: list[list[Stmt]] = [[]]
         self.valid: dict[Expr, TupleExpr] = {}
@@ -95,23 +111,29 @@ class BodyBuilder:
         return self.block_idx
 
     @contextmanager
-    def manual_scope(self) -> Iterator[None]:
-        """Tasks submitted inside the ``with`` take no edges from the tensors they touch."""
-        outer, self.manual = self.manual, True
+    def runtime_scope(self, manual: bool) -> Iterator[None]:
+        """A runtime scope (``pl.scope()``, ``pl.manual_scope()``): in a manual one tracking is off,
+        so the tasks submitted inside take no edges from the tensors they touch (and give none)."""
+        outer = self.manual
+        self.runtime_scopes.append(manual)
+        self.manual = manual
         try:
             yield
         finally:
+            self.runtime_scopes.pop()
             self.manual = outer
 
     @contextmanager
     def spmd(self, block_num: int, sync_start: bool = False, deps: tuple[Var, ...] = ()) -> Iterator[None]:
         """Kernels launched inside the ``with`` run on ``block_num`` core groups (started together
-        if ``sync_start``), after the tasks ``deps``."""
+        if ``sync_start``), after the tasks ``deps`` (and if ``spmd_predicate`` holds, set by the
+        caller for the launch)."""
         self.block_num, self.sync_start, self.spmd_deps = block_num, sync_start, deps
         try:
             yield
         finally:
             self.block_num, self.sync_start, self.spmd_deps = 1, False, ()
+            self.spmd_predicate, self.spmd_early = None, False
 
     def task_attrs(self) -> dict[str, Any]:
         """The ``call`` attrs of a task submitted here: manual, and its spmd launch."""
@@ -122,7 +144,16 @@ class BodyBuilder:
             attrs["block_num"] = self.block_num
         if self.sync_start:
             attrs["sync_start"] = True
+        if self.spmd_predicate is not None:
+            attrs["predicate"] = self.spmd_predicate
+        if self.spmd_early:
+            attrs["allow_early_resolve"] = True
         return attrs
+
+    def tagged(self, values: Any) -> tuple[Var, ...]:
+        """The tensors among ``values`` that ``pl.dump_tag`` marked, in the order they were marked."""
+        given = {id(v) for v in values}
+        return tuple(v for v in self.dump_tags if id(v) in given)
 
     @contextmanager
     def tracking(self, regions: ScopeRegions | None) -> Iterator[None]:

@@ -36,6 +36,7 @@ from pypto.language.parser.env import Env
 from pypto.language.parser.exprs import ExprParser, KernelCalls
 from pypto.language.parser.signature import BoundParam, ParamSignature, tensor_params
 from pypto.language.parser.stmts import Role, StmtParser
+from pypto.language.parser.tasks import NoDep
 from pypto.language.parser.values import describe_value, is_number, number, scalar_expr
 
 KernelFor = Callable[[KernelFunction, tuple[BoundParam, ...]], Function]
@@ -202,6 +203,14 @@ def opaque_call(
             "call it from the @pl.jit body (or another @pl.jit.opaque function), outside "
             "`with pl.at(...)`; to compute its body on the core group, mark it @pl.jit.inline",
         )
+    if any(isinstance(v, NoDep) for v in (*args, *kwargs.values())):
+        raise parser.error(
+            node,
+            f"pl.no_dep marks an argument of a kernel call, but {callee.name}() is an @pl.jit.opaque "
+            "function (its call is no task)",
+            f"mark the argument where {callee.name}() calls the kernel, or give its pl.at scope "
+            "no_dep_args=[...]",
+        )
     task_scope = _task_scope(parser)
     if task_scope is not None:
         raise parser.error(
@@ -243,16 +252,32 @@ def function_call(
     """Bind the arguments, get ``callee``'s function for them, and emit ``Eval(call(...))``;
     the value is the tensor(s) passed for the parameters the callee returns."""
     values = bind_arguments(parser, callee, args, kwargs, node)
-    bound, call_args = [], []
+    bound, call_args, untracked = [], [], []
     extents = ExtentBinding()
-    for sig in callee.signature:
-        param, arg = bind_param(parser, callee, sig, values[sig.name], node, extents)
+    for index, sig in enumerate(callee.signature):
+        value = values[sig.name]
+        if isinstance(value, NoDep):
+            if isinstance(sig.spec, ScalarSpec):
+                raise parser.error(
+                    node,
+                    f"pl.no_dep marks a tensor argument, but '{sig.name}' of {callee.name}() is a scalar",
+                    "wrap only the tensors whose dependency tracking this call should skip",
+                )
+            untracked.append(index)
+            value = value.value
+        param, arg = bind_param(parser, callee, sig, value, node, extents)
         bound.append(param)
         call_args.append(arg)
     check_call_extents(parser, callee, extents, node)
     fn = kernel_for(callee, tuple(bound))
     returned, result_type = returned_params(fn)
     span = parser.span(node)
+    attrs = dict(attrs)
+    if untracked:
+        attrs["no_dep"] = tuple(sorted({*attrs.get("no_dep", ()), *untracked}))
+    dumps = [v.name for v in parser.body.tagged(call_args)]
+    if dumps:
+        attrs["dumps"] = (*attrs.get("dumps", ()), *(d for d in dumps if d not in attrs.get("dumps", ())))
     call = make_call(op.call, call_args, {"callee": fn.name, **attrs}, span, type=result_type)
     parser.body.emit(Eval(call, span))
     aliases = tuple(call_args[i] for i in returned)

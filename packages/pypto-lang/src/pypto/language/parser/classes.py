@@ -79,7 +79,14 @@ TASK_KEYWORDS: dict[str, Callable[[Any], Any]] = {
     "block_num": int,
     "sync_start": bool,
     "allow_early_resolve": bool,
+    "predicate": lambda v: v,  # read from its AST as a Predicate (TaskParser.task_keyword)
+    "dumps": lambda v: tuple(str(x) for x in v),
 }
+# The decorator options of @pl.function besides type= and attrs=: auto_scope=False lets the
+# author place the AUTO runtime scopes (pl.scope()) of a control-plane function.
+FUNCTION_OPTIONS = ("auto_scope",)
+# The kinds of function that run on a core: no runtime scope can stand in them.
+KERNEL_KINDS = (FunctionKind.InCore, FunctionKind.AIC, FunctionKind.AIV, FunctionKind.Group)
 
 
 class ClassNames(GlobalNames):
@@ -134,6 +141,7 @@ class ProgramFunction(KernelFunction):
         self._given_source = source
         self._given_names = names
         self.method = True  # set False for a standalone function (no `self`)
+        self.auto_scope = bool(self.decorator_attrs.get("auto_scope", True))
 
     @property
     def name(self) -> str:
@@ -445,20 +453,26 @@ def function(
     *,
     type: FunctionKind = FunctionKind.Opaque,
     attrs: dict[str, Any] | None = None,
+    auto_scope: bool = True,
     **options: Any,
 ) -> Any:
     """``@pl.function(type=pl.FunctionType.InCore)``: one function of a ``@pl.program``.
 
-    ``attrs=`` is the old spelling of ``pl.func_attr({...})`` (a ``DeprecationWarning``).
+    ``auto_scope=False`` (a control-plane function) leaves its AUTO runtime scopes to the author
+    (``with pl.scope():``). ``attrs=`` is the old spelling of ``pl.func_attr({...})`` (a
+    ``DeprecationWarning``).
     """
     if options:
         _decorator_error(
             f"pl.function() has no option {', '.join(map(repr, options))}",
-            "it takes type=pl.FunctionType.X and (deprecated) attrs={...}",
+            "it takes type=pl.FunctionType.X, auto_scope= and (deprecated) attrs={...}",
         )
     if not isinstance(type, FunctionKind):
         kinds = ", ".join(f"pl.FunctionType.{k.name}" for k in FunctionKind)
         _decorator_error(f"pl.function(type=...) takes a pl.FunctionType, got {type!r}", f"one of {kinds}")
+    problem = auto_scope_problem(type, auto_scope)
+    if problem is not None:
+        _decorator_error(*problem)
     if attrs is not None:
         warnings.warn(
             "@pl.function(attrs=...) is deprecated: write pl.func_attr({...}) as the first statement "
@@ -466,11 +480,25 @@ def function(
             DeprecationWarning,
             stacklevel=2,
         )
+    given = {**(attrs or {}), **({} if auto_scope else {"auto_scope": False})}
 
     def decorate(f: Callable[..., Any]) -> ProgramFunction:
-        return ProgramFunction(f, type, attrs)
+        return ProgramFunction(f, type, given)
 
     return decorate if func is None else decorate(func)
+
+
+def auto_scope_problem(kind: FunctionKind, auto_scope: Any) -> tuple[str, str] | None:
+    """What is wrong with ``auto_scope=`` on a function of ``kind`` (message, hint), or None."""
+    if not isinstance(auto_scope, bool):
+        return f"auto_scope= takes True or False, got {auto_scope!r}", "write auto_scope=False"
+    if not auto_scope and kind in KERNEL_KINDS:
+        return (
+            f"auto_scope= is for control-plane functions, not kernels (type={kind.value}): no runtime "
+            "scope stands in a kernel",
+            "put auto_scope=False on the Orchestration function (or an Inline helper) that places the scopes",
+        )
+    return None
 
 
 def func_attr(attrs: dict[str, Any]) -> None:
@@ -665,8 +693,10 @@ def _text_function(
             for kw in deco.keywords:
                 if kw.arg == "type":
                     func_type = reader.value(kw.value)
+                elif kw.arg in FUNCTION_OPTIONS:
+                    attrs = {**(attrs or {}), kw.arg: reader.value(kw.value)}
                 elif kw.arg == "attrs":
-                    attrs = reader.value(kw.value)
+                    attrs = {**(attrs or {}), **reader.value(kw.value)}
                     span = source.span(kw)
                     warnings.warn_explicit(
                         "@pl.function(attrs=...) is deprecated: write pl.func_attr({...}) as the first "
@@ -677,12 +707,16 @@ def _text_function(
                     )
                 else:
                     raise reader.error(
-                        kw, f"pl.function has no option {kw.arg!r}", "it takes type= and attrs="
+                        kw, f"pl.function has no option {kw.arg!r}", "it takes type=, auto_scope= and attrs="
                     )
     if not isinstance(func_type, FunctionKind):
         raise reader.error(
             node, f"type= takes a pl.FunctionType, got {func_type!r}", "e.g. type=pl.FunctionType.InCore"
         )
+    problem = auto_scope_problem(func_type, (attrs or {}).get("auto_scope", True))
+    if problem is not None:
+        message, hint = problem
+        raise reader.error(node, message, hint)
     member = ProgramFunction(None, func_type, attrs, node=node, source=source, names=scope)
     member.method = method
     return member

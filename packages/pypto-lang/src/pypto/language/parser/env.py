@@ -117,7 +117,8 @@ def _rebinding_error(name: str, bound: SourceSpan | None, span: SourceSpan | Non
     before = f" (line {bound.line})" if bound else ""
     return ParseError(
         f"'{name}' is bound before the loop{before} and rebound inside it, but this loop "
-        "cannot carry it (pl.parallel carries no values; a loop carries scalars, tiles and tensors)",
+        "cannot carry it (pl.parallel carries only scalar arrays; a loop carries scalars, tiles, tensors "
+        "and arrays)",
         span,
         f"use pl.range, or give the value computed in the loop a new name (e.g. {name}_next)",
     )

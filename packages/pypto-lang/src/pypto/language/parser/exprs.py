@@ -24,7 +24,6 @@ from pypto.ir import (
     Var,
 )
 from pypto.ir.ops import array as array_ops
-from pypto.ir.types import TASK_ID
 from pypto.language import annotations as ann
 from pypto.language.builtins import Builtin, OpNamespace
 from pypto.language.device import available_aiv_count, available_cluster_count
@@ -734,7 +733,12 @@ class ExprParser:
                 f"cannot call {describe_value(callee)}",
                 f"{ast.unparse(node.func)} is a value, not a function: pass it to a pl.* op, e.g. pl.exp(x)",
             )
-        annotation, self.body.annotation = self.body.annotation, None  # it types this call only
+        return self.call_node(callee, node)
+
+    def call_node(self, callee: Any, node: ast.Call) -> Any:
+        """A call of ``callee``: its arguments evaluated (without the annotation of the name the
+        call is assigned to, which types only the call itself), then :meth:`call`."""
+        annotation, self.body.annotation = self.body.annotation, None
         try:
             args = [self.expr(a) for a in node.args]
             kwargs: dict[str, Any] = {}
@@ -756,8 +760,6 @@ class ExprParser:
                 )
             if callee.name == "yield_":
                 return self.yielded_values(args, kwargs, node)
-            if callee.name == "submit":
-                return self.submit(args, kwargs, node)
             spec = (
                 raw_spec(callee.op, args, kwargs, _names_op_only(callee))
                 if not _binds(callee, args, kwargs)
@@ -790,33 +792,6 @@ class ExprParser:
             "a kernel calls pl.* operations, @pl.jit.incore / @pl.jit.inline / @pl.jit.opaque functions, and "
             "compile-time helpers such as len, min and max",
         )
-
-    def submit(self, args: list[Any], kwargs: dict[str, Any], node: ast.Call) -> Var:
-        """``tid = pl.submit(kernel, *args, deps=[t0])``: the kernel call as a task, and its task id
-        (a ``pl.TaskId`` for ``deps=``)."""
-        if not args or not isinstance(args[0], KernelFunction):
-            got = describe_value(args[0]) if args else "nothing"
-            raise self.error(
-                node,
-                f"pl.submit() launches a kernel, got {got}",
-                "pass the kernel first, then its arguments: pl.submit(self.kernel, a, out) (or an "
-                "@pl.jit.incore function)",
-            )
-        deps = kwargs.pop("deps", [])
-        if not isinstance(deps, (list, tuple)) or not all(
-            isinstance(d, Var) and d.type == TASK_ID for d in deps
-        ):
-            raise self.error(
-                node,
-                f"deps= takes a list of task ids, got {describe_value(deps)}",
-                "write deps=[tid] with tid = pl.submit(...) or `with pl.at(...) as tid:`",
-            )
-        task = Var(self.body.namer.fresh("task"), TASK_ID, self.span(node))
-        attrs: dict[str, Any] = {"task": task.name}
-        if deps:
-            attrs["deps"] = tuple(d.name for d in deps)
-        self.calls.call_kernel(self, args[0], list(args[1:]), kwargs, node, attrs)
-        return task
 
     def yielded_values(self, args: list[Any], kwargs: dict[str, Any], node: ast.Call) -> Any:
         """``pl.yield_(a2, b2)`` is its arguments: assigned to a loop's carried names, they are the

@@ -69,6 +69,8 @@ def parse_function(
     builder.function_split = merged.get("split")
     builder.plane_free = plane_free
     nodes = [n for n in nodes if not is_bind_dynamic(n)]  # read with the signature
+    if not kernel.auto_scope and not on_core:
+        attrs = {**attrs, "auto_scope": False}  # the author places its AUTO runtime scopes
     parser = StmtParser(kernel, kernel.source, kernel.names, env, builder, calls, role, outputs)
     parser.function_body(nodes)
     span = kernel.source.span(kernel.source.tree)

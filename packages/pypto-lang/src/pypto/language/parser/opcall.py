@@ -9,6 +9,7 @@ from typing import Any
 from pypto.ir import (
     ArrayType,
     Call,
+    DataType,
     Eval,
     Expr,
     ParseError,
@@ -109,7 +110,7 @@ class OpContext:
         if get_op(op).unit is Unit.HOST and self.body.in_scope and not self.body.kernel:
             # pl.create_tensor in a pl.at scope: the orchestration allocates it before the scope
             return self.body.hoisted(op.rsplit(".", 1)[-1], make_call(op, args, attrs, self.span), self.span)
-        self._check_placement(op)
+        self._check_placement(op, args, attrs or {})
         operands = [self.body.atom(a) for a in args]
         if self.body.regions is not None:
             self.body.regions.check_crossings(op, operands, self.name, self.span)
@@ -135,10 +136,22 @@ class OpContext:
         self.body.emit(Eval(self.call(op, args, attrs), self.span))
         return result
 
-    def _check_placement(self, op: str) -> None:
+    def _check_placement(self, op: str, args: Sequence[Any], attrs: Mapping[str, Any]) -> None:
         """Host ops (allocations) run in the @pl.jit body, the others on a core group; scalar
-        arithmetic anywhere."""
+        arithmetic anywhere; arrays of task ids (``pl.TASK_ID``) in the orchestration only."""
         spec = get_op(op)
+        task_ids = attrs.get("dtype") is DataType.TASK_ID or any(
+            isinstance(a, Expr) and isinstance(a.type, ArrayType) and a.type.dtype is DataType.TASK_ID
+            for a in args
+        )
+        if task_ids and (op == array.create or any(o.role is Role.ARRAY for o in spec.operands)):
+            if self.body.on_device:
+                raise self.fail(
+                    "an array of task ids (pl.TASK_ID) belongs to the orchestration, which submits the tasks",
+                    "create it in the @pl.jit (or Orchestration) body, outside pl.at scopes, and fill it "
+                    "there: tids[i] = tid",
+                )
+            return
         if self.body.plane_free:
             return
         if spec.unit is Unit.HOST:

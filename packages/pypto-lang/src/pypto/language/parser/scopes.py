@@ -21,12 +21,11 @@ from pypto.ir import (
     SplitAivRegion,
     SplitMode,
     Stmt,
-    TensorType,
     Var,
 )
 from pypto.ir.sides import names_boundary
 from pypto.language.builtins import Builtin
-from pypto.language.options import AUTO, CrossCoreSlot, Split
+from pypto.language.options import AUTO, CrossCoreSlot, ScopeMode, Split
 from pypto.language.parser.opcall import SCOPE_HINT
 from pypto.language.parser.regions import (
     REGION_FORM,
@@ -34,13 +33,13 @@ from pypto.language.parser.regions import (
     ScopeRegions,
     check_per_lane,
 )
-from pypto.language.parser.spmd import SpmdParser
+from pypto.language.parser.spmd import SpmdParser, scope_vars
 from pypto.language.parser.values import describe_value, unknown_keyword_hint
 
-SCOPE_ARGS = ("level", "optimizations", "name_hint", "deps", "no_dep_args", "allow_early_resolve")
+SCOPE_ARGS = ("level", "optimizations", "name_hint", "deps", "no_dep_args", "dumps", "allow_early_resolve")
 SCOPE_ARGS_HINT = (
-    "pl.at takes level=, optimizations=[...], name_hint=, deps=[...], no_dep_args=[...] and "
-    "allow_early_resolve="
+    "pl.at takes level=, optimizations=[...], name_hint=, deps=[...], no_dep_args=[...], dumps=[...] "
+    "and allow_early_resolve="
 )
 SPLIT_AIV_KWARGS_HINT = "write the arguments out: pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN)"
 LEVELS = ", ".join(f"pl.Level.{m.name}" for m in Level)
@@ -63,6 +62,7 @@ class ScopeOptions:
     slot_num: int | None = None
     deps: tuple[Var, ...] = ()
     no_dep_args: tuple[Var, ...] = ()
+    dumps: tuple[Var, ...] = ()
     allow_early_resolve: bool = False
 
 
@@ -71,6 +71,7 @@ class ScopeParser(SpmdParser):
 
     nesting: int  # loops, scopes and regions open; kept by StmtParser
     stmts: Callable[[list[ast.stmt]], None]
+    kernel: Any  # the function being parsed (its auto_scope= decides who places AUTO scopes)
 
     def function_body(self, nodes: list[ast.stmt]) -> None:
         """Parse a function's statements; an ``@pl.jit.incore`` body is one core-group scope."""
@@ -91,8 +92,12 @@ class ScopeParser(SpmdParser):
         item = node.items[0]
         call = item.context_expr
         callee = self.expr(call.func) if isinstance(call, ast.Call) else None
-        if isinstance(call, ast.Call) and isinstance(callee, Builtin) and callee.name == "manual_scope":
-            self.manual_scope(node, call)
+        if (
+            isinstance(call, ast.Call)
+            and isinstance(callee, Builtin)
+            and callee.name in ("manual_scope", "scope")
+        ):
+            self.runtime_scope(node, call, callee.name)
             return
         if isinstance(call, ast.Call) and isinstance(callee, Builtin) and callee.name == "spmd":
             self.visit_spmd(node, call)
@@ -132,6 +137,7 @@ class ScopeParser(SpmdParser):
     ) -> None:
         """Emit the scope of ``with`` statement ``node`` (inside any manual scope or spmd launch),
         then bind its ``as tid``."""
+        tagged = self.body.tagged(scope_vars(tuple(stmts)))
         scope = ScopeStmt(
             tuple(stmts),
             options.level,
@@ -145,7 +151,9 @@ class ScopeParser(SpmdParser):
             block_num=self.body.block_num,
             sync_start=self.body.sync_start,
             span=self.span(call),
-            allow_early_resolve=options.allow_early_resolve,
+            allow_early_resolve=options.allow_early_resolve or self.body.spmd_early,
+            predicate=self.body.spmd_predicate,
+            dumps=(*options.dumps, *(t for t in tagged if t not in options.dumps)),
         )
         self.body.emit(scope)
         if task is not None:
@@ -220,8 +228,17 @@ class ScopeParser(SpmdParser):
                 options.deps = self.task_list(kw.value)
             elif kw.arg == "no_dep_args":
                 options.no_dep_args = self.tensor_list(kw.value)
+            elif kw.arg == "dumps":
+                options.dumps = self.tensor_list(kw.value, "dumps=")
             elif kw.arg == "allow_early_resolve":
                 options.allow_early_resolve = self.flag(kw.value, "allow_early_resolve=")
+            elif kw.arg == "predicate":
+                raise self.error(
+                    kw.value,
+                    "pl.at() has no predicate=: a pl.at scope always runs",
+                    "for a predicated task write `with pl.spmd(1, deps=[...], predicate=(t[i] > 0)) as tid:` "
+                    "(or pl.submit(self.kernel, ..., predicate=...) in a @pl.program)",
+                )
             else:
                 raise self.error(
                     kw.value if kw.arg else call,
@@ -230,42 +247,13 @@ class ScopeParser(SpmdParser):
                 )
         return options
 
-    def task_list(self, node: ast.expr) -> tuple[Var, ...]:
-        """``deps=[t0, t1]``: task ids bound earlier by ``with pl.at(...) as t0``."""
-        tasks = []
-        for elt in self.literal_list(node, "deps="):
-            value = self.expr(elt)
-            if not (isinstance(value, Var) and value.type == TASK_ID):
-                raise self.error(
-                    elt,
-                    f"deps= takes task ids, got {describe_value(value)}",
-                    "bind a task id with `with pl.at(...) as tid:` and write deps=[tid]",
-                )
-            tasks.append(value)
-        return tuple(tasks)
-
-    def tensor_list(self, node: ast.expr) -> tuple[Var, ...]:
-        """``no_dep_args=[x, y]``: tensors of the @pl.jit body."""
-        tensors = []
-        for elt in self.literal_list(node, "no_dep_args="):
-            value = self.expr(elt)
-            if not (isinstance(value, Var) and isinstance(value.type, TensorType)):
-                raise self.error(
-                    elt,
-                    f"no_dep_args= takes tensors the scope uses, got {describe_value(value)}",
-                    "name a tensor parameter or a pl.create_tensor(...) result",
-                )
-            tensors.append(value)
-        return tuple(tensors)
-
-    def literal_list(self, node: ast.expr, what: str) -> list[ast.expr]:
-        if not isinstance(node, (ast.List, ast.Tuple)):
-            raise self.error(node, f"{what} must be a literal list", f"write the list in place: {what}[...]")
-        return node.elts
-
-    def manual_scope(self, node: ast.With, call: ast.Call) -> None:
-        """``with pl.manual_scope():``: the tasks inside take only explicit ``deps=`` edges."""
-        if call.args or call.keywords:
+    def runtime_scope(self, node: ast.With, call: ast.Call, name: str) -> None:
+        """``with pl.scope():`` (an AUTO runtime scope: tracking on) or ``with pl.manual_scope():``
+        / ``pl.scope(mode=pl.ScopeMode.MANUAL)`` (tracking off: the tasks inside take only their
+        ``deps=`` edges, and later tasks take none from them)."""
+        manual = name == "manual_scope" or self.scope_mode(call) is ScopeMode.MANUAL
+        spelled = "pl.manual_scope()" if manual else "pl.scope()"
+        if name == "manual_scope" and (call.args or call.keywords):
             raise self.error(
                 call,
                 "pl.manual_scope() takes no arguments",
@@ -274,18 +262,68 @@ class ScopeParser(SpmdParser):
         if node.items[0].optional_vars is not None:
             raise self.error(
                 node.items[0].optional_vars,
-                "pl.manual_scope() binds nothing: drop `as ...`",
+                f"{spelled} binds nothing: drop `as ...`",
                 "bind task ids on the scopes inside it instead: "
                 "`with pl.at(level=pl.Level.CORE_GROUP) as t0:`",
             )
         if self.body.on_device:
             raise self.error(
                 call,
-                "pl.manual_scope() orders tasks: write it in the @pl.jit body, around pl.at scopes",
-                "move `with pl.manual_scope():` out of the kernel code, around the `with pl.at(...)` blocks",
+                f"{spelled} is a runtime scope of the orchestration: it cannot stand in kernel code",
+                f"move `with {spelled}:` to the Orchestration function (or @pl.jit body), around the "
+                "`with pl.at(...)` blocks and kernel calls",
             )
-        with self.body.manual_scope():
+        if manual and any(self.body.runtime_scopes):
+            raise self.error(
+                call,
+                "a manual scope cannot nest inside another manual scope (the runtime forbids it)",
+                "flatten them: one `with pl.manual_scope():` around all the tasks",
+            )
+        if not manual:
+            self.check_auto_scope(call)
+        with self.body.runtime_scope(manual):
             self.stmts(node.body)
+
+    def scope_mode(self, call: ast.Call) -> ScopeMode:
+        """The ``mode=`` of ``pl.scope(mode=pl.ScopeMode.MANUAL)`` (AUTO when left out)."""
+        given = list(call.args) + [kw.value for kw in call.keywords if kw.arg == "mode"]
+        others = [kw for kw in call.keywords if kw.arg != "mode"]
+        if len(given) > 1 or others:
+            bad = others[0].value if others else given[1]
+            raise self.error(
+                bad,
+                "pl.scope() takes one argument, mode=",
+                "write pl.scope() or pl.scope(mode=pl.ScopeMode.MANUAL)",
+            )
+        if not given:
+            return ScopeMode.AUTO
+        mode = self.constant(given[0], "mode=")
+        if not isinstance(mode, ScopeMode):
+            raise self.error(
+                given[0],
+                f"pl.scope(mode=...) takes a pl.ScopeMode, got {describe_value(mode)}",
+                "write mode=pl.ScopeMode.AUTO or mode=pl.ScopeMode.MANUAL",
+            )
+        return mode
+
+    def check_auto_scope(self, call: ast.Call) -> None:
+        """An AUTO scope written by hand: the function must leave scope placement to its author
+        (``auto_scope=False``), and it may not stand inside a manual scope."""
+        if self.body.manual:
+            raise self.error(
+                call,
+                "an AUTO scope (pl.scope()) cannot nest inside a manual scope (the runtime forbids it)",
+                "close the manual scope first, or leave the tasks in it to their deps=",
+            )
+        if getattr(self.kernel, "auto_scope", True):
+            where = getattr(self.kernel, "kind", None)
+            decorator = where.value if where is not None else "@pl.function"
+            raise self.error(
+                call,
+                "pl.scope() (mode=AUTO) needs auto_scope=False: by default the compiler places AUTO scopes",
+                f"write {decorator}(auto_scope=False) on the function to place them yourself, or use "
+                "pl.scope(mode=pl.ScopeMode.MANUAL)",
+            )
 
     def optimizations(self, node: ast.expr) -> tuple[SplitMode | None, int | None]:
         if not isinstance(node, ast.List):

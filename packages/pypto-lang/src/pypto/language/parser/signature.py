@@ -6,14 +6,13 @@ import ast
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from pypto.ir import Direction, DynDim, ParseError, PyptoError, SourceSpan, Type
+from pypto.ir import DataType, Direction, DynDim, ParseError, PyptoError, SourceSpan, Type
 from pypto.ir.extents import is_symbolic
 from pypto.language.annotations import (
     AnnotationSpec,
     ArraySpec,
     ParamSignature,
     ScalarSpec,
-    TaskIdSpec,
     TensorSpec,
     TileSpec,
     as_spec,
@@ -128,7 +127,7 @@ def _declared(kernel: KernelFunction, strict: bool = True) -> tuple[ParamSignatu
                 source.span(arg.annotation),
                 "pass a pl.Tensor and load tiles from it with pl.load inside the kernel",
             )
-        if isinstance(spec, TaskIdSpec):
+        if isinstance(spec, ScalarSpec) and spec.dtype is DataType.TASK_ID:
             raise ParseError(
                 f"parameter '{arg.arg}' is annotated as a task id; kernel parameters are tensors or scalars",
                 source.span(arg.annotation),

@@ -7,42 +7,44 @@
 Either way the blocks must differ: every kernel the body launches reads the block index (``i``,
 ``pl.get_block_idx()``), unless it is a kernel called by name, which reads its own. Options:
 ``name_hint=`` and ``optimizations=[...]`` of the kernel form's kernel (as ``pl.at`` takes them),
-``sync_start=True`` (the blocks start together), ``deps=[tid]`` (the launch waits for those tasks)
-and ``predicate=`` (the launch happens only when it holds).
+``sync_start=True`` (the blocks start together), ``predicate=(t[i] > 0)`` (the scheduler skips
+the launch when it is false at dispatch) and ``allow_early_resolve=True``. ``with pl.spmd(n, ...)
+as tid:`` names the launch's task, and only that form takes ``deps=[...]``.
 """
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pypto.ir import (
+    TASK_ID,
     Call,
-    DataType,
-    Expr,
-    If,
+    Eval,
     Level,
     ParseError,
-    PyptoError,
-    ScalarType,
+    Predicate,
     ScopeStmt,
     SplitMode,
     Stmt,
     Var,
 )
-from pypto.ir.nodes import stmt_exprs, walk_expr, walk_stmts
+from pypto.ir.nodes import nested_bodies, stmt_end_exprs, stmt_exprs, walk_expr, walk_stmts
 from pypto.ir.ops import op
+from pypto.language.builtins import Builtin
 from pypto.language.kernel import JitKind, KernelFunction
-from pypto.language.parser.exprs import BlockIndex, ExprParser
+from pypto.language.parser.exprs import BlockIndex
 from pypto.language.parser.regions import ScopeRegions
 from pypto.language.parser.resolve import GlobalNames
-from pypto.language.parser.values import describe_value, is_number, number, unknown_keyword_hint
+from pypto.language.parser.tasks import TASK_CONSTRUCTS, TaskParser
+from pypto.language.parser.values import unknown_keyword_hint
 
-SPMD_OPTIONS = ("name_hint", "optimizations", "sync_start", "deps", "predicate")
+SPMD_OPTIONS = ("name_hint", "optimizations", "sync_start", "deps", "predicate", "allow_early_resolve")
 SPMD_FORM = (
-    "pl.spmd(core_num, name_hint=None, optimizations=[...], sync_start=False, deps=[...], predicate=True)"
+    "pl.spmd(core_num, name_hint=None, optimizations=[...], sync_start=False, deps=[...], "
+    "predicate=(t[i] > 0), allow_early_resolve=False)"
 )
 SAME_WORK_HINT = (
     "offset the block's work by its index: `for i in pl.spmd(n):` and rows i * R : i * R + R "
@@ -53,7 +55,7 @@ SAME_WORK_HINT = (
 
 @dataclass
 class SpmdOptions:
-    """What one ``pl.spmd(...)`` asks for; ``predicate`` is True, False or a run-time scalar."""
+    """What one ``pl.spmd(...)`` asks for."""
 
     block_num: int
     name_hint: str | None = None
@@ -61,17 +63,18 @@ class SpmdOptions:
     slot_num: int | None = None
     sync_start: bool = False
     deps: tuple[Var, ...] = ()
-    predicate: bool | Expr = True
+    predicate: Predicate | None = None
+    allow_early_resolve: bool = False
     kernel_only: ast.keyword | None = None  # the first name_hint= / optimizations= given
+    deps_given: ast.keyword | None = None
 
 
-class SpmdParser(ExprParser):
+class SpmdParser(TaskParser):
     """The ``pl.spmd`` statements of :class:`~pypto.language.parser.stmts.StmtParser`."""
 
     nesting: int
     stmts: Callable[[list[ast.stmt]], None]
     optimizations: Callable[[ast.expr], tuple[SplitMode | None, int | None]]
-    task_list: Callable[[ast.expr], tuple[Var, ...]]
     scope_regions: Callable[[list[ast.stmt], SplitMode | None], ScopeRegions | None]
 
     def visit_spmd(self, node: ast.For | ast.With, call: ast.Call) -> None:
@@ -89,12 +92,26 @@ class SpmdParser(ExprParser):
                 "launch on n * m core groups with one pl.spmd(n * m) and derive both indices from its "
                 "index i: i // m and i % m",
             )
-        target = node.target if isinstance(node, ast.For) else node.items[0].optional_vars
+        target = node.target if isinstance(node, ast.For) else None
         if target is not None and not isinstance(target, ast.Name):
             raise self.error(
                 target, "pl.spmd binds one name to the block index", "write `for i in pl.spmd(n):`"
             )
+        tid = node.items[0].optional_vars if isinstance(node, ast.With) else None
+        if tid is not None and not isinstance(tid, ast.Name):
+            raise self.error(
+                tid,
+                "`with pl.spmd(n) as tid:` binds one name to the launch's task id",
+                "write `with pl.spmd(4, deps=[...]) as tid:`; the block index is pl.get_block_idx()",
+            )
         options = self.spmd_options(call)
+        if options.deps_given is not None and tid is None:
+            raise self.error(
+                options.deps_given.value,
+                "pl.spmd() does not accept 'deps=' here: only `with pl.spmd(n, deps=[...]) as tid:` does",
+                "bind the launch's task id with `as tid:` (only that form takes deps=), or give deps= "
+                "to the `with pl.at(...)` scopes inside the block",
+            )
         kernel = self.spmd_is_kernel(node.body)
         if not kernel and options.kernel_only is not None:
             kw = options.kernel_only
@@ -108,6 +125,7 @@ class SpmdParser(ExprParser):
         self.nesting += 1
         launch = self.body.spmd(options.block_num, options.sync_start, options.deps)
         with self.body.block() as launched, self.env.loop(), launch:
+            self.body.spmd_predicate, self.body.spmd_early = options.predicate, options.allow_early_resolve
             if target is not None:
                 self.env.bind(target.id, BlockIndex(target.id), self.span(target))
             if kernel:
@@ -116,7 +134,43 @@ class SpmdParser(ExprParser):
                 self.stmts(node.body)
         self.nesting -= 1
         self.check_blocks_differ(tuple(launched), call, options.block_num)
-        self.emit_launch(tuple(launched), options.predicate, call)
+        if tid is not None:
+            self.name_launch(launched, tid, call)
+        for stmt in launched:
+            self.body.emit(stmt)
+
+    def name_launch(self, launched: list[Stmt], target: ast.Name, call: ast.Call) -> None:
+        """``with pl.spmd(n) as tid:``: bind ``tid`` to the task the block launches (one kernel
+        scope or kernel call, at the top of its body)."""
+        tasks = [k for k, s in enumerate(launched) if _is_task(s)]
+        nested = any(_is_task(s) for s in _nested_stmts(launched))
+        if len(tasks) != 1 or nested:
+            count = "tasks in a loop or an if" if nested else f"{len(tasks)} tasks"
+            raise self.error(
+                target,
+                f"`pl.spmd(...) as {target.id}` names the launch's one task, but its body launches {count}",
+                "launch one pl.at scope or one kernel call in the block, or bind each scope's own task "
+                "id with `with pl.at(...) as t:` (and collect several in a pl.array.create(n, pl.TASK_ID))",
+            )
+        k = tasks[0]
+        stmt = launched[k]
+        if isinstance(stmt, ScopeStmt):
+            if stmt.task is None:
+                stmt = launched[k] = replace(
+                    stmt, task=Var(self.body.namer.fresh(target.id), TASK_ID, self.span(target))
+                )
+            task = stmt.task
+        else:
+            assert isinstance(stmt, Eval) and isinstance(stmt.value, Call)
+            name = stmt.value.attrs.get("task")
+            if name is None:
+                name = self.body.namer.fresh(target.id)
+                launched[k] = replace(
+                    stmt, value=replace(stmt.value, attrs={**stmt.value.attrs, "task": name})
+                )
+            task = Var(name, TASK_ID, self.span(target))
+        assert task is not None
+        self.env.bind(target.id, task, self.span(target))
 
     def spmd_options(self, call: ast.Call) -> SpmdOptions:
         """The core count and the keyword options of ``pl.spmd(...)``."""
@@ -139,9 +193,11 @@ class SpmdParser(ExprParser):
             elif kw.arg == "sync_start":
                 options.sync_start = self.flag(kw.value, "sync_start=")
             elif kw.arg == "deps":
-                options.deps = self.task_list(kw.value)
+                options.deps, options.deps_given = self.task_list(kw.value), kw
             elif kw.arg == "predicate":
-                options.predicate = self.predicate(kw.value)
+                options.predicate = self.predicate_spec(kw.value)
+            elif kw.arg == "allow_early_resolve":
+                options.allow_early_resolve = self.flag(kw.value, "allow_early_resolve=")
             else:
                 raise self.error(
                     kw.value if kw.arg else call,
@@ -172,30 +228,6 @@ class SpmdParser(ExprParser):
             )
         return name
 
-    def flag(self, node: ast.expr, what: str) -> bool:
-        value = self.constant(node, what)
-        if not isinstance(value, bool):
-            raise self.error(
-                node, f"{what} takes True or False, got {describe_value(value)}", f"write {what}True"
-            )
-        return value
-
-    def predicate(self, node: ast.expr) -> bool | Expr:
-        """``predicate=``: a compile-time truth value, or a boolean / integer run-time scalar."""
-        value = self.expr(node)
-        if is_number(value):
-            return bool(number(value))
-        if isinstance(value, bool):
-            return value
-        t = value.type if isinstance(value, Expr) else None
-        if not (isinstance(t, ScalarType) and (t.dtype is DataType.BOOL or t.dtype.is_integer)):
-            raise self.error(
-                node,
-                f"predicate= must be a boolean or integer scalar, got {describe_value(value)}",
-                "pass a comparison, e.g. predicate=n > 0, or a compile-time True / False",
-            )
-        return value
-
     def spmd_is_kernel(self, body: list[ast.stmt]) -> bool:
         """A body is a kernel of its own unless it opens a scope or calls a kernel."""
         for node in (n for stmt in body for n in ast.walk(stmt)):
@@ -204,15 +236,6 @@ class SpmdParser(ExprParser):
             if isinstance(node, ast.Call) and _dispatches(self.callee(node.func)):
                 return False
         return True
-
-    def callee(self, func: ast.expr) -> Any:
-        """What a call's function names, if it is a name or an attribute known before the body runs."""
-        if not isinstance(func, (ast.Name, ast.Attribute)):
-            return None
-        try:
-            return self.expr(func)
-        except PyptoError:
-            return None  # a name the body binds, or no name at all: not a kernel
 
     def spmd_kernel(self, body: list[ast.stmt], call: ast.Call, options: SpmdOptions) -> None:
         """The kernel form: the body is one core-group scope, launched on every block."""
@@ -231,6 +254,9 @@ class SpmdParser(ExprParser):
                 block_num=options.block_num,
                 sync_start=options.sync_start,
                 span=self.span(call),
+                allow_early_resolve=options.allow_early_resolve,
+                predicate=options.predicate,
+                dumps=self.body.tagged(scope_vars(tuple(stmts))),
             )
         )
 
@@ -259,20 +285,13 @@ class SpmdParser(ExprParser):
                 SAME_WORK_HINT,
             )
 
-    def emit_launch(self, launched: tuple[Stmt, ...], predicate: bool | Expr, call: ast.Call) -> None:
-        """The launch's statements, under ``if predicate:`` when it is a run-time scalar."""
-        if predicate is False:
-            return
-        if predicate is True:
-            for stmt in launched:
-                self.body.emit(stmt)
-            return
-        self.body.emit(If(predicate, launched, (), self.span(call)))
-
 
 def _dispatches(callee: Any, seen: frozenset[int] = frozenset()) -> bool:
-    """Whether calling ``callee`` launches work of its own: a kernel or an opaque function does;
-    an inline helper is spliced in, so only when its own body opens a scope or dispatches."""
+    """Whether calling ``callee`` launches work of its own: a kernel, an opaque function and a
+    task construct (``pl.submit``) do; an inline helper is spliced in, so only when its own body
+    opens a scope or dispatches."""
+    if isinstance(callee, Builtin) and callee.name in TASK_CONSTRUCTS:
+        return True
     if not isinstance(callee, KernelFunction):
         return False
     if callee.kind is not JitKind.inline:
@@ -298,6 +317,36 @@ def _named(names: GlobalNames, func: ast.expr) -> Any:
         return None
     found, value = names.resolve((func.id, *path))
     return value if found else None
+
+
+def _is_task(stmt: Stmt) -> bool:
+    """A statement that submits a task: a kernel scope, or a kernel call."""
+    if isinstance(stmt, ScopeStmt):
+        return True
+    return isinstance(stmt, Eval) and isinstance(stmt.value, Call) and stmt.value.op == op.call
+
+
+def _nested_stmts(body: list[Stmt]) -> list[Stmt]:
+    """The statements inside the control flow of ``body`` (not inside scopes: a scope's body is
+    its kernel's)."""
+    return [
+        inner
+        for stmt in body
+        if not isinstance(stmt, ScopeStmt)
+        for nested in nested_bodies(stmt)
+        for inner in walk_stmts(nested)
+    ]
+
+
+def scope_vars(body: tuple[Stmt, ...]) -> list[Var]:
+    """The variables a scope's body uses (its kernel's arguments come from these)."""
+    return [
+        e
+        for s in walk_stmts(body)
+        for x in (*stmt_exprs(s), *stmt_end_exprs(s))
+        for e in walk_expr(x)
+        if isinstance(e, Var)
+    ]
 
 
 def _calls(stmt: Stmt) -> list[Call]:

@@ -14,7 +14,6 @@ from typing import Any
 
 from pypto.ir import (
     INDEX,
-    TASK_ID,
     ArrayType,
     Break,
     Call,
@@ -55,7 +54,7 @@ from pypto.ir.ops import array as array_ops
 from pypto.ir.ops import tile as tile_ops
 from pypto.ir.rewrite import substitute_body, substitute_expr
 from pypto.ir.types import describe
-from pypto.language.annotations import ArraySpec, ScalarSpec, TaskIdSpec, TensorSpec, TileSpec
+from pypto.language.annotations import ArraySpec, ScalarSpec, TensorSpec, TileSpec
 from pypto.language.builtins import Builtin
 from pypto.language.parser.body import BodyBuilder
 from pypto.language.parser.env import Env
@@ -67,6 +66,7 @@ from pypto.language.parser.resolve import GlobalNames
 from pypto.language.parser.scopes import ScopeParser
 from pypto.language.parser.signature import BIND_DYNAMIC_HINT, evaluate_annotation, is_bind_dynamic
 from pypto.language.parser.source import KernelSource
+from pypto.language.parser.tasks import SubmitResult
 from pypto.language.parser.values import (
     annotation_text,
     describe_value,
@@ -100,6 +100,10 @@ def _carryable(value: Any) -> bool:
     if is_number(value):
         return not isinstance(number(value), bool)
     return isinstance(value, Expr) and isinstance(value.type, (ScalarType, TileType, TensorType, ArrayType))
+
+
+def _is_array(value: Any) -> bool:
+    return isinstance(value, Expr) and isinstance(value.type, ArrayType)
 
 
 def _carried(t: Any) -> Any:
@@ -515,6 +519,8 @@ class StmtParser(ScopeParser):
     # ------------------------------------------------------------ assignment targets
 
     def assign(self, target: ast.expr, value: Any) -> None:
+        if isinstance(value, SubmitResult) and value.results == 0 and isinstance(target, ast.Name):
+            value = value[0]  # a submit of a kernel that returns nothing gives its task id alone
         if isinstance(target, ast.Name):
             self.bind_name(target.id, value, target)
         elif isinstance(target, (ast.Tuple, ast.List)):
@@ -537,6 +543,16 @@ class StmtParser(ScopeParser):
                 f"it is one value: assign it to one name, {ast.unparse(target.elts[0])} = ..."
                 if target.elts
                 else "assign it to a name",
+            )
+        if isinstance(value, SubmitResult) and len(value) != len(target.elts):
+            wanted = len(target.elts) - 1
+            raise self.error(
+                target,
+                f"pl.submit(...) unpacks {wanted} result value(s) but kernel returns {value.results} "
+                f"({value.kernel})",
+                f"unpack the {value.results} tensor(s) {value.kernel} returns, then the task id: "
+                f"{', '.join([*(f'r{k}' for k in range(value.results)), 'tid'])} = pl.submit(...); a kernel "
+                "returns the pl.Out tensors of its return statement",
             )
         if len(value) != len(target.elts):
             raise self.error(
@@ -677,7 +693,7 @@ class StmtParser(ScopeParser):
 
     def checked(self, spec: Any, value: Any, node: ast.AnnAssign) -> Any:
         """The value of ``x: <spec> = value``, checked against the annotation."""
-        if isinstance(spec, ScalarSpec) and is_number(value):
+        if isinstance(spec, ScalarSpec) and is_number(value) and spec.dtype is not DataType.TASK_ID:
             assert node.value is not None  # visit_AnnAssign rejects `x: T` without a value
             return scalar_expr(number(value), spec.dtype, self.span(node.value))
         expected: Any = None
@@ -686,10 +702,8 @@ class StmtParser(ScopeParser):
             self.check_view(spec, value, node)
         elif isinstance(spec, TensorSpec) and spec.shape is not None:
             expected = TensorType(spec.shape, spec.dtype)  # type: ignore[arg-type]
-        elif isinstance(spec, ScalarSpec):
+        elif isinstance(spec, ScalarSpec):  # tid: pl.TaskId = t0 is a pl.Scalar[pl.TASK_ID] too
             expected = ScalarType(spec.dtype)
-        elif isinstance(spec, TaskIdSpec):  # tid: pl.TaskId = t0
-            expected = TASK_ID
         elif isinstance(spec, ArraySpec):  # arr: pl.Array[8, pl.INT32] = pl.array.create(8, pl.INT32)
             expected = ArrayType(spec.size, spec.dtype)
         actual = getattr(value, "type", None) if isinstance(value, Expr) else None
@@ -1206,15 +1220,18 @@ class StmtParser(ScopeParser):
         self, node: ast.For, explicit: dict[str, Any], kind: LoopKind
     ) -> tuple[list[str], list[Expr]]:
         """The carried names and their initial values: the explicit ones, then every name bound
-        before the loop to a scalar, tile or tensor and rebound in its body (pl.range / pl.unroll)."""
+        before the loop to a scalar, tile, tensor or array and rebound in its body (pl.range /
+        pl.unroll; a pl.parallel loop carries arrays only, e.g. the task ids its iterations write)."""
         names = list(explicit)
         values = list(explicit.values())
-        if kind is not LoopKind.parallel:
-            for name in _rebound_names(node.body):
-                current = self.env.lookup(name)
-                if name not in explicit and current is not None and _carryable(current.value):
-                    names.append(name)
-                    values.append(current.value)
+        for name in _rebound_names(node.body):
+            current = self.env.lookup(name)
+            if name in explicit or current is None or not _carryable(current.value):
+                continue
+            # A pl.parallel loop carries only scalar arrays: each iteration writes its own elements.
+            if kind is not LoopKind.parallel or _is_array(current.value):
+                names.append(name)
+                values.append(current.value)
         inits = [self.carried_init(n, v, node) for n, v in zip(names, values, strict=True)]
         return names, inits
 

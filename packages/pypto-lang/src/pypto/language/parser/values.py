@@ -85,10 +85,10 @@ def annotation_text(t: Any) -> str | None:
         return f"pl.Tile[{list(t.shape)}, pl.{t.dtype.name}{space}]"
     if isinstance(t, TensorType):
         return f"pl.Tensor[{list(t.shape)}, pl.{t.dtype.name}]"
-    if isinstance(t, ScalarType):
-        return f"pl.Scalar[pl.{t.dtype.name}]"
     if t == TASK_ID:
         return "pl.TaskId"
+    if isinstance(t, ScalarType):
+        return f"pl.Scalar[pl.{t.dtype.name}]"
     if isinstance(t, ArrayType):
         return str(t)
     return None
