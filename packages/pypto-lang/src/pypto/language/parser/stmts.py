@@ -38,10 +38,19 @@ from pypto.ir import (
     While,
 )
 from pypto.ir.errors import CompileWarning
-from pypto.ir.nodes import JUMP_STMTS, always_jumps, pick_jump_values
+from pypto.ir.nodes import JUMP_STMTS, always_jumps, pick_jump_values, walk_stmts
 from pypto.ir.ops import array as array_ops
 from pypto.ir.rewrite import substitute_body, substitute_expr
 from pypto.ir.types import describe
+from pypto.ir.validflow import (
+    CarriedValid,
+    IfValid,
+    carried_extent,
+    definitions,
+    extent_of,
+    is_extent_name,
+    var_base,
+)
 from pypto.language.annotations import ArraySpec, ScalarSpec, TaskIdSpec, TensorSpec, TileSpec
 from pypto.language.builtins import Builtin
 from pypto.language.parser.body import BodyBuilder
@@ -50,6 +59,7 @@ from pypto.language.parser.exprs import OPERATORS, TARGETS, KernelCalls, constru
 from pypto.language.parser.memref import check_loop_variable
 from pypto.language.parser.ops import build_op
 from pypto.language.parser.regions import REGION_FORM
+from pypto.language.parser.reparse import parse_round
 from pypto.language.parser.resolve import GlobalNames
 from pypto.language.parser.scopes import ScopeParser
 from pypto.language.parser.signature import evaluate_annotation
@@ -334,14 +344,22 @@ class StmtParser(ScopeParser):
             frames.append(dict(frame))
         self.nesting -= 1
         self.open_ifs -= 1
-        leaving = self.if_results(node, arms, frames)
+        falling = [k for k in (0, 1) if not always_jumps(arms[k])]
+        valid = IfValid(
+            self.if_results(node, arms, frames), arms, falling, self.body.valid, self.body.namer.fresh
+        )
+        leaving, arms = valid.leaving, [tuple(a) for a in valid.arms]
         span = self.span(node)
-        results = tuple(Var(self.body.namer.fresh(name), ys[0].type, span) for name, ys in leaving.items())
-        yields = [
-            tuple(ys[k] for ys in leaving.values()) if not always_jumps(arms[k]) else () for k in (0, 1)
-        ]
+        results = tuple(
+            Var(self.body.namer.fresh(var_base(name)), valid.result_type(name, ys[0].type), span)
+            for name, ys in leaving.items()
+        )
+        yields = [tuple(ys[k] for ys in leaving.values()) if k in falling else () for k in (0, 1)]
         self.body.emit(If(test, arms[0], arms[1], span, yields[0], yields[1], results))
+        valid.bind(dict(zip(leaving, results, strict=True)), self.body.valid)
         for (name, _), result in zip(leaving.items(), results, strict=True):
+            if is_extent_name(name):
+                continue  # a tile's valid extent: its result's valid shape names it
             where = frames[0].get(name) or frames[1].get(name)
             self.env.bind(name, result, where.span if where is not None else span)
 
@@ -722,7 +740,7 @@ class StmtParser(ScopeParser):
             explicit,
             before=lambda: cond.append(self.condition(cond_call.args[0])),
         )
-        test = substitute_expr(cond[0], c.dropped)
+        test = substitute_expr(cond[-1], c.dropped)  # the last parse of the body is the one kept
         self.body.emit(While(test, c.body, self.header_span(node), c.iter_args, c.inits, c.yields, c.results))
 
     def condition(self, node: ast.expr) -> Expr:
@@ -795,10 +813,10 @@ class StmtParser(ScopeParser):
         yields and results. The results are bound to the carried names after the loop (or to
         the names of ``r = pl.yield_(...)`` ending the body)."""
         span = self.header_span(node)
-        iter_args = [Var(self.body.namer.fresh(n), i.type, span) for n, i in zip(names, inits, strict=True)]
         outputs = self.yield_targets(node, explicit)
-        frame = LoopFrame(kind, names, iter_args, 0)
-        body, yields = self.loop_body(node, index, var, frame, outputs, before)
+        valid = CarriedValid(names, inits, self.body.valid)
+        frame, body, yields = self.carrying_body(node, kind, valid, span, outputs, index, var, before)
+        names, inits, iter_args = valid.names, valid.inits, frame.iter_args
         # A name the body only bound to its own value is not carried after all.
         keep = [
             k
@@ -811,9 +829,17 @@ class StmtParser(ScopeParser):
         body = substitute_body(pick_jump_values(body, keep), dropped)
         if outputs is not None:  # `r = pl.yield_(...)` ends the body: r is bound after the loop
             names = list(outputs) + names[len(outputs) :]
-        results = tuple(Var(self.body.namer.fresh(names[k]), iter_args[k].type, span) for k in keep)
+        results = tuple(Var(self.body.namer.fresh(var_base(names[k])), iter_args[k].type, span) for k in keep)
         for k, result in zip(keep, results, strict=True):
-            self.env.bind(names[k], result, result.span)
+            if not is_extent_name(names[k]):  # a tile's valid extent: its result's valid shape names it
+                self.env.bind(names[k], result, result.span)
+        carried = valid.names
+        valid.leave(
+            {carried[k]: r for k, r in zip(keep, results, strict=True)},
+            dict(zip(carried, iter_args, strict=True)),
+            dropped,
+            self.body.valid,
+        )
         return CarriedLoop(
             body,
             tuple(iter_args[k] for k in keep),
@@ -822,6 +848,35 @@ class StmtParser(ScopeParser):
             results,
             dropped,
         )
+
+    def carrying_body(
+        self,
+        node: ast.For,
+        kind: str,
+        valid: CarriedValid,
+        span: SourceSpan,
+        outputs: list[str] | None,
+        index: str | None,
+        var: Var | None,
+        before: Any,
+    ) -> tuple[LoopFrame, tuple[Stmt, ...], tuple[Expr, ...]]:
+        """The loop's frame, body and yields, its carried tiles keeping their valid shapes: parsed
+        again (carrying one more extent) while an iteration changes an extent it entered with."""
+        while True:
+            keep = [not valid.dims]  # a loop that carries no tile is parsed once
+            with parse_round(self.body.namer, self.env, self.body, keep):
+                iter_args = [
+                    Var(self.body.namer.fresh(var_base(n)), valid.iter_arg_type(n, i), span)
+                    for n, i in zip(valid.names, valid.inits, strict=True)
+                ]
+                valid.enter(dict(zip(valid.names, iter_args, strict=True)), self.body.valid)
+                frame = LoopFrame(kind, valid.names, iter_args, 0)
+                body, yields = self.loop_body(node, index, var, frame, outputs, before)
+                ends = [yields, *(j.values for j in frame.jumps)]
+                defs = definitions(walk_stmts(body))
+                keep[0] = keep[0] or not valid.widened(iter_args, ends, self.body.valid, defs)
+            if keep[0]:
+                return frame, body, yields
 
     def header_span(self, node: ast.For) -> SourceSpan:
         """``for i in pl.range(0, n, step)`` without the colon: what an error about the loop itself
@@ -1007,6 +1062,13 @@ class StmtParser(ScopeParser):
 
     def yielded(self, name: str, iter_arg: Var, node: ast.For) -> Expr:
         """The value ``name`` has at the end of the loop body: the next iteration's ``iter_arg``."""
+        if is_extent_name(name):  # an extent of a carried tile's valid shape: the tile's, here
+            tile = self.env.lookup(extent_of(name)[0])
+            assert tile is not None and isinstance(iter_arg.type, ScalarType)
+            value = self.body.atom(tile.value)
+            return carried_extent(
+                name, value, iter_arg.type.dtype, self.body.valid, self.body.blocks[-1], self.body.namer.fresh
+            )
         binding = self.env.lookup(name)
         value = self.body.atom(binding.value if binding is not None else iter_arg)
         if is_number(value):
