@@ -61,7 +61,19 @@ from pypto.ir.nodes import (
 from pypto.ir.nodes import (
     FunctionKind as FunctionType,
 )
-from pypto.ir.ops import OPS, AtomicType, CastMode, OpSpec, PadValue, Unit, get_op, make_call
+from pypto.ir.ops import (
+    OPS,
+    AtomicType,
+    CastMode,
+    CompactMode,
+    OpSpec,
+    PadValue,
+    TensorLayout,
+    TileLayout,
+    Unit,
+    get_op,
+    make_call,
+)
 from pypto.ir.printer import print_ir
 from pypto.ir.target import MemorySpec, Target
 from pypto.ir.tasks import AccessMode
@@ -113,6 +125,7 @@ __all__ = [
     "Break",
     "Call",
     "CastMode",
+    "CompactMode",
     "Const",
     "Continue",
     "DataType",
@@ -162,7 +175,9 @@ __all__ = [
     "TaskEdge",
     "TaskIdType",
     "TaskRecord",
+    "TensorLayout",
     "TensorType",
+    "TileLayout",
     "TileType",
     "TupleExpr",
     "TupleType",

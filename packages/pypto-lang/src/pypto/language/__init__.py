@@ -8,7 +8,19 @@
 ...     return out
 """
 
-from pypto.ir import AtomicType, CastMode, DataType, Level, MemorySpace, MemRefError, PadValue, SplitMode
+from pypto.ir import (
+    AtomicType,
+    CastMode,
+    CompactMode,
+    DataType,
+    Level,
+    MemorySpace,
+    MemRefError,
+    PadValue,
+    SplitMode,
+    TensorLayout,
+    TileLayout,
+)
 from pypto.ir import FunctionKind as FunctionType
 from pypto.ir.memory import Allocation, MemoryPlan, Reservation
 from pypto.language import advice as _advice  # noqa: F401  (registers the DSL wording of the type rules' hints)
@@ -21,6 +33,7 @@ from pypto.language.annotations import (
     Scalar,
     TaskId,
     Tensor,
+    TensorView,
     Tile,
     TileView,
     dynamic,
@@ -46,6 +59,9 @@ BOOL = DataType.BOOL
 INDEX = DataType.INDEX
 
 Mem = MemorySpace
+ND = TensorLayout.ND  # row-major: what a tensor is unless a pl.TensorView says otherwise
+DN = TensorLayout.DN
+NZ = TensorLayout.NZ
 
 register_reader(parse_program)  # what RunConfig(verification_level=ROUNDTRIP) reads dumps back with
 
@@ -86,6 +102,7 @@ __all__ = [
     "AUTO",
     "BF16",
     "BOOL",
+    "DN",
     "FP16",
     "FP32",
     "INDEX",
@@ -93,6 +110,8 @@ __all__ = [
     "INT16",
     "INT32",
     "INT64",
+    "ND",
+    "NZ",
     "TASK_ID",
     "UINT8",
     "Allocation",
@@ -100,6 +119,7 @@ __all__ = [
     "AtomicType",
     "Autotuner",
     "CastMode",
+    "CompactMode",
     "Config",
     "DataType",
     "FunctionType",
@@ -120,7 +140,10 @@ __all__ = [
     "SplitMode",
     "TaskId",
     "Tensor",
+    "TensorLayout",
+    "TensorView",
     "Tile",
+    "TileLayout",
     "TileView",
     "array",
     "at",

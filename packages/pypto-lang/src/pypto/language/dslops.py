@@ -24,7 +24,17 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from pypto.ir import AtomicType, CastMode, DataType, MemorySpace, PadValue, SplitMode
+from pypto.ir import (
+    AtomicType,
+    CastMode,
+    CompactMode,
+    DataType,
+    MemorySpace,
+    PadValue,
+    SplitMode,
+    TensorLayout,
+    TileLayout,
+)
 from pypto.ir.ops import (
     OPS,
     REQUIRED,
@@ -44,6 +54,9 @@ _PL_NAMES: dict[str, Any] = {
     "MemorySpace": MemorySpace,
     "CastMode": CastMode,
     "PadValue": PadValue,
+    "TileLayout": TileLayout,
+    "CompactMode": CompactMode,
+    "TensorLayout": TensorLayout,
     "AtomicType": AtomicType,
     "SplitMode": SplitMode,
     **DataType.__members__,

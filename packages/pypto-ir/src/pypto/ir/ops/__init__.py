@@ -27,7 +27,15 @@ from pypto.ir.ops import (
 from pypto.ir.ops.array_ops import MAX_ARRAY_SIZE
 from pypto.ir.ops.crosscore import CUBE_OUT, RECEIVES, split_axis, split_shape
 from pypto.ir.ops.cube import matmul_result_dtype
-from pypto.ir.ops.enums import PAD_VALUES, AtomicType, CastMode, PadValue
+from pypto.ir.ops.enums import (
+    PAD_VALUES,
+    AtomicType,
+    CastMode,
+    CompactMode,
+    PadValue,
+    TensorLayout,
+    TileLayout,
+)
 from pypto.ir.ops.movement import TILE_ASSEMBLE_PATHS
 from pypto.ir.ops.rules import check_same_rank, check_scalar_fits, user_name
 from pypto.ir.ops.spec import (
@@ -128,6 +136,7 @@ __all__ = [
     "Broadcast",
     "CastMode",
     "Commutative",
+    "CompactMode",
     "Cost",
     "Effect",
     "Elementwise",
@@ -156,6 +165,8 @@ __all__ = [
     "SetsValid",
     "Side",
     "SplitPolicy",
+    "TensorLayout",
+    "TileLayout",
     "Trait",
     "Unit",
     "WholeRegion",

@@ -355,10 +355,11 @@ def fillpad(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: 
             advice="fillpad.needs_tile",
         )
     check_vec(op, x, span)
-    if not isinstance(attrs.get("pad_value"), PadValue):
+    pad = attrs.get("pad_value")
+    if not isinstance(pad, PadValue) or pad is PadValue.null:
         raise fail(
             op,
-            f"pad_value must be a pl.PadValue, got {attrs.get('pad_value')!r}",
+            f"pad_value must be a pl.PadValue to fill with, got {pad!r}",
             span,
             f"write pad_value= one of {PAD_VALUES}",
         )

@@ -12,9 +12,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from pypto.ir import INDEX, Const, Expr, MemorySpace, ParseError, TileType, TupleExpr, get_op
+from pypto.ir import (
+    INDEX,
+    Const,
+    Expr,
+    MemorySpace,
+    ParseError,
+    TileType,
+    TupleExpr,
+    TypeCheckError,
+    Var,
+    get_op,
+)
 from pypto.ir.ops import PadValue
 from pypto.ir.ops import tile as tile_ops
+from pypto.ir.valid import is_partial
+from pypto.ir.validflow import same
 from pypto.language.annotations import TileView, check_view
 from pypto.language.dslops import hand_built
 from pypto.language.parser.convert import attribute, enum_member
@@ -106,17 +119,77 @@ def build_create_tile(
     if not isinstance(tile_view, TileView):
         raise ctx.fail(
             f"tile_view= must be a pl.TileView, got {tile_view!r}",
-            "write tile_view=pl.TileView(valid_shape=[r, c]); "
-            "for run-time extents use pl.set_validshape(t, r, c)",
+            "write tile_view=pl.TileView(valid_shape=[r, c]) (constants or run-time scalars)",
         )
     try:
         check_view(tile_view, attrs["shape"])
     except ParseError as e:
         raise ctx.fail(e.message, e.hint or "") from None
-    valid = tile_view.valid_shape
-    if valid is None or tuple(valid) == tuple(attrs["shape"]):
-        return tile
-    return ctx.call(tile_ops.set_validshape, [tile, index_tuple(list(valid), ctx.span, "valid_shape")])
+    return with_view(ctx, tile, tile_view, "the created tile")
+
+
+def valid_extents(ctx: OpContext, x: Expr) -> tuple[Expr, ...]:
+    """The extents of ``x``'s valid shape: run-time ones, else its constant (or whole) shape."""
+    run_time = ctx.valid_of(x)
+    if run_time is not None:
+        return run_time.elements
+    t = x.type
+    assert isinstance(t, TileType)
+    return tuple(Const(n, INDEX) for n in (t.valid_shape or t.shape))
+
+
+def with_view(ctx: OpContext, value: Expr, view: TileView, what: str) -> Expr:
+    """``value`` (a tile) with the valid shape and padding ``view`` states: a value valid everywhere
+    takes the view's valid shape (``pl.set_validshape``); one with a valid shape of its own must
+    have the view's (a ``TypeCheckError`` otherwise); a Vec tile with a partial valid shape is
+    filled with the view's ``pad`` outside it, keeping its valid shape."""
+    t = value.type
+    assert isinstance(t, TileType)
+    if view.valid_shape is not None:
+        want = index_tuple(list(view.valid_shape), ctx.span, "valid_shape")
+        have = valid_extents(ctx, value)
+        if not is_partial(t) and ctx.valid_of(value) is None:
+            if not all(same(w, Const(n, INDEX)) for w, n in zip(want.elements, t.shape, strict=True)):
+                value = ctx.call(tile_ops.set_validshape, [value, want])
+        elif not all(same(w, h) for w, h in zip(want.elements, have, strict=True)):
+            raise _view_conflict(ctx, what, want.elements, have)
+    if view.pad is PadValue.null or not (is_partial(value.type) or ctx.valid_of(value) is not None):
+        return value
+    if value.type.memory_space not in (MemorySpace.Vec, None):  # type: ignore[attr-defined]
+        raise ctx.fail(
+            f"pl.TileView(pad={view.pad!r}) fills the padding of a Vec tile, and {what} is in "
+            f"{value.type.memory_space.name}",  # type: ignore[attr-defined]
+            "fill it in Vec (pl.fillpad) before it moves, or load it with a padded view: "
+            "pl.slice(t, shape, offset, valid_shape=[...], pad_value=...)",
+        )
+    valid = index_tuple(list(valid_extents(ctx, value)), ctx.span, "valid_shape")
+    run_time = ctx.valid_of(value)
+    filled = ctx.call(
+        tile_ops.fillpad, [value] if run_time is None else [value, run_time], {"pad_value": view.pad}
+    )
+    return ctx.call(tile_ops.set_validshape, [filled, valid])
+
+
+def _view_conflict(
+    ctx: OpContext, what: str, want: tuple[Expr, ...], have: tuple[Expr, ...]
+) -> TypeCheckError:
+    shown_want, shown_have = _shown(want), _shown(have)
+    extents = ", ".join(shown_want)
+    return TypeCheckError(
+        f"{what} is annotated with valid shape [{', '.join(shown_want)}] but the value's valid shape "
+        f"is [{', '.join(shown_have)}]",
+        ctx.span,
+        f"set it with pl.set_validshape(value, {extents}), or annotate "
+        f"pl.TileView(valid_shape=[{', '.join(shown_have)}])",
+    )
+
+
+def _shown(extents: tuple[Expr, ...]) -> list[str]:
+    """Extents as messages show them: numbers, or the variable (or expression) they are."""
+    return [
+        str(e.value) if isinstance(e, Const) else e.name if isinstance(e, Var) else "a run-time value"
+        for e in extents
+    ]
 
 
 def _dtype_attr(spec: Any) -> Any:

@@ -58,6 +58,7 @@ from pypto.language.parser.env import Env
 from pypto.language.parser.exprs import OPERATORS, TARGETS, KernelCalls, construct, rank_hint, slice_hint
 from pypto.language.parser.memref import check_loop_variable
 from pypto.language.parser.ops import build_op
+from pypto.language.parser.partial import with_view
 from pypto.language.parser.regions import REGION_FORM
 from pypto.language.parser.reparse import parse_round
 from pypto.language.parser.resolve import GlobalNames
@@ -289,6 +290,8 @@ class StmtParser(ScopeParser):
         if memref is not None:
             self.check_memref(memref, value, node)
         self.bind_name(node.target.id, value, node.target, memref)
+        if isinstance(spec, TileSpec) and spec.view is not None:
+            self.annotated_view(spec, node)
 
     def check_memref(self, slot: MemRefSlot, value: Any, node: ast.AnnAssign) -> None:
         """A ``pl.MemRef`` places the tile an op computes, by a constant or a loop's variable."""
@@ -600,21 +603,16 @@ class StmtParser(ScopeParser):
                 f"make the region as large as the value: [{start}:{start + sizes[dim]}] in dim {dim}",
             )
 
-    def check_view(self, spec: TileSpec, value: Any, node: ast.AnnAssign) -> None:
-        """A ``pl.TileView(valid_shape=...)`` in the annotation states the value's valid shape."""
-        if spec.view is None or spec.view.valid_shape is None:
-            return
-        actual = value.type if isinstance(value, Expr) and isinstance(value.type, TileType) else None
-        if actual is None or (actual.valid_shape or actual.shape) == spec.view.valid_shape:
-            return  # not a tile: the type check below reports it
-        have, want = list(actual.valid_shape or actual.shape), list(spec.view.valid_shape)
-        extents = ", ".join(map(str, want))
-        raise TypeCheckError(
-            f"'{ast.unparse(node.target)}' is annotated with valid shape {want} but the value's valid "
-            f"shape is {have}",
-            self.span(node),
-            f"set it with pl.set_validshape(value, {extents}), or annotate pl.TileView(valid_shape={have})",
-        )
+    def annotated_view(self, spec: TileSpec, node: ast.AnnAssign) -> None:
+        """``t: pl.Tile[..., pl.TileView(valid_shape=..., pad=...)] = value``: the name means the
+        value with the view's valid shape and padding (see :func:`partial.with_view`)."""
+        assert isinstance(node.target, ast.Name) and spec.view is not None
+        binding = self.env.lookup(node.target.id)
+        assert binding is not None
+        ctx = self.op_context(node, ast.unparse(node.annotation))
+        viewed = with_view(ctx, binding.value, spec.view, f"'{node.target.id}'")
+        if viewed is not binding.value:
+            self.bind_name(node.target.id, viewed, node.target)
 
     def checked(self, spec: Any, value: Any, node: ast.AnnAssign) -> Any:
         """The value of ``x: <spec> = value``, checked against the annotation."""
@@ -624,7 +622,6 @@ class StmtParser(ScopeParser):
         expected: Any = None
         if isinstance(spec, TileSpec):
             expected = TileType(spec.shape, spec.dtype, spec.memory_space)
-            self.check_view(spec, value, node)
         elif isinstance(spec, TensorSpec) and spec.shape is not None:
             expected = TensorType(spec.shape, spec.dtype)  # type: ignore[arg-type]
         elif isinstance(spec, ScalarSpec):
