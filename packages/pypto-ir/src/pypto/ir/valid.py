@@ -44,10 +44,20 @@ from pypto.ir.nodes import (
     walk_stmts,
     with_bodies,
 )
-from pypto.ir.ops import GmAccess, KeepsValid, PipeAction, PipeEnd, Reduction, SetsValid, get_op, make_call
+from pypto.ir.ops import (
+    GmAccess,
+    KeepsValid,
+    PipeAction,
+    PipeEnd,
+    Product,
+    Reduction,
+    SetsValid,
+    get_op,
+    make_call,
+)
 from pypto.ir.ops import tile as tile_ops
 from pypto.ir.rewrite import substitute_body, substitute_expr
-from pypto.ir.types import INDEX, TileType, TupleType, Type
+from pypto.ir.types import INDEX, TensorType, TileType, TupleType, Type
 from pypto.ir.validflow import (
     CarriedValid,
     IfValid,
@@ -60,9 +70,11 @@ from pypto.ir.validflow import (
 
 
 def result_valid(call: Call, valid: Mapping[Expr, TupleExpr]) -> TupleExpr | None:
-    """The run-time valid shape of ``call``'s result, given those of the values in ``valid``."""
-    if not isinstance(call.type, TileType):
+    """The valid shape ``call``'s result has beyond its type, given those of the values in
+    ``valid``: a tile's run-time valid shape, a tensor view's valid shape (constant or not)."""
+    if not isinstance(call.type, (TileType, TensorType)):
         return None
+    tensor = isinstance(call.type, TensorType)
     spec = get_op(call.op)
     access = spec.trait(GmAccess)
     if access is not None and not access.write and access.valid is not None:
@@ -71,15 +83,18 @@ def result_valid(call: Call, valid: Mapping[Expr, TupleExpr]) -> TupleExpr | Non
     sets = spec.trait(SetsValid)
     if sets is not None:  # pl.set_validshape: a run-time one is the operand, a constant one the type
         if sets.operand >= len(call.args):
-            return None  # an optional valid shape not given (a pop of the whole tile)
+            return None  # an optional valid shape not given (a pop of the whole tile, a whole view)
         given = call.args[sets.operand]
-        if isinstance(given, TupleExpr) and any(not isinstance(e, Const) for e in given.elements):
+        if isinstance(given, TupleExpr) and (tensor or any(not isinstance(e, Const) for e in given.elements)):
             return given
         return None
+    product = spec.trait(Product)
+    if product is not None:
+        return _product_valid(call, product, valid)
     reduction = spec.trait(Reduction)
     if reduction is None and not spec.has(KeepsValid):
         return None
-    source = next((a for a in call.args if isinstance(a.type, TileType)), None)
+    source = next((a for a in call.args if isinstance(a.type, (TileType, TensorType))), None)
     if source is None or source not in valid:
         return None
     elements = valid[source].elements
@@ -88,6 +103,26 @@ def result_valid(call: Call, valid: Mapping[Expr, TupleExpr]) -> TupleExpr | Non
     if reduction is not None:
         return _shape(Const(1, INDEX), elements[1])
     return valid[source]
+
+
+def _product_valid(call: Call, product: Product, valid: Mapping[Expr, TupleExpr]) -> TupleExpr | None:
+    """``a @ b`` of operands with a run-time valid shape: the left one's valid rows by the right
+    one's valid columns (a transposed operand's other axis)."""
+    a, b = call.args[product.lhs], call.args[product.rhs]
+    if a not in valid and b not in valid:
+        return None
+    rows = _extents_of(a, valid)[1 if call.attrs.get("a_trans") else 0]
+    cols = _extents_of(b, valid)[0 if call.attrs.get("b_trans") else 1]
+    return _shape(rows, cols)
+
+
+def _extents_of(x: Expr, valid: Mapping[Expr, TupleExpr]) -> tuple[Expr, ...]:
+    if x in valid:
+        return valid[x].elements
+    t = x.type
+    assert isinstance(t, (TileType, TensorType))
+    own = getattr(t, "valid_shape", None) or t.shape
+    return tuple(n if isinstance(n, Expr) else Const(n, INDEX) for n in own)
 
 
 def _shape(*elements: Expr) -> TupleExpr:

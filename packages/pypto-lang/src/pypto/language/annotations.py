@@ -86,7 +86,7 @@ def as_pad_value(value: Any, what: str) -> PadValue:
         if plain == -math.inf:
             return PadValue.min
     raise ParseError(
-        f"{what} must be a pl.PadValue (or 0, math.inf, -math.inf), got {plain!r}",
+        f"{what} must be a pl.PadValue (or 0, math.inf, -math.inf), got the {type(plain).__name__} {plain!r}",
         hint="write pl.PadValue.zero (or 0), pl.PadValue.max (math.inf) or pl.PadValue.min (-math.inf)",
     )
 

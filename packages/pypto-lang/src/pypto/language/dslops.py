@@ -81,7 +81,10 @@ def hand_built(*ops: str) -> Callable[[Builder], Builder]:
     parameters after ``ctx`` are the DSL function's (``pl.load(tensor, offsets, shape, ...)``)."""
 
     def mark(builder: Builder) -> Builder:
-        params = list(inspect.signature(builder).parameters.values())[1:]
+        # The DSL parameters as users see them (help(), inspect): names and defaults, no annotations.
+        params = [
+            p.replace(annotation=EMPTY) for p in list(inspect.signature(builder).parameters.values())[1:]
+        ]
         for name in ops:
             _HAND_BUILT[name] = HandBuilt(builder, inspect.Signature(params))
         _index.seen = ()  # the next lookup rebuilds the functions with this builder

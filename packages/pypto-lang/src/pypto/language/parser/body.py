@@ -4,12 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from pypto.ir import Assign, Call, Expr, MemRefSlot, SourceSpan, Stmt, TupleExpr, Var, get_op, make_call
-from pypto.ir.ops import Level, op
+from pypto.ir.ops import Level, PadValue, op
 from pypto.language.parser.env import Namer
 from pypto.language.parser.regions import ScopeRegions
+
+
+@dataclass(frozen=True)
+class Window:
+    """Where a tensor view lies: the tensor it views (never itself a view) and its offsets there."""
+
+    base: Expr
+    offsets: tuple[Expr, ...]
 
 
 class BodyBuilder:
@@ -18,7 +27,9 @@ class BodyBuilder:
     ``kernel`` is True for an ``@pl.jit.incore`` body, where every op runs on a core group;
     in the ``@pl.jit`` body only the inside of a ``pl.at`` scope does. ``regions`` tracks the
     ``pl.split_aiv`` regions of the core-group scope (or incore body) being parsed. ``valid``
-    holds the run-time valid shapes of tiles (see :mod:`~pypto.ir.valid`).
+    holds the run-time valid shapes of tiles and the valid shapes of tensor views (see
+    :mod:`~pypto.ir.valid`); ``windows`` where each tensor view starts in the tensor it views, and
+    ``pads`` what reads outside a view's valid shape see.
     """
 
     def __init__(self, namer: Namer, kernel: bool) -> None:
@@ -34,6 +45,8 @@ class BodyBuilder:
         self.regions: ScopeRegions | None = None
         self.blocks: list[list[Stmt]] = [[]]
         self.valid: dict[Expr, TupleExpr] = {}
+        self.windows: dict[Expr, Window] = {}
+        self.pads: dict[Expr, PadValue] = {}
 
     @property
     def on_device(self) -> bool:
@@ -124,6 +137,10 @@ class BodyBuilder:
         self.emit(Assign(var, value, span, memref))
         if value in self.valid:
             self.valid[var] = self.valid[value]
+        if value in self.windows:
+            self.windows[var] = self.windows[value]
+        if value in self.pads:
+            self.pads[var] = self.pads[value]
         if self.regions is not None:
             self.regions.note(var, value)
         return var
