@@ -508,6 +508,8 @@ def _check_dynamic(region: list[Stmt], rows: int | DynDim | None) -> None:
     """Tensor ops are tiled over a dynamic extent only along rows: a region whose tensors have a
     dynamic extent elsewhere, or that must run whole, cannot give its tiles a static shape."""
     for stmt in region:
+        if _call_of(stmt).op in VIEW_OPS:
+            continue  # a view's rows count where it is used
         for x in (*_call_of(stmt).args, *([stmt.target] if isinstance(stmt, Assign) else [])):
             t = x.type
             if not isinstance(t, TensorType):

@@ -7,8 +7,22 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from pypto.ir import Assign, Call, Expr, MemRefSlot, SourceSpan, Stmt, TupleExpr, Var, get_op, make_call
+from pypto.ir import (
+    INDEX,
+    Assign,
+    Call,
+    Const,
+    Expr,
+    MemRefSlot,
+    SourceSpan,
+    Stmt,
+    TupleExpr,
+    Var,
+    get_op,
+    make_call,
+)
 from pypto.ir.ops import Level, PadValue, op
+from pypto.ir.ops import tensor as op_tensor
 from pypto.language.parser.env import Namer
 from pypto.language.parser.regions import ScopeRegions
 
@@ -47,6 +61,9 @@ class BodyBuilder:
         self.valid: dict[Expr, TupleExpr] = {}
         self.windows: dict[Expr, Window] = {}
         self.pads: dict[Expr, PadValue] = {}
+        # The entry's tensors with a valid shape (a pl.TensorView), and their views in the open scope.
+        self.host_views: dict[Expr, TupleExpr] = {}
+        self.localized: dict[Expr, Var] = {}
 
     @property
     def on_device(self) -> bool:
@@ -79,6 +96,26 @@ class BodyBuilder:
         finally:
             self.in_scope = False
             self.scope_body, self.block_idx = None, None
+            self.localized = {}
+
+    def localize(self, value: Any) -> Any:
+        """``value``, or in a ``pl.at`` scope, for an entry tensor with a valid shape, its view with
+        that valid shape made at the top of the scope (what the scope's tensor ops read)."""
+        if not self.in_scope or value not in self.host_views:
+            return value
+        if value not in self.localized:
+            assert self.scope_body is not None and isinstance(value, Var)
+            call = make_call(op_tensor.set_validshape, (value, self.host_views[value]), {}, value.span)
+            view = Var(self.namer.fresh(value.name), call.type, value.span)
+            self.scope_body.insert(0, Assign(view, call, value.span))
+            self.valid[view] = self.host_views[value]
+            self.windows[view] = Window(
+                value, tuple(Const(0, INDEX) for _ in self.host_views[value].elements)
+            )
+            if value in self.pads:
+                self.pads[view] = self.pads[value]
+            self.localized[value] = view
+        return self.localized[value]
 
     def block_index(self, span: SourceSpan | None) -> Var:
         """The scope's ``pl.get_block_idx()``, computed once at the top of the scope."""

@@ -89,7 +89,7 @@ def bind_param(
             f"pass a tensor that matches the annotation, or annotate the parameter {fits} "
             "(a bare pl.Tensor takes any shape and dtype)",
         )
-    return BoundParam(sig.name, t, spec.direction, span=sig.span), value
+    return BoundParam(sig.name, t, spec.direction, span=sig.span, view=spec.view), value
 
 
 def returned_params(fn: Function) -> tuple[list[int], Type]:

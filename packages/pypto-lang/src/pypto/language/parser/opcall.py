@@ -21,7 +21,7 @@ from pypto.ir import (
     get_op,
     make_call,
 )
-from pypto.ir.ops import Level, Role, array
+from pypto.ir.ops import Level, Role, SetsValid, array
 from pypto.ir.valid import result_valid
 from pypto.language.dslops import dsl_function
 from pypto.language.parser.body import BodyBuilder
@@ -106,6 +106,9 @@ class OpContext:
         error that carries no hint of its own gets the op's DSL signature as its hint.
         """
         self._check_placement(op)
+        spec = get_op(op)
+        if spec.level is Level.TENSOR and self.body.host_views and not spec.has(SetsValid):
+            args = [self.body.localize(a) for a in args]  # an entry tensor's valid shape, in the scope
         try:
             call = make_call(op, [self.body.atom(a) for a in args], attrs, self.span)
         except TypeCheckError as err:

@@ -12,6 +12,7 @@ from pypto.language.annotations import (
     ArraySpec,
     ParamSignature,
     TaskIdSpec,
+    TensorView,
     TileSpec,
     as_spec,
 )
@@ -33,6 +34,7 @@ class BoundParam:
     direction: Direction = Direction.In
     value: int | float | bool | None = None
     span: SourceSpan | None = None
+    view: TensorView | None = None  # a tensor's pl.TensorView: its valid shape, in the body
 
 
 class _AnnotationCalls:

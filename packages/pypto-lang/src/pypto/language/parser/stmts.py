@@ -441,6 +441,9 @@ class StmtParser(ScopeParser):
 
     def returned_tensor(self, value: Any, node: ast.expr) -> Expr:
         value = self.body.atom(value)
+        viewed = self.body.windows.get(value)
+        if viewed is not None and any(viewed.base is out for out in self.outputs):
+            value = viewed.base  # a view of an output (its pl.TensorView's valid shape): the output
         if not (isinstance(value, Var) and isinstance(value.type, TensorType)):
             raise self.error(
                 node,

@@ -78,7 +78,7 @@ def tensor_slice(
         valid = _narrowed(ctx, valid, given, _consts(dims))
     pad = pad_of(ctx, x) if pad_value is None else as_pad(ctx, pad_value, "pad_value")
     args: list[Any] = [x, offsets]
-    if not all(_same_const(v, n) for v, n in zip(valid, _consts(dims), strict=True)):
+    if not all(same_extent(v, n) for v, n in zip(valid, _consts(dims), strict=True)):
         args.append(index_tuple(valid, ctx.span, "valid_shape"))
     attrs: dict[str, Any] = {"shape": dims}
     if pad is not PadValue.null:
@@ -169,7 +169,7 @@ def _consts(dims: tuple[Any, ...]) -> list[Expr]:
     return [n if isinstance(n, DynDim) else Const(n, INDEX) for n in dims]
 
 
-def _same_const(a: Expr, b: Expr) -> bool:
+def same_extent(a: Expr, b: Expr) -> bool:
     return (isinstance(a, Const) and isinstance(b, Const) and a.value == b.value) or (a is b)
 
 
@@ -214,7 +214,7 @@ def _narrowed(ctx: OpContext, valid: list[Expr], given: tuple[Expr, ...], dims: 
                 "a view's valid region is the source's valid region in the window: valid_shape= can "
                 f"narrow it (an extent up to {have.value}), never widen it",
             )
-        whole = _same_const(have, n)
+        whole = same_extent(have, n)
         out.append(
             want if whole or (isinstance(have, Const) and isinstance(want, Const)) else _min(have, want)
         )
