@@ -89,21 +89,24 @@ def view_product(
     a: pl.Tensor[[64, 128], pl.FP16],
     b: pl.Tensor[[128, 64], pl.FP16],
     cfg: pl.Tensor[[2], pl.INT32],
-    out: pl.Out[pl.Tensor[[64, 64], pl.FP32]],
+    rows_cut: pl.Out[pl.Tensor[[64, 64], pl.FP32]],
+    depth_cut: pl.Out[pl.Tensor[[64, 64], pl.FP32]],
 ):
     with pl.at(level=pl.Level.CORE_GROUP):
         k, m = pl.read(cfg, [0]), pl.read(cfg, [1])
-        out[:] = pl.matmul(pl.slice(a, [64, 128], [0, 0], valid_shape=[m, k]), b[:, :][0:128, :])
-        pl.assemble(out, pl.matmul(a, pl.slice(b, [128, 64], [0, 0], valid_shape=[k, 64])), [0, 0])
-    return out
+        rows_cut[:] = pl.matmul(pl.slice(a, [64, 128], [0, 0], valid_shape=[m, k]), b)
+        depth_cut[:] = pl.matmul(a, pl.slice(b, [128, 64], [0, 0], valid_shape=[k, 64]))
+    return rows_cut, depth_cut
 
 
 def test_a_matmul_of_views_contracts_and_writes_only_their_valid_parts():
     a, b = rand(64, 128, seed=3, dtype=torch.float16), rand(128, 64, seed=4, dtype=torch.float16)
-    out = torch.full((64, 64), -1.0)
-    view_product(a, b, ints(100, 30), out, config=SIM)
-    want = a[:, :100].float() @ b[:100].float()  # the second product, over every row
-    torch.testing.assert_close(out, want, rtol=1e-2, atol=1e-2)
+    rows_cut, depth_cut = torch.full((64, 64), -1.0), torch.full((64, 64), -1.0)
+    view_product(a, b, ints(100, 30), rows_cut, depth_cut, config=SIM)
+    want = torch.full((64, 64), -1.0)
+    want[:30] = a[:30, :100].float() @ b[:100].float()  # a's valid columns meet b's rows
+    torch.testing.assert_close(rows_cut, want, rtol=1e-2, atol=1e-2)
+    torch.testing.assert_close(depth_cut, a[:, :100].float() @ b[:100].float(), rtol=1e-2, atol=1e-2)
 
 
 @pl.jit
@@ -228,3 +231,40 @@ def test_printed_views_parse_back_to_themselves():
     ):
         text = kernel.parse(*args).as_python()
         assert pl.parse(text).as_python() == text, kernel.name
+
+
+@pl.jit
+def through_views(
+    x: pl.Tensor[[64, 64], pl.FP32],
+    out: pl.Out[pl.Tensor[[64, 64], pl.FP32]],
+    picked: pl.Out[pl.Tensor[[1, 1], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        v = x[16:48, :]
+        top = out[0:32, :]
+        top[:, :] = pl.exp(v)  # a write into a view writes into the tensor it views
+        pl.assemble(out, pl.mul(v, 2.0), [32, 0])
+        pl.store(pl.full([1, 1], pl.FP32, pl.read(v, [1, 2])), [0, 0], picked)
+    return out, picked
+
+
+def test_reads_and_writes_of_views_reach_the_tensors_they_view():
+    x = rand(64, 64, seed=8)
+    out, picked = torch.zeros(64, 64), torch.zeros(1, 1)
+    through_views(x, out, picked, config=SIM)
+    torch.testing.assert_close(out[:32], x[16:48].exp())
+    torch.testing.assert_close(out[32:], 2 * x[16:48])
+    assert picked.item() == x[17, 2].item()
+
+
+@pl.jit
+def read_by_index(table: pl.Tensor[[8], pl.INT32], out: pl.Out[pl.Tensor[[1, 1], pl.INT32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(pl.full([1, 1], pl.INT32, pl.read(table, 3)), [0, 0], out)
+    return out
+
+
+def test_an_element_of_a_1d_tensor_is_read_by_its_index_alone():
+    out = torch.zeros(1, 1, dtype=torch.int32)
+    read_by_index(torch.arange(8, dtype=torch.int32) * 5, out, config=SIM)
+    assert out.item() == 15

@@ -13,15 +13,23 @@ from typing import Any
 
 from pypto.ir import AtomicType, Const, DataType, Expr, MemorySpace
 from pypto.ir.ops import PadValue
+from pypto.ir.ops import scalar as scalar_ops
 from pypto.ir.ops import tensor as tensor_ops
 from pypto.ir.ops import tile as tile_ops
-from pypto.ir.rewrite import index_add
 from pypto.language.annotations import dtype_hint
 from pypto.language.dslops import hand_built
 from pypto.language.parser import views
 from pypto.language.parser.convert import enum_member
 from pypto.language.parser.opcall import OpContext
-from pypto.language.parser.values import describe_value, index_tuple, is_number, is_tile, static_shape
+from pypto.language.parser.values import (
+    describe_value,
+    index_tuple,
+    is_number,
+    is_scalar,
+    is_tile,
+    number,
+    static_shape,
+)
 
 
 @hand_built(tile_ops.load)
@@ -75,13 +83,9 @@ def build_store(ctx: OpContext, tile: Any, offsets: Any, tensor: Any) -> Any:
     """The tile's valid region written into ``tensor`` at ``offsets`` (into the tensor a view
     views, at the view's offsets); the expression's value is ``tensor``."""
     dst = ctx.tensor(tensor, "destination")
-    starts = index_tuple(offsets, ctx.span)
-    where = views.window(ctx, dst)
-    if where.base is not dst and len(starts.elements) == len(where.offsets):
-        moved = [index_add(a, b) for a, b in zip(where.offsets, starts.elements, strict=True)]
-        _store(ctx, ctx.tile(tile, "value"), index_tuple(moved, ctx.span), where.base, AtomicType.NONE)
-        return dst
-    return _store(ctx, ctx.tile(tile, "value"), starts, dst, AtomicType.NONE)
+    base, starts = views.through(ctx, dst, index_tuple(offsets, ctx.span))
+    _store(ctx, ctx.tile(tile, "value"), starts, base, AtomicType.NONE)
+    return dst
 
 
 def _store(ctx: OpContext, value: Expr, offsets: Expr, dst: Expr, atomic: AtomicType) -> Any:
@@ -105,10 +109,22 @@ def build_assemble(
     dst = ctx.tensor(target, "target")
     value = ctx.shaped(value, "value")
     starts = index_tuple(offsets, ctx.span)
+    dst, starts = views.through(ctx, dst, starts)  # into a view: into the tensor it views
     if is_tile(value) and (atomic is not AtomicType.NONE or ctx.valid_of(value) is not None):
         return _store(ctx, value, starts, dst, atomic)
     attrs = {} if atomic is AtomicType.NONE else {"atomic": atomic}
-    return ctx.effect(tensor_ops.assemble, [dst, value, starts], attrs, dst)
+    ctx.effect(tensor_ops.assemble, [dst, value, starts], attrs, dst)
+    return target
+
+
+@hand_built(scalar_ops.read)
+def build_read(ctx: OpContext, tensor: Any, offsets: Any) -> Any:
+    """``pl.read(t, [i, j])``: one element of a tensor (of the tensor a view views); a 1-D
+    tensor's element also by its index alone, ``pl.read(t, i)``."""
+    if is_scalar(offsets) and not isinstance(number(offsets) if is_number(offsets) else offsets, bool):
+        offsets = [offsets]
+    src, starts = views.through(ctx, ctx.tensor(tensor, "source"), index_tuple(offsets, ctx.span))
+    return ctx.call(scalar_ops.read, [src, starts])
 
 
 def _assemble_tile(ctx: OpContext, target: Any, value: Any, offsets: Any, atomic: AtomicType) -> Any:

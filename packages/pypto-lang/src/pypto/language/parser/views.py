@@ -141,6 +141,16 @@ def as_pad(ctx: OpContext, value: Any, what: str) -> PadValue:
         ) from None
 
 
+def through(ctx: OpContext, x: Expr, offsets: TupleExpr) -> tuple[Expr, TupleExpr]:
+    """Offsets into tensor ``x`` as the tensor it views (itself, when it is no view) and the
+    offsets there."""
+    where = window(ctx, x)
+    if where.base is x or len(offsets.elements) != len(where.offsets):
+        return x, offsets  # (a rank the type rule reports)
+    moved = [index_add(a, b) for a, b in zip(where.offsets, offsets.elements, strict=True)]
+    return where.base, index_tuple(moved, ctx.span)
+
+
 def load_through(
     ctx: OpContext, view: Expr, offsets: TupleExpr, shape: tuple[int, ...], valid: TupleExpr | None
 ) -> tuple[Expr, TupleExpr, TupleExpr | None, PadValue]:
