@@ -21,7 +21,7 @@ from pypto.ir import (
     get_op,
     make_call,
 )
-from pypto.ir.ops import Level, Role, SetsValid, array
+from pypto.ir.ops import Effect, Level, Role, SetsValid, array
 from pypto.ir.valid import result_valid
 from pypto.language.dslops import dsl_function
 from pypto.language.parser.body import BodyBuilder
@@ -108,7 +108,9 @@ class OpContext:
         self._check_placement(op)
         spec = get_op(op)
         if spec.level is Level.TENSOR and self.body.host_views and not spec.has(SetsValid):
-            args = [self.body.localize(a) for a in args]  # an entry tensor's valid shape, in the scope
+            # An entry tensor read here has its valid shape in the scope; a written one is itself.
+            read = [o.effect is Effect.READ for o in spec.operands]
+            args = [self.body.localize(a) if k < len(read) and read[k] else a for k, a in enumerate(args)]
         try:
             call = make_call(op, [self.body.atom(a) for a in args], attrs, self.span)
         except TypeCheckError as err:
