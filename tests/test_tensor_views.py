@@ -198,6 +198,17 @@ def test_drop_dims_drops_unit_dims_of_the_view():
             "pl.PadValue.zero",
         ),
         ("v = x[100:164, :]", "the window [100:164] of dim 0 lies outside", "clamp=True"),
+        (
+            "v = pl.slice(x, [64, 64], [0, 0], drop_dims=[5])",
+            "drop_dims= takes a list of the value's dims",
+            "drop_dims=[0]",
+        ),
+        ("v = pl.slice(x, [64, 64], [0, 0], clamp=1)", "clamp= must be True or False", "clamp=True"),
+        (
+            "v = pl.slice(pl.load(x, [0, 0], [64, 64]), [32, 64], [0, 0], clamp=True)",
+            "clamp= applies to a view of a tensor",
+            "valid_shape=",
+        ),
     ],
 )
 def test_a_bad_view_is_an_error_at_the_users_line(tmp_path, body, message, hint):

@@ -33,7 +33,7 @@ from pypto.language.dslops import hand_built
 from pypto.language.parser import views
 from pypto.language.parser.convert import attribute, enum_member
 from pypto.language.parser.opcall import OpContext
-from pypto.language.parser.values import index_tuple, is_number, number, static_shape
+from pypto.language.parser.values import index_tuple, static_shape
 
 
 @hand_built(tile_ops.set_validshape)
@@ -96,8 +96,8 @@ def _dropped_tile(ctx: OpContext, piece: Expr, drop_dims: Any) -> Expr:
             "drop_dims= reshapes the sub-tile, which then loses its valid shape",
             "slice without valid_shape= to drop dims, or keep the dims and give the valid shape",
         )
-    drop = {int(number(d)) % len(t.shape) for d in drop_dims if is_number(d)}
-    if len(drop) != len(drop_dims) or any(t.shape[d] != 1 for d in drop):
+    drop = views.dims_to_drop(ctx, drop_dims, len(t.shape))
+    if any(t.shape[d] != 1 for d in drop):
         raise ctx.fail(
             f"drop_dims={list(drop_dims)} must name dims of extent 1 of the {list(t.shape)} slice",
             "drop only dims of extent 1, e.g. drop_dims=[0] of a [1, 16, 64] slice",

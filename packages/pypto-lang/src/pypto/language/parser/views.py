@@ -104,16 +104,22 @@ def set_tensor_validshape(ctx: OpContext, x: Expr, extents_given: TupleExpr) -> 
     return view
 
 
+def dims_to_drop(ctx: OpContext, drop_dims: Any, rank: int) -> set[int]:
+    """The dims ``drop_dims`` names: a list of ints in ``-rank..rank - 1`` (negative from the end)."""
+    listed = isinstance(drop_dims, (list, tuple))
+    plain = [number(d) if is_number(d) else d for d in drop_dims] if listed else [None]
+    dims = [d for d in plain if isinstance(d, int) and not isinstance(d, bool) and -rank <= d < rank]
+    if len(dims) != len(plain):
+        raise ctx.fail(
+            f"drop_dims= takes a list of the value's dims (0..{rank - 1}), got {drop_dims!r}",
+            "write drop_dims=[0] to drop dim 0 (of extent 1)",
+        )
+    return {d % rank for d in dims}
+
+
 def dropped(ctx: OpContext, view: Expr, dims: tuple[Any, ...], drop_dims: Any) -> Expr:
     """``drop_dims=[0]``: the view without the listed unit dims (a reshape of it)."""
-    if not isinstance(drop_dims, (list, tuple)) or not all(
-        isinstance(number(d) if is_number(d) else d, int) for d in drop_dims
-    ):
-        raise ctx.fail(
-            f"drop_dims= takes a list of dims, got {drop_dims!r}",
-            "write drop_dims=[0] to drop dim 0 (extent 1)",
-        )
-    drop = {int(number(d)) % len(dims) for d in drop_dims}
+    drop = dims_to_drop(ctx, drop_dims, len(dims))
     wide = [d for d in sorted(drop) if dims[d] != 1]
     if wide or len(drop) >= len(dims):
         raise ctx.fail(
