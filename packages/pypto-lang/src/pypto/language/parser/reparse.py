@@ -29,7 +29,9 @@ def parse_round(namer: Any, env: Any, body: Any, keep: list[bool]) -> Iterator[N
     if keep[0]:
         _show(recorded)
         return
-    namer.taken = taken | ({body.block_idx.name} if body.block_idx is not None else set())
+    # What the parse made outside the body stays: the scope's block index, the views it localized.
+    kept = [body.block_idx, *body.localized.values()]
+    namer.taken = taken | {v.name for v in kept if v is not None}
     env.ended = ended
 
 
