@@ -407,16 +407,18 @@ def test_a_tile_view_that_disagrees_with_the_value_is_an_error_at_the_annotation
     @pl.jit
     def wrong(x: pl.Tensor[[64, 64], pl.FP32], out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]):
         with pl.at(level=pl.Level.CORE_GROUP):
-            t: pl.Tile[[64, 64], pl.FP32, pl.TileView(valid_shape=[32, 64])] = pl.load(x, [0, 0], [64, 64])
+            t: pl.Tile[[64, 64], pl.FP32, pl.TileView(valid_shape=[32, 64])] = pl.load(
+                x, [0, 0], [64, 64], valid_shape=[40, 64]
+            )
             pl.store(t, [0, 0], out)
         return out
 
     with pytest.raises(TypeCheckError) as info:
         wrong.lower(torch.zeros(64, 64), torch.zeros(64, 64))
     err = info.value
-    assert err.message == "'t' is annotated with valid shape [32, 64] but the value's valid shape is [64, 64]"
+    assert err.message == "'t' is annotated with valid shape [32, 64] but the value's valid shape is [40, 64]"
     with open(__file__) as source:
-        line = next(n for n, text in enumerate(source, 1) if "valid_shape=[32, 64])] = pl.load" in text)
+        line = next(n for n, text in enumerate(source, 1) if "valid_shape=[32, 64])] = pl.load(" in text)
     assert err.span.line == line and "^" in str(err)
     assert "pl.set_validshape(value, 32, 64)" in err.hint
 

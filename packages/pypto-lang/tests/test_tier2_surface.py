@@ -1,6 +1,7 @@
 """The tier-2 `pl` surface as parsed IR: reductions and broadcasts, views, fills, tile assembly,
 atomic writes, run-time valid shapes, tensor subscripts and run-time `if`."""
 
+import math
 import textwrap
 
 import pytest
@@ -234,13 +235,25 @@ def test_fillpad_with_a_value_that_is_not_a_pad_value_is_a_parse_error():
     @pl.jit
     def bad(x: X, out: pl.Out[X]):
         with pl.at(level=pl.Level.CORE_GROUP):
-            pl.store(pl.fillpad(pl.load(x, [0, 0], [64, 64]), pad_value=0.0), [0, 0], out)
+            pl.store(pl.fillpad(pl.load(x, [0, 0], [64, 64]), pad_value=1.5), [0, 0], out)
         return out
 
     with pytest.raises(
-        ParseError, match=r"pad_value must be pl.PadValue.zero, min or max, got the float 0.0"
+        ParseError, match=r"pad_value must be a pl.PadValue \(or 0, math.inf, -math.inf\), got the float 1.5"
     ):
         bad.parse()
+
+
+def test_fillpad_takes_the_numbers_a_pad_value_stands_for():
+    @pl.jit
+    def numbers(x: X, out: pl.Out[X]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(x, [0, 0], [64, 64], valid_shape=[8, 64])
+            pl.store(pl.fillpad(t, pad_value=-math.inf), [0, 0], out)
+        return out
+
+    text = numbers.parse().as_python()
+    assert "pad_value=pl.PadValue.min" in text
 
 
 def test_matmul_acc_dispatches_on_the_accumulator_kind():

@@ -58,7 +58,7 @@ from pypto.ir.ops import (
     scalar,
     tile,
 )
-from pypto.ir.semantics import leading, region, typed, valid_of
+from pypto.ir.semantics import leading, load_padding, region, typed, valid_of
 from pypto.ir.walker import INDEX_OPS, KernelWalker
 from pypto_sim_a2a3.coherence import gm_data_access
 from pypto_sim_a2a3.cores import Core
@@ -697,10 +697,13 @@ def _batched(*names: str) -> Callable[[Batched], Batched]:
 
 
 def _empty(frame: BatchFrame, call: Call, fill: bool) -> torch.Tensor:
+    """The blocks' results of ``call``: filled (with a load's padding, else zeros) or not."""
     assert isinstance(call.type, TileType)
     shape = (frame.lanes, *call.type.shape)
     dtype = shared.torch_dtype(call.type.dtype)
-    return torch.zeros(shape, dtype=dtype) if fill else torch.empty(shape, dtype=dtype)
+    return (
+        torch.full(shape, load_padding(call, dtype), dtype=dtype) if fill else torch.empty(shape, dtype=dtype)
+    )
 
 
 def _lane_regions(

@@ -197,6 +197,8 @@ class Chip:
     def _output_bytes(self, task: Task) -> int:
         """The bytes of the tensors the orchestration created that ``task`` is the first to write."""
         total = 0
+        if task.kernel is None:  # a join: it writes nothing
+            return total
         for value, mode in zip(task.args, access_modes(task.kernel, task.call), strict=True):
             if mode is not None and mode.writes and isinstance(value, torch.Tensor):
                 total += self._created.pop(value.untyped_storage().data_ptr(), 0)

@@ -64,7 +64,20 @@ from pypto.ir.nodes import (
 from pypto.ir.nodes import (
     FunctionKind as FunctionType,
 )
-from pypto.ir.ops import OPS, AtomicType, CastMode, OpSpec, PadValue, PipeType, Unit, get_op, make_call
+from pypto.ir.ops import (
+    OPS,
+    AtomicType,
+    CastMode,
+    CompactMode,
+    OpSpec,
+    PadValue,
+    PipeType,
+    TensorLayout,
+    TileLayout,
+    Unit,
+    get_op,
+    make_call,
+)
 from pypto.ir.printer import print_ir
 from pypto.ir.target import MemorySpec, Target
 from pypto.ir.tasks import AccessMode, Predicate
@@ -117,6 +130,7 @@ __all__ = [
     "Break",
     "Call",
     "CastMode",
+    "CompactMode",
     "Const",
     "Continue",
     "DataType",
@@ -170,8 +184,10 @@ __all__ = [
     "Target",
     "TaskEdge",
     "TaskRecord",
+    "TensorLayout",
     "TensorType",
     "TextSyntaxError",
+    "TileLayout",
     "TileType",
     "TupleExpr",
     "TupleType",

@@ -272,6 +272,17 @@ def folded(expr: Expr) -> Expr:
     return make_call(expr.op, args, expr.attrs, expr.span)
 
 
+def scalar_call(op_name: str, a: Expr, b: Expr) -> Expr:
+    """``op_name(a, b)`` on scalars as the parser builds it from printed text: a constant operand
+    takes the other operand's dtype (``pl.min(64, rows)`` of an INT32 ``rows`` is INT32); folded
+    when both are constants."""
+    if isinstance(a, Const) and not isinstance(b, Const) and isinstance(b.type, ScalarType):
+        a = Const(a.value, b.type, a.span)
+    elif isinstance(b, Const) and not isinstance(a, Const) and isinstance(a.type, ScalarType):
+        b = Const(b.value, a.type, b.span)
+    return folded(make_call(op_name, (a, b)))
+
+
 def index_add(a: Expr, b: Expr) -> Expr:
     """``a + b`` on indices, folded when both are constants."""
     if isinstance(b, Const) and b.value == 0:

@@ -229,14 +229,22 @@ def _gemv(call: Call, args: Sequence[Any]) -> torch.Tensor:
 
 
 def _new_tile(call: Call, valid: Sequence[int], data: torch.Tensor) -> torch.Tensor:
-    """A tile of the call's type holding ``data`` in its leading ``valid`` part, zeros elsewhere."""
+    """A tile of the call's type holding ``data`` in its leading ``valid`` part and, elsewhere, the
+    load's ``pad_value`` (zeros when it has none)."""
     assert isinstance(call.type, TileType)
     shape = call.type.shape
-    if tuple(valid) == tuple(shape):  # all of it is data: nothing to zero first
-        return torch.empty(shape, dtype=torch_dtype(call.type.dtype)).copy_(data)
-    tile = torch.zeros(shape, dtype=torch_dtype(call.type.dtype))
+    dtype = torch_dtype(call.type.dtype)
+    if tuple(valid) == tuple(shape):  # all of it is data: nothing to fill first
+        return torch.empty(shape, dtype=dtype).copy_(data)
+    tile = torch.full(shape, load_padding(call, dtype), dtype=dtype)
     tile[leading(valid)] = data
     return tile
+
+
+def load_padding(call: Call, dtype: torch.dtype) -> float | int:
+    """What a load writes outside the region it reads: its ``pad_value``, else 0."""
+    pad = call.attrs.get("pad_value") if call.op in (tile.load, tile.load_partial) else None
+    return 0 if pad is None or pad is PadValue.null else pad_scalar(pad, dtype)
 
 
 @implements(tile.load)

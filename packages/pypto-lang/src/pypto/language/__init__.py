@@ -11,6 +11,7 @@
 from pypto.ir import (
     AtomicType,
     CastMode,
+    CompactMode,
     DataType,
     Level,
     MemorySpace,
@@ -18,6 +19,8 @@ from pypto.ir import (
     PadValue,
     PipeType,
     SplitMode,
+    TensorLayout,
+    TileLayout,
 )
 from pypto.ir import FunctionKind as FunctionType
 from pypto.ir.memory import Allocation, MemoryPlan, Reservation
@@ -30,6 +33,7 @@ from pypto.language.annotations import (
     Scalar,
     TaskId,
     Tensor,
+    TensorView,
     Tile,
     TileView,
     dynamic,
@@ -66,6 +70,9 @@ INDEX = DataType.INDEX
 TASK_ID = DataType.TASK_ID  # the dtype of a task id: pl.TaskId is pl.Scalar[pl.TASK_ID]
 
 Mem = MemorySpace
+ND = TensorLayout.ND  # row-major: what a tensor is unless a pl.TensorView says otherwise
+DN = TensorLayout.DN
+NZ = TensorLayout.NZ
 
 register_reader(parse_program)  # what RunConfig(verification_level=ROUNDTRIP) reads dumps back with
 
@@ -108,6 +115,7 @@ __all__ = [
     "AUTO",
     "BF16",
     "BOOL",
+    "DN",
     "FP16",
     "FP32",
     "INDEX",
@@ -115,6 +123,8 @@ __all__ = [
     "INT16",
     "INT32",
     "INT64",
+    "ND",
+    "NZ",
     "TASK_ID",
     "UINT8",
     "Allocation",
@@ -122,6 +132,7 @@ __all__ = [
     "AtomicType",
     "Autotuner",
     "CastMode",
+    "CompactMode",
     "Config",
     "DataType",
     "FunctionType",
@@ -144,7 +155,10 @@ __all__ = [
     "SplitMode",
     "TaskId",
     "Tensor",
+    "TensorLayout",
+    "TensorView",
     "Tile",
+    "TileLayout",
     "TileView",
     "array",
     "at",

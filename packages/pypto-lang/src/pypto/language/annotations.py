@@ -7,23 +7,33 @@ Python evaluates a signature at ``def`` time and when the parser evaluates one f
 from __future__ import annotations
 
 import functools
+import math
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from enum import Enum
 from math import prod
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pypto.ir import (
+    CompactMode,
+    Const,
     DataType,
     Direction,
     DynDim,
+    Expr,
     MemorySpace,
     MemRefError,
     MemRefSlot,
+    PadValue,
     ParseError,
     PyptoError,
+    ScalarType,
     SourceSpan,
+    TensorLayout,
+    TileLayout,
+    TypeCheckError,
 )
 from pypto.ir.extents import Extent, is_symbolic
 from pypto.ir.tracebacks import frame_span, is_internal, raise_at_user_line
@@ -40,6 +50,7 @@ class TensorSpec:
     dtype: DataType | None = None
     direction: Direction = Direction.In
     bound_axes: tuple[tuple[int, DynDim], ...] = ()
+    view: TensorView | None = None  # a pl.TensorView item, if written
 
     def shape_for(self, actual: Sequence[Extent]) -> tuple[Extent, ...]:
         """The shape a parameter so annotated has when passed a tensor of shape ``actual``: the
@@ -62,21 +73,213 @@ class TensorSpec:
         return inner if self.direction is Direction.In else f"pl.{self.direction.value}[{inner}]"
 
 
-@dataclass(frozen=True)
+def _at_annotation(getitem: Callable[..., Any]) -> Callable[..., Any]:
+    """A bad annotation evaluated by Python at ``def`` time is an error at that annotation in the
+    user's file (the parser gives the span itself when it evaluates one)."""
+
+    @functools.wraps(getitem)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return getitem(*args, **kwargs)
+        except PyptoError as err:
+            failure = err
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_globals.get("__name__") == __name__:
+            frame = frame.f_back  # type: ignore[assignment]
+        if failure.span is None and frame is not None and not is_internal(frame):
+            failure.span = frame_span(frame)
+            raise_at_user_line(failure, "<annotation>")
+        raise failure
+
+    return wrapper
+
+
+def as_pad_value(value: Any, what: str) -> PadValue:
+    """A pad given as a ``pl.PadValue`` or as the number it stands for: ``0`` (or ``0.0``) for
+    ``zero``, ``math.inf`` for ``max``, ``-math.inf`` for ``min``."""
+    plain = value.value if isinstance(value, Const) else value
+    if isinstance(plain, PadValue):
+        return plain
+    if isinstance(plain, (int, float)) and not isinstance(plain, bool):
+        if plain == 0:
+            return PadValue.zero
+        if plain == math.inf:
+            return PadValue.max
+        if plain == -math.inf:
+            return PadValue.min
+    raise ParseError(
+        f"{what} must be a pl.PadValue (or 0, math.inf, -math.inf), got the {type(plain).__name__} {plain!r}",
+        hint="write pl.PadValue.zero (or 0), pl.PadValue.max (math.inf) or pl.PadValue.min (-math.inf)",
+    )
+
+
+def _extent(value: Any, what: str, least: int) -> int | Expr:
+    """One entry of a view's shape or stride: an int of at least ``least``, or a run-time integer
+    scalar (a loop index, a ``pl.read`` result, a ``pl.dynamic`` extent)."""
+    plain = value.value if isinstance(value, Const) else value
+    if isinstance(plain, int) and not isinstance(plain, bool):
+        if plain < least:
+            raise ParseError(
+                f"{what} holds {plain}, below {least}",
+                hint=f"every entry is at least {least} (or a run-time integer scalar)",
+            )
+        return plain
+    t = getattr(value, "type", None)
+    if isinstance(value, Expr) and isinstance(t, ScalarType) and t.dtype.is_integer:
+        return value
+    raise ParseError(
+        f"{what} must hold ints or integer scalars, got {value!r}",
+        hint="write numbers (e.g. [16, 64]) or run-time integer scalars (e.g. [rows, 64])",
+    )
+
+
+def _extents(value: Any, what: str, least: int) -> tuple[int | Expr, ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)) or not value:
+        raise ParseError(
+            f"{what} must be a non-empty list, got {value!r}",
+            hint=f"write {what}[16, 64]: one entry per dimension",
+        )
+    return tuple(_extent(v, what, least) for v in value)
+
+
+def _member(value: Any, enum: type[Enum], what: str) -> Any:
+    if not isinstance(value, enum):
+        members = ", ".join(repr(m) for m in enum)
+        raise ParseError(
+            f"{what} must be a pl.{enum.__name__}, got {value!r}", hint=f"write one of {members}"
+        )
+    return value
+
+
+def _unknown_fields(cls: str, unknown: dict[str, Any], fields: tuple[str, ...]) -> None:
+    if unknown:
+        raise ParseError(
+            f"pl.{cls} has no field {', '.join(sorted(unknown))}",
+            hint=f"pl.{cls} takes {', '.join(f + '=' for f in fields)}",
+        )
+
+
+@dataclass(frozen=True, init=False)
 class TileView:
-    """``pl.TileView(valid_shape=[r, c], stride=[s0, s1])``: the view of a tile an annotation
-    describes — its valid shape (the leading region that is real) and its strides (row-major, the
-    only layout a2a3sim tiles have). In ``pl.Tile[[64, 64], pl.FP32, pl.Mem.Vec,
-    pl.TileView(valid_shape=[40, 64])]`` it states the value's valid shape, which the parser checks."""
+    """``pl.TileView(valid_shape=[rows, 64], ...)``: the view of a tile an annotation states.
 
-    valid_shape: tuple[int, ...] | None = None
-    stride: tuple[int, ...] | None = None
+    In ``t: pl.Tile[[64, 64], pl.FP32, pl.Mem.Vec, pl.TileView(valid_shape=[rows, 64])] = ...``
+    ``valid_shape`` (ints or run-time integer scalars) is the leading region of the tile that is
+    real: a value valid everywhere gets it (as ``pl.set_validshape`` would), a value with a valid
+    shape of its own must have this one. ``pad`` is what reads outside it see: a Vec tile is filled
+    with it there. ``stride`` (elements per step of each dim) must be the layout's: row-major for
+    ``blayout=row_major``, column-major for ``col_major``; a boxed layout (``slayout`` other than
+    ``none_box``) takes any. ``start_offset`` (elements from the buffer's start), ``blayout`` /
+    ``slayout`` (``pl.TileLayout``), ``fractal`` (box size in bytes, a power of two) and
+    ``compact`` (``pl.CompactMode``) describe how the hardware stores the tile; they are checked
+    and recorded, and the simulator, whose tiles are plain arrays, computes the same either way.
+    """
 
-    def __post_init__(self) -> None:
-        for name in ("valid_shape", "stride"):
-            value = getattr(self, name)
-            if value is not None:
-                object.__setattr__(self, name, _static_shape(value, f"pl.TileView {name}="))
+    FIELDS: ClassVar[tuple[str, ...]] = (
+        "valid_shape",
+        "stride",
+        "start_offset",
+        "blayout",
+        "slayout",
+        "fractal",
+        "pad",
+        "compact",
+    )
+    valid_shape: tuple[int | Expr, ...] | None
+    stride: tuple[int | Expr, ...] | None
+    start_offset: int | Expr | None
+    blayout: TileLayout
+    slayout: TileLayout
+    fractal: int
+    pad: PadValue
+    compact: CompactMode
+
+    @_at_annotation
+    def __init__(
+        self,
+        valid_shape: Any = None,
+        stride: Any = None,
+        start_offset: Any = None,
+        blayout: Any = TileLayout.row_major,
+        slayout: Any = TileLayout.none_box,
+        fractal: Any = 512,
+        pad: Any = PadValue.null,
+        compact: Any = CompactMode.null,
+        **unknown: Any,
+    ) -> None:
+        _unknown_fields("TileView", unknown, self.FIELDS)
+        fractal = fractal.value if isinstance(fractal, Const) else fractal
+        if (
+            isinstance(fractal, bool)
+            or not isinstance(fractal, int)
+            or fractal < 1
+            or fractal & (fractal - 1)
+        ):
+            raise ParseError(
+                f"pl.TileView fractal= is a box size in bytes, a power of two; got {fractal!r}",
+                hint="leave it out (512 bytes), or write the size of the hardware box, e.g. fractal=1024",
+            )
+        offset = None if start_offset is None else _extent(start_offset, "pl.TileView start_offset=", 0)
+        values = {
+            "valid_shape": _extents(valid_shape, "pl.TileView valid_shape=", 0),
+            "stride": _extents(stride, "pl.TileView stride=", 0),
+            "start_offset": offset,
+            "blayout": _member(blayout, TileLayout, "pl.TileView blayout="),
+            "slayout": _member(slayout, TileLayout, "pl.TileView slayout="),
+            "fractal": fractal,
+            "pad": as_pad_value(pad, "pl.TileView pad="),
+            "compact": _member(compact, CompactMode, "pl.TileView compact="),
+        }
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+
+
+@dataclass(frozen=True, init=False)
+class TensorView:
+    """``pl.TensorView(stride=[1024, 1], layout=pl.TensorLayout.ND, valid_shape=[16, 64], pad=...)``:
+    how a tensor parameter lies in memory, in an annotation ``pl.Tensor[[16, 64], pl.FP32,
+    pl.TensorView(...)]``. ``stride`` gives the elements between neighbours of each dim (a window
+    into a larger buffer): the argument must be a tensor with those strides, and the kernel reads
+    and writes it through them. ``valid_shape`` is the leading region that is real (ints,
+    ``pl.dynamic`` extents, or run-time integer scalars): loads from it see only that region, and
+    ``pad`` (a ``pl.PadValue``) is what they read outside it. ``layout`` (``pl.TensorLayout``) must
+    be given with any of them; only ``ND`` (row-major) describes a tensor parameter here.
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("stride", "layout", "valid_shape", "pad")
+    stride: tuple[int | Expr, ...] | None
+    layout: TensorLayout | None
+    valid_shape: tuple[int | Expr, ...] | None
+    pad: PadValue
+
+    @_at_annotation
+    def __init__(
+        self,
+        stride: Any = None,
+        layout: Any = None,
+        valid_shape: Any = None,
+        pad: Any = PadValue.null,
+        **unknown: Any,
+    ) -> None:
+        _unknown_fields("TensorView", unknown, self.FIELDS)
+        given = [f"{n}=" for n, v in (("stride", stride), ("valid_shape", valid_shape)) if v is not None]
+        if pad is not PadValue.null and pad is not None:
+            given.append("pad=")
+        if layout is None and given:
+            raise ParseError(
+                f"pl.TensorView with {', '.join(given)} needs layout=",
+                hint="say how the tensor lies in memory: layout=pl.TensorLayout.ND (row-major)",
+            )
+        values = {
+            "stride": _extents(stride, "pl.TensorView stride=", 0),
+            "layout": None if layout is None else _member(layout, TensorLayout, "pl.TensorView layout="),
+            "valid_shape": _extents(valid_shape, "pl.TensorView valid_shape=", 0),
+            "pad": PadValue.null if pad is None else as_pad_value(pad, "pl.TensorView pad="),
+        }
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
 
 
 @dataclass(frozen=True)
@@ -140,7 +343,7 @@ class TileSpec:
     view: TileView | None = None
     memref: MemRefSlot | None = None
 
-    def valid_shape(self) -> tuple[int, ...] | None:
+    def valid_shape(self) -> tuple[int | Expr, ...] | None:
         """The valid shape the annotation states: None when the whole tile is valid."""
         valid = self.view.valid_shape if self.view is not None else None
         return None if valid is None or valid == self.shape else valid
@@ -244,27 +447,6 @@ def _dtype(value: Any, what: str, task_ids: bool = False) -> DataType:
     return value
 
 
-def _at_annotation(getitem: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
-    """A bad annotation evaluated by Python at ``def`` time is an error at that annotation in the
-    user's file (the parser gives the span itself when it evaluates one)."""
-
-    @functools.wraps(getitem)
-    def wrapper(cls: Any, item: Any) -> Any:
-        try:
-            return getitem(cls, item)
-        except PyptoError as err:
-            failure = err
-        frame = sys._getframe(1)
-        while frame is not None and frame.f_globals.get("__name__") == __name__:
-            frame = frame.f_back  # type: ignore[assignment]
-        if failure.span is None and frame is not None and not is_internal(frame):
-            failure.span = frame_span(frame)
-            raise_at_user_line(failure, "<annotation>")
-        raise failure
-
-    return wrapper
-
-
 def _items(item: Any, what: str, count: tuple[int, ...]) -> tuple[Any, ...]:
     items = item if isinstance(item, tuple) else (item,)
     if len(items) not in count:
@@ -276,15 +458,70 @@ def _items(item: Any, what: str, count: tuple[int, ...]) -> tuple[Any, ...]:
 
 
 class Tensor:
-    """``pl.Tensor[[128, 256], pl.FP16]``: a global-memory array.
+    """``pl.Tensor[[128, 256], pl.FP16]``: a global-memory array; a third item
+    ``pl.TensorView(...)`` says how it lies in memory (its strides, its valid region).
 
     Bare ``pl.Tensor`` takes shape and dtype from the argument at call time.
     """
 
     @_at_annotation
     def __class_getitem__(cls, item: Any) -> TensorSpec:
-        shape, dtype = _items(item, "pl.Tensor", (2,))
-        return TensorSpec(_shape(shape, "pl.Tensor", dynamic=True), _dtype(dtype, "pl.Tensor"))
+        items = _items(item, "pl.Tensor", (2, 3))
+        shape = _shape(items[0], "pl.Tensor", dynamic=True)
+        view = _tensor_view(items[2], shape) if len(items) == 3 else None
+        return TensorSpec(shape, _dtype(items[1], "pl.Tensor"), view=view)
+
+
+def _tensor_view(item: Any, shape: tuple[Extent, ...]) -> TensorView | None:
+    """The third item of ``pl.Tensor[...]``: a ``pl.TensorView`` for a tensor of ``shape``, or
+    ``pl.ND`` (what a tensor is anyway); the layout-only ``pl.DN`` / ``pl.NZ`` are errors."""
+    if item is TensorLayout.ND:
+        return None
+    if item is TensorLayout.DN:
+        raise TypeCheckError(
+            "pl.Tensor[..., pl.DN]: the layout-only DN shorthand is not supported",
+            hint="annotate the source shape with no layout marker, and transpose at the use: "
+            "pl.matmul(a, b, b_trans=True) (or a_trans=True), or pl.transpose(x, -2, -1)",
+        )
+    if item is TensorLayout.NZ:
+        raise TypeCheckError(
+            "pl.Tensor[..., pl.NZ]: NZ is a tile layout, never a tensor's",
+            hint="drop the marker: a tensor parameter is row-major (ND); tiles take NZ in a pl.TileView",
+        )
+    if not isinstance(item, TensorView):
+        raise ParseError(
+            f"pl.Tensor[...] takes a shape, a dtype and optionally a pl.TensorView, got {item!r}",
+            hint="write pl.Tensor[[64, 64], pl.FP32, "
+            "pl.TensorView(stride=[1024, 1], layout=pl.TensorLayout.ND)]",
+        )
+    check_tensor_view(item, shape)
+    return item
+
+
+def check_tensor_view(view: TensorView, shape: tuple[Extent, ...]) -> None:
+    """A view of a tensor of ``shape``: ND, one stride and one valid extent per dim, the
+    constant valid extents inside the shape."""
+    if view.layout is not None and view.layout is not TensorLayout.ND:
+        raise TypeCheckError(
+            f"pl.TensorView layout={view.layout!r}: a tensor parameter is row-major (ND) here",
+            hint="write layout=pl.TensorLayout.ND with the strides of the window, and transpose at the use "
+            "(pl.matmul(..., b_trans=True) or pl.transpose(x, -2, -1)) for a column-major operand",
+        )
+    for name in ("stride", "valid_shape"):
+        given = getattr(view, name)
+        if given is not None and len(given) != len(shape):
+            raise ParseError(
+                f"pl.TensorView {name}={list(given)} has {len(given)} entries for a tensor of "
+                f"rank {len(shape)}",
+                hint=f"give one {name} entry per dimension of {list(shape)}",
+            )
+    for dim, (v, n) in enumerate(zip(view.valid_shape or (), shape, strict=False)):
+        if isinstance(v, int) and isinstance(n, int) and v > n:
+            raise ParseError(
+                f"pl.TensorView valid_shape={list(view.valid_shape or ())}: extent {v} of dim {dim} is "
+                f"larger than the tensor's {n}",
+                hint="the valid region is part of the tensor: each extent is at most the tensor's",
+            )
 
 
 class Tile:
@@ -320,21 +557,37 @@ class Tile:
 
 
 def check_view(view: TileView, shape: tuple[int, ...]) -> None:
-    """A view of a tile of ``shape``: a valid shape inside it, row-major strides."""
+    """A view of a tile of ``shape``: a valid shape inside it (its constant extents), strides of
+    its layout."""
     valid = view.valid_shape
     if valid is not None and (
-        len(valid) != len(shape) or not all(1 <= v <= n for v, n in zip(valid, shape, strict=True))
+        len(valid) != len(shape)
+        or not all(not isinstance(v, int) or 1 <= v <= n for v, n in zip(valid, shape, strict=True))
     ):
+        shown = [v if isinstance(v, int) else "..." for v in valid]
         raise ParseError(
-            f"pl.TileView valid_shape {list(valid)} does not lie inside the tile's {list(shape)}",
+            f"pl.TileView valid_shape {shown} does not lie inside the tile's {list(shape)}",
             hint="give one extent per dim, each between 1 and the tile's extent",
         )
-    row_major = tuple(prod(shape[d + 1 :]) for d in range(len(shape)))
-    if view.stride is not None and view.stride != row_major:
+    if view.stride is None or view.slayout is not TileLayout.none_box:
+        return  # boxed: the strides of the boxes are the hardware's
+    if len(view.stride) != len(shape):
         raise ParseError(
-            f"pl.TileView stride {list(view.stride)}: tiles are row-major, so a {list(shape)} tile's "
-            f"strides are {list(row_major)}",
-            hint=f"drop stride= or write stride={list(row_major)}; view another layout with pl.slice",
+            f"pl.TileView stride {list(view.stride)} has {len(view.stride)} entries for a tile of rank "
+            f"{len(shape)}",
+            hint="give one stride per dimension",
+        )
+    if view.blayout is TileLayout.col_major:
+        dense = tuple(prod(shape[:d]) for d in range(len(shape)))
+        kind = "a col_major tile is column-major"
+    else:
+        dense = tuple(prod(shape[d + 1 :]) for d in range(len(shape)))
+        kind = "tiles are row-major"
+    if any(isinstance(s, int) and s != d for s, d in zip(view.stride, dense, strict=True)):
+        raise ParseError(
+            f"pl.TileView stride {list(view.stride)}: {kind}, so a {list(shape)} tile's strides are "
+            f"{list(dense)}",
+            hint=f"drop stride= or write stride={list(dense)}; view another region with pl.slice",
         )
 
 

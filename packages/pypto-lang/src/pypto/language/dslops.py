@@ -24,7 +24,18 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from pypto.ir import AtomicType, CastMode, DataType, MemorySpace, PadValue, PipeType, SplitMode
+from pypto.ir import (
+    AtomicType,
+    CastMode,
+    CompactMode,
+    DataType,
+    MemorySpace,
+    PadValue,
+    PipeType,
+    SplitMode,
+    TensorLayout,
+    TileLayout,
+)
 from pypto.ir.ops import (
     OPS,
     REQUIRED,
@@ -44,6 +55,9 @@ _PL_NAMES: dict[str, Any] = {
     "MemorySpace": MemorySpace,
     "CastMode": CastMode,
     "PadValue": PadValue,
+    "TileLayout": TileLayout,
+    "CompactMode": CompactMode,
+    "TensorLayout": TensorLayout,
     "AtomicType": AtomicType,
     "SplitMode": SplitMode,
     "PipeType": PipeType,
@@ -69,7 +83,10 @@ def hand_built(*ops: str) -> Callable[[Builder], Builder]:
     parameters after ``ctx`` are the DSL function's (``pl.load(tensor, offsets, shape, ...)``)."""
 
     def mark(builder: Builder) -> Builder:
-        params = list(inspect.signature(builder).parameters.values())[1:]
+        # The DSL parameters as users see them (help(), inspect): names and defaults, no annotations.
+        params = [
+            p.replace(annotation=EMPTY) for p in list(inspect.signature(builder).parameters.values())[1:]
+        ]
         for name in ops:
             _HAND_BUILT[name] = HandBuilt(builder, inspect.Signature(params))
         _index.seen = ()  # the next lookup rebuilds the functions with this builder

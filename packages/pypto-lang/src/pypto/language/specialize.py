@@ -22,6 +22,30 @@ from pypto.language.parser.signature import BoundParam, ParamSignature
 from pypto.runtime.arguments import check_runnable, scalar_value, tensor_type
 
 
+def declared_strides(spec: Any) -> tuple[int, ...] | None:
+    """The strides a parameter's ``pl.TensorView(stride=...)`` declares (all ints), if any."""
+    view = getattr(spec, "view", None)
+    stride = view.stride if view is not None else None
+    if stride is None or not all(isinstance(s, int) for s in stride):
+        return None
+    return tuple(stride)
+
+
+def check_strides(value: Any, spec: TensorSpec, name: str) -> None:
+    """A tensor passed for a parameter whose ``pl.TensorView`` declares strides has those strides:
+    the kernel reads and writes it through them."""
+    want = declared_strides(spec)
+    stride = getattr(value, "stride", None)
+    if want is None or not callable(stride) or tuple(stride()) == want:
+        return
+    raise SpecializationError(
+        f"argument '{name}' has strides {list(stride())}, but parameter '{name}' is annotated with "
+        f"pl.TensorView(stride={list(want)})",
+        hint="pass a view with those strides (e.g. a column window base[:, c:c + n] of a wider "
+        "tensor, or torch.as_strided), or drop stride= to take any strides",
+    )
+
+
 @dataclass(frozen=True)
 class Specialization:
     """The parameters bound for one call, and the call's arguments in parameter order."""
@@ -69,7 +93,7 @@ def specialize(
         try:
             param = _bind(sig, value)
             if running:
-                check_runnable(value, param.direction, sig.name)
+                check_runnable(value, param.direction, sig.name, declared_strides(sig.spec))
         except PyptoError as err:
             raise err.with_span(sig.span) from None
         params.append(param)
@@ -107,7 +131,8 @@ def _from_annotation(kernel: KernelFunction, sig: ParamSignature) -> BoundParam:
             sig.span,
             "pass the tensors (the shapes come from them), or annotate the shape and dtype",
         )
-    return BoundParam(sig.name, annotated_type(spec.shape, spec.dtype), spec.direction, span=sig.span)
+    t = annotated_type(spec.shape, spec.dtype)
+    return BoundParam(sig.name, t, spec.direction, span=sig.span, view=spec.view)
 
 
 def _bind(sig: ParamSignature, value: Any) -> BoundParam:
@@ -137,7 +162,8 @@ def _bind(sig: ParamSignature, value: Any) -> BoundParam:
             )
     # A dynamic extent stays symbolic: it is no part of the key, the program binds it per call.
     dtype = spec.dtype or actual.dtype  # an int64 tensor passed for a pl.INDEX one is INDEX
-    return BoundParam(sig.name, annotated_type(shape, dtype), spec.direction, span=sig.span)
+    check_strides(value, spec, sig.name)
+    return BoundParam(sig.name, annotated_type(shape, dtype), spec.direction, span=sig.span, view=spec.view)
 
 
 def _check_extents(signature: tuple[ParamSignature, ...], values: tuple[Any, ...]) -> None:

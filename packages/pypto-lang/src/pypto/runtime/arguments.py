@@ -77,9 +77,12 @@ def _stand_in_type(value: Any) -> TensorType | None:
     return None
 
 
-def check_runnable(value: Any, direction: Direction, param: str) -> None:
+def check_runnable(
+    value: Any, direction: Direction, param: str, strides: tuple[int, ...] | None = None
+) -> None:
     """A tensor a kernel reads (and, for ``pl.Out`` / ``pl.InOut``, writes in place) must hold data on
-    the CPU; a written one must also be contiguous (each element its own storage) and need no grad."""
+    the CPU; a written one must also be contiguous (each element its own storage) and need no grad,
+    or have the ``strides`` its parameter declares (a window into a larger buffer)."""
     if _stand_in_type(value) is not None:
         raise SpecializationError(
             f"argument '{param}' is a stand-in ({value}), which holds no data",
@@ -109,7 +112,9 @@ def check_runnable(value: Any, direction: Direction, param: str) -> None:
             f"argument '{param}' requires grad, but the kernel writes it in place (pl.{direction.value})",
             hint=f"pass {param}.detach(), or create it without requires_grad=True",
         )
-    if not value.is_contiguous():
+    if not value.is_contiguous() and not (
+        strides is not None and tuple(value.stride()) == strides and 0 not in strides
+    ):
         expanded = (
             " (a stride-0 expand() view: many elements share one storage)" if 0 in value.stride() else ""
         )

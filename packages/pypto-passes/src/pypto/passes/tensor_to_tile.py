@@ -33,7 +33,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pypto.ir import (
     INDEX,
@@ -78,7 +78,6 @@ from pypto.ir.nodes import (
 from pypto.ir.ops import (
     Broadcast,
     Effect,
-    KeepsValid,
     Level,
     Lowers,
     PadValue,
@@ -92,11 +91,15 @@ from pypto.ir.ops import (
 )
 from pypto.ir.ops import scalar as scalar_ops
 from pypto.ir.ops import tile as tile_ops
-from pypto.ir.rewrite import NameGen, index_add, index_tuple, map_functions
+from pypto.ir.rewrite import NameGen, index_add, index_tuple, map_functions, scalar_call
+from pypto.ir.valid import result_valid
 from pypto.passes.allocate import AUTO_PIPELINED
 from pypto.passes.fit import double_buffered, fits_alone, overruns
 from pypto.passes.manager import PassContext
 from pypto.passes.options import option
+
+# The tensor ops that make a view: a window of a tensor, or the tensor with a valid shape.
+VIEW_OPS = frozenset({tensor.slice, tensor.set_validshape})
 
 
 def is_tensor_stmt(stmt: Stmt) -> bool:
@@ -507,6 +510,8 @@ def _check_dynamic(region: list[Stmt], rows: int | DynDim | DimExpr | None) -> N
     """Tensor ops are tiled over a dynamic extent only along rows: a region whose tensors have a
     dynamic extent elsewhere, or that must run whole, cannot give its tiles a static shape."""
     for stmt in region:
+        if _call_of(stmt).op in VIEW_OPS:
+            continue  # a view's rows count where it is used
         for x in (*_tiled_operands(_call_of(stmt)), *([stmt.target] if isinstance(stmt, Assign) else [])):
             t = x.type
             if not isinstance(t, TensorType):
@@ -717,9 +722,7 @@ def broadcast_rows(region: list[Stmt]) -> set[Var]:
             if var in found or not _one_row(var) or _runs_whole(call) or _shared_operands(call):
                 continue
             sources = [a for a in call.args if isinstance(a.type, TensorType)]
-            if call.op == tensor.slice or not all(
-                _one_row(a) and (a in found or a not in defs) for a in sources
-            ):
+            if call.op in VIEW_OPS or not all(_one_row(a) and (a in found or a not in defs) for a in sources):
                 continue
             if all(_reads_as_broadcast(_call_of(stmt), var, found) for stmt in region if _reads(stmt, var)):
                 found.add(var)
@@ -825,7 +828,7 @@ def _block_rows(region: list[Stmt], plan: RowPlan) -> int | DynDim | DimExpr | N
         operands = (call.args[0],) if blocked_reshape else _row_operands(call, defs, plan)
         if operands is None:
             return None
-        if isinstance(stmt, Assign) and call.op != tensor.slice and stmt.target not in plan.summed:
+        if isinstance(stmt, Assign) and call.op not in VIEW_OPS and stmt.target not in plan.summed:
             operands = (*operands, stmt.target)  # a view's rows count where it is used, not here
         for x in operands:
             if isinstance(x.type, TileType):
@@ -856,9 +859,11 @@ def _row_operands(call: Call, defs: dict[Var, Call], plan: RowPlan) -> tuple[Exp
         return None
     if call.op == tensor.assemble:
         return () if call.args[1] in plan.summed | plan.once else (call.args[1],)
+    if call.op in VIEW_OPS and _is_view(call.args[0], defs):
+        return ()
+    if call.op == tensor.set_validshape:
+        return (call.args[0],)
     if call.op == tensor.slice:
-        if _is_view(call.args[0], defs):
-            return ()
         return (call.args[0],) if _whole_rows(call) else None
     whole = _shared_operands(call)
     if not whole:
@@ -881,10 +886,11 @@ def _whole_rows(call: Call) -> bool:
 
 
 def _is_view(x: Expr, defs: dict[Var, Call]) -> bool:
-    """A tensor read from global memory: a tensor the region does not compute, or a slice of one."""
+    """A tensor read from global memory: a tensor the region does not compute, or a view of one
+    (a slice, or one with a valid shape set)."""
     if not isinstance(x, Var) or x not in defs:
         return True
-    return defs[x].op == tensor.slice and _is_view(defs[x].args[0], defs)
+    return defs[x].op in VIEW_OPS and _is_view(defs[x].args[0], defs)
 
 
 def _reject_uses(stmt: Stmt, lowered_values: dict[Var, Call]) -> None:
@@ -928,13 +934,16 @@ class _RegionLowering:
     after: list[Stmt] = field(default_factory=list)  # after the row loop: stores of column reductions
     tiles: dict[tuple[Var, MemorySpace, bool], Var] = field(default_factory=dict)
     views: dict[Var, tuple[Var, list[Expr]]] = field(default_factory=dict)  # slice -> (tensor, offsets)
+    # A view's valid shape (extents from its origin) and pad value, when it has them.
+    view_valid: dict[Var, tuple[TupleExpr | None, PadValue | None]] = field(default_factory=dict)
+    sum_valid: dict[Var, TupleExpr] = field(default_factory=dict)  # a column reduction's valid columns
     hoisted: list[Stmt] = field(default_factory=list)
     body: list[Stmt] = field(default_factory=list)
     row: Expr = field(default_factory=lambda: Const(0, INDEX))
     valid_rows: Var | None = None  # the rows of this block that are real, for a run-time row count
     # Tiles with a run-time valid shape, followed as the parser follows them (pypto.language's
     # pypto.ir.valid): loads of a partial block make one, ops that keep it pass it on.
-    run_time_valid: dict[Var, TupleExpr] = field(default_factory=dict)
+    run_time_valid: dict[Expr, TupleExpr] = field(default_factory=dict)
 
     @property
     def streams_weights(self) -> bool:
@@ -992,11 +1001,13 @@ class _RegionLowering:
         x = self._operand(call.args[0], _VEC_ROWS, call.span)
         reduction = _column_reduction_of(call)
         assert reduction is not None
-        if self.valid_rows is not None:  # the rows past the end count as the reduction's identity
-            padded = make_call(
-                tile_ops.fillpad, (x, self._valid_of(x)), {"pad_value": reduction.identity}, call.span
-            )
+        valid = self.run_time_valid.get(x)
+        if valid is None and self.valid_rows is not None:
+            valid = self._valid_of(x)
+        if valid is not None:  # the rows past the end (or the view's) count as the reduction's identity
+            padded = make_call(tile_ops.fillpad, (x, valid), {"pad_value": reduction.identity}, call.span)
             x = self._emit(f"{target.name}_padded", padded, self.body)
+            self.sum_valid[target] = index_tuple([Const(1, INDEX), *valid.elements[1:]])  # its valid columns
         part = self._emit(f"{target.name}_part", make_call(_lowered(call), (x,), {}, call.span), self.body)
         join = getattr(tile_ops, reduction.join)
         looped = isinstance(self.row, Var)
@@ -1027,11 +1038,17 @@ class _RegionLowering:
             self._assemble(call, stmt.span)
             return
         assert isinstance(stmt, Assign)
-        if call.op == tensor.slice and _is_view(stmt.target, self.defs):
+        if call.op in VIEW_OPS and _is_view(stmt.target, self.defs):
             self._view(stmt.target, call)
             return
         if call.op == tensor.slice:
             self._computed_slice(stmt.target, call)
+            return
+        if call.op == tensor.set_validshape:
+            self._computed_valid(stmt.target, call)
+            return
+        if call.op == tensor.fillpad:
+            self._fillpad(stmt.target, call)
             return
         if call.op == tensor.reshape and self.block is not None:
             self._reshaped_block(stmt.target, call)
@@ -1054,13 +1071,14 @@ class _RegionLowering:
         lowered = get_op(_lowered(call))
         if len(lowered.operands) > len(args) and lowered.operands[len(args)].effect is Effect.NONE:
             args = (*args, self._scratch(args[0], sink))  # a row reduction's scratch tile
+        unpadded = args
         args = self._padded_for_reduction(lowered.name, args, sink, call.span)
         value = make_call(lowered.name, args, call.attrs, call.span)
         # A later copy of the region (the last, smaller block) names its tiles afresh.
         name = self.names.fresh(stmt.target.name) if self.fresh_names else stmt.target.name
         tile = Var(name, value.type, stmt.target.span)
         sink.append(Assign(tile, value, stmt.span))
-        self._follow_valid(tile, value)
+        self._follow_valid(tile, replace(value, args=unpadded))  # a reduction keeps the valid rows
         assert isinstance(value.type, TileType) and value.type.memory_space is not None
         self.tiles[(stmt.target, value.type.memory_space, True)] = tile
 
@@ -1075,15 +1093,16 @@ class _RegionLowering:
             return args
         attrs = {"pad_value": reduction.identity}
         fill = make_call(tile_ops.fillpad, (source, self.run_time_valid[source]), attrs, span)
-        padded = self._emit(f"{source.name}_padded", fill, sink)
+        padded = self._emit(f"{getattr(source, 'name', 'x')}_padded", fill, sink)
         return tuple(padded if a is source else a for a in args)
 
     def _follow_valid(self, tile: Var, value: Call) -> None:
-        """``tile`` keeps the run-time valid shape of ``value``'s first tile operand when its op
-        keeps valid shapes (elementwise ops, broadcasts, moves)."""
-        source = _first_tile(value.args)
-        if get_op(value.op).has(KeepsValid) and source in self.run_time_valid:
-            self.run_time_valid[tile] = self.run_time_valid[source]
+        """``tile``'s run-time valid shape, as the parser follows it (pypto.ir.valid): a partial
+        load's, its first tile operand's through an op that keeps it, a reduction's valid rows or
+        columns, a product's valid rows by columns, a ``tile.set_validshape``'s."""
+        valid = result_valid(value, self.run_time_valid)
+        if valid is not None:
+            self.run_time_valid[tile] = valid
 
     def _used_by_the_cube_only(self, x: Var) -> bool:
         """Is every use of ``x`` in the region a matmul operand (the K-blocks AutoTileMatmul cut)?"""
@@ -1155,11 +1174,51 @@ class _RegionLowering:
         return self._emit("tmp", make_call(tile_ops.create, (), attrs), sink)
 
     def _view(self, target: Var, call: Call) -> None:
-        """``target = tensor.slice(src, offsets)`` of global memory: remember where it starts."""
-        src, offsets = call.args
-        assert isinstance(src, Var) and isinstance(offsets, TupleExpr)
-        base, starts = self.views.get(src, (src, [Const(0, INDEX) for _ in offsets.elements]))
-        self.views[target] = (base, [index_add(a, b) for a, b in zip(starts, offsets.elements, strict=True)])
+        """``target = tensor.slice(src, offsets[, valid])`` of global memory (or
+        ``tensor.set_validshape(src, valid)``): remember where it starts, its valid shape and pad."""
+        src = call.args[0]
+        assert isinstance(src, Var) and isinstance(src.type, TensorType)
+        base, starts = self.views.get(src, (src, [Const(0, INDEX) for _ in src.type.shape]))
+        pad = self.view_valid.get(src, (None, None))[1]
+        offsets: list[Expr] = [Const(0, INDEX) for _ in starts]
+        valid: Expr | None = call.args[1]
+        if call.op == tensor.slice:
+            assert isinstance(call.args[1], TupleExpr)
+            valid = call.args[2] if len(call.args) > 2 else None
+            offsets, pad = list(call.args[1].elements), call.attrs.get("pad_value") or pad
+        self.views[target] = (base, [index_add(a, b) for a, b in zip(starts, offsets, strict=True)])
+        assert valid is None or isinstance(valid, TupleExpr)
+        if valid is not None or pad is not None:
+            self.view_valid[target] = (valid, pad)
+
+    def _computed_valid(self, target: Var, call: Call) -> None:
+        """``tensor.set_validshape`` of a value the region computes: its tile, with the part of the
+        valid shape this block covers."""
+        x = self._tile(call.args[0], MemorySpace.Vec, True, call.span)
+        assert isinstance(call.args[1], TupleExpr)
+        valid = self._covered(call.args[1], x, call.args[0])
+        made = make_call(tile_ops.set_validshape, (x, valid), {}, call.span)
+        self.tiles[(target, MemorySpace.Vec, True)] = self._emit(target.name, made, self.body)
+
+    def _fillpad(self, target: Var, call: Call) -> None:
+        """``tensor.fillpad``: each block's tile filled outside its valid shape."""
+        x = self._tile(call.args[0], MemorySpace.Vec, True, call.span)
+        args: tuple[Expr, ...] = (x,) if x not in self.run_time_valid else (x, self.run_time_valid[x])
+        made = make_call(tile_ops.fillpad, args, {"pad_value": call.attrs["pad_value"]}, call.span)
+        self.tiles[(target, MemorySpace.Vec, True)] = self._emit(target.name, made, self.body)
+
+    def _covered(self, valid: TupleExpr, tile: Expr, value: Expr) -> TupleExpr:
+        """The part of ``value``'s valid shape (extents from its first element) the block's
+        ``tile`` covers: from the block's first row, cut to the tile."""
+        assert isinstance(tile.type, TileType)
+        first = [self._row_of(value) if self.block is not None else Const(0, INDEX)]
+        starts = first + [Const(0, INDEX)] * (len(valid.elements) - 1)
+        covered = [
+            _clamped(v, off, n) for v, off, n in zip(valid.elements, starts, tile.type.shape, strict=True)
+        ]
+        if self.valid_rows is not None and self._row_blocked(tile):
+            covered[0] = _least(covered[0], self.valid_rows)
+        return index_tuple(covered)
 
     def _assemble(self, call: Call, span: SourceSpan | None) -> None:
         dst, value, offsets = call.args
@@ -1182,9 +1241,10 @@ class _RegionLowering:
             (tile_ops.store, {}) if atomic is AtomicType.NONE else (tile_ops.store_atomic, {"atomic": atomic})
         )
         args: tuple[Expr, ...] = (tile, index_tuple(elements), dst)
-        if self._row_blocked(tile):  # only the block's real rows are written
+        if tile in self.run_time_valid or self._row_blocked(tile):  # only the real part is written
             op = tile_ops.store_partial if atomic is AtomicType.NONE else op
-            args = (*args, self._valid_of(tile))
+            valid = self.run_time_valid.get(tile)
+            args = (*args, valid if isinstance(valid, TupleExpr) else self._valid_of(tile))
         store = make_call(op, args, attrs, call.span)
         self.body.append(Eval(store, span))
 
@@ -1207,7 +1267,17 @@ class _RegionLowering:
         op, attrs = (
             (tile_ops.store, {}) if atomic is AtomicType.NONE else (tile_ops.store_atomic, {"atomic": atomic})
         )
-        store = make_call(op, (self.sums[value], offsets, dst), attrs, call.span)  # type: ignore[index]
+        assert isinstance(value, Var)
+        total = self.sums[value]
+        args: tuple[Expr, ...] = (total, offsets, dst)
+        valid = self.sum_valid.get(value)
+        shape = total.type.shape  # type: ignore[attr-defined]
+        if valid is not None and not all(
+            isinstance(e, Const) and e.value == n for e, n in zip(valid.elements, shape, strict=True)
+        ):
+            op = tile_ops.store_partial if atomic is AtomicType.NONE else op
+            args = (*args, valid)
+        store = make_call(op, args, attrs, call.span)
         self.after.append(Eval(store, span))
 
     def _store_once(self, call: Call, span: SourceSpan | None) -> None:
@@ -1282,7 +1352,7 @@ class _RegionLowering:
         streamed = self.streams_weights and staging is MemorySpace.Mat
         hoist = isinstance(self.row, Var) and not blocked and not streamed
         sink = self.hoisted if hoist else self.body
-        attrs = {"shape": tuple(shape), "target_memory": staging}
+        attrs: dict[str, Any] = {"shape": tuple(shape), "target_memory": staging}
         if any(is_symbolic(d) for d in shape):
             raise ParseError(
                 f"{x.name} has a dynamic extent but is needed whole (a matmul's right operand or a "
@@ -1290,10 +1360,24 @@ class _RegionLowering:
                 span,
                 "give that operand static extents; only the rows of the scope's tensors may be dynamic",
             )
-        load = make_call(tile_ops.load, (base, index_tuple(offsets)), attrs, span)
-        if blocked and self.valid_rows is not None:  # the last block may hang over the end
+        view_valid, pad = self.view_valid.get(x, (None, None))
+        if view_valid is not None:  # only the view's valid region is read, the rest is its pad
+            local = self._row_of(x) if blocked else Const(0, INDEX)
+            starts = [local] + [Const(0, INDEX)] * (len(shape) - 1)
+            covered = [_clamped(v, o, n) for v, o, n in zip(view_valid.elements, starts, shape, strict=True)]
+            if blocked and self.valid_rows is not None:
+                covered[0] = _least(covered[0], self.valid_rows)
+            if staging is MemorySpace.Mat and pad is None:
+                pad = PadValue.zero  # a matmul operand's padding must add nothing to the products
+            attrs = {**attrs, "pad_value": pad} if pad is not None else attrs
+            load = make_call(
+                tile_ops.load_partial, (base, index_tuple(offsets), index_tuple(covered)), attrs, span
+            )
+        elif blocked and self.valid_rows is not None:  # the last block may hang over the end
             valid = index_tuple([self.valid_rows, *(Const(d, INDEX) for d in shape[1:])])
             load = make_call(tile_ops.load_partial, (base, index_tuple(offsets), valid), attrs, span)
+        else:
+            load = make_call(tile_ops.load, (base, index_tuple(offsets)), attrs, span)
         tile = self._emit(f"{x.name}_{staging.name.lower()}", load, sink)
         if staging is not space:
             tile = self._emit(
@@ -1306,13 +1390,27 @@ class _RegionLowering:
     def _emit(self, base: str, value: Call, sink: list[Stmt]) -> Var:
         tile = Var(self.names.fresh(base), value.type, value.span)
         sink.append(Assign(tile, value, value.span))
-        if value.op == tile_ops.load_partial:
-            self.run_time_valid[tile] = value.args[2]  # type: ignore[assignment]
         self._follow_valid(tile, value)
         return tile
 
 
 _VIA_MAT = (MemorySpace.Left, MemorySpace.Right, MemorySpace.Bias)
+
+
+def _clamped(valid: Expr, start: Expr, extent: int) -> Expr:
+    """The part of a valid extent a block of ``extent`` starting at ``start`` covers:
+    ``min(extent, max(valid - start, 0))``, folded where it is constant."""
+    at_origin = isinstance(start, Const) and start.value == 0
+    rest = valid if at_origin else scalar_call(scalar_ops.sub, valid, start)
+    if isinstance(rest, Const):
+        return Const(min(extent, max(rest.value, 0)), INDEX)
+    if not at_origin:
+        rest = scalar_call(scalar_ops.max, rest, Const(0, INDEX))
+    return scalar_call(scalar_ops.min, Const(extent, INDEX), rest)
+
+
+def _least(a: Expr, b: Expr) -> Expr:
+    return scalar_call(scalar_ops.min, a, b)
 
 
 def _first_tile(args: tuple[Expr, ...]) -> Expr | None:

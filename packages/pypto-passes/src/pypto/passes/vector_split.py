@@ -644,8 +644,7 @@ class _Splitter:
                 call.span or self.fn.span,
                 "reshape to (and from) an even number of rows" if self.axis == 0 else None,
             )
-        shape = (after[0] // 2, after[1])
-        return make_call(call.op, args, {**call.attrs, "shape": shape}, call.span)
+        return make_call(call.op, args, {**call.attrs, "shape": (after[0] // 2, after[1])}, call.span)
 
     def slice(self, call: Call, args: tuple[Expr, ...]) -> Call:
         """A slice that keeps the split axis whole (offset 0, the operand's whole extent) is a

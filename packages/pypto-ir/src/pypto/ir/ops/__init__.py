@@ -27,7 +27,16 @@ from pypto.ir.ops import (
 from pypto.ir.ops.array_ops import MAX_ARRAY_SIZE
 from pypto.ir.ops.crosscore import CUBE_OUT, RECEIVES, is_crossing_op, split_axis, split_shape
 from pypto.ir.ops.cube import matmul_result_dtype
-from pypto.ir.ops.enums import PAD_VALUES, AtomicType, CastMode, PadValue, PipeType
+from pypto.ir.ops.enums import (
+    PAD_VALUES,
+    AtomicType,
+    CastMode,
+    CompactMode,
+    PadValue,
+    PipeType,
+    TensorLayout,
+    TileLayout,
+)
 from pypto.ir.ops.movement import TILE_ASSEMBLE_PATHS
 from pypto.ir.ops.rules import check_same_rank, check_scalar_fits, short_name, user_name
 from pypto.ir.ops.spec import (
@@ -60,6 +69,7 @@ from pypto.ir.ops.spec import (
     PipeDirection,
     PipeEnd,
     PlacesTile,
+    Product,
     Reduction,
     Role,
     RowShared,
@@ -129,6 +139,7 @@ __all__ = [
     "Broadcast",
     "CastMode",
     "Commutative",
+    "CompactMode",
     "Cost",
     "Effect",
     "Elementwise",
@@ -151,6 +162,7 @@ __all__ = [
     "PipeEnd",
     "PipeType",
     "PlacesTile",
+    "Product",
     "Reduction",
     "Role",
     "RowShared",
@@ -159,6 +171,8 @@ __all__ = [
     "Side",
     "SplitPolicy",
     "TaskIds",
+    "TensorLayout",
+    "TileLayout",
     "Trait",
     "Unit",
     "WholeRegion",

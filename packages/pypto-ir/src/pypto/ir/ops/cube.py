@@ -18,6 +18,7 @@ from pypto.ir.ops.spec import (
     Operand,
     OpSpec,
     PlacesTile,
+    Product,
     Role,
     RowShared,
     Trait,
@@ -206,7 +207,8 @@ def _declare(level: Level) -> None:
         # The right operand (and a bias row) is the same for every row block of the product.
         shared = RowShared(1, also=(2,)) if name == "matmul_bias" else RowShared(len(operands) - 1)
         lowered: tuple[Trait, ...] = (PlacesTile(),) if tile else (Lowers(f"tile.{name}"), shared)
-        traits: tuple[Trait, ...] = (Cost("matmul"), *lowered)
+        a_at = [o.name for o in operands].index("a")
+        traits: tuple[Trait, ...] = (Cost("matmul"), Product(a_at, a_at + 1), *lowered)
         args = ", ".join(o.name for o in operands)
         declare(
             OpSpec(

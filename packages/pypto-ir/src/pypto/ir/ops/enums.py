@@ -16,17 +16,56 @@ class AtomicType(Enum):
 
 
 class PadValue(Enum):
-    """What ``pl.fillpad`` writes outside a tile's valid shape: 0, the dtype's lowest or highest."""
+    """What reads outside a valid shape see: 0, the dtype's lowest or highest value (``pl.fillpad``
+    writes it there); ``null``, nothing defined (the default of a view's ``pad=``)."""
 
     zero = "zero"
     min = "min"
     max = "max"
+    null = "null"
 
     def __repr__(self) -> str:
         return f"pl.PadValue.{self.name}"
 
 
-PAD_VALUES = ", ".join(repr(m) for m in PadValue)  # for hints: pl.PadValue.zero, pl.PadValue.min, ...
+# for hints: pl.PadValue.zero, pl.PadValue.min, pl.PadValue.max (the values a fill can write)
+PAD_VALUES = ", ".join(repr(m) for m in PadValue if m is not PadValue.null)
+
+
+class TileLayout(Enum):
+    """How a tile's elements are boxed in its buffer (``pl.TileView(blayout=..., slayout=...)``):
+    row-major or column-major blocks, and within a block the same or no boxing (``none_box``)."""
+
+    row_major = "row_major"
+    col_major = "col_major"
+    none_box = "none_box"
+
+    def __repr__(self) -> str:
+        return f"pl.TileLayout.{self.name}"
+
+
+class CompactMode(Enum):
+    """Whether a partial tile is stored packed to its valid region (``normal``) or in its whole
+    physical box (``null``, the default): ``pl.TileView(compact=...)``."""
+
+    normal = "normal"
+    null = "null"
+
+    def __repr__(self) -> str:
+        return f"pl.CompactMode.{self.name}"
+
+
+class TensorLayout(Enum):
+    """How a tensor's logical dims map to memory (``pl.TensorView(layout=...)``): ``ND`` row-major,
+    ``DN`` the last two dims swapped (column-major matrices), ``NZ`` the cube's fractal boxes (a
+    tile layout only, never a tensor's)."""
+
+    ND = "ND"
+    DN = "DN"
+    NZ = "NZ"
+
+    def __repr__(self) -> str:
+        return f"pl.TensorLayout.{self.name}"
 
 
 class CastMode(StrEnum):

@@ -327,6 +327,8 @@ def transpose(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span
 
 
 def slice_(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+    """A window of ``shape`` at ``offset``; a tensor's may carry the view's valid shape (operand 2)
+    and, with ``clamp``, hang over the tensor's end (its valid shape then stops at the end)."""
     op = spec.name
     x = shaped(op, args[0], span)
     shape = tuple(attrs["shape"])
@@ -339,8 +341,37 @@ def slice_(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: S
             x=x,
         )
     check_offsets(op, args[1], len(x.shape), span)
-    check_static_bounds(op, x.shape, args[1], shape, span)
+    if len(args) > 2:
+        check_view_valid(op, args[2], shape, span)
+    if not attrs.get("clamp"):
+        check_static_bounds(op, x.shape, args[1], shape, span)
     return with_changes(x, shape=shape, valid_shape=None)
+
+
+def check_view_valid(op: str, valid: Expr, shape: Sequence[Any], span: SourceSpan | None) -> None:
+    """A tensor view's valid shape: one extent per dim, each constant one in ``0..extent``."""
+    check_offsets(op, valid, len(shape), span, "valid_shape")
+    assert isinstance(valid, TupleExpr)
+    for dim, (v, full) in enumerate(zip(valid.elements, shape, strict=True)):
+        if isinstance(v, Const) and isinstance(full, int) and not 0 <= v.value <= full:
+            raise fail(
+                op,
+                f"valid extent {v.value} of dim {dim} is outside the view's 0..{full}",
+                span,
+                "the valid region is part of the view: each valid extent lies between 0 and the view's",
+            )
+
+
+def tensor_set_validshape(
+    spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None
+) -> Type:
+    """The tensor as a view whose valid shape is operand 1: no data moves."""
+    op = spec.name
+    x = args[0].type
+    if not isinstance(x, TensorType):
+        raise fail(op, f"sets the valid shape of a tensor, got {describe(x)}", span, "pass a tensor")
+    check_view_valid(op, args[1], x.shape, span)
+    return x
 
 
 def set_validshape(
@@ -376,23 +407,27 @@ def set_validshape(
 def fillpad(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
     op = spec.name
     x = args[0].type
-    if not isinstance(x, TileType):
+    if not isinstance(x, TensorType if spec.level is Level.TENSOR else TileType):
         raise fail(
             op,
             f"fills a tile outside its valid shape, got {describe(x)}",
             span,
             advice="fillpad.needs_tile",
         )
-    check_vec(op, x, span)
-    if not isinstance(attrs.get("pad_value"), PadValue):
+    if isinstance(x, TileType):
+        check_vec(op, x, span)
+    pad = attrs.get("pad_value")
+    if not isinstance(pad, PadValue) or pad is PadValue.null:
         raise fail(
             op,
-            f"pad_value must be a pl.PadValue, got {attrs.get('pad_value')!r}",
+            f"pad_value must be a pl.PadValue to fill with, got {pad!r}",
             span,
             f"write pad_value= one of {PAD_VALUES}",
         )
     if len(args) == 2:
         check_offsets(op, args[1], len(x.shape), span, "valid_shape")
+    if isinstance(x, TensorType):
+        return x
     return with_changes(x, memory_space=MemorySpace.Vec, valid_shape=None)
 
 
@@ -480,6 +515,8 @@ _SHAPE = Attr("shape", tuple, REQUIRED)
 _DTYPE = Attr("dtype", DataType, REQUIRED)
 _TARGET = Attr("target_memory", MemorySpace)
 _VALID = Attr("valid_shape", tuple)
+# What a load writes into the part of the tile outside its valid region (nothing, when absent).
+_PAD = Attr("pad_value", PadValue)
 
 
 def _op(
@@ -509,7 +546,7 @@ def _declare_transfers() -> None:
         Unit.MTE,
         load,
         (src, _OFFSETS),
-        (_SHAPE, _TARGET, _VALID),
+        (_SHAPE, _TARGET, _VALID, _PAD),
         (Cost("load"), PlacesTile(), GmAccess(0, 1)),
         "load",
         load_sig,
@@ -521,7 +558,7 @@ def _declare_transfers() -> None:
         Unit.MTE,
         load_partial,
         (src, _OFFSETS, Operand("valid_shape", Role.VALID_SHAPE)),
-        (_SHAPE, _TARGET),
+        (_SHAPE, _TARGET, _PAD),
         (Cost("load"), PlacesTile(), GmAccess(0, 1, valid=2), WHOLE_TILE),
         "load",
         load_sig,
@@ -686,15 +723,39 @@ def _declare_transfers() -> None:
         "the tile with pad_value outside its valid shape",
     )
     _op(
+        "tensor.fillpad",
+        Level.TENSOR,
+        Unit.VECTOR,
+        fillpad,
+        (Operand("x", Role.TENSOR), Operand("valid_shape", Role.VALID_SHAPE, optional=True)),
+        (Attr("pad_value", PadValue, REQUIRED),),
+        (Cost("vector"), Lowers("tile.fillpad")),
+        "fillpad",
+        "pl.fillpad(x, pad_value=pl.PadValue.zero)",
+        "the tensor with pad_value outside its valid shape",
+    )
+    _op(
+        "tensor.set_validshape",
+        Level.TENSOR,
+        Unit.SCALAR,
+        tensor_set_validshape,
+        (Operand("x", Role.TENSOR), Operand("valid_shape", Role.VALID_SHAPE)),
+        (),
+        (SetsValid(1),),
+        "set_validshape",
+        "pl.set_validshape(x, rows, cols)",
+        "a view of the tensor of which only the leading rows x cols region is real",
+    )
+    _op(
         "tile.set_validshape",
         T,
         Unit.SCALAR,
         set_validshape,
-        (_TILE, Operand("valid_shape", Role.VALID_SHAPE)),
+        (Operand("x", Role.TILE), Operand("valid_shape", Role.VALID_SHAPE)),
         (),
         (PlacesTile(), SetsValid(1)),
         "set_validshape",
-        "pl.set_validshape(tile, rows, cols)",
+        "pl.set_validshape(x, rows, cols)",
         "the tile, of which only the leading rows x cols region is real from then on",
     )
     _op(
@@ -731,17 +792,20 @@ def _declare_views(level: Level) -> None:
         "pl.reshape(x, shape)",
         "the same elements in another shape",
     )
-    lowers: tuple[Trait, ...] = () if tile else (Lowers("tile.slice"),)
+    lowers: tuple[Trait, ...] = () if tile else (Lowers("tile.slice"), SetsValid(2))
+    # A tensor's view carries its valid shape, its padding and whether it hangs over the end.
+    view: tuple[Operand, ...] = () if tile else (Operand("valid_shape", Role.VALID_SHAPE, optional=True),)
+    view_attrs: tuple[Attr, ...] = () if tile else (_PAD, Attr("clamp", bool, False))
     _op(
         f"{prefix}.slice",
         level,
         Unit.MTE,
         slice_,
-        (x, Operand("offset", Role.OFFSETS)),
-        (_SHAPE,),
+        (x, Operand("offset", Role.OFFSETS), *view),
+        (_SHAPE, *view_attrs),
         (Cost("vector"), WHOLE_TILE, *place, *lowers),
         "slice",
-        "pl.slice(x, shape, offset, valid_shape=None)",
+        "pl.slice(x, shape, offset, valid_shape=None, drop_dims=None, pad_value=None, clamp=False)",
         "a region of x",
     )
     vec = Operand("a", Role.TILE, (MemorySpace.Vec,)) if tile else Operand("a", Role.TENSOR)

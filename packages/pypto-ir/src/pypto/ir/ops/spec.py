@@ -252,6 +252,15 @@ class KeepsValid(Trait):
 
 
 @dataclass(frozen=True)
+class Product(Trait):
+    """A matrix product of operands ``lhs`` and ``rhs``: its valid shape is the left operand's
+    valid rows by the right operand's valid columns."""
+
+    lhs: int
+    rhs: int
+
+
+@dataclass(frozen=True)
 class SetsValid(Trait):
     """The result's valid shape is operand ``operand`` (a tuple of index extents): the tile's
     valid region from then on, whatever it was before (``pl.set_validshape``)."""

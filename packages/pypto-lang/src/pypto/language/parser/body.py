@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from pypto.ir import (
+    INDEX,
     Assign,
     Call,
+    Const,
     Expr,
     MemRefSlot,
     Predicate,
@@ -19,9 +22,18 @@ from pypto.ir import (
     get_op,
     make_call,
 )
-from pypto.ir.ops import Level, op
+from pypto.ir.ops import Level, PadValue, op
+from pypto.ir.ops import tensor as op_tensor
 from pypto.language.parser.env import Namer
 from pypto.language.parser.regions import ScopeRegions
+
+
+@dataclass(frozen=True)
+class Window:
+    """Where a tensor view lies: the tensor it views (never itself a view) and its offsets there."""
+
+    base: Expr
+    offsets: tuple[Expr, ...]
 
 
 class BodyBuilder:
@@ -30,7 +42,9 @@ class BodyBuilder:
     ``kernel`` is True for an ``@pl.jit.incore`` body, where every op runs on a core group;
     in the ``@pl.jit`` body only the inside of a ``pl.at`` scope does. ``regions`` tracks the
     ``pl.split_aiv`` regions of the core-group scope (or incore body) being parsed. ``valid``
-    holds the run-time valid shapes of tiles (see :mod:`~pypto.ir.valid`).
+    holds the run-time valid shapes of tiles and the valid shapes of tensor views (see
+    :mod:`~pypto.ir.valid`); ``windows`` where each tensor view starts in the tensor it views, and
+    ``pads`` what reads outside a view's valid shape see.
     """
 
     def __init__(self, namer: Namer, kernel: bool) -> None:
@@ -59,6 +73,11 @@ class BodyBuilder:
         self.function_split: Any = None
         # An Opaque @pl.function: no plane yet, so no op is out of place in it.
         self.plane_free = False
+        self.windows: dict[Expr, Window] = {}
+        self.pads: dict[Expr, PadValue] = {}
+        # The entry's tensors with a valid shape (a pl.TensorView), and their views in the open scope.
+        self.host_views: dict[Expr, TupleExpr] = {}
+        self.localized: dict[Expr, Var] = {}
 
     @property
     def on_device(self) -> bool:
@@ -92,6 +111,7 @@ class BodyBuilder:
         finally:
             self.in_scope = False
             self.scope_body, self.block_idx, self.scope_outer = None, None, None
+            self.localized = {}
 
     def hoisted(self, name: str, value: Expr, span: SourceSpan | None) -> Var:
         """``name = value`` emitted before the open ``pl.at`` scope, in the block around it: a
@@ -100,6 +120,25 @@ class BodyBuilder:
         var = Var(self.namer.fresh(name), value.type, span)
         self.scope_outer.append(Assign(var, value, span))
         return var
+
+    def localize(self, value: Any) -> Any:
+        """``value``, or in a ``pl.at`` scope, for an entry tensor with a valid shape, its view with
+        that valid shape made at the top of the scope (what the scope's tensor ops read)."""
+        if not self.in_scope or value not in self.host_views:
+            return value
+        if value not in self.localized:
+            assert self.scope_body is not None and isinstance(value, Var)
+            call = make_call(op_tensor.set_validshape, (value, self.host_views[value]), {}, value.span)
+            view = Var(self.namer.fresh(value.name), call.type, value.span)
+            self.scope_body.insert(0, Assign(view, call, value.span))
+            self.valid[view] = self.host_views[value]
+            self.windows[view] = Window(
+                value, tuple(Const(0, INDEX) for _ in self.host_views[value].elements)
+            )
+            if value in self.pads:
+                self.pads[view] = self.pads[value]
+            self.localized[value] = view
+        return self.localized[value]
 
     def block_index(self, span: SourceSpan | None) -> Var:
         """The scope's ``pl.get_block_idx()``, computed once at the top of the scope."""
@@ -173,6 +212,10 @@ class BodyBuilder:
         self.emit(Assign(var, value, span, memref))
         if value in self.valid:
             self.valid[var] = self.valid[value]
+        if value in self.windows:
+            self.windows[var] = self.windows[value]
+        if value in self.pads:
+            self.pads[var] = self.pads[value]
         if self.regions is not None:
             self.regions.note(var, value, name)
         return var

@@ -112,7 +112,7 @@ def bind_param(
     if extents is not None:
         with _at_call(callee, span):
             extents.bind(sig.name, bound, t.shape, span)
-    return BoundParam(sig.name, bound, spec.direction, span=sig.span), value
+    return BoundParam(sig.name, bound, spec.direction, span=sig.span, view=spec.view), value
 
 
 def _shape_mismatch(annotated: tuple[Any, ...], actual: tuple[Any, ...]) -> str | None:

@@ -404,9 +404,8 @@ def bound_params(member: ProgramFunction) -> tuple[BoundParam, ...]:
                 "a @pl.function is parsed once, from its annotations: write the shape and dtype, "
                 "e.g. pl.Tensor[[128, 128], pl.FP32]",
             )
-        params.append(
-            BoundParam(sig.name, tensor_type(spec.shape, spec.dtype), spec.direction, span=sig.span)
-        )
+        t = tensor_type(spec.shape, spec.dtype)
+        params.append(BoundParam(sig.name, t, spec.direction, span=sig.span, view=spec.view))
     return tuple(params)
 
 

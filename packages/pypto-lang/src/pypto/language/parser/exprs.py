@@ -231,7 +231,7 @@ PY_COMPARISONS: dict[type, Callable[[Any, Any], Any]] = {
 COMPILE_TIME_FUNCTIONS: frozenset[Any] = frozenset(
     {len, min, max, abs, int, float, bool, split, cross_core_slot}
     | {available_cluster_count, available_aiv_count}  # the chip's counts (pypto.language.device)
-    | {ann.TileView}  # a tile annotation's view: pl.Tile[..., pl.TileView(valid_shape=[r, c])]
+    | {ann.TileView, ann.TensorView}  # views in annotations: pl.Tile[..., pl.TileView(valid_shape=[r, c])]
     | {ann.MemRef}  # a hand-placed tile's allocation: pl.Tile[..., pl.MemRef("ub", slots=2)[i % 2]]
 )
 # Methods of compile-time values called at parse time: ``x.dtype.get_byte()``.

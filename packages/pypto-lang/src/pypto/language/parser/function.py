@@ -6,15 +6,18 @@ import ast
 from collections.abc import Sequence
 from typing import Any
 
-from pypto.ir import Function, FunctionKind, Param, ScalarType, Var
+from pypto.ir import INDEX, Const, DynDim, Expr, Function, FunctionKind, Param, ScalarType, TensorType, Var
+from pypto.ir.ops import PadValue
 from pypto.language.kernel import KernelFunction
 from pypto.language.parser.attrs import leading_func_attr
 from pypto.language.parser.body import BodyBuilder
 from pypto.language.parser.env import Env, Namer
 from pypto.language.parser.exprs import KernelCalls
+from pypto.language.parser.opcall import OpContext
 from pypto.language.parser.signature import BoundParam, is_bind_dynamic
 from pypto.language.parser.stmts import Role, StmtParser
-from pypto.language.parser.values import const
+from pypto.language.parser.values import const, index_tuple
+from pypto.language.parser.views import same_extent, set_tensor_validshape
 
 _ROLES = {FunctionKind.InCore: Role.incore, FunctionKind.Opaque: Role.opaque}
 
@@ -72,6 +75,48 @@ def parse_function(
     if not kernel.auto_scope and not on_core:
         attrs = {**attrs, "auto_scope": False}  # the author places its AUTO runtime scopes
     parser = StmtParser(kernel, kernel.source, kernel.names, env, builder, calls, role, outputs)
+    param_views(builder, env, params, ir_params)
     parser.function_body(nodes)
     span = kernel.source.span(kernel.source.tree)
     return Function(name or kernel.name, tuple(ir_params), builder.statements, kind, span, attrs)
+
+
+def param_views(
+    body: BodyBuilder, env: Env, params: Sequence[BoundParam], ir_params: Sequence[Param]
+) -> None:
+    """The parameters whose ``pl.TensorView`` states a valid shape (or a pad) have it in the body: a
+    kernel's name reads a view of the parameter made first thing; the entry's tensors take it in
+    each ``pl.at`` scope that uses them (:meth:`BodyBuilder.localize`). A ``pl.dynamic`` extent no
+    parameter's shape binds leaves its dim whole."""
+    bound = {d for p in params for d in getattr(p.type, "shape", ()) if isinstance(d, DynDim)}
+    for p, ir in zip(params, ir_params, strict=True):
+        view = p.view
+        if view is None or not isinstance(p.type, TensorType):
+            continue
+        shape = p.type.shape
+        stated = view.valid_shape or shape
+        extents = [
+            Const(v, INDEX) if isinstance(v, int) else v if isinstance(v, DynDim) and v in bound else _dim(n)
+            for v, n in zip(stated, shape, strict=True)
+        ]
+        valid = index_tuple(extents, p.span, "valid_shape")
+        if (
+            all(same_extent(e, _dim(n)) for e, n in zip(extents, shape, strict=True))
+            and view.pad is PadValue.null
+        ):
+            continue
+        if not body.kernel:
+            body.host_views[ir.var] = valid
+            body.valid[ir.var] = valid
+            if view.pad is not PadValue.null:
+                body.pads[ir.var] = view.pad
+            continue
+        ctx = OpContext(body, p.span, f"parameter '{p.name}'")
+        made = set_tensor_validshape(ctx, ir.var, valid)
+        if view.pad is not PadValue.null:
+            body.pads[made] = view.pad
+        env.bind(p.name, body.assign(p.name, made, p.span), p.span)
+
+
+def _dim(n: Any) -> Expr:
+    return n if isinstance(n, DynDim) else Const(n, INDEX)

@@ -23,7 +23,7 @@ from pypto.ir import (
     get_op,
     make_call,
 )
-from pypto.ir.ops import Level, Role, array
+from pypto.ir.ops import Effect, Level, Role, SetsValid, array
 from pypto.ir.valid import result_valid
 from pypto.language.dslops import dsl_function
 from pypto.language.parser.body import BodyBuilder
@@ -111,6 +111,11 @@ class OpContext:
             # pl.create_tensor in a pl.at scope: the orchestration allocates it before the scope
             return self.body.hoisted(op.rsplit(".", 1)[-1], make_call(op, args, attrs, self.span), self.span)
         self._check_placement(op, args, attrs or {})
+        spec = get_op(op)
+        if spec.level is Level.TENSOR and self.body.host_views and not spec.has(SetsValid):
+            # An entry tensor read here has its valid shape in the scope; a written one is itself.
+            read = [o.effect is Effect.READ for o in spec.operands]
+            args = [self.body.localize(a) if k < len(read) and read[k] else a for k, a in enumerate(args)]
         operands = [self.body.atom(a) for a in args]
         if self.body.regions is not None:
             self.body.regions.check_crossings(op, operands, self.name, self.span)

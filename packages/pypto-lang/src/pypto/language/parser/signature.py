@@ -14,6 +14,7 @@ from pypto.language.annotations import (
     ParamSignature,
     ScalarSpec,
     TensorSpec,
+    TensorView,
     TileSpec,
     as_spec,
 )
@@ -36,6 +37,7 @@ class BoundParam:
     direction: Direction = Direction.In
     value: int | float | bool | None = None
     span: SourceSpan | None = None
+    view: TensorView | None = None  # a tensor's pl.TensorView: its valid shape, in the body
 
 
 class _AnnotationCalls:

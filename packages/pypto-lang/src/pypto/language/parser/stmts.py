@@ -54,6 +54,15 @@ from pypto.ir.ops import array as array_ops
 from pypto.ir.ops import tile as tile_ops
 from pypto.ir.rewrite import substitute_body, substitute_expr
 from pypto.ir.types import describe
+from pypto.ir.validflow import (
+    CarriedValid,
+    IfValid,
+    carried_extent,
+    definitions,
+    extent_of,
+    is_extent_name,
+    var_base,
+)
 from pypto.language.annotations import ArraySpec, ScalarSpec, TensorSpec, TileSpec
 from pypto.language.builtins import Builtin
 from pypto.language.parser.body import BodyBuilder
@@ -61,7 +70,9 @@ from pypto.language.parser.env import Env
 from pypto.language.parser.exprs import OPERATORS, TARGETS, KernelCalls, construct, rank_hint, slice_hint
 from pypto.language.parser.memref import check_loop_variable
 from pypto.language.parser.ops import build_op
+from pypto.language.parser.partial import with_view
 from pypto.language.parser.regions import REGION_FORM
+from pypto.language.parser.reparse import parse_round
 from pypto.language.parser.resolve import GlobalNames
 from pypto.language.parser.scopes import ScopeParser
 from pypto.language.parser.signature import BIND_DYNAMIC_HINT, evaluate_annotation, is_bind_dynamic
@@ -359,6 +370,8 @@ class StmtParser(ScopeParser):
         if memref is not None:
             self.check_memref(memref, value, node)
         self.bind_name(node.target.id, value, node.target, memref)
+        if isinstance(spec, TileSpec) and spec.view is not None:
+            self.annotated_view(spec, node)
 
     def check_memref(self, slot: MemRefSlot, value: Any, node: ast.AnnAssign) -> None:
         """A ``pl.MemRef`` places the tile an op computes, by a constant or a loop's variable."""
@@ -414,14 +427,22 @@ class StmtParser(ScopeParser):
             frames.append(dict(frame))
         self.nesting -= 1
         self.open_ifs -= 1
-        leaving = self.if_results(node, arms, frames)
+        falling = [k for k in (0, 1) if not always_jumps(arms[k])]
+        valid = IfValid(
+            self.if_results(node, arms, frames), arms, falling, self.body.valid, self.body.namer.fresh
+        )
+        leaving, arms = valid.leaving, [tuple(a) for a in valid.arms]
         span = self.span(node)
-        results = tuple(Var(self.body.namer.fresh(name), ys[0].type, span) for name, ys in leaving.items())
-        yields = [
-            tuple(ys[k] for ys in leaving.values()) if not always_jumps(arms[k]) else () for k in (0, 1)
-        ]
+        results = tuple(
+            Var(self.body.namer.fresh(var_base(name)), valid.result_type(name, ys[0].type), span)
+            for name, ys in leaving.items()
+        )
+        yields = [tuple(ys[k] for ys in leaving.values()) if k in falling else () for k in (0, 1)]
         self.body.emit(If(test, arms[0], arms[1], span, yields[0], yields[1], results))
+        valid.bind(dict(zip(leaving, results, strict=True)), self.body.valid)
         for (name, _), result in zip(leaving.items(), results, strict=True):
+            if is_extent_name(name):
+                continue  # a tile's valid extent: its result's valid shape names it
             where = frames[0].get(name) or frames[1].get(name)
             self.env.bind(name, result, where.span if where is not None else span)
 
@@ -500,6 +521,9 @@ class StmtParser(ScopeParser):
 
     def returned_tensor(self, value: Any, node: ast.expr) -> Expr:
         value = self.body.atom(value)
+        viewed = self.body.windows.get(value)
+        if viewed is not None and any(viewed.base is out for out in self.outputs):
+            value = viewed.base  # a view of an output (its pl.TensorView's valid shape): the output
         if not (isinstance(value, Var) and isinstance(value.type, TensorType)):
             raise self.error(
                 node,
@@ -675,21 +699,16 @@ class StmtParser(ScopeParser):
                 f"make the region as large as the value: [{start}:{start + sizes[dim]}] in dim {dim}",
             )
 
-    def check_view(self, spec: TileSpec, value: Any, node: ast.AnnAssign) -> None:
-        """A ``pl.TileView(valid_shape=...)`` in the annotation states the value's valid shape."""
-        if spec.view is None or spec.view.valid_shape is None:
-            return
-        actual = value.type if isinstance(value, Expr) and isinstance(value.type, TileType) else None
-        if actual is None or (actual.valid_shape or actual.shape) == spec.view.valid_shape:
-            return  # not a tile: the type check below reports it
-        have, want = list(actual.valid_shape or actual.shape), list(spec.view.valid_shape)
-        extents = ", ".join(map(str, want))
-        raise TypeCheckError(
-            f"'{ast.unparse(node.target)}' is annotated with valid shape {want} but the value's valid "
-            f"shape is {have}",
-            self.span(node),
-            f"set it with pl.set_validshape(value, {extents}), or annotate pl.TileView(valid_shape={have})",
-        )
+    def annotated_view(self, spec: TileSpec, node: ast.AnnAssign) -> None:
+        """``t: pl.Tile[..., pl.TileView(valid_shape=..., pad=...)] = value``: the name means the
+        value with the view's valid shape and padding (see :func:`partial.with_view`)."""
+        assert isinstance(node.target, ast.Name) and spec.view is not None
+        binding = self.env.lookup(node.target.id)
+        assert binding is not None
+        ctx = self.op_context(node, ast.unparse(node.annotation))
+        viewed = with_view(ctx, binding.value, spec.view, f"'{node.target.id}'")
+        if viewed is not binding.value:
+            self.bind_name(node.target.id, viewed, node.target)
 
     def checked(self, spec: Any, value: Any, node: ast.AnnAssign) -> Any:
         """The value of ``x: <spec> = value``, checked against the annotation."""
@@ -699,7 +718,6 @@ class StmtParser(ScopeParser):
         expected: Any = None
         if isinstance(spec, TileSpec):
             expected = TileType(spec.shape, spec.dtype, spec.memory_space)
-            self.check_view(spec, value, node)
         elif isinstance(spec, TensorSpec) and spec.shape is not None:
             expected = TensorType(spec.shape, spec.dtype)  # type: ignore[arg-type]
         elif isinstance(spec, ScalarSpec):  # tid: pl.TaskId = t0 is a pl.Scalar[pl.TASK_ID] too
@@ -813,7 +831,7 @@ class StmtParser(ScopeParser):
             explicit,
             before=lambda: cond.append(self.condition(cond_call.args[0])),
         )
-        test = substitute_expr(cond[0], c.dropped)
+        test = substitute_expr(cond[-1], c.dropped)  # the last parse of the body is the one kept
         self.body.emit(While(test, c.body, self.header_span(node), c.iter_args, c.inits, c.yields, c.results))
 
     def visit_While(self, node: ast.While) -> None:
@@ -838,7 +856,7 @@ class StmtParser(ScopeParser):
         c = self.carried_loop(
             node, "while", names, inits, {}, before=lambda: cond.append(self.condition(node.test, "while"))
         )
-        test = substitute_expr(cond[0], c.dropped)
+        test = substitute_expr(cond[-1], c.dropped)
         changing = set(c.iter_args)
         if not any(v in changing for v in used_vars(test)) and not any(
             isinstance(j, Break) for j in _jumps_of(c.body)
@@ -924,10 +942,14 @@ class StmtParser(ScopeParser):
         the names of ``r = pl.yield_(...)`` ending the body). Names first bound in the body and
         read after the loop leave it too (see :meth:`leaving_names`)."""
         span = self.header_span(node)
-        iter_args = [Var(self.body.namer.fresh(n), i.type, span) for n, i in zip(names, inits, strict=True)]
         outputs = self.yield_targets(node, explicit) if isinstance(node, ast.For) else None
-        frame = LoopFrame(kind, names, iter_args, 0, leaving=self.leaving_candidates(node, names))
-        body, yields, ends = self.loop_body(node, index, var, frame, outputs, before)
+        valid = CarriedValid(names, inits, self.body.valid)
+        leaving = self.leaving_candidates(node, names)
+        frame, body, yields, ends = self.carrying_body(
+            node, kind, valid, span, outputs, index, var, before, leaving
+        )
+        names, inits, iter_args = list(valid.names), list(valid.inits), list(frame.iter_args)
+        carried = list(valid.names)  # those leaving the loop are added after them
         inside = _bound_in(body) | set(iter_args) | ({var} if var is not None else set())
         names, iter_args, inits, yields, body, aliases = self.leaving_names(
             node, frame, ends, inside, (names, iter_args, inits, yields, body)
@@ -944,11 +966,18 @@ class StmtParser(ScopeParser):
         body = substitute_body(pick_jump_values(body, keep), dropped)
         if outputs is not None:  # `r = pl.yield_(...)` ends the body: r is bound after the loop
             names = list(outputs) + names[len(outputs) :]
-        results = tuple(Var(self.body.namer.fresh(names[k]), iter_args[k].type, span) for k in keep)
+        results = tuple(Var(self.body.namer.fresh(var_base(names[k])), iter_args[k].type, span) for k in keep)
         for k, result in zip(keep, results, strict=True):
-            self.env.bind(names[k], result, result.span)
+            if not is_extent_name(names[k]):  # a tile's valid extent: its result's valid shape names it
+                self.env.bind(names[k], result, result.span)
         for name, value in aliases.items():
             self.env.bind(name, substitute_expr(value, dropped) if isinstance(value, Expr) else value, span)
+        valid.leave(
+            {carried[k]: r for k, r in zip(keep, results, strict=True) if k < len(carried)},
+            dict(zip(carried, iter_args, strict=False)),
+            dropped,
+            self.body.valid,
+        )
         return CarriedLoop(
             body,
             tuple(iter_args[k] for k in keep),
@@ -1045,6 +1074,36 @@ class StmtParser(ScopeParser):
             placeholder = make_call(tile_ops.create, (), attrs, span)
             return self.body.assign("placeholder", placeholder, span)
         return None
+
+    def carrying_body(
+        self,
+        node: ast.For | ast.While,
+        kind: str,
+        valid: CarriedValid,
+        span: SourceSpan,
+        outputs: list[str] | None,
+        index: str | None,
+        var: Var | None,
+        before: Any,
+        leaving: list[str],
+    ) -> tuple[LoopFrame, tuple[Stmt, ...], tuple[Expr, ...], dict[str, Expr | None]]:
+        """The loop's frame, body and yields, its carried tiles keeping their valid shapes: parsed
+        again (carrying one more extent) while an iteration changes an extent it entered with."""
+        while True:
+            keep = [not valid.dims]  # a loop that carries no tile is parsed once
+            with parse_round(self.body.namer, self.env, self.body, keep):
+                iter_args = [
+                    Var(self.body.namer.fresh(var_base(n)), valid.iter_arg_type(n, i), span)
+                    for n, i in zip(valid.names, valid.inits, strict=True)
+                ]
+                valid.enter(dict(zip(valid.names, iter_args, strict=True)), self.body.valid)
+                frame = LoopFrame(kind, valid.names, iter_args, 0, leaving=leaving)
+                body, yields, ends_of_names = self.loop_body(node, index, var, frame, outputs, before)
+                ends = [yields, *(j.values for j in frame.jumps)]
+                defs = definitions(walk_stmts(body))
+                keep[0] = keep[0] or not valid.widened(iter_args, ends, self.body.valid, defs)
+            if keep[0]:
+                return frame, body, yields, ends_of_names
 
     def header_span(self, node: ast.For | ast.While) -> SourceSpan:
         """``for i in pl.range(0, n, step)`` (``while c``) without the colon: what an error about the
@@ -1247,6 +1306,13 @@ class StmtParser(ScopeParser):
 
     def yielded(self, name: str, iter_arg: Var, node: ast.For | ast.While) -> Expr:
         """The value ``name`` has at the end of the loop body: the next iteration's ``iter_arg``."""
+        if is_extent_name(name):  # an extent of a carried tile's valid shape: the tile's, here
+            tile = self.env.lookup(extent_of(name)[0])
+            assert tile is not None and isinstance(iter_arg.type, ScalarType)
+            value = self.body.atom(tile.value)
+            return carried_extent(
+                name, value, iter_arg.type.dtype, self.body.valid, self.body.blocks[-1], self.body.namer.fresh
+            )
         binding = self.env.lookup(name)
         value = self.body.atom(binding.value if binding is not None else iter_arg)
         if is_number(value):

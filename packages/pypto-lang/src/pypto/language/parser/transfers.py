@@ -12,11 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 from pypto.ir import AtomicType, Call, Const, DataType, Expr, MemorySpace, TupleExpr
+from pypto.ir.ops import PadValue
 from pypto.ir.ops import scalar as scalar_ops
 from pypto.ir.ops import tensor as tensor_ops
 from pypto.ir.ops import tile as tile_ops
 from pypto.language.annotations import dtype_hint
 from pypto.language.dslops import hand_built
+from pypto.language.parser import views
 from pypto.language.parser.arith import scalar_binary
 from pypto.language.parser.convert import enum_member
 from pypto.language.parser.opcall import OpContext
@@ -39,28 +41,51 @@ def build_load(
     target_memory: Any = MemorySpace.Vec,
     valid_shape: Any = None,
 ) -> Any:
-    """A tile of ``shape``; a ``valid_shape`` with run-time entries makes a ``tile.load_partial``."""
+    """A tile of ``shape``; a ``valid_shape`` with run-time entries makes a ``tile.load_partial``.
+    A load of a tensor view is one of the tensor it views, reading only the view's valid region
+    the tile covers and writing the view's pad value into the rest (:mod:`.views`)."""
     attrs: dict[str, Any] = {
         "shape": static_shape(shape, ctx.span),
         "target_memory": enum_member(ctx, MemorySpace, "target_memory", target_memory),
     }
-    args = [ctx.tensor(tensor, "source"), index_tuple(offsets, ctx.span)]
-    if valid_shape is not None and _run_time(valid_shape):
-        valid = index_tuple(valid_shape, ctx.span, "valid_shape")
-        return ctx.call(tile_ops.load_partial, [*args, valid], attrs)
-    if valid_shape is not None:
-        attrs["valid_shape"] = static_shape(valid_shape, ctx.span, "valid_shape")
-    return ctx.call(tile_ops.load, args, attrs)
+    src, starts = ctx.tensor(tensor, "source"), index_tuple(offsets, ctx.span)
+    given = None
+    if valid_shape is not None and not _run_time(valid_shape):
+        given = index_tuple(list(static_shape(valid_shape, ctx.span, "valid_shape")), ctx.span)
+    elif valid_shape is not None:
+        given = index_tuple(valid_shape, ctx.span, "valid_shape")
+    if len(starts.elements) != len(attrs["shape"]):
+        return ctx.call(tile_ops.load, [src, starts], attrs)  # the type rule says what is wrong
+    base, starts, valid, pad = views.load_through(ctx, src, starts, attrs["shape"], given)
+    args = [base, starts]
+    if valid is not None and all(isinstance(e, Const) for e in valid.elements):
+        extents = tuple(e.value for e in valid.elements)  # type: ignore[attr-defined]
+        if extents == attrs["shape"]:
+            return ctx.call(tile_ops.load, args, attrs)
+        if 0 not in extents:
+            return ctx.call(tile_ops.load, args, {**attrs, "valid_shape": extents, **_padding(pad)})
+    if valid is None:
+        return ctx.call(tile_ops.load, args, attrs)
+    return ctx.call(tile_ops.load_partial, [*args, valid], {**attrs, **_padding(pad)})
 
 
 def _run_time(values: Any) -> bool:
     return isinstance(values, (list, tuple)) and any(not is_number(v) for v in values)
 
 
+def _padding(pad: PadValue) -> dict[str, Any]:
+    """A load's attrs for a view's pad: what it writes outside the region it reads."""
+    return {} if pad is PadValue.null else {"pad_value": pad}
+
+
 @hand_built(tile_ops.store)
 def build_store(ctx: OpContext, tile: Any, offsets: Any, tensor: Any) -> Any:
+    """The tile's valid region written into ``tensor`` at ``offsets`` (into the tensor a view
+    views, at the view's offsets); the expression's value is ``tensor``."""
     dst = ctx.tensor(tensor, "destination")
-    return _store(ctx, ctx.tile(tile, "value"), index_tuple(offsets, ctx.span), dst, AtomicType.NONE)
+    base, starts = views.through(ctx, dst, index_tuple(offsets, ctx.span))
+    _store(ctx, ctx.tile(tile, "value"), starts, base, AtomicType.NONE)
+    return dst
 
 
 def _store(ctx: OpContext, value: Expr, offsets: Expr, dst: Expr, atomic: AtomicType) -> Any:
@@ -84,10 +109,12 @@ def build_assemble(
     dst = ctx.tensor(target, "target")
     value = ctx.shaped(value, "value")
     starts = index_tuple(offsets, ctx.span)
+    dst, starts = views.through(ctx, dst, starts)  # into a view: into the tensor it views
     if is_tile(value) and (atomic is not AtomicType.NONE or ctx.valid_of(value) is not None):
         return _store(ctx, value, starts, dst, atomic)
     attrs = {} if atomic is AtomicType.NONE else {"atomic": atomic}
-    return ctx.effect(tensor_ops.assemble, [dst, value, starts], attrs, dst)
+    ctx.effect(tensor_ops.assemble, [dst, value, starts], attrs, dst)
+    return target
 
 
 def _assemble_tile(ctx: OpContext, target: Any, value: Any, offsets: Any, atomic: AtomicType) -> Any:
@@ -198,14 +225,18 @@ def build_extract(
 
 @hand_built(scalar_ops.read, tile_ops.read)
 def build_read(ctx: OpContext, tensor: Any, offsets: Any) -> Any:
-    """``pl.read(t, [i, j])``: one element of a tensor (global memory) or a tile, as a scalar.
-    ``pl.read(t, k)`` reads the element at the flat (row-major) index ``k``."""
+    """``pl.read(t, [i, j])``: one element of a tensor (global memory; of the tensor a view views)
+    or a tile, as a scalar. ``pl.read(t, k)`` reads the element at the flat (row-major) index
+    ``k`` (a 1-D tensor's element by its index)."""
     source = ctx.shaped(tensor, "the read value")
     shape = source.type.shape  # type: ignore[attr-defined]
     if not isinstance(offsets, (list, tuple)):
         offsets = flat_offsets(ctx, offsets, shape)
-    op = tile_ops.read if is_tile(source) else scalar_ops.read
-    return ctx.call(op, [source, index_tuple(offsets, ctx.span)])
+    starts = index_tuple(offsets, ctx.span)
+    if is_tile(source):
+        return ctx.call(tile_ops.read, [source, starts])
+    src, starts = views.through(ctx, source, starts)  # of a view: of the tensor it views
+    return ctx.call(scalar_ops.read, [src, starts])
 
 
 def flat_offsets(ctx: OpContext, index: Any, shape: tuple[Any, ...]) -> list[Any]:
