@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pypto.ir import AtomicType, Call, Const, DataType, Expr, MemorySpace, TupleExpr
+from pypto.ir import AtomicType, Call, Const, DataType, Expr, MemorySpace, TileType, TupleExpr
 from pypto.ir.ops import PadValue
 from pypto.ir.ops import scalar as scalar_ops
 from pypto.ir.ops import tensor as tensor_ops
@@ -28,6 +28,7 @@ from pypto.language.parser.values import (
     is_number,
     is_scalar,
     is_tile,
+    number,
     static_shape,
 )
 
@@ -79,18 +80,67 @@ def _padding(pad: PadValue) -> dict[str, Any]:
 
 
 @hand_built(tile_ops.store)
-def build_store(ctx: OpContext, tile: Any, offsets: Any, tensor: Any) -> Any:
+def build_store(ctx: OpContext, tile: Any, offsets: Any, tensor: Any, shapes: Any = None) -> Any:
     """The tile's valid region written into ``tensor`` at ``offsets`` (into the tensor a view
-    views, at the view's offsets); the expression's value is ``tensor``."""
+    views, at the view's offsets); the expression's value is ``tensor``. ``shapes`` (one extent
+    per dim, constants or run-time scalars) writes only that leading region of the tile."""
     dst = ctx.tensor(tensor, "destination")
+    value = ctx.tile(tile, "value")
+    region = None if shapes is None else _stored_region(ctx, value, shapes)
     base, starts = views.through(ctx, dst, index_tuple(offsets, ctx.span))
-    _store(ctx, ctx.tile(tile, "value"), starts, base, AtomicType.NONE)
+    _store(ctx, value, starts, base, AtomicType.NONE, region)
     return dst
 
 
-def _store(ctx: OpContext, value: Expr, offsets: Expr, dst: Expr, atomic: AtomicType) -> Any:
-    """A tile written into ``dst`` (added to it when atomic), honouring a run-time valid shape."""
-    valid = ctx.valid_of(value)
+def _stored_region(ctx: OpContext, value: Expr, shapes: Any) -> TupleExpr | None:
+    """The region ``pl.store(tile, offsets, tensor, shapes)`` writes: ``shapes`` cut to the tile's
+    valid shape; None when that is the whole tile."""
+    tile = value.type
+    assert isinstance(tile, TileType)
+    if not isinstance(shapes, (list, tuple)) or len(shapes) != len(tile.shape):
+        raise ctx.fail(
+            f"shapes must hold {len(tile.shape)} extents, one per dim of {describe_value(value)}, got "
+            f"{describe_value(shapes)}",
+            f"write the region the store writes, e.g. {list(tile.shape)}, or leave shapes out for all of it",
+        )
+    given = ctx.valid_of(value)
+    valid = list(given.elements) if isinstance(given, TupleExpr) else list(tile.valid_shape or tile.shape)
+    region: list[Any] = []
+    for dim, (extent, full) in enumerate(zip(shapes, tile.shape, strict=True)):
+        if is_number(extent):
+            n = number(extent)
+            if isinstance(n, bool) or not isinstance(n, int) or not 0 < n <= full:
+                raise ctx.fail(
+                    f"shapes[{dim}] is {n!r}, but the tile holds {full} along dim {dim}",
+                    f"write at most {full} there (the store writes a leading region of the tile)",
+                )
+        elif not is_scalar(extent):
+            raise ctx.fail(
+                f"shapes[{dim}] must be an int or an INDEX scalar, got {describe_value(extent)}",
+                "write the extent of the region the store writes",
+            )
+        if is_number(extent) and is_number(valid[dim]) and number(valid[dim]) <= number(extent):
+            region.append(valid[dim])
+        elif is_number(extent) and is_number(valid[dim]):
+            region.append(extent)
+        else:
+            region.append(scalar_binary(ctx, "min", extent, valid[dim]))
+    if all(is_number(r) and number(r) == n for r, n in zip(region, tile.shape, strict=True)):
+        return None if given is None else given
+    return index_tuple(region, ctx.span)
+
+
+def _store(
+    ctx: OpContext,
+    value: Expr,
+    offsets: Expr,
+    dst: Expr,
+    atomic: AtomicType,
+    region: TupleExpr | None = None,
+) -> Any:
+    """A tile written into ``dst`` (added to it when atomic), honouring a run-time valid shape
+    (or the ``region`` of it a store names)."""
+    valid = region if region is not None else ctx.valid_of(value)
     extra = [] if valid is None else [valid]
     if atomic is not AtomicType.NONE:
         return ctx.effect(tile_ops.store_atomic, [value, offsets, dst, *extra], {"atomic": atomic}, dst)
