@@ -147,7 +147,7 @@ def test_a_while_loop_runs_while_its_run_time_condition_holds(limit):
 
 def test_a_while_loop_prints_as_pl_while_with_its_condition_first():
     program = while_below.lower(rand(128, 64), flag(2), torch.zeros(32, 64))
-    kernel = next(f for f in program.functions.values() if f.name.endswith("incore"))
+    kernel = next(f for f in program.functions.values() if f.name.endswith("incore_0"))
     loop = next(s for s in kernel.body if isinstance(s, While))
     assert [a.type.__class__.__name__ for a in loop.iter_args] == ["ScalarType", "TileType"]
     lines = [line.strip() for line in program.as_python().splitlines()]

@@ -133,4 +133,4 @@ def test_a_bias_row_wider_than_the_bias_table_is_over_budget():
 
     with pytest.raises(MemoryBudgetError) as info:
         wide.lower()
-    assert info.value.message.startswith("Function 'wide_incore': Bias buffer usage (2048 bytes) exceeds")
+    assert info.value.message.startswith("Function 'wide_incore_0': Bias buffer usage (2048 bytes) exceeds")

@@ -156,7 +156,7 @@ def test_auto_options_of_a_scope_are_left_to_the_compiler():
     torch.testing.assert_close(out, a @ b + a, rtol=1e-4, atol=1e-4)
     program = auto_options.lower(a, b, out)
     group = next(fn for fn in program.functions.values() if fn.kind is pl.FunctionType.Group)
-    assert group.name == "auto_options_incore"  # the generated name, as without name_hint=
+    assert group.name == "auto_options_incore_0"  # the generated name, as without name_hint=
     assert group.attrs["split"] is pl.SplitMode.NONE and "slot_num" not in group.attrs
 
 

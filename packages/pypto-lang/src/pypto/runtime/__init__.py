@@ -22,6 +22,7 @@ from pypto.runtime.registry import (
     reset_registry,
 )
 from pypto.runtime.runner import RunResult
+from pypto.runtime.tensor_spec import TensorSpec, TensorSpecError
 from pypto.runtime.worker import ChipWorker, DeviceTensor, DeviceTensorError, WorkerError
 
 __all__ = [
@@ -34,6 +35,8 @@ __all__ = [
     "RunConfig",
     "RunResult",
     "SimulatedPlatformWarning",
+    "TensorSpec",
+    "TensorSpecError",
     "UnknownOptionError",
     "VerificationLevel",
     "WorkerError",

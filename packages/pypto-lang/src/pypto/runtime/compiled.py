@@ -21,12 +21,14 @@ from pypto.ir import (
     RunReport,
     SpecializationError,
     Target,
+    TensorType,
     Var,
     VerificationError,
     VerificationLevel,
     structural_diff,
 )
 from pypto.ir.extents import ExtentBinding, is_dynamic
+from pypto.ir.types import describe
 from pypto.passes import PassContext, PassManager, dump_to, roundtrip_check
 from pypto.passes.manager import Instrument, Pass
 from pypto.runtime import artifacts, launches
@@ -240,8 +242,9 @@ class CompiledProgram:
         ``config`` (default: the one it was compiled with) gives the run-time options: the
         backend options and profiling. A cached program can so be run with profiling on.
         """
+        args, made = self._with_outputs(args)
         self._check(args)
-        return self.run_checked(args, config)
+        return self._or_made(self.run_checked(args, config), made)
 
     def run_checked(self, args: tuple[Any, ...], config: RunConfig | None = None) -> Any:
         """:meth:`run` for arguments already checked against the entry's parameters (a ``@pl.jit``
@@ -255,8 +258,46 @@ class CompiledProgram:
     def dispatch(self, args: tuple[Any, ...], config: RunConfig | None = None) -> Any:
         """Launch the entry on ``args`` whatever the harness options say: ``codegen_only`` does not
         stop a dispatch (``compiled(...)``, ``ChipWorker.run``), as in PyPTO's runtime."""
+        args, made = self._with_outputs(args)
         self._check(args)
-        return self._launch(args, config or self.config)
+        return self._or_made(self._launch(args, config or self.config), made)
+
+    def _with_outputs(self, args: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[Any]]:
+        """``args`` with the entry's ``pl.Out`` tensors allocated (zeros) when the call leaves them
+        all out: ``compiled(a, b)`` for ``entry(a, b, out)``. The tensors made, in order."""
+        import torch
+
+        from pypto.ir.semantics import torch_dtype
+
+        params = self.entry.params
+        outs = [p for p in params if p.direction is Direction.Out]
+        if not outs or len(args) != len(params) - len(outs):
+            return args, []
+        given, full, made = iter(args), [], []
+        for param in params:
+            if param.direction is not Direction.Out:
+                full.append(next(given))
+                continue
+            t = param.var.type
+            if not isinstance(t, TensorType) or not all(isinstance(n, int) for n in t.shape):
+                raise SpecializationError(
+                    f"{self.entry.name}() was called without its output {param.var.name!r}, whose shape "
+                    f"{describe(t)} is known only from the tensor passed",
+                    param.var.span or self.entry.span,
+                    f"pass {param.var.name} too: {self.entry.name}({', '.join(self.param_names)})",
+                )
+            tensor = torch.zeros(tuple(int(n) for n in t.shape), dtype=torch_dtype(t.dtype))
+            full.append(tensor)
+            made.append(tensor)
+        return tuple(full), made
+
+    @staticmethod
+    def _or_made(result: Any, made: list[Any]) -> Any:
+        """What a call returns: the entry's results, or the outputs it allocated when the entry
+        returns nothing."""
+        if result is not None or not made:
+            return result
+        return made[0] if len(made) == 1 else tuple(made)
 
     def _launch(self, args: tuple[Any, ...], config: RunConfig) -> Any:
         backend = get_backend(self.config.platform_name, self.config.platform_origin)

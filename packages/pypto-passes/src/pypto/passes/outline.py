@@ -208,20 +208,23 @@ class OutlineScopes:
 
 CLUSTER_HINT = (
     "call one AIC kernel and one AIV kernel in the cluster (@pl.function(type=pl.FunctionType.AIC) "
-    "and type=pl.FunctionType.AIV); put other work in pl.at scopes around it"
+    "and type=pl.FunctionType.AIV), or one InCore kernel; put other work in pl.at scopes around it"
 )
 
 
 @dataclass
 class _Cluster:
     """Outlines ``with pl.cluster():`` blocks: the AIC and the AIV kernel a block calls become a
-    ``Group`` function that launches both on one core group (AIC first, as a Group runs them)."""
+    ``Group`` function that launches both on one core group (AIC first, as a Group runs them); a
+    block calling one InCore kernel is that kernel's launch."""
 
     program: Program
     aliases: dict[Var, Expr]  # a call's target -> the tensor its kernel returns (written in place)
 
     def outline(self, entry: Function, scope: ScopeStmt, names: NameGen, kernels: list[Function]) -> Stmt:
         members = [self._member(stmt, scope) for stmt in scope.body]
+        if len(members) == 1 and members[0][1].kind is FunctionKind.InCore:
+            return self._incore(scope, *members[0])
         kinds = sorted(callee.kind.name for _, callee in members)
         if kinds != ["AIC", "AIV"]:
             called = ", ".join(f"{c.name} ({c.kind.name})" for _, c in members) or "nothing"
@@ -254,6 +257,21 @@ class _Cluster:
         return Eval(
             make_call(op.call, tuple(p.var for p in params), attrs, scope.span, type=UNIT), scope.span
         )
+
+    def _incore(self, scope: ScopeStmt, call: Call, callee: Function) -> Stmt:
+        """A cluster around one InCore kernel (a ``pl.spmd`` launch of it, say): the kernel runs on
+        core groups anyway, its cube and vector halves made one Group when it is mixed, so the
+        launch is the kernel's own. The scheduling hints of a launch nested in a cluster have no
+        task of their own to ride on."""
+        for hint in ("predicate", "allow_early_resolve"):
+            if call.attrs.get(hint):
+                raise ParseError(
+                    f"{hint}= on a launch inside a pl.cluster(): the cluster's launch carries no such hint",
+                    call.span or scope.span,
+                    f"move {hint}= out of the cluster, or drop the pl.cluster() around this one kernel",
+                )
+        (stmt,) = scope.body
+        return stmt
 
     def _member(self, stmt: Stmt, scope: ScopeStmt) -> tuple[Call, Function]:
         call = stmt.value if isinstance(stmt, (Assign, Eval)) else None

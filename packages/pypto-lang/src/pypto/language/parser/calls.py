@@ -37,7 +37,7 @@ from pypto.language.parser.exprs import ExprParser, KernelCalls
 from pypto.language.parser.signature import BoundParam, ParamSignature, tensor_params
 from pypto.language.parser.stmts import Role, StmtParser
 from pypto.language.parser.tasks import NoDep
-from pypto.language.parser.values import describe_value, is_number, number, scalar_expr
+from pypto.language.parser.values import describe_value, integer_converted, is_number, number, scalar_expr
 
 KernelFor = Callable[[KernelFunction, tuple[BoundParam, ...]], Function]
 
@@ -76,7 +76,11 @@ def bind_param(
     span = parser.span(node)
     if isinstance(sig.spec, ScalarSpec):
         dtype = sig.spec.dtype
-        arg = scalar_expr(number(value), dtype, span) if is_number(value) else value
+        arg = (
+            scalar_expr(number(value), dtype, span)
+            if is_number(value)
+            else integer_converted(value, dtype, span)
+        )
         if isinstance(arg, Expr) and arg.type == ScalarType(dtype):
             constant = number(arg) if is_number(arg) else None
             return BoundParam(sig.name, arg.type, value=constant, span=sig.span), arg

@@ -81,6 +81,7 @@ from pypto.language.parser.tasks import SubmitResult
 from pypto.language.parser.values import (
     annotation_text,
     describe_value,
+    integer_converted,
     is_number,
     is_scalar,
     is_shaped,
@@ -715,6 +716,9 @@ class StmtParser(ScopeParser):
         if isinstance(spec, ScalarSpec) and is_number(value) and spec.dtype is not DataType.TASK_ID:
             assert node.value is not None  # visit_AnnAssign rejects `x: T` without a value
             return scalar_expr(number(value), spec.dtype, self.span(node.value))
+        if isinstance(spec, ScalarSpec):  # n: pl.Scalar[pl.INT64] = an INT32 (or INDEX) scalar
+            assert node.value is not None
+            value = integer_converted(value, spec.dtype, self.span(node.value))
         expected: Any = None
         if isinstance(spec, TileSpec):
             expected = TileType(spec.shape, spec.dtype, spec.memory_space)

@@ -15,6 +15,7 @@ from pypto.ir import (
     INDEX,
     TASK_ID,
     ArrayType,
+    CastMode,
     Const,
     DataType,
     Expr,
@@ -25,6 +26,7 @@ from pypto.ir import (
     TileType,
     TupleExpr,
     TupleType,
+    make_call,
 )
 from pypto.ir.extents import Extent, is_symbolic
 from pypto.ir.types import describe
@@ -207,3 +209,20 @@ def unknown_keyword_hint(name: str | None, known: tuple[str, ...], listing: str)
         return KWARGS_HINT
     close = difflib.get_close_matches(name, known, n=1)
     return f"did you mean {close[0]}=? {listing}" if close else listing
+
+
+def integer_converted(value: Any, dtype: DataType, span: SourceSpan | None) -> Any:
+    """A run-time integer scalar taken as another integer dtype (``INDEX``, ``INT64``, ``INT32``,
+    ``BOOL``...): the implicit conversion C gives a kernel's scalars, at a call's scalar parameter
+    and at an annotated assignment. ``value`` unchanged when it is no such scalar (the caller
+    then reports the mismatch)."""
+    if not (isinstance(value, Expr) and isinstance(value.type, ScalarType)):
+        return value
+    source = value.type.dtype
+    if source == dtype or not (_integral(source) and _integral(dtype)):
+        return value
+    return make_call("scalar.cast", (value,), {"dtype": dtype, "mode": CastMode.round}, span)
+
+
+def _integral(dtype: DataType) -> bool:
+    return (dtype.is_integer or dtype is DataType.BOOL) and dtype is not DataType.TASK_ID

@@ -1,0 +1,19 @@
+M = pl.dynamic("M")
+
+
+@pl.program
+class Dyn:
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[M, 64], pl.FP32], out: pl.Out[pl.Tensor[[M, 64], pl.FP32]]):
+        self.main_incore_0(x, out)
+        return out
+
+    @pl.function(type=pl.FunctionType.AIV)
+    def main_incore_0(self, x: pl.Tensor[[M, 64], pl.FP32], out: pl.Out[pl.Tensor[[M, 64], pl.FP32]]):
+        pl.func_attr({'auto_pipelined': ['r'], 'memory_plan': pl.MemoryPlan.placed({'x_vec': (pl.Mem.Vec, 0x0, 32768, 4, 'r', 0, 128), 'add': (pl.Mem.Vec, 0x0, 32768, 4, 'r', 0, 128)}, {pl.Mem.Vec: 131072})})
+        for r in pl.pipeline(0, M, 128, stage=4):
+            rows: pl.Scalar[pl.INDEX] = pl.minimum(128, M - r)
+            x_vec: pl.Tile[[128, 64], pl.FP32, pl.Mem.Vec] = pl.tile.load_partial(x, [r, 0], [rows, 64], shape=[128, 64], target_memory=pl.Mem.Vec)  # Vec[0x0, +32768] x 4 slots by r
+            add: pl.Tile[[128, 64], pl.FP32, pl.Mem.Vec] = pl.tile.add(x_vec, x_vec)  # Vec[0x0, +32768] x 4 slots by r
+            pl.tile.store_partial(add, [r, 0], out, [rows, 64])
