@@ -203,3 +203,20 @@ def test_a_cluster_around_one_incore_kernel_is_that_kernels_launch():
     run(Clustered, a, b, out, config=RunConfig(platform="a2a3sim"))
     top = torch.relu(a.float() @ b.float())[:32]
     torch.testing.assert_close(out, torch.cat([top, top]), rtol=1e-3, atol=1e-3)
+
+
+@pl.jit
+def spmd_by_lane(x: pl.Tensor[[256, 64], pl.FP32], out: pl.Out[pl.Tensor[[256, 64], pl.FP32]]):
+    for _ in pl.spmd(4):  # the body does not read the loop variable: blocks divide work themselves
+        with pl.at(level=pl.Level.CORE_GROUP):
+            block = pl.get_block_idx()
+            for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.NONE):
+                row = block * 64 + aiv_id * 32
+                pl.store(pl.exp(pl.load(x, [row, 0], [32, 64])), [row, 0], out)
+    return out
+
+
+def test_a_loop_form_spmd_whose_regions_divide_the_work_by_lane_runs():
+    x, out = torch.randn(256, 64), torch.zeros(256, 64)
+    spmd_by_lane(x, out)
+    torch.testing.assert_close(out, torch.exp(x))
