@@ -24,6 +24,7 @@ def add_kernel(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
 @pytest.fixture(autouse=True)
 def workdir(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # ir.compile writes its artifacts to ./build_output
+    monkeypatch.delenv("PYPTO_PROG_BUILD_DIR", raising=False)  # the default: ./build_output
 
 
 @pytest.fixture

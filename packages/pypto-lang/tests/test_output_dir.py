@@ -27,6 +27,7 @@ def scaled(a: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.F
 def workdir(tmp_path, monkeypatch, backend):
     """A fresh current directory (for ./build_output), the recording platform as the default."""
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PYPTO_PROG_BUILD_DIR", raising=False)  # the default: ./build_output
     monkeypatch.setenv("PYPTO_CACHE", "off")
     scaled.cache_clear()
     with command_line(platform="testsim"):

@@ -30,7 +30,8 @@ def test_enable_chip_swimlane_is_an_alias_of_enable_profiling():
     assert RunConfig(enable_profiling=True).enable_chip_swimlane is True
 
 
-def test_dump_passes_true_dumps_into_the_output_directorys_passes_dump():
+def test_dump_passes_true_dumps_into_the_output_directorys_passes_dump(monkeypatch):
+    monkeypatch.delenv("PYPTO_PROG_BUILD_DIR", raising=False)  # the default: ./build_output
     assert RunConfig().dump_dir("k") is None
     assert RunConfig(dump_passes=True).dump_dir("k", Path("build_output/k_0123")) == Path(
         "build_output/k_0123/passes_dump"
@@ -90,6 +91,7 @@ def test_a_run_config_option_of_the_wrong_kind_is_an_error_at_the_call(kwargs, m
 
 def test_options_and_profiling_switches_reach_the_backend(backend, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the profile goes to ./p
+    monkeypatch.delenv("PYPTO_PROG_BUILD_DIR", raising=False)  # the default: ./build_output
     config = RunConfig(
         platform="testsim", pipeline=(), options={"trace": "full"}, enable_profiling=True, profile_dir="p"
     )
