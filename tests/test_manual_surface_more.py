@@ -9,7 +9,8 @@ import pytest
 import torch
 
 import pypto.language as pl
-from pypto.ir import ParseError, SpecializationError, TypeCheckError, compile as ir_compile
+from pypto.ir import ParseError, SpecializationError, TypeCheckError
+from pypto.ir import compile as ir_compile
 from pypto.runtime import RunConfig, TensorSpec, TensorSpecError
 
 T = pl.Tensor[[64, 64], pl.FP32]
@@ -188,9 +189,8 @@ class Clustered:
 
     @pl.function(type=pl.FunctionType.Orchestration)
     def main(self, a: pl.Tensor[[64, 64], pl.FP16], b: pl.Tensor[[64, 64], pl.FP16], out: pl.Out[T]) -> T:
-        with pl.cluster():
-            with pl.spmd(core_num=2):
-                out = self.kernel(a, b, out)
+        with pl.cluster(), pl.spmd(core_num=2):
+            out = self.kernel(a, b, out)
         return out
 
 
@@ -219,4 +219,103 @@ def spmd_by_lane(x: pl.Tensor[[256, 64], pl.FP32], out: pl.Out[pl.Tensor[[256, 6
 def test_a_loop_form_spmd_whose_regions_divide_the_work_by_lane_runs():
     x, out = torch.randn(256, 64), torch.zeros(256, 64)
     spmd_by_lane(x, out)
+    torch.testing.assert_close(out, torch.exp(x))
+
+
+def _program_error(source: str, tmp_path, error=ParseError):
+    path = tmp_path / "prog.py"
+    path.write_text("import pypto.language as pl\n" + source)
+    spec = importlib.util.spec_from_file_location("prog", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    with pytest.raises(error) as info:
+        spec.loader.exec_module(module)
+    return info.value
+
+
+def test_several_func_attr_calls_merge():
+    @pl.program
+    class Merged:
+        @pl.function(type=pl.FunctionType.InCore)
+        def kernel(self, x: T, out: pl.Out[T]) -> T:
+            pl.func_attr({"note": 1})
+            pl.func_attr({"split": pl.SplitMode.NONE})
+            out = pl.store(pl.load(x, [0, 0], [64, 64]), [0, 0], out)
+            return out
+
+    attrs = Merged.function("kernel").attrs
+    assert attrs["note"] == 1 and attrs["split"] is pl.SplitMode.NONE
+
+
+@pytest.mark.parametrize(
+    "attrs",
+    ['pl.func_attr({"note": 1})\n        pl.func_attr({"note": 2})', 'pl.func_attr({"note": 1, "note": 2})'],
+)
+def test_a_func_attr_key_declared_twice_is_an_error_naming_it(attrs, tmp_path):
+    err = _program_error(
+        f"""
+@pl.program
+class Twice:
+    @pl.function(type=pl.FunctionType.InCore)
+    def kernel(self, x: pl.Tensor[[64, 64], pl.FP32]) -> pl.Tensor[[64, 64], pl.FP32]:
+        {attrs}
+        return x
+""",
+        tmp_path,
+    )
+    assert "pl.func_attr declares 'note' twice" in err.message
+
+
+def test_strict_ssa_rejects_a_second_binding_and_the_write_sugar(tmp_path):
+    from pypto.ir import SSAViolationError
+
+    err = _program_error(
+        """
+@pl.program
+class Strict:
+    @pl.function(type=pl.FunctionType.InCore, strict_ssa=True)
+    def kernel(self, x: pl.Tensor[[64, 64], pl.FP32], out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]):
+        t = pl.load(x, [0, 0], [64, 64])
+        t = pl.exp(t)
+        return out
+""",
+        tmp_path,
+        SSAViolationError,
+    )
+    assert "'t' is bound a second time, which strict_ssa=True forbids" in err.message
+    err = _program_error(
+        """
+@pl.program
+class StrictSugar:
+    @pl.function(type=pl.FunctionType.Opaque, strict_ssa=True)
+    def main(self, x: pl.Tensor[[64, 64], pl.FP32], out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            out[:] = pl.exp(x)
+        return out
+""",
+        tmp_path,
+        SSAViolationError,
+    )
+    assert "rebinds 'out', which strict_ssa=True forbids" in err.message
+
+
+def test_strict_ssa_accepts_a_program_that_binds_each_name_once():
+    @pl.program
+    class Once:
+        @pl.function(type=pl.FunctionType.InCore, strict_ssa=True)
+        def kernel(self, x: T, out: pl.Out[T]) -> T:
+            t = pl.load(x, [0, 0], [64, 64])
+            e = pl.exp(t)
+            stored = pl.store(e, [0, 0], out)
+            return stored
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: T, out: pl.Out[T]) -> T:
+            result = self.kernel(x, out)
+            return result
+
+    from pypto.runtime import run
+
+    x, out = torch.randn(64, 64), torch.zeros(64, 64)
+    run(Once, x, out)
     torch.testing.assert_close(out, torch.exp(x))

@@ -138,6 +138,10 @@ class TextSyntaxError(ParseError, SyntaxError):
     """Text handed to ``pl.parse`` / ``pl.loads`` is not valid Python (a ``SyntaxError`` too)."""
 
 
+class SSAViolationError(ParseError):
+    """A name bound twice in a function declared ``@pl.function(strict_ssa=True)``."""
+
+
 class TypeCheckError(PyptoError, TypeError):
     """An op got operands of the wrong shape, dtype or memory space."""
 

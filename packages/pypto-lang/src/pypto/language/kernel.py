@@ -38,6 +38,7 @@ class KernelFunction:
         # Whether the compiler places the function's AUTO runtime scopes; False
         # (``@pl.jit(auto_scope=False)``): the author writes them, ``with pl.scope():``.
         self.auto_scope = True
+        self.strict_ssa = False  # @pl.function(strict_ssa=True): a name is bound once
 
     @property
     def name(self) -> str:

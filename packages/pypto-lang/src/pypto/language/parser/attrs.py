@@ -154,12 +154,22 @@ def _is_pl_function(value: Any) -> bool:
 def leading_func_attr(
     source: KernelSource, names: GlobalNames, params: Mapping[str, Any], body: list[ast.stmt]
 ) -> tuple[dict[str, Any], list[ast.stmt]]:
-    """The attributes of a ``pl.func_attr({...})`` opening ``body`` (after its docstring, if any)
-    and the body without it; a ``pl.func_attr`` anywhere else is a ``ParseError``."""
+    """The attributes of the ``pl.func_attr({...})`` calls opening ``body`` (after its docstring,
+    if any; several merge, a key declared twice is a ``ParseError`` naming it) and the body
+    without them; a ``pl.func_attr`` anywhere else is a ``ParseError``."""
     first = 1 if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else 0
     attrs: dict[str, Any] = {}
-    if len(body) > first and is_func_attr(body[first], names):
-        attrs = read_func_attr(LiteralReader(source, names, params), body[first].value)  # type: ignore[attr-defined]
+    reader = LiteralReader(source, names, params)
+    while len(body) > first and is_func_attr(body[first], names):  # several calls merge
+        node = body[first].value  # type: ignore[attr-defined]
+        for key, value in read_func_attr(reader, node).items():
+            if key in attrs:
+                raise ParseError(
+                    f"pl.func_attr declares {key!r} twice",
+                    source.span(node),
+                    f"declare {key!r} once: which of two values wins would depend on the order of the calls",
+                )
+            attrs[key] = value
         body = body[:first] + body[first + 1 :]
     for stmt in body:
         for node in ast.walk(stmt):
@@ -176,6 +186,16 @@ def read_func_attr(reader: LiteralReader, node: ast.Call) -> dict[str, Any]:
     """The attributes of ``pl.func_attr({...})``: one dict literal with string keys."""
     if len(node.args) != 1 or node.keywords or not isinstance(node.args[0], ast.Dict):
         raise reader.error(node, "pl.func_attr takes one dict literal", FUNC_ATTR_HINT)
+    seen: set[Any] = set()
+    for key_node in node.args[0].keys:
+        if isinstance(key_node, ast.Constant):
+            if key_node.value in seen:
+                raise reader.error(
+                    key_node,
+                    f"pl.func_attr declares {key_node.value!r} twice",
+                    f"declare {key_node.value!r} once",
+                )
+            seen.add(key_node.value)
     attrs = reader.mapping(node.args[0])
     for key_node, key in zip(node.args[0].keys, attrs, strict=False):
         if not isinstance(key, str):

@@ -84,7 +84,7 @@ TASK_KEYWORDS: dict[str, Callable[[Any], Any]] = {
 }
 # The decorator options of @pl.function besides type= and attrs=: auto_scope=False lets the
 # author place the AUTO runtime scopes (pl.scope()) of a control-plane function.
-FUNCTION_OPTIONS = ("auto_scope",)
+FUNCTION_OPTIONS = ("auto_scope", "strict_ssa")
 # The kinds of function that run on a core: no runtime scope can stand in them.
 KERNEL_KINDS = (FunctionKind.InCore, FunctionKind.AIC, FunctionKind.AIV, FunctionKind.Group)
 
@@ -142,6 +142,8 @@ class ProgramFunction(KernelFunction):
         self._given_names = names
         self.method = True  # set False for a standalone function (no `self`)
         self.auto_scope = bool(self.decorator_attrs.get("auto_scope", True))
+        # strict_ssa=True: a name is bound once (a parse-time check only, no attribute of the IR)
+        self.strict_ssa = bool(self.decorator_attrs.pop("strict_ssa", False))
 
     @property
     def name(self) -> str:
@@ -453,18 +455,20 @@ def function(
     type: FunctionKind = FunctionKind.Opaque,
     attrs: dict[str, Any] | None = None,
     auto_scope: bool = True,
+    strict_ssa: bool = False,
     **options: Any,
 ) -> Any:
     """``@pl.function(type=pl.FunctionType.InCore)``: one function of a ``@pl.program``.
 
     ``auto_scope=False`` (a control-plane function) leaves its AUTO runtime scopes to the author
-    (``with pl.scope():``). ``attrs=`` is the old spelling of ``pl.func_attr({...})`` (a
-    ``DeprecationWarning``).
+    (``with pl.scope():``). ``strict_ssa=True`` makes binding a name twice an
+    ``SSAViolationError`` (and so the ``dst[...] = src`` write sugar, which rebinds ``dst``).
+    ``attrs=`` is the old spelling of ``pl.func_attr({...})`` (a ``DeprecationWarning``).
     """
     if options:
         _decorator_error(
             f"pl.function() has no option {', '.join(map(repr, options))}",
-            "it takes type=pl.FunctionType.X, auto_scope= and (deprecated) attrs={...}",
+            "it takes type=pl.FunctionType.X, auto_scope=, strict_ssa= and (deprecated) attrs={...}",
         )
     if not isinstance(type, FunctionKind):
         kinds = ", ".join(f"pl.FunctionType.{k.name}" for k in FunctionKind)
@@ -479,7 +483,13 @@ def function(
             DeprecationWarning,
             stacklevel=2,
         )
-    given = {**(attrs or {}), **({} if auto_scope else {"auto_scope": False})}
+    if not isinstance(strict_ssa, bool):
+        _decorator_error(f"strict_ssa= takes True or False, got {strict_ssa!r}", "write strict_ssa=True")
+    given = {
+        **(attrs or {}),
+        **({} if auto_scope else {"auto_scope": False}),
+        **({"strict_ssa": True} if strict_ssa else {}),
+    }
 
     def decorate(f: Callable[..., Any]) -> ProgramFunction:
         return ProgramFunction(f, type, given)
@@ -706,7 +716,9 @@ def _text_function(
                     )
                 else:
                     raise reader.error(
-                        kw, f"pl.function has no option {kw.arg!r}", "it takes type=, auto_scope= and attrs="
+                        kw,
+                        f"pl.function has no option {kw.arg!r}",
+                        "it takes type=, auto_scope=, strict_ssa= and attrs=",
                     )
     if not isinstance(func_type, FunctionKind):
         raise reader.error(

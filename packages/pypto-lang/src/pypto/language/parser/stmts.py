@@ -38,7 +38,7 @@ from pypto.ir import (
     While,
     make_call,
 )
-from pypto.ir.errors import CompileWarning
+from pypto.ir.errors import CompileWarning, SSAViolationError
 from pypto.ir.extents import is_symbolic
 from pypto.ir.nodes import (
     JUMP_STMTS,
@@ -370,6 +370,7 @@ class StmtParser(ScopeParser):
         memref = spec.memref if isinstance(spec, TileSpec) else None
         if memref is not None:
             self.check_memref(memref, value, node)
+        self.check_single_binding(node.target.id, node.target)
         self.bind_name(node.target.id, value, node.target, memref)
         if isinstance(spec, TileSpec) and spec.view is not None:
             self.annotated_view(spec, node)
@@ -547,10 +548,19 @@ class StmtParser(ScopeParser):
         if isinstance(value, SubmitResult) and value.results == 0 and isinstance(target, ast.Name):
             value = value[0]  # a submit of a kernel that returns nothing gives its task id alone
         if isinstance(target, ast.Name):
+            self.check_single_binding(target.id, target)
             self.bind_name(target.id, value, target)
         elif isinstance(target, (ast.Tuple, ast.List)):
             self.unpack(target, value)
         elif isinstance(target, ast.Subscript):
+            if getattr(self.kernel, "strict_ssa", False) and isinstance(target.value, ast.Name):
+                name = target.value.id
+                raise SSAViolationError(
+                    f"`{ast.unparse(target)} = ...` rebinds '{name}', which strict_ssa=True forbids",
+                    self.span(target),
+                    f"write it explicitly: {name}_2 = pl.assemble({name}, value, offsets); or drop "
+                    "strict_ssa",
+                )
             self.write_region(target, value)
         else:
             what = TARGETS.get(type(target).__name__, construct(target))
@@ -559,6 +569,17 @@ class StmtParser(ScopeParser):
                 f"cannot assign to {what} in a kernel",
                 "assign to a name (x = ...), several names (a, b = ...), or a tensor region (out[...] = ...)",
             )
+
+    def check_single_binding(self, name: str, node: ast.AST) -> None:
+        """Under ``strict_ssa=True`` a name is bound once: binding it again is an error."""
+        if not getattr(self.kernel, "strict_ssa", False) or self.env.lookup(name) is None:
+            return
+        raise SSAViolationError(
+            f"'{name}' is bound a second time, which strict_ssa=True forbids",
+            self.span(node),
+            f"give the new value a name of its own (e.g. {name}_2), or drop strict_ssa; a loop carries "
+            "values through init_values= and pl.yield_",
+        )
 
     def unpack(self, target: ast.Tuple | ast.List, value: Any) -> None:
         if not isinstance(value, (tuple, list)):
