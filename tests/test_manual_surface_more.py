@@ -189,8 +189,9 @@ class Clustered:
 
     @pl.function(type=pl.FunctionType.Orchestration)
     def main(self, a: pl.Tensor[[64, 64], pl.FP16], b: pl.Tensor[[64, 64], pl.FP16], out: pl.Out[T]) -> T:
-        with pl.cluster(), pl.spmd(core_num=2):
-            out = self.kernel(a, b, out)
+        with pl.cluster():  # noqa: SIM117  (two scopes: the DSL takes one context per with)
+            with pl.spmd(core_num=2):
+                out = self.kernel(a, b, out)
         return out
 
 
@@ -319,3 +320,19 @@ def test_strict_ssa_accepts_a_program_that_binds_each_name_once():
     x, out = torch.randn(64, 64), torch.zeros(64, 64)
     run(Once, x, out)
     torch.testing.assert_close(out, torch.exp(x))
+
+
+@pl.jit
+def parallel_sum(x: pl.Tensor[[128, 64], pl.FP32], out: pl.Out[pl.Tensor[[32, 64], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        acc = pl.full([32, 64], pl.FP32, 0.0)
+        for i in pl.parallel(4):  # carried like pl.range (PyPTO's loop table)
+            acc = pl.add(acc, pl.load(x, [i * 32, 0], [32, 64]))
+        pl.store(acc, [0, 0], out)
+    return out
+
+
+def test_a_parallel_loop_carries_a_rebound_name():
+    x, out = torch.randn(128, 64), torch.zeros(32, 64)
+    parallel_sum(x, out)
+    torch.testing.assert_close(out, x.reshape(4, 32, 64).sum(0), rtol=1e-5, atol=1e-5)

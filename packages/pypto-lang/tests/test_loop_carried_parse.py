@@ -6,6 +6,7 @@ import pytest
 
 import pypto.language as pl
 from pypto.ir import For, ParseError, print_ir, verify_program
+from pypto.ir.nodes import walk_stmts
 
 T = pl.Tensor[[128, 64], pl.FP32]
 OUT = pl.Tensor[[32, 64], pl.FP32]
@@ -115,9 +116,10 @@ def test_init_values_need_as_many_names():
         bad.parse()
 
 
-def test_a_parallel_loop_carries_nothing():
+def test_a_parallel_loop_carries_a_name_rebound_in_it_as_pl_range_does():
+    # PyPTO's loop table: pl.parallel carries values (its iterations asserted independent)
     @pl.jit
-    def bad(x: T, out: pl.Out[OUT]):
+    def summed(x: T, out: pl.Out[OUT]):
         with pl.at(level=pl.Level.CORE_GROUP):
             acc = pl.full([32, 64], pl.FP32, 0.0)
             for i in pl.parallel(4):
@@ -125,5 +127,8 @@ def test_a_parallel_loop_carries_nothing():
             pl.store(acc, [0, 0], out)
         return out
 
-    with pytest.raises(ParseError, match=r"pl\.parallel carries only scalar arrays"):
-        bad.parse()
+    fn = summed.parse().entry_function
+    scope = next(s for s in walk_stmts(fn.body) if isinstance(s, For))
+    assert len(scope.iter_args) == 1 and scope.iter_args[0].name.startswith("acc")
+
+

@@ -220,26 +220,6 @@ def test_bad_slot_num_is_a_value_error_with_the_span_of_the_call():
     assert rendered(err).underlined == "pl.cross_core_slot(slot_num=0)"
 
 
-def test_rebinding_inside_a_parallel_loop_a_name_bound_before_it_is_rejected():
-    @pl.jit
-    def carried_value(a: T64, out: pl.Out[T64]):
-        with pl.at(level=pl.Level.CORE_GROUP):
-            acc = pl.load(a, [0, 0], [64, 64])
-            for _i in pl.parallel(4):
-                acc = pl.add(acc, acc)  # not carried: the iterations are independent
-            pl.store(acc, [0, 0], out)
-        return out
-
-    with pytest.raises(ParseError) as info:
-        carried_value.parse()
-    err = rendered(info.value)
-    assert "'acc' is bound before the loop" in info.value.message
-    assert "pl.parallel carries only scalar arrays" in info.value.message
-    assert err.underlined == "acc"
-    assert err.header.split(":")[1] == str(info.value.span.line)
-    assert "acc_next" in err.hint
-
-
 def test_a_name_made_in_a_parallel_loop_does_not_exist_after_it():
     @pl.jit
     def leaked(a: T64, out: pl.Out[T64]):

@@ -1304,18 +1304,18 @@ class StmtParser(ScopeParser):
         self, node: ast.For, explicit: dict[str, Any], kind: LoopKind
     ) -> tuple[list[str], list[Expr]]:
         """The carried names and their initial values: the explicit ones, then every name bound
-        before the loop to a scalar, tile, tensor or array and rebound in its body (pl.range /
-        pl.unroll; a pl.parallel loop carries arrays only, e.g. the task ids its iterations write)."""
+        before the loop to a scalar, tile, tensor or array and rebound in its body (every loop
+        form carries, pl.parallel too)."""
         names = list(explicit)
         values = list(explicit.values())
         for name in _rebound_names(node.body):
             current = self.env.lookup(name)
             if name in explicit or current is None or not _carryable(current.value):
                 continue
-            # A pl.parallel loop carries only scalar arrays: each iteration writes its own elements.
-            if kind is not LoopKind.parallel or _is_array(current.value):
-                names.append(name)
-                values.append(current.value)
+            # pl.parallel carries too: its iterations are asserted independent, which a carried
+            # value makes the author's promise (the simulator's race checks hold it to it).
+            names.append(name)
+            values.append(current.value)
         inits = [self.carried_init(n, v, node) for n, v in zip(names, values, strict=True)]
         return names, inits
 
