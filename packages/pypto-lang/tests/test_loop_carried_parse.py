@@ -130,5 +130,3 @@ def test_a_parallel_loop_carries_a_name_rebound_in_it_as_pl_range_does():
     fn = summed.parse().entry_function
     scope = next(s for s in walk_stmts(fn.body) if isinstance(s, For))
     assert len(scope.iter_args) == 1 and scope.iter_args[0].name.startswith("acc")
-
-
