@@ -336,3 +336,58 @@ def test_a_parallel_loop_carries_a_rebound_name():
     x, out = torch.randn(128, 64), torch.zeros(32, 64)
     parallel_sum(x, out)
     torch.testing.assert_close(out, x.reshape(4, 32, 64).sum(0), rtol=1e-5, atol=1e-5)
+
+
+CA, CB, CC = pl.Tensor[[64, 128], pl.FP16], pl.Tensor[[128, 64], pl.FP16], pl.Tensor[[128, 64], pl.FP32]
+
+
+def cluster_program(hint: str = ""):
+    @pl.program
+    class SpmdCluster:
+        """A cluster around a two-block pl.spmd of an AIC and an AIV kernel: one Group, two blocks."""
+
+        @pl.function(type=pl.FunctionType.AIC)
+        def cube(self, a: CA, b: CB):
+            pl.aic_initialize_pipe(dir_mask=1, slot_size=16384, slot_num=2)
+            left = pl.move(pl.load(a, [0, 0], [64, 128], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
+            right = pl.move(
+                pl.load(b, [0, 0], [128, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right
+            )
+            pl.tpush_to_aiv(pl.matmul(left, right, out_dtype=pl.FP32), split=pl.SplitMode.UP_DOWN)
+
+        @pl.function(type=pl.FunctionType.AIV)
+        def vec(self, out: pl.Out[CC]) -> CC:
+            pl.aiv_initialize_pipe(dir_mask=1, slot_size=16384, slot_num=2)
+            half = pl.tpop_from_aic(shape=[32, 64], dtype=pl.FP32, split=pl.SplitMode.UP_DOWN)
+            r = pl.exp(half)
+            pl.tfree_to_aic(half)
+            return pl.store(r, [pl.get_block_idx() * 64 + pl.get_subblock_idx() * 32, 0], out)
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, a: CA, b: CB, out: pl.Out[CC]) -> CC:
+            with pl.cluster():  # noqa: SIM117  (two scopes: the DSL takes one context per with)
+                with pl.spmd(2, allow_early_resolve=bool(hint)):
+                    self.cube(a, b)
+                    out = self.vec(out)
+            return out
+
+    return SpmdCluster
+
+
+def test_a_spmd_inside_a_cluster_launches_the_group_on_every_block():
+    from pypto.runtime import run
+
+    g = torch.Generator().manual_seed(5)
+    a, b = torch.randn(64, 128, generator=g).half() / 4, torch.randn(128, 64, generator=g).half() / 4
+    out = torch.zeros(128, 64)
+    run(cluster_program(), a, b, out)
+    ref = torch.exp(a.float() @ b.float())
+    torch.testing.assert_close(out, torch.cat([ref, ref]), rtol=1e-3, atol=1e-3)
+
+
+def test_a_scheduling_hint_on_a_spmd_inside_a_cluster_is_an_error():
+    from pypto.runtime import compile_program
+
+    with pytest.raises(ParseError) as info:
+        compile_program(cluster_program("hint"))
+    assert "allow_early_resolve= on a pl.spmd inside a pl.cluster()" in info.value.message

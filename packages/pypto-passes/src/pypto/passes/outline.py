@@ -234,6 +234,7 @@ class _Cluster:
                 CLUSTER_HINT,
             )
         members.sort(key=lambda m: m[1].kind is not FunctionKind.AIC)
+        launch = self._launch(scope, [call for call, _ in members])
         directions: dict[Var, Direction] = {}
         for call, callee in members:
             for arg, param in zip(call.args, callee.params, strict=True):
@@ -253,10 +254,38 @@ class _Cluster:
                 returned = returned_params(self.program.functions[stmt.value.attrs["callee"]])
                 if returned:
                     self.aliases[stmt.target] = stmt.value.args[returned[0]]
-        attrs = {"callee": name, **_task_attrs(scope, name, params)}
+        attrs = {"callee": name, **_task_attrs(scope, name, params), **launch}
         return Eval(
             make_call(op.call, tuple(p.var for p in params), attrs, scope.span, type=UNIT), scope.span
         )
+
+    def _launch(self, scope: ScopeStmt, calls: list[Call]) -> dict[str, object]:
+        """How the cluster's Group is launched: a ``pl.spmd`` inside the cluster launched its AIC
+        and AIV kernels on ``block_num`` blocks, so the Group is. Its scheduling hints have no task
+        of their own to ride on: an error, as is a launch the two calls disagree on."""
+        for call in calls:
+            for hint in ("predicate", "allow_early_resolve"):
+                if call.attrs.get(hint):
+                    raise ParseError(
+                        f"{hint}= on a pl.spmd inside a pl.cluster(): the cluster's launch carries no "
+                        "such hint",
+                        call.span or scope.span,
+                        f"move {hint}= out of the cluster (onto a launch of its own), or drop it",
+                    )
+        shapes = {(call.attrs.get("block_num", 1), bool(call.attrs.get("sync_start"))) for call in calls}
+        if len(shapes) > 1:
+            raise ParseError(
+                "the AIC and AIV kernels of a pl.cluster() are launched on different block counts",
+                scope.span,
+                "launch both in one `with pl.spmd(n):` inside the cluster",
+            )
+        ((blocks, sync_start),) = shapes
+        launch: dict[str, object] = {}
+        if blocks > 1:
+            launch["block_num"] = blocks
+        if sync_start:
+            launch["sync_start"] = True
+        return launch
 
     def _incore(self, scope: ScopeStmt, call: Call, callee: Function) -> Stmt:
         """A cluster around one InCore kernel (a ``pl.spmd`` launch of it, say): the kernel runs on
