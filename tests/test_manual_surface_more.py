@@ -391,3 +391,24 @@ def test_a_scheduling_hint_on_a_spmd_inside_a_cluster_is_an_error():
     with pytest.raises(ParseError) as info:
         compile_program(cluster_program("hint"))
     assert "allow_early_resolve= on a pl.spmd inside a pl.cluster()" in info.value.message
+
+
+@pl.jit
+def spelled_out(a: pl.Tensor[[64, 64], pl.FP16], b: pl.Tensor[[64, 64], pl.FP16], out: pl.Out[T]):
+    with pl.at(
+        level=pl.Level.CORE_GROUP,
+        optimizations=[
+            pl.optimizations.split(pl.SplitMode.UP_DOWN),
+            pl.optimizations.cross_core_slot(slot_num=2),
+        ],
+    ):
+        out[:] = pl.exp(pl.matmul(a, b, out_dtype=pl.FP32))
+    return out
+
+
+def test_the_optimizations_namespace_spells_the_scope_options():
+    g = torch.Generator().manual_seed(8)
+    a, b = torch.randn(64, 64, generator=g).half() / 8, torch.randn(64, 64, generator=g).half() / 8
+    out = torch.zeros(64, 64)
+    spelled_out(a, b, out)
+    torch.testing.assert_close(out, torch.exp(a.float() @ b.float()), rtol=1e-3, atol=1e-3)

@@ -25,6 +25,7 @@ from pypto.ir import (
 from pypto.ir import FunctionKind as FunctionType
 from pypto.ir.memory import Allocation, MemoryPlan, Reservation
 from pypto.language import advice as _advice  # noqa: F401  (registers the DSL wording of the type rules' hints)
+from pypto.language import optimizations
 from pypto.language.annotations import (
     Array,
     InOut,
@@ -178,6 +179,7 @@ __all__ = [
     "max",
     "min",
     "no_dep",
+    "optimizations",
     "parallel",
     "parse",
     "parse_program",
