@@ -225,7 +225,7 @@ def test_the_index_follows_the_registry():
 # The calls docs/language.md shows users, parameter names included (keywords bind by them).
 DOCUMENTED = [
     "pl.load(tensor, offsets, shape, target_memory=pl.Mem.Vec, valid_shape=None)",
-    "pl.store(tile, offsets, tensor)",
+    "pl.store(tile, offsets, tensor, shapes=None)",
     "pl.move(tile, target_memory)",
     "pl.create_tile(shape, dtype, target_memory=pl.Mem.Vec, tile_view=None)",
     "pl.create_tensor(shape, dtype, manual_dep=False)",

@@ -242,9 +242,8 @@ class CompiledProgram:
         ``config`` (default: the one it was compiled with) gives the run-time options: the
         backend options and profiling. A cached program can so be run with profiling on.
         """
-        args, made = self._with_outputs(args)
         self._check(args)
-        return self._or_made(self.run_checked(args, config), made)
+        return self.run_checked(args, config)
 
     def run_checked(self, args: tuple[Any, ...], config: RunConfig | None = None) -> Any:
         """:meth:`run` for arguments already checked against the entry's parameters (a ``@pl.jit``
@@ -265,9 +264,7 @@ class CompiledProgram:
     def _with_outputs(self, args: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[Any]]:
         """``args`` with the entry's ``pl.Out`` tensors allocated (zeros) when the call leaves them
         all out: ``compiled(a, b)`` for ``entry(a, b, out)``. The tensors made, in order."""
-        import torch
-
-        from pypto.ir.semantics import torch_dtype
+        import torch  # compiling needs no torch; running does
 
         params = self.entry.params
         outs = [p for p in params if p.direction is Direction.Out]
@@ -286,7 +283,7 @@ class CompiledProgram:
                     param.var.span or self.entry.span,
                     f"pass {param.var.name} too: {self.entry.name}({', '.join(self.param_names)})",
                 )
-            tensor = torch.zeros(tuple(int(n) for n in t.shape), dtype=torch_dtype(t.dtype))
+            tensor = torch.zeros(tuple(int(n) for n in t.shape), dtype=getattr(torch, t.dtype.torch_name))
             full.append(tensor)
             made.append(tensor)
         return tuple(full), made

@@ -11,11 +11,12 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from pypto.ir import PyptoError
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["TensorSpec", "TensorSpecError"]
 
@@ -51,6 +52,8 @@ class TensorSpec:
 
     def create_tensor(self) -> torch.Tensor:
         """A new tensor of this spec's shape and dtype, holding its initial value."""
+        import torch  # importing pypto.runtime loads no torch
+
         value = self.init_value
         if value is None:
             return torch.zeros(self.shape_tuple, dtype=self.dtype)
