@@ -412,3 +412,33 @@ def test_the_optimizations_namespace_spells_the_scope_options():
     out = torch.zeros(64, 64)
     spelled_out(a, b, out)
     torch.testing.assert_close(out, torch.exp(a.float() @ b.float()), rtol=1e-3, atol=1e-3)
+
+
+@pl.jit.incore(level=pl.Level.CORE_GROUP)
+def doubled_at_level(x: T, out: pl.Out[T]):
+    out[:] = pl.add(x, x)
+    return out
+
+
+@pl.jit
+def calls_leveled(x: T, out: pl.Out[T]):
+    return doubled_at_level(x, out)
+
+
+def test_an_incore_helper_takes_the_core_group_level():
+    x, out = torch.randn(64, 64), torch.zeros(64, 64)
+    calls_leveled(x, out)
+    torch.testing.assert_close(out, x + x)
+
+
+def test_an_incore_helper_at_another_level_is_an_error_at_the_decorator():
+    from pypto.language.errors import JitOptionError
+
+    with pytest.raises(JitOptionError) as info:
+
+        @pl.jit.incore(level=pl.Level.CHIP)
+        def chip_wide(x: T, out: pl.Out[T]):
+            out[:] = x
+            return out
+
+    assert "does not make a kernel yet" in info.value.message

@@ -17,7 +17,7 @@ from pypto.language.jit import JitFunction
     ("decorator", "name", "takes"),
     [
         (pl.jit, "pl.jit", "takes only auto_scope="),
-        (pl.jit.incore, "pl.jit.incore", "takes no options"),
+        (pl.jit.incore, "pl.jit.incore", "takes only level="),
         (pl.jit.inline, "pl.jit.inline", "takes only auto_scope="),
         (pl.jit.opaque, "pl.jit.opaque", "takes no options"),
     ],

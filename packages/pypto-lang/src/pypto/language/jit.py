@@ -7,7 +7,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any, NamedTuple, ParamSpec, TypeVar
 
-from pypto.ir import Program, PyptoError, RunReport
+from pypto.ir import Level, Program, PyptoError, RunReport
 from pypto.ir.tracebacks import call_site, raise_at_user_line
 from pypto.language.errors import JitOptionError, KernelOnlyError, RunConfigError
 from pypto.language.kernel import JitKind, KernelFunction
@@ -179,7 +179,8 @@ _OPTION_HINT = (
 )
 # The options each decorator takes: auto_scope=False (the author places the AUTO runtime scopes,
 # `with pl.scope():`) on the functions whose body is control-plane code, or is spliced into one.
-_OPTIONS = {JitKind.entry: ("auto_scope",), JitKind.inline: ("auto_scope",)}
+# level= on @pl.jit.incore names the hierarchy level the kernel targets (a core group here).
+_OPTIONS = {JitKind.entry: ("auto_scope",), JitKind.inline: ("auto_scope",), JitKind.incore: ("level",)}
 
 
 def _decorate(name: str, kind: JitKind, func: Any, options: dict[str, Any]) -> Any:
@@ -215,6 +216,21 @@ def _check_options(name: str, kind: JitKind, options: dict[str, Any]) -> None:
         given = ", ".join(f"{key}=" for key in unknown)
         takes = f"takes only {', '.join(f'{k}=' for k in allowed)}" if allowed else "takes no options"
         raise JitOptionError(f"@{name} {takes}, got {given}", call_site(), _OPTION_HINT)
+    if "level" in options:
+        level = options["level"]
+        if not isinstance(level, Level):
+            raise JitOptionError(
+                f"@{name}(level=...) takes a pl.Level member, got {level!r}",
+                call_site(),
+                f"write @{name}(level=pl.Level.CORE_GROUP)",
+            )
+        if level is not Level.CORE_GROUP:
+            raise JitOptionError(
+                f"@{name}(level=pl.Level.{level.name}) does not make a kernel yet: a kernel here runs on "
+                "one core group",
+                call_site(),
+                f"write @{name}(level=pl.Level.CORE_GROUP), or leave level= out",
+            )
     if "auto_scope" in options and not isinstance(options["auto_scope"], bool):
         raise JitOptionError(
             f"@{name}(auto_scope=...) takes True or False, got {options['auto_scope']!r}",
