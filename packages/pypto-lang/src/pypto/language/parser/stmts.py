@@ -68,6 +68,7 @@ from pypto.language.builtins import Builtin
 from pypto.language.parser.body import BodyBuilder
 from pypto.language.parser.env import Env
 from pypto.language.parser.exprs import OPERATORS, TARGETS, KernelCalls, construct, rank_hint, slice_hint
+from pypto.language.parser.host_tensors import annotated_shape
 from pypto.language.parser.memref import check_loop_variable
 from pypto.language.parser.ops import build_op
 from pypto.language.parser.partial import with_view
@@ -360,7 +361,10 @@ class StmtParser(ScopeParser):
                 "e.g. t: pl.Tile[[64, 64], pl.FP32] = pl.load(a, [0, 0], [64, 64])",
             )
         spec = evaluate_annotation(self.kernel, node.annotation, self.env)
-        outer, self.body.annotation = self.body.annotation, spec if isinstance(spec, TileSpec) else None
+        outer, self.body.annotation = (
+            self.body.annotation,
+            spec if isinstance(spec, (TileSpec, TensorSpec)) else None,
+        )
         try:
             value = self.expr(node.value)
         finally:
@@ -722,7 +726,7 @@ class StmtParser(ScopeParser):
         if isinstance(spec, TileSpec):
             expected = TileType(spec.shape, spec.dtype, spec.memory_space)
         elif isinstance(spec, TensorSpec) and spec.shape is not None:
-            expected = TensorType(spec.shape, spec.dtype)  # type: ignore[arg-type]
+            expected = TensorType(annotated_shape(self.body, spec.shape), spec.dtype)  # type: ignore[arg-type]
         elif isinstance(spec, ScalarSpec):  # tid: pl.TaskId = t0 is a pl.Scalar[pl.TASK_ID] too
             expected = ScalarType(spec.dtype)
         elif isinstance(spec, ArraySpec):  # arr: pl.Array[8, pl.INT32] = pl.array.create(8, pl.INT32)
