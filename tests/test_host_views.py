@@ -364,3 +364,69 @@ def test_a_view_past_the_end_serves_a_kernel_that_reads_only_the_part_inside():
     torch.testing.assert_close(out[:4], x[table[8:12].long()])
     with pytest.raises(OutOfBoundsError, match="runs past the end of its tensor: 4 of its 8 exist"):
         rows_from_table(x, table, torch.tensor([8, 5]), out, config=SIM)
+
+
+@pl.program
+class OpaqueEntry:
+    @pl.function(type=pl.FunctionType.InCore)
+    def double(
+        self, x: pl.Tensor[[R, 64], pl.FP32], out: pl.Out[pl.Tensor[[R, 64], pl.FP32]]
+    ) -> pl.Tensor[[R, 64], pl.FP32]:
+        for r in pl.range(0, R, 16):
+            t = pl.load(x, [r, 0], [16, 64], valid_shape=[pl.min(16, R - r), 64])
+            out = pl.store(pl.mul(t, 2.0), [r, 0], out)
+        return out
+
+    @pl.function  # of no plane until used: the entry, so an orchestration
+    def main(
+        self,
+        x: pl.Tensor[[128, 64], pl.FP32],
+        lens: pl.Tensor[[1], pl.INDEX],
+        out: pl.Out[pl.Tensor[[128, 64], pl.FP32]],
+    ) -> pl.Tensor[[128, 64], pl.FP32]:
+        n = pl.tensor.read(lens, [0])
+        top = pl.slice(x, [64, 64], [0, 0])
+        rows = pl.slice(top, [n, 64], [8, 0])  # a view of a view
+        dst = pl.slice(out, [n, 64], [8, 0])
+        dst = self.double(rows, dst)
+        return out
+
+
+@pl.jit.incore
+def double_rows(x: pl.Tensor[[R, 64], pl.FP32], out: pl.Out[pl.Tensor[[R, 64], pl.FP32]]):
+    for r in pl.range(0, R, 16):
+        t = pl.load(x, [r, 0], [16, 64], valid_shape=[pl.min(16, R - r), 64])
+        pl.store(pl.mul(t, 2.0), [r, 0], out)
+    return out
+
+
+@pl.jit.opaque
+def double_first(
+    x: pl.Tensor[[128, 64], pl.FP32], n: pl.Scalar[pl.INDEX], out: pl.Out[pl.Tensor[[128, 64], pl.FP32]]
+):
+    dst = pl.slice(out, [n, 64], [0, 0])
+    dst = double_rows(pl.slice(x, [n, 64], [0, 0]), dst)
+    return out
+
+
+@pl.jit
+def through_opaque(
+    x: pl.Tensor[[128, 64], pl.FP32],
+    lens: pl.Tensor[[1], pl.INDEX],
+    out: pl.Out[pl.Tensor[[128, 64], pl.FP32]],
+):
+    out = double_first(x, pl.tensor.read(lens, [0]), out)
+    return out
+
+
+def test_views_of_run_time_extents_in_control_functions_of_no_plane_yet():
+    x, out = torch.randn(128, 64), torch.zeros(128, 64)
+    compile_program(OpaqueEntry, SIM).run(x, torch.tensor([20]), out)
+    want = torch.zeros(128, 64)
+    want[8:28] = 2 * x[8:28]
+    torch.testing.assert_close(out, want)
+    out = torch.zeros(128, 64)
+    through_opaque(x, torch.tensor([33]), out, config=SIM)
+    want = torch.zeros(128, 64)
+    want[:33] = 2 * x[:33]
+    torch.testing.assert_close(out, want)

@@ -44,7 +44,7 @@ def build_create_tensor(ctx: OpContext, shape: Any, dtype: Any, manual_dep: Any 
     attrs: dict[str, Any] = {"dtype": attribute(ctx, spec, declared["dtype"], dtype)}
     if attribute(ctx, spec, declared["manual_dep"], manual_dep):
         attrs["manual_dep"] = True
-    if not _run_time(shape):
+    if not run_time_shape(shape):
         return ctx.call(
             tensor_ops.create, [], {"shape": static_shape(shape, ctx.span, dynamic=True), **attrs}
         )
@@ -80,7 +80,7 @@ def host_view(
             "dim inside a pl.at scope",
         )
     full = x.type.shape  # type: ignore[attr-defined]
-    if _run_time(shape):
+    if run_time_shape(shape):
         dims, given = host_shape(ctx, shape, "shape")
     else:
         dims, given = static_shape(shape, ctx.span, dynamic=True), None
@@ -181,7 +181,7 @@ def _integer_scalar(value: Any) -> bool:
     return value.type.dtype.is_integer and value.type.dtype is not DataType.BOOL
 
 
-def _run_time(values: Any) -> bool:
+def run_time_shape(values: Any) -> bool:
     """Whether a shape list holds a run-time scalar (not a number, not a dynamic extent)."""
     if not isinstance(values, (list, tuple)):
         return False
