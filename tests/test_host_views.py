@@ -430,3 +430,12 @@ def test_views_of_run_time_extents_in_control_functions_of_no_plane_yet():
     want = torch.zeros(128, 64)
     want[:33] = 2 * x[:33]
     torch.testing.assert_close(out, want)
+
+
+def test_a_run_time_valid_shape_outside_the_window_is_an_error_at_the_slice():
+    cfg = torch.tensor([80, 0], dtype=torch.int32)  # 80 valid rows of a 64-row view
+    with pytest.raises(
+        OutOfBoundsError, match=r"valid_shape \[80, 64\] leaves the view's window \[64, 64\]"
+    ) as info:
+        valid_part(torch.randn(128, 64), cfg, torch.zeros(64, 1), config=SIM)
+    assert info.value.span.line == line_of("v = pl.slice(a, [64, 64], [start, 0], valid_shape=[rows, 64])")
