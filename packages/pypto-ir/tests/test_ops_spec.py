@@ -89,8 +89,8 @@ def test_the_verifier_checks_attributes_against_the_schema():
     missing = Call(tensor.create, (), good.type, {"shape": (4, 4)})
     with pytest.raises(VerificationError, match="misses attribute"):
         verify_program(_program_with(missing))
-    extra_operand = Call(tensor.create, (Const(1, INDEX),), good.type, good.attrs)
-    with pytest.raises(VerificationError, match=r"takes \(no operands\), got 1"):
+    extra_operand = Call(tensor.create, (Const(1, INDEX), Const(2, INDEX)), good.type, good.attrs)
+    with pytest.raises(VerificationError, match=r"takes \(shape\), got 2"):
         verify_program(_program_with(extra_operand))
 
 

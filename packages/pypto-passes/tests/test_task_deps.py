@@ -106,6 +106,22 @@ def test_a_manual_dep_tensor_takes_no_edge_in_any_call():
     assert [drain.args[i].name for i in drain.attrs["no_dep"]] == ["scratch"]
 
 
+def test_a_view_of_a_manual_dep_tensor_is_untracked_too():
+    b, out = irbuild.tensor("b", [32, 64]), irbuild.tensor("out", [64, 64])
+    scratch, top = irbuild.tensor("scratch", [64, 64]), irbuild.tensor("top", [32, 64])
+    attrs = {"shape": (64, 64), "dtype": irbuild.FP32, "manual_dep": True}
+    body = [
+        Assign(scratch, make_call("tensor.create", (), attrs)),
+        Assign(top, make_call("tensor.slice", (scratch, irbuild.idx(0, 0)), {"shape": (32, 64)})),
+        ScopeStmt((irbuild.write(top, b),), name_hint="fill"),  # writes through the view
+        ScopeStmt((irbuild.write(out, scratch),), name_hint="drain"),
+    ]
+    program = irbuild.program("main", [Param(b), Param(out, Direction.Out)], body)
+    fill, drain = _calls(lower(program, irbuild.TARGET))
+    assert [fill.args[i].name for i in fill.attrs["no_dep"]] == ["top"]
+    assert [drain.args[i].name for i in drain.attrs["no_dep"]] == ["scratch"]
+
+
 def test_an_inout_tensor_only_added_into_atomically_is_accumulated():
     a, c = irbuild.tensor("a", [64, 64]), irbuild.tensor("c", [64, 64])
     mm = irbuild.assign("p", "tensor.matmul", a, a)

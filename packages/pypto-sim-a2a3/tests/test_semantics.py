@@ -23,6 +23,7 @@ from pypto.ir import (
     Var,
     make_call,
 )
+from pypto.ir.extents import WINDOW_ATTR, argument_shape
 from pypto_sim_a2a3 import DivisionByZeroError, OutOfBoundsError, ScalarRangeError
 from pypto_sim_a2a3.crosscore import LAUNCH_OPS
 from pypto_sim_a2a3.semantics import SEMANTICS
@@ -79,6 +80,7 @@ SINGLE_OPS = {
     "tile.move",
     "tile.create",
     "tensor.create",
+    "tensor.slice",
     "scalar.neg",
     "scalar.cast",
     "tile.col_expand",
@@ -457,6 +459,29 @@ def test_create_gives_zeros_of_the_shape_and_dtype(op):
     assert got.dtype == torch.float16
     assert got.shape == (4, 8)
     assert bool((got == 0).all())
+
+
+def test_a_view_holds_the_window_of_its_tensor_without_a_copy():
+    base = torch.zeros(8, 16)
+    call = make_call(
+        "tensor.slice", (Var("t", TensorType(tuple(base.shape), FP32)), expr([2, 4])), {"shape": (3, 8)}
+    )
+    got = SEMANTICS["tensor.slice"](call, [base, (2, 4)])
+    got.fill_(1.0)
+    assert int(base.sum()) == 24 and bool((base[2:5, 4:12] == 1).all())
+    assert argument_shape(got) == (3, 8) and not hasattr(got, WINDOW_ATTR)
+
+
+def test_a_window_past_the_end_is_cut_there_and_keeps_the_window_it_declares():
+    base = torch.arange(10.0)
+    call = make_call(
+        "tensor.slice",
+        (Var("t", TensorType(tuple(base.shape), FP32)), expr([Var("r", INDEX)])),
+        {"shape": (8,)},
+    )
+    got = SEMANTICS["tensor.slice"](call, [base, (6,)])
+    assert got.tolist() == [6.0, 7.0, 8.0, 9.0]
+    assert argument_shape(got) == (8,)  # what a kernel's extents bind to
 
 
 # ---------------------------------------------------------------- reductions and broadcasts

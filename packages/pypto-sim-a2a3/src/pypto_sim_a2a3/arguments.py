@@ -19,7 +19,7 @@ from pypto.ir import (
     supported_torch_dtypes,
 )
 from pypto.ir.dtypes import holds
-from pypto.ir.extents import ExtentBinding, is_dynamic, shape_fits
+from pypto.ir.extents import ExtentBinding, argument_shape, is_dynamic, shape_fits
 from pypto.ir.types import describe
 
 
@@ -39,8 +39,10 @@ def _tensor_mismatch(expected: TensorType, value: Any) -> str | None:
     dtype = dtype_from_torch_name(str(value.dtype))
     if dtype is None or not holds(expected.dtype, dtype):
         return f"expects {describe(expected)}, got a {value.dtype} tensor"
-    if not shape_fits(tuple(value.shape), expected):
-        return f"expects {describe(expected)}, got shape {list(value.shape)}"
+    shape = argument_shape(value)
+    assert shape is not None
+    if not shape_fits(shape, expected):
+        return f"expects {describe(expected)}, got shape {list(shape)}"
     return None
 
 

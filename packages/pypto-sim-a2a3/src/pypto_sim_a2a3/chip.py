@@ -227,7 +227,8 @@ class Chip:
             )
 
     def wait_for_writers(self, tensor: Any, what: str, call: Call) -> Generator[Event, None, None]:
-        """The host reads ``tensor``: first wait for the tasks that write it."""
+        """The host reads ``tensor`` (an element of a tensor, as a view): first wait for the tasks
+        that write it."""
         writers = self.graph.pending_writers(tensor)
         if writers:
             yield Wait(lambda: all(t.retired for t in writers), what, call.span, on=(self.changed,))

@@ -14,7 +14,9 @@ after its read. Anything else is a ``RaceError`` naming both cores, the tensor a
 atomic adds commute, so they need no order between themselves; an atomic add and a plain write of
 the same bytes do. Each access covers exactly the bytes it touches: a partial op its run-time valid
 region. Accesses are tracked per GM tensor as boxes of its index space; different launches are
-ordered by the task boundary, so each launch keeps its own record.
+ordered by the task boundary, so each launch keeps its own record. Views of one tensor (a
+``pl.slice`` passed as an argument) are boxes of that tensor's index space (see
+:mod:`pypto_sim_a2a3.footprints`), so accesses through two views of it meet where they overlap.
 """
 
 from __future__ import annotations
@@ -34,8 +36,8 @@ from pypto.ir.errors import at_line
 from pypto.ir.ops import OPS, GmAccess, Level, Ordering, PlacesTile, get_op
 from pypto.ir.records import frozen_record
 from pypto_sim_a2a3.errors import OutOfBoundsError
+from pypto_sim_a2a3.footprints import TensorKey, tensor_frame
 
-TensorKey = tuple[int, int, tuple[int, ...], tuple[int, ...]]
 T = TypeVar("T")
 
 RACE_HINT = (
@@ -62,18 +64,9 @@ WRITE_WRITE_HINT = (
 )
 
 
-def tensor_key(tensor: torch.Tensor) -> TensorKey:
-    """Identifies a GM tensor by its storage and view, so aliases passed twice match."""
-    return (
-        tensor.untyped_storage().data_ptr(),
-        int(tensor.storage_offset()),
-        tuple(tensor.shape),
-        tensor.stride(),
-    )
-
-
-# id(tensor) -> (the tensor, its key): kept while the tensors are alive and the same objects.
-KeyCache = dict[int, tuple[torch.Tensor, TensorKey]]
+# id(tensor) -> (the tensor, its frame, its origin there): kept while the tensors are alive and the
+# same objects.
+KeyCache = dict[int, tuple[torch.Tensor, TensorKey, tuple[int, ...]]]
 
 
 @dataclass(frozen=True)
@@ -99,6 +92,10 @@ class Region:
     def covers(self, other: Region) -> bool:
         return all(a <= c and d <= b for a, b, c, d in zip(self.lo, self.hi, other.lo, other.hi, strict=True))
 
+    def shifted(self, by: Sequence[int]) -> Region:
+        """The box moved by ``by`` (between a view's index space and its tensor's)."""
+        return Region(tuple(map(add, self.lo, by)), tuple(map(add, self.hi, by)))
+
     def __str__(self) -> str:
         return "[" + ", ".join(f"{a}:{b}" for a, b in zip(self.lo, self.hi, strict=True)) + "]"
 
@@ -109,12 +106,17 @@ class Access:
 
     core: str
     tensor: str
-    key: TensorKey
-    region: Region
+    key: TensorKey  # the frame of the tensor (see pypto_sim_a2a3.footprints)
+    region: Region  # the box in the frame
     span: SourceSpan | None
     write: bool
     atomic: bool = False  # an atomic add: two of them commute
     at: int = 0  # the modeled cycle it starts: cores issue ahead, so records come out of this order
+    origin: tuple[int, ...] = ()  # where the tensor it names starts in the frame (a view's offset)
+
+    def local(self, region: Region) -> Region:
+        """A box of the frame as the tensor this access names indexes it (for messages)."""
+        return region.shifted(tuple(-o for o in self.origin)) if self.origin else region
 
     def conflicts(self, other: Access) -> Region | None:
         """The bytes both touch when their order matters (a write, and not two atomic adds)."""
@@ -303,7 +305,8 @@ class GmOrder:
         extent = call.attrs.get("shape") or rest
         region = Region.box(offsets, extent)
         _check_inside(call, tensor, region)
-        self._logs[core].append(Invalidate(tensor_key(tensor), region))
+        key, origin = tensor_frame(tensor)
+        self._logs[core].append(Invalidate(key, region.shifted(origin)))
 
     def fence(self, core: str) -> None:
         """Record ``system.fence``."""
@@ -344,8 +347,8 @@ class GmOrder:
         gap = gap or self._invalidate_gap(write, rounds, read, shared)
         if gap is not None:
             raise RaceError(
-                f"{read.core} reads {_named(read, write)}{shared} at {at_line(read.span)} after {write.core} "
-                f"wrote it at {at_line(write.span)}, but nothing orders the two: {gap}",
+                f"{read.core} reads {_named(read, write)}{read.local(shared)} at {at_line(read.span)} "
+                f"after {write.core} wrote it at {at_line(write.span)}, but nothing orders the two: {gap}",
                 read.span,
                 RACE_HINT,
             )
@@ -379,8 +382,9 @@ class GmOrder:
         if gap is not None:
             wrote = "added into" if first.atomic else "wrote"
             raise RaceError(
-                f"{second.core} {second.verb} {_named(second, first)}{shared} at {at_line(second.span)} "
-                f"after {first.core} {wrote} it at {at_line(first.span)}, but nothing orders the two: {gap}",
+                f"{second.core} {second.verb} {_named(second, first)}{second.local(shared)} at "
+                f"{at_line(second.span)} after {first.core} {wrote} it at {at_line(first.span)}, but "
+                f"nothing orders the two: {gap}",
                 second.span,
                 WRITE_WRITE_HINT,
             )
@@ -393,9 +397,9 @@ class GmOrder:
         if any(isinstance(e, Arrive) and e.takes and e.round in rounds for e in self._logs[write.core]):
             return
         raise RaceError(
-            f"{write.core} writes {_named(write, read)}{shared} at {at_line(write.span)} after {read.core} "
-            f"read it at {at_line(read.span)}, but nothing orders the two: no pl.system.syncall that both "
-            f"cores passed lies between the read and the write",
+            f"{write.core} writes {_named(write, read)}{write.local(shared)} at {at_line(write.span)} "
+            f"after {read.core} read it at {at_line(read.span)}, but nothing orders the two: no "
+            "pl.system.syncall that both cores passed lies between the read and the write",
             write.span,
             OVERWRITE_HINT,
         )
@@ -426,15 +430,18 @@ def gm_access(
         return None
     tensor, name = args[access.tensor], call.args[access.tensor]
     if keys is None:
-        key = tensor_key(tensor)
+        key, origin = tensor_frame(tensor)
     else:
         known = keys.get(id(tensor))
         if known is None or known[0] is not tensor:
-            known = keys[id(tensor)] = (tensor, tensor_key(tensor))
-        key = known[1]
+            known = keys[id(tensor)] = (tensor, *tensor_frame(tensor))
+        key, origin = known[1], known[2]
     label = name.name if isinstance(name, Var) else "a GM tensor"
     assert access.offsets is not None
-    region = Region.box(args[access.offsets], _extent(call, args, tensor, access))
+    offsets = args[access.offsets]
+    if any(origin):
+        offsets = tuple(map(add, offsets, origin))
+    region = Region.box(offsets, _extent(call, args, tensor, access))
     return frozen_record(  # (one per GM access)
         Access,
         {
@@ -446,6 +453,7 @@ def gm_access(
             "write": access.write,
             "atomic": access.atomic,
             "at": at,
+            "origin": origin if any(origin) else (),
         },
     )
 

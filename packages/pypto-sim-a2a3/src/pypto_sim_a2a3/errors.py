@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pypto.ir import PyptoError
-from pypto.ir.errors import LoopStepError
+from pypto.ir.errors import LoopStepError, OutOfBoundsError
 
 __all__ = [
     "BarrierError",
@@ -11,15 +11,11 @@ __all__ = [
     "EventError",
     "LaunchError",
     "LoopStepError",  # raised by the shared walker (pypto.ir.walker), for every backend
-    "OutOfBoundsError",
+    "OutOfBoundsError",  # raised by the shared walker too (a view the orchestration makes)
     "PipeError",
     "RingCapacityError",
     "ScalarRangeError",
 ]
-
-
-class OutOfBoundsError(PyptoError, IndexError):
-    """A load or store touches global memory outside its tensor (offsets known only at run time)."""
 
 
 class ScalarRangeError(PyptoError, OverflowError):

@@ -108,7 +108,8 @@ class HostFrame(HostWalker):
 
     def apply(self, call: Call, args: tuple[Any, ...]) -> Steps:
         if call.op == _READ:
-            yield from self.chip.wait_for_writers(args[0], f"the tasks writing {_name(call.args[0])}", call)
+            element = _element(args[0], args[1])
+            yield from self.chip.wait_for_writers(element, f"the tasks writing {_name(call.args[0])}", call)
         value = yield from super().apply(call, args)
         if call.op == _CREATE:
             self.chip.created(value)
@@ -130,6 +131,13 @@ class HostFrame(HostWalker):
             if not isinstance(handle, Task):
                 raise self.error(f"deps= names a {type(handle).__name__}, which is no task id", call)
         return declared
+
+
+def _element(tensor: Any, offsets: Sequence[Any]) -> Any:
+    """The element a host read reads, as a view of its tensor (what it waits for the writers of)."""
+    if len(offsets) != tensor.dim():
+        return tensor  # (the read's own check reports it)
+    return tensor[tuple(slice(int(o), int(o) + 1) for o in offsets)]
 
 
 def _name(expr: Expr) -> str:

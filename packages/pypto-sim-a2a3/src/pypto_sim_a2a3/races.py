@@ -22,17 +22,9 @@ import torch
 from pypto.ir import Call, Predicate, RaceError
 from pypto.ir.errors import at_line
 from pypto.ir.records import frozen_record
-from pypto_sim_a2a3.coherence import (
-    Access,
-    BoxIndex,
-    GmOrder,
-    Region,
-    TensorKey,
-    gm_access,
-    gm_tensor,
-    tensor_key,
-)
+from pypto_sim_a2a3.coherence import Access, BoxIndex, GmOrder, Region, gm_access, gm_tensor
 from pypto_sim_a2a3.errors import OutOfBoundsError
+from pypto_sim_a2a3.footprints import TensorKey, tensor_frame
 from pypto_sim_a2a3.taskgraph import Task, TaskGraph
 
 RACE_HINT = (
@@ -148,14 +140,16 @@ class TaskRaces:
                 task.call.span,
                 "index the predicate's tensor inside its shape, one index per dimension",
             )
+        key, origin = tensor_frame(tensor)
         access = Access(
             PREDICATE_READER,
             predicate.tensor,
-            tensor_key(tensor),
-            Region.box(indices, (1,) * len(indices)),
+            key,
+            Region.box(indices, (1,) * len(indices)).shifted(origin),
             task.call.span,
             write=False,
             at=at,
+            origin=origin if any(origin) else (),
         )
         self.record(task, 0, access, tensor, GmOrder())
 
@@ -196,8 +190,9 @@ class TaskRaces:
             )
         else:
             why, hint = self.graph.why_unordered(earlier, later, second.tensor), _hint(earlier, later)
+        where = b.local(shared) if shared is not None else ""
         return RaceError(
-            f"{_label(second)} {b.verb} {b.tensor}{shared} at {at_line(b.span)} and {_label(first)} "
+            f"{_label(second)} {b.verb} {b.tensor}{where} at {at_line(b.span)} and {_label(first)} "
             f"{a.verb} {_named(a, b)} at {at_line(a.span)}, but no dependency orders the two tasks: {why}",
             b.span,
             hint,

@@ -17,6 +17,7 @@ import torch
 
 from pypto.ir import ArrayType, Call, DataType, TileType, Var
 from pypto.ir import semantics as shared
+from pypto.ir.extents import WINDOW_ATTR
 from pypto.ir.ops import ELEMENTWISE_BINARY, array, scalar, tile, user_name
 from pypto.ir.semantics import OpImpl, valid_of
 from pypto_sim_a2a3.errors import DivisionByZeroError, OutOfBoundsError, ScalarRangeError
@@ -52,11 +53,19 @@ def check_region(call: Call, tensor: torch.Tensor, offsets: Sequence[int], exten
         return
     for dim, (off, size, full) in enumerate(zip(offsets, extent, tensor.shape, strict=True)):
         if off < 0 or off + size > full:
+            window = getattr(tensor, WINDOW_ATTR, None)
+            cut = (
+                f"; the view passed here runs past the end of its tensor: {full} of its {window[dim]} "
+                "exist in that dim"
+                if window is not None and window[dim] != full
+                else ""
+            )
             raise OutOfBoundsError(
                 f"{_user_op(call)}: region [{off}:{off + size}] is outside dim {dim} of size {full} "
-                f"(offsets {list(offsets)})",
+                f"(offsets {list(offsets)}){cut}",
                 call.span,
-                "keep offset + tile size inside the tensor; give an edge tile a smaller valid_shape",
+                "keep offset + tile size inside the tensor; give an edge tile a smaller valid_shape"
+                + (" (or slice the view inside its tensor)" if cut else ""),
             )
 
 

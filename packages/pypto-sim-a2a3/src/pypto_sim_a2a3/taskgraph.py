@@ -4,7 +4,9 @@ Edges are derived at submission, per task instance, from the actual tensors it i
 access mode of each (``call.attrs["access"]``, or the callee's parameter directions): a task waits
 for every earlier task whose access to one of its tensors conflicts with its own (a reader for the
 writers, a writer for the readers and writers; two readers, or two atomic accumulators, do not
-conflict), except
+conflict). A tensor is the region of its storage it covers (its :class:`Footprint`): views of one
+tensor (``pl.slice`` in the orchestration) conflict where they overlap, and not where they are
+disjoint. That holds except
 
 - through the arguments listed in ``call.attrs["no_dep"]`` (``no_dep_args=``, ``pl.no_dep(t)``,
   ``manual_dep=True`` tensors, ``pl.manual_scope()``): tracking is off for them, both ways: the
@@ -32,7 +34,7 @@ import torch
 
 from pypto.ir import AccessMode, Call, Function, Predicate, ScalarType, TaskEdge, Var
 from pypto.ir.errors import at_line
-from pypto_sim_a2a3.coherence import TensorKey, tensor_key
+from pypto_sim_a2a3.footprints import Footprint, footprint
 
 # (pl.parallel loop instance, iteration) of each enclosing pl.parallel loop, outermost first.
 ParallelContext = tuple[tuple[int, int], ...]
@@ -104,6 +106,28 @@ class Use:
     task: Task
     mode: AccessMode
     tensor: torch.Tensor  # kept alive so that its storage is never reused for another tensor
+    where: Footprint
+
+
+@dataclass
+class StorageUses:
+    """The tracked accesses of one storage since their last covering writer: its readers and its
+    writers, apart (a reader only meets writers)."""
+
+    readers: list[Use] = field(default_factory=list)
+    writers: list[Use] = field(default_factory=list)
+
+    def met_by(self, mode: AccessMode) -> list[Use]:
+        return self.writers + self.readers if mode.writes else self.writers
+
+    def add(self, use: Use) -> None:
+        (self.writers if use.mode.writes else self.readers).append(use)
+
+    def drop_covered(self, where: Footprint) -> None:
+        """Forget the uses a writer of ``where`` orders before every later access of their elements
+        (a later one meeting them meets the writer, which comes after them)."""
+        self.readers = [u for u in self.readers if not where.covers(u.where)]
+        self.writers = [u for u in self.writers if not where.covers(u.where)]
 
 
 class TaskGraph:
@@ -113,9 +137,9 @@ class TaskGraph:
     def __init__(self) -> None:
         self.tasks: list[Task] = []
         self.edges: list[TaskEdge] = []
-        self._uses: dict[TensorKey, list[Use]] = {}
-        # Every writer of each tensor, tracked or not: what a host read of it waits for.
-        self._writers: dict[TensorKey, list[Task]] = {}
+        self._uses: dict[int, StorageUses] = {}  # by storage
+        # Every writer of each storage, tracked or not, with what it writes: what a host read waits for.
+        self._writers: dict[int, list[tuple[Task, Footprint]]] = {}
         self._dependents: dict[int, list[Task]] = {}
         self._unretired = 0  # tasks submitted and not yet retired (the host polls this)
 
@@ -164,20 +188,26 @@ class TaskGraph:
         for index, (value, mode) in enumerate(zip(task.args, modes, strict=True)):
             if mode is None:
                 continue
-            key = tensor_key(value)
+            where = footprint(value)
             if mode.writes:
-                self._writers.setdefault(key, []).append(task)
+                self._note_writer(task, where)
             if index in untracked:
                 continue  # tracking is off for this argument: no lookup, and no use recorded
             name = _arg_name(task.call, task.kernel, index)
-            uses = self._uses.setdefault(key, [])
-            for use in uses:
-                if self._conflict(task, mode, use):
+            uses = self._uses.setdefault(where.storage, StorageUses())
+            for use in uses.met_by(mode):
+                if use.where.overlaps(where) and self._conflict(task, mode, use):
                     conflicts.setdefault(use.task, name)
             if mode in (AccessMode.Out, AccessMode.InOut) and not task.parallel:
-                uses.clear()  # each earlier use is ordered before this task, so before later ones
-            uses.append(Use(task, mode, value))
+                uses.drop_covered(where)  # each is ordered before this task, so before later ones
+            uses.add(Use(task, mode, value, where))
         return conflicts
+
+    def _note_writer(self, task: Task, where: Footprint) -> None:
+        writers = self._writers.setdefault(where.storage, [])
+        if len(writers) >= 64 and writers[0][0].retired:  # forget the retired ones now and then
+            writers[:] = [w for w in writers if not w[0].retired]
+        writers.append((task, where))
 
     @staticmethod
     def _conflict(task: Task, mode: AccessMode, use: Use) -> bool:
@@ -208,8 +238,14 @@ class TaskGraph:
         return earlier in later.ancestors
 
     def pending_writers(self, tensor: torch.Tensor) -> list[Task]:
-        """Tasks that write ``tensor`` and have not retired (the host waits for them before reading)."""
-        return [task for task in self._writers.get(tensor_key(tensor), []) if not task.retired]
+        """Tasks that write elements of ``tensor`` (through it or another view of its storage) and
+        have not retired (the host waits for them before reading)."""
+        where = footprint(tensor)
+        return [
+            task
+            for task, written in self._writers.get(where.storage, [])
+            if not task.retired and written.overlaps(where)
+        ]
 
     def all_retired(self) -> bool:
         return self._unretired == 0
@@ -220,11 +256,15 @@ class TaskGraph:
             return f"the {first.blocks} blocks of one pl.spmd launch run unordered"
         if second.parallel_sibling(first):
             return "they are iterations of one pl.parallel loop, which asserts they are independent"
-        key = tensor_key(tensor)
+        where = footprint(tensor)
         for task in (second, first):
             untracked = set(task.call.attrs.get("no_dep", ()))
             for index, value in enumerate(task.args):
-                if isinstance(value, torch.Tensor) and tensor_key(value) == key and index in untracked:
+                if (
+                    isinstance(value, torch.Tensor)
+                    and index in untracked
+                    and footprint(value).overlaps(where)
+                ):
                     assert task.kernel is not None
                     name = _arg_name(task.call, task.kernel, index)
                     return (

@@ -14,10 +14,12 @@ from pypto.ir.equality import (
 )
 from pypto.ir.errors import (
     DeadlockError,
+    ExtentError,
     LoopLimitError,
     LoopStepError,
     MemoryBudgetError,
     MemRefError,
+    OutOfBoundsError,
     ParseError,
     PipeSetupError,
     PlatformError,
@@ -141,6 +143,7 @@ __all__ = [
     "DynDim",
     "Eval",
     "Expr",
+    "ExtentError",
     "For",
     "Function",
     "FunctionKind",
@@ -160,6 +163,7 @@ __all__ = [
     "MissingPackageError",
     "OpSpec",
     "OptimizationStrategy",
+    "OutOfBoundsError",
     "PadValue",
     "Param",
     "ParamRef",

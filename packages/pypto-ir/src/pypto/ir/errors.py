@@ -196,3 +196,13 @@ class LoopLimitError(PyptoError):
 
 class LoopStepError(PyptoError, ValueError):
     """A loop whose step is a run-time value that comes out 0: it would never end."""
+
+
+class OutOfBoundsError(PyptoError, IndexError):
+    """A region of global memory outside its tensor, at offsets known only at run time: a load or
+    store of a kernel, or a view the orchestration makes (``pl.slice``) that starts outside it."""
+
+
+class ExtentError(PyptoError, ValueError):
+    """A tensor extent computed at run time that cannot size a tensor: ``pl.create_tensor`` or an
+    orchestration ``pl.slice`` whose extent comes out below 1."""

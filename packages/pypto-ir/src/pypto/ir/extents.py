@@ -142,6 +142,22 @@ def evaluate(extent: object, values: Mapping[DynDim, int]) -> int | None:
     return None
 
 
+# The attribute on a tensor view the orchestration cut at its tensor's end (``pl.slice`` of a window
+# that runs past it): the window it declares, which binds the kernels' extents (see argument_shape).
+WINDOW_ATTR = "pypto_window"
+
+
+def argument_shape(value: Any) -> tuple[int, ...] | None:
+    """The shape a tensor argument has for the parameters it binds: its own, or for a view the
+    orchestration cut at its tensor's end, the window it declares (the part past the end is no
+    memory: a kernel reaching there is stopped by the backend). None for a value without one."""
+    window = getattr(value, WINDOW_ATTR, None)
+    if window is not None:
+        return tuple(window)
+    shape = getattr(value, "shape", None)
+    return None if shape is None else tuple(shape)
+
+
 def shape_fits(shape: Sequence[int], t: TensorType) -> bool:
     """Whether a concrete ``shape`` has ``t``'s rank and its static extents."""
     if len(shape) != len(t.shape):

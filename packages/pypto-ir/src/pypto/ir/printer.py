@@ -73,6 +73,9 @@ _concise: ContextVar[bool] = ContextVar("pypto_printer_concise", default=False)
 # The dynamic extents printed, each with the name it prints as: the program's text declares each
 # (``M = pl.dynamic("M")``) first; a second extent of one name prints as ``M_2 = pl.dynamic("M")``.
 _dyn_dims: ContextVar[dict[DynDim, str] | None] = ContextVar("pypto_printer_dyn_dims", default=None)
+# The names the program's variables print as: a declared extent takes none of them, or a function
+# with such a variable would read its annotations' extent as the variable.
+_var_names: ContextVar[frozenset[str]] = ContextVar("pypto_printer_var_names", default=frozenset())
 
 
 def _dyn_dim(dim: DynDim) -> str:
@@ -81,7 +84,7 @@ def _dyn_dim(dim: DynDim) -> str:
     if declared is None:
         return dim.name
     if dim not in declared:
-        taken = set(declared.values())
+        taken = set(declared.values()) | _var_names.get()
         name, n = dim.name, 1
         while name in taken:
             n += 1
@@ -223,7 +226,8 @@ def format_expr(e: Expr, name_of: Namer = _plain) -> str:
             args += [f"{k}={_task_value(v)}" for k, v in e.attrs.items() if k != "callee"]
             return f"self.{e.attrs['callee']}({', '.join(args)})"
         args = _operands(e, args)
-        args += [f"{k}={format_value(v)}" for k, v in e.attrs.items()]
+        given = _operand_names(e)  # an operand standing for an attr of its name is printed for it
+        args += [f"{k}={format_value(v)}" for k, v in e.attrs.items() if k not in given]
         return f"{_spelling(e.op)}({', '.join(args)})"
     raise TypeError(f"cannot print {e!r}")
 
@@ -245,16 +249,25 @@ def _operands(call: Call, printed: list[str]) -> list[str]:
     """The operands of a call: positionally while they stand where the op's DSL function takes
     them (so the DSL reads them the same), by name from the first one that does not."""
     spec = OPS.get(call.op)
-    if spec is None or len(printed) != len(spec.operands) or not spec.dsl:
+    if spec is None or len(printed) > len(spec.operands) or not spec.dsl:
         return printed
     if spec.dsl.rsplit(".", 1)[-1] != spec.name.rsplit(".", 1)[-1]:
         return printed  # its own name is no DSL function (pl.tile.muls): read as the op, in its order
     order = _dsl_positional(spec.signature)
     args: list[str] = []
-    for i, (operand, text) in enumerate(zip(spec.operands, printed, strict=True)):
-        by_name = len(args) < i or i >= len(order) or order[i] != operand.name
+    by_name = False  # once one is written by name, so are the rest
+    for i, (operand, text) in enumerate(zip(spec.operands[: len(printed)], printed, strict=True)):
+        by_name = by_name or i >= len(order) or order[i] != operand.name
         args.append(f"{operand.name}={text}" if by_name else text)
     return args
+
+
+def _operand_names(call: Call) -> frozenset[str]:
+    """The names of the operands ``call`` gives (optional ones it leaves out are not among them)."""
+    spec = OPS.get(call.op)
+    if spec is None:
+        return frozenset()
+    return frozenset(o.name for o in spec.operands[: len(call.args)])
 
 
 def _dsl_positional(signature: str) -> list[str]:
@@ -531,6 +544,7 @@ def print_program(program: Program) -> str:
     )
     token = _imports.set(set())
     dyn_token = _dyn_dims.set({})
+    names_token = _var_names.set(frozenset(n for fn in funcs for n in unique_names(fn).values()))
     try:
         parts = [f"@pl.program\nclass {program.name}:"]
         parts += [print_function(fn, depth=1) for fn in funcs]
@@ -539,6 +553,7 @@ def print_program(program: Program) -> str:
     finally:
         _imports.reset(token)
         _dyn_dims.reset(dyn_token)
+        _var_names.reset(names_token)
     header = "".join(f"import {module}\n" for module in needed)
     header += "".join(f'{shown} = pl.dynamic("{name}")\n' for shown, name in dims)
     return (header + "\n\n" if header else "") + "\n\n".join(parts) + "\n"

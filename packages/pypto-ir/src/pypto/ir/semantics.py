@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 from pypto.ir.dtypes import DataType
+from pypto.ir.extents import WINDOW_ATTR
 from pypto.ir.nodes import Call, SplitMode
 from pypto.ir.ops import (
     COL_REDUCTIONS,
@@ -314,6 +315,22 @@ def _create(call: Call, args: Sequence[Any]) -> torch.Tensor:
     # New tiles and tensors are cleared so results never depend on stale bytes.
     assert isinstance(call.type, (TileType, TensorType))
     return torch.zeros(call.type.shape, dtype=torch_dtype(call.type.dtype))
+
+
+@implements(tensor.slice)
+def _view(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    """A view the orchestration makes of a tensor (``call`` with its window's extents of this run):
+    the elements of the window, no copy, so what a kernel writes through it lands in the tensor. A
+    window that runs past the tensor's end is cut there, and keeps the window it declares."""
+    tensor, offsets = args[0], args[1]
+    window = tuple(int(n) for n in call.attrs["shape"])
+    index = tuple(
+        slice(off, min(off + n, full)) for off, n, full in zip(offsets, window, tensor.shape, strict=True)
+    )
+    view: torch.Tensor = tensor[index]
+    if tuple(view.shape) != window:
+        setattr(view, WINDOW_ATTR, window)
+    return view
 
 
 # ---------------------------------------------------------------- reductions and broadcasts

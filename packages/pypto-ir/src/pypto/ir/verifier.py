@@ -33,7 +33,7 @@ from pypto.ir.nodes import (
     walk_expr,
     walk_stmts,
 )
-from pypto.ir.ops import Unit, get_op, op
+from pypto.ir.ops import OnHost, Unit, get_op, op
 from pypto.ir.types import TASK_ID, ArrayType, ScalarType, TensorType, TileType, Type
 
 _DEVICE_UNITS = (Unit.CUBE, Unit.VECTOR, Unit.MTE)
@@ -256,7 +256,8 @@ def _verify_expr(
             if callees is not None and callee not in callees:
                 raise VerificationError(f"in {fn.name}: call to unknown kernel {callee!r}", e.span)
             continue
-        if fn.kind is FunctionKind.Orchestration and not in_scope and opdef.unit in _DEVICE_UNITS:
+        on_core = opdef.unit in _DEVICE_UNITS and not opdef.has(OnHost)  # a view is host work too
+        if fn.kind is FunctionKind.Orchestration and not in_scope and on_core:
             raise VerificationError(
                 f"in {fn.name}: {opdef.dsl_name} runs on a core but sits in the orchestration body",
                 e.span,

@@ -34,13 +34,23 @@ from typing import Any
 
 from pypto.ir.errors import (
     DeadlockError,
+    ExtentError,
     LoopLimitError,
     LoopStepError,
+    OutOfBoundsError,
     SpecializationError,
     VerificationError,
     at_line,
 )
-from pypto.ir.extents import ExtentBinding, evaluate, is_dynamic, is_symbolic
+from pypto.ir.extents import (
+    ExtentBinding,
+    argument_shape,
+    describe_extent,
+    evaluate,
+    is_dynamic,
+    is_symbolic,
+    shape_fits,
+)
 from pypto.ir.launch import LaunchPlan, LoadedProgram, Seat
 from pypto.ir.nodes import (
     Assign,
@@ -61,7 +71,7 @@ from pypto.ir.nodes import (
     While,
     nested_bodies,
 )
-from pypto.ir.ops import OPS, op, system, tensor
+from pypto.ir.ops import OPS, OnHost, op, system, tensor
 from pypto.ir.ops import tile as tile_ops
 from pypto.ir.printer import format_expr
 from pypto.ir.tasks import Predicate
@@ -79,6 +89,9 @@ _JOIN = system.task_dummy
 STRUCTURAL_OPS = frozenset({op.call, _JOIN})
 # Boundary ops the pass pipeline lowers into pipe pushes and pops: no backend receives them.
 LOWERED_AWAY = frozenset({tile_ops.aiv_shard, tile_ops.aic_gather})
+# The orchestration's own tensor ops: its allocations and the views (pl.slice) it makes of its
+# tensors to pass to kernels.
+HOST_TENSOR_OPS = frozenset({tensor.create} | {name for name, spec in OPS.items() if spec.has(OnHost)})
 
 
 @dataclass(frozen=True)
@@ -91,11 +104,11 @@ class Jump:
 
 def received_ops() -> frozenset[str]:
     """Every op a backend can receive in a lowered program: the tile, scalar, pipe, index and
-    system ops of kernels, and ``tensor.create`` of the orchestration (the other ``tensor.*`` ops
-    become tile ops); not ``call``, which the walker handles."""
+    system ops of kernels, and the orchestration's ``tensor.create`` and views (``tensor.slice``;
+    the other ``tensor.*`` ops become tile ops); not ``call``, which the walker handles."""
     levelled = {name for name in OPS if name.partition(".")[0] in ("tile", "scalar", "system")}
     unprefixed = {name for name in OPS if "." not in name}
-    return frozenset(levelled | unprefixed | {tensor.create}) - STRUCTURAL_OPS - LOWERED_AWAY
+    return frozenset(levelled | unprefixed | HOST_TENSOR_OPS) - STRUCTURAL_OPS - LOWERED_AWAY
 
 
 def missing_semantics(implemented: Collection[str]) -> list[str]:
@@ -392,8 +405,11 @@ class HostWalker(Walker):
             return plan.result(args)
         if call.op == _JOIN:
             return (yield from self.join(call))
-        if call.op == _CREATE:
-            return self.semantics_of(call)(self.with_extents(call), args)
+        if call.op in HOST_TENSOR_OPS:
+            resolved = self.with_extents(call, args)
+            if call.op != _CREATE:
+                self.check_view(resolved, args)
+            return self.semantics_of(call)(resolved, args)
         if call.op.startswith(("scalar.", "array.")):  # index math, and the pl.TASK_ID arrays
             return self.semantics_of(call)(call, args)
         raise self.error(
@@ -403,14 +419,53 @@ class HostWalker(Walker):
         )
 
     def check_extents(self, kernel: Function, args: tuple[Any, ...], call: Call) -> None:
-        """The tensors of a launch agree on the kernel's dynamic extents: an error at the call
-        (where the tensors were picked), not at the kernel's parameters."""
+        """The tensors of a launch fit the kernel's parameters and agree on its dynamic extents: an
+        error at the call (where the tensors were picked, e.g. a view of a run-time shape), not at
+        the kernel's parameters."""
+        for param, value in zip(kernel.params, args, strict=True):
+            t = param.var.type
+            shape = argument_shape(value)
+            if isinstance(t, TensorType) and shape is not None and not shape_fits(shape, t):
+                annotated = ", ".join(describe_extent(d) for d in t.shape)
+                raise SpecializationError(
+                    f"{kernel.name}(): argument '{param.var.name}' is a tensor of shape {list(shape)} "
+                    f"here, but the parameter is annotated [{annotated}]",
+                    call.span or self.fn.span,
+                    "pass a tensor (or a pl.slice view) of the annotated shape, or annotate the "
+                    "parameter with pl.dynamic extents where its shape varies",
+                )
         if not any(is_dynamic(p.var.type) for p in kernel.params):
             return
         try:
             bind_extents(kernel, args)
         except SpecializationError as err:
             raise SpecializationError(err.message, call.span or self.fn.span, err.hint) from None
+
+    def check_view(self, view: Call, args: tuple[Any, ...]) -> None:
+        """A view the orchestration makes (``pl.slice``) starts inside its tensor, and its valid
+        shape inside its window; its window may run past the tensor's end, where a kernel then
+        reaches nothing (its accesses there are the backend's OutOfBoundsError)."""
+        shape, offsets = argument_shape(args[0]), [int(o) for o in args[1]]
+        window = tuple(view.attrs["shape"])
+        assert shape is not None
+        for dim, (off, n, full) in enumerate(zip(offsets, window, shape, strict=True)):
+            if off < 0 or off >= full:
+                raise OutOfBoundsError(
+                    f"pl.slice: the view [{off}:{off + n}] of dim {dim} starts outside the tensor's "
+                    f"{full} elements there (offsets {offsets})",
+                    view.span,
+                    f"start the view inside the tensor (offset 0..{full - 1} in dim {dim}); it may run "
+                    "past the end, where the kernels it is passed to then reach nothing",
+                )
+        if len(args) > 2:
+            valid = [int(v) for v in args[2]]
+            for dim, (v, n) in enumerate(zip(valid, window, strict=True)):
+                if not 0 <= v <= n:
+                    raise OutOfBoundsError(
+                        f"pl.slice: valid_shape {valid} leaves the view's window {list(window)} in dim {dim}",
+                        view.span,
+                        "keep each valid extent between 0 and the view's extent, e.g. pl.min(n, rows)",
+                    )
 
     def declared_tasks(self, call: Call) -> list[Any]:
         """The task handles a call's ``deps=`` names, in order: a task id's, and every one a
@@ -437,15 +492,42 @@ class HostWalker(Walker):
         indices = tuple(int(self.env[i]) if isinstance(i, str) else i for i in predicate.indices)
         return predicate, self.env[predicate.tensor], indices
 
-    def with_extents(self, call: Call) -> Call:
-        """``pl.create_tensor`` of a shape with dynamic extents: the shape of this run."""
+    def with_extents(self, call: Call, args: Sequence[Any] = ()) -> Call:
+        """``pl.create_tensor`` (or an orchestration ``pl.slice``) with the shape of this run: the
+        extents the orchestration computed (its ``shape`` operand, whose values the dynamic extents
+        of the type take from here on), or the function's dynamic extents. An extent below 1 is an
+        ``ExtentError``."""
         shape = call.attrs.get("shape", ())
-        if not any(is_symbolic(d) for d in shape):
+        given = _shape_operand(call, args)
+        if given is None and not any(is_symbolic(d) for d in shape):
             return call
-        resolved = tuple(self._extent(d, call) for d in shape)
+        if given is None:
+            resolved = tuple(self._extent(d, call) for d in shape)
+        else:
+            resolved = tuple(int(n) for n in given)
+        for axis, n in enumerate(resolved):
+            if n < 1:
+                raise self._bad_extent(call, axis, n)
+        if given is not None:
+            for dim, n in zip(shape, resolved, strict=True):
+                if isinstance(dim, DynDim):
+                    self.extents[dim] = n  # the extent the tensor's type names, from here on
         assert isinstance(call.type, TensorType)
         return replace(
             call, attrs={**call.attrs, "shape": resolved}, type=TensorType(resolved, call.type.dtype)
+        )
+
+    def _bad_extent(self, call: Call, axis: int, value: int) -> ExtentError:
+        operand = _shape_operand_expr(call)
+        written = (
+            format_expr(operand.elements[axis]) if operand is not None else repr(call.attrs["shape"][axis])
+        )
+        what = "pl.create_tensor" if call.op == _CREATE else "pl.slice"
+        return ExtentError(
+            f"{what}: extent {written} of dim {axis} is {value} at run time, but a tensor extent is at "
+            "least 1",
+            call.span,
+            f"check where {written} comes from, or guard the {what} with `if {written} > 0:`",
         )
 
     def _extent(self, extent: Any, at: Expr) -> int:
@@ -498,12 +580,31 @@ class KernelWalker(Walker):
         return self.block if call.op == _BLOCK else self.block_num
 
 
+def _shape_operand_expr(call: Call) -> TupleExpr | None:
+    """The ``shape`` operand of a host tensor op (the extents the orchestration computes), if given."""
+    operands = OPS[call.op].operands
+    index = next((i for i, o in enumerate(operands) if o.name == "shape"), None)
+    if index is None or index >= len(call.args):
+        return None
+    found = call.args[index]
+    return found if isinstance(found, TupleExpr) else None
+
+
+def _shape_operand(call: Call, args: Sequence[Any]) -> tuple[Any, ...] | None:
+    """The values of the ``shape`` operand of a host tensor op, if it has one."""
+    operands = OPS[call.op].operands
+    index = next((i for i, o in enumerate(operands) if o.name == "shape"), None)
+    if index is None or index >= len(args):
+        return None
+    return tuple(args[index])
+
+
 def bind_extents(fn: Function, args: Sequence[Any]) -> dict[DynDim, int]:
     """The values of ``fn``'s dynamic extents, read from the shapes of its tensor arguments (a
     call's tensors that share an extent but disagree on it are a ``SpecializationError``)."""
     binding = ExtentBinding()
     for param, value in zip(fn.params, args, strict=True):
-        shape = getattr(value, "shape", None)
+        shape = argument_shape(value)
         if shape is not None and is_dynamic(param.var.type):
             try:
                 binding.bind(param.var.name, param.var.type, tuple(shape), param.var.span or fn.span)

@@ -418,14 +418,20 @@ def _shape(value: Any, what: str, dynamic: bool = False) -> tuple[Extent, ...]:
                 f"{what} shape cannot hold the dynamic extent {dim!r}: a tile's shape is static",
                 hint="give the tile a static shape (the block size) and a run-time valid_shape",
             )
-        if is_symbolic(dim):
-            continue
+        if is_symbolic(dim) or (dynamic and _run_time_extent(dim)):
+            continue  # a run-time extent: of an orchestration tensor, in an annotation in its body
         if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
             raise ParseError(
                 f"{what} shape must hold positive ints, got {list(value)!r}",
                 hint="every dimension is an int of at least 1, e.g. [128, 128]",
             )
     return tuple(value)
+
+
+def _run_time_extent(dim: Any) -> bool:
+    """An integer run-time scalar (the parser's value of a name in the body)."""
+    t = getattr(dim, "type", None)
+    return isinstance(dim, Expr) and isinstance(t, ScalarType) and t.dtype.is_integer
 
 
 def _static_shape(value: Any, what: str) -> tuple[int, ...]:

@@ -11,7 +11,8 @@ many tasks), so a runtime derives them at submission; this pass says, per call, 
   (``tile.store_atomic``) is ``Accumulate``, so accumulating tasks need not wait for each other.
 - ``no_dep``: the argument indices whose tracking is off (the task takes no edge through them,
   and later tasks none from them): its scope's ``no_dep_args``, the arguments the front end
-  marked (``pl.no_dep(t)``), tensors made with ``pl.create_tensor(..., manual_dep=True)``, and
+  marked (``pl.no_dep(t)``), tensors made with ``pl.create_tensor(..., manual_dep=True)`` (and
+  the views the orchestration makes of them), and
   every tensor of a task inside ``pl.manual_scope()``.
 - ``task`` and ``deps`` (task-id names, of task ids or ``pl.TASK_ID`` arrays), ``block_num``,
   ``predicate`` and ``dumps`` stay as the front end set them.
@@ -62,15 +63,17 @@ class DeriveTaskDependencies:
 
 
 def _manual_dep_tensors(body: tuple[Stmt, ...]) -> set[str]:
-    """Names of the tensors made by ``pl.create_tensor(..., manual_dep=True)``."""
-    return {
-        s.target.name
-        for s in walk_stmts(body)
-        if isinstance(s, Assign)
-        and isinstance(s.value, Call)
-        and s.value.op == tensor.create
-        and s.value.attrs.get("manual_dep")
-    }
+    """Names of the tensors made by ``pl.create_tensor(..., manual_dep=True)``, and of the views
+    the orchestration makes of them (``pl.slice``: part of the same tensor)."""
+    names: set[str] = set()
+    for s in walk_stmts(body):
+        if not (isinstance(s, Assign) and isinstance(s.value, Call)):
+            continue
+        made = s.value.op == tensor.create and s.value.attrs.get("manual_dep")
+        base = s.value.args[0] if s.value.op == tensor.slice and s.value.args else None
+        if made or (isinstance(base, Var) and base.name in names):
+            names.add(s.target.name)
+    return names
 
 
 def _annotate_body(body: tuple[Stmt, ...], program: Program, manual: set[str]) -> tuple[Stmt, ...]:

@@ -36,6 +36,7 @@ from pypto.ir.ops.spec import (
     KeepsValid,
     Level,
     Lowers,
+    OnHost,
     Operand,
     OpSpec,
     PlacesTile,
@@ -202,7 +203,12 @@ def create_tile(
 def create_tensor(
     spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None
 ) -> Type:
-    return TensorType(tuple(attrs["shape"]), attrs["dtype"])
+    """A tensor of ``shape``; the orchestration gives an extent it computes at run time as the
+    ``shape`` operand, its entry in the attr being the dynamic extent the type names."""
+    shape = tuple(attrs["shape"])
+    if args:
+        check_offsets(spec.name, args[0], len(shape), span, "shape")
+    return TensorType(shape, attrs["dtype"])
 
 
 def assemble(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
@@ -343,6 +349,8 @@ def slice_(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: S
     check_offsets(op, args[1], len(x.shape), span)
     if len(args) > 2:
         check_view_valid(op, args[2], shape, span)
+    if len(args) > 3:  # the window's extents, computed by the orchestration at run time
+        check_offsets(op, args[3], len(shape), span, "shape")
     if not attrs.get("clamp"):
         check_static_bounds(op, x.shape, args[1], shape, span)
     return with_changes(x, shape=shape, valid_shape=None)
@@ -676,7 +684,7 @@ def _declare_transfers() -> None:
         V,
         Unit.HOST,
         create_tensor,
-        (),
+        (Operand("shape", Role.VALID_SHAPE, optional=True),),
         (_SHAPE, _DTYPE, Attr("manual_dep", bool, False)),
         (),
         "create_tensor",
@@ -792,9 +800,17 @@ def _declare_views(level: Level) -> None:
         "pl.reshape(x, shape)",
         "the same elements in another shape",
     )
-    lowers: tuple[Trait, ...] = () if tile else (Lowers("tile.slice"), SetsValid(2))
-    # A tensor's view carries its valid shape, its padding and whether it hangs over the end.
-    view: tuple[Operand, ...] = () if tile else (Operand("valid_shape", Role.VALID_SHAPE, optional=True),)
+    lowers: tuple[Trait, ...] = () if tile else (Lowers("tile.slice"), SetsValid(2), OnHost())
+    # A tensor's view carries its valid shape, its padding and whether it hangs over the end; one
+    # the orchestration makes, the extents of its window it computes at run time (with a valid shape).
+    view: tuple[Operand, ...] = (
+        ()
+        if tile
+        else (
+            Operand("valid_shape", Role.VALID_SHAPE, optional=True),
+            Operand("shape", Role.VALID_SHAPE, optional=True),
+        )
+    )
     view_attrs: tuple[Attr, ...] = () if tile else (_PAD, Attr("clamp", bool, False))
     _op(
         f"{prefix}.slice",

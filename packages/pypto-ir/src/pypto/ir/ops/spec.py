@@ -334,6 +334,13 @@ class WholeRegion(Trait):
 
 
 @dataclass(frozen=True)
+class OnHost(Trait):
+    """A tensor op the orchestration runs too, outside scopes, where it makes a view of a tensor it
+    holds (no data moves): ``pl.slice`` of a tensor. Its run-time window extents may come as the
+    ``shape`` operand; on a core it is tiled like the other tensor ops."""
+
+
+@dataclass(frozen=True)
 class TaskIds(Trait):
     """The op takes task ids (``pl.TASK_ID`` scalars, arrays or a ``dtype=pl.TASK_ID``); every
     other op refuses them: a task id names a task, it is no number to compute with."""

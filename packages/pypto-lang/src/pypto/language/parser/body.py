@@ -12,6 +12,7 @@ from pypto.ir import (
     Assign,
     Call,
     Const,
+    DynDim,
     Expr,
     MemRefSlot,
     Predicate,
@@ -78,6 +79,9 @@ class BodyBuilder:
         # The entry's tensors with a valid shape (a pl.TensorView), and their views in the open scope.
         self.host_views: dict[Expr, TupleExpr] = {}
         self.localized: dict[Expr, Var] = {}
+        # The dynamic extent each run-time extent of the orchestration's tensors is named by (by its
+        # variable, or by an expression's text): see :mod:`~pypto.language.parser.host_tensors`.
+        self.host_dims: dict[Any, DynDim] = {}
 
     @property
     def on_device(self) -> bool:
@@ -216,6 +220,8 @@ class BodyBuilder:
             self.windows[var] = self.windows[value]
         if value in self.pads:
             self.pads[var] = self.pads[value]
+        if value in self.host_views:
+            self.host_views[var] = self.host_views[value]
         if self.regions is not None:
             self.regions.note(var, value, name)
         return var

@@ -121,11 +121,12 @@ def bind_param(
 
 def _shape_mismatch(annotated: tuple[Any, ...], actual: tuple[Any, ...]) -> str | None:
     """Where an argument's shape does not fit its annotation (None when it does): another rank,
-    or a dim whose number differs (a dynamic extent in the annotation takes any extent there)."""
+    or a dim whose number differs (a dynamic extent in the annotation takes any extent there; an
+    argument's extent known only at run time is checked when the kernel launches)."""
     if len(annotated) != len(actual):
         return f" ({len(actual)} dim(s), not {len(annotated)})"
     for axis, (want, got) in enumerate(zip(annotated, actual, strict=True)):
-        if not is_symbolic(want) and want != got:
+        if not is_symbolic(want) and not is_symbolic(got) and want != got:
             return f" (dim {axis} is {got!r}, not {want})"
     return None
 

@@ -23,7 +23,7 @@ from pypto.ir import (
     get_op,
     make_call,
 )
-from pypto.ir.ops import Effect, Level, Role, SetsValid, array
+from pypto.ir.ops import Effect, Level, OnHost, Role, SetsValid, array
 from pypto.ir.valid import result_valid
 from pypto.language.dslops import dsl_function
 from pypto.language.parser.body import BodyBuilder
@@ -165,7 +165,7 @@ class OpContext:
                     "allocates a global-memory tensor, which the @pl.jit body does outside pl.at scopes",
                     "create the tensor before the `with pl.at(...)` block and pass it in",
                 )
-        elif self.body.on_device:
+        elif self.body.on_device or spec.has(OnHost):  # a view of a tensor: the orchestration's too
             return
         elif spec.level in (Level.TILE, Level.TENSOR):
             raise self._outside_scope("tensor and tile operations")

@@ -32,6 +32,7 @@ from pypto.language.annotations import TileView, check_view
 from pypto.language.dslops import hand_built
 from pypto.language.parser import views
 from pypto.language.parser.convert import attribute, enum_member
+from pypto.language.parser.host_tensors import host_view, run_time_shape
 from pypto.language.parser.opcall import OpContext
 from pypto.language.parser.values import index_tuple, static_shape
 
@@ -67,6 +68,11 @@ def build_slice(
     ``valid_shape`` (constants or run-time scalars) is its valid part, filled with ``pad_value``
     outside it."""
     value = ctx.shaped(x, "the sliced value")
+    # On the control plane a view is the orchestration's (in an Opaque function, of no plane yet,
+    # one only the orchestration can make: of a run-time extent).
+    host = not ctx.body.on_device and (not ctx.body.plane_free or run_time_shape(shape))
+    if ctx.level_of(value) == "tensor" and host:
+        return host_view(ctx, value, shape, offset, valid_shape, drop_dims, pad_value, clamp)
     if ctx.level_of(value) == "tensor":
         return views.tensor_slice(ctx, value, shape, offset, valid_shape, drop_dims, pad_value, clamp)
     if clamp is not False:

@@ -17,6 +17,7 @@ from pypto.ir.ops import OpSpec, Role
 from pypto.ir.ops.spec import STORAGE
 from pypto.language.parser.convert import attribute, operand
 from pypto.language.parser.opcall import OpContext
+from pypto.language.parser.ops import build_op
 from pypto.language.parser.values import element_dtype, is_number, is_scalar, is_shaped
 
 _KIND = {Role.TENSOR: TensorType, Role.TILE: TileType, Role.ARRAY: ArrayType}
@@ -73,6 +74,11 @@ def build_raw(ctx: OpContext, spec: OpSpec, args: list[Any], kwargs: dict[str, A
     """Build ``spec`` from operands in its order and attributes by name; an op that writes an
     operand or gives nothing is a statement, as the DSL builds it."""
     args, kwargs = positional(spec, args, kwargs)
+    given = {o.name: value for o, value in zip(spec.operands, args, strict=False)}
+    if spec.dsl and any(a.required and a.name not in kwargs and a.name in given for a in spec.attrs):
+        # The operand stands for the attribute of its name (a host tensor's run-time shape): the
+        # DSL function builds both from it, as it did when the program was written.
+        return build_op(ctx, spec.dsl, [], {**given, **kwargs})
     if len(args) > len(spec.operands):
         names = ", ".join(o.name for o in spec.operands)
         attributes = ", ".join(a.name for a in spec.attrs)

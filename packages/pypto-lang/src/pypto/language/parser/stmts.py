@@ -68,6 +68,7 @@ from pypto.language.builtins import Builtin
 from pypto.language.parser.body import BodyBuilder
 from pypto.language.parser.env import Env
 from pypto.language.parser.exprs import OPERATORS, TARGETS, KernelCalls, construct, rank_hint, slice_hint
+from pypto.language.parser.host_tensors import annotated_shape
 from pypto.language.parser.memref import check_loop_variable
 from pypto.language.parser.ops import build_op
 from pypto.language.parser.partial import with_view
@@ -361,7 +362,10 @@ class StmtParser(ScopeParser):
                 "e.g. t: pl.Tile[[64, 64], pl.FP32] = pl.load(a, [0, 0], [64, 64])",
             )
         spec = evaluate_annotation(self.kernel, node.annotation, self.env)
-        outer, self.body.annotation = self.body.annotation, spec if isinstance(spec, TileSpec) else None
+        outer, self.body.annotation = (
+            self.body.annotation,
+            spec if isinstance(spec, (TileSpec, TensorSpec)) else None,
+        )
         try:
             value = self.expr(node.value)
         finally:
@@ -463,6 +467,9 @@ class StmtParser(ScopeParser):
                 continue  # bound in one arm only: it ends with the arm
             if before is not None and all(b.value is before.value for b in bindings):
                 continue  # unchanged in every arm that reaches its end
+            if isinstance(bindings[0].value, Expr) and all(b.value is bindings[0].value for b in bindings):
+                self.env.bind(name, bindings[0].value, bindings[0].span)  # one value in every arm
+                continue
             merged = self.arm_values(name, bindings)
             if merged is None and before is not None:
                 changed = next(b for b in bindings if b.value is not before.value)
@@ -744,7 +751,7 @@ class StmtParser(ScopeParser):
         if isinstance(spec, TileSpec):
             expected = TileType(spec.shape, spec.dtype, spec.memory_space)
         elif isinstance(spec, TensorSpec) and spec.shape is not None:
-            expected = TensorType(spec.shape, spec.dtype)  # type: ignore[arg-type]
+            expected = TensorType(annotated_shape(self.body, spec.shape), spec.dtype)  # type: ignore[arg-type]
         elif isinstance(spec, ScalarSpec):  # tid: pl.TaskId = t0 is a pl.Scalar[pl.TASK_ID] too
             expected = ScalarType(spec.dtype)
         elif isinstance(spec, ArraySpec):  # arr: pl.Array[8, pl.INT32] = pl.array.create(8, pl.INT32)
@@ -979,12 +986,13 @@ class StmtParser(ScopeParser):
         names, iter_args, inits, yields, body, aliases = self.leaving_names(
             node, frame, ends, inside, (names, iter_args, inits, yields, body)
         )
-        # A name the body only bound to its own value is not carried after all.
+        # A name the body only bound to its own value is not carried after all (nor is a tensor
+        # the body only writes in place, carried by init_values=: it names one buffer throughout).
         keep = [
             k
             for k, name in enumerate(names)
             if yields[k] is not iter_args[k]
-            or name in explicit
+            or (name in explicit and not isinstance(iter_args[k].type, TensorType))
             or any(j.values[k] is not iter_args[k] for j in frame.jumps)
         ]
         dropped = {iter_args[k]: inits[k] for k in range(len(names)) if k not in keep}
@@ -995,6 +1003,9 @@ class StmtParser(ScopeParser):
         for k, result in zip(keep, results, strict=True):
             if not is_extent_name(names[k]):  # a tile's valid extent: its result's valid shape names it
                 self.env.bind(names[k], result, result.span)
+        for k in range(len(outputs or ())):
+            if k not in keep:  # `r = pl.yield_(t)` of a tensor carried unchanged: r names it
+                self.env.bind(names[k], inits[k], span)
         for name, value in aliases.items():
             self.env.bind(name, substitute_expr(value, dropped) if isinstance(value, Expr) else value, span)
         valid.leave(

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from pypto.ir import INDEX, Const, DynDim, Expr, TensorType, TupleExpr
+from pypto.ir.extents import is_symbolic
 from pypto.ir.ops import PadValue
 from pypto.ir.ops import scalar as scalar_ops
 from pypto.ir.ops import tensor as tensor_ops
@@ -62,10 +63,10 @@ def tensor_slice(
     full = x.type.shape  # type: ignore[attr-defined]
     if len(dims) != len(full) or len(offsets.elements) != len(full):
         return ctx.call(tensor_ops.slice, [x, offsets], {"shape": dims})  # the type rule says what is wrong
-    clamp = _flag(ctx, clamp, "clamp")
+    clamp = flag(ctx, clamp, "clamp")
     if not clamp:
-        _check_inside(ctx, dims, offsets.elements, full)
-    window_extents = _consts(dims)
+        check_inside(ctx, dims, offsets.elements, full)
+    window_extents = consts(dims)
     if ctx.valid_of(x) is None and not clamp:
         valid = window_extents  # inside the tensor (a run-time offset past its end fails the load)
     else:  # the source's valid region (with clamp: up to its end) from the offset on, cut to the window
@@ -75,10 +76,10 @@ def tensor_slice(
         ]
     if valid_shape is not None:
         given = index_tuple(valid_shape, ctx.span, "valid_shape").elements
-        valid = _narrowed(ctx, valid, given, _consts(dims))
+        valid = narrowed(ctx, valid, given, consts(dims))
     pad = pad_of(ctx, x) if pad_value is None else as_pad(ctx, pad_value, "pad_value")
     args: list[Any] = [x, offsets]
-    if not all(same_extent(v, n) for v, n in zip(valid, _consts(dims), strict=True)):
+    if not all(same_extent(v, n) for v, n in zip(valid, consts(dims), strict=True)):
         args.append(index_tuple(valid, ctx.span, "valid_shape"))
     attrs: dict[str, Any] = {"shape": dims}
     if pad is not PadValue.null:
@@ -181,8 +182,9 @@ def load_through(
 # ---------------------------------------------------------------- extents, folded where constant
 
 
-def _consts(dims: tuple[Any, ...]) -> list[Expr]:
-    return [n if isinstance(n, DynDim) else Const(n, INDEX) for n in dims]
+def consts(dims: tuple[Any, ...]) -> list[Expr]:
+    """A shape's extents as INDEX expressions: numbers as constants, dynamic extents as they are."""
+    return [n if is_symbolic(n) else Const(n, INDEX) for n in dims]
 
 
 def same_extent(a: Expr, b: Expr) -> bool:
@@ -212,7 +214,7 @@ def _min(a: Expr, b: Expr) -> Expr:
     return scalar_call(scalar_ops.min, a, b)
 
 
-def _narrowed(ctx: OpContext, valid: list[Expr], given: tuple[Expr, ...], dims: list[Expr]) -> list[Expr]:
+def narrowed(ctx: OpContext, valid: list[Expr], given: tuple[Expr, ...], dims: list[Expr]) -> list[Expr]:
     """The view's valid extents cut to ``given`` (``valid_shape=``): narrowing is fine, widening an
     error where both are constants; a run-time extent is cut to the view's (unless the view is
     valid to the window's end, which every load of it stays within anyway)."""
@@ -237,14 +239,14 @@ def _narrowed(ctx: OpContext, valid: list[Expr], given: tuple[Expr, ...], dims: 
     return out
 
 
-def _flag(ctx: OpContext, value: Any, name: str) -> bool:
+def flag(ctx: OpContext, value: Any, name: str) -> bool:
     plain = number(value) if is_number(value) else value
     if not isinstance(plain, bool):
         raise ctx.fail(f"{name}= must be True or False, got {value!r}", f"write {name}=True")
     return plain
 
 
-def _check_inside(
+def check_inside(
     ctx: OpContext, dims: tuple[Any, ...], offsets: tuple[Expr, ...], full: tuple[Any, ...]
 ) -> None:
     """A window of constant offset and extents past the tensor's end is an error (without clamp)."""
