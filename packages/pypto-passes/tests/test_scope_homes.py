@@ -1,7 +1,7 @@
 """Tensor values inside a scope across what splits its tensor code (OutlineScopes' homes and
-ConvertTensorToTileOps): index arithmetic inside a region, a value read after a loop, a tensor
-leaving an if, an accumulator read from global memory, homes read and written on the vector
-lanes."""
+ConvertTensorToTileOps): ``tensor.full`` lowered by blocks, index arithmetic inside a region, a
+value read after a loop, a tensor leaving an if, an accumulator read from global memory, homes
+read and written on the vector lanes."""
 
 import passes_irbuild as irbuild
 
@@ -36,8 +36,30 @@ def ops(fn) -> list[str]:
     return [c.op for c in calls(fn)]
 
 
+def fill(name: str, shape: list[int], value: float = 0.0) -> Assign:
+    return irbuild.assign(
+        name, "tensor.full", Const(value, ScalarType(DataType.FP32)), shape=tuple(shape), dtype=DataType.FP32
+    )
+
+
 def one_scope(body, *params: Param, name: str = "k"):
     return irbuild.program("main", list(params), [ScopeStmt(tuple(body), name_hint=name)])
+
+
+def test_a_tensor_fill_becomes_a_tile_fill_per_row_block_made_before_the_loop():
+    out = irbuild.tensor("out", [512, 128])
+    filled = fill("z", [512, 128], 2.0)
+    x = irbuild.tensor("x", [512, 128])
+    total = irbuild.assign("t", "tensor.add", x, filled.target)
+    program = one_scope(
+        [filled, total, irbuild.write(out, total.target)], Param(x), Param(out, Direction.Out)
+    )
+    kernel = lower(program, irbuild.TARGET).function("k")
+    assert "tensor.full" not in ops(kernel)
+    (made,) = [c for c in calls(kernel) if c.op == "tile.full"]
+    loop = next(s for s in walk_stmts(kernel.body) if isinstance(s, For))
+    assert made.attrs["shape"] == (loop.step.value, 128)  # one block of rows
+    assert not any(isinstance(s, Assign) and s.value is made for s in walk_stmts(loop.body))
 
 
 def test_index_arithmetic_between_tensor_statements_stays_in_their_region():

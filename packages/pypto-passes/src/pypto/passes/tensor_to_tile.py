@@ -1166,6 +1166,9 @@ class _RegionLowering:
         if call.op == tensor.fillpad:
             self._fillpad(stmt.target, call)
             return
+        if call.op == tensor.full:
+            self._full(stmt.target, call)
+            return
         if call.op == tensor.reshape and self.block is not None:
             self._reshaped_block(stmt.target, call)
             return
@@ -1344,6 +1347,20 @@ class _RegionLowering:
         name = self.names.fresh(target.name) if self.fresh_names else target.name
         tile = Var(name, summed.type, target.span)
         self.body.append(Assign(tile, summed, call.span))
+        self.tiles[(target, MemorySpace.Vec, True)] = tile
+
+    def _full(self, target: Var, call: Call) -> None:
+        """``tensor.full``: a tile of the block's rows (the whole value, if it is made once before
+        the loop) filled with the value. Every block reads the same one, made before the loop."""
+        once = target in self.plan.once
+        shape = list(call.attrs["shape"])
+        if self.block is not None and not once:
+            shape[0] = self._block_of(target)
+        made = make_call(_lowered(call), call.args, {**call.attrs, "shape": tuple(shape)}, call.span)
+        sink = self.hoisted if isinstance(self.row, Var) else self.body
+        name = self.names.fresh(target.name) if self.fresh_names else target.name
+        tile = Var(name, made.type, target.span)
+        sink.append(Assign(tile, made, call.span))
         self.tiles[(target, MemorySpace.Vec, True)] = tile
 
     def _covered(self, valid: TupleExpr, tile: Expr, value: Expr) -> TupleExpr:
