@@ -6,6 +6,8 @@ carries, and index arithmetic between tensor statements."""
 import torch
 
 import pypto.language as pl
+from pypto.ir import Assign
+from pypto.ir.nodes import walk_stmts
 from pypto.runtime import RunConfig
 
 SIM = RunConfig(platform="a2a3sim")
@@ -92,3 +94,15 @@ def test_a_view_read_past_a_loop_is_made_again_there():
     x, out = rand(16, 64), torch.zeros(16, 64)
     scaled_twice(x, out, config=SIM)
     torch.testing.assert_close(out, torch.cat([x[:, :32] * 4, x[:, :32]], dim=1))
+
+
+def test_the_arms_of_the_first_k_block_if_write_the_accumulators_home_itself():
+    a, w = rand(M, K, dtype=torch.bfloat16), rand(K, N, seed=1, dtype=torch.bfloat16)
+    program = projection.lower(a, w, torch.zeros(M, N))
+    homes = {name for fn in program.functions.values() for name in fn.attrs.get("homes", ())}
+    assert len(homes) == 1  # the loop's; the if needs none of its own, and nothing copies between them
+    entry = program.functions["projection"]
+    allocations = [
+        s for s in walk_stmts(entry.body) if isinstance(s, Assign) and s.value.op == "tensor.create"
+    ]
+    assert [s.target.name for s in allocations] == list(homes)  # the unused first value is not allocated

@@ -63,6 +63,7 @@ class _Homes:
     made: set[Var]  # every home made, for the kernels to know them (see carry_tensors_in_memory)
     creates: list[Stmt] = field(default_factory=list)
     mapping: dict[Var, Expr] = field(default_factory=dict)
+    of_ifs: set[Var] = field(default_factory=set)  # the homes of values leaving an if
 
     def home(self, carried: Var) -> Var:
         t = carried.type
@@ -72,6 +73,11 @@ class _Homes:
         create = make_call(tensor.create, (), {"shape": t.shape, "dtype": t.dtype}, carried.span)
         self.creates.append(Assign(home, create, carried.span))
         return home
+
+    def drop(self, home: Var) -> None:
+        """Forget a home nothing uses any more (its allocation too)."""
+        self.made.discard(home)
+        self.creates = [s for s in self.creates if not (isinstance(s, Assign) and s.target is home)]
 
 
 def carry_tensors_in_memory(body: tuple[Stmt, ...], names: NameGen, made: set[Var]) -> tuple[Stmt, ...]:
@@ -95,7 +101,27 @@ def carry_tensors_in_memory(body: tuple[Stmt, ...], names: NameGen, made: set[Va
             )
         out.append(stmt)
     # A loop's result used after its scope is the home too.
-    return substitute_body(tuple(out), mapping) if mapping else tuple(out)
+    carried = substitute_body(tuple(out), mapping) if mapping else tuple(out)
+    return _without_unused_allocations(carried)
+
+
+def _without_unused_allocations(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
+    """``body`` without the tensors it allocates (``tensor.create``) and never uses: the initial
+    value of a carried tensor its first iteration replaced (``acc = pl.create_tensor(...)`` before
+    a K loop whose first block overwrites it)."""
+    used = set(vars_used_in(body))
+    kept = [
+        s
+        for s in body
+        if not (isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == tensor.create)
+        or s.target in used
+    ]
+    return tuple(
+        with_bodies(s, tuple(_without_unused_allocations(b) for b in nested_bodies(s)))
+        if isinstance(s, (For, While, If))
+        else s
+        for s in kept
+    )
 
 
 def _in_scope(body: tuple[Stmt, ...], homes: _Homes) -> tuple[Stmt, ...]:
@@ -184,6 +210,7 @@ def _homed(loop: For | While, homes: _Homes) -> list[Stmt]:
     values written to the homes."""
     tensors = [k for k, v in enumerate(loop.iter_args) if isinstance(v.type, TensorType)]
     inside = {loop.iter_args[k]: homes.home(loop.iter_args[k]) for k in tensors}
+    loop = _arms_write_the_homes(loop, inside, homes)
     trips = _static_trips(loop)
     pre: list[Stmt] = []
     starts = list(loop.init_values)
@@ -191,7 +218,8 @@ def _homed(loop: For | While, homes: _Homes) -> list[Stmt]:
         first, starts = _peeled(loop, homes.names)
         pre.extend(first)
     for k in tensors:
-        pre.append(_write(inside[loop.iter_args[k]], starts[k], loop.span))
+        if starts[k] is not inside[loop.iter_args[k]]:  # (the peeled iteration wrote it there)
+            pre.append(_write(inside[loop.iter_args[k]], starts[k], loop.span))
         homes.mapping[loop.results[k]] = inside[loop.iter_args[k]]
     keep = [k for k in range(len(loop.iter_args)) if k not in tensors]
     if trips == 1:  # the peeled iteration was the only one
@@ -228,6 +256,26 @@ def _homed(loop: For | While, homes: _Homes) -> list[Stmt]:
     return [*pre, homed]
 
 
+def _arms_write_the_homes(loop: For | While, inside: dict[Var, Var], homes: _Homes) -> For | While:
+    """``loop`` with each carried tensor an if of its body leaves (``if k0 == 0: acc = pl.matmul(...)
+    else: acc = pl.matmul_acc(acc, ...)``) written by the if's arms straight into the carried
+    tensor's home, not into a home of the if's own that the loop then copies."""
+    renames: dict[Var, Expr] = {}
+    for iter_arg, home in inside.items():
+        value = loop.yields[loop.iter_args.index(iter_arg)]
+        if isinstance(value, Var) and value in homes.of_ifs and value not in renames:
+            renames[value] = home
+    if not renames:
+        return loop
+    for old in renames:
+        homes.drop(old)
+    return replace(
+        loop,
+        body=substitute_body(loop.body, dict(renames)),
+        yields=tuple(substitute_expr(y, renames) for y in loop.yields),
+    )
+
+
 def _homed_if(stmt: If, homes: _Homes) -> If:
     """The if with each tensor leaving it written to a home at the end of the arms that reach
     their end (``if k0 == 0: acc = pl.matmul(...) else: acc = pl.matmul_acc(acc, ...)``): after
@@ -238,7 +286,10 @@ def _homed_if(stmt: If, homes: _Homes) -> If:
         written = list(body)
         yields = stmt.arm_yields(arm)
         for k in tensors if yields else ():
-            home = homes.mapping.setdefault(stmt.results[k], homes.home(stmt.results[k]))
+            if stmt.results[k] not in homes.mapping:
+                homes.mapping[stmt.results[k]] = homes.home(stmt.results[k])
+                homes.of_ifs.add(homes.mapping[stmt.results[k]])  # type: ignore[arg-type]
+            home = homes.mapping[stmt.results[k]]
             assert isinstance(home, Var)
             written.insert(_write_point(written, home, yields[k]), _write(home, yields[k], stmt.span))
         bodies.append(tuple(written))
