@@ -135,7 +135,9 @@ class DslFunction:
         lines = [f"{self.text}: {self.forms[0].doc}."]
         specs = self.specs
         if len(specs) > 1:
-            lines += ["", "Forms (picked by the operands):"]
+            shaped = any(role in (Role.TENSOR, Role.TILE, Role.SHAPED) for role in self.param_roles.values())
+            picked = "picked by the operands" if shaped else "a tensor, or a tile where a use asks for one"
+            lines += ["", f"Forms ({picked}):"]
             lines += [f"  {s.signature}  ->  {s.name}: {s.doc}" for s in specs]
         lines += ["", "Only inside a @pl.jit function: kernels are parsed, not executed."]
         return "\n".join(lines)

@@ -13,18 +13,36 @@ tensor). The loop writes its initial value there before the first iteration, rea
 it read the carried name, and writes each iteration's new value there at the end of the body; after
 the loop its result is the home. The body is then ordinary tensor code (``acc_buf[:] =
 pl.add(acc_buf, ...)``), tiled by rows like any other region.
+
+The same holds for a tensor value one region computes and a later statement reads, past a loop
+or a tile op that ends the region (``inv_rms`` computed before a loop over column blocks that
+scales each block by it): it is written to a home right after it is computed and read from there.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from pypto.ir import Assign, Eval, Expr, For, If, ParseError, ScopeStmt, Stmt, TensorType, Var, make_call
+from pypto.ir import (
+    Assign,
+    Call,
+    Eval,
+    Expr,
+    For,
+    If,
+    ParseError,
+    ScopeStmt,
+    Stmt,
+    TensorType,
+    Var,
+    make_call,
+)
 from pypto.ir.nodes import JUMP_STMTS, Const, While, nested_bodies, used_vars, walk_stmts, with_bodies
 from pypto.ir.ops import tensor
 from pypto.ir.rewrite import (
     NameGen,
     defined_vars,
+    folded,
     index_add,
     index_tuple,
     substitute_body,
@@ -32,6 +50,9 @@ from pypto.ir.rewrite import (
     vars_used_in,
 )
 from pypto.ir.types import INDEX
+from pypto.passes.tensor_to_tile import HOMES, VIEW_OPS, regions_of
+
+__all__ = ["HOMES", "carry_tensors_in_memory"]
 
 
 @dataclass
@@ -39,35 +60,68 @@ class _Homes:
     """The homes made for one function: their allocations, and carried names -> homes."""
 
     names: NameGen
+    made: set[Var]  # every home made, for the kernels to know them (see carry_tensors_in_memory)
     creates: list[Stmt] = field(default_factory=list)
     mapping: dict[Var, Expr] = field(default_factory=dict)
+    of_ifs: set[Var] = field(default_factory=set)  # the homes of values leaving an if
 
     def home(self, carried: Var) -> Var:
         t = carried.type
         assert isinstance(t, TensorType)
         home = Var(self.names.fresh(f"{carried.name}_home"), t, carried.span)
+        self.made.add(home)
         create = make_call(tensor.create, (), {"shape": t.shape, "dtype": t.dtype}, carried.span)
         self.creates.append(Assign(home, create, carried.span))
         return home
 
+    def drop(self, home: Var) -> None:
+        """Forget a home nothing uses any more (its allocation too)."""
+        self.made.discard(home)
+        self.creates = [s for s in self.creates if not (isinstance(s, Assign) and s.target is home)]
 
-def carry_tensors_in_memory(body: tuple[Stmt, ...], names: NameGen) -> tuple[Stmt, ...]:
+
+def carry_tensors_in_memory(body: tuple[Stmt, ...], names: NameGen, made: set[Var]) -> tuple[Stmt, ...]:
     """``body`` with every tensor a loop inside a scope carries kept in a home tensor allocated
-    before the scope (see the module docstring)."""
+    before the scope (see the module docstring); the homes are added to ``made``. A kernel reads
+    and writes its homes on the vector lanes only (ConvertTensorToTileOps), so that no write of
+    one lane or core races a read of another."""
     out: list[Stmt] = []
     mapping: dict[Var, Expr] = {}
     for stmt in body:
         if isinstance(stmt, ScopeStmt):
-            homes = _Homes(names)
+            homes = _Homes(names, made)
             scope_body = _in_scope(stmt.body, homes)
+            scope_body = _home_crossings(scope_body, homes, _views(scope_body))
             out.extend(homes.creates)
             mapping.update(homes.mapping)
             stmt = replace(stmt, body=scope_body)
         elif isinstance(stmt, (For, While, If)):
-            stmt = with_bodies(stmt, tuple(carry_tensors_in_memory(b, names) for b in nested_bodies(stmt)))
+            stmt = with_bodies(
+                stmt, tuple(carry_tensors_in_memory(b, names, made) for b in nested_bodies(stmt))
+            )
         out.append(stmt)
     # A loop's result used after its scope is the home too.
-    return substitute_body(tuple(out), mapping) if mapping else tuple(out)
+    carried = substitute_body(tuple(out), mapping) if mapping else tuple(out)
+    return _without_unused_allocations(carried)
+
+
+def _without_unused_allocations(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
+    """``body`` without the tensors it allocates (``tensor.create``) and never uses: the initial
+    value of a carried tensor its first iteration replaced (``acc = pl.create_tensor(...)`` before
+    a K loop whose first block overwrites it)."""
+    used = set(vars_used_in(body))
+    kept = [
+        s
+        for s in body
+        if not (isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == tensor.create)
+        or s.target in used
+    ]
+    return tuple(
+        with_bodies(s, tuple(_without_unused_allocations(b) for b in nested_bodies(s)))
+        if isinstance(s, (For, While, If))
+        else s
+        for s in kept
+    )
 
 
 def _in_scope(body: tuple[Stmt, ...], homes: _Homes) -> tuple[Stmt, ...]:
@@ -77,11 +131,68 @@ def _in_scope(body: tuple[Stmt, ...], homes: _Homes) -> tuple[Stmt, ...]:
         (stmt,) = substitute_body((original,), homes.mapping)
         if isinstance(stmt, (For, While, If)):
             stmt = with_bodies(stmt, tuple(_in_scope(b, homes) for b in nested_bodies(stmt)))
+        if isinstance(stmt, (For, While)):  # a value a nested body moved to a home is read from it
+            stmt = replace(stmt, yields=tuple(substitute_expr(y, homes.mapping) for y in stmt.yields))
         if isinstance(stmt, (For, While)) and _carries_tensor(stmt):
             out.extend(_homed(stmt, homes))
+        elif isinstance(stmt, If) and any(isinstance(v.type, TensorType) for v in stmt.results):
+            out.append(_homed_if(stmt, homes))
         else:
             out.append(stmt)
     return tuple(out)
+
+
+def _home_crossings(body: tuple[Stmt, ...], homes: _Homes, views: set[Var]) -> tuple[Stmt, ...]:
+    """``body`` (and each body nested in it) with a home for every tensor value a region computes
+    and a statement after the region reads: the tiler lowers each region on its own, so a value
+    does not stay on chip across the statements that end its region (a loop, a tile op). The
+    value is written to its home right after it is computed (a statement of its region) and
+    read from there after the region. Views of global memory need none: the tiler makes them
+    again where they are read."""
+    stmts = list(body)
+    writes: dict[int, list[Stmt]] = {}
+    for region in regions_of(body):
+        members = set(region)
+        computed: dict[Var, int] = {}
+        for k in region:
+            stmt = stmts[k]
+            if (
+                isinstance(stmt, Assign)
+                and isinstance(stmt.target.type, TensorType)
+                and stmt.target not in views
+            ):
+                computed[stmt.target] = k
+        later = [k for k in range(region[0], len(stmts)) if k not in members]
+        read = set(vars_used_in(tuple(stmts[k] for k in later)))
+        mapping: dict[Var, Expr] = {v: homes.home(v) for v in computed if v in read}
+        for v, home in mapping.items():
+            assert isinstance(home, Var)
+            writes.setdefault(computed[v], []).append(_write(home, v, v.span))
+        for k in later:
+            (stmts[k],) = substitute_body((stmts[k],), dict(mapping))
+    out: list[Stmt] = []
+    for k, stmt in enumerate(stmts):
+        if isinstance(stmt, (For, While, If)):
+            stmt = with_bodies(stmt, tuple(_home_crossings(b, homes, views) for b in nested_bodies(stmt)))
+        out.extend([stmt, *writes.get(k, [])])
+    return tuple(out)
+
+
+def _views(body: tuple[Stmt, ...]) -> set[Var]:
+    """The tensor views of ``body``: windows of tensors it does not compute (or of such views)."""
+    computed: set[Var] = set()
+    views: set[Var] = set()
+    for stmt in walk_stmts(body):
+        if not (isinstance(stmt, Assign) and isinstance(stmt.value, Call)):
+            continue
+        if not isinstance(stmt.target.type, TensorType):
+            continue
+        source = stmt.value.args[0] if stmt.value.args else None
+        if stmt.value.op in VIEW_OPS and source not in computed:
+            views.add(stmt.target)
+        else:
+            computed.add(stmt.target)
+    return views
 
 
 def _carries_tensor(loop: For | While) -> bool:
@@ -99,6 +210,7 @@ def _homed(loop: For | While, homes: _Homes) -> list[Stmt]:
     values written to the homes."""
     tensors = [k for k, v in enumerate(loop.iter_args) if isinstance(v.type, TensorType)]
     inside = {loop.iter_args[k]: homes.home(loop.iter_args[k]) for k in tensors}
+    loop = _arms_write_the_homes(loop, inside, homes)
     trips = _static_trips(loop)
     pre: list[Stmt] = []
     starts = list(loop.init_values)
@@ -106,7 +218,8 @@ def _homed(loop: For | While, homes: _Homes) -> list[Stmt]:
         first, starts = _peeled(loop, homes.names)
         pre.extend(first)
     for k in tensors:
-        pre.append(_write(inside[loop.iter_args[k]], starts[k], loop.span))
+        if starts[k] is not inside[loop.iter_args[k]]:  # (the peeled iteration wrote it there)
+            pre.append(_write(inside[loop.iter_args[k]], starts[k], loop.span))
         homes.mapping[loop.results[k]] = inside[loop.iter_args[k]]
     keep = [k for k in range(len(loop.iter_args)) if k not in tensors]
     if trips == 1:  # the peeled iteration was the only one
@@ -143,6 +256,54 @@ def _homed(loop: For | While, homes: _Homes) -> list[Stmt]:
     return [*pre, homed]
 
 
+def _arms_write_the_homes(loop: For | While, inside: dict[Var, Var], homes: _Homes) -> For | While:
+    """``loop`` with each carried tensor an if of its body leaves (``if k0 == 0: acc = pl.matmul(...)
+    else: acc = pl.matmul_acc(acc, ...)``) written by the if's arms straight into the carried
+    tensor's home, not into a home of the if's own that the loop then copies."""
+    renames: dict[Var, Expr] = {}
+    for iter_arg, home in inside.items():
+        value = loop.yields[loop.iter_args.index(iter_arg)]
+        if isinstance(value, Var) and value in homes.of_ifs and value not in renames:
+            renames[value] = home
+    if not renames:
+        return loop
+    for old in renames:
+        homes.drop(old)
+    return replace(
+        loop,
+        body=substitute_body(loop.body, dict(renames)),
+        yields=tuple(substitute_expr(y, renames) for y in loop.yields),
+    )
+
+
+def _homed_if(stmt: If, homes: _Homes) -> If:
+    """The if with each tensor leaving it written to a home at the end of the arms that reach
+    their end (``if k0 == 0: acc = pl.matmul(...) else: acc = pl.matmul_acc(acc, ...)``): after
+    the if the value is the home."""
+    tensors = [k for k, v in enumerate(stmt.results) if isinstance(v.type, TensorType)]
+    bodies = []
+    for arm, body in enumerate((stmt.then_body, stmt.else_body)):
+        written = list(body)
+        yields = stmt.arm_yields(arm)
+        for k in tensors if yields else ():
+            if stmt.results[k] not in homes.mapping:
+                homes.mapping[stmt.results[k]] = homes.home(stmt.results[k])
+                homes.of_ifs.add(homes.mapping[stmt.results[k]])  # type: ignore[arg-type]
+            home = homes.mapping[stmt.results[k]]
+            assert isinstance(home, Var)
+            written.insert(_write_point(written, home, yields[k]), _write(home, yields[k], stmt.span))
+        bodies.append(tuple(written))
+    keep = [k for k in range(len(stmt.results)) if k not in tensors]
+    return replace(
+        stmt,
+        then_body=bodies[0],
+        else_body=bodies[1],
+        then_yields=tuple(stmt.then_yields[k] for k in keep) if stmt.then_yields else (),
+        else_yields=tuple(stmt.else_yields[k] for k in keep) if stmt.else_yields else (),
+        results=tuple(stmt.results[k] for k in keep),
+    )
+
+
 def _write_point(body: list[Stmt], home: Var, value: Expr) -> int:
     """Where the body writes a carried tensor's new value to its home: right after the statement
     computing it and the last one reading the old value, so the write joins the tensor
@@ -176,8 +337,57 @@ def _peeled(loop: For, names: NameGen) -> tuple[tuple[Stmt, ...], list[Expr]]:
     mapping.update(zip(loop.iter_args, loop.init_values, strict=True))
     for v in defined_vars(loop.body):
         mapping[v] = Var(names.fresh(v.name), v.type, v.span)
-    body = substitute_body(loop.body, mapping)
-    return body, [substitute_expr(y, mapping) for y in loop.yields]
+    body = _constants_folded(loop.body, mapping)
+    return body, [folded(substitute_expr(y, mapping)) for y in loop.yields]
+
+
+def _constants_folded(body: tuple[Stmt, ...], mapping: dict[Var, Expr]) -> tuple[Stmt, ...]:
+    """``body`` substituted by ``mapping`` with what became constant folded as the parser folds
+    it (so that the code prints and reads back as itself): a scalar that is now a constant
+    (``k0 = 0 * 128``) is that constant where it is read, an if on a constant is its taken arm."""
+    out: list[Stmt] = []
+    for original in body:
+        (stmt,) = substitute_body((original,), mapping)
+        stmt = _header_folded(stmt)
+        if isinstance(stmt, Assign) and isinstance(original, Assign) and isinstance(stmt.value, (Const, Var)):
+            mapping[original.target] = stmt.value  # the parser names a constant, it assigns none
+            continue
+        if isinstance(stmt, If) and isinstance(original, If) and isinstance(stmt.cond, Const):
+            arm = 0 if stmt.cond.value else 1  # the parser parses the taken arm only
+            out.extend(_constants_folded((original.then_body, original.else_body)[arm], mapping))
+            for result, value in zip(original.results, original.arm_yields(arm), strict=True):
+                mapping[result] = folded(substitute_expr(value, mapping))
+            continue
+        if isinstance(original, (If, For, While)):
+            stmt = with_bodies(stmt, tuple(_constants_folded(b, mapping) for b in nested_bodies(original)))
+            stmt = _yields_again(stmt, original, mapping)
+        out.append(stmt)
+    return tuple(out)
+
+
+def _header_folded(stmt: Stmt) -> Stmt:
+    """``stmt`` with the expressions it evaluates itself (not its bodies') folded."""
+    if isinstance(stmt, (Assign, Eval)):
+        return replace(stmt, value=folded(stmt.value))
+    if isinstance(stmt, (If, While)):
+        return replace(stmt, cond=folded(stmt.cond))
+    if isinstance(stmt, For):
+        return replace(stmt, start=folded(stmt.start), stop=folded(stmt.stop), step=folded(stmt.step))
+    return stmt
+
+
+def _yields_again(stmt: Stmt, original: If | For | While, mapping: dict[Var, Expr]) -> Stmt:
+    """``stmt`` (``original`` substituted) yielding ``original``'s values as its folded bodies
+    define them."""
+
+    def again(values: tuple[Expr, ...]) -> tuple[Expr, ...]:
+        return tuple(folded(substitute_expr(v, mapping)) for v in values)
+
+    if isinstance(stmt, If) and isinstance(original, If):
+        return replace(stmt, then_yields=again(original.then_yields), else_yields=again(original.else_yields))
+    if isinstance(stmt, (For, While)) and isinstance(original, (For, While)):
+        return replace(stmt, yields=again(original.yields))
+    return stmt
 
 
 def _write(home: Var, value: Expr, span: object) -> Stmt:

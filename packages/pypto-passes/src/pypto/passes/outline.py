@@ -53,7 +53,7 @@ from pypto.ir.nodes import (
 from pypto.ir.ops import op, tensor
 from pypto.ir.rewrite import NameGen, defined_vars, free_vars, substitute_body, vars_used_in
 from pypto.ir.types import INDEX, describe
-from pypto.passes.carried import carry_tensors_in_memory
+from pypto.passes.carried import HOMES, carry_tensors_in_memory
 from pypto.passes.manager import PassContext
 
 
@@ -105,10 +105,11 @@ class OutlineScopes:
         outlined: dict[str, Function] = {}
         for fn in control_functions(program):
             first = len(kernels)
-            fn = replace(fn, body=carry_tensors_in_memory(fn.body, NameGen.for_function(fn)))
+            homes: set[Var] = set()
+            fn = replace(fn, body=carry_tensors_in_memory(fn.body, NameGen.for_function(fn), homes))
             # `out2 = self.vector(x, out)` in a cluster names `out` itself once outside it.
             aliases: dict[Var, Expr] = {}
-            body = self._block(fn, fn.body, names, kernels, _Cluster(program, aliases))
+            body = self._block(fn, fn.body, names, kernels, _Cluster(program, aliases), homes)
             # `c2 = pl.store(t, [0, 0], c)` inside a scope names `c` itself once outside it.
             for kernel in kernels[first:]:
                 aliases.update(_write_aliases(kernel.body))
@@ -124,22 +125,25 @@ class OutlineScopes:
         names: NameGen,
         kernels: list[Function],
         cluster: _Cluster,
+        homes: set[Var],
     ) -> tuple[Stmt, ...]:
         out: list[Stmt] = []
         for stmt in body:
             if isinstance(stmt, ScopeStmt) and stmt.level is Level.CLUSTER:
                 out.append(cluster.outline(entry, stmt, names, kernels))
             elif isinstance(stmt, ScopeStmt):
-                out.extend(self._outline(entry, stmt, names, kernels))
+                out.extend(self._outline(entry, stmt, names, kernels, homes))
             elif isinstance(stmt, (For, While, If)):
-                bodies = tuple(self._block(entry, b, names, kernels, cluster) for b in nested_bodies(stmt))
+                bodies = tuple(
+                    self._block(entry, b, names, kernels, cluster, homes) for b in nested_bodies(stmt)
+                )
                 out.append(with_bodies(stmt, bodies))
             else:
                 out.append(stmt)
         return tuple(out)
 
     def _outline(
-        self, entry: Function, scope: ScopeStmt, names: NameGen, kernels: list[Function]
+        self, entry: Function, scope: ScopeStmt, names: NameGen, kernels: list[Function], homes: set[Var]
     ) -> list[Stmt]:
         if scope.level is not Level.CORE_GROUP:
             raise ParseError(
@@ -198,6 +202,9 @@ class OutlineScopes:
             attrs["split"] = scope.split
         if scope.slot_num is not None:
             attrs["slot_num"] = scope.slot_num
+        kept = [p.var.name for p in params if p.var in homes]
+        if kept:
+            attrs[HOMES] = kept  # the tensors the compiler made to keep values in (carried.py)
         kernels.append(
             Function(kernel_name, tuple(params), kernel_body, FunctionKind.InCore, scope.span, attrs)
         )

@@ -72,12 +72,14 @@ from pypto.ir.nodes import (
     stmt_end_exprs,
     stmt_exprs,
     used_vars,
+    walk_expr,
     walk_stmts,
     with_bodies,
 )
 from pypto.ir.ops import (
     Broadcast,
     Effect,
+    GmAccess,
     Level,
     Lowers,
     PadValue,
@@ -98,6 +100,9 @@ from pypto.passes.fit import double_buffered, fits_alone, overruns
 from pypto.passes.manager import PassContext
 from pypto.passes.options import option
 
+# The kernel attribute naming the params that are homes the compiler made (pypto.passes.carried).
+HOMES = "homes"
+
 # The tensor ops that make a view: a window of a tensor, or the tensor with a valid shape.
 VIEW_OPS = frozenset({tensor.slice, tensor.set_validshape})
 
@@ -108,6 +113,62 @@ def is_tensor_stmt(stmt: Stmt) -> bool:
         return False
     op = stmt.value.op
     return get_op(op).level is Level.TENSOR and op != tensor.create
+
+
+def _region_views(region: list[Stmt], known: Mapping[Var, tuple[Stmt, ...]]) -> dict[Var, tuple[Stmt, ...]]:
+    """The views of global memory ``region`` makes, each with the statements that make it (those
+    of the view it is a window of first)."""
+    made: dict[Var, tuple[Stmt, ...]] = {}
+    defs = _region_defs(region)
+    for stmt in region:
+        if not isinstance(stmt, Assign) or stmt.value.op not in VIEW_OPS:  # type: ignore[attr-defined]
+            continue
+        source = stmt.value.args[0]  # type: ignore[attr-defined]
+        if source in made or source in known:
+            made[stmt.target] = (*(made.get(source) or known[source]), stmt)
+        elif source not in defs:
+            made[stmt.target] = (stmt,)
+    return made
+
+
+def _views_read(stmt: Stmt, known: Mapping[Var, tuple[Stmt, ...]], region: list[Stmt]) -> list[Stmt]:
+    """The statements making the earlier views ``stmt`` reads that ``region`` does not make yet."""
+    present = {id(s) for s in region}
+    found: list[Stmt] = []
+    for v in used_vars(_call_of(stmt)):
+        for made in known.get(v, ()):
+            if id(made) not in present:
+                present.add(id(made))
+                found.append(made)
+    return found
+
+
+def regions_of(body: tuple[Stmt, ...]) -> list[list[int]]:
+    """The regions of one block of statements, as the pass groups them: the positions of each
+    run of tensor statements, which index arithmetic between them does not end."""
+    regions: list[list[int]] = []
+    current: list[int] = []
+    for k, stmt in enumerate(body):
+        if is_tensor_stmt(stmt):
+            current.append(k)
+        elif current and not _index_arithmetic(stmt, [body[i] for i in current]):
+            regions.append(current)
+            current = []
+    return [*regions, current] if current else regions
+
+
+def _index_arithmetic(stmt: Stmt, region: list[Stmt]) -> bool:
+    """A scalar computed from scalars alone (``k0 = kb * 128``), reading nothing the region
+    computes and no memory: it may run before the region, which then continues past it."""
+    if not (isinstance(stmt, Assign) and isinstance(stmt.target.type, ScalarType)):
+        return False
+    defined = set(_region_defs(region))
+    for e in walk_expr(stmt.value):
+        if isinstance(e, Var) and (e in defined or not isinstance(e.type, ScalarType)):
+            return False
+        if isinstance(e, Call) and (get_op(e.op).level is not Level.SCALAR or get_op(e.op).has(GmAccess)):
+            return False
+    return True
 
 
 def _lowered(call: Call) -> str:
@@ -201,29 +262,45 @@ class ConvertTensorToTileOps:
         return replace(fn, body=body, attrs=attrs)
 
     def _block(
-        self, body: tuple[Stmt, ...], fn: Function, names: NameGen, target: Target
+        self,
+        body: tuple[Stmt, ...],
+        fn: Function,
+        names: NameGen,
+        target: Target,
+        views: Mapping[Var, tuple[Stmt, ...]] | None = None,
     ) -> tuple[Stmt, ...]:
         out: list[Stmt] = []
         region: list[Stmt] = []
         lowered_values: dict[Var, Call] = {}  # tensor values that became tiles of an earlier region
+        # Views of global memory made by earlier regions (or around this block), with the statements
+        # that make them: a later region that reads one makes it again (a view emits no op).
+        known_views: dict[Var, tuple[Stmt, ...]] = dict(views or {})
 
         def flush() -> None:
             for stmt in region:
                 _reject_uses(stmt, lowered_values)
             out.extend(self._parts(independent_parts(region), fn, names, target))
-            lowered_values.update(_region_defs(region))
+            made = _region_views(region, known_views)
+            known_views.update(made)
+            lowered_values.update({v: c for v, c in _region_defs(region).items() if v not in made})
             region.clear()
 
         for stmt in body:
             if is_tensor_stmt(stmt):
+                region.extend(_views_read(stmt, known_views, region))
                 region.append(stmt)
+                continue
+            if region and _index_arithmetic(stmt, region):
+                out.append(stmt)  # runs before the region, which it does not need: the region goes on
                 continue
             if region:
                 flush()
             _reject_uses(stmt, lowered_values)
             if isinstance(stmt, (For, While, SplitAivRegion, If)):
-                bodies = tuple(self._block(b, fn, names, target) for b in nested_bodies(stmt))
+                bodies = tuple(self._block(b, fn, names, target, known_views) for b in nested_bodies(stmt))
                 stmt = with_bodies(stmt, bodies)
+            else:  # only tensor-level ops read a view
+                _reject_uses(stmt, {v: _call_of(made[-1]) for v, made in known_views.items()})
             out.append(stmt)
         if region:
             flush()
@@ -255,7 +332,9 @@ class ConvertTensorToTileOps:
         if used_column_reductions(region):
             if not _has_dynamic_extent(region):
                 trial_names = copy.deepcopy(names)
-                whole = _RegionLowering(region, None, None, trial_names, target, seeds=seeds).lower()
+                whole = _RegionLowering(
+                    region, None, None, trial_names, target, seeds=seeds, homes=_homes_of(fn)
+                ).lower()
                 if fits_alone([*beside, *whole], fn, target):
                     names.taken = trial_names.taken
                     return whole
@@ -319,7 +398,15 @@ class ConvertTensorToTileOps:
             # Its column reductions keep their tiles by name (``sums``) for a later phase.
             only_sums = RowPlan(summed=plan.summed)
             lowering = _RegionLowering(
-                region, None, None, trial_names, target, only_sums, fresh_names=fresh, seeds=seeds
+                region,
+                None,
+                None,
+                trial_names,
+                target,
+                only_sums,
+                fresh_names=fresh,
+                seeds=seeds,
+                homes=_homes_of(fn),
             )
             lowered = lowering.lower()
             fits = fits_alone([*beside, *lowered], fn, target)
@@ -341,7 +428,9 @@ class ConvertTensorToTileOps:
 
         def attempt(block: int) -> Attempt:
             trial_names = copy.deepcopy(names)
-            lowered, sums = _blocked(region, block, rows, trial_names, target, plan, seeds, fresh)
+            lowered, sums = _blocked(
+                region, block, rows, trial_names, target, plan, seeds, fresh, _homes_of(fn)
+            )
             return Attempt(block, lowered, trial_names, fits_alone([*beside, *lowered], fn, target), sums)
 
         divisors = [
@@ -382,7 +471,15 @@ class ConvertTensorToTileOps:
         def attempt(block: int) -> Attempt:
             trial_names = copy.deepcopy(names)
             lowering = _RegionLowering(
-                region, block, rows, trial_names, target, plan, fresh_names=fresh, seeds=seeds
+                region,
+                block,
+                rows,
+                trial_names,
+                target,
+                plan,
+                fresh_names=fresh,
+                seeds=seeds,
+                homes=_homes_of(fn),
             )
             lowered = lowering.lower()
             fits = fits_alone([*beside, *lowered], fn, target)
@@ -678,13 +775,23 @@ def _blocked(
     plan: RowPlan,
     seeds: dict[Var, Var],
     fresh: bool,
+    homes: frozenset[Var],
 ) -> tuple[list[Stmt], dict[Var, Var]]:
     """The region lowered in blocks of ``block`` rows: a loop over the whole blocks, then the rest
     of the rows as one smaller block (static shapes, no run-time valid shape), which continues the
     loop's column reductions."""
     rest = rows % block
     head = _RegionLowering(
-        region, block, rows - rest, names, target, plan, last=not rest, fresh_names=fresh, seeds=seeds
+        region,
+        block,
+        rows - rest,
+        names,
+        target,
+        plan,
+        last=not rest,
+        fresh_names=fresh,
+        seeds=seeds,
+        homes=homes,
     )
     lowered = head.lower()
     if not rest:
@@ -701,8 +808,16 @@ def _blocked(
         row=start,
         summed_so_far=head.sums,
         seeds=seeds,
+        homes=homes,
     )
     return lowered + tail.lower(), tail.sums
+
+
+def _homes_of(fn: Function) -> frozenset[Var]:
+    """The kernel's homes (pypto.passes.carried): tensors it reads and writes on the vector lanes
+    only, so that no write of the cube races a read of a lane."""
+    named = set(fn.attrs.get(HOMES, ()))
+    return frozenset(p.var for p in fn.params if p.var.name in named)
 
 
 def _region_defs(region: list[Stmt]) -> dict[Var, Call]:
@@ -929,6 +1044,7 @@ class _RegionLowering:
     fresh_names: bool = False  # this is a second copy of the region: its tiles need names of their own
     summed_so_far: dict[Var, Var] = field(default_factory=dict)  # column reductions of earlier rows
     seeds: dict[Var, Var] = field(default_factory=dict)  # [1, C] tiles an earlier loop computed
+    homes: frozenset[Var] = frozenset()  # tensors the compiler keeps values in: read and written on Vec
     sums: dict[Var, Var] = field(default_factory=dict)  # each column reduction's value after this copy
     carried: list[tuple[Var, Expr, Expr, Var]] = field(default_factory=list)  # iter_arg, init, yield, result
     after: list[Stmt] = field(default_factory=list)  # after the row loop: stores of column reductions
@@ -1050,11 +1166,17 @@ class _RegionLowering:
         if call.op == tensor.fillpad:
             self._fillpad(stmt.target, call)
             return
+        if call.op == tensor.full:
+            self._full(stmt.target, call)
+            return
         if call.op == tensor.reshape and self.block is not None:
             self._reshaped_block(stmt.target, call)
             return
         if stmt.target in self.plan.summed:
             self._column_reduction(stmt.target, call)
+            return
+        if call.op == tensor.matmul_acc and _is_view(call.args[0], self.defs):
+            self._accumulated_from_memory(stmt.target, call)
             return
         once = stmt.target in self.plan.once
         spaces = _placements(call)
@@ -1207,6 +1329,40 @@ class _RegionLowering:
         made = make_call(tile_ops.fillpad, args, {"pad_value": call.attrs["pad_value"]}, call.span)
         self.tiles[(target, MemorySpace.Vec, True)] = self._emit(target.name, made, self.body)
 
+    def _accumulated_from_memory(self, target: Var, call: Call) -> None:
+        """``acc + a @ b`` with ``acc`` in global memory (a home a loop carries it in): nothing
+        loads into Acc, so the cube computes ``a @ b`` and the vector lanes add it to ``acc``."""
+        acc, a, b = call.args
+        assert isinstance(acc.type, TensorType)
+        attrs = {**call.attrs, "out_dtype": acc.type.dtype}
+        left = self._operand(a, (MemorySpace.Left, True), call.span)
+        right = self._operand(b, (MemorySpace.Right, False), call.span)
+        product = self._emit(
+            f"{target.name}_product", make_call(tile_ops.matmul, (left, right), attrs), self.body
+        )
+        for hop in _route(self.target, MemorySpace.Acc, MemorySpace.Vec):
+            move = make_call(tile_ops.move, (product,), {"target_memory": hop}, call.span)
+            product = self._emit(f"{target.name}_{hop.name.lower()}", move, self.body)
+        summed = make_call(tile_ops.add, (self._operand(acc, _VEC_ROWS, call.span), product), {}, call.span)
+        name = self.names.fresh(target.name) if self.fresh_names else target.name
+        tile = Var(name, summed.type, target.span)
+        self.body.append(Assign(tile, summed, call.span))
+        self.tiles[(target, MemorySpace.Vec, True)] = tile
+
+    def _full(self, target: Var, call: Call) -> None:
+        """``tensor.full``: a tile of the block's rows (the whole value, if it is made once before
+        the loop) filled with the value. Every block reads the same one, made before the loop."""
+        once = target in self.plan.once
+        shape = list(call.attrs["shape"])
+        if self.block is not None and not once:
+            shape[0] = self._block_of(target)
+        made = make_call(_lowered(call), call.args, {**call.attrs, "shape": tuple(shape)}, call.span)
+        sink = self.hoisted if isinstance(self.row, Var) else self.body
+        name = self.names.fresh(target.name) if self.fresh_names else target.name
+        tile = Var(name, made.type, target.span)
+        sink.append(Assign(tile, made, call.span))
+        self.tiles[(target, MemorySpace.Vec, True)] = tile
+
     def _covered(self, valid: TupleExpr, tile: Expr, value: Expr) -> TupleExpr:
         """The part of ``value``'s valid shape (extents from its first element) the block's
         ``tile`` covers: from the block's first row, cut to the tile."""
@@ -1232,8 +1388,9 @@ class _RegionLowering:
         if isinstance(value.type, TileType):
             tile = value
         else:
-            natural = self._natural_space(value)
-            tile = self._tile(value, natural, True, call.span)
+            # A home is written from the vector lanes (a cube result crosses to them first).
+            space = MemorySpace.Vec if dst in self.homes else self._natural_space(value)
+            tile = self._tile(value, space, True, call.span)
         elements = list(offsets.elements)
         elements[0] = index_add(elements[0], self._row_of(value))
         atomic = call.attrs.get("atomic", AtomicType.NONE)
@@ -1346,6 +1503,8 @@ class _RegionLowering:
         staging = (
             MemorySpace.Mat if space in (MemorySpace.Left, MemorySpace.Right, MemorySpace.Bias) else space
         )
+        if base in self.homes:  # read on the vector lanes; the cube gets it from them
+            staging = MemorySpace.Vec
         # A whole load goes before the row loop; a K-blocked chain's cube operands stream (each
         # loaded where it is used), but a vector operand stays hoisted: the one-row values made
         # before the loop may read it.
@@ -1379,10 +1538,15 @@ class _RegionLowering:
         else:
             load = make_call(tile_ops.load, (base, index_tuple(offsets)), attrs, span)
         tile = self._emit(f"{x.name}_{staging.name.lower()}", load, sink)
-        if staging is not space:
+        hops = (
+            [space]
+            if staging is not MemorySpace.Vec or space is MemorySpace.Vec
+            else [MemorySpace.Mat, space]
+        )
+        for hop in dict.fromkeys(h for h in hops if h is not staging):
             tile = self._emit(
-                f"{x.name}_{space.name.lower()}",
-                make_call(tile_ops.move, (tile,), {"target_memory": space}, span),
+                f"{x.name}_{hop.name.lower()}",
+                make_call(tile_ops.move, (tile,), {"target_memory": hop}, span),
                 sink,
             )
         return tile

@@ -451,6 +451,8 @@ def full(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: Sou
             attrs=attrs,
         )
     check_scalar_fits(op, args[0], attrs["dtype"], span, "the fill value")
+    if spec.level is Level.TENSOR:
+        return TensorType(tuple(attrs["shape"]), attrs["dtype"])
     return TileType(tuple(attrs["shape"]), attrs["dtype"], MemorySpace.Vec)
 
 
@@ -765,6 +767,19 @@ def _declare_transfers() -> None:
         "set_validshape",
         "pl.set_validshape(x, rows, cols)",
         "the tile, of which only the leading rows x cols region is real from then on",
+    )
+    # A fill is a tensor (PyPTO's pl.full), or a tile where its uses ask for one (the parser's).
+    _op(
+        "tensor.full",
+        V,
+        Unit.VECTOR,
+        full,
+        (Operand("value", Role.SCALAR),),
+        (_SHAPE, _DTYPE),
+        (Cost("vector"), Lowers("tile.full")),
+        "full",
+        "pl.full(shape, dtype, value)",
+        "a tensor filled with value",
     )
     _op(
         "tile.full",

@@ -26,6 +26,7 @@ from pypto.ir import (
 from pypto.ir.ops import Level, PadValue, op
 from pypto.ir.ops import tensor as op_tensor
 from pypto.language.parser.env import Namer
+from pypto.language.parser.fills import FillLevels
 from pypto.language.parser.regions import ScopeRegions
 
 
@@ -48,9 +49,12 @@ class BodyBuilder:
     ``pads`` what reads outside a view's valid shape see.
     """
 
-    def __init__(self, namer: Namer, kernel: bool) -> None:
+    def __init__(self, namer: Namer, kernel: bool, fill_levels: FillLevels | None = None) -> None:
         self.namer = namer
         self.kernel = kernel
+        # The level of each pl.full site, and the sites each free value comes from (.fills).
+        self.fill_levels = fill_levels or FillLevels(Level.TENSOR)
+        self.fills: dict[Expr, frozenset[SourceSpan]] = {}
         self.in_scope = False
         self.scope_body: list[Stmt] | None = None  # the open pl.at scope's statements
         self.scope_outer: list[Stmt] | None = None  # the block the open pl.at scope sits in
@@ -222,6 +226,8 @@ class BodyBuilder:
             self.pads[var] = self.pads[value]
         if value in self.host_views:
             self.host_views[var] = self.host_views[value]
+        if value in self.fills:
+            self.fills[var] = self.fills[value]
         if self.regions is not None:
             self.regions.note(var, value, name)
         return var

@@ -38,9 +38,15 @@ PARAM_WORDS = {
     "b": "second operand",
 }
 # Where a message names one op's parameter otherwise: (op, parameter) -> words.
-OPERAND_WORDS = {(tile.fillpad, "x"): "the padded value", (tile.full, "value"): "the fill value"}
+OPERAND_WORDS = {
+    (tile.fillpad, "x"): "the padded value",
+    (tile.full, "value"): "the fill value",
+    (tensor.full, "value"): "the fill value",
+}
 # The ops whose dtype= messages read "a pl dtype" without an example (as they always have).
-PLAIN_DTYPE = frozenset({tile.create, tile.full, tensor.create})
+PLAIN_DTYPE = frozenset({tile.create, tile.full, tensor.full, tensor.create})
+# The ops whose shape may hold dynamic extents (a tensor's; a tile's shape is static).
+DYNAMIC_SHAPE = frozenset({tensor.create, tensor.slice, tensor.full})
 
 # The memory spaces a tile can be made in (DDR is global memory, where tensors live).
 TILE_SPACES = ", ".join(repr(m) for m in MemorySpace if m is not MemorySpace.DDR)
@@ -128,7 +134,7 @@ def attribute(ctx: OpContext, spec: OpSpec, attr: Attr, value: Any) -> Any:
     if issubclass(attr.kind, Enum):
         return enum_member(ctx, attr.kind, attr.name, value)
     if attr.kind is tuple:
-        return static_shape(value, ctx.span, attr.name, dynamic=spec.name in (tensor.create, tensor.slice))
+        return static_shape(value, ctx.span, attr.name, dynamic=spec.name in DYNAMIC_SHAPE)
     value = compile_time(ctx, value, f"{attr.name}=")
     if attr.kind is str and hasattr(value, "imported"):  # a pipe buffer handle: its name
         value = value.name

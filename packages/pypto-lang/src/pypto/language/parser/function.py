@@ -7,12 +7,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from pypto.ir import INDEX, Const, DynDim, Expr, Function, FunctionKind, Param, ScalarType, TensorType, Var
-from pypto.ir.ops import PadValue
+from pypto.ir.ops import Level, PadValue
 from pypto.language.kernel import KernelFunction
 from pypto.language.parser.attrs import leading_func_attr
 from pypto.language.parser.body import BodyBuilder
 from pypto.language.parser.env import Env, Namer
 from pypto.language.parser.exprs import KernelCalls
+from pypto.language.parser.fills import FillLevels, parse_with_fill_levels
 from pypto.language.parser.opcall import OpContext
 from pypto.language.parser.signature import BoundParam, is_bind_dynamic
 from pypto.language.parser.stmts import Role, StmtParser
@@ -44,8 +45,29 @@ def parse_function(
     A ``pl.func_attr({...})`` opening the body gives the function its attributes (an
     ``@pl.jit.incore`` kernel's ``{"split": ...}`` as much as a ``@pl.function``'s).
     A scalar parameter bound to a value reads as that ``Const`` in the body (the value is part
-    of the specialization); the parameter itself stays in the signature.
+    of the specialization); the parameter itself stays in the signature. The body is parsed
+    again while a ``pl.full`` must take the other level (:mod:`~pypto.language.parser.fills`).
     """
+    # A fill is a tensor where the compiler tiles tensor ops, a tile in a cube or vector function.
+    default = Level.TILE if kind in (FunctionKind.AIC, FunctionKind.AIV) else Level.TENSOR
+    levels = FillLevels(default)
+    return parse_with_fill_levels(
+        levels,
+        lambda: _parse_once(kernel, kind, params, calls, name, body, decorator_attrs, plane_free, levels),
+    )
+
+
+def _parse_once(
+    kernel: KernelFunction,
+    kind: FunctionKind,
+    params: Sequence[BoundParam],
+    calls: KernelCalls,
+    name: str | None,
+    body: Sequence[ast.stmt] | None,
+    decorator_attrs: dict[str, Any] | None,
+    plane_free: bool,
+    levels: FillLevels,
+) -> Function:
     namer = Namer()
     env = Env()
     ir_params: list[Param] = []
@@ -57,7 +79,7 @@ def parse_function(
         else:
             env.bind(p.name, var, p.span)
     on_core = kind in (FunctionKind.InCore, FunctionKind.AIC, FunctionKind.AIV)
-    builder = BodyBuilder(namer, kernel=on_core)
+    builder = BodyBuilder(namer, kernel=on_core, fill_levels=levels)
     outputs = tuple(p.var for p in ir_params if p.direction.writes)
     role = _ROLES.get(kind, Role.incore if on_core else Role.entry)
     attrs, nodes = leading_func_attr(

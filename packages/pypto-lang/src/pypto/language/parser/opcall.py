@@ -23,11 +23,20 @@ from pypto.ir import (
     get_op,
     make_call,
 )
-from pypto.ir.ops import Effect, Level, OnHost, Role, SetsValid, array
+from pypto.ir.ops import OPS, Effect, GmAccess, Level, OnHost, OpSpec, Role, SetsValid, array
 from pypto.ir.valid import result_valid
 from pypto.language.dslops import dsl_function
 from pypto.language.parser.body import BodyBuilder
+from pypto.language.parser.fills import demand, settle
 from pypto.language.parser.values import describe_value, is_shaped
+
+
+def _of_both_levels(op: str) -> bool:
+    """Whether ``op`` (``tile.add``) has a form at the other level too (``tensor.add``)."""
+    level, _, name = op.partition(".")
+    other = {"tile": "tensor", "tensor": "tile"}.get(level)
+    return other is not None and f"{other}.{name}" in OPS
+
 
 SCOPE_HINT = "put it inside `with pl.at(level=pl.Level.CORE_GROUP):`, or in a @pl.jit.incore function"
 
@@ -65,8 +74,24 @@ class OpContext:
             )
         return value
 
+    @property
+    def pinned(self) -> Level | None:
+        """The level a ``pl.tile.*`` / ``pl.tensor.*`` spelling pins, if any."""
+        return Level(self.level) if self.level in ("tile", "tensor") else None
+
+    def settle(self, *values: Any) -> None:
+        """The shaped ``values`` one op takes share a level: a ``pl.full`` value beside values of
+        the other level takes theirs (:mod:`~pypto.language.parser.fills`)."""
+        settle(self.body.fills, values, self.span, self.pinned)
+
+    def demand(self, value: Any, level: Level) -> None:
+        """``value`` must be of ``level``: a ``pl.full`` value of the other level takes it."""
+        demand(self.body.fills, value, level, self.span)
+
     def level_of(self, value: Expr) -> str:
         """``"tensor"`` or ``"tile"``: the op family that matches the operand."""
+        if self.pinned is not None:
+            self.demand(value, self.pinned)
         level = "tile" if isinstance(value.type, TileType) else "tensor"
         if self.level is not None and level != self.level:
             raise self.fail(
@@ -76,6 +101,7 @@ class OpContext:
         return level
 
     def tensor(self, value: Any, what: str) -> Expr:
+        self.demand(value, Level.TENSOR)
         if not (isinstance(value, Expr) and isinstance(value.type, TensorType)):
             raise self.fail(
                 f"{what} must be a tensor, got {describe_value(value)}",
@@ -86,6 +112,7 @@ class OpContext:
         return value
 
     def tile(self, value: Any, what: str) -> Expr:
+        self.demand(value, Level.TILE)
         if not (isinstance(value, Expr) and isinstance(value.type, TileType)):
             raise self.fail(
                 f"{what} must be a tile, got {describe_value(value)}",
@@ -110,8 +137,9 @@ class OpContext:
         if get_op(op).unit is Unit.HOST and self.body.in_scope and not self.body.kernel:
             # pl.create_tensor in a pl.at scope: the orchestration allocates it before the scope
             return self.body.hoisted(op.rsplit(".", 1)[-1], make_call(op, args, attrs, self.span), self.span)
-        self._check_placement(op, args, attrs or {})
         spec = get_op(op)
+        self._demand_levels(spec, args)
+        self._check_placement(op, args, attrs or {})
         if spec.level is Level.TENSOR and self.body.host_views and not spec.has(SetsValid):
             # An entry tensor read here has its valid shape in the scope; a written one is itself.
             read = [o.effect is Effect.READ for o in spec.operands]
@@ -130,7 +158,33 @@ class OpContext:
         valid = result_valid(call, self.body.valid)
         if valid is not None:
             self.body.valid[call] = valid
+        self._follow_fills(call, operands)
         return call
+
+    def _demand_levels(self, spec: OpSpec, args: Sequence[Any]) -> None:
+        """A ``pl.full`` value where the op takes only tiles (or only tensors) takes that level; one
+        where the op reads or writes global memory is an error (a fill is in no memory)."""
+        access = spec.trait(GmAccess)
+        for k, (operand, arg) in enumerate(zip(spec.operands, args, strict=False)):
+            if access is not None and k == access.tensor and is_shaped(arg) and arg in self.body.fills:
+                raise self.fail(
+                    "its tensor operand comes from pl.full, which is in no global memory to "
+                    + ("write into" if access.write else "read from"),
+                    "use the fill itself as the operand (it is a tile where tile ops meet it), or "
+                    "write it into a tensor first: out[...] = pl.full(...)",
+                )
+            if operand.role is Role.TILE:
+                self.demand(arg, Level.TILE)
+            elif operand.role is Role.TENSOR:
+                self.demand(arg, Level.TENSOR)
+
+    def _follow_fills(self, call: Call, operands: Sequence[Any]) -> None:
+        """A value computed from ``pl.full`` values and scalars only, by an op of both levels,
+        has its level from them too (a one-level op's result has that op's level)."""
+        shaped = [a for a in operands if is_shaped(a)]
+        fills = self.body.fills
+        if shaped and is_shaped(call) and all(a in fills for a in shaped) and _of_both_levels(call.op):
+            fills[call] = frozenset().union(*(fills[a] for a in shaped))
 
     def valid_of(self, tile: Expr) -> TupleExpr | None:
         """The run-time valid shape ``tile`` carries, if any."""

@@ -120,6 +120,7 @@ def build_binary(ctx: OpContext, function: DslFunction, lhs: Any, rhs: Any) -> A
             )
         lhs, rhs = rhs, lhs
     x = ctx.shaped(lhs, operand_words(function, spec, "lhs"))
+    ctx.settle(x, rhs)
     form = function.at_level(Level(ctx.level_of(x)))
     assert form is not None
     elementwise = form.trait(Elementwise)
@@ -139,6 +140,8 @@ def build_generic(ctx: OpContext, function: DslFunction, bound: inspect.BoundArg
     form = _form(ctx, function, values)
     if not isinstance(form, OpSpec):
         return form  # a unary op on a scalar: the folded number, or its scalar op
+    if _is_generator(function) and ctx.pinned is None:
+        return _fill(ctx, function, form, values)
     attrs = _attributes(ctx, function, form, values)
     args = _operands(ctx, function, form, values, attrs)
     reduction = form.trait(Reduction)
@@ -164,6 +167,10 @@ def _form(ctx: OpContext, function: DslFunction, values: dict[str, Any]) -> Any:
     forms = function.forms
     if len(forms) == 1:
         return forms[0]
+    if _is_generator(function):  # no operand to take the level from: the call's own
+        level = ctx.pinned or ctx.body.fill_levels.level(ctx.span)
+        return function.at_level(level) or forms[0]
+    ctx.settle(*(values[p] for p, role in function.param_roles.items() if role in STORAGE))
     params = function.signature.parameters
     first = next((p for p in params if function.param_roles.get(p) in STORAGE), next(iter(params)))
     value = values[first]
@@ -179,6 +186,21 @@ def _form(ctx: OpContext, function: DslFunction, values: dict[str, Any]) -> Any:
         levels = " or ".join(f"{level.value}s" for level in function.levels)
         raise ctx.fail(f"takes {levels}, got {describe_value(x)}", f"signature: {ctx.signature()}")
     return form
+
+
+def _is_generator(function: DslFunction) -> bool:
+    """An op of several levels that takes no tensor or tile (``pl.full``): it makes one."""
+    return len(function.forms) > 1 and not any(r in STORAGE for r in function.param_roles.values())
+
+
+def _fill(ctx: OpContext, function: DslFunction, form: OpSpec, values: dict[str, Any]) -> Any:
+    """A generator written ``pl.full(...)``: of the level its site has now, a free value whose
+    uses may ask for the other level (:mod:`~pypto.language.parser.fills`)."""
+    attrs = _attributes(ctx, function, form, values)
+    call = ctx.call(form.name, _operands(ctx, function, form, values, attrs), attrs)
+    if ctx.span is not None:
+        ctx.body.fills[call] = frozenset({ctx.span})
+    return call
 
 
 def _attributes(

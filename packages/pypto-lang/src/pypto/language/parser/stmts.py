@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
@@ -50,6 +50,7 @@ from pypto.ir.nodes import (
     used_vars,
     walk_stmts,
 )
+from pypto.ir.ops import Level
 from pypto.ir.ops import array as array_ops
 from pypto.ir.ops import tile as tile_ops
 from pypto.ir.rewrite import substitute_body, substitute_expr
@@ -68,6 +69,7 @@ from pypto.language.builtins import Builtin
 from pypto.language.parser.body import BodyBuilder
 from pypto.language.parser.env import Env
 from pypto.language.parser.exprs import OPERATORS, TARGETS, KernelCalls, construct, rank_hint, slice_hint
+from pypto.language.parser.fills import demand, settle
 from pypto.language.parser.host_tensors import annotated_shape
 from pypto.language.parser.memref import check_loop_variable
 from pypto.language.parser.ops import build_op
@@ -444,6 +446,11 @@ class StmtParser(ScopeParser):
             for name, ys in leaving.items()
         )
         yields = [tuple(ys[k] for ys in leaving.values()) if k in falling else () for k in (0, 1)]
+        fills = self.body.fills
+        for ys, result in zip(leaving.values(), results, strict=True):
+            arriving = [ys[k] for k in falling]  # from pl.full values in every arm: its level is theirs
+            if arriving and all(is_shaped(y) and y in fills for y in arriving):
+                fills[result] = frozenset().union(*(fills[y] for y in arriving))
         self.body.emit(If(test, arms[0], arms[1], span, yields[0], yields[1], results))
         valid.bind(dict(zip(leaving, results, strict=True)), self.body.valid)
         for (name, _), result in zip(leaving.items(), results, strict=True):
@@ -499,6 +506,7 @@ class StmtParser(ScopeParser):
             scalar_expr(number(v), dtype, b.span) if is_number(v) else self.body.atom(v)
             for v, b in zip(values, bindings, strict=True)
         ]
+        settle(self.body.fills, exprs, bindings[-1].span)  # a pl.full value takes the other arm's level
         first = _carried(exprs[0].type)
         for expr, binding in zip(exprs[1:], bindings[1:], strict=True):
             if _carried(expr.type) != first:
@@ -756,6 +764,9 @@ class StmtParser(ScopeParser):
             expected = ScalarType(spec.dtype)
         elif isinstance(spec, ArraySpec):  # arr: pl.Array[8, pl.INT32] = pl.array.create(8, pl.INT32)
             expected = ArrayType(spec.size, spec.dtype)
+        if isinstance(spec, (TileSpec, TensorSpec)):  # a pl.full value takes the annotated level
+            level = Level.TILE if isinstance(spec, TileSpec) else Level.TENSOR
+            demand(self.body.fills, value, level, self.span(node))
         actual = getattr(value, "type", None) if isinstance(value, Expr) else None
         if isinstance(actual, TileType):
             actual = replace(actual, valid_shape=None)
@@ -1000,6 +1011,7 @@ class StmtParser(ScopeParser):
         if outputs is not None:  # `r = pl.yield_(...)` ends the body: r is bound after the loop
             names = list(outputs) + names[len(outputs) :]
         results = tuple(Var(self.body.namer.fresh(var_base(names[k])), iter_args[k].type, span) for k in keep)
+        self.follow_fills([iter_args[k] for k in keep], results)
         for k, result in zip(keep, results, strict=True):
             if not is_extent_name(names[k]):  # a tile's valid extent: its result's valid shape names it
                 self.env.bind(names[k], result, result.span)
@@ -1132,6 +1144,7 @@ class StmtParser(ScopeParser):
                     Var(self.body.namer.fresh(var_base(n)), valid.iter_arg_type(n, i), span)
                     for n, i in zip(valid.names, valid.inits, strict=True)
                 ]
+                self.follow_fills(valid.inits, iter_args)  # a carried fill: its type is the fill's
                 valid.enter(dict(zip(valid.names, iter_args, strict=True)), self.body.valid)
                 frame = LoopFrame(kind, valid.names, iter_args, 0, leaving=leaving)
                 body, yields, ends_of_names = self.loop_body(node, index, var, frame, outputs, before)
@@ -1140,6 +1153,13 @@ class StmtParser(ScopeParser):
                 keep[0] = keep[0] or not valid.widened(iter_args, ends, self.body.valid, defs)
             if keep[0]:
                 return frame, body, yields, ends_of_names
+
+    def follow_fills(self, sources: Sequence[Any], values: Sequence[Var]) -> None:
+        """Each of ``values`` has its level from the ``pl.full`` its source came from, if any."""
+        fills = self.body.fills
+        for source, value in zip(sources, values, strict=True):
+            if is_shaped(source) and source in fills:
+                fills[value] = fills[source]
 
     def header_span(self, node: ast.For | ast.While) -> SourceSpan:
         """``for i in pl.range(0, n, step)`` (``while c``) without the colon: what an error about the

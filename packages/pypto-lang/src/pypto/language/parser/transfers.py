@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from pypto.ir import AtomicType, Call, Const, DataType, Expr, MemorySpace, TileType, TupleExpr
-from pypto.ir.ops import PadValue
+from pypto.ir.ops import Level, PadValue
 from pypto.ir.ops import scalar as scalar_ops
 from pypto.ir.ops import tensor as tensor_ops
 from pypto.ir.ops import tile as tile_ops
@@ -27,6 +27,7 @@ from pypto.language.parser.values import (
     index_tuple,
     is_number,
     is_scalar,
+    is_shaped,
     is_tile,
     number,
     static_shape,
@@ -154,6 +155,8 @@ def build_assemble(
 ) -> Any:
     """``value`` written into a region of ``target``: a tensor (added in when atomic), or a tile."""
     atomic = enum_member(ctx, AtomicType, "atomic", atomic)
+    if is_shaped(target) and target in ctx.body.fills:  # written into: a fill is a tile, not memory
+        ctx.demand(target, Level.TILE)
     if ctx.level == "tile" or (ctx.level is None and is_tile(target)):
         return _assemble_tile(ctx, target, value, offsets, atomic)
     dst = ctx.tensor(target, "target")
@@ -198,6 +201,8 @@ def build_matmul(
     attrs.update({k: True for k, v in (("a_trans", a_trans), ("b_trans", b_trans)) if v})
     b = ctx.shaped(b, "right operand")
     if is_tile(a) != is_tile(b) and ctx.body.on_device:
+        for x in (a, b):  # the tensor beside a tile is loaded: a pl.full value is a tile instead
+            ctx.demand(x, Level.TILE)
         a, b = (_staged_operand(ctx, x) for x in (a, b))
     op = tile_ops.matmul if ctx.level_of(a) == "tile" else tensor_ops.matmul
     return ctx.call(op, [a, b], attrs)
@@ -217,6 +222,7 @@ def _staged_operand(ctx: OpContext, x: Expr) -> Expr:
 def build_matmul_acc(ctx: OpContext, acc: Any, a: Any, b: Any) -> Any:
     """``acc + a @ b``: on tensors (the compiler tiles it), or on Acc x Left x Right tiles."""
     acc = ctx.shaped(acc, "acc")
+    ctx.settle(acc, a, b)
     op = tile_ops.matmul_acc if ctx.level_of(acc) == "tile" else tensor_ops.matmul_acc
     return ctx.call(op, [acc, ctx.shaped(a, "a"), ctx.shaped(b, "b")])
 
@@ -279,6 +285,7 @@ def build_read(ctx: OpContext, tensor: Any, offsets: Any) -> Any:
     or a tile, as a scalar. ``pl.read(t, k)`` reads the element at the flat (row-major) index
     ``k`` (a 1-D tensor's element by its index)."""
     source = ctx.shaped(tensor, "the read value")
+    ctx.demand(source, Level.TILE)  # a pl.full value is read as a tile (it is in no memory)
     shape = source.type.shape  # type: ignore[attr-defined]
     if not isinstance(offsets, (list, tuple)):
         offsets = flat_offsets(ctx, offsets, shape)
