@@ -738,18 +738,6 @@ ROWS = [
         fix="acc_next = pl.row_sum(acc, x)",
     ),
     Bad(
-        "rebound-in-parallel",
-        scope("""\
-            acc = x
-            for i in pl.parallel(4):
-                acc = pl.add(acc, x)  # <-
-            """),
-        ParseError,
-        "'acc' is bound before the loop",
-        "acc",
-        fix="acc_next = pl.add(acc, x)",
-    ),
-    Bad(
         "name-after-its-loop",
         scope("""\
             for i in pl.parallel(4):

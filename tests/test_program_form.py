@@ -181,7 +181,7 @@ class P:
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        ('pl.func_attr({"k": 1, "k": 2})', "key 'k' is given twice"),
+        ('pl.func_attr({"k": 1, "k": 2})', "pl.func_attr declares 'k' twice"),
         ('pl.func_attr({"k": nothing})', "'nothing' is not a parameter"),
         ('x = 1\n        pl.func_attr({"k": 1})', "must be the first statement"),
         ("pl.func_attr(1)", "takes one dict literal"),

@@ -208,11 +208,11 @@ def test_auto_scope_on_a_kernel_function_is_an_error():
     assert "auto_scope= is for control-plane functions, not kernels (type=InCore)" in info.value.message
     with pytest.raises(ParseError) as info:
 
-        @pl.function(type=pl.FunctionType.Orchestration, strict_ssa=True)
+        @pl.function(type=pl.FunctionType.Orchestration, fast=True)
         def orch(a: T, out: pl.Out[T]):
             pass
 
-    assert info.value.message == "pl.function() has no option 'strict_ssa'"
+    assert info.value.message == "pl.function() has no option 'fast'"
 
 
 @pl.jit.inline(auto_scope=False)
