@@ -251,8 +251,9 @@ def _operands(call: Call, printed: list[str]) -> list[str]:
         return printed  # its own name is no DSL function (pl.tile.muls): read as the op, in its order
     order = _dsl_positional(spec.signature)
     args: list[str] = []
+    by_name = False  # from the first operand out of the DSL's order on, every one is named
     for i, (operand, text) in enumerate(zip(spec.operands, printed, strict=True)):
-        by_name = len(args) < i or i >= len(order) or order[i] != operand.name
+        by_name = by_name or i >= len(order) or order[i] != operand.name
         args.append(f"{operand.name}={text}" if by_name else text)
     return args
 
@@ -281,6 +282,8 @@ def _spelling(name: str) -> str:
             spec.dsl,
         )
         return f"pl.{on_scalars}"
+    if keyword.iskeyword(name.rsplit(".", 1)[-1]):  # tile.and is written pl.tile.and_, as the DSL spells it
+        return f"pl.{name}_"
     return f"pl.{name}"
 
 

@@ -15,7 +15,11 @@ them), ``tile.*`` ops are single tile instructions, ``scalar.*`` ops are index a
 from __future__ import annotations
 
 from pypto.ir.ops import (
+    activation,
     array_ops,
+    bitwise,
+    combine,
+    compare,
     crosscore,
     cube,
     elementwise,
@@ -31,6 +35,7 @@ from pypto.ir.ops.enums import (
     PAD_VALUES,
     AtomicType,
     CastMode,
+    CmpType,
     CompactMode,
     PadValue,
     PipeType,
@@ -57,9 +62,11 @@ from pypto.ir.ops.spec import (
     GmAccess,
     Infix,
     InPipeSlot,
+    IntegerOnly,
     KeepsValid,
     Level,
     Lowers,
+    OnlyDtypes,
     OnSide,
     Operand,
     OpNames,
@@ -96,7 +103,20 @@ from pypto.ir.ops.spec import (
     undeclare,
 )
 
-FAMILIES = (elementwise, reduction, movement, cube, crosscore, system_ops, scalar_ops, array_ops)
+FAMILIES = (
+    elementwise,
+    bitwise,
+    compare,
+    activation,
+    combine,
+    reduction,
+    movement,
+    cube,
+    crosscore,
+    system_ops,
+    scalar_ops,
+    array_ops,
+)
 
 # The families' members by DSL name, as the family modules declare them (for loops over a family).
 ELEMENTWISE_BINARY = tuple(elementwise.BINARY)
@@ -104,6 +124,9 @@ ELEMENTWISE_UNARY = tuple(elementwise.UNARY)
 FLOAT_ONLY = frozenset(name for name, (floats, *_) in elementwise.UNARY.items() if floats)
 ROW_REDUCTIONS = tuple(name for name, (axis, _, _) in reduction.REDUCTIONS.items() if axis == 1)
 COL_REDUCTIONS = tuple(name for name, (axis, _, _) in reduction.REDUCTIONS.items() if axis == 0)
+ARG_REDUCTIONS = tuple(reduction.ARG_REDUCTIONS)
+# The bitwise ops by registered name (tile.and, tile.ands, ..., tile.not).
+BITWISE_BINARY = tuple(name for name, *_ in bitwise.BINARY.values())
 # The row broadcasts that join x and the vector by an elementwise op (not the plain repeat row_expand).
 ROW_EXPANDS = tuple(
     name for name, (axis, _, _) in reduction.BROADCASTS.items() if axis == 1 and name != "row_expand"
@@ -114,6 +137,8 @@ SCALAR_COMPARE = tuple(scalar_ops.COMPARE)
 
 __all__ = [
     "ALL",
+    "ARG_REDUCTIONS",
+    "BITWISE_BINARY",
     "COL_EXPANDS",
     "COL_REDUCTIONS",
     "CUBE_OUT",
@@ -138,6 +163,7 @@ __all__ = [
     "Boundary",
     "Broadcast",
     "CastMode",
+    "CmpType",
     "Commutative",
     "CompactMode",
     "Cost",
@@ -148,10 +174,12 @@ __all__ = [
     "GmAccess",
     "InPipeSlot",
     "Infix",
+    "IntegerOnly",
     "KeepsValid",
     "Level",
     "Lowers",
     "OnSide",
+    "OnlyDtypes",
     "OpNames",
     "OpSpec",
     "Operand",
