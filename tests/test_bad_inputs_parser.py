@@ -1632,7 +1632,7 @@ ROWS = [
                 out[:] = x
             """),
         ParseError,
-        "comparison: mixes a scalar and Tile[[64, 64], FP32, Vec]",
+        "got Tile[[64, 64], BOOL, Vec]: a comparison of tiles or tensors is an elementwise mask",
         "x < x",
         fix="if pl.read(a, [0, 0]) < s:",
     ),

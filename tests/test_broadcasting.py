@@ -52,7 +52,7 @@ def test_a_row_and_a_column_vector_broadcast_at_tensor_level():
     torch.testing.assert_close(mul, bias * acc, rtol=0, atol=0)
     torch.testing.assert_close(div, acc / scale, rtol=0, atol=0)
     text = with_bias.lower(acc, bias, scale, add, mul, div).as_python()
-    assert "pl.tile.col_expand(" in text and "pl.tile.col_expand_mul(" in text
+    assert "pl.tile.col_expand_add(" in text and "pl.tile.col_expand_mul(" in text
     assert "pl.tile.row_expand_div(" in text
 
 

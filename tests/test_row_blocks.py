@@ -30,7 +30,7 @@ def scaled_by_column_peak(dtype, rows):
     return kernel
 
 
-@pytest.mark.parametrize(("dtype", "rows"), [(pl.FP32, 256), (pl.FP16, 1024)])
+@pytest.mark.parametrize(("dtype", "rows"), [(pl.FP32, 512), (pl.FP16, 1024)])
 def test_a_used_column_max_is_accumulated_by_a_first_loop_then_broadcast(dtype, rows):
     kernel = scaled_by_column_peak(dtype, rows)
     x = (torch.rand(rows, 128) + 0.5).to(DTYPES[dtype])

@@ -204,6 +204,6 @@ def test_an_unknown_pl_name_suggests_the_nearest_real_ones():
     with pytest.raises(ParseError) as info:
         misspelled.lower(rand(32, 64), torch.zeros(32, 1))
     assert info.value.message == "pl.tensor has no attribute 'rowmax'"
-    assert info.value.hint == "did you mean pl.tensor.row_max or pl.tensor.row_sum or pl.tensor.row_min?"
+    assert info.value.hint == "did you mean pl.tensor.row_max or pl.tensor.row_argmax or pl.tensor.row_sum?"
     assert info.value.span.line == line_of("out[:] = pl.tensor.rowmax(x)")
     assert info.value.span.col == len("        out[:] = ")

@@ -20,6 +20,7 @@ from pypto.ir.ops import (
     Elementwise,
     GmAccess,
     Level,
+    PadValue,
     PipeEnd,
     Reduction,
     Side,
@@ -52,13 +53,13 @@ def test_every_tensor_op_that_lowers_names_a_tile_op_of_the_same_family():
 
 def test_traits_describe_the_families():
     assert {s.name for s in ops_with(Reduction, Level.TILE)} == {
-        "tile.row_max",
-        "tile.row_sum",
-        "tile.row_min",
-        "tile.col_sum",
-        "tile.col_max",
+        f"tile.{axis}_{kind}"
+        for axis in ("row", "col")
+        for kind in ("max", "sum", "min", "prod", "argmax", "argmin")
     }
     assert get_op(tile.col_sum).trait(Reduction) == Reduction(0, "add")
+    assert get_op(tile.col_prod).trait(Reduction) == Reduction(0, "mul", PadValue.one)
+    assert get_op(tile.row_argmax).trait(Reduction) == Reduction(1, None, PadValue.min)
     assert get_op(tile.row_expand_div).trait(Broadcast) == Broadcast(1)
     assert get_op(tile.add).trait(Elementwise) == Elementwise("tile.adds", "scalar.add")
     assert get_op(tensor.div).trait(Elementwise) == Elementwise("tensor.divs", "scalar.truediv")

@@ -193,7 +193,7 @@ def test_an_ops_docstring_is_its_signature_and_doc_line_with_each_form():
     doc = pl.add.__doc__
     assert doc.startswith("pl.add(lhs, rhs): elementwise sum.")
     assert "pl.add(lhs, scalar)  ->  tile.adds: elementwise sum, with a scalar right operand" in doc
-    assert pl.row_max.__doc__.startswith("pl.row_max(x, tmp=None): the maximum of each row")
+    assert pl.row_max.__doc__.startswith("pl.row_max(x, tmp_tile=None): the maximum of each row")
     assert pl.tile.load.__doc__ == pl.load.__doc__
     assert pl.load.__doc__.startswith(
         "pl.load(tensor, offsets, shape, target_memory=pl.Mem.Vec, valid_shape=None): a tile read"
@@ -213,7 +213,7 @@ def test_help_and_inspect_show_the_dsl_signature():
 def test_a_parameter_only_some_levels_take_is_optional():
     """Tiles reduce with a scratch tile, tensors without: one pl.row_max for both."""
     params = dsl_function("row_max").signature.parameters
-    assert list(params) == ["x", "tmp"] and params["tmp"].default is None
+    assert list(params) == ["x", "tmp_tile"] and params["tmp_tile"].default is None
 
 
 def test_the_index_follows_the_registry():
@@ -236,8 +236,8 @@ DOCUMENTED = [
     "pl.reshape(x, shape)",
     "pl.concat(a, b)",
     "pl.cast(x, dtype, mode=pl.CastMode.round)",
-    "pl.row_max(x, tmp=None)",
-    "pl.col_sum(x)",
+    "pl.row_max(x, tmp_tile=None)",
+    "pl.col_sum(x, tmp_tile=None)",
     "pl.row_expand_add(x, row_vec)",
     "pl.col_expand(x, col_vec)",
     "pl.col_expand_mul(x, col_vec)",
@@ -273,7 +273,7 @@ def test_keywords_bind_by_the_documented_names():
     def kernel(a: pl.Tensor[[16, 64], pl.FP32], out: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):
         with pl.at(level=pl.Level.CORE_GROUP):
             x = pl.load(a, offsets=[0, 0], shape=[16, 64])
-            r = pl.row_sum(x, tmp=pl.create_tile([16, 64], pl.FP32))
+            r = pl.row_sum(x, tmp_tile=pl.create_tile([16, 64], pl.FP32))
             y = pl.row_expand_sub(x, row_vec=r)
             rows = pl.gather_row(
                 dst_tile=y, src_tensor=a, dst_offset=[0, 0], src_offset=[1, 0], shape=[1, 64]

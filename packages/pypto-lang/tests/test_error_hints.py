@@ -252,7 +252,7 @@ def test_a_type_error_without_a_hint_gets_the_ops_dsl_signature(monkeypatch):
     with pytest.raises(TypeCheckError) as info:
         reduced.parse()
     assert info.value.message == "pl.row_max: a rule added later refuses this"
-    assert info.value.hint == "signature: pl.row_max(x, tmp=None)"
+    assert info.value.hint == "signature: pl.row_max(x, tmp_tile=None)"
     assert info.value.span.line == line_of(__file__, "out[:] = pl.row_max(x, pl.create_tile(")
 
 

@@ -14,6 +14,7 @@ from pypto.ir import (
     ArrayType,
     AtomicType,
     CastMode,
+    CmpType,
     DataType,
     PadValue,
     ScalarType,
@@ -35,6 +36,8 @@ BINARY = {
     "div": torch.div,
     "maximum": torch.maximum,
     "minimum": torch.minimum,
+    "rem": torch.remainder,
+    "fmod": torch.fmod,
 }
 UNARY = {
     "exp": torch.exp,
@@ -47,6 +50,15 @@ UNARY = {
     "relu": torch.relu,
     "sigmoid": torch.sigmoid,
     "tanh": torch.tanh,
+    "sin": torch.sin,
+    "cos": torch.cos,
+}
+BITWISE = {
+    "and": torch.bitwise_and,
+    "or": torch.bitwise_or,
+    "xor": torch.bitwise_xor,
+    "shl": torch.bitwise_left_shift,
+    "shr": torch.bitwise_right_shift,
 }
 SCALAR = {
     "add": lambda a, b: a + b,
@@ -84,8 +96,24 @@ SINGLE_OPS = {
     "scalar.neg",
     "scalar.cast",
     "tile.col_expand",
-    "tile.col_expand_mul",
     "tile.row_expand",
+    "tile.not",
+    "tile.cmp",
+    "tile.cmps",
+    "tile.sel",
+    "tile.sels",
+    "tile.prelu",
+    "tile.lrelu",
+    "tile.addc",
+    "tile.subc",
+    "tile.addsc",
+    "tile.subsc",
+    "tile.part_add",
+    "tile.part_mul",
+    "tile.part_max",
+    "tile.part_min",
+    "tile.expand_clone",
+    "tile.expands",
     "tile.reshape",
     "tile.transpose",
     "tile.transpose_view",
@@ -106,14 +134,31 @@ REDUCTIONS = {
     "row_max": lambda x: x.amax(dim=1, keepdim=True),
     "row_sum": lambda x: x.sum(dim=1, keepdim=True),
     "row_min": lambda x: x.amin(dim=1, keepdim=True),
+    "row_prod": lambda x: x.prod(dim=1, keepdim=True),
+    "row_argmax": lambda x: x.argmax(dim=1, keepdim=True).int(),
+    "row_argmin": lambda x: x.argmin(dim=1, keepdim=True).int(),
     "col_sum": lambda x: x.sum(dim=0, keepdim=True),
     "col_max": lambda x: x.amax(dim=0, keepdim=True),
+    "col_min": lambda x: x.amin(dim=0, keepdim=True),
+    "col_prod": lambda x: x.prod(dim=0, keepdim=True),
+    "col_argmax": lambda x: x.argmax(dim=0, keepdim=True).int(),
+    "col_argmin": lambda x: x.argmin(dim=0, keepdim=True).int(),
 }
-ROW_EXPANDS = ("add", "sub", "mul", "div")
+EXPANDS = {
+    "add": torch.add,
+    "sub": torch.sub,
+    "mul": torch.mul,
+    "div": torch.div,
+    "max": torch.maximum,
+    "min": torch.minimum,
+    "expdif": lambda x, v: torch.exp(x - v),
+}
 TESTED_OPS = (
     {f"tile.{n}" for n in BINARY}
     | {f"tile.{n}" for n in REDUCTIONS}
-    | {f"tile.row_expand_{n}" for n in ROW_EXPANDS}
+    | {f"tile.{axis}_expand_{n}" for axis in ("row", "col") for n in EXPANDS}
+    | {f"tile.{n}" for n in BITWISE}
+    | {f"tile.{n}s" for n in BITWISE}
     | {f"tile.{n}s" for n in BINARY}
     | {f"tile.{n}" for n in UNARY}
     | {f"scalar.{n}" for n in SCALAR}
@@ -129,7 +174,14 @@ def apply(op: str, operands: list[tuple[Any, Any]], **attrs: Any) -> Any:
 
 
 def tile_of(x: torch.Tensor, space=Mem.Vec) -> tuple[TileType, torch.Tensor]:
-    dtype = {torch.float32: FP32, torch.float16: FP16, torch.int32: DataType.INT32, torch.int8: DataType.INT8}
+    dtype = {
+        torch.float32: FP32,
+        torch.float16: FP16,
+        torch.int32: DataType.INT32,
+        torch.int16: DataType.INT16,
+        torch.int8: DataType.INT8,
+        torch.bool: DataType.BOOL,
+    }
     return TileType(tuple(x.shape), dtype[x.dtype], space), x
 
 
@@ -159,6 +211,168 @@ def test_binary_tile_op_matches_torch(name):
     a, b = rand(8, 16, seed=1), rand(8, 16, seed=2).abs() + 0.5
     got = apply(f"tile.{name}", [tile_of(a), tile_of(b)])
     torch.testing.assert_close(got, BINARY[name](a, b), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(("name", "expected"), [("rem", [[1, 2, -2, -1]]), ("fmod", [[1, -1, 1, -1]])])
+def test_integer_remainders_take_the_divisors_sign_or_the_dividends(name, expected):
+    a = torch.tensor([[7, -7, 7, -7]], dtype=torch.int32)
+    b = torch.tensor([[3, 3, -3, -3]], dtype=torch.int32)
+    assert apply(f"tile.{name}", [tile_of(a), tile_of(b)]).tolist() == expected
+
+
+@pytest.mark.parametrize("op", ["tile.rem", "tile.fmod", "tile.col_expand_div"])
+def test_an_integer_remainder_or_quotient_by_zero_is_a_pypto_error(op):
+    a = torch.ones(2, 4, dtype=torch.int32)
+    b = torch.zeros(2 if op != "tile.col_expand_div" else 1, 4, dtype=torch.int32)
+    with pytest.raises(DivisionByZeroError, match="integer division by zero"):
+        apply(op, [tile_of(a), tile_of(b)])
+
+
+@pytest.mark.parametrize("op", ["tile.rems", "tile.fmods"])
+def test_an_integer_remainder_by_a_zero_scalar_is_a_pypto_error(op):
+    a = torch.ones(1, 4, dtype=torch.int32)
+    with pytest.raises(DivisionByZeroError, match="integer division by zero"):
+        apply(op, [tile_of(a), (ScalarType(DataType.INT32), 0)])
+
+
+def test_rsqrt_with_a_scratch_tile_gives_the_same_numbers():
+    x = rand(8, 16, seed=40).abs() + 0.1
+    got = apply("tile.rsqrt", [tile_of(x), tile_of(torch.zeros_like(x))])
+    torch.testing.assert_close(got, torch.rsqrt(x), rtol=0, atol=0)
+
+
+# ---------------------------------------------------------------- bitwise logic and shifts
+
+
+def _ints(*shape: int, low: int = -1000, high: int = 1000, dtype: torch.dtype = torch.int32, seed: int = 0):
+    return torch.randint(low, high, shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+
+
+@pytest.mark.parametrize("name", BITWISE)
+def test_bitwise_tile_op_matches_torch(name):
+    a = _ints(8, 16, seed=41)
+    b = _ints(8, 16, low=0, high=31, seed=42) if name.startswith("sh") else _ints(8, 16, seed=42)
+    got = apply(f"tile.{name}", [tile_of(a), tile_of(b)])
+    assert torch.equal(got, BITWISE[name](a, b))
+
+
+@pytest.mark.parametrize("name", BITWISE)
+def test_bitwise_tile_op_with_a_scalar_matches_torch(name):
+    a = _ints(8, 16, seed=43)
+    got = apply(f"tile.{name}s", [tile_of(a), (ScalarType(DataType.INT32), 5)])
+    assert torch.equal(got, BITWISE[name](a, torch.tensor(5, dtype=torch.int32)))
+
+
+def test_and_of_two_integer_widths_computes_in_the_wider_one():
+    a = _ints(4, 8, dtype=torch.int8, low=-100, high=100, seed=44)
+    b = _ints(4, 8, seed=45)
+    got = apply("tile.and", [tile_of(a), tile_of(b)])
+    assert got.dtype == torch.int32
+    assert torch.equal(got, a.to(torch.int32) & b)
+
+
+def test_shift_right_of_a_negative_integer_is_arithmetic():
+    a = torch.tensor([[-8, 8]], dtype=torch.int32)
+    assert apply("tile.shrs", [tile_of(a), (ScalarType(DataType.INT32), 1)]).tolist() == [[-4, 4]]
+
+
+def test_not_complements_16_bit_integers():
+    a = _ints(4, 8, dtype=torch.int16, seed=46)
+    got = apply("tile.not", [(TileType((4, 8), DataType.INT16, Mem.Vec), a)])
+    assert torch.equal(got, ~a)
+
+
+@pytest.mark.parametrize("amount", [-1, 32])
+def test_a_shift_amount_outside_the_element_width_is_a_pypto_error(amount):
+    a = _ints(2, 4, seed=47)
+    with pytest.raises(ScalarRangeError, match=rf"shift amount {amount} is outside 0\.\.31"):
+        apply("tile.shls", [tile_of(a), (Var("n", ScalarType(DataType.INT32)), amount)])
+    amounts = torch.full((2, 4), amount, dtype=torch.int32)
+    with pytest.raises(ScalarRangeError, match=r"is outside 0\.\.31"):
+        apply("tile.shl", [tile_of(a), tile_of(amounts)])
+
+
+# ---------------------------------------------------------------- comparisons and selections
+
+
+@pytest.mark.parametrize(
+    ("mode", "fn"),
+    [
+        ("eq", torch.eq),
+        ("ne", torch.ne),
+        ("lt", torch.lt),
+        ("le", torch.le),
+        ("gt", torch.gt),
+        ("ge", torch.ge),
+    ],
+)
+def test_cmp_and_cmps_give_a_bool_mask_of_the_test(mode, fn):
+    a = torch.tensor([[1.0, 2.0, 3.0, 2.0]])
+    b = torch.tensor([[2.0, 2.0, 2.0, 1.0]])
+    got = apply("tile.cmp", [tile_of(a), tile_of(b)], cmp_type=CmpType(mode))
+    assert got.dtype == torch.bool and torch.equal(got, fn(a, b))
+    got = apply("tile.cmps", [tile_of(a), (ScalarType(FP32), 2.0)], cmp_type=CmpType(mode))
+    assert torch.equal(got, fn(a, torch.tensor(2.0)))
+
+
+def test_sel_picks_lhs_where_the_mask_is_true_and_sels_the_scalar_elsewhere():
+    a, b = rand(8, 16, seed=48), rand(8, 16, seed=49)
+    mask = a > b
+    mask_tile = (TileType((8, 16), DataType.BOOL, Mem.Vec), mask)
+    torch.testing.assert_close(apply("tile.sel", [mask_tile, tile_of(a), tile_of(b)]), torch.maximum(a, b))
+    got = apply("tile.sels", [mask_tile, tile_of(a), (ScalarType(FP32), -1.0)])
+    torch.testing.assert_close(got, torch.where(mask, a, torch.tensor(-1.0)))
+
+
+def test_sel_reads_an_integer_mask_as_true_where_non_zero():
+    a, b = rand(2, 4, seed=50), rand(2, 4, seed=51)
+    mask = torch.tensor([[0, 1, 2, 0], [-1, 0, 0, 7]], dtype=torch.int32)
+    got = apply("tile.sel", [tile_of(mask), tile_of(a), tile_of(b)])
+    torch.testing.assert_close(got, torch.where(mask != 0, a, b))
+
+
+# ---------------------------------------------------------------- activations, carries, partial ops
+
+
+def test_prelu_scales_the_negative_elements_by_their_slope_and_lrelu_by_one():
+    x, slope = rand(8, 16, seed=52), rand(8, 16, seed=53).abs()
+    torch.testing.assert_close(
+        apply("tile.prelu", [tile_of(x), tile_of(slope)]), torch.where(x > 0, x, x * slope)
+    )
+    got = apply("tile.lrelu", [tile_of(x), (ScalarType(FP32), 0.1)])
+    torch.testing.assert_close(got, torch.nn.functional.leaky_relu(x, 0.1))
+
+
+@pytest.mark.parametrize(
+    ("op", "fn"),
+    [("tile.addc", lambda a, b, c: a + b + c), ("tile.subc", lambda a, b, c: a - b + c)],
+)
+def test_carry_ops_add_the_carry_operand(op, fn):
+    a, b, c = rand(8, 16, seed=54), rand(8, 16, seed=55), rand(8, 16, seed=56)
+    torch.testing.assert_close(apply(op, [tile_of(a), tile_of(b), tile_of(c)]), fn(a, b, c))
+    got = apply(f"{op[:-1]}sc", [tile_of(a), (ScalarType(FP32), 1.5), tile_of(c)])
+    torch.testing.assert_close(got, fn(a, torch.tensor(1.5), c))
+
+
+@pytest.mark.parametrize(
+    ("name", "fn"),
+    [("add", torch.add), ("mul", torch.mul), ("max", torch.maximum), ("min", torch.minimum)],
+)
+def test_part_ops_combine_where_both_are_valid_and_copy_where_one_is(name, fn):
+    a, b = rand(8, 16, seed=57), rand(8, 16, seed=58)
+    small = TileType((8, 16), FP32, Mem.Vec, valid_shape=(4, 16))
+    got = apply(f"tile.part_{name}", [tile_of(a), (small, b)])
+    torch.testing.assert_close(got[:4], fn(a[:4], b[:4]))
+    torch.testing.assert_close(got[4:], a[4:])
+    got = apply(f"tile.part_{name}", [(small, a), tile_of(b)])
+    torch.testing.assert_close(got[4:], b[4:])
+
+
+def test_expands_fills_a_tile_like_x_and_expand_clone_repeats_a_row():
+    x, row = rand(8, 16, seed=59), rand(1, 16, seed=60)
+    got = apply("tile.expands", [tile_of(x), (ScalarType(FP32), 2.5)])
+    assert torch.equal(got, torch.full((8, 16), 2.5))
+    torch.testing.assert_close(apply("tile.expand_clone", [tile_of(row)], shape=(8, 16)), row.expand(8, 16))
 
 
 @pytest.mark.parametrize("name", BINARY)
@@ -489,17 +703,39 @@ def test_a_window_past_the_end_is_cut_there_and_keeps_the_window_it_declares():
 
 @pytest.mark.parametrize("name", REDUCTIONS)
 def test_reduction_matches_torch(name):
-    x = rand(16, 32, seed=30)
+    x = rand(16, 32, seed=30) * 0.1 + 1 if "prod" in name else rand(16, 32, seed=30)
     operands = [tile_of(x), tile_of(torch.zeros_like(x))] if name.startswith("row") else [tile_of(x)]
     got = apply(f"tile.{name}", operands)
     torch.testing.assert_close(got, REDUCTIONS[name](x), rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize("name", ROW_EXPANDS)
-def test_row_expand_broadcasts_the_row_vector_across_the_columns(name):
-    x, v = rand(16, 32, seed=31), rand(16, 1, seed=32).abs() + 0.5
-    got = apply(f"tile.row_expand_{name}", [tile_of(x), tile_of(v)])
-    torch.testing.assert_close(got, BINARY[name](x, v), rtol=0, atol=0)
+def test_an_index_reduction_gives_the_first_extremum():
+    x = torch.tensor([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]])
+    assert apply("tile.row_argmax", [tile_of(x)]).tolist() == [[1], [0]]
+    assert apply("tile.col_argmin", [tile_of(x)]).tolist() == [[0, 1, 1]]
+
+
+@pytest.mark.parametrize("name", ["col_sum", "col_prod", "col_max", "col_min"])
+def test_a_column_reduction_with_a_scratch_tile_reduces_as_a_binary_tree(name):
+    x = rand(7, 16, seed=61).half()
+    got = apply(f"tile.{name}", [tile_of(x), tile_of(torch.zeros_like(x))])
+    rows = list(x.unbind(0))
+    fn = {"col_sum": torch.add, "col_prod": torch.mul, "col_max": torch.maximum, "col_min": torch.minimum}[
+        name
+    ]
+    while len(rows) > 1:  # pairs (0, h), (1, h + 1), ... of the first 2h rows; an odd last row waits
+        half = len(rows) // 2
+        rows = [fn(rows[i], rows[half + i]) for i in range(half)] + rows[2 * half :]
+    assert torch.equal(got, rows[0].unsqueeze(0))
+
+
+@pytest.mark.parametrize("axis", ["row", "col"])
+@pytest.mark.parametrize("name", EXPANDS)
+def test_a_broadcast_repeats_the_vector_and_combines_it_with_x(axis, name):
+    x = rand(16, 32, seed=31)
+    v = (rand(16, 1, seed=32) if axis == "row" else rand(1, 32, seed=32)).abs() + 0.5
+    got = apply(f"tile.{axis}_expand_{name}", [tile_of(x), tile_of(v)])
+    torch.testing.assert_close(got, EXPANDS[name](x, v), rtol=0, atol=0)
 
 
 def test_row_expand_repeats_the_row_vector_across_the_columns():
@@ -507,10 +743,9 @@ def test_row_expand_repeats_the_row_vector_across_the_columns():
     torch.testing.assert_close(apply("tile.row_expand", [tile_of(x), tile_of(v)]), v.expand(16, 32))
 
 
-def test_col_expand_repeats_the_column_vector_down_the_rows_and_col_expand_mul_scales_by_it():
+def test_col_expand_repeats_the_column_vector_down_the_rows():
     x, g = rand(16, 32, seed=33), rand(1, 32, seed=34)
     torch.testing.assert_close(apply("tile.col_expand", [tile_of(x), tile_of(g)]), g.expand(16, 32))
-    torch.testing.assert_close(apply("tile.col_expand_mul", [tile_of(x), tile_of(g)]), x * g, rtol=0, atol=0)
 
 
 # ---------------------------------------------------------------- views, fills, tile assembly

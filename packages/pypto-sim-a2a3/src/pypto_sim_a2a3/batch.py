@@ -50,6 +50,8 @@ from pypto.ir import semantics as shared
 from pypto.ir.launch import LaunchPlan
 from pypto.ir.nodes import Assign, stmt_end_exprs, stmt_exprs, walk_expr, walk_stmts
 from pypto.ir.ops import (
+    BITWISE_BINARY,
+    COL_EXPANDS,
     COL_REDUCTIONS,
     ELEMENTWISE_BINARY,
     ELEMENTWISE_UNARY,
@@ -126,6 +128,10 @@ _ELEMENTWISE = frozenset(
     [getattr(tile, n) for n in ELEMENTWISE_BINARY]
     + [getattr(tile, f"{n}s") for n in ELEMENTWISE_BINARY]
     + [getattr(tile, n) for n in ELEMENTWISE_UNARY]
+    + [getattr(tile, n) for n in BITWISE_BINARY]
+    + [getattr(tile, f"{n}s") for n in BITWISE_BINARY]
+    + [getattr(tile, "not"), tile.cmp, tile.cmps, tile.sel, tile.sels, tile.prelu, tile.lrelu]
+    + [tile.addc, tile.subc, tile.addsc, tile.subsc, tile.expands]
 )
 _SCALAR = frozenset(name for name in SEMANTICS if name.startswith("scalar.") and name != scalar.read)
 _PIPE_OPS = frozenset(PIPE_OPS) | frozenset(INIT_OPS)  # pushes, pops, frees, initializations
@@ -901,11 +907,14 @@ def _elementwise(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.
 # Ops whose shared semantics index a tile's own dimensions (reductions, reshapes, concatenation,
 # slices, broadcasts, pads): each block's tile on its own.
 _PER_BLOCK = frozenset(
-    [getattr(tile, n) for n in (*ROW_REDUCTIONS, *COL_REDUCTIONS, *ROW_EXPANDS)]
+    [getattr(tile, n) for n in (*ROW_REDUCTIONS, *COL_REDUCTIONS, *ROW_EXPANDS, *COL_EXPANDS)]
     + [
         tile.row_expand,
-        tile.col_expand,
-        tile.col_expand_mul,
+        tile.part_add,
+        tile.part_mul,
+        tile.part_max,
+        tile.part_min,
+        tile.expand_clone,
         tile.concat,
         tile.reshape,
         tile.transpose,

@@ -210,15 +210,56 @@ def _integer_divisor(call: Call, divisor: torch.Tensor, dividend: torch.Tensor) 
         )
 
 
-@checks(tile.div, tile.row_expand_div)
+@checks(tile.div, tile.rem, tile.fmod, tile.row_expand_div, tile.col_expand_div)
 def _div(call: Call, args: Sequence[Any]) -> None:
     _integer_divisor(call, args[1], args[0])
 
 
-@checks(tile.divs)
+@checks(tile.divs, tile.rems, tile.fmods)
 def _divs(call: Call, args: Sequence[Any]) -> None:
     check_element_scalar(call, args[1], args[0].dtype)
     _integer_divisor(call, shared.element_scalar(args[1], args[0].dtype), args[0])
+
+
+def _check_shift(call: Call, amount: torch.Tensor | int, bits: int) -> None:
+    """A shift amount (every element of a tile of them) must lie in 0..bits-1."""
+    if isinstance(amount, torch.Tensor):
+        low, high = int(amount.min().item()), int(amount.max().item())
+    else:
+        low = high = int(amount)
+    if low < 0 or high >= bits:
+        bad = low if low < 0 else high
+        raise ScalarRangeError(
+            f"{_user_op(call)}: shift amount {bad} is outside 0..{bits - 1} for {bits}-bit elements",
+            call.span,
+            f"keep every shift amount from 0 to {bits - 1} (clamp it first, e.g. with pl.minimum)",
+        )
+
+
+@checks(tile.shl, tile.shr)
+def _shift(call: Call, args: Sequence[Any]) -> None:
+    if args[1].numel():
+        _check_shift(call, args[1], _bits(call))
+
+
+@checks(tile.shls, tile.shrs)
+def _shift_scalar(call: Call, args: Sequence[Any]) -> None:
+    _check_shift(call, args[1], _bits(call))
+
+
+def _bits(call: Call) -> int:
+    assert isinstance(call.type, TileType)
+    return call.type.dtype.bits
+
+
+def _second_scalar(call: Call, args: Sequence[Any]) -> None:
+    """An op whose scalar operand is its third (``pl.sels(mask, x, s)``, the tile its second)."""
+    check_element_scalar(call, args[2], args[1].dtype)
+
+
+@checks(tile.addsc, tile.subsc)
+def _carry_scalar(call: Call, args: Sequence[Any]) -> None:
+    check_element_scalar(call, args[1], args[0].dtype)
 
 
 @checks(scalar.cast)
@@ -266,6 +307,9 @@ def _checked_semantics() -> dict[str, OpImpl]:
     looks it up once)."""
     for name in ELEMENTWISE_BINARY:
         CHECKS.setdefault(getattr(tile, f"{name}s"), _scalar_operand)
+    for op in (tile.ands, tile.ors, tile.xors, tile.cmps, tile.lrelu, tile.expands):
+        CHECKS.setdefault(op, _scalar_operand)
+    CHECKS.setdefault(tile.sels, _second_scalar)
     return {
         name: _checked(CHECKS[name], impl) if name in CHECKS else impl
         for name, impl in shared.SEMANTICS.items()

@@ -294,6 +294,8 @@ def _spelling(name: str) -> str:
             spec.dsl,
         )
         return f"pl.{on_scalars}"
+    if keyword.iskeyword(name.rsplit(".", 1)[-1]):  # tile.and is written pl.tile.and_, as the DSL spells it
+        return f"pl.{name}_"
     return f"pl.{name}"
 
 

@@ -31,6 +31,8 @@ from pypto.ir.dtypes import DataType
 from pypto.ir.extents import WINDOW_ATTR
 from pypto.ir.nodes import Call, SplitMode
 from pypto.ir.ops import (
+    BITWISE_BINARY,
+    COL_EXPANDS,
     COL_REDUCTIONS,
     ELEMENTWISE_BINARY,
     ELEMENTWISE_UNARY,
@@ -39,6 +41,7 @@ from pypto.ir.ops import (
     SCALAR_BINARY,
     SCALAR_COMPARE,
     CastMode,
+    CmpType,
     PadValue,
     array,
     scalar,
@@ -106,6 +109,8 @@ BINARY: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
     "div": lambda a, b: a / b if a.is_floating_point() else integer_quotient(a, b),
     "maximum": torch.maximum,
     "minimum": torch.minimum,
+    "rem": torch.remainder,
+    "fmod": torch.fmod,
 }
 
 
@@ -131,6 +136,8 @@ UNARY: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "relu": torch.relu,
     "sigmoid": torch.sigmoid,
     "tanh": torch.tanh,
+    "sin": torch.sin,
+    "cos": torch.cos,
 }
 
 
@@ -154,6 +161,130 @@ def _unary(fn: Callable[[torch.Tensor], torch.Tensor]) -> OpImpl:
 @implements(tile.concat)
 def _concat(call: Call, args: Sequence[Any]) -> torch.Tensor:
     return typed(call, torch.cat([args[0], args[1]], dim=1))
+
+
+# ---------------------------------------------------------------- bitwise logic and shifts
+
+BITWISE: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    "and": torch.bitwise_and,
+    "or": torch.bitwise_or,
+    "xor": torch.bitwise_xor,
+    "shl": torch.bitwise_left_shift,
+    "shr": torch.bitwise_right_shift,  # arithmetic on signed integers
+}
+
+
+def _bitwise(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> OpImpl:
+    """Two integer tiles in the result's dtype (the wider of two for and / or / xor; a shift's
+    left operand's), the amount of a shift in it too."""
+
+    def run(call: Call, args: Sequence[Any]) -> torch.Tensor:
+        assert isinstance(call.type, TileType)
+        dtype = torch_dtype(call.type.dtype)
+        return fn(args[0].to(dtype), args[1].to(dtype))
+
+    return run
+
+
+def _bitwise_scalar(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> OpImpl:
+    return lambda call, args: typed(call, fn(args[0], element_scalar(args[1], args[0].dtype)))
+
+
+@implements(getattr(tile, "not"))
+def _not(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    return typed(call, torch.bitwise_not(args[0]))
+
+
+# ---------------------------------------------------------------- comparisons and selections
+
+COMPARISONS: dict[CmpType, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    CmpType.eq: torch.eq,
+    CmpType.ne: torch.ne,
+    CmpType.lt: torch.lt,
+    CmpType.le: torch.le,
+    CmpType.gt: torch.gt,
+    CmpType.ge: torch.ge,
+}
+
+
+@implements(tile.cmp)
+def _cmp(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    return COMPARISONS[call.attrs.get("cmp_type", CmpType.eq)](args[0], args[1])
+
+
+@implements(tile.cmps)
+def _cmps(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    test = COMPARISONS[call.attrs.get("cmp_type", CmpType.eq)]
+    return test(args[0], element_scalar(args[1], args[0].dtype))
+
+
+@implements(tile.sel)
+def _sel(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    mask, lhs, rhs = args[:3]
+    return typed(call, torch.where(mask != 0, lhs, rhs))
+
+
+@implements(tile.sels)
+def _sels(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    mask, lhs, value = args[:3]
+    return typed(call, torch.where(mask != 0, lhs, element_scalar(value, lhs.dtype)))
+
+
+# ---------------------------------------------------------------- activations, carries, partial ops
+
+
+@implements(tile.prelu)
+def _prelu(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    x, slope = args[:2]
+    return typed(call, torch.where(x > 0, x, x * slope))
+
+
+@implements(tile.lrelu)
+def _lrelu(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    x, slope = args
+    return typed(call, torch.where(x > 0, x, x * element_scalar(slope, x.dtype)))
+
+
+def _operand_value(value: Any, like: torch.Tensor) -> torch.Tensor:
+    """A tile operand as it is, a scalar operand in the tile's dtype."""
+    return value if isinstance(value, torch.Tensor) else element_scalar(value, like.dtype)
+
+
+@implements(tile.addc, tile.addsc)
+def _addc(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    lhs, rhs, carry = args
+    return typed(call, lhs + _operand_value(rhs, lhs) + carry)
+
+
+@implements(tile.subc, tile.subsc)
+def _subc(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    lhs, rhs, carry = args
+    return typed(call, lhs - _operand_value(rhs, lhs) + carry)
+
+
+def _partial(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> OpImpl:
+    """``fn`` of the two operands where both are valid, the valid one's element where only one is,
+    0 outside the result's valid shape (the larger of the two regions)."""
+
+    def run(call: Call, args: Sequence[Any]) -> torch.Tensor:
+        lhs, rhs = args
+        a, b = valid_of(call.args[0].type), valid_of(call.args[1].type)
+        out = torch.zeros_like(lhs)
+        out[leading(a)] = lhs[leading(a)]
+        out[leading(b)] = rhs[leading(b)]
+        both = tuple(min(m, n) for m, n in zip(a, b, strict=True))
+        out[leading(both)] = fn(lhs[leading(both)], rhs[leading(both)])
+        return typed(call, out)
+
+    return run
+
+
+PARTS = {
+    "part_add": operator.add,
+    "part_mul": operator.mul,
+    "part_max": torch.maximum,
+    "part_min": torch.minimum,
+}
 
 
 # ---------------------------------------------------------------- casts
@@ -335,34 +466,86 @@ def _view(call: Call, args: Sequence[Any]) -> torch.Tensor:
 
 # ---------------------------------------------------------------- reductions and broadcasts
 
-# The whole tile takes part (a row reduction's scratch operand holds nothing the result needs):
-# pad a partial tile with pl.fillpad first.
+# The whole tile takes part (a scratch operand holds nothing the result needs): a partial tile is
+# padded with the reduction's identity first (pl.fillpad). An index of an extremum is the first
+# one's.
 REDUCTIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "row_max": lambda x: x.amax(dim=1, keepdim=True),
     "row_sum": lambda x: x.sum(dim=1, keepdim=True),
     "row_min": lambda x: x.amin(dim=1, keepdim=True),
+    "row_prod": lambda x: x.prod(dim=1, keepdim=True),
+    "row_argmax": lambda x: x.argmax(dim=1, keepdim=True),
+    "row_argmin": lambda x: x.argmin(dim=1, keepdim=True),
     "col_sum": lambda x: x.sum(dim=0, keepdim=True),
     "col_max": lambda x: x.amax(dim=0, keepdim=True),
+    "col_min": lambda x: x.amin(dim=0, keepdim=True),
+    "col_prod": lambda x: x.prod(dim=0, keepdim=True),
+    "col_argmax": lambda x: x.argmax(dim=0, keepdim=True),
+    "col_argmin": lambda x: x.argmin(dim=0, keepdim=True),
+}
+# How a column reduction joins two partial results when it reduces as a binary tree.
+TREE_JOINS: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    "col_sum": operator.add,
+    "col_prod": operator.mul,
+    "col_max": torch.maximum,
+    "col_min": torch.minimum,
 }
 
 
-def _row_expand(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> OpImpl:
+def tree_reduce(x: torch.Tensor, join: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> torch.Tensor:
+    """The rows of ``x`` joined pairwise, level by level, in x's dtype (the order a column
+    reduction with a scratch tile adds in): [R, C] -> [1, C]."""
+    while x.shape[0] > 1:
+        half = x.shape[0] // 2
+        joined = join(x[:half], x[half : 2 * half])
+        x = torch.cat([joined, x[2 * half :]]) if x.shape[0] % 2 else joined
+    return x
+
+
+def _reduction(name: str) -> OpImpl:
+    """A reduction; a column reduction given a scratch tile (``tmp_tile``) reduces as a binary tree."""
+    reduce = REDUCTIONS[name]
+    tree = TREE_JOINS.get(name)
+
+    def run(call: Call, args: Sequence[Any]) -> torch.Tensor:
+        if tree is not None and len(args) == 2:
+            return typed(call, tree_reduce(args[0], tree))
+        return typed(call, reduce(args[0]))
+
+    return run
+
+
+# How each broadcast op combines x with the repeated vector v.
+EXPANDS: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    "add": operator.add,
+    "sub": operator.sub,
+    "mul": operator.mul,
+    "div": BINARY["div"],
+    "max": torch.maximum,
+    "min": torch.minimum,
+    "expdif": lambda x, v: torch.exp(x - v),
+}
+
+
+def _expand(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> OpImpl:
     return lambda call, args: typed(call, fn(args[0], args[1].expand_as(args[0])))
 
 
-@implements(tile.row_expand)
-def _row_expand_plain(call: Call, args: Sequence[Any]) -> torch.Tensor:
+@implements(tile.row_expand, tile.col_expand)
+def _expand_plain(call: Call, args: Sequence[Any]) -> torch.Tensor:
     return typed(call, args[1].expand_as(args[0]))
 
 
-@implements(tile.col_expand)
-def _col_expand(call: Call, args: Sequence[Any]) -> torch.Tensor:
-    return typed(call, args[1].expand_as(args[0]))
+@implements(tile.expand_clone)
+def _expand_clone(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    result: torch.Tensor = args[0].expand(tuple(call.attrs["shape"])).clone()
+    return result
 
 
-@implements(tile.col_expand_mul)
-def _col_expand_mul(call: Call, args: Sequence[Any]) -> torch.Tensor:
-    return typed(call, args[0] * args[1].expand_as(args[0]))
+@implements(tile.expands)
+def _expands(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    x, value = args
+    return torch.full_like(x, element_scalar(value, x.dtype).item())
 
 
 # ---------------------------------------------------------------- views, fills, tile assembly
@@ -400,9 +583,11 @@ def _set_validshape(call: Call, args: Sequence[Any]) -> torch.Tensor:
 
 
 def pad_scalar(pad: PadValue, dtype: torch.dtype) -> float | int:
-    """The value ``pad`` stands for in ``dtype``: 0, or the lowest / highest value (±inf for floats)."""
+    """The value ``pad`` stands for in ``dtype``: 0, 1, or the lowest / highest value (±inf for floats)."""
     if pad is PadValue.zero:
         return 0
+    if pad is PadValue.one:
+        return 1
     if dtype.is_floating_point:
         return -torch.inf if pad is PadValue.min else torch.inf
     info = torch.iinfo(dtype)
@@ -555,10 +740,16 @@ def _register_families() -> None:
         implements(getattr(tile, f"{name}s"))(_binary_scalar(BINARY[name]))
     for name in ELEMENTWISE_UNARY:
         implements(getattr(tile, name))(_unary(UNARY[name]))
+    for name in BITWISE_BINARY:
+        implements(getattr(tile, name))(_bitwise(BITWISE[name]))
+        implements(getattr(tile, f"{name}s"))(_bitwise_scalar(BITWISE[name]))
     for name in ROW_REDUCTIONS + COL_REDUCTIONS:
-        implements(getattr(tile, name))(_unary(REDUCTIONS[name]))
-    for name in ROW_EXPANDS:
-        implements(getattr(tile, name))(_row_expand(BINARY[name.removeprefix("row_expand_")]))
+        implements(getattr(tile, name))(_reduction(name))
+    for name in (*ROW_EXPANDS, *COL_EXPANDS):
+        if name != "col_expand":  # the plain repeat, above
+            implements(getattr(tile, name))(_expand(EXPANDS[name.rsplit("_", 1)[1]]))
+    for name, fn in PARTS.items():
+        implements(getattr(tile, name))(_partial(fn))
     for name in SCALAR_BINARY + SCALAR_COMPARE:
         implements(getattr(scalar, name))(_scalar_binary(SCALAR_OPS[name]))
 

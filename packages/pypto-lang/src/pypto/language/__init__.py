@@ -11,6 +11,7 @@
 from pypto.ir import (
     AtomicType,
     CastMode,
+    CmpType,
     CompactMode,
     DataType,
     Level,
@@ -133,6 +134,7 @@ __all__ = [
     "AtomicType",
     "Autotuner",
     "CastMode",
+    "CmpType",
     "CompactMode",
     "Config",
     "DataType",

@@ -73,6 +73,12 @@ ADVICE: dict[str, Callable[..., str]] = {
     "arith.float_only": lambda t, **_: (
         f"convert it first: pl.cast(x, pl.FP32) (then back with pl.cast(y, pl.{t.dtype.name}) if needed)"
     ),
+    # f"is defined on integers, got {describe(t)}"
+    "arith.integer_only": lambda t, **_: (
+        "convert it first: pl.cast(x, pl.INT32) (bitwise logic and shifts work on the bits of integers)"
+        if not t.dtype.is_bool
+        else "select with a BOOL mask by pl.sel; convert a mask to integers with pl.cast(m, pl.INT16)"
+    ),
     # f"atomic must be a pl.AtomicType, got {attrs['atomic']!r}"
     "assemble.atomic_type": lambda **_: (
         "write atomic=pl.AtomicType.Add to add into the target, or leave it out to overwrite"

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, TypeVar
 
-from pypto.ir.ops import Level
+from pypto.ir.ops import Elementwise, Level
 from pypto.language.device import available_aiv_count, available_cluster_count
 from pypto.language.directives import TENSOR_DIM
 from pypto.language.dslops import DslFunction, dsl_function, dsl_functions
@@ -98,6 +98,9 @@ class Builtin:
     # whose arguments are exactly that op's operands and attributes builds it as it is, which is
     # how printed IR reads back (see pypto.language.parser.raw).
     op: str | None = None
+    # The name of a scalar form spelled at the top level (``pl.maximums``: "maximums"): the DSL
+    # function ``name`` with a scalar right operand, at whichever level its left one is.
+    scalar_form: str | None = None
 
     def __post_init__(self) -> None:
         # What help() and inspect.signature() read: the op's call and doc, from its spec.
@@ -118,6 +121,8 @@ class Builtin:
 
     @property
     def dsl_name(self) -> str:
+        if self.scalar_form is not None:
+            return f"pl.{self.scalar_form}"
         return f"pl.{self.level}.{self.name}" if self.level else f"pl.{self.name}"
 
     def __call__(self, *args: Any, **kwargs: Any) -> NoReturn:
@@ -180,11 +185,21 @@ def _cached(
 
 
 def op_builtins() -> dict[str, Builtin]:
-    """``pl.<name>`` of every op written ``pl.<name>(...)``, by name (``add``, ``tpush_to_aiv``)."""
-    return _cached(
-        (),
-        lambda functions: {name: Builtin(name, op=_op_named(name)) for name in functions if "." not in name},
-    )
+    """``pl.<name>`` of every op written ``pl.<name>(...)``, by name (``add``, ``tpush_to_aiv``),
+    and the scalar forms of the binary ops by their own names (``pl.maximums``, ``pl.ands``)."""
+    return _cached((), _top_level)
+
+
+def _top_level(functions: dict[str, DslFunction]) -> dict[str, Builtin]:
+    found = {name: Builtin(name, op=_op_named(name)) for name in functions if "." not in name}
+    for name, function in functions.items():
+        for spec in function.forms:
+            elementwise = spec.trait(Elementwise)
+            if elementwise is None or elementwise.scalar_form is None or "." in name:
+                continue
+            own = elementwise.scalar_form.split(".", 1)[1]
+            found.setdefault(own, Builtin(name, scalar_form=own))
+    return found
 
 
 def _op_named(name: str) -> str | None:

@@ -27,6 +27,7 @@ from typing import Any
 from pypto.ir import (
     AtomicType,
     CastMode,
+    CmpType,
     CompactMode,
     DataType,
     MemorySpace,
@@ -54,6 +55,7 @@ _PL_NAMES: dict[str, Any] = {
     "Mem": MemorySpace,
     "MemorySpace": MemorySpace,
     "CastMode": CastMode,
+    "CmpType": CmpType,
     "PadValue": PadValue,
     "TileLayout": TileLayout,
     "CompactMode": CompactMode,

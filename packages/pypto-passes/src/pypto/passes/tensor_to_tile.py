@@ -82,6 +82,7 @@ from pypto.ir.ops import (
     GmAccess,
     Level,
     Lowers,
+    OpSpec,
     PadValue,
     Reduction,
     RowShared,
@@ -191,8 +192,20 @@ def _shared_operands(call: Call) -> tuple[int, ...]:
 
 
 def _column_reduction_of(call: Call) -> Reduction | None:
+    """A column reduction whose blocks' results an elementwise op joins (an index of a column's
+    extremum has no such join: its region runs whole)."""
     reduction = trait_of(call, Reduction)
-    return reduction if reduction is not None and reduction.axis == 0 else None
+    joins = reduction is not None and reduction.axis == 0 and reduction.join is not None
+    return reduction if joins else None
+
+
+def _needs_scratch(call: Call, lowered: OpSpec, given: int) -> bool:
+    """Whether the tile op ``call`` becomes takes a scratch tile after its ``given`` operands: one
+    it must have (a row reduction's), or the optional one of a precise path the tensor op asks for
+    with ``high_precision=True`` (``pl.rsqrt``)."""
+    if len(lowered.operands) <= given or lowered.operands[given].effect is not Effect.NONE:
+        return False
+    return not lowered.operands[given].optional or bool(call.attrs.get("high_precision"))
 
 
 def _is_cube(call: Call) -> bool:
@@ -1125,6 +1138,7 @@ class _RegionLowering:
             x = self._emit(f"{target.name}_padded", padded, self.body)
             self.sum_valid[target] = index_tuple([Const(1, INDEX), *valid.elements[1:]])  # its valid columns
         part = self._emit(f"{target.name}_part", make_call(_lowered(call), (x,), {}, call.span), self.body)
+        assert reduction.join is not None  # _column_reduction_of admits joined reductions only
         join = getattr(tile_ops, reduction.join)
         looped = isinstance(self.row, Var)
         before = self.summed_so_far.get(target)
@@ -1191,11 +1205,13 @@ class _RegionLowering:
         # Before the row loop, if there is one (its whole loads are hoisted there too); else in order.
         sink = self.hoisted if once and isinstance(self.row, Var) else self.body
         lowered = get_op(_lowered(call))
-        if len(lowered.operands) > len(args) and lowered.operands[len(args)].effect is Effect.NONE:
+        if _needs_scratch(call, lowered, len(args)):
             args = (*args, self._scratch(args[0], sink))  # a row reduction's scratch tile
         unpadded = args
         args = self._padded_for_reduction(lowered.name, args, sink, call.span)
-        value = make_call(lowered.name, args, call.attrs, call.span)
+        # The tile op takes the tensor op's attributes it declares (high_precision= becomes the scratch).
+        attrs = {k: v for k, v in call.attrs.items() if lowered.attr(k) is not None}
+        value = make_call(lowered.name, args, attrs, call.span)
         # A later copy of the region (the last, smaller block) names its tiles afresh.
         name = self.names.fresh(stmt.target.name) if self.fresh_names else stmt.target.name
         tile = Var(name, value.type, stmt.target.span)
@@ -1582,10 +1598,12 @@ def _first_tile(args: tuple[Expr, ...]) -> Expr | None:
 
 
 def _column_start(t: TileType, identity: PadValue, span: SourceSpan | None) -> Call:
-    """A ``[1, C]`` tile to start a column reduction from: 0 for a sum, the lowest value for a
-    max, the highest for a min (the reduction's identity)."""
+    """A ``[1, C]`` tile to start a column reduction from: 0 for a sum, 1 for a product, the
+    lowest value for a max, the highest for a min (the reduction's identity)."""
     if identity is PadValue.zero:
         start: float = 0.0 if t.dtype.is_float else 0
+    elif identity is PadValue.one:
+        start = 1.0 if t.dtype.is_float else 1
     elif identity is PadValue.min:
         start = -math.inf if t.dtype.is_float else t.dtype.int_range[0]
     else:

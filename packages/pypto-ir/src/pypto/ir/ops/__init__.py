@@ -15,7 +15,11 @@ them), ``tile.*`` ops are single tile instructions, ``scalar.*`` ops are index a
 from __future__ import annotations
 
 from pypto.ir.ops import (
+    activation,
     array_ops,
+    bitwise,
+    combine,
+    compare,
     crosscore,
     cube,
     elementwise,
@@ -31,6 +35,7 @@ from pypto.ir.ops.enums import (
     PAD_VALUES,
     AtomicType,
     CastMode,
+    CmpType,
     CompactMode,
     PadValue,
     PipeType,
@@ -57,10 +62,15 @@ from pypto.ir.ops.spec import (
     GmAccess,
     Infix,
     InPipeSlot,
+    IntegerOnly,
     KeepsValid,
     Level,
     Lowers,
+<<<<<<< HEAD
     OnHost,
+=======
+    OnlyDtypes,
+>>>>>>> h-ops1
     OnSide,
     Operand,
     OpNames,
@@ -97,7 +107,20 @@ from pypto.ir.ops.spec import (
     undeclare,
 )
 
-FAMILIES = (elementwise, reduction, movement, cube, crosscore, system_ops, scalar_ops, array_ops)
+FAMILIES = (
+    elementwise,
+    bitwise,
+    compare,
+    activation,
+    combine,
+    reduction,
+    movement,
+    cube,
+    crosscore,
+    system_ops,
+    scalar_ops,
+    array_ops,
+)
 
 # The families' members by DSL name, as the family modules declare them (for loops over a family).
 ELEMENTWISE_BINARY = tuple(elementwise.BINARY)
@@ -105,6 +128,9 @@ ELEMENTWISE_UNARY = tuple(elementwise.UNARY)
 FLOAT_ONLY = frozenset(name for name, (floats, *_) in elementwise.UNARY.items() if floats)
 ROW_REDUCTIONS = tuple(name for name, (axis, _, _) in reduction.REDUCTIONS.items() if axis == 1)
 COL_REDUCTIONS = tuple(name for name, (axis, _, _) in reduction.REDUCTIONS.items() if axis == 0)
+ARG_REDUCTIONS = tuple(reduction.ARG_REDUCTIONS)
+# The bitwise ops by registered name (tile.and, tile.ands, ..., tile.not).
+BITWISE_BINARY = tuple(name for name, *_ in bitwise.BINARY.values())
 # The row broadcasts that join x and the vector by an elementwise op (not the plain repeat row_expand).
 ROW_EXPANDS = tuple(
     name for name, (axis, _, _) in reduction.BROADCASTS.items() if axis == 1 and name != "row_expand"
@@ -115,6 +141,8 @@ SCALAR_COMPARE = tuple(scalar_ops.COMPARE)
 
 __all__ = [
     "ALL",
+    "ARG_REDUCTIONS",
+    "BITWISE_BINARY",
     "COL_EXPANDS",
     "COL_REDUCTIONS",
     "CUBE_OUT",
@@ -139,6 +167,7 @@ __all__ = [
     "Boundary",
     "Broadcast",
     "CastMode",
+    "CmpType",
     "Commutative",
     "CompactMode",
     "Cost",
@@ -149,11 +178,13 @@ __all__ = [
     "GmAccess",
     "InPipeSlot",
     "Infix",
+    "IntegerOnly",
     "KeepsValid",
     "Level",
     "Lowers",
     "OnHost",
     "OnSide",
+    "OnlyDtypes",
     "OpNames",
     "OpSpec",
     "Operand",

@@ -14,6 +14,8 @@ from pypto.ir.ops.enums import CastMode
 from pypto.ir.ops.rules import (
     check_arithmetic,
     check_float_only,
+    check_integer_only,
+    check_only_dtypes,
     check_scalar_fits,
     check_vec,
     fail,
@@ -27,12 +29,15 @@ from pypto.ir.ops.spec import (
     Attr,
     Commutative,
     Cost,
+    Effect,
     Elementwise,
     FloatOnly,
     Fold,
+    IntegerOnly,
     KeepsValid,
     Level,
     Lowers,
+    OnlyDtypes,
     Operand,
     OpSpec,
     PlacesTile,
@@ -41,7 +46,7 @@ from pypto.ir.ops.spec import (
     Unit,
     declare,
 )
-from pypto.ir.types import MemorySpace, ScalarType, TileType, Type, describe
+from pypto.ir.types import MemorySpace, ScalarType, TensorType, TileType, Type, describe
 
 
 def binary(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
@@ -66,7 +71,7 @@ def binary(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: S
             span,
             advice="binary.dtype_mismatch",
         )
-    check_arithmetic(op, lhs, span)
+    check_element_kind(spec, lhs, span)
     check_vec(op, lhs, span)
     check_vec(op, rhs, span)
     return with_changes(lhs, memory_space=MemorySpace.Vec) if isinstance(lhs, TileType) else lhs
@@ -84,7 +89,7 @@ def binary_scalar(
             span,
             f"pass a number or a run-time scalar, e.g. {user_name(op)}(x, 2.0)",
         )
-    check_arithmetic(op, lhs, span)
+    check_element_kind(spec, lhs, span)
     check_scalar_fits(op, args[1], lhs.dtype, span, "the scalar operand")
     check_vec(op, lhs, span)
     return with_changes(lhs, memory_space=MemorySpace.Vec) if isinstance(lhs, TileType) else lhs
@@ -93,11 +98,64 @@ def binary_scalar(
 def unary(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
     op = spec.name
     x = shaped(op, args[0], span)
+    check_element_kind(spec, x, span)
+    check_vec(op, x, span)
+    if attrs.get("high_precision") and x.dtype not in (DataType.FP16, DataType.FP32):
+        raise fail(
+            op,
+            f"high_precision=True is a path for FP16 and FP32 elements, got {describe(x)}",
+            span,
+            "leave high_precision out, or convert the operand: pl.cast(x, pl.FP32)",
+        )
+    if len(args) == 2:
+        check_scratch(op, args[1], x, span)
+    return with_changes(x, memory_space=MemorySpace.Vec) if isinstance(x, TileType) else x
+
+
+def check_element_kind(spec: OpSpec, x: TileType | TensorType, span: SourceSpan | None) -> None:
+    """The element kinds an op is defined on, as its traits say: numbers (never BOOL), floats only
+    (``FloatOnly``), integers only (``IntegerOnly``), a few dtypes (``OnlyDtypes``)."""
+    op = spec.name
+    if spec.has(IntegerOnly):
+        check_integer_only(op, x, span)
     check_arithmetic(op, x, span)
     if spec.has(FloatOnly):
         check_float_only(op, x, span)
-    check_vec(op, x, span)
-    return with_changes(x, memory_space=MemorySpace.Vec) if isinstance(x, TileType) else x
+    only = spec.trait(OnlyDtypes)
+    if only is not None:
+        check_only_dtypes(op, x, only.dtypes, span)
+
+
+def check_scratch(op: str, scratch: Expr, x: TileType | TensorType, span: SourceSpan | None) -> None:
+    """A scratch tile (``tmp``) of a tile op: a Vec tile of ``x``'s dtype and rank, at least as
+    large as ``x`` in every dimension."""
+    t = scratch.type
+    fits = (
+        isinstance(x, TileType)
+        and isinstance(t, TileType)
+        and t.dtype == x.dtype
+        and len(t.shape) == len(x.shape)
+        and all(
+            isinstance(s, int) and isinstance(n, int) and s >= n
+            for s, n in zip(t.shape, x.shape, strict=True)
+        )
+    )
+    if not fits:
+        got = describe(t)
+        if not isinstance(x, TileType):
+            raise fail(
+                op,
+                f"on {describe(x)} takes no scratch operand (the compiler makes one per tile)",
+                span,
+                f"drop the scratch operand: {user_name(op)}(x)",
+            )
+        raise fail(
+            op,
+            f"needs a scratch tile of {x.dtype.name} at least as large as {describe(x)}, got {got}",
+            span,
+            f"pass one: tmp = pl.create_tile({list(x.shape)}, pl.{x.dtype.name})",
+        )
+    check_vec(op, t, span)
 
 
 def cast(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
@@ -121,15 +179,26 @@ def cast(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: Sou
 
 # ---------------------------------------------------------------- declarations
 
-# name: (commutative, slow on the vector unit, one-line doc)
 # name: (commutative, slow on the vector unit, the scalar op on two scalars, one-line doc)
-BINARY = {
+BINARY: dict[str, tuple[bool, bool, str | None, str]] = {
     "add": (True, False, "add", "elementwise sum"),
     "sub": (False, False, "sub", "elementwise difference"),
     "mul": (True, False, "mul", "elementwise product"),
     "div": (False, True, "truediv", "elementwise quotient (integers: truncated; by zero: an error)"),
     "maximum": (True, False, "max", "elementwise maximum"),
     "minimum": (True, False, "min", "elementwise minimum"),
+    "rem": (
+        False,
+        True,
+        "mod",
+        "elementwise remainder with the divisor's sign, a - floor(a / b) * b (Python's %)",
+    ),
+    "fmod": (
+        False,
+        True,
+        None,
+        "elementwise remainder with the dividend's sign, a - trunc(a / b) * b (C's fmod)",
+    ),
 }
 # name: (float only, slow on the vector unit, the fold on a number, one-line doc)
 UNARY: dict[str, tuple[bool, bool, Callable[[Any], Any], str]] = {
@@ -143,7 +212,14 @@ UNARY: dict[str, tuple[bool, bool, Callable[[Any], Any], str]] = {
     "relu": (False, False, lambda x: max(x, 0), "max(x, 0) of each element"),
     "sigmoid": (True, True, lambda x: 1.0 / (1.0 + math.exp(-x)), "1 / (1 + e^-x) of each element"),
     "tanh": (True, True, math.tanh, "hyperbolic tangent of each element"),
+    "sin": (True, True, math.sin, "sine of each element (radians)"),
+    "cos": (True, True, math.cos, "cosine of each element (radians)"),
 }
+# Unary ops defined on some float dtypes only: the trigonometric ones on FP32.
+ONLY_DTYPES = {"sin": ("FP32",), "cos": ("FP32",)}
+# Unary ops with a slower, more precise path: high_precision=True (on tiles, pl.rsqrt's path is
+# chosen by passing a scratch tile instead).
+HIGH_PRECISION = ("recip", "rsqrt")
 
 _VEC = (MemorySpace.Vec,)
 
@@ -159,12 +235,24 @@ def _traits(level: Level, name: str, cost: str, *extra: Trait) -> tuple[Trait, .
     return (Cost(cost), KeepsValid(), *lowers, *extra)
 
 
+def _unary_form(name: str, level: Level) -> tuple[tuple[Operand, ...], tuple[Attr, ...], str]:
+    """The operands, attributes and DSL call of a unary op: ``pl.rsqrt(x, tmp)`` on tiles (the
+    scratch tile selects the precise path), ``high_precision=`` elsewhere it has one."""
+    x = _operand("x", level)
+    if name == "rsqrt" and level is Level.TILE:
+        tmp = Operand("tmp", Role.TILE, _VEC, optional=True, effect=Effect.NONE)
+        return (x, tmp), (), f"pl.{name}(x, tmp=None)"
+    if name in HIGH_PRECISION:
+        return (x,), (Attr("high_precision", bool, False),), f"pl.{name}(x, *, high_precision=False)"
+    return (x,), (), f"pl.{name}(x)"
+
+
 def _declare(level: Level) -> None:
     prefix = level.value
     for name, (commutative, slow, on_scalars, doc) in BINARY.items():
         cost = "vector_slow" if slow else "vector"
         swap: tuple[Trait, ...] = (Commutative(),) if commutative else ()
-        elementwise = Elementwise(f"{prefix}.{name}s", f"scalar.{on_scalars}")
+        elementwise = Elementwise(f"{prefix}.{name}s", f"scalar.{on_scalars}" if on_scalars else None)
         declare(
             OpSpec(
                 f"{prefix}.{name}",
@@ -194,16 +282,20 @@ def _declare(level: Level) -> None:
     for name, (floats, slow, fold, doc) in UNARY.items():
         cost = "vector_slow" if slow else "vector"
         only: tuple[Trait, ...] = (FloatOnly(),) if floats else ()
+        if name in ONLY_DTYPES:
+            only = (*only, OnlyDtypes(ONLY_DTYPES[name]))
+        operands, attrs, signature = _unary_form(name, level)
         declare(
             OpSpec(
                 f"{prefix}.{name}",
                 level,
                 Unit.VECTOR,
                 unary,
-                (_operand("x", level),),
+                operands,
+                attrs,
                 traits=(*_traits(level, name, cost, Elementwise()), Fold(fold), *only),
                 dsl=name,
-                signature=f"pl.{name}(x)",
+                signature=signature,
                 doc=doc,
             )
         )

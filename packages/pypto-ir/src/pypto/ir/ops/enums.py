@@ -17,19 +17,37 @@ class AtomicType(Enum):
 
 class PadValue(Enum):
     """What reads outside a valid shape see: 0, the dtype's lowest or highest value (``pl.fillpad``
-    writes it there); ``null``, nothing defined (the default of a view's ``pad=``)."""
+    writes it there); ``null``, nothing defined (the default of a view's ``pad=``); ``one``, 1,
+    the identity of a product (``pl.row_prod`` of a partial tile is padded with it)."""
 
     zero = "zero"
     min = "min"
     max = "max"
     null = "null"
+    one = "one"
 
     def __repr__(self) -> str:
         return f"pl.PadValue.{self.name}"
 
 
-# for hints: pl.PadValue.zero, pl.PadValue.min, pl.PadValue.max (the values a fill can write)
-PAD_VALUES = ", ".join(repr(m) for m in PadValue if m is not PadValue.null)
+# for hints: pl.PadValue.zero, pl.PadValue.min, pl.PadValue.max (the values PyPTO's fills write)
+PAD_VALUES = ", ".join(repr(m) for m in PadValue if m not in (PadValue.null, PadValue.one))
+
+
+class CmpType(StrEnum):
+    """What ``pl.cmp`` / ``pl.cmps`` test: ``==``, ``!=``, ``<``, ``<=``, ``>``, ``>=``. Written as a
+    member (``pl.CmpType.gt``), its name (``cmp_type="gt"``), or the code of its place in that
+    order (0 ``eq`` ... 5 ``ge``)."""
+
+    eq = "eq"
+    ne = "ne"
+    lt = "lt"
+    le = "le"
+    gt = "gt"
+    ge = "ge"
+
+    def __repr__(self) -> str:
+        return f"pl.CmpType.{self.name}"
 
 
 class TileLayout(Enum):

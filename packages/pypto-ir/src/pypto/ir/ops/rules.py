@@ -112,6 +112,40 @@ def check_float_only(op: str, t: TileType | TensorType, span: SourceSpan | None)
         )
 
 
+def check_integer_only(op: str, t: TileType | TensorType, span: SourceSpan | None) -> None:
+    """Bitwise logic and shifts work on the bits of integers: a float or BOOL operand is an error."""
+    if not t.dtype.is_integer or t.dtype is DataType.INDEX:
+        raise fail(
+            op,
+            f"is defined on integers, got {describe(t)}",
+            span,
+            advice="arith.integer_only",
+            t=t,
+        )
+
+
+def check_only_dtypes(
+    op: str, t: TileType | TensorType, dtypes: Sequence[str], span: SourceSpan | None
+) -> None:
+    """An op defined on a few element dtypes only (``pl.sin`` on FP32)."""
+    if t.dtype.name not in dtypes:
+        names = " or ".join(f"pl.{d}" for d in dtypes if d in DataType.__members__)
+        raise fail(
+            op,
+            f"is defined on {names} elements, got {describe(t)}",
+            span,
+            f"convert it first: pl.cast(x, pl.{dtypes[0]})",
+        )
+
+
+def promoted_integer(a: DataType, b: DataType) -> DataType:
+    """The integer dtype two integer operands of a bitwise op combine in: the wider one; of two
+    as wide, the signed one (``INT16 & INT32 -> INT32``, ``UINT8 & INT8 -> INT8``)."""
+    if a.bits != b.bits:
+        return a if a.bits > b.bits else b
+    return b if a.name.startswith("UINT") else a
+
+
 def check_scalar_fits(op: str, scalar: Expr, dtype: DataType, span: SourceSpan | None, what: str) -> None:
     """A scalar used with elements of ``dtype``: an integer dtype takes no float scalar (it would
     truncate) and no constant outside its range; a float dtype no finite constant beyond its

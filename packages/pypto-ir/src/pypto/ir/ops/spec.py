@@ -134,6 +134,7 @@ class Elementwise(Trait):
 
     scalar_form: str | None = None
     on_scalars: str | None = None
+    broadcast: bool = True  # a [R, 1] / [1, C] operand repeats to the other's shape (bitwise ops: no)
 
 
 @dataclass(frozen=True)
@@ -147,13 +148,27 @@ class FloatOnly(Trait):
 
 
 @dataclass(frozen=True)
+class IntegerOnly(Trait):
+    """Defined on integers only (bitwise logic, shifts): on floats the bits mean nothing."""
+
+
+@dataclass(frozen=True)
+class OnlyDtypes(Trait):
+    """Defined on these element dtypes only (``pl.sin`` on FP32, ``pl.not_`` on 16-bit integers),
+    by dtype name (a dtype this build does not have is simply never met)."""
+
+    dtypes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Reduction(Trait):
     """Reduces ``axis`` (1: each row to one value, [R, C] -> [R, 1]; 0: each column, -> [1, C]).
     ``join`` is the elementwise op (DSL name) that combines the results of two blocks of the
-    reduced axis, and ``identity`` the value a running result starts from."""
+    reduced axis (None: no elementwise op does, as for an index of the extremum), and
+    ``identity`` the value a running result starts from and a partial operand is padded with."""
 
     axis: int
-    join: str
+    join: str | None
     identity: PadValue = PadValue.zero
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import keyword
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -235,5 +236,6 @@ class BodyBuilder:
     def atom(self, value: Any) -> Any:
         """An op operand in A-normal form: a tensor or tile op nested in another gets its own name."""
         if isinstance(value, Call) and get_op(value.op).level is not Level.SCALAR:
-            return self.assign(value.op.rsplit(".", 1)[-1], value, value.span)
+            name = value.op.rsplit(".", 1)[-1]
+            return self.assign(f"{name}_" if keyword.iskeyword(name) else name, value, value.span)
         return value

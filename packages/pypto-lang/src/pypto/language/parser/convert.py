@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import Enum, StrEnum
 from typing import Any
 
-from pypto.ir import AtomicType, CastMode, DataType, Expr, MemorySpace, PadValue, SplitMode
+from pypto.ir import AtomicType, CastMode, CmpType, DataType, Expr, MemorySpace, PadValue, SplitMode
 from pypto.ir.ops import Attr, Effect, OpSpec, PipeAction, PipeEnd, Role, tensor, tile
 from pypto.language.annotations import dtype_hint
 from pypto.language.dslops import DslFunction, operand_params
@@ -131,6 +131,8 @@ def attribute(ctx: OpContext, spec: OpSpec, attr: Attr, value: Any) -> Any:
                 f"{attr.name} must be a pl dtype{example}, got {describe_value(value)}", dtype_hint(value)
             )
         return value
+    if attr.kind is CmpType:
+        return cmp_type(ctx, value, attr.name)
     if issubclass(attr.kind, Enum):
         return enum_member(ctx, attr.kind, attr.name, value)
     if attr.kind is tuple:
@@ -173,6 +175,24 @@ def compile_time(ctx: OpContext, value: Any, what: str) -> Any:
             "a scalar parameter is a constant when the kernel is called with a Python number",
         )
     return number(value) if is_number(value) else value
+
+
+def cmp_type(ctx: OpContext, value: Any, name: str = "cmp_type") -> CmpType:
+    """What a comparison tests: a ``pl.CmpType``, its name in either case (``"gt"``, ``"GT"``), or
+    the code of its place in the order eq, ne, lt, le, gt, ge (0 to 5)."""
+    plain = number(value) if is_number(value) else value
+    members = list(CmpType)
+    if isinstance(plain, int) and not isinstance(plain, bool) and 0 <= plain < len(members):
+        return members[plain]
+    if isinstance(plain, str) and plain.lower() in CmpType.__members__:
+        return CmpType[plain.lower()]
+    if isinstance(plain, CmpType):
+        return plain
+    raise ctx.fail(
+        f"{name}= must be a comparison, got {describe_value(value)}",
+        f'write {name}= one of "eq", "ne", "lt", "le", "gt", "ge" (or pl.CmpType.gt, or the codes 0-5 in '
+        "that order)",
+    )
 
 
 # PyPTO's integer split codes: 0 none, 1 up-down, 2 left-right, 3 / 4 the same over an odd extent

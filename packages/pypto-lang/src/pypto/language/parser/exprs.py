@@ -45,6 +45,7 @@ from pypto.language.parser.values import (
     describe_value,
     is_number,
     is_scalar,
+    is_shaped,
     number,
     scalar_expr,
 )
@@ -215,6 +216,8 @@ COMPARISONS: dict[type, str] = {
     ast.Eq: "eq",
     ast.NotEq: "ne",
 }
+# The comparison with its operands swapped: c < x is x > c.
+MIRRORED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
 PY_COMPARISONS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Lt: operator.lt,
     ast.LtE: operator.le,
@@ -677,6 +680,8 @@ class ExprParser:
 
     def visit_Compare(self, node: ast.Compare) -> Any:
         values = [self.expr(node.left), *(self.expr(c) for c in node.comparators)]
+        if any(is_shaped(v) for v in values):
+            return self.shaped_compare(node, values)
         if any(isinstance(v, Expr) and not is_number(v) for v in values):
             if len(node.ops) != 1 or type(node.ops[0]) not in COMPARISONS:
                 raise self.error(
@@ -752,6 +757,34 @@ class ExprParser:
             self.body.annotation = annotation
         return self.call(callee, args, kwargs, node)
 
+    def shaped_compare(self, node: ast.Compare, values: list[Any]) -> Any:
+        """``a < b`` on tensors or tiles: ``pl.cmp(a, b, cmp_type="lt")`` (a BOOL mask); a scalar
+        on either side is the scalar form, ``pl.cmps``."""
+        if len(node.ops) != 1 or type(node.ops[0]) not in COMPARISONS:
+            raise self.error(
+                node,
+                "only a single <, <=, >, >=, == or != compares tensors or tiles",
+                "compare once per expression and combine the masks, e.g. "
+                "pl.and_(pl.cast(a > 0, pl.INT16), pl.cast(a < 1, pl.INT16))",
+            )
+        test = COMPARISONS[type(node.ops[0])]
+        lhs, rhs = values
+        if is_scalar(lhs):  # c < x is x > c
+            lhs, rhs, test = rhs, lhs, MIRRORED.get(test, test)
+        return build_op(self.op_context(node, "pl.cmp"), "cmp", [lhs, rhs], {"cmp_type": test})
+
+    def check_scalar_form(
+        self, callee: Builtin, args: list[Any], kwargs: dict[str, Any], node: ast.Call
+    ) -> None:
+        """``pl.maximums(x, s)``: the scalar form of ``pl.maximum``, so its right operand is a scalar."""
+        rhs = args[1] if len(args) > 1 else kwargs.get("rhs", kwargs.get("scalar"))
+        if rhs is not None and not is_scalar(rhs):
+            raise self.error(
+                node,
+                f"{callee.dsl_name}: the right operand must be a scalar, got {describe_value(rhs)}",
+                f"pass a number or a run-time scalar; combine two tensors or tiles by pl.{callee.name}(a, b)",
+            )
+
     def call(self, callee: Any, args: list[Any], kwargs: dict[str, Any], node: ast.Call) -> Any:
         if isinstance(callee, Builtin):
             if callee.name in STATEMENT_BUILTINS:
@@ -760,6 +793,8 @@ class ExprParser:
                 )
             if callee.name == "yield_":
                 return self.yielded_values(args, kwargs, node)
+            if callee.scalar_form is not None:
+                self.check_scalar_form(callee, args, kwargs, node)
             spec = (
                 raw_spec(callee.op, args, kwargs, _names_op_only(callee))
                 if not _binds(callee, args, kwargs)

@@ -17,12 +17,21 @@ import inspect
 from dataclasses import replace
 from typing import Any
 
-from pypto.ir import UNIT, Eval, Expr, ParseError, ScalarType
-from pypto.ir.ops import Commutative, Elementwise, Level, OpSpec, Reduction, Role
+from pypto.ir import UNIT, Eval, Expr, ParseError, ScalarType, TypeCheckError, get_op
+from pypto.ir.ops import (
+    COL_REDUCTIONS,
+    ROW_REDUCTIONS,
+    Commutative,
+    Elementwise,
+    Level,
+    OpSpec,
+    Reduction,
+    Role,
+)
 from pypto.ir.ops.spec import STORAGE
 from pypto.language.dslops import DslFunction, dsl_function, operand_params
 from pypto.language.options import AUTO
-from pypto.language.parser import crosscore, host_tensors, transfers  # noqa: F401  (their builders register)
+from pypto.language.parser import crosscore, host_tensors, masks, transfers  # noqa: F401  (their builders register)
 from pypto.language.parser.arith import scalar_binary, scalar_unary
 from pypto.language.parser.broadcast import broadcast_binary
 from pypto.language.parser.convert import attribute, operand, operand_words
@@ -47,8 +56,13 @@ SCALAR_LEFT = {
 }
 
 
-# Keyword spellings PyPTO code uses besides the parameter's own name: DSL name -> alias -> param.
-KEYWORD_ALIASES: dict[str, dict[str, str]] = {"cast": {"target_type": "dtype"}}
+# Keyword spellings PyPTO code uses besides the parameter's own name: DSL name -> alias -> param
+# (a reduction's scratch tile was ``tmp=`` here before it took the manual's name, ``tmp_tile=``).
+KEYWORD_ALIASES: dict[str, dict[str, str]] = {
+    "cast": {"target_type": "dtype"},
+    "rsqrt": {"src": "x"},  # the catalog writes pl.tile.rsqrt(src, tmp)
+    **{name: {"tmp": "tmp_tile"} for name in (*ROW_REDUCTIONS, *COL_REDUCTIONS)},
+}
 
 
 def build_op(ctx: OpContext, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
@@ -72,7 +86,7 @@ def build_op(ctx: OpContext, name: str, args: list[Any], kwargs: dict[str, Any])
     if function.builder is not None:
         return function.builder(ctx, *bound.args, **bound.kwargs)
     if any(e.scalar_form for s in function.forms if (e := s.trait(Elementwise)) is not None):
-        return build_binary(ctx, function, *bound.args)
+        return build_binary(ctx, function, bound)
     return build_generic(ctx, function, bound)
 
 
@@ -104,11 +118,16 @@ def _renamed_keywords(ctx: OpContext, name: str, kwargs: dict[str, Any]) -> dict
     return renamed
 
 
-def build_binary(ctx: OpContext, function: DslFunction, lhs: Any, rhs: Any) -> Any:
+def build_binary(ctx: OpContext, function: DslFunction, bound: inspect.BoundArguments) -> Any:
     """``pl.add(a, b)`` on tensors or tiles, its scalar form for a scalar operand (swapped to the
     right when the op is commutative), scalar arithmetic on two scalars; a ``[R, 1]`` or
-    ``[1, C]`` operand broadcasts against a ``[R, C]`` one (:mod:`.broadcast`)."""
+    ``[1, C]`` operand broadcasts against a ``[R, C]`` one (:mod:`.broadcast`) unless the op
+    says it does not. Further parameters are the form's attributes (``cmp_type=``) and trailing
+    operands (a tile op's scratch ``tmp``)."""
     name = function.name
+    values = bound.arguments
+    first, second = list(function.signature.parameters)[:2]
+    lhs, rhs = values[first], values[second]
     if is_scalar(lhs) and is_scalar(rhs):
         return scalar_binary(ctx, name, lhs, rhs)
     spec = function.forms[0]
@@ -123,15 +142,78 @@ def build_binary(ctx: OpContext, function: DslFunction, lhs: Any, rhs: Any) -> A
     ctx.settle(x, rhs)
     form = function.at_level(Level(ctx.level_of(x)))
     assert form is not None
+    reject_foreign_attributes(ctx, function, form, values)
     elementwise = form.trait(Elementwise)
+    attrs = _attributes(ctx, function, form, values)
     if is_scalar(rhs) and elementwise is not None and elementwise.scalar_form is not None:
-        return ctx.call(elementwise.scalar_form, [x, tile_scalar(rhs, element_dtype(x), ctx.span)])
-    y = ctx.shaped(rhs, operand_words(function, spec, "rhs"))
-    if ctx.level_of(x) == ctx.level_of(y):
-        broadcast = broadcast_binary(ctx, name, x, y)
-        if broadcast is not None:
-            return broadcast
-    return ctx.call(form.name, [x, y])
+        target = get_op(elementwise.scalar_form)
+        args = [x, tile_scalar(rhs, element_dtype(x), ctx.span)]
+    else:
+        y = ctx.shaped(rhs, operand_words(function, spec, "rhs"))
+        broadcasts = elementwise is None or elementwise.broadcast
+        if broadcasts and ctx.level_of(x) == ctx.level_of(y) and not _trailing(function, values, 2):
+            broadcast = broadcast_binary(ctx, name, x, y, attrs)
+            if broadcast is not None:
+                return broadcast
+        target, args = form, [x, y]
+    return ctx.call(target.name, [*args, *_trailing_operands(ctx, function, target, values)], attrs)
+
+
+def _trailing(function: DslFunction, values: dict[str, Any], start: int) -> list[str]:
+    """The operand parameters after the first ``start`` that the call gives (not left at None)."""
+    names = list(function.signature.parameters)[start:]
+    return [n for n in names if n in function.param_roles and values.get(n) is not None]
+
+
+def _trailing_operands(
+    ctx: OpContext, function: DslFunction, form: OpSpec, values: dict[str, Any]
+) -> list[Any]:
+    """The operands a binary op's form takes after its two (``tmp``), as the call gives them."""
+    taken = [o for o in form.operands[2:]]
+    given = _trailing(function, values, 2)
+    extra = [n for n in given if n not in {o.name for o in taken}]
+    if extra:
+        raise TypeCheckError(
+            f"{ctx.name}: {extra[0]}= is not taken on {_kind(form)}",
+            ctx.span,
+            f"drop it: {form.signature}",
+        )
+    args: list[Any] = []
+    for o in taken:
+        value = values.get(o.name)
+        if value is None:
+            if o.optional:
+                break
+            raise ctx.fail(f"needs {o.name}", f"signature: {form.signature}")
+        converted = operand(ctx, o.role, value, operand_words(function, form, o.name))
+        args.append(ctx.body.atom(converted) if o.role in STORAGE else converted)
+    return args
+
+
+def _kind(form: OpSpec) -> str:
+    return "tiles" if form.level is Level.TILE else "tensors" if form.level is Level.TENSOR else "scalars"
+
+
+def reject_foreign_attributes(
+    ctx: OpContext, function: DslFunction, form: OpSpec, values: dict[str, Any]
+) -> None:
+    """A keyword only another level of the op takes (``high_precision=True`` of ``pl.rsqrt`` on a
+    tile) is a ``TypeCheckError`` naming it, never dropped; its default value is accepted."""
+    own = {a.name for a in form.attrs}
+    for spec in function.specs:
+        for attr in spec.attrs:
+            if attr.name in own or attr.name not in values:
+                continue
+            given = values[attr.name]
+            default = function.signature.parameters[attr.name].default
+            if given is None or given is default or given == default:
+                continue
+            others = " or ".join(f"{_kind(s)}" for s in function.forms if s.attr(attr.name) is not None)
+            raise TypeCheckError(
+                f"{ctx.name}: {attr.name}= applies to {others}, not to {_kind(form)}",
+                ctx.span,
+                f"on {_kind(form)} the call is {form.signature}",
+            )
 
 
 def build_generic(ctx: OpContext, function: DslFunction, bound: inspect.BoundArguments) -> Any:
@@ -142,6 +224,7 @@ def build_generic(ctx: OpContext, function: DslFunction, bound: inspect.BoundArg
         return form  # a unary op on a scalar: the folded number, or its scalar op
     if _is_generator(function) and ctx.pinned is None:
         return _fill(ctx, function, form, values)
+    reject_foreign_attributes(ctx, function, form, values)
     attrs = _attributes(ctx, function, form, values)
     args = _operands(ctx, function, form, values, attrs)
     reduction = form.trait(Reduction)

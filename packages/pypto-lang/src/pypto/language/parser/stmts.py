@@ -418,6 +418,14 @@ class StmtParser(ScopeParser):
         the arms yield those values and the name is bound to the if's result after it. Other
         names bound in an arm end with it."""
         t = test.type
+        if isinstance(t, (TileType, TensorType)):
+            raise self.error(
+                node.test,
+                f"an if condition must be a boolean or integer scalar, got {describe_value(test)}:"
+                " a comparison of tiles or tensors is an elementwise mask, not one truth value",
+                "choose elementwise with `pl.sel(mask, lhs, rhs)`, or compare scalars:"
+                " `if pl.read(a, [0, 0]) < s:`",
+            )
         if not isinstance(t, ScalarType) or not (t.dtype is DataType.BOOL or t.dtype.is_integer):
             raise self.error(
                 node.test,
