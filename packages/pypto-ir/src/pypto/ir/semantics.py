@@ -38,8 +38,10 @@ from pypto.ir.ops import (
     SCALAR_BINARY,
     SCALAR_COMPARE,
     CastMode,
+    FormatFree,
     PadValue,
     array,
+    get_op,
     scalar,
     split_axis,
     split_shape,
@@ -55,14 +57,42 @@ SEMANTICS: dict[str, OpImpl] = {}
 
 def implements(*names: str) -> Callable[[OpImpl], OpImpl]:
     """Register the decorated function as the semantics of each op in ``names``:
-    ``@implements(tile.exp)``."""
+    ``@implements(tile.exp)``. An op that computes a fresh value takes unsigned 16- and 32-bit
+    operands through :func:`widened` (torch computes with few unsigned dtypes)."""
 
     def register(fn: OpImpl) -> OpImpl:
         for name in names:
-            SEMANTICS[name] = fn
+            SEMANTICS[name] = widened(fn) if _computes_fresh(name) else fn
         return fn
 
     return register
+
+
+def _computes_fresh(name: str) -> bool:
+    """An op that computes with its elements (no pure data movement) and writes no operand."""
+    spec = get_op(name)
+    return not spec.has(FormatFree) and not spec.writes
+
+
+# torch has no add, maximum, neg, ... of these: their elements are computed as int64 and wrap back.
+_CARRIED = (torch.uint16, torch.uint32)
+
+
+def widened(impl: OpImpl) -> OpImpl:
+    """``impl`` with each ``uint16`` / ``uint32`` tensor operand given as ``int64`` (every value
+    fits) and the result brought back to the call's dtype, wrapping modulo its range as the
+    hardware's unsigned arithmetic does."""
+
+    def run(call: Call, args: Sequence[Any]) -> Any:
+        if not any(isinstance(a, torch.Tensor) and a.dtype in _CARRIED for a in args):
+            return impl(call, args)
+        wide = [a.to(torch.int64) if isinstance(a, torch.Tensor) and a.dtype in _CARRIED else a for a in args]
+        result = impl(call, wide)
+        if isinstance(result, torch.Tensor) and isinstance(call.type, (TileType, TensorType)):
+            return result.to(torch_dtype(call.type.dtype))
+        return result
+
+    return run
 
 
 def torch_dtype(dtype: DataType) -> torch.dtype:

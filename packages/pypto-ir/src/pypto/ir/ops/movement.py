@@ -32,6 +32,7 @@ from pypto.ir.ops.spec import (
     Attr,
     Cost,
     Effect,
+    FormatFree,
     GmAccess,
     KeepsValid,
     Level,
@@ -234,12 +235,21 @@ def assemble(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span:
             dst=dst,
         )
     check_static_bounds(op, dst.type.shape, offsets, v.shape, span)
-    if not isinstance(attrs.get("atomic", AtomicType.NONE), AtomicType):
+    atomic = attrs.get("atomic", AtomicType.NONE)
+    if not isinstance(atomic, AtomicType):
         raise fail(
             op,
             f"atomic must be a pl.AtomicType, got {attrs['atomic']!r}",
             span,
             advice="assemble.atomic_type",
+        )
+    if atomic is not AtomicType.NONE and not v.dtype.computes:
+        raise fail(
+            op,
+            f"an atomic add computes with its elements, and pl.{v.dtype.name} elements are only moved "
+            "and converted on a2a3",
+            span,
+            "add in a dtype that computes (pl.cast to pl.FP32 first), or write without atomic=",
         )
     return dst.type
 
@@ -547,7 +557,7 @@ def _declare_transfers() -> None:
         load,
         (src, _OFFSETS),
         (_SHAPE, _TARGET, _VALID, _PAD),
-        (Cost("load"), PlacesTile(), GmAccess(0, 1)),
+        (Cost("load"), PlacesTile(), GmAccess(0, 1), FormatFree()),
         "load",
         load_sig,
         "a tile read from a region of a tensor (only the valid region, if valid_shape is given)",
@@ -559,7 +569,7 @@ def _declare_transfers() -> None:
         load_partial,
         (src, _OFFSETS, Operand("valid_shape", Role.VALID_SHAPE)),
         (_SHAPE, _TARGET, _PAD),
-        (Cost("load"), PlacesTile(), GmAccess(0, 1, valid=2), WHOLE_TILE),
+        (Cost("load"), PlacesTile(), GmAccess(0, 1, valid=2), WHOLE_TILE, FormatFree()),
         "load",
         load_sig,
         "a tile of which a run-time valid region is read from a tensor",
@@ -571,7 +581,7 @@ def _declare_transfers() -> None:
         store,
         (_TILE, _OFFSETS, dst),
         (),
-        (Cost("store"), GmAccess(2, 1, write=True, tile=0)),
+        (Cost("store"), GmAccess(2, 1, write=True, tile=0), FormatFree()),
         "store",
         store_sig,
         "the tile's valid region written into a tensor at offsets",
@@ -583,7 +593,7 @@ def _declare_transfers() -> None:
         store_partial,
         (_TILE, _OFFSETS, dst, Operand("valid_shape", Role.VALID_SHAPE)),
         (),
-        (Cost("store"), GmAccess(2, 1, write=True, tile=0, valid=3), WHOLE_TILE),
+        (Cost("store"), GmAccess(2, 1, write=True, tile=0, valid=3), WHOLE_TILE, FormatFree()),
         "store",
         store_sig,
         "a run-time valid region of the tile written into a tensor",
@@ -617,7 +627,7 @@ def _declare_transfers() -> None:
             Operand("src_offset", Role.OFFSETS),
         ),
         (_SHAPE,),
-        (Cost("gather"), GmAccess(1, 3), WHOLE_TILE),
+        (Cost("gather"), GmAccess(1, 3), WHOLE_TILE, FormatFree()),
         "gather_row",
         "pl.gather_row(dst_tile, src_tensor, dst_offset, src_offset, shape)",
         "one row of a tensor copied into a row of a Vec tile",
@@ -630,7 +640,7 @@ def _declare_transfers() -> None:
         (Operand("tile", Role.TILE),),
         (),
         # A layout view the next move or matmul reads through: it costs no transfer of its own.
-        (Cost("none"), PlacesTile()),
+        (Cost("none"), PlacesTile(), FormatFree()),
         "transpose_view",
         "pl.transpose_view(tile)",
         "the 2-D tile with its axes swapped, in its space (a matmul operand in the other layout)",
@@ -642,7 +652,7 @@ def _declare_transfers() -> None:
         extract,
         (Operand("src", Role.TILE, (MemorySpace.Mat,)), Operand("offset", Role.OFFSETS)),
         (_SHAPE, Attr("target_memory", MemorySpace, REQUIRED)),
-        (Cost("move"), PlacesTile()),
+        (Cost("move"), PlacesTile(), FormatFree()),
         "extract",
         "pl.extract(src, idx_row, idx_col, shape, target_memory)",
         "a region of a Mat tile copied into Left or Right (a matmul operand block)",
@@ -654,7 +664,7 @@ def _declare_transfers() -> None:
         move,
         (_TILE,),
         (Attr("target_memory", MemorySpace, REQUIRED),),
-        (Cost("move"), PlacesTile(), KeepsValid()),
+        (Cost("move"), PlacesTile(), KeepsValid(), FormatFree()),
         "move",
         "pl.move(tile, target_memory)",
         "the tile copied into another memory space",
@@ -666,7 +676,7 @@ def _declare_transfers() -> None:
         create_tile,
         (),
         (_SHAPE, _DTYPE, _TARGET),
-        (PlacesTile(),),
+        (PlacesTile(), FormatFree()),
         "create_tile",
         "pl.create_tile(shape, dtype, target_memory=pl.Mem.Vec, tile_view=None)",
         "an uninitialised tile",
@@ -678,7 +688,7 @@ def _declare_transfers() -> None:
         create_tensor,
         (),
         (_SHAPE, _DTYPE, Attr("manual_dep", bool, False)),
-        (),
+        (FormatFree(),),
         "create_tensor",
         "pl.create_tensor(shape, dtype, manual_dep=False)",
         "a fresh global-memory tensor",
@@ -690,7 +700,7 @@ def _declare_transfers() -> None:
         assemble,
         (Operand("target", Role.TENSOR, effect=Effect.WRITE), Operand("value", Role.SHAPED), _OFFSETS),
         (Attr("atomic", AtomicType, AtomicType.NONE),),
-        (Cost("store"), GmAccess(0, 2, write=True, tile=1)),
+        (Cost("store"), GmAccess(0, 2, write=True, tile=1), FormatFree()),
         "assemble",
         "pl.assemble(target, value, offsets)",
         "the value written into a region of the target tensor (atomic=pl.AtomicType.Add adds into it)",
@@ -702,7 +712,7 @@ def _declare_transfers() -> None:
         tile_assemble,
         (Operand("target", Role.TILE, effect=Effect.WRITE), Operand("value", Role.TILE), _OFFSETS),
         (),
-        (Cost("vector"), WHOLE_TILE),
+        (Cost("vector"), WHOLE_TILE, FormatFree()),
         "assemble",
         "pl.assemble(target, value, offsets)",
         "the value tile written into a region of the target tile",
@@ -741,7 +751,7 @@ def _declare_transfers() -> None:
         tensor_set_validshape,
         (Operand("x", Role.TENSOR), Operand("valid_shape", Role.VALID_SHAPE)),
         (),
-        (SetsValid(1),),
+        (SetsValid(1), FormatFree()),
         "set_validshape",
         "pl.set_validshape(x, rows, cols)",
         "a view of the tensor of which only the leading rows x cols region is real",
@@ -753,7 +763,7 @@ def _declare_transfers() -> None:
         set_validshape,
         (Operand("x", Role.TILE), Operand("valid_shape", Role.VALID_SHAPE)),
         (),
-        (PlacesTile(), SetsValid(1)),
+        (PlacesTile(), SetsValid(1), FormatFree()),
         "set_validshape",
         "pl.set_validshape(x, rows, cols)",
         "the tile, of which only the leading rows x cols region is real from then on",
@@ -778,7 +788,7 @@ def _declare_views(level: Level) -> None:
     x = Operand("x", Role.TILE) if tile else Operand("x", Role.TENSOR)
     place: tuple[Trait, ...] = (PlacesTile(),) if tile else ()
     reshape_traits: tuple[Trait, ...] = (
-        (WHOLE_TILE, *place) if tile else (WholeRegion(), Lowers("tile.reshape"))
+        (WHOLE_TILE, FormatFree(), *place) if tile else (WholeRegion(), Lowers("tile.reshape"), FormatFree())
     )
     _op(
         f"{prefix}.reshape",
@@ -803,7 +813,7 @@ def _declare_views(level: Level) -> None:
         slice_,
         (x, Operand("offset", Role.OFFSETS), *view),
         (_SHAPE, *view_attrs),
-        (Cost("vector"), WHOLE_TILE, *place, *lowers),
+        (Cost("vector"), WHOLE_TILE, FormatFree(), *place, *lowers),
         "slice",
         "pl.slice(x, shape, offset, valid_shape=None, drop_dims=None, pad_value=None, clamp=False)",
         "a region of x",
@@ -821,7 +831,7 @@ def _declare_views(level: Level) -> None:
         transpose,
         (transposed,),
         (Attr("axis1", int, REQUIRED), Attr("axis2", int, REQUIRED)),
-        (Cost("vector"), *transpose_traits),
+        (Cost("vector"), FormatFree(), *transpose_traits),
         "transpose",
         "pl.transpose(x, axis1, axis2)",
         "x with axes axis1 and axis2 swapped",
@@ -835,7 +845,7 @@ def _declare_views(level: Level) -> None:
         concat,
         (vec, rhs),
         (),
-        (Cost("vector"), SplitPolicy(cols=ALL), *place, *lowers),
+        (Cost("vector"), SplitPolicy(cols=ALL), FormatFree(), *place, *lowers),
         "concat",
         "pl.concat(a, b)",
         "b's columns after a's",
