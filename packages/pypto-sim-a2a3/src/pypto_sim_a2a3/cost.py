@@ -248,6 +248,7 @@ _RULES: dict[str, Callable[[CostModel, Call], OpCost]] = {
     "load": CostModel._load,
     "gather": CostModel._gather,
     "scalar_read": _fixed("scalar_gm_read_cycles"),
+    "scalar_write": _fixed("scalar_gm_write_cycles"),
     "store": CostModel._store,
     "move": CostModel._move,
     "pipe_init": _fixed("pipe_init_cycles"),

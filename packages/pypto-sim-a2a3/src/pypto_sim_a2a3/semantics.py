@@ -134,12 +134,26 @@ def _read(call: Call, args: Sequence[Any]) -> None:
     check_region(call, args[0], args[1], (1,) * args[0].dim())
 
 
-@checks(array.get)
+@checks(scalar.write, tile.write)
+def _write(call: Call, args: Sequence[Any]) -> None:
+    target, offsets, value = args
+    check_region(call, target, offsets, (1,) * target.dim())
+    check_element_scalar(call, value, target.dtype)
+
+
+@checks(tile.fillpad_expand)
+def _fillpad_expand(call: Call, args: Sequence[Any]) -> None:
+    tile_type = call.args[0].type
+    assert isinstance(tile_type, TileType)
+    check_valid(call, args[1] if len(args) == 2 else valid_of(tile_type), tile_type.shape)
+
+
+@checks(array.get_element)
 def _array_get(call: Call, args: Sequence[Any]) -> None:
     check_array_index(call, args[1])
 
 
-@checks(array.set)
+@checks(array.update_element)
 def _array_set(call: Call, args: Sequence[Any]) -> None:
     check_array_index(call, args[1])
     array_type = call.type

@@ -333,6 +333,15 @@ def _read(call: Call, args: Sequence[Any]) -> int | float | bool:
     return scalar_result(call, region(tensor, offsets, (1,) * tensor.dim()).item())
 
 
+@implements(scalar.write, tile.write)
+def _write(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    # Destination-passing: the element is written in the tensor's (or tile's) own storage.
+    target, offsets, value = args
+    region(target, offsets, (1,) * target.dim()).fill_(element_scalar(value, target.dtype))
+    result: torch.Tensor = target
+    return result
+
+
 @implements(tile.move)
 def _move(call: Call, args: Sequence[Any]) -> torch.Tensor:
     result: torch.Tensor = args[0].clone()
@@ -403,6 +412,27 @@ def _transpose_view(call: Call, args: Sequence[Any]) -> torch.Tensor:
 def _slice(call: Call, args: Sequence[Any]) -> torch.Tensor:
     tile, offsets = args
     return region(tile, offsets, tuple(call.attrs["shape"])).clone()
+
+
+@implements(tile.reinterpret_view)
+def _reinterpret_view(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    # The same bytes, row-major, read as the new dtype's elements in the result's shape.
+    assert isinstance(call.type, TileType)
+    viewed = args[0].contiguous().view(torch_dtype(call.type.dtype))
+    result: torch.Tensor = viewed.reshape(call.type.shape).clone()
+    return result
+
+
+@implements(tile.fillpad_expand)
+def _fillpad_expand(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    assert isinstance(call.type, TileType)
+    x = args[0]
+    valid = args[1] if len(args) == 2 else valid_of(call.args[0].type)
+    expanded = torch.full(
+        call.type.shape, pad_scalar(call.attrs.get("pad_value", PadValue.zero), x.dtype), dtype=x.dtype
+    )
+    expanded[leading(valid)] = x[leading(valid)]
+    return expanded
 
 
 @implements(tile.set_validshape)
@@ -481,7 +511,7 @@ def _scalar_binary(fn: Callable[[Any, Any], Any]) -> OpImpl:
 
 # ---------------------------------------------------------------- scalar arrays
 
-# A scalar array's value is a tuple of Python numbers, one per element; array.set gives a new one.
+# A scalar array's value is a tuple of Python numbers, one per element; array.update_element gives a new one.
 # A pl.TASK_ID array (in an orchestration) holds the backend's task handles as they are, and None
 # in every element never written: an id that names no task, so a deps= on it waits for nothing.
 
@@ -496,14 +526,14 @@ def _array_create(call: Call, args: Sequence[Any]) -> tuple[Any, ...]:
     return (zero,) * call.type.size
 
 
-@implements(array.get)
+@implements(array.get_element)
 def _array_get(call: Call, args: Sequence[Any]) -> Any:
     values, index = args
     element = values[int(index)]
     return element if call.type == TASK_ID else scalar_result(call, element)
 
 
-@implements(array.set)
+@implements(array.update_element)
 def _array_set(call: Call, args: Sequence[Any]) -> tuple[Any, ...]:
     values, index, value = args
     assert isinstance(call.type, ArrayType)

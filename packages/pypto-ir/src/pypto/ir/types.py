@@ -106,7 +106,7 @@ class TileType(Type):
 class ArrayType(Type):
     """A fixed-size array of scalars in a core's scalar memory (``pl.array.create(n, dtype)``).
 
-    A value, like a scalar: writing an element (``array.set``) gives a new array value, so a
+    A value, like a scalar: writing an element (``array.update_element``) gives a new array value, so a
     loop carries an array it writes like any other rebound name."""
 
     size: int

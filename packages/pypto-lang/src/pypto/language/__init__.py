@@ -110,6 +110,8 @@ static_assert = DIRECTIVES["static_assert"]
 const = DIRECTIVES["const"]
 min = DIRECTIVES["min"]  # shadows the builtin on purpose: pl.min is the scalar minimum
 max = DIRECTIVES["max"]
+dim = DIRECTIVES["dim"]
+create_l1 = DIRECTIVES["create_l1"]
 
 
 # The ops (pl.add, pl.load, pl.tpush_to_aiv, ...) are read from the op registry when looked up, so
@@ -193,7 +195,9 @@ __all__ = [
     "cluster",
     "cond",
     "const",
+    "create_l1",
     "cross_core_slot",
+    "dim",
     "dump_tag",
     "dynamic",
     "func_attr",

@@ -118,8 +118,21 @@ def _lowered(call: Call) -> str:
 
 
 def _runs_whole(call: Call) -> bool:
-    """Ops that combine or move elements across rows: their region runs whole."""
+    """Ops that combine or move elements across rows: their region runs whole (a reinterpret
+    whose shape moves bytes into other rows among them)."""
+    if call.op == tensor.reinterpret_view:
+        src, dst = call.args[0].type, call.type
+        assert isinstance(src, TensorType) and isinstance(dst, TensorType)
+        return len(src.shape) != len(dst.shape) or src.shape[0] != dst.shape[0]
     return get_op(call.op).has(WholeRegion)
+
+
+def _block_attrs(call: Call, args: tuple[Expr, ...]) -> Mapping[str, Any]:
+    """The tile op's attrs on one block: a reinterpret's explicit shape takes the block's rows."""
+    if call.op != tensor.reinterpret_view or "shape" not in call.attrs:
+        return call.attrs
+    rows = args[0].type.shape[0]  # type: ignore[attr-defined]
+    return {**call.attrs, "shape": (rows, *call.attrs["shape"][1:])}
 
 
 def _shared_operands(call: Call) -> tuple[int, ...]:
@@ -1073,7 +1086,8 @@ class _RegionLowering:
             args = (*args, self._scratch(args[0], sink))  # a row reduction's scratch tile
         unpadded = args
         args = self._padded_for_reduction(lowered.name, args, sink, call.span)
-        value = make_call(lowered.name, args, call.attrs, call.span)
+        attrs = _block_attrs(call, args) if self.block is not None else call.attrs
+        value = make_call(lowered.name, args, attrs, call.span)
         # A later copy of the region (the last, smaller block) names its tiles afresh.
         name = self.names.fresh(stmt.target.name) if self.fresh_names else stmt.target.name
         tile = Var(name, value.type, stmt.target.span)

@@ -40,6 +40,7 @@ from pypto.ir.ops.spec import (
     Operand,
     OpSpec,
     PlacesTile,
+    Reinterprets,
     Role,
     Rule,
     SetsValid,
@@ -293,7 +294,13 @@ def gather_row(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], spa
     check_offsets(op, src_offsets, len(src.type.shape), span)
     check_static_bounds(op, dst.type.shape, dst_offsets, shape, span)
     check_static_bounds(op, src.type.shape, src_offsets, shape, span)
-    check_vec(op, dst.type, span)
+    if dst.type.memory_space not in (None, MemorySpace.Vec, MemorySpace.Mat):
+        raise fail(
+            op,
+            f"gathers into a Vec or Mat tile, got {describe(dst.type)}",
+            span,
+            "gather into a pl.create_tile (Vec) or a pl.create_l1 (Mat) tile",
+        )
     return dst.type
 
 
@@ -517,6 +524,132 @@ def concat(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: S
     return with_changes(lhs, shape=shape)
 
 
+# The element dtypes a reinterpret_view takes on either side: integers of 8 to 64 bits, the floats.
+VIEW_DTYPES = frozenset(
+    {
+        DataType.INT8,
+        DataType.UINT8,
+        DataType.INT16,
+        DataType.UINT16,
+        DataType.INT32,
+        DataType.UINT32,
+        DataType.INT64,
+        DataType.UINT64,
+        DataType.FP16,
+        DataType.BF16,
+        DataType.FP32,
+    }
+)
+
+
+def reinterpreted_shape(shape: Sequence[Any], src: DataType, dst: DataType) -> tuple[Any, ...] | None:
+    """``shape`` of ``src`` elements seen as ``dst`` elements over the same bytes: the last axis
+    scaled by the byte-width ratio (None when its bytes are no whole number of ``dst`` elements)."""
+    last = shape[-1]
+    if not isinstance(last, int):
+        return None
+    nbytes = last * src.nbytes
+    if nbytes % dst.nbytes:
+        return None
+    return (*shape[:-1], nbytes // dst.nbytes)
+
+
+def reinterpret_view(
+    spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None
+) -> Type:
+    """The same bytes seen as ``dtype`` elements: the last axis scaled by the byte-width ratio, or
+    the explicit ``shape`` (same bytes); a tile's constant valid shape scales with it."""
+    op = spec.name
+    x = shaped(op, args[0], span)
+    dtype = attrs["dtype"]
+    names = ", ".join(sorted(f"pl.{d.name}" for d in VIEW_DTYPES))
+    for side, d in (("source", x.dtype), ("view", dtype)):
+        if d not in VIEW_DTYPES:
+            raise fail(
+                op,
+                f"the {side} dtype must be an integer or float dtype, got pl.{d.name}",
+                span,
+                f"one of {names}",
+            )
+    if dtype == x.dtype:
+        raise fail(
+            op,
+            f"views {describe(x)} as its own dtype pl.{dtype.name}",
+            span,
+            "give another dtype of the same bytes (pl.reshape changes only the shape)",
+        )
+    auto = reinterpreted_shape(x.shape, x.dtype, dtype)
+    shape = tuple(attrs["shape"]) if attrs.get("shape") else auto
+    if shape is None:
+        raise fail(
+            op,
+            f"the last axis of {describe(x)} ({x.shape[-1]} x {x.dtype.nbytes} bytes) holds no whole "
+            f"number of pl.{dtype.name} elements ({dtype.nbytes} bytes)",
+            span,
+            "view a region whose last axis spans a multiple of the new element's bytes",
+        )
+    if any(not isinstance(d, int) for d in (*shape, *x.shape)):
+        if shape != auto:
+            raise fail(
+                op, f"shape {list(shape)} needs static extents", span, "leave shape= out on a dynamic tensor"
+            )
+    elif prod(shape) * dtype.nbytes != prod(x.shape) * x.dtype.nbytes:
+        raise fail(
+            op,
+            f"shape {list(shape)} of pl.{dtype.name} is {prod(shape) * dtype.nbytes} bytes, but "
+            f"{describe(x)} is {prod(x.shape) * x.dtype.nbytes}",
+            span,
+            "give a shape of the same bytes, or leave shape= out for "
+            + (str(list(auto)) if auto else "the scaled last axis"),
+        )
+    if isinstance(x, TensorType):
+        return TensorType(shape, dtype)
+    valid = None
+    if x.valid_shape is not None and tuple(x.valid_shape) != x.shape:
+        valid = reinterpreted_shape(x.valid_shape, x.dtype, dtype) if shape == auto else None
+        if valid is None:
+            raise fail(
+                op,
+                f"the valid region of {describe(x)} ({list(x.valid_shape)}) is no whole region of "
+                f"pl.{dtype.name} elements in {list(shape)}",
+                span,
+                "view the whole tile (pl.fillpad it first), or leave shape= out so that the valid "
+                "last axis scales with the elements",
+            )
+    return TileType(shape, dtype, x.memory_space, valid)
+
+
+def fillpad_expand(
+    spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None
+) -> Type:
+    """A tile (or tensor) of ``shape``, at least ``x``'s in every dim: ``x``'s valid region at its
+    origin, ``pad_value`` everywhere else."""
+    op = spec.name
+    x = shaped(op, args[0], span)
+    if isinstance(x, TileType):
+        check_vec(op, x, span)
+    shape = tuple(attrs.get("shape") or x.shape)
+    check_same_rank(op, "shape", shape, x.shape, describe(x), span)
+    if any(isinstance(a, int) and isinstance(b, int) and a < b for a, b in zip(shape, x.shape, strict=True)):
+        raise fail(
+            op,
+            f"expands {describe(x)} to {list(shape)}, which is smaller in some dim",
+            span,
+            "give a shape at least as large as the operand's in every dim",
+        )
+    pad = attrs.get("pad_value", PadValue.zero)
+    if not isinstance(pad, PadValue) or pad is PadValue.null:
+        raise fail(
+            op,
+            f"pad_value must be a pl.PadValue to fill with, got {pad!r}",
+            span,
+            f"write pad_value= one of {PAD_VALUES}",
+        )
+    if isinstance(x, TensorType):
+        return TensorType(shape, x.dtype)
+    return TileType(shape, x.dtype, MemorySpace.Vec)
+
+
 # ---------------------------------------------------------------- declarations
 
 _TILE = Operand("tile", Role.TILE)
@@ -525,6 +658,7 @@ _SHAPE = Attr("shape", tuple, REQUIRED)
 _DTYPE = Attr("dtype", DataType, REQUIRED)
 _TARGET = Attr("target_memory", MemorySpace)
 _VALID = Attr("valid_shape", tuple)
+_SHAPE_OPTIONAL = Attr("shape", tuple)
 # What a load writes into the part of the tile outside its valid region (nothing, when absent).
 _PAD = Attr("pad_value", PadValue)
 
@@ -618,19 +752,21 @@ def _declare_transfers() -> None:
     _op(
         "tile.gather_row",
         T,
-        Unit.VECTOR,
+        Unit.MTE,
         gather_row,
         (
-            Operand("dst_tile", Role.TILE, (MemorySpace.Vec,), effect=Effect.WRITE),
+            Operand("dst_tile", Role.TILE, (MemorySpace.Vec, MemorySpace.Mat), effect=Effect.WRITE),
             Operand("src_tensor", Role.TENSOR),
             Operand("dst_offset", Role.OFFSETS),
             Operand("src_offset", Role.OFFSETS),
         ),
-        (_SHAPE,),
+        # transpose: the row lands as a column of the transposed box layout (a b_trans operand's);
+        # tiles are held in their logical layout, so it is recorded, not computed.
+        (_SHAPE, Attr("transpose", bool, False)),
         (Cost("gather"), GmAccess(1, 3), WHOLE_TILE, FormatFree()),
         "gather_row",
-        "pl.gather_row(dst_tile, src_tensor, dst_offset, src_offset, shape)",
-        "one row of a tensor copied into a row of a Vec tile",
+        "pl.gather_row(dst_tile, src_tensor, dst_offset, src_offset, shape, transpose=False)",
+        "one row of a tensor copied into a row of a Vec or Mat (L1) tile",
     )
     _op(
         "tile.transpose_view",
@@ -745,6 +881,33 @@ def _declare_transfers() -> None:
         "the tensor with pad_value outside its valid shape",
     )
     _op(
+        "tile.fillpad_expand",
+        T,
+        Unit.VECTOR,
+        fillpad_expand,
+        (
+            Operand("x", Role.TILE, (MemorySpace.Vec,)),
+            Operand("valid_shape", Role.VALID_SHAPE, optional=True),
+        ),
+        (_SHAPE_OPTIONAL, Attr("pad_value", PadValue, PadValue.zero)),
+        (Cost("vector"), PlacesTile(), WHOLE_TILE),
+        "fillpad_expand",
+        "pl.fillpad_expand(x, shape=None, pad_value=pl.PadValue.zero)",
+        "a larger tile holding x's valid region at its origin and pad_value everywhere else",
+    )
+    _op(
+        "tensor.fillpad_expand",
+        Level.TENSOR,
+        Unit.VECTOR,
+        fillpad_expand,
+        (Operand("x", Role.TENSOR),),
+        (_SHAPE_OPTIONAL, Attr("pad_value", PadValue, PadValue.zero)),
+        (Cost("vector"), Lowers("tile.fillpad_expand"), WholeRegion()),
+        "fillpad_expand",
+        "pl.fillpad_expand(x, shape=None, pad_value=pl.PadValue.zero)",
+        "a larger tensor holding x's valid region at its origin and pad_value everywhere else",
+    )
+    _op(
         "tensor.set_validshape",
         Level.TENSOR,
         Unit.SCALAR,
@@ -801,6 +964,24 @@ def _declare_views(level: Level) -> None:
         "reshape",
         "pl.reshape(x, shape)",
         "the same elements in another shape",
+    )
+    _op(
+        f"{prefix}.reinterpret_view",
+        level,
+        Unit.MTE,
+        reinterpret_view,
+        (x,),
+        (_DTYPE, _SHAPE_OPTIONAL),
+        # A view of the same bytes: no element moves, so it costs no transfer.
+        (
+            Cost("none"),
+            FormatFree(),
+            Reinterprets(),
+            *((WHOLE_TILE, *place) if tile else (Lowers("tile.reinterpret_view"),)),
+        ),
+        "reinterpret_view",
+        "pl.reinterpret_view(x, dtype, shape=None)",
+        "the same bytes seen as elements of another dtype (the last axis scaled by the width ratio)",
     )
     lowers: tuple[Trait, ...] = () if tile else (Lowers("tile.slice"), SetsValid(2))
     # A tensor's view carries its valid shape, its padding and whether it hangs over the end.

@@ -340,6 +340,12 @@ class TaskIds(Trait):
 
 
 @dataclass(frozen=True)
+class Reinterprets(Trait):
+    """The result holds operand 0's bytes as elements of another dtype: a valid shape's last axis
+    scales by the byte-width ratio."""
+
+
+@dataclass(frozen=True)
 class FormatFree(Trait):
     """The op moves, views or converts elements without computing with them (a load, a store, a
     reshape, a cast): it takes the storage formats (``pl.FP8E4M3FN``, ``pl.UINT64``, ...) that

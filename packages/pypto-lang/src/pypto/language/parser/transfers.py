@@ -30,6 +30,7 @@ from pypto.language.parser.values import (
     is_tile,
     number,
     static_shape,
+    tile_scalar,
 )
 
 
@@ -287,6 +288,28 @@ def build_read(ctx: OpContext, tensor: Any, offsets: Any) -> Any:
         return ctx.call(tile_ops.read, [source, starts])
     src, starts = views.through(ctx, source, starts)  # of a view: of the tensor it views
     return ctx.call(scalar_ops.read, [src, starts])
+
+
+@hand_built(scalar_ops.write, tile_ops.write)
+def build_write(ctx: OpContext, tensor: Any, offsets: Any, value: Any) -> Any:
+    """``pl.write(t, [i, j], v)``: one element of a tensor (of the tensor a view views) or a tile
+    written with the scalar ``v``; ``pl.write(t, k, v)`` writes the element at the flat index
+    ``k``. The expression is the written tensor or tile (destination-passing)."""
+    target = ctx.shaped(tensor, "destination")
+    shape = target.type.shape  # type: ignore[attr-defined]
+    if not isinstance(offsets, (list, tuple)):
+        offsets = flat_offsets(ctx, offsets, shape)
+    starts = index_tuple(offsets, ctx.span)
+    if not is_scalar(value):
+        raise ctx.fail(
+            f"the written value must be a scalar, got {describe_value(value)}",
+            "write one number or run-time scalar (store a region of a tile with pl.store or pl.assemble)",
+        )
+    element = tile_scalar(value, target.type.dtype, ctx.span)  # type: ignore[attr-defined]
+    if is_tile(target):
+        return ctx.effect(tile_ops.write, [target, starts, element], None, target)
+    dst, starts = views.through(ctx, target, starts)  # of a view: of the tensor it views
+    return ctx.effect(scalar_ops.write, [dst, starts, element], None, target)
 
 
 def flat_offsets(ctx: OpContext, index: Any, shape: tuple[Any, ...]) -> list[Any]:
