@@ -141,6 +141,19 @@ def _write(call: Call, args: Sequence[Any]) -> None:
     check_element_scalar(call, value, target.dtype)
 
 
+@checks(tile.tri)
+def _tri(call: Call, args: Sequence[Any]) -> None:
+    assert isinstance(call.type, TileType)
+    if len(args) > 1:
+        check_valid(call, [int(n) for n in args[1]], call.type.shape)
+
+
+@checks(tile.ci)
+def _ci(call: Call, args: Sequence[Any]) -> None:
+    assert isinstance(call.type, TileType)
+    check_element_scalar(call, args[0], shared.torch_dtype(call.type.dtype))
+
+
 @checks(tile.fillpad_expand)
 def _fillpad_expand(call: Call, args: Sequence[Any]) -> None:
     tile_type = call.args[0].type

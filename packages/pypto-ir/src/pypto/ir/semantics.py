@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Sequence
+from math import prod
 from typing import Any
 
 import torch
@@ -474,6 +475,76 @@ def _assemble(call: Call, args: Sequence[Any]) -> torch.Tensor:
     region(dst, offsets, tuple(src.shape)).copy_(src)
     result: torch.Tensor = dst
     return result
+
+
+# ---------------------------------------------------------------- generators
+
+
+@implements(tile.ci)
+def _ci(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    # start, start + 1, ... (descending: start - 1, ...) at each row-major position, wrapping in
+    # the dtype as the vector unit's counter does.
+    assert isinstance(call.type, TileType)
+    steps = torch.arange(prod(call.type.shape), dtype=torch.int64)
+    values = int(args[0]) - steps if call.attrs.get("descending") else int(args[0]) + steps
+    return values.reshape(call.type.shape).to(torch_dtype(call.type.dtype))
+
+
+_WORD = 0xFFFFFFFF
+
+
+def _times(x: torch.Tensor, factor: int) -> torch.Tensor:
+    """``x * factor`` modulo 2**32 for 32-bit words held in int64 (in 16-bit halves: no overflow)."""
+    low, high = factor & 0xFFFF, factor >> 16
+    return (x * low + ((x * high) << 16)) & _WORD
+
+
+def _mix(x: torch.Tensor) -> torch.Tensor:
+    """A 32-bit integer hash (xor-shift-multiply rounds) of each word: every bit of the input
+    moves every bit of the output."""
+    x = _times(x ^ (x >> 16), 0x7FEB352D)
+    x = _times(x ^ (x >> 15), 0x846CA68B)
+    return x ^ (x >> 16)
+
+
+def random_words(seed: int, offset: int, count: int) -> torch.Tensor:
+    """The 32-bit words ``pl.random`` draws for positions ``offset .. offset + count - 1`` of
+    ``seed`` (int64 tensor): a hash of the seed and the position, so a block of a tensor gets the
+    same numbers as the whole tensor has there."""
+    key = _mix(torch.tensor(seed & _WORD, dtype=torch.int64) ^ 0x9E3779B9)
+    positions = (torch.arange(count, dtype=torch.int64) + offset) & _WORD
+    return _mix(_mix(positions ^ key) ^ key)
+
+
+# Bits of a float dtype's uniform draw: as many as its significand holds, so none rounds to 1.
+_UNIFORM_BITS = {DataType.FP16: 11, DataType.BF16: 8, DataType.FP32: 24}
+
+
+@implements(tile.random)
+def _random(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    assert isinstance(call.type, TileType)
+    offset = int(args[1]) if len(args) > 1 else 0
+    words = random_words(int(args[0]), offset, prod(call.type.shape)).reshape(call.type.shape)
+    dtype = call.type.dtype
+    if dtype.is_float:
+        bits = _UNIFORM_BITS[dtype]
+        uniform: torch.Tensor = (words >> (32 - bits)).to(torch.float64) / 2**bits
+        return uniform.to(torch_dtype(dtype))
+    return words.to(torch_dtype(dtype))  # the low bits, wrapping over the whole range
+
+
+@implements(tile.tri)
+def _tri(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    assert isinstance(call.type, TileType)
+    rows, cols = call.type.shape
+    i = torch.arange(rows).unsqueeze(1)
+    j = torch.arange(cols).unsqueeze(0)
+    shifted = i + int(args[0])
+    ones = j >= shifted if call.attrs.get("upper") else j <= shifted
+    valid = tuple(int(n) for n in args[1]) if len(args) > 1 else valid_of(call.type)
+    mask = torch.zeros(call.type.shape, dtype=torch_dtype(call.type.dtype))  # only the valid part is written
+    mask[leading(valid)] = ones[leading(valid)].to(mask.dtype)
+    return mask
 
 
 # ---------------------------------------------------------------- scalar (index) math

@@ -81,6 +81,7 @@ from pypto.ir.ops import (
     Level,
     Lowers,
     PadValue,
+    Positional,
     Reduction,
     RowShared,
     Unit,
@@ -1069,6 +1070,9 @@ class _RegionLowering:
         if stmt.target in self.plan.summed:
             self._column_reduction(stmt.target, call)
             return
+        if get_op(call.op).has(Positional):
+            self._generated(stmt.target, call)
+            return
         once = stmt.target in self.plan.once
         spaces = _placements(call)
         args = tuple(
@@ -1095,6 +1099,30 @@ class _RegionLowering:
         self._follow_valid(tile, replace(value, args=unpadded))  # a reduction keeps the valid rows
         assert isinstance(value.type, TileType) and value.type.memory_space is not None
         self.tiles[(stmt.target, value.type.memory_space, True)] = tile
+
+    def _generated(self, target: Var, call: Call) -> None:
+        """A generator (``pl.arange``, ``pl.random``) on this block: its rows, made from the
+        position of the block's first element (the whole result before a row loop when it is
+        computed once there)."""
+        positional = trait_of(call, Positional)
+        assert positional is not None and isinstance(call.type, TensorType)
+        shape = tuple(call.type.shape)
+        once = target in self.plan.once
+        args = list(call.args)
+        if positional.operand >= len(args):
+            args.append(Const(0, INDEX))
+        if self.block is not None and not once:
+            shape = (self._block_of(target), *shape[1:])
+            shift = self._row_of(target)
+            per_row = math.prod(shape[1:])
+            if per_row != 1:
+                shift = scalar_call(scalar_ops.mul, shift, Const(per_row, INDEX))
+            backward = positional.backward is not None and call.attrs.get(positional.backward)
+            step = scalar_ops.sub if backward else scalar_ops.add
+            args[positional.operand] = scalar_call(step, args[positional.operand], shift)
+        made = make_call(_lowered(call), tuple(args), {**call.attrs, "shape": shape}, call.span)
+        sink = self.hoisted if once and isinstance(self.row, Var) else self.body
+        self.tiles[(target, MemorySpace.Vec, True)] = self._emit(target.name, made, sink)
 
     def _padded_for_reduction(
         self, op: str, args: tuple[Expr, ...], sink: list[Stmt], span: SourceSpan | None

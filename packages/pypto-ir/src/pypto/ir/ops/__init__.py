@@ -19,6 +19,7 @@ from pypto.ir.ops import (
     crosscore,
     cube,
     elementwise,
+    generate,
     movement,
     reduction,
     scalar_ops,
@@ -70,6 +71,7 @@ from pypto.ir.ops.spec import (
     PipeDirection,
     PipeEnd,
     PlacesTile,
+    Positional,
     Product,
     Reduction,
     Reinterprets,
@@ -98,7 +100,7 @@ from pypto.ir.ops.spec import (
     undeclare,
 )
 
-FAMILIES = (elementwise, reduction, movement, cube, crosscore, system_ops, scalar_ops, array_ops)
+FAMILIES = (elementwise, reduction, movement, generate, cube, crosscore, system_ops, scalar_ops, array_ops)
 
 # The families' members by DSL name, as the family modules declare them (for loops over a family).
 ELEMENTWISE_BINARY = tuple(elementwise.BINARY)
@@ -165,6 +167,7 @@ __all__ = [
     "PipeEnd",
     "PipeType",
     "PlacesTile",
+    "Positional",
     "Product",
     "Reduction",
     "Reinterprets",

@@ -340,6 +340,17 @@ class TaskIds(Trait):
 
 
 @dataclass(frozen=True)
+class Positional(Trait):
+    """A generator whose elements depend on their flat (row-major) position: operand ``operand``
+    is the position of the first element, so a block of the result that starts ``n`` elements in
+    is made with it advanced by ``n`` (moved back instead when the flag attribute ``backward``
+    names is set: a descending arange)."""
+
+    operand: int
+    backward: str | None = None
+
+
+@dataclass(frozen=True)
 class Reinterprets(Trait):
     """The result holds operand 0's bytes as elements of another dtype: a valid shape's last axis
     scales by the byte-width ratio."""
