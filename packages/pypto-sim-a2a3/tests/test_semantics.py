@@ -108,6 +108,10 @@ SINGLE_OPS = {
     "tile.ci",
     "tile.random",
     "tile.tri",
+    # tested in test_semantics_products.py
+    "tile.batch_matmul",
+    "tile.gemv_acc",
+    "tile.gemv_bias",
 }
 REDUCTIONS = {
     "row_max": lambda x: x.amax(dim=1, keepdim=True),

@@ -256,6 +256,31 @@ def _gemv(call: Call, args: Sequence[Any]) -> torch.Tensor:
     return typed(call, product(call, args[0], args[1]))
 
 
+@implements(tile.gemv_acc)
+def _gemv_acc(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    acc, a, b = args
+    result = product(call, a, b)
+    return typed(call, acc.to(result.dtype) + result)
+
+
+@implements(tile.gemv_bias)
+def _gemv_bias(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    a, b, bias = args
+    result = product(call, a, b)
+    return typed(call, result + bias.to(result.dtype))
+
+
+@implements(tile.batch_matmul)
+def _batch_matmul(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    # Each matrix of the batch as the cube multiplies it (in its accumulation dtype); the leading
+    # dims broadcast as torch.matmul broadcasts them.
+    a, b = args
+    a = a.transpose(-1, -2) if call.attrs.get("a_trans") else a
+    b = b.transpose(-1, -2) if call.attrs.get("b_trans") else b
+    acc = torch.float32 if a.is_floating_point() else torch.int32
+    return typed(call, torch.matmul(a.to(acc), b.to(acc)))
+
+
 # ---------------------------------------------------------------- data movement
 
 

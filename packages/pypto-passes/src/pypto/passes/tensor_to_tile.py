@@ -139,6 +139,9 @@ def _block_attrs(call: Call, args: tuple[Expr, ...]) -> Mapping[str, Any]:
 def _shared_operands(call: Call) -> tuple[int, ...]:
     """The operands loaded whole, once before the row loop: a matmul's right operand (and bias
     row), a row vector broadcast down the rows (``RowShared``)."""
+    if call.op == tensor.batch_matmul:  # an operand with fewer dims is one matrix for every batch
+        rank = len(call.type.shape)  # type: ignore[attr-defined]
+        return tuple(i for i, a in enumerate(call.args) if len(a.type.shape) < rank)  # type: ignore[attr-defined]
     shared = trait_of(call, RowShared)
     return shared.operands if shared is not None else ()
 

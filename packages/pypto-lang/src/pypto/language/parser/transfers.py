@@ -200,8 +200,35 @@ def build_matmul(
     b = ctx.shaped(b, "right operand")
     if is_tile(a) != is_tile(b) and ctx.body.on_device:
         a, b = (_staged_operand(ctx, x) for x in (a, b))
-    op = tile_ops.matmul if ctx.level_of(a) == "tile" else tensor_ops.matmul
+    tile = ctx.level_of(a) == "tile"
+    op = tile_ops.matmul if tile else tensor_ops.matmul
+    if _batched(a) or _batched(b):  # a batch of matrices: rank 3 or more
+        op = tile_ops.batch_matmul if tile else tensor_ops.batch_matmul
     return ctx.call(op, [a, b], attrs)
+
+
+@hand_built(tile_ops.batch_matmul)
+def build_batch_matmul(
+    ctx: OpContext,
+    a: Any,
+    b: Any,
+    out_dtype: DataType | None = None,
+    a_trans: bool = False,
+    b_trans: bool = False,
+) -> Any:
+    """``pl.batch_matmul(a, b)``: a product of each matrix of a batch of tiles (Left x Right)."""
+    for value, what in ((a, "left operand"), (b, "right operand")):
+        if not is_tile(value):
+            raise ctx.fail(
+                f"takes tiles, got {describe_value(value)} as the {what}",
+                "on tensors write pl.matmul(a, b): with operands of rank 3 or more it multiplies "
+                "the batches (the compiler tiles them)",
+            )
+    return build_matmul(ctx, a, b, out_dtype, a_trans, b_trans)
+
+
+def _batched(x: Expr) -> bool:
+    return len(x.type.shape) > 2  # type: ignore[attr-defined]
 
 
 def _staged_operand(ctx: OpContext, x: Expr) -> Expr:
