@@ -112,6 +112,16 @@ SINGLE_OPS = {
     "tile.batch_matmul",
     "tile.gemv_acc",
     "tile.gemv_bias",
+    # tested in test_semantics_indexed.py
+    "tile.gather",
+    "tile.scatter",
+    "tile.scatter_update",
+    "tile.mgather",
+    "tile.mscatter",
+    "tile.gatherb",
+    "tile.sort32",
+    "tile.mrgsort_format1",
+    "tile.mrgsort_format2",
 }
 REDUCTIONS = {
     "row_max": lambda x: x.amax(dim=1, keepdim=True),

@@ -28,7 +28,7 @@ from pypto_sim_a2a3.coherence import (
     GmOrder,
     Region,
     TensorKey,
-    gm_access,
+    gm_accesses,
     gm_tensor,
     tensor_key,
 )
@@ -109,8 +109,7 @@ class TaskRaces:
     ) -> None:
         """Record ``call``'s GM access (starting at modeled cycle ``at``); a ``RaceError`` if it
         conflicts with an unordered task's, or an unsynchronised block's of its own task."""
-        access = gm_access(core, call, args, at)
-        if access is not None:
+        for access in gm_accesses(core, call, args, at):
             self.record(task, block, access, gm_tensor(call, args), order)
 
     def record(self, task: Task, block: int, access: Access, tensor: torch.Tensor, order: GmOrder) -> None:

@@ -572,6 +572,176 @@ def _tri(call: Call, args: Sequence[Any]) -> torch.Tensor:
     return mask
 
 
+# ---------------------------------------------------------------- gather, scatter, sort
+
+
+def positions(index: torch.Tensor) -> torch.Tensor:
+    """An index operand's entries, flat, as int64."""
+    return index.reshape(-1).to(torch.int64)
+
+
+def write_last_wins(
+    target: torch.Tensor, places: torch.Tensor, values: torch.Tensor, flat: bool = False
+) -> None:
+    """``target[places[k]] = values[k]`` in order: where two entries name one place, the later one
+    is what stays. A place is a row of ``target`` (``values[k]`` a row), or with ``flat`` an
+    element at that row-major position (``target`` may be a strided view either way)."""
+    order = torch.arange(places.numel())
+    unique, inverse = torch.unique(places, return_inverse=True)
+    last = torch.full((unique.numel(),), -1, dtype=torch.int64).scatter_reduce(
+        0, inverse, order, reduce="amax"
+    )
+    at = torch.unravel_index(places[last], tuple(target.shape)) if flat else places[last]
+    target[at] = values[last].to(target.dtype)
+
+
+@implements(tile.gather)
+def _gather(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    src, index = args
+    return typed(call, torch.gather(src, 1, index.to(torch.int64)))
+
+
+@implements(tile.scatter)
+def _scatter(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    # Destination-passing: each row's source elements land in the input tile's own bytes.
+    dst, index, src = args
+    rows = torch.arange(dst.shape[0]).unsqueeze(1).expand_as(index)
+    flat = (rows * dst.shape[1] + index.to(torch.int64)).reshape(-1)
+    write_last_wins(dst, flat, src.reshape(-1), flat=True)
+    result: torch.Tensor = dst
+    return result
+
+
+@implements(tile.scatter_update)
+def _scatter_update(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    dst, index, src = args
+    write_last_wins(dst, positions(index), src)
+    result: torch.Tensor = dst
+    return result
+
+
+def wrapped_positions(places: torch.Tensor, count: int, policy: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Positions an index names among ``count``, by an out-of-range policy, and which are in range:
+    ``clamp`` to the ends, ``wrap`` around, ``zero``/``undefined`` as they are (a backend checks an
+    undefined one first)."""
+    if policy == "clamp":
+        places = places.clamp(0, count - 1)
+    elif policy == "wrap":
+        places = places.remainder(count)
+    inside = (places >= 0) & (places < count)
+    return places.clamp(0, max(count - 1, 0)), inside
+
+
+@implements(tile.mgather)
+def _mgather(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    src, index = args
+    policy = call.attrs.get("gather_oob", "undefined")
+    rows = call.attrs.get("coalesce", "row") == "row"
+    source = src if rows else src.reshape(-1)
+    places, inside = wrapped_positions(positions(index), source.shape[0], policy)
+    picked = source[places].clone()
+    picked[~inside] = 0  # a row (element) past the end reads as zeros (gather_oob="zero")
+    assert isinstance(call.type, TileType)
+    return typed(call, picked.reshape(call.type.shape))
+
+
+@implements(tile.mscatter)
+def _mscatter(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    src, index, output = args
+    if call.attrs.get("coalesce", "row") == "row":
+        write_last_wins(output, positions(index), src)
+    else:
+        write_last_wins(output, positions(index), src.reshape(-1), flat=True)
+    result: torch.Tensor = output
+    return result
+
+
+@implements(tile.gatherb)
+def _gatherb(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    # Each UINT32 byte offset selects the 32 bytes of the source tile from there.
+    src, offsets = args
+    block = 32
+    data = src.contiguous().view(torch.uint8).reshape(-1)
+    starts = offsets.to(torch.int64).unsqueeze(-1) + torch.arange(block)
+    picked = data[starts].reshape(offsets.shape[0], -1)
+    assert isinstance(call.type, TileType)
+    blocks: torch.Tensor = picked.contiguous().view(torch_dtype(call.type.dtype))
+    return blocks.reshape(call.type.shape).clone()
+
+
+PAIR_BYTES = 8
+
+
+def to_pairs(values: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:
+    """Sorted (value, index) pairs as the vector unit writes them, 8 bytes each: the value, zero
+    padding to 4 bytes, the UINT32 index; ``values`` [R, n] give [R, n * 8 / value bytes]."""
+    rows, count = values.shape
+    width = values.element_size()
+    pairs = torch.zeros(rows, count, PAIR_BYTES, dtype=torch.uint8)
+    pairs[..., :width] = values.contiguous().view(torch.uint8).reshape(rows, count, width)
+    pairs[..., 4:] = (
+        indices.to(torch.int64).to(torch.int32).contiguous().view(torch.uint8).reshape(rows, count, 4)
+    )
+    return pairs.view(values.dtype).reshape(rows, -1)
+
+
+def from_pairs(pairs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The values and the index bytes (``[R, n, 4]``) of a tile of pairs."""
+    rows = pairs.shape[0]
+    raw = pairs.contiguous().view(torch.uint8).reshape(rows, -1, PAIR_BYTES)
+    width = pairs.element_size()
+    values = raw[..., :width].contiguous().view(pairs.dtype).reshape(rows, -1)
+    return values, raw[..., 4:]
+
+
+def sorted_groups(
+    values: torch.Tensor, carried: torch.Tensor, group: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each row's groups of ``group`` values sorted largest first (ties keep their order), with
+    ``carried`` (one entry per value, trailing dims kept) in the same order."""
+    rows, count = values.shape
+    grouped = values.reshape(rows, count // group, group)
+    order = torch.sort(grouped.to(torch.float64), dim=-1, descending=True, stable=True).indices
+    picked = torch.gather(grouped, -1, order).reshape(rows, count)
+    flat = (order + torch.arange(0, count, group).reshape(1, -1, 1)).reshape(rows, count)
+    moved = carried[torch.arange(rows).unsqueeze(1), flat]
+    return picked, moved
+
+
+@implements(tile.sort32)
+def _sort32(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    src = args[0]
+    rows, cols = src.shape
+    indices = args[1] if len(args) > 1 else torch.arange(cols).expand(rows, cols)
+    values, order = sorted_groups(src, indices.to(torch.int64), 32)
+    return to_pairs(values, order)
+
+
+def _merged(pairs: torch.Tensor, group: int) -> torch.Tensor:
+    """Rows of pairs with each group of ``group`` pairs merged largest first (a trailing group
+    shorter)."""
+    values, index_bytes = from_pairs(pairs)
+    rows, count = values.shape
+    out_values, out_bytes = values.clone(), index_bytes.clone()
+    for start in range(0, count, group):
+        end = min(start + group, count)
+        v, b = sorted_groups(values[:, start:end], index_bytes[:, start:end], end - start)
+        out_values[:, start:end], out_bytes[:, start:end] = v, b
+    index = out_bytes.contiguous().view(torch.int32).reshape(rows, count)
+    return to_pairs(out_values, index)
+
+
+@implements(tile.mrgsort_format1)
+def _mrgsort_runs(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    return _merged(args[0], 4 * int(call.attrs["block_len"]))
+
+
+@implements(tile.mrgsort_format2)
+def _mrgsort_lists(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    joined = torch.cat(list(args), dim=1)
+    return _merged(joined, joined.shape[1])
+
+
 # ---------------------------------------------------------------- scalar (index) math
 
 SCALAR_OPS: dict[str, Callable[[Any, Any], Any]] = {

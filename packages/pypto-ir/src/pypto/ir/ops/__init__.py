@@ -20,6 +20,7 @@ from pypto.ir.ops import (
     cube,
     elementwise,
     generate,
+    indexed,
     movement,
     reduction,
     scalar_ops,
@@ -100,7 +101,18 @@ from pypto.ir.ops.spec import (
     undeclare,
 )
 
-FAMILIES = (elementwise, reduction, movement, generate, cube, crosscore, system_ops, scalar_ops, array_ops)
+FAMILIES = (
+    elementwise,
+    reduction,
+    movement,
+    generate,
+    indexed,
+    cube,
+    crosscore,
+    system_ops,
+    scalar_ops,
+    array_ops,
+)
 
 # The families' members by DSL name, as the family modules declare them (for loops over a family).
 ELEMENTWISE_BINARY = tuple(elementwise.BINARY)

@@ -184,7 +184,11 @@ class Broadcast(Trait):
 class GmAccess(Trait):
     """Touches a region of a global-memory tensor: operand ``tensor`` at offsets operand
     ``offsets``; the region's extents are the tile's (``tile`` operand), the ``shape`` attr, or a
-    run-time valid shape operand ``valid``; ``write``: a write (``atomic``: an add into it)."""
+    run-time valid shape operand ``valid``; ``write``: a write (``atomic``: an add into it).
+
+    An indexed access (``indexed``, with no offsets) touches the places operand ``indexed`` holds
+    at run time: whole rows of the tensor, or, with the attr ``coalesce="elem"``, single elements
+    at those flat (row-major) positions (a gather or scatter by an index tile)."""
 
     tensor: int
     offsets: int | None
@@ -192,6 +196,7 @@ class GmAccess(Trait):
     atomic: bool = False
     tile: int | None = None
     valid: int | None = None
+    indexed: int | None = None
 
 
 class PipeAction(Enum):
