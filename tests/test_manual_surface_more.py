@@ -9,7 +9,8 @@ import pytest
 import torch
 
 import pypto.language as pl
-from pypto.ir import ParseError, SpecializationError, TypeCheckError, compile as ir_compile
+from pypto.ir import ParseError, SpecializationError, TypeCheckError
+from pypto.ir import compile as ir_compile
 from pypto.runtime import RunConfig, TensorSpec, TensorSpecError
 
 T = pl.Tensor[[64, 64], pl.FP32]
@@ -188,7 +189,7 @@ class Clustered:
 
     @pl.function(type=pl.FunctionType.Orchestration)
     def main(self, a: pl.Tensor[[64, 64], pl.FP16], b: pl.Tensor[[64, 64], pl.FP16], out: pl.Out[T]) -> T:
-        with pl.cluster():
+        with pl.cluster():  # noqa: SIM117
             with pl.spmd(core_num=2):
                 out = self.kernel(a, b, out)
         return out
