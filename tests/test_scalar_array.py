@@ -158,7 +158,7 @@ def test_the_printed_form_names_the_array_ops_and_type_and_no_tile_memory_holds_
         histogram.lower(torch.zeros(16, dtype=torch.int32), torch.zeros(8, 1, dtype=torch.int32))
     )
     assert "counts: pl.Array[8, pl.INT32] = pl.array.create(size=8, dtype=pl.INT32)" in lowered
-    assert "pl.array.set(" in lowered and "pl.array.get(" in lowered
+    assert "pl.array.update_element(" in lowered and "pl.array.get_element(" in lowered
     plan = next(line for line in lowered.splitlines() if "memory_plan" in line)
     assert "counts" not in plan
 
@@ -179,9 +179,9 @@ def test_array_ops_cost_scalar_cycles():
         for s in walk_stmts(kernel.body)
         for x in stmt_exprs(s)
         for e in walk_expr(x)
-        if isinstance(e, Call) and e.op in (array.create, array.get, array.set)
+        if isinstance(e, Call) and e.op in (array.create, array.get_element, array.update_element)
     ]
-    assert {c.op for c in calls} == {array.create, array.get, array.set}
+    assert {c.op for c in calls} == {array.create, array.get_element, array.update_element}
     model = CostModel(A2A3_TARGET)
     scalar_cycles = model.constant("scalar_op_cycles")
     for call in calls:
@@ -329,9 +329,9 @@ class ShiftRows:
     def shift(self, x: pl.Tensor[[4, 32], pl.FP32], out: pl.Out[pl.Tensor[[4, 32], pl.FP32]]):
         source: pl.Array[4, pl.INDEX] = pl.array.create(4, pl.INDEX)
         for i in pl.range(4):
-            source = pl.array.set(source, i, (i + 1) % 4)  # the printed spelling of source[i] = ...
+            source = pl.array.update_element(source, i, (i + 1) % 4)  # the printed form of source[i] = ...
         for i in pl.range(4):
-            pl.store(pl.load(x, [pl.array.get(source, i), 0], [1, 32]), [i, 0], out)
+            pl.store(pl.load(x, [pl.array.get_element(source, i), 0], [1, 32]), [i, 0], out)
         return out
 
     @pl.function(type=pl.FunctionType.Orchestration)

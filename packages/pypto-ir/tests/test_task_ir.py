@@ -97,13 +97,13 @@ def test_an_array_of_task_ids_holds_task_ids_only():
     arr = Var("tids", tids.type)
     tid = Var("tid", TASK_ID)
     i = Const(1, ScalarType(DataType.INDEX))
-    assert make_call(array.set, (arr, i, tid)).type == tids.type
-    assert make_call(array.get, (arr, i)).type == TASK_ID
+    assert make_call(array.update_element, (arr, i, tid)).type == tids.type
+    assert make_call(array.get_element, (arr, i)).type == TASK_ID
     with pytest.raises(TypeCheckError, match="writes Scalar\\[INDEX\\] into an array of TASK_ID"):
-        make_call(array.set, (arr, i, i))
+        make_call(array.update_element, (arr, i, i))
     ints = Var("ints", make_call(array.create, (), {"size": 4, "dtype": DataType.INT32}).type)
     with pytest.raises(TypeCheckError, match="writes a task id into an array of INT32"):
-        make_call(array.set, (ints, i, tid))
+        make_call(array.update_element, (ints, i, tid))
 
 
 def test_deps_may_name_an_array_of_task_ids():

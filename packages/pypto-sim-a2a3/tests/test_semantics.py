@@ -127,8 +127,31 @@ SINGLE_OPS = {
     "tile.store_partial",
     "tile.store_atomic",
     "array.create",
-    "array.get",
-    "array.set",
+    "array.get_element",
+    "array.update_element",
+    # tested in test_semantics_views.py
+    "scalar.write",
+    "tile.write",
+    "tile.reinterpret_view",
+    "tile.fillpad_expand",
+    # tested in test_semantics_generators.py
+    "tile.ci",
+    "tile.random",
+    "tile.tri",
+    # tested in test_semantics_products.py
+    "tile.batch_matmul",
+    "tile.gemv_acc",
+    "tile.gemv_bias",
+    # tested in test_semantics_indexed.py
+    "tile.gather",
+    "tile.scatter",
+    "tile.scatter_update",
+    "tile.mgather",
+    "tile.mscatter",
+    "tile.gatherb",
+    "tile.sort32",
+    "tile.mrgsort_format1",
+    "tile.mrgsort_format2",
 }
 REDUCTIONS = {
     "row_max": lambda x: x.amax(dim=1, keepdim=True),
@@ -633,14 +656,14 @@ def test_array_create_gives_zeros_of_the_elements_kind(dtype, zero):
 def test_array_set_gives_a_new_array_with_the_element_in_the_elements_dtype():
     before = (0.0, 0.0, 0.0)
     halves = Var("a", ArrayType(3, FP16))
-    got = apply("array.set", [(halves, before), (Var("i", INDEX), 1), (ScalarType(FP32), 0.1)])
+    got = apply("array.update_element", [(halves, before), (Var("i", INDEX), 1), (ScalarType(FP32), 0.1)])
     assert before == (0.0, 0.0, 0.0)  # the operand is not written
     assert got == (0.0, torch.tensor(0.1, dtype=torch.float16).item(), 0.0)
 
 
 def test_array_get_reads_one_element_as_a_scalar_of_the_arrays_dtype():
     ints = Var("a", ArrayType(3, DataType.INT32))
-    got = apply("array.get", [(ints, (4, 5, 6)), (Var("i", INDEX), 2)])
+    got = apply("array.get_element", [(ints, (4, 5, 6)), (Var("i", INDEX), 2)])
     assert got == 6 and type(got) is int
 
 
@@ -648,15 +671,18 @@ def test_array_get_reads_one_element_as_a_scalar_of_the_arrays_dtype():
 def test_array_get_and_set_outside_the_array_raise_out_of_bounds(index):
     ints = Var("a", ArrayType(3, DataType.INT32))
     with pytest.raises(OutOfBoundsError, match=f"index {index} is outside the scalar array of 3 elements"):
-        apply("array.get", [(ints, (0, 0, 0)), (Var("i", INDEX), index)])
+        apply("array.get_element", [(ints, (0, 0, 0)), (Var("i", INDEX), index)])
     with pytest.raises(OutOfBoundsError, match=f"index {index} is outside the scalar array of 3 elements"):
-        apply("array.set", [(ints, (0, 0, 0)), (Var("i", INDEX), index), (INDEX, 1)])
+        apply("array.update_element", [(ints, (0, 0, 0)), (Var("i", INDEX), index), (INDEX, 1)])
 
 
 def test_array_set_of_a_value_beyond_the_elements_range_raises_scalar_range():
     bytes_ = Var("a", ArrayType(2, DataType.INT8))
     with pytest.raises(ScalarRangeError, match=r"does not fit torch\.int8"):
-        apply("array.set", [(bytes_, (0, 0)), (Var("i", INDEX), 0), (ScalarType(DataType.INT32), 200)])
+        apply(
+            "array.update_element",
+            [(bytes_, (0, 0)), (Var("i", INDEX), 0), (ScalarType(DataType.INT32), 200)],
+        )
 
 
 def test_move_copies_the_tile_without_changing_its_dtype():

@@ -246,8 +246,8 @@ def test_deps_on_an_array_waits_for_every_task_it_holds_and_skips_empty_slots():
     tids = b.op("tids", "array.create", size=3, dtype=DataType.TASK_ID)
     b.call("exp", a, o1, 0, task="t1")
     b.call("exp", a, o2, 0, task="t2")
-    held = b.op("held", "array.set", tids, 0, Var("t1", TASK_ID))
-    held = b.op("held2", "array.set", held, 2, Var("t2", TASK_ID))  # slot 1 stays empty
+    held = b.op("held", "array.update_element", tids, 0, Var("t1", TASK_ID))
+    held = b.op("held2", "array.update_element", held, 2, Var("t2", TASK_ID))  # slot 1 stays empty
     b.call("neg", a, o3, 0, deps=("held2",))
     report = run(
         program(b.build(), unary("exp"), unary("neg", "tile.neg")),

@@ -8,6 +8,7 @@ from pypto_sim_a2a3.errors import (
     OutOfBoundsError,
     PipeError,
     ScalarRangeError,
+    UnsortedRunError,
 )
 from pypto_sim_a2a3.target import A2A3_TARGET
 
@@ -22,5 +23,6 @@ __all__ = [
     "OutOfBoundsError",
     "PipeError",
     "ScalarRangeError",
+    "UnsortedRunError",
     "__version__",
 ]

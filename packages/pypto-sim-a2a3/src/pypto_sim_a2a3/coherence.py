@@ -35,6 +35,7 @@ from pypto.ir import Call, RaceError, SourceSpan, TileType, Var
 from pypto.ir.errors import at_line
 from pypto.ir.ops import OPS, GmAccess, Level, Ordering, PlacesTile, get_op
 from pypto.ir.records import frozen_record
+from pypto.ir.semantics import wrapped_positions
 from pypto_sim_a2a3.errors import OutOfBoundsError
 from pypto_sim_a2a3.footprints import TensorKey, tensor_frame
 
@@ -249,8 +250,7 @@ class GmOrder:
         ops are ignored); a RaceError if it reads another core's unordered write, or writes over
         another core's unordered read or write (unless both writes are atomic adds). A race is told
         in the order the two accesses happen in modeled time."""
-        access = gm_access(core, call, args, at)
-        if access is not None:
+        for access in gm_accesses(core, call, args, at):
             self.record(access)
 
     def record(self, access: Access) -> None:
@@ -456,6 +456,88 @@ def gm_access(
             "origin": origin if any(origin) else (),
         },
     )
+
+
+def gm_accesses(
+    core: str, call: Call, args: Sequence[Any], at: int = 0, keys: KeyCache | None = None
+) -> tuple[Access, ...]:
+    """The GM boxes ``call`` reads or writes: the one of :func:`gm_access`, or, for an indexed
+    access (a gather or scatter by an index tile), one box per run of neighbouring places the
+    index names (whole rows, or elements with ``coalesce="elem"``)."""
+    access = _GM_ACCESS.get(call.op)
+    if access is None:
+        return ()
+    if access.indexed is None:
+        single = gm_access(core, call, args, at, keys)
+        return () if single is None else (single,)
+    tensor = args[access.tensor]
+    template, origin = _template(core, call, args, at, keys, access)
+    regions = _indexed_regions(call, tensor, args[access.indexed])
+    if any(origin):  # a view's places, in the frame of the tensor it views
+        regions = [Region(tuple(map(add, r.lo, origin)), tuple(map(add, r.hi, origin))) for r in regions]
+    return tuple(frozen_record(Access, {**template, "region": region}) for region in regions)
+
+
+def _template(
+    core: str, call: Call, args: Sequence[Any], at: int, keys: KeyCache | None, access: GmAccess
+) -> tuple[dict[str, Any], tuple[int, ...]]:
+    """The fields of ``call``'s accesses but their region, and the tensor's origin in its frame."""
+    tensor, name = args[access.tensor], call.args[access.tensor]
+    if keys is None:
+        key, origin = tensor_frame(tensor)
+    else:
+        known = keys.get(id(tensor))
+        if known is None or known[0] is not tensor:
+            known = keys[id(tensor)] = (tensor, *tensor_frame(tensor))
+        key, origin = known[1], known[2]
+    fields = {
+        "core": core,
+        "tensor": name.name if isinstance(name, Var) else "a GM tensor",
+        "key": key,
+        "span": call.span,
+        "write": access.write,
+        "atomic": access.atomic,
+        "at": at,
+        "origin": origin if any(origin) else (),
+    }
+    return fields, origin
+
+
+def _indexed_regions(call: Call, tensor: torch.Tensor, index: torch.Tensor) -> list[Region]:
+    """The boxes of the places an index names in ``tensor``: runs of neighbouring rows (whole
+    rows), or with ``coalesce="elem"`` runs of neighbouring elements within a row."""
+    rows = call.attrs.get("coalesce", "row") == "row"
+    count = tensor.shape[0] if rows else tensor.numel()
+    places, inside = wrapped_positions(
+        index.reshape(-1).to(torch.int64), count, call.attrs.get("gather_oob", "undefined")
+    )
+    unique = sorted({int(p) for p in places[inside].tolist()})
+    row_length = int(tensor.shape[-1]) if tensor.dim() else 1  # an element run stays in its row
+    regions: list[Region] = []
+    start = previous = None
+    for place in [*unique, None]:
+        joins = previous is not None and place == previous + 1 and (rows or place % row_length != 0)
+        if joins:
+            previous = place
+            continue
+        if start is not None and previous is not None:
+            regions.append(_run(tensor, start, previous - start + 1, rows))
+        start = previous = place
+    return regions
+
+
+def _run(tensor: torch.Tensor, first: int, length: int, rows: bool) -> Region:
+    """The box of ``length`` rows from row ``first`` (whole rows), or of ``length`` elements of
+    one row from flat position ``first``."""
+    shape = tuple(int(n) for n in tensor.shape)
+    if rows:
+        return Region.box((first, *(0 for _ in shape[1:])), (length, *shape[1:]))
+    lo: list[int] = []
+    rest = first
+    for n in reversed(shape):
+        lo.insert(0, rest % n)
+        rest //= n
+    return Region.box(tuple(lo), (*(1 for _ in shape[:-1]), length))
 
 
 def gm_data_access(op: str) -> GmAccess | None:

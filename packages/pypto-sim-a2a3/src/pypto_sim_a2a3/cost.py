@@ -185,16 +185,16 @@ class CostModel:
         return 1.0
 
     def _matmul(self, call: Call) -> OpCost:
-        left = call.args[-2].type
+        left = _left_operand(call)
         assert isinstance(left, TileType) and isinstance(call.type, TileType)
-        m, n = call.type.shape
-        k = left.shape[0] if call.attrs.get("a_trans") else left.shape[1]
+        *batch, m, n = call.type.shape  # a batched product: one product per leading index
+        k = left.shape[-2] if call.attrs.get("a_trans") else left.shape[-1]
         bm, bn, bk = (self.constant(f"cube_block_{d}") for d in "mnk")
-        blocks = ceil(m / bm) * ceil(n / bn)
+        blocks = prod(batch) * ceil(m / bm) * ceil(n / bn)
         k_blocks = ceil(k / bk)
         mac_cycles = blocks * k_blocks * bm * bn * bk / self.constant("cube_macs_per_cycle")
         peak = mac_cycles * self._cube_passes(left.dtype)
-        head = ceil(k / self.constant("matmul_head_k")) * self.constant("matmul_head_cycles")
+        head = prod(batch) * ceil(k / self.constant("matmul_head_k")) * self.constant("matmul_head_cycles")
         return OpCost("CUBE", ceil(peak + head), peak, ROOF_CUBE)
 
     def _load(self, call: Call) -> OpCost:
@@ -248,6 +248,7 @@ _RULES: dict[str, Callable[[CostModel, Call], OpCost]] = {
     "load": CostModel._load,
     "gather": CostModel._gather,
     "scalar_read": _fixed("scalar_gm_read_cycles"),
+    "scalar_write": _fixed("scalar_gm_write_cycles"),
     "store": CostModel._store,
     "move": CostModel._move,
     "pipe_init": _fixed("pipe_init_cycles"),
@@ -257,6 +258,13 @@ _RULES: dict[str, Callable[[CostModel, Call], OpCost]] = {
     "sync": CostModel._sync,
     "none": CostModel._scalar,
 }
+
+
+def _left_operand(call: Call) -> object:
+    """A product's left operand: the one before the right (an accumulator and a bias aside)."""
+    spec = get_op(call.op)
+    names = [o.name for o in spec.operands]
+    return call.args[names.index("a")].type if "a" in names else call.args[-2].type
 
 
 def _tile_arg(call: Call) -> TileType:

@@ -15,6 +15,7 @@ __all__ = [
     "PipeError",
     "RingCapacityError",
     "ScalarRangeError",
+    "UnsortedRunError",
 ]
 
 
@@ -50,3 +51,8 @@ class RingCapacityError(PyptoError, RuntimeError):
     """A task the runtime's ring cannot take, however long the orchestration waits: its task
     window, heap or dep pool is full of the holds of a scope that has not ended (or smaller than
     the task alone). Sized by ``RunConfig(ring_task_window=..., ring_heap=..., ring_dep_pool=...)``."""
+
+
+class UnsortedRunError(PyptoError, ValueError):
+    """A ``pl.mrgsort`` given runs (or lists) of pairs that are not sorted largest first: a merge
+    assumes sorted input, and the hardware's would interleave unsorted runs into no order."""

@@ -22,7 +22,7 @@ from pypto.ir.ops import system as system_ops
 from pypto.ir.ops import tile as tile_ops
 from pypto_sim_a2a3.arguments import argument_mismatch
 from pypto_sim_a2a3.barrier import SyncAll
-from pypto_sim_a2a3.coherence import GM_DATA_OPS, Access, GmOrder, KeyCache, gm_access, gm_tensor
+from pypto_sim_a2a3.coherence import GM_DATA_OPS, Access, GmOrder, KeyCache, gm_accesses, gm_tensor
 from pypto_sim_a2a3.corepipes import CorePipes
 from pypto_sim_a2a3.cores import Core, CoreGroup
 from pypto_sim_a2a3.errors import PipeError
@@ -305,11 +305,10 @@ class Launch:
             return
 
         def check() -> None:
-            access = gm_access(core, call, args, at, self._keys)
-            assert access is not None
-            if self.site.on_gm is not None:
-                self.site.on_gm(access, gm_tensor(call, args))
-            self.gm.record(access)
+            for access in gm_accesses(core, call, args, at, self._keys):
+                if self.site.on_gm is not None:
+                    self.site.on_gm(access, gm_tensor(call, args))
+                self.gm.record(access)
 
         self.in_time(role, at, check)
 

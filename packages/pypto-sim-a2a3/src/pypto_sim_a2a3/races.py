@@ -22,7 +22,7 @@ import torch
 from pypto.ir import Call, Predicate, RaceError
 from pypto.ir.errors import at_line
 from pypto.ir.records import frozen_record
-from pypto_sim_a2a3.coherence import Access, BoxIndex, GmOrder, Region, gm_access, gm_tensor
+from pypto_sim_a2a3.coherence import Access, BoxIndex, GmOrder, Region, gm_accesses, gm_tensor
 from pypto_sim_a2a3.errors import OutOfBoundsError
 from pypto_sim_a2a3.footprints import TensorKey, tensor_frame
 from pypto_sim_a2a3.taskgraph import Task, TaskGraph
@@ -101,8 +101,7 @@ class TaskRaces:
     ) -> None:
         """Record ``call``'s GM access (starting at modeled cycle ``at``); a ``RaceError`` if it
         conflicts with an unordered task's, or an unsynchronised block's of its own task."""
-        access = gm_access(core, call, args, at)
-        if access is not None:
+        for access in gm_accesses(core, call, args, at):
             self.record(task, block, access, gm_tensor(call, args), order)
 
     def record(self, task: Task, block: int, access: Access, tensor: torch.Tensor, order: GmOrder) -> None:

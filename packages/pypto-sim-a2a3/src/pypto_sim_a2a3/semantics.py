@@ -20,7 +20,7 @@ from pypto.ir import semantics as shared
 from pypto.ir.extents import WINDOW_ATTR
 from pypto.ir.ops import ELEMENTWISE_BINARY, array, scalar, tile, user_name
 from pypto.ir.semantics import OpImpl, valid_of
-from pypto_sim_a2a3.errors import DivisionByZeroError, OutOfBoundsError, ScalarRangeError
+from pypto_sim_a2a3.errors import DivisionByZeroError, OutOfBoundsError, ScalarRangeError, UnsortedRunError
 
 Check = Callable[[Call, Sequence[Any]], None]
 
@@ -143,12 +143,128 @@ def _read(call: Call, args: Sequence[Any]) -> None:
     check_region(call, args[0], args[1], (1,) * args[0].dim())
 
 
-@checks(array.get)
+@checks(scalar.write, tile.write)
+def _write(call: Call, args: Sequence[Any]) -> None:
+    target, offsets, value = args
+    check_region(call, target, offsets, (1,) * target.dim())
+    check_element_scalar(call, value, target.dtype)
+
+
+@checks(tile.tri)
+def _tri(call: Call, args: Sequence[Any]) -> None:
+    assert isinstance(call.type, TileType)
+    if len(args) > 1:
+        check_valid(call, [int(n) for n in args[1]], call.type.shape)
+
+
+@checks(tile.ci)
+def _ci(call: Call, args: Sequence[Any]) -> None:
+    assert isinstance(call.type, TileType)
+    check_element_scalar(call, args[0], shared.torch_dtype(call.type.dtype))
+
+
+def check_indices(call: Call, index: torch.Tensor, count: int, what: str) -> None:
+    """An OutOfBoundsError at the call unless every entry of ``index`` is in ``0..count - 1``."""
+    flat = index.reshape(-1).to(torch.int64)
+    outside = (flat < 0) | (flat >= count)
+    if bool(outside.any()):
+        at = int(outside.nonzero()[0, 0])
+        raise OutOfBoundsError(
+            f"{_user_op(call)}: index {int(flat[at])} (entry {at} of the index) is outside the "
+            f"{count} {what}",
+            call.span,
+            f"keep every index in 0..{count - 1}",
+        )
+
+
+@checks(tile.gather)
+def _gather(call: Call, args: Sequence[Any]) -> None:
+    check_indices(call, args[1], args[0].shape[1], "columns of the source")
+
+
+@checks(tile.scatter)
+def _scatter(call: Call, args: Sequence[Any]) -> None:
+    check_indices(call, args[1], args[0].shape[1], "columns of the input")
+
+
+@checks(tile.scatter_update)
+def _scatter_update(call: Call, args: Sequence[Any]) -> None:
+    check_indices(call, args[1], args[0].shape[0], "rows of the input")
+
+
+@checks(tile.mgather)
+def _mgather(call: Call, args: Sequence[Any]) -> None:
+    if call.attrs.get("gather_oob", "undefined") != "undefined":
+        return  # an out-of-range index is clamped, wrapped or reads zeros, as asked
+    rows = call.attrs.get("coalesce", "row") == "row"
+    count = args[0].shape[0] if rows else args[0].numel()
+    check_indices(call, args[1], count, "rows of the source" if rows else "elements of the source")
+
+
+@checks(tile.mscatter)
+def _mscatter(call: Call, args: Sequence[Any]) -> None:
+    rows = call.attrs.get("coalesce", "row") == "row"
+    output = args[2]
+    count = output.shape[0] if rows else output.numel()
+    check_indices(call, args[1], count, "rows of the output" if rows else "elements of the output")
+
+
+@checks(tile.gatherb)
+def _gatherb(call: Call, args: Sequence[Any]) -> None:
+    src, offsets = args
+    nbytes = src.numel() * src.element_size()
+    flat = offsets.reshape(-1).to(torch.int64)
+    bad = (flat % 32 != 0) | (flat < 0) | (flat + 32 > nbytes)
+    if bool(bad.any()):
+        offset = int(flat[int(bad.nonzero()[0, 0])])
+        raise OutOfBoundsError(
+            f"pl.gatherb: byte offset {offset} selects no whole 32-byte block of the {nbytes}-byte source",
+            call.span,
+            f"give multiples of 32 from 0 to {nbytes - 32}",
+        )
+
+
+def check_sorted_runs(call: Call, pairs: torch.Tensor, run: int) -> None:
+    """The merges need sorted input: each run of ``run`` pairs largest first."""
+    values, _ = shared.from_pairs(pairs)
+    count = values.shape[1]
+    for start in range(0, count, run):
+        part = values[:, start : start + run].to(torch.float64)
+        rising = part[:, 1:] > part[:, :-1]
+        if bool(rising.any()):
+            row = int(rising.nonzero()[0, 0])
+            raise UnsortedRunError(
+                f"{_user_op(call)}: the run of pairs {start}..{min(start + run, count) - 1} of row {row} "
+                "is not sorted largest first",
+                call.span,
+                "merge what pl.sort32 (or an earlier pl.mrgsort) made: merging assumes sorted runs",
+            )
+
+
+@checks(tile.mrgsort_format1)
+def _mrgsort_runs(call: Call, args: Sequence[Any]) -> None:
+    check_sorted_runs(call, args[0], int(call.attrs["block_len"]))
+
+
+@checks(tile.mrgsort_format2)
+def _mrgsort_lists(call: Call, args: Sequence[Any]) -> None:
+    for pairs in args:
+        check_sorted_runs(call, pairs, pairs.shape[1])
+
+
+@checks(tile.fillpad_expand)
+def _fillpad_expand(call: Call, args: Sequence[Any]) -> None:
+    tile_type = call.args[0].type
+    assert isinstance(tile_type, TileType)
+    check_valid(call, args[1] if len(args) == 2 else valid_of(tile_type), tile_type.shape)
+
+
+@checks(array.get_element)
 def _array_get(call: Call, args: Sequence[Any]) -> None:
     check_array_index(call, args[1])
 
 
-@checks(array.set)
+@checks(array.update_element)
 def _array_set(call: Call, args: Sequence[Any]) -> None:
     check_array_index(call, args[1])
     array_type = call.type

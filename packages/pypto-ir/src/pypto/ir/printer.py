@@ -58,7 +58,7 @@ from pypto.ir.nodes import (
 )
 from pypto.ir.ops import OPS, CastMode, Elementwise, Infix, Level, Role, op, system
 from pypto.ir.tasks import AccessMode, Predicate
-from pypto.ir.types import Direction, MemorySpace, TensorType, TileType, Type
+from pypto.ir.types import Direction, MemorySpace, ScalarType, TensorType, TileType, Type
 
 _INDENT = "    "
 # Names a variable may not print as: the parser reads them as the program (`self`) or the DSL (`pl`).
@@ -233,16 +233,40 @@ def format_expr(e: Expr, name_of: Namer = _plain) -> str:
 
 
 def _argument(call: Call, index: int, arg: Expr, name_of: Namer) -> str:
-    """One operand of a call. An INDEX constant as the scalar operand of a tile or tensor op is
-    written ``pl.const(v, pl.INDEX)``: a bare literal there would read back in the op's element
-    dtype (``pl.mul(x, 0)`` on FP32 is ``0.0``)."""
+    """One operand of a call. A constant scalar operand of a tile or tensor op whose dtype is not
+    the one a bare literal there reads back with (the op's element dtype: ``pl.mul(x, 0)`` on FP32
+    is ``0.0``) is written ``pl.const(v, pl.DTYPE)``: an INDEX offset, an INT32 seed or diagonal."""
     spec = OPS.get(call.op)
-    typed = isinstance(arg, Const) and getattr(arg.type, "dtype", None) is DataType.INDEX
-    if typed and spec is not None and spec.level in (Level.TILE, Level.TENSOR):
+    if isinstance(arg, Const) and isinstance(arg.type, ScalarType) and spec is not None:
         operands = spec.operands
-        if index < len(operands) and operands[index].role is Role.SCALAR:
-            return f"pl.const({_const(arg)}, pl.INDEX)"  # type: ignore[arg-type]
+        scalar_operand = index < len(operands) and operands[index].role is Role.SCALAR
+        elements = spec.level in (Level.TILE, Level.TENSOR)
+        if (
+            scalar_operand
+            and elements
+            and arg.type.dtype is not _bare_literal_dtype(arg.value, _element_dtype(call))
+        ):
+            return f"pl.const({_const(arg)}, pl.{arg.type.dtype.name})"
     return format_expr(arg, name_of)
+
+
+def _element_dtype(call: Call) -> DataType | None:
+    """The dtype a bare literal operand of ``call`` reads back with: its first tensor or tile
+    operand's, else its ``dtype=`` attribute's."""
+    shaped = next((a.type for a in call.args if isinstance(a.type, (TileType, TensorType))), None)
+    if shaped is not None:
+        return shaped.dtype
+    dtype = call.attrs.get("dtype")
+    return dtype if isinstance(dtype, DataType) else None
+
+
+def _bare_literal_dtype(value: Any, element: DataType | None) -> DataType:
+    """The dtype the parser gives the literal ``value`` where elements of ``element`` are read."""
+    if isinstance(value, bool):
+        return DataType.BOOL
+    if isinstance(value, float):
+        return element if element is not None and element.is_float else DataType.FP32
+    return element if element is not None else DataType.INDEX
 
 
 def _operands(call: Call, printed: list[str]) -> list[str]:

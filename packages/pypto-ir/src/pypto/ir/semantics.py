@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Sequence
+from math import prod
 from typing import Any
 
 import torch
@@ -42,8 +43,10 @@ from pypto.ir.ops import (
     SCALAR_COMPARE,
     CastMode,
     CmpType,
+    FormatFree,
     PadValue,
     array,
+    get_op,
     scalar,
     split_axis,
     split_shape,
@@ -59,14 +62,42 @@ SEMANTICS: dict[str, OpImpl] = {}
 
 def implements(*names: str) -> Callable[[OpImpl], OpImpl]:
     """Register the decorated function as the semantics of each op in ``names``:
-    ``@implements(tile.exp)``."""
+    ``@implements(tile.exp)``. An op that computes a fresh value takes unsigned 16- and 32-bit
+    operands through :func:`widened` (torch computes with few unsigned dtypes)."""
 
     def register(fn: OpImpl) -> OpImpl:
         for name in names:
-            SEMANTICS[name] = fn
+            SEMANTICS[name] = widened(fn) if _computes_fresh(name) else fn
         return fn
 
     return register
+
+
+def _computes_fresh(name: str) -> bool:
+    """An op that computes with its elements (no pure data movement) and writes no operand."""
+    spec = get_op(name)
+    return not spec.has(FormatFree) and not spec.writes
+
+
+# torch has no add, maximum, neg, ... of these: their elements are computed as int64 and wrap back.
+_CARRIED = (torch.uint16, torch.uint32)
+
+
+def widened(impl: OpImpl) -> OpImpl:
+    """``impl`` with each ``uint16`` / ``uint32`` tensor operand given as ``int64`` (every value
+    fits) and the result brought back to the call's dtype, wrapping modulo its range as the
+    hardware's unsigned arithmetic does."""
+
+    def run(call: Call, args: Sequence[Any]) -> Any:
+        if not any(isinstance(a, torch.Tensor) and a.dtype in _CARRIED for a in args):
+            return impl(call, args)
+        wide = [a.to(torch.int64) if isinstance(a, torch.Tensor) and a.dtype in _CARRIED else a for a in args]
+        result = impl(call, wide)
+        if isinstance(result, torch.Tensor) and isinstance(call.type, (TileType, TensorType)):
+            return result.to(torch_dtype(call.type.dtype))
+        return result
+
+    return run
 
 
 def torch_dtype(dtype: DataType) -> torch.dtype:
@@ -357,6 +388,31 @@ def _gemv(call: Call, args: Sequence[Any]) -> torch.Tensor:
     return typed(call, product(call, args[0], args[1]))
 
 
+@implements(tile.gemv_acc)
+def _gemv_acc(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    acc, a, b = args
+    result = product(call, a, b)
+    return typed(call, acc.to(result.dtype) + result)
+
+
+@implements(tile.gemv_bias)
+def _gemv_bias(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    a, b, bias = args
+    result = product(call, a, b)
+    return typed(call, result + bias.to(result.dtype))
+
+
+@implements(tile.batch_matmul)
+def _batch_matmul(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    # Each matrix of the batch as the cube multiplies it (in its accumulation dtype); the leading
+    # dims broadcast as torch.matmul broadcasts them.
+    a, b = args
+    a = a.transpose(-1, -2) if call.attrs.get("a_trans") else a
+    b = b.transpose(-1, -2) if call.attrs.get("b_trans") else b
+    acc = torch.float32 if a.is_floating_point() else torch.int32
+    return typed(call, torch.matmul(a.to(acc), b.to(acc)))
+
+
 # ---------------------------------------------------------------- data movement
 
 
@@ -433,6 +489,15 @@ def _gather_row(call: Call, args: Sequence[Any]) -> torch.Tensor:
 def _read(call: Call, args: Sequence[Any]) -> int | float | bool:
     tensor, offsets = args
     return scalar_result(call, region(tensor, offsets, (1,) * tensor.dim()).item())
+
+
+@implements(scalar.write, tile.write)
+def _write(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    # Destination-passing: the element is written in the tensor's (or tile's) own storage.
+    target, offsets, value = args
+    region(target, offsets, (1,) * target.dim()).fill_(element_scalar(value, target.dtype))
+    result: torch.Tensor = target
+    return result
 
 
 @implements(tile.move)
@@ -575,6 +640,27 @@ def _slice(call: Call, args: Sequence[Any]) -> torch.Tensor:
     return region(tile, offsets, tuple(call.attrs["shape"])).clone()
 
 
+@implements(tile.reinterpret_view)
+def _reinterpret_view(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    # The same bytes, row-major, read as the new dtype's elements in the result's shape.
+    assert isinstance(call.type, TileType)
+    viewed = args[0].contiguous().view(torch_dtype(call.type.dtype))
+    result: torch.Tensor = viewed.reshape(call.type.shape).clone()
+    return result
+
+
+@implements(tile.fillpad_expand)
+def _fillpad_expand(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    assert isinstance(call.type, TileType)
+    x = args[0]
+    valid = args[1] if len(args) == 2 else valid_of(call.args[0].type)
+    expanded = torch.full(
+        call.type.shape, pad_scalar(call.attrs.get("pad_value", PadValue.zero), x.dtype), dtype=x.dtype
+    )
+    expanded[leading(valid)] = x[leading(valid)]
+    return expanded
+
+
 @implements(tile.set_validshape)
 def _set_validshape(call: Call, args: Sequence[Any]) -> torch.Tensor:
     # The elements stay as they are; only what later ops read as valid changes.
@@ -618,6 +704,246 @@ def _assemble(call: Call, args: Sequence[Any]) -> torch.Tensor:
     return result
 
 
+# ---------------------------------------------------------------- generators
+
+
+@implements(tile.ci)
+def _ci(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    # start, start + 1, ... (descending: start - 1, ...) at each row-major position, wrapping in
+    # the dtype as the vector unit's counter does.
+    assert isinstance(call.type, TileType)
+    steps = torch.arange(prod(call.type.shape), dtype=torch.int64)
+    values = int(args[0]) - steps if call.attrs.get("descending") else int(args[0]) + steps
+    return values.reshape(call.type.shape).to(torch_dtype(call.type.dtype))
+
+
+_WORD = 0xFFFFFFFF
+
+
+def _times(x: torch.Tensor, factor: int) -> torch.Tensor:
+    """``x * factor`` modulo 2**32 for 32-bit words held in int64 (in 16-bit halves: no overflow)."""
+    low, high = factor & 0xFFFF, factor >> 16
+    return (x * low + ((x * high) << 16)) & _WORD
+
+
+def _mix(x: torch.Tensor) -> torch.Tensor:
+    """A 32-bit integer hash (xor-shift-multiply rounds) of each word: every bit of the input
+    moves every bit of the output."""
+    x = _times(x ^ (x >> 16), 0x7FEB352D)
+    x = _times(x ^ (x >> 15), 0x846CA68B)
+    return x ^ (x >> 16)
+
+
+def random_words(seed: int, offset: int, count: int) -> torch.Tensor:
+    """The 32-bit words ``pl.random`` draws for positions ``offset .. offset + count - 1`` of
+    ``seed`` (int64 tensor): a hash of the seed and the position, so a block of a tensor gets the
+    same numbers as the whole tensor has there."""
+    key = _mix(torch.tensor(seed & _WORD, dtype=torch.int64) ^ 0x9E3779B9)
+    positions = (torch.arange(count, dtype=torch.int64) + offset) & _WORD
+    return _mix(_mix(positions ^ key) ^ key)
+
+
+# Bits of a float dtype's uniform draw: as many as its significand holds, so none rounds to 1.
+_UNIFORM_BITS = {DataType.FP16: 11, DataType.BF16: 8, DataType.FP32: 24}
+
+
+@implements(tile.random)
+def _random(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    assert isinstance(call.type, TileType)
+    offset = int(args[1]) if len(args) > 1 else 0
+    words = random_words(int(args[0]), offset, prod(call.type.shape)).reshape(call.type.shape)
+    dtype = call.type.dtype
+    if dtype.is_float:
+        bits = _UNIFORM_BITS[dtype]
+        uniform: torch.Tensor = (words >> (32 - bits)).to(torch.float64) / 2**bits
+        return uniform.to(torch_dtype(dtype))
+    return words.to(torch_dtype(dtype))  # the low bits, wrapping over the whole range
+
+
+@implements(tile.tri)
+def _tri(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    assert isinstance(call.type, TileType)
+    rows, cols = call.type.shape
+    i = torch.arange(rows).unsqueeze(1)
+    j = torch.arange(cols).unsqueeze(0)
+    shifted = i + int(args[0])
+    ones = j >= shifted if call.attrs.get("upper") else j <= shifted
+    valid = tuple(int(n) for n in args[1]) if len(args) > 1 else valid_of(call.type)
+    mask = torch.zeros(call.type.shape, dtype=torch_dtype(call.type.dtype))  # only the valid part is written
+    mask[leading(valid)] = ones[leading(valid)].to(mask.dtype)
+    return mask
+
+
+# ---------------------------------------------------------------- gather, scatter, sort
+
+
+def positions(index: torch.Tensor) -> torch.Tensor:
+    """An index operand's entries, flat, as int64."""
+    return index.reshape(-1).to(torch.int64)
+
+
+def write_last_wins(
+    target: torch.Tensor, places: torch.Tensor, values: torch.Tensor, flat: bool = False
+) -> None:
+    """``target[places[k]] = values[k]`` in order: where two entries name one place, the later one
+    is what stays. A place is a row of ``target`` (``values[k]`` a row), or with ``flat`` an
+    element at that row-major position (``target`` may be a strided view either way)."""
+    order = torch.arange(places.numel())
+    unique, inverse = torch.unique(places, return_inverse=True)
+    last = torch.full((unique.numel(),), -1, dtype=torch.int64).scatter_reduce(
+        0, inverse, order, reduce="amax"
+    )
+    at = torch.unravel_index(places[last], tuple(target.shape)) if flat else places[last]
+    target[at] = values[last].to(target.dtype)
+
+
+@implements(tile.gather)
+def _gather(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    src, index = args
+    return typed(call, torch.gather(src, 1, index.to(torch.int64)))
+
+
+@implements(tile.scatter)
+def _scatter(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    # Destination-passing: each row's source elements land in the input tile's own bytes.
+    dst, index, src = args
+    rows = torch.arange(dst.shape[0]).unsqueeze(1).expand_as(index)
+    flat = (rows * dst.shape[1] + index.to(torch.int64)).reshape(-1)
+    write_last_wins(dst, flat, src.reshape(-1), flat=True)
+    result: torch.Tensor = dst
+    return result
+
+
+@implements(tile.scatter_update)
+def _scatter_update(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    dst, index, src = args
+    write_last_wins(dst, positions(index), src)
+    result: torch.Tensor = dst
+    return result
+
+
+def wrapped_positions(places: torch.Tensor, count: int, policy: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Positions an index names among ``count``, by an out-of-range policy, and which are in range:
+    ``clamp`` to the ends, ``wrap`` around, ``zero``/``undefined`` as they are (a backend checks an
+    undefined one first)."""
+    if policy == "clamp":
+        places = places.clamp(0, count - 1)
+    elif policy == "wrap":
+        places = places.remainder(count)
+    inside = (places >= 0) & (places < count)
+    return places.clamp(0, max(count - 1, 0)), inside
+
+
+@implements(tile.mgather)
+def _mgather(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    src, index = args
+    policy = call.attrs.get("gather_oob", "undefined")
+    rows = call.attrs.get("coalesce", "row") == "row"
+    source = src if rows else src.reshape(-1)
+    places, inside = wrapped_positions(positions(index), source.shape[0], policy)
+    picked = source[places].clone()
+    picked[~inside] = 0  # a row (element) past the end reads as zeros (gather_oob="zero")
+    assert isinstance(call.type, TileType)
+    return typed(call, picked.reshape(call.type.shape))
+
+
+@implements(tile.mscatter)
+def _mscatter(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    src, index, output = args
+    if call.attrs.get("coalesce", "row") == "row":
+        write_last_wins(output, positions(index), src)
+    else:
+        write_last_wins(output, positions(index), src.reshape(-1), flat=True)
+    result: torch.Tensor = output
+    return result
+
+
+@implements(tile.gatherb)
+def _gatherb(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    # Each UINT32 byte offset selects the 32 bytes of the source tile from there.
+    src, offsets = args
+    block = 32
+    data = src.contiguous().view(torch.uint8).reshape(-1)
+    starts = offsets.to(torch.int64).unsqueeze(-1) + torch.arange(block)
+    picked = data[starts].reshape(offsets.shape[0], -1)
+    assert isinstance(call.type, TileType)
+    blocks: torch.Tensor = picked.contiguous().view(torch_dtype(call.type.dtype))
+    return blocks.reshape(call.type.shape).clone()
+
+
+PAIR_BYTES = 8
+
+
+def to_pairs(values: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:
+    """Sorted (value, index) pairs as the vector unit writes them, 8 bytes each: the value, zero
+    padding to 4 bytes, the UINT32 index; ``values`` [R, n] give [R, n * 8 / value bytes]."""
+    rows, count = values.shape
+    width = values.element_size()
+    pairs = torch.zeros(rows, count, PAIR_BYTES, dtype=torch.uint8)
+    pairs[..., :width] = values.contiguous().view(torch.uint8).reshape(rows, count, width)
+    pairs[..., 4:] = (
+        indices.to(torch.int64).to(torch.int32).contiguous().view(torch.uint8).reshape(rows, count, 4)
+    )
+    return pairs.view(values.dtype).reshape(rows, -1)
+
+
+def from_pairs(pairs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The values and the index bytes (``[R, n, 4]``) of a tile of pairs."""
+    rows = pairs.shape[0]
+    raw = pairs.contiguous().view(torch.uint8).reshape(rows, -1, PAIR_BYTES)
+    width = pairs.element_size()
+    values = raw[..., :width].contiguous().view(pairs.dtype).reshape(rows, -1)
+    return values, raw[..., 4:]
+
+
+def sorted_groups(
+    values: torch.Tensor, carried: torch.Tensor, group: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each row's groups of ``group`` values sorted largest first (ties keep their order), with
+    ``carried`` (one entry per value, trailing dims kept) in the same order."""
+    rows, count = values.shape
+    grouped = values.reshape(rows, count // group, group)
+    order = torch.sort(grouped.to(torch.float64), dim=-1, descending=True, stable=True).indices
+    picked = torch.gather(grouped, -1, order).reshape(rows, count)
+    flat = (order + torch.arange(0, count, group).reshape(1, -1, 1)).reshape(rows, count)
+    moved = carried[torch.arange(rows).unsqueeze(1), flat]
+    return picked, moved
+
+
+@implements(tile.sort32)
+def _sort32(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    src = args[0]
+    rows, cols = src.shape
+    indices = args[1] if len(args) > 1 else torch.arange(cols).expand(rows, cols)
+    values, order = sorted_groups(src, indices.to(torch.int64), 32)
+    return to_pairs(values, order)
+
+
+def _merged(pairs: torch.Tensor, group: int) -> torch.Tensor:
+    """Rows of pairs with each group of ``group`` pairs merged largest first (a trailing group
+    shorter)."""
+    values, index_bytes = from_pairs(pairs)
+    rows, count = values.shape
+    out_values, out_bytes = values.clone(), index_bytes.clone()
+    for start in range(0, count, group):
+        end = min(start + group, count)
+        v, b = sorted_groups(values[:, start:end], index_bytes[:, start:end], end - start)
+        out_values[:, start:end], out_bytes[:, start:end] = v, b
+    index = out_bytes.contiguous().view(torch.int32).reshape(rows, count)
+    return to_pairs(out_values, index)
+
+
+@implements(tile.mrgsort_format1)
+def _mrgsort_runs(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    return _merged(args[0], 4 * int(call.attrs["block_len"]))
+
+
+@implements(tile.mrgsort_format2)
+def _mrgsort_lists(call: Call, args: Sequence[Any]) -> torch.Tensor:
+    joined = torch.cat(list(args), dim=1)
+    return _merged(joined, joined.shape[1])
+
+
 # ---------------------------------------------------------------- scalar (index) math
 
 SCALAR_OPS: dict[str, Callable[[Any, Any], Any]] = {
@@ -653,7 +979,7 @@ def _scalar_binary(fn: Callable[[Any, Any], Any]) -> OpImpl:
 
 # ---------------------------------------------------------------- scalar arrays
 
-# A scalar array's value is a tuple of Python numbers, one per element; array.set gives a new one.
+# A scalar array's value is a tuple of Python numbers, one per element; array.update_element gives a new one.
 # A pl.TASK_ID array (in an orchestration) holds the backend's task handles as they are, and None
 # in every element never written: an id that names no task, so a deps= on it waits for nothing.
 
@@ -668,14 +994,14 @@ def _array_create(call: Call, args: Sequence[Any]) -> tuple[Any, ...]:
     return (zero,) * call.type.size
 
 
-@implements(array.get)
+@implements(array.get_element)
 def _array_get(call: Call, args: Sequence[Any]) -> Any:
     values, index = args
     element = values[int(index)]
     return element if call.type == TASK_ID else scalar_result(call, element)
 
 
-@implements(array.set)
+@implements(array.update_element)
 def _array_set(call: Call, args: Sequence[Any]) -> tuple[Any, ...]:
     values, index, value = args
     assert isinstance(call.type, ArrayType)

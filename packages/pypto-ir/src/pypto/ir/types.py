@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from enum import Enum
 from math import prod
 
-from pypto.ir.dtypes import DataType
+from pypto.ir.dtypes import DataType, storage_bytes
 
 
 class MemorySpace(Enum):
@@ -74,7 +74,7 @@ class TensorType(Type):
 
     @property
     def nbytes(self) -> int:
-        return prod(self.shape) * self.dtype.nbytes
+        return storage_bytes(prod(self.shape), self.dtype)
 
     def __str__(self) -> str:
         return f"pl.Tensor[{list(self.shape)}, pl.{self.dtype.name}]"
@@ -91,7 +91,7 @@ class TileType(Type):
 
     @property
     def nbytes(self) -> int:
-        return prod(self.shape) * self.dtype.nbytes
+        return storage_bytes(prod(self.shape), self.dtype)
 
     def __str__(self) -> str:
         parts = [str(list(self.shape)), f"pl.{self.dtype.name}"]
@@ -106,7 +106,7 @@ class TileType(Type):
 class ArrayType(Type):
     """A fixed-size array of scalars in a core's scalar memory (``pl.array.create(n, dtype)``).
 
-    A value, like a scalar: writing an element (``array.set``) gives a new array value, so a
+    A value, like a scalar: writing an element (``array.update_element``) gives a new array value, so a
     loop carries an array it writes like any other rebound name."""
 
     size: int

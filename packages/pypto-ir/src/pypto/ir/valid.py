@@ -51,12 +51,14 @@ from pypto.ir.ops import (
     PipeEnd,
     Product,
     Reduction,
+    Reinterprets,
     SetsValid,
     get_op,
     make_call,
 )
+from pypto.ir.ops import scalar as scalar_ops
 from pypto.ir.ops import tile as tile_ops
-from pypto.ir.rewrite import substitute_body, substitute_expr
+from pypto.ir.rewrite import scalar_call, substitute_body, substitute_expr
 from pypto.ir.types import INDEX, TensorType, TileType, TupleType, Type
 from pypto.ir.validflow import (
     CarriedValid,
@@ -91,6 +93,8 @@ def result_valid(call: Call, valid: Mapping[Expr, TupleExpr]) -> TupleExpr | Non
     product = spec.trait(Product)
     if product is not None:
         return _product_valid(call, product, valid)
+    if spec.has(Reinterprets):
+        return _reinterpreted_valid(call, valid)
     reduction = spec.trait(Reduction)
     if reduction is None and not spec.has(KeepsValid):
         return None
@@ -114,6 +118,26 @@ def _product_valid(call: Call, product: Product, valid: Mapping[Expr, TupleExpr]
     rows = _extents_of(a, valid)[1 if call.attrs.get("a_trans") else 0]
     cols = _extents_of(b, valid)[0 if call.attrs.get("b_trans") else 1]
     return _shape(rows, cols)
+
+
+def _reinterpreted_valid(call: Call, valid: Mapping[Expr, TupleExpr]) -> TupleExpr | None:
+    """A run-time valid shape seen through ``pl.reinterpret_view``: the last extent counts the new
+    elements over the valid bytes (rounded up: a partly valid element counts)."""
+    source = call.args[0]
+    if source not in valid:
+        return None
+    *lead, last = valid[source].elements
+    src, dst = source.type.dtype, call.type.dtype  # type: ignore[attr-defined]
+    if src.nbytes >= dst.nbytes:
+        scaled = scalar_call(scalar_ops.mul, last, Const(src.nbytes // dst.nbytes, INDEX))
+    else:
+        ratio = dst.nbytes // src.nbytes
+        scaled = scalar_call(
+            scalar_ops.floordiv,
+            scalar_call(scalar_ops.add, last, Const(ratio - 1, INDEX)),
+            Const(ratio, INDEX),
+        )
+    return _shape(*lead, scaled)
 
 
 def _extents_of(x: Expr, valid: Mapping[Expr, TupleExpr]) -> tuple[Expr, ...]:

@@ -38,6 +38,7 @@ from pypto.language.annotations import (
     TensorView,
     Tile,
     TileView,
+    Tuple,
     dynamic,
 )
 from pypto.language.autotune import Autotuner, Config, autotune
@@ -54,7 +55,7 @@ from pypto.language.builtins import (
 )
 from pypto.language.directives import DIRECTIVES
 from pypto.language.errors import KernelOnlyError, ScopeOptionError
-from pypto.language.jit import JitFunction, inline, jit
+from pypto.language.jit import InlineFunction, JitFunction, inline, jit
 from pypto.language.options import AUTO, ScopeMode, cross_core_slot, split
 from pypto.language.parser.classes import func_attr, function, loads, parse, parse_program, program
 from pypto.runtime.compiled import register_reader
@@ -67,6 +68,19 @@ INT16 = DataType.INT16
 INT32 = DataType.INT32
 INT64 = DataType.INT64
 UINT8 = DataType.UINT8
+UINT16 = DataType.UINT16
+UINT32 = DataType.UINT32
+UINT64 = DataType.UINT64  # moved, viewed and converted only: a2a3 does not compute with it
+# The storage formats: 4-bit ones (packed two to a byte; no a2a3 kernel holds them) and the 8-bit
+# float formats of the MX matmul (moved, viewed and converted, not computed with).
+INT4 = DataType.INT4
+UINT4 = DataType.UINT4
+FP4 = DataType.FP4
+HF4 = DataType.HF4
+FP8E4M3FN = DataType.FP8E4M3FN
+FP8E5M2 = DataType.FP8E5M2
+FP8E8M0 = DataType.FP8E8M0
+HF8 = DataType.HF8
 BOOL = DataType.BOOL
 INDEX = DataType.INDEX
 TASK_ID = DataType.TASK_ID  # the dtype of a task id: pl.TaskId is pl.Scalar[pl.TASK_ID]
@@ -98,6 +112,8 @@ static_assert = DIRECTIVES["static_assert"]
 const = DIRECTIVES["const"]
 min = DIRECTIVES["min"]  # shadows the builtin on purpose: pl.min is the scalar minimum
 max = DIRECTIVES["max"]
+dim = DIRECTIVES["dim"]
+create_l1 = DIRECTIVES["create_l1"]
 
 
 # The ops (pl.add, pl.load, pl.tpush_to_aiv, ...) are read from the op registry when looked up, so
@@ -118,9 +134,16 @@ __all__ = [
     "BF16",
     "BOOL",
     "DN",
+    "FP4",
+    "FP8E4M3FN",
+    "FP8E5M2",
+    "FP8E8M0",
     "FP16",
     "FP32",
+    "HF4",
+    "HF8",
     "INDEX",
+    "INT4",
     "INT8",
     "INT16",
     "INT32",
@@ -128,7 +151,11 @@ __all__ = [
     "ND",
     "NZ",
     "TASK_ID",
+    "UINT4",
     "UINT8",
+    "UINT16",
+    "UINT32",
+    "UINT64",
     "Allocation",
     "Array",
     "AtomicType",
@@ -140,6 +167,7 @@ __all__ = [
     "DataType",
     "FunctionType",
     "InOut",
+    "InlineFunction",
     "JitFunction",
     "KernelOnlyError",
     "Level",
@@ -163,13 +191,16 @@ __all__ = [
     "Tile",
     "TileLayout",
     "TileView",
+    "Tuple",
     "array",
     "at",
     "autotune",
     "cluster",
     "cond",
     "const",
+    "create_l1",
     "cross_core_slot",
+    "dim",
     "dump_tag",
     "dynamic",
     "func_attr",

@@ -374,6 +374,17 @@ class ArraySpec:
 AnnotationSpec = TensorSpec | TileSpec | ScalarSpec | ArraySpec
 
 
+@dataclass(frozen=True)
+class TupleSpec:
+    """A multi-value return annotation, ``-> pl.Tuple[T1, T2]``: the types of the values a
+    function returns, in order (the parser reads what a body returns from its return statement)."""
+
+    items: tuple[AnnotationSpec, ...]
+
+    def __str__(self) -> str:
+        return f"pl.Tuple[{', '.join(map(str, self.items))}]"
+
+
 # The element dtypes, for hints: pl.FP16, pl.BF16, ... (pl.TASK_ID names tasks, no elements).
 DTYPES = ", ".join(f"pl.{d.name}" for d in DataType if d.is_numeric)
 
@@ -649,6 +660,28 @@ class Array:
         return ArraySpec(size, _dtype(items[1], "pl.Array", task_ids=True))
 
 
+class Tuple:
+    """``-> pl.Tuple[pl.Tensor[...], pl.Tensor[...]]``: a function that returns several values."""
+
+    @_at_annotation
+    def __class_getitem__(cls, item: Any) -> TupleSpec:
+        items = item if isinstance(item, tuple) else (item,)
+        if not items:
+            raise ParseError(
+                "pl.Tuple[...] names the types of the returned values, got none",
+                hint="write pl.Tuple[pl.Tensor[[64], pl.FP32], pl.Tensor[[64], pl.FP32]]",
+            )
+        specs = []
+        for position, value in enumerate(items):
+            try:
+                specs.append(as_spec(value))
+            except ParseError as err:
+                raise ParseError(
+                    f"pl.Tuple[...] item {position} is no type annotation: {err.message}", hint=err.hint
+                ) from None
+        return TupleSpec(tuple(specs))
+
+
 # ``pl.TaskId``: the type of a task handle (``with pl.at(...) as tid``, ``pl.submit``), which is
 # ``pl.Scalar[pl.TASK_ID]``.
 TaskId = ScalarSpec(DataType.TASK_ID)
@@ -672,6 +705,11 @@ def as_spec(annotation: Any) -> AnnotationSpec:
         return ScalarSpec(DataType.FP32)
     if annotation is bool:
         return ScalarSpec(DataType.BOOL)
+    if isinstance(annotation, TupleSpec):
+        raise ParseError(
+            f"{annotation} annotates what a function returns, not one value",
+            hint="annotate each parameter on its own; write -> pl.Tuple[...] after the parameter list",
+        )
     raise ParseError(
         f"unsupported annotation {getattr(annotation, '__name__', annotation)!r}",
         hint="use pl.Tensor[[shape], dtype], pl.Out[...], pl.InOut[...], pl.Scalar[dtype], a dtype "

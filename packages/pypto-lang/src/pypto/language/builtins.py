@@ -17,7 +17,7 @@ from typing import Any, NoReturn, TypeVar
 
 from pypto.ir.ops import Elementwise, Level
 from pypto.language.device import available_aiv_count, available_cluster_count
-from pypto.language.directives import TENSOR_DIM
+from pypto.language.directives import CREATE_L1, TENSOR_DIM
 from pypto.language.dslops import DslFunction, dsl_function, dsl_functions
 from pypto.language.errors import KernelOnlyError
 
@@ -209,8 +209,12 @@ def _op_named(name: str) -> str | None:
 
 
 # DSL functions of another level PyPTO code also spells under a namespace: ``pl.tensor.read``
-# reads one element of a tensor (the scalar op ``pl.read``).
-SPELLED_UNDER: dict[str, dict[str, str]] = {"tensor": {"read": "read"}}
+# reads one element of a tensor (the scalar op ``pl.read``), ``pl.tensor.write`` writes one;
+# ``pl.array.get`` / ``pl.array.set`` are older spellings of the element read and update.
+SPELLED_UNDER: dict[str, dict[str, str]] = {
+    "tensor": {"read": "read", "write": "write"},
+    "array": {"get": "array.get_element", "set": "array.update_element"},
+}
 
 
 class OpNamespace:
@@ -247,7 +251,8 @@ class OpNamespace:
                 if own != name or not forms:
                     aliases[own] = Builtin(name, self._prefix, op=form.name)
         for name, dsl in SPELLED_UNDER.get(self._prefix, {}).items():  # pl.tensor.read
-            aliases.setdefault(name, Builtin(dsl, op=_op_named(dsl)))
+            if dsl in functions:
+                aliases.setdefault(name, Builtin(dsl, op=_op_named(dsl)))
         return {**aliases, **members}
 
     def __getattr__(self, name: str) -> Any:
@@ -267,7 +272,7 @@ class OpNamespace:
 # pl.tile.get_subblock_idx(), is an op of that namespace).
 _INDEX_SPELLINGS = ("get_block_idx", "get_block_num")
 tile = OpNamespace("tile", Level.TILE, {name: Builtin(name, op=name) for name in _INDEX_SPELLINGS})
-tensor = OpNamespace("tensor", Level.TENSOR, {"dim": TENSOR_DIM})
+tensor = OpNamespace("tensor", Level.TENSOR, {"dim": TENSOR_DIM, "create_l1": CREATE_L1})
 # The scalar array ops: pl.array.create(n, dtype) (elements are read arr[i] and written arr[i] = v).
 array = OpNamespace("array", None)
 # The chip's counts are compile-time numbers, folded where the parser meets them.

@@ -14,7 +14,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from pypto.ir import INDEX, Const, DataType, DimExpr, DynDim, Expr, ScalarType, SourceSpan, TensorType
+from pypto.ir import (
+    INDEX,
+    Const,
+    DataType,
+    DimExpr,
+    DynDim,
+    Expr,
+    MemorySpace,
+    ScalarType,
+    SourceSpan,
+    TensorType,
+)
 from pypto.language.errors import KernelOnlyError
 from pypto.language.parser.values import describe_value, is_number, is_scalar, number
 
@@ -148,9 +159,9 @@ def _scalar_extremum(elementwise: str) -> Run:
 
 
 def _tensor_dim(ctx: OpContext, args: list[Any], kwargs: dict[str, Any]) -> Expr:
-    """``pl.tensor.dim(t, axis)``: a static extent as a constant, a dynamic one as itself (a
-    :class:`~pypto.ir.DynDim` or an expression of them: the value it has at run time)."""
-    tensor, axis = _bind(ctx, "pl.tensor.dim(tensor, axis)", ("tensor", "axis"), args, kwargs, 2)
+    """``pl.dim(t, axis)`` (also ``pl.tensor.dim``): a static extent as a constant, a dynamic one
+    as itself (a :class:`~pypto.ir.DynDim` or an expression of them: the value it has at run time)."""
+    tensor, axis = _bind(ctx, f"{ctx.name}(tensor, axis)", ("tensor", "axis"), args, kwargs, 2)
     t = getattr(tensor, "type", None)
     if not isinstance(t, TensorType):
         raise ctx.fail(
@@ -178,6 +189,31 @@ TENSOR_DIM = Directive(
 )
 
 
+def _create_l1(ctx: OpContext, args: list[Any], kwargs: dict[str, Any]) -> Expr:
+    """``pl.create_l1(shape, dtype, transpose=False)``: a tile in L1 (``pl.Mem.Mat``), as
+    ``pl.create_tile(shape, dtype, target_memory=pl.Mem.Mat)`` makes one. ``transpose=True`` asks
+    for the transposed box layout a ``b_trans`` matmul operand has on chip; the simulator holds
+    tiles in their logical layout, so it changes no number."""
+    from pypto.language.parser.partial import build_create_tile
+
+    shape, dtype, transpose = _bind(
+        ctx, "pl.create_l1(shape, dtype, transpose=False)", ("shape", "dtype", "transpose"), args, kwargs, 2
+    )
+    plain = number(transpose) if is_number(transpose) else transpose
+    if plain is not None and not isinstance(plain, bool):
+        raise ctx.fail(
+            f"transpose= must be True or False, got {describe_value(transpose)}",
+            "write transpose=True for the layout of a b_trans matmul operand, or leave it out",
+        )
+    result: Expr = build_create_tile(ctx, shape, dtype, MemorySpace.Mat)
+    return result
+
+
+CREATE_L1 = Directive(
+    "create_l1", "pl.create_l1(shape, dtype, transpose=False)", "a tile in L1 (pl.Mem.Mat)", _create_l1
+)
+
+
 DIRECTIVES: dict[str, Directive] = {
     d.name: d
     for d in (
@@ -193,5 +229,7 @@ DIRECTIVES: dict[str, Directive] = {
         Directive("const", "pl.const(value, dtype)", "a constant of the given dtype", _const),
         Directive("min", "pl.min(lhs, rhs)", "the smaller of two scalars", _scalar_extremum("minimum")),
         Directive("max", "pl.max(lhs, rhs)", "the larger of two scalars", _scalar_extremum("maximum")),
+        Directive("dim", "pl.dim(tensor, axis)", "the extent of one axis of a tensor", _tensor_dim),
+        CREATE_L1,
     )
 }

@@ -171,6 +171,15 @@ class Jit:
         return _decorate("pl.jit.opaque", JitKind.opaque, func, options)
 
 
+class InlineFunction(JitFunction):
+    """What ``@pl.inline`` (``@pl.jit.inline``) makes: a template the parser splices into each
+    kernel that calls it, leaving no function of its own; called from Python it raises.
+
+    >>> isinstance(normalize, pl.InlineFunction)  # doctest: +SKIP
+    True
+    """
+
+
 # Where what a user may have meant to pass a decorator goes instead.
 _OPTION_HINT = (
     'the decorator takes no other options: split a kernel with pl.func_attr({"split": pl.SplitMode.UP_DOWN}) '
@@ -196,7 +205,7 @@ def _decorate(name: str, kind: JitKind, func: Any, options: dict[str, Any]) -> A
             call_site(),
             f"write @{name} directly above one def, once",
         )
-    jitted = JitFunction(func, kind)
+    jitted = InlineFunction(func, kind) if kind is JitKind.inline else JitFunction(func, kind)
     jitted.auto_scope = options.get("auto_scope", True)
     return jitted
 

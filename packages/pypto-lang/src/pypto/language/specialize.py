@@ -146,6 +146,14 @@ def _bind(sig: ParamSignature, value: Any) -> BoundParam:
             sig.span,
             "annotate it as pl.Tensor[...], pl.Out[...], pl.InOut[...] or a scalar dtype",
         )
+    if spec.dtype is not None and not spec.dtype.has_torch_dtype:
+        packed = " (a 4-bit format, packed two to a byte)" if spec.dtype.packed else ""
+        raise SpecializationError(
+            f"parameter '{sig.name}' is annotated {spec}, and no torch tensor holds pl.{spec.dtype.name} "
+            f"elements{packed}",
+            sig.span,
+            "a2a3 kernels take no tensor of it: pass the bytes as a pl.UINT8 tensor and annotate it so",
+        )
     actual = tensor_type(value, sig.name)
     shape = spec.shape_for(actual.shape)
     fits = shape_fits(actual.shape, annotated_type(shape, actual.dtype))

@@ -40,7 +40,9 @@ from pypto.ir import (
     Assign,
     AtomicType,
     Call,
+    CastMode,
     Const,
+    DataType,
     DimExpr,
     DynDim,
     Eval,
@@ -84,6 +86,7 @@ from pypto.ir.ops import (
     Lowers,
     OpSpec,
     PadValue,
+    Positional,
     Reduction,
     RowShared,
     Unit,
@@ -106,6 +109,8 @@ HOMES = "homes"
 
 # The tensor ops that make a view: a window of a tensor, or the tensor with a valid shape.
 VIEW_OPS = frozenset({tensor.slice, tensor.set_validshape})
+# The tensor ops that write a tensor of global memory (their operand 0).
+GM_WRITES = frozenset({tensor.assemble, tensor.scatter_update})
 
 
 def is_tensor_stmt(stmt: Stmt) -> bool:
@@ -180,13 +185,29 @@ def _lowered(call: Call) -> str:
 
 
 def _runs_whole(call: Call) -> bool:
-    """Ops that combine or move elements across rows: their region runs whole."""
+    """Ops that combine or move elements across rows: their region runs whole (a reinterpret
+    whose shape moves bytes into other rows among them)."""
+    if call.op == tensor.reinterpret_view:
+        src, dst = call.args[0].type, call.type
+        assert isinstance(src, TensorType) and isinstance(dst, TensorType)
+        return len(src.shape) != len(dst.shape) or src.shape[0] != dst.shape[0]
     return get_op(call.op).has(WholeRegion)
+
+
+def _block_attrs(call: Call, args: tuple[Expr, ...]) -> Mapping[str, Any]:
+    """The tile op's attrs on one block: a reinterpret's explicit shape takes the block's rows."""
+    if call.op != tensor.reinterpret_view or "shape" not in call.attrs:
+        return call.attrs
+    rows = args[0].type.shape[0]  # type: ignore[attr-defined]
+    return {**call.attrs, "shape": (rows, *call.attrs["shape"][1:])}
 
 
 def _shared_operands(call: Call) -> tuple[int, ...]:
     """The operands loaded whole, once before the row loop: a matmul's right operand (and bias
     row), a row vector broadcast down the rows (``RowShared``)."""
+    if call.op == tensor.batch_matmul:  # an operand with fewer dims is one matrix for every batch
+        rank = len(call.type.shape)  # type: ignore[attr-defined]
+        return tuple(i for i, a in enumerate(call.args) if len(a.type.shape) < rank)  # type: ignore[attr-defined]
     shared = trait_of(call, RowShared)
     return shared.operands if shared is not None else ()
 
@@ -644,8 +665,10 @@ def _tiled_operands(call: Call) -> tuple[Expr, ...]:
     """The operands of ``call`` that become tiles of their own shape: not the tensor a slice reads
     a region of, nor the one an assemble writes a region into (a region of static extents at
     run-time offsets of a dynamic tensor is a tile like any other)."""
-    if call.op in (tensor.slice, tensor.assemble):
+    if call.op in (tensor.slice, tensor.assemble, tensor.scatter_update):
         return call.args[1:]
+    if call.op == tensor.paged_gather:
+        return ()  # read element by element and row by row, never as tiles of their own
     return call.args
 
 
@@ -696,7 +719,7 @@ def independent_parts(region: list[Stmt]) -> list[list[Stmt]]:
         parent[root(i)] = root(j)
 
     defined = {s.target: i for i, s in enumerate(region) if isinstance(s, Assign)}
-    written = {s.value.args[0] for s in region if s.value.op == tensor.assemble}  # type: ignore[attr-defined]
+    written = {s.value.args[0] for s in region if s.value.op in GM_WRITES}  # type: ignore[attr-defined]
     touching: dict[Var, int] = {}
     for i, stmt in enumerate(region):
         for v in used_vars(stmt.value):  # type: ignore[attr-defined]
@@ -987,6 +1010,8 @@ def _row_operands(call: Call, defs: dict[Var, Call], plan: RowPlan) -> tuple[Exp
         return None
     if call.op == tensor.assemble:
         return () if call.args[1] in plan.summed | plan.once else (call.args[1],)
+    if call.op == tensor.scatter_update:
+        return call.args[1:]  # the index and the rows; the tensor written is not tiled
     if call.op in VIEW_OPS and _is_view(call.args[0], defs):
         return ()
     if call.op == tensor.set_validshape:
@@ -1167,7 +1192,16 @@ class _RegionLowering:
         if call.op == tensor.assemble:
             self._assemble(call, stmt.span)
             return
+        if call.op == tensor.scatter_update:
+            self._scatter_rows(call, stmt.span)
+            return
         assert isinstance(stmt, Assign)
+        if call.op == tensor.scatter:
+            self._scatter(stmt.target, call)
+            return
+        if call.op == tensor.paged_gather:
+            self._paged_gather(stmt.target, call)
+            return
         if call.op in VIEW_OPS and _is_view(stmt.target, self.defs):
             self._view(stmt.target, call)
             return
@@ -1192,6 +1226,9 @@ class _RegionLowering:
         if call.op == tensor.matmul_acc and _is_view(call.args[0], self.defs):
             self._accumulated_from_memory(stmt.target, call)
             return
+        if get_op(call.op).has(Positional):
+            self._generated(stmt.target, call)
+            return
         once = stmt.target in self.plan.once
         spaces = _placements(call)
         args = tuple(
@@ -1209,8 +1246,10 @@ class _RegionLowering:
             args = (*args, self._scratch(args[0], sink))  # a row reduction's scratch tile
         unpadded = args
         args = self._padded_for_reduction(lowered.name, args, sink, call.span)
-        # The tile op takes the tensor op's attributes it declares (high_precision= becomes the scratch).
-        attrs = {k: v for k, v in call.attrs.items() if lowered.attr(k) is not None}
+        # The tile op takes the tensor op's attributes it declares (high_precision= becomes the scratch);
+        # on a block, a reinterpret's explicit shape takes the block's rows.
+        given = _block_attrs(call, args) if self.block is not None else call.attrs
+        attrs = {k: v for k, v in given.items() if lowered.attr(k) is not None}
         value = make_call(lowered.name, args, attrs, call.span)
         # A later copy of the region (the last, smaller block) names its tiles afresh.
         name = self.names.fresh(stmt.target.name) if self.fresh_names else stmt.target.name
@@ -1219,6 +1258,121 @@ class _RegionLowering:
         self._follow_valid(tile, replace(value, args=unpadded))  # a reduction keeps the valid rows
         assert isinstance(value.type, TileType) and value.type.memory_space is not None
         self.tiles[(stmt.target, value.type.memory_space, True)] = tile
+
+    def _generated(self, target: Var, call: Call) -> None:
+        """A generator (``pl.arange``, ``pl.random``) on this block: its rows, made from the
+        position of the block's first element (the whole result before a row loop when it is
+        computed once there)."""
+        positional = trait_of(call, Positional)
+        assert positional is not None and isinstance(call.type, TensorType)
+        shape = tuple(call.type.shape)
+        once = target in self.plan.once
+        args = list(call.args)
+        if positional.operand >= len(args):
+            args.append(Const(0, INDEX))
+        if self.block is not None and not once:
+            shape = (self._block_of(target), *shape[1:])
+            shift = self._row_of(target)
+            per_row = math.prod(shape[1:])
+            if per_row != 1:
+                shift = scalar_call(scalar_ops.mul, shift, Const(per_row, INDEX))
+            backward = positional.backward is not None and call.attrs.get(positional.backward)
+            step = scalar_ops.sub if backward else scalar_ops.add
+            args[positional.operand] = scalar_call(step, args[positional.operand], shift)
+        made = make_call(_lowered(call), tuple(args), {**call.attrs, "shape": shape}, call.span)
+        sink = self.hoisted if once and isinstance(self.row, Var) else self.body
+        self.tiles[(target, MemorySpace.Vec, True)] = self._emit(target.name, made, sink)
+
+    def _scatter_rows(self, call: Call, span: SourceSpan | None) -> None:
+        """``pl.scatter_update(t, index, rows)`` of a tensor in global memory: this block's rows
+        written into ``t`` at this block's indices (``tile.mscatter``)."""
+        dst, index, src = call.args
+        assert isinstance(dst, Var)
+        base, starts = self.views.get(dst, (dst, []))
+        if not _is_view(dst, self.defs) or any(not (isinstance(e, Const) and e.value == 0) for e in starts):
+            raise ParseError(
+                "pl.scatter_update writes rows of a tensor in global memory: its input must be a "
+                "kernel parameter (or a tensor made with pl.create_tensor), not a computed value or a window",
+                call.span,
+                "scatter into the tensor itself; on a computed tile use pl.tile.scatter_update",
+            )
+        if self.valid_rows is not None:
+            raise ParseError(
+                "pl.scatter_update over a dynamic number of rows: a partial block would write its "
+                "padding rows too",
+                call.span,
+                "give the rows and the index static extents, or write the loop yourself with pl.mscatter",
+            )
+        rows = self._operand(src, _VEC_ROWS, call.span)
+        places = self._operand(index, _VEC_ROWS, call.span)
+        written = make_call(tile_ops.mscatter, (rows, places, base), {}, call.span)
+        self.body.append(Eval(written, span))
+
+    def _scatter(self, target: Var, call: Call) -> None:
+        """``pl.scatter(x, index, src)`` on tensors: this block of ``x`` copied, then each row's
+        source elements written into the copy (``tile.scatter`` writes its input in place)."""
+        x, index, src = call.args
+        if x in self.defs and x not in self.views:
+            tile = self._tile(x, MemorySpace.Vec, True, call.span)
+            assert isinstance(tile.type, TileType)
+            origin = index_tuple([Const(0, INDEX) for _ in tile.type.shape])
+            made = make_call(tile_ops.slice, (tile, origin), {"shape": tile.type.shape}, call.span)
+            copy = self._emit(f"{target.name}_input", made, self.body)
+        else:
+            assert isinstance(x, Var)
+            copy = self._load(
+                x, MemorySpace.Vec, True, call.span
+            )  # a load of its own: no other use shares it
+        places = self._operand(index, _VEC_ROWS, call.span)
+        values = self._operand(src, _VEC_ROWS, call.span)
+        scattered = make_call(tile_ops.scatter, (copy, places, values), call.attrs, call.span)
+        self.body.append(Eval(scattered, call.span))
+        self.tiles[(target, MemorySpace.Vec, True)] = copy
+
+    def _paged_gather(self, target: Var, call: Call) -> None:
+        """``pl.paged_gather(pool, indices, block_table, ...)``: an on-chip buffer of
+        ``max_indices`` rows, filled by a loop over the indices, one pool row each (the page of
+        entry ``i``: ``block_table[idx // block_size] * block_size + idx % block_size``)."""
+        pool, indices, table = call.args
+        assert isinstance(pool.type, TensorType) and isinstance(indices.type, TensorType)
+        attrs = call.attrs
+        size = attrs.get("size") or pool.type.shape[1]
+        space = attrs.get("target_memory", MemorySpace.Mat)
+        created = make_call(
+            tile_ops.create,
+            (),
+            {"shape": (attrs["max_indices"], size), "dtype": pool.type.dtype, "target_memory": space},
+            call.span,
+        )
+        buffer = self._emit(target.name, created, self.body)
+        i = Var(self.names.fresh("i"), INDEX, call.span)
+        block = Const(attrs["block_size"], INDEX)
+        entry: list[Expr] = [i] if len(indices.type.shape) == 1 else [Const(0, INDEX), i]
+        idx = _read_index(indices, entry, call.span)
+        page_at = make_call(scalar_ops.floordiv, (idx, block))
+        page_entry: list[Expr] = [page_at] if len(table.type.shape) == 1 else [Const(0, INDEX), page_at]  # type: ignore[attr-defined]
+        page = _read_index(table, page_entry, call.span)
+        row = make_call(
+            scalar_ops.add,
+            (make_call(scalar_ops.mul, (page, block)), make_call(scalar_ops.mod, (idx, block))),
+        )
+        row_var = Var(self.names.fresh("row"), INDEX, call.span)
+        gathered = make_call(
+            tile_ops.gather_row,
+            (
+                buffer,
+                pool,
+                index_tuple([i, Const(0, INDEX)]),
+                index_tuple([row_var, Const(attrs.get("col_offset", 0), INDEX)]),
+            ),
+            {"shape": (1, size), **({"transpose": True} if attrs.get("is_trans") else {})},
+            call.span,
+        )
+        body = (Assign(row_var, row, call.span), Eval(gathered, call.span))
+        count = indices.type.shape[-1]
+        stop = count if isinstance(count, Expr) else Const(count, INDEX)
+        self.body.append(For(i, Const(0, INDEX), stop, Const(1, INDEX), body, span=call.span))
+        self.tiles[(target, space, True)] = buffer
 
     def _padded_for_reduction(
         self, op: str, args: tuple[Expr, ...], sink: list[Stmt], span: SourceSpan | None
@@ -1575,6 +1729,13 @@ class _RegionLowering:
 
 
 _VIA_MAT = (MemorySpace.Left, MemorySpace.Right, MemorySpace.Bias)
+
+
+def _read_index(tensor: Expr, at: list[Expr], span: SourceSpan | None) -> Call:
+    """One element of an integer tensor, read from global memory as an INDEX scalar (as the parser
+    builds ``pl.cast(pl.read(t, at), pl.INDEX)``); a read outside it is an error at ``span``."""
+    read = make_call(scalar_ops.read, (tensor, index_tuple(at)), {}, span)
+    return make_call(scalar_ops.cast, (read,), {"dtype": DataType.INDEX, "mode": CastMode.round}, span)
 
 
 def _clamped(valid: Expr, start: Expr, extent: int) -> Expr:

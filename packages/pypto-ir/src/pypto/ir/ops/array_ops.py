@@ -1,10 +1,11 @@
 """Scalar array ops: a small fixed-size array of scalars in a core's scalar memory.
 
-``array.create`` makes one (every element zero), ``array.get`` reads an element and
-``array.set`` writes one. An array is a value, like a scalar: ``array.set`` gives the array with
-the element written (``arr2 = array.set(arr, i, v)``), so a loop carries an array it writes like
-any other rebound name, and the side split treats it as scalar control state. The DSL writes
-them ``pl.array.create(n, dtype)``, ``arr[i]`` and ``arr[i] = v``.
+``array.create`` makes one (every element zero), ``array.get_element`` reads an element and
+``array.update_element`` writes one. An array is a value, like a scalar: ``array.update_element``
+gives the array with the element written (``arr2 = array.update_element(arr, i, v)``), so a loop
+carries an array it writes like any other rebound name, and the side split treats it as scalar
+control state. The DSL writes them ``pl.array.create(n, dtype)``, ``arr[i]`` and ``arr[i] = v``
+(``pl.array.get_element`` / ``pl.array.update_element`` by name).
 """
 
 from __future__ import annotations
@@ -125,27 +126,27 @@ def _declare() -> None:
     )
     declare(
         OpSpec(
-            "array.get",
+            "array.get_element",
             s,
             Unit.SCALAR,
             get,
             (array, index),
             traits=(TaskIds(),),
-            dsl="array.get",
-            signature="pl.array.get(array, index)",
+            dsl="array.get_element",
+            signature="pl.array.get_element(array, index)",
             doc="one element of a scalar array (written arr[i])",
         )
     )
     declare(
         OpSpec(
-            "array.set",
+            "array.update_element",
             s,
             Unit.SCALAR,
             set_,
             (array, index, Operand("value", Role.SCALAR)),
             traits=(TaskIds(),),
-            dsl="array.set",
-            signature="pl.array.set(array, index, value)",
+            dsl="array.update_element",
+            signature="pl.array.update_element(array, index, value)",
             doc="the scalar array with one element written (written arr[i] = v)",
         )
     )

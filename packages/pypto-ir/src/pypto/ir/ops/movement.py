@@ -32,6 +32,7 @@ from pypto.ir.ops.spec import (
     Attr,
     Cost,
     Effect,
+    FormatFree,
     GmAccess,
     KeepsValid,
     Level,
@@ -40,6 +41,7 @@ from pypto.ir.ops.spec import (
     Operand,
     OpSpec,
     PlacesTile,
+    Reinterprets,
     Role,
     Rule,
     SetsValid,
@@ -240,12 +242,21 @@ def assemble(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span:
             dst=dst,
         )
     check_static_bounds(op, dst.type.shape, offsets, v.shape, span)
-    if not isinstance(attrs.get("atomic", AtomicType.NONE), AtomicType):
+    atomic = attrs.get("atomic", AtomicType.NONE)
+    if not isinstance(atomic, AtomicType):
         raise fail(
             op,
             f"atomic must be a pl.AtomicType, got {attrs['atomic']!r}",
             span,
             advice="assemble.atomic_type",
+        )
+    if atomic is not AtomicType.NONE and not v.dtype.computes:
+        raise fail(
+            op,
+            f"an atomic add computes with its elements, and pl.{v.dtype.name} elements are only moved "
+            "and converted on a2a3",
+            span,
+            "add in a dtype that computes (pl.cast to pl.FP32 first), or write without atomic=",
         )
     return dst.type
 
@@ -289,7 +300,13 @@ def gather_row(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], spa
     check_offsets(op, src_offsets, len(src.type.shape), span)
     check_static_bounds(op, dst.type.shape, dst_offsets, shape, span)
     check_static_bounds(op, src.type.shape, src_offsets, shape, span)
-    check_vec(op, dst.type, span)
+    if dst.type.memory_space not in (None, MemorySpace.Vec, MemorySpace.Mat):
+        raise fail(
+            op,
+            f"gathers into a Vec or Mat tile, got {describe(dst.type)}",
+            span,
+            "gather into a pl.create_tile (Vec) or a pl.create_l1 (Mat) tile",
+        )
     return dst.type
 
 
@@ -517,6 +534,132 @@ def concat(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: S
     return with_changes(lhs, shape=shape)
 
 
+# The element dtypes a reinterpret_view takes on either side: integers of 8 to 64 bits, the floats.
+VIEW_DTYPES = frozenset(
+    {
+        DataType.INT8,
+        DataType.UINT8,
+        DataType.INT16,
+        DataType.UINT16,
+        DataType.INT32,
+        DataType.UINT32,
+        DataType.INT64,
+        DataType.UINT64,
+        DataType.FP16,
+        DataType.BF16,
+        DataType.FP32,
+    }
+)
+
+
+def reinterpreted_shape(shape: Sequence[Any], src: DataType, dst: DataType) -> tuple[Any, ...] | None:
+    """``shape`` of ``src`` elements seen as ``dst`` elements over the same bytes: the last axis
+    scaled by the byte-width ratio (None when its bytes are no whole number of ``dst`` elements)."""
+    last = shape[-1]
+    if not isinstance(last, int):
+        return None
+    nbytes = last * src.nbytes
+    if nbytes % dst.nbytes:
+        return None
+    return (*shape[:-1], nbytes // dst.nbytes)
+
+
+def reinterpret_view(
+    spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None
+) -> Type:
+    """The same bytes seen as ``dtype`` elements: the last axis scaled by the byte-width ratio, or
+    the explicit ``shape`` (same bytes); a tile's constant valid shape scales with it."""
+    op = spec.name
+    x = shaped(op, args[0], span)
+    dtype = attrs["dtype"]
+    names = ", ".join(sorted(f"pl.{d.name}" for d in VIEW_DTYPES))
+    for side, d in (("source", x.dtype), ("view", dtype)):
+        if d not in VIEW_DTYPES:
+            raise fail(
+                op,
+                f"the {side} dtype must be an integer or float dtype, got pl.{d.name}",
+                span,
+                f"one of {names}",
+            )
+    if dtype == x.dtype:
+        raise fail(
+            op,
+            f"views {describe(x)} as its own dtype pl.{dtype.name}",
+            span,
+            "give another dtype of the same bytes (pl.reshape changes only the shape)",
+        )
+    auto = reinterpreted_shape(x.shape, x.dtype, dtype)
+    shape = tuple(attrs["shape"]) if attrs.get("shape") else auto
+    if shape is None:
+        raise fail(
+            op,
+            f"the last axis of {describe(x)} ({x.shape[-1]} x {x.dtype.nbytes} bytes) holds no whole "
+            f"number of pl.{dtype.name} elements ({dtype.nbytes} bytes)",
+            span,
+            "view a region whose last axis spans a multiple of the new element's bytes",
+        )
+    if any(not isinstance(d, int) for d in (*shape, *x.shape)):
+        if shape != auto:
+            raise fail(
+                op, f"shape {list(shape)} needs static extents", span, "leave shape= out on a dynamic tensor"
+            )
+    elif prod(shape) * dtype.nbytes != prod(x.shape) * x.dtype.nbytes:
+        raise fail(
+            op,
+            f"shape {list(shape)} of pl.{dtype.name} is {prod(shape) * dtype.nbytes} bytes, but "
+            f"{describe(x)} is {prod(x.shape) * x.dtype.nbytes}",
+            span,
+            "give a shape of the same bytes, or leave shape= out for "
+            + (str(list(auto)) if auto else "the scaled last axis"),
+        )
+    if isinstance(x, TensorType):
+        return TensorType(shape, dtype)
+    valid = None
+    if x.valid_shape is not None and tuple(x.valid_shape) != x.shape:
+        valid = reinterpreted_shape(x.valid_shape, x.dtype, dtype) if shape == auto else None
+        if valid is None:
+            raise fail(
+                op,
+                f"the valid region of {describe(x)} ({list(x.valid_shape)}) is no whole region of "
+                f"pl.{dtype.name} elements in {list(shape)}",
+                span,
+                "view the whole tile (pl.fillpad it first), or leave shape= out so that the valid "
+                "last axis scales with the elements",
+            )
+    return TileType(shape, dtype, x.memory_space, valid)
+
+
+def fillpad_expand(
+    spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None
+) -> Type:
+    """A tile (or tensor) of ``shape``, at least ``x``'s in every dim: ``x``'s valid region at its
+    origin, ``pad_value`` everywhere else."""
+    op = spec.name
+    x = shaped(op, args[0], span)
+    if isinstance(x, TileType):
+        check_vec(op, x, span)
+    shape = tuple(attrs.get("shape") or x.shape)
+    check_same_rank(op, "shape", shape, x.shape, describe(x), span)
+    if any(isinstance(a, int) and isinstance(b, int) and a < b for a, b in zip(shape, x.shape, strict=True)):
+        raise fail(
+            op,
+            f"expands {describe(x)} to {list(shape)}, which is smaller in some dim",
+            span,
+            "give a shape at least as large as the operand's in every dim",
+        )
+    pad = attrs.get("pad_value", PadValue.zero)
+    if not isinstance(pad, PadValue) or pad is PadValue.null:
+        raise fail(
+            op,
+            f"pad_value must be a pl.PadValue to fill with, got {pad!r}",
+            span,
+            f"write pad_value= one of {PAD_VALUES}",
+        )
+    if isinstance(x, TensorType):
+        return TensorType(shape, x.dtype)
+    return TileType(shape, x.dtype, MemorySpace.Vec)
+
+
 # ---------------------------------------------------------------- declarations
 
 _TILE = Operand("tile", Role.TILE)
@@ -525,6 +668,7 @@ _SHAPE = Attr("shape", tuple, REQUIRED)
 _DTYPE = Attr("dtype", DataType, REQUIRED)
 _TARGET = Attr("target_memory", MemorySpace)
 _VALID = Attr("valid_shape", tuple)
+_SHAPE_OPTIONAL = Attr("shape", tuple)
 # What a load writes into the part of the tile outside its valid region (nothing, when absent).
 _PAD = Attr("pad_value", PadValue)
 
@@ -557,7 +701,7 @@ def _declare_transfers() -> None:
         load,
         (src, _OFFSETS),
         (_SHAPE, _TARGET, _VALID, _PAD),
-        (Cost("load"), PlacesTile(), GmAccess(0, 1)),
+        (Cost("load"), PlacesTile(), GmAccess(0, 1), FormatFree()),
         "load",
         load_sig,
         "a tile read from a region of a tensor (only the valid region, if valid_shape is given)",
@@ -569,7 +713,7 @@ def _declare_transfers() -> None:
         load_partial,
         (src, _OFFSETS, Operand("valid_shape", Role.VALID_SHAPE)),
         (_SHAPE, _TARGET, _PAD),
-        (Cost("load"), PlacesTile(), GmAccess(0, 1, valid=2), WHOLE_TILE),
+        (Cost("load"), PlacesTile(), GmAccess(0, 1, valid=2), WHOLE_TILE, FormatFree()),
         "load",
         load_sig,
         "a tile of which a run-time valid region is read from a tensor",
@@ -581,7 +725,7 @@ def _declare_transfers() -> None:
         store,
         (_TILE, _OFFSETS, dst),
         (),
-        (Cost("store"), GmAccess(2, 1, write=True, tile=0)),
+        (Cost("store"), GmAccess(2, 1, write=True, tile=0), FormatFree()),
         "store",
         store_sig,
         "the tile's valid region written into a tensor at offsets",
@@ -593,7 +737,7 @@ def _declare_transfers() -> None:
         store_partial,
         (_TILE, _OFFSETS, dst, Operand("valid_shape", Role.VALID_SHAPE)),
         (),
-        (Cost("store"), GmAccess(2, 1, write=True, tile=0, valid=3), WHOLE_TILE),
+        (Cost("store"), GmAccess(2, 1, write=True, tile=0, valid=3), WHOLE_TILE, FormatFree()),
         "store",
         store_sig,
         "a run-time valid region of the tile written into a tensor",
@@ -618,19 +762,21 @@ def _declare_transfers() -> None:
     _op(
         "tile.gather_row",
         T,
-        Unit.VECTOR,
+        Unit.MTE,
         gather_row,
         (
-            Operand("dst_tile", Role.TILE, (MemorySpace.Vec,), effect=Effect.WRITE),
+            Operand("dst_tile", Role.TILE, (MemorySpace.Vec, MemorySpace.Mat), effect=Effect.WRITE),
             Operand("src_tensor", Role.TENSOR),
             Operand("dst_offset", Role.OFFSETS),
             Operand("src_offset", Role.OFFSETS),
         ),
-        (_SHAPE,),
-        (Cost("gather"), GmAccess(1, 3), WHOLE_TILE),
+        # transpose: the row lands as a column of the transposed box layout (a b_trans operand's);
+        # tiles are held in their logical layout, so it is recorded, not computed.
+        (_SHAPE, Attr("transpose", bool, False)),
+        (Cost("gather"), GmAccess(1, 3), WHOLE_TILE, FormatFree()),
         "gather_row",
-        "pl.gather_row(dst_tile, src_tensor, dst_offset, src_offset, shape)",
-        "one row of a tensor copied into a row of a Vec tile",
+        "pl.gather_row(dst_tile, src_tensor, dst_offset, src_offset, shape, transpose=False)",
+        "one row of a tensor copied into a row of a Vec or Mat (L1) tile",
     )
     _op(
         "tile.transpose_view",
@@ -640,7 +786,7 @@ def _declare_transfers() -> None:
         (Operand("tile", Role.TILE),),
         (),
         # A layout view the next move or matmul reads through: it costs no transfer of its own.
-        (Cost("none"), PlacesTile()),
+        (Cost("none"), PlacesTile(), FormatFree()),
         "transpose_view",
         "pl.transpose_view(tile)",
         "the 2-D tile with its axes swapped, in its space (a matmul operand in the other layout)",
@@ -652,7 +798,7 @@ def _declare_transfers() -> None:
         extract,
         (Operand("src", Role.TILE, (MemorySpace.Mat,)), Operand("offset", Role.OFFSETS)),
         (_SHAPE, Attr("target_memory", MemorySpace, REQUIRED)),
-        (Cost("move"), PlacesTile()),
+        (Cost("move"), PlacesTile(), FormatFree()),
         "extract",
         "pl.extract(src, idx_row, idx_col, shape, target_memory)",
         "a region of a Mat tile copied into Left or Right (a matmul operand block)",
@@ -664,7 +810,7 @@ def _declare_transfers() -> None:
         move,
         (_TILE,),
         (Attr("target_memory", MemorySpace, REQUIRED),),
-        (Cost("move"), PlacesTile(), KeepsValid()),
+        (Cost("move"), PlacesTile(), KeepsValid(), FormatFree()),
         "move",
         "pl.move(tile, target_memory)",
         "the tile copied into another memory space",
@@ -676,7 +822,7 @@ def _declare_transfers() -> None:
         create_tile,
         (),
         (_SHAPE, _DTYPE, _TARGET),
-        (PlacesTile(),),
+        (PlacesTile(), FormatFree()),
         "create_tile",
         "pl.create_tile(shape, dtype, target_memory=pl.Mem.Vec, tile_view=None)",
         "an uninitialised tile",
@@ -688,7 +834,7 @@ def _declare_transfers() -> None:
         create_tensor,
         (Operand("shape", Role.VALID_SHAPE, optional=True),),
         (_SHAPE, _DTYPE, Attr("manual_dep", bool, False)),
-        (),
+        (FormatFree(),),
         "create_tensor",
         "pl.create_tensor(shape, dtype, manual_dep=False)",
         "a fresh global-memory tensor",
@@ -700,7 +846,7 @@ def _declare_transfers() -> None:
         assemble,
         (Operand("target", Role.TENSOR, effect=Effect.WRITE), Operand("value", Role.SHAPED), _OFFSETS),
         (Attr("atomic", AtomicType, AtomicType.NONE),),
-        (Cost("store"), GmAccess(0, 2, write=True, tile=1)),
+        (Cost("store"), GmAccess(0, 2, write=True, tile=1), FormatFree()),
         "assemble",
         "pl.assemble(target, value, offsets)",
         "the value written into a region of the target tensor (atomic=pl.AtomicType.Add adds into it)",
@@ -712,7 +858,7 @@ def _declare_transfers() -> None:
         tile_assemble,
         (Operand("target", Role.TILE, effect=Effect.WRITE), Operand("value", Role.TILE), _OFFSETS),
         (),
-        (Cost("vector"), WHOLE_TILE),
+        (Cost("vector"), WHOLE_TILE, FormatFree()),
         "assemble",
         "pl.assemble(target, value, offsets)",
         "the value tile written into a region of the target tile",
@@ -745,13 +891,40 @@ def _declare_transfers() -> None:
         "the tensor with pad_value outside its valid shape",
     )
     _op(
+        "tile.fillpad_expand",
+        T,
+        Unit.VECTOR,
+        fillpad_expand,
+        (
+            Operand("x", Role.TILE, (MemorySpace.Vec,)),
+            Operand("valid_shape", Role.VALID_SHAPE, optional=True),
+        ),
+        (_SHAPE_OPTIONAL, Attr("pad_value", PadValue, PadValue.zero)),
+        (Cost("vector"), PlacesTile(), WHOLE_TILE),
+        "fillpad_expand",
+        "pl.fillpad_expand(x, shape=None, pad_value=pl.PadValue.zero)",
+        "a larger tile holding x's valid region at its origin and pad_value everywhere else",
+    )
+    _op(
+        "tensor.fillpad_expand",
+        Level.TENSOR,
+        Unit.VECTOR,
+        fillpad_expand,
+        (Operand("x", Role.TENSOR),),
+        (_SHAPE_OPTIONAL, Attr("pad_value", PadValue, PadValue.zero)),
+        (Cost("vector"), Lowers("tile.fillpad_expand"), WholeRegion()),
+        "fillpad_expand",
+        "pl.fillpad_expand(x, shape=None, pad_value=pl.PadValue.zero)",
+        "a larger tensor holding x's valid region at its origin and pad_value everywhere else",
+    )
+    _op(
         "tensor.set_validshape",
         Level.TENSOR,
         Unit.SCALAR,
         tensor_set_validshape,
         (Operand("x", Role.TENSOR), Operand("valid_shape", Role.VALID_SHAPE)),
         (),
-        (SetsValid(1),),
+        (SetsValid(1), FormatFree()),
         "set_validshape",
         "pl.set_validshape(x, rows, cols)",
         "a view of the tensor of which only the leading rows x cols region is real",
@@ -763,7 +936,7 @@ def _declare_transfers() -> None:
         set_validshape,
         (Operand("x", Role.TILE), Operand("valid_shape", Role.VALID_SHAPE)),
         (),
-        (PlacesTile(), SetsValid(1)),
+        (PlacesTile(), SetsValid(1), FormatFree()),
         "set_validshape",
         "pl.set_validshape(x, rows, cols)",
         "the tile, of which only the leading rows x cols region is real from then on",
@@ -801,7 +974,7 @@ def _declare_views(level: Level) -> None:
     x = Operand("x", Role.TILE) if tile else Operand("x", Role.TENSOR)
     place: tuple[Trait, ...] = (PlacesTile(),) if tile else ()
     reshape_traits: tuple[Trait, ...] = (
-        (WHOLE_TILE, *place) if tile else (WholeRegion(), Lowers("tile.reshape"))
+        (WHOLE_TILE, FormatFree(), *place) if tile else (WholeRegion(), Lowers("tile.reshape"), FormatFree())
     )
     _op(
         f"{prefix}.reshape",
@@ -814,6 +987,24 @@ def _declare_views(level: Level) -> None:
         "reshape",
         "pl.reshape(x, shape)",
         "the same elements in another shape",
+    )
+    _op(
+        f"{prefix}.reinterpret_view",
+        level,
+        Unit.MTE,
+        reinterpret_view,
+        (x,),
+        (_DTYPE, _SHAPE_OPTIONAL),
+        # A view of the same bytes: no element moves, so it costs no transfer.
+        (
+            Cost("none"),
+            FormatFree(),
+            Reinterprets(),
+            *((WHOLE_TILE, *place) if tile else (Lowers("tile.reinterpret_view"),)),
+        ),
+        "reinterpret_view",
+        "pl.reinterpret_view(x, dtype, shape=None)",
+        "the same bytes seen as elements of another dtype (the last axis scaled by the width ratio)",
     )
     lowers: tuple[Trait, ...] = () if tile else (Lowers("tile.slice"), SetsValid(2), OnHost())
     # A tensor's view carries its valid shape, its padding and whether it hangs over the end; one
@@ -834,7 +1025,7 @@ def _declare_views(level: Level) -> None:
         slice_,
         (x, Operand("offset", Role.OFFSETS), *view),
         (_SHAPE, *view_attrs),
-        (Cost("vector"), WHOLE_TILE, *place, *lowers),
+        (Cost("vector"), WHOLE_TILE, FormatFree(), *place, *lowers),
         "slice",
         "pl.slice(x, shape, offset, valid_shape=None, drop_dims=None, pad_value=None, clamp=False)",
         "a region of x",
@@ -852,7 +1043,7 @@ def _declare_views(level: Level) -> None:
         transpose,
         (transposed,),
         (Attr("axis1", int, REQUIRED), Attr("axis2", int, REQUIRED)),
-        (Cost("vector"), *transpose_traits),
+        (Cost("vector"), FormatFree(), *transpose_traits),
         "transpose",
         "pl.transpose(x, axis1, axis2)",
         "x with axes axis1 and axis2 swapped",
@@ -866,7 +1057,7 @@ def _declare_views(level: Level) -> None:
         concat,
         (vec, rhs),
         (),
-        (Cost("vector"), SplitPolicy(cols=ALL), *place, *lowers),
+        (Cost("vector"), SplitPolicy(cols=ALL), FormatFree(), *place, *lowers),
         "concat",
         "pl.concat(a, b)",
         "b's columns after a's",

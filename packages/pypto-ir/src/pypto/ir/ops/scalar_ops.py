@@ -12,12 +12,14 @@ from pypto.ir.errors import SourceSpan
 from pypto.ir.nodes import Expr
 from pypto.ir.ops.elementwise import cast
 from pypto.ir.ops.enums import CastMode
-from pypto.ir.ops.rules import check_offsets, fail
+from pypto.ir.ops.rules import check_offsets, check_scalar_fits, fail
 from pypto.ir.ops.spec import (
     REQUIRED,
     Attr,
     Cost,
+    Effect,
     Fold,
+    FormatFree,
     GmAccess,
     Infix,
     Level,
@@ -69,6 +71,31 @@ def read(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: Sou
         )
     check_offsets(op, args[1], len(src.shape), span)
     return ScalarType(src.dtype)
+
+
+def write(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+    """``pl.write(t, [i, j], v)``: one element of a tensor (or a tile) written; the result is the
+    written tensor (destination-passing)."""
+    op = spec.name
+    dst, offsets, value = args
+    t = dst.type
+    if not isinstance(t, TileType if op == "tile.write" else TensorType):
+        raise fail(
+            op,
+            f"writes one element of a tensor or a tile, got {describe(t)}",
+            span,
+            "pass a tensor (a kernel parameter) or a tile, the element's offsets, then the value",
+        )
+    check_offsets(op, offsets, len(t.shape), span)
+    if not isinstance(value.type, ScalarType):
+        raise fail(
+            op,
+            f"the written value must be a scalar, got {describe(value.type)}",
+            span,
+            "write one number or run-time scalar: pl.write(t, [i, j], v) (store a tile with pl.store)",
+        )
+    check_scalar_fits(op, value, t.dtype, span, "the written value")
+    return t
 
 
 # ---------------------------------------------------------------- declarations
@@ -134,6 +161,7 @@ def _declare() -> None:
             cast,
             (Operand("x", Role.SCALAR),),
             (Attr("dtype", DataType, REQUIRED), Attr("mode", CastMode, CastMode.round)),
+            traits=(FormatFree(),),
             dsl="cast",
             signature="pl.cast(x, dtype)",
             doc="a scalar converted to dtype",
@@ -166,6 +194,36 @@ def _declare() -> None:
             "read",
             "pl.read(tensor, offsets)",
             "one element of an on-chip tile, as a scalar",
+        )
+    )
+    value = Operand("value", Role.SCALAR)
+    declare(
+        OpSpec(
+            "scalar.write",
+            s,
+            Unit.SCALAR,
+            write,
+            (Operand("tensor", Role.TENSOR, effect=Effect.WRITE), Operand("offsets", Role.OFFSETS), value),
+            (),
+            (Cost("scalar_write"), GmAccess(0, 1, write=True)),
+            "write",
+            "pl.write(tensor, offsets, value)",
+            "one element of a tensor written with a scalar (through the scalar unit's data cache)",
+        )
+    )
+    declare(
+        OpSpec(
+            "tile.write",
+            Level.TILE,
+            Unit.SCALAR,
+            write,
+            # Named as scalar.write's operand: one DSL function, pl.write(t, [i, j], v), writes both.
+            (Operand("tensor", Role.TILE, effect=Effect.WRITE), Operand("offsets", Role.OFFSETS), value),
+            (),
+            (Cost("none"),),
+            "write",
+            "pl.write(tensor, offsets, value)",
+            "one element of an on-chip tile written with a scalar",
         )
     )
 

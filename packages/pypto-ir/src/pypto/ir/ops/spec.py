@@ -18,7 +18,7 @@ from pypto.ir.dtypes import DataType
 from pypto.ir.errors import SourceSpan, TypeCheckError, VerificationError
 from pypto.ir.nodes import Call, Expr
 from pypto.ir.ops.enums import PadValue
-from pypto.ir.types import ArrayType, MemorySpace, ScalarType, Type
+from pypto.ir.types import ArrayType, MemorySpace, ScalarType, TensorType, TileType, Type
 
 
 class Unit(Enum):
@@ -199,7 +199,11 @@ class Broadcast(Trait):
 class GmAccess(Trait):
     """Touches a region of a global-memory tensor: operand ``tensor`` at offsets operand
     ``offsets``; the region's extents are the tile's (``tile`` operand), the ``shape`` attr, or a
-    run-time valid shape operand ``valid``; ``write``: a write (``atomic``: an add into it)."""
+    run-time valid shape operand ``valid``; ``write``: a write (``atomic``: an add into it).
+
+    An indexed access (``indexed``, with no offsets) touches the places operand ``indexed`` holds
+    at run time: whole rows of the tensor, or, with the attr ``coalesce="elem"``, single elements
+    at those flat (row-major) positions (a gather or scatter by an index tile)."""
 
     tensor: int
     offsets: int | None
@@ -207,6 +211,7 @@ class GmAccess(Trait):
     atomic: bool = False
     tile: int | None = None
     valid: int | None = None
+    indexed: int | None = None
 
 
 class PipeAction(Enum):
@@ -361,6 +366,30 @@ class TaskIds(Trait):
     other op refuses them: a task id names a task, it is no number to compute with."""
 
 
+@dataclass(frozen=True)
+class Positional(Trait):
+    """A generator whose elements depend on their flat (row-major) position: operand ``operand``
+    is the position of the first element, so a block of the result that starts ``n`` elements in
+    is made with it advanced by ``n`` (moved back instead when the flag attribute ``backward``
+    names is set: a descending arange)."""
+
+    operand: int
+    backward: str | None = None
+
+
+@dataclass(frozen=True)
+class Reinterprets(Trait):
+    """The result holds operand 0's bytes as elements of another dtype: a valid shape's last axis
+    scales by the byte-width ratio."""
+
+
+@dataclass(frozen=True)
+class FormatFree(Trait):
+    """The op moves, views or converts elements without computing with them (a load, a store, a
+    reshape, a cast): it takes the storage formats (``pl.FP8E4M3FN``, ``pl.UINT64``, ...) that
+    every other op refuses (:attr:`DataType.computes`)."""
+
+
 # ---------------------------------------------------------------- the spec
 
 Rule = Callable[["OpSpec", Sequence[Expr], Mapping[str, Any], "SourceSpan | None"], Type]
@@ -392,6 +421,7 @@ class OpSpec:
         """The result type of a call with ``args`` and ``attrs`` (raises ``TypeCheckError``)."""
         if not self.has(TaskIds):
             _refuse_task_ids(self, args, attrs, span)
+        _refuse_formats(self, args, attrs, span)
         return self.rule(self, args, attrs, span)
 
     def trait(self, kind: type[T]) -> T | None:
@@ -465,6 +495,38 @@ def _refuse_task_ids(
             "use task ids in deps=[...] only, and keep several in an array: "
             "tids = pl.array.create(n, pl.TASK_ID); tids[i] = tid",
         )
+
+
+def _dtypes_of(args: Sequence[Expr], attrs: Mapping[str, Any]) -> list[DataType]:
+    """The element dtypes a call names: its operands' and its ``dtype=`` attribute."""
+    found = [t.dtype for a in args if isinstance(t := a.type, (TileType, TensorType, ScalarType, ArrayType))]
+    if isinstance(attrs.get("dtype"), DataType):
+        found.append(attrs["dtype"])
+    return found
+
+
+def _refuse_formats(
+    spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None
+) -> None:
+    """A ``TypeCheckError`` for a dtype a2a3 kernels hold nothing of (the 4-bit formats, ``HF8``)
+    anywhere, and for a storage format (FP8, ``UINT64``) in an op that computes with its elements."""
+    name = f"pl.{spec.dsl}" if spec.dsl else spec.name
+    for dtype in _dtypes_of(args, attrs):
+        if not dtype.has_torch_dtype:
+            what = "a 4-bit format packed two elements to a byte" if dtype.packed else "a format of Ascend950"
+            raise TypeCheckError(
+                f"{name}: pl.{dtype.name} is {what}, and a2a3 kernels hold no tile or tensor of it",
+                span,
+                "keep the data as bytes (pl.UINT8 / pl.INT8) and unpack it on the host",
+            )
+        if not dtype.computes and not spec.has(FormatFree):
+            raise TypeCheckError(
+                f"{name} computes with its elements, and pl.{dtype.name} elements are only loaded, "
+                "stored, moved, viewed and converted on a2a3",
+                span,
+                f"convert first with pl.cast(x, pl.FP32) (pl.INT32 for integers), and back with "
+                f"pl.cast(y, pl.{dtype.name}) before storing",
+            )
 
 
 OPS: dict[str, OpSpec] = {}

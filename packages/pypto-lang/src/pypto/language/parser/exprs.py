@@ -520,9 +520,9 @@ class ExprParser:
         )
 
     def element_read(self, array: Expr, node: ast.Subscript) -> Any:
-        """``arr[i]``: one element of a scalar array, a scalar of its dtype (``array.get``)."""
+        """``arr[i]``: one element of a scalar array, a scalar of its dtype (``array.get_element``)."""
         ctx = self.op_context(node, ast.unparse(node))
-        return ctx.call(array_ops.get, [array, self.element_index(node, ctx)])
+        return ctx.call(array_ops.get_element, [array, self.element_index(node, ctx)])
 
     def element_index(self, node: ast.Subscript, ctx: OpContext) -> Expr:
         """The index of ``arr[i]``: one integer, a constant or a run-time scalar."""

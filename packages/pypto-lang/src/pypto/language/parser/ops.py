@@ -31,7 +31,7 @@ from pypto.ir.ops import (
 from pypto.ir.ops.spec import STORAGE
 from pypto.language.dslops import DslFunction, dsl_function, operand_params
 from pypto.language.options import AUTO
-from pypto.language.parser import crosscore, host_tensors, masks, transfers  # noqa: F401  (their builders register)
+from pypto.language.parser import crosscore, generators, host_tensors, indexed, masks, transfers  # noqa: F401  (builders register)
 from pypto.language.parser.arith import scalar_binary, scalar_unary
 from pypto.language.parser.broadcast import broadcast_binary
 from pypto.language.parser.convert import attribute, operand, operand_words

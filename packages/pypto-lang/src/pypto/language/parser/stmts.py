@@ -660,7 +660,7 @@ class StmtParser(ScopeParser):
 
     def write_element(self, target: ast.Subscript, array: Expr, value: Any) -> None:
         """``arr[i] = v``: the name ``arr`` is rebound to the array with element ``i`` written
-        (``array.set``), so a loop that writes it carries it."""
+        (``array.update_element``), so a loop that writes it carries it."""
         if not isinstance(target.value, ast.Name):
             raise self.error(
                 target,
@@ -675,7 +675,7 @@ class StmtParser(ScopeParser):
                 "write one number or run-time scalar per element, e.g. one element of a tensor read "
                 "with pl.read(t, [i])",
             )
-        written = ctx.call(array_ops.set, [array, index, scalar_expr(value, None, ctx.span)])
+        written = ctx.call(array_ops.update_element, [array, index, scalar_expr(value, None, ctx.span)])
         self.bind_name(target.value.id, written, target)
 
     def write_region(self, target: ast.Subscript, value: Any) -> None:

@@ -104,7 +104,7 @@ class TaskParser(ExprParser):
             array = self.expr(elt.value)
             if _task_array(array):
                 ctx = self.op_context(elt, f"{ast.unparse(elt)} in {what}")
-                element = ctx.call(array_ops.get, [array, self.element_index(elt, ctx)])
+                element = ctx.call(array_ops.get_element, [array, self.element_index(elt, ctx)])
                 return self.body.assign(f"{elt.value.id}_elem", element, self.span(elt))
         value = self.expr(elt) if isinstance(elt, ast.Name) else None
         if isinstance(value, Var) and (value.type == TASK_ID or _task_array(value)):

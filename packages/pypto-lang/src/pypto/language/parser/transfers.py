@@ -31,6 +31,7 @@ from pypto.language.parser.values import (
     is_tile,
     number,
     static_shape,
+    tile_scalar,
 )
 
 
@@ -204,8 +205,35 @@ def build_matmul(
         for x in (a, b):  # the tensor beside a tile is loaded: a pl.full value is a tile instead
             ctx.demand(x, Level.TILE)
         a, b = (_staged_operand(ctx, x) for x in (a, b))
-    op = tile_ops.matmul if ctx.level_of(a) == "tile" else tensor_ops.matmul
+    tile = ctx.level_of(a) == "tile"
+    op = tile_ops.matmul if tile else tensor_ops.matmul
+    if _batched(a) or _batched(b):  # a batch of matrices: rank 3 or more
+        op = tile_ops.batch_matmul if tile else tensor_ops.batch_matmul
     return ctx.call(op, [a, b], attrs)
+
+
+@hand_built(tile_ops.batch_matmul)
+def build_batch_matmul(
+    ctx: OpContext,
+    a: Any,
+    b: Any,
+    out_dtype: DataType | None = None,
+    a_trans: bool = False,
+    b_trans: bool = False,
+) -> Any:
+    """``pl.batch_matmul(a, b)``: a product of each matrix of a batch of tiles (Left x Right)."""
+    for value, what in ((a, "left operand"), (b, "right operand")):
+        if not is_tile(value):
+            raise ctx.fail(
+                f"takes tiles, got {describe_value(value)} as the {what}",
+                "on tensors write pl.matmul(a, b): with operands of rank 3 or more it multiplies "
+                "the batches (the compiler tiles them)",
+            )
+    return build_matmul(ctx, a, b, out_dtype, a_trans, b_trans)
+
+
+def _batched(x: Expr) -> bool:
+    return len(x.type.shape) > 2  # type: ignore[attr-defined]
 
 
 def _staged_operand(ctx: OpContext, x: Expr) -> Expr:
@@ -294,6 +322,28 @@ def build_read(ctx: OpContext, tensor: Any, offsets: Any) -> Any:
         return ctx.call(tile_ops.read, [source, starts])
     src, starts = views.through(ctx, source, starts)  # of a view: of the tensor it views
     return ctx.call(scalar_ops.read, [src, starts])
+
+
+@hand_built(scalar_ops.write, tile_ops.write)
+def build_write(ctx: OpContext, tensor: Any, offsets: Any, value: Any) -> Any:
+    """``pl.write(t, [i, j], v)``: one element of a tensor (of the tensor a view views) or a tile
+    written with the scalar ``v``; ``pl.write(t, k, v)`` writes the element at the flat index
+    ``k``. The expression is the written tensor or tile (destination-passing)."""
+    target = ctx.shaped(tensor, "destination")
+    shape = target.type.shape  # type: ignore[attr-defined]
+    if not isinstance(offsets, (list, tuple)):
+        offsets = flat_offsets(ctx, offsets, shape)
+    starts = index_tuple(offsets, ctx.span)
+    if not is_scalar(value):
+        raise ctx.fail(
+            f"the written value must be a scalar, got {describe_value(value)}",
+            "write one number or run-time scalar (store a region of a tile with pl.store or pl.assemble)",
+        )
+    element = tile_scalar(value, target.type.dtype, ctx.span)  # type: ignore[attr-defined]
+    if is_tile(target):
+        return ctx.effect(tile_ops.write, [target, starts, element], None, target)
+    dst, starts = views.through(ctx, target, starts)  # of a view: of the tensor it views
+    return ctx.effect(scalar_ops.write, [dst, starts, element], None, target)
 
 
 def flat_offsets(ctx: OpContext, index: Any, shape: tuple[Any, ...]) -> list[Any]:
