@@ -39,6 +39,7 @@ def build_gather(ctx: OpContext, src: Any, index: Any, dim: Any = -1) -> Any:
     """``pl.gather(src, index, dim=-1)`` (or ``pl.gather(src, dim, index)``)."""
     if _is_dim(index) and is_shaped(dim):
         index, dim = dim, index  # torch's order
+    ctx.settle(src, index)
     op = _level(ctx, src, tile_ops.gather, tensor_ops.gather, "source")
     return ctx.call(op, [src, ctx.shaped(index, "index")], _dim_attrs(ctx, dim, -1))
 
@@ -55,6 +56,7 @@ def _scattered(ctx: OpContext, name: str, args: tuple[Any, Any, Any, Any]) -> An
         index, src, dim = src, dim, index  # torch's order: (input, dim, index, src)
     if src is None:
         raise ctx.fail("needs the source values", f"write pl.{name}(input, index, src)")
+    ctx.settle(input_, index, src)  # a pl.full input beside tiles is a tile
     op = _level(ctx, input_, getattr(tile_ops, name), getattr(tensor_ops, name), "input")
     default = -1 if name == "scatter" else -2
     value = ctx.call(
