@@ -442,3 +442,45 @@ def test_an_incore_helper_at_another_level_is_an_error_at_the_decorator():
             return out
 
     assert "does not make a kernel yet" in info.value.message
+
+
+def test_a_scheduling_hint_on_a_named_spmd_inside_a_cluster_is_an_error_at_the_keyword():
+    # The hint is rejected before anything else about the launch (here: `as tid` over two calls).
+    source = """
+import pypto.language as pl
+
+
+@pl.program
+class Clustered:
+    @pl.function(type=pl.FunctionType.AIC)
+    def cube(self, a: pl.Tensor[[64, 128], pl.FP16], b: pl.Tensor[[128, 64], pl.FP16]):
+        pl.aic_initialize_pipe(dir_mask=1, slot_size=16384, slot_num=2)
+
+    @pl.function(type=pl.FunctionType.AIV)
+    def vec(self, out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+        pl.aiv_initialize_pipe(dir_mask=1, slot_size=16384, slot_num=2)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self,
+        a: pl.Tensor[[64, 128], pl.FP16],
+        b: pl.Tensor[[128, 64], pl.FP16],
+        out: pl.Out[pl.Tensor[[64, 64], pl.FP32]],
+    ) -> pl.Tensor[[64, 64], pl.FP32]:
+        with pl.cluster():
+            with pl.spmd(1, allow_early_resolve=True) as tid:
+                self.cube(a, b)
+                out = self.vec(out)
+        return out
+"""
+    with pytest.raises(ParseError) as info:
+        pl.parse(source)
+    assert info.value.message == (
+        "allow_early_resolve= on a pl.spmd inside a pl.cluster(): the cluster's launch carries no such hint"
+    )
+    assert info.value.span.line == 24
+    assert (
+        info.value.hint
+        == "move allow_early_resolve= out of the cluster (onto a launch of its own), or drop it"
+    )

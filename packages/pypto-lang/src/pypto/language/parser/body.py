@@ -57,6 +57,7 @@ class BodyBuilder:
         self.fill_levels = fill_levels or FillLevels(Level.TENSOR)
         self.fills: dict[Expr, frozenset[SourceSpan]] = {}
         self.in_scope = False
+        self.in_cluster = False  # inside `with pl.cluster():` (its launches carry no hints)
         self.scope_body: list[Stmt] | None = None  # the open pl.at scope's statements
         self.scope_outer: list[Stmt] | None = None  # the block the open pl.at scope sits in
         self.block_idx: Var | None = None  # its pl.get_block_idx(), once an spmd index is read

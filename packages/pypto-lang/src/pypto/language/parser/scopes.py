@@ -181,8 +181,12 @@ class ScopeParser(SpmdParser):
                 "a cluster takes name_hint=, deps= and no_dep_args= only",
                 "the kernels it calls set up their own pipes: drop optimizations= / allow_early_resolve=",
             )
-        with self.body.block() as stmts:  # control-plane code: the kernel calls
-            self.stmts(node.body)
+        outer, self.body.in_cluster = self.body.in_cluster, True
+        try:
+            with self.body.block() as stmts:  # control-plane code: the kernel calls
+                self.stmts(node.body)
+        finally:
+            self.body.in_cluster = outer
         self.emit_scope(node, call, stmts, options, task)
 
     def names_auto(self, node: ast.expr) -> bool:

@@ -105,6 +105,8 @@ class SpmdParser(TaskParser):
                 "write `with pl.spmd(4, deps=[...]) as tid:`; the block index is pl.get_block_idx()",
             )
         options = self.spmd_options(call)
+        if self.body.in_cluster:
+            self.reject_hints_in_cluster(call, options)
         if options.deps_given is not None and tid is None:
             raise self.error(
                 options.deps_given.value,
@@ -138,6 +140,22 @@ class SpmdParser(TaskParser):
             self.name_launch(launched, tid, call)
         for stmt in launched:
             self.body.emit(stmt)
+
+    def reject_hints_in_cluster(self, call: ast.Call, options: SpmdOptions) -> None:
+        """A ``pl.spmd`` inside ``pl.cluster()`` launches the cluster's kernels as one task, which
+        is no task of the launch's own: a scheduling hint has nothing to ride on."""
+        given = {
+            "predicate": options.predicate is not None,
+            "allow_early_resolve": options.allow_early_resolve,
+        }
+        for kw in call.keywords:
+            if kw.arg is not None and given.get(kw.arg):
+                raise self.error(
+                    kw,
+                    f"{kw.arg}= on a pl.spmd inside a pl.cluster(): the cluster's launch carries no "
+                    "such hint",
+                    f"move {kw.arg}= out of the cluster (onto a launch of its own), or drop it",
+                )
 
     def name_launch(self, launched: list[Stmt], target: ast.Name, call: ast.Call) -> None:
         """``with pl.spmd(n) as tid:``: bind ``tid`` to the task the block launches (one kernel
