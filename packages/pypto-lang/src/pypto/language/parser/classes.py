@@ -232,6 +232,8 @@ class ClassProgram:
             member.names.self_ref = SelfRef(self)
 
     def build(self) -> Program:
+        for member in self.members.values():
+            self.check_self(member)
         for member in list(self.members.values()):
             if member.func_type is not FunctionKind.Inline:
                 self.function(member)
@@ -246,6 +248,17 @@ class ClassProgram:
                 "decorate its methods with @pl.function(type=pl.FunctionType.Orchestration / InCore)",
             )
         return Program(self.name, functions, _entry(functions), self.attrs)
+
+    def check_self(self, member: ProgramFunction) -> None:
+        """Every method of a ``@pl.program`` takes ``self`` first (the parser strips it)."""
+        if member.method and not member.skips_self:
+            tree = member.source.tree
+            where = tree.args.args[0] if tree.args.args else tree
+            raise ParseError(
+                f"method {member.name} of @pl.program {self.name} has no self parameter",
+                member.source.span(where),
+                f"add self first: def {member.name}(self, ...); it is not one of the function's parameters",
+            )
 
     def function(self, member: ProgramFunction) -> Function:
         """The parsed function of ``member`` (parsed now if it is not yet)."""

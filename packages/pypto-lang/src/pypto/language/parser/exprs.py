@@ -807,6 +807,8 @@ class ExprParser:
                 return build_raw(self.op_context(node, spelled, callee.level), spec, args, kwargs)
             return build_op(self.op_context(node, callee.dsl_name, callee.level), callee.name, args, kwargs)
         if isinstance(callee, Directive):
+            if callee.name == "static_assert":
+                _check_literal_message(self, node)
             return callee.run(self.op_context(node, f"pl.{callee.name}"), args, kwargs)
         if compile_time_method(callee):
             return self.fold_call(callee, args, kwargs, node)
@@ -859,3 +861,17 @@ class ExprParser:
             raise self.error(
                 node, f"{callee.__name__}() failed at compile time: {exc}", fold_call_hint(callee)
             ) from None
+
+
+def _check_literal_message(parser: Any, node: ast.Call) -> None:
+    """``pl.static_assert(cond, msg)``: ``msg`` is a string literal at the call site (as PyPTO
+    requires), not a name or an expression that makes one."""
+    given = (
+        node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "msg"), None)
+    )
+    if given is not None and not (isinstance(given, ast.Constant) and isinstance(given.value, str)):
+        raise parser.error(
+            given,
+            "pl.static_assert: the message must be a string literal",
+            'write the text at the call: pl.static_assert(x.shape[1] == 128, "expected 128 columns")',
+        )

@@ -1302,6 +1302,12 @@ class StmtParser(ScopeParser):
                 f"pass the bounds positionally, pl.{kind.value}(start, stop, step); the one keyword is "
                 "init_values=(...)",
             )
+        if inits and kind is LoopKind.unroll:
+            raise self.error(
+                inits[0].value,
+                "pl.unroll() takes no init_values=: an unrolled loop carries no values",
+                "use pl.range(..., init_values=(...)) for a loop that carries values",
+            )
         if isinstance(node.target, ast.Name) and not inits:
             return node.target, {}
         target = node.target
@@ -1443,6 +1449,13 @@ class StmtParser(ScopeParser):
         if isinstance(plain, int) and not isinstance(plain, bool):
             return plain
         if isinstance(value, Expr) and isinstance(value.type, ScalarType) and value.type.dtype.is_integer:
+            if kind is LoopKind.unroll:
+                raise self.error(
+                    node,
+                    f"pl.unroll() bounds must be known at compile time, got {describe_value(value)}",
+                    "write an int (a literal, a constant or a static shape); use pl.range for a run-time "
+                    "bound",
+                )
             return value
         raise self.error(
             node,
