@@ -102,3 +102,33 @@ def test_a_static_assert_with_a_literal_message_passes():
     x, out = torch.randn(64, 128), torch.zeros(64, 128)
     checked(x, out)
     torch.testing.assert_close(out, 2 * x)
+
+
+class Settings:
+    """A captured Python object that folds to no kernel value."""
+
+
+SETTINGS = Settings()
+
+
+def test_a_captured_object_that_cannot_be_folded_is_named_in_the_error():
+    @pl.jit
+    def scaled(x: pl.Tensor[[64, 64], pl.FP32], out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            out[:] = pl.mul(x, SETTINGS)
+        return out
+
+    with pytest.raises(ParseError) as info:
+        scaled(torch.randn(64, 64), torch.zeros(64, 64))
+    assert "'SETTINGS', a Python Settings object captured from the enclosing scope" in info.value.message
+    assert info.value.hint == (
+        "pass SETTINGS to the kernel as a parameter instead of capturing it, or capture a number"
+    )
+    assert info.value.span.line == line_of_mul()
+
+
+def line_of_mul() -> int:
+    import inspect
+
+    lines, first = inspect.getsourcelines(test_a_captured_object_that_cannot_be_folded_is_named_in_the_error)
+    return first + next(i for i, text in enumerate(lines) if "pl.mul(x, SETTINGS)" in text)

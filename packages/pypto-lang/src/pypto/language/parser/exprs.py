@@ -800,12 +800,20 @@ class ExprParser:
                 if not _binds(callee, args, kwargs)
                 else None
             )
-            if spec is not None:
-                spelled = (
-                    f"pl.{callee.level}.{spec.name.rsplit('.', 1)[-1]}" if callee.level else f"pl.{spec.name}"
+            try:
+                if spec is not None:
+                    spelled = (
+                        f"pl.{callee.level}.{spec.name.rsplit('.', 1)[-1]}"
+                        if callee.level
+                        else f"pl.{spec.name}"
+                    )
+                    return build_raw(self.op_context(node, spelled, callee.level), spec, args, kwargs)
+                return build_op(
+                    self.op_context(node, callee.dsl_name, callee.level), callee.name, args, kwargs
                 )
-                return build_raw(self.op_context(node, spelled, callee.level), spec, args, kwargs)
-            return build_op(self.op_context(node, callee.dsl_name, callee.level), callee.name, args, kwargs)
+            except PyptoError as err:
+                _name_captured_object(err, node, args, kwargs)
+                raise
         if isinstance(callee, Directive):
             if callee.name == "static_assert":
                 _check_literal_message(self, node)
@@ -875,3 +883,26 @@ def _check_literal_message(parser: Any, node: ast.Call) -> None:
             "pl.static_assert: the message must be a string literal",
             'write the text at the call: pl.static_assert(x.shape[1] == 128, "expected 128 columns")',
         )
+
+
+def _name_captured_object(err: PyptoError, node: ast.Call, args: list[Any], kwargs: dict[str, Any]) -> None:
+    """An op rejected an argument that is a Python object a name captured from the enclosing
+    scope (one that folds to no kernel value): say so by its name, as PyPTO's manual does."""
+    given = [
+        *zip(node.args, args, strict=False),
+        *((k.value, kwargs.get(k.arg or "")) for k in node.keywords),
+    ]
+    for arg, value in given:
+        plain = describe_value(value)
+        captured = isinstance(arg, (ast.Name, ast.Attribute)) and plain.startswith("a Python ")
+        if captured and plain in err.message:
+            name = ast.unparse(arg)
+            err.message = err.message.replace(
+                plain,
+                f"{name!r}, {plain} captured from the enclosing scope (it cannot be folded into the kernel)",
+            )
+            err.args = (err.message,)
+            err.hint = (
+                f"pass {name} to the kernel as a parameter instead of capturing it, or capture a number"
+            )
+            return
