@@ -484,3 +484,21 @@ class Clustered:
         info.value.hint
         == "move allow_early_resolve= out of the cluster (onto a launch of its own), or drop it"
     )
+
+
+def test_pass_dump_levels_map_onto_dump_passes(tmp_path):
+    from pypto.ir import PassDumpLevel
+    from pypto.runtime import RunConfig
+
+    @pl.jit
+    def exp(x: pl.Tensor[[64, 64], pl.FP32], out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            out[:] = pl.exp(x)
+        return out
+
+    assert RunConfig(dump_passes=PassDumpLevel.NONE).dump_passes is False
+    assert RunConfig(dump_passes=PassDumpLevel.CONCISE).dump_passes is True
+    config = RunConfig(dump_passes=PassDumpLevel.EXPLICIT, save_kernels_dir=tmp_path)
+    exp.compile(torch.randn(64, 64), torch.zeros(64, 64), config=config)
+    dumps = sorted(p.name for p in (tmp_path / "passes_dump").iterdir())
+    assert dumps[0] == "01_after_OutlineScopes.py"

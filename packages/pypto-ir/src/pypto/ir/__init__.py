@@ -3,7 +3,7 @@
 from typing import TYPE_CHECKING
 
 from pypto.ir.backend import Backend, RunReport, TaskEdge, TaskRecord
-from pypto.ir.compile_options import BackendType, OptimizationStrategy, VerificationLevel
+from pypto.ir.compile_options import BackendType, OptimizationStrategy, PassDumpLevel, VerificationLevel
 from pypto.ir.compiling import MissingPackageError, compile
 from pypto.ir.dtypes import DataType, dtype_from_torch_name, supported_torch_dtypes
 from pypto.ir.equality import (
@@ -170,6 +170,7 @@ __all__ = [
     "Param",
     "ParamRef",
     "ParseError",
+    "PassDumpLevel",
     "PipeSetupError",
     "PipeType",
     "PlatformError",

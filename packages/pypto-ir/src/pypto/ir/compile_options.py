@@ -37,6 +37,22 @@ class OptimizationStrategy(Enum):
     Default = "default"
 
 
+class PassDumpLevel(Enum):
+    """How much ``dump_passes=`` writes (``ir.compile``, ``RunConfig``): ``NONE`` nothing (as
+    ``False``), ``CONCISE`` the program after each pass (as ``True``), ``EXPLICIT`` the same with
+    every tile's memory space and layout written out. The printer here always writes them out,
+    so ``EXPLICIT`` and ``CONCISE`` dumps are the same files."""
+
+    NONE = "none"
+    CONCISE = "concise"
+    EXPLICIT = "explicit"
+
+    @property
+    def dumps(self) -> bool:
+        """Whether this level writes any dump."""
+        return self is not PassDumpLevel.NONE
+
+
 class VerificationLevel(Enum):
     """What the pass manager checks between passes.
 

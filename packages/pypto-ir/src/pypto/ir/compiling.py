@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pypto.ir.compile_options import BackendType, OptimizationStrategy, VerificationLevel
+from pypto.ir.compile_options import BackendType, OptimizationStrategy, PassDumpLevel, VerificationLevel
 from pypto.ir.errors import PyptoError
 from pypto.ir.nodes import Program
 from pypto.ir.tracebacks import call_site
@@ -29,7 +29,7 @@ class MissingPackageError(PyptoError, ImportError):
 def compile(
     program: Program,
     strategy: OptimizationStrategy = OptimizationStrategy.Default,
-    dump_passes: bool = True,
+    dump_passes: bool | PassDumpLevel = True,
     backend_type: BackendType = BackendType.Ascend910B,
     output_dir: str | Path | None = None,
     platform: str | None = None,
@@ -42,11 +42,12 @@ def compile(
 
     The directory (``output_dir``, else ``./build_output/<program>_<key>/``) holds the artifacts
     docs/compiler.md lists ("Output directory"): ``program.py``, one ``.pto`` per kernel in
-    ``ptoas/``, ``memory_map.txt`` and, with ``dump_passes``, the program after each pass in
-    ``passes_dump/``. ``strategy`` picks the passes (``Default``: the platform backend's pipeline,
-    else the default one). ``platform`` picks one platform of the family (default: the session's,
-    if it is one, else the family's simulator). ``profiling`` times each compile stage and pass
-    into ``report/pipeline_profile.txt`` / ``.json``. ``verification_level`` None defers to
+    ``ptoas/``, ``memory_map.txt`` and, with ``dump_passes`` (True, or a :class:`PassDumpLevel`
+    other than ``NONE``), the program after each pass in ``passes_dump/``. ``strategy`` picks the
+    passes (``Default``: the platform backend's pipeline, else the default one). ``platform``
+    picks one platform of the family (default: the session's, if it is one, else the family's
+    simulator). ``profiling`` times each compile stage and pass into
+    ``report/pipeline_profile.txt`` / ``.json``. ``verification_level`` None defers to
     ``PYPTO_VERIFY_LEVEL``, else ``BASIC``. ``skip_ptoas`` changes nothing: there is no
     PTO assembler here, so a compile always stops at the ``.pto`` files. A bad option is a
     ``ConfigError`` at the call.

@@ -11,7 +11,14 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from pypto.backend import backend_type_of, check_supported, default_platform, platforms_of
-from pypto.ir import BackendType, OptimizationStrategy, PyptoError, SourceSpan, VerificationLevel
+from pypto.ir import (
+    BackendType,
+    OptimizationStrategy,
+    PassDumpLevel,
+    PyptoError,
+    SourceSpan,
+    VerificationLevel,
+)
 from pypto.ir.tracebacks import call_site, raise_at_user_line
 from pypto.passes import PassRegistry, Pipeline, PipelineError, parse_text, resolve
 from pypto.passes.pipeline import known_passes
@@ -101,8 +108,9 @@ class RunConfig(metaclass=_ConfigFields):
     ``rtol`` / ``atol`` go to the backend. ``device_id`` picks the device a run uses (an int >= 0
     below the backend's ``device_count``; on a simulator any int >= 0, recorded in the report: it
     models every device as its one chip).
-    ``dump_passes`` is False, True (dump into the output directory's ``passes_dump/``) or a
-    directory.
+    ``dump_passes`` is False, True (dump into the output directory's ``passes_dump/``), a
+    directory, or a :class:`pypto.ir.PassDumpLevel` (``NONE`` is False; ``CONCISE`` and
+    ``EXPLICIT`` are True: the printed IR always writes memory spaces and layouts out).
     ``enable_profiling`` writes a profile of every run (see :meth:`profile_path`);
     ``enable_chip_swimlane`` is its alias and ``profile_dir`` implies it; a ``profile_dir``
     that cannot be created is an error here, before anything runs. ``options`` go to
@@ -147,7 +155,7 @@ class RunConfig(metaclass=_ConfigFields):
     platform: str | None = None
     rtol: float = 1e-5
     atol: float = 1e-5
-    dump_passes: bool | str | Path = False
+    dump_passes: bool | str | Path | PassDumpLevel = False
     enable_profiling: bool = False
     enable_chip_swimlane: bool = False
     profile_dir: str | Path | None = None
@@ -177,6 +185,8 @@ class RunConfig(metaclass=_ConfigFields):
             self.platform is not None or self.profile_dir is not None or self.backend_type is not None
         )
         call = call_site() if needs_call else None
+        if isinstance(self.dump_passes, PassDumpLevel):  # NONE as False; CONCISE / EXPLICIT as True
+            self.dump_passes = self.dump_passes.dumps
         self._check_fields()
         self._check_pmu_level()
         self._check_runtime_fields()
@@ -422,7 +432,7 @@ class RunConfig(metaclass=_ConfigFields):
 _FIELDS: tuple[tuple[str, tuple[type, ...], str, Any], ...] = (
     ("rtol", (int, float), "a number", 1e-5),
     ("atol", (int, float), "a number", 1e-5),
-    ("dump_passes", (bool, str, Path), "False, True or a directory", "dumps/"),
+    ("dump_passes", (bool, str, Path), "False, True, a directory or a pypto.ir.PassDumpLevel", "dumps/"),
     ("enable_profiling", (bool,), "True or False", True),
     ("enable_chip_swimlane", (bool,), "True or False", True),
     ("profile_dir", (str, Path, type(None)), "a directory", "prof/"),
