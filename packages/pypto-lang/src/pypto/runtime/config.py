@@ -374,6 +374,7 @@ class RunConfig(metaclass=_ConfigFields):
             return None
         if self.dump_passes is True:
             return (output_dir if output_dir is not None else output_root() / kernel) / PASSES_DUMP
+        assert not isinstance(self.dump_passes, PassDumpLevel)  # (made a bool in __post_init__)
         return Path(self.dump_passes)
 
     def profile_path(self, kernel: str) -> Path | None:

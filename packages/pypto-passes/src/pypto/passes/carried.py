@@ -14,6 +14,10 @@ it read the carried name, and writes each iteration's new value there at the end
 the loop its result is the home. The body is then ordinary tensor code (``acc_buf[:] =
 pl.add(acc_buf, ...)``), tiled by rows like any other region.
 
+A K loop of constant bounds whose carried tensors are matmul accumulators only is unrolled
+instead (see ``_on_chip_accumulation``): its matmuls then form one region, and the accumulator
+stays in the cube's Acc across the K blocks, as PyPTO's manual says it does.
+
 The same holds for a tensor value one region computes and a later statement reads, past a loop
 or a tile op that ends the region (``inv_rms`` computed before a loop over column blocks that
 scales each block by it): it is written to a home right after it is computed and read from there.
@@ -129,6 +133,10 @@ def _in_scope(body: tuple[Stmt, ...], homes: _Homes) -> tuple[Stmt, ...]:
     for original in body:
         # Later statements read an earlier loop's result from its home.
         (stmt,) = substitute_body((original,), homes.mapping)
+        unrolled = _on_chip_accumulation(stmt, homes) if isinstance(stmt, For) else None
+        if unrolled is not None:
+            out.extend(unrolled)
+            continue
         if isinstance(stmt, (For, While, If)):
             stmt = with_bodies(stmt, tuple(_in_scope(b, homes) for b in nested_bodies(stmt)))
         if isinstance(stmt, (For, While)):  # a value a nested body moved to a home is read from it
@@ -193,6 +201,60 @@ def _views(body: tuple[Stmt, ...]) -> set[Var]:
         else:
             computed.add(stmt.target)
     return views
+
+
+# The most iterations a K loop of matmul_acc is unrolled over (see _on_chip_accumulation).
+MAX_UNROLLED_ACCUMULATION = 64
+
+_MATMULS = frozenset({tensor.matmul, tensor.matmul_acc})
+
+
+def _on_chip_accumulation(loop: For, homes: _Homes) -> list[Stmt] | None:
+    """``loop`` unrolled, if it is a K loop of constant bounds whose carried tensors are matmul
+    accumulators (``acc = pl.matmul_acc(acc, a[...], b[...])``, the first block perhaps in an
+    ``if k0 == 0:`` arm that makes it with ``pl.matmul``) in a body of tensor code; else None.
+    Unrolled, its matmuls form one region, which the tiler keeps in the cube's accumulator
+    across the K blocks (PyPTO's manual: the accumulator stays on chip); a home would send every
+    partial sum through global memory and the vector lanes."""
+    trips = _static_trips(loop)
+    if trips is None or not 1 <= trips <= MAX_UNROLLED_ACCUMULATION or not _carries_tensor(loop):
+        return None
+    if any(isinstance(s, (For, While, ScopeStmt)) for s in walk_stmts(loop.body)):
+        return None
+    unrolled, finals = _unrolled(loop, homes.names)
+    if any(isinstance(s, If) for s in unrolled):  # an if the index does not decide
+        return None
+    producers = {s.target: s.value for s in unrolled if isinstance(s, Assign) and isinstance(s.value, Call)}
+    for iteration in finals:
+        for carried, value in zip(loop.iter_args, iteration, strict=True):
+            if not isinstance(carried.type, TensorType):
+                continue
+            made = producers.get(value) if isinstance(value, Var) else None
+            if made is None or made.op not in _MATMULS:
+                return None
+    homes.mapping.update(zip(loop.results, finals[-1], strict=True))
+    return list(unrolled)
+
+
+def _unrolled(loop: For, names: NameGen) -> tuple[tuple[Stmt, ...], list[list[Expr]]]:
+    """``loop``'s iterations as straight code, one after another (its values renamed, its index
+    a constant in each, ifs on it folded to their taken arm), and the carried values after each
+    iteration."""
+    assert isinstance(loop.start, Const) and isinstance(loop.step, Const)
+    trips = _static_trips(loop)
+    assert trips is not None
+    out: list[Stmt] = []
+    values: list[Expr] = list(loop.init_values)
+    after: list[list[Expr]] = []
+    for i in range(trips):
+        index = Const(int(loop.start.value) + i * int(loop.step.value), INDEX)
+        mapping: dict[Var, Expr] = {loop.var: index, **dict(zip(loop.iter_args, values, strict=True))}
+        for v in defined_vars(loop.body):
+            mapping[v] = Var(names.fresh(v.name), v.type, v.span)
+        out.extend(_constants_folded(loop.body, mapping))
+        values = [folded(substitute_expr(y, mapping)) for y in loop.yields]
+        after.append(values)
+    return tuple(out), after
 
 
 def _carries_tensor(loop: For | While) -> bool:
