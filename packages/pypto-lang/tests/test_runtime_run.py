@@ -55,7 +55,11 @@ def test_an_empty_platform_name_is_rejected():
             "RunConfig.enable_profiling takes True or False, got str 'yes'",
             "=True)",
         ),
-        ({"dump_passes": 3}, "RunConfig.dump_passes takes False, True or a directory, got int 3", "'dumps/'"),
+        (
+            {"dump_passes": 3},
+            "RunConfig.dump_passes takes False, True, a directory or a pypto.ir.PassDumpLevel, got int 3",
+            "'dumps/'",
+        ),
         ({"profile_dir": 3}, "RunConfig.profile_dir takes a directory, got int 3", "'prof/'"),
         (
             {"verification_level": "roundtrip"},

@@ -894,7 +894,10 @@ def _name_captured_object(err: PyptoError, node: ast.Call, args: list[Any], kwar
     ]
     for arg, value in given:
         plain = describe_value(value)
-        captured = isinstance(arg, (ast.Name, ast.Attribute)) and plain.startswith("a Python ")
+        builtin = isinstance(arg, ast.Name) and arg.id in vars(builtins)  # (float: no capture)
+        captured = (
+            isinstance(arg, (ast.Name, ast.Attribute)) and plain.startswith("a Python ") and not builtin
+        )
         if captured and plain in err.message:
             name = ast.unparse(arg)
             err.message = err.message.replace(
