@@ -147,6 +147,32 @@ def test_a_tile_view_with_an_explicit_shape_and_a_view_that_moves_rows():
     assert torch.equal(flat, x.view(torch.uint8).reshape(8, 512))
 
 
+def test_a_view_called_with_the_manuals_parameter_names():
+    @pl.jit
+    def k(x: pl.Tensor[[16, 64], pl.FP32], out: pl.Out[pl.Tensor[[64, 32], pl.INT16]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(x, [0, 0], [16, 64])
+            pl.store(pl.reinterpret_view(data=t, dtype=pl.INT16, shape=[64, 32]), [0, 0], out)
+        return out
+
+    x, out = rand(16, 64, seed=7), torch.zeros(64, 32, dtype=torch.int16)
+    k(x, out, config=SIM)
+    assert torch.equal(out, x.view(torch.int16).reshape(64, 32))
+
+
+def test_a_views_shape_is_given_by_keyword_only():
+    @pl.jit
+    def k(x: pl.Tensor[[16, 64], pl.FP32], out: pl.Out[pl.Tensor[[64, 32], pl.INT16]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            out[:] = pl.reinterpret_view(x, pl.INT16, [64, 32])
+        return out
+
+    with pytest.raises(ParseError) as info:
+        k.parse()
+    assert "too many positional arguments" in info.value.message
+    assert "pl.reinterpret_view(data, dtype, *, shape=None)" in str(info.value)
+
+
 def test_a_view_of_a_partial_tile_scales_its_run_time_valid_columns():
     @pl.jit
     def k(

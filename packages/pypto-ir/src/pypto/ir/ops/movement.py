@@ -1003,7 +1003,7 @@ def _declare_views(level: Level) -> None:
             *((WHOLE_TILE, *place) if tile else (Lowers("tile.reinterpret_view"),)),
         ),
         "reinterpret_view",
-        "pl.reinterpret_view(x, dtype, shape=None)",
+        "pl.reinterpret_view(data, dtype, *, shape=None)",
         "the same bytes seen as elements of another dtype (the last axis scaled by the width ratio)",
     )
     lowers: tuple[Trait, ...] = () if tile else (Lowers("tile.slice"), SetsValid(2), OnHost())

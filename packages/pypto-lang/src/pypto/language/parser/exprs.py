@@ -23,6 +23,7 @@ from pypto.ir import (
     TileType,
     Var,
 )
+from pypto.ir.ops import OPS
 from pypto.ir.ops import array as array_ops
 from pypto.language import annotations as ann
 from pypto.language.builtins import Builtin, OpNamespace
@@ -271,8 +272,23 @@ STATEMENT_BUILTINS = {
 
 
 def _names_op_only(callee: Builtin) -> bool:
-    """Whether the spelling names an IR op and no DSL function (``pl.tile.muls``)."""
-    return callee.op is not None and callee.op.rsplit(".", 1)[-1] != callee.name.rsplit(".", 1)[-1]
+    """Whether the spelling names an IR op and no DSL function (``pl.tile.muls``). An op that is
+    its DSL function's one form at its level is that function under the op's name, and takes the
+    function's arguments too: ``pl.tensor.create(shape, dtype)`` is ``pl.create_tensor``."""
+    if callee.op is None or callee.op.rsplit(".", 1)[-1] == callee.name.rsplit(".", 1)[-1]:
+        return False
+    function = callee.function
+    spec = OPS.get(callee.op)
+    if function is None or spec is None or spec not in function.forms:
+        return True
+    return sum(1 for form in function.forms if form.level is spec.level) > 1
+
+
+def _call_name(callee: Builtin) -> str:
+    """The call as the user wrote it, for messages: ``pl.tensor.create`` (not ``create_tensor``)."""
+    if callee.level and callee.op is not None and callee.scalar_form is None:
+        return f"pl.{callee.level}.{callee.op.rsplit('.', 1)[-1]}"
+    return callee.dsl_name
 
 
 def _binds(callee: Builtin, args: list[Any], kwargs: dict[str, Any]) -> bool:
@@ -808,9 +824,8 @@ class ExprParser:
                         else f"pl.{spec.name}"
                     )
                     return build_raw(self.op_context(node, spelled, callee.level), spec, args, kwargs)
-                return build_op(
-                    self.op_context(node, callee.dsl_name, callee.level), callee.name, args, kwargs
-                )
+                ctx = self.op_context(node, _call_name(callee), callee.level)
+                return build_op(ctx, callee.name, args, kwargs)
             except PyptoError as err:
                 _name_captured_object(err, node, args, kwargs)
                 raise
