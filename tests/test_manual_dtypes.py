@@ -102,6 +102,10 @@ def test_a_four_bit_tile_is_an_error_at_the_line_and_a_four_bit_parameter_at_its
         int4_parameter(x, x.clone(), config=SIM)
     assert "no torch tensor holds pl.UINT4 elements" in info.value.message
     assert "x: pl.Tensor[[16, 32], pl.UINT4]" in str(info.value)
+    # Parsed from stand-ins (no torch tensor), a 4-bit parameter is declared as annotated.
+    program = int4_parameter.parse(pl.Tensor[[16, 32], pl.UINT4], pl.Tensor[[16, 32], pl.INT8])
+    (entry,) = [f for f in program.functions.values() if f.name == "int4_parameter"]
+    assert str(entry.params[0].var.type) == "pl.Tensor[[16, 32], pl.UINT4]"
 
 
 def test_every_dtype_of_the_manual_is_a_pl_constant_with_its_byte_size():

@@ -19,7 +19,7 @@ from pypto.ir.tracebacks import call_site
 from pypto.language.annotations import ScalarSpec, TensorSpec
 from pypto.language.kernel import KernelFunction
 from pypto.language.parser.signature import BoundParam, ParamSignature
-from pypto.runtime.arguments import check_runnable, scalar_value, tensor_type
+from pypto.runtime.arguments import check_runnable, is_torch_tensor, scalar_value, tensor_type
 
 
 def declared_strides(spec: Any) -> tuple[int, ...] | None:
@@ -146,7 +146,8 @@ def _bind(sig: ParamSignature, value: Any) -> BoundParam:
             sig.span,
             "annotate it as pl.Tensor[...], pl.Out[...], pl.InOut[...] or a scalar dtype",
         )
-    if spec.dtype is not None and not spec.dtype.has_torch_dtype:
+    # (a stand-in such as pl.Tensor[[16, 64], pl.INT4], given to parse or lower, needs no torch dtype)
+    if spec.dtype is not None and not spec.dtype.has_torch_dtype and is_torch_tensor(value):
         packed = " (a 4-bit format, packed two to a byte)" if spec.dtype.packed else ""
         raise SpecializationError(
             f"parameter '{sig.name}' is annotated {spec}, and no torch tensor holds pl.{spec.dtype.name} "
@@ -159,7 +160,7 @@ def _bind(sig: ParamSignature, value: Any) -> BoundParam:
     fits = shape_fits(actual.shape, annotated_type(shape, actual.dtype))
     checks = (
         ("shape", fits, list(actual.shape)),
-        ("dtype", spec.dtype is None or holds(spec.dtype, actual.dtype), f"torch.{actual.dtype.torch_name}"),
+        ("dtype", spec.dtype is None or holds(spec.dtype, actual.dtype), _dtype_text(actual.dtype)),
     )
     for what, ok, shown in checks:
         if not ok:
@@ -190,3 +191,8 @@ def _check_extents(signature: tuple[ParamSignature, ...], values: tuple[Any, ...
         if len(shape) == len(annotated):
             extents.bind(sig.name, annotated_type(annotated, DataType.FP32), tuple(shape), sig.span)
     extents.resolve()
+
+
+def _dtype_text(dtype: DataType) -> str:
+    """How an argument's dtype reads: the torch dtype, or the pl one a stand-in gives."""
+    return f"torch.{dtype.torch_name}" if dtype.has_torch_dtype else f"pl.{dtype.name}"
