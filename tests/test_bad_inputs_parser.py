@@ -2017,11 +2017,60 @@ ROWS = [
     ),
     Bad(
         "gather-row-shape",
-        scope("rows = pl.gather_row(pl.create_tile([8, 64], pl.FP32), a, [0, 0], [0, 0], [2, 64])  # <-\n"),
+        scope("rows = pl.gather_row(pl.create_tile([8, 64], pl.FP32), a, [0, 0], [0, 0], [64])  # <-\n"),
         TypeCheckError,
-        "pl.gather_row: copies one row: shape must be [1, C], got [2, 64]",
-        "pl.gather_row(pl.create_tile([8, 64], pl.FP32), a, [0, 0], [0, 0], [2, 64])",
+        "pl.gather_row: copies a 2-D window of rows: shape must be [R, C], got [64]",
+        "pl.gather_row(pl.create_tile([8, 64], pl.FP32), a, [0, 0], [0, 0], [64])",
         fix="rows = pl.gather_row(pl.create_tile([8, 64], pl.FP32), a, [0, 0], [0, 0], [1, 64])",
+    ),
+    Bad(
+        "gather-row-window-past-the-tile",
+        scope("rows = pl.gather_row(pl.create_tile([8, 64], pl.FP32), a, [4, 0], [0, 0], [8, 64])  # <-\n"),
+        TypeCheckError,
+        "pl.gather_row: region [4:12] is outside dim 0 of size 8",
+        "pl.gather_row(pl.create_tile([8, 64], pl.FP32), a, [4, 0], [0, 0], [8, 64])",
+        fix="rows = pl.gather_row(pl.create_tile([8, 64], pl.FP32), a, [4, 0], [0, 0], [8, 64], valid_shape=[4, 64])",
+    ),
+    Bad(
+        "gather-row-valid-shape-past-the-window",
+        scope(
+            "rows = pl.gather_row(pl.create_tile([8, 64], pl.FP32), a, [0, 0], [0, 0], [8, 64], valid_shape=[9, 64])  # <-\n"
+        ),
+        TypeCheckError,
+        "pl.gather_row: valid_shape 9 of dim 0 is outside the window shape [8, 64]",
+        "pl.gather_row(pl.create_tile([8, 64], pl.FP32), a, [0, 0], [0, 0], [8, 64], valid_shape=[9, 64])",
+        fix="rows = pl.gather_row(pl.create_tile([8, 64], pl.FP32), a, [0, 0], [0, 0], [8, 64], valid_shape=[8, 64])",
+    ),
+    Bad(
+        "gather-row-valid-shape-negative",
+        scope(
+            "rows = pl.gather_row(pl.create_tile([8, 64], pl.FP32), a, [0, 0], [n, 0], [8, 64], valid_shape=[-1, 64])  # <-\n"
+        ),
+        TypeCheckError,
+        "pl.gather_row: valid_shape -1 of dim 0 is outside the window shape [8, 64]",
+        "pl.gather_row(pl.create_tile([8, 64], pl.FP32), a, [0, 0], [n, 0], [8, 64], valid_shape=[-1, 64])",
+        fix="rows = pl.gather_row(pl.create_tile([8, 64], pl.FP32), a, [0, 0], [n, 0], [8, 64], valid_shape=[0, 64])",
+    ),
+    Bad(
+        "gather-row-valid-shape-past-the-tile",
+        scope(
+            "rows = pl.gather_row(pl.create_tile([8, 64], pl.FP32), a, [4, 0], [n, 0], [8, 64], valid_shape=[6, 64])  # <-\n"
+        ),
+        TypeCheckError,
+        "pl.gather_row: region [4:10] is outside dim 0 of size 8",
+        "pl.gather_row(pl.create_tile([8, 64], pl.FP32), a, [4, 0], [n, 0], [8, 64], valid_shape=[6, 64])",
+        fix="rows = pl.gather_row(pl.create_tile([8, 64], pl.FP32), a, [4, 0], [n, 0], [8, 64], valid_shape=[4, 64])",
+    ),
+    Bad(
+        "gather-row-valid-shape-with-transpose",
+        scope(
+            "kv = pl.create_l1([8, 64], pl.FP32, transpose=True)\n"
+            "kv = pl.gather_row(kv, a, [0, 0], [0, 0], [8, 64], transpose=True, valid_shape=[n, 64])  # <-\n"
+        ),
+        TypeCheckError,
+        "pl.gather_row: valid_shape= cannot be combined with transpose=True",
+        "pl.gather_row(kv, a, [0, 0], [0, 0], [8, 64], transpose=True, valid_shape=[n, 64])",
+        fix="kv = pl.gather_row(kv, a, [0, 0], [0, 0], [8, 64], valid_shape=[n, 64])",
     ),
     Bad(
         "create-tile-dtype",

@@ -1,4 +1,5 @@
-"""Type rules of pl.write, pl.reinterpret_view, pl.fillpad_expand and pl.gather_row into L1."""
+"""Type rules of pl.write, pl.reinterpret_view, pl.fillpad_expand and pl.gather_row (into L1, and
+with a valid shape)."""
 
 import pytest
 
@@ -104,3 +105,66 @@ def test_gather_row_writes_a_row_into_a_vec_or_an_l1_tile_only():
     with pytest.raises(TypeCheckError, match=r"gathers into a Vec or Mat tile, got Tile.*Left"):
         dst = tile([32, 64], FP16, MemorySpace.Left)
         make_call("tile.gather_row", (dst, pool, offsets(3, 0), offsets(17, 0)), {"shape": (1, 64)})
+
+
+def extents(*values):
+    """Index values, each a constant or (a string) a run-time scalar of that name."""
+    elements = tuple(Var(v, INDEX) if isinstance(v, str) else Const(v, INDEX) for v in values)
+    return TupleExpr(elements, TupleType(tuple(INDEX for _ in elements)))
+
+
+def gather(dst, src, dst_at, src_at, valid, window=(128, 64), **attrs):
+    return make_call("tile.gather_row", (dst, src, dst_at, src_at, valid), {"shape": window, **attrs})
+
+
+def test_a_gather_window_of_many_rows_with_a_run_time_valid_shape_may_hang_past_the_tile():
+    kv, pool = tile([128, 64], FP16, MemorySpace.Mat), tensor([512, 64], FP16)
+    call = gather(kv, pool, extents("r1", 0), extents("b1", 0), extents("rest", 64))
+    assert call.type == kv.type and len(call.args) == 5
+    # A window of many rows copies whole without a valid shape; with one, only its valid part must fit.
+    whole = make_call("tile.gather_row", (kv, pool, offsets(0, 0), offsets(9, 0)), {"shape": (128, 64)})
+    assert whole.type == kv.type
+    assert gather(kv, pool, offsets(100, 0), offsets(0, 0), offsets(28, 64)).type == kv.type
+
+
+@pytest.mark.parametrize(
+    ("dst_at", "src_at", "valid", "message"),
+    [
+        (
+            offsets(0, 0),
+            offsets(0, 0),
+            extents(129, 64),
+            "valid_shape 129 of dim 0 is outside the window shape",
+        ),
+        (
+            offsets(0, 0),
+            offsets(0, 0),
+            extents(-1, "c"),
+            "valid_shape -1 of dim 0 is outside the window shape",
+        ),
+        (
+            offsets(100, 0),
+            extents("b", 0),
+            extents(29, 64),
+            "region \\[100:129\\] is outside dim 0 of size 128",
+        ),
+        (
+            extents("r", 0),
+            offsets(500, 0),
+            extents(13, 64),
+            "region \\[500:513\\] is outside dim 0 of size 512",
+        ),
+        (offsets(0, 0), offsets(0, 0), extents(8), "valid_shape must be a list of 2 indices"),
+    ],
+)
+def test_a_provably_wrong_gather_valid_shape_is_a_type_error(dst_at, src_at, valid, message):
+    kv, pool = tile([128, 64], FP16), tensor([512, 64], FP16)
+    with pytest.raises(TypeCheckError, match=message):
+        gather(kv, pool, dst_at, src_at, valid)
+
+
+def test_a_gather_valid_shape_with_transpose_is_rejected():
+    kv, pool = tile([128, 64], FP16, MemorySpace.Mat), tensor([512, 64], FP16)
+    with pytest.raises(TypeCheckError, match="valid_shape= cannot be combined with transpose=True") as info:
+        gather(kv, pool, offsets(0, 0), offsets(0, 0), extents("r", 64), transpose=True)
+    assert info.value.hint

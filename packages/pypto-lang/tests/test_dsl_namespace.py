@@ -244,7 +244,7 @@ DOCUMENTED = [
     "pl.fillpad(x, pad_value=pl.PadValue.zero)",
     "pl.matmul(a, b, out_dtype=None, a_trans=False, b_trans=False)",
     "pl.matmul_acc(acc, a, b)",
-    "pl.gather_row(dst_tile, src_tensor, dst_offset, src_offset, shape, transpose=False)",
+    "pl.gather_row(dst_tile, src_tensor, dst_offset, src_offset, shape, transpose=False, *, valid_shape=None)",
     "pl.read(tensor, offsets)",
     "pl.aic_initialize_pipe(c2v_consumer_buf=0, v2c_consumer_buf=0, *, dir_mask, slot_size, slot_num=None, "
     "local_slot_num=None, id=None)",

@@ -108,11 +108,12 @@ def test_gather_row_operands_are_checked_by_the_op_table():
     def wide(table: TABLE, out: pl.Out[ROWS]):
         with pl.at(level=pl.Level.CORE_GROUP):
             rows = pl.create_tile([2, 64], pl.FP32)
-            pl.gather_row(rows, table, [0, 0], [0, 0], [2, 64])
+            pl.gather_row(rows, table, [0, 0], [0, 0], [64])
         return out
 
     with pytest.raises(
-        TypeCheckError, match=r"pl\.gather_row: copies one row: shape must be \[1, C\], got \[2, 64\]"
+        TypeCheckError,
+        match=r"pl\.gather_row: copies a 2-D window of rows: shape must be \[R, C\], got \[64\]",
     ):
         wide.parse()
 

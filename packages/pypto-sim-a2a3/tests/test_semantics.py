@@ -26,6 +26,7 @@ from pypto.ir import (
 )
 from pypto.ir.extents import WINDOW_ATTR, argument_shape
 from pypto_sim_a2a3 import DivisionByZeroError, OutOfBoundsError, ScalarRangeError
+from pypto_sim_a2a3.coherence import Region, gm_accesses
 from pypto_sim_a2a3.crosscore import LAUNCH_OPS
 from pypto_sim_a2a3.semantics import SEMANTICS
 
@@ -624,6 +625,58 @@ def test_gather_row_from_past_the_tensor_raises_out_of_bounds():
             [tile_of(dst), _gm(src), ([0, 0], (0, 0)), ([Var("row", INDEX), 0], (8, 0))],
             shape=(1, 16),
         )
+
+
+def _gather_rows(dst, src, dst_at, src_at, window, valid):
+    """``tile.gather_row`` of a ``window`` with a run-time ``valid`` shape (offsets and extents
+    given as run-time index values, as a kernel computes them)."""
+    n = [Var(f"n{i}", INDEX) for i in range(6)]
+    return apply(
+        "tile.gather_row",
+        [tile_of(dst), _gm(src), ([n[0], n[1]], dst_at), ([n[2], n[3]], src_at), ([n[4], n[5]], valid)],
+        shape=window,
+    )
+
+
+def test_gather_row_with_a_valid_shape_copies_only_that_part_of_the_window():
+    src, dst = rand(32, 16, seed=24), rand(8, 16, seed=25)
+    before = dst.clone()
+    # The window [3:11] hangs past the 8-row tile; only the 5 valid rows are written.
+    got = _gather_rows(dst, src, (3, 0), (20, 0), (8, 16), (5, 16))
+    torch.testing.assert_close(got[3:8], src[20:25], rtol=0, atol=0)
+    torch.testing.assert_close(got[:3], before[:3], rtol=0, atol=0)
+    assert got.data_ptr() == dst.data_ptr()
+    unchanged = _gather_rows(dst, src, (8, 0), (0, 0), (8, 16), (0, 16))  # an empty run: nothing
+    torch.testing.assert_close(unchanged[3:8], src[20:25], rtol=0, atol=0)
+
+
+def test_gather_row_valid_shape_outside_the_window_raises_out_of_bounds():
+    src, dst = rand(32, 16), torch.zeros(8, 16)
+    with pytest.raises(
+        OutOfBoundsError, match=r"valid_shape \[9, 16\] leaves the window's \[8, 16\] in dim 0"
+    ):
+        _gather_rows(dst, src, (0, 0), (0, 0), (8, 16), (9, 16))
+    with pytest.raises(OutOfBoundsError, match=r"valid_shape \[-1, 16\] leaves the window's"):
+        _gather_rows(dst, src, (0, 0), (0, 0), (8, 16), (-1, 16))
+
+
+def test_gather_row_valid_rows_past_the_destination_or_the_source_raise_out_of_bounds():
+    src, dst = rand(32, 16), torch.zeros(8, 16)
+    with pytest.raises(OutOfBoundsError, match=r"pl\.gather_row: region \[3:9\] is outside dim 0 of size 8"):
+        _gather_rows(dst, src, (3, 0), (0, 0), (8, 16), (6, 16))
+    with pytest.raises(
+        OutOfBoundsError, match=r"pl\.gather_row: region \[30:34\] is outside dim 0 of size 32"
+    ):
+        _gather_rows(dst, src, (0, 0), (30, 0), (8, 16), (4, 16))
+
+
+def test_a_gather_row_with_a_valid_shape_reads_only_its_valid_rows_of_global_memory():
+    src, dst = rand(32, 16), torch.zeros(8, 16)
+    n = [Var(f"n{i}", INDEX) for i in range(6)]
+    operands = [Var("dst", tile_of(dst)[0]), Var("src", _gm(src)[0]), expr(n[:2]), expr(n[2:4]), expr(n[4:])]
+    call = make_call("tile.gather_row", operands, {"shape": (8, 16)})
+    (read,) = gm_accesses("cg0.AIV0", call, (dst, src, (0, 0), (20, 0), (3, 16)))
+    assert read.region == Region((20, 0), (23, 16)) and not read.write
 
 
 @pytest.mark.parametrize(("dtype", "expected"), [(torch.int32, 7), (torch.float32, 7.0)])

@@ -69,14 +69,15 @@ def check_region(call: Call, tensor: torch.Tensor, offsets: Sequence[int], exten
             )
 
 
-def check_valid(call: Call, valid: Sequence[int], shape: Sequence[int]) -> None:
-    """A run-time valid shape must lie within the tile's shape."""
+def check_valid(call: Call, valid: Sequence[int], shape: Sequence[int], whose: str = "tile") -> None:
+    """A run-time valid shape must lie within the tile's shape (a gather's: its window's)."""
     for dim, (size, full) in enumerate(zip(valid, shape, strict=True)):
         if not 0 <= size <= full:
             raise OutOfBoundsError(
-                f"{_user_op(call)}: valid_shape {list(valid)} leaves the tile's {list(shape)} in dim {dim}",
+                f"{_user_op(call)}: valid_shape {list(valid)} leaves the {whose}'s {list(shape)} "
+                f"in dim {dim}",
                 call.span,
-                "keep each valid extent between 0 and the tile's extent, e.g. pl.minimum(rows, n - row)",
+                f"keep each valid extent between 0 and the {whose}'s extent, e.g. pl.minimum(rows, n - row)",
             )
 
 
@@ -115,8 +116,11 @@ def _fillpad(call: Call, args: Sequence[Any]) -> None:
 
 @checks(tile.gather_row)
 def _gather_row(call: Call, args: Sequence[Any]) -> None:
-    dst, src, dst_offsets, src_offsets = args
+    dst, src, dst_offsets, src_offsets = args[:4]
     shape = tuple(call.attrs["shape"])
+    if len(args) == 5:  # only the valid part of the window is copied: it alone must fit both sides
+        check_valid(call, args[4], shape, "window")
+        shape = tuple(args[4])
     check_region(call, dst, dst_offsets, shape)
     check_region(call, src, src_offsets, shape)
 

@@ -477,10 +477,11 @@ def _store_atomic(call: Call, args: Sequence[Any]) -> torch.Tensor:
 
 @implements(tile.gather_row)
 def _gather_row(call: Call, args: Sequence[Any]) -> torch.Tensor:
-    # Destination-passing: the row lands in the destination tile's own bytes.
-    dst, src, dst_offsets, src_offsets = args
-    shape = tuple(call.attrs["shape"])
-    region(dst, dst_offsets, shape).copy_(region(src, src_offsets, shape))
+    # Destination-passing: the rows land in the destination tile's own bytes; with a valid shape
+    # only that leading part of the window is copied.
+    dst, src, dst_offsets, src_offsets = args[:4]
+    extent = args[4] if len(args) == 5 else tuple(call.attrs["shape"])
+    region(dst, dst_offsets, extent).copy_(region(src, src_offsets, extent))
     result: torch.Tensor = dst
     return result
 

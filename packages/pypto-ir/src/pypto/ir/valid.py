@@ -79,8 +79,8 @@ def result_valid(call: Call, valid: Mapping[Expr, TupleExpr]) -> TupleExpr | Non
     tensor = isinstance(call.type, TensorType)
     spec = get_op(call.op)
     access = spec.trait(GmAccess)
-    if access is not None and not access.write and access.valid is not None:
-        region = call.args[access.valid]  # a load of a run-time region
+    if access is not None and not access.write and access.valid is not None and not spec.writes:
+        region = call.args[access.valid]  # a load of a run-time region (a gather's is its copy's)
         return region if isinstance(region, TupleExpr) else None
     sets = spec.trait(SetsValid)
     if sets is not None:  # pl.set_validshape: a run-time one is the operand, a constant one the type

@@ -139,9 +139,9 @@ ADVICE: dict[str, Callable[..., str]] = {
     "gather_row.dtype_mismatch": lambda src, **_: (
         f"create the destination tile with the tensor's dtype, pl.{src.type.dtype.name}"
     ),
-    # f"copies one row: shape must be [1, C], got {list(shape)}"
-    "gather_row.not_one_row": lambda columns, **_: (
-        f"pass shape=[1, {columns}], and copy several rows with one call each (e.g. in a pl.range loop)"
+    # f"copies a 2-D window of rows: shape must be [R, C], got {list(shape)}"
+    "gather_row.not_2d": lambda columns, **_: (
+        f"pass the window's rows and columns, e.g. shape=[1, {columns}] for one row"
     ),
     # f"loads from a tensor, got {describe(src)}"
     "load.needs_tensor": lambda **_: (

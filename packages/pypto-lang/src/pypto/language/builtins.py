@@ -212,7 +212,7 @@ def _op_named(name: str) -> str | None:
 # reads one element of a tensor (the scalar op ``pl.read``), ``pl.tensor.write`` writes one;
 # ``pl.array.get`` / ``pl.array.set`` are older spellings of the element read and update.
 SPELLED_UNDER: dict[str, dict[str, str]] = {
-    "tensor": {"read": "read", "write": "write"},
+    "tensor": {"read": "read", "write": "write", "gather_row": "gather_row"},
     "array": {"get": "array.get_element", "set": "array.update_element"},
 }
 

@@ -262,8 +262,11 @@ def assemble(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span:
 
 
 def gather_row(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
+    """A window of ``shape`` rows and columns of a GM tensor copied into a tile at ``dst_offset``.
+    With a ``valid_shape`` operand only that leading part of the window is copied (its extents
+    may be run-time values), so the window itself may hang past the end of either side."""
     op = spec.name
-    dst, src, dst_offsets, src_offsets = args
+    dst, src, dst_offsets, src_offsets = args[:4]
     if not isinstance(dst.type, TileType):
         raise fail(
             op,
@@ -287,19 +290,31 @@ def gather_row(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], spa
             src=src,
         )
     shape = tuple(attrs["shape"])
-    if len(shape) != 2 or shape[0] != 1:
-        columns = shape[-1] if shape else dst.type.shape[-1]
+    if len(shape) != 2:
         raise fail(
             op,
-            f"copies one row: shape must be [1, C], got {list(shape)}",
+            f"copies a 2-D window of rows: shape must be [R, C], got {list(shape)}",
             span,
-            advice="gather_row.not_one_row",
-            columns=columns,
+            advice="gather_row.not_2d",
+            columns=dst.type.shape[-1],
         )
     check_offsets(op, dst_offsets, len(dst.type.shape), span)
     check_offsets(op, src_offsets, len(src.type.shape), span)
-    check_static_bounds(op, dst.type.shape, dst_offsets, shape, span)
-    check_static_bounds(op, src.type.shape, src_offsets, shape, span)
+    if len(args) == 5:
+        if attrs.get("transpose"):
+            raise fail(
+                op,
+                "valid_shape= cannot be combined with transpose=True",
+                span,
+                "gather with transpose=False and give the matmul b_trans=True, or drop valid_shape= "
+                "and copy whole windows (e.g. one row per call)",
+            )
+        check_gathered_region(
+            op, args[4], shape, dst.type.shape, dst_offsets, src.type.shape, src_offsets, span
+        )
+    else:
+        check_static_bounds(op, dst.type.shape, dst_offsets, shape, span)
+        check_static_bounds(op, src.type.shape, src_offsets, shape, span)
     if dst.type.memory_space not in (None, MemorySpace.Vec, MemorySpace.Mat):
         raise fail(
             op,
@@ -308,6 +323,32 @@ def gather_row(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], spa
             "gather into a pl.create_tile (Vec) or a pl.create_l1 (Mat) tile",
         )
     return dst.type
+
+
+def check_gathered_region(
+    op: str,
+    valid: Expr,
+    window: tuple[int, ...],
+    dst: Sequence[int],
+    dst_offsets: Expr,
+    src: Sequence[int],
+    src_offsets: Expr,
+    span: SourceSpan | None,
+) -> None:
+    """A gather's ``valid_shape``: one extent per dim of the window, each constant one in
+    ``0..window``; what it copies (not the window) lies inside both sides where that is constant."""
+    check_offsets(op, valid, len(window), span, "valid_shape")
+    assert isinstance(valid, TupleExpr)
+    for dim, (size, full) in enumerate(zip(valid.elements, window, strict=True)):
+        if isinstance(size, Const) and not 0 <= size.value <= full:
+            raise fail(
+                op,
+                f"valid_shape {size.value} of dim {dim} is outside the window shape {list(window)}",
+                span,
+                f"each valid extent lies between 0 and the window's extent ({full} in dim {dim})",
+            )
+    check_run_time_region(op, dst, dst_offsets, valid, window, span)
+    check_run_time_region(op, src, src_offsets, valid, window, span)
 
 
 def reshape(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None) -> Type:
@@ -769,14 +810,17 @@ def _declare_transfers() -> None:
             Operand("src_tensor", Role.TENSOR),
             Operand("dst_offset", Role.OFFSETS),
             Operand("src_offset", Role.OFFSETS),
+            # An operand, not an attr: its extents may be run-time scalars.
+            Operand("valid_shape", Role.VALID_SHAPE, optional=True),
         ),
         # transpose: the row lands as a column of the transposed box layout (a b_trans operand's);
         # tiles are held in their logical layout, so it is recorded, not computed.
         (_SHAPE, Attr("transpose", bool, False)),
-        (Cost("gather"), GmAccess(1, 3), WHOLE_TILE, FormatFree()),
+        (Cost("gather"), GmAccess(1, 3, valid=4), WHOLE_TILE, FormatFree()),
         "gather_row",
-        "pl.gather_row(dst_tile, src_tensor, dst_offset, src_offset, shape, transpose=False)",
-        "one row of a tensor copied into a row of a Vec or Mat (L1) tile",
+        "pl.gather_row(dst_tile, src_tensor, dst_offset, src_offset, shape, transpose=False, *, "
+        "valid_shape=None)",
+        "rows of a tensor copied into a Vec or Mat (L1) tile (only the valid_shape part, if given)",
     )
     _op(
         "tile.transpose_view",

@@ -61,6 +61,7 @@ SCALAR_LEFT = {
 KEYWORD_ALIASES: dict[str, dict[str, str]] = {
     "cast": {"target_type": "dtype"},
     "rsqrt": {"src": "x"},  # the catalog writes pl.tile.rsqrt(src, tmp)
+    "gather_row": {"shapes": "shape"},  # the manual names the window shapes=
     **{name: {"tmp": "tmp_tile"} for name in (*ROW_REDUCTIONS, *COL_REDUCTIONS)},
 }
 
