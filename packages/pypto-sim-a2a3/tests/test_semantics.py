@@ -130,6 +130,10 @@ SINGLE_OPS = {
     "array.create",
     "array.get_element",
     "array.update_element",
+    "prefetch.make_context",
+    "prefetch.async_prefetch",
+    "prefetch.session",
+    "prefetch.wait",
     # tested in test_semantics_views.py
     "scalar.write",
     "tile.write",
@@ -965,3 +969,19 @@ def test_scalar_neg_negates():
 def test_scalar_division_by_zero_is_a_pypto_error():
     with pytest.raises(DivisionByZeroError, match="division by zero"):
         apply("scalar.floordiv", [(INDEX, 1), (INDEX, 0)])
+
+
+def test_a_prefetch_computes_nothing_its_handles_know_their_context():
+    from pypto.ir import ASYNC_EVENT, ASYNC_SESSION, PREFETCH_CONTEXT
+    from pypto.ir.semantics import PrefetchContext, PrefetchEvent, PrefetchSession
+
+    ctx = apply("prefetch.make_context", [])
+    assert isinstance(ctx, PrefetchContext) and ctx is not apply("prefetch.make_context", [])
+    source = torch.randn(1, 256)
+    kept = source.clone()
+    evt = apply("prefetch.async_prefetch", [_gm(source), (Var("ctx", PREFETCH_CONTEXT), ctx)])
+    assert isinstance(evt, PrefetchEvent) and evt.context is ctx and evt.nbytes == 256 * 4
+    assert torch.equal(source, kept)  # a prefetch changes no value
+    session = apply("prefetch.session", [(Var("ctx", PREFETCH_CONTEXT), ctx)])
+    assert isinstance(session, PrefetchSession) and session.context is ctx
+    assert apply("prefetch.wait", [(Var("e", ASYNC_EVENT), evt), (Var("s", ASYNC_SESSION), session)]) is True

@@ -15,8 +15,9 @@ from math import ceil, prod
 
 from pypto.ir import Call, DataType, MemorySpace, PlatformError, Target, TileType, get_op
 from pypto.ir.backend import ROOF_CUBE, ROOF_MEMORY, ROOF_VECTOR
-from pypto.ir.ops import system
+from pypto.ir.ops import prefetch, system
 from pypto.ir.ops import tile as tile_ops
+from pypto.ir.semantics import prefetched_bytes
 from pypto_sim_a2a3.scheduler import Advance
 
 Mem = MemorySpace
@@ -66,6 +67,7 @@ _SYNC_CYCLES: dict[str, str] = {
     system.sync_set: "pipe_flag_cycles",
     system.sync_wait: "pipe_flag_cycles",
     system.set_ffts: "scalar_op_cycles",
+    prefetch.wait: "pipe_flag_cycles",  # the flag check once the prefetch has landed
 }
 
 
@@ -208,6 +210,11 @@ class CostModel:
     def _gm_read(self, nbytes: int) -> OpCost:
         return self._transfer("MTE2", nbytes, "mte2_bytes_per_cycle", "mte2_latency_cycles", latency=True)
 
+    def _prefetch(self, call: Call) -> OpCost:
+        # A GM read of the whole source at the load line, on the MTE2 queue: the engine pulling
+        # it into L2 is modeled like a load, and its latency streams behind like a load's.
+        return self._gm_read(prefetched_bytes(call))
+
     def _store(self, call: Call) -> OpCost:
         tile = call.args[0].type
         assert isinstance(tile, TileType)
@@ -247,6 +254,7 @@ _RULES: dict[str, Callable[[CostModel, Call], OpCost]] = {
     "matmul": CostModel._matmul,
     "load": CostModel._load,
     "gather": CostModel._gather,
+    "prefetch": CostModel._prefetch,
     "scalar_read": _fixed("scalar_gm_read_cycles"),
     "scalar_write": _fixed("scalar_gm_write_cycles"),
     "store": CostModel._store,

@@ -1,5 +1,6 @@
 """Ops a core runs against its launch rather than on its own tiles: pipe setup and handshakes, the
-lane and block indices, and cross-core ordering through GM (fence, cacheinvalid, syncall).
+lane and block indices, cross-core ordering through GM (fence, cacheinvalid, syncall), and the
+asynchronous prefetch's issue and wait (their time depends on the core's pipes).
 
 :data:`LAUNCH_OPS` maps each op name to a coroutine ``op(role, call, args, cost)``; the kernel
 interpreter dispatches to it before the pure :data:`~pypto_sim_a2a3.semantics.SEMANTICS`.
@@ -15,11 +16,12 @@ import torch
 
 from pypto.ir import Call, PipeType, SplitMode, TileType
 from pypto.ir.errors import at_line
-from pypto.ir.ops import op, short_name, system
+from pypto.ir.ops import op, prefetch, short_name, system, user_name
 from pypto.ir.ops import tile as tile_ops
+from pypto.ir.semantics import PrefetchEvent, PrefetchSession, prefetched_bytes
 from pypto_sim_a2a3.corepipes import GM_PIPES, Dependency
 from pypto_sim_a2a3.cost import CostModel, OpCost, tile_bytes
-from pypto_sim_a2a3.errors import EventError, PipeError
+from pypto_sim_a2a3.errors import EventError, PipeError, PrefetchError
 from pypto_sim_a2a3.launch import CoreRole
 from pypto_sim_a2a3.pipe import split_of
 from pypto_sim_a2a3.ring import RingSlot, Token
@@ -252,6 +254,39 @@ def _sync_wait(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostMode
     core = launch.gm_core(role)
     launch.in_time(role, max(role.core.clock, fired), lambda: launch.gm.event(core, points, False))
     yield from on_scalar(role, call, cost.op_cost(call), fired, f"event {event}")
+
+
+# ---------------------------------------------------------------- asynchronous prefetch
+
+
+@_handles(prefetch.async_prefetch)
+def _async_prefetch(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
+    """Put the prefetch on the core's MTE2 queue behind the GM writes of its source this core
+    made; the scalar unit issues on at once. The event keeps the cycle the prefetch lands."""
+    src, context = args
+    _, ready = role.core_pipes.run(cost.op_cost(call), call, role.core.clock, gm_reads=[src])
+    yield from issue(role, cost)
+    return PrefetchEvent(context, prefetched_bytes(call), ready)
+
+
+@_handles(prefetch.wait)
+def _prefetch_wait(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
+    """Hold the scalar unit until the event's prefetch has landed (at once if it has)."""
+    event, session = args
+    if isinstance(event, Token):  # a lane mirroring lane 0 left the prefetch to it: nothing to wait for
+        yield from _spend(role, cost, call)
+        return True
+    if not isinstance(event, PrefetchEvent) or not isinstance(session, PrefetchSession):
+        raise PrefetchError(f"{user_name(call.op)} takes an event and a session", call.span)
+    if event.context is not session.context:
+        raise PrefetchError(
+            f"{user_name(call.op)} waits for an event of one prefetch context in the session of another",
+            call.span,
+            "wait in the session of the context that issued the prefetch: evt = "
+            "pl.prefetch.async_prefetch(x, ctx) pairs with session = pl.prefetch.session(ctx)",
+        )
+    yield from on_scalar(role, call, cost.op_cost(call), event.ready, "the prefetch to land in L2")
+    return True
 
 
 @_handles(system.set_ffts)

@@ -13,6 +13,7 @@ __all__ = [
     "LoopStepError",  # raised by the shared walker (pypto.ir.walker), for every backend
     "OutOfBoundsError",  # raised by the shared walker too (a view the orchestration makes)
     "PipeError",
+    "PrefetchError",
     "RingCapacityError",
     "ScalarRangeError",
     "UnsortedRunError",
@@ -40,6 +41,11 @@ class BarrierError(PyptoError, ValueError):
 class EventError(PyptoError, ValueError):
     """An explicit cross-core event used wrongly: more pending sets than a flag counts, sets left
     over when the kernel ends, an ``ffts_mode`` the simulator does not model."""
+
+
+class PrefetchError(PyptoError, ValueError):
+    """An asynchronous prefetch waited on wrongly: ``pl.prefetch.wait(evt, session)`` with the
+    session of another context than the one that issued the event."""
 
 
 class LaunchError(PyptoError, ValueError):

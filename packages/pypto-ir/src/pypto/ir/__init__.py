@@ -86,11 +86,16 @@ from pypto.ir.printer import print_ir
 from pypto.ir.target import MemorySpec, Target
 from pypto.ir.tasks import AccessMode, Predicate
 from pypto.ir.types import (
+    ASYNC_EVENT,
+    ASYNC_SESSION,
+    HANDLES,
     INDEX,
+    PREFETCH_CONTEXT,
     TASK_ID,
     UNIT,
     ArrayType,
     Direction,
+    HandleType,
     MemorySpace,
     ScalarType,
     TensorType,
@@ -120,8 +125,12 @@ else:
 from pypto.ir.serial import SerializationError, deserialize, serialize
 
 __all__ = [
+    "ASYNC_EVENT",
+    "ASYNC_SESSION",
+    "HANDLES",
     "INDEX",
     "OPS",
+    "PREFETCH_CONTEXT",
     "TASK_ID",
     "UNIT",
     "AccessMode",
@@ -151,6 +160,7 @@ __all__ = [
     "FunctionKind",
     "FunctionMap",
     "FunctionType",
+    "HandleType",
     "If",
     "Level",
     "LoopKind",

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from math import prod
 from typing import Any
 
@@ -47,6 +48,7 @@ from pypto.ir.ops import (
     PadValue,
     array,
     get_op,
+    prefetch,
     scalar,
     split_axis,
     split_shape,
@@ -1059,6 +1061,61 @@ def gathered(shares: Sequence[torch.Tensor], mode: SplitMode) -> torch.Tensor:
     split axis, in lane order (lane 0's tile alone under NONE)."""
     axis = split_axis(mode)
     return shares[0] if axis is None else torch.cat(list(shares), dim=axis)
+
+
+# ---------------------------------------------------------------- asynchronous prefetch
+#
+# A prefetch only warms L2: it computes nothing, so its numbers are its handles. Each handle is
+# a fresh object (compared by identity): an event and a session know the context they belong to,
+# so a backend can tell a wait on a foreign event.
+
+
+class PrefetchContext:
+    """The value of a ``pl.PrefetchAsyncContext``."""
+
+
+@dataclass(eq=False)
+class PrefetchEvent:
+    """The value of a ``pl.AsyncEvent``: the prefetch of ``nbytes`` issued through ``context``;
+    ``ready`` is when a timing backend models it landed (0 where time is not modeled)."""
+
+    context: PrefetchContext
+    nbytes: int
+    ready: int = 0
+
+
+@dataclass(eq=False)
+class PrefetchSession:
+    """The value of a ``pl.AsyncSession``: the session of ``context``."""
+
+    context: PrefetchContext
+
+
+@implements(prefetch.make_context)
+def _make_context(call: Call, args: Sequence[Any]) -> PrefetchContext:
+    return PrefetchContext()
+
+
+def prefetched_bytes(call: Call) -> int:
+    """The bytes ``prefetch.async_prefetch`` pulls into L2: its whole source tensor."""
+    src = call.args[0].type
+    assert isinstance(src, TensorType)
+    return src.nbytes
+
+
+@implements(prefetch.async_prefetch)
+def _async_prefetch(call: Call, args: Sequence[Any]) -> PrefetchEvent:
+    return PrefetchEvent(args[1], prefetched_bytes(call))
+
+
+@implements(prefetch.session)
+def _session(call: Call, args: Sequence[Any]) -> PrefetchSession:
+    return PrefetchSession(args[0])
+
+
+@implements(prefetch.wait)
+def _wait(call: Call, args: Sequence[Any]) -> bool:
+    return True
 
 
 def _register_families() -> None:

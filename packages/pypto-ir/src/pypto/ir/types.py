@@ -1,4 +1,4 @@
-"""IR types: scalars, global-memory tensors, on-chip tiles, scalar arrays, tuples."""
+"""IR types: scalars, global-memory tensors, on-chip tiles, scalar arrays, opaque handles, tuples."""
 
 from __future__ import annotations
 
@@ -117,6 +117,18 @@ class ArrayType(Type):
 
 
 @dataclass(frozen=True)
+class HandleType(Type):
+    """An opaque handle a kernel holds and passes back to the ops that made it: no shape, no
+    elements, no buffer (``pl.prefetch.make_context()`` gives a ``pl.PrefetchAsyncContext``).
+    ``name`` is how it is written, ``pl.<name>``; :data:`HANDLES` holds the kinds there are."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return f"pl.{self.name}"
+
+
+@dataclass(frozen=True)
 class TupleType(Type):
     types: tuple[Type, ...]
 
@@ -128,6 +140,12 @@ INDEX = ScalarType(DataType.INDEX)
 UNIT = UnitType()
 # A task id (``pl.TaskId``): bound by ``with pl.at(...) as tid`` or ``pl.submit``, named in ``deps=[tid]``.
 TASK_ID = ScalarType(DataType.TASK_ID)
+# The handles of the asynchronous GM -> L2 prefetch (pl.prefetch.*): a context that issues
+# prefetches, the event of one prefetch in flight, and the session its completion is waited in.
+PREFETCH_CONTEXT = HandleType("PrefetchAsyncContext")
+ASYNC_EVENT = HandleType("AsyncEvent")
+ASYNC_SESSION = HandleType("AsyncSession")
+HANDLES = (PREFETCH_CONTEXT, ASYNC_EVENT, ASYNC_SESSION)
 
 
 def describe(t: Type) -> str:
@@ -143,4 +161,6 @@ def describe(t: Type) -> str:
         return f"Scalar[{t.dtype.name}]"
     if isinstance(t, ArrayType):
         return f"Array[{t.size}, {t.dtype.name}]"
+    if isinstance(t, HandleType):
+        return t.name
     return str(t)

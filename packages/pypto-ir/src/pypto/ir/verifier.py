@@ -33,7 +33,7 @@ from pypto.ir.nodes import (
     walk_expr,
     walk_stmts,
 )
-from pypto.ir.ops import OnHost, Unit, get_op, op
+from pypto.ir.ops import OnHost, OnSide, OpSpec, Side, Unit, get_op, op
 from pypto.ir.types import TASK_ID, ArrayType, ScalarType, TensorType, TileType, Type
 
 _DEVICE_UNITS = (Unit.CUBE, Unit.VECTOR, Unit.MTE)
@@ -239,6 +239,25 @@ def _verify_condition(fn: Function, stmt: If) -> None:
         )
 
 
+# The side each hand-written half-kernel runs on.
+_KERNEL_SIDES = {FunctionKind.AIC: Side.CUBE, FunctionKind.AIV: Side.VECTOR}
+
+
+def _verify_side(fn: Function, spec: OpSpec, call: Call) -> None:
+    """An op only one side's cores run (``OnSide(only=True)``) is not in a kernel of the other side."""
+    fixed = spec.trait(OnSide)
+    side = _KERNEL_SIDES.get(fn.kind)
+    if fixed is None or not fixed.only or side is None or side is fixed.side:
+        return
+    core = "vector core (AIV)" if fixed.side is Side.VECTOR else "cube core (AIC)"
+    raise VerificationError(
+        f"in {fn.name}: {spec.dsl_name} runs on the {core} only, and {fn.name} is an {fn.kind.value} kernel",
+        call.span,
+        f"move it into an {'AIV' if fixed.side is Side.VECTOR else 'AIC'} function, or into an "
+        "InCore kernel (pl.at scope), whose ops the compiler places on their side",
+    )
+
+
 def _verify_expr(
     fn: Function, expr: Expr, defined: set[Var], callees: set[str] | None, in_scope: bool
 ) -> None:
@@ -256,6 +275,7 @@ def _verify_expr(
             if callees is not None and callee not in callees:
                 raise VerificationError(f"in {fn.name}: call to unknown kernel {callee!r}", e.span)
             continue
+        _verify_side(fn, opdef, e)
         on_core = opdef.unit in _DEVICE_UNITS and not opdef.has(OnHost)  # a view is host work too
         if fn.kind is FunctionKind.Orchestration and not in_scope and on_core:
             raise VerificationError(

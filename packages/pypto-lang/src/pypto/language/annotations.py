@@ -17,12 +17,16 @@ from math import prod
 from typing import Any, ClassVar, cast
 
 from pypto.ir import (
+    ASYNC_EVENT,
+    ASYNC_SESSION,
+    PREFETCH_CONTEXT,
     CompactMode,
     Const,
     DataType,
     Direction,
     DynDim,
     Expr,
+    HandleType,
     MemorySpace,
     MemRefError,
     MemRefSlot,
@@ -371,7 +375,17 @@ class ArraySpec:
         return f"pl.Array[{self.size}, pl.{self.dtype.name}]"
 
 
-AnnotationSpec = TensorSpec | TileSpec | ScalarSpec | ArraySpec
+@dataclass(frozen=True)
+class HandleSpec:
+    """An opaque handle annotation: ``evt: pl.AsyncEvent = pl.prefetch.async_prefetch(x, ctx)``."""
+
+    type: HandleType
+
+    def __str__(self) -> str:
+        return str(self.type)
+
+
+AnnotationSpec = TensorSpec | TileSpec | ScalarSpec | ArraySpec | HandleSpec
 
 
 @dataclass(frozen=True)
@@ -686,6 +700,12 @@ class Tuple:
 # ``pl.Scalar[pl.TASK_ID]``.
 TaskId = ScalarSpec(DataType.TASK_ID)
 
+# The handles of the asynchronous prefetch (pl.prefetch.*): a kernel holds them, it makes them only
+# through the prefetch ops.
+PrefetchAsyncContext = HandleSpec(PREFETCH_CONTEXT)
+AsyncEvent = HandleSpec(ASYNC_EVENT)
+AsyncSession = HandleSpec(ASYNC_SESSION)
+
 
 def as_spec(annotation: Any) -> AnnotationSpec:
     """Normalize an evaluated annotation.
@@ -693,7 +713,7 @@ def as_spec(annotation: Any) -> AnnotationSpec:
     >>> as_spec(pl.Tensor), as_spec(pl.FP32)
     (TensorSpec(shape=None, dtype=None, direction=<Direction.In: 'In'>), ScalarSpec(dtype=pl.FP32))
     """
-    if isinstance(annotation, (TensorSpec, TileSpec, ScalarSpec, ArraySpec)):
+    if isinstance(annotation, (TensorSpec, TileSpec, ScalarSpec, ArraySpec, HandleSpec)):
         return annotation
     if annotation is Tensor:
         return TensorSpec()

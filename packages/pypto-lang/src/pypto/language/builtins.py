@@ -275,6 +275,8 @@ tile = OpNamespace("tile", Level.TILE, {name: Builtin(name, op=name) for name in
 tensor = OpNamespace("tensor", Level.TENSOR, {"dim": TENSOR_DIM, "create_l1": CREATE_L1})
 # The scalar array ops: pl.array.create(n, dtype) (elements are read arr[i] and written arr[i] = v).
 array = OpNamespace("array", None)
+# The asynchronous GM -> L2 prefetch: pl.prefetch.make_context(), .async_prefetch, .session, .wait.
+prefetch = OpNamespace("prefetch", None)
 # The chip's counts are compile-time numbers, folded where the parser meets them.
 system = OpNamespace(
     "system",

@@ -26,6 +26,7 @@ from pypto.ir.ops import (
     generate,
     indexed,
     movement,
+    prefetch_ops,
     reduction,
     scalar_ops,
     system_ops,
@@ -101,6 +102,7 @@ from pypto.ir.ops.spec import (
     op,
     ops_with,
     pipe_op,
+    prefetch,
     scalar,
     system,
     tensor,
@@ -124,6 +126,7 @@ FAMILIES = (
     system_ops,
     scalar_ops,
     array_ops,
+    prefetch_ops,
 )
 
 # The families' members by DSL name, as the family modules declare them (for loops over a family).
@@ -227,6 +230,7 @@ __all__ = [
     "op",
     "ops_with",
     "pipe_op",
+    "prefetch",
     "scalar",
     "short_name",
     "split_axis",

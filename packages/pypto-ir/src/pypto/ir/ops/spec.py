@@ -1,7 +1,7 @@
 """What an op is: an :class:`OpSpec` with operand roles, a typed attribute schema and traits.
 
 Every op is declared once, in the family module that owns it (``elementwise``, ``reduction``,
-``movement``, ``cube``, ``crosscore``, ``system``, ``scalar``). The other layers never keep
+``movement``, ``cube``, ``crosscore``, ``system``, ``scalar``, ``prefetch``). The other layers never keep
 their own tables of op names: they ask the registry for the ops that carry a trait
 (:func:`ops_with`) or read a call's spec (:func:`get_op`) — the printer its infix syntax, the
 passes the split policy and the GM access, a backend the cost class.
@@ -62,6 +62,7 @@ class Role(Enum):
     VALID_SHAPE = "valid_shape"  # a run-time valid shape: a tuple of index extents
     SCALAR = "scalar"  # a number or a run-time scalar
     ARRAY = "array"  # a scalar array (pl.array.create), a value like a scalar
+    HANDLE = "handle"  # an opaque handle (a prefetch context, event or session): no data
 
 
 class Effect(Enum):
@@ -249,9 +250,11 @@ class PipeEnd(Trait):
 
 @dataclass(frozen=True)
 class OnSide(Trait):
-    """Runs on a fixed side whatever its operands (e.g. the vector lane index)."""
+    """Runs on a fixed side whatever its operands (e.g. the vector lane index); ``only``: the other
+    side's cores cannot run it at all (a hand-written kernel of that side holding it is an error)."""
 
     side: Side
+    only: bool = False
 
 
 @dataclass(frozen=True)
@@ -542,7 +545,7 @@ def declare(spec: OpSpec) -> OpSpec:
 def undeclare(name: str) -> None:
     """Remove an op (tests that declare throwaway ops); its handle stops resolving."""
     OPS.pop(name, None)
-    for names in (tile, tensor, scalar, system, array, op):
+    for names in (tile, tensor, scalar, system, array, prefetch, op):
         names.forget(name)
 
 
@@ -621,4 +624,5 @@ tensor = OpNames("tensor.")
 scalar = OpNames("scalar.")
 system = OpNames("system.")
 array = OpNames("array.")  # the scalar array ops (pl.array.create, arr[i], arr[i] = v)
+prefetch = OpNames("prefetch.")  # the asynchronous GM -> L2 prefetch (pl.prefetch.async_prefetch, ...)
 op = OpNames("")  # ops without a level prefix: the cross-core pipe ops, block indices, call

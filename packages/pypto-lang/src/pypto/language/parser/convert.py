@@ -114,6 +114,8 @@ def operand(ctx: OpContext, role: Role, value: Any, what: str, dtype: DataType |
         return index_tuple(value, ctx.span, what)
     if role is Role.ARRAY:
         return ctx.array(value, what)
+    if role is Role.HANDLE:
+        return ctx.handle(value, what)
     if not is_scalar(value):
         raise ctx.fail(
             f"{what} must be a scalar, got {describe_value(value)}",

@@ -12,6 +12,7 @@ from pypto.ir import (
     DataType,
     Eval,
     Expr,
+    HandleType,
     ParseError,
     SourceSpan,
     TensorType,
@@ -125,6 +126,15 @@ class OpContext:
             raise self.fail(
                 f"{what} must be a scalar array, got {describe_value(value)}",
                 self.operand_hint(what, "a scalar array (a pl.array.create result)"),
+            )
+        return value
+
+    def handle(self, value: Any, what: str) -> Expr:
+        """``value`` as a handle operand; the op's type rule checks which handle it must be."""
+        if not (isinstance(value, Expr) and isinstance(value.type, HandleType)):
+            raise self.fail(
+                f"{what} must be a handle, got {describe_value(value)}",
+                self.operand_hint(what, "the handle a pl.prefetch call gave (a context, event or session)"),
             )
         return value
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pypto.ir import UNIT, ArrayType, Eval, Expr, ScalarType, TensorType, TileType, get_op
+from pypto.ir import UNIT, ArrayType, Eval, Expr, HandleType, ScalarType, TensorType, TileType, get_op
 from pypto.ir.ops import OpSpec, Role
 from pypto.ir.ops.spec import STORAGE
 from pypto.language.parser.convert import attribute, operand
@@ -20,7 +20,7 @@ from pypto.language.parser.opcall import OpContext
 from pypto.language.parser.ops import build_op
 from pypto.language.parser.values import element_dtype, is_number, is_scalar, is_shaped
 
-_KIND = {Role.TENSOR: TensorType, Role.TILE: TileType, Role.ARRAY: ArrayType}
+_KIND = {Role.TENSOR: TensorType, Role.TILE: TileType, Role.ARRAY: ArrayType, Role.HANDLE: HandleType}
 
 
 def _fits(role: Role, value: Any) -> bool:

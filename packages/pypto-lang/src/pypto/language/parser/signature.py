@@ -11,6 +11,7 @@ from pypto.ir.extents import is_symbolic
 from pypto.language.annotations import (
     AnnotationSpec,
     ArraySpec,
+    HandleSpec,
     ParamSignature,
     ScalarSpec,
     TensorSpec,
@@ -134,6 +135,14 @@ def _declared(kernel: KernelFunction, strict: bool = True) -> tuple[ParamSignatu
                 f"parameter '{arg.arg}' is annotated as a task id; kernel parameters are tensors or scalars",
                 source.span(arg.annotation),
                 "bind a task id inside the body with `with pl.at(...) as tid:` and pass it in deps=[tid]",
+            )
+        if isinstance(spec, HandleSpec):
+            raise ParseError(
+                f"parameter '{arg.arg}' is annotated {spec}, a handle; kernel parameters are tensors "
+                "or scalars",
+                source.span(arg.annotation),
+                "make the handle inside the kernel that uses it: ctx = pl.prefetch.make_context(), "
+                "evt = pl.prefetch.async_prefetch(x, ctx), session = pl.prefetch.session(ctx)",
             )
         if isinstance(spec, ArraySpec):
             raise ParseError(

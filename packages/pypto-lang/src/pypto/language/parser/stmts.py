@@ -64,7 +64,7 @@ from pypto.ir.validflow import (
     is_extent_name,
     var_base,
 )
-from pypto.language.annotations import ArraySpec, ScalarSpec, TensorSpec, TileSpec
+from pypto.language.annotations import ArraySpec, HandleSpec, ScalarSpec, TensorSpec, TileSpec
 from pypto.language.builtins import Builtin
 from pypto.language.parser.body import BodyBuilder
 from pypto.language.parser.env import Env
@@ -772,6 +772,8 @@ class StmtParser(ScopeParser):
             expected = ScalarType(spec.dtype)
         elif isinstance(spec, ArraySpec):  # arr: pl.Array[8, pl.INT32] = pl.array.create(8, pl.INT32)
             expected = ArrayType(spec.size, spec.dtype)
+        elif isinstance(spec, HandleSpec):  # evt: pl.AsyncEvent = pl.prefetch.async_prefetch(x, ctx)
+            expected = spec.type
         if isinstance(spec, (TileSpec, TensorSpec)):  # a pl.full value takes the annotated level
             level = Level.TILE if isinstance(spec, TileSpec) else Level.TENSOR
             demand(self.body.fills, value, level, self.span(node))

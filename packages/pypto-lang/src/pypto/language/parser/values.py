@@ -19,6 +19,7 @@ from pypto.ir import (
     Const,
     DataType,
     Expr,
+    HandleType,
     ParseError,
     ScalarType,
     SourceSpan,
@@ -91,7 +92,7 @@ def annotation_text(t: Any) -> str | None:
         return "pl.TaskId"
     if isinstance(t, ScalarType):
         return f"pl.Scalar[pl.{t.dtype.name}]"
-    if isinstance(t, ArrayType):
+    if isinstance(t, (ArrayType, HandleType)):
         return str(t)
     return None
 
