@@ -18,7 +18,7 @@ from typing import Any
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import SourceSpan
 from pypto.ir.nodes import Expr
-from pypto.ir.ops.elementwise import check_element_kind, check_scratch
+from pypto.ir.ops.elementwise import check_element_kind, check_scratch, shaped_and_scalar
 from pypto.ir.ops.enums import CmpType
 from pypto.ir.ops.rules import (
     check_arithmetic,
@@ -27,7 +27,6 @@ from pypto.ir.ops.rules import (
     fail,
     same_kind,
     shaped,
-    user_name,
     with_changes,
 )
 from pypto.ir.ops.spec import (
@@ -98,17 +97,7 @@ def compare_scalar(
 ) -> Type:
     """An operand and a scalar that fits its dtype -> a BOOL mask of the operand's shape."""
     op = spec.name
-    lhs = shaped(op, args[0], span)
-    if not isinstance(args[1].type, ScalarType):
-        raise fail(
-            op,
-            f"right operand must be a scalar, got {describe(args[1].type)}",
-            span,
-            f'pass a number or a run-time scalar, e.g. {user_name(op)}(x, 0.0, cmp_type="gt")',
-        )
-    check_element_kind(spec, lhs, span)
-    check_scalar_fits(op, args[1], lhs.dtype, span, "the scalar operand")
-    check_vec(op, lhs, span)
+    lhs = shaped_and_scalar(spec, args, span, '(x, 0.0, cmp_type="gt")')
     _check_cmp_type(op, attrs, span)
     return _mask(lhs)
 

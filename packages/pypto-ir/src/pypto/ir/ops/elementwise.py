@@ -78,9 +78,10 @@ def binary(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: S
     return with_changes(lhs, memory_space=MemorySpace.Vec) if isinstance(lhs, TileType) else lhs
 
 
-def binary_scalar(
-    spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None
-) -> Type:
+def shaped_and_scalar(spec: OpSpec, args: Sequence[Expr], span: SourceSpan | None, example: str) -> Any:
+    """The shaped left operand of an op whose right one is a scalar that fits its dtype (checked,
+    with its element kind and its memory space); ``example`` is the call the hint shows after the
+    op's name, e.g. ``"(x, 2.0)"``."""
     op = spec.name
     lhs = shaped(op, args[0], span)
     if not isinstance(args[1].type, ScalarType):
@@ -88,11 +89,18 @@ def binary_scalar(
             op,
             f"right operand must be a scalar, got {describe(args[1].type)}",
             span,
-            f"pass a number or a run-time scalar, e.g. {user_name(op)}(x, 2.0)",
+            f"pass a number or a run-time scalar, e.g. {user_name(op)}{example}",
         )
     check_element_kind(spec, lhs, span)
     check_scalar_fits(op, args[1], lhs.dtype, span, "the scalar operand")
     check_vec(op, lhs, span)
+    return lhs
+
+
+def binary_scalar(
+    spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], span: SourceSpan | None
+) -> Type:
+    lhs = shaped_and_scalar(spec, args, span, "(x, 2.0)")
     return with_changes(lhs, memory_space=MemorySpace.Vec) if isinstance(lhs, TileType) else lhs
 
 
