@@ -221,6 +221,10 @@ def _on_chip_accumulation(loop: For, homes: _Homes) -> list[Stmt] | None:
         return None
     if any(isinstance(s, (For, While, ScopeStmt)) for s in walk_stmts(loop.body)):
         return None
+    if not all(
+        _accumulated(carried, loop.body) for carried in loop.iter_args if isinstance(carried.type, TensorType)
+    ):
+        return None  # (checked before unrolling, which takes fresh names)
     unrolled, finals = _unrolled(loop, homes.names)
     if any(isinstance(s, If) for s in unrolled):  # an if the index does not decide
         return None
@@ -234,6 +238,17 @@ def _on_chip_accumulation(loop: For, homes: _Homes) -> list[Stmt] | None:
                 return None
     homes.mapping.update(zip(loop.results, finals[-1], strict=True))
     return list(unrolled)
+
+
+def _accumulated(carried: Var, body: tuple[Stmt, ...]) -> bool:
+    """Does ``body`` add onto ``carried`` with a ``tensor.matmul_acc``?"""
+    return any(
+        isinstance(s, Assign)
+        and isinstance(s.value, Call)
+        and s.value.op == tensor.matmul_acc
+        and s.value.args[0] is carried
+        for s in walk_stmts(body)
+    )
 
 
 def _unrolled(loop: For, names: NameGen) -> tuple[tuple[Stmt, ...], list[list[Expr]]]:
