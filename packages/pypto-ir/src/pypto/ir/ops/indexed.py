@@ -42,7 +42,7 @@ from pypto.ir.ops.spec import (
     Trait,
     Unit,
     WholeRegion,
-    declare,
+    declare_op,
 )
 from pypto.ir.types import MemorySpace, TensorType, TileType, Type, describe
 
@@ -470,21 +470,6 @@ def mrgsort_lists(
 _ROWS_LOCAL = SplitPolicy(cols=ALL)  # a row is the unit: the lanes may share out rows, not columns
 
 
-def _op(
-    name: str,
-    level: Level,
-    unit: Unit,
-    rule: Any,
-    operands: tuple[Operand, ...],
-    attrs: tuple[Attr, ...],
-    traits: tuple[Trait, ...],
-    dsl: str,
-    signature: str,
-    doc: str,
-) -> None:
-    declare(OpSpec(name, level, unit, rule, operands, attrs, traits, dsl, signature, doc))
-
-
 def _declare_within(level: Level) -> None:
     """The ops within values: on tiles one instruction, on tensors tiled by rows."""
     prefix = level.value
@@ -501,7 +486,7 @@ def _declare_within(level: Level) -> None:
         return (Lowers(f"tile.{name}"),)
 
     dim = Attr("dim", int, -1)
-    _op(
+    declare_op(
         f"{prefix}.gather",
         level,
         Unit.VECTOR,
@@ -515,7 +500,7 @@ def _declare_within(level: Level) -> None:
     )
     # On a tile the input is updated in place (the result is it); on tensors a new value.
     updated = Effect.UPDATE if tile else Effect.READ
-    _op(
+    declare_op(
         f"{prefix}.scatter",
         level,
         Unit.VECTOR,
@@ -531,7 +516,7 @@ def _declare_within(level: Level) -> None:
     scatter_update_traits: tuple[Trait, ...] = (
         (PlacesTile(), WHOLE_TILE) if tile else (GmAccess(0, None, write=True, indexed=1),)
     )
-    _op(
+    declare_op(
         f"{prefix}.scatter_update",
         level,
         Unit.VECTOR if tile else Unit.MTE,
@@ -543,7 +528,7 @@ def _declare_within(level: Level) -> None:
         "pl.scatter_update(input, index, src, dim=-2)",
         "input with whole source rows written at row indices: input[index[k], :] = src[k, :]",
     )
-    _op(
+    declare_op(
         f"{prefix}.sort32",
         level,
         Unit.VECTOR,
@@ -555,7 +540,7 @@ def _declare_within(level: Level) -> None:
         "pl.sort32(src, idx=None)",
         "each 32 elements of a row sorted largest first into (value, index) pairs",
     )
-    _op(
+    declare_op(
         f"{prefix}.mrgsort_format1",
         level,
         Unit.VECTOR,
@@ -568,7 +553,7 @@ def _declare_within(level: Level) -> None:
         "each row's sorted runs of block_len pairs merged four at a time",
     )
     lists = tuple(Operand(f"src{i}", role, vec, optional=i > 1) for i in range(4))
-    _op(
+    declare_op(
         f"{prefix}.mrgsort_format2",
         level,
         Unit.VECTOR,
@@ -585,7 +570,7 @@ def _declare_within(level: Level) -> None:
 def _declare_memory() -> None:
     T = Level.TILE
     index = Operand("index", Role.TILE, (MemorySpace.Vec,))
-    _op(
+    declare_op(
         "tile.mgather",
         T,
         Unit.MTE,
@@ -597,7 +582,7 @@ def _declare_memory() -> None:
         'pl.mgather(src, index, coalesce="row", gather_oob="undefined")',
         "rows (or elements) of a tensor at the indices of a tile",
     )
-    _op(
+    declare_op(
         "tile.mscatter",
         T,
         Unit.MTE,
@@ -613,7 +598,7 @@ def _declare_memory() -> None:
         'pl.mscatter(src, index, output_tensor, coalesce="row")',
         "a tile's rows (or elements) written into a tensor at the indices of a tile",
     )
-    _op(
+    declare_op(
         "tile.gatherb",
         T,
         Unit.VECTOR,
@@ -625,7 +610,7 @@ def _declare_memory() -> None:
         "pl.gatherb(src, offsets, output_dtype=None)",
         "32-byte blocks of a tile at UINT32 byte offsets",
     )
-    _op(
+    declare_op(
         "tensor.paged_gather",
         Level.TENSOR,
         Unit.MTE,

@@ -43,13 +43,12 @@ from pypto.ir.ops.spec import (
     PlacesTile,
     Reinterprets,
     Role,
-    Rule,
     SetsValid,
     SplitPolicy,
     Trait,
     Unit,
     WholeRegion,
-    declare,
+    declare_op,
 )
 from pypto.ir.types import MemorySpace, ScalarType, TensorType, TileType, Type, describe
 
@@ -714,28 +713,13 @@ _SHAPE_OPTIONAL = Attr("shape", tuple)
 _PAD = Attr("pad_value", PadValue)
 
 
-def _op(
-    name: str,
-    level: Level,
-    unit: Unit,
-    rule: Rule,
-    operands: tuple[Operand, ...],
-    attrs: tuple[Attr, ...],
-    traits: tuple[Trait, ...],
-    dsl: str,
-    signature: str,
-    doc: str,
-) -> None:
-    declare(OpSpec(name, level, unit, rule, operands, attrs, traits, dsl, signature, doc))
-
-
 def _declare_transfers() -> None:
     T, V = Level.TILE, Level.TENSOR
     src = Operand("tensor", Role.TENSOR)
     dst = Operand("tensor", Role.TENSOR, effect=Effect.WRITE)
     load_sig = "pl.load(tensor, offsets, shape, target_memory=pl.Mem.Vec, valid_shape=None)"
     store_sig = "pl.store(tile, offsets, tensor)"
-    _op(
+    declare_op(
         "tile.load",
         T,
         Unit.MTE,
@@ -747,7 +731,7 @@ def _declare_transfers() -> None:
         load_sig,
         "a tile read from a region of a tensor (only the valid region, if valid_shape is given)",
     )
-    _op(
+    declare_op(
         "tile.load_partial",
         T,
         Unit.MTE,
@@ -759,7 +743,7 @@ def _declare_transfers() -> None:
         load_sig,
         "a tile of which a run-time valid region is read from a tensor",
     )
-    _op(
+    declare_op(
         "tile.store",
         T,
         Unit.MTE,
@@ -771,7 +755,7 @@ def _declare_transfers() -> None:
         store_sig,
         "the tile's valid region written into a tensor at offsets",
     )
-    _op(
+    declare_op(
         "tile.store_partial",
         T,
         Unit.MTE,
@@ -783,7 +767,7 @@ def _declare_transfers() -> None:
         store_sig,
         "a run-time valid region of the tile written into a tensor",
     )
-    _op(
+    declare_op(
         "tile.store_atomic",
         T,
         Unit.MTE,
@@ -800,7 +784,7 @@ def _declare_transfers() -> None:
         "pl.store(tile, offsets, tensor, atomic=pl.AtomicType.Add)",
         "the tile added into a tensor region",
     )
-    _op(
+    declare_op(
         "tile.gather_row",
         T,
         Unit.MTE,
@@ -822,7 +806,7 @@ def _declare_transfers() -> None:
         "valid_shape=None)",
         "rows of a tensor copied into a Vec or Mat (L1) tile (only the valid_shape part, if given)",
     )
-    _op(
+    declare_op(
         "tile.transpose_view",
         T,
         Unit.MTE,
@@ -835,7 +819,7 @@ def _declare_transfers() -> None:
         "pl.transpose_view(tile)",
         "the 2-D tile with its axes swapped, in its space (a matmul operand in the other layout)",
     )
-    _op(
+    declare_op(
         "tile.extract",
         T,
         Unit.MTE,
@@ -847,7 +831,7 @@ def _declare_transfers() -> None:
         "pl.extract(src, idx_row, idx_col, shape, target_memory)",
         "a region of a Mat tile copied into Left or Right (a matmul operand block)",
     )
-    _op(
+    declare_op(
         "tile.move",
         T,
         Unit.MTE,
@@ -859,7 +843,7 @@ def _declare_transfers() -> None:
         "pl.move(tile, target_memory)",
         "the tile copied into another memory space",
     )
-    _op(
+    declare_op(
         "tile.create",
         T,
         Unit.SCALAR,
@@ -871,7 +855,7 @@ def _declare_transfers() -> None:
         "pl.create_tile(shape, dtype, target_memory=pl.Mem.Vec, tile_view=None)",
         "an uninitialised tile",
     )
-    _op(
+    declare_op(
         "tensor.create",
         V,
         Unit.HOST,
@@ -883,7 +867,7 @@ def _declare_transfers() -> None:
         "pl.create_tensor(shape, dtype, manual_dep=False)",
         "a fresh global-memory tensor",
     )
-    _op(
+    declare_op(
         "tensor.assemble",
         V,
         Unit.MTE,
@@ -895,7 +879,7 @@ def _declare_transfers() -> None:
         "pl.assemble(target, value, offsets)",
         "the value written into a region of the target tensor (atomic=pl.AtomicType.Add adds into it)",
     )
-    _op(
+    declare_op(
         "tile.assemble",
         T,
         Unit.MTE,
@@ -907,7 +891,7 @@ def _declare_transfers() -> None:
         "pl.assemble(target, value, offsets)",
         "the value tile written into a region of the target tile",
     )
-    _op(
+    declare_op(
         "tile.fillpad",
         T,
         Unit.VECTOR,
@@ -922,7 +906,7 @@ def _declare_transfers() -> None:
         "pl.fillpad(x, pad_value=pl.PadValue.zero)",
         "the tile with pad_value outside its valid shape",
     )
-    _op(
+    declare_op(
         "tensor.fillpad",
         Level.TENSOR,
         Unit.VECTOR,
@@ -934,7 +918,7 @@ def _declare_transfers() -> None:
         "pl.fillpad(x, pad_value=pl.PadValue.zero)",
         "the tensor with pad_value outside its valid shape",
     )
-    _op(
+    declare_op(
         "tile.fillpad_expand",
         T,
         Unit.VECTOR,
@@ -949,7 +933,7 @@ def _declare_transfers() -> None:
         "pl.fillpad_expand(x, shape=None, pad_value=pl.PadValue.zero)",
         "a larger tile holding x's valid region at its origin and pad_value everywhere else",
     )
-    _op(
+    declare_op(
         "tensor.fillpad_expand",
         Level.TENSOR,
         Unit.VECTOR,
@@ -961,7 +945,7 @@ def _declare_transfers() -> None:
         "pl.fillpad_expand(x, shape=None, pad_value=pl.PadValue.zero)",
         "a larger tensor holding x's valid region at its origin and pad_value everywhere else",
     )
-    _op(
+    declare_op(
         "tensor.set_validshape",
         Level.TENSOR,
         Unit.SCALAR,
@@ -973,7 +957,7 @@ def _declare_transfers() -> None:
         "pl.set_validshape(x, rows, cols)",
         "a view of the tensor of which only the leading rows x cols region is real",
     )
-    _op(
+    declare_op(
         "tile.set_validshape",
         T,
         Unit.SCALAR,
@@ -986,7 +970,7 @@ def _declare_transfers() -> None:
         "the tile, of which only the leading rows x cols region is real from then on",
     )
     # A fill is a tensor (PyPTO's pl.full), or a tile where its uses ask for one (the parser's).
-    _op(
+    declare_op(
         "tensor.full",
         V,
         Unit.VECTOR,
@@ -998,7 +982,7 @@ def _declare_transfers() -> None:
         "pl.full(shape, dtype, value)",
         "a tensor filled with value",
     )
-    _op(
+    declare_op(
         "tile.full",
         T,
         Unit.VECTOR,
@@ -1020,7 +1004,7 @@ def _declare_views(level: Level) -> None:
     reshape_traits: tuple[Trait, ...] = (
         (WHOLE_TILE, FormatFree(), *place) if tile else (WholeRegion(), Lowers("tile.reshape"), FormatFree())
     )
-    _op(
+    declare_op(
         f"{prefix}.reshape",
         level,
         Unit.MTE,
@@ -1032,7 +1016,7 @@ def _declare_views(level: Level) -> None:
         "pl.reshape(x, shape)",
         "the same elements in another shape",
     )
-    _op(
+    declare_op(
         f"{prefix}.reinterpret_view",
         level,
         Unit.MTE,
@@ -1062,7 +1046,7 @@ def _declare_views(level: Level) -> None:
         )
     )
     view_attrs: tuple[Attr, ...] = () if tile else (_PAD, Attr("clamp", bool, False))
-    _op(
+    declare_op(
         f"{prefix}.slice",
         level,
         Unit.MTE,
@@ -1080,7 +1064,7 @@ def _declare_views(level: Level) -> None:
     transpose_traits: tuple[Trait, ...] = (
         (WHOLE_TILE, *place) if tile else (WholeRegion(), Lowers("tile.transpose"))
     )
-    _op(
+    declare_op(
         f"{prefix}.transpose",
         level,
         Unit.VECTOR,
@@ -1094,7 +1078,7 @@ def _declare_views(level: Level) -> None:
     )
     rhs = Operand("b", Role.TILE, (MemorySpace.Vec,)) if tile else Operand("b", Role.TENSOR)
     lowers = () if tile else (Lowers("tile.concat"),)
-    _op(
+    declare_op(
         f"{prefix}.concat",
         level,
         Unit.VECTOR,

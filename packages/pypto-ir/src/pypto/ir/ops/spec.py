@@ -542,6 +542,22 @@ def declare(spec: OpSpec) -> OpSpec:
     return spec
 
 
+def declare_op(
+    name: str,
+    level: Level,
+    unit: Unit,
+    rule: Any,
+    operands: tuple[Operand, ...],
+    attrs: tuple[Attr, ...],
+    traits: tuple[Trait, ...],
+    dsl: str,
+    signature: str,
+    doc: str,
+) -> None:
+    """:func:`declare` of an op spec written out field by field, in OpSpec's order."""
+    declare(OpSpec(name, level, unit, rule, operands, attrs, traits, dsl, signature, doc))
+
+
 def undeclare(name: str) -> None:
     """Remove an op (tests that declare throwaway ops); its handle stops resolving."""
     OPS.pop(name, None)
