@@ -42,7 +42,7 @@ import torch
 import pypto.language as pl
 from pypto.ir import Program, RunReport
 from pypto.runtime import RunConfig, hookimpl
-from pypto.runtime.registry import get_target, register_plugin
+from pypto.runtime.platforms.registry import get_target, register_plugin
 from pypto_sim_a2a3 import A2A3_TARGET
 
 ROOT = Path(__file__).parents[1]

@@ -34,8 +34,8 @@ os.environ["PYPTO_CACHE"] = "off"  # every trial compiles; the worker processes 
 import torch
 
 import pypto.language as pl
-from pypto.runtime.tuning import SerialExecutor, TuningReport
-from pypto.runtime.tuning_dask import DaskExecutor
+from pypto.tuning.cluster import DaskExecutor
+from pypto.tuning.sweep import SerialExecutor, TuningReport
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench import ROOT, load_example, seed_args

@@ -51,7 +51,7 @@ def _roundtrip_every_compile(request, monkeypatch):
 def _no_forced_terminal(monkeypatch):
     """rich takes any stream for a terminal when one of these is set (a CI runner's FORCE_COLOR,
     say); the tests decide for themselves what is a terminal."""
-    from pypto.runtime.progress import TERMINAL_VARIABLES
+    from pypto.runtime.reports.progress import TERMINAL_VARIABLES
 
     for name in TERMINAL_VARIABLES:
         monkeypatch.delenv(name, raising=False)

@@ -17,7 +17,7 @@ import torch
 
 import pypto.language as pl
 from pypto.runtime import RunConfig
-from pypto.runtime.tuning import FAILED, INFEASIBLE, OK, TuneError
+from pypto.tuning.sweep import FAILED, INFEASIBLE, OK, TuneError
 
 SPLITS = (pl.SplitMode.UP_DOWN, pl.SplitMode.NONE)
 CONFIGS = [

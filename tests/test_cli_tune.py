@@ -141,7 +141,7 @@ def test_workers_on_the_command_line_beat_a_scheduler_in_the_environment(
 def test_without_dask_the_sweep_runs_here_with_a_warning(
     runner: CliRunner, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("pypto.runtime.tuning_dask.dask_installed", lambda: False)
+    monkeypatch.setattr("pypto.tuning.cluster.dask_installed", lambda: False)
     result = tuned(runner, f"{KERNELS}::tuned_seed", "--workers", "2")
     assert "pypto: TuneWarning: Dask is not installed, so the sweep runs serially" in result.stderr
     assert "on this process (serially)" in result.stderr and result.stdout.startswith("best  config")

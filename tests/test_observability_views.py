@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from pypto.cli import cli
 from pypto.runtime import RunConfig
-from pypto.runtime.memory_map import plan_of
+from pypto.runtime.reports.memory_map import plan_of
 from pypto.tools.deps_graph import load_deps
 
 ROOT = Path(__file__).resolve().parent.parent

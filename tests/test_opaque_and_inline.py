@@ -24,7 +24,7 @@ from pypto.ir import (
     verify_program,
 )
 from pypto.ir.ops import op
-from pypto.runtime.progress import count_tasks
+from pypto.runtime.reports.progress import count_tasks
 
 R, C = 16, 64
 T = pl.Tensor[[R, C], pl.FP32]

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from pypto.runtime import RunConfig
-from pypto.runtime.profiling import chrome_trace
+from pypto.runtime.reports.profiling import chrome_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

@@ -70,7 +70,7 @@ def test_a_two_stage_pipeline_overlaps_loads_with_compute_and_runs_faster_with_t
 
 
 def test_the_trace_has_a_thread_per_pipe_where_the_overlap_shows():
-    from pypto.runtime.profiling import chrome_trace
+    from pypto.runtime.reports.profiling import chrome_trace
 
     _, _, report = streamed(double_buffered)
     trace = chrome_trace(report)["traceEvents"]

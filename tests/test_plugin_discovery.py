@@ -6,7 +6,7 @@ import pytest
 
 from pypto.ir import PlatformError
 from pypto.runtime import RunConfig, get_backend, list_platforms, reset_registry
-from pypto.runtime.registry import PluginWarning
+from pypto.runtime.platforms.registry import PluginWarning
 
 
 @pytest.fixture(autouse=True)

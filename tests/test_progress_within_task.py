@@ -9,8 +9,8 @@ from rich.console import Console
 
 import pypto.language as pl
 from pypto.runtime import RunConfig
-from pypto.runtime.progress import ON_PROGRESS_OPTION, TaskProgress, count_tasks
-from pypto.runtime.registry import get_backend
+from pypto.runtime.platforms.registry import get_backend
+from pypto.runtime.reports.progress import ON_PROGRESS_OPTION, TaskProgress, count_tasks
 
 
 @pl.jit

@@ -100,7 +100,7 @@ def test_roundtrip_verification_names_the_pass_whose_program_does_not_read_back(
             for fn in program.functions.values()
         )
 
-    from pypto.runtime import compiled
+    from pypto.runtime.compiling import compiled
 
     monkeypatch.setattr(compiled, "_READER", [losing_attrs])
     parsed = softmax_mixed.parse(
@@ -182,7 +182,7 @@ def test_names_python_would_read_otherwise_print_with_a_suffix_and_read_back():
 
 
 def test_roundtrip_without_the_pl_parser_loaded_says_what_to_import(monkeypatch):
-    from pypto.runtime import compiled
+    from pypto.runtime.compiling import compiled
     from pypto.runtime.settings import ConfigError
 
     monkeypatch.setattr(compiled, "_READER", [])

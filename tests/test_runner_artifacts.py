@@ -10,8 +10,8 @@ import torch
 import pypto.language as pl
 from pypto.backend import BackendType
 from pypto.runtime import RunConfig, run
-from pypto.runtime.runner import RunResult
-from pypto.runtime.runner import run as run_for_result
+from pypto.runtime.running.runner import RunResult
+from pypto.runtime.running.runner import run as run_for_result
 from pypto.runtime.settings import ConfigError
 
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pypto.runtime.progress import TERMINAL_VARIABLES
+from pypto.runtime.reports.progress import TERMINAL_VARIABLES
 
 ROOT = Path(__file__).parents[1]
 HELLO = ROOT / "examples" / "beginner" / "01_hello_world.py"

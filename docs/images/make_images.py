@@ -19,7 +19,7 @@ import torch
 
 from pypto.ir import RunReport
 from pypto.runtime import RunConfig
-from pypto.runtime.swimlane import draw_swimlane
+from pypto.runtime.reports.swimlane import draw_swimlane
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parent.parent / "examples"

@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from lang_platforms import RecordingBackend, RecordingPlugin
 
 from pypto.runtime import RunConfig, register_plugin, reset_registry
-from pypto.runtime.progress import TERMINAL_VARIABLES
+from pypto.runtime.reports.progress import TERMINAL_VARIABLES
 
 
 @pytest.fixture(autouse=True)

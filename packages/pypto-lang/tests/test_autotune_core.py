@@ -12,8 +12,9 @@ import torch
 
 import pypto.language as pl
 from pypto.ir import ParseError
-from pypto.runtime import RunConfig, tuning_dask
-from pypto.runtime.tuning import OK, SerialExecutor, Trial, TuneError, TuneWarning, TuningCache
+from pypto.runtime import RunConfig
+from pypto.tuning import cluster
+from pypto.tuning.sweep import OK, SerialExecutor, Trial, TuneError, TuneWarning, TuningCache
 
 TILES = (16, 32, 64)
 tile = 64  # the default of the tuned name: a config's value shadows it
@@ -135,19 +136,19 @@ def test_an_unreadable_cache_entry_is_ignored(tmp_path: Path) -> None:
 
 
 def test_where_a_sweep_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert isinstance(tuning_dask.make_executor(), SerialExecutor)
-    assert isinstance(tuning_dask.make_executor(workers=1), SerialExecutor)
+    assert isinstance(cluster.make_executor(), SerialExecutor)
+    assert isinstance(cluster.make_executor(workers=1), SerialExecutor)
     monkeypatch.setenv("PYPTO_TUNE_WORKERS", "lots")
     with pytest.raises(TuneError, match="PYPTO_TUNE_WORKERS='lots' is not a number"):
-        tuning_dask.make_executor()
+        cluster.make_executor()
     monkeypatch.setenv("PYPTO_TUNE_WORKERS", "0")
-    assert isinstance(tuning_dask.make_executor(default_workers=4), SerialExecutor)
+    assert isinstance(cluster.make_executor(default_workers=4), SerialExecutor)
     monkeypatch.delenv("PYPTO_TUNE_WORKERS")
-    monkeypatch.setattr(tuning_dask, "dask_installed", lambda: False)
+    monkeypatch.setattr(cluster, "dask_installed", lambda: False)
     with pytest.warns(TuneWarning, match="runs serially"):
-        assert isinstance(tuning_dask.make_executor(workers=2), SerialExecutor)
+        assert isinstance(cluster.make_executor(workers=2), SerialExecutor)
     with pytest.raises(TuneError, match="Dask is not installed") as info:
-        tuning_dask.make_executor(scheduler="tcp://127.0.0.1:8786")
+        cluster.make_executor(scheduler="tcp://127.0.0.1:8786")
     assert "pypto-lang[tune]" in info.value.hint
 
 
@@ -213,7 +214,7 @@ def test_an_edit_of_the_backends_source_sweeps_again(backend, config: RunConfig,
     first, picked = make_scaled()
     first(*args, config=config)
     assert picked == list(TILES)
-    autotune_module = sys.modules["pypto.language.autotune"]
+    autotune_module = sys.modules["pypto.tuning.autotune"]
     edited = autotune_module.source_digest(type(backend).__module__) + "-edited"
     monkeypatch.setattr(autotune_module, "source_digest", lambda module: edited)
     again, picked = make_scaled()
@@ -222,7 +223,7 @@ def test_an_edit_of_the_backends_source_sweeps_again(backend, config: RunConfig,
 
 
 def test_the_source_digest_follows_a_package_or_a_module_file(tmp_path: Path, monkeypatch) -> None:
-    from pypto.runtime.cache import source_digest
+    from pypto.runtime.compiling.cache import source_digest
 
     package = tmp_path / "tuned_plugin_pkg"
     (package / "cost").mkdir(parents=True)

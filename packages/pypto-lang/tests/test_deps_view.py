@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from pypto.cli import cli
 from pypto.ir import PyptoError, RunReport, TaskEdge, TaskRecord
-from pypto.runtime.artifacts import deps_file_data
+from pypto.runtime.compiling.artifacts import deps_file_data
 from pypto.tools.deps_graph import (
     DepsFileError,
     DepsGraph,

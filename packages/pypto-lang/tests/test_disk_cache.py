@@ -13,8 +13,9 @@ import pypto.ir as ir
 import pypto.language as pl
 from pypto.ir import nodes
 from pypto.passes import CompileWarning
-from pypto.runtime import RunConfig, compile_program, compiled
-from pypto.runtime.cache import CacheWarning, ProgramCache, _Fingerprint, cache_key
+from pypto.runtime import RunConfig, compile_program
+from pypto.runtime.compiling import compiled
+from pypto.runtime.compiling.cache import CacheWarning, ProgramCache, _Fingerprint, cache_key
 
 X = pl.Tensor[[64, 64], pl.FP32]
 

@@ -12,7 +12,7 @@ import pypto.language as pl
 from pypto.passes import CompileWarning
 from pypto.passes.allocate import tile_lifetimes
 from pypto.runtime import RunConfig, get_target
-from pypto.runtime.memory_map import plan_of
+from pypto.runtime.reports.memory_map import plan_of
 from pypto.tools.memory_map import MemoryMapError, load_program, main, memory_map_html, statement_lines
 
 A2A3 = RunConfig(platform="a2a3")

@@ -1,5 +1,5 @@
 """CompiledProgram.output_dir: the artifacts of a compile, where they go and when they are written;
-pypto.ir.compile and the names PyPTO code imports from pypto.ir and pypto.runtime.runner."""
+pypto.ir.compile and the names PyPTO code imports from pypto.ir and pypto.runtime.running.runner."""
 
 import json
 import os
@@ -152,8 +152,8 @@ def test_the_public_names_of_pypto_ir():
 def test_the_runner_module():
     from pypto.runtime import RunConfig as Config
     from pypto.runtime import RunResult
-    from pypto.runtime.runner import RunConfig as RunnerConfig
-    from pypto.runtime.runner import RunResult as RunnerResult
+    from pypto.runtime.running.runner import RunConfig as RunnerConfig
+    from pypto.runtime.running.runner import RunResult as RunnerResult
 
     assert RunnerConfig is Config and RunnerResult is RunResult
 

@@ -17,8 +17,8 @@ from pypto.cli import cli
 from pypto.ir import PlatformError
 from pypto.passes import Pipeline
 from pypto.runtime import RunConfig, register_plugin, registry, reset_registry
-from pypto.runtime.cache import cache_key
-from pypto.runtime.pipelines import pipeline_of
+from pypto.runtime.compiling.cache import cache_key
+from pypto.runtime.compiling.pipelines import pipeline_of
 from pypto.runtime.settings import ConfigError
 
 

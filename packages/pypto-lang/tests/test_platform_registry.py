@@ -18,12 +18,12 @@ from pypto.runtime import (
     get_backend,
     get_target,
     hookimpl,
-    hookspecs,
     list_platforms,
     register_plugin,
     reset_registry,
     settings,
 )
+from pypto.runtime.platforms import hookspecs
 from pypto.runtime.settings import ConfigError
 
 
@@ -196,7 +196,7 @@ def test_an_unknown_name_in_pypto_load_plugins_is_warned_with_the_installed_name
     _fake_distribution(plugin_path, "alpha-plugin", "alpha_plugin_mod", "alphasim")
     monkeypatch.setenv("PYPTO_LOAD_PLUGINS", "alpha-plugin,alpah-plugin")
     reset_registry()
-    from pypto.runtime.registry import PluginWarning
+    from pypto.runtime.platforms.registry import PluginWarning
 
     with pytest.warns(PluginWarning) as caught:
         assert list_platforms() == ["alphasim"]
@@ -213,7 +213,7 @@ def test_known_names_in_pypto_load_plugins_give_no_warning(plugin_path, monkeypa
     _fake_distribution(plugin_path, "alpha-plugin", "alpha_plugin_mod", "alphasim")
     monkeypatch.setenv("PYPTO_LOAD_PLUGINS", "alpha-plugin")
     reset_registry()
-    from pypto.runtime.registry import PluginWarning
+    from pypto.runtime.platforms.registry import PluginWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("error", PluginWarning)

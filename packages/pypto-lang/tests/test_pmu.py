@@ -9,7 +9,7 @@ import pytest
 from pypto.ir import RunReport
 from pypto.ir.backend import STALL, Slice
 from pypto.runtime import RunConfig
-from pypto.runtime.pmu import COLUMNS, NO_PIPE, PIPES, pipe_of, pmu_csv, pmu_rows
+from pypto.runtime.reports.pmu import COLUMNS, NO_PIPE, PIPES, pipe_of, pmu_csv, pmu_rows
 from pypto.runtime.settings import ConfigError
 
 

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 import pypto.language as pl
-from pypto.runtime import RunConfig, profiling, settings
+from pypto.runtime import RunConfig, settings
+from pypto.runtime.reports import profiling
 from pypto.runtime.settings import ConfigError
 
 X = pl.Tensor[[64, 64], pl.FP32]

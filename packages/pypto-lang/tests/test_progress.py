@@ -7,7 +7,7 @@ from lang_kernels_seed import mixed, staged
 from rich.console import Console
 
 from pypto.runtime import RunConfig
-from pypto.runtime.progress import ON_PROGRESS_OPTION, ON_TASK_OPTION, TaskProgress, count_tasks
+from pypto.runtime.reports.progress import ON_PROGRESS_OPTION, ON_TASK_OPTION, TaskProgress, count_tasks
 
 
 def test_count_tasks_counts_the_kernel_calls_of_the_entry(backend):

@@ -7,7 +7,7 @@ import matplotlib.image
 
 from pypto.ir import RunReport, TaskRecord
 from pypto.ir.backend import HeapUse, RingTrack, SubmittedTask
-from pypto.runtime.scope_stats import (
+from pypto.runtime.reports.scope_stats import (
     group_windows,
     max_steps,
     peak,

@@ -6,7 +6,7 @@ import matplotlib.image
 
 from pypto.ir import RunReport, TaskRecord
 from pypto.ir.backend import STALL, RingTrack, Slice
-from pypto.runtime.swimlane import PLOT_MAX_PX, PLOT_MIN_PX, draw_swimlane, swimlane_records
+from pypto.runtime.reports.swimlane import PLOT_MAX_PX, PLOT_MIN_PX, draw_swimlane, swimlane_records
 
 
 def _report(slices, tasks=(), rings=(), total=None):

@@ -4,7 +4,7 @@ from typing import TYPE_CHECKING
 
 from pypto.ir.backend import Backend, RunReport, TaskEdge, TaskRecord
 from pypto.ir.compile_options import BackendType, OptimizationStrategy, PassDumpLevel, VerificationLevel
-from pypto.ir.compiling import MissingPackageError, compile
+from pypto.ir.compiling import MissingPackageError
 from pypto.ir.dtypes import DataType, dtype_from_torch_name, supported_torch_dtypes
 from pypto.ir.equality import (
     assert_structural_equal,
@@ -109,17 +109,16 @@ __version__ = "0.1.0"
 
 
 if TYPE_CHECKING:
-    from pypto.ir.compiling import PassManager as PassManager
+    from pypto.passes import PassManager as PassManager
+    from pypto.runtime.compiling.ir_entry import compile as compile
 else:
 
     def __getattr__(name: str) -> object:
-        """``pypto.ir.PassManager`` is ``pypto.passes.PassManager``, imported on first use: the IR
-        floor imports without pypto-passes installed."""
-        if name == "PassManager":
-            from pypto.ir.compiling import pass_manager_class
+        """``pypto.ir.compile`` (pypto-lang's) and ``pypto.ir.PassManager`` (pypto-passes'),
+        loaded on first use from the package that offers them: the IR floor imports alone."""
+        from pypto.ir.compiling import offered
 
-            return pass_manager_class()
-        raise AttributeError(f"module 'pypto.ir' has no attribute {name!r}")
+        return offered(name)
 
 
 from pypto.ir.serial import SerializationError, deserialize, serialize

@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING
 from pypto.ir.compile_options import OptimizationStrategy
 
 if TYPE_CHECKING:
-    from pypto.ir.compiling import PassManager as PassManager
+    from pypto.passes import PassManager as PassManager
 else:
 
     def __getattr__(name: str) -> object:
         if name == "PassManager":
-            from pypto.ir.compiling import pass_manager_class
+            from pypto.ir.compiling import offered
 
-            return pass_manager_class()
+            return offered(name)
         raise AttributeError(f"module 'pypto.ir.pass_manager' has no attribute {name!r}")
 
 

@@ -12,7 +12,17 @@ from typing import NoReturn
 from pypto.ir.errors import PyptoError, SourceSpan
 
 # Modules whose frames are PyPTO's own, not the user's (pypto.models is user code written in pl).
-INTERNAL_MODULES = ("pypto.ir", "pypto.passes", "pypto.language", "pypto.runtime", "pypto.cli", "pypto_sim_")
+INTERNAL_MODULES = (
+    "pypto.ir",
+    "pypto.passes",
+    "pypto.language",
+    "pypto.runtime",
+    "pypto.tuning",
+    "pypto.debug",
+    "pypto.tools",
+    "pypto.cli",
+    "pypto_sim_",
+)
 CLI_MODULES = "pypto.cli"
 
 

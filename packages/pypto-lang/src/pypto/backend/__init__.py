@@ -24,7 +24,7 @@ class UnsupportedBackendError(PlatformError):
 def backend_type_of(platform: str) -> BackendType | None:
     """The family ``platform`` compiles for (by the chip of its target), or None when the platform is
     unknown or its chip is of no family ``BackendType`` names."""
-    from pypto.runtime.registry import registry  # the registry imports the runtime's config
+    from pypto.runtime.platforms.registry import registry  # the registry imports the runtime's config
 
     try:
         chip = registry().target(platform).name
@@ -35,7 +35,7 @@ def backend_type_of(platform: str) -> BackendType | None:
 
 def platforms_of(backend_type: BackendType) -> list[str]:
     """The installed platforms of ``backend_type``, in the registry's order."""
-    from pypto.runtime.registry import list_platforms
+    from pypto.runtime.platforms.registry import list_platforms
 
     return [name for name in list_platforms() if backend_type_of(name) is backend_type]
 
@@ -43,7 +43,7 @@ def platforms_of(backend_type: BackendType) -> list[str]:
 def check_supported(backend_type: BackendType, span: SourceSpan | None = None) -> list[str]:
     """The installed platforms of ``backend_type``; an :class:`UnsupportedBackendError` when there
     are none."""
-    from pypto.runtime.registry import list_platforms
+    from pypto.runtime.platforms.registry import list_platforms
 
     found = platforms_of(backend_type)
     if found:

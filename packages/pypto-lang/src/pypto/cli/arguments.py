@@ -17,6 +17,7 @@ from pypto.ir import DataType
 from pypto.ir.extents import Extent
 from pypto.language.annotations import ScalarSpec, TensorSpec
 from pypto.language.jit import JitFunction
+from pypto.language.parser.signature import signature_of
 
 _TENSOR = re.compile(r"^(?P<dtype>[A-Za-z][A-Za-z0-9]*)\[(?P<shape>[^\[\]]*)\]$")
 _INT = re.compile(r"^[+-]?[0-9]+$")
@@ -118,7 +119,7 @@ def compile_arguments(kernel: JitFunction, given: dict[str, Any]) -> dict[str, A
     """The keyword arguments to compile ``kernel`` with: none when ``--arg`` gave nothing and every
     tensor parameter is fully annotated (scalars then stay run-time values), else one per parameter.
     """
-    if not given and all(_fixed(sig.spec) for sig in kernel.signature):
+    if not given and all(_fixed(sig.spec) for sig in signature_of(kernel)):
         return {}
     return call_arguments(kernel, given)
 
@@ -129,7 +130,7 @@ def _fixed(spec: Any) -> bool:
 
 def call_arguments(kernel: JitFunction, given: dict[str, Any]) -> dict[str, Any]:
     """One value per parameter: the ``--arg`` given, else one made from a full annotation."""
-    names = [sig.name for sig in kernel.signature]
+    names = [sig.name for sig in signature_of(kernel)]
     unknown = sorted(set(given) - set(names))
     if unknown:
         raise ArgumentError(
@@ -137,12 +138,12 @@ def call_arguments(kernel: JitFunction, given: dict[str, Any]) -> dict[str, Any]
             f"its parameters: {', '.join(names)}",
             hint=f"name one of its parameters, e.g. --arg {names[0]}=..." if names else "pass no --arg",
         )
-    for sig in kernel.signature:
+    for sig in signature_of(kernel):
         if sig.name in given:
             _check_kind(kernel, sig, given[sig.name])
     return {
         sig.name: given[sig.name] if sig.name in given else _annotated(kernel, sig)
-        for sig in kernel.signature
+        for sig in signature_of(kernel)
     }
 
 

@@ -8,8 +8,8 @@ import click
 
 from pypto.cli.views import table
 from pypto.runtime import settings
-from pypto.runtime.cache import EntryInfo, ProgramCache
-from pypto.runtime.tuning import TuningCache
+from pypto.runtime.compiling.cache import EntryInfo, ProgramCache
+from pypto.tuning.sweep import TuningCache
 
 
 def _size(nbytes: int) -> str:

@@ -14,8 +14,8 @@ from pypto.cli.views import memory_map, report
 from pypto.ir import Program, print_ir
 from pypto.passes import PipelineError
 from pypto.runtime import RunConfig, compile_program, get_target
-from pypto.runtime.pipelines import command_line_start, parse_user_pipeline
-from pypto.runtime.profiling import check_output_dir
+from pypto.runtime.compiling.pipelines import command_line_start, parse_user_pipeline
+from pypto.runtime.reports.profiling import check_output_dir
 from pypto.runtime.settings import Origin
 
 EMITS = ("ir", "memory-map", "report")

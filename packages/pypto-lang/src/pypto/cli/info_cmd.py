@@ -8,7 +8,7 @@ import click
 
 from pypto.cli.views import table
 from pypto.passes import DEFAULT_PIPELINE, PASS_REGISTRY, PassOption
-from pypto.runtime.registry import PlatformEntry, registry
+from pypto.runtime.platforms.registry import PlatformEntry, registry
 
 
 def _as_dict(entry: PlatformEntry) -> dict[str, str | None]:

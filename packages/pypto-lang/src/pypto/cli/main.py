@@ -11,9 +11,9 @@ import click
 
 from pypto.cli import cache_cmd, compile_cmd, deps_cmd, info_cmd, run_cmd, tune_cmd
 from pypto.ir import PyptoError
-from pypto.runtime.cache import CacheWarning
-from pypto.runtime.registry import PlatformRegistry, PluginWarning, registry
-from pypto.runtime.tuning import TuneWarning
+from pypto.runtime.compiling.cache import CacheWarning
+from pypto.runtime.platforms.registry import PlatformRegistry, PluginWarning, registry
+from pypto.tuning.sweep import TuneWarning
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 # Warnings about pypto's own settings and files: their place in pypto's source says nothing.

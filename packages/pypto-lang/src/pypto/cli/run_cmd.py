@@ -10,9 +10,9 @@ import click
 from pypto.cli.errors import ArgumentError, PyptoCommand
 from pypto.cli.scripts import run_module, run_script
 from pypto.runtime import settings
-from pypto.runtime.launches import Launch, recording_launches
-from pypto.runtime.profiling import check_profile_dir
-from pypto.runtime.registry import registry
+from pypto.runtime.platforms.registry import registry
+from pypto.runtime.reports.launches import Launch, recording_launches
+from pypto.runtime.reports.profiling import check_profile_dir
 from pypto.runtime.settings import Origin, Setting
 
 # pypto's own options come before SCRIPT (or -m MODULE); everything after it is the script's, as

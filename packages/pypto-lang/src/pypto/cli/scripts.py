@@ -16,8 +16,8 @@ import click
 
 from pypto.cli.errors import ArgumentError
 from pypto.ir import Program, PyptoError
-from pypto.language.autotune import Autotuner
 from pypto.language.jit import JitFunction
+from pypto.tuning.autotune import Autotuner
 
 LOADED_NAME = "__pypto_script__"  # the module name a script gets when loaded for its kernels
 

@@ -4,7 +4,7 @@ with the fewest modeled cycles.
 The configurations are the cartesian product of the ``--grid NAME=V1,V2,...`` options, or the
 ``configs=`` of a ``@pl.autotune`` kernel. The arguments are real tensors of the shapes ``--arg``
 (or the annotations) give: seeded random values, zeros for ``pl.Out`` parameters. The trials run
-as :meth:`pypto.language.autotune.Autotuner.tune` runs them: serially, on a Dask ``LocalCluster``
+as :meth:`pypto.tuning.autotune.Autotuner.tune` runs them: serially, on a Dask ``LocalCluster``
 or on a running Dask cluster.
 """
 
@@ -26,14 +26,15 @@ from pypto.cli.run_cmd import PLATFORM_OPTION, check_platform
 from pypto.cli.scripts import find_kernel, split_target
 from pypto.ir import DataType, Direction
 from pypto.language.annotations import TensorSpec
-from pypto.language.autotune import Autotuner, autotune
 from pypto.language.jit import JitFunction
+from pypto.language.parser.signature import signature_of
 from pypto.runtime.config import RunConfig
-from pypto.runtime.profiling import check_output_dir
-from pypto.runtime.progress import build_bar
-from pypto.runtime.registry import registry
+from pypto.runtime.platforms.registry import registry
+from pypto.runtime.reports.profiling import check_output_dir
+from pypto.runtime.reports.progress import build_bar
 from pypto.runtime.settings import ConfigError, Origin
-from pypto.runtime.tuning import OBJECTIVE_CYCLES, Config, Executor, Trial, TuningReport
+from pypto.tuning.autotune import Autotuner, autotune
+from pypto.tuning.sweep import OBJECTIVE_CYCLES, Config, Executor, Trial, TuningReport
 
 if TYPE_CHECKING:  # rich and torch load only when a sweep runs
     from rich.progress import Progress
@@ -217,7 +218,7 @@ def _names_read(kernel: JitFunction) -> set[str]:
 
 
 def _check_grid_names(kernel: JitFunction, axes: Sequence[tuple[str, list[Any]]]) -> None:
-    params = {sig.name for sig in kernel.signature}
+    params = {sig.name for sig in signature_of(kernel)}
     read = _names_read(kernel)
     for name, values in axes:
         if name not in params and name not in read:
@@ -262,7 +263,7 @@ def make_tuner(kernel: JitFunction | Autotuner, axes: Sequence[tuple[str, list[A
 
 def _supplied(tuner: Autotuner) -> set[str]:
     """The parameters the configs pass (a config name that is a parameter's)."""
-    params = {sig.name for sig in tuner.fn.signature}
+    params = {sig.name for sig in signature_of(tuner.fn)}
     return {name for config in tuner.configs for name in config.kwargs if name in params}
 
 
@@ -284,7 +285,7 @@ def tune_arguments(tuner: Autotuner, given: dict[str, Any]) -> dict[str, Any]:
 
     torch.manual_seed(0)
     made: dict[str, Any] = {}
-    for sig in kernel.signature:
+    for sig in signature_of(kernel):
         if sig.name in supplied:
             continue
         value = values[sig.name]
@@ -335,7 +336,7 @@ def make_sweep_executor(workers: int | None, scheduler: str | None, configs: int
     """``--scheduler``: that cluster; ``--workers``: that many local processes (0 or 1: this
     process); neither: ``PYPTO_DASK_SCHEDULER``, ``PYPTO_TUNE_WORKERS``, else one process per core.
     A local cluster has no more processes than there are configurations."""
-    from pypto.runtime.tuning_dask import machine_workers, make_executor
+    from pypto.tuning.cluster import machine_workers, make_executor
 
     check_executor_options(workers, scheduler)
     if workers is not None:  # beats a cluster named in the environment: the command line wins

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pypto.ir import MemoryPlan, MemorySpace, Target
 from pypto.runtime import CompiledProgram
-from pypto.runtime.memory_map import memory_map, plan_of, table
-from pypto.runtime.pipelines import pipeline_of
+from pypto.runtime.compiling.pipelines import pipeline_of
+from pypto.runtime.reports.memory_map import memory_map, plan_of, table
 
 __all__ = ["memory_map", "report", "table"]
 

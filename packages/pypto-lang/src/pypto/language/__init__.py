@@ -8,6 +8,8 @@
 ...     return out
 """
 
+from typing import Any
+
 from pypto.ir import (
     AtomicType,
     CastMode,
@@ -44,10 +46,8 @@ from pypto.language.annotations import (
     Tuple,
     dynamic,
 )
-from pypto.language.autotune import Autotuner, Config, autotune
 from pypto.language.builtins import (
     STATEMENTS,
-    Builtin,
     array,
     dump_tag,
     no_dep,
@@ -59,10 +59,11 @@ from pypto.language.builtins import (
 )
 from pypto.language.directives import DIRECTIVES
 from pypto.language.errors import KernelOnlyError, ScopeOptionError
+from pypto.language.extensions import LANGUAGE
 from pypto.language.jit import InlineFunction, JitFunction, inline, jit
 from pypto.language.options import AUTO, ScopeMode, cross_core_slot, split
 from pypto.language.parser.classes import func_attr, function, loads, parse, parse_program, program
-from pypto.runtime.compiled import register_reader
+from pypto.runtime.compiling.compiled import register_reader
 
 FP16 = DataType.FP16
 BF16 = DataType.BF16
@@ -122,15 +123,20 @@ create_l1 = DIRECTIVES["create_l1"]
 
 # The ops (pl.add, pl.load, pl.tpush_to_aiv, ...) are read from the op registry when looked up, so
 # an op declared there is a pl function with no edit here; type checkers see each as a Builtin.
-def __getattr__(name: str) -> Builtin:
+# The names of packages built on the language (pl.autotune, pl.Config, pl.Autotuner: pypto.tuning)
+# are loaded from those packages when first read (see pypto.language.extensions).
+def __getattr__(name: str) -> Any:
     found = op_builtins().get(name)
-    if found is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return found
+    if found is not None:
+        return found
+    try:
+        return LANGUAGE.get(name)
+    except LookupError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *op_builtins()})
+    return sorted({*globals(), *op_builtins(), *LANGUAGE.offered()})
 
 
 __all__ = [
@@ -165,11 +171,9 @@ __all__ = [
     "AsyncEvent",
     "AsyncSession",
     "AtomicType",
-    "Autotuner",
     "CastMode",
     "CmpType",
     "CompactMode",
-    "Config",
     "DataType",
     "FunctionType",
     "InOut",
@@ -201,7 +205,6 @@ __all__ = [
     "Tuple",
     "array",
     "at",
-    "autotune",
     "cluster",
     "cond",
     "const",

@@ -14,8 +14,8 @@ from pypto.language.kernel import JitKind, KernelFunction
 from pypto.language.parser.program import parse_program
 from pypto.language.parser.resolve import GlobalReads, recording_reads
 from pypto.language.specialize import Specialization, specialize
-from pypto.runtime.compile_profile import CompileProfile
-from pypto.runtime.compiled import CompiledProgram, compile_program
+from pypto.runtime.compiling.compile_profile import CompileProfile
+from pypto.runtime.compiling.compiled import CompiledProgram, compile_program
 from pypto.runtime.config import RunConfig
 
 P = ParamSpec("P")

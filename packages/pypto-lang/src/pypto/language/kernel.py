@@ -2,7 +2,8 @@
 (``@pl.inline``) or ``@pl.jit.opaque``.
 
 It holds what the parser reads from the function (source, free names, signature), each read once
-(the signature again if a value its annotations name has changed).
+(the signature again if a value its annotations name has changed: see
+:func:`pypto.language.parser.signature.signature_of`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from enum import Enum
 from typing import Any
 
 from pypto.language.annotations import ParamSignature
-from pypto.language.parser.resolve import GlobalNames, GlobalReads, recording_reads
+from pypto.language.parser.resolve import GlobalNames, GlobalReads
 from pypto.language.parser.source import KernelSource
 
 
@@ -34,7 +35,9 @@ class KernelFunction:
     def __init__(self, func: Callable[..., Any], kind: JitKind) -> None:
         self.func = func
         self.kind = kind
-        self._signature: tuple[tuple[ParamSignature, ...], GlobalReads] | None = None
+        # The parameters and the global reads their annotations made (pypto.language.parser.signature.
+        # signature_of reads them, again when a value an annotation names has changed).
+        self.signature_cache: tuple[tuple[ParamSignature, ...], GlobalReads] | None = None
         # Whether the compiler places the function's AUTO runtime scopes; False
         # (``@pl.jit(auto_scope=False)``): the author writes them, ``with pl.scope():``.
         self.auto_scope = True
@@ -61,20 +64,6 @@ class KernelFunction:
     def python_signature(self) -> inspect.Signature:
         """The function's Python signature, for binding call arguments (and their defaults)."""
         return inspect.signature(self.func)
-
-    @property
-    def signature(self) -> tuple[ParamSignature, ...]:
-        """The parameters with their evaluated annotations (read again when a global or closure value
-        a postponed, string annotation names has changed since)."""
-        if self._signature is None or self._signature[1].changed() is not None:
-            # Imported here: the signature reader parses annotations with the expression parser,
-            # which itself needs to recognize KernelFunction.
-            from pypto.language.parser.signature import read_signature
-
-            with recording_reads() as reads:
-                params = read_signature(self)
-            self._signature = (params, reads)
-        return self._signature[0]
 
     def __repr__(self) -> str:
         return f"<{self.kind.value} {self.name}>"

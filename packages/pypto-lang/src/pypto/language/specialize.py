@@ -18,8 +18,8 @@ from pypto.ir.extents import tensor_type as annotated_type
 from pypto.ir.tracebacks import call_site
 from pypto.language.annotations import ScalarSpec, TensorSpec
 from pypto.language.kernel import KernelFunction
-from pypto.language.parser.signature import BoundParam, ParamSignature
-from pypto.runtime.arguments import check_runnable, is_torch_tensor, scalar_value, tensor_type
+from pypto.language.parser.signature import BoundParam, ParamSignature, signature_of
+from pypto.runtime.compiling.arguments import check_runnable, is_torch_tensor, scalar_value, tensor_type
 
 
 def declared_strides(spec: Any) -> tuple[int, ...] | None:
@@ -69,11 +69,11 @@ def specialize(
     """Bind ``args`` to ``kernel``'s parameters; no arguments at all means "from the annotations".
 
     ``running``: the arguments are about to be run on, so tensors must hold data a kernel can read
-    and write (see :func:`pypto.runtime.arguments.check_runnable`).
+    and write (see :func:`pypto.runtime.compiling.arguments.check_runnable`).
 
     >>> specialize(mixed, (a, b, bias, out), {}).key  # doctest: +SKIP
     """
-    signature = kernel.signature
+    signature = signature_of(kernel)
     if not args and not kwargs and signature and not running:
         return Specialization(tuple(_from_annotation(kernel, sig) for sig in signature))
     try:

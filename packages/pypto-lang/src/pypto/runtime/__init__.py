@@ -1,16 +1,17 @@
 """pypto.runtime — ``RunConfig``, compiling and running programs, and the platform registry.
 
-``run`` returns what the entry returns; ``pypto.runtime.runner.run`` returns a ``RunResult``.
+``run`` returns what the entry returns; ``pypto.runtime.running.runner.run`` returns a ``RunResult``.
 
 >>> from pypto.runtime import RunConfig, run
 >>> run(kernel, a, b, out, config=RunConfig(platform="a2a3sim"))  # doctest: +SKIP
 """
 
 from pypto.ir import VerificationLevel
-from pypto.runtime.compiled import CompiledProgram, compile_program, lower_program, run
+from pypto.runtime.compiling.compiled import CompiledProgram, compile_program, lower_program, run
+from pypto.runtime.compiling.tensor_spec import TensorSpec, TensorSpecError
 from pypto.runtime.config import RunConfig, UnknownOptionError
-from pypto.runtime.hookspecs import hookimpl, hookspec
-from pypto.runtime.registry import (
+from pypto.runtime.platforms.hookspecs import hookimpl, hookspec
+from pypto.runtime.platforms.registry import (
     LOAD_PLUGINS_ENV,
     PlatformRegistry,
     SimulatedPlatformWarning,
@@ -21,9 +22,8 @@ from pypto.runtime.registry import (
     registry,
     reset_registry,
 )
-from pypto.runtime.runner import RunResult
-from pypto.runtime.tensor_spec import TensorSpec, TensorSpecError
-from pypto.runtime.worker import ChipWorker, DeviceTensor, DeviceTensorError, WorkerError
+from pypto.runtime.running.runner import RunResult
+from pypto.runtime.running.worker import ChipWorker, DeviceTensor, DeviceTensorError, WorkerError
 
 __all__ = [
     "LOAD_PLUGINS_ENV",

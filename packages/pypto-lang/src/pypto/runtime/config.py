@@ -22,12 +22,13 @@ from pypto.ir import (
 from pypto.ir.tracebacks import call_site, raise_at_user_line
 from pypto.passes import PassRegistry, Pipeline, PipelineError, parse_text, resolve
 from pypto.passes.pipeline import known_passes
-from pypto.runtime import rings, settings
-from pypto.runtime.compile_profile import profiling_by_default
-from pypto.runtime.pipelines import literal_start, parse_user_pipeline, pass_registry
-from pypto.runtime.pmu import LEVELS as PMU_LEVELS
-from pypto.runtime.profiling import check_output_dir, check_profile_dir
-from pypto.runtime.rings import RING_FIELDS, Sizes
+from pypto.runtime import settings
+from pypto.runtime.compiling.compile_profile import profiling_by_default
+from pypto.runtime.compiling.pipelines import literal_start, parse_user_pipeline, pass_registry
+from pypto.runtime.reports.pmu import LEVELS as PMU_LEVELS
+from pypto.runtime.reports.profiling import check_output_dir, check_profile_dir
+from pypto.runtime.running import rings
+from pypto.runtime.running.rings import RING_FIELDS, Sizes
 from pypto.runtime.settings import DEFAULT, DEFAULT_PROFILE_ROOT, PROFILE_ENV, ConfigError, Origin, Setting
 
 # The root of the default output directories (``<root>/<program>_<key>/``), and the variable that
@@ -60,7 +61,10 @@ def device_count(platform: str) -> int | None:
     """How many devices ``platform``'s backend has (its ``device_count``, else 1), or None when any
     ``device_id`` goes: a simulator (it models every device as its one chip), a platform that runs
     on its chip's simulator, or one that is not registered."""
-    from pypto.runtime.registry import is_simulator, registry  # the registry imports this module's settings
+    from pypto.runtime.platforms.registry import (
+        is_simulator,
+        registry,
+    )  # the registry imports this module's settings
 
     try:
         backend = registry().backend(platform)
@@ -136,11 +140,11 @@ class RunConfig(metaclass=_ConfigFields):
 
     Run-time fields (not part of :meth:`cache_key`): ``ring_task_window`` (task slots, a power of
     two >= 4), ``ring_heap`` (bytes, a power of two >= 1024) and ``ring_dep_pool`` (edge entries
-    in [4, 2**31-1]) size the runtime's four rings (:mod:`pypto.runtime.rings`): an int for every
+    in [4, 2**31-1]) size the runtime's four rings (:mod:`pypto.runtime.running.rings`): an int for every
     ring or a list of 4 (0: that ring's default), None for ``PTO2_RING_*`` or the backend's
     default. ``aicpu_thread_num`` (an int >= 1) is handed to the backend. ``compile_profiling``
     (default: ``PYPTO_COMPILE_PROFILING``) times each compile stage and pass into the output
-    directory's ``report/pipeline_profile.txt`` / ``.json`` (:mod:`pypto.runtime.compile_profile`).
+    directory's ``report/pipeline_profile.txt`` / ``.json`` (:mod:`pypto.runtime.compiling.compile_profile`).
 
     ``parsed_pipeline`` is the pipeline ``pipeline`` names, its options typed. ``platform_origin``
     says where the platform's name came from (the session setting, or this call), for error

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from pypto.ir import PyptoError, RunReport, TaskEdge, TaskRecord
-from pypto.runtime.artifacts import DEPS_FORMAT, deps_file_data
+from pypto.runtime.compiling.artifacts import DEPS_FORMAT, deps_file_data
 from pypto.tools.page import esc, page
 
 FORMATS = ("text", "svg", "html")
@@ -254,7 +254,7 @@ def _heading(graph: DepsGraph) -> str:
 
 def deps_text(graph: DepsGraph) -> str:
     """The tasks (one line per block) and the edges as plain text: ``print(deps_text(graph))``."""
-    from pypto.runtime.memory_map import table
+    from pypto.runtime.reports.memory_map import table
 
     rows: list[list[object]] = [["TASK", "BLOCK", "KERNEL", "CORE GROUP", "START", "END", "CYCLES", "SOURCE"]]
     for t in sorted(graph.tasks, key=lambda t: (t.task_id, t.block)):

@@ -29,8 +29,8 @@ from pypto.ir.memory import layout
 from pypto.ir.nodes import nested_bodies
 from pypto.ir.printer import format_expr, format_type
 from pypto.passes.allocate import tile_lifetimes
-from pypto.runtime.artifacts import PROGRAM_FILE
-from pypto.runtime.memory_map import plan_of
+from pypto.runtime.compiling.artifacts import PROGRAM_FILE
+from pypto.runtime.reports.memory_map import plan_of
 from pypto.tools.page import esc, fmt_bytes, page
 
 if TYPE_CHECKING:

@@ -34,7 +34,7 @@ from pypto.language.annotations import ScalarSpec, TensorSpec
 from pypto.language.kernel import KernelFunction
 from pypto.language.parser.env import Env
 from pypto.language.parser.exprs import ExprParser, KernelCalls
-from pypto.language.parser.signature import BoundParam, ParamSignature, tensor_params
+from pypto.language.parser.signature import BoundParam, ParamSignature, signature_of, tensor_params
 from pypto.language.parser.stmts import Role, StmtParser
 from pypto.language.parser.tasks import NoDep
 from pypto.language.parser.values import describe_value, integer_converted, is_number, number, scalar_expr
@@ -259,7 +259,7 @@ def function_call(
     values = bind_arguments(parser, callee, args, kwargs, node)
     bound, call_args, untracked = [], [], []
     extents = ExtentBinding()
-    for index, sig in enumerate(callee.signature):
+    for index, sig in enumerate(signature_of(callee)):
         value = values[sig.name]
         if isinstance(value, NoDep):
             if isinstance(sig.spec, ScalarSpec):

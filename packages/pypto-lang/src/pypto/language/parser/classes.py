@@ -64,7 +64,7 @@ from pypto.language.parser.exprs import ExprParser
 from pypto.language.parser.function import parse_function
 from pypto.language.parser.program import not_a_task
 from pypto.language.parser.resolve import GlobalNames
-from pypto.language.parser.signature import BoundParam
+from pypto.language.parser.signature import BoundParam, signature_of
 from pypto.language.parser.source import KernelSource
 
 # Keyword arguments of a call between functions that are task attributes, not parameters (the
@@ -406,7 +406,7 @@ def _entry(functions: Iterable[Function]) -> str:
 def bound_params(member: ProgramFunction) -> tuple[BoundParam, ...]:
     """The parameters of a program function, typed by their annotations alone."""
     params = []
-    for sig in member.signature:
+    for sig in signature_of(member):
         spec = sig.spec
         if isinstance(spec, ScalarSpec):
             params.append(BoundParam(sig.name, ScalarType(spec.dtype), span=sig.span))

@@ -22,6 +22,7 @@ from pypto.language.annotations import (
 from pypto.language.parser.body import BodyBuilder
 from pypto.language.parser.env import Env, Namer
 from pypto.language.parser.exprs import ExprParser
+from pypto.language.parser.resolve import recording_reads
 from pypto.language.parser.values import describe_value, is_number, number
 
 if TYPE_CHECKING:
@@ -70,6 +71,17 @@ def evaluate_annotation(kernel: KernelFunction, node: ast.expr, env: Env | None 
         return as_spec(value)
     except PyptoError as err:
         raise err.with_span(kernel.source.span(node)) from None
+
+
+def signature_of(kernel: KernelFunction) -> tuple[ParamSignature, ...]:
+    """The kernel's parameters with their evaluated annotations, read once and again when a global
+    or closure value a postponed, string annotation names has changed since."""
+    cached = kernel.signature_cache
+    if cached is None or cached[1].changed() is not None:
+        with recording_reads() as reads:
+            params = read_signature(kernel)
+        cached = kernel.signature_cache = (params, reads)
+    return cached[0]
 
 
 def read_signature(kernel: KernelFunction) -> tuple[ParamSignature, ...]:

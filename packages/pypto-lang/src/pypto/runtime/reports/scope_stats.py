@@ -4,7 +4,7 @@ window bound how far ahead a program can run on the chip, and each has a high-wa
 - the **task window**: tasks the orchestration submitted and the scheduler has not retired yet
   (in all, and per core group: blocks started on the group whose task has not retired); and the
   runtime's four rings (``task_window_max``, ``heap_max``, ``dep_pool_max``: the sizes the run got,
-  indexed by ring 0..3, and ``*_peak``: the most each held), see :mod:`pypto.runtime.rings`;
+  indexed by ring 0..3, and ``*_peak``: the most each held), see :mod:`pypto.runtime.running.rings`;
 - each **pipe ring**: slots in use (being filled, ready, or popped and not yet freed);
 - each core's **heaps**: per on-chip memory space, the top of the bytes in use (the pipe rings at
   the bottom, the tiles above them), as the kernel's memory plan lays it out and as the run
@@ -32,7 +32,7 @@ from typing import Any
 
 from pypto.ir import RunReport
 from pypto.ir.backend import HeapUse, RingTrack, TaskRecord
-from pypto.runtime.timeline import core_order
+from pypto.runtime.reports.timeline import core_order
 
 Steps = list[tuple[int, int]]  # (modeled cycle, value from then on), in cycle order
 Interval = tuple[int, int, int]  # (start, end, value) of a piecewise-constant quantity

@@ -31,15 +31,16 @@ from pypto.ir.extents import ExtentBinding, is_dynamic
 from pypto.ir.types import describe
 from pypto.passes import PassContext, PassManager, dump_to, roundtrip_check
 from pypto.passes.manager import Instrument, Pass
-from pypto.runtime import artifacts, launches
-from pypto.runtime.arguments import check_argument, check_runnable
-from pypto.runtime.cache import OFF, cached_lower
-from pypto.runtime.compile_profile import CompileProfile
+from pypto.runtime.compiling import artifacts
+from pypto.runtime.compiling.arguments import check_argument, check_runnable
+from pypto.runtime.compiling.cache import OFF, cached_lower
+from pypto.runtime.compiling.compile_profile import CompileProfile
+from pypto.runtime.compiling.pipelines import pipeline_of
 from pypto.runtime.config import RunConfig
-from pypto.runtime.pipelines import pipeline_of
-from pypto.runtime.profiling import ProfileFiles, write_profile
-from pypto.runtime.progress import TaskProgress, count_tasks
-from pypto.runtime.registry import get_backend, get_target, registry
+from pypto.runtime.platforms.registry import get_backend, get_target, registry
+from pypto.runtime.reports import launches
+from pypto.runtime.reports.profiling import ProfileFiles, write_profile
+from pypto.runtime.reports.progress import TaskProgress, count_tasks
 from pypto.runtime.settings import ConfigError
 
 
@@ -122,7 +123,7 @@ class CompiledProgram:
     ``cache`` says where the program came from: ``"hit"`` (the disk cache), ``"miss"`` (compiled,
     then stored) or ``"off"``. After a run, ``last_report`` holds the backend's report and,
     when profiling is on, ``last_profile`` the files written from it. ``output_dir`` is the
-    directory of its artifacts (:mod:`pypto.runtime.artifacts`), written when first read, when
+    directory of its artifacts (:mod:`pypto.runtime.compiling.artifacts`), written when first read, when
     compiled with ``save_kernels`` / ``codegen_only``, and after runs that ask for files.
 
     >>> compiled = mixed.compile(a, b, bias, out)  # doctest: +SKIP

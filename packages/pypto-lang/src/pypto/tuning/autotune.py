@@ -30,11 +30,12 @@ from pypto.language.jit import JitFunction, _config, _user_errors
 from pypto.language.kernel import JitKind
 from pypto.language.parser.program import parse_program
 from pypto.language.parser.resolve import GlobalNames, recording_reads
+from pypto.language.parser.signature import signature_of
 from pypto.runtime import settings
-from pypto.runtime.cache import Uncacheable, cache_key, source_digest
+from pypto.runtime.compiling.cache import Uncacheable, cache_key, source_digest
 from pypto.runtime.config import RunConfig
-from pypto.runtime.registry import get_backend, get_target, registry
-from pypto.runtime.tuning import (
+from pypto.runtime.platforms.registry import get_backend, get_target, registry
+from pypto.tuning.sweep import (
     OBJECTIVE_CYCLES,
     Config,
     Executor,
@@ -149,7 +150,7 @@ class Autotuner:
         """Sweep the configs for these arguments without running the winner on them; returns the
         :class:`TuningReport`. ``workers=`` / ``scheduler=`` override the decorator's; ``force``
         (default) sweeps even when the choice is cached. The arguments are never written."""
-        from pypto.runtime.tuning_dask import make_executor
+        from pypto.tuning.cluster import make_executor
 
         run_config = _config(config)
         chosen = executor or make_executor(
@@ -234,7 +235,7 @@ class Autotuner:
             if cached is not None and cached.best is not None:
                 return cached
         if executor is None:
-            from pypto.runtime.tuning_dask import make_executor
+            from pypto.tuning.cluster import make_executor
 
             executor = make_executor(self.workers, self.scheduler)
         objective = (
@@ -338,7 +339,7 @@ class Autotuner:
     # ------------------------------------------------------------ keys
 
     def _param_names(self) -> set[str]:
-        return {sig.name for sig in self.fn.signature}
+        return {sig.name for sig in signature_of(self.fn)}
 
     def _param_values(self, config: Config) -> dict[str, Any]:
         params = self._param_names()
@@ -395,7 +396,7 @@ class Autotuner:
         """Names of extents: ``pl.dynamic("M")`` in an annotation, and ``M, K = a.shape`` /
         ``M = a.shape[0]`` at the top of the body, each as (parameter, axis) pairs."""
         found: dict[str, list[tuple[str, int]]] = {}
-        for sig in self.fn.signature:
+        for sig in signature_of(self.fn):
             spec = sig.spec
             if isinstance(spec, TensorSpec) and spec.shape is not None:
                 for axis, dim in enumerate(spec.shape):

@@ -4,7 +4,7 @@ A sweep is a list of :class:`TrialJob`: one per configuration, each a parsed pro
 error that stopped its parse) with everything a run needs. :func:`run_trial` compiles and runs
 one job on copies of the arguments and returns a :class:`Trial`; it needs nothing but the
 installed packages, so it runs in this process or on a Dask worker alike
-(:mod:`pypto.runtime.tuning_dask`). A configuration the compiler or the run rejects (a
+(:mod:`pypto.tuning.cluster`). A configuration the compiler or the run rejects (a
 ``MemoryBudgetError``, a split it cannot make, a deadlock) is an *infeasible* trial, never an
 exception out of the sweep. :class:`TuningReport` holds the trials, the best one, a table, a CSV
 and a plot; :class:`TuningCache` keeps the choice on disk.
@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from pypto.ir import Program, PyptoError, RunReport
 from pypto.runtime.config import RunConfig
-from pypto.runtime.progress import no_run_bars
+from pypto.runtime.reports.progress import no_run_bars
 
 OK, INFEASIBLE, FAILED = "ok", "infeasible", "failed"
 OBJECTIVE_CYCLES = "modeled cycles"
@@ -214,7 +214,7 @@ def run_trial(job: TrialJob, args: Sequence[Any]) -> Trial:
     if job.error is not None or job.program is None:
         return _rejected(job, job.error, start)
     try:
-        from pypto.runtime.compiled import compile_program
+        from pypto.runtime.compiling.compiled import compile_program
 
         compiled = compile_program(job.program, job.run_config, job.constants)
     except PyptoError as err:
@@ -605,7 +605,7 @@ class TuningCache:
         except OSError as exc:
             import warnings
 
-            from pypto.runtime.cache import CacheWarning
+            from pypto.runtime.compiling.cache import CacheWarning
 
             warnings.warn(
                 f"cannot write the tuning cache entry {self.path(key)}: {exc}", CacheWarning, stacklevel=3

@@ -43,7 +43,9 @@ def tensor_type(value: Any, param: str) -> TensorType:
         kind = type(value).__name__
         numpy = " (a numpy array: convert it with torch.from_numpy(x))" if kind == "ndarray" else ""
         hint = f"pass a torch tensor for the pl.Tensor parameter '{param}'"
-        if kind == "DeviceTensor":  # pypto.runtime.worker's: a compiled program takes it, through its worker
+        if (
+            kind == "DeviceTensor"
+        ):  # pypto.runtime.running.worker's: a compiled program takes it, through its worker
             hint = (
                 "a @pl.jit call specializes on torch tensors: compile the kernel (kernel.compile(...) or "
                 "ir.compile(kernel.lower(...))) and run it with worker.run(compiled, ...)"

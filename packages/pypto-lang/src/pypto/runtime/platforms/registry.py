@@ -25,8 +25,8 @@ from pypto.ir import Backend, PlatformError, Target
 from pypto.ir import targets as builtin_targets
 from pypto.ir.tracebacks import call_site
 from pypto.passes import PassEntry, PassRegistrationError, PassRegistry
-from pypto.runtime import hookspecs
-from pypto.runtime.hookspecs import ENTRY_POINT_GROUP, PROJECT
+from pypto.runtime.platforms import hookspecs
+from pypto.runtime.platforms.hookspecs import ENTRY_POINT_GROUP, PROJECT
 from pypto.runtime.settings import CONFIG_TABLE, DEFAULT, PLATFORM_ENV, Origin
 
 LOAD_PLUGINS_ENV = "PYPTO_LOAD_PLUGINS"

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from pypto.ir import RunReport
-from pypto.runtime.profiling import ProfileFiles
+from pypto.runtime.reports.profiling import ProfileFiles
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,11 @@ import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+# A Dask worker process imports only this module to run a trial: importing the language registers
+# its parser as the reader of pass dumps, which RunConfig(verification_level=ROUNDTRIP) needs.
+import pypto.language  # noqa: F401
 from pypto.ir.tracebacks import call_site
-from pypto.runtime.tuning import FAILED, SerialExecutor, Trial, TrialJob, TuneError, TuneWarning, run_trial
+from pypto.tuning.sweep import FAILED, SerialExecutor, Trial, TrialJob, TuneError, TuneWarning, run_trial
 
 SCHEDULER_ENV = "PYPTO_DASK_SCHEDULER"
 WORKERS_ENV = "PYPTO_TUNE_WORKERS"
@@ -44,10 +47,6 @@ def machine_workers() -> int:
 
 def _remote_trial(job: TrialJob, *args: Any) -> Trial:
     """A trial on a Dask worker (the worker's address recorded in it)."""
-    # A worker process imports only this module: the pl parser registers itself as the reader of
-    # pass dumps, which RunConfig(verification_level=ROUNDTRIP) needs.
-    import pypto.language  # noqa: F401
-
     trial = run_trial(job, args)
     try:
         from distributed import get_worker

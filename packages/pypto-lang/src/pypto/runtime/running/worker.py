@@ -27,9 +27,9 @@ from typing import Any, ParamSpec, TypeVar
 
 from pypto.ir import PlatformError, PyptoError
 from pypto.ir.tracebacks import call_site, raise_at_user_line
-from pypto.runtime.compiled import CompiledProgram
+from pypto.runtime.compiling.compiled import CompiledProgram
 from pypto.runtime.config import RunConfig
-from pypto.runtime.registry import get_backend
+from pypto.runtime.platforms.registry import get_backend
 
 P = ParamSpec("P")
 R = TypeVar("R")

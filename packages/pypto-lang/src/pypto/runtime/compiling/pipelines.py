@@ -16,7 +16,7 @@ from typing import Protocol
 from pypto.ir import PlatformError, SourceSpan
 from pypto.passes import PassRegistry, PassSpec, Pipeline, PipelineError, parse_text, resolve
 from pypto.passes.pipeline import placed
-from pypto.runtime.registry import registry
+from pypto.runtime.platforms.registry import registry
 
 
 class Configured(Protocol):

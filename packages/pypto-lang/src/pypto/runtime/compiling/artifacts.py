@@ -17,7 +17,7 @@ After a run: ``report.json`` and ``report.txt`` (the backend's RunReport), and o
 ``dfx_outputs/``: ``chip_swimlane_records.json`` (``enable_chip_swimlane``, as in the profile
 directory, when the run writes here anyway), ``deps.json`` (``enable_dep_gen``),
 ``scope_stats/scope_stats.jsonl`` and ``scope_stats/scope_stats.png`` (``enable_scope_stats``,
-:mod:`pypto.runtime.scope_stats`) and ``pmu.csv`` (``enable_pmu``, :mod:`pypto.runtime.pmu`).
+:mod:`pypto.runtime.reports.scope_stats`) and ``pmu.csv`` (``enable_pmu``, :mod:`pypto.runtime.reports.pmu`).
 Every figure in them is modeled by the backend's cost model, not measured.
 
 The directory is ``RunConfig.save_kernels_dir``, else ``<root>/<program>_<key>/`` where ``<root>`` is
@@ -37,12 +37,12 @@ from typing import Any
 
 from pypto.ir import Function, FunctionKind, Program, RunReport, Target
 from pypto.ir.printer import print_function, print_program
-from pypto.runtime.cache import Uncacheable, cache_key
+from pypto.runtime.compiling.cache import Uncacheable, cache_key
 from pypto.runtime.config import DEFAULT_OUTPUT_ROOT, OUTPUT_ROOT_ENV, PASSES_DUMP, RunConfig, output_root
-from pypto.runtime.memory_map import memory_map
-from pypto.runtime.pmu import pmu_csv
-from pypto.runtime.scope_stats import write_scope_stats
-from pypto.runtime.swimlane import swimlane_records
+from pypto.runtime.reports.memory_map import memory_map
+from pypto.runtime.reports.pmu import pmu_csv
+from pypto.runtime.reports.scope_stats import write_scope_stats
+from pypto.runtime.reports.swimlane import swimlane_records
 
 KEY_CHARS = 12  # of the key in a default directory's name: enough to tell specializations apart
 PROGRAM_FILE, MEMORY_MAP_FILE, PASSES_DIR = "program.py", "memory_map.txt", PASSES_DUMP

@@ -1,6 +1,6 @@
 """The swimlane of a run: ``swimlane.png`` (a picture of the timeline against modeled time) and
 ``chip_swimlane_records.json`` (when each task block ran on each of its cores). Both are written
-with the profile (:func:`pypto.runtime.profiling.write_profile`); every time is modeled.
+with the profile (:func:`pypto.runtime.reports.profiling.write_profile`); every time is modeled.
 
 >>> draw_swimlane(kernel.last_report, "swimlane.png", "mixed")  # doctest: +SKIP
 >>> swimlane_records(kernel.last_report)["records"][0]["core"]  # doctest: +SKIP
@@ -22,8 +22,15 @@ from typing import TYPE_CHECKING, Any
 
 from pypto.ir import RunReport
 from pypto.ir.backend import STALL, RingTrack, Slice, TaskRecord, busy_and_stalled
-from pypto.runtime.pmu import pipe_of
-from pypto.runtime.timeline import HOST_THREAD_NAMES, core_order, edge_ends, edge_name, group_index, on_host
+from pypto.runtime.reports.pmu import pipe_of
+from pypto.runtime.reports.timeline import (
+    HOST_THREAD_NAMES,
+    core_order,
+    edge_ends,
+    edge_name,
+    group_index,
+    on_host,
+)
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

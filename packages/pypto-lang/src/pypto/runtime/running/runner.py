@@ -1,10 +1,10 @@
-"""``pypto.runtime.runner``: running a program and getting back all that the run produced.
+"""``pypto.runtime.running.runner``: running a program and getting back all that the run produced.
 
 ``run(...)`` here returns a :class:`RunResult` (the outputs, the backend's report, the output
 directory, the compile and run times); ``pypto.runtime.run(...)`` returns only what the entry
 returns, as it always has.
 
->>> from pypto.runtime.runner import RunConfig, RunResult, run
+>>> from pypto.runtime.running.runner import RunConfig, RunResult, run
 >>> result = run(kernel, a, b, out, config=RunConfig(save_kernels=True))  # doctest: +SKIP
 >>> result.report.total_cycles, result.output_dir  # doctest: +SKIP
 """
@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from pypto.ir import Program, RunReport
-from pypto.runtime import artifacts
-from pypto.runtime.compiled import CompiledProgram, compile_program
+from pypto.runtime.compiling import artifacts
+from pypto.runtime.compiling.compiled import CompiledProgram, compile_program
 from pypto.runtime.config import RunConfig
 
 

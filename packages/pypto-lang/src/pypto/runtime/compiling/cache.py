@@ -37,8 +37,8 @@ from typing import Any
 from pypto.ir import Program, Target, VerificationLevel
 from pypto.ir.nodes import FunctionMap
 from pypto.runtime import settings
+from pypto.runtime.compiling.pipelines import pipeline_of
 from pypto.runtime.config import RunConfig
-from pypto.runtime.pipelines import pipeline_of
 
 FORMAT = 1  # bump when CacheEntry changes shape
 ENTRIES = "compiled"  # the sub-directory of the cache directory that holds the entries

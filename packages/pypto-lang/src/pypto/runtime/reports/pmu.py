@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pypto.ir import PyptoError, RunReport
 from pypto.ir.backend import Slice
 from pypto.ir.ops.spec import get_op
-from pypto.runtime.timeline import core_order, on_host
+from pypto.runtime.reports.timeline import core_order, on_host
 
 # The hardware pipes of an AI core, in dataflow order (platform docs, "Pipes inside a core").
 PIPES = ("MTE2", "MTE1", "M", "V", "FIX", "MTE3", "S")

@@ -1,5 +1,5 @@
 """Profiles of a run, written from its :class:`~pypto.ir.RunReport`: a Chrome/Perfetto trace, a
-PNG swimlane, the swimlane's records as JSON (:mod:`pypto.runtime.swimlane`) and a text summary.
+PNG swimlane, the swimlane's records as JSON (:mod:`pypto.runtime.reports.swimlane`) and a text summary.
 Every time in them is modeled by the backend's cost model.
 
 >>> files = write_profile(kernel.last_report, "pypto_profile/mixed", title="mixed")  # doctest: +SKIP
@@ -30,9 +30,8 @@ from typing import Any
 
 from pypto.ir import RunReport
 from pypto.ir.backend import RingTrack, Slice
-from pypto.runtime.settings import DEFAULT, PROFILE_ENV, ConfigError, Origin
-from pypto.runtime.swimlane import draw_swimlane, swimlane_records
-from pypto.runtime.timeline import (
+from pypto.runtime.reports.swimlane import draw_swimlane, swimlane_records
+from pypto.runtime.reports.timeline import (
     HOST,
     HOST_THREAD_NAMES,
     SCHEDULER,
@@ -43,6 +42,7 @@ from pypto.runtime.timeline import (
     lane_order,
     on_host,
 )
+from pypto.runtime.settings import DEFAULT, PROFILE_ENV, ConfigError, Origin
 
 TRACE_FILE = "trace.json"
 SWIMLANE_FILE = "swimlane.png"

@@ -1,0 +1,2 @@
+"""Running compiled programs: ``ChipWorker`` and ``DeviceTensor`` (explicit dispatch), the
+compile-run-compare harness (``runner``) and the runtime's ring sizing."""
