@@ -10,5 +10,18 @@ dump and names the first pass whose result differs from the expected tensors (se
 """
 
 from pypto.debug.codegen import CodegenError, torch_codegen
+from pypto.debug.validate import (
+    PassResultMismatch,
+    ValidationInputError,
+    validate_pass_ir_codegen_results,
+    validate_program,
+)
 
-__all__ = ["CodegenError", "torch_codegen"]
+__all__ = [
+    "CodegenError",
+    "PassResultMismatch",
+    "ValidationInputError",
+    "torch_codegen",
+    "validate_pass_ir_codegen_results",
+    "validate_program",
+]

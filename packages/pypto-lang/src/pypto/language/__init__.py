@@ -61,7 +61,15 @@ from pypto.language.directives import DIRECTIVES
 from pypto.language.errors import KernelOnlyError, ScopeOptionError
 from pypto.language.jit import InlineFunction, JitFunction, inline, jit
 from pypto.language.options import AUTO, ScopeMode, cross_core_slot, split
-from pypto.language.parser.classes import func_attr, function, loads, parse, parse_program, program
+from pypto.language.parser.classes import (
+    func_attr,
+    function,
+    loads,
+    loads_program,
+    parse,
+    parse_program,
+    program,
+)
 from pypto.runtime.compiled import register_reader
 
 FP16 = DataType.FP16
@@ -223,6 +231,7 @@ __all__ = [
     "parallel",
     "parse",
     "parse_program",
+    "loads_program",
     "pipeline",
     "prefetch",
     "program",

@@ -225,6 +225,36 @@ class CompiledProgram:
             self._reported = self.last_report
         return directory
 
+    def validate_ir(
+        self,
+        tensors: Mapping[str, Any],
+        expected: Mapping[str, Any],
+        *,
+        rtol: float = 5e-2,
+        atol: float = 5e-2,
+    ) -> dict[str, dict[str, float]]:
+        """Run each pass dump of this program on the host (``pypto.debug.torch_codegen``) and
+        compare it with ``expected``: :func:`pypto.debug.validate_pass_ir_codegen_results` on
+        ``<output_dir>/passes_dump/`` (or the ``dump_passes`` directory). The program as parsed is
+        checked first, so a first dump that differs is the pass's. ``FileNotFoundError`` when it
+        was compiled without pass dumps.
+
+        >>> compiled = kernel.compile(a, out, config=RunConfig(dump_passes=True))  # doctest: +SKIP
+        >>> compiled.validate_ir({"a": a, "out": out}, {"out": ref}, rtol=1e-3)  # doctest: +SKIP
+        """
+        from pypto.debug import validate_pass_ir_codegen_results, validate_program  # needs torch
+
+        directory = self.config.dump_dir(self.program.name, self.output_dir_for(self.config))
+        if directory is None or not directory.is_dir():
+            raise FileNotFoundError(
+                f"{self.program.name} has no pass dumps to validate"
+                + (f" (no {directory})" if directory is not None else "")
+                + ": compile it with RunConfig(dump_passes=True)"
+            )
+        if self.parsed is not None:
+            validate_program(self.parsed, tensors, expected, rtol=rtol, atol=atol, label="00_as_parsed")
+        return validate_pass_ir_codegen_results(directory, tensors, expected, rtol=rtol, atol=atol)
+
     @functools.cached_property
     def task_count(self) -> int | None:
         """How many tasks a run launches (None when a loop bound is known only at run time)."""
