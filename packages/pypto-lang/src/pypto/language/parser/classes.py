@@ -668,7 +668,7 @@ def parse_program(text: str, filename: str | None = None, globals: dict[str, Any
 def loads_program(path: str | os.PathLike[str], globals: dict[str, Any] | None = None) -> Program:
     """``pl.parse_program`` of the text of the file at ``path`` (a pass dump, ``program.py``).
 
-    >>> prog = pl.loads_program("build_output/k/passes_dump/03_after_ConvertTensorToTileOps.py")  # doctest: +SKIP
+    >>> prog = pl.loads_program("passes_dump/03_after_ConvertTensorToTileOps.py")  # doctest: +SKIP
     """
     with open(path, encoding="utf-8") as f:
         text = f.read()
