@@ -22,6 +22,7 @@ from pypto.runtime.registry import (
     reset_registry,
 )
 from pypto.runtime.runner import RunResult
+from pypto.runtime.running.golden import GoldenError, GoldenMismatchError, write_golden
 from pypto.runtime.tensor_spec import TensorSpec, TensorSpecError
 from pypto.runtime.worker import ChipWorker, DeviceTensor, DeviceTensorError, WorkerError
 
@@ -31,6 +32,8 @@ __all__ = [
     "CompiledProgram",
     "DeviceTensor",
     "DeviceTensorError",
+    "GoldenError",
+    "GoldenMismatchError",
     "PlatformRegistry",
     "RunConfig",
     "RunResult",
@@ -51,4 +54,5 @@ __all__ = [
     "registry",
     "reset_registry",
     "run",
+    "write_golden",
 ]

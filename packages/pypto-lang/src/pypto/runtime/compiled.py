@@ -444,23 +444,49 @@ def compile_program(
     return compiled
 
 
-def run(program_or_jit: Any, *tensors: Any, config: RunConfig | None = None) -> Any:
+def run(
+    program_or_jit: Any = None,
+    *tensors: Any,
+    config: RunConfig | None = None,
+    golden: Callable[[dict[str, Any]], Any] | None = None,
+    tensor_specs: Any = None,
+    program: Any = None,
+) -> Any:
     """Compile (if needed) and run: ``run(mixed, a, b, bias, out, config=RunConfig())``.
 
-    Accepts a ``@pl.jit`` function, a parsed ``Program`` or a ``CompiledProgram``; returns what
-    the entry returns. A ``Program`` whose entry takes parameters, given no arguments, is only
-    compiled: ``compiled = run(program, config=cfg)`` returns the ``CompiledProgram``, and
-    ``compiled(*tensors)`` runs it.
+    Accepts a ``@pl.jit`` function, a parsed ``Program`` or a ``CompiledProgram`` (also as
+    ``program=``); returns what the entry returns. ``tensor_specs`` (a list of
+    :class:`pypto.runtime.TensorSpec`) makes the arguments instead of ``tensors``. The harness
+    compares the outputs with a golden when ``golden`` (a function of the arguments by name that
+    writes the expected outputs in place) or ``config.golden_data_dir`` is given, within
+    ``config.rtol`` / ``config.atol``: see :mod:`pypto.runtime.running.golden`. A ``Program``
+    whose entry takes parameters, given no arguments, is only compiled: ``compiled = run(program,
+    config=cfg)`` returns the ``CompiledProgram``, and ``compiled(*tensors)`` runs it.
     """
+    from pypto.runtime.running.golden import check_run
+
+    if program_or_jit is None:
+        program_or_jit = program
+    if tensor_specs is not None:
+        tensors = tuple(spec.create_tensor() for spec in tensor_specs)
     if isinstance(program_or_jit, CompiledProgram):
-        return program_or_jit.run(*tensors, config=config)
-    if isinstance(program_or_jit, Program):
+        compiled = program_or_jit
+    elif isinstance(program_or_jit, Program):
         compiled = compile_program(program_or_jit, config)
         if not tensors and compiled.entry.params:
             return compiled  # nothing to run on: compile only, and hand back what runs it
-        return compiled.run(*tensors)
-    if callable(getattr(program_or_jit, "compile", None)):
-        return program_or_jit(*tensors, config=config)
-    raise TypeError(
-        f"run() takes a @pl.jit function, a Program or a CompiledProgram, got {type(program_or_jit).__name__}"
-    )
+    elif callable(getattr(program_or_jit, "compile", None)):
+        jit = program_or_jit
+        if golden is None and (config is None or config.golden_data_dir is None):
+            return jit(*tensors, config=config)
+        compiled = jit.compile(*tensors, config=config)
+        return check_run(
+            compiled.entry, tensors, lambda: jit(*tensors, config=config), golden, config or compiled.config
+        )
+    else:
+        raise TypeError(
+            "run() takes a @pl.jit function, a Program or a CompiledProgram, got "
+            f"{type(program_or_jit).__name__}"
+        )
+    chosen = config or compiled.config
+    return check_run(compiled.entry, tensors, lambda: compiled.run(*tensors, config=config), golden, chosen)

@@ -142,6 +142,10 @@ class RunConfig(metaclass=_ConfigFields):
     (default: ``PYPTO_COMPILE_PROFILING``) times each compile stage and pass into the output
     directory's ``report/pipeline_profile.txt`` / ``.json`` (:mod:`pypto.runtime.compile_profile`).
 
+    Harness fields, read by ``pypto.runtime.run()`` only (``compiled(...)`` and
+    ``ChipWorker.run(...)`` ignore them): ``rtol`` / ``atol`` and ``golden_data_dir``, where the
+    goldens of the outputs are kept (:mod:`pypto.runtime.running.golden`).
+
     ``parsed_pipeline`` is the pipeline ``pipeline`` names, its options typed. ``platform_origin``
     says where the platform's name came from (the session setting, or this call), for error
     messages. An unknown option is an :class:`UnknownOptionError` (a ``TypeError``).
@@ -176,6 +180,7 @@ class RunConfig(metaclass=_ConfigFields):
     ring_dep_pool: int | Sequence[int] | None = None
     aicpu_thread_num: int | None = None
     compile_profiling: bool = field(default_factory=profiling_by_default)
+    golden_data_dir: str | Path | None = None
     parsed_pipeline: Pipeline | None = field(default=None, init=False, repr=False, compare=False)
     platform_origin: Origin = field(default=DEFAULT, init=False, repr=False, compare=False)
     _profile_origin: Origin = field(default=DEFAULT, init=False, repr=False, compare=False)
@@ -449,6 +454,7 @@ _FIELDS: tuple[tuple[str, tuple[type, ...], str, Any], ...] = (
     ("verification_level", (VerificationLevel,), "a pypto.ir.VerificationLevel", VerificationLevel.ROUNDTRIP),
     ("strategy", (OptimizationStrategy,), "a pypto.ir.OptimizationStrategy", OptimizationStrategy.Default),
     ("compile_profiling", (bool,), "True or False", True),
+    ("golden_data_dir", (str, Path, type(None)), "a directory", "golden/"),
     (
         "pipeline",
         (list, tuple, str, type(None)),

@@ -1,0 +1,1 @@
+"""Running compiled programs: dispatch, the harness (goldens), what a run writes."""
