@@ -220,7 +220,8 @@ class Core:
             queues = [self.pipes.to_cube[(lane, pipe)] for lane in self.pipes.lanes]
             while not all(queues):
                 yield
-            return gathered([q.popleft() for q in queues], mode).to(torch_dtype(call.type.dtype))
+            dtype = getattr(call.type, "dtype")  # noqa: B009 - a pop's result is a tile
+            return gathered([q.popleft() for q in queues], mode).to(torch_dtype(dtype))
         if call.op == system.syncall:
             yield from self._syncall(call)
             return None
@@ -242,7 +243,8 @@ class Core:
             self.pipes.events[key] -= 1
 
     def _syncall(self, call: Call) -> Steps:
-        cores = {"aic": (AIC,), "aiv": (AIV,)}.get(call.attrs.get("core_type"), (AIC, AIV))
+        by_type: dict[Any, tuple[FunctionKind, ...]] = {"aic": (AIC,), "aiv": (AIV,)}
+        cores = by_type.get(call.attrs.get("core_type"), (AIC, AIV))
         key = (cores, self.rounds[cores])
         self.rounds[cores] += 1
         self.task.arrived[key] += 1

@@ -115,8 +115,7 @@ def compare_golden(name: str, got: torch.Tensor, want: torch.Tensor, rtol: float
     diff = (a - b).abs().nan_to_num(nan=float("inf"))
     rel = diff / b.abs().clamp_min(1e-12)
     worst = int(diff.flatten().argmax())
-    index = list(torch.unravel_index(torch.tensor(worst), a.shape)) if a.dim() else []
-    index = [int(i) for i in index]
+    index = [int(i) for i in torch.unravel_index(torch.tensor(worst), a.shape)] if a.dim() else []
     bad = int((~torch.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True)).sum())
     raise GoldenMismatchError(
         f"output {name!r} differs from its golden: max abs diff {float(diff.max()):.6e}, max rel diff "
