@@ -20,6 +20,8 @@ ALLOWED = {
         "pypto.cli",
         "pypto.backend",
         "pypto.tools",
+        "pypto.tuning",
+        "pypto.debug",
     },
     "pypto-sim-a2a3": {"pypto.ir", "pypto_sim_a2a3"},
     "pypto-models": {
@@ -31,11 +33,17 @@ ALLOWED = {
         "pypto.models",
     },
 }
-# The one module of pypto-ir that reaches up: ``pypto.ir.compile`` and ``pypto.ir.PassManager``,
-# the names PyPTO code calls through ``pypto.ir``, import pypto.runtime / pypto.passes inside the
-# functions that need them (docs/compiler.md, "pypto.ir.compile"), never when pypto.ir is imported.
-IR_FACADE = PACKAGES / "pypto-ir" / "src" / "pypto" / "ir" / "compiling.py"
-FACADE_REACHES = {"pypto.passes", "pypto.runtime"}
+# The floors inside pypto-lang, bottom up: each may import only those on or below it. The runtime
+# compiles and runs, the language parses into what it compiles, the tuner and the precision tools
+# build on both, the HTML views and the command on everything. pypto.backend is PyPTO's name for
+# the runtime's chip families (pypto.runtime.platforms.families).
+LANG_FLOORS = [
+    {"pypto.runtime"},
+    {"pypto.language", "pypto.backend"},
+    {"pypto.tuning", "pypto.debug", "pypto.tools"},
+    {"pypto.cli"},
+]
+LANG_SRC = PACKAGES / "pypto-lang" / "src" / "pypto"
 
 
 def imported_modules(path: Path, nodes=None):
@@ -62,19 +70,43 @@ def test_a_package_imports_only_the_floors_below_it(package):
     for path in (PACKAGES / package / "src").rglob("*.py"):
         for module in imported_modules(path):
             top = own_modules(module)
-            allowed = ALLOWED[package] | (FACADE_REACHES if path == IR_FACADE else set())
-            if top is not None and top not in allowed:
+            if top is not None and top not in ALLOWED[package]:
                 offenders.append(f"{path.relative_to(PACKAGES)} imports {module}")
     assert offenders == []
 
 
-def test_the_ir_facade_reaches_up_only_inside_functions():
-    def module_level(tree):
-        return [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+def floor_of(module: str) -> int | None:
+    return next((i for i, floor in enumerate(LANG_FLOORS) if module in floor), None)
 
-    upward = [m for m in imported_modules(IR_FACADE, module_level) if own_modules(m) in FACADE_REACHES]
-    inside = [m for m in imported_modules(IR_FACADE) if own_modules(m) in FACADE_REACHES]
-    assert upward == [] and sorted(set(inside)) == ["pypto.passes", "pypto.runtime"]
+
+def test_inside_pypto_lang_arrows_point_down_even_inside_functions():
+    offenders = []
+    for path in LANG_SRC.rglob("*.py"):
+        own = floor_of(own_modules("pypto." + path.relative_to(LANG_SRC).parts[0]) or "")
+        if own is None:  # pypto/__main__.py: the command's entry, above everything
+            continue
+        for module in imported_modules(path):
+            floor = floor_of(own_modules(module) or "")
+            if floor is not None and floor > own:
+                offenders.append(f"{path.relative_to(PACKAGES)} imports {module}")
+    assert offenders == []
+
+
+def test_the_names_offered_to_lower_floors_are_entry_points_of_the_floors_above():
+    """pypto.ir.compile, pypto.ir.PassManager, pl.autotune, CompiledProgram.validate_ir's check:
+    found through entry points, so no import arrow points up (pypto.ir.extensions)."""
+    code = (
+        "import sys\n"
+        "import pypto.ir as ir, pypto.language as pl\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('pypto.tuning', 'pypto.debug'))))\n"
+        "print(ir.compile.__module__, ir.PassManager.__module__, pl.autotune.__module__)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "[]",
+        "pypto.runtime.compiling.ir_entry pypto.passes.manager pypto.tuning.autotune",
+    ]
 
 
 # The one module of the compiler floors that imports torch: the op semantics the backends share,
@@ -98,9 +130,16 @@ def test_only_backends_import_the_torch_semantics(package):
     users = [
         str(path.relative_to(PACKAGES))
         for path in (PACKAGES / package / "src").rglob("*.py")
-        if path != BACKEND_SEMANTICS and "pypto.ir.semantics" in imported_names(path)
+        if path != BACKEND_SEMANTICS
+        and HOST_EXECUTOR not in path.parents
+        and "pypto.ir.semantics" in imported_names(path)
     ]
     assert users == []
+
+
+# pypto.debug runs IR on the host with torch (torch_codegen, the per-pass check): it computes with
+# the backends' semantics, and only a user asking for it imports it (pypto-lang's `debug` extra).
+HOST_EXECUTOR = PACKAGES / "pypto-lang" / "src" / "pypto" / "debug"
 
 
 def imported_names(path: Path) -> set[str]:

@@ -1,6 +1,6 @@
 """pypto.ir — types, IR nodes, the op table, printer, verifier, diagnostics, targets, backends."""
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from pypto.ir.backend import Backend, RunReport, TaskEdge, TaskRecord
 from pypto.ir.compile_options import BackendType, OptimizationStrategy, PassDumpLevel, VerificationLevel
@@ -108,20 +108,17 @@ from pypto.ir.verifier import verify_function, verify_program
 __version__ = "0.1.0"
 
 
-if TYPE_CHECKING:
-    from pypto.passes import PassManager as PassManager
-    from pypto.runtime.compiling.ir_entry import compile as compile
-else:
-
-    def __getattr__(name: str) -> object:
-        """``pypto.ir.compile`` (pypto-lang's) and ``pypto.ir.PassManager`` (pypto-passes'),
-        loaded on first use from the package that offers them: the IR floor imports alone."""
-        from pypto.ir.compiling import offered
-
-        return offered(name)
-
-
 from pypto.ir.serial import SerializationError, deserialize, serialize
+
+
+def __getattr__(name: str) -> Any:
+    """``pypto.ir.compile`` (pypto-lang's) and ``pypto.ir.PassManager`` (pypto-passes'), loaded on
+    first use from the package that offers them: the IR floor imports alone, and nothing in it
+    names a floor above (see pypto.ir.extensions)."""
+    from pypto.ir.compiling import offered
+
+    return offered(name)
+
 
 __all__ = [
     "ASYNC_EVENT",

@@ -11,20 +11,17 @@ when it is absent).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from pypto.ir.compile_options import OptimizationStrategy
 
-if TYPE_CHECKING:
-    from pypto.passes import PassManager as PassManager
-else:
 
-    def __getattr__(name: str) -> object:
-        if name == "PassManager":
-            from pypto.ir.compiling import offered
+def __getattr__(name: str) -> Any:
+    if name == "PassManager":
+        from pypto.ir.compiling import offered
 
-            return offered(name)
-        raise AttributeError(f"module 'pypto.ir.pass_manager' has no attribute {name!r}")
+        return offered(name)
+    raise AttributeError(f"module 'pypto.ir.pass_manager' has no attribute {name!r}")
 
 
-__all__ = ["OptimizationStrategy", "PassManager"]
+__all__ = ["OptimizationStrategy", "PassManager"]  # noqa: F822 - PassManager: __getattr__

@@ -62,7 +62,15 @@ from pypto.language.errors import KernelOnlyError, ScopeOptionError
 from pypto.language.extensions import LANGUAGE
 from pypto.language.jit import InlineFunction, JitFunction, inline, jit
 from pypto.language.options import AUTO, ScopeMode, cross_core_slot, split
-from pypto.language.parser.classes import func_attr, function, loads, parse, parse_program, program
+from pypto.language.parser.classes import (
+    func_attr,
+    function,
+    loads,
+    loads_program,
+    parse,
+    parse_program,
+    program,
+)
 from pypto.runtime.compiling.compiled import register_reader
 
 FP16 = DataType.FP16
@@ -218,6 +226,7 @@ __all__ = [
     "inline",
     "jit",
     "loads",
+    "loads_program",
     "manual_scope",
     "max",
     "min",

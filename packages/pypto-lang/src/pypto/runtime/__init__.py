@@ -22,6 +22,7 @@ from pypto.runtime.platforms.registry import (
     registry,
     reset_registry,
 )
+from pypto.runtime.running.golden import GoldenError, GoldenMismatchError, write_golden
 from pypto.runtime.running.runner import RunResult
 from pypto.runtime.running.worker import ChipWorker, DeviceTensor, DeviceTensorError, WorkerError
 
@@ -31,6 +32,8 @@ __all__ = [
     "CompiledProgram",
     "DeviceTensor",
     "DeviceTensorError",
+    "GoldenError",
+    "GoldenMismatchError",
     "PlatformRegistry",
     "RunConfig",
     "RunResult",
@@ -51,4 +54,5 @@ __all__ = [
     "registry",
     "reset_registry",
     "run",
+    "write_golden",
 ]

@@ -10,7 +10,6 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pypto.backend import backend_type_of, check_supported, default_platform, platforms_of
 from pypto.ir import (
     BackendType,
     OptimizationStrategy,
@@ -25,6 +24,7 @@ from pypto.passes.pipeline import known_passes
 from pypto.runtime import settings
 from pypto.runtime.compiling.compile_profile import profiling_by_default
 from pypto.runtime.compiling.pipelines import literal_start, parse_user_pipeline, pass_registry
+from pypto.runtime.platforms.families import backend_type_of, check_supported, default_platform, platforms_of
 from pypto.runtime.reports.pmu import LEVELS as PMU_LEVELS
 from pypto.runtime.reports.profiling import check_output_dir, check_profile_dir
 from pypto.runtime.running import rings
@@ -146,6 +146,10 @@ class RunConfig(metaclass=_ConfigFields):
     (default: ``PYPTO_COMPILE_PROFILING``) times each compile stage and pass into the output
     directory's ``report/pipeline_profile.txt`` / ``.json`` (:mod:`pypto.runtime.compiling.compile_profile`).
 
+    Harness fields, read by ``pypto.runtime.run()`` only (``compiled(...)`` and
+    ``ChipWorker.run(...)`` ignore them): ``rtol`` / ``atol`` and ``golden_data_dir``, where the
+    goldens of the outputs are kept (:mod:`pypto.runtime.running.golden`).
+
     ``parsed_pipeline`` is the pipeline ``pipeline`` names, its options typed. ``platform_origin``
     says where the platform's name came from (the session setting, or this call), for error
     messages. An unknown option is an :class:`UnknownOptionError` (a ``TypeError``).
@@ -180,6 +184,7 @@ class RunConfig(metaclass=_ConfigFields):
     ring_dep_pool: int | Sequence[int] | None = None
     aicpu_thread_num: int | None = None
     compile_profiling: bool = field(default_factory=profiling_by_default)
+    golden_data_dir: str | Path | None = None
     parsed_pipeline: Pipeline | None = field(default=None, init=False, repr=False, compare=False)
     platform_origin: Origin = field(default=DEFAULT, init=False, repr=False, compare=False)
     _profile_origin: Origin = field(default=DEFAULT, init=False, repr=False, compare=False)
@@ -453,6 +458,7 @@ _FIELDS: tuple[tuple[str, tuple[type, ...], str, Any], ...] = (
     ("verification_level", (VerificationLevel,), "a pypto.ir.VerificationLevel", VerificationLevel.ROUNDTRIP),
     ("strategy", (OptimizationStrategy,), "a pypto.ir.OptimizationStrategy", OptimizationStrategy.Default),
     ("compile_profiling", (bool,), "True or False", True),
+    ("golden_data_dir", (str, Path, type(None)), "a directory", "golden/"),
     (
         "pipeline",
         (list, tuple, str, type(None)),

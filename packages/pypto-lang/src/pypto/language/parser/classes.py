@@ -665,6 +665,16 @@ def parse_program(text: str, filename: str | None = None, globals: dict[str, Any
     return result
 
 
+def loads_program(path: str | os.PathLike[str], globals: dict[str, Any] | None = None) -> Program:
+    """``pl.parse_program`` of the text of the file at ``path`` (a pass dump, ``program.py``).
+
+    >>> prog = pl.loads_program("passes_dump/03_after_ConvertTensorToTileOps.py")  # doctest: +SKIP
+    """
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    return parse_program(text, str(path), globals)
+
+
 class _Names(GlobalNames):
     """The names of a parsed text's module (no Python function behind it)."""
 

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pypto.backend import backend_type_of
 from pypto.ir import (
     BackendType,
     Direction,
@@ -37,6 +36,8 @@ from pypto.runtime.compiling.cache import OFF, cached_lower
 from pypto.runtime.compiling.compile_profile import CompileProfile
 from pypto.runtime.compiling.pipelines import pipeline_of
 from pypto.runtime.config import RunConfig
+from pypto.runtime.extensions import RUNTIME
+from pypto.runtime.platforms.families import backend_type_of
 from pypto.runtime.platforms.registry import get_backend, get_target, registry
 from pypto.runtime.reports import launches
 from pypto.runtime.reports.profiling import ProfileFiles, write_profile
@@ -225,6 +226,37 @@ class CompiledProgram:
             artifacts.write_run(directory, self.last_report, config, self.program.name)
             self._reported = self.last_report
         return directory
+
+    def validate_ir(
+        self,
+        tensors: Mapping[str, Any],
+        expected: Mapping[str, Any],
+        *,
+        rtol: float = 5e-2,
+        atol: float = 5e-2,
+    ) -> dict[str, dict[str, float]]:
+        """Run each pass dump of this program on the host (``pypto.debug.torch_codegen``) and
+        compare it with ``expected``: :func:`pypto.debug.validate_pass_ir_codegen_results` on
+        ``<output_dir>/passes_dump/`` (or the ``dump_passes`` directory). The program as parsed is
+        checked first, so a first dump that differs is the pass's. ``FileNotFoundError`` when it
+        was compiled without pass dumps.
+
+        >>> compiled = kernel.compile(a, out, config=RunConfig(dump_passes=True))  # doctest: +SKIP
+        >>> compiled.validate_ir({"a": a, "out": out}, {"out": ref}, rtol=1e-3)  # doctest: +SKIP
+        """
+        # pypto.debug's (it needs torch and the language's parser): offered to the runtime.
+        validate_program = RUNTIME.get("validate_program")
+        validate_pass_ir_codegen_results = RUNTIME.get("validate_pass_ir_codegen_results")
+        directory = self.config.dump_dir(self.program.name, self.output_dir_for(self.config))
+        if directory is None or not directory.is_dir():
+            raise FileNotFoundError(
+                f"{self.program.name} has no pass dumps to validate"
+                + (f" (no {directory})" if directory is not None else "")
+                + ": compile it with RunConfig(dump_passes=True)"
+            )
+        if self.parsed is not None:
+            validate_program(self.parsed, tensors, expected, rtol=rtol, atol=atol, label="00_as_parsed")
+        return validate_pass_ir_codegen_results(directory, tensors, expected, rtol=rtol, atol=atol)
 
     @functools.cached_property
     def task_count(self) -> int | None:
@@ -415,23 +447,49 @@ def compile_program(
     return compiled
 
 
-def run(program_or_jit: Any, *tensors: Any, config: RunConfig | None = None) -> Any:
+def run(
+    program_or_jit: Any = None,
+    *tensors: Any,
+    config: RunConfig | None = None,
+    golden: Callable[[dict[str, Any]], Any] | None = None,
+    tensor_specs: Any = None,
+    program: Any = None,
+) -> Any:
     """Compile (if needed) and run: ``run(mixed, a, b, bias, out, config=RunConfig())``.
 
-    Accepts a ``@pl.jit`` function, a parsed ``Program`` or a ``CompiledProgram``; returns what
-    the entry returns. A ``Program`` whose entry takes parameters, given no arguments, is only
-    compiled: ``compiled = run(program, config=cfg)`` returns the ``CompiledProgram``, and
-    ``compiled(*tensors)`` runs it.
+    Accepts a ``@pl.jit`` function, a parsed ``Program`` or a ``CompiledProgram`` (also as
+    ``program=``); returns what the entry returns. ``tensor_specs`` (a list of
+    :class:`pypto.runtime.TensorSpec`) makes the arguments instead of ``tensors``. The harness
+    compares the outputs with a golden when ``golden`` (a function of the arguments by name that
+    writes the expected outputs in place) or ``config.golden_data_dir`` is given, within
+    ``config.rtol`` / ``config.atol``: see :mod:`pypto.runtime.running.golden`. A ``Program``
+    whose entry takes parameters, given no arguments, is only compiled: ``compiled = run(program,
+    config=cfg)`` returns the ``CompiledProgram``, and ``compiled(*tensors)`` runs it.
     """
+    from pypto.runtime.running.golden import check_run
+
+    if program_or_jit is None:
+        program_or_jit = program
+    if tensor_specs is not None:
+        tensors = tuple(spec.create_tensor() for spec in tensor_specs)
     if isinstance(program_or_jit, CompiledProgram):
-        return program_or_jit.run(*tensors, config=config)
-    if isinstance(program_or_jit, Program):
+        compiled = program_or_jit
+    elif isinstance(program_or_jit, Program):
         compiled = compile_program(program_or_jit, config)
         if not tensors and compiled.entry.params:
             return compiled  # nothing to run on: compile only, and hand back what runs it
-        return compiled.run(*tensors)
-    if callable(getattr(program_or_jit, "compile", None)):
-        return program_or_jit(*tensors, config=config)
-    raise TypeError(
-        f"run() takes a @pl.jit function, a Program or a CompiledProgram, got {type(program_or_jit).__name__}"
-    )
+    elif callable(getattr(program_or_jit, "compile", None)):
+        jit = program_or_jit
+        if golden is None and (config is None or config.golden_data_dir is None):
+            return jit(*tensors, config=config)
+        compiled = jit.compile(*tensors, config=config)
+        return check_run(
+            compiled.entry, tensors, lambda: jit(*tensors, config=config), golden, config or compiled.config
+        )
+    else:
+        raise TypeError(
+            "run() takes a @pl.jit function, a Program or a CompiledProgram, got "
+            f"{type(program_or_jit).__name__}"
+        )
+    chosen = config or compiled.config
+    return check_run(compiled.entry, tensors, lambda: compiled.run(*tensors, config=config), golden, chosen)
