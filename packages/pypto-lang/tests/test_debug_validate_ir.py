@@ -13,7 +13,7 @@ import pypto.language as pl
 from pypto.debug import PassResultMismatch, ValidationInputError, validate_pass_ir_codegen_results
 from pypto.ir import Assign, Call, For, If, Program
 from pypto.passes import PassContext
-from pypto.runtime import RunConfig, hookimpl, register_plugin
+from pypto.runtime import RunConfig, hookimpl, register_plugin, reset_registry
 
 PIPELINE = "outline-scopes,tile-matmul,tensor-to-tile,{wrong}infer-memory-space,vector-split,expand-mixed,stamp-tfree,allocate,task-deps"
 
@@ -49,7 +49,13 @@ class WrongPassPlugin:
         register(SubtractInsteadOfAdd)
 
 
-register_plugin(WrongPassPlugin(), name="wrong-pass")
+@pytest.fixture
+def wrong_pass():
+    """The wrong pass registered for one test (other tests reset the registry)."""
+    reset_registry()
+    register_plugin(WrongPassPlugin(), name="wrong-pass")
+    yield
+    reset_registry()
 
 
 @pl.jit
@@ -69,7 +75,7 @@ def _inputs():
     return {"x": x, "bias": bias, "out": torch.zeros(64, 128)}, {"out": torch.exp(x + bias)}
 
 
-def test_the_bisection_names_the_wrong_pass(tmp_path, capsys):
+def test_the_bisection_names_the_wrong_pass(tmp_path, capsys, wrong_pass):
     tensors, expected = _inputs()
     config = RunConfig(dump_passes=tmp_path, pipeline=PIPELINE.format(wrong="subtract-instead-of-add,"))
     compiled = add_bias.compile(*tensors.values(), config=config)
