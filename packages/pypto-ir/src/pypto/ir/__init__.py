@@ -3,7 +3,15 @@
 from typing import TYPE_CHECKING
 
 from pypto.ir.backend import Backend, RunReport, TaskEdge, TaskRecord
-from pypto.ir.compile_options import BackendType, OptimizationStrategy, PassDumpLevel, VerificationLevel
+from pypto.ir.compile_options import (
+    BackendType,
+    DiagnosticCheck,
+    DiagnosticPhase,
+    MemoryPlanner,
+    OptimizationStrategy,
+    PassDumpLevel,
+    VerificationLevel,
+)
 from pypto.ir.compiling import MissingPackageError
 from pypto.ir.dtypes import DataType, dtype_from_torch_name, supported_torch_dtypes
 from pypto.ir.equality import (
@@ -148,6 +156,8 @@ __all__ = [
     "Continue",
     "DataType",
     "DeadlockError",
+    "DiagnosticCheck",
+    "DiagnosticPhase",
     "DimExpr",
     "Direction",
     "DynDim",
@@ -169,6 +179,7 @@ __all__ = [
     "MemRefSlot",
     "MemoryBudgetError",
     "MemoryPlan",
+    "MemoryPlanner",
     "MemorySpace",
     "MemorySpec",
     "MissingPackageError",
