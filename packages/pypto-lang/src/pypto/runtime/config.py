@@ -180,6 +180,16 @@ class RunConfig(metaclass=_ConfigFields):
     (default: ``PYPTO_COMPILE_PROFILING``) times each compile stage and pass into the output
     directory's ``report/pipeline_profile.txt`` / ``.json`` (:mod:`pypto.runtime.compiling.compile_profile`).
 
+    ``enable_chip_swimlane`` is a swimlane collection level 0-4 (True is 4, False 0) written to
+    ``dfx_outputs/chip_swimlane_records.json`` after each run; a level > 0 implies
+    ``enable_profiling``; ``enable_l2_swimlane=`` is its former name (a DeprecationWarning).
+    ``memory_planner`` (:class:`pypto.ir.MemoryPlanner`), ``diagnostic_phase``
+    (:class:`pypto.ir.DiagnosticPhase`) and ``disabled_diagnostics`` (:class:`pypto.ir.DiagnosticCheck`
+    members, kept as a frozenset) change the lowered program and are part of :meth:`cache_key`;
+    ``analyze_auto_scopes_for_deps`` and ``dump_ptoas_passes`` are checked and change nothing here;
+    a ``distributed_config`` is a ConfigError (distributed programs are not available). See
+    ``docs/runtime.md`` for every field.
+
     ``parsed_pipeline`` is the pipeline ``pipeline`` names, its options typed. ``platform_origin``
     says where the platform's name came from (the session setting, or this call), for error
     messages. An unknown option is an :class:`UnknownOptionError` (a ``TypeError``).
