@@ -250,6 +250,10 @@ def test_kernel_compile_returns_a_program_compiled_under_the_config_asked_for(wo
     kept = add_kernel.compile(a, a, a, config=RunConfig(save_kernels_dir=workdir / "kept"))
     assert kept is not plain and kept.output_dir == workdir / "kept"
     assert add_kernel.compile(a, a, a, config=RunConfig()) is plain
+    ptoas = add_kernel.compile(a, a, a, config=RunConfig(memory_planner=ir.MemoryPlanner.PTOAS))
+    assert ptoas is not plain and ptoas.config.memory_planner is ir.MemoryPlanner.PTOAS
+    checked = add_kernel.compile(a, a, a, config=RunConfig(verification_level=ir.VerificationLevel.NONE))
+    assert checked is not plain and checked.config.verification_level is ir.VerificationLevel.NONE
 
 
 # ---------------------------------------------------------------- benchmark

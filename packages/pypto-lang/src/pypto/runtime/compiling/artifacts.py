@@ -17,7 +17,8 @@ When compiled:
 - ``passes_dump/``: the program after each pass, when pass dumps were asked for.
 
 After a run: ``report.json`` and ``report.txt`` (the backend's RunReport), and on request, in
-``dfx_outputs/``: ``chip_swimlane_records.json`` (``enable_chip_swimlane``, as in the profile
+``dfx_outputs/``: ``chip_swimlane_records.json`` (``enable_chip_swimlane`` at its level, or
+``enable_profiling`` in full, as in the profile
 directory, when the run writes here anyway), ``deps.json`` (``enable_dep_gen``),
 ``scope_stats/scope_stats.jsonl`` and ``scope_stats/scope_stats.png`` (``enable_scope_stats``,
 :mod:`pypto.runtime.reports.scope_stats`) and ``pmu.csv`` (``enable_pmu``, :mod:`pypto.runtime.reports.pmu`).
@@ -232,10 +233,11 @@ def write_run(
     written = [_json(directory / REPORT_JSON, report_data(report))]
     (directory / REPORT_TEXT).write_text(report.summary() + "\n")
     written.append(directory / REPORT_TEXT)
-    if config.enable_dep_gen or config.enable_scope_stats or config.enable_pmu or config.enable_chip_swimlane:
+    swimlane = config.enable_chip_swimlane or config.enable_profiling  # profiling: the full records
+    if config.enable_dep_gen or config.enable_scope_stats or config.enable_pmu or swimlane:
         (directory / DFX_DIR).mkdir(exist_ok=True)
-    if config.enable_chip_swimlane:
-        level = int(config.enable_chip_swimlane) or 4  # enable_profiling alone: the full records
+    if swimlane:
+        level = int(config.enable_chip_swimlane) or 4
         written.append(_json(directory / SWIMLANE_RECORDS, swimlane_records(report, title, level)))
     if config.enable_dep_gen:
         written.append(_json(directory / DEPS_FILE, deps_file_data(report, program)))
