@@ -68,6 +68,7 @@ class Registration:
 
     @_at_user_line
     def __call__(self, *args: Any, config: RunConfig | None = None) -> Any:
+        self.worker._check_open()  # a closed worker says so, not that the handle was released
         if self.released:
             raise WorkerError(
                 f"this registration of {self.compiled.entry.name} was released (unregister())",
