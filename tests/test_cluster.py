@@ -55,7 +55,7 @@ def test_a_cluster_runs_its_aic_and_aiv_kernels_together_as_a_group():
     run(Clustered, a, b, bias, out)
     torch.testing.assert_close(out, a.float() @ b.float() + bias, rtol=1e-2, atol=1e-2)
     compiled = compile_program(Clustered, RunConfig())
-    group = compiled.program.functions["mm_bias"]
+    group = compiled.lowered.functions["mm_bias"]
     assert group.kind is FunctionKind.Group
     assert [p.var.name for p in group.params] == ["bias", "out", "a", "b"]
     compiled.run(a, b, bias, out.zero_())

@@ -133,7 +133,7 @@ def test_the_valid_shape_operand_prints_and_parses_back_through_every_pass():
         pl.Out[pl.Tensor[[16, 128], pl.FP32]],
         config=config,
     )
-    lowered = compiled.program.as_python()
+    lowered = compiled.lowered.as_python()
     assert "valid_shape=[r1, 64]" in lowered and "valid_shape=[128 - r1, 64]" in lowered
 
 

@@ -87,13 +87,13 @@ def test_embedding_gather_then_projection_through_a_reserved_buffer_matches_torc
 
 def test_tiles_are_placed_above_the_reserved_buffer_and_the_setup_gets_its_depth():
     compiled = compile_program(EmbedProject, RunConfig())
-    project = compiled.program.function("project")
+    project = compiled.lowered.function("project")
     plan = project.attrs["memory_plan"]
     (ring,) = plan.reservations
     assert (ring.name, ring.base, ring.size, ring.slot_size) == ("v2c_ring", 0, 2 * SLOT, SLOT)
     mat = [a for a in plan.allocations.values() if a.space is pl.Mem.Mat]
     assert mat and min(a.offset for a in mat) >= 2 * SLOT
-    text = print_ir(compiled.program)
+    text = print_ir(compiled.lowered)
     # The depth the buffer holds is written into both setups; the buffer's base into the reserve.
     assert "pl.system.reserve_buffer(name='v2c_ring', size=131072, base=0)" in text
     assert (
@@ -222,7 +222,7 @@ pl.aic_initialize_pipe(dir_mask=2, slot_size=SLOT, v2c_consumer_buf=ring)
 """
     program = pl.parse(embed_program(cube_setup=cube))
     compiled = compile_program(program, RunConfig())
-    plan = compiled.program.function("project").attrs["memory_plan"]
+    plan = compiled.lowered.function("project").attrs["memory_plan"]
     mat = [a for a in plan.allocations.values() if a.space is pl.Mem.Mat]
     assert min(a.offset for a in mat) >= 8192 + 2 * SLOT
     idx, table, w, out = embed_inputs()
@@ -324,7 +324,7 @@ def test_two_pipes_with_ids_in_one_direction_match_torch():
     keys = table[idx.long().flip(0)[:N]].float()
     assert torch.allclose(out, emb @ keys.T, rtol=1e-3, atol=1e-1)
     compiled = compile_program(program, RunConfig())
-    rings = compiled.program.function("project").attrs["memory_plan"].reservations
+    rings = compiled.lowered.function("project").attrs["memory_plan"].reservations
     # Both buffers packed from the bottom of Mat, one above the other.
     assert [(r.name, r.base) for r in rings] == [("emb_ring", 0), ("key_ring", 2 * SLOT)]
 
@@ -407,7 +407,7 @@ def test_a_setup_without_slot_num_takes_the_default_depth():
     cube = "pl.aic_initialize_pipe(dir_mask=2, slot_size=SLOT)\n"
     vector = "pl.aiv_initialize_pipe(dir_mask=2, slot_size=SLOT)\n"
     compiled = compile_program(pl.parse(embed_program(cube_setup=cube, vector_setup=vector)), RunConfig())
-    text = print_ir(compiled.program)
+    text = print_ir(compiled.lowered)
     assert f"pl.system.aic_initialize_pipe(dir_mask=2, slot_size={SLOT}, slot_num=2)" in text
 
 

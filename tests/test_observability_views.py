@@ -112,7 +112,7 @@ def test_the_memory_map_of_the_seed_kernel_lists_every_buffer_at_its_address(tmp
         }
         planned = {
             (fn.name, alloc.name): f"0x{alloc.offset:05x}"
-            for fn in compiled.program.functions.values()
+            for fn in compiled.lowered.functions.values()
             if plan_of(fn) is not None
             for alloc in plan_of(fn).allocations.values()
         }

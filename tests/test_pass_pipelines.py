@@ -39,7 +39,7 @@ def test_a_k_block_from_the_pipeline_string_gives_torchs_numbers(k_block, matmul
     matmul_bias(a, b, bias, out, config=config)
     torch.testing.assert_close(out, a.float() @ b.float() + bias, rtol=1e-3, atol=1e-3)
     compiled = matmul_bias.compile(a, b, bias, out, config=config)
-    cube = compiled.program.function("mm_aic")
+    cube = compiled.lowered.function("mm_aic")
     ops = [s.value.op for s in walk_stmts(cube.body) if isinstance(getattr(s, "value", None), Call)]
     assert ops.count("tile.matmul") + ops.count("tile.matmul_acc") == matmuls
 

@@ -85,7 +85,7 @@ def test_roundtrip_verification_checks_every_pass_of_a_compile():
         pl.Out[pl.Tensor[[128, 64], pl.FP32]],
         config=config,
     )
-    assert "mm_aiv" in compiled.program.functions
+    assert "mm_aiv" in compiled.lowered.functions
 
 
 def test_roundtrip_verification_names_the_pass_whose_program_does_not_read_back(monkeypatch):

@@ -137,7 +137,7 @@ class WithAttrs:
 
 @pytest.mark.filterwarnings("ignore::pypto.passes.CompileWarning")
 def test_every_ir_class_round_trips_through_pickle(backend):
-    programs = [WithAttrs, compile_program(WithAttrs, on_testsim()).program]
+    programs = [WithAttrs, compile_program(WithAttrs, on_testsim()).lowered]
     for kernel in (mixed, staged, explicit, branchy, flowy, dynamic_rows):
         programs += [kernel.parse(), kernel.lower(config=on_testsim())]
     seen: set[type] = set()
@@ -188,7 +188,7 @@ def test_a_second_compile_comes_from_the_disk(cache_dir, monkeypatch):
     second = make_add(2.0).compile(config=on_testsim())  # a new JIT object: its memory cache is empty
     assert (first.cache, second.cache) == ("miss", "hit")
     assert len(lowered) == 1  # the hit ran no pass
-    assert ir.print_ir(second.program) == ir.print_ir(first.program)
+    assert ir.print_ir(second.lowered) == ir.print_ir(first.lowered)
     (entry,) = ProgramCache(cache_dir).entries()
     assert (entry.kernel, entry.platform, entry.hits) == ("add", "testsim", 1)
     assert entry.last_hit_seconds is not None  # the index recorded the hit

@@ -96,8 +96,8 @@ def test_compile_and_lower_need_no_arguments_when_fully_annotated(backend, confi
     kernel = fresh(fixed)
     compiled = kernel.compile(config=config)
     assert isinstance(compiled, CompiledProgram)
-    assert kernel.lower(config=config) is compiled.program
-    assert [f.name for f in compiled.program.functions.values()] == ["fixed"]
+    assert kernel.lower(config=config) is compiled.lowered
+    assert [f.name for f in compiled.lowered.functions.values()] == ["fixed"]
     a, out = torch.ones(64, 64), torch.zeros(64, 64)
     assert compiled.run(a, out) is out
 

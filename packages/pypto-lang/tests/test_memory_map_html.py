@@ -88,7 +88,7 @@ def loop_carried():
     "kernel", [mixed, explicit, loop_carried()], ids=["seed-mixed", "explicit-rings", "carried"]
 )
 def test_every_buffer_of_every_plan_is_listed_and_drawn_at_its_address(kernel):
-    program = compiled(kernel).program
+    program = compiled(kernel).lowered
     page = parsed(memory_map_html(program, get_target("a2a3")))
     rows = {(a["data-kernel"], a["data-buffer"]): cells for a, cells in page.rows if "data-buffer" in a}
     drawn = {
@@ -113,7 +113,7 @@ def test_every_buffer_of_every_plan_is_listed_and_drawn_at_its_address(kernel):
 
 
 def test_the_rings_are_drawn_at_the_bottom_of_their_space_as_reserved():
-    page = parsed(memory_map_html(compiled(explicit).program, get_target("a2a3")))
+    page = parsed(memory_map_html(compiled(explicit).lowered, get_target("a2a3")))
     rings = [a["data-ring"] for tag, a in page.tags if tag == "g" and a.get("class") == "ring"]
     assert rings == [
         "[reserved] cross-core pipe ring (requested, 2 slot(s) of 16 KiB)",
@@ -124,7 +124,7 @@ def test_the_rings_are_drawn_at_the_bottom_of_their_space_as_reserved():
         ("Mat", "0x00000", "32768"),
         ("Vec", "0x00000", "32768"),
     ]
-    seed = parsed(memory_map_html(compiled(mixed).program, get_target("a2a3")))
+    seed = parsed(memory_map_html(compiled(mixed).lowered, get_target("a2a3")))
     assert [a["data-ring"] for tag, a in seed.tags if tag == "g" and a.get("class") == "ring"] == [
         "[reserved] cross-core pipe ring (automatic, 2 slot(s) of 64 KiB)"
     ]
@@ -139,7 +139,7 @@ def _buffers(page: Elements, kernel: str) -> dict[str, tuple[int, int]]:
 
 
 def test_lifetimes_run_from_the_definition_to_the_last_use_and_through_loops():
-    program = compiled(mixed_512).program
+    program = compiled(mixed_512).lowered
     aic = program.functions["mixed_aic"]
     lines = [line.text for line in statement_lines(aic.body)]
     row = {text.split(" = ")[0]: i for i, text in enumerate(lines)}
@@ -162,7 +162,7 @@ def test_lifetimes_run_from_the_definition_to_the_last_use_and_through_loops():
 
 
 def test_a_carried_tile_lives_through_the_whole_loop():
-    program = compiled(loop_carried()).program
+    program = compiled(loop_carried()).lowered
     (fn,) = [fn for fn in program.functions.values() if plan_of(fn) is not None]
     lines = [line.text for line in statement_lines(fn.body)]
     loop = next(i for i, text in enumerate(lines) if text.startswith("for "))
@@ -189,7 +189,7 @@ def test_a_dump_and_an_output_directory_read_back_with_their_plans(tmp_path):
     for source in (after, program.output_dir):
         read = load_program(source)
         assert {fn.name: plan_of(fn) for fn in read.functions.values() if plan_of(fn)} == {
-            fn.name: plan_of(fn) for fn in program.program.functions.values() if plan_of(fn)
+            fn.name: plan_of(fn) for fn in program.lowered.functions.values() if plan_of(fn)
         }
 
 

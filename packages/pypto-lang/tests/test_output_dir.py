@@ -39,7 +39,7 @@ def test_a_compile_writes_nothing_until_the_output_dir_is_read(workdir):
     assert not (workdir / "build_output").exists()
     directory = compiled.output_dir
     assert directory.parent == Path("build_output") and directory.name.startswith("scaled_")
-    assert (directory / "program.py").read_text() == print_program(compiled.program)
+    assert (directory / "program.py").read_text() == print_program(compiled.lowered)
     memory = (directory / "memory_map.txt").read_text()
     assert "scale (AIV kernel)" in memory and "peak" in memory
 
@@ -54,6 +54,7 @@ def test_a_second_compile_is_the_cached_program_and_its_directory(workdir):
 def test_save_kernels_writes_the_artifacts_when_compiled(workdir):
     compiled = scaled.compile(config=RunConfig(save_kernels_dir="kept", dump_passes=True))
     assert sorted(p.name for p in (workdir / "kept").iterdir()) == [
+        "compiled.json",
         "memory_map.txt",
         "passes_dump",
         "program.py",
@@ -107,7 +108,7 @@ def test_each_kernel_has_a_pto_file_with_its_lowered_code_and_memory_plan(workdi
         "# program: scaled",
         "# chip: a2a3",
     ]
-    plan = compiled.program.functions["scale"].attrs["memory_plan"]
+    plan = compiled.lowered.functions["scale"].attrs["memory_plan"]
     for name, allocation in plan.allocations.items():
         assert f"0x{allocation.offset:05x}  {allocation.size}" in header and name in header
     assert code.startswith("@pl.function(type=pl.FunctionType.AIV)\ndef scale(")

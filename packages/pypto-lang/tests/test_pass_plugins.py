@@ -30,7 +30,7 @@ def doubled(a: pl.Tensor[[64, 64], pl.FP32], out: pl.Out[pl.Tensor[[64, 64], pl.
 
 
 def stamps(compiled):
-    return compiled.program.entry_function.attrs.get("stamp")
+    return compiled.lowered.entry_function.attrs.get("stamp")
 
 
 @pytest.fixture
@@ -46,7 +46,7 @@ def test_a_plugin_pass_runs_from_run_config_with_its_options_typed(stamp_plugin)
     )
     compiled = doubled.compile(config=config)
     assert stamps(compiled) == (("hi", 3, True, Tone.LOUD),)
-    assert [fn.name for fn in compiled.program.functions.values()] == [
+    assert [fn.name for fn in compiled.lowered.functions.values()] == [
         "doubled",
         "doubled_1",
     ]  # outlined first

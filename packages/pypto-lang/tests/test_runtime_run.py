@@ -25,9 +25,13 @@ def test_run_config_defaults_target_the_simulator():
     assert config.options == {}
 
 
-def test_enable_chip_swimlane_is_an_alias_of_enable_profiling():
+def test_a_chip_swimlane_level_turns_profiling_on_and_true_is_level_4():
     assert RunConfig(enable_chip_swimlane=True).enable_profiling is True
-    assert RunConfig(enable_profiling=True).enable_chip_swimlane is True
+    assert RunConfig(enable_chip_swimlane=True).enable_chip_swimlane == 4
+    assert RunConfig(enable_chip_swimlane=2).enable_profiling is True
+    assert RunConfig(enable_chip_swimlane=False).enable_chip_swimlane == 0
+    # Profiling alone captures no DFX swimlane level (its records go with the profile).
+    assert RunConfig(enable_profiling=True).enable_chip_swimlane == 0
 
 
 def test_dump_passes_true_dumps_into_the_output_directorys_passes_dump(monkeypatch):

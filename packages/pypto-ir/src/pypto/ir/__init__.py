@@ -3,7 +3,15 @@
 from typing import Any
 
 from pypto.ir.backend import Backend, RunReport, TaskEdge, TaskRecord
-from pypto.ir.compile_options import BackendType, OptimizationStrategy, PassDumpLevel, VerificationLevel
+from pypto.ir.compile_options import (
+    BackendType,
+    DiagnosticCheck,
+    DiagnosticPhase,
+    MemoryPlanner,
+    OptimizationStrategy,
+    PassDumpLevel,
+    VerificationLevel,
+)
 from pypto.ir.compiling import MissingPackageError
 from pypto.ir.dtypes import DataType, dtype_from_torch_name, supported_torch_dtypes
 from pypto.ir.equality import (
@@ -145,6 +153,8 @@ __all__ = [
     "Continue",
     "DataType",
     "DeadlockError",
+    "DiagnosticCheck",
+    "DiagnosticPhase",
     "DimExpr",
     "Direction",
     "DynDim",
@@ -166,6 +176,7 @@ __all__ = [
     "MemRefSlot",
     "MemoryBudgetError",
     "MemoryPlan",
+    "MemoryPlanner",
     "MemorySpace",
     "MemorySpec",
     "MissingPackageError",

@@ -64,3 +64,58 @@ class VerificationLevel(Enum):
     NONE = "none"
     BASIC = "basic"
     ROUNDTRIP = "roundtrip"
+
+
+class MemoryPlanner(Enum):
+    """Who places the on-chip buffers (``memory_planner=``, ``ir.compile`` and ``RunConfig``).
+
+    ``PYPTO`` (the default): the compiler's ``AllocateMemory`` pass, inside the pass pipeline, so
+    every pass dump after it carries the addresses. ``DSA_RP``: the same placement here: the
+    planner already places each buffer on the bytes freed longest ago (the reuse penalty a
+    dynamic-storage solver minimizes) and packs first-fit when that runs over a space. ``PTOAS``:
+    the addresses are left to the code-emission step after the pipeline (the role of PTO's
+    assembler), so ``AllocateMemory`` is not in the pipeline and no pass dump carries addresses;
+    ``program.py``, the ``.pto`` files and the memory map of the artifacts still do."""
+
+    PYPTO = "pypto"
+    DSA_RP = "dsa_rp"
+    PTOAS = "ptoas"
+
+
+class DiagnosticPhase(Enum):
+    """When the compiler's advisory checks (warnings and performance hints) run
+    (``diagnostic_phase=``): ``NONE`` turns the channel off; any other phase leaves it on, each
+    check running at the phase it is declared for (:class:`DiagnosticCheck`): ``PrePipeline``
+    before the first pass, ``PostPass`` after the pass that can tell, ``PostPipeline`` on the
+    lowered program. None (the default) is ``PostPipeline``."""
+
+    NONE = "none"
+    PrePipeline = "pre_pipeline"
+    PostPass = "post_pass"
+    PostPipeline = "post_pipeline"
+
+
+class DiagnosticCheck(Enum):
+    """An advisory check of the compiler, silenced one by one with ``disabled_diagnostics=``.
+
+    ``UnfreedPipeTile`` (a warning, after ``StampTfree``): a tile popped from a cross-core pipe is
+    not freed on every path. ``PipelineStagesCut`` (a performance hint, on the lowered program):
+    a ``pl.pipeline`` loop got fewer stages than it asked for, because its buffers do not fit."""
+
+    UnfreedPipeTile = "unfreed_pipe_tile"
+    PipelineStagesCut = "pipeline_stages_cut"
+
+    @property
+    def phase(self) -> DiagnosticPhase:
+        return _CHECK_PHASES[self]
+
+    @property
+    def severity(self) -> str:
+        """``"Warning"`` or ``"PerfHint"``."""
+        return "Warning" if self is DiagnosticCheck.UnfreedPipeTile else "PerfHint"
+
+
+_CHECK_PHASES = {
+    DiagnosticCheck.UnfreedPipeTile: DiagnosticPhase.PostPass,
+    DiagnosticCheck.PipelineStagesCut: DiagnosticPhase.PostPipeline,
+}

@@ -101,9 +101,9 @@ def compile_kernel(
         compiled = kernel.compile(config=config, **compile_arguments(kernel, given))
     chip = get_target(config.platform_name)
     if emit == "ir":
-        click.echo(print_ir(compiled.program), nl=False)
+        click.echo(print_ir(compiled.lowered), nl=False)
     elif emit == "memory-map":
-        click.echo(memory_map(compiled.program.functions.values(), chip))
+        click.echo(memory_map(compiled.lowered.functions.values(), chip))
     else:
         click.echo(report(compiled, chip))
     if dump_passes is not None:

@@ -19,7 +19,7 @@ def _usage(plan: MemoryPlan | None, target: Target) -> str:
 
 def report(compiled: CompiledProgram, target: Target) -> str:
     """What was compiled, for which platform, how long it took and how full each kernel's memory is."""
-    program, config = compiled.program, compiled.config
+    program, config = compiled.lowered, compiled.config
     pipeline = [step.label for step in pipeline_of(config)]
     lines = [
         f"{program.name}: compiled for {config.platform} (target {target.name}) in "

@@ -80,7 +80,7 @@ class JitFunction(KernelFunction):
         """The compiled program for ``spec``: from the in-memory cache unless a module global or
         closure value the kernel read has changed since, or pass dumps or a compile profile are
         asked for (each is written whenever it is asked for)."""
-        key = (spec.key, config.cache_key())
+        key = (spec.key, config.artifact_key())
         cached = self._compiled.get(key)
         fresh = config.dump_dir(self.name) is not None or config.compile_profiling
         if cached is not None and cached[1].changed() is None and not fresh:
@@ -98,14 +98,14 @@ class JitFunction(KernelFunction):
     def compile(self, *args: Any, config: RunConfig | None = None, **kwargs: Any) -> CompiledProgram:
         """Compile for these arguments (none needed when every parameter is fully annotated).
 
-        >>> mixed.compile(config=RunConfig(platform="a2a3")).program  # doctest: +SKIP
+        >>> mixed.compile(config=RunConfig(platform="a2a3")).lowered  # doctest: +SKIP
         """
         return self._compile(self._specialize(args, kwargs), _config(config))
 
     @_user_errors
     def lower(self, *args: Any, config: RunConfig | None = None, **kwargs: Any) -> Program:
         """The lowered IR program: ``list(mixed.lower().functions)`` (the function names)."""
-        return self._compile(self._specialize(args, kwargs), _config(config)).program
+        return self._compile(self._specialize(args, kwargs), _config(config)).lowered
 
     @_user_errors
     def __call__(self, *args: Any, config: RunConfig | None = None, **kwargs: Any) -> Any:

@@ -7,6 +7,7 @@
 """
 
 from pypto.ir import VerificationLevel
+from pypto.runtime.compiling.artifacts import ArtifactError
 from pypto.runtime.compiling.compiled import CompiledProgram, compile_program, lower_program, run
 from pypto.runtime.compiling.tensor_spec import TensorSpec, TensorSpecError
 from pypto.runtime.config import RunConfig, UnknownOptionError
@@ -22,27 +23,43 @@ from pypto.runtime.platforms.registry import (
     registry,
     reset_registry,
 )
+from pypto.runtime.running.benchmark import BenchmarkStats, TraceInvocation, benchmark
+from pypto.runtime.running.call import CallConfig, ChipCallable, OrchArgs
 from pypto.runtime.running.golden import GoldenError, GoldenMismatchError, write_golden
 from pypto.runtime.running.runner import RunResult
-from pypto.runtime.running.worker import ChipWorker, DeviceTensor, DeviceTensorError, WorkerError
+from pypto.runtime.running.worker import (
+    ChipWorker,
+    DeviceTensor,
+    DeviceTensorError,
+    Registration,
+    WorkerError,
+)
 
 __all__ = [
     "LOAD_PLUGINS_ENV",
+    "ArtifactError",
+    "BenchmarkStats",
+    "CallConfig",
+    "ChipCallable",
     "ChipWorker",
     "CompiledProgram",
     "DeviceTensor",
     "DeviceTensorError",
     "GoldenError",
     "GoldenMismatchError",
+    "OrchArgs",
     "PlatformRegistry",
+    "Registration",
     "RunConfig",
     "RunResult",
     "SimulatedPlatformWarning",
     "TensorSpec",
     "TensorSpecError",
+    "TraceInvocation",
     "UnknownOptionError",
     "VerificationLevel",
     "WorkerError",
+    "benchmark",
     "compile_program",
     "get_backend",
     "get_target",

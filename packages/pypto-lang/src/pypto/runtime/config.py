@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from enum import Enum
@@ -12,6 +13,9 @@ from typing import Any, NoReturn
 
 from pypto.ir import (
     BackendType,
+    DiagnosticCheck,
+    DiagnosticPhase,
+    MemoryPlanner,
     OptimizationStrategy,
     PassDumpLevel,
     PyptoError,
@@ -75,6 +79,34 @@ def device_count(platform: str) -> int | None:
     return int(getattr(backend, "device_count", 1))
 
 
+# The former name of enable_chip_swimlane: a constructor keyword and a property, not a field, so
+# that dataclasses.replace(cfg, enable_chip_swimlane=N) is not overridden by it.
+L2_SWIMLANE = "enable_l2_swimlane"
+SWIMLANE_LEVELS = range(5)  # 0 off .. 4 full; True is 4
+
+
+def _l2_alias(kwargs: dict[str, Any]) -> None:
+    """``RunConfig(enable_l2_swimlane=...)``: the old spelling of ``enable_chip_swimlane``; warns,
+    and is an error beside the new one."""
+    value = kwargs.pop(L2_SWIMLANE)
+    if "enable_chip_swimlane" in kwargs:
+        call = call_site()
+        _raise_at(
+            call,
+            ConfigError(
+                "RunConfig got both enable_l2_swimlane and enable_chip_swimlane (the same option)",
+                span=call,
+                hint="pass only enable_chip_swimlane=LEVEL (enable_l2_swimlane is its former name)",
+            ),
+        )
+    warnings.warn(
+        "RunConfig(enable_l2_swimlane=...) is deprecated: write enable_chip_swimlane=... (same values)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    kwargs["enable_chip_swimlane"] = value
+
+
 class UnknownOptionError(ConfigError, TypeError):
     """``RunConfig(platfrom=...)``: an option ``RunConfig`` does not have. A ``TypeError``, as
     Python's own for an unknown keyword, and a ``ConfigError`` at the user's call."""
@@ -87,6 +119,8 @@ class _ConfigFields(type):
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         known = [f.name for f in fields(cls) if f.init]  # type: ignore[arg-type]
+        if L2_SWIMLANE in kwargs:
+            _l2_alias(kwargs)
         unknown = [name for name in kwargs if name not in known]
         if unknown or len(args) > len(known):
             call = call_site()
@@ -150,6 +184,16 @@ class RunConfig(metaclass=_ConfigFields):
     ``ChipWorker.run(...)`` ignore them): ``rtol`` / ``atol`` and ``golden_data_dir``, where the
     goldens of the outputs are kept (:mod:`pypto.runtime.running.golden`).
 
+    ``enable_chip_swimlane`` is a swimlane collection level 0-4 (True is 4, False 0) written to
+    ``dfx_outputs/chip_swimlane_records.json`` after each run; a level > 0 implies
+    ``enable_profiling``; ``enable_l2_swimlane=`` is its former name (a DeprecationWarning).
+    ``memory_planner`` (:class:`pypto.ir.MemoryPlanner`), ``diagnostic_phase``
+    (:class:`pypto.ir.DiagnosticPhase`) and ``disabled_diagnostics`` (:class:`pypto.ir.DiagnosticCheck`
+    members, kept as a frozenset) change the lowered program and are part of :meth:`cache_key`;
+    ``analyze_auto_scopes_for_deps`` and ``dump_ptoas_passes`` are checked and change nothing here;
+    a ``distributed_config`` is a ConfigError (distributed programs are not available). See
+    ``docs/runtime.md`` for every field.
+
     ``parsed_pipeline`` is the pipeline ``pipeline`` names, its options typed. ``platform_origin``
     says where the platform's name came from (the session setting, or this call), for error
     messages. An unknown option is an :class:`UnknownOptionError` (a ``TypeError``).
@@ -165,7 +209,7 @@ class RunConfig(metaclass=_ConfigFields):
     atol: float = 1e-5
     dump_passes: bool | str | Path | PassDumpLevel = False
     enable_profiling: bool = False
-    enable_chip_swimlane: bool = False
+    enable_chip_swimlane: int | bool = 0
     profile_dir: str | Path | None = None
     options: dict[str, Any] = field(default_factory=dict)
     pipeline: str | Sequence[str] | None = None
@@ -185,6 +229,12 @@ class RunConfig(metaclass=_ConfigFields):
     aicpu_thread_num: int | None = None
     compile_profiling: bool = field(default_factory=profiling_by_default)
     golden_data_dir: str | Path | None = None
+    memory_planner: MemoryPlanner | None = None
+    diagnostic_phase: DiagnosticPhase | None = None
+    disabled_diagnostics: Any = None  # DiagnosticCheck members; kept as a frozenset
+    analyze_auto_scopes_for_deps: bool = False
+    dump_ptoas_passes: bool = False
+    distributed_config: Any = None
     parsed_pipeline: Pipeline | None = field(default=None, init=False, repr=False, compare=False)
     platform_origin: Origin = field(default=DEFAULT, init=False, repr=False, compare=False)
     _profile_origin: Origin = field(default=DEFAULT, init=False, repr=False, compare=False)
@@ -197,6 +247,9 @@ class RunConfig(metaclass=_ConfigFields):
         if isinstance(self.dump_passes, PassDumpLevel):  # NONE as False; CONCISE / EXPLICIT as True
             self.dump_passes = self.dump_passes.dumps
         self._check_fields()
+        self._check_swimlane_level()
+        self._check_diagnostics()
+        self._check_distributed()
         self._check_pmu_level()
         self._check_runtime_fields()
         platform_given = self.platform is not None
@@ -220,8 +273,9 @@ class RunConfig(metaclass=_ConfigFields):
             self._check_family(call)
         self._check_device(call)
         self._check_pipeline()
-        enabled = self.enable_profiling or self.enable_chip_swimlane or self.profile_dir is not None
-        self.enable_profiling = self.enable_chip_swimlane = enabled
+        self.enable_profiling = bool(
+            self.enable_profiling or self.enable_chip_swimlane or self.profile_dir is not None
+        )
         if self.profile_dir is not None:
             self._profile_origin = Origin("RunConfig(profile_dir=...)", call)
             try:
@@ -307,6 +361,106 @@ class RunConfig(metaclass=_ConfigFields):
                 _field_error(
                     f"RunConfig.{name} takes {kind}, got {type(value).__name__} {value!r}", name, example
                 )
+
+    def _check_swimlane_level(self) -> None:
+        """``enable_chip_swimlane`` is a level 0-4 (True is 4, False 0); kept as an int."""
+        level = self.enable_chip_swimlane
+        if level is True:
+            level = 4
+        if isinstance(level, bool) or not isinstance(level, int) or level not in SWIMLANE_LEVELS:
+            if level is not False:
+                call = call_site()
+                _raise_at(
+                    call,
+                    ConfigError(
+                        "RunConfig.enable_chip_swimlane takes a level 0-4 (True is 4, False 0), got "
+                        f"{level!r}",
+                        span=call,
+                        hint="1 records each task's start and end per core, 2 adds its dispatch and "
+                        "finish, 3 the scheduler's phases, 4 the orchestrator's too: "
+                        "RunConfig(enable_chip_swimlane=4)",
+                    ),
+                )
+            level = 0
+        self.enable_chip_swimlane = level
+
+    @property
+    def enable_l2_swimlane(self) -> int:
+        """The former name of ``enable_chip_swimlane`` (reading it is silent; setting it warns)."""
+        return int(self.enable_chip_swimlane)
+
+    @enable_l2_swimlane.setter
+    def enable_l2_swimlane(self, value: int | bool) -> None:
+        warnings.warn(
+            "RunConfig.enable_l2_swimlane is deprecated: set enable_chip_swimlane (same values)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        self.enable_chip_swimlane = value
+        self._check_swimlane_level()
+        self.enable_profiling = self.enable_profiling or bool(self.enable_chip_swimlane)
+
+    def _check_diagnostics(self) -> None:
+        """``disabled_diagnostics``: None, a :class:`pypto.ir.DiagnosticCheck` or several; kept
+        as a frozenset."""
+        given = self.disabled_diagnostics
+        if given is None:
+            self.disabled_diagnostics = frozenset()
+            return
+        items: list[Any]
+        try:
+            items = [given] if isinstance(given, DiagnosticCheck) else list(given)
+        except TypeError:
+            items = [given]
+        bad = next((item for item in items if not isinstance(item, DiagnosticCheck)), None)
+        if bad is not None or isinstance(given, (str, bytes)):
+            bad = given if isinstance(given, (str, bytes)) else bad
+            names = ", ".join(f"DiagnosticCheck.{c.name}" for c in DiagnosticCheck)
+            _field_error(
+                f"RunConfig.disabled_diagnostics takes pypto.ir.DiagnosticCheck members, got {bad!r} "
+                f"(checks: {names})",
+                "disabled_diagnostics",
+                {DiagnosticCheck.PipelineStagesCut},
+            )
+        self.disabled_diagnostics = frozenset(items)
+
+    def _check_distributed(self) -> None:
+        """``distributed_config`` compiles a HOST-level program per rank: not available here."""
+        if self.distributed_config is not None:
+            call = call_site()
+            _raise_at(
+                call,
+                ConfigError(
+                    "RunConfig(distributed_config=...) compiles a HOST-level program for several chips; "
+                    "distributed programs do not compile or run in this PyPTO yet",
+                    span=call,
+                    hint="leave distributed_config=None and compile a single-chip program (pl.Level.CHIP "
+                    "and below)",
+                ),
+            )
+
+    @property
+    def planner(self) -> MemoryPlanner:
+        """``memory_planner`` with its default filled in (``MemoryPlanner.PYPTO``)."""
+        return self.memory_planner or MemoryPlanner.PYPTO
+
+    @property
+    def diagnostics_on(self) -> bool:
+        """Whether the compiler's advisory checks run (``diagnostic_phase`` is not NONE)."""
+        return self.diagnostic_phase is not DiagnosticPhase.NONE
+
+    def lowering_options(self) -> tuple[Any, ...]:
+        """The options beside the passes that change the lowered program: the memory planner
+        and the silenced checks, when not the defaults (an empty tuple when all are)."""
+        extra: list[Any] = []
+        if self.planner is not MemoryPlanner.PYPTO:
+            extra.append(("memory_planner", self.planner.value))
+        if not self.diagnostics_on:
+            extra.append(("diagnostic_phase", "none"))
+        elif self.disabled_diagnostics:
+            silenced = sorted(c.value for c in self.disabled_diagnostics)
+            extra.append(("disabled_diagnostics", tuple(silenced)))
+        return tuple(extra)
 
     def _check_pmu_level(self) -> None:
         """``enable_pmu`` is a level, 0, 1 or 2 (False and True mean 0 and 1); kept as an int."""
@@ -435,7 +589,28 @@ class RunConfig(metaclass=_ConfigFields):
         changing them runs the same compiled program."""
         options = tuple(sorted((k, repr(v)) for k, v in self.options.items()))
         pipeline = None if self.parsed_pipeline is None else self.parsed_pipeline.key()
-        return (self.platform, options, pipeline, self.strategy.value)
+        return (self.platform, options, pipeline, self.strategy.value, self.lowering_options())
+
+    def artifact_key(self) -> tuple[Any, ...]:
+        """:meth:`cache_key` and every other field that changes what a compile writes or checks:
+        the pass dumps, the output directory, ``save_kernels`` / ``codegen_only``, the compile
+        profile, the verification level, ``backend_type``. Two configs of one artifact key give the
+        same compiled program object (``kernel.compile`` keys its cache on it)."""
+        dumps = self.dump_passes if isinstance(self.dump_passes, bool) else str(self.dump_passes)
+        where = None if self.save_kernels_dir is None else str(self.save_kernels_dir)
+        family = None if self.backend_type is None else self.backend_type.name
+        return (
+            *self.cache_key(),
+            dumps,
+            where,
+            self.save_kernels,
+            self.codegen_only,
+            self.compile_profiling,
+            self.verification_level.value,
+            family,
+            self.analyze_auto_scopes_for_deps,
+            self.dump_ptoas_passes,
+        )
 
 
 # The options checked by kind: (field, the types it takes, in words, a good value).
@@ -444,7 +619,6 @@ _FIELDS: tuple[tuple[str, tuple[type, ...], str, Any], ...] = (
     ("atol", (int, float), "a number", 1e-5),
     ("dump_passes", (bool, str, Path), "False, True, a directory or a pypto.ir.PassDumpLevel", "dumps/"),
     ("enable_profiling", (bool,), "True or False", True),
-    ("enable_chip_swimlane", (bool,), "True or False", True),
     ("profile_dir", (str, Path, type(None)), "a directory", "prof/"),
     ("options", (dict,), "a dict of option names to values", {"verify": True}),
     ("device_id", (int,), "a device number (an int >= 0)", 0),
@@ -459,6 +633,15 @@ _FIELDS: tuple[tuple[str, tuple[type, ...], str, Any], ...] = (
     ("strategy", (OptimizationStrategy,), "a pypto.ir.OptimizationStrategy", OptimizationStrategy.Default),
     ("compile_profiling", (bool,), "True or False", True),
     ("golden_data_dir", (str, Path, type(None)), "a directory", "golden/"),
+    ("memory_planner", (MemoryPlanner, type(None)), "a pypto.ir.MemoryPlanner or None", MemoryPlanner.PYPTO),
+    (
+        "diagnostic_phase",
+        (DiagnosticPhase, type(None)),
+        "a pypto.ir.DiagnosticPhase or None",
+        DiagnosticPhase.NONE,
+    ),
+    ("analyze_auto_scopes_for_deps", (bool,), "True or False", True),
+    ("dump_ptoas_passes", (bool,), "True or False", False),
     (
         "pipeline",
         (list, tuple, str, type(None)),

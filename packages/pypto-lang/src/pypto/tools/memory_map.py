@@ -403,7 +403,7 @@ def memory_map_html(program: Program | CompiledProgram, target: Target | None = 
     from pypto.runtime import CompiledProgram, RunConfig, get_target
 
     config = program.config if isinstance(program, CompiledProgram) else RunConfig()
-    lowered = program.program if isinstance(program, CompiledProgram) else program
+    lowered = program.lowered if isinstance(program, CompiledProgram) else program
     if target is None:
         target = get_target(config.platform_name, config.platform_origin)
     kernels = [fn for fn in lowered.functions.values() if plan_of(fn) is not None]

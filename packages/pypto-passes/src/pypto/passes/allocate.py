@@ -39,6 +39,7 @@ from pypto.ir import (
     Var,
     get_op,
 )
+from pypto.ir.compile_options import DiagnosticCheck
 from pypto.ir.errors import at_line
 from pypto.ir.memory import reserved_top
 from pypto.ir.nodes import LOOP_STMTS, If, While, nested_bodies, stmt_exprs, used_vars, walk_stmts
@@ -521,11 +522,11 @@ class AllocateMemory:
         funcs = []
         for fn in program.functions.values():
             if fn.kind in KERNEL_KINDS:
-                fn = self.allocate(fn, ctx.target)
+                fn = self.allocate(fn, ctx.target, ctx.reports(DiagnosticCheck.PipelineStagesCut))
             funcs.append(fn)
         return program.with_functions(tuple(funcs))
 
-    def allocate(self, fn: Function, target: Target) -> Function:
+    def allocate(self, fn: Function, target: Target, hints: bool = True) -> Function:
         reservations = tuple(fn.attrs.get("reservations", ()))
         fn = self.load_ahead(fn, target, reservations)
         plan, staged = fitting_stages(fn.body, target, reservations, tuple(fn.attrs.get(PREFETCHED, ())))
@@ -536,13 +537,13 @@ class AllocateMemory:
         attrs = {**fn.attrs, "memory_plan": plan}
         # The tiler's own pipelined loops take what fits; only a loop the user pipelined is told.
         compilers = set(fn.attrs.get(AUTO_PIPELINED, ()))
-        hints = [
+        cut = [
             _stage_hint(*entry, plan, space, target)
             for (_, space), entry in staged.items()
-            if entry[1] < entry[0].stages and entry[0].var not in compilers
+            if hints and entry[1] < entry[0].stages and entry[0].var not in compilers
         ]
-        if hints:
-            attrs["hints"] = [*fn.attrs.get("hints", ()), *hints]
+        if cut:
+            attrs["hints"] = [*fn.attrs.get("hints", ()), *cut]
         return replace(fn, attrs=attrs)
 
     @staticmethod

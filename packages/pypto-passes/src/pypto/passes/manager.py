@@ -17,6 +17,7 @@ from pypto.ir import (
     print_ir,
     verify_program,
 )
+from pypto.ir.compile_options import DiagnosticCheck, DiagnosticPhase
 from pypto.ir.errors import CompileWarning
 from pypto.ir.targets import get_target
 from pypto.passes.registry import DEFAULT_PIPELINE, PassRegistry
@@ -24,13 +25,22 @@ from pypto.passes.registry import DEFAULT_PIPELINE, PassRegistry
 
 @dataclass
 class PassContext:
-    """What every pass may read: the target, user options, and a sink for warnings."""
+    """What every pass may read: the target, user options, a sink for warnings, and which advisory
+    checks report (``diagnostic_phase`` NONE: none; ``disabled_diagnostics``: not these)."""
 
     target: Target
     options: dict[str, Any] = field(default_factory=dict)
     diagnostics: list[str] = field(default_factory=list)
+    diagnostic_phase: DiagnosticPhase = DiagnosticPhase.PostPipeline
+    disabled_diagnostics: frozenset[DiagnosticCheck] = frozenset()
 
-    def warn(self, message: str) -> None:
+    def reports(self, check: DiagnosticCheck) -> bool:
+        """Whether ``check`` runs: the channel is on and the check not silenced."""
+        return self.diagnostic_phase is not DiagnosticPhase.NONE and check not in self.disabled_diagnostics
+
+    def warn(self, message: str, check: DiagnosticCheck | None = None) -> None:
+        if check is not None and not self.reports(check):
+            return
         self.diagnostics.append(message)
         warnings.warn(message, CompileWarning, stacklevel=2)
 

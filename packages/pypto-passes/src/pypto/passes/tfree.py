@@ -11,7 +11,18 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from pypto.ir import Assign, Call, Eval, Function, FunctionKind, Program, Stmt, Var, make_call
+from pypto.ir import (
+    Assign,
+    Call,
+    DiagnosticCheck,
+    Eval,
+    Function,
+    FunctionKind,
+    Program,
+    Stmt,
+    Var,
+    make_call,
+)
 from pypto.ir.nodes import nested_bodies, stmt_end_exprs, stmt_exprs, used_vars, walk_stmts, with_bodies
 from pypto.ir.ops import PipeAction, PipeEnd, pipe_op, short_name, trait_of
 from pypto.ir.rewrite import map_functions
@@ -91,5 +102,6 @@ def _check_freed(fn: Function, body: tuple[Stmt, ...], ctx: PassContext) -> None
                 f"{where}in {fn.name}: the tile {popped.name} popped by pl.{short_name(call.op)} is not "
                 f"freed "
                 f"on every path; add pl.{free_of(call)}({popped.name}) after its last use, or "
-                "the producer stalls once the ring is full"
+                "the producer stalls once the ring is full",
+                DiagnosticCheck.UnfreedPipeTile,
             )

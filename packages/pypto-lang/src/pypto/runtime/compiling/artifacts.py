@@ -4,6 +4,9 @@ as PyPTO's manual lays out a compile's output (docs/compiler.md, "Output directo
 When compiled:
 
 - ``program.py``: the lowered program as ``pl`` source (``pypto.ir.printer.print_program``);
+- ``compiled.json``: what rebuilds the compiled program from the directory with ``program.py``
+  (``CompiledProgram.from_dir``): the platform, the chip family, the entry's call shape and the
+  scalar constants compiled in (:func:`read_meta`);
 - ``ptoas/<kernel>.pto``: one file per kernel that runs on a core (AIC, AIV, InCore), the lowered
   kernel as this compiler hands it to a backend (:func:`pto_text`): no PTO assembly (there is no
   ``ptoas`` here), but the kernel's printed IR with its memory plan, each tile's address;
@@ -14,7 +17,8 @@ When compiled:
 - ``passes_dump/``: the program after each pass, when pass dumps were asked for.
 
 After a run: ``report.json`` and ``report.txt`` (the backend's RunReport), and on request, in
-``dfx_outputs/``: ``chip_swimlane_records.json`` (``enable_chip_swimlane``, as in the profile
+``dfx_outputs/``: ``chip_swimlane_records.json`` (``enable_chip_swimlane`` at its level, or
+``enable_profiling`` in full, as in the profile
 directory, when the run writes here anyway), ``deps.json`` (``enable_dep_gen``),
 ``scope_stats/scope_stats.jsonl`` and ``scope_stats/scope_stats.png`` (``enable_scope_stats``,
 :mod:`pypto.runtime.reports.scope_stats`) and ``pmu.csv`` (``enable_pmu``, :mod:`pypto.runtime.reports.pmu`).
@@ -32,10 +36,11 @@ import dataclasses
 import hashlib
 import json
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pypto.ir import Function, FunctionKind, Program, RunReport, Target
+from pypto.ir import Direction, Function, FunctionKind, Program, PyptoError, RunReport, Target
 from pypto.ir.printer import print_function, print_program
 from pypto.runtime.compiling.cache import Uncacheable, cache_key
 from pypto.runtime.config import DEFAULT_OUTPUT_ROOT, OUTPUT_ROOT_ENV, PASSES_DUMP, RunConfig, output_root
@@ -46,6 +51,7 @@ from pypto.runtime.reports.swimlane import swimlane_records
 
 KEY_CHARS = 12  # of the key in a default directory's name: enough to tell specializations apart
 PROGRAM_FILE, MEMORY_MAP_FILE, PASSES_DIR = "program.py", "memory_map.txt", PASSES_DUMP
+META_FILE, META_FORMAT, META_VERSION = "compiled.json", "pypto-compiled", 1
 PTO_DIR, PTO_SUFFIX = "ptoas", ".pto"
 HINTS_FILE = "report/perf_hints.log"
 PIPELINE_PROFILE = "report/pipeline_profile"  # .txt and .json
@@ -78,11 +84,19 @@ def output_dir(config: RunConfig, program_name: str, key: str) -> Path:
     return output_root() / f"{program_name}_{key[:KEY_CHARS]}"
 
 
-def write_compiled(directory: Path, lowered: Program, target: Target, config: RunConfig) -> None:
-    """``program.py``, ``ptoas/<kernel>.pto``, ``memory_map.txt``, ``report/perf_hints.log`` and
-    (when dumps were written elsewhere) a copy of the pass dumps in ``passes_dump/``."""
+def write_compiled(
+    directory: Path,
+    lowered: Program,
+    target: Target,
+    config: RunConfig,
+    constants: Mapping[str, Any] | None = None,
+) -> None:
+    """``program.py``, ``compiled.json``, ``ptoas/<kernel>.pto``, ``memory_map.txt``,
+    ``report/perf_hints.log`` and (when dumps were written elsewhere) a copy of the pass dumps in
+    ``passes_dump/``."""
     directory.mkdir(parents=True, exist_ok=True)
     (directory / PROGRAM_FILE).write_text(print_program(lowered))
+    _json(directory / META_FILE, meta_data(lowered, config, constants or {}))
     (directory / MEMORY_MAP_FILE).write_text(memory_map(lowered.functions.values(), target) + "\n")
     write_kernels(directory, lowered, target)
     hints = [f"{fn.name}: {hint}" for fn in lowered.functions.values() for hint in fn.attrs.get("hints", ())]
@@ -95,6 +109,73 @@ def write_compiled(directory: Path, lowered: Program, target: Target, config: Ru
         passes.mkdir(exist_ok=True)
         for dump in sorted(dumps.glob("*.py")):
             shutil.copyfile(dump, passes / dump.name)
+
+
+def meta_data(lowered: Program, config: RunConfig, constants: Mapping[str, Any]) -> dict[str, Any]:
+    """``compiled.json``: the platform and chip family it was compiled for, the entry's name,
+    parameters and outputs, and the scalar constants compiled in (their values a run must pass)."""
+    entry = lowered.entry_function
+    return {
+        "format": META_FORMAT,
+        "version": META_VERSION,
+        "program": lowered.name,
+        "platform": config.platform_name,
+        "backend_type": None if config.backend_type is None else config.backend_type.name,
+        "entry": entry.name,
+        "param_names": [p.var.name for p in entry.params],
+        "output_indices": [i for i, p in enumerate(entry.params) if p.direction is not Direction.In],
+        "constants": {name: value for name, value in constants.items() if _json_scalar(value)},
+    }
+
+
+def _json_scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (bool, int, float, str))
+
+
+def read_meta(directory: Path) -> dict[str, Any]:
+    """The ``compiled.json`` of an artifact directory; an ArtifactError when ``directory`` is not
+    one (no such directory, no ``compiled.json`` / ``program.py``, or a file of another kind)."""
+    where = Path(directory)
+    if not where.is_dir():
+        raise ArtifactError(
+            f"{str(where)!r} is not a directory",
+            hint="pass the output directory of a compile (compiled.output_dir)",
+        )
+    missing = [name for name in (META_FILE, PROGRAM_FILE) if not (where / name).is_file()]
+    if missing:
+        raise ArtifactError(
+            f"{str(where)!r} is not an artifact directory of a compiled program: it has no "
+            f"{' and no '.join(missing)}",
+            hint="pass the output directory of a compile (compiled.output_dir); a directory written "
+            "before compiled.json existed is rebuilt by compiling again",
+        )
+    try:
+        meta = json.loads((where / META_FILE).read_text())
+    except json.JSONDecodeError as err:
+        raise ArtifactError(
+            f"{str(where / META_FILE)!r} is not JSON ({err.msg} at line {err.lineno})",
+            hint="compile again to rewrite the artifact directory",
+        ) from None
+    if (
+        not isinstance(meta, dict)
+        or meta.get("format") != META_FORMAT
+        or not isinstance(meta.get("platform"), str)
+    ):
+        raise ArtifactError(
+            f"{str(where / META_FILE)!r} is not the description of a compiled program",
+            hint="compile again to rewrite the artifact directory",
+        )
+    if meta.get("version") != META_VERSION:
+        raise ArtifactError(
+            f"{str(where / META_FILE)!r} is of version {meta.get('version')!r}, this PyPTO reads "
+            f"version {META_VERSION}",
+            hint="compile again with this PyPTO to rewrite the artifact directory",
+        )
+    return meta
+
+
+class ArtifactError(PyptoError, ValueError):
+    """A directory handed to ``CompiledProgram.from_dir`` that holds no compiled program."""
 
 
 def write_kernels(directory: Path, lowered: Program, target: Target) -> list[Path]:
@@ -130,10 +211,16 @@ def pto_text(kernel: Function, program: str, target: Target) -> str:
 
 def wants_run_files(config: RunConfig) -> bool:
     """Whether a run under ``config`` writes files to the output directory: with ``save_kernels``
-    (or ``save_kernels_dir``), ``enable_dep_gen``, ``enable_scope_stats`` or ``enable_pmu``. (A
-    profiled run writes its profile to the profile directory; its swimlane records go to the output
-    directory too when the run writes there anyway.)"""
-    return config.save_kernels or config.enable_dep_gen or config.enable_scope_stats or config.enable_pmu > 0
+    (or ``save_kernels_dir``), ``enable_dep_gen``, ``enable_scope_stats``, ``enable_pmu`` or an
+    ``enable_chip_swimlane`` level (each DFX capture keeps its ``dfx_outputs/``, as PyPTO's does).
+    A run profiled with ``enable_profiling`` alone writes its profile to the profile directory."""
+    return (
+        config.save_kernels
+        or config.enable_dep_gen
+        or config.enable_scope_stats
+        or config.enable_pmu > 0
+        or config.enable_chip_swimlane > 0
+    )
 
 
 def write_run(
@@ -146,10 +233,12 @@ def write_run(
     written = [_json(directory / REPORT_JSON, report_data(report))]
     (directory / REPORT_TEXT).write_text(report.summary() + "\n")
     written.append(directory / REPORT_TEXT)
-    if config.enable_dep_gen or config.enable_scope_stats or config.enable_pmu or config.enable_chip_swimlane:
+    swimlane = config.enable_chip_swimlane or config.enable_profiling  # profiling: the full records
+    if config.enable_dep_gen or config.enable_scope_stats or config.enable_pmu or swimlane:
         (directory / DFX_DIR).mkdir(exist_ok=True)
-    if config.enable_chip_swimlane:
-        written.append(_json(directory / SWIMLANE_RECORDS, swimlane_records(report, title)))
+    if swimlane:
+        level = int(config.enable_chip_swimlane) or 4
+        written.append(_json(directory / SWIMLANE_RECORDS, swimlane_records(report, title, level)))
     if config.enable_dep_gen:
         written.append(_json(directory / DEPS_FILE, deps_file_data(report, program)))
     if config.enable_scope_stats:
@@ -211,10 +300,12 @@ def _json(path: Path, data: dict[str, Any]) -> Path:
 __all__ = [
     "DEFAULT_OUTPUT_ROOT",
     "OUTPUT_ROOT_ENV",
+    "ArtifactError",
     "directory_key",
     "output_dir",
     "output_root",
     "pto_text",
+    "read_meta",
     "wants_run_files",
     "write_compiled",
     "write_kernels",

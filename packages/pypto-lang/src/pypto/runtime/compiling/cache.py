@@ -163,6 +163,8 @@ def cache_key(program: Program, target: Target, config: RunConfig, provider: str
     # The passes that run, with their options and their plugins: an empty pipeline (parse only)
     # is not the default one, and a backend's own pipeline is not either.
     fingerprint.add((pipeline_of(config).key(), dict(config.options)))
+    if config.lowering_options():  # the memory planner, silenced checks (defaults add nothing)
+        fingerprint.add(config.lowering_options())
     return fingerprint.add(program).digest.hexdigest()
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -11,9 +12,11 @@ from typing import Any, ClassVar
 
 from pypto.ir import (
     BackendType,
+    DiagnosticPhase,
     Direction,
     Function,
     FunctionKind,
+    MemoryPlanner,
     Program,
     PyptoError,
     Return,
@@ -27,6 +30,7 @@ from pypto.ir import (
     structural_diff,
 )
 from pypto.ir.extents import ExtentBinding, is_dynamic
+from pypto.ir.tracebacks import call_site, raise_at_user_line
 from pypto.ir.types import describe
 from pypto.passes import PassContext, PassManager, dump_to, roundtrip_check
 from pypto.passes.manager import Instrument, Pass
@@ -42,6 +46,8 @@ from pypto.runtime.platforms.registry import get_backend, get_target, registry
 from pypto.runtime.reports import launches
 from pypto.runtime.reports.profiling import ProfileFiles, write_profile
 from pypto.runtime.reports.progress import TaskProgress, count_tasks
+from pypto.runtime.running.call import CallConfig, ChipCallable, OrchArgs
+from pypto.runtime.running.device import ACTIVE_WORKER, DeviceTensor, DeviceTensorError
 from pypto.runtime.settings import ConfigError
 
 
@@ -61,6 +67,9 @@ def lower_program(
     return _run_passes(program, target, config, passes, instruments)
 
 
+ALLOCATE = "AllocateMemory"  # the pass memory_planner=PTOAS moves after the pipeline
+
+
 def _run_passes(
     program: Program, target: Target, config: RunConfig, passes: list[Pass], instruments: list[Instrument]
 ) -> Program:
@@ -69,8 +78,22 @@ def _run_passes(
         check = _roundtrip_instrument()
         check(0, _Parsed(), program)  # the parser's own output first
         instruments.append(check)
-    manager = PassManager(passes, instruments, verify=level is not VerificationLevel.NONE)
-    return manager.run(program, PassContext(target, dict(config.options)))
+    ctx = PassContext(
+        target,
+        dict(config.options),
+        diagnostic_phase=config.diagnostic_phase or DiagnosticPhase.PostPipeline,
+        disabled_diagnostics=frozenset(config.disabled_diagnostics or ()),
+    )
+    # memory_planner=PTOAS: the addresses are placed after the pipeline, at code emission (the
+    # role of PTO's assembler), so no pass dump carries them.
+    emitted = [p for p in passes if p.name == ALLOCATE] if config.planner is MemoryPlanner.PTOAS else []
+    manager = PassManager(
+        [p for p in passes if p not in emitted], instruments, verify=level is not VerificationLevel.NONE
+    )
+    lowered = manager.run(program, ctx)
+    for placement in emitted:
+        lowered = placement.run(lowered, ctx)
+    return lowered
 
 
 def _output_dir(program: Program, target: Target, config: RunConfig) -> Path | None:
@@ -117,35 +140,49 @@ def _roundtrip_instrument() -> Instrument:
 
 @dataclass
 class CompiledProgram:
-    """A lowered program bound to a platform.
+    """A compiled program: its lowered program bound to a platform, and the handle PyPTO's manual
+    describes ("Running", "The CompiledProgram contract").
 
+    ``program`` is the ``Program`` handed to compile, as it was given (None for a handle rebuilt
+    with :meth:`from_dir`); ``lowered`` is the program the passes produced, which runs.
     ``constants`` maps scalar parameters that were compiled in as constants to their values; a
     run must pass the same values. ``compile_seconds`` is the wall time compiling took and
     ``cache`` says where the program came from: ``"hit"`` (the disk cache), ``"miss"`` (compiled,
     then stored) or ``"off"``. After a run, ``last_report`` holds the backend's report and,
     when profiling is on, ``last_profile`` the files written from it. ``output_dir`` is the
-    directory of its artifacts (:mod:`pypto.runtime.compiling.artifacts`), written when first read, when
-    compiled with ``save_kernels`` / ``codegen_only``, and after runs that ask for files.
+    directory of its artifacts (:mod:`pypto.runtime.compiling.artifacts`), written when first read,
+    when compiled with ``save_kernels`` / ``codegen_only``, and after runs that ask for files.
+    The dispatch surface (``chip_callable``, ``runtime_name``, ``runtime_config``,
+    ``build_orch_args``, ``build_call_config``) is what a ``ChipWorker`` launches it with.
 
     >>> compiled = mixed.compile(a, b, bias, out)  # doctest: +SKIP
     >>> compiled.run(a, b, bias, out)  # doctest: +SKIP
+    >>> CompiledProgram.from_dir(compiled.output_dir)(a, b, bias, out)  # doctest: +SKIP
     """
 
-    program: Program
+    lowered: Program
     config: RunConfig
     constants: Mapping[str, Any] = field(default_factory=dict)
     compile_seconds: float = 0.0
     cache: str = OFF
     last_report: RunReport | None = None
     last_profile: ProfileFiles | None = None
-    parsed: Program | None = field(default=None, repr=False)  # the program before the passes
+    parsed: Program | None = field(default=None, repr=False)  # the program handed to compile, as is
     compile_profile: CompileProfile | None = field(default=None, repr=False)  # compile_profiling
+    home: Path | None = field(default=None, repr=False)  # the artifact directory it was loaded from
     _written: set[Path] = field(default_factory=set, init=False, repr=False)  # dirs holding artifacts
     _reported: RunReport | None = field(default=None, init=False, repr=False)  # last report on disk
 
     @property
+    def program(self) -> Program | None:
+        """The ``Program`` handed to compile, stored as it was given: usually the parsed program,
+        before any pass (for ``kernel.lower(...)`` handed on, already lowered); None after
+        :meth:`from_dir`. The program that runs is :attr:`lowered`."""
+        return self.parsed
+
+    @property
     def entry(self) -> Function:
-        return self.program.entry_function
+        return self.lowered.entry_function
 
     @property
     def platform(self) -> str:
@@ -176,7 +213,7 @@ class CompiledProgram:
     @property
     def orchestration_names(self) -> list[str]:
         """The names of the program's orchestration functions (the entry first)."""
-        found = [fn.name for fn in self.program.functions.values() if fn.kind is FunctionKind.Orchestration]
+        found = [fn.name for fn in self.lowered.functions.values() if fn.kind is FunctionKind.Orchestration]
         return sorted(found, key=lambda name: name != self.entry.name)
 
     def __fspath__(self) -> str:
@@ -193,14 +230,139 @@ class CompiledProgram:
 
     def __call__(self, *args: Any, config: RunConfig | None = None) -> Any:
         """Launch it: ``compiled(a, b, out)`` (see :meth:`dispatch`: ``codegen_only`` does not stop
-        it; :meth:`run` heeds it)."""
+        it; :meth:`run` heeds it). Inside a ``with ChipWorker(...):`` block the call goes through
+        that worker (so a ``DeviceTensor`` of it may be passed)."""
+        worker = ACTIVE_WORKER.get()
+        if worker is not None:
+            return worker.run(self, *args, config=config)
+        resident = next((a for a in args if isinstance(a, DeviceTensor)), None)
+        if resident is not None:
+            raise DeviceTensorError(
+                f"{self.entry.name}() was given a DeviceTensor outside a ChipWorker",
+                call_site(),
+                "dispatch through the worker that allocated it: worker.run(compiled, ...), a "
+                "worker.register(compiled) handle, or call compiled(...) inside `with worker:`",
+            )
         return self.dispatch(args, config)
+
+    # ------------------------------------------------------------ the dispatch surface
+
+    @functools.cached_property
+    def chip_callable(self) -> ChipCallable:
+        """The program as the runtime loads it onto a chip (one object per compiled program)."""
+        kernels = tuple(
+            (fn.name, fn.kind.value)
+            for fn in self.lowered.functions.values()
+            if fn.kind in artifacts.KERNEL_KINDS
+        )
+        return ChipCallable(
+            self.lowered.name,
+            self.platform,
+            self.entry.name,
+            tuple(self.orchestration_names),
+            kernels,
+            self._key[: artifacts.KEY_CHARS],
+        )
+
+    @property
+    def runtime_name(self) -> str:
+        """The runtime that schedules its tasks: the platform backend's ``runtime_name``, else the
+        backend's name (``"a2a3sim"``: the simulator's own task runtime)."""
+        backend = get_backend(self.platform, self.config.platform_origin)
+        return str(getattr(backend, "runtime_name", None) or getattr(backend, "name", self.platform))
+
+    @property
+    def runtime_config(self) -> dict[str, Any]:
+        """The runtime settings compiled into it, which a launch uses where its ``RunConfig`` sets
+        none: the platform, the chip (``Target`` name), its ``core_groups`` (the block dim a task
+        may spread over), ``aicpu_thread_num`` (None: the backend's default) and each ring field's
+        four sizes (0: the backend's default)."""
+        target = get_target(self.platform, self.config.platform_origin)
+        return {
+            "platform": self.platform,
+            "chip": target.name,
+            "core_groups": getattr(target, "core_groups", None),
+            "aicpu_thread_num": self.config.aicpu_thread_num,
+            **{name: sizes for name, sizes in self.config.ring_sizes().items()},
+        }
+
+    def build_orch_args(self, *args: Any) -> OrchArgs:
+        """The orchestration's arguments for a launch on ``args``, checked against the entry's
+        parameters (the outputs allocated when the call leaves them all out). A ``DeviceTensor``
+        is a ``ChipWorker``'s to resolve: pass it through ``worker.run``."""
+        values, made = self._with_outputs(tuple(args))
+        self._check(values)
+        return OrchArgs(tuple(self.param_names), values, tuple(self.output_indices), tuple(made))
+
+    def build_call_config(self, config: RunConfig | None = None) -> CallConfig:
+        """The runtime settings of a launch under ``config`` (default: the compile's config)."""
+        config = config or self.config
+        if not isinstance(config, RunConfig):
+            raise ConfigError(
+                f"build_call_config takes a RunConfig, got {type(config).__name__}",
+                call_site(),
+                "pass config=RunConfig(...), or nothing for the config it was compiled with",
+            )
+        sizes = config.ring_sizes()
+        dfx = (
+            config.enable_chip_swimlane
+            or config.enable_dep_gen
+            or config.enable_pmu
+            or config.enable_scope_stats
+        )
+        prefix = self.output_dir_for(config) / artifacts.DFX_DIR if dfx else None
+        return CallConfig(
+            device_id=config.device_id,
+            aicpu_thread_num=config.aicpu_thread_num,
+            ring_task_window=sizes["ring_task_window"],
+            ring_heap=sizes["ring_heap"],
+            ring_dep_pool=sizes["ring_dep_pool"],
+            enable_chip_swimlane=config.enable_chip_swimlane,
+            enable_dep_gen=config.enable_dep_gen,
+            enable_pmu=config.enable_pmu,
+            enable_scope_stats=config.enable_scope_stats,
+            output_prefix=prefix,
+            backend_options=config.backend_options(),
+            run_config=config,
+        )
+
+    @classmethod
+    def from_dir(cls, path: str | Path) -> CompiledProgram:
+        """Rebuild a compiled program from its artifact directory (``compiled.output_dir``, an
+        ``ir.compile`` output directory): the lowered program from ``program.py`` and the rest from
+        ``compiled.json``. ``program`` is None on the result; it runs as the original did.
+
+        >>> again = CompiledProgram.from_dir("build_output/add_3f2a9c1b0d4e")  # doctest: +SKIP
+        """
+        try:
+            if not isinstance(path, (str, os.PathLike)):
+                raise artifacts.ArtifactError(
+                    f"CompiledProgram.from_dir takes a directory, got {type(path).__name__}",
+                    hint="pass the output directory of a compile: compiled.output_dir",
+                )
+            directory = Path(path)
+            meta = artifacts.read_meta(directory)
+            if not _READER:
+                raise ConfigError(
+                    "CompiledProgram.from_dir reads program.py with the pl parser, which is not loaded",
+                    hint="import pypto.language first (it registers its parser)",
+                )
+            lowered = _READER[0]((directory / artifacts.PROGRAM_FILE).read_text())
+        except PyptoError as err:
+            failure = err.with_span(err.span or call_site())
+        else:
+            config = RunConfig(platform=meta["platform"], save_kernels_dir=directory)
+            constants = dict(meta.get("constants", {}))
+            return cls(lowered, config, constants, cache=OFF, home=directory)
+        raise_at_user_line(failure, "CompiledProgram")
+
+    load = from_dir
 
     @functools.cached_property
     def _key(self) -> str:
         target = get_target(self.config.platform_name, self.config.platform_origin)
         provider = str(registry().origin(self.config.platform_name))
-        return artifacts.directory_key(self.parsed or self.program, target, self.config, provider)
+        return artifacts.directory_key(self.parsed or self.lowered, target, self.config, provider)
 
     @property
     def output_dir(self) -> Path:
@@ -209,21 +371,24 @@ class CompiledProgram:
         return self.write_artifacts(self.config)
 
     def output_dir_for(self, config: RunConfig) -> Path:
-        """Where the artifacts go under ``config`` (its ``save_kernels_dir``, else the default)."""
-        return artifacts.output_dir(config, self.program.name, self._key)
+        """Where the artifacts go under ``config`` (its ``save_kernels_dir``, else the directory it
+        was loaded from, else the default)."""
+        if self.home is not None and config.save_kernels_dir is None:
+            return self.home
+        return artifacts.output_dir(config, self.lowered.name, self._key)
 
     def write_artifacts(self, config: RunConfig) -> Path:
         """Write the compiled artifacts to ``config``'s output directory once, and the last run's
         report if it is not there yet; returns the directory."""
         directory = self.output_dir_for(config)
-        if directory not in self._written:
+        if directory.absolute() not in self._written:  # absolute: a chdir moves a relative one
             target = get_target(self.config.platform_name, self.config.platform_origin)
-            artifacts.write_compiled(directory, self.program, target, self.config)
+            artifacts.write_compiled(directory, self.lowered, target, self.config, self.constants)
             if self.compile_profile is not None:
                 self.compile_profile.write(directory)
-            self._written.add(directory)
+            self._written.add(directory.absolute())
         if self.last_report is not None and self._reported is not self.last_report:
-            artifacts.write_run(directory, self.last_report, config, self.program.name)
+            artifacts.write_run(directory, self.last_report, config, self.lowered.name)
             self._reported = self.last_report
         return directory
 
@@ -247,10 +412,10 @@ class CompiledProgram:
         # pypto.debug's (it needs torch and the language's parser): offered to the runtime.
         validate_program = RUNTIME.get("validate_program")
         validate_pass_ir_codegen_results = RUNTIME.get("validate_pass_ir_codegen_results")
-        directory = self.config.dump_dir(self.program.name, self.output_dir_for(self.config))
+        directory = self.config.dump_dir(self.lowered.name, self.output_dir_for(self.config))
         if directory is None or not directory.is_dir():
             raise FileNotFoundError(
-                f"{self.program.name} has no pass dumps to validate"
+                f"{self.lowered.name} has no pass dumps to validate"
                 + (f" (no {directory})" if directory is not None else "")
                 + ": compile it with RunConfig(dump_passes=True)"
             )
@@ -261,13 +426,13 @@ class CompiledProgram:
     @functools.cached_property
     def task_count(self) -> int | None:
         """How many tasks a run launches (None when a loop bound is known only at run time)."""
-        return count_tasks(self.program)
+        return count_tasks(self.lowered)
 
     @property
     def hints(self) -> list[str]:
         """The compiler's performance hints about the program (each kernel's, e.g. a pipelined loop
         that got fewer stages than it asked for); also in each run's report and ``hints.txt``."""
-        return [hint for fn in self.program.functions.values() for hint in fn.attrs.get("hints", ())]
+        return [hint for fn in self.lowered.functions.values() for hint in fn.attrs.get("hints", ())]
 
     def run(self, *args: Any, config: RunConfig | None = None) -> Any:
         """Run the entry on ``args`` (written in place); returns what the entry returns.
@@ -285,14 +450,13 @@ class CompiledProgram:
         if config.codegen_only:  # compile and write the artifacts, run nothing
             self.write_artifacts(config)
             return None
-        return self._launch(args, config)
+        return self.launch(args, self.build_call_config(config))
 
     def dispatch(self, args: tuple[Any, ...], config: RunConfig | None = None) -> Any:
         """Launch the entry on ``args`` whatever the harness options say: ``codegen_only`` does not
         stop a dispatch (``compiled(...)``, ``ChipWorker.run``), as in PyPTO's runtime."""
-        args, made = self._with_outputs(args)
-        self._check(args)
-        return self._or_made(self._launch(args, config or self.config), made)
+        orch = self.build_orch_args(*args)
+        return self._or_made(self.launch(orch.values, self.build_call_config(config)), list(orch.made))
 
     def _with_outputs(self, args: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[Any]]:
         """``args`` with the entry's ``pl.Out`` tensors allocated (zeros) when the call leaves them
@@ -329,25 +493,26 @@ class CompiledProgram:
             return result
         return made[0] if len(made) == 1 else tuple(made)
 
-    def _launch(self, args: tuple[Any, ...], config: RunConfig) -> Any:
+    def launch(self, args: tuple[Any, ...], call: CallConfig) -> Any:
+        """Launch the entry on orchestration arguments already built (:meth:`build_orch_args`)
+        with the runtime settings ``call`` (:meth:`build_call_config`); returns what it returns."""
+        config: RunConfig = call.run_config
         backend = get_backend(self.config.platform_name, self.config.platform_origin)
-        directory = config.checked_profile_path(self.program.name)  # before the run, not after it
+        directory = config.checked_profile_path(self.lowered.name)  # before the run, not after it
         start = time.perf_counter()
-        with TaskProgress(self.program.name, self.task_count) as progress:
+        with TaskProgress(self.lowered.name, self.task_count) as progress:
             try:
-                report = backend.run(
-                    self.program, list(args), {**config.backend_options(), **progress.options()}
-                )
+                report = backend.run(self.lowered, list(args), {**call.backend_options, **progress.options()})
             except VerificationError as err:
                 raise self._unfinished(err) from None
         report.hints = [*report.hints, *self.hints]
-        report.device_id = config.device_id
+        report.device_id = call.device_id
         self.last_report = report
         if directory is not None:
-            self.last_profile = write_profile(report, directory, title=self.program.name)
+            self.last_profile = write_profile(report, directory, title=self.lowered.name)
         seconds = time.perf_counter() - start
         profile = self.last_profile if directory is not None else None
-        launch = launches.Launch(self.program.name, self.config.platform_name, report, profile, seconds)
+        launch = launches.Launch(self.lowered.name, self.config.platform_name, report, profile, seconds)
         launches.record(launch)
         if artifacts.wants_run_files(config):
             self.write_artifacts(config)

@@ -24,7 +24,9 @@ from pypto.ir import RunReport
 from pypto.ir.backend import STALL, RingTrack, Slice, TaskRecord, busy_and_stalled
 from pypto.runtime.reports.pmu import pipe_of
 from pypto.runtime.reports.timeline import (
+    HOST,
     HOST_THREAD_NAMES,
+    SCHEDULER,
     core_order,
     edge_ends,
     edge_name,
@@ -38,12 +40,21 @@ if TYPE_CHECKING:
 # ---------------------------------------------------------------- records
 
 
-def swimlane_records(report: RunReport, title: str = "") -> dict[str, Any]:
-    """``chip_swimlane_records.json``: per task block, per core it ran on, its start and end (the
-    first and last slice of the block on that core) in modeled cycles and µs, its busy and stall
-    cycles there (as :attr:`~pypto.ir.RunReport.busy_cycles` and ``stall_cycles`` count them: busy
-    while at least one of the core's pipes runs), the kernel, task id, block, core group and source
-    line; ordered by start."""
+def swimlane_records(report: RunReport, title: str = "", level: int = 4) -> dict[str, Any]:
+    """``chip_swimlane_records.json`` at collection ``level`` (``RunConfig.enable_chip_swimlane``),
+    each level adding to the one below:
+
+    1. per task block, per core it ran on, its start and end (the first and last slice of the
+       block on that core) in modeled cycles and µs, its busy and stall cycles there (as
+       :attr:`~pypto.ir.RunReport.busy_cycles` and ``stall_cycles`` count them: busy while at least
+       one of the core's pipes runs), the kernel, task id, block, core group and source line;
+       ordered by start;
+    2. each record's ``dispatch`` and ``finish`` (cycles and µs): when the scheduler handed the
+       block to its core group and when it saw the block done, so ``start - dispatch`` is the
+       pickup gap;
+    3. ``scheduler_phases``: the scheduler thread's own slices (what it did, when);
+    4. ``orchestrator_phases``: the orchestration thread's slices (task submission).
+    """
     clock = report.clock_mhz
     blocks: dict[int, list[TaskRecord]] = {}
     for block in sorted(report.tasks, key=lambda task: task.start_cycle):
@@ -70,6 +81,14 @@ def swimlane_records(report: RunReport, title: str = "") -> dict[str, Any]:
         block = owner[key]
         busy_of, stalled_of = busy_and_stalled(slices[key])
         busy, stall = busy_of.get(key[2], 0), stalled_of.get(key[2], 0)
+        stamped = {}
+        if level >= 2:  # the AICPU's stamps: dispatch to the core group, completion seen
+            stamped = {
+                "dispatch_cycle": block.start_cycle,
+                "finish_cycle": block.end_cycle,
+                "dispatch_us": _us(block.start_cycle, clock),
+                "finish_us": _us(block.end_cycle, clock),
+            }
         records.append(
             {
                 "task_id": block.task_id,
@@ -84,18 +103,43 @@ def swimlane_records(report: RunReport, title: str = "") -> dict[str, Any]:
                 "busy_cycles": busy,
                 "stall_cycles": stall,
                 "source": block.source,
+                **stamped,
             }
         )
     records.sort(key=lambda r: (r["start_cycle"], r["task_id"], r["block"], core_order(r["core"])))
-    return {
+    data = {
         "title": title,
         "platform": report.platform,
         "modeled": report.modeled,
+        "level": level,
         "clock_mhz": clock,
         "total_cycles": report.total_cycles,
-        "time_unit": "start_us/end_us: modeled microseconds, cycles / clock_mhz at whole nanoseconds",
+        "time_unit": "*_us: modeled microseconds, cycles / clock_mhz at whole nanoseconds",
         "records": records,
     }
+    if level >= 3:
+        data["scheduler_phases"] = _phases(report, SCHEDULER)
+    if level >= 4:
+        data["orchestrator_phases"] = _phases(report, HOST)
+    return data
+
+
+def _phases(report: RunReport, thread: str) -> list[dict[str, Any]]:
+    """The slices of one host thread (the scheduler's or the orchestrator's), in time order."""
+    clock = report.clock_mhz
+    return [
+        {
+            "phase": s.name,
+            "task": s.task,
+            "start_cycle": s.start,
+            "end_cycle": s.start + s.cycles,
+            "start_us": _us(s.start, clock),
+            "end_us": _us(s.start + s.cycles, clock),
+            "source": s.source,
+        }
+        for s in sorted(report.timeline, key=lambda s: s.start)
+        if s.core == thread
+    ]
 
 
 def _us(cycles: int, clock_mhz: float) -> float:
