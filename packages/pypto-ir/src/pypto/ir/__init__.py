@@ -3,7 +3,13 @@
 from typing import TYPE_CHECKING
 
 from pypto.ir.backend import Backend, RunReport, TaskEdge, TaskRecord
-from pypto.ir.compile_options import BackendType, OptimizationStrategy, PassDumpLevel, VerificationLevel
+from pypto.ir.compile_options import (
+    BackendType,
+    DiagnosticPhase,
+    OptimizationStrategy,
+    PassDumpLevel,
+    VerificationLevel,
+)
 from pypto.ir.compiling import MissingPackageError
 from pypto.ir.dtypes import DataType, dtype_from_torch_name, supported_torch_dtypes
 from pypto.ir.equality import (
@@ -13,8 +19,10 @@ from pypto.ir.equality import (
     structural_equal,
 )
 from pypto.ir.errors import (
+    ConfigError,
     DeadlockError,
     ExtentError,
+    InternalError,
     LoopLimitError,
     LoopStepError,
     MemoryBudgetError,
@@ -144,10 +152,12 @@ __all__ = [
     "CastMode",
     "CmpType",
     "CompactMode",
+    "ConfigError",
     "Const",
     "Continue",
     "DataType",
     "DeadlockError",
+    "DiagnosticPhase",
     "DimExpr",
     "Direction",
     "DynDim",
@@ -161,6 +171,7 @@ __all__ = [
     "FunctionType",
     "HandleType",
     "If",
+    "InternalError",
     "Level",
     "LoopKind",
     "LoopLimitError",

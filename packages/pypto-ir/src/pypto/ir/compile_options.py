@@ -64,3 +64,21 @@ class VerificationLevel(Enum):
     NONE = "none"
     BASIC = "basic"
     ROUNDTRIP = "roundtrip"
+
+
+class DiagnosticPhase(Enum):
+    """Where the compiler's advisory diagnostics (its ``CompileWarning`` s and performance hints)
+    are gated (``RunConfig(diagnostic_phase=...)``, ``PYPTO_WARNING_LEVEL``). ``NONE`` turns the
+    channel off. ``PRE_PIPELINE`` (the default), ``POST_PASS`` and ``POST_PIPELINE`` leave it on:
+    each of this compiler's checks runs where it can (the parser's on the program as written, a
+    pass's as it transforms, the hints on the lowered program), so the three gate alike."""
+
+    NONE = "none"
+    PRE_PIPELINE = "pre_pipeline"
+    POST_PASS = "post_pass"
+    POST_PIPELINE = "post_pipeline"
+
+    @property
+    def enabled(self) -> bool:
+        """Whether diagnostics are given at all."""
+        return self is not DiagnosticPhase.NONE

@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 from pypto.backend import backend_type_of, check_supported, default_platform, platforms_of
 from pypto.ir import (
     BackendType,
+    DiagnosticPhase,
     OptimizationStrategy,
     PassDumpLevel,
     PyptoError,
@@ -48,13 +49,28 @@ __all__ = [
     "VerificationLevel",
     "device_count",
     "output_root",
+    "output_root_setting",
 ]
 
 
 def output_root() -> Path:
     """Where default output directories go: ``PYPTO_PROG_BUILD_DIR``, else ``./build_output``."""
+    return output_root_setting().value
+
+
+def output_root_setting() -> Setting[Path]:
+    """:func:`output_root` and where it came from; a ``PYPTO_PROG_BUILD_DIR`` that names a file is
+    a ConfigError naming the variable."""
     chosen = os.environ.get(OUTPUT_ROOT_ENV, "").strip()
-    return Path(chosen).expanduser() if chosen else DEFAULT_OUTPUT_ROOT
+    if not chosen:
+        return Setting(DEFAULT_OUTPUT_ROOT, DEFAULT)
+    path = Path(chosen).expanduser()
+    if path.exists() and not path.is_dir():
+        raise ConfigError(
+            f"{OUTPUT_ROOT_ENV}={chosen!r} is a file, not a directory",
+            hint=f"point {OUTPUT_ROOT_ENV} at a directory (made if missing), or unset it for ./build_output",
+        )
+    return Setting(path, Origin(OUTPUT_ROOT_ENV))
 
 
 def device_count(platform: str) -> int | None:
@@ -145,6 +161,11 @@ class RunConfig(metaclass=_ConfigFields):
     default. ``aicpu_thread_num`` (an int >= 1) is handed to the backend. ``compile_profiling``
     (default: ``PYPTO_COMPILE_PROFILING``) times each compile stage and pass into the output
     directory's ``report/pipeline_profile.txt`` / ``.json`` (:mod:`pypto.runtime.compiling.compile_profile`).
+    ``diagnostic_phase`` (:class:`pypto.ir.DiagnosticPhase`, or its name; default:
+    ``PYPTO_WARNING_LEVEL``, else ``PRE_PIPELINE``): ``NONE`` silences the compile's
+    ``CompileWarning`` s and performance hints. ``emit_source_loc`` (default:
+    ``PYPTO_EMIT_PTO_LOC``, else True) ends each statement of the artifacts' ``.pto`` files with the
+    kernel source line it came from (``# loc: kernel.py:12:9``).
 
     ``parsed_pipeline`` is the pipeline ``pipeline`` names, its options typed. ``platform_origin``
     says where the platform's name came from (the session setting, or this call), for error
@@ -180,6 +201,8 @@ class RunConfig(metaclass=_ConfigFields):
     ring_dep_pool: int | Sequence[int] | None = None
     aicpu_thread_num: int | None = None
     compile_profiling: bool = field(default_factory=profiling_by_default)
+    diagnostic_phase: DiagnosticPhase = field(default_factory=settings.diagnostic_phase)
+    emit_source_loc: bool = field(default_factory=settings.emit_source_loc)
     parsed_pipeline: Pipeline | None = field(default=None, init=False, repr=False, compare=False)
     platform_origin: Origin = field(default=DEFAULT, init=False, repr=False, compare=False)
     _profile_origin: Origin = field(default=DEFAULT, init=False, repr=False, compare=False)
@@ -191,6 +214,10 @@ class RunConfig(metaclass=_ConfigFields):
         call = call_site() if needs_call else None
         if isinstance(self.dump_passes, PassDumpLevel):  # NONE as False; CONCISE / EXPLICIT as True
             self.dump_passes = self.dump_passes.dumps
+        if isinstance(self.diagnostic_phase, str):  # "none", as PYPTO_WARNING_LEVEL spells it
+            self.diagnostic_phase = DiagnosticPhase.__members__.get(
+                self.diagnostic_phase.upper(), self.diagnostic_phase
+            )
         self._check_fields()
         self._check_pmu_level()
         self._check_runtime_fields()
@@ -453,6 +480,8 @@ _FIELDS: tuple[tuple[str, tuple[type, ...], str, Any], ...] = (
     ("verification_level", (VerificationLevel,), "a pypto.ir.VerificationLevel", VerificationLevel.ROUNDTRIP),
     ("strategy", (OptimizationStrategy,), "a pypto.ir.OptimizationStrategy", OptimizationStrategy.Default),
     ("compile_profiling", (bool,), "True or False", True),
+    ("diagnostic_phase", (DiagnosticPhase,), "a pypto.ir.DiagnosticPhase", DiagnosticPhase.NONE),
+    ("emit_source_loc", (bool,), "True or False", False),
     (
         "pipeline",
         (list, tuple, str, type(None)),
