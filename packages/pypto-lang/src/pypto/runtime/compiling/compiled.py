@@ -407,7 +407,7 @@ def compile_program(
     target = get_target(config.platform_name, config.platform_origin)
     provider = str(registry().origin(config.platform_name))
     start = time.perf_counter()
-    with _diagnostics(config.diagnostic_phase):
+    with diagnostics(config.diagnostic_phase):
         lowered, cache = cached_lower(
             program, target, config, provider, lambda: lower_program(program, target, config, profile)
         )
@@ -430,9 +430,9 @@ def compile_program(
 
 
 @contextmanager
-def _diagnostics(phase: DiagnosticPhase) -> Iterator[None]:
-    """``DiagnosticPhase.NONE``: the compile's ``CompileWarning`` s are not given (a cached
-    program's recorded ones are not replayed either)."""
+def diagnostics(phase: DiagnosticPhase) -> Iterator[None]:
+    """``DiagnosticPhase.NONE``: the ``CompileWarning`` s given inside the block (the parser's, the
+    passes', a cached program's recorded ones) are dropped."""
     if phase.enabled:
         yield
         return
