@@ -266,3 +266,25 @@ def test_pypto_help_names_every_setting_in_its_epilog(runner: CliRunner) -> None
     for name in [*MANUAL_VARIABLES, "PYPTO_LOG_LEVEL", "PYPTO_TASK_GRAPH", "PYPTO_PLATFORM"]:
         assert name in text
     assert "pypto settings" in text
+
+
+def test_ir_compile_options_left_none_take_the_environment_and_given_ones_beat_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    program = _kernel().parse(torch.zeros(64, 64), torch.zeros(64, 64))
+    monkeypatch.setenv("PYPTO_COMPILE_PROFILING", "1")
+    monkeypatch.setenv("PYPTO_EMIT_PTO_LOC", "off")
+    compiled = pypto.ir.compile(program, output_dir=tmp_path / "env")
+    assert (tmp_path / "env" / "report" / "pipeline_profile.txt").is_file()
+    assert "# loc:" not in next((tmp_path / "env" / "ptoas").glob("*.pto")).read_text()
+    assert compiled.config.diagnostic_phase is DiagnosticPhase.PRE_PIPELINE
+    compiled = pypto.ir.compile(
+        program,
+        output_dir=tmp_path / "given",
+        profiling=False,
+        emit_source_loc=True,
+        diagnostic_phase=DiagnosticPhase.NONE,
+    )
+    assert not (tmp_path / "given" / "report" / "pipeline_profile.txt").exists()
+    assert "# loc:" in next((tmp_path / "given" / "ptoas").glob("*.pto")).read_text()
+    assert compiled.config.diagnostic_phase is DiagnosticPhase.NONE
