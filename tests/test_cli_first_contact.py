@@ -127,6 +127,14 @@ def test_an_unknown_option_of_the_script_alone_gets_no_hint(runner: CliRunner) -
     assert "hint" not in result.stderr
 
 
+def test_an_option_the_script_takes_itself_is_not_hinted_at(runner: CliRunner) -> None:
+    """The example takes -p itself: its error is about --bogus alone, so -p is not moved."""
+    result = runner.invoke(cli, ["run", MIXED, "-p", "a2a3sim", "--bogus"])
+    assert result.exit_code == 2
+    assert "unrecognized arguments: --bogus" in result.stderr
+    assert "hint" not in result.stderr
+
+
 def test_profile_hint_names_profiles_own_options(runner: CliRunner) -> None:
     result = runner.invoke(cli, ["profile", "two.py", "-o", "prof"])
     assert result.exit_code == 2

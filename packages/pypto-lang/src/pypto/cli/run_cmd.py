@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
 
 from pypto.cli.errors import ArgumentError, PyptoCommand
-from pypto.cli.scripts import run_module, run_script
+from pypto.cli.scripts import Watched, run_module, run_script
 from pypto.runtime import settings
 from pypto.runtime.compiling.artifacts import deps_file_data
 from pypto.runtime.platforms.registry import registry
@@ -131,7 +133,11 @@ def _run(
     if graph_to is not None:
         _check_graph_target(graph_to)
     chosen = None if platform is None else Setting(platform, Origin(PLATFORM_OPTION))
-    with settings.command_line(platform=chosen, profile_dir=profile_dir), recording_launches() as launches:
+    with (
+        settings.command_line(platform=chosen, profile_dir=profile_dir),
+        recording_launches() as launches,
+        _watching_stderr() as said,
+    ):
         try:
             if module is not None:
                 run_module(module, command_line)
@@ -140,7 +146,7 @@ def _run(
                 run_script(script, script_command_line(command_line))
         except SystemExit as done:
             if done.code == 2:  # argparse's status for a command line it rejects
-                _hint_misplaced_options(script, module, command_line)
+                _hint_misplaced_options(script, module, command_line, said.tail)
             raise
         finally:
             if graph_to is not None:
@@ -148,17 +154,33 @@ def _run(
     return launches
 
 
-def _misplaced(command_line: Sequence[str]) -> list[str]:
-    """The words of the script's command line that are options of this pypto command."""
+@contextmanager
+def _watching_stderr() -> Iterator[Watched]:
+    """Standard error as the script writes it, its last words kept (the error it gave)."""
+    watched = Watched(sys.stderr)
+    saved, sys.stderr = sys.stderr, watched
+    try:
+        yield watched
+    finally:
+        sys.stderr = saved
+
+
+def _misplaced(command_line: Sequence[str], said: str) -> list[str]:
+    """The words of the script's command line that are options of this pypto command and that
+    the script's error (the last line of ``said``; the usage above it lists its own options) names."""
     ctx = click.get_current_context()
     own = {name for param in ctx.command.params for name in (*param.opts, *param.secondary_opts)}
     own -= {"-h", "--help"}  # the script's own help is its business
-    return [word for word in command_line if word.split("=", 1)[0] in own]
+    lines = said.strip().splitlines()
+    error = {word.strip("'\".,:;()") for word in lines[-1].split()} if lines else set()
+    return [word for word in command_line if word.split("=", 1)[0] in own and word in error]
 
 
-def _hint_misplaced_options(script: Path | None, module: str | None, command_line: Sequence[str]) -> None:
-    """The script rejected its command line, and it holds options of pypto's own: say where they go."""
-    misplaced = _misplaced(command_line)
+def _hint_misplaced_options(
+    script: Path | None, module: str | None, command_line: Sequence[str], said: str
+) -> None:
+    """The script rejected its command line, naming options of pypto's own: say where they go."""
+    misplaced = _misplaced(command_line, said)
     if not misplaced:
         return
     ctx = click.get_current_context()
@@ -270,8 +292,8 @@ def run(
     later one reaches the script. `-m MODULE ARGS` runs a module as `python -m MODULE ARGS`
     does (the current directory first on the path). An exception the script raises is shown as
     python shows it, from the script's frames on, and the exit status is 1; when the script
-    rejects its command line (exit status 2) and that holds an option of pypto's, a hint says
-    where it goes. A kernel whose RunConfig names its own platform keeps it.
+    rejects its command line (exit status 2) and its error names an option of pypto's, a hint
+    says where that goes. A kernel whose RunConfig names its own platform keeps it.
 
     \b
     Examples:

@@ -105,15 +105,20 @@ def run_module(module: str, args: Sequence[str]) -> None:
         runpy.run_module(module, run_name="__main__", alter_sys=True)
 
 
-class _Watched:
-    """A stream that passes every write on and remembers whether there was one."""
+class Watched:
+    """A stream that passes every write on and remembers whether there was one, and the last
+    ``TAIL`` characters written (what a script's error said)."""
+
+    TAIL = 4000
 
     def __init__(self, stream: Any) -> None:
         self.stream = stream
         self.written = False
+        self.tail = ""
 
     def write(self, text: str) -> int:
         self.written = self.written or bool(text)
+        self.tail = (self.tail + text)[-self.TAIL :]
         return int(self.stream.write(text))
 
     def __getattr__(self, name: str) -> Any:
@@ -132,7 +137,7 @@ def load_script(script: Path) -> dict[str, Any]:
     meanwhile gets a note on stderr saying so. What it prints goes to stderr, so that the
     command's own output (the IR ``pypto compile`` prints) stays apart from it."""
     path = script.resolve()
-    out, err = _Watched(sys.stderr), _Watched(sys.stderr)
+    out, err = Watched(sys.stderr), Watched(sys.stderr)
     saved = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = out, err
     try:
