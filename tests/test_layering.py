@@ -152,8 +152,28 @@ def imported_names(path: Path) -> set[str]:
     return names
 
 
-def test_pypto_is_a_namespace_package():
-    assert not list(PACKAGES.glob("*/src/pypto/__init__.py"))
+def test_only_pypto_ir_has_the_pypto_init_and_it_extends_the_path():
+    """pypto-ir, which every other package depends on, owns ``pypto/__init__.py``; the others'
+    ``pypto/`` directories have none and are found through ``pkgutil.extend_path``."""
+    inits = list(PACKAGES.glob("*/src/pypto/__init__.py"))
+    assert inits == [PACKAGES / "pypto-ir" / "src" / "pypto" / "__init__.py"]
+    assert "extend_path(__path__, __name__)" in inits[0].read_text()
+
+
+def test_pypto_spans_every_source_directory_in_any_order_on_the_path():
+    """As editable installs put them: one ``src/`` per package, pypto-ir's last."""
+    order = ["pypto-lang", "pypto-models", "pypto-sim-a2a3", "pypto-passes", "pypto-ir"]
+    code = (
+        "import sys\n"
+        f"sys.path[:0] = {[str(PACKAGES / name / 'src') for name in order]!r}\n"
+        "import pypto, pypto.ir, pypto.passes, pypto.language, pypto_sim_a2a3, pypto.models\n"
+        "print(pypto.__file__, pypto.language.__file__, pypto.get_log_level())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    init, language, level = done.stdout.split()
+    assert init == str(PACKAGES / "pypto-ir" / "src" / "pypto" / "__init__.py")
+    assert language == str(PACKAGES / "pypto-lang" / "src" / "pypto" / "language" / "__init__.py")
+    assert level == "LogLevel.INFO"
 
 
 def test_the_torchref_example_plugin_imports_only_pypto_ir():

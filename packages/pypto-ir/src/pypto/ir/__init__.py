@@ -21,8 +21,10 @@ from pypto.ir.equality import (
     structural_equal,
 )
 from pypto.ir.errors import (
+    ConfigError,
     DeadlockError,
     ExtentError,
+    InternalError,
     LoopLimitError,
     LoopStepError,
     MemoryBudgetError,
@@ -149,6 +151,7 @@ __all__ = [
     "CastMode",
     "CmpType",
     "CompactMode",
+    "ConfigError",
     "Const",
     "Continue",
     "DataType",
@@ -168,6 +171,7 @@ __all__ = [
     "FunctionType",
     "HandleType",
     "If",
+    "InternalError",
     "Level",
     "LoopKind",
     "LoopLimitError",

@@ -94,6 +94,11 @@ class DiagnosticPhase(Enum):
     PostPass = "post_pass"
     PostPipeline = "post_pipeline"
 
+    @property
+    def enabled(self) -> bool:
+        """Whether diagnostics are given at all."""
+        return self is not DiagnosticPhase.NONE
+
 
 class DiagnosticCheck(Enum):
     """An advisory check of the compiler, silenced one by one with ``disabled_diagnostics=``.

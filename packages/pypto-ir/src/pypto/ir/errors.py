@@ -150,6 +150,48 @@ class VerificationError(PyptoError):
     """The IR broke an invariant (a pass produced bad IR, or a hand-built program is wrong)."""
 
 
+class InternalError(PyptoError, RuntimeError):
+    """An invariant the compiler keeps broke: a compiler bug, whatever the input was.
+
+    Its text says so (``Internal error: ...``) and names ``compiler_location``, the place in the
+    compiler where the check failed (``pypto/passes/allocate.py:88``); the kernel's line, when
+    one is known, is shown as for any error. Report it with the IR that reproduces it.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        span: SourceSpan | None = None,
+        hint: str | None = None,
+        compiler_location: str | None = None,
+    ):
+        super().__init__(message, span, hint or INTERNAL_HINT)
+        self.compiler_location = compiler_location
+
+    def render(self) -> str:
+        head = f"Internal error: {self.message}"
+        if self.compiler_location:
+            head += f" (in the compiler, at {self.compiler_location})"
+        parts = [f"{self.span}: {self.kind}: {head}" if self.span else head]
+        excerpt = self.span.excerpt() if self.span is not None else ""
+        if excerpt:
+            parts.append(excerpt)
+        if self.hint:
+            parts.append(f"hint: {self.hint}")
+        return "\n".join(parts)
+
+
+INTERNAL_HINT = (
+    "this is a bug in PyPTO, not in your kernel: please report it with the program that reproduces "
+    "it (RunConfig(dump_passes=True) writes the IR after each pass)"
+)
+
+
+class ConfigError(PyptoError, ValueError):
+    """A setting in ``[tool.pypto]``, the environment, on the command line or in a call that cannot
+    be used; the message names where the value came from (``PYPTO_LOG_LEVEL='loud' ...``)."""
+
+
 class MemoryBudgetError(PyptoError, ValueError):
     """An on-chip memory space is over its platform limit."""
 

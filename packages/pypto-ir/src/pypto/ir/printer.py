@@ -70,6 +70,8 @@ Namer = Callable[[Var], str]
 _imports: ContextVar[set[str] | None] = ContextVar("pypto_printer_imports", default=None)
 # Printing without the annotations of intermediate values (as_python(concise=True)).
 _concise: ContextVar[bool] = ContextVar("pypto_printer_concise", default=False)
+# Whether each statement's first line ends with ``# loc: file:line:col``, the source it came from.
+_locations: ContextVar[bool] = ContextVar("pypto_printer_locations", default=False)
 # The dynamic extents printed, each with the name it prints as: the program's text declares each
 # (``M = pl.dynamic("M")``) first; a second extent of one name prints as ``M_2 = pl.dynamic("M")``.
 _dyn_dims: ContextVar[dict[DynDim, str] | None] = ContextVar("pypto_printer_dyn_dims", default=None)
@@ -450,6 +452,13 @@ class _Printer:
         self.emit(depth, "break" if isinstance(s, Break) else "continue")
 
     def stmt(self, s: Stmt, depth: int) -> None:
+        first = len(self.lines)
+        self.statement(s, depth)
+        span = getattr(s, "span", None)
+        if _locations.get() and span is not None and first < len(self.lines):
+            self.lines[first] += f"  # loc: {span}"
+
+    def statement(self, s: Stmt, depth: int) -> None:
         if isinstance(s, Assign):
             if _concise.get() and s.memref is None:  # the value's type is its op's: no annotation
                 self.emit(depth, f"{self.name(s.target)} = {self.expr(s.value)}")
@@ -542,7 +551,17 @@ def _param(p: Any, name_of: Namer) -> str:
 DECORATOR_ATTRS = ("auto_scope",)
 
 
-def print_function(fn: Function, depth: int = 0) -> str:
+def print_function(fn: Function, depth: int = 0, locations: bool = False) -> str:
+    """``fn`` as ``pl`` source; ``locations``: each statement's first line ends with
+    ``# loc: file:line:col``, the kernel source it came from (when known)."""
+    token = _locations.set(locations)
+    try:
+        return _print_function(fn, depth)
+    finally:
+        _locations.reset(token)
+
+
+def _print_function(fn: Function, depth: int) -> str:
     plan = fn.attrs.get("memory_plan")
     printer = _Printer(plan if isinstance(plan, MemoryPlan) else None, unique_names(fn))
     attrs = {k: v for k, v in fn.attrs.items() if k not in DECORATOR_ATTRS}

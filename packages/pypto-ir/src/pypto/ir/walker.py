@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pypto.ir.errors import (
+    ConfigError,
     DeadlockError,
     ExtentError,
     LoopLimitError,
@@ -125,7 +126,14 @@ def max_while_iterations() -> int:
     """The iteration limit of a while loop: ``PYPTO_MAX_WHILE_ITERATIONS`` if set, else
     :data:`MAX_WHILE_ITERATIONS`."""
     given = os.environ.get(MAX_WHILE_ENV, "").strip()
-    return int(given) if given.isdigit() and int(given) > 0 else MAX_WHILE_ITERATIONS
+    if not given:
+        return MAX_WHILE_ITERATIONS
+    if not given.isdigit() or int(given) == 0:
+        raise ConfigError(
+            f"{MAX_WHILE_ENV}={given!r} is not a number of iterations",
+            hint=f"set it to a positive int, e.g. {MAX_WHILE_ENV}={MAX_WHILE_ITERATIONS * 10}, or unset it",
+        )
+    return int(given)
 
 
 class Walker(ABC):

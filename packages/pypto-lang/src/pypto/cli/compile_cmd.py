@@ -65,8 +65,10 @@ def compile_kernel(
 ) -> None:
     """Compile a kernel of a script without running it.
 
-    The script is loaded as a module (its `if __name__ == "__main__":` block does not run) and
-    KERNEL is looked up among its top-level names: a @pl.jit kernel, or a @pl.program class.
+    The script is imported: its top level runs (a print, a kernel call, any work there happens),
+    only its `if __name__ == "__main__":` block is skipped; a script that prints or launches a
+    kernel while loaded gets a note saying so. KERNEL is looked up among its top-level names: a
+    @pl.jit kernel, or a @pl.program class.
     Shapes come from full annotations or --arg (a program's from its annotations only). Each
     pass dump is itself a program: pl.parse(text) reads it back, and it runs.
 

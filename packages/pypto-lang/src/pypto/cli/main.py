@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
-from pypto.cli import cache_cmd, compile_cmd, deps_cmd, info_cmd, run_cmd, tune_cmd
-from pypto.ir import PyptoError
+from pypto.cli import cache_cmd, compile_cmd, deps_cmd, info_cmd, run_cmd, settings_cmd, tune_cmd
+from pypto.ir import PyptoError, log
 from pypto.runtime.compiling.cache import CacheWarning
 from pypto.runtime.platforms.registry import PlatformRegistry, PluginWarning, registry
 from pypto.tuning.sweep import TuneWarning
@@ -27,6 +27,8 @@ def _own_warnings_as_messages() -> Iterator[None]:
     python_form = warnings.showwarning
 
     def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        if not log.shows_warning(category):  # pypto's own, under a threshold quieter than WARN
+            return
         if issubclass(category, OWN_WARNINGS):
             click.echo(f"pypto: {category.__name__}: {message}", err=True)
         else:
@@ -83,14 +85,20 @@ class PyptoGroup(click.Group):
             return super().main(*args, **kwargs)
 
 
-@click.group(name="pypto", cls=PyptoGroup, context_settings=CONTEXT)
+EPILOG = (
+    "Environment settings (`pypto settings` shows each one's value, where it came from and what it "
+    f"does): {', '.join(settings_cmd.NAMES)}. Each is a default: an option here, or an argument or "
+    "RunConfig field in code, beats it."
+)
+
+
+@click.group(name="pypto", cls=PyptoGroup, context_settings=CONTEXT, epilog=EPILOG)
 @click.version_option(package_name="pypto-lang", prog_name="pypto", message="%(prog)s %(version)s")
 def cli() -> None:
     """PyPTO: compile, run, profile and tune tile kernels for Ascend NPUs.
 
-    Settings come from the command line, then the environment (PYPTO_PLATFORM, PYPTO_PROFILE,
-    PYPTO_CACHE_DIR, PYPTO_CACHE, PYPTO_LOAD_PLUGINS), then [tool.pypto] in the nearest
-    pyproject.toml, then the built-in defaults.
+    Settings come from the command line, then the environment (the PYPTO_* variables below),
+    then [tool.pypto] in the nearest pyproject.toml, then the built-in defaults.
 
     \b
     Example:
@@ -98,7 +106,7 @@ def cli() -> None:
     """
 
 
-for module in (run_cmd, compile_cmd, tune_cmd, deps_cmd, info_cmd, cache_cmd):
+for module in (run_cmd, compile_cmd, tune_cmd, deps_cmd, info_cmd, cache_cmd, settings_cmd):
     for command in module.COMMANDS:
         cli.add_command(command)
 

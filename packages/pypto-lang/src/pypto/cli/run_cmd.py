@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
 
 from pypto.cli.errors import ArgumentError, PyptoCommand
-from pypto.cli.scripts import run_module, run_script
+from pypto.cli.scripts import Watched, run_module, run_script
 from pypto.runtime import settings
+from pypto.runtime.compiling.artifacts import deps_file_data
 from pypto.runtime.platforms.registry import registry
 from pypto.runtime.reports.launches import Launch, recording_launches
-from pypto.runtime.reports.profiling import check_profile_dir
-from pypto.runtime.settings import Origin, Setting
+from pypto.runtime.reports.profiling import check_output_dir, check_profile_dir
+from pypto.runtime.settings import TASK_GRAPH_ENV, Origin, Setting
+from pypto.tools.deps_graph import deps_html, graph_from_data
 
 # pypto's own options come before SCRIPT (or -m MODULE); everything after it is the script's, as
 # with python.
@@ -39,7 +43,7 @@ MODULE = click.option(
     "command line.",
 )
 # Options of `pypto run` / `pypto profile` that take a value (so a word after them is no SCRIPT).
-_VALUED = ("-p", "--platform", "--profile", "-o", "--output")
+_VALUED = ("-p", "--platform", "--profile", "-o", "--output", "--task-graph")
 
 
 class ScriptCommand(PyptoCommand):
@@ -99,25 +103,136 @@ def script_command_line(script_args: Sequence[str]) -> list[str]:
     return list(script_args[1:] if script_args[:1] == ("--",) else script_args)
 
 
+TASK_GRAPH = click.option(
+    "--task-graph",
+    type=click.Path(path_type=Path),  # checked up front, as --profile is
+    metavar="FILE.html|DIR",
+    help="Write the task graph of each kernel's last launch as an HTML page (tasks, edges, modeled "
+    "times; as `pypto deps view --format html`): into FILE.html, or DIR/<kernel>.html.",
+    show_default=f"{TASK_GRAPH_ENV}, else off",
+)
+
+
 def _run(
     script: Path | None,
     module: str | None,
     args: Sequence[str],
     platform: str | None,
     profile_dir: Setting[Path] | None,
+    task_graph: Path | None = None,
 ) -> list[Launch]:
     command_line = _command_line(script, module, tuple(args))
     check_platform(platform)
     if profile_dir is not None:
         check_profile_dir(profile_dir.value, profile_dir.origin)
+    graph_to = (
+        Setting(task_graph, Origin("--task-graph"))
+        if task_graph is not None
+        else settings.task_graph_setting()
+    )
+    if graph_to is not None:
+        _check_graph_target(graph_to)
     chosen = None if platform is None else Setting(platform, Origin(PLATFORM_OPTION))
-    with settings.command_line(platform=chosen, profile_dir=profile_dir), recording_launches() as launches:
-        if module is not None:
-            run_module(module, command_line)
-        else:
-            assert script is not None
-            run_script(script, script_command_line(command_line))
+    with (
+        settings.command_line(platform=chosen, profile_dir=profile_dir),
+        recording_launches() as launches,
+        _watching_stderr() as said,
+    ):
+        try:
+            if module is not None:
+                run_module(module, command_line)
+            else:
+                assert script is not None
+                run_script(script, script_command_line(command_line))
+        except SystemExit as done:
+            if done.code == 2:  # argparse's status for a command line it rejects
+                _hint_misplaced_options(script, module, command_line, said.tail)
+            raise
+        finally:
+            if graph_to is not None:
+                _write_task_graphs(launches, graph_to)
     return launches
+
+
+@contextmanager
+def _watching_stderr() -> Iterator[Watched]:
+    """Standard error as the script writes it, its last words kept (the error it gave)."""
+    watched = Watched(sys.stderr)
+    saved, sys.stderr = sys.stderr, watched
+    try:
+        yield watched
+    finally:
+        sys.stderr = saved
+
+
+def _misplaced(command_line: Sequence[str], said: str) -> list[str]:
+    """The words of the script's command line that are options of this pypto command and that
+    the script's error (the last line of ``said``; the usage above it lists its own options) names."""
+    ctx = click.get_current_context()
+    own = {name for param in ctx.command.params for name in (*param.opts, *param.secondary_opts)}
+    own -= {"-h", "--help"}  # the script's own help is its business
+    lines = said.strip().splitlines()
+    error = {word.strip("'\".,:;()") for word in lines[-1].split()} if lines else set()
+    return [word for word in command_line if word.split("=", 1)[0] in own and word in error]
+
+
+def _hint_misplaced_options(
+    script: Path | None, module: str | None, command_line: Sequence[str], said: str
+) -> None:
+    """The script rejected its command line, naming options of pypto's own: say where they go."""
+    misplaced = _misplaced(command_line, said)
+    if not misplaced:
+        return
+    ctx = click.get_current_context()
+    moved, rest, words = [], [], list(command_line)
+    while words:
+        word = words.pop(0)
+        if word in misplaced:
+            moved.append(word)
+            if word in _VALUED and words:
+                moved.append(words.pop(0))
+        else:
+            rest.append(word)
+    target = f"-m {module}" if module is not None else str(script)
+    fixed = " ".join([ctx.command_path, *moved, target, *rest])
+    them = "they" if len(misplaced) > 1 else "it"
+    click.echo(
+        f"pypto: hint: {', '.join(misplaced)} came after {target}, so {them} went to the script, which "
+        f"rejected {them.replace('they', 'them')}; pypto's own options go before the script: {fixed}",
+        err=True,
+    )
+
+
+def _check_graph_target(chosen: Setting[Path]) -> None:
+    """A --task-graph / PYPTO_TASK_GRAPH that cannot be written fails before the script runs."""
+    directory = chosen.value.parent if chosen.value.suffix == ".html" else chosen.value
+    check_output_dir(directory, chosen.origin, "task graphs", "task_graphs")
+
+
+def _write_task_graphs(launches: list[Launch], chosen: Setting[Path]) -> None:
+    """Each kernel's last launch as an HTML page: the one file (``.html``) or ``DIR/<kernel>.html``."""
+    last = {launch.kernel: launch for launch in launches}
+    if not last:
+        click.echo("pypto: no kernel was launched, so no task graph was written", err=True)
+        return
+    target = chosen.value
+    if target.suffix == ".html":
+        launch = list(last.values())[-1]
+        pages = {target: launch}
+        if len(last) > 1:
+            others = ", ".join(k for k in last if k != launch.kernel)
+            click.echo(
+                f"pypto: {target} shows {launch.kernel}, the last kernel launched ({others} too: give a "
+                "directory to --task-graph for a page per kernel)",
+                err=True,
+            )
+    else:
+        pages = {target / f"{kernel}.html": launch for kernel, launch in last.items()}
+    for path, launch in pages.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        graph = graph_from_data(deps_file_data(launch.report, launch.kernel), str(path))
+        path.write_text(deps_html(graph))
+        click.echo(f"task graph of {launch.kernel}: {path}", err=True)
 
 
 def _report_profiles(launches: list[Launch]) -> None:
@@ -158,6 +273,7 @@ def _report_profiles(launches: list[Launch]) -> None:
     metavar="DIR",
     show_default="off",
 )
+@TASK_GRAPH
 @MODULE
 @SCRIPT
 @SCRIPT_ARGS
@@ -166,6 +282,7 @@ def run(
     module: str | None,
     platform: str | None,
     profile_dir: Path | None,
+    task_graph: Path | None,
     script_args: tuple[str, ...],
 ) -> None:
     """Run a script (or a module) with these defaults for its kernels.
@@ -174,17 +291,19 @@ def run(
     command line, so pypto's options go before SCRIPT. A `--` right after SCRIPT is dropped; a
     later one reaches the script. `-m MODULE ARGS` runs a module as `python -m MODULE ARGS`
     does (the current directory first on the path). An exception the script raises is shown as
-    python shows it, from the script's frames on, and the exit status is 1. A kernel whose
-    RunConfig names its own platform keeps it.
+    python shows it, from the script's frames on, and the exit status is 1; when the script
+    rejects its command line (exit status 2) and its error names an option of pypto's, a hint
+    says where that goes. A kernel whose RunConfig names its own platform keeps it.
 
     \b
     Examples:
       pypto run examples/advanced/03_mixed_kernel.py --m 512
       pypto run -p a2a3sim --profile prof examples/advanced/03_mixed_kernel.py --m 512 --mode staged
+      pypto run --task-graph graphs examples/advanced/03_mixed_kernel.py
       pypto run -m pypto.models.qwen3 --config tiny --prompt-ids 1,2,3
     """
     chosen = None if profile_dir is None else Setting(profile_dir, Origin("--profile"))
-    launches = _run(script, module, script_args, platform, chosen)
+    launches = _run(script, module, script_args, platform, chosen, task_graph)
     if profile_dir is not None:
         _report_profiles(launches)
 
@@ -199,6 +318,7 @@ def run(
     show_default="PYPTO_PROFILE if a directory, [tool.pypto] profile-dir, else pypto_profile",
 )
 @PLATFORM
+@TASK_GRAPH
 @MODULE
 @SCRIPT
 @SCRIPT_ARGS
@@ -207,6 +327,7 @@ def profile(
     module: str | None,
     output: Path | None,
     platform: str | None,
+    task_graph: Path | None,
     script_args: tuple[str, ...],
 ) -> None:
     """Run a script with profiling on; list the profiles.
@@ -221,7 +342,7 @@ def profile(
       pypto profile -o prof -m pypto.models.qwen3 --config tiny --prompt-ids 1,2,3
     """
     chosen = settings.profile_root_setting() if output is None else Setting(output, Origin("-o/--output"))
-    launches = _run(script, module, script_args, platform, chosen)
+    launches = _run(script, module, script_args, platform, chosen, task_graph)
     _report_profiles(launches)
 
 

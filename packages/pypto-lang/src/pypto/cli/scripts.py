@@ -17,6 +17,7 @@ import click
 from pypto.cli.errors import ArgumentError
 from pypto.ir import Program, PyptoError
 from pypto.language.jit import JitFunction
+from pypto.runtime.reports.launches import recording_launches
 from pypto.tuning.autotune import Autotuner
 
 LOADED_NAME = "__pypto_script__"  # the module name a script gets when loaded for its kernels
@@ -104,11 +105,53 @@ def run_module(module: str, args: Sequence[str]) -> None:
         runpy.run_module(module, run_name="__main__", alter_sys=True)
 
 
+class Watched:
+    """A stream that passes every write on and remembers whether there was one, and the last
+    ``TAIL`` characters written (what a script's error said)."""
+
+    TAIL = 4000
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.written = False
+        self.tail = ""
+
+    def write(self, text: str) -> int:
+        self.written = self.written or bool(text)
+        self.tail = (self.tail + text)[-self.TAIL :]
+        return int(self.stream.write(text))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+IMPORT_NOTE = (
+    'its top level ran, as an import runs it; only its `if __name__ == "__main__":` block is '
+    "skipped: put the work there to keep it out of `pypto compile` and `pypto tune`"
+)
+
+
 def load_script(script: Path) -> dict[str, Any]:
-    """The globals of ``script`` run as a module (its ``if __name__ == "__main__"`` block skipped)."""
+    """The globals of ``script`` run as a module: its top level runs, as an import runs it (its
+    ``if __name__ == "__main__"`` block is skipped). A script that printed or launched kernels
+    meanwhile gets a note on stderr saying so. What it prints goes to stderr, so that the
+    command's own output (the IR ``pypto compile`` prints) stays apart from it."""
     path = script.resolve()
-    with _as_program(script, []), _as_python_would_fail(path):
-        return runpy.run_path(str(path), run_name=LOADED_NAME)
+    out, err = Watched(sys.stderr), Watched(sys.stderr)
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out, err
+    try:
+        with _as_program(script, []), _as_python_would_fail(path), recording_launches() as launches:
+            namespace = runpy.run_path(str(path), run_name=LOADED_NAME)
+    finally:
+        sys.stdout, sys.stderr = saved
+    did = [
+        *(["printed"] if out.written or err.written else []),
+        *([f"launched {len(launches)} kernel(s)"] if launches else []),
+    ]
+    if did:
+        click.echo(f"pypto: note: {script} {' and '.join(did)} while it was loaded: {IMPORT_NOTE}", err=True)
+    return namespace
 
 
 def split_target(target: str) -> tuple[Path, str]:

@@ -524,8 +524,8 @@ def tune(
 ) -> None:
     """Try a kernel's configurations and pick the one with the fewest modeled cycles.
 
-    KERNEL is a top-level @pl.jit or @pl.autotune kernel of SCRIPT (loaded as a module, its
-    `if __name__ == "__main__":` block skipped). Its body reads each --grid NAME as a compile-time
+    KERNEL is a top-level @pl.jit or @pl.autotune kernel of SCRIPT (imported: its top level runs,
+    its `if __name__ == "__main__":` block is skipped). Its body reads each --grid NAME as a compile-time
     constant (a parameter NAME takes the values as arguments instead); the configurations are the
     product of the --grid options, or an @pl.autotune kernel's configs without --grid. Each one is
     compiled and run on the same arguments; one the compiler or the run rejects is infeasible.

@@ -15,7 +15,7 @@ from pypto.language.parser.program import parse_program
 from pypto.language.parser.resolve import GlobalReads, recording_reads
 from pypto.language.specialize import Specialization, specialize
 from pypto.runtime.compiling.compile_profile import CompileProfile
-from pypto.runtime.compiling.compiled import CompiledProgram, compile_program
+from pypto.runtime.compiling.compiled import CompiledProgram, compile_program, diagnostics
 from pypto.runtime.config import RunConfig
 
 P = ParamSpec("P")
@@ -88,7 +88,11 @@ class JitFunction(KernelFunction):
             return cached[0]
         self._misses += 1
         profile = CompileProfile() if config.compile_profiling else None
-        with recording_reads() as reads, profile.stage("parse") if profile else nullcontext():
+        with (
+            recording_reads() as reads,
+            profile.stage("parse") if profile else nullcontext(),
+            diagnostics(config.diagnostic_phase),
+        ):
             program = parse_program(self, spec.params)
         compiled = compile_program(program, config, spec.constants, profile)
         self._compiled[key] = (compiled, reads)

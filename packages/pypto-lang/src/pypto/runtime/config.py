@@ -52,13 +52,28 @@ __all__ = [
     "VerificationLevel",
     "device_count",
     "output_root",
+    "output_root_setting",
 ]
 
 
 def output_root() -> Path:
     """Where default output directories go: ``PYPTO_PROG_BUILD_DIR``, else ``./build_output``."""
+    return output_root_setting().value
+
+
+def output_root_setting() -> Setting[Path]:
+    """:func:`output_root` and where it came from; a ``PYPTO_PROG_BUILD_DIR`` that names a file is
+    a ConfigError naming the variable."""
     chosen = os.environ.get(OUTPUT_ROOT_ENV, "").strip()
-    return Path(chosen).expanduser() if chosen else DEFAULT_OUTPUT_ROOT
+    if not chosen:
+        return Setting(DEFAULT_OUTPUT_ROOT, DEFAULT)
+    path = Path(chosen).expanduser()
+    if path.exists() and not path.is_dir():
+        raise ConfigError(
+            f"{OUTPUT_ROOT_ENV}={chosen!r} is a file, not a directory",
+            hint=f"point {OUTPUT_ROOT_ENV} at a directory (made if missing), or unset it for ./build_output",
+        )
+    return Setting(path, Origin(OUTPUT_ROOT_ENV))
 
 
 def device_count(platform: str) -> int | None:
@@ -179,6 +194,11 @@ class RunConfig(metaclass=_ConfigFields):
     default. ``aicpu_thread_num`` (an int >= 1) is handed to the backend. ``compile_profiling``
     (default: ``PYPTO_COMPILE_PROFILING``) times each compile stage and pass into the output
     directory's ``report/pipeline_profile.txt`` / ``.json`` (:mod:`pypto.runtime.compiling.compile_profile`).
+    ``diagnostic_phase`` (:class:`pypto.ir.DiagnosticPhase`, or its name; default:
+    ``PYPTO_WARNING_LEVEL``, else ``PrePipeline``): ``NONE`` silences the compile's
+    ``CompileWarning`` s and performance hints. ``emit_source_loc`` (default:
+    ``PYPTO_EMIT_PTO_LOC``, else True) ends each statement of the artifacts' ``.pto`` files with the
+    kernel source line it came from (``# loc: kernel.py:12:9``).
 
     Harness fields, read by ``pypto.runtime.run()`` only (``compiled(...)`` and
     ``ChipWorker.run(...)`` ignore them): ``rtol`` / ``atol`` and ``golden_data_dir``, where the
@@ -230,11 +250,12 @@ class RunConfig(metaclass=_ConfigFields):
     compile_profiling: bool = field(default_factory=profiling_by_default)
     golden_data_dir: str | Path | None = None
     memory_planner: MemoryPlanner | None = None
-    diagnostic_phase: DiagnosticPhase | None = None
+    diagnostic_phase: DiagnosticPhase = field(default_factory=settings.diagnostic_phase)  # None given: this
     disabled_diagnostics: Any = None  # DiagnosticCheck members; kept as a frozenset
     analyze_auto_scopes_for_deps: bool = False
     dump_ptoas_passes: bool = False
     distributed_config: Any = None
+    emit_source_loc: bool = field(default_factory=settings.emit_source_loc)
     parsed_pipeline: Pipeline | None = field(default=None, init=False, repr=False, compare=False)
     platform_origin: Origin = field(default=DEFAULT, init=False, repr=False, compare=False)
     _profile_origin: Origin = field(default=DEFAULT, init=False, repr=False, compare=False)
@@ -246,6 +267,14 @@ class RunConfig(metaclass=_ConfigFields):
         call = call_site() if needs_call else None
         if isinstance(self.dump_passes, PassDumpLevel):  # NONE as False; CONCISE / EXPLICIT as True
             self.dump_passes = self.dump_passes.dumps
+        if isinstance(self.diagnostic_phase, str):  # "none", as PYPTO_WARNING_LEVEL spells it
+            spelled = self.diagnostic_phase.lower()
+            self.diagnostic_phase = next(
+                (phase for phase in DiagnosticPhase if spelled in (phase.value, phase.name.lower())),
+                self.diagnostic_phase,
+            )
+        if self.diagnostic_phase is None:  # None, as ir.compile passes it: the environment's
+            self.diagnostic_phase = settings.diagnostic_phase()
         self._check_fields()
         self._check_swimlane_level()
         self._check_diagnostics()
@@ -642,6 +671,7 @@ _FIELDS: tuple[tuple[str, tuple[type, ...], str, Any], ...] = (
     ),
     ("analyze_auto_scopes_for_deps", (bool,), "True or False", True),
     ("dump_ptoas_passes", (bool,), "True or False", False),
+    ("emit_source_loc", (bool,), "True or False", False),
     (
         "pipeline",
         (list, tuple, str, type(None)),

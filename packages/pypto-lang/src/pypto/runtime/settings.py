@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from pypto.ir import PyptoError, SourceSpan, VerificationLevel
+from pypto.ir import ConfigError, DiagnosticPhase, SourceSpan, VerificationLevel
 
 PLATFORM_ENV = "PYPTO_PLATFORM"
 PROFILE_ENV = "PYPTO_PROFILE"  # on (1, on, true, yes): profile every run; a directory: there; off: not
@@ -35,6 +35,12 @@ CACHE_DIR_ENV = "PYPTO_CACHE_DIR"
 CACHE_ENV = "PYPTO_CACHE"  # 0, off, false or no: no disk cache
 VERIFY_ENV = "PYPTO_VERIFICATION_LEVEL"  # none, basic or roundtrip: RunConfig's default level
 VERIFY_ENV_MANUAL = "PYPTO_VERIFY_LEVEL"  # the same, as PyPTO's manual names it
+WARNING_ENV = (
+    "PYPTO_WARNING_LEVEL"  # none, pre_pipeline, post_pass, post_pipeline: RunConfig.diagnostic_phase
+)
+EMIT_LOC_ENV = "PYPTO_EMIT_PTO_LOC"  # on/off: each statement's source line in the artifacts' .pto files
+DEBUG_RUNNER_ENV = "PYPTO_EMIT_DEBUG_RUNNER"  # on/off: accepted; no runner exists to emit on a simulator
+TASK_GRAPH_ENV = "PYPTO_TASK_GRAPH"  # FILE.html or DIR: every run writes its task graph's HTML view
 CONFIG_FILE = "pyproject.toml"
 CONFIG_TABLE = "[tool.pypto]"
 
@@ -42,10 +48,6 @@ DEFAULT_PLATFORM = "a2a3sim"
 DEFAULT_PROFILE_ROOT = Path("pypto_profile")
 _OFF = {"0", "off", "false", "no"}
 _ON = {"1", "on", "true", "yes"}
-
-
-class ConfigError(PyptoError, ValueError):
-    """A setting in ``[tool.pypto]``, the environment or on the command line that cannot be used."""
 
 
 @dataclass(frozen=True)
@@ -128,7 +130,7 @@ _overrides: list[dict[str, Setting[Any]]] = []
 
 @contextmanager
 def command_line(**values: Any) -> Iterator[None]:
-    """Apply command-line settings (``platform``, ``profile_dir``) inside the block.
+    """Apply command-line settings (``platform``, ``profile_dir``, ``task_graph``) inside the block.
 
     ``profile_dir`` here also switches profiling on for every run, as ``PYPTO_PROFILE`` does.
     Values that are None are not set. A value may be a :class:`Setting` that names the option it
@@ -294,27 +296,38 @@ def profile_root() -> Path:
 
 def cache_enabled() -> bool:
     """Whether compiled programs are kept on disk (``PYPTO_CACHE=off`` or ``cache = false``: no)."""
+    return cache_enabled_setting().value
+
+
+def cache_enabled_setting() -> Setting[bool]:
+    """:func:`cache_enabled` and where it came from."""
     value = os.environ.get(CACHE_ENV)
     if value is not None:
         if value.strip().lower() not in _OFF | _ON:
             raise ConfigError(
                 f"{CACHE_ENV}={value!r} is neither on nor off", hint=f"set {CACHE_ENV}=on or {CACHE_ENV}=off"
             )
-        return value.strip().lower() in _ON
-    configured = config_file().get("cache")
-    return True if configured is None else configured
+        return Setting(value.strip().lower() in _ON, Origin(CACHE_ENV))
+    config = config_file()
+    configured = config.get("cache")
+    return Setting(True, DEFAULT) if configured is None else Setting(configured, config.origin("cache"))
 
 
 def verification_level() -> VerificationLevel:
     """The ``RunConfig.verification_level`` a config gets when its call names none:
     ``PYPTO_VERIFICATION_LEVEL`` or, as PyPTO's manual spells it, ``PYPTO_VERIFY_LEVEL`` (``none``,
     ``basic``, ``roundtrip``), else ``BASIC``."""
+    return verification_level_setting().value
+
+
+def verification_level_setting() -> Setting[VerificationLevel]:
+    """:func:`verification_level` and the variable it came from."""
     name = next((env for env in (VERIFY_ENV, VERIFY_ENV_MANUAL) if os.environ.get(env)), None)
     if name is None:
-        return VerificationLevel.BASIC
+        return Setting(VerificationLevel.BASIC, DEFAULT)
     value = os.environ[name]
     try:
-        return VerificationLevel[value.strip().upper()]
+        return Setting(VerificationLevel[value.strip().upper()], Origin(name))
     except KeyError:
         known = ", ".join(level.name.lower() for level in VerificationLevel)
         raise ConfigError(
@@ -322,12 +335,81 @@ def verification_level() -> VerificationLevel:
         ) from None
 
 
+def switch(name: str, default: bool) -> Setting[bool]:
+    """An on/off variable: ``1``, ``on``, ``true``, ``yes`` or ``0``, ``off``, ``false``, ``no`` (any
+    case), else ``default``; any other value is a ConfigError naming the variable."""
+    chosen = _environment(name)
+    if chosen is None:
+        return Setting(default, DEFAULT)
+    word = chosen.value.lower()
+    if word not in _ON | _OFF:
+        raise ConfigError(
+            f"{name}={chosen.value!r} is neither on nor off", hint=f"set {name}=1 (on) or {name}=0 (off)"
+        )
+    return Setting(word in _ON, chosen.origin)
+
+
+def diagnostic_phase_setting() -> Setting[DiagnosticPhase]:
+    """The ``RunConfig.diagnostic_phase`` a config gets when its call names none:
+    ``PYPTO_WARNING_LEVEL`` (``none``, ``pre_pipeline``, ``post_pass``, ``post_pipeline``), else
+    ``PrePipeline``."""
+    chosen = _environment(WARNING_ENV)
+    if chosen is None:
+        return Setting(DiagnosticPhase.PrePipeline, DEFAULT)
+    try:
+        return Setting(DiagnosticPhase(chosen.value.lower()), chosen.origin)
+    except ValueError:
+        known = ", ".join(phase.value for phase in DiagnosticPhase)
+        raise ConfigError(
+            f"{WARNING_ENV}={chosen.value!r} names no diagnostic phase",
+            hint=f"set it to one of {known} (none: no compile warnings or performance hints)",
+        ) from None
+
+
+def diagnostic_phase() -> DiagnosticPhase:
+    """The diagnostic phase a ``RunConfig()`` without one gets (see :func:`diagnostic_phase_setting`)."""
+    return diagnostic_phase_setting().value
+
+
+def emit_source_loc() -> bool:
+    """The ``RunConfig.emit_source_loc`` a config gets when its call names none:
+    ``PYPTO_EMIT_PTO_LOC`` (on or off), else on."""
+    return switch(EMIT_LOC_ENV, True).value
+
+
+def emit_debug_runner() -> Setting[bool]:
+    """``PYPTO_EMIT_DEBUG_RUNNER``, checked. On a simulator there is no device binary and so no
+    standalone runner to emit: the setting is accepted (on by default) and writes nothing; the
+    artifacts' ``program.py`` is what replays a compile (``pl.parse`` it, then run it)."""
+    return switch(DEBUG_RUNNER_ENV, True)
+
+
+def task_graph_setting() -> Setting[Path] | None:
+    """Where every run writes its task graph's HTML view: the command line (``pypto run
+    --task-graph``), else ``PYPTO_TASK_GRAPH``; None when neither asks. A path ending in
+    ``.html`` is the file (each run rewrites it); any other is a directory that gets
+    ``<kernel>.html`` per kernel."""
+    chosen = _override("task_graph") or _environment(TASK_GRAPH_ENV)
+    if chosen is None:
+        return None
+    return Setting(Path(chosen.value).expanduser(), chosen.origin)
+
+
 def cache_dir() -> Path:
     """The directory of the compile cache."""
+    return cache_dir_setting().value
+
+
+def cache_dir_setting() -> Setting[Path]:
+    """:func:`cache_dir` and where it came from."""
     chosen = os.environ.get(CACHE_DIR_ENV)
     if chosen:
-        return Path(chosen).expanduser()
-    return config_file().path_value("cache-dir") or user_cache_dir()
+        return Setting(Path(chosen).expanduser(), Origin(CACHE_DIR_ENV))
+    config = config_file()
+    configured = config.path_value("cache-dir")
+    if configured is not None:
+        return Setting(configured, config.origin("cache-dir"))
+    return Setting(user_cache_dir(), DEFAULT)
 
 
 def user_cache_dir() -> Path:
@@ -343,23 +425,38 @@ def user_cache_dir() -> Path:
 __all__ = [
     "CACHE_DIR_ENV",
     "CACHE_ENV",
+    "DEBUG_RUNNER_ENV",
     "DEFAULT",
+    "EMIT_LOC_ENV",
     "PLATFORM_ENV",
     "PROFILE_ENV",
+    "TASK_GRAPH_ENV",
     "VERIFY_ENV",
+    "VERIFY_ENV_MANUAL",
+    "WARNING_ENV",
     "ConfigError",
     "ConfigFile",
     "Origin",
     "Setting",
     "cache_dir",
+    "cache_dir_setting",
     "cache_enabled",
+    "cache_enabled_setting",
     "command_line",
     "config_file",
+    "diagnostic_phase",
+    "diagnostic_phase_setting",
+    "emit_debug_runner",
+    "emit_source_loc",
     "find_config_file",
     "platform",
     "platform_setting",
     "profile_everything",
     "profile_root",
     "profile_root_setting",
+    "switch",
+    "task_graph_setting",
     "user_cache_dir",
+    "verification_level",
+    "verification_level_setting",
 ]

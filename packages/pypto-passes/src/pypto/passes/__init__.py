@@ -3,6 +3,7 @@
 >>> lower(program, target, pipeline="outline-scopes,tile-matmul{k_block=128}")  # doctest: +SKIP
 """
 
+from pypto.ir.compile_options import DiagnosticPhase
 from pypto.ir.errors import CompileWarning
 from pypto.passes.manager import Pass, PassContext, PassManager, dump_to, roundtrip_check
 from pypto.passes.options import PassOption, option
@@ -34,6 +35,7 @@ __all__ = [
     "DEFAULT_PIPELINE",
     "PASS_REGISTRY",
     "CompileWarning",
+    "DiagnosticPhase",
     "Pass",
     "PassContext",
     "PassEntry",

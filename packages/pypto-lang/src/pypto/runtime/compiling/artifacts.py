@@ -40,7 +40,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pypto.ir import Direction, Function, FunctionKind, Program, PyptoError, RunReport, Target
+from pypto.ir import Direction, Function, FunctionKind, Program, PyptoError, RunReport, Target, log
 from pypto.ir.printer import print_function, print_program
 from pypto.runtime.compiling.cache import Uncacheable, cache_key
 from pypto.runtime.config import DEFAULT_OUTPUT_ROOT, OUTPUT_ROOT_ENV, PASSES_DUMP, RunConfig, output_root
@@ -98,9 +98,9 @@ def write_compiled(
     (directory / PROGRAM_FILE).write_text(print_program(lowered))
     _json(directory / META_FILE, meta_data(lowered, config, constants or {}))
     (directory / MEMORY_MAP_FILE).write_text(memory_map(lowered.functions.values(), target) + "\n")
-    write_kernels(directory, lowered, target)
+    write_kernels(directory, lowered, target, config.emit_source_loc)
     hints = [f"{fn.name}: {hint}" for fn in lowered.functions.values() for hint in fn.attrs.get("hints", ())]
-    if hints:
+    if hints and config.diagnostic_phase.enabled:
         (directory / HINTS_FILE).parent.mkdir(exist_ok=True)
         (directory / HINTS_FILE).write_text("\n".join(hints) + "\n")
     dumps = config.dump_dir(lowered.name, directory)
@@ -109,6 +109,7 @@ def write_compiled(
         passes.mkdir(exist_ok=True)
         for dump in sorted(dumps.glob("*.py")):
             shutil.copyfile(dump, passes / dump.name)
+    log.debug(f"artifacts of {lowered.name} written to {directory}")
 
 
 def meta_data(lowered: Program, config: RunConfig, constants: Mapping[str, Any]) -> dict[str, Any]:
@@ -178,8 +179,9 @@ class ArtifactError(PyptoError, ValueError):
     """A directory handed to ``CompiledProgram.from_dir`` that holds no compiled program."""
 
 
-def write_kernels(directory: Path, lowered: Program, target: Target) -> list[Path]:
-    """One ``ptoas/<kernel>.pto`` per kernel that runs on a core; returns their paths."""
+def write_kernels(directory: Path, lowered: Program, target: Target, locations: bool = True) -> list[Path]:
+    """One ``ptoas/<kernel>.pto`` per kernel that runs on a core; returns their paths.
+    ``locations`` (``RunConfig.emit_source_loc``): each statement names its source line."""
     kernels = [fn for fn in lowered.functions.values() if fn.kind in KERNEL_KINDS]
     if not kernels:
         return []
@@ -188,15 +190,16 @@ def write_kernels(directory: Path, lowered: Program, target: Target) -> list[Pat
     written = []
     for fn in kernels:
         path = folder / f"{fn.name}{PTO_SUFFIX}"
-        path.write_text(pto_text(fn, lowered.name, target))
+        path.write_text(pto_text(fn, lowered.name, target, locations))
         written.append(path)
     return written
 
 
-def pto_text(kernel: Function, program: str, target: Target) -> str:
+def pto_text(kernel: Function, program: str, target: Target, locations: bool = False) -> str:
     """The ``.pto`` file of ``kernel``: a header of ``#`` lines (what the file is, the kernel, its
     kind, program and chip, its memory map), then the kernel as ``pl`` source, every tile with its
-    memory space and address as the memory plan placed it."""
+    memory space and address as the memory plan placed it; with ``locations``, each statement's
+    line ends with ``# loc: file:line:col``, the kernel source it came from."""
     header = [
         f"# {PTO_FORMAT} {PTO_VERSION}: a lowered kernel of PyPTO (pl source), not PTO assembly",
         f"# kernel: {kernel.name}",
@@ -206,7 +209,7 @@ def pto_text(kernel: Function, program: str, target: Target) -> str:
     ]
     plan = memory_map([kernel], target).splitlines()[1:]  # its first line names the kernel again
     header += ["# memory:", *(f"# {line.strip()}" for line in plan if line.strip())]
-    return "\n".join(header) + "\n\n" + print_function(kernel) + "\n"
+    return "\n".join(header) + "\n\n" + print_function(kernel, locations=locations) + "\n"
 
 
 def wants_run_files(config: RunConfig) -> bool:

@@ -34,7 +34,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from pypto.ir import Program, Target, VerificationLevel
+from pypto.ir import Program, Target, VerificationLevel, log
 from pypto.ir.nodes import FunctionMap
 from pypto.runtime import settings
 from pypto.runtime.compiling.pipelines import pipeline_of
@@ -383,6 +383,7 @@ class ProgramCache:
 # ---------------------------------------------------------------- lowering through the cache
 
 HIT, MISS, OFF = "hit", "miss", "off"
+KEY_SHOWN = 12  # characters of a key a log line shows
 
 
 @contextmanager
@@ -411,6 +412,7 @@ def cached_lower(
     # A dump, a round-trip check or a profile is asked for each compile: a hit would skip the passes.
     checked = config.verification_level is VerificationLevel.ROUNDTRIP or config.compile_profiling
     if not settings.cache_enabled() or config.dump_dir(program.name) is not None or checked:
+        log.debug(f"compile cache not used for {program.name}: it is off, or dumps or checks are asked for")
         return lower(), OFF
     start = time.perf_counter()
     try:
@@ -423,7 +425,9 @@ def cached_lower(
         for warning in entry.warnings:
             warning.replay()
         cache.record_hit(key, time.perf_counter() - start, program.name, config.platform_name)
+        log.debug(f"compile cache hit: {program.name} ({key[:KEY_SHOWN]}) from {cache.directory}")
         return entry.program, HIT
+    log.debug(f"compile cache miss: {program.name} ({key[:KEY_SHOWN]}), compiling")
     with _recording_warnings() as recorded:
         lowered = lower()
     entry = CacheEntry(lowered, tuple(recorded))

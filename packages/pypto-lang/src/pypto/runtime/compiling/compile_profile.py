@@ -18,7 +18,6 @@ kernel), ``passes`` with one child per pass (the pass and the verification after
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,14 +27,16 @@ from typing import Any
 
 from pypto.ir import Program
 from pypto.passes.manager import Instrument, Pass
+from pypto.runtime.settings import switch
 
 PROFILE_ENV = "PYPTO_COMPILE_PROFILING"  # 1, on, true, yes: profile every compile
 PROFILE_FILE = "report/pipeline_profile"  # .txt and .json, in the output directory
 
 
 def profiling_by_default() -> bool:
-    """Whether ``PYPTO_COMPILE_PROFILING`` asks for a profile of every compile."""
-    return os.environ.get(PROFILE_ENV, "").strip().lower() in {"1", "on", "true", "yes"}
+    """Whether ``PYPTO_COMPILE_PROFILING`` asks for a profile of every compile (``1``, ``on``,
+    ``true``, ``yes``; ``0``, ``off``, ``false``, ``no``: not; anything else is a ConfigError)."""
+    return switch(PROFILE_ENV, False).value
 
 
 @dataclass

@@ -5,7 +5,9 @@ from __future__ import annotations
 import functools
 import os
 import time
-from collections.abc import Callable, Mapping
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -27,8 +29,10 @@ from pypto.ir import (
     Var,
     VerificationError,
     VerificationLevel,
+    log,
     structural_diff,
 )
+from pypto.ir.errors import CompileWarning
 from pypto.ir.extents import ExtentBinding, is_dynamic
 from pypto.ir.tracebacks import call_site, raise_at_user_line
 from pypto.ir.types import describe
@@ -513,6 +517,10 @@ class CompiledProgram:
         seconds = time.perf_counter() - start
         profile = self.last_profile if directory is not None else None
         launch = launches.Launch(self.lowered.name, self.config.platform_name, report, profile, seconds)
+        log.event(
+            f"ran {self.lowered.name} on {self.config.platform_name}: {report.total_cycles} modeled cycles "
+            f"in {seconds:.3f} s"
+        )
         launches.record(launch)
         if artifacts.wants_run_files(config):
             self.write_artifacts(config)
@@ -595,13 +603,16 @@ def compile_program(
     target = get_target(config.platform_name, config.platform_origin)
     provider = str(registry().origin(config.platform_name))
     start = time.perf_counter()
-    lowered, cache = cached_lower(
-        program, target, config, provider, lambda: lower_program(program, target, config, profile)
-    )
+    with diagnostics(config.diagnostic_phase):
+        lowered, cache = cached_lower(
+            program, target, config, provider, lambda: lower_program(program, target, config, profile)
+        )
     seconds = time.perf_counter() - start
     compiled = CompiledProgram(
         lowered, config, dict(constants or {}), compile_seconds=seconds, cache=cache, parsed=program
     )
+    cached = {"hit": ", from the compile cache", "miss": ", stored in the compile cache"}.get(cache, "")
+    log.event(f"compiled {program.name} for {config.platform_name} in {seconds * 1e3:.1f} ms{cached}")
     if profile is not None and config.compile_profiling:
         with profile.stage("artifacts"):
             directory = compiled.write_artifacts(config)
@@ -609,7 +620,36 @@ def compile_program(
         profile.write(directory)
     elif config.save_kernels or config.codegen_only:
         compiled.write_artifacts(config)
+    if config.diagnostic_phase.enabled:
+        _log_hints(compiled, config)
     return compiled
+
+
+@contextmanager
+def diagnostics(phase: DiagnosticPhase) -> Iterator[None]:
+    """``DiagnosticPhase.NONE``: the ``CompileWarning`` s given inside the block (the parser's, the
+    passes', a cached program's recorded ones) are dropped."""
+    if phase.enabled:
+        yield
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CompileWarning)
+        yield
+
+
+def _log_hints(compiled: CompiledProgram, config: RunConfig) -> None:
+    """The compile's performance hints at ``INFO``: one line naming the file that holds them when
+    the artifacts were written, else each hint in full."""
+    hints = compiled.hints
+    if not hints:
+        return
+    name = compiled.lowered.name
+    if config.save_kernels or config.codegen_only or config.compile_profiling:
+        where = compiled.output_dir_for(config) / artifacts.HINTS_FILE
+        log.info(f"[perf_hint] {len(hints)} hint(s) for {name}; see {where}")
+        return
+    for hint in hints:
+        log.info(f"[perf_hint] {name}: {hint}")
 
 
 def run(

@@ -18,16 +18,15 @@ from pypto.ir import (
     VerificationLevel,
 )
 from pypto.ir.tracebacks import call_site, raise_at_user_line
-from pypto.runtime import settings
 from pypto.runtime.compiling.compiled import CompiledProgram, compile_program
 from pypto.runtime.config import RunConfig, output_root
 from pypto.runtime.settings import ConfigError
 
 # The switches of PyPTO's code generation and of its PTO assembler (ptoas). This compiler hands
 # each kernel to the backend as lowered IR (the ``ptoas/*.pto`` files are that IR printed): there
-# is no assembler to skip or whose passes to dump, no emitted MLIR to carry source locations, and
-# the matmul tiler places L0C itself. They are checked, and change nothing.
-CODEGEN_SWITCHES = ("skip_ptoas", "dump_ptoas_passes", "emit_source_loc", "enable_pypto_l0c_double_buffer")
+# is no assembler to skip or whose passes to dump, and the matmul tiler places L0C itself. They are
+# checked, and change nothing. (``emit_source_loc`` does: each ``.pto`` statement names its line.)
+CODEGEN_SWITCHES = ("skip_ptoas", "dump_ptoas_passes", "enable_pypto_l0c_double_buffer")
 
 
 def compile(  # PyPTO's name: pypto.ir.compile
@@ -39,7 +38,7 @@ def compile(  # PyPTO's name: pypto.ir.compile
     platform: str | None = None,
     verification_level: VerificationLevel | None = None,
     skip_ptoas: bool = False,
-    profiling: bool = False,
+    profiling: bool | None = None,
     memory_planner: MemoryPlanner | None = None,
     diagnostic_phase: DiagnosticPhase | None = None,
     disabled_diagnostics: Any = None,
@@ -63,10 +62,13 @@ def compile(  # PyPTO's name: pypto.ir.compile
     ``diagnostic_phase`` (:class:`pypto.ir.DiagnosticPhase`; ``NONE`` silences every check) and
     ``disabled_diagnostics`` (:class:`pypto.ir.DiagnosticCheck` members) gate the warnings and
     performance hints. ``profiling`` times each compile stage and pass into
-    ``report/pipeline_profile.txt`` / ``.json``. ``analyze_auto_scopes_for_deps`` is checked and
+    ``report/pipeline_profile.txt`` / ``.json``. Left None, ``profiling`` defers to
+    ``PYPTO_COMPILE_PROFILING``, ``diagnostic_phase`` to ``PYPTO_WARNING_LEVEL`` and
+    ``emit_source_loc`` (each statement of the ``.pto`` files names its source line) to
+    ``PYPTO_EMIT_PTO_LOC`` (docs/settings.md). ``analyze_auto_scopes_for_deps`` is checked and
     changes nothing: the runtime derives every edge of an AUTO scope from the tasks' tensors at
-    submission, the edges a compiler analysis would prove. ``skip_ptoas``, ``dump_ptoas_passes``,
-    ``emit_source_loc`` and ``enable_pypto_l0c_double_buffer`` steer PTO's code generation and
+    submission, the edges a compiler analysis would prove. ``skip_ptoas``, ``dump_ptoas_passes``
+    and ``enable_pypto_l0c_double_buffer`` steer PTO's code generation and
     assembler, which this compiler does not have (see :data:`CODEGEN_SWITCHES`): checked, no
     effect. ``distributed_config`` (a HOST-level program per rank) is an error: distributed
     programs are not compiled here yet. A bad option is a ``ConfigError`` at the call.
@@ -79,17 +81,23 @@ def compile(  # PyPTO's name: pypto.ir.compile
     for name, value in (
         ("skip_ptoas", skip_ptoas),
         ("dump_ptoas_passes", dump_ptoas_passes),
-        ("profiling", profiling),
         ("analyze_auto_scopes_for_deps", analyze_auto_scopes_for_deps),
     ):
         _check_flag(name, value, call, optional=False)
     for name, optional_value in (
         ("enable_pypto_l0c_double_buffer", enable_pypto_l0c_double_buffer),
         ("emit_source_loc", emit_source_loc),
+        ("profiling", profiling),
     ):
         _check_flag(name, optional_value, call, optional=True)
     if output_dir is None:
         output_dir = timestamped_dir(program.name)
+    from_environment: dict[str, Any] = {  # None: the environment's setting (docs/settings.md)
+        "compile_profiling": profiling,
+        "verification_level": verification_level,
+        "diagnostic_phase": diagnostic_phase,
+        "emit_source_loc": emit_source_loc,
+    }
     config = RunConfig(
         platform=platform,
         backend_type=backend_type,
@@ -97,16 +105,12 @@ def compile(  # PyPTO's name: pypto.ir.compile
         dump_passes=dump_passes,
         save_kernels=True,
         save_kernels_dir=output_dir,
-        compile_profiling=profiling,
-        verification_level=settings.verification_level()
-        if verification_level is None
-        else verification_level,
         memory_planner=memory_planner,
-        diagnostic_phase=diagnostic_phase,
         disabled_diagnostics=disabled_diagnostics,
         analyze_auto_scopes_for_deps=analyze_auto_scopes_for_deps,
         dump_ptoas_passes=dump_ptoas_passes,
         distributed_config=distributed_config,
+        **{name: value for name, value in from_environment.items() if value is not None},
     )
     return compile_program(program, config)  # save_kernels: its artifacts are written
 
