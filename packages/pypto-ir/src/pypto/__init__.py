@@ -17,10 +17,15 @@ error types the manual names: :class:`Error`, the base of every PyPTO error, and
 
 from pkgutil import extend_path
 
-__path__ = extend_path(__path__, __name__)
+# Every pypto/ directory on sys.path, in sys.path's order (a directory earlier on the path wins, as
+# it would for a namespace package, even when this __init__.py is found in a later one), then this
+# file's own directory if sys.path does not name it.
+_found = extend_path([], __name__)
+__path__ = _found + [where for where in __path__ if where not in _found]
 
-from pypto.ir.errors import ConfigError, InternalError
-from pypto.ir.errors import PyptoError as Error
-from pypto.ir.log import LogLevel, get_log_level, set_log_level
+# After the path is set: pypto.ir comes from the first pypto/ directory on sys.path that has it.
+from pypto.ir.errors import ConfigError, InternalError  # noqa: E402
+from pypto.ir.errors import PyptoError as Error  # noqa: E402
+from pypto.ir.log import LogLevel, get_log_level, set_log_level  # noqa: E402
 
 __all__ = ["ConfigError", "Error", "InternalError", "LogLevel", "get_log_level", "set_log_level"]
