@@ -31,6 +31,7 @@ from pypto.ir.extents import ExtentBinding, is_dynamic
 from pypto.ir.types import describe
 from pypto.passes import PassContext, PassManager, dump_to, roundtrip_check
 from pypto.passes.manager import Instrument, Pass
+from pypto.passes.param_writes import warn_undeclared_writes
 from pypto.runtime.compiling import artifacts
 from pypto.runtime.compiling.arguments import check_argument, check_runnable
 from pypto.runtime.compiling.cache import OFF, cached_lower
@@ -421,6 +422,7 @@ def compile_program(
         profile = CompileProfile()
     target = get_target(config.platform_name, config.platform_origin)
     provider = str(registry().origin(config.platform_name))
+    warn_undeclared_writes(program)
     start = time.perf_counter()
     lowered, cache = cached_lower(
         program, target, config, provider, lambda: lower_program(program, target, config, profile)
