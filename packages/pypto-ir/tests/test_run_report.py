@@ -190,3 +190,30 @@ def test_setting_the_timeline_drops_the_function_that_would_have_made_it():
     report.timeline = [Slice("cg0.AIC", 0, 1, "tile.add", "VECTOR", "k")]
     assert [s.name for s in report.timeline] == ["tile.add"]
     assert RunReport("toy", 1000).timeline == []  # the field's default
+
+
+def test_repr_of_a_chip_wide_report_counts_its_records_in_a_few_lines():
+    cores = [f"cg{g}.{core}" for g in range(24) for core in ("AIC", "AIV0", "AIV1")]
+    slices = [Slice(core, 10 * i, 10, "tile.add", "VECTOR", "k") for i in range(400) for core in cores[:30]]
+    tasks = [TaskRecord("k", t % 24, 0, 4000, task_id=t) for t in range(96)]
+    report = RunReport(
+        "toy",
+        clock_mhz=1000,
+        total_cycles=4000,
+        busy_cycles={core: 400 for core in cores},
+        timeline=slices,
+        tasks=tasks,
+        edges=[TaskEdge(t, t + 1) for t in range(95)],
+    )
+    text = repr(report)
+    assert len(text) < 2000 and text.count("\n") < 15
+    assert "4000 modeled cycles" in text and "96 task(s)" in text
+    assert "95 edge(s)" in text and f"{len(slices)} slice(s)" in text
+    assert "print(report.summary())" in text  # the cut lines are one call away
+    assert report == RunReport(**{f: getattr(report, f) for f in report.__dataclass_fields__})
+
+
+def test_repr_of_a_report_whose_timeline_is_made_when_read_counts_it():
+    report = RunReport("toy", clock_mhz=1000, total_cycles=10)
+    report.make_timeline_when_read(lambda: [Slice("cg0.AIC", 0, 10, "tile.matmul", "CUBE", "k")])
+    assert "1 slice(s)" in repr(report)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -396,6 +396,32 @@ class RunReport:
         lines += [f"  performance hint: {hint}" for hint in self.hints]
         return "\n".join(lines)
 
+    def __repr__(self) -> str:
+        """The head of :meth:`summary` with the records counted, not listed: a report holds tens of
+        thousands of slices, which a printed report would otherwise spill onto the terminal."""
+        lines = self.summary().splitlines()
+        if len(lines) > _REPR_LINES:
+            more = len(lines) - _REPR_LINES + 1
+            lines = [*lines[: _REPR_LINES - 1], f"  ... {more} more line(s): print(report.summary())"]
+        return f"RunReport({chr(10).join(lines)}\n  {self._counts()})"
+
+    def _counts(self) -> str:
+        """How many records of each kind the report holds (``12 task(s), 40 slice(s), ...``)."""
+        counted: dict[str, Sized] = {
+            "task": self.tasks,
+            "edge": self.edges,
+            "slice": self.timeline,
+            "ring": self.rings,
+            "transfer": self.transfers,
+            "submitted task": self.submitted,
+            "heap": self.heaps,
+            "runtime ring": self.runtime_rings,
+            "output": self.outputs,
+            "hint": self.hints,
+        }
+        held = ", ".join(f"{len(items)} {kind}(s)" for kind, items in counted.items())
+        return f"holds {held}; device {self.device_id}, modeled={self.modeled}"
+
     def _task_line(self) -> str:
         """How many tasks ran on how many core groups, with how many edges, and how much of their
         summed time the concurrency hid."""
@@ -437,6 +463,7 @@ class RunReport:
 
 
 _MAKE_TIMELINE, _TIMELINE = "_make_timeline", "_timeline"
+_REPR_LINES = 12  # lines of the summary a report's repr shows (a chip-wide run has a line per core)
 
 
 def _timeline(report: RunReport) -> list[Slice]:

@@ -227,7 +227,26 @@ class RaceError(PyptoError):
 
 
 class CompileWarning(UserWarning):
-    """A compile-time finding that does not stop compilation (e.g. a rebinding that writes nothing)."""
+    """A compile-time finding that does not stop compilation (e.g. a rebinding that writes nothing).
+
+    Given a ``span`` and a ``hint`` it renders as an error does, with the line and a caret; its
+    text starts with the plain message, so a ``warnings`` filter's ``message=`` pattern matches it.
+    """
+
+    def __init__(self, message: str, span: SourceSpan | None = None, hint: str | None = None):
+        self.message, self.span, self.hint = message, span, hint
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        parts = [self.message]
+        if self.span is not None:
+            parts.append(f"  at {self.span}")
+            excerpt = self.span.excerpt()
+            if excerpt:
+                parts.append(excerpt)
+        if self.hint:
+            parts.append(f"hint: {self.hint}")
+        return "\n".join(parts)
 
 
 class LoopLimitError(PyptoError):

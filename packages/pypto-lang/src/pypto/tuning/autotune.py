@@ -491,6 +491,36 @@ def _shape_bindings(target: ast.expr, value: ast.expr, params: set[str]) -> Iter
         yield target.id, value.value.value.id, value.slice.value
 
 
+_PRUNE_KEYS = ("early_config_prune", "perf_model", "top_k")
+
+
+def _check_argument_names(
+    fn: JitFunction,
+    options: TrialOptions,
+    prune_configs_by: Mapping[str, Any] | None,
+    site: SourceSpan | None,
+) -> None:
+    """``reset_to_zero`` / ``restore_value`` name parameters of the kernel, and
+    ``prune_configs_by`` holds only the keys it knows: checked when the decorator is applied, at
+    its line, since a trial would otherwise fail on each config for the same misspelled name."""
+    params = list(fn.python_signature.parameters)
+    for label, names in (("reset_to_zero", options.reset_to_zero), ("restore_value", options.restore_value)):
+        unknown = [name for name in names if name not in params]
+        if unknown:
+            raise TuneError(
+                f"{label}= names {', '.join(map(repr, unknown))}, which is no parameter of {fn.name}",
+                site,
+                f"name arguments of {fn.name}: {', '.join(params)}",
+            )
+    unknown_keys = sorted(set(prune_configs_by or {}) - set(_PRUNE_KEYS))
+    if unknown_keys:
+        raise TuneError(
+            f"prune_configs_by has {', '.join(map(repr, unknown_keys))}, which it does not know",
+            site,
+            f"its keys are {', '.join(_PRUNE_KEYS)}",
+        )
+
+
 def _one_error(errors: Sequence[PyptoError | None]) -> PyptoError | None:
     """The error when every one of several trials was rejected with the same one (kind, message
     and line); a single config's rejection stays a reason in the TuneError that lists them."""
@@ -565,6 +595,13 @@ def autotune(
             raise TuneError(
                 f"@pl.autotune {label}={count!r}", site, f"{label} is a number of runs, {least} or more"
             )
+    for label, names in (("reset_to_zero", reset_to_zero), ("restore_value", restore_value)):
+        if names is not None and (isinstance(names, str) or not all(isinstance(n, str) for n in names)):
+            raise TuneError(
+                f"@pl.autotune takes {label}=[names], got {names!r}",
+                site,
+                f'pass a list of argument names, e.g. {label}=["out"]',
+            )
     options = TrialOptions(
         objective=objective,
         warmup=warmup,
@@ -584,6 +621,7 @@ def autotune(
                 "write @pl.autotune(...) directly above @pl.jit",
             )
         where = site or fn.source.span(fn.source.tree)  # made by the pypto command: the kernel's def
+        _check_argument_names(fn, options, prune_configs_by, where)
         tuned = (prune_configs_by, options, workers, scheduler, cache_results, where)
         return Autotuner(fn, configs, key, *tuned)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import math
 import os
 import statistics
 import tempfile
@@ -227,6 +228,9 @@ def run_trial(job: TrialJob, args: Sequence[Any]) -> Trial:
     except Exception as exc:  # a crash of the run or of a hook: this trial fails, the sweep goes on
         message = "".join(traceback.format_exception_only(exc)).strip()
         return Trial(job.index, job.config, FAILED, message=message, seconds=time.perf_counter() - start)
+    unusable = _unusable_objective(job, values, time.perf_counter() - start)
+    if unusable is not None:
+        return unusable
     memory: dict[str, int] = {}
     for heap in report.heaps:
         for space, top in heap.touched.items():
@@ -271,6 +275,33 @@ def _measure(job: TrialJob, compiled: Any, args: Sequence[Any]) -> tuple[list[fl
             )
     assert report is not None
     return values, report
+
+
+def _unusable_objective(job: TrialJob, values: Sequence[float], seconds: float) -> Trial | None:
+    """A trial whose objective is no finite number, never the winner: NaN or -inf is a failed
+    trial (the objective or the backend computed no usable figure), +inf an infeasible one (an
+    ``objective=`` that rules the configuration out)."""
+    bad = next((value for value in values if not math.isfinite(value)), None)
+    if bad is None:
+        return None
+    what = "the objective= function" if job.options.objective is not None else "the run's modeled cycles"
+    if bad == math.inf:
+        return Trial(
+            job.index,
+            job.config,
+            INFEASIBLE,
+            message=f"the objective is inf ({what} returned inf): the configuration is ruled out",
+            hint="return a finite number for a configuration that may win",
+            seconds=seconds,
+        )
+    return Trial(
+        job.index,
+        job.config,
+        FAILED,
+        message=f"the objective is {bad} ({what} returned {bad}), not a number a trial can be ranked by",
+        hint="return a finite number from the objective (lower is better), or inf to rule a config out",
+        seconds=seconds,
+    )
 
 
 def _copy(value: Any) -> Any:
@@ -348,7 +379,9 @@ class TuningReport:
 
     @property
     def best(self) -> Trial | None:
-        feasible = [t for t in self.trials if t.feasible and t.objective is not None]
+        feasible = [
+            t for t in self.trials if t.feasible and t.objective is not None and math.isfinite(t.objective)
+        ]
         return min(feasible, key=lambda t: (t.objective, t.index)) if feasible else None
 
     @property

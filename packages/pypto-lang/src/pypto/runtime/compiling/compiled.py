@@ -38,6 +38,7 @@ from pypto.ir.tracebacks import call_site, raise_at_user_line
 from pypto.ir.types import describe
 from pypto.passes import PassContext, PassManager, dump_to, roundtrip_check
 from pypto.passes.manager import Instrument, Pass
+from pypto.passes.param_writes import warn_undeclared_writes
 from pypto.runtime.compiling import artifacts
 from pypto.runtime.compiling.arguments import check_argument, check_runnable
 from pypto.runtime.compiling.cache import OFF, cached_lower
@@ -142,6 +143,9 @@ def _roundtrip_instrument() -> Instrument:
     return roundtrip_check(_READER[0], structural_diff)
 
 
+_REPR_KERNELS = 6  # function names a compiled program's repr lists
+
+
 @dataclass
 class CompiledProgram:
     """A compiled program: its lowered program bound to a platform, and the handle PyPTO's manual
@@ -231,6 +235,27 @@ class CompiledProgram:
 
     def __str__(self) -> str:
         return self.__fspath__()
+
+    def __repr__(self) -> str:
+        """The entry's signature, the platform, the kernels, where it came from and the last run,
+        in a line or two (the IR: ``pypto.ir.print_ir(compiled.program)``)."""
+        params = ", ".join(
+            f"{p.var.name}: {p.direction.value}" if p.direction is not Direction.In else p.var.name
+            for p in self.entry.params
+        )
+        names = [name for name in self.program.functions if name != self.entry.name]
+        kernels = ", ".join(names[:_REPR_KERNELS]) + (
+            f", ... {len(names) - _REPR_KERNELS} more" if len(names) > _REPR_KERNELS else ""
+        )
+        last = (
+            f"{self.last_report.total_cycles} modeled cycles" if self.last_report is not None else "not run"
+        )
+        constants = f", constants={dict(self.constants)}" if self.constants else ""
+        return (
+            f"CompiledProgram({self.entry.name}({params}) on {self.platform}, "
+            f"{len(names)} other function(s) [{kernels}]{constants}, cache={self.cache!r}, "
+            f"compiled in {self.compile_seconds:.2f} s, last run: {last})"
+        )
 
     def __call__(self, *args: Any, config: RunConfig | None = None) -> Any:
         """Launch it: ``compiled(a, b, out)`` (see :meth:`dispatch`: ``codegen_only`` does not stop
@@ -602,6 +627,7 @@ def compile_program(
         profile = CompileProfile()
     target = get_target(config.platform_name, config.platform_origin)
     provider = str(registry().origin(config.platform_name))
+    warn_undeclared_writes(program)
     start = time.perf_counter()
     with diagnostics(config.diagnostic_phase):
         lowered, cache = cached_lower(

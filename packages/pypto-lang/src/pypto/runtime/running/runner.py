@@ -44,6 +44,32 @@ class RunResult:
     ran: bool
     compiled: CompiledProgram
 
+    def __repr__(self) -> str:
+        """One line per part, tensors by shape and dtype, the report by its headline (print
+        ``result.report`` for its summary)."""
+        done = self.report
+        report = (
+            f"{done.total_cycles} modeled cycles on {done.platform}, {len(done.tasks)} task(s)"
+            if done
+            else "None"
+        )
+        return (
+            f"RunResult(ran={self.ran}, cache={self.cache!r}, compile_seconds={self.compile_seconds:.3f}, "
+            f"run_seconds={self.run_seconds:.3f},\n  outputs={_brief(self.outputs)},\n  report=<{report}>,\n"
+            f"  output_dir={self.output_dir!r},\n  compiled={self.compiled!r})"
+        )
+
+
+def _brief(value: Any) -> str:
+    """A value with each tensor shown by its shape and dtype, not its numbers."""
+    if isinstance(value, list):
+        return "[" + ", ".join(_brief(item) for item in value) + "]"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_brief(item) for item in value) + (",)" if len(value) == 1 else ")")
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return f"tensor(shape={list(value.shape)}, dtype={value.dtype})"
+    return repr(value)
+
 
 def run(program_or_jit: Any, *args: Any, config: RunConfig | None = None) -> RunResult:
     """Compile (if needed) and run ``program_or_jit`` (a ``@pl.jit`` function, a ``Program`` or a

@@ -21,6 +21,7 @@ from collections.abc import Callable
 import torch
 
 from pypto.ir import PyptoError
+from pypto.models.errors import ModelError
 from pypto.models.qwen3 import reference
 from pypto.models.qwen3.config import CONFIGS, get_config
 from pypto.models.qwen3.profile import DecodeProfile
@@ -109,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.check:
             decoder.on_step = _checker(weights, decoder)
         tokens = decoder.generate(prompt, args.max_new_tokens)
+    except ModelError as err:  # a configuration, checkpoint or argument that does not fit
+        command.error(err.render())
     except PyptoError:
         raise  # a kernel's error, shown at its line
     except (

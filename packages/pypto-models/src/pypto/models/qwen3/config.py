@@ -12,6 +12,17 @@ import difflib
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from pypto.models.errors import ModelConfigError, UnknownModelError
+
+# config.json's fields the kernels need, by their Hugging Face names (the others have defaults).
+REQUIRED_FIELDS = (
+    "hidden_size",
+    "intermediate_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "vocab_size",
+)
+
 
 @dataclass(frozen=True)
 class Qwen3Config:
@@ -30,10 +41,24 @@ class Qwen3Config:
     max_position_embeddings: int = 40960
 
     def __post_init__(self) -> None:
+        for name in _COUNTS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ModelConfigError.here(
+                    f"Qwen3Config {name}={value!r}: it must be a whole number of at least 1",
+                    "check the configuration's value (a config.json holds it as a JSON integer)",
+                )
+        for name in ("rms_norm_eps", "rope_theta"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise ModelConfigError.here(
+                    f"Qwen3Config {name}={value!r}: it must be a positive number", "check the configuration"
+                )
         if self.num_heads % self.num_kv_heads:
-            raise ValueError(
+            raise ModelConfigError.here(
                 f"num_heads ({self.num_heads}) must be a multiple of num_kv_heads ({self.num_kv_heads}): "
-                "each KV head serves a group of query heads"
+                "each KV head serves a group of query heads",
+                "use a head count the KV head count divides",
             )
 
     @property
@@ -67,10 +92,32 @@ class Qwen3Config:
     @classmethod
     def from_hf_dict(cls, hf: dict[str, Any]) -> Qwen3Config:
         """From a Hugging Face ``config.json`` (or ``transformers.Qwen3Config.to_dict()``)."""
+        given: object = hf  # a user's value, whatever the annotation says
+        if not isinstance(given, dict):
+            raise ModelConfigError.here(
+                f"a Qwen3 config is a dict of config.json's fields, got {type(given).__name__}",
+                "pass json.load(open('config.json')) or transformers' config.to_dict()",
+            )
+        missing = [name for name in REQUIRED_FIELDS if name not in hf]
+        if missing:
+            raise ModelConfigError.here(
+                f"the Qwen3 config has no {', '.join(map(repr, missing))}",
+                f"a Qwen3 config.json holds {', '.join(REQUIRED_FIELDS)} (optional: num_key_value_heads, "
+                "head_dim, rms_norm_eps, rope_theta, tie_word_embeddings, max_position_embeddings)",
+            )
         rope = hf.get("rope_parameters") or hf.get("rope_scaling") or {}
         kind = rope.get("rope_type", rope.get("type", "default"))
         if kind != "default":
-            raise ValueError(f"rope_type {kind!r} is not supported: the kernels apply the default RoPE")
+            raise ModelConfigError.here(
+                f"rope_type {kind!r} is not supported: the kernels apply the default RoPE",
+                "use a checkpoint with the default rotary embedding",
+            )
+        heads = hf["num_attention_heads"]
+        if isinstance(heads, bool) or not isinstance(heads, int) or heads < 1:
+            raise ModelConfigError.here(
+                f"Qwen3Config num_heads={heads!r}: it must be a whole number of at least 1",
+                "check config.json's num_attention_heads",
+            )
         theta = rope.get("rope_theta", hf.get("rope_theta", 1_000_000.0))
         return cls(
             hidden_size=hf["hidden_size"],
@@ -78,13 +125,36 @@ class Qwen3Config:
             num_layers=hf["num_hidden_layers"],
             num_heads=hf["num_attention_heads"],
             num_kv_heads=hf.get("num_key_value_heads", hf["num_attention_heads"]),
-            head_dim=hf.get("head_dim") or hf["hidden_size"] // hf["num_attention_heads"],
+            head_dim=hf.get("head_dim") or _head_dim(hf["hidden_size"], heads),
             vocab_size=hf["vocab_size"],
             rms_norm_eps=hf.get("rms_norm_eps", 1e-6),
-            rope_theta=float(theta),
+            rope_theta=_number(theta),
             tie_word_embeddings=hf.get("tie_word_embeddings", False),
             max_position_embeddings=hf.get("max_position_embeddings", 40960),
         )
+
+
+_COUNTS = (
+    "hidden_size",
+    "intermediate_size",
+    "num_layers",
+    "num_heads",
+    "num_kv_heads",
+    "head_dim",
+    "vocab_size",
+    "max_position_embeddings",
+)
+
+
+def _number(value: Any) -> Any:
+    """A JSON number as a float; anything else as it is, for Qwen3Config to name."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+
+def _head_dim(hidden: Any, heads: int) -> Any:
+    """hidden_size // heads when config.json gives no head_dim (a wrong hidden_size is left for
+    Qwen3Config to name)."""
+    return hidden // heads if isinstance(hidden, int) and not isinstance(hidden, bool) else hidden
 
 
 CONFIGS: dict[str, Qwen3Config] = {
@@ -138,4 +208,6 @@ def get_config(name: str) -> Qwen3Config:
         return CONFIGS[key]
     close = difflib.get_close_matches(key, list(CONFIGS), n=1)
     nearest = f" (did you mean {close[0]!r}?)" if close else ""
-    raise KeyError(f"no Qwen3 configuration {name!r}{nearest}; the configurations: {', '.join(CONFIGS)}")
+    raise UnknownModelError.here(
+        f"no Qwen3 configuration {name!r}{nearest}", f"the configurations: {', '.join(CONFIGS)}"
+    )

@@ -20,6 +20,7 @@ import torch
 
 import pypto.language as pl
 from pypto.ir import RunReport
+from pypto.models.errors import ModelError, TokenError
 from pypto.models.qwen3.kernels.attention import attention
 from pypto.models.qwen3.kernels.embedding import embed_tokens
 from pypto.models.qwen3.kernels.mlp import mlp
@@ -175,15 +176,23 @@ class Qwen3Decoder:
         max_seq: int | None = None,
         run_config: RunConfig | None = None,
     ) -> None:
+        if not isinstance(weights, Qwen3Weights):
+            raise ModelError.here(
+                f"Qwen3Decoder takes Qwen3Weights, got {type(weights).__name__}",
+                "load them: Qwen3Weights.from_state_dict(state_dict, config), from_safetensors or random",
+            )
         config = weights.config
-        if batch < 1:
-            raise ValueError(f"batch must be at least 1, got {batch}")
+        if not _is_count(batch) or batch < 1:
+            raise ModelError.here(
+                f"batch must be a whole number of at least 1, got {batch!r}", "pass batch=1"
+            )
         self.weights, self.config, self.batch = weights, config, batch
-        self.max_seq = max_seq or min(512, config.max_position_embeddings)
-        if not 1 <= self.max_seq <= config.max_position_embeddings:
-            raise ValueError(
+        self.max_seq = min(512, config.max_position_embeddings) if max_seq is None else max_seq
+        if not _is_count(self.max_seq) or not 1 <= self.max_seq <= config.max_position_embeddings:
+            raise ModelError.here(
                 f"max_seq must be between 1 and the model's {config.max_position_embeddings} positions, "
-                f"got {self.max_seq}"
+                f"got {self.max_seq!r}",
+                "leave it out for the default, or pass the longest sequence you will decode",
             )
         self.run_config = run_config
         kv_width = config.num_kv_heads * config.head_dim
@@ -207,16 +216,17 @@ class Qwen3Decoder:
         """Decode one token per batch row (``tokens`` ``[batch]``) at each row's position; returns
         the logits ``[batch, vocab]`` and advances the positions. ``run_config`` replaces the
         decoder's for this step (e.g. to profile one step)."""
-        ids = torch.as_tensor(tokens, dtype=torch.int64).reshape(-1)
+        ids = self._token_ids(tokens, "tokens").reshape(-1)
         if ids.numel() != self.batch:
-            raise ValueError(f"step takes one token per batch row ({self.batch}), got {ids.numel()}")
-        vocab = self.config.vocab_size
-        if bool(((ids < 0) | (ids >= vocab)).any()):
-            raise ValueError(f"token ids must lie in [0, {vocab}), got {ids.tolist()}")
+            raise TokenError.here(
+                f"step takes one token per batch row ({self.batch}), got {ids.numel()}",
+                f"pass {self.batch} token id(s), one per batch row",
+            )
         full = int(self.positions.max())
         if full >= self.max_seq:
-            raise ValueError(
-                f"the KV cache holds {self.max_seq} positions and a row is full: build with a larger max_seq"
+            raise TokenError.here(
+                f"the KV cache holds {self.max_seq} positions and a row is full",
+                "build the decoder with a larger max_seq, or decoder.reset() to start again",
             )
         w = self.weights
         decode_step(
@@ -244,6 +254,31 @@ class Qwen3Decoder:
         self.positions += 1
         return logits
 
+    def _token_ids(self, value: object, name: str) -> torch.Tensor:
+        """``value`` as int64 token ids: integers within the vocabulary, never floats or bools."""
+        try:
+            ids = torch.as_tensor(value)
+        except (TypeError, ValueError, RuntimeError, OverflowError) as err:
+            raise TokenError.here(
+                f"{name} must be integer token ids, got {value!r} ({err})",
+                "pass a list of ints or an integer torch tensor, e.g. [[1, 2, 3]]",
+            ) from None
+        empty = ids.numel() == 0  # [[]] is float to torch; its shape is what is wrong
+        if not empty and (ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool):
+            raise TokenError.here(
+                f"{name} must be integer token ids, got {ids.dtype} values {_few(ids)}",
+                "token ids are whole numbers: pass ints, or convert with ids.long() if they are whole",
+            )
+        ids = ids.to(torch.int64)
+        vocab = self.config.vocab_size
+        outside = (ids < 0) | (ids >= vocab)
+        if bool(outside.any()):
+            raise TokenError.here(
+                f"token ids must lie in [0, {vocab}), got {_few(ids[outside])}",
+                f"the model's vocabulary has {vocab} tokens; use its tokenizer's ids",
+            )
+        return ids
+
     def profile_dir(self, run_config: RunConfig | None = None) -> Path | None:
         """Where a step run with ``run_config`` (default: the decoder's) writes its profile
         (trace, swimlane, summary), or None when it does not profile."""
@@ -255,17 +290,24 @@ class Qwen3Decoder:
         """Greedy decoding: prefill the prompts ``[batch, length]`` one decode step per token, then
         append the most likely token ``max_new_tokens`` times. Returns ``[batch, length +
         max_new_tokens]``, prompts included, as transformers' ``generate`` does."""
-        prompts = torch.as_tensor(prompt_ids, dtype=torch.int64)
+        prompts = self._token_ids(prompt_ids, "prompt_ids")
         if prompts.dim() == 1:
             prompts = prompts.unsqueeze(0)
         if prompts.dim() != 2 or prompts.shape[0] != self.batch or prompts.shape[1] < 1:
-            raise ValueError(f"prompt_ids must be [{self.batch}, length >= 1], got {list(prompts.shape)}")
-        if max_new_tokens < 0:
-            raise ValueError(f"max_new_tokens must be at least 0, got {max_new_tokens}")
+            raise TokenError.here(
+                f"prompt_ids must be [{self.batch}, length >= 1], got {list(prompts.shape)}",
+                f"pass {self.batch} prompt(s) of at least one token each, e.g. [[1, 2, 3]]",
+            )
+        if not _is_count(max_new_tokens) or max_new_tokens < 0:
+            raise TokenError.here(
+                f"max_new_tokens must be a whole number of at least 0, got {max_new_tokens!r}",
+                "pass how many tokens to append, e.g. max_new_tokens=16",
+            )
         if prompts.shape[1] + max_new_tokens > self.max_seq + 1:
-            raise ValueError(
+            raise TokenError.here(
                 f"{prompts.shape[1]} prompt tokens and {max_new_tokens} new ones need a cache of "
-                f"{prompts.shape[1] + max_new_tokens - 1} positions; this one holds {self.max_seq}"
+                f"{prompts.shape[1] + max_new_tokens - 1} positions; this one holds {self.max_seq}",
+                "build the decoder with a larger max_seq, or ask for fewer tokens",
             )
         self.reset()
         for t in range(prompts.shape[1]):
@@ -276,3 +318,13 @@ class Qwen3Decoder:
             if i + 1 < max_new_tokens:  # the last token needs no step of its own
                 logits = self.step(new[-1])
         return torch.cat([prompts, *new], dim=1)
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _few(ids: torch.Tensor) -> str:
+    """Up to eight of ``ids``' values, for a message."""
+    flat = ids.reshape(-1).tolist()
+    return str(flat[:8])[:-1] + (", ...]" if len(flat) > 8 else "]")

@@ -12,11 +12,13 @@ dim]``. :class:`Qwen3Weights` holds them in the model's dtype (FP32 or BF16);
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 import torch
 
+from pypto.models.errors import ModelConfigError, WeightError
 from pypto.models.qwen3.config import Qwen3Config
 
 # Our name -> the key under ``model.layers.{i}.`` in Hugging Face's Qwen3 state dict.
@@ -35,10 +37,6 @@ LAYER_KEYS: dict[str, str] = {
 }
 EMBED_KEY, NORM_KEY, LM_HEAD_KEY = "model.embed_tokens.weight", "model.norm.weight", "lm_head.weight"
 DTYPES = (torch.float32, torch.bfloat16)
-
-
-class WeightError(ValueError):
-    """A checkpoint that does not fit the configuration: a missing or unexpected key, a wrong shape."""
 
 
 def layer_shapes(config: Qwen3Config) -> dict[str, tuple[int, ...]]:
@@ -97,20 +95,31 @@ class Qwen3Weights:
         """From a state dict in Hugging Face's naming (``Qwen3ForCausalLM.state_dict()``, or a
         ``Qwen3Model``'s without the ``model.`` prefix). ``dtype`` (FP32 or BF16) defaults to the
         checkpoint's. A missing, unexpected or misshapen tensor is a :class:`WeightError`."""
+        _check_config(config)
+        if not isinstance(state_dict, Mapping):
+            raise WeightError.here(
+                f"a state dict maps names to tensors, got {type(state_dict).__name__}",
+                "pass model.state_dict() of a transformers Qwen3, or a dict in its naming",
+            )
         sd = {k if k.startswith(("model.", "lm_head.")) else f"model.{k}": v for k, v in state_dict.items()}
+        for key, value in sd.items():
+            _check_tensor(key, value)
         if dtype is None:
             dtype = sd[EMBED_KEY].dtype if EMBED_KEY in sd else torch.float32
-        if dtype not in DTYPES:
-            raise WeightError(f"the kernels run FP32 or BF16 models, not {dtype}; pass dtype=torch.bfloat16")
+        _check_dtype(dtype)
         used: set[str] = set()
 
         def take(key: str, shape: tuple[int, ...]) -> torch.Tensor:
             if key not in sd:
-                raise WeightError(f"the checkpoint has no {key!r} (a {config_name(config)} needs it)")
+                raise WeightError.here(
+                    f"the checkpoint has no {key!r} (a {config_name(config)} needs it)",
+                    "load a checkpoint of this configuration, or pass the configuration it was saved with",
+                )
             tensor = sd[key]
             if tuple(tensor.shape) != shape:
-                raise WeightError(
-                    f"{key!r} has shape {list(tensor.shape)}; the configuration needs {list(shape)}"
+                raise WeightError.here(
+                    f"{key!r} has shape {list(tensor.shape)}; the configuration needs {list(shape)}",
+                    "load a checkpoint of this configuration, or pass the configuration it was saved with",
                 )
             used.add(key)
             return tensor.detach().to(dtype)
@@ -132,9 +141,10 @@ class Qwen3Weights:
         unexpected = sorted(set(sd) - used - {k for k in sd if k.endswith("rotary_emb.inv_freq")})
         if unexpected:
             more = f" and {len(unexpected) - 3} more" if len(unexpected) > 3 else ""
-            raise WeightError(
+            raise WeightError.here(
                 f"the checkpoint has tensors a {config_name(config)} does not use: "
-                f"{', '.join(unexpected[:3])}{more} (biases? another architecture?)"
+                f"{', '.join(unexpected[:3])}{more} (biases? another architecture?)",
+                "load a Qwen3 checkpoint without biases, of the configuration passed",
             )
         return cls(
             config=config,
@@ -155,12 +165,22 @@ class Qwen3Weights:
         path = Path(path)
         files = sorted(path.glob("*.safetensors")) if path.is_dir() else [path]
         if not files or not all(f.is_file() for f in files):
-            raise WeightError(f"no .safetensors file at {path}")
+            raise WeightError.here(
+                f"no .safetensors file at {path}", "pass a .safetensors file or a checkpoint directory"
+            )
         if config is None:
             config_json = (path if path.is_dir() else path.parent) / "config.json"
             if not config_json.is_file():
-                raise WeightError(f"{path} has no config.json beside it: pass config=get_config(...)")
-            config = Qwen3Config.from_hf_dict(json.loads(config_json.read_text()))
+                raise WeightError.here(
+                    f"{path} has no config.json beside it", "pass config=get_config(...) or a Qwen3Config"
+                )
+            try:
+                fields_ = json.loads(config_json.read_text())
+            except json.JSONDecodeError as err:
+                raise ModelConfigError.here(
+                    f"{config_json} is not JSON: {err}", "write the config.json save_pretrained writes"
+                ) from None
+            config = Qwen3Config.from_hf_dict(fields_)
         state: dict[str, torch.Tensor] = {}
         for f in files:
             state.update(load_file(str(f)))
@@ -174,8 +194,8 @@ class Qwen3Weights:
         0.02), the norm weights around one: for benchmarks and tests that need no reference.
         ``vocab=False`` leaves out the embedding and the LM head (``[0, hidden]`` tensors): enough
         for :func:`~pypto.models.qwen3.decoder_layer`, not for a decode step."""
-        if dtype not in DTYPES:
-            raise WeightError(f"the kernels run FP32 or BF16 models, not {dtype}; pass dtype=torch.bfloat16")
+        _check_config(config)
+        _check_dtype(dtype)
         generator = torch.Generator().manual_seed(seed)
         shapes = layer_shapes(config)
         stacked = {}
@@ -220,6 +240,38 @@ class Qwen3Weights:
             f"{f.name}={list(getattr(self, f.name).shape)}" for f in fields(self) if f.name != "config"
         )
         return f"Qwen3Weights({config_name(self.config)}, {self.dtype}, {sizes})"
+
+
+def _check_config(config: object) -> None:
+    if not isinstance(config, Qwen3Config):
+        raise ModelConfigError.here(
+            f"the configuration is a Qwen3Config, got {type(config).__name__}",
+            'pass get_config("tiny") (or another name), or Qwen3Config.from_hf_dict(config_json)',
+        )
+
+
+def _check_dtype(dtype: object) -> None:
+    if dtype not in DTYPES:
+        raise WeightError.here(
+            f"the kernels run FP32 or BF16 models, not {dtype}",
+            "pass dtype=torch.float32 or dtype=torch.bfloat16",
+        )
+
+
+def _check_tensor(key: str, value: object) -> None:
+    """A state dict's value is a floating-point torch tensor (a numpy array or an integer tensor is
+    no weight the kernels can read)."""
+    if not isinstance(value, torch.Tensor):
+        convert = " (torch.from_numpy(array) makes one)" if type(value).__module__ == "numpy" else ""
+        raise WeightError.here(
+            f"{key!r} is a {type(value).__module__}.{type(value).__name__}, not a torch tensor",
+            f"give every weight as a torch.Tensor{convert}",
+        )
+    if not value.dtype.is_floating_point:
+        raise WeightError.here(
+            f"{key!r} is a tensor of {value.dtype}; a weight is floating point",
+            "load the checkpoint's floating-point weights (quantized checkpoints are not supported)",
+        )
 
 
 def config_name(config: Qwen3Config) -> str:
