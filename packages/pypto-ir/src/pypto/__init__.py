@@ -20,7 +20,7 @@ from pkgutil import extend_path
 # Every pypto/ directory on sys.path, in sys.path's order (a directory earlier on the path wins, as
 # it would for a namespace package, even when this __init__.py is found in a later one), then this
 # file's own directory if sys.path does not name it.
-_found = extend_path([], __name__)
+_found: list[str] = extend_path([], __name__)
 __path__ = _found + [where for where in __path__ if where not in _found]
 
 # After the path is set: pypto.ir comes from the first pypto/ directory on sys.path that has it.

@@ -238,12 +238,12 @@ class CompiledProgram:
 
     def __repr__(self) -> str:
         """The entry's signature, the platform, the kernels, where it came from and the last run,
-        in a line or two (the IR: ``pypto.ir.print_ir(compiled.program)``)."""
+        in a line or two (the IR: ``pypto.ir.print_ir(compiled.lowered)``)."""
         params = ", ".join(
             f"{p.var.name}: {p.direction.value}" if p.direction is not Direction.In else p.var.name
             for p in self.entry.params
         )
-        names = [name for name in self.program.functions if name != self.entry.name]
+        names = [name for name in self.lowered.functions if name != self.entry.name]
         kernels = ", ".join(names[:_REPR_KERNELS]) + (
             f", ... {len(names) - _REPR_KERNELS} more" if len(names) > _REPR_KERNELS else ""
         )
@@ -627,9 +627,9 @@ def compile_program(
         profile = CompileProfile()
     target = get_target(config.platform_name, config.platform_origin)
     provider = str(registry().origin(config.platform_name))
-    warn_undeclared_writes(program)
     start = time.perf_counter()
     with diagnostics(config.diagnostic_phase):
+        warn_undeclared_writes(program)
         lowered, cache = cached_lower(
             program, target, config, provider, lambda: lower_program(program, target, config, profile)
         )
