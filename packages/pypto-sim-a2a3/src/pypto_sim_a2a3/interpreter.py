@@ -24,7 +24,8 @@ from pypto.ir import Assign, Call, Eval, Function, MemoryPlan, Stmt, TileType, V
 from pypto.ir.errors import at_line
 from pypto.ir.launch import Seat
 from pypto.ir.nodes import stmt_end_exprs, stmt_exprs, walk_expr, walk_stmts
-from pypto.ir.ops import user_name
+from pypto.ir.ops import OPS, Observes, user_name
+from pypto.ir.ops import debug as debug_ops
 from pypto.ir.semantics import OpImpl
 from pypto.ir.walker import KernelWalker
 from pypto_sim_a2a3.coherence import GM_DATA_OPS
@@ -49,6 +50,8 @@ from pypto_sim_a2a3.scheduler import Advance, Event
 from pypto_sim_a2a3.semantics import SEMANTICS
 
 Walk = Generator[Event, None, Any]
+# The ops that only look (pl.debug.*): the kernel debugger's, never put on a pipe.
+OBSERVING_OPS = frozenset(name for name, spec in OPS.items() if spec.has(Observes))
 PLATFORM = "a2a3sim"
 
 
@@ -70,6 +73,10 @@ class KernelFrame(KernelWalker):
         self._pending: _Issued | None = (
             None  # the statement's op, put on its pipe once its result has a buffer
         )
+        self.debug = site.debugger  # the run's kernel debugger (None: the program does not debug)
+        self.debug_line: tuple[str, int] | None = None  # the source line of the core's last op
+        self.bound_order: dict[str, int] = {}  # when debugging: the order each name was last bound
+        self._binds = 0
 
     def run(self) -> Walk:
         """Run the kernel, then wait for its pipes to drain; the core is *settled* (see
@@ -217,6 +224,12 @@ class KernelFrame(KernelWalker):
         call = step.call
         if self.on_op is not None:
             self.on_op(call)
+        if self.debug is not None:
+            self.debug.before_op(self, call)
+            if call.op in OBSERVING_OPS:  # looks only: no pipe, no modeled time
+                if call.op == debug_ops.print and not self.role.mirror:
+                    self.debug.show(self, call, args)
+                return TOKEN
         if step.work and self.role.mirror:
             return skipped(call, args)
         if step.launch is not None:
@@ -294,6 +307,8 @@ class KernelFrame(KernelWalker):
 
     def set_carried(self, var: Var, value: Any) -> None:
         """A carried tile lives in its iter_arg's buffer: the value is copied in unless it is there."""
+        if self.debug is not None:
+            self.bound_order[var.name] = self._binds = self._binds + 1
         if not isinstance(var.type, TileType) or isinstance(value, Token):
             super().set_carried(var, value)
             return
@@ -329,6 +344,8 @@ class KernelFrame(KernelWalker):
 
     def bind(self, stmt: Assign, value: Any) -> None:
         var = stmt.target
+        if self.debug is not None:
+            self.bound_order[var.name] = self._binds = self._binds + 1
         self.role.freed.pop(var.name, None)
         if isinstance(value, Popped):
             # A popped tile is a view onto its ring slot: it has no allocation of its own.

@@ -1,0 +1,471 @@
+"""The kernel debugger of the simulator: ``pl.debug.print``, breakpoints and an interactive prompt.
+
+A :class:`DebugSession` lives for one run. Every core's kernel frame asks it before each op
+(:meth:`DebugSession.before_op`) whether to stop there: at a ``pl.debug.breakpoint()``, at the
+first op of a ``break_at`` line, or at the next op of a core being stepped. A stop opens a prompt
+on stdin/stdout with pdb's commands (``p``, ``n``, ``c``, ``w``, ``q``, ...), where values are
+named by the user's *source* names (``acc``, not ``acc_2``). ``debug.print`` shows labels and
+values, each line prefixed by ``[core lane block cycle]``.
+
+Neither a print nor a stop yields to the scheduler: the modeled time, timelines and reports of a
+run are the same with and without them. Output goes to ``sys.stdout`` as it is when the line is
+written (so ``contextlib.redirect_stdout`` redirects it); the prompt reads ``sys.stdin``.
+"""
+
+from __future__ import annotations
+
+import keyword
+import linecache
+import os
+import re
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from pypto.ir import Assign, Call, For, Function, Program, PyptoError, SourceSpan, TileType, Var, While
+from pypto.ir.errors import at_line
+from pypto.ir.nodes import walk_expr, walk_stmts
+from pypto.ir.ops import Observes, debug, get_op, user_name
+from pypto.ir.printer import format_expr
+from pypto.ir.semantics import PrefetchEvent
+from pypto_sim_a2a3.ring import Token
+
+if TYPE_CHECKING:
+    from pypto_sim_a2a3.interpreter import KernelFrame
+    from pypto_sim_a2a3.scheduler import Scheduler
+
+__all__ = ["BreakLocation", "BreakpointError", "DebugSession", "DebuggerQuit", "debugs", "parse_break_at"]
+
+# torch's own summarisation (threshold 1000 elements, 3 edge items), on one width.
+_PRINT_OPTIONS = {"threshold": 1000, "edgeitems": 3, "linewidth": 100, "precision": 4}
+# Suffixes the compiler adds to a source name (a tile's memory space, a split half, a home).
+_DERIVED = re.compile(r"_(?:\d+|vec|mat|left|right|acc|bias|home|first\d*|ahead\d*|next|last\d*)$")
+
+
+class DebuggerQuit(PyptoError):
+    """The user quit the kernel debugger (``q``): the run stopped there, its outputs unfinished."""
+
+    kind = "stopped"
+
+
+class BreakpointError(PyptoError, ValueError):
+    """A breakpoint that no op of the program is on (``break_at="k.py:99"`` past the kernels)."""
+
+
+@dataclass(frozen=True)
+class BreakLocation:
+    """``file.py:LINE`` (optionally ``@core``: ``aiv1``, ``cg3.AIV1``, ``aic``) where a run stops."""
+
+    file: str
+    line: int
+    core: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}" + (f"@{self.core}" if self.core else "")
+
+    def matches_file(self, path: str) -> bool:
+        given = os.path.normpath(self.file)
+        return (
+            os.path.normpath(path) == given
+            or os.path.basename(path) == given
+            or path.endswith(os.sep + given)
+        )
+
+    def matches_core(self, core: str) -> bool:
+        if self.core is None:
+            return True
+        want = self.core.lower()
+        name = core.lower()
+        return name == want or name.split(".", 1)[-1] == want
+
+
+def parse_break_at(text: str) -> BreakLocation:
+    """``"kernel.py:31"`` or ``"kernel.py:31@aiv1"`` as a :class:`BreakLocation`; a ``ValueError``
+    whose text says what is wrong otherwise."""
+    where, _, core = text.partition("@")
+    file, sep, line = where.rpartition(":")
+    if not sep or not file or not line.strip().isdigit() or int(line) < 1:
+        raise ValueError(f"break_at takes FILE.py:LINE (optionally @CORE), got {text!r}")
+    if core and not re.fullmatch(r"(cg\d+\.)?(aic|aiv\d*)", core.strip(), re.IGNORECASE):
+        raise ValueError(f"break_at's core filter names a core like aic, aiv1 or cg3.AIV1, got {core!r}")
+    return BreakLocation(file.strip(), int(line), core.strip() or None)
+
+
+def source_name(var: Var) -> str:
+    """The name the user wrote for ``var``: the identifier its span points at, else its name
+    without the suffixes the compiler adds (``acc_2`` -> ``acc``, ``acc_vec`` -> ``acc``)."""
+    span = var.span
+    if span is not None and span.end_col is not None:
+        text = span.source_line()[span.col : span.end_col]
+        if text.isidentifier() and not keyword.iskeyword(text):
+            return text
+    name = var.name
+    while True:
+        stripped = _DERIVED.sub("", name)
+        if stripped == name or not stripped:
+            return name
+        name = stripped
+
+
+def _function_vars(fn: Function) -> dict[str, Var]:
+    """Every variable ``fn`` binds, by its IR name."""
+    found = {p.var.name: p.var for p in fn.params}
+    for stmt in walk_stmts(fn.body):
+        if isinstance(stmt, Assign):
+            found[stmt.target.name] = stmt.target
+        if isinstance(stmt, For):
+            found[stmt.var.name] = stmt.var
+        if isinstance(stmt, (For, While)):
+            for v in (*stmt.iter_args, *stmt.results):
+                found[v.name] = v
+    return found
+
+
+# ---------------------------------------------------------------- showing values
+
+
+def describe_value(value: Any, var: Any = None) -> str:
+    """A value as the debugger shows it: a scalar plainly, a tile or tensor as its shape, dtype,
+    memory space and valid shape, then its elements summarised the way torch prints a tensor."""
+    if isinstance(value, Token):
+        return "(no data: a token, lane 1 of a split=NONE pop)"
+    if isinstance(value, PrefetchEvent):
+        return repr(value)
+    if isinstance(value, torch.Tensor):
+        t = getattr(var, "type", None)
+        head = _tile_head(value, t)
+        shown = _valid_part(value, t)
+        with torch.no_grad():
+            torch.set_printoptions(**_PRINT_OPTIONS)
+            try:
+                body = _torch_body(shown)
+            finally:
+                torch.set_printoptions(profile="default")
+        return f"{head}\n{body}" if "\n" in body or len(head) + len(body) > 90 else f"{head} {body}"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(describe_value(v) for v in value) + ")"
+    return repr(value)
+
+
+def _tile_head(value: torch.Tensor, t: Any) -> str:
+    dtype = t.dtype.name if t is not None and hasattr(t, "dtype") else str(value.dtype).removeprefix("torch.")
+    shape = list(value.shape)
+    if isinstance(t, TileType):
+        space = t.memory_space.name if t.memory_space is not None else "?"
+        valid = list(t.valid_shape) if t.valid_shape is not None else shape
+        text = ", ".join(format_expr(d) if not isinstance(d, int) else str(d) for d in valid)
+        return f"Tile{shape} {dtype} {space} valid=[{text}]"
+    return f"Tensor{shape} {dtype}"
+
+
+def _valid_part(value: torch.Tensor, t: Any) -> torch.Tensor:
+    """The valid region of a tile whose valid shape is static and smaller than its shape."""
+    if not isinstance(t, TileType) or t.valid_shape is None:
+        return value
+    if not all(isinstance(d, int) for d in t.valid_shape) or len(t.valid_shape) != value.dim():
+        return value
+    return value[tuple(slice(0, d) for d in t.valid_shape)]
+
+
+def _torch_body(t: torch.Tensor) -> str:
+    """torch's printing of ``t`` without the ``tensor(`` wrapper and its dtype suffix."""
+    text = repr(t.detach().cpu())
+    text = re.sub(r",\s*dtype=[\w.]+\)$", ")", text)
+    text = text.removeprefix("tensor(").removesuffix(")")
+    return "\n".join(line[7:] if line.startswith(" " * 7) else line for line in text.split("\n"))
+
+
+# ---------------------------------------------------------------- the session
+
+
+class DebugSession:
+    """The debugger of one run: prints, breakpoints, the prompt (see the module docstring)."""
+
+    def __init__(
+        self, program: Program, breaks: tuple[BreakLocation, ...] = (), scheduler: Scheduler | None = None
+    ):
+        self.program = program
+        self.breaks = breaks
+        self.scheduler = scheduler
+        self.stepping: str | None = None  # the core `n` steps on
+        self.frame_vars: dict[int, dict[str, Var]] = {}
+        self._check_breaks()
+
+    # ------------------------------------------------------------ checks when the run starts
+
+    def _check_breaks(self) -> None:
+        """Each ``break_at`` line holds an op of a kernel of the program, or it is an error now."""
+        spans = [c.span for fn in self.program.functions.values() for c in _calls(fn) if c.span is not None]
+        for where in self.breaks:
+            if any(where.matches_file(s.file) and s.line == where.line for s in spans):
+                continue
+            lines = sorted({s.line for s in spans if where.matches_file(s.file)})
+            known = sorted({os.path.basename(s.file) for s in spans})
+            if lines:
+                hint = f"break on a line with kernel code; lines of {where.file} with ops: {_ranges(lines)}"
+            else:
+                hint = f"name a file of the program's kernels: {', '.join(known) or '(none)'}"
+            raise BreakpointError(
+                f"break_at={str(where)!r}: no op of the program is on that line", None, hint
+            )
+
+    # ------------------------------------------------------------ print
+
+    def show(self, frame: KernelFrame, call: Call, args: tuple[Any, ...]) -> None:
+        """``pl.debug.print``: its labels and values on one line (a tile's elements below it)."""
+        pieces: list[str] = []
+        parts = call.attrs.get("parts", tuple(range(len(args))))
+        for part in parts:
+            if isinstance(part, str):
+                pieces.append(part)
+            else:
+                pieces.append(describe_value(args[part], call.args[part]))
+        self.write(f"{self.prefix(frame)} " + " ".join(pieces))
+
+    def prefix(self, frame: KernelFrame) -> str:
+        """``[cg0.AIV1 lane=1 block=0 cycle=812]``: the core, its lane, the block, the modeled cycle."""
+        role = frame.role
+        lane = f"lane={role.lane}" if role.kind.value == "AIV" else "lane=-"
+        return f"[{role.core.name} {lane} block={frame.block} cycle={role.core.clock}]"
+
+    def write(self, text: str) -> None:
+        out = sys.stdout
+        out.write(text + "\n")
+        out.flush()
+
+    # ------------------------------------------------------------ stopping
+
+    def before_op(self, frame: KernelFrame, call: Call) -> None:
+        """Stop at ``call`` if a breakpoint, a ``break_at`` line or a step says so."""
+        span = call.span
+        core = frame.role.core.name
+        line = (span.file, span.line) if span is not None else None
+        previous, frame.debug_line = frame.debug_line, line
+        if call.op == debug.breakpoint:
+            reason = "breakpoint"
+        elif self.stepping == core:
+            if get_op(call.op).has(Observes) or span is None:  # index math the compiler made: no line
+                return
+            reason = "step"
+        elif span is not None and line != previous and self._breaks_here(span, core):
+            reason = f"break_at {span.file}:{span.line}"
+        else:
+            return
+        self.stepping = None
+        self.prompt(frame, call, reason)
+
+    def _breaks_here(self, span: SourceSpan, core: str) -> bool:
+        return any(
+            b.line == span.line and b.matches_file(span.file) and b.matches_core(core) for b in self.breaks
+        )
+
+    def prompt(self, frame: KernelFrame, call: Call, reason: str) -> None:
+        """The interactive prompt at a stop: read commands until one goes on."""
+        self.write(f"{self.prefix(frame)} stopped ({reason}) in {frame.fn.name}")
+        self.write(self._op_line(call))
+        while True:
+            sys.stdout.write("(pypto-dbg) ")
+            sys.stdout.flush()
+            line = sys.stdin.readline()
+            if not line:  # end of input: go on as `c` would
+                self.write("")
+                return
+            command, _, rest = line.strip().partition(" ")
+            rest = rest.strip()
+            if command in ("c", "cont", "continue"):
+                return
+            if command in ("n", "next", "s", "step"):
+                self.stepping = frame.role.core.name
+                return
+            if command in ("q", "quit", "exit"):
+                core = frame.role.core
+                raise DebuggerQuit(
+                    f"the kernel debugger quit on {core.name} at modeled cycle {core.clock}",
+                    call.span,
+                    "the run stopped there and its outputs are unfinished; run again to debug again",
+                )
+            self.command(frame, call, command, rest)
+
+    def command(self, frame: KernelFrame, call: Call, command: str, rest: str) -> None:
+        """A command that looks and stays at the stop."""
+        try:
+            if command in ("p", "print"):
+                self.write(self.evaluate(frame, rest))
+            elif command in ("w", "where", "bt"):
+                self.write(self.where(frame, call))
+            elif command in ("l", "list"):
+                self.write(_neighbours(call.span, 5))
+            elif command in ("locals", "a", "args"):
+                self.write(self.locals_text(frame))
+            elif command in ("pipes", "rings"):
+                self.write(self.pipes_text(frame))
+            elif command in ("cycle", "time"):
+                self.write(self.cycle_text(frame))
+            elif command in ("h", "help", "?"):
+                self.write(HELP)
+            elif command == "":
+                pass
+            else:
+                self.write(f"*** unknown command {command!r}: h lists the commands")
+        except Exception as exc:  # a bad expression must not end the session
+            self.write(f"*** {type(exc).__name__}: {exc}")
+
+    # ------------------------------------------------------------ what the commands show
+
+    def names(self, frame: KernelFrame) -> dict[str, tuple[Var | None, Any]]:
+        """The core's live values by source name (the latest bound one of each)."""
+        known = self.frame_vars.setdefault(id(frame.fn), _function_vars(frame.fn))
+        found: dict[str, tuple[int, Var | None, Any]] = {}
+        for name, value in frame.env.items():
+            var = known.get(name)
+            shown = source_name(var) if var is not None else name
+            order = frame.bound_order.get(name, -1)
+            if shown not in found or order >= found[shown][0]:
+                found[shown] = (order, var, value)
+        return {name: (var, value) for name, (_, var, value) in found.items()}
+
+    def evaluate(self, frame: KernelFrame, expr: str) -> str:
+        if not expr:
+            return "*** p takes a name or an expression: p acc, p acc[0, :4]"
+        names = self.names(frame)
+        if expr in names:
+            var, value = names[expr]
+            return f"{expr} = {describe_value(value, var)}"
+        if expr.isidentifier():
+            return self._not_live(frame, expr)
+        scope = {name: value for name, (_, value) in names.items()}
+        value = eval(expr, {"torch": torch, "__builtins__": {}}, scope)
+        return describe_value(value)
+
+    def _not_live(self, frame: KernelFrame, name: str) -> str:
+        for fn in self.program.functions.values():
+            if fn is frame.fn:
+                continue
+            if any(source_name(v) == name for v in _function_vars(fn).values()):
+                return (
+                    f"*** {name} is not live on {frame.role.core.name}: it belongs to {fn.name} "
+                    f"({fn.kind.value}), which runs on other cores"
+                )
+        if any(source_name(v) == name for v in _function_vars(frame.fn).values()):
+            return (
+                f"*** {name} is not live here: {frame.fn.name} has not bound it yet (or no longer holds it)"
+            )
+        return f"*** no variable {name!r} in {frame.fn.name}"
+
+    def locals_text(self, frame: KernelFrame) -> str:
+        lines = []
+        for name, (var, value) in sorted(self.names(frame).items()):
+            if isinstance(value, torch.Tensor):
+                head = _tile_head(value, getattr(var, "type", None))
+                lines.append(f"  {name}: {head}")
+            else:
+                lines.append(f"  {name} = {describe_value(value, var)}")
+        return "\n".join(lines) or "  (no values yet)"
+
+    def where(self, frame: KernelFrame, call: Call) -> str:
+        role = frame.role
+        chain = [self.program.entry, role.launch.name, frame.fn.name]
+        seen: list[str] = []
+        for name in chain:
+            if name not in seen:
+                seen.append(name)
+        return "\n".join(
+            [
+                f"core {role.core.name}  lane {role.lane if role.kind.value == 'AIV' else '-'}  "
+                f"block {frame.block} of {frame.block_num}  cycle {role.core.clock}",
+                "call chain: " + " -> ".join(seen),
+                _neighbours(call.span, 2),
+            ]
+        )
+
+    def cycle_text(self, frame: KernelFrame) -> str:
+        now = self.scheduler.now if self.scheduler is not None else frame.role.core.clock
+        core = frame.role.core
+        busy = f"busy {core.busy}, stalled {core.stalled}"
+        return f"{core.name}: modeled cycle {core.clock} ({busy}); chip at {now}"
+
+    def pipes_text(self, frame: KernelFrame) -> str:
+        launch = frame.role.launch
+        lines = []
+        for pipe in launch.pipes.values():
+            for consumer, ring in pipe.rings.items():
+                states = ", ".join(slot.describe(ring.producers) for slot in ring.slots)
+                lines.append(f"  {pipe.name} -> {consumer}: {states}")
+        for proc in self._blocked():
+            lines.append(f"  waiting: {proc}")
+        return "\n".join(lines) or f"  {launch.name} has no open pipes"
+
+    def _blocked(self) -> Iterator[str]:
+        if self.scheduler is None:
+            return
+        for proc in getattr(self.scheduler, "_blocked", ()):
+            if proc.waiting is not None:
+                yield f"{proc.core.name} {proc.waiting.blocked().text}"
+
+    def _op_line(self, call: Call) -> str:
+        span = call.span
+        text = span.source_line().strip() if span is not None else ""
+        where = f"{span.file}:{span.line}" if span is not None else "(no source line)"
+        return f"> {where}  {user_name(call.op)}\n-> {text}"
+
+
+def _neighbours(span: SourceSpan | None, around: int) -> str:
+    """The source line of ``span`` with ``around`` lines either side, the line marked ``->``."""
+    if span is None:
+        return "(no source line)"
+    lines = []
+    for n in range(max(1, span.line - around), span.line + around + 1):
+        text = linecache.getline(span.file, n).rstrip("\n")
+        if not text and n > span.line:
+            break
+        lines.append(f"{n:>5} {'->' if n == span.line else '  '} {text}")
+    return "\n".join(lines)
+
+
+def _ranges(lines: list[int]) -> str:
+    return ", ".join(str(n) for n in lines[:20]) + (", ..." if len(lines) > 20 else "")
+
+
+def _calls(fn: Function) -> Iterator[Call]:
+    """The kernel ops of ``fn`` (no orchestration: a run stops on a core only)."""
+    if fn.kind.value == "Orchestration":
+        return
+    from pypto.ir.nodes import stmt_exprs
+
+    for stmt in walk_stmts(fn.body):
+        for expr in stmt_exprs(stmt):
+            for e in walk_expr(expr):
+                if isinstance(e, Call):
+                    yield e
+
+
+def debugs(program: Program) -> bool:
+    """Whether a kernel of ``program`` holds a ``pl.debug`` op."""
+    return any(get_op(c.op).has(Observes) for fn in program.functions.values() for c in _calls(fn))
+
+
+def breakpoint_lines(program: Program) -> list[str]:
+    """Where the program's ``pl.debug.breakpoint()`` calls are, for messages."""
+    return [
+        at_line(c.span)
+        for fn in program.functions.values()
+        for c in _calls(fn)
+        if c.op == debug.breakpoint and c.span
+    ]
+
+
+HELP = """\
+Commands (pdb's names):
+  p EXPR      print a value by its source name (p acc) or an expression of them (p acc[0, :4])
+  n           run to the next op of this core and stop there
+  c           continue to the next breakpoint (or to the end of the run)
+  w           where: core, lane, block, cycle, the source line with its neighbours, the call chain
+  l           list the source around the stop
+  locals      the core's live tiles and scalars, by source name
+  pipes       the cross-core pipes' ring slots (free, pushed, popped) and the cores that wait
+  cycle       the core's modeled cycle (busy, stalled) and the chip's
+  q           quit: stop the run (DebuggerQuit)
+  h           this help"""
