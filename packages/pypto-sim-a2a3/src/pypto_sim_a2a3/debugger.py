@@ -190,7 +190,7 @@ class DebugSession:
         self.program = program
         self.breaks = breaks
         self.scheduler = scheduler
-        self.stepping: str | None = None  # the core `n` steps on
+        self.stepping: set[str] = set()  # the cores `n` steps on (each stops at its next op)
         self.frame_vars: dict[int, dict[str, Var]] = {}
         self._check_breaks()
 
@@ -242,19 +242,19 @@ class DebugSession:
         """Stop at ``call`` if a breakpoint, a ``break_at`` line or a step says so."""
         span = call.span
         core = frame.role.core.name
-        line = (span.file, span.line) if span is not None else None
-        previous, frame.debug_line = frame.debug_line, line
         if call.op == debug.breakpoint:
             reason = "breakpoint"
-        elif self.stepping == core:
+        elif core in self.stepping:
             if get_op(call.op).has(Observes) or span is None:  # index math the compiler made: no line
                 return
             reason = "step"
-        elif span is not None and line != previous and self._breaks_here(span, core):
+        elif span is not None and span.line not in frame.debug_hits and self._breaks_here(span, core):
+            # Once per pass over the line: the compiler interleaves the ops of neighbouring lines.
+            frame.debug_hits.add(span.line)
             reason = f"break_at {span.file}:{span.line}"
         else:
             return
-        self.stepping = None
+        self.stepping.discard(core)
         self.prompt(frame, call, reason)
 
     def _breaks_here(self, span: SourceSpan, core: str) -> bool:
@@ -278,7 +278,7 @@ class DebugSession:
             if command in ("c", "cont", "continue"):
                 return
             if command in ("n", "next", "s", "step"):
-                self.stepping = frame.role.core.name
+                self.stepping.add(frame.role.core.name)
                 return
             if command in ("q", "quit", "exit"):
                 core = frame.role.core

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 import torch
 
-from pypto.ir import Assign, Call, Eval, Function, MemoryPlan, Stmt, TileType, Var, get_op
+from pypto.ir import Assign, Call, Eval, For, Function, MemoryPlan, Stmt, TileType, Var, While, get_op
 from pypto.ir.errors import at_line
 from pypto.ir.launch import Seat
 from pypto.ir.nodes import stmt_end_exprs, stmt_exprs, walk_expr, walk_stmts
@@ -74,7 +74,7 @@ class KernelFrame(KernelWalker):
             None  # the statement's op, put on its pipe once its result has a buffer
         )
         self.debug = site.debugger  # the run's kernel debugger (None: the program does not debug)
-        self.debug_line: tuple[str, int] | None = None  # the source line of the core's last op
+        self.debug_hits: set[int] = set()  # the break_at lines it stopped at in this loop iteration
         self.bound_order: dict[str, int] = {}  # when debugging: the order each name was last bound
         self._binds = 0
 
@@ -87,6 +87,11 @@ class KernelFrame(KernelWalker):
         returned = yield from super().run()
         yield from self.wait_until(self.pipes.drained())
         return returned
+
+    def iteration(self, loop: For | While) -> Walk:
+        if self.debug is not None:
+            self.debug_hits.clear()  # each iteration stops at a break_at line again
+        return (yield from super().iteration(loop))
 
     def top_level_done(self, index: int) -> Walk:
         if index == self.last_gm_statement:

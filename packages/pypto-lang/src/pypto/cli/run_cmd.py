@@ -10,6 +10,7 @@ import click
 from pypto.cli.errors import ArgumentError, PyptoCommand
 from pypto.cli.scripts import run_module, run_script
 from pypto.runtime import settings
+from pypto.runtime.config import BREAK_AT
 from pypto.runtime.launches import Launch, recording_launches
 from pypto.runtime.profiling import check_profile_dir
 from pypto.runtime.registry import registry
@@ -158,6 +159,14 @@ def _report_profiles(launches: list[Launch]) -> None:
     metavar="DIR",
     show_default="off",
 )
+@click.option(
+    "--break",
+    "break_at",
+    help="Stop where a core reaches FILE:LINE (optionally @CORE, e.g. k.py:31@aiv1) and open the "
+    "kernel debugger (docs/debugging.md) for every kernel the script runs on a simulator.",
+    metavar="FILE:LINE",
+    show_default="off",
+)
 @MODULE
 @SCRIPT
 @SCRIPT_ARGS
@@ -166,6 +175,7 @@ def run(
     module: str | None,
     platform: str | None,
     profile_dir: Path | None,
+    break_at: str | None,
     script_args: tuple[str, ...],
 ) -> None:
     """Run a script (or a module) with these defaults for its kernels.
@@ -182,9 +192,16 @@ def run(
       pypto run examples/advanced/03_mixed_kernel.py --m 512
       pypto run -p a2a3sim --profile prof examples/advanced/03_mixed_kernel.py --m 512 --mode staged
       pypto run -m pypto.models.qwen3 --config tiny --prompt-ids 1,2,3
+      pypto run --break examples/advanced/03_mixed_kernel.py:40 examples/advanced/03_mixed_kernel.py
     """
     chosen = None if profile_dir is None else Setting(profile_dir, Origin("--profile"))
-    launches = _run(script, module, script_args, platform, chosen)
+    if break_at is not None and not BREAK_AT.fullmatch(break_at.strip()):
+        raise click.BadParameter(
+            f"takes FILE.py:LINE, optionally @CORE (aic, aiv1, cg3.AIV1), got {break_at!r}",
+            param_hint="'--break'",
+        )
+    with settings.command_line(break_at=break_at):
+        launches = _run(script, module, script_args, platform, chosen)
     if profile_dir is not None:
         _report_profiles(launches)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from enum import Enum
@@ -141,6 +142,9 @@ class RunConfig(metaclass=_ConfigFields):
     default. ``aicpu_thread_num`` (an int >= 1) is handed to the backend. ``compile_profiling``
     (default: ``PYPTO_COMPILE_PROFILING``) times each compile stage and pass into the output
     directory's ``report/pipeline_profile.txt`` / ``.json`` (:mod:`pypto.runtime.compile_profile`).
+    ``break_at`` (``"kernel.py:31"``, optionally ``"kernel.py:31@aiv1"``) stops a simulator run
+    where a core reaches the first op of that line and opens the kernel debugger
+    (docs/debugging.md); a line no op is on is an error when the run starts.
 
     ``parsed_pipeline`` is the pipeline ``pipeline`` names, its options typed. ``platform_origin``
     says where the platform's name came from (the session setting, or this call), for error
@@ -176,6 +180,7 @@ class RunConfig(metaclass=_ConfigFields):
     ring_dep_pool: int | Sequence[int] | None = None
     aicpu_thread_num: int | None = None
     compile_profiling: bool = field(default_factory=profiling_by_default)
+    break_at: str | None = None
     parsed_pipeline: Pipeline | None = field(default=None, init=False, repr=False, compare=False)
     platform_origin: Origin = field(default=DEFAULT, init=False, repr=False, compare=False)
     _profile_origin: Origin = field(default=DEFAULT, init=False, repr=False, compare=False)
@@ -190,6 +195,7 @@ class RunConfig(metaclass=_ConfigFields):
         self._check_fields()
         self._check_pmu_level()
         self._check_runtime_fields()
+        self._check_break_at()
         platform_given = self.platform is not None
         if not platform_given:
             chosen = settings.platform_setting()
@@ -331,6 +337,19 @@ class RunConfig(metaclass=_ConfigFields):
                 4,
             )
 
+    def _check_break_at(self) -> None:
+        """``break_at`` is ``FILE.py:LINE``, optionally ``@CORE`` (``aiv1``, ``cg3.AIV1``, ``aic``)."""
+        given = self.break_at
+        if given is None:
+            return
+        if not isinstance(given, str) or not BREAK_AT.fullmatch(given.strip()):
+            _field_error(
+                f"RunConfig.break_at takes FILE.py:LINE, optionally @CORE (aic, aiv1, cg3.AIV1), "
+                f"got {given!r}",
+                "break_at",
+                "kernel.py:31",
+            )
+
     def ring_sizes(self) -> dict[str, Sizes]:
         """Each ring field's four per-ring sizes for a run: this config's entries where not 0, else
         the environment's (``PTO2_RING_*``), else 0 (the backend's default).
@@ -416,6 +435,7 @@ class RunConfig(metaclass=_ConfigFields):
             "atol": self.atol,
             "device_id": self.device_id,
             "aicpu_thread_num": self.aicpu_thread_num,
+            **({"break_at": where} if (where := self.break_at or settings.break_at()) else {}),
             **self.ring_sizes(),
         }
 
@@ -428,6 +448,9 @@ class RunConfig(metaclass=_ConfigFields):
         pipeline = None if self.parsed_pipeline is None else self.parsed_pipeline.key()
         return (self.platform, options, pipeline, self.strategy.value)
 
+
+# RunConfig.break_at: where a run on a simulator stops and opens the kernel debugger.
+BREAK_AT = re.compile(r"[^:@]+\.py:[1-9]\d*(@(cg\d+\.)?(aic|aiv\d*))?", re.IGNORECASE)
 
 # The options checked by kind: (field, the types it takes, in words, a good value).
 _FIELDS: tuple[tuple[str, tuple[type, ...], str, Any], ...] = (

@@ -146,6 +146,12 @@ def command_line(**values: Any) -> Iterator[None]:
         _overrides.pop()
 
 
+def break_at() -> str | None:
+    """Where runs stop for the kernel debugger by default (``pypto run --break FILE:LINE``)."""
+    chosen = _override("break_at")
+    return None if chosen is None else str(chosen.value)
+
+
 def _override(key: str) -> Setting[Any] | None:
     return next((layer[key] for layer in reversed(_overrides) if key in layer), None)
 
