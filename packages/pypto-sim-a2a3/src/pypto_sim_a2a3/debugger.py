@@ -39,8 +39,8 @@ if TYPE_CHECKING:
 
 __all__ = ["BreakLocation", "BreakpointError", "DebugSession", "DebuggerQuit", "debugs", "parse_break_at"]
 
-# torch's own summarisation (threshold 1000 elements, 3 edge items), on one width.
-_PRINT_OPTIONS = {"threshold": 1000, "edgeitems": 3, "linewidth": 100, "precision": 4}
+# torch's own summarisation (threshold 1000 elements, 3 edge items), without a shared scale factor.
+_PRINT_OPTIONS = {"threshold": 1000, "edgeitems": 3, "linewidth": 100, "precision": 4, "sci_mode": False}
 # Suffixes the compiler adds to a source name (a tile's memory space, a split half, a home).
 _DERIVED = re.compile(r"_(?:\d+|vec|mat|left|right|acc|bias|home|first\d*|ahead\d*|next|last\d*)$")
 

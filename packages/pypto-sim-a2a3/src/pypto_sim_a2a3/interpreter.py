@@ -58,6 +58,8 @@ PLATFORM = "a2a3sim"
 class KernelFrame(KernelWalker):
     """An AIC or AIV kernel running on one core of a launch; tiles live in the core's memory."""
 
+    debug: Any = None  # the run's kernel debugger (a frame made without __init__ has none)
+
     def __init__(self, seat: Seat, args: Sequence[Any], role: CoreRole, cost: CostModel, steps: Steps):
         site = role.launch.site
         super().__init__(seat, args, site.block, site.block_num)

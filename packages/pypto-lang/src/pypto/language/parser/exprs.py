@@ -807,8 +807,7 @@ class ExprParser:
                 continue
             value = self.expr(arg)
             if is_number(value) and not isinstance(value, Expr):
-                parts.append(str(value))  # a compile-time number is shown as it is
-                continue
+                value = scalar_expr(value, None, self.span(arg))  # a compile-time number, shown as is
             if not isinstance(value, Expr):
                 raise self.error(
                     arg, f"{what} shows tiles, tensors and scalars, got {describe_value(value)}", DEBUG_HINT
