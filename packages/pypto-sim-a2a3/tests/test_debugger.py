@@ -72,7 +72,7 @@ def test_break_at_stops_at_the_first_op_of_the_line(monkeypatch, capsys):
 def test_break_at_a_line_without_ops_or_a_bad_form_is_an_error():
     with pytest.raises(BreakpointError, match="no op of the program is on that line"):
         _run(_kernel(False), {"break_at": "dbg.py:99"})
-    with pytest.raises(BreakpointError, match="FILE.py:LINE"):
+    with pytest.raises(BreakpointError, match=r"FILE\.py:LINE"):
         _run(_kernel(False), {"break_at": "dbg.py"})
 
 
