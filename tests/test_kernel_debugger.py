@@ -207,8 +207,11 @@ def test_a_breakpoint_in_a_mixed_kernel_stops_each_core_and_answers_p_n_w_c_q():
     shown = s.send("p acc")
     if core == "cg0.AIC":
         assert "acc = Tile[32, 32] FP32 Acc" in shown
+        assert "y is not live on cg0.AIC: it belongs to mixed_aiv (AIV)" in s.send("p y")
     else:  # the vector lanes stop before they pop acc from the cube
-        assert "*** acc is not live on" in shown and "mixed_aic (AIC)" in shown
+        assert "*** acc is not live on" in shown and "mixed_aiv binds it later" in shown
+        assert "mixed_aic (AIC)" in shown
+        assert "mixed_aiv binds it later" in s.send("p y")
     assert "*** no variable 'nothing'" in s.send("p nothing")
     assert "pipes" in s.send("h")
     stepped = s.send("n")
@@ -255,3 +258,25 @@ def _break_at_script(script: Path, line: int) -> str:
         "bias, out = torch.randn(32, 32), torch.zeros(32, 32)\n"
         f"m['mixed'](a, b, bias, out, config=RunConfig(break_at={f'{script.name}:{line}'!r}))\n"
     )
+
+
+def _shape(text: str) -> str:
+    """A line with its numbers and the program's directory taken out: what a transcript keeps."""
+    text = text.replace(str(PROGRAMS.parent.parent) + os.sep, "")
+    return re.sub(r"-?\d+(\.\d+)?", "#", text.strip())
+
+
+def test_the_documented_session_has_the_shape_of_a_real_one():
+    page = (Path(__file__).parent.parent / "docs" / "debugging.md").read_text()
+    transcript = page.split("$ python tests/debugger_programs/mixed_debug.py\n", 1)[1].split("```", 1)[0]
+    steps = transcript.split("(pypto-dbg) ")
+    s = Session([sys.executable, str(MIXED)])
+    answers = [s.until(PROMPT)]
+    commands = [step.split("\n", 1)[0] for step in steps[1:]]
+    for command in commands[:-1]:
+        answers.append(s.send(command).split("\n", 1)[1])
+    code, rest = s.finish(commands[-1])
+    assert code == 1 and "DebuggerQuit" in rest
+    documented = [steps[0], *(step.split("\n", 1)[1] for step in steps[1:-1])]
+    for written, real in zip(documented, answers, strict=True):
+        assert _shape(written.splitlines()[0]) == _shape(real.splitlines()[0])

@@ -341,18 +341,22 @@ class DebugSession:
         return describe_value(value)
 
     def _not_live(self, frame: KernelFrame, name: str) -> str:
-        for fn in self.program.functions.values():
-            if fn is frame.fn:
-                continue
-            if any(source_name(v) == name for v in _function_vars(fn).values()):
-                return (
-                    f"*** {name} is not live on {frame.role.core.name}: it belongs to {fn.name} "
-                    f"({fn.kind.value}), which runs on other cores"
-                )
-        if any(source_name(v) == name for v in _function_vars(frame.fn).values()):
-            return (
-                f"*** {name} is not live here: {frame.fn.name} has not bound it yet (or no longer holds it)"
-            )
+        """Why ``name`` has no value here: not bound yet (or no longer) on this core, or a
+        variable of another kernel of the program (the other side of a mixed kernel)."""
+        core = frame.role.core.name
+        elsewhere = [
+            f"{fn.name} ({fn.kind.value})"
+            for fn in self.program.functions.values()
+            if fn is not frame.fn and any(source_name(v) == name for v in _function_vars(fn).values())
+        ]
+        here = any(source_name(v) == name for v in _function_vars(frame.fn).values())
+        if here:
+            also = f" ({name} is also a variable of {', '.join(elsewhere)})" if elsewhere else ""
+            when = f"{frame.fn.name} binds it later or no longer holds it"
+            return f"*** {name} is not live on {core} here: {when}{also}"
+        if elsewhere:
+            owners = ", ".join(elsewhere)
+            return f"*** {name} is not live on {core}: it belongs to {owners}, which runs on other cores"
         return f"*** no variable {name!r} in {frame.fn.name}"
 
     def locals_text(self, frame: KernelFrame) -> str:

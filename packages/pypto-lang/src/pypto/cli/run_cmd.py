@@ -192,7 +192,7 @@ def run(
       pypto run examples/advanced/03_mixed_kernel.py --m 512
       pypto run -p a2a3sim --profile prof examples/advanced/03_mixed_kernel.py --m 512 --mode staged
       pypto run -m pypto.models.qwen3 --config tiny --prompt-ids 1,2,3
-      pypto run --break examples/advanced/03_mixed_kernel.py:40 examples/advanced/03_mixed_kernel.py
+      pypto run --break examples/advanced/03_mixed_kernel.py:39 examples/advanced/03_mixed_kernel.py
     """
     chosen = None if profile_dir is None else Setting(profile_dir, Origin("--profile"))
     if break_at is not None and not BREAK_AT.fullmatch(break_at.strip()):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -12,6 +13,7 @@ from typing import Any, ClassVar
 from pypto.backend import backend_type_of
 from pypto.ir import (
     BackendType,
+    Call,
     Direction,
     Function,
     FunctionKind,
@@ -28,6 +30,8 @@ from pypto.ir import (
     structural_diff,
 )
 from pypto.ir.extents import ExtentBinding, is_dynamic
+from pypto.ir.nodes import stmt_exprs, walk_expr, walk_stmts
+from pypto.ir.ops import Observes, get_op
 from pypto.ir.types import describe
 from pypto.passes import PassContext, PassManager, dump_to, roundtrip_check
 from pypto.passes.manager import Instrument, Pass
@@ -38,7 +42,7 @@ from pypto.runtime.compile_profile import CompileProfile
 from pypto.runtime.config import RunConfig
 from pypto.runtime.pipelines import pipeline_of
 from pypto.runtime.profiling import ProfileFiles, write_profile
-from pypto.runtime.progress import TaskProgress, count_tasks
+from pypto.runtime.progress import TaskProgress, count_tasks, no_run_bars
 from pypto.runtime.registry import get_backend, get_target, registry
 from pypto.runtime.settings import ConfigError
 
@@ -140,6 +144,7 @@ class CompiledProgram:
     compile_profile: CompileProfile | None = field(default=None, repr=False)  # compile_profiling
     _written: set[Path] = field(default_factory=set, init=False, repr=False)  # dirs holding artifacts
     _reported: RunReport | None = field(default=None, init=False, repr=False)  # last report on disk
+    _has_debug_ops: bool | None = field(default=None, init=False, repr=False)  # pl.debug.* in a kernel
 
     @property
     def entry(self) -> Function:
@@ -296,11 +301,27 @@ class CompiledProgram:
             return result
         return made[0] if len(made) == 1 else tuple(made)
 
+    def _debugs(self, config: RunConfig) -> bool:
+        """Whether a run stops or prints for the kernel debugger (``break_at``, ``pl.debug.*``)."""
+        if "break_at" in config.backend_options():
+            return True
+        if self._has_debug_ops is None:
+            self._has_debug_ops = any(
+                isinstance(e, Call) and get_op(e.op).has(Observes)
+                for fn in self.program.functions.values()
+                for stmt in walk_stmts(fn.body)
+                for root in stmt_exprs(stmt)
+                for e in walk_expr(root)
+            )
+        return self._has_debug_ops
+
     def _launch(self, args: tuple[Any, ...], config: RunConfig) -> Any:
         backend = get_backend(self.config.platform_name, self.config.platform_origin)
         directory = config.checked_profile_path(self.program.name)  # before the run, not after it
         start = time.perf_counter()
-        with TaskProgress(self.program.name, self.task_count) as progress:
+        # A kernel debugger's prints and prompt own the terminal: no progress bar draws over them.
+        quiet = no_run_bars() if self._debugs(config) else nullcontext()
+        with quiet, TaskProgress(self.program.name, self.task_count) as progress:
             try:
                 report = backend.run(
                     self.program, list(args), {**config.backend_options(), **progress.options()}

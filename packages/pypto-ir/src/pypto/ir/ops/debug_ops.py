@@ -36,7 +36,11 @@ def print_rule(spec: OpSpec, args: Sequence[Expr], attrs: Mapping[str, Any], spa
     shown = [p for p in parts if not isinstance(p, str)]
     if shown != list(range(len(args))) or any(isinstance(p, bool) for p in shown):
         raise fail(
-            spec.name, f"parts={tuple(parts)!r} does not list its {len(args)} operand(s) in order", span
+            spec.name,
+            f"parts={tuple(parts)!r} does not list its {len(args)} operand(s) in order",
+            span,
+            "parts interleaves labels (strings) with the operands' positions 0, 1, ... in order; "
+            'write the call as pl.debug.print("label", value, ...)',
         )
     return UNIT
 
