@@ -17,7 +17,7 @@ import torch
 
 import pypto.language as pl
 from pypto.ir import PyptoError
-from pypto.runtime import RunConfig
+from pypto.runtime import RunConfig, hookimpl
 from pypto.runtime.launches import recording_launches
 
 PROGRAMS = Path(__file__).parent / "debugger_programs"
@@ -99,6 +99,39 @@ def test_prints_cost_no_modeled_time():
     ]
     slices = [(x.core, x.start, x.cycles) for x in printing.timeline]
     assert slices == [(x.core, x.start, x.cycles) for x in plain.timeline]
+
+
+TORCHREF = Path(__file__).resolve().parent.parent / "examples" / "plugins" / "pypto-backend-torchref" / "src"
+
+
+class TorchRefPlugin:
+    """The torchref example backend (no kernel debugger), registered from its source tree."""
+
+    @hookimpl
+    def pypto_register_backends(self, register):
+        sys.path.insert(0, str(TORCHREF))
+        try:
+            from pypto_backend_torchref import TorchRefBackend
+        finally:
+            sys.path.remove(str(TORCHREF))
+        register(TorchRefBackend())
+
+
+def test_a_backend_without_a_debugger_drops_the_prints_with_a_warning(monkeypatch, capsys):
+    from pypto.ir.semantics import DebugOpIgnored
+    from pypto.runtime import register_plugin, reset_registry
+
+    monkeypatch.setenv("PYPTO_CACHE", "off")
+    reset_registry()
+    register_plugin(TorchRefPlugin(), name="torchref-source")
+    try:
+        a, b, bias, out = _inputs()
+        with pytest.warns(DebugOpIgnored, match="debug.print at .* is ignored"):
+            _mixed(True)(a, b, bias, out, config=RunConfig(platform="torchref"))
+    finally:
+        reset_registry()
+    assert torch.allclose(out, a.float() @ b.float() + bias, rtol=1e-2, atol=1e-2)
+    assert "lane=" not in capsys.readouterr().out
 
 
 def test_a_large_tile_is_summarised_like_torch(capsys):
