@@ -64,9 +64,7 @@ def _run(kernel, args, **config):
 
 def _printed(text: str, core: str, label: str) -> tuple[str, torch.Tensor]:
     """The prefix line of ``core``'s print of ``label`` and the numbers it shows."""
-    match = re.search(
-        rf"^(\[{re.escape(core)} [^\]]*\]) {label} Tile\[[^\n]*\n((?:[^\[\n].*\n|\[\[.*\n)+)", text, re.M
-    )
+    match = re.search(rf"^(\[{core} [^\]]*\]) {label} Tile\[[^\n]*\n((?:[^\[\n].*\n|\[\[.*\n)+)", text, re.M)
     assert match is not None, text
     numbers = [float(x) for x in re.findall(r"-?\d+\.\d+(?:e[+-]?\d+)?", match.group(2))]
     return match.group(1), torch.tensor(numbers)
@@ -78,11 +76,11 @@ def test_print_on_a_mixed_split_kernel_shows_each_core_and_each_lanes_half(capsy
     text = capsys.readouterr().out
     want = a.float() @ b.float() + bias
     assert torch.allclose(out, want, rtol=1e-2, atol=1e-2)  # the prints change no number
-    head, acc = _printed(text, "cg0.AIC", "acc")
+    head, acc = _printed(text, r"cg0\.AIC", "acc")
     assert re.fullmatch(r"\[cg0\.AIC lane=- block=0 cycle=\d+\]", head)
     assert torch.allclose(acc.reshape(16, 32), a.float() @ b.float(), rtol=1e-2, atol=1e-2)
     for lane in (0, 1):
-        head, y = _printed(text, f"cg0.AIV{lane}", "y")
+        head, y = _printed(text, rf"cg0\.AIV{lane}", "y")
         assert re.fullmatch(rf"\[cg0\.AIV{lane} lane={lane} block=0 cycle=\d+\]", head)
         half = want[8 * lane : 8 * (lane + 1)]
         assert torch.allclose(y.reshape(8, 32), half, rtol=1e-3, atol=1e-3)
@@ -132,6 +130,38 @@ def test_a_backend_without_a_debugger_drops_the_prints_with_a_warning(monkeypatc
         reset_registry()
     assert torch.allclose(out, a.float() @ b.float() + bias, rtol=1e-2, atol=1e-2)
     assert "lane=" not in capsys.readouterr().out
+
+
+def _blocks(printing: bool):
+    @pl.jit
+    def blocks(x: pl.Tensor[[64, 16], pl.FP32], out: pl.Out[pl.Tensor[[64, 16], pl.FP32]]):
+        for b in pl.spmd(4):
+            with pl.at(level=pl.Level.CORE_GROUP, name_hint="blk"):
+                t = pl.exp(x[b * 16 : (b + 1) * 16, :])
+                if printing:
+                    pl.debug.print("block", b, "t", t)
+                out[b * 16 : (b + 1) * 16, :] = t
+        return out
+
+    return blocks
+
+
+def test_every_block_of_an_spmd_kernel_prints_its_own_rows_at_no_cost(capsys):
+    x = torch.randn(64, 16)
+    plain = _run(_blocks(False), (x, torch.zeros(64, 16)))
+    out = torch.zeros(64, 16)
+    printing = _run(_blocks(True), (x, out))
+    assert torch.allclose(out, torch.exp(x), rtol=1e-5, atol=1e-5)
+    assert printing.total_cycles == plain.total_cycles and printing.busy_cycles == plain.busy_cycles
+    text = capsys.readouterr().out
+    for block in range(4):
+        head = re.search(
+            rf"^\[cg\d+\.AIV0 lane=0 block={block} cycle=\d+\] block {block} t Tile\[16, 16\]", text, re.M
+        )
+        assert head is not None, text
+        _, shown = _printed(text[head.start() :], r"cg\d+\.AIV0", f"block {block} t")
+        want = torch.exp(x[16 * block : 16 * (block + 1)])
+        assert torch.allclose(shown.reshape(16, 16), want, rtol=1e-3, atol=1e-3)
 
 
 def test_a_large_tile_is_summarised_like_torch(capsys):
