@@ -343,3 +343,25 @@ def test_the_documented_session_has_the_shape_of_a_real_one():
     documented = [steps[0], *(step.split("\n", 1)[1] for step in steps[1:-1])]
     for written, real in zip(documented, answers, strict=True):
         assert _shape(written.splitlines()[0]) == _shape(real.splitlines()[0])
+
+
+def test_pypto_run_break_on_a_line_no_kernel_has_is_an_error(tmp_path):
+    script = tmp_path / "plain.py"
+    script.write_text(MIXED.read_text().replace("        pl.debug.breakpoint()\n", ""))
+    done = subprocess.run(
+        [sys.executable, "-m", "pypto", "run", "--break", "plain.py:2", str(script)],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=300,
+    )
+    assert done.returncode == 2
+    assert "--break plain.py:2: no kernel the script ran has an op on that line" in done.stderr
+    assert "DONE True" in done.stdout  # the script ran to its end first
+    bad = subprocess.run(
+        [sys.executable, "-m", "pypto", "run", "--break", "plain.py", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert bad.returncode == 2 and "Invalid value for '--break'" in bad.stderr

@@ -145,15 +145,11 @@ BREAK_AT_OPTION = "break_at"
 def debug_session(program: Program, break_at: Any) -> Any:
     """The run's kernel debugger (:mod:`pypto_sim_a2a3.debugger`), if the program has a
     ``pl.debug`` op or ``break_at`` names a line; None otherwise (the run pays nothing for it)."""
-    from pypto_sim_a2a3.debugger import BreakpointError, DebugSession, debugs, parse_break_at
+    from pypto.ir.breakpoints import parse_break_at
+    from pypto_sim_a2a3.debugger import DebugSession, debugs
 
     given = [break_at] if isinstance(break_at, str) else list(break_at or ())
-    try:
-        breaks = tuple(parse_break_at(text) for text in given)
-    except ValueError as exc:
-        raise BreakpointError(
-            str(exc), None, 'write break_at="kernel.py:31" (or "kernel.py:31@aiv1")'
-        ) from None
+    breaks = tuple(parse_break_at(text) for text in given)
     if not breaks and not debugs(program):
         return None
     return DebugSession(program, breaks)

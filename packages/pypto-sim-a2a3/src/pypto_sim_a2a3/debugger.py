@@ -16,18 +16,22 @@ from __future__ import annotations
 
 import keyword
 import linecache
-import os
 import re
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from pypto.ir import Assign, Call, For, Function, Program, PyptoError, SourceSpan, TileType, Var, While
-from pypto.ir.errors import at_line
-from pypto.ir.nodes import walk_expr, walk_stmts
+from pypto.ir.breakpoints import (
+    BreakLocation,
+    BreakpointError,
+    kernel_calls,
+    missing_break_line,
+    parse_break_at,
+)
+from pypto.ir.nodes import walk_stmts
 from pypto.ir.ops import Observes, debug, get_op, user_name
 from pypto.ir.printer import format_expr
 from pypto.ir.semantics import PrefetchEvent
@@ -49,49 +53,6 @@ class DebuggerQuit(PyptoError):
     """The user quit the kernel debugger (``q``): the run stopped there, its outputs unfinished."""
 
     kind = "stopped"
-
-
-class BreakpointError(PyptoError, ValueError):
-    """A breakpoint that no op of the program is on (``break_at="k.py:99"`` past the kernels)."""
-
-
-@dataclass(frozen=True)
-class BreakLocation:
-    """``file.py:LINE`` (optionally ``@core``: ``aiv1``, ``cg3.AIV1``, ``aic``) where a run stops."""
-
-    file: str
-    line: int
-    core: str | None = None
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}" + (f"@{self.core}" if self.core else "")
-
-    def matches_file(self, path: str) -> bool:
-        given = os.path.normpath(self.file)
-        return (
-            os.path.normpath(path) == given
-            or os.path.basename(path) == given
-            or path.endswith(os.sep + given)
-        )
-
-    def matches_core(self, core: str) -> bool:
-        if self.core is None:
-            return True
-        want = self.core.lower()
-        name = core.lower()
-        return name == want or name.split(".", 1)[-1] == want
-
-
-def parse_break_at(text: str) -> BreakLocation:
-    """``"kernel.py:31"`` or ``"kernel.py:31@aiv1"`` as a :class:`BreakLocation`; a ``ValueError``
-    whose text says what is wrong otherwise."""
-    where, _, core = text.partition("@")
-    file, sep, line = where.rpartition(":")
-    if not sep or not file or not line.strip().isdigit() or int(line) < 1:
-        raise ValueError(f"break_at takes FILE.py:LINE (optionally @CORE), got {text!r}")
-    if core and not re.fullmatch(r"(cg\d+\.)?(aic|aiv\d*)", core.strip(), re.IGNORECASE):
-        raise ValueError(f"break_at's core filter names a core like aic, aiv1 or cg3.AIV1, got {core!r}")
-    return BreakLocation(file.strip(), int(line), core.strip() or None)
 
 
 def source_name(var: Var) -> str:
@@ -198,19 +159,10 @@ class DebugSession:
 
     def _check_breaks(self) -> None:
         """Each ``break_at`` line holds an op of a kernel of the program, or it is an error now."""
-        spans = [c.span for fn in self.program.functions.values() for c in _calls(fn) if c.span is not None]
         for where in self.breaks:
-            if any(where.matches_file(s.file) and s.line == where.line for s in spans):
-                continue
-            lines = sorted({s.line for s in spans if where.matches_file(s.file)})
-            known = sorted({os.path.basename(s.file) for s in spans})
-            if lines:
-                hint = f"break on a line with kernel code; lines of {where.file} with ops: {_ranges(lines)}"
-            else:
-                hint = f"name a file of the program's kernels: {', '.join(known) or '(none)'}"
-            raise BreakpointError(
-                f"break_at={str(where)!r}: no op of the program is on that line", None, hint
-            )
+            problem = missing_break_line(self.program, where)
+            if problem is not None:
+                raise problem
 
     # ------------------------------------------------------------ print
 
@@ -429,36 +381,9 @@ def _neighbours(span: SourceSpan | None, around: int) -> str:
     return "\n".join(lines)
 
 
-def _ranges(lines: list[int]) -> str:
-    return ", ".join(str(n) for n in lines[:20]) + (", ..." if len(lines) > 20 else "")
-
-
-def _calls(fn: Function) -> Iterator[Call]:
-    """The kernel ops of ``fn`` (no orchestration: a run stops on a core only)."""
-    if fn.kind.value == "Orchestration":
-        return
-    from pypto.ir.nodes import stmt_exprs
-
-    for stmt in walk_stmts(fn.body):
-        for expr in stmt_exprs(stmt):
-            for e in walk_expr(expr):
-                if isinstance(e, Call):
-                    yield e
-
-
 def debugs(program: Program) -> bool:
     """Whether a kernel of ``program`` holds a ``pl.debug`` op."""
-    return any(get_op(c.op).has(Observes) for fn in program.functions.values() for c in _calls(fn))
-
-
-def breakpoint_lines(program: Program) -> list[str]:
-    """Where the program's ``pl.debug.breakpoint()`` calls are, for messages."""
-    return [
-        at_line(c.span)
-        for fn in program.functions.values()
-        for c in _calls(fn)
-        if c.op == debug.breakpoint and c.span
-    ]
+    return any(get_op(c.op).has(Observes) for fn in program.functions.values() for c in kernel_calls(fn))
 
 
 HELP = """\

@@ -9,8 +9,8 @@ import click
 
 from pypto.cli.errors import ArgumentError, PyptoCommand
 from pypto.cli.scripts import run_module, run_script
+from pypto.ir.breakpoints import BREAK_AT, BREAK_AT_FORM
 from pypto.runtime import settings
-from pypto.runtime.config import BREAK_AT
 from pypto.runtime.launches import Launch, recording_launches
 from pypto.runtime.profiling import check_profile_dir
 from pypto.runtime.registry import registry
@@ -197,11 +197,17 @@ def run(
     chosen = None if profile_dir is None else Setting(profile_dir, Origin("--profile"))
     if break_at is not None and not BREAK_AT.fullmatch(break_at.strip()):
         raise click.BadParameter(
-            f"takes FILE.py:LINE, optionally @CORE (aic, aiv1, cg3.AIV1), got {break_at!r}",
+            f"takes {BREAK_AT_FORM}, got {break_at!r}",
             param_hint="'--break'",
         )
     with settings.command_line(break_at=break_at):
         launches = _run(script, module, script_args, platform, chosen)
+        if break_at is not None and launches and not settings.break_line_held():
+            raise ArgumentError(
+                f"--break {break_at}: no kernel the script ran has an op on that line",
+                None,
+                "break on a line of a kernel's body (pypto compile --emit ir shows what each line became)",
+            )
     if profile_dir is not None:
         _report_profiles(launches)
 

@@ -29,13 +29,14 @@ from pypto.ir import (
     VerificationLevel,
     structural_diff,
 )
+from pypto.ir.breakpoints import missing_break_line, parse_break_at
 from pypto.ir.extents import ExtentBinding, is_dynamic
 from pypto.ir.nodes import stmt_exprs, walk_expr, walk_stmts
 from pypto.ir.ops import Observes, get_op
 from pypto.ir.types import describe
 from pypto.passes import PassContext, PassManager, dump_to, roundtrip_check
 from pypto.passes.manager import Instrument, Pass
-from pypto.runtime import artifacts, launches
+from pypto.runtime import artifacts, launches, settings
 from pypto.runtime.arguments import check_argument, check_runnable
 from pypto.runtime.cache import OFF, cached_lower
 from pypto.runtime.compile_profile import CompileProfile
@@ -301,10 +302,17 @@ class CompiledProgram:
             return result
         return made[0] if len(made) == 1 else tuple(made)
 
-    def _debugs(self, config: RunConfig) -> bool:
-        """Whether a run stops or prints for the kernel debugger (``break_at``, ``pl.debug.*``)."""
-        if "break_at" in config.backend_options():
-            return True
+    def _session_break(self) -> dict[str, str]:
+        """``pypto run --break FILE:LINE`` for this run: only where an op of the program is on that
+        line (a script runs several programs; the command fails if none holds it)."""
+        where = settings.break_at()
+        if where is None or missing_break_line(self.program, parse_break_at(where)) is not None:
+            return {}
+        settings.note_break_line_held()
+        return {"break_at": where}
+
+    def _debugs(self) -> bool:
+        """Whether the program prints or stops for the kernel debugger (``pl.debug.*``)."""
         if self._has_debug_ops is None:
             self._has_debug_ops = any(
                 isinstance(e, Call) and get_op(e.op).has(Observes)
@@ -319,13 +327,12 @@ class CompiledProgram:
         backend = get_backend(self.config.platform_name, self.config.platform_origin)
         directory = config.checked_profile_path(self.program.name)  # before the run, not after it
         start = time.perf_counter()
+        options = {**self._session_break(), **config.backend_options()}  # its own break_at first
         # A kernel debugger's prints and prompt own the terminal: no progress bar draws over them.
-        quiet = no_run_bars() if self._debugs(config) else nullcontext()
+        quiet = no_run_bars() if "break_at" in options or self._debugs() else nullcontext()
         with quiet, TaskProgress(self.program.name, self.task_count) as progress:
             try:
-                report = backend.run(
-                    self.program, list(args), {**config.backend_options(), **progress.options()}
-                )
+                report = backend.run(self.program, list(args), {**options, **progress.options()})
             except VerificationError as err:
                 raise self._unfinished(err) from None
         report.hints = [*report.hints, *self.hints]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from enum import Enum
@@ -20,6 +19,7 @@ from pypto.ir import (
     SourceSpan,
     VerificationLevel,
 )
+from pypto.ir.breakpoints import BREAK_AT, BREAK_AT_FORM
 from pypto.ir.tracebacks import call_site, raise_at_user_line
 from pypto.passes import PassRegistry, Pipeline, PipelineError, parse_text, resolve
 from pypto.passes.pipeline import known_passes
@@ -344,10 +344,7 @@ class RunConfig(metaclass=_ConfigFields):
             return
         if not isinstance(given, str) or not BREAK_AT.fullmatch(given.strip()):
             _field_error(
-                f"RunConfig.break_at takes FILE.py:LINE, optionally @CORE (aic, aiv1, cg3.AIV1), "
-                f"got {given!r}",
-                "break_at",
-                "kernel.py:31",
+                f"RunConfig.break_at takes {BREAK_AT_FORM}, got {given!r}", "break_at", "kernel.py:31"
             )
 
     def ring_sizes(self) -> dict[str, Sizes]:
@@ -435,7 +432,7 @@ class RunConfig(metaclass=_ConfigFields):
             "atol": self.atol,
             "device_id": self.device_id,
             "aicpu_thread_num": self.aicpu_thread_num,
-            **({"break_at": where} if (where := self.break_at or settings.break_at()) else {}),
+            **({"break_at": self.break_at} if self.break_at is not None else {}),
             **self.ring_sizes(),
         }
 
@@ -448,9 +445,6 @@ class RunConfig(metaclass=_ConfigFields):
         pipeline = None if self.parsed_pipeline is None else self.parsed_pipeline.key()
         return (self.platform, options, pipeline, self.strategy.value)
 
-
-# RunConfig.break_at: where a run on a simulator stops and opens the kernel debugger.
-BREAK_AT = re.compile(r"[^:@]+\.py:[1-9]\d*(@(cg\d+\.)?(aic|aiv\d*))?", re.IGNORECASE)
 
 # The options checked by kind: (field, the types it takes, in words, a good value).
 _FIELDS: tuple[tuple[str, tuple[type, ...], str, Any], ...] = (
