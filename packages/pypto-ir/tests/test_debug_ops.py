@@ -56,5 +56,5 @@ def test_break_at_forms_and_lines():
     error = missing_break_line(_program(7), parse_break_at("kernel.py:8"))
     assert isinstance(error, BreakpointError) and "lines of kernel.py with ops: 7" in (error.hint or "")
     for bad in ("kernel.py", "kernel.py:0", "kernel.py:3@gpu", "k.txt:3"):
-        with pytest.raises(BreakpointError, match="FILE.py:LINE"):
+        with pytest.raises(BreakpointError, match=r"FILE\.py:LINE"):
             parse_break_at(bad)
