@@ -37,8 +37,15 @@ def _run(prog, options=None):
 
 
 def test_print_shows_prefix_labels_and_the_tile_and_costs_nothing(capsys):
+    from torch._tensor_str import get_printoptions
+
     plain, _ = _run(_kernel(False))
-    printing, a = _run(_kernel(True))
+    torch.set_printoptions(precision=2)
+    try:
+        printing, a = _run(_kernel(True))
+        assert get_printoptions()["precision"] == 2  # the user's print options are left as they were
+    finally:
+        torch.set_printoptions(profile="default")
     text = capsys.readouterr().out
     line = text.splitlines()[0]
     assert re.match(

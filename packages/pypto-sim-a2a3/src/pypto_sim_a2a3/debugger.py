@@ -19,9 +19,11 @@ import linecache
 import re
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import torch
+from torch._tensor_str import get_printoptions
 
 from pypto.ir import Assign, Call, For, Function, Program, PyptoError, SourceSpan, TileType, Var, While
 from pypto.ir.breakpoints import (
@@ -99,16 +101,23 @@ def describe_value(value: Any, var: Any = None) -> str:
         t = getattr(var, "type", None)
         head = _tile_head(value, t)
         shown = _valid_part(value, t)
-        with torch.no_grad():
-            torch.set_printoptions(**_PRINT_OPTIONS)
-            try:
-                body = _torch_body(shown)
-            finally:
-                torch.set_printoptions(profile="default")
+        with torch.no_grad(), _torch_printoptions():
+            body = _torch_body(shown)
         return f"{head}\n{body}" if "\n" in body or len(head) + len(body) > 90 else f"{head} {body}"
     if isinstance(value, tuple):
         return "(" + ", ".join(describe_value(v) for v in value) + ")"
     return repr(value)
+
+
+@contextmanager
+def _torch_printoptions() -> Iterator[None]:
+    """torch's print options set to :data:`_PRINT_OPTIONS` inside the block, the user's after it."""
+    saved = get_printoptions()
+    torch.set_printoptions(**_PRINT_OPTIONS)
+    try:
+        yield
+    finally:
+        torch.set_printoptions(**saved)
 
 
 def _tile_head(value: torch.Tensor, t: Any) -> str:
@@ -269,7 +278,9 @@ class DebugSession:
 
     def names(self, frame: KernelFrame) -> dict[str, tuple[Var | None, Any]]:
         """The core's live values by source name (the latest bound one of each)."""
-        known = self.frame_vars.setdefault(id(frame.fn), _function_vars(frame.fn))
+        known = self.frame_vars.get(id(frame.fn))
+        if known is None:
+            known = self.frame_vars[id(frame.fn)] = _function_vars(frame.fn)
         found: dict[str, tuple[int, Var | None, Any]] = {}
         for name, value in frame.env.items():
             var = known.get(name)
@@ -357,9 +368,8 @@ class DebugSession:
     def _blocked(self) -> Iterator[str]:
         if self.scheduler is None:
             return
-        for proc in getattr(self.scheduler, "_blocked", ()):
-            if proc.waiting is not None:
-                yield f"{proc.core.name} {proc.waiting.blocked().text}"
+        for core, wait in self.scheduler.waiting():
+            yield f"{core} {wait.blocked().text}"
 
     def _op_line(self, call: Call) -> str:
         span = call.span
