@@ -164,6 +164,23 @@ def test_every_block_of_an_spmd_kernel_prints_its_own_rows_at_no_cost(capsys):
         assert torch.allclose(shown.reshape(16, 16), want, rtol=1e-3, atol=1e-3)
 
 
+def test_a_view_that_never_reaches_the_chip_is_named_so(capsys):
+    @pl.jit
+    def view(x: pl.Tensor[[32, 32], pl.FP32], out: pl.Out[pl.Tensor[[16, 32], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="v"):
+            v = x[0:16, :]
+            y = pl.exp(v)
+            pl.debug.print("v", v, "y", y)
+            out[:] = y
+        return out
+
+    x = torch.randn(32, 32)
+    out = torch.zeros(16, 32)
+    _run(view, (x, out))
+    assert torch.allclose(out, torch.exp(x[:16]))
+    assert re.search(r"\] v <v: not on chip here> y Tile\[16, 32\] FP32 Vec", capsys.readouterr().out)
+
+
 def test_a_large_tile_is_summarised_like_torch(capsys):
     @pl.jit
     def big(x: pl.Tensor[[128, 128], pl.FP32], out: pl.Out[pl.Tensor[[128, 128], pl.FP32]]):

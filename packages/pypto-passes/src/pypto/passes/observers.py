@@ -34,8 +34,9 @@ def _tile_named(stmts: list[Stmt] | tuple[Stmt, ...], name: str) -> Var | None:
     return found
 
 
-def _retarget(stmt: Eval, tiles: dict[str, Var]) -> Eval:
-    """The print with its tensor operands replaced by their tiles."""
+def _retarget(stmt: Eval, tiles: dict[str, Var], gone: frozenset[Var] = frozenset()) -> Eval:
+    """The print with its tensor operands replaced by their tiles; an operand in ``gone`` (a value
+    the lowering left no tile of) becomes a label saying so."""
     call = stmt.value
     assert isinstance(call, Call)
     parts = call.attrs.get("parts", tuple(range(len(call.args))))
@@ -46,6 +47,9 @@ def _retarget(stmt: Eval, tiles: dict[str, Var]) -> Eval:
             new_parts.append(part)
             continue
         arg = call.args[part]
+        if arg in gone:
+            new_parts.append(f"<{getattr(arg, 'name', '?')}: not on chip here>")
+            continue
         if isinstance(arg, Var) and not isinstance(arg.type, TileType) and arg.name in tiles:
             arg = tiles[arg.name]
         new_parts.append(len(args))
@@ -80,16 +84,22 @@ def anchored(stmt: Stmt, before: Stmt) -> tuple[Stmt, str | None]:
     return stmt, before.target.name if isinstance(before, Assign) else None
 
 
-def place_observers(lowered: list[Stmt], observers: list[tuple[Stmt, str | None]]) -> list[Stmt]:
+def place_observers(
+    lowered: list[Stmt], observers: list[tuple[Stmt, str | None]], computed: frozenset[Var] = frozenset()
+) -> list[Stmt]:
     """``lowered`` (a region's statements) with each of ``observers`` put back after the
     statement that makes the last tile it shows; one that shows none (a breakpoint, a print of
-    scalars) after the tile of the statement written before it, else at the region's end."""
+    scalars) after the tile of the statement written before it, else at the region's end.
+    ``computed``: the tensor values the region computed (one left without a tile is named so)."""
     result = list(lowered)
     for stmt, anchor in observers:
         assert isinstance(stmt, Eval) and isinstance(stmt.value, Call)
         names = [a.name for a in stmt.value.args if isinstance(a, Var) and not isinstance(a.type, TileType)]
         tiles = {n: t for n in names if (t := _tile_named(result, n)) is not None}
-        printed = _retarget(stmt, tiles) if tiles else stmt
+        gone = frozenset(
+            a for a in stmt.value.args if a in computed and getattr(a, "name", None) not in tiles
+        )
+        printed = _retarget(stmt, tiles, gone) if tiles or gone else stmt
         shown = [tiles[n] for n in names if n in tiles]
         after = shown[-1] if shown else (_tile_named(result, anchor) if anchor else None)
         result = _insert_after(result, after, printed) if after is not None else [*result, printed]

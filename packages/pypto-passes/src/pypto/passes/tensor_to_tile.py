@@ -319,7 +319,7 @@ class ConvertTensorToTileOps:
             for stmt in region:
                 _reject_uses(stmt, lowered_values)
             lowered = self._parts(independent_parts(region), fn, names, target)
-            out.extend(place_observers(lowered, observers))
+            out.extend(place_observers(lowered, observers, frozenset(_region_defs(region))))
             observers.clear()
             made = _region_views(region, known_views)
             known_views.update(made)
