@@ -191,6 +191,7 @@ TESTED_OPS = (
     | {f"tile.{n}" for n in UNARY}
     | {f"scalar.{n}" for n in SCALAR}
     | SINGLE_OPS
+    | {"debug.print", "debug.breakpoint"}
 )
 
 
@@ -229,6 +230,15 @@ def test_dispatch_table_covers_every_tile_and_scalar_op_of_the_op_table():
 
 def test_every_implemented_op_has_a_semantics_test():
     assert set(SEMANTICS) == TESTED_OPS
+
+
+@pytest.mark.parametrize("op", ["debug.print", "debug.breakpoint"])
+def test_a_backend_without_a_kernel_debugger_drops_a_debug_op_with_a_warning(op):
+    from pypto.ir.semantics import DebugOpIgnored
+
+    call = make_call(op, [], {})
+    with pytest.warns(DebugOpIgnored, match=f"{op}.* is ignored: this backend has no kernel debugger"):
+        assert SEMANTICS[op](call, []) is None
 
 
 # ---------------------------------------------------------------- elementwise

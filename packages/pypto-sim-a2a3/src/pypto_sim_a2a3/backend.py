@@ -116,15 +116,43 @@ class A2A3SimBackend:
         if loaded is None:
             loaded = self._loaded[program] = LoadedProgram(program, self.target.aiv_per_group)
         rings = RuntimeRings.from_options(options)
+        debugger = debug_session(program, options.get(BREAK_AT_OPTION))
         chip = Chip(
-            program, self.target, self.name, options.get("on_task"), options.get("on_progress"), loaded, rings
+            program,
+            self.target,
+            self.name,
+            options.get("on_task"),
+            options.get("on_progress"),
+            loaded,
+            rings,
+            debugger,
         )
+        if debugger is not None:
+            debugger.scheduler = chip.scheduler
         with full_collections_paced():
             try:
                 outputs = chip.run(entry, args)
                 return chip.report(outputs)
             finally:
                 chip.release()
+
+
+# The backend option naming where a run stops (RunConfig(break_at=...)): "k.py:31", "k.py:31@aiv1",
+# or a list of them.
+BREAK_AT_OPTION = "break_at"
+
+
+def debug_session(program: Program, break_at: Any) -> Any:
+    """The run's kernel debugger (:mod:`pypto_sim_a2a3.debugger`), if the program has a
+    ``pl.debug`` op or ``break_at`` names a line; None otherwise (the run pays nothing for it)."""
+    from pypto.ir.breakpoints import parse_break_at
+    from pypto_sim_a2a3.debugger import DebugSession, debugs
+
+    given = [break_at] if isinstance(break_at, str) else list(break_at or ())
+    breaks = tuple(parse_break_at(text) for text in given)
+    if not breaks and not debugs(program):
+        return None
+    return DebugSession(program, breaks)
 
 
 def _entry(program: Program) -> Function:

@@ -35,6 +35,7 @@ from pypto_sim_a2a3.batch import disjoint_outputs
 from pypto_sim_a2a3.coherence import Access, GmOrder
 from pypto_sim_a2a3.cores import Core, CoreGroup
 from pypto_sim_a2a3.cost import CostModel
+from pypto_sim_a2a3.debugger import DebugSession
 from pypto_sim_a2a3.decode import steps_of
 from pypto_sim_a2a3.errors import LaunchError
 from pypto_sim_a2a3.host import HostFrame
@@ -78,6 +79,7 @@ class Chip:
         on_progress: ProgressObserver | None = None,
         loaded: LoadedProgram | None = None,
         rings: RuntimeRings | None = None,
+        debugger: DebugSession | None = None,
     ):
         self.program = program
         self.loaded = loaded or LoadedProgram(program, target.aiv_per_group)
@@ -111,7 +113,10 @@ class Chip:
         # changed with any of the above or the task graph: what the host and the dispatcher wait on
         self.changed = Signal()
         # Replayable spmd tasks: task id -> the recording of its block 0 (see pypto_sim_a2a3.replay)
-        self.replay = replay_enabled()
+        # A debugged run walks every block on the full engine: each prints and may stop (the
+        # replay models the same cycles, so the figures do not change).
+        self.debugger = debugger
+        self.replay = replay_enabled() and debugger is None
         self._recordings: dict[int, BlockRecording] = {}
         self._replayable: dict[str, bool] = {}  # per kernel
         # Tasks whose blocks walk differently: task id -> signature -> the recording of the first
@@ -360,6 +365,7 @@ class Chip:
             order,
             self._settled_observer(task),
             self.in_time,
+            self.debugger,
         )
         launch, placements = plan_launch(plan, task.args, site, self.target, self.recorder)
         self._launches.append(launch)

@@ -20,11 +20,12 @@ from typing import Any, NamedTuple
 
 import torch
 
-from pypto.ir import Assign, Call, Eval, Function, MemoryPlan, Stmt, TileType, Var, get_op
+from pypto.ir import Assign, Call, Eval, For, Function, MemoryPlan, Stmt, TileType, Var, While, get_op
 from pypto.ir.errors import at_line
 from pypto.ir.launch import Seat
 from pypto.ir.nodes import stmt_end_exprs, stmt_exprs, walk_expr, walk_stmts
-from pypto.ir.ops import user_name
+from pypto.ir.ops import OPS, Observes, user_name
+from pypto.ir.ops import debug as debug_ops
 from pypto.ir.semantics import OpImpl
 from pypto.ir.walker import KernelWalker
 from pypto_sim_a2a3.coherence import GM_DATA_OPS
@@ -49,11 +50,15 @@ from pypto_sim_a2a3.scheduler import Advance, Event
 from pypto_sim_a2a3.semantics import SEMANTICS
 
 Walk = Generator[Event, None, Any]
+# The ops that only look (pl.debug.*): the kernel debugger's, never put on a pipe.
+OBSERVING_OPS = frozenset(name for name, spec in OPS.items() if spec.has(Observes))
 PLATFORM = "a2a3sim"
 
 
 class KernelFrame(KernelWalker):
     """An AIC or AIV kernel running on one core of a launch; tiles live in the core's memory."""
+
+    debug: Any = None  # the run's kernel debugger (a frame made without __init__ has none)
 
     def __init__(self, seat: Seat, args: Sequence[Any], role: CoreRole, cost: CostModel, steps: Steps):
         site = role.launch.site
@@ -70,6 +75,10 @@ class KernelFrame(KernelWalker):
         self._pending: _Issued | None = (
             None  # the statement's op, put on its pipe once its result has a buffer
         )
+        self.debug = site.debugger  # the run's kernel debugger (None: the program does not debug)
+        self.debug_hits: set[int] = set()  # the break_at lines it stopped at in this loop iteration
+        self.bound_order: dict[str, int] = {}  # when debugging: the order each name was last bound
+        self._binds = 0
 
     def run(self) -> Walk:
         """Run the kernel, then wait for its pipes to drain; the core is *settled* (see
@@ -80,6 +89,11 @@ class KernelFrame(KernelWalker):
         returned = yield from super().run()
         yield from self.wait_until(self.pipes.drained())
         return returned
+
+    def iteration(self, loop: For | While) -> Walk:
+        if self.debug is not None:
+            self.debug_hits.clear()  # each iteration stops at a break_at line again
+        return (yield from super().iteration(loop))
 
     def top_level_done(self, index: int) -> Walk:
         if index == self.last_gm_statement:
@@ -217,6 +231,12 @@ class KernelFrame(KernelWalker):
         call = step.call
         if self.on_op is not None:
             self.on_op(call)
+        if self.debug is not None:
+            self.debug.before_op(self, call)
+            if call.op in OBSERVING_OPS:  # looks only: no pipe, no modeled time
+                if call.op == debug_ops.print and not self.role.mirror:
+                    self.debug.show(self, call, args)
+                return TOKEN
         if step.work and self.role.mirror:
             return skipped(call, args)
         if step.launch is not None:
@@ -294,6 +314,8 @@ class KernelFrame(KernelWalker):
 
     def set_carried(self, var: Var, value: Any) -> None:
         """A carried tile lives in its iter_arg's buffer: the value is copied in unless it is there."""
+        if self.debug is not None:
+            self.bound_order[var.name] = self._binds = self._binds + 1
         if not isinstance(var.type, TileType) or isinstance(value, Token):
             super().set_carried(var, value)
             return
@@ -329,6 +351,8 @@ class KernelFrame(KernelWalker):
 
     def bind(self, stmt: Assign, value: Any) -> None:
         var = stmt.target
+        if self.debug is not None:
+            self.bound_order[var.name] = self._binds = self._binds + 1
         self.role.freed.pop(var.name, None)
         if isinstance(value, Popped):
             # A popped tile is a view onto its ring slot: it has no allocation of its own.

@@ -123,6 +123,8 @@ class Site:
     on_settled: Callable[[], None] | None = None
     # where GM accesses and ordering events wait to be checked in modeled order (None: at once)
     in_time: TimeOrder | None = None
+    # the run's kernel debugger (pypto_sim_a2a3.debugger.DebugSession), None when nothing debugs
+    debugger: Any = None
 
 
 def member_name(core: str, block: int, block_num: int) -> str:

@@ -182,6 +182,10 @@ class Scheduler:
         self._check_signals = os.environ.get("PYPTO_SIM_CHECK_WAKEUPS", "") not in ("", "0", "off")
         self.stepping: Process | None = None  # the process of the latest step
 
+    def waiting(self) -> list[tuple[str, Wait]]:
+        """The blocked cores and what each waits for, in the order they blocked (the debugger's view)."""
+        return [(proc.core.name, proc.waiting) for proc in self._blocked if proc.waiting is not None]
+
     def release(self) -> None:
         """After the run: drop the observers (a recorder names its scheduler back: a cycle)."""
         self._observers.clear()

@@ -56,7 +56,7 @@ from pypto.ir.nodes import (
     function_bindings,
     register_printer,
 )
-from pypto.ir.ops import OPS, CastMode, Elementwise, Infix, Level, Role, op, system
+from pypto.ir.ops import OPS, CastMode, Elementwise, Infix, Level, Role, debug, op, system
 from pypto.ir.tasks import AccessMode, Predicate
 from pypto.ir.types import Direction, MemorySpace, ScalarType, TensorType, TileType, Type
 
@@ -224,6 +224,8 @@ def format_expr(e: Expr, name_of: Namer = _plain) -> str:
         args = [_argument(e, i, a, name_of) for i, a in enumerate(e.args)]
         if e.op == system.task_dummy:  # its deps are task ids of the frame, written as names
             return f"pl.system.task_dummy(deps=[{', '.join(e.attrs.get('deps', ()))}])"
+        if e.op == debug.print:  # its labels stand between its operands, as written
+            return f"pl.debug.print({_debug_print_args(e, args)})"
         if e.op == op.call:
             args += [f"{k}={_task_value(v)}" for k, v in e.attrs.items() if k != "callee"]
             return f"self.{e.attrs['callee']}({', '.join(args)})"
@@ -232,6 +234,12 @@ def format_expr(e: Expr, name_of: Namer = _plain) -> str:
         args += [f"{k}={format_value(v)}" for k, v in e.attrs.items() if k not in given]
         return f"{_spelling(e.op)}({', '.join(args)})"
     raise TypeError(f"cannot print {e!r}")
+
+
+def _debug_print_args(call: Call, operands: list[str]) -> str:
+    """``"acc", acc, i``: a print's labels (as string literals) and operands in the order written."""
+    parts = call.attrs.get("parts", tuple(range(len(operands))))
+    return ", ".join(repr(p) if isinstance(p, str) else operands[p] for p in parts)
 
 
 def _argument(call: Call, index: int, arg: Expr, name_of: Namer) -> str:

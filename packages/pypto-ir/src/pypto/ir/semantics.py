@@ -22,6 +22,7 @@ here too, as :func:`lane_share`, :func:`padded_share` and :func:`gathered`.
 from __future__ import annotations
 
 import operator
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from math import prod
@@ -47,6 +48,7 @@ from pypto.ir.ops import (
     FormatFree,
     PadValue,
     array,
+    debug,
     get_op,
     prefetch,
     scalar,
@@ -1116,6 +1118,26 @@ def _session(call: Call, args: Sequence[Any]) -> PrefetchSession:
 @implements(prefetch.wait)
 def _wait(call: Call, args: Sequence[Any]) -> bool:
     return True
+
+
+# ---------------------------------------------------------------- kernel debugging
+#
+# pl.debug.print and pl.debug.breakpoint only look: a backend without a kernel debugger drops them
+# with a warning (a2a3sim shows them: pypto_sim_a2a3.debugger).
+
+
+class DebugOpIgnored(UserWarning):
+    """A ``pl.debug`` op ran on a backend that cannot show it: it was dropped."""
+
+
+@implements(debug.print, debug.breakpoint)
+def _dropped_debug_op(call: Call, args: Sequence[Any]) -> None:
+    where = f" at {call.span.file}:{call.span.line}" if call.span is not None else ""
+    warnings.warn(
+        f"{call.op}{where} is ignored: this backend has no kernel debugger (a2a3sim has)",
+        DebugOpIgnored,
+        stacklevel=2,
+    )
 
 
 def _register_families() -> None:

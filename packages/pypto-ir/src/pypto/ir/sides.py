@@ -8,7 +8,7 @@ on-chip tile they move, and ``Boundary`` ops (shard, gather) on both.
 from __future__ import annotations
 
 from pypto.ir.nodes import Call, Function, SplitAivRegion, Stmt, stmt_exprs, used_vars, walk_expr, walk_stmts
-from pypto.ir.ops import Boundary, OnSide, PipeEnd, Side, Unit, get_op, is_crossing_op, system, tile
+from pypto.ir.ops import Boundary, Observes, OnSide, PipeEnd, Side, Unit, get_op, is_crossing_op, system, tile
 from pypto.ir.types import MemorySpace, TileType
 
 __all__ = [
@@ -45,6 +45,8 @@ def is_boundary(call: Call) -> bool:
 def call_side(call: Call) -> Side | None:
     """The side that executes ``call``; None for scalar math, host and boundary ops."""
     spec = get_op(call.op)
+    if spec.has(Observes):
+        return _observed_side(call)
     fixed = spec.trait(PipeEnd) or spec.trait(OnSide)
     if fixed is not None:
         return fixed.side
@@ -63,6 +65,16 @@ def call_side(call: Call) -> Side | None:
         if space is None and isinstance(call.type, TileType):
             space = call.type.memory_space
         return space_side(space) if space is not None else None
+    return None
+
+
+def _observed_side(call: Call) -> Side | None:
+    """A debug print runs where the on-chip tiles it shows live (the first one's side); one that
+    shows only scalars or tensors, like a breakpoint, runs on both sides."""
+    for arg in call.args:
+        space = _tile_space(arg)
+        if space is not None:
+            return space_side(space)
     return None
 
 

@@ -107,7 +107,9 @@ def received_ops() -> frozenset[str]:
     """Every op a backend can receive in a lowered program: the tile, scalar, pipe, index and
     system ops of kernels, and the orchestration's ``tensor.create`` and views (``tensor.slice``;
     the other ``tensor.*`` ops become tile ops); not ``call``, which the walker handles."""
-    levelled = {name for name in OPS if name.partition(".")[0] in ("tile", "scalar", "system", "prefetch")}
+    levelled = {
+        name for name in OPS if name.partition(".")[0] in ("tile", "scalar", "system", "prefetch", "debug")
+    }
     unprefixed = {name for name in OPS if "." not in name}
     return frozenset(levelled | unprefixed | HOST_TENSOR_OPS) - STRUCTURAL_OPS - LOWERED_AWAY
 

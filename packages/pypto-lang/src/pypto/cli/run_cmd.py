@@ -11,6 +11,7 @@ import click
 
 from pypto.cli.errors import ArgumentError, PyptoCommand
 from pypto.cli.scripts import Watched, run_module, run_script
+from pypto.ir.breakpoints import BREAK_AT, BREAK_AT_FORM
 from pypto.runtime import settings
 from pypto.runtime.compiling.artifacts import deps_file_data
 from pypto.runtime.platforms.registry import registry
@@ -274,6 +275,14 @@ def _report_profiles(launches: list[Launch]) -> None:
     show_default="off",
 )
 @TASK_GRAPH
+@click.option(
+    "--break",
+    "break_at",
+    help="Stop where a core reaches FILE:LINE (optionally @CORE, e.g. k.py:31@aiv1) and open the "
+    "kernel debugger (docs/debugging.md) for every kernel the script runs on a simulator.",
+    metavar="FILE:LINE",
+    show_default="off",
+)
 @MODULE
 @SCRIPT
 @SCRIPT_ARGS
@@ -283,6 +292,7 @@ def run(
     platform: str | None,
     profile_dir: Path | None,
     task_graph: Path | None,
+    break_at: str | None,
     script_args: tuple[str, ...],
 ) -> None:
     """Run a script (or a module) with these defaults for its kernels.
@@ -301,9 +311,22 @@ def run(
       pypto run -p a2a3sim --profile prof examples/advanced/03_mixed_kernel.py --m 512 --mode staged
       pypto run --task-graph graphs examples/advanced/03_mixed_kernel.py
       pypto run -m pypto.models.qwen3 --config tiny --prompt-ids 1,2,3
+      pypto run --break examples/advanced/03_mixed_kernel.py:39 examples/advanced/03_mixed_kernel.py
     """
     chosen = None if profile_dir is None else Setting(profile_dir, Origin("--profile"))
-    launches = _run(script, module, script_args, platform, chosen, task_graph)
+    if break_at is not None and not BREAK_AT.fullmatch(break_at.strip()):
+        raise click.BadParameter(
+            f"takes {BREAK_AT_FORM}, got {break_at!r}",
+            param_hint="'--break'",
+        )
+    with settings.command_line(break_at=break_at):
+        launches = _run(script, module, script_args, platform, chosen, task_graph)
+        if break_at is not None and launches and not settings.break_line_held():
+            raise ArgumentError(
+                f"--break {break_at}: no kernel the script ran has an op on that line",
+                None,
+                "break on a line of a kernel's body (pypto compile --emit ir shows what each line became)",
+            )
     if profile_dir is not None:
         _report_profiles(launches)
 

@@ -28,7 +28,7 @@ from pypto.ir import (
 from pypto.ir import FunctionKind as FunctionType
 from pypto.ir.memory import Allocation, MemoryPlan, Reservation
 from pypto.language import advice as _advice  # noqa: F401  (registers the DSL wording of the type rules' hints)
-from pypto.language import optimizations
+from pypto.language import debug, optimizations
 from pypto.language.annotations import (
     Array,
     AsyncEvent,
@@ -218,6 +218,7 @@ __all__ = [
     "const",
     "create_l1",
     "cross_core_slot",
+    "debug",
     "dim",
     "dump_tag",
     "dynamic",

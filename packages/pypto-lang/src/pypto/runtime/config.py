@@ -22,6 +22,7 @@ from pypto.ir import (
     SourceSpan,
     VerificationLevel,
 )
+from pypto.ir.breakpoints import BREAK_AT, BREAK_AT_FORM
 from pypto.ir.tracebacks import call_site, raise_at_user_line
 from pypto.passes import PassRegistry, Pipeline, PipelineError, parse_text, resolve
 from pypto.passes.pipeline import known_passes
@@ -214,6 +215,10 @@ class RunConfig(metaclass=_ConfigFields):
     a ``distributed_config`` is a ConfigError (distributed programs are not available). See
     ``docs/runtime.md`` for every field.
 
+    ``break_at`` (``"kernel.py:31"``, optionally ``"kernel.py:31@aiv1"``) stops a simulator run
+    where a core reaches the first op of that line and opens the kernel debugger
+    (docs/debugging.md); a line no op is on is an error when the run starts.
+
     ``parsed_pipeline`` is the pipeline ``pipeline`` names, its options typed. ``platform_origin``
     says where the platform's name came from (the session setting, or this call), for error
     messages. An unknown option is an :class:`UnknownOptionError` (a ``TypeError``).
@@ -256,6 +261,7 @@ class RunConfig(metaclass=_ConfigFields):
     dump_ptoas_passes: bool = False
     distributed_config: Any = None
     emit_source_loc: bool = field(default_factory=settings.emit_source_loc)
+    break_at: str | None = None
     parsed_pipeline: Pipeline | None = field(default=None, init=False, repr=False, compare=False)
     platform_origin: Origin = field(default=DEFAULT, init=False, repr=False, compare=False)
     _profile_origin: Origin = field(default=DEFAULT, init=False, repr=False, compare=False)
@@ -281,6 +287,7 @@ class RunConfig(metaclass=_ConfigFields):
         self._check_distributed()
         self._check_pmu_level()
         self._check_runtime_fields()
+        self._check_break_at()
         platform_given = self.platform is not None
         if not platform_given:
             chosen = settings.platform_setting()
@@ -523,6 +530,16 @@ class RunConfig(metaclass=_ConfigFields):
                 4,
             )
 
+    def _check_break_at(self) -> None:
+        """``break_at`` is ``FILE.py:LINE``, optionally ``@CORE`` (``aiv1``, ``cg3.AIV1``, ``aic``)."""
+        given = self.break_at
+        if given is None:
+            return
+        if not isinstance(given, str) or not BREAK_AT.fullmatch(given.strip()):
+            _field_error(
+                f"RunConfig.break_at takes {BREAK_AT_FORM}, got {given!r}", "break_at", "kernel.py:31"
+            )
+
     def ring_sizes(self) -> dict[str, Sizes]:
         """Each ring field's four per-ring sizes for a run: this config's entries where not 0, else
         the environment's (``PTO2_RING_*``), else 0 (the backend's default).
@@ -608,6 +625,7 @@ class RunConfig(metaclass=_ConfigFields):
             "atol": self.atol,
             "device_id": self.device_id,
             "aicpu_thread_num": self.aicpu_thread_num,
+            **({"break_at": self.break_at} if self.break_at is not None else {}),
             **self.ring_sizes(),
         }
 

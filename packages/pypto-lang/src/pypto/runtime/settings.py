@@ -148,6 +148,25 @@ def command_line(**values: Any) -> Iterator[None]:
         _overrides.pop()
 
 
+def break_at() -> str | None:
+    """Where runs stop for the kernel debugger by default (``pypto run --break FILE:LINE``)."""
+    chosen = _override("break_at")
+    return None if chosen is None else str(chosen.value)
+
+
+def note_break_line_held() -> None:
+    """A program run under ``pypto run --break`` has an op on that line (see :func:`break_line_held`)."""
+    for layer in reversed(_overrides):
+        if "break_at" in layer:
+            layer["break_at_held"] = Setting(True, Origin("--break"))
+            return
+
+
+def break_line_held() -> bool:
+    """Whether a program run since ``pypto run --break`` began has an op on its line."""
+    return _override("break_at_held") is not None
+
+
 def _override(key: str) -> Setting[Any] | None:
     return next((layer[key] for layer in reversed(_overrides) if key in layer), None)
 

@@ -54,6 +54,7 @@ from pypto.ir.rewrite import (
     vars_used_in,
 )
 from pypto.ir.types import INDEX
+from pypto.passes.observers import is_observer
 from pypto.passes.tensor_to_tile import HOMES, VIEW_OPS, regions_of
 
 __all__ = ["HOMES", "carry_tensors_in_memory"]
@@ -170,7 +171,8 @@ def _home_crossings(body: tuple[Stmt, ...], homes: _Homes, views: set[Var]) -> t
                 and stmt.target not in views
             ):
                 computed[stmt.target] = k
-        later = [k for k in range(region[0], len(stmts)) if k not in members]
+        # A debug print reads a value where it stands and needs no home for it (see observers).
+        later = [k for k in range(region[0], len(stmts)) if k not in members and not is_observer(stmts[k])]
         read = set(vars_used_in(tuple(stmts[k] for k in later)))
         mapping: dict[Var, Expr] = {v: homes.home(v) for v in computed if v in read}
         for v, home in mapping.items():

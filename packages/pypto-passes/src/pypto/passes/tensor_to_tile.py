@@ -102,6 +102,7 @@ from pypto.ir.valid import result_valid
 from pypto.passes.allocate import AUTO_PIPELINED
 from pypto.passes.fit import double_buffered, fits_alone, overruns
 from pypto.passes.manager import PassContext
+from pypto.passes.observers import anchored, is_observer, observe_tiles, place_observers
 from pypto.passes.options import option
 
 # The kernel attribute naming the params that are homes the compiler made (pypto.passes.carried).
@@ -151,13 +152,13 @@ def _views_read(stmt: Stmt, known: Mapping[Var, tuple[Stmt, ...]], region: list[
 
 def regions_of(body: tuple[Stmt, ...]) -> list[list[int]]:
     """The regions of one block of statements, as the pass groups them: the positions of each
-    run of tensor statements, which index arithmetic between them does not end."""
+    run of tensor statements, which index arithmetic and debug prints between them do not end."""
     regions: list[list[int]] = []
     current: list[int] = []
     for k, stmt in enumerate(body):
         if is_tensor_stmt(stmt):
             current.append(k)
-        elif current and not _index_arithmetic(stmt, [body[i] for i in current]):
+        elif current and not is_observer(stmt) and not _index_arithmetic(stmt, [body[i] for i in current]):
             regions.append(current)
             current = []
     return [*regions, current] if current else regions
@@ -310,16 +311,28 @@ class ConvertTensorToTileOps:
         # that make them: a later region that reads one makes it again (a view emits no op).
         known_views: dict[Var, tuple[Stmt, ...]] = dict(views or {})
 
+        observers: list[
+            tuple[Stmt, str | None]
+        ] = []  # debug prints of the open region, placed once it is lowered
+
         def flush() -> None:
             for stmt in region:
                 _reject_uses(stmt, lowered_values)
-            out.extend(self._parts(independent_parts(region), fn, names, target))
+            lowered = self._parts(independent_parts(region), fn, names, target)
+            out.extend(place_observers(lowered, observers, frozenset(_region_defs(region))))
+            observers.clear()
             made = _region_views(region, known_views)
             known_views.update(made)
             lowered_values.update({v: c for v, c in _region_defs(region).items() if v not in made})
             region.clear()
 
         for stmt in body:
+            if is_observer(stmt):
+                if region:  # it must not cut the region in two: it shows the region's tiles
+                    observers.append(anchored(stmt, region[-1]))
+                else:
+                    out.append(observe_tiles(stmt, out))
+                continue
             if is_tensor_stmt(stmt):
                 region.extend(_views_read(stmt, known_views, region))
                 region.append(stmt)

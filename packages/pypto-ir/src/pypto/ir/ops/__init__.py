@@ -22,6 +22,7 @@ from pypto.ir.ops import (
     compare,
     crosscore,
     cube,
+    debug_ops,
     elementwise,
     generate,
     indexed,
@@ -70,6 +71,7 @@ from pypto.ir.ops.spec import (
     KeepsValid,
     Level,
     Lowers,
+    Observes,
     OnHost,
     OnlyDtypes,
     OnSide,
@@ -96,6 +98,7 @@ from pypto.ir.ops.spec import (
     Unit,
     WholeRegion,
     array,
+    debug,
     declare,
     get_op,
     make_call,
@@ -127,6 +130,7 @@ FAMILIES = (
     scalar_ops,
     array_ops,
     prefetch_ops,
+    debug_ops,
 )
 
 # The families' members by DSL name, as the family modules declare them (for loops over a family).
@@ -190,6 +194,7 @@ __all__ = [
     "KeepsValid",
     "Level",
     "Lowers",
+    "Observes",
     "OnHost",
     "OnSide",
     "OnlyDtypes",
@@ -222,6 +227,7 @@ __all__ = [
     "array",
     "check_same_rank",
     "check_scalar_fits",
+    "debug",
     "declare",
     "get_op",
     "is_crossing_op",

@@ -1,8 +1,8 @@
 """What an op is: an :class:`OpSpec` with operand roles, a typed attribute schema and traits.
 
 Every op is declared once, in the family module that owns it (``elementwise``, ``reduction``,
-``movement``, ``cube``, ``crosscore``, ``system``, ``scalar``, ``prefetch``). The other layers never keep
-their own tables of op names: they ask the registry for the ops that carry a trait
+``movement``, ``cube``, ``crosscore``, ``system``, ``scalar``, ``prefetch``, ``debug``). The other
+layers never keep their own tables of op names: they ask the registry for the ops that carry a trait
 (:func:`ops_with`) or read a call's spec (:func:`get_op`) — the printer its infix syntax, the
 passes the split policy and the GM access, a backend the cost class.
 """
@@ -370,6 +370,13 @@ class TaskIds(Trait):
 
 
 @dataclass(frozen=True)
+class Observes(Trait):
+    """The op only looks at its operands (``pl.debug.print``, ``pl.debug.breakpoint``): it writes
+    nothing, takes no modeled time, and is kept by every pass where its operands are live (on the
+    side, and on each lane, that holds them)."""
+
+
+@dataclass(frozen=True)
 class Positional(Trait):
     """A generator whose elements depend on their flat (row-major) position: operand ``operand``
     is the position of the first element, so a block of the result that starts ``n`` elements in
@@ -561,7 +568,7 @@ def declare_op(
 def undeclare(name: str) -> None:
     """Remove an op (tests that declare throwaway ops); its handle stops resolving."""
     OPS.pop(name, None)
-    for names in (tile, tensor, scalar, system, array, prefetch, op):
+    for names in (tile, tensor, scalar, system, array, prefetch, debug, op):
         names.forget(name)
 
 
@@ -641,4 +648,5 @@ scalar = OpNames("scalar.")
 system = OpNames("system.")
 array = OpNames("array.")  # the scalar array ops (pl.array.create, arr[i], arr[i] = v)
 prefetch = OpNames("prefetch.")  # the asynchronous GM -> L2 prefetch (pl.prefetch.async_prefetch, ...)
+debug = OpNames("debug.")  # the kernel debugger's ops (pl.debug.print, pl.debug.breakpoint)
 op = OpNames("")  # ops without a level prefix: the cross-core pipe ops, block indices, call

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from pypto.ir import (
     ArrayType,
     DataType,
+    Eval,
     Expr,
     ParseError,
     PyptoError,
@@ -23,8 +24,9 @@ from pypto.ir import (
     TileType,
     Var,
 )
-from pypto.ir.ops import OPS
+from pypto.ir.ops import OPS, make_call
 from pypto.ir.ops import array as array_ops
+from pypto.ir.ops import debug as debug_ops
 from pypto.language import annotations as ann
 from pypto.language.builtins import Builtin, OpNamespace
 from pypto.language.device import available_aiv_count, available_cluster_count
@@ -50,6 +52,10 @@ from pypto.language.parser.values import (
     number,
     scalar_expr,
 )
+
+# The pl.debug calls the parser reads itself (their labels are string literals, no values).
+DEBUG_CONSTRUCTS = ("debug.print", "debug.breakpoint")
+DEBUG_HINT = 'write pl.debug.print("label", value, ...) or pl.debug.breakpoint(); see docs/debugging.md'
 
 # Every Python construct, as an error names it in words.
 CONSTRUCTS = {
@@ -759,6 +765,8 @@ class ExprParser:
     def call_node(self, callee: Any, node: ast.Call) -> Any:
         """A call of ``callee``: its arguments evaluated (without the annotation of the name the
         call is assigned to, which types only the call itself), then :meth:`call`."""
+        if isinstance(callee, Builtin) and callee.name in DEBUG_CONSTRUCTS:
+            return self.debug_call(callee, node)
         annotation, self.body.annotation = self.body.annotation, None
         try:
             args = [self.expr(a) for a in node.args]
@@ -772,6 +780,43 @@ class ExprParser:
         finally:
             self.body.annotation = annotation
         return self.call(callee, args, kwargs, node)
+
+    def debug_call(self, callee: Builtin, node: ast.Call) -> None:
+        """``pl.debug.print("acc", acc, i)`` (string literals are labels, the rest values to show)
+        or ``pl.debug.breakpoint()``: kernel code only."""
+        what = f"{callee.dsl_name}(...)"
+        if not self.body.on_device:
+            raise self.error(
+                node,
+                f"{what} looks inside a running kernel: it cannot stand in the orchestration",
+                f"write {what} inside a kernel: a `with pl.at(...)` scope, an InCore function or a "
+                "pl.spmd body; print host tensors with Python's print after the call returns",
+            )
+        if node.keywords:
+            raise self.error(node.keywords[0].value, f"{what} takes no keyword arguments", DEBUG_HINT)
+        if callee.name == "debug.breakpoint":
+            if node.args:
+                raise self.error(node.args[0], "pl.debug.breakpoint() takes no arguments", DEBUG_HINT)
+            self.body.emit(Eval(make_call(debug_ops.breakpoint, (), {}, self.span(node)), self.span(node)))
+            return None
+        parts: list[str | int] = []
+        values: list[Expr] = []
+        for arg in node.args:
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                parts.append(arg.value)
+                continue
+            value = self.expr(arg)
+            if is_number(value) and not isinstance(value, Expr):
+                value = scalar_expr(value, None, self.span(arg))  # a compile-time number, shown as is
+            if not isinstance(value, Expr):
+                raise self.error(
+                    arg, f"{what} shows tiles, tensors and scalars, got {describe_value(value)}", DEBUG_HINT
+                )
+            parts.append(len(values))
+            values.append(value)
+        call = make_call(debug_ops.print, tuple(values), {"parts": tuple(parts)}, self.span(node))
+        self.body.emit(Eval(call, self.span(node)))  # a statement of its own, never a value
+        return None
 
     def shaped_compare(self, node: ast.Compare, values: list[Any]) -> Any:
         """``a < b`` on tensors or tiles: ``pl.cmp(a, b, cmp_type="lt")`` (a BOOL mask); a scalar

@@ -7,13 +7,14 @@ import os
 import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 from pypto.ir import (
     BackendType,
+    Call,
     DiagnosticPhase,
     Direction,
     Function,
@@ -32,13 +33,17 @@ from pypto.ir import (
     log,
     structural_diff,
 )
+from pypto.ir.breakpoints import missing_break_line, parse_break_at
 from pypto.ir.errors import CompileWarning
 from pypto.ir.extents import ExtentBinding, is_dynamic
+from pypto.ir.nodes import stmt_exprs, walk_expr, walk_stmts
+from pypto.ir.ops import Observes, get_op
 from pypto.ir.tracebacks import call_site, raise_at_user_line
 from pypto.ir.types import describe
 from pypto.passes import PassContext, PassManager, dump_to, roundtrip_check
 from pypto.passes.manager import Instrument, Pass
 from pypto.passes.param_writes import warn_undeclared_writes
+from pypto.runtime import settings
 from pypto.runtime.compiling import artifacts
 from pypto.runtime.compiling.arguments import check_argument, check_runnable
 from pypto.runtime.compiling.cache import OFF, cached_lower
@@ -50,7 +55,7 @@ from pypto.runtime.platforms.families import backend_type_of
 from pypto.runtime.platforms.registry import get_backend, get_target, registry
 from pypto.runtime.reports import launches
 from pypto.runtime.reports.profiling import ProfileFiles, write_profile
-from pypto.runtime.reports.progress import TaskProgress, count_tasks
+from pypto.runtime.reports.progress import TaskProgress, count_tasks, no_run_bars
 from pypto.runtime.running.call import CallConfig, ChipCallable, OrchArgs
 from pypto.runtime.running.device import ACTIVE_WORKER, DeviceTensor, DeviceTensorError
 from pypto.runtime.settings import ConfigError
@@ -180,6 +185,7 @@ class CompiledProgram:
     home: Path | None = field(default=None, repr=False)  # the artifact directory it was loaded from
     _written: set[Path] = field(default_factory=set, init=False, repr=False)  # dirs holding artifacts
     _reported: RunReport | None = field(default=None, init=False, repr=False)  # last report on disk
+    _has_debug_ops: bool | None = field(default=None, init=False, repr=False)  # pl.debug.* in a kernel
 
     @property
     def program(self) -> Program | None:
@@ -522,6 +528,27 @@ class CompiledProgram:
             return result
         return made[0] if len(made) == 1 else tuple(made)
 
+    def _session_break(self) -> dict[str, str]:
+        """``pypto run --break FILE:LINE`` for this run: only where an op of the program is on that
+        line (a script runs several programs; the command fails if none holds it)."""
+        where = settings.break_at()
+        if where is None or missing_break_line(self.lowered, parse_break_at(where)) is not None:
+            return {}
+        settings.note_break_line_held()
+        return {"break_at": where}
+
+    def _debugs(self) -> bool:
+        """Whether the program prints or stops for the kernel debugger (``pl.debug.*``)."""
+        if self._has_debug_ops is None:
+            self._has_debug_ops = any(
+                isinstance(e, Call) and get_op(e.op).has(Observes)
+                for fn in self.lowered.functions.values()
+                for stmt in walk_stmts(fn.body)
+                for root in stmt_exprs(stmt)
+                for e in walk_expr(root)
+            )
+        return self._has_debug_ops
+
     def launch(self, args: tuple[Any, ...], call: CallConfig) -> Any:
         """Launch the entry on orchestration arguments already built (:meth:`build_orch_args`)
         with the runtime settings ``call`` (:meth:`build_call_config`); returns what it returns."""
@@ -529,9 +556,12 @@ class CompiledProgram:
         backend = get_backend(self.config.platform_name, self.config.platform_origin)
         directory = config.checked_profile_path(self.lowered.name)  # before the run, not after it
         start = time.perf_counter()
-        with TaskProgress(self.lowered.name, self.task_count) as progress:
+        options = {**self._session_break(), **call.backend_options}  # its own break_at first
+        # A kernel debugger's prints and prompt own the terminal: no progress bar draws over them.
+        quiet = no_run_bars() if "break_at" in options or self._debugs() else nullcontext()
+        with quiet, TaskProgress(self.lowered.name, self.task_count) as progress:
             try:
-                report = backend.run(self.lowered, list(args), {**call.backend_options, **progress.options()})
+                report = backend.run(self.lowered, list(args), {**options, **progress.options()})
             except VerificationError as err:
                 raise self._unfinished(err) from None
         report.hints = [*report.hints, *self.hints]
