@@ -17,7 +17,9 @@ After a run: ``report.json`` and ``report.txt`` (the backend's RunReport), and o
 ``dfx_outputs/``: ``chip_swimlane_records.json`` (``enable_chip_swimlane``, as in the profile
 directory, when the run writes here anyway), ``deps.json`` (``enable_dep_gen``),
 ``scope_stats/scope_stats.jsonl`` and ``scope_stats/scope_stats.png`` (``enable_scope_stats``,
-:mod:`pypto.runtime.reports.scope_stats`) and ``pmu.csv`` (``enable_pmu``, :mod:`pypto.runtime.reports.pmu`).
+:mod:`pypto.runtime.reports.scope_stats`) and ``pmu.csv`` (``enable_pmu``, :mod:`pypto.runtime.reports.pmu`);
+during a run, ``args_dump/args_dump.json`` and ``args_dump/args_dump.bin`` (``enable_dump_args``,
+:mod:`pypto.runtime.reports.args_dump`).
 Every figure in them is modeled by the backend's cost model, not measured.
 
 The directory is ``RunConfig.save_kernels_dir``, else ``<root>/<program>_<key>/`` where ``<root>`` is
@@ -39,6 +41,7 @@ from pypto.ir import Function, FunctionKind, Program, RunReport, Target
 from pypto.ir.printer import print_function, print_program
 from pypto.runtime.compiling.cache import Uncacheable, cache_key
 from pypto.runtime.config import DEFAULT_OUTPUT_ROOT, OUTPUT_ROOT_ENV, PASSES_DUMP, RunConfig, output_root
+from pypto.runtime.reports.args_dump import ARGS_DUMP_DIR
 from pypto.runtime.reports.memory_map import memory_map
 from pypto.runtime.reports.pmu import pmu_csv
 from pypto.runtime.reports.scope_stats import write_scope_stats
@@ -130,10 +133,22 @@ def pto_text(kernel: Function, program: str, target: Target) -> str:
 
 def wants_run_files(config: RunConfig) -> bool:
     """Whether a run under ``config`` writes files to the output directory: with ``save_kernels``
-    (or ``save_kernels_dir``), ``enable_dep_gen``, ``enable_scope_stats`` or ``enable_pmu``. (A
+    (or ``save_kernels_dir``), ``enable_dep_gen``, ``enable_scope_stats``, ``enable_pmu`` or
+    ``enable_dump_args`` (whose dump the run writes as it goes: :func:`args_dump_dir`). (A
     profiled run writes its profile to the profile directory; its swimlane records go to the output
     directory too when the run writes there anyway.)"""
-    return config.save_kernels or config.enable_dep_gen or config.enable_scope_stats or config.enable_pmu > 0
+    return (
+        config.save_kernels
+        or config.enable_dep_gen
+        or config.enable_scope_stats
+        or config.enable_pmu > 0
+        or config.enable_dump_args > 0
+    )
+
+
+def args_dump_dir(directory: Path) -> Path:
+    """Where a run writes its argument dump in the output directory ``directory``."""
+    return directory / ARGS_DUMP_DIR
 
 
 def write_run(
@@ -211,6 +226,7 @@ def _json(path: Path, data: dict[str, Any]) -> Path:
 __all__ = [
     "DEFAULT_OUTPUT_ROOT",
     "OUTPUT_ROOT_ENV",
+    "args_dump_dir",
     "directory_key",
     "output_dir",
     "output_root",

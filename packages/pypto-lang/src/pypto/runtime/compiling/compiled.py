@@ -26,6 +26,7 @@ from pypto.ir import (
     VerificationLevel,
     structural_diff,
 )
+from pypto.ir.argdump import DUMP_ARGS_OPTION
 from pypto.ir.extents import ExtentBinding, is_dynamic
 from pypto.ir.types import describe
 from pypto.passes import PassContext, PassManager, dump_to, roundtrip_check
@@ -40,6 +41,7 @@ from pypto.runtime.extensions import RUNTIME
 from pypto.runtime.platforms.families import backend_type_of
 from pypto.runtime.platforms.registry import get_backend, get_target, registry
 from pypto.runtime.reports import launches
+from pypto.runtime.reports.args_dump import ArgDumpWriter
 from pypto.runtime.reports.profiling import ProfileFiles, write_profile
 from pypto.runtime.reports.progress import TaskProgress, count_tasks
 from pypto.runtime.settings import ConfigError
@@ -333,15 +335,19 @@ class CompiledProgram:
         backend = get_backend(self.config.platform_name, self.config.platform_origin)
         directory = config.checked_profile_path(self.program.name)  # before the run, not after it
         start = time.perf_counter()
+        dump = self._args_dump(config)
         with TaskProgress(self.program.name, self.task_count) as progress:
             try:
                 report = backend.run(
-                    self.program, list(args), {**config.backend_options(), **progress.options()}
+                    self.program, list(args), {**config.backend_options(), **progress.options(), **dump}
                 )
             except VerificationError as err:
                 raise self._unfinished(err) from None
+            finally:  # what a failing run dumped up to its failure is kept
+                written = dump[DUMP_ARGS_OPTION].close() if dump else None
         report.hints = [*report.hints, *self.hints]
         report.device_id = config.device_id
+        report.args_dump = None if written is None else str(written)
         self.last_report = report
         if directory is not None:
             self.last_profile = write_profile(report, directory, title=self.program.name)
@@ -352,6 +358,15 @@ class CompiledProgram:
         if artifacts.wants_run_files(config):
             self.write_artifacts(config)
         return self._returned(report, args)
+
+    def _args_dump(self, config: RunConfig) -> dict[str, ArgDumpWriter]:
+        """The run option handing the backend the writer of ``enable_dump_args``'s dump, into
+        ``dfx_outputs/args_dump/`` of the output directory (none when dumping is off)."""
+        if not config.enable_dump_args:
+            return {}
+        directory = artifacts.args_dump_dir(self.output_dir_for(config))
+        writer = ArgDumpWriter(directory, config.enable_dump_args, self.program.name, config.platform_name)
+        return {DUMP_ARGS_OPTION: writer}
 
     def _unfinished(self, err: VerificationError) -> PyptoError:
         """A program the backend cannot run: the user's own pipeline left it so (a ConfigError at
