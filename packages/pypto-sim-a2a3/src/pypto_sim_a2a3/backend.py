@@ -15,6 +15,7 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 from pypto.ir import Function, FunctionKind, PlatformError, Program, RunReport, VerificationError
+from pypto.ir.argdump import DUMP_ARGS_OPTION
 from pypto.ir.launch import LoadedProgram
 from pypto_sim_a2a3.target import A2A3_TARGET
 
@@ -98,7 +99,9 @@ class A2A3SimBackend:
         ``options["on_progress"]`` with ``(kernel, done, total, unit)`` as a task advances: after
         each block of an ``pl.spmd`` task (unit ``"blocks"``), else after each iteration of the
         outermost loop of its first kernel that has one (``"iterations"``; the AIC's, for a
-        Group)."""
+        Group). ``options["dump_args"]`` (:data:`pypto.ir.argdump.DUMP_ARGS_OPTION`), when given, is
+        the :class:`~pypto.ir.argdump.ArgDumpSink` each task's dumped arguments go to: what it reads
+        as its first block starts, what it writes once it has resolved; it costs no modeled time."""
         entry = _entry(program)
         try:
             from pypto_sim_a2a3.arguments import check_arguments
@@ -126,6 +129,7 @@ class A2A3SimBackend:
             loaded,
             rings,
             debugger,
+            options.get(DUMP_ARGS_OPTION),
         )
         if debugger is not None:
             debugger.scheduler = chip.scheduler

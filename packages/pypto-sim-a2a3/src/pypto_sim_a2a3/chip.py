@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 from pypto.ir import Call, Function, MemoryPlan, Program, RunReport, SourceSpan, Target, TaskRecord
+from pypto.ir.argdump import AFTER, BEFORE, ArgDumpSink, DumpedArg, DumpSlot, dump_slots
 from pypto.ir.backend import HeapUse, SubmittedTask
 from pypto.ir.launch import LaunchPlan, LoadedProgram
 from pypto_sim_a2a3.barrier import SyncAll
@@ -80,6 +81,7 @@ class Chip:
         loaded: LoadedProgram | None = None,
         rings: RuntimeRings | None = None,
         debugger: DebugSession | None = None,
+        dump: ArgDumpSink | None = None,
     ):
         self.program = program
         self.loaded = loaded or LoadedProgram(program, target.aiv_per_group)
@@ -126,6 +128,10 @@ class Chip:
         self._by_walk_kernels: dict[str, bool] = {}
         self._walk_tally: dict[int, tuple[int, int]] = {}  # per task: blocks replayed, blocks not
         self._launches: list[Launch] = []  # every launch of the run (see release)
+        # RunConfig(enable_dump_args=...): where dumped values go, and per started task the
+        # arguments still to dump once it has written them
+        self.dump = dump
+        self._to_dump: dict[int, tuple[DumpSlot, ...]] = {}
 
     def run(self, entry: Function, args: Sequence[Any]) -> tuple[Any, ...]:
         """Run the orchestration ``entry`` and every task it submits; return what its ``Return`` gave."""
@@ -313,6 +319,7 @@ class Chip:
             if recording is not None:
                 recording.release()  # its blocks have all ended
         self._walk_tally.pop(task.id, None)
+        self._dump_after(task)
         for ready in self.graph.retire(task):
             self._enqueue(ready)
         self.changed.changed()
@@ -323,6 +330,7 @@ class Chip:
         if task.finished_blocks == task.blocks:
             return
         yield Advance("AICPU", self.cost.retire_cycles(), f"resolve {task.name}", task.call.span)
+        self._dump_after(task)  # its writes are final; the tasks it readies may overwrite them
         for ready in self.graph.resolve(task):
             self._enqueue(ready)
         self.changed.changed()
@@ -347,6 +355,8 @@ class Chip:
 
         assert task.kernel is not None  # a join has no blocks to start
         plan = self.loaded.plans[task.kernel.name]
+        if block == 0:
+            self._dump_before(task)
         if task.id not in self._barriers:
             self._barriers[task.id] = task_barrier(plan, task.blocks)
             self._orders[task.id] = GmOrder()
@@ -483,6 +493,34 @@ class Chip:
         )
         for index, placement in enumerate(placements):
             self.scheduler.spawn(placement.role.core, ghost.process(index))
+
+    # ------------------------------------------------------------ the argument dump
+
+    def _dump_before(self, task: Task) -> None:
+        """A task about to start its first block: dump what it reads (its producers are done, no
+        writer of them may start before it resolves), and keep what it writes for :meth:`_dump_after`.
+        Costs no modeled time: the AICPU clock does not move."""
+        if self.dump is None:
+            return
+        assert task.kernel is not None
+        slots = dump_slots(task.call, task.kernel, access_modes(task.kernel, task.call), self.dump.level)
+        for slot in slots:
+            if slot.role.reads:
+                self._dump(task, slot, BEFORE)
+        written = tuple(slot for slot in slots if slot.role.writes)
+        if written:
+            self._to_dump[task.id] = written
+
+    def _dump_after(self, task: Task) -> None:
+        """A task whose every block has written what it writes, before any task waiting for it
+        is readied (at its early resolve, else at its retirement): dump what it wrote."""
+        for slot in self._to_dump.pop(task.id, ()):
+            self._dump(task, slot, AFTER)
+
+    def _dump(self, task: Task, slot: DumpSlot, when: str) -> None:
+        assert self.dump is not None and task.kernel is not None
+        arg = DumpedArg(task.id, task.kernel.name, task.blocks, slot, when, self.dispatcher.clock)
+        self.dump.dump(arg, task.args[slot.index])
 
     def _step_observer(self, task: Task) -> Callable[[int, int], None] | None:
         """What a one-block task's outermost loop tells of its iterations (an spmd task's progress

@@ -262,6 +262,9 @@ class RunReport:
     device_id: int = 0  # the device the run was on (RunConfig.device_id)
     # The runtime's four rings, sized and used (a backend that models none leaves it empty).
     runtime_rings: list[RuntimeRing] = field(default_factory=list)
+    # The directory the run's argument dump went to (RunConfig(enable_dump_args=1|2)), set by the
+    # runtime; None when nothing was dumped. Read it with pypto.tools.dump_viewer.
+    args_dump: str | None = None
 
     @property
     def total_us(self) -> float:

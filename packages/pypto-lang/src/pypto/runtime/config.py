@@ -22,6 +22,7 @@ from pypto.ir import (
     SourceSpan,
     VerificationLevel,
 )
+from pypto.ir.argdump import DUMP_LEVELS
 from pypto.ir.breakpoints import BREAK_AT, BREAK_AT_FORM
 from pypto.ir.tracebacks import call_site, raise_at_user_line
 from pypto.passes import PassRegistry, Pipeline, PipelineError, parse_text, resolve
@@ -182,7 +183,10 @@ class RunConfig(metaclass=_ConfigFields):
     ``enable_scope_stats`` ``scope_stats/scope_stats.jsonl`` and ``.png`` (each launch's modeled
     cycles and the high-water marks of the task window, the runtime rings, the pipe rings and the
     cores' heaps) and ``enable_pmu`` ``pmu.csv`` (1: each core's modeled busy and stall cycles per
-    pipe; 2: also per op; True is 1).
+    pipe; 2: also per op; True is 1). ``enable_dump_args`` dumps task arguments into
+    ``dfx_outputs/args_dump/`` during the run (1: the tensors marked with ``pl.dump_tag`` /
+    ``dumps=``; 2: every task's inputs and outputs; 0, the default, nothing; True is 1; see
+    :mod:`pypto.runtime.reports.args_dump`).
     ``verification_level`` (:class:`pypto.ir.VerificationLevel`): ``NONE`` skips the verifier
     between passes, ``BASIC`` (default) runs it, ``ROUNDTRIP`` also prints the program after each
     pass, parses it back and compares. ``strategy`` (:class:`pypto.ir.OptimizationStrategy`) picks
@@ -246,6 +250,7 @@ class RunConfig(metaclass=_ConfigFields):
     enable_dep_gen: bool = False
     enable_scope_stats: bool = False
     enable_pmu: int = 0
+    enable_dump_args: int = 0
     verification_level: VerificationLevel = field(default_factory=settings.verification_level)
     strategy: OptimizationStrategy = OptimizationStrategy.Default
     ring_task_window: int | Sequence[int] | None = None
@@ -286,6 +291,7 @@ class RunConfig(metaclass=_ConfigFields):
         self._check_diagnostics()
         self._check_distributed()
         self._check_pmu_level()
+        self._check_dump_level()
         self._check_runtime_fields()
         self._check_break_at()
         platform_given = self.platform is not None
@@ -513,6 +519,22 @@ class RunConfig(metaclass=_ConfigFields):
             )
         self.enable_pmu = int(self.enable_pmu)
 
+    def _check_dump_level(self) -> None:
+        """``enable_dump_args`` is a level, 0 (off), 1 (the marked tensors) or 2 (every task's
+        tensors); False and True mean 0 and 1, as in PyPTO. Kept as an int."""
+        if self.enable_dump_args not in DUMP_LEVELS:
+            call = call_site()
+            _raise_at(
+                call,
+                ConfigError(
+                    f"RunConfig.enable_dump_args takes a level 0, 1 or 2, got {self.enable_dump_args!r}",
+                    span=call,
+                    hint="enable_dump_args=1 dumps the tensors marked with pl.dump_tag(t) or dumps=[...], "
+                    "2 every task's inputs and outputs; 0 (or False) dumps nothing",
+                ),
+            )
+        self.enable_dump_args = int(self.enable_dump_args)
+
     def _check_runtime_fields(self) -> None:
         """The ring sizes (an int, or 4 ints for rings 0..3, each by its rule) and the AICPU
         thread count (an int >= 1): a ConfigError at the user's ``RunConfig(...)``."""
@@ -676,6 +698,7 @@ _FIELDS: tuple[tuple[str, tuple[type, ...], str, Any], ...] = (
     ("enable_dep_gen", (bool,), "True or False", True),
     ("enable_scope_stats", (bool,), "True or False", True),
     ("enable_pmu", (bool, int), "a level 0, 1 or 2 (False, True)", 2),
+    ("enable_dump_args", (bool, int), "a level 0, 1 or 2 (False, True)", 1),
     ("verification_level", (VerificationLevel,), "a pypto.ir.VerificationLevel", VerificationLevel.ROUNDTRIP),
     ("strategy", (OptimizationStrategy,), "a pypto.ir.OptimizationStrategy", OptimizationStrategy.Default),
     ("compile_profiling", (bool,), "True or False", True),

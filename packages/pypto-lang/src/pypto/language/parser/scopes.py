@@ -63,6 +63,7 @@ class ScopeOptions:
     deps: tuple[Var, ...] = ()
     no_dep_args: tuple[Var, ...] = ()
     dumps: tuple[Var, ...] = ()
+    dump_nodes: tuple[ast.expr, ...] = ()  # where each of ``dumps`` is written, for errors
     allow_early_resolve: bool = False
 
 
@@ -137,7 +138,9 @@ class ScopeParser(SpmdParser):
     ) -> None:
         """Emit the scope of ``with`` statement ``node`` (inside any manual scope or spmd launch),
         then bind its ``as tid``."""
-        tagged = self.body.tagged(scope_vars(tuple(stmts)))
+        used = scope_vars(tuple(stmts))
+        tagged = self.body.tagged(used)
+        self.check_dumps_used(options, used)
         scope = ScopeStmt(
             tuple(stmts),
             options.level,
@@ -159,6 +162,17 @@ class ScopeParser(SpmdParser):
         if task is not None:
             assert isinstance(node.items[0].optional_vars, ast.Name)
             self.env.bind(node.items[0].optional_vars.id, task, task.span)
+
+    def check_dumps_used(self, options: ScopeOptions, used: list[Var]) -> None:
+        """Each tensor ``dumps=`` names is one the scope's body uses (its task's argument)."""
+        given = {id(v) for v in used}
+        for tensor, node in zip(options.dumps, options.dump_nodes, strict=True):
+            if id(tensor) not in given:
+                raise self.error(
+                    node,
+                    f"dumps= names {ast.unparse(node)}, which this pl.at scope does not use",
+                    "list only tensors the scope's body reads or writes: those are its task's arguments",
+                )
 
     def task_var(self, target: ast.expr | None) -> Var | None:
         """The task id ``as tid`` binds, or None; it is bound after the scope's body."""
@@ -234,6 +248,7 @@ class ScopeParser(SpmdParser):
                 options.no_dep_args = self.tensor_list(kw.value)
             elif kw.arg == "dumps":
                 options.dumps = self.tensor_list(kw.value, "dumps=")
+                options.dump_nodes = tuple(self.literal_list(kw.value, "dumps="))
             elif kw.arg == "allow_early_resolve":
                 options.allow_early_resolve = self.flag(kw.value, "allow_early_resolve=")
             elif kw.arg == "predicate":

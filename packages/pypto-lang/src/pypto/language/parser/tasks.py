@@ -476,15 +476,24 @@ class TaskParser(ExprParser):
                 "pl.dump_tag(t) marks a tensor where tasks are dispatched: it cannot stand in kernel code",
                 "write it in the Orchestration function (or an inline helper of it), outside pl.at scopes",
             )
-        if (
-            len(args) != 1
-            or kwargs
-            or not (isinstance(args[0], Var) and isinstance(args[0].type, TensorType))
-        ):
+        if len(args) != 1 or kwargs:
             raise self.error(
                 node,
-                f"pl.dump_tag takes one tensor, got {describe_value(args[0] if len(args) == 1 else args)}",
-                "mark one tensor per call: pl.dump_tag(q)",
+                f"pl.dump_tag takes one tensor, got {len(args)} argument(s)"
+                + (f" and the keyword(s) {', '.join(str(k.arg) for k in kwargs)}" if kwargs else ""),
+                "mark one tensor per call: pl.dump_tag(q); pl.dump_tag(k)",
+            )
+        if not isinstance(node.args[0], (ast.Name, ast.Constant)):
+            raise self.error(
+                node.args[0],
+                f"pl.dump_tag marks a tensor by its name, got the expression {ast.unparse(node.args[0])}",
+                f"name it first and mark the name: v = {ast.unparse(node.args[0])}; pl.dump_tag(v)",
+            )
+        if not (isinstance(args[0], Var) and isinstance(args[0].type, TensorType)):
+            raise self.error(
+                node.args[0],
+                f"pl.dump_tag takes a tensor, got {describe_value(args[0])}",
+                "mark a tensor the tasks take: a tensor parameter or a pl.create_tensor(...) result",
             )
         if args[0] not in self.body.dump_tags:
             self.body.dump_tags.append(args[0])

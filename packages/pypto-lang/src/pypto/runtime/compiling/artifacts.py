@@ -21,7 +21,9 @@ After a run: ``report.json`` and ``report.txt`` (the backend's RunReport), and o
 ``enable_profiling`` in full, as in the profile
 directory, when the run writes here anyway), ``deps.json`` (``enable_dep_gen``),
 ``scope_stats/scope_stats.jsonl`` and ``scope_stats/scope_stats.png`` (``enable_scope_stats``,
-:mod:`pypto.runtime.reports.scope_stats`) and ``pmu.csv`` (``enable_pmu``, :mod:`pypto.runtime.reports.pmu`).
+:mod:`pypto.runtime.reports.scope_stats`) and ``pmu.csv`` (``enable_pmu``, :mod:`pypto.runtime.reports.pmu`);
+during a run, ``args_dump/args_dump.json`` and ``args_dump/args_dump.bin`` (``enable_dump_args``,
+:mod:`pypto.runtime.reports.args_dump`).
 Every figure in them is modeled by the backend's cost model, not measured.
 
 The directory is ``RunConfig.save_kernels_dir``, else ``<root>/<program>_<key>/`` where ``<root>`` is
@@ -44,6 +46,7 @@ from pypto.ir import Direction, Function, FunctionKind, Program, PyptoError, Run
 from pypto.ir.printer import print_function, print_program
 from pypto.runtime.compiling.cache import Uncacheable, cache_key
 from pypto.runtime.config import DEFAULT_OUTPUT_ROOT, OUTPUT_ROOT_ENV, PASSES_DUMP, RunConfig, output_root
+from pypto.runtime.reports.args_dump import ARGS_DUMP_DIR
 from pypto.runtime.reports.memory_map import memory_map
 from pypto.runtime.reports.pmu import pmu_csv
 from pypto.runtime.reports.scope_stats import write_scope_stats
@@ -214,16 +217,23 @@ def pto_text(kernel: Function, program: str, target: Target, locations: bool = F
 
 def wants_run_files(config: RunConfig) -> bool:
     """Whether a run under ``config`` writes files to the output directory: with ``save_kernels``
-    (or ``save_kernels_dir``), ``enable_dep_gen``, ``enable_scope_stats``, ``enable_pmu`` or an
-    ``enable_chip_swimlane`` level (each DFX capture keeps its ``dfx_outputs/``, as PyPTO's does).
-    A run profiled with ``enable_profiling`` alone writes its profile to the profile directory."""
+    (or ``save_kernels_dir``), ``enable_dep_gen``, ``enable_scope_stats``, ``enable_pmu``, an
+    ``enable_chip_swimlane`` level (each DFX capture keeps its ``dfx_outputs/``, as PyPTO's does) or
+    ``enable_dump_args`` (whose dump the run writes as it goes: :func:`args_dump_dir`). A run
+    profiled with ``enable_profiling`` alone writes its profile to the profile directory."""
     return (
         config.save_kernels
         or config.enable_dep_gen
         or config.enable_scope_stats
         or config.enable_pmu > 0
         or config.enable_chip_swimlane > 0
+        or config.enable_dump_args > 0
     )
+
+
+def args_dump_dir(directory: Path) -> Path:
+    """Where a run writes its argument dump in the output directory ``directory``."""
+    return directory / ARGS_DUMP_DIR
 
 
 def write_run(
@@ -304,6 +314,7 @@ __all__ = [
     "DEFAULT_OUTPUT_ROOT",
     "OUTPUT_ROOT_ENV",
     "ArtifactError",
+    "args_dump_dir",
     "directory_key",
     "output_dir",
     "output_root",

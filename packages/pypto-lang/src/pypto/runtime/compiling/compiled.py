@@ -33,6 +33,7 @@ from pypto.ir import (
     log,
     structural_diff,
 )
+from pypto.ir.argdump import DUMP_ARGS_OPTION
 from pypto.ir.breakpoints import missing_break_line, parse_break_at
 from pypto.ir.errors import CompileWarning
 from pypto.ir.extents import ExtentBinding, is_dynamic
@@ -54,6 +55,7 @@ from pypto.runtime.extensions import RUNTIME
 from pypto.runtime.platforms.families import backend_type_of
 from pypto.runtime.platforms.registry import get_backend, get_target, registry
 from pypto.runtime.reports import launches
+from pypto.runtime.reports.args_dump import ArgDumpWriter
 from pypto.runtime.reports.profiling import ProfileFiles, write_profile
 from pypto.runtime.reports.progress import TaskProgress, count_tasks, no_run_bars
 from pypto.runtime.running.call import CallConfig, ChipCallable, OrchArgs
@@ -556,16 +558,20 @@ class CompiledProgram:
         backend = get_backend(self.config.platform_name, self.config.platform_origin)
         directory = config.checked_profile_path(self.lowered.name)  # before the run, not after it
         start = time.perf_counter()
+        dump = self._args_dump(config)
         options = {**self._session_break(), **call.backend_options}  # its own break_at first
         # A kernel debugger's prints and prompt own the terminal: no progress bar draws over them.
         quiet = no_run_bars() if "break_at" in options or self._debugs() else nullcontext()
         with quiet, TaskProgress(self.lowered.name, self.task_count) as progress:
             try:
-                report = backend.run(self.lowered, list(args), {**options, **progress.options()})
+                report = backend.run(self.lowered, list(args), {**options, **progress.options(), **dump})
             except VerificationError as err:
                 raise self._unfinished(err) from None
+            finally:  # what a failing run dumped up to its failure is kept
+                written = dump[DUMP_ARGS_OPTION].close() if dump else None
         report.hints = [*report.hints, *self.hints]
         report.device_id = call.device_id
+        report.args_dump = None if written is None else str(written)
         self.last_report = report
         if directory is not None:
             self.last_profile = write_profile(report, directory, title=self.lowered.name)
@@ -580,6 +586,15 @@ class CompiledProgram:
         if artifacts.wants_run_files(config):
             self.write_artifacts(config)
         return self._returned(report, args)
+
+    def _args_dump(self, config: RunConfig) -> dict[str, ArgDumpWriter]:
+        """The run option handing the backend the writer of ``enable_dump_args``'s dump, into
+        ``dfx_outputs/args_dump/`` of the output directory (none when dumping is off)."""
+        if not config.enable_dump_args:
+            return {}
+        directory = artifacts.args_dump_dir(self.output_dir_for(config))
+        writer = ArgDumpWriter(directory, config.enable_dump_args, self.lowered.name, config.platform_name)
+        return {DUMP_ARGS_OPTION: writer}
 
     def _unfinished(self, err: VerificationError) -> PyptoError:
         """A program the backend cannot run: the user's own pipeline left it so (a ConfigError at
