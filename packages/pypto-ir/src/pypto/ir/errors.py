@@ -226,6 +226,11 @@ class RaceError(PyptoError):
     """Two accesses to the same global memory are not ordered."""
 
 
+class CommError(PyptoError, ValueError):
+    """A distributed program misuses the ranks: a device index outside ``[0, world)``, a dispatch
+    loop that misses a rank, a host callback left unbound, a window access outside its buffer."""
+
+
 class CompileWarning(UserWarning):
     """A compile-time finding that does not stop compilation (e.g. a rebinding that writes nothing).
 

@@ -323,6 +323,17 @@ class Level(Enum):
     AIV = "AIV"
 
 
+class Role(Enum):
+    """What a function does at its level (``pl.Role``): a HOST ``Orchestrator`` drives the ranks
+    (dispatches chip orchestrations, allocates windows, runs host collectives); a ``SubWorker`` is
+    a host callback the orchestrator calls (its ``...`` body is bound at run time); ``Worker``
+    runs what an orchestrator hands it."""
+
+    Orchestrator = "Orchestrator"
+    Worker = "Worker"
+    SubWorker = "SubWorker"
+
+
 class SplitMode(Enum):
     """Axis along which the vector sub-region of a mixed scope is halved."""
 
@@ -592,6 +603,29 @@ class Function:
         ret = next((s for s in reversed(self.body) if isinstance(s, Return)), None)
         return tuple(v.type for v in ret.values) if ret is not None else ()
 
+    @property
+    def level(self) -> Level | None:
+        """The hierarchy level the function runs at (``@pl.function(level=...)``), if declared."""
+        level = self.attrs.get("level")
+        return level if isinstance(level, Level) else None
+
+    @property
+    def role(self) -> Role | None:
+        """The function's role at its level (``@pl.function(role=...)``), if declared."""
+        role = self.attrs.get("role")
+        return role if isinstance(role, Role) else None
+
+    @property
+    def is_host(self) -> bool:
+        """A HOST function (``@pl.jit.host``, a HOST orchestrator or sub-worker): it drives the
+        ranks, and the passes leave it as parsed."""
+        return self.level is Level.HOST
+
+    @property
+    def requires_runtime_binding(self) -> bool:
+        """A sub-worker declared with an ``...`` body: the runtime binds a Python callable to it."""
+        return bool(self.attrs.get("requires_runtime_binding"))
+
     def as_python(self, concise: bool = False) -> str:
         """The function as ``pl`` source (a ``@pl.function``); ``concise=True`` leaves out the
         type annotations of intermediate values."""
@@ -666,6 +700,10 @@ class Program:
 
     def function(self, name: str) -> Function:
         return self.functions[name]
+
+    def get_function(self, name: str) -> Function | None:
+        """The function called ``name``, or None if the program has none of that name."""
+        return self.functions.get(name)
 
     @property
     def entry_function(self) -> Function:

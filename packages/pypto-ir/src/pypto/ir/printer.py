@@ -56,9 +56,32 @@ from pypto.ir.nodes import (
     function_bindings,
     register_printer,
 )
-from pypto.ir.ops import OPS, CastMode, Elementwise, Infix, Level, Role, debug, op, system
+from pypto.ir.ops import (
+    OPS,
+    CastMode,
+    Elementwise,
+    Infix,
+    Level,
+    NotifyOp,
+    ReduceOp,
+    Role,
+    WaitCmp,
+    debug,
+    dist,
+    op,
+    system,
+)
 from pypto.ir.tasks import AccessMode, Predicate
-from pypto.ir.types import Direction, MemorySpace, ScalarType, TensorType, TileType, Type
+from pypto.ir.types import (
+    Direction,
+    DistributedTensorType,
+    HandleType,
+    MemorySpace,
+    ScalarType,
+    TensorType,
+    TileType,
+    Type,
+)
 
 _INDENT = "    "
 # Names a variable may not print as: the parser reads them as the program (`self`) or the DSL (`pl`).
@@ -114,6 +137,9 @@ def format_value(value: Any) -> str:
         return repr(value.value)  # as users write it: mode="rint"
     if isinstance(value, AccessMode):
         return repr(value.name)
+    if isinstance(value, (NotifyOp, WaitCmp, ReduceOp)):
+        _need_pld()
+        return repr(value)
     if isinstance(value, Enum):
         kind = type(value)
         module = kind.__module__.split(".")
@@ -143,6 +169,16 @@ def format_value(value: Any) -> str:
     if isinstance(value, float) and not math.isfinite(value):
         return f"float({str(value)!r})"
     return repr(value)
+
+
+PLD_IMPORT = "pypto.language.distributed as pld"
+
+
+def _need_pld() -> None:
+    """The printed program names ``pld``: its header imports it."""
+    needed = _imports.get()
+    if needed is not None:
+        needed.add(PLD_IMPORT)
 
 
 def _memory_plan(plan: MemoryPlan) -> str:
@@ -185,7 +221,12 @@ def format_type(t: Type, memref: MemRefSlot | None = None, name_of: Namer = _pla
     """A type as an annotation; ``memref`` is the ``pl.MemRef`` slot of a tile's assignment."""
     if isinstance(t, TensorType):
         shape = ", ".join(_extent(d) for d in t.shape)
+        if isinstance(t, DistributedTensorType):
+            _need_pld()
+            return f"pld.DistributedTensor[[{shape}], pl.{t.dtype.name}]"
         return f"pl.Tensor[[{shape}], pl.{t.dtype.name}]"
+    if isinstance(t, HandleType) and t.namespace == "pld":
+        _need_pld()
     if isinstance(t, TileType):
         parts = [str(list(t.shape)), f"pl.{t.dtype.name}"]
         if memref is not None:
@@ -228,6 +269,10 @@ def format_expr(e: Expr, name_of: Namer = _plain) -> str:
             return f"pl.debug.print({_debug_print_args(e, args)})"
         if e.op == op.call:
             args += [f"{k}={_task_value(v)}" for k, v in e.attrs.items() if k != "callee"]
+            return f"self.{e.attrs['callee']}({', '.join(args)})"
+        if e.op == dist.dispatch:  # written as the call it is: chip_orch(..., device=r)
+            return f"self.{e.attrs['callee']}({', '.join([*args[1:], f'device={args[0]}'])})"
+        if e.op == dist.call_subworker:
             return f"self.{e.attrs['callee']}({', '.join(args)})"
         args = _operands(e, args)
         given = _operand_names(e)  # an operand standing for an attr of its name is printed for it
@@ -319,8 +364,12 @@ def _dsl_positional(signature: str) -> list[str]:
 
 
 def _spelling(name: str) -> str:
-    """How an op is written: ``pl.tile.muls``, ``pl.tpush_to_aiv``; a scalar op by its DSL name."""
+    """How an op is written: ``pl.tile.muls``, ``pl.tpush_to_aiv``; a scalar op by its DSL name;
+    a distributed op by its full ``pld`` path (``pld.system.notify``)."""
     spec = OPS.get(name)
+    if spec is not None and name.startswith("dist.") and spec.dsl:
+        _need_pld()
+        return f"pld.{spec.dsl}"
     if spec is not None and spec.level is Level.SCALAR:
         # The DSL function that is this op on two scalars (pl.minimum: scalar.min), else its own.
         on_scalars = next(

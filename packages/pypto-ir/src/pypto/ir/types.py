@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from math import prod
 
@@ -81,6 +81,18 @@ class TensorType(Type):
 
 
 @dataclass(frozen=True)
+class DistributedTensorType(TensorType):
+    """A global-memory tensor bound to a window buffer (``pld.DistributedTensor``): every rank has
+    one at the same place of its window, so a peer can read, write and signal it. Every op that
+    takes a tensor takes it (a kernel loads and stores its own window like any tensor); the
+    communication ops need it on their window side. Passes that rebuild a tensor type keep the
+    class (``dataclasses.replace``)."""
+
+    def __str__(self) -> str:
+        return f"pld.DistributedTensor[{list(self.shape)}, pl.{self.dtype.name}]"
+
+
+@dataclass(frozen=True)
 class TileType(Type):
     """An on-chip buffer. ``memory_space`` is None until InferTileMemorySpace decides it."""
 
@@ -123,9 +135,11 @@ class HandleType(Type):
     ``name`` is how it is written, ``pl.<name>``; :data:`HANDLES` holds the kinds there are."""
 
     name: str
+    # The DSL module that names it (``pld.CommCtx``): not part of its identity.
+    namespace: str = field(default="pl", compare=False)
 
     def __str__(self) -> str:
-        return f"pl.{self.name}"
+        return f"{self.namespace}.{self.name}"
 
 
 @dataclass(frozen=True)
@@ -145,7 +159,11 @@ TASK_ID = ScalarType(DataType.TASK_ID)
 PREFETCH_CONTEXT = HandleType("PrefetchAsyncContext")
 ASYNC_EVENT = HandleType("AsyncEvent")
 ASYNC_SESSION = HandleType("AsyncSession")
-HANDLES = (PREFETCH_CONTEXT, ASYNC_EVENT, ASYNC_SESSION)
+# The distributed model's handles (pld.*): the communication context a kernel asks its rank and
+# the rank count from, and a per-rank window buffer that windows (pld.window) are views of.
+COMM_CTX = HandleType("CommCtx", "pld")
+WINDOW_BUFFER = HandleType("WindowBuffer", "pld")
+HANDLES = (PREFETCH_CONTEXT, ASYNC_EVENT, ASYNC_SESSION, COMM_CTX, WINDOW_BUFFER)
 
 
 def describe(t: Type) -> str:
@@ -153,6 +171,8 @@ def describe(t: Type) -> str:
     if isinstance(t, TileType):
         space = f", {t.memory_space.name}" if t.memory_space else ""
         return f"Tile[{list(t.shape)}, {t.dtype.name}{space}]"
+    if isinstance(t, DistributedTensorType):
+        return f"DistributedTensor[{list(t.shape)}, {t.dtype.name}]"
     if isinstance(t, TensorType):
         return f"Tensor[{list(t.shape)}, {t.dtype.name}]"
     if t == TASK_ID:

@@ -33,7 +33,7 @@ from pypto.ir.nodes import (
     walk_expr,
     walk_stmts,
 )
-from pypto.ir.ops import OnHost, OnSide, OpSpec, Side, Unit, get_op, op
+from pypto.ir.ops import Communicates, OnHost, OnSide, OpSpec, Side, Unit, dist, get_op, op
 from pypto.ir.types import TASK_ID, ArrayType, ScalarType, TensorType, TileType, Type
 
 _DEVICE_UNITS = (Unit.CUBE, Unit.VECTOR, Unit.MTE)
@@ -258,6 +258,26 @@ def _verify_side(fn: Function, spec: OpSpec, call: Call) -> None:
     )
 
 
+def _verify_placement(fn: Function, spec: OpSpec, call: Call) -> None:
+    """A distributed op stands where it runs: a HOST-only op in a HOST function, a kernel op
+    (a notify, a remote load, ...) in a kernel, never in a HOST function."""
+    comm = spec.trait(Communicates)
+    if comm is None or comm.where == "both":
+        return
+    if comm.where == "host" and not fn.is_host:
+        raise VerificationError(
+            f"in {fn.name}: {spec.name} runs on the host, and {fn.name} is no HOST function",
+            call.span,
+            "move it into the @pl.jit.host function",
+        )
+    if comm.where == "kernel" and fn.is_host:
+        raise VerificationError(
+            f"in {fn.name}: {spec.name} runs in a kernel, and {fn.name} is a HOST function",
+            call.span,
+            "move it into a @pl.jit.incore kernel or a pl.at scope of a chip orchestration",
+        )
+
+
 def _verify_expr(
     fn: Function, expr: Expr, defined: set[Var], callees: set[str] | None, in_scope: bool
 ) -> None:
@@ -270,13 +290,18 @@ def _verify_expr(
         problem = opdef.schema_problem(e)
         if problem is not None:
             raise VerificationError(f"in {fn.name}: {e.op} {problem}", e.span)
-        if e.op == op.call:
+        if e.op in (op.call, dist.dispatch, dist.call_subworker):
             callee = e.attrs.get("callee")
             if callees is not None and callee not in callees:
                 raise VerificationError(f"in {fn.name}: call to unknown kernel {callee!r}", e.span)
             continue
         _verify_side(fn, opdef, e)
-        on_core = opdef.unit in _DEVICE_UNITS and not opdef.has(OnHost)  # a view is host work too
+        _verify_placement(fn, opdef, e)
+        comm = opdef.trait(Communicates)
+        host_collective = (
+            fn.is_host and comm is not None and comm.where == "both"
+        )  # one builtin task per rank
+        on_core = opdef.unit in _DEVICE_UNITS and not opdef.has(OnHost) and not host_collective
         if fn.kind is FunctionKind.Orchestration and not in_scope and on_core:
             raise VerificationError(
                 f"in {fn.name}: {opdef.dsl_name} runs on a core but sits in the orchestration body",

@@ -9,6 +9,7 @@ class AtomicType(Enum):
     """How a write into global memory combines with what is there: overwrite or accumulate."""
 
     NONE = "NONE"
+    None_ = "NONE"  # the distributed model's spelling (pld.AtomicType.None_): the same member
     Add = "Add"
 
     def __repr__(self) -> str:
@@ -117,3 +118,37 @@ class PipeType(Enum):
 
     def __repr__(self) -> str:
         return f"pl.PipeType.{self.name}"
+
+
+class NotifyOp(Enum):
+    """How ``pld.system.notify`` deposits its value into the peer's signal cell: ``AtomicAdd``
+    adds it (many writers of one cell, a barrier), ``Set`` overwrites it (one writer, a handshake)."""
+
+    AtomicAdd = "AtomicAdd"
+    Set = "Set"
+
+    def __repr__(self) -> str:
+        return f"pld.NotifyOp.{self.name}"
+
+
+class WaitCmp(Enum):
+    """What a wait on a signal cell blocks until: ``Eq`` the cell equals the expected value,
+    ``Ge`` it is at least the expected value."""
+
+    Eq = "Eq"
+    Ge = "Ge"
+
+    def __repr__(self) -> str:
+        return f"pld.WaitCmp.{self.name}"
+
+
+class ReduceOp(Enum):
+    """How a collective combines the ranks' elements (``pld.tensor.allreduce(op=...)``)."""
+
+    Sum = "Sum"
+    Max = "Max"
+    Min = "Min"
+    Prod = "Prod"
+
+    def __repr__(self) -> str:
+        return f"pld.ReduceOp.{self.name}"

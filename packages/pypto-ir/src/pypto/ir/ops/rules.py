@@ -19,6 +19,9 @@ def user_name(op: str) -> str:
     """The op as the user writes it, for messages: ``tile.add`` and ``tile.adds`` -> ``pl.add``,
     ``tile.load_partial`` -> ``pl.load``, ``system.fence`` -> ``pl.system.fence`` (the spec's
     ``dsl`` name)."""
+    spec = OPS.get(op)
+    if spec is not None and spec.dsl and op.startswith("dist."):
+        return spec.dsl_name
     return f"pl.{short_name(op)}"
 
 

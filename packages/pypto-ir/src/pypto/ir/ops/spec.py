@@ -370,6 +370,16 @@ class TaskIds(Trait):
 
 
 @dataclass(frozen=True)
+class Communicates(Trait):
+    """Talks to other ranks (``pld.*``: a notify, a wait, a remote read or write, a collective, a
+    dispatch): an ordering point no pass moves a memory access across, nor removes. ``where``
+    says the functions it may stand in: ``"host"`` (a HOST function), ``"kernel"`` (a kernel or a
+    ``pl.at`` scope) or ``"both"``."""
+
+    where: str = "kernel"
+
+
+@dataclass(frozen=True)
 class Observes(Trait):
     """The op only looks at its operands (``pl.debug.print``, ``pl.debug.breakpoint``): it writes
     nothing, takes no modeled time, and is kept by every pass where its operands are live (on the
@@ -464,7 +474,9 @@ class OpSpec:
 
     @property
     def dsl_name(self) -> str:
-        return f"pl.{self.dsl or self.name}"
+        """How the user writes the op: ``pl.add``; a distributed op ``pld.system.notify``."""
+        module = "pld" if self.name.startswith("dist.") else "pl"
+        return f"{module}.{self.dsl or self.name}"
 
     def attr(self, name: str) -> Attr | None:
         return next((a for a in self.attrs if a.name == name), None)
@@ -498,7 +510,7 @@ def _refuse_task_ids(
     """A ``TypeCheckError`` if an op that computes is given a task id (or asked for the dtype)."""
     given = [a.type for a in args if isinstance(a.type, (ScalarType, ArrayType))]
     if any(t.dtype is DataType.TASK_ID for t in given) or DataType.TASK_ID in attrs.values():
-        name = f"pl.{spec.dsl}" if spec.dsl else spec.name
+        name = spec.dsl_name if spec.dsl else spec.name
         raise TypeCheckError(
             f"{name}: a task id (pl.TASK_ID) names a task; it is no number or element to compute with",
             span,
@@ -520,7 +532,7 @@ def _refuse_formats(
 ) -> None:
     """A ``TypeCheckError`` for a dtype a2a3 kernels hold nothing of (the 4-bit formats, ``HF8``)
     anywhere, and for a storage format (FP8, ``UINT64``) in an op that computes with its elements."""
-    name = f"pl.{spec.dsl}" if spec.dsl else spec.name
+    name = spec.dsl_name if spec.dsl else spec.name
     for dtype in _dtypes_of(args, attrs):
         if not dtype.has_torch_dtype:
             what = "a 4-bit format packed two elements to a byte" if dtype.packed else "a format of Ascend950"
@@ -568,7 +580,7 @@ def declare_op(
 def undeclare(name: str) -> None:
     """Remove an op (tests that declare throwaway ops); its handle stops resolving."""
     OPS.pop(name, None)
-    for names in (tile, tensor, scalar, system, array, prefetch, debug, op):
+    for names in (tile, tensor, scalar, system, array, prefetch, debug, dist, op):
         names.forget(name)
 
 
@@ -649,4 +661,5 @@ system = OpNames("system.")
 array = OpNames("array.")  # the scalar array ops (pl.array.create, arr[i], arr[i] = v)
 prefetch = OpNames("prefetch.")  # the asynchronous GM -> L2 prefetch (pl.prefetch.async_prefetch, ...)
 debug = OpNames("debug.")  # the kernel debugger's ops (pl.debug.print, pl.debug.breakpoint)
+dist = OpNames("dist.")  # the distributed model's ops (pld.*): ranks, windows, signals, remote access
 op = OpNames("")  # ops without a level prefix: the cross-core pipe ops, block indices, call
