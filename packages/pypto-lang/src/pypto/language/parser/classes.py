@@ -48,7 +48,6 @@ from pypto.ir import (
     TextSyntaxError,
     Var,
 )
-from pypto.ir.extents import tensor_type
 from pypto.ir.launch import returned_params
 from pypto.ir.nodes import walk_stmts
 from pypto.ir.ops import op
@@ -419,7 +418,7 @@ def bound_params(member: ProgramFunction) -> tuple[BoundParam, ...]:
                 "a @pl.function is parsed once, from its annotations: write the shape and dtype, "
                 "e.g. pl.Tensor[[128, 128], pl.FP32]",
             )
-        t = tensor_type(spec.shape, spec.dtype)
+        t = spec.type_of(spec.shape, spec.dtype)
         params.append(BoundParam(sig.name, t, spec.direction, span=sig.span, view=spec.view))
     return tuple(params)
 
