@@ -276,13 +276,17 @@ class Scheduler:
         for observer in self._observers:
             observer(core, core.clock, cycles, event)
 
+    def label(self, core: Clocked) -> str:
+        """A core's name in a deadlock report (a world of chips prefixes the rank)."""
+        return core.name
+
     def _deadlock(self) -> DeadlockError:
         blocked = sorted(self._blocked, key=lambda proc: proc.order)
         reasons = []
         for proc in blocked:
             assert proc.waiting is not None
             reasons.append((proc, proc.waiting.blocked()))
-        lines = [f"  {proc.core.name}: {reason.text}" for proc, reason in reasons]
+        lines = [f"  {self.label(proc.core)}: {reason.text}" for proc, reason in reasons]
         causes = [reason for _, reason in reasons if reason.cause is not None]
         first = blocked[0].waiting
         assert first is not None
