@@ -185,19 +185,28 @@ def remote_load(b: Build, target: Any, peer: Any, offsets: Any, shape: Any, vali
     return b.op(dist.remote_load, args, {"shape": static_shape(shape, b.ctx.span)})
 
 
-def _remote_store(op: str) -> Callable[..., None]:
-    def build(b: Build, src: Any, target: Any, peer: Any, offsets: Any, *, atomic: Any = None) -> None:
-        args = [b.shaped(src, "the source"), b.shaped(target, "the target"), b.scalar(peer, "peer")]
-        b.effect(op, [*args, b.offsets(offsets)], {"atomic": atomic})
+def _stored(b: Build, op: str, src: Any, target: Any, peer: Any, offsets: Any, atomic: Any) -> None:
+    args = [b.shaped(src, "the source"), b.shaped(target, "the target"), b.scalar(peer, "peer")]
+    b.effect(op, [*args, b.offsets(offsets)], {"atomic": atomic})
 
-    return build
+
+def tile_remote_store(
+    b: Build, src_tile: Any, target: Any, peer: Any, offsets: Any, *, atomic: Any = None
+) -> None:
+    _stored(b, dist.remote_store, src_tile, target, peer, offsets, atomic)
+
+
+def tensor_remote_store(
+    b: Build, src: Any, target: Any, peer: Any, offsets: Any, *, atomic: Any = None
+) -> None:
+    _stored(b, dist.tensor_remote_store, src, target, peer, offsets, atomic)
 
 
 def remote_store(b: Build, src: Any, target: Any, peer: Any, offsets: Any, *, atomic: Any = None) -> None:
     """The short form: a tile source is the tile op, a tensor source the tensor op."""
     value = b.shaped(src, "the source")
     op = dist.remote_store if isinstance(value.type, TileType) else dist.tensor_remote_store
-    _remote_store(op)(b, value, target, peer, offsets, atomic=atomic)
+    _stored(b, op, value, target, peer, offsets, atomic)
 
 
 def _region_operands(b: Build, dst: Any, src: Any, dst_offsets: Any, src_offsets: Any) -> list[Any]:
@@ -331,8 +340,8 @@ BUILDERS: dict[str, tuple[Callable[..., Any], Where]] = {
     "system.defer_wait": (defer_wait, "kernel"),
     "tensor.alloc_window_buffer": (alloc_window_buffer, "host"),
     "tensor.window": (window, "host"),
-    "tensor.remote_store": (_remote_store(dist.tensor_remote_store), "kernel"),
-    "tile.remote_store": (_remote_store(dist.remote_store), "kernel"),
+    "tensor.remote_store": (tensor_remote_store, "kernel"),
+    "tile.remote_store": (tile_remote_store, "kernel"),
     "remote_store": (remote_store, "kernel"),
     "tile.remote_load": (remote_load, "kernel"),
     "tensor.put": (put, "kernel"),
