@@ -457,3 +457,35 @@ def test_a_host_function_is_called_from_python_only():
 
     err = _error(chip)
     assert "@pl.jit.host" in err.message
+
+
+def test_the_collectives_dtype_rules():
+    @pl.jit.incore
+    def kernel(
+        data: pld.DistributedTensor[[1, SIZE], pl.INT32], sig: pld.DistributedTensor[[NR, 1], pl.INT32]
+    ):
+        data = pld.tensor.allreduce(data, sig)
+
+    err = _error(kernel)
+    assert 'mode="mesh" reduces pl.FP16 or pl.FP32' in err.message
+
+    @pl.jit.host
+    def ring_host(x: pl.Tensor[[N, 4], pl.FP32]):
+        buf = pld.alloc_window_buffer([1, SIZE], dtype=pl.FP32)
+        data = pld.window(buf, [1, SIZE], dtype=pl.FP32)
+        data = pld.tensor.allreduce(data, op=pld.ReduceOp.Max, mode="ring")
+
+    err = _error(ring_host)
+    assert "HOST ring allreduce sums pl.FP32" in err.message
+
+    @pl.jit.host
+    def gather_host(x: pl.Tensor[[N, 4], pl.FP32]):
+        buf = pld.alloc_window_buffer([1, SIZE], dtype=pl.FP16)
+        out_buf = pld.alloc_window_buffer([N, SIZE], dtype=pl.FP16)
+        sig_buf = pld.alloc_window_buffer([N], dtype=pl.INT32)
+        sig = pld.window(sig_buf, [N], dtype=pl.INT32)
+        out = pld.window(out_buf, [N, SIZE], dtype=pl.FP16)
+        out = pld.tensor.allgather(pld.window(buf, [1, SIZE], dtype=pl.FP16), out, sig)
+
+    err = _error(gather_host)
+    assert "HOST builtin moves pl.FP32 windows only" in err.message
