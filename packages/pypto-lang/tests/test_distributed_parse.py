@@ -489,3 +489,31 @@ def test_the_collectives_dtype_rules():
 
     err = _error(gather_host)
     assert "HOST builtin moves pl.FP32 windows only" in err.message
+
+
+def test_a_host_function_opens_no_scope():
+    @pl.jit.host
+    def world(x: pl.Tensor[[N, 4], pl.FP32], y: pl.Out[pl.Tensor[[N, 4], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            y[:] = pl.exp(x)
+
+    err = _error(world)
+    assert "HOST function runs on the host" in err.message and "device=r" in err.hint
+
+
+def test_a_device_index_must_be_a_rank():
+    @pl.jit.host
+    def world(x: pl.Tensor[[N, ROWS, COLS], pl.FP32], y: pl.Out[pl.Tensor[[N, ROWS, COLS], pl.FP32]]):
+        per_rank(x[0], y[0], 0, device=-1)
+
+    err = _error(world)
+    assert "device= is a rank index >= 0" in err.message
+
+
+def test_a_host_index_outside_the_tensor():
+    @pl.jit.host
+    def world(x: pl.Tensor[[N, ROWS, COLS], pl.FP32], y: pl.Out[pl.Tensor[[N, ROWS, COLS], pl.FP32]]):
+        per_rank(x[N], y[0], 0, device=0)
+
+    err = _error(world)
+    assert "outside a dim of 2" in err.message
