@@ -517,3 +517,27 @@ def test_a_host_index_outside_the_tensor():
 
     err = _error(world)
     assert "outside a dim of 2" in err.message
+
+
+def test_a_host_allreduce_without_its_signal_is_refused_in_a_loop():
+    @pl.jit.host
+    def world(x: pl.Tensor[[N, 4], pl.FP32]):
+        buf = pld.alloc_window_buffer([1, SIZE], dtype=pl.FP32)
+        for r in pl.range(pld.world_size()):
+            data = pld.window(buf, [1, SIZE], dtype=pl.FP32)
+            data = pld.tensor.allreduce(data)
+
+    err = _error(world)
+    assert "outside loops" in err.message
+
+
+def test_a_comm_context_annotation():
+    @pl.jit.incore
+    def kernel(data: pld.DistributedTensor[[1, SIZE], pl.FP32], y: pl.Out[pl.Tensor[[1, 1], pl.INT32]]):
+        ctx: pld.CommCtx = pld.get_comm_ctx(data)
+        me: pl.Scalar[pl.INT32] = pld.rank(ctx)
+        pl.write(y, [0, 0], me)
+        return y
+
+    program = kernel.parse()
+    assert dist.rank in ops_of(program.function("kernel_kernel"))
