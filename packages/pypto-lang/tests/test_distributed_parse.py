@@ -523,7 +523,7 @@ def test_a_host_allreduce_without_its_signal_is_refused_in_a_loop():
     @pl.jit.host
     def world(x: pl.Tensor[[N, 4], pl.FP32]):
         buf = pld.alloc_window_buffer([1, SIZE], dtype=pl.FP32)
-        for r in pl.range(pld.world_size()):
+        for _r in pl.range(pld.world_size()):
             data = pld.window(buf, [1, SIZE], dtype=pl.FP32)
             data = pld.tensor.allreduce(data)
 
