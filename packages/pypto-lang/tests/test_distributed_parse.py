@@ -541,3 +541,33 @@ def test_a_comm_context_annotation():
 
     program = kernel.parse()
     assert dist.rank in ops_of(program.function("kernel_kernel"))
+
+
+def test_no_load_is_prefetched_across_a_wait():
+    @pl.jit.incore
+    def kernel(
+        data: pld.DistributedTensor[[4, SIZE], pl.FP32],
+        sig: pld.DistributedTensor[[4, 1], pl.INT32],
+        x: pl.Tensor[[4, SIZE], pl.FP32],
+        y: pl.Out[pl.Tensor[[4, SIZE], pl.FP32]],
+    ):
+        for i in pl.pipeline(4, stage=2):
+            pld.system.wait(sig, offsets=[i, 0], expected=1)
+            t = pl.load(data, [i, 0], [1, SIZE])
+            u = pl.load(x, [i, 0], [1, SIZE])
+            y = pl.store(pl.add(t, u), [i, 0], y)
+        return y
+
+    low = lowered(kernel.parse())
+    fn = next(f for f in low.functions.values() if f.kind is FunctionKind.AIV)
+    loop = next(s for s in fn.body if isinstance(s, For))
+    before = [
+        c.op
+        for s in fn.body[: fn.body.index(loop)]
+        for r in stmt_exprs(s)
+        for c in walk_expr(r)
+        if isinstance(c, Call)
+    ]
+    assert "tile.load" not in before  # nothing loaded ahead of the loop
+    inside = [c.op for s in loop.body for r in stmt_exprs(s) for c in walk_expr(r) if isinstance(c, Call)]
+    assert inside.index(dist.wait) < inside.index("tile.load")
