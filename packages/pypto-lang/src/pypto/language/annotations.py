@@ -21,6 +21,7 @@ from pypto.ir import (
     ASYNC_SESSION,
     COMM_CTX,
     PREFETCH_CONTEXT,
+    WINDOW_BUFFER,
     CompactMode,
     Const,
     DataType,
@@ -731,6 +732,8 @@ TaskId = ScalarSpec(DataType.TASK_ID)
 PrefetchAsyncContext = HandleSpec(PREFETCH_CONTEXT)
 # The communication context of a window (pld.get_comm_ctx): pld.rank / pld.nranks read it.
 CommCtx = HandleSpec(COMM_CTX)
+# A per-rank window buffer (pld.alloc_window_buffer), which pld.window views.
+WindowBuffer = HandleSpec(WINDOW_BUFFER)
 AsyncEvent = HandleSpec(ASYNC_EVENT)
 AsyncSession = HandleSpec(ASYNC_SESSION)
 

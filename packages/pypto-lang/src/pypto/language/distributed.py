@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from pypto.ir import AtomicType, NotifyOp, ReduceOp, WaitCmp
-from pypto.language.annotations import CommCtx, DistributedTensor
+from pypto.language.annotations import CommCtx, DistributedTensor, WindowBuffer
 from pypto.language.builtins import DistBuiltin
 
 # Each namespace's members: name -> one line of what it does.
@@ -123,6 +123,7 @@ __all__ = [
     "NotifyOp",
     "ReduceOp",
     "WaitCmp",
+    "WindowBuffer",
     "alloc_window_buffer",
     "get_comm_ctx",
     "nranks",

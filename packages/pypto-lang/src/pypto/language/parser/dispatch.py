@@ -55,13 +55,9 @@ def host_call(
             "move the call out of the `with pl.at(...)` block",
         )
     _check_dispatchable(parser, callee, node)
-    if device is _MISSING:
-        raise parser.error(
-            node,
-            f"{callee.name}() from a HOST function runs on one rank: it needs device=",
-            f"write {callee.name}(..., device=r) inside `for r in pl.range(pld.world_size()):`",
-        )
-    return dispatch(parser, callee, args, kwargs, node, kernel_for, _device(parser, device, node))
+    # No device=: the chip of a one-chip world (rank 0), as a HOST function without a rank loop.
+    device = 0 if device is _MISSING else device
+    return dispatch(parser, callee, args, kwargs, node, kernel_for, device_index(parser, device, node))
 
 
 def _check_dispatchable(parser: Any, callee: KernelFunction, node: ast.Call) -> None:
@@ -73,7 +69,7 @@ def _check_dispatchable(parser: Any, callee: KernelFunction, node: ast.Call) -> 
             f"wrap it: @pl.jit def per_rank(...): return {callee.name}(...); then dispatch "
             "per_rank(..., device=r)",
         )
-    if callee.kind is not JitKind.entry:
+    if callee.kind is not JitKind.entry and callee.kind is not JitKind.function:
         raise parser.error(
             node,
             f"{callee.name}() is {callee.kind.value}: a HOST function dispatches @pl.jit chip orchestrations",
@@ -81,7 +77,7 @@ def _check_dispatchable(parser: Any, callee: KernelFunction, node: ast.Call) -> 
         )
 
 
-def _device(parser: Any, device: Any, node: ast.Call) -> Expr:
+def device_index(parser: Any, device: Any, node: ast.Call) -> Expr:
     """The rank index ``device=`` names: an integer (>= 0 where known here)."""
     span = parser.span(node)
     if isinstance(device, bool) or not (is_number(device) or isinstance(device, Expr)):

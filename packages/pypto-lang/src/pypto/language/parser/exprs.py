@@ -253,7 +253,7 @@ def compile_time_method(callee: Any) -> bool:
     return getattr(callee, "__func__", None) in COMPILE_TIME_METHODS
 
 
-ANNOTATION_CLASSES = (ann.Tensor, ann.Tile, ann.Scalar, ann.Out, ann.InOut, ann.Array)
+ANNOTATION_CLASSES = (ann.Tensor, ann.Tile, ann.Scalar, ann.Out, ann.InOut, ann.Array, ann.DistributedTensor)
 CONSTANT_HINT = (
     "use a value that folds while the kernel compiles: a literal, a module global, a.shape, or a "
     "scalar parameter called with a Python number (not a loop index or a pl.read(...) result)"

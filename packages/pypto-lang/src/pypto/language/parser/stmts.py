@@ -378,10 +378,12 @@ class StmtParser(ScopeParser):
             self.body.annotation,
             spec if isinstance(spec, (TileSpec, TensorSpec)) else None,
         )
+        named, self.body.target_name = self.body.target_name, node.target.id
         try:
             value = self.expr(node.value)
         finally:
             self.body.annotation = outer
+            self.body.target_name = named
         value = self.checked(spec, value, node)
         memref = spec.memref if isinstance(spec, TileSpec) else None
         if memref is not None:
