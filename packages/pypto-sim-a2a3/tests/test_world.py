@@ -1,6 +1,7 @@
 """A world of simulated chips run by a HOST orchestrator: windows, dispatch, signals between ranks,
 remote loads, the interconnect's timing, and the per-rank reports."""
 
+import pytest
 import torch
 from sim_lowered import FunctionBuilder, launcher, tensor_t
 from sim_world import (
@@ -17,13 +18,27 @@ from sim_world import (
 )
 
 from pypto.ir import (
+    Call,
+    CommError,
+    DeadlockError,
     Direction,
     FunctionKind,
     NotifyOp,
+    RaceError,
     WaitCmp,
 )
+from pypto.ir.nodes import stmt_exprs, walk_stmts
 
 SIZE = 64
+
+
+def line_of(prog, fn, op):
+    """The span of the first ``op`` call in function ``fn``."""
+    for stmt in walk_stmts(prog.function(fn).body):
+        for expr in stmt_exprs(stmt):
+            if isinstance(expr, Call) and expr.op == op:
+                return expr.span
+    raise AssertionError(f"no {op} in {fn}")
 
 
 def allreduce_kernel(notify=True, wait=True, expected=1):
@@ -86,3 +101,49 @@ def test_the_quickstart_allreduce_sums_every_rank_on_every_rank():
     assert {(t.src, t.dst) for t in report.transfers if t.op == "dist.remote_load"} == {
         (a, b) for a in range(4) for b in range(4) if a != b
     }
+
+
+# ---------------------------------------------------------------- diagnostics
+
+
+def test_a_wait_no_rank_satisfies_is_a_deadlock_naming_the_rank_the_cell_and_its_value():
+    with pytest.raises(DeadlockError) as err:
+        run_world(allreduce_program(notify=False), [torch.randn(4, SIZE), torch.zeros(4, SIZE)], ranks=2)
+    text = str(err.value)
+    assert "rank0/cg0.AIV0" in text and "rank1/cg0.AIV0" in text
+    assert "signal[1, 0] of rank 0's window 'signal_buf': == 0, expects >= 1" in text
+    assert "signal[0, 0] of rank 1's window 'signal_buf'" in text
+    assert "notifies that reached it: none" in text
+    assert err.value.span is not None and err.value.span.file == "reduce_step.py"
+
+
+def test_the_deadlock_report_lists_the_notifies_that_did_happen():
+    with pytest.raises(DeadlockError) as err:
+        run_world(allreduce_program(expected=2), [torch.randn(4, SIZE), torch.zeros(4, SIZE)], ranks=2)
+    text = str(err.value)
+    assert "== 1, expects >= 2" in text
+    assert "rank 1 at reduce_step.py:" in text and "added 1 to signal[0, 0]" in text
+
+
+def test_a_rank_the_host_never_dispatched_to_is_named_in_the_deadlock():
+    with pytest.raises(DeadlockError) as err:
+        run_world(allreduce_program(ranks=1), [torch.randn(4, SIZE), torch.zeros(4, SIZE)], ranks=2)
+    assert "rank1/host: waits for a dispatch from the HOST" in str(err.value)
+    assert "rank(s) 1 got no dispatch" in (err.value.hint or "")
+
+
+def test_a_remote_load_of_bytes_written_without_notify_wait_is_a_race_naming_both_ranks():
+    prog = allreduce_program(wait=False)
+    with pytest.raises(RaceError) as err:
+        run_world(prog, [torch.randn(4, SIZE), torch.zeros(4, SIZE)], ranks=2)
+    text = str(err.value)
+    assert "rank 0" in text and "rank 1" in text
+    assert "pld.tile.remote_load reads" in text
+    assert "reduce_step.py:9" in text, "the peer's store is named"
+    assert err.value.span == line_of(prog, "reduce_step", "dist.remote_load"), "at the remote load"
+
+
+def test_a_device_outside_the_world_is_a_comm_error_at_the_dispatch():
+    with pytest.raises(CommError, match=r"device 2 is outside the world's ranks \[0, 2\)") as err:
+        run_world(allreduce_program(ranks=3), [torch.randn(4, SIZE), torch.zeros(4, SIZE)], ranks=2)
+    assert err.value.span.file == "orchestrator.py"
