@@ -1,15 +1,19 @@
 """A world of simulated chips run by a HOST orchestrator: windows, dispatch, signals between ranks,
 remote loads, the interconnect's timing, and the per-rank reports."""
 
+from dataclasses import replace
+
 import pytest
 import torch
-from sim_lowered import FunctionBuilder, launcher, tensor_t
+from sim_lowered import FunctionBuilder, expr, launcher, tensor_t, vector_binary_kernel
 from sim_world import (
     FP32,
     INT32,
     Mem,
+    assign,
     dispatch_each_rank,
     do,
+    host,
     peers,
     row_of,
     run_world,
@@ -18,14 +22,21 @@ from sim_world import (
 )
 
 from pypto.ir import (
+    UNIT,
+    Assign,
     Call,
     CommError,
     DeadlockError,
     Direction,
+    Eval,
     FunctionKind,
     NotifyOp,
+    OutOfBoundsError,
     RaceError,
+    Role,
+    Var,
     WaitCmp,
+    make_call,
 )
 from pypto.ir.nodes import stmt_exprs, walk_stmts
 
@@ -35,9 +46,9 @@ SIZE = 64
 def line_of(prog, fn, op):
     """The span of the first ``op`` call in function ``fn``."""
     for stmt in walk_stmts(prog.function(fn).body):
-        for expr in stmt_exprs(stmt):
-            if isinstance(expr, Call) and expr.op == op:
-                return expr.span
+        for found in stmt_exprs(stmt):
+            if isinstance(found, Call) and found.op == op:
+                return found.span
     raise AssertionError(f"no {op} in {fn}")
 
 
@@ -147,3 +158,66 @@ def test_a_device_outside_the_world_is_a_comm_error_at_the_dispatch():
     with pytest.raises(CommError, match=r"device 2 is outside the world's ranks \[0, 2\)") as err:
         run_world(allreduce_program(ranks=3), [torch.randn(4, SIZE), torch.zeros(4, SIZE)], ranks=2)
     assert err.value.span.file == "orchestrator.py"
+
+
+# ---------------------------------------------------------------- SubWorker callbacks
+
+
+def callback_program():
+    """HOST: dispatch ``f = a + b`` to rank 0, hand the result to the SubWorker ``inspect``."""
+    kernel = vector_binary_kernel("tile.add", shape=(8, 16), name="tile_add")
+    b = FunctionBuilder("chip_orch", FunctionKind.Orchestration)
+    a_ = b.param("a", tensor_t((8, 16)))
+    b_ = b.param("b", tensor_t((8, 16)))
+    f_ = b.param("f", tensor_t((8, 16)), Direction.Out)
+    b.call("tile_add", a_, b_, f_)
+    b.ret(f_)
+    chip = b.build()
+    sub = FunctionBuilder("inspect", FunctionKind.Orchestration)
+    sub.param("f", tensor_t((8, 16)))
+    inspect = replace(
+        host(sub, Role.SubWorker),
+        body=(),
+        attrs={**host(sub, Role.SubWorker).attrs, "requires_runtime_binding": True},
+    )
+    b = FunctionBuilder("host_orch", FunctionKind.Orchestration)
+    a = b.param("a", tensor_t((8, 16)))
+    bb = b.param("b", tensor_t((8, 16)))
+    f = b.param("f", tensor_t((8, 16)), Direction.Out)
+    span = b.span()
+    out = Var("out_f", tensor_t((8, 16)), span)
+    call = make_call("dist.dispatch", [expr(0), a, bb, f], {"callee": "chip_orch"}, span, type=out.type)
+    b._emit(Assign(out, call, span))
+    span = b.span()
+    b._emit(Eval(make_call("dist.call_subworker", [out], {"callee": "inspect"}, span, type=UNIT), span))
+    b.ret(out)
+    return world_program(host(b), chip, kernel, inspect)
+
+
+def test_a_subworker_callback_gets_the_dispatch_result_after_it_is_computed():
+    seen = []
+    a, b, f = torch.full((8, 16), 2.0), torch.full((8, 16), 3.0), torch.zeros(8, 16)
+    report = run_world(
+        callback_program(),
+        [a, b, f],
+        ranks=1,
+        callbacks={"inspect": lambda args: seen.append(args[0].clone())},
+    )
+    assert len(seen) == 1
+    torch.testing.assert_close(seen[0], torch.full((8, 16), 5.0))
+    torch.testing.assert_close(report.outputs[0], torch.full((8, 16), 5.0))
+
+
+def test_an_unbound_subworker_is_a_comm_error_at_its_call():
+    with pytest.raises(CommError, match="the SubWorker inspect has no implementation bound") as err:
+        run_world(callback_program(), [torch.ones(8, 16), torch.ones(8, 16), torch.zeros(8, 16)], ranks=1)
+    assert "callbacks=" in err.value.hint and err.value.span.file == "host_orch.py"
+
+
+def test_a_window_larger_than_its_buffer_is_out_of_bounds_at_the_window():
+    b = FunctionBuilder("orchestrator", FunctionKind.Orchestration)
+    buf = assign(b, "buf", "dist.alloc_window_buffer", 64, name="buf")
+    b.op("w", "dist.window", buf, [1, 32], dtype=FP32)
+    with pytest.raises(OutOfBoundsError, match="leaves the window buffer 'buf' of 64 bytes") as err:
+        run_world(world_program(host(b)), [], ranks=2)
+    assert err.value.span.line == 2
