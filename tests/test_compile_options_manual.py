@@ -134,11 +134,11 @@ def test_ir_compile_says_what_to_pass_instead_of_a_jit_kernel():
     assert "kernel.compile" in info.value.hint
 
 
-def test_distributed_config_is_an_error_until_distributed_programs_run():
-    with pytest.raises(ConfigError, match="distributed programs do not compile or run") as info:
+def test_distributed_config_takes_a_distributed_config_only():
+    with pytest.raises(ConfigError, match="takes a DistributedConfig") as info:
         RunConfig(distributed_config={"world_size": 2})
     assert info.value.span.file == __file__
-    with pytest.raises(ConfigError, match="distributed"):
+    with pytest.raises(ConfigError, match="DistributedConfig"):
         ir.compile(scaled.parse(), distributed_config=object())
 
 

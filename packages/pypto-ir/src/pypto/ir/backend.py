@@ -602,6 +602,120 @@ def _intersection(a: Spans, b: Spans) -> Spans:
     return common
 
 
+# ------------------------------------------------------------ a world of chips
+
+
+@dataclass(frozen=True)
+class LinkTransfer:
+    """Bytes that crossed the chip-to-chip interconnect: from rank ``src`` to rank ``dst``,
+    ``nbytes`` of them, on the link from modeled cycle ``start`` to ``end`` (the world's clock).
+    ``op`` names what moved them (``"dist.put"``, ``"dist.notify"``, ``"dist.allreduce"``, ...);
+    ``span`` is the user's line that did, as ``"kernel.py:31"`` (None when unknown)."""
+
+    src: int
+    dst: int
+    nbytes: int
+    start: int
+    end: int
+    op: str
+    span: str | None = None
+
+    @property
+    def cycles(self) -> int:
+        return self.end - self.start
+
+
+@dataclass
+class WorldReport:
+    """What a run of a distributed program returns (``backend.run_world``): one
+    :class:`RunReport` per rank, on one modeled clock.
+
+    ``chips[r]`` is rank ``r``'s report (its cores named as on one chip: ``cg0.AIC``);
+    ``total_cycles`` is the world's end (the last rank's); ``clock_ghz`` the clock the cycles are
+    counted at; ``transfers`` every :class:`LinkTransfer` between ranks. ``device_ids[r]`` is the
+    physical device rank ``r`` ran on (the runtime fills it in from ``DistributedConfig``);
+    ``outputs`` what the HOST entry returned. Times are modeled, never measured.
+
+    >>> print(world.summary())  # doctest: +SKIP
+    """
+
+    chips: tuple[RunReport, ...]
+    total_cycles: int
+    clock_ghz: float
+    transfers: tuple[LinkTransfer, ...] = ()
+    device_ids: tuple[int, ...] = ()
+    outputs: tuple[Any, ...] = ()
+    modeled: bool = True
+
+    @property
+    def world_size(self) -> int:
+        return len(self.chips)
+
+    @property
+    def total_us(self) -> float:
+        return self.total_cycles / (self.clock_ghz * 1000.0) if self.clock_ghz else 0.0
+
+    def device_of(self, rank: int) -> int:
+        """The physical device of ``rank`` (the rank itself when the ids are not known)."""
+        return self.device_ids[rank] if rank < len(self.device_ids) else rank
+
+    def link_bytes(self) -> dict[tuple[int, int], int]:
+        """Bytes sent over each directed link ``(src, dst)``, in order of the links."""
+        sent: dict[tuple[int, int], int] = {}
+        for t in self.transfers:
+            sent[(t.src, t.dst)] = sent.get((t.src, t.dst), 0) + t.nbytes
+        return dict(sorted(sent.items()))
+
+    def summary(self) -> str:
+        """A few lines: the world's modeled time, each rank's cycles, busy cores and tasks, and
+        each link's bytes and transfers."""
+        lines = [
+            f"world of {self.world_size} chip(s): {self.total_cycles} modeled cycles "
+            f"({self.total_us:.2f} modeled us at {self.clock_ghz:g} GHz), "
+            f"{len(self.transfers)} link transfer(s)"
+        ]
+        for rank, chip in enumerate(self.chips):
+            busy = sum(1 for cycles in chip.busy_cycles.values() if cycles)
+            lines.append(
+                f"  rank{rank} (device {self.device_of(rank)}): {chip.total_cycles} modeled cycles, "
+                f"{len(chip.tasks)} task(s), {busy} busy core(s)"
+            )
+        counts: dict[tuple[int, int], int] = {}
+        for t in self.transfers:
+            counts[(t.src, t.dst)] = counts.get((t.src, t.dst), 0) + 1
+        for (src, dst), nbytes in self.link_bytes().items():
+            lines.append(f"  link rank{src} -> rank{dst}: {nbytes} bytes in {counts[(src, dst)]} transfer(s)")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        """One line: ranks, modeled cycles and transfers (``print(world.summary())`` for more)."""
+        return (
+            f"WorldReport({self.world_size} rank(s), {self.total_cycles} modeled cycles at "
+            f"{self.clock_ghz:g} GHz, {len(self.transfers)} link transfer(s), "
+            f"devices {list(self.device_ids) or list(range(self.world_size))})"
+        )
+
+
+@runtime_checkable
+class WorldBackend(Protocol):
+    """A backend that runs distributed programs: several chips on one modeled clock.
+
+    ``run_world(program, args, options, ranks=N)``: ``program`` is lowered, its entry the HOST
+    orchestrator; ``args`` the entry's arguments (tensors written in place); ``options`` as for
+    :meth:`Backend.run`, plus ``"device_ids"`` (the physical ids, for reports), ``"windows"`` (None,
+    or the backend's window store kept across dispatches by a persistent worker) and
+    ``"callbacks"`` (SubWorker name -> a Python callable given the list of the call's arguments).
+    A backend may also offer ``window_store(ranks)``, making the store ``"windows"`` takes, whose
+    ``reset()`` zeroes it."""
+
+    name: str
+    target: Target
+
+    def run_world(
+        self, program: Program, args: Sequence[Any], options: Mapping[str, Any], ranks: int
+    ) -> WorldReport: ...
+
+
 @runtime_checkable
 class Backend(Protocol):
     """A platform that can run lowered programs. Registered through the ``pypto`` plugin hooks.

@@ -11,6 +11,9 @@ from pypto.runtime.compiling.artifacts import ArtifactError
 from pypto.runtime.compiling.compiled import CompiledProgram, compile_program, lower_program, run
 from pypto.runtime.compiling.tensor_spec import TensorSpec, TensorSpecError
 from pypto.runtime.config import RunConfig, UnknownOptionError
+from pypto.runtime.distributed.compiled import DistributedCompiledProgram
+from pypto.runtime.distributed.tensors import StackedDeviceTensor
+from pypto.runtime.distributed.worker import DistributedRunHandle, DistributedWorker
 from pypto.runtime.platforms.hookspecs import hookimpl, hookspec
 from pypto.runtime.platforms.registry import (
     LOAD_PLUGINS_ENV,
@@ -45,6 +48,9 @@ __all__ = [
     "CompiledProgram",
     "DeviceTensor",
     "DeviceTensorError",
+    "DistributedCompiledProgram",
+    "DistributedRunHandle",
+    "DistributedWorker",
     "GoldenError",
     "GoldenMismatchError",
     "OrchArgs",
@@ -53,6 +59,7 @@ __all__ = [
     "RunConfig",
     "RunResult",
     "SimulatedPlatformWarning",
+    "StackedDeviceTensor",
     "TensorSpec",
     "TensorSpecError",
     "TraceInvocation",

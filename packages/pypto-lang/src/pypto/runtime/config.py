@@ -216,7 +216,9 @@ class RunConfig(metaclass=_ConfigFields):
     (:class:`pypto.ir.DiagnosticPhase`) and ``disabled_diagnostics`` (:class:`pypto.ir.DiagnosticCheck`
     members, kept as a frozenset) change the lowered program and are part of :meth:`cache_key`;
     ``analyze_auto_scopes_for_deps`` and ``dump_ptoas_passes`` are checked and change nothing here;
-    a ``distributed_config`` is a ConfigError (distributed programs are not available). See
+    ``distributed_config`` (a :class:`pypto.ir.distributed_compiled_program.DistributedConfig`)
+    compiles a HOST-level program for ``len(device_ids)`` chips: compiling gives a
+    ``DistributedCompiledProgram`` (docs/distributed.md). See
     ``docs/runtime.md`` for every field.
 
     ``break_at`` (``"kernel.py:31"``, optionally ``"kernel.py:31@aiv1"``) stops a simulator run
@@ -467,17 +469,20 @@ class RunConfig(metaclass=_ConfigFields):
         self.disabled_diagnostics = frozenset(items)
 
     def _check_distributed(self) -> None:
-        """``distributed_config`` compiles a HOST-level program per rank: not available here."""
-        if self.distributed_config is not None:
+        """``distributed_config`` is a ``DistributedConfig`` (or None, a single-chip program)."""
+        from pypto.ir.distributed_compiled_program import DistributedConfig
+
+        given = self.distributed_config
+        if given is not None and not isinstance(given, DistributedConfig):
             call = call_site()
             _raise_at(
                 call,
                 ConfigError(
-                    "RunConfig(distributed_config=...) compiles a HOST-level program for several chips; "
-                    "distributed programs do not compile or run in this PyPTO yet",
+                    f"RunConfig(distributed_config=...) takes a DistributedConfig, got "
+                    f"{type(given).__name__} {given!r}",
                     span=call,
-                    hint="leave distributed_config=None and compile a single-chip program (pl.Level.CHIP "
-                    "and below)",
+                    hint="from pypto.ir.distributed_compiled_program import DistributedConfig; "
+                    "RunConfig(distributed_config=DistributedConfig(device_ids=[0, 1]))",
                 ),
             )
 
@@ -679,6 +684,7 @@ class RunConfig(metaclass=_ConfigFields):
             family,
             self.analyze_auto_scopes_for_deps,
             self.dump_ptoas_passes,
+            None if self.distributed_config is None else self.distributed_config.key(),
         )
 
 

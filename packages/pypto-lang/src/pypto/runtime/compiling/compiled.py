@@ -668,6 +668,9 @@ def compile_program(
     With ``config.compile_profiling`` the compile is timed (into ``profile``, which may already
     hold the parse) and the profile written with the artifacts."""
     config = config or RunConfig()
+    from pypto.runtime.distributed.compiled import check_entry, distributed
+
+    check_entry(program, config)
     if config.compile_profiling and profile is None:
         profile = CompileProfile()
     target = get_target(config.platform_name, config.platform_origin)
@@ -682,6 +685,8 @@ def compile_program(
     compiled = CompiledProgram(
         lowered, config, dict(constants or {}), compile_seconds=seconds, cache=cache, parsed=program
     )
+    if config.distributed_config is not None:  # a HOST program for a world of chips
+        compiled = distributed(compiled)
     cached = {"hit": ", from the compile cache", "miss": ", stored in the compile cache"}.get(cache, "")
     log.event(f"compiled {program.name} for {config.platform_name} in {seconds * 1e3:.1f} ms{cached}")
     if profile is not None and config.compile_profiling:

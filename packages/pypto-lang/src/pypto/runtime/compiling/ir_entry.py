@@ -70,8 +70,10 @@ def compile(  # PyPTO's name: pypto.ir.compile
     submission, the edges a compiler analysis would prove. ``skip_ptoas``, ``dump_ptoas_passes``
     and ``enable_pypto_l0c_double_buffer`` steer PTO's code generation and
     assembler, which this compiler does not have (see :data:`CODEGEN_SWITCHES`): checked, no
-    effect. ``distributed_config`` (a HOST-level program per rank) is an error: distributed
-    programs are not compiled here yet. A bad option is a ``ConfigError`` at the call.
+    effect. ``distributed_config`` (a :class:`pypto.ir.distributed_compiled_program.DistributedConfig`)
+    compiles a program whose entry is a HOST orchestrator for ``len(device_ids)`` chips and returns
+    a ``DistributedCompiledProgram`` (docs/distributed.md). A bad option is a ``ConfigError`` at the
+    call.
 
     >>> compiled = ir.compile(program, memory_planner=ir.MemoryPlanner.PTOAS)  # doctest: +SKIP
     >>> compiled(a, b, out)  # doctest: +SKIP

@@ -21,11 +21,13 @@ class DeviceTensorError(PyptoError, ValueError):
 
 class DeviceTensor:
     """A buffer on a worker's device: ``shape``, ``dtype``, ``nbytes`` and ``data_ptr`` (its
-    device address). Made by ``ChipWorker.alloc_tensor``; bound to that worker."""
+    device address). Made by ``ChipWorker.alloc_tensor`` or ``DistributedWorker.alloc_tensor``;
+    bound to that worker (``worker_id``: the rank whose device holds it, 0 for a ``ChipWorker``)."""
 
-    def __init__(self, worker: Any, data: Any, handle: int) -> None:
+    def __init__(self, worker: Any, data: Any, handle: int, worker_id: int = 0) -> None:
         self.worker = worker
         self.handle = handle
+        self.worker_id = worker_id
         self._data: Any = data
 
     @property
