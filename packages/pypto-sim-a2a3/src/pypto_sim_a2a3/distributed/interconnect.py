@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pypto.ir import SourceSpan
+from pypto.ir.backend import LinkTransfer
 from pypto.ir.errors import at_line
 from pypto_sim_a2a3.cores import Core
 from pypto_sim_a2a3.distributed.ordering import VectorClock
-from pypto_sim_a2a3.distributed.report import LinkTransfer
 from pypto_sim_a2a3.scheduler import Advance, Event
 from pypto_sim_a2a3.target import Interconnect
 

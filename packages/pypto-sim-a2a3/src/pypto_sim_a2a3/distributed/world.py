@@ -19,13 +19,13 @@ from typing import Any
 import torch
 
 from pypto.ir import Function, Program, RunReport, SourceSpan, Target
+from pypto.ir.backend import WorldReport
 from pypto.ir.launch import LoadedProgram
 from pypto_sim_a2a3.chip import Chip
 from pypto_sim_a2a3.cores import Core
 from pypto_sim_a2a3.distributed.endpoint import Cell, RankComm
 from pypto_sim_a2a3.distributed.interconnect import Fabric
 from pypto_sim_a2a3.distributed.ordering import NotifyRecord, WriteLog
-from pypto_sim_a2a3.distributed.report import WorldReport
 from pypto_sim_a2a3.distributed.windows import WindowStore
 from pypto_sim_a2a3.runtime_rings import RuntimeRings
 from pypto_sim_a2a3.scheduler import Clocked, Coroutine, Event, Observer, Process, Scheduler, Signal, Wait
