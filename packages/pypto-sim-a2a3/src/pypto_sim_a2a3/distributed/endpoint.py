@@ -165,17 +165,32 @@ class RankComm:
         place.on(self.rank).reshape(-1)[0] -= amount
 
     def read(self, core: Core, peer: int, place: Place, span: SourceSpan | None, op: str) -> Steps:
-        """The bytes of ``place`` on ``peer`` (a copy), once they crossed the link to this rank."""
-        nbytes = place.nbytes
-        if peer != self.rank:
-            self.world.log.check_read(place, peer, self.rank, tuple(self.clock), span, f"{spelled(op)} reads")
-            end = self.world.fabric.occupy(peer, self.rank, core.clock, nbytes, op, span)
-        else:
-            end = core.clock
-        data = place.on(peer).clone()
-        if end > core.clock:
-            yield Advance("MTE2", end - core.clock, op, span)
-        return data
+        """The bytes of ``place`` on ``peer`` (a copy): a request crosses the link, the peer reads
+        its window when it lands (checking the read against the writes it has seen), and the reply
+        carries the bytes back; the core waits for them."""
+        if peer == self.rank:
+            return place.on(peer).clone()
+        reply: list[torch.Tensor] = []
+        landed = Signal()
+        fabric = self.world.fabric
+        what = f"{spelled(op)} reads"
+
+        def serve(request: Message) -> None:
+            self.world.log.check_read(place, request.dst, request.src, request.clock, span, what)
+            data = place.on(request.dst).clone()
+
+            def deliver(message: Message) -> None:
+                reply.append(data)
+                landed.changed()
+
+            back = Message(
+                request.dst, request.src, arrived[0], place.nbytes, op, span, request.clock, deliver
+            )
+            fabric.send(back)
+
+        arrived = [fabric.send(Message(self.rank, peer, core.clock, 0, op, span, tuple(self.clock), serve))]
+        yield Wait(lambda: bool(reply), f"{spelled(op)} from rank {peer}", span, on=(landed,))
+        return reply[0]
 
     def write(
         self,

@@ -88,7 +88,8 @@ class Fabric:
             left -= size
             busy = self.spec.link_cycles(size, self.clock_mhz)
             end = start + busy + self.latency
-            self.transfers.append(LinkTransfer(src, dst, size, start, end, op, where))
+            if size:  # (a read's request carries no payload: only its latency)
+                self.transfers.append(LinkTransfer(src, dst, size, start, end, op, where))
             start = start + busy if pipelined else end
         link.free_at = max(link.free_at, end - self.latency)
         return end
