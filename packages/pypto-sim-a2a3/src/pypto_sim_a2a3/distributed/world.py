@@ -23,9 +23,8 @@ from pypto.ir.backend import WorldReport
 from pypto.ir.launch import LoadedProgram
 from pypto_sim_a2a3.chip import Chip
 from pypto_sim_a2a3.cores import Core
-from pypto_sim_a2a3.distributed.endpoint import Cell, RankComm
-from pypto_sim_a2a3.distributed.interconnect import Fabric
-from pypto_sim_a2a3.distributed.ordering import NotifyRecord, WriteLog
+from pypto_sim_a2a3.distributed.endpoint import RankComm
+from pypto_sim_a2a3.distributed.interconnect import Fabric, Message
 from pypto_sim_a2a3.distributed.windows import WindowStore
 from pypto_sim_a2a3.runtime_rings import RuntimeRings
 from pypto_sim_a2a3.scheduler import Clocked, Coroutine, Event, Observer, Process, Scheduler, Signal, Wait
@@ -132,10 +131,7 @@ class World:
         self.scheduler = WorldScheduler(on_time=self._until)
         windows = options.get("windows")
         self.windows: WindowStore = windows if isinstance(windows, WindowStore) else WindowStore(ranks)
-        self.log = WriteLog()
-        self.cells: dict[tuple[int, int, int], Cell] = {}
-        self.notifies: list[NotifyRecord] = []
-        self.fabric = Fabric(interconnect, target.clock_mhz, self.scheduler.spawn)
+        self.fabric = Fabric(interconnect, target.clock_mhz, self.scheduler.spawn, self._receive)
         self.progress = Signal()  # some work finished
         self.host_done = False
         self.ranks: list[Rank] = []
@@ -154,6 +150,9 @@ class World:
             )
             comm.chip = chip
             self.ranks.append(Rank(index, chip, comm))
+
+    def _receive(self, message: Message) -> None:
+        self.ranks[message.dst].comm.receive(message)
 
     def _until(self, now: int) -> None:
         for rank in self.ranks:
