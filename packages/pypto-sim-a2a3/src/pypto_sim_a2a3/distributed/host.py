@@ -111,7 +111,7 @@ class WorldHost(HostWalker):
 
     @property
     def submit_cycles(self) -> int:
-        return self.world.ranks[0].chip.cost.submit_cycles()
+        return next(iter(self.world.ranks.values())).chip.cost.submit_cycles()
 
 
 # ---------------------------------------------------------------- host tensors and windows
@@ -226,6 +226,8 @@ def _call_subworker(host: WorldHost, call: Call, args: tuple[Any, ...]) -> Steps
     name = str(call.attrs["callee"])
     fn = host.world.program.function(name)
     yield from host.world.drain(call.span, f"the dispatches before {name}")
+    if not host.world.runs(0):  # ranks in processes of their own: rank 0's process calls it
+        return None
     if not fn.requires_runtime_binding:
         return (yield from host.call_control(fn, args))
     callbacks = host.world.options.get("callbacks") or {}

@@ -136,11 +136,18 @@ class Fabric:
             self.outbound(message)
             return
         courier = Core(f"link{message.src}->{message.dst}", clock=message.sent)
-        self.spawn(courier, _deliver(message, self.receive))
+        self.spawn(courier, _deliver(message, self.receive, message.sent))
+
+    def inject(self, message: Message) -> None:
+        """A message from a rank of another process: hand it to its rank here when it lands."""
+        courier = Core(f"link{message.src}->{message.dst}", clock=message.arrives)
+        self.spawn(courier, _deliver(message, self.receive, message.arrives))
 
 
-def _deliver(message: Message, receive: Callable[[Message], None]) -> Generator[Event, None, None]:
-    """Carry ``message`` until it lands, then hand it to its rank."""
-    if message.arrives > message.sent:
-        yield Advance("LINK", message.arrives - message.sent, message.op, message.span, silent=True)
+def _deliver(
+    message: Message, receive: Callable[[Message], None], start: int
+) -> Generator[Event, None, None]:
+    """Carry ``message`` from cycle ``start`` until it lands, then hand it to its rank."""
+    if message.arrives > start:
+        yield Advance("LINK", message.arrives - start, message.op, message.span, silent=True)
     receive(message)
