@@ -5,6 +5,7 @@ from dataclasses import replace
 
 import pytest
 import torch
+from sim_links import run_ranks
 from sim_lowered import FunctionBuilder, expr, launcher, tensor_t, vector_binary_kernel
 from sim_world import (
     FP32,
@@ -221,3 +222,32 @@ def test_a_window_larger_than_its_buffer_is_out_of_bounds_at_the_window():
     with pytest.raises(OutOfBoundsError, match="leaves the window buffer 'buf' of 64 bytes") as err:
         run_world(world_program(host(b)), [], ranks=2)
     assert err.value.span.line == 2
+
+
+# ---------------------------------------------------------------- ranks in processes of their own
+
+
+def test_ranks_simulated_apart_give_the_numbers_and_cycles_of_one_world():
+    inputs = torch.randn(4, SIZE)
+    together = torch.zeros(4, SIZE)
+    world = run_world(allreduce_program(), [inputs, together], ranks=3)
+    apart = torch.zeros(4, SIZE)
+    reports, transfers = run_ranks(allreduce_program(), [inputs, apart], ranks=3)
+    torch.testing.assert_close(apart, together)
+    assert [r.total_cycles for r in reports] == [c.total_cycles for c in world.chips]
+    assert sorted((t.src, t.dst, t.start, t.end, t.op) for t in transfers) == sorted(
+        (t.src, t.dst, t.start, t.end, t.op) for t in world.transfers
+    )
+
+
+def test_ranks_simulated_apart_report_a_deadlock_naming_every_rank():
+    with pytest.raises(DeadlockError) as err:
+        run_ranks(allreduce_program(notify=False), [torch.randn(4, SIZE), torch.zeros(4, SIZE)], ranks=2)
+    text = str(err.value)
+    assert "rank0/cg0.AIV0" in text and "rank1/cg0.AIV0" in text
+    assert "== 0, expects >= 1" in text
+
+
+def test_ranks_simulated_apart_report_a_race():
+    with pytest.raises(RaceError, match=r"pld\.tile\.remote_load reads"):
+        run_ranks(allreduce_program(wait=False), [torch.randn(4, SIZE), torch.zeros(4, SIZE)], ranks=2)

@@ -108,6 +108,7 @@ class Rank:
     queue: deque[Work] = field(default_factory=deque)
     arrived: Signal = field(default_factory=Signal)  # work queued, or the host done
     served: bool = False  # its host thread ended (the host is done and its queue empty)
+    finished_at: int = 0  # the cycle its last work ended (its report's end)
 
 
 class World:
@@ -197,7 +198,7 @@ class World:
                 self._run_windows(host)
             for rank in self.ranks.values():
                 rank.chip.in_time.drain()
-            chips = tuple(rank.chip.report(()) for rank in self.ranks.values())
+            chips = tuple(self._chip_report(rank) for rank in self.ranks.values())
         finally:
             for rank in self.ranks.values():
                 rank.chip.release()
@@ -210,6 +211,12 @@ class World:
         from pypto_sim_a2a3.distributed.processes import run_windows
 
         run_windows(self, host)
+
+    def _chip_report(self, rank: Rank) -> RunReport:
+        """A rank's report: its chip's, ending when its last work did (not when the world did)."""
+        report = rank.chip.report(())
+        report.total_cycles = rank.finished_at
+        return report
 
     def _host(self, host: Any) -> Steps:
         result = yield from host.run()
@@ -256,6 +263,7 @@ class World:
                     on=(self.progress,),
                 )
             work.result = yield from work.run(rank)
+            rank.finished_at = rank.chip.host.clock
             work.done = True
             rank.queue.popleft()
             self.progress.changed()
