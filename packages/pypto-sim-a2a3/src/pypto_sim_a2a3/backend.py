@@ -149,6 +149,55 @@ class A2A3SimBackend:
         :meth:`window_store` kept across runs, or None) and ``"callbacks"`` (SubWorker name ->
         callable given the list of the call's arguments). Returns a ``WorldReport``: one
         ``RunReport`` per rank, the world's cycles and the transfers between the chips."""
+        entry = self._world_entry(program, ranks)
+        try:
+            from pypto_sim_a2a3.distributed.world import World
+        except ImportError as exc:
+            raise PlatformError(
+                f"a2a3sim needs torch to run a program ({exc})", entry.span, TORCH_HINT
+            ) from None
+        loaded = self._loaded_program(program)
+        world = World(program, self.target, self.name, ranks, options, loaded)
+        with full_collections_paced():
+            return world.run(entry, args)
+
+    def run_rank(
+        self,
+        program: Program,
+        args: Sequence[Any],
+        options: Mapping[str, Any],
+        rank: int,
+        ranks: int,
+        link: Any,
+    ) -> RunReport:
+        """Simulate rank ``rank`` of a world of ``ranks`` in this process, on ``link`` (the
+        runtime's ``RankLink``): the HOST entry runs here too, dispatching only this rank's work;
+        what this rank does to the others goes over the link, with its modeled send cycle. The
+        rank's ``RunReport``; its transfers go to ``link.transfers``. Modeled cycles equal
+        :meth:`run_world`'s."""
+        entry = self._world_entry(program, ranks)
+        from pypto_sim_a2a3.distributed.world import World
+
+        loaded = self._loaded_program(program)
+        world = World(program, self.target, self.name, ranks, options, loaded, local=(rank,), link=link)
+        with full_collections_paced():
+            report = world.run(entry, args)
+        return report.chips[0]
+
+    def link_lookahead(self, ranks: int) -> int:
+        """The smallest latency of a link between two chips, in cycles: how far ahead ranks in
+        processes of their own may simulate before they exchange what they sent."""
+        from pypto_sim_a2a3.target import A2A3_INTERCONNECT
+
+        return A2A3_INTERCONNECT.latency_cycles(self.target.clock_mhz)
+
+    def _loaded_program(self, program: Program) -> LoadedProgram:
+        loaded = self._loaded.get(program)
+        if loaded is None:
+            loaded = self._loaded[program] = LoadedProgram(program, self.target.aiv_per_group)
+        return loaded
+
+    def _world_entry(self, program: Program, ranks: int) -> Function:
         entry = program.entry_function
         if not entry.is_host:
             raise VerificationError(
@@ -159,19 +208,8 @@ class A2A3SimBackend:
             )
         if ranks < 1:
             raise PlatformError(f"a world needs at least one rank, got {ranks}", entry.span)
-        try:
-            from pypto_sim_a2a3.distributed.world import World
-        except ImportError as exc:
-            raise PlatformError(
-                f"a2a3sim needs torch to run a program ({exc})", entry.span, TORCH_HINT
-            ) from None
         freeze_the_loaded_heap()
-        loaded = self._loaded.get(program)
-        if loaded is None:
-            loaded = self._loaded[program] = LoadedProgram(program, self.target.aiv_per_group)
-        world = World(program, self.target, self.name, ranks, options, loaded)
-        with full_collections_paced():
-            return world.run(entry, args)
+        return entry
 
     def window_store(self, ranks: int) -> Any:
         """Window buffers a persistent worker keeps across runs (``options["windows"]``);

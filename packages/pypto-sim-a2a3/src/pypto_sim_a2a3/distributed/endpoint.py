@@ -9,8 +9,9 @@ runs it: it yields what the core spends (``Advance``) and where it blocks (``Wai
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass, field
+import itertools
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -20,8 +21,8 @@ from pypto.ir.errors import at_line
 from pypto.ir.ops import dist
 from pypto_sim_a2a3.coherence import gm_accesses, gm_tensor
 from pypto_sim_a2a3.cores import Core
-from pypto_sim_a2a3.distributed.interconnect import Message
-from pypto_sim_a2a3.distributed.ordering import NotifyRecord, VectorClock, join
+from pypto_sim_a2a3.distributed.interconnect import NOTIFY, READ, REPLY, WRITE, Message
+from pypto_sim_a2a3.distributed.ordering import NotifyRecord, VectorClock, WriteLog, join
 from pypto_sim_a2a3.distributed.windows import Place
 from pypto_sim_a2a3.scheduler import Advance, Blocked, Event, Signal, Wait
 
@@ -70,6 +71,12 @@ class RankComm:
         self.nranks = world.size
         self.clock = [0] * world.size  # this rank's vector clock
         self.chip: Chip | None = None
+        self.log = WriteLog()  # the accesses of this rank's windows
+        self.cells: dict[tuple[tuple[str, int], int], Cell] = {}  # this rank's signal cells
+        self.delivered: list[NotifyRecord] = []  # every notify that reached this rank
+        self._tickets = itertools.count(1)  # this rank's read requests
+        self._replies: dict[int, torch.Tensor] = {}
+        self._replied = Signal()
         self._deferred: dict[int, list[Condition]] = {}  # id(launch) -> its defer_wait conditions
 
     # ------------------------------------------------------------ checks
@@ -100,15 +107,16 @@ class RankComm:
 
     # ------------------------------------------------------------ signal cells
 
-    def cell(self, place: Place, owner: int) -> Cell:
-        key = (id(place.buffer), owner, place.byte_offset)
-        found = self.world.cells.get(key)
+    def cell(self, place: Place) -> Cell:
+        """This rank's signal cell at ``place``."""
+        key = (place.buffer.key, place.byte_offset)
+        found = self.cells.get(key)
         if found is None:
-            found = self.world.cells[key] = Cell(clock=(0,) * self.nranks)
+            found = self.cells[key] = Cell(clock=(0,) * self.nranks)
         return found
 
-    def value(self, place: Place, owner: int) -> int:
-        return int(place.on(owner).reshape(-1)[0])
+    def value(self, place: Place) -> int:
+        return int(place.on(self.rank).reshape(-1)[0])
 
     # ------------------------------------------------------------ primitives
 
@@ -125,32 +133,17 @@ class RankComm:
         """Deposit ``value`` into ``peer``'s cell ``place`` (``op`` "Set" or "AtomicAdd"): it lands
         after the link's latency; the core only posts it."""
         self.clock[self.rank] += 1  # the notify orders what this rank did before it
-        record = NotifyRecord(self.rank, span, peer, index, int(value), op)
-        self.world.notifies.append(record)
-
-        def land(message: Message) -> None:
-            target = place.on(message.dst).reshape(-1)
-            if op == "Set":
-                target[0] = record.value
-            else:
-                target[0] += record.value
-            cell = self.cell(place, message.dst)
-            cell.clock = join(cell.clock, message.clock)
-            cell.received.append(record)
-            before = tuple(c - (r == message.src) for r, c in enumerate(message.clock))  # before its tick
-            self.world.log.wrote(place, message.dst, message.src, before, span, "notifies", commutes=True)
-            cell.signal.changed()
-
-        self._send(core, peer, NOTIFY_BYTES, dist.notify, span, land)
+        message = self._message(NOTIFY, peer, core, NOTIFY_BYTES, dist.notify, span, place)
+        self._send(replace(message, value=int(value), how=op, index=index))
         yield Advance("SCALAR", ISSUE_CYCLES, dist.notify, span)
 
     def wait(self, core: Core, condition: Condition) -> Steps:
         """Block ``core`` until this rank's cell satisfies ``condition``; then what the notifies
         that reached the cell ordered is ordered before this rank's next steps."""
-        place, cell = condition.place, self.cell(condition.place, self.rank)
-        if not condition.holds(self.value(place, self.rank)):
+        place, cell = condition.place, self.cell(condition.place)
+        if not condition.holds(self.value(place)):
             yield Wait(
-                lambda: condition.holds(self.value(place, self.rank)),
+                lambda: condition.holds(self.value(place)),
                 f"{_cell_name(condition)} {_expects(condition)}",
                 condition.span,
                 lambda: self.blocked(condition),
@@ -165,17 +158,17 @@ class RankComm:
         place.on(self.rank).reshape(-1)[0] -= amount
 
     def read(self, core: Core, peer: int, place: Place, span: SourceSpan | None, op: str) -> Steps:
-        """The bytes of ``place`` on ``peer`` (a copy), once they crossed the link to this rank."""
-        nbytes = place.nbytes
-        if peer != self.rank:
-            self.world.log.check_read(place, peer, self.rank, tuple(self.clock), span, f"{spelled(op)} reads")
-            end = self.world.fabric.occupy(peer, self.rank, core.clock, nbytes, op, span)
-        else:
-            end = core.clock
-        data = place.on(peer).clone()
-        if end > core.clock:
-            yield Advance("MTE2", end - core.clock, op, span)
-        return data
+        """The bytes of ``place`` on ``peer`` (a copy): a request crosses the link, the peer reads
+        its window when it lands (checking the read against the writes it has seen), and the reply
+        carries the bytes back; the core waits for them."""
+        if peer == self.rank:
+            return place.on(peer).clone()
+        ticket = next(self._tickets)
+        self._send(replace(self._message(READ, peer, core, 0, op, span, place), ticket=ticket))
+        yield Wait(
+            lambda: ticket in self._replies, f"{spelled(op)} from rank {peer}", span, on=(self._replied,)
+        )
+        return self._replies.pop(ticket)
 
     def write(
         self,
@@ -192,38 +185,81 @@ class RankComm:
         """Write ``data`` into ``place`` on ``peer`` (add into it if ``atomic``); the core waits
         until the bytes landed (so a notify it sends next arrives after them)."""
         payload = data.detach().clone()
-
-        def land(message: Message) -> None:
-            target = place.on(message.dst)
-            if atomic:
-                target.add_(payload.reshape(target.shape).to(target.dtype))
-            else:
-                target.copy_(payload.reshape(target.shape))
-            what = f"{spelled(op)} writes"
-            self.world.log.wrote(place, message.dst, message.src, message.clock, span, what, atomic)
-
+        nbytes = payload.numel() * payload.element_size()
+        message = self._message(WRITE, peer, core, nbytes, op, span, place)
+        message = replace(message, data=payload, how="add" if atomic else "")
         if peer == self.rank:  # a collective's own share: a local copy
-            land(Message(self.rank, peer, core.clock, 0, op, span, tuple(self.clock), land))
+            self.receive(replace(message, arrives=core.clock))
             return
-        end = self._send(
-            core, peer, payload.numel() * payload.element_size(), op, span, land, chunks, pipelined
-        )
+        end = self._send(message, chunks, pipelined)
         if end > core.clock:
             yield Advance("MTE3", end - core.clock, op, span)
 
-    def _send(
-        self,
-        core: Core,
-        peer: int,
-        nbytes: int,
-        op: str,
-        span: SourceSpan | None,
-        land: Callable[[Message], None],
-        chunks: int = 1,
-        pipelined: bool = False,
-    ) -> int:
-        message = Message(self.rank, peer, core.clock, nbytes, op, span, tuple(self.clock), land)
+    def _message(
+        self, kind: str, peer: int, core: Core, nbytes: int, op: str, span: SourceSpan | None, place: Place
+    ) -> Message:
+        return Message(kind, self.rank, peer, core.clock, nbytes, op, span, tuple(self.clock), place.ref())
+
+    def _send(self, message: Message, chunks: int = 1, pipelined: bool = False) -> int:
         return self.world.fabric.send(message, chunks, pipelined)
+
+    # ------------------------------------------------------------ what lands here
+
+    def receive(self, message: Message) -> None:
+        """A message that landed on this rank: apply it to this rank's windows."""
+        if message.kind == REPLY:
+            assert message.data is not None
+            self._replies[message.ticket] = message.data
+            self._replied.changed()
+            return
+        assert message.place is not None
+        place = self.world.windows.place(message.place, self.rank)
+        if message.kind == NOTIFY:
+            self._notified(message, place)
+        elif message.kind == WRITE:
+            assert message.data is not None
+            target = place.on(self.rank)
+            data = message.data.reshape(target.shape)
+            if message.how == "add":
+                target.add_(data.to(target.dtype))
+            else:
+                target.copy_(data)
+            what = f"{spelled(message.op)} writes"
+            self.log.wrote(
+                place, self.rank, message.src, message.clock, message.span, what, message.how == "add"
+            )
+        else:  # a read request: check it, answer with the bytes
+            what = f"{spelled(message.op)} reads"
+            self.log.check_read(place, self.rank, message.src, message.clock, message.span, what)
+            data = place.on(self.rank).clone()
+            reply = Message(
+                REPLY,
+                self.rank,
+                message.src,
+                message.arrives,
+                place.nbytes,
+                message.op,
+                message.span,
+                tuple(self.clock),
+                data=data,
+                ticket=message.ticket,
+            )
+            self._send(reply)
+
+    def _notified(self, message: Message, place: Place) -> None:
+        target = place.on(self.rank).reshape(-1)
+        if message.how == "Set":
+            target[0] = message.value
+        else:
+            target[0] += message.value
+        cell = self.cell(place)
+        cell.clock = join(cell.clock, message.clock)
+        record = NotifyRecord(message.src, message.span, self.rank, message.index, message.value, message.how)
+        cell.received.append(record)
+        self.delivered.append(record)
+        before = tuple(c - (r == message.src) for r, c in enumerate(message.clock))  # before its tick
+        self.log.wrote(place, self.rank, message.src, before, message.span, "notifies", commutes=True)
+        cell.signal.changed()
 
     # ------------------------------------------------------------ local window accesses
 
@@ -242,12 +278,10 @@ class RankComm:
                 continue
             if access.write:
                 what = "a store into its window writes"
-                self.world.log.wrote(
-                    place, self.rank, self.rank, tuple(self.clock), call.span, what, access.atomic
-                )
+                self.log.wrote(place, self.rank, self.rank, tuple(self.clock), call.span, what, access.atomic)
             else:
                 what = "a load of its window"
-                self.world.log.check_read(place, self.rank, self.rank, tuple(self.clock), call.span, what)
+                self.log.check_read(place, self.rank, self.rank, tuple(self.clock), call.span, what)
 
     # ------------------------------------------------------------ deferred completion
 
@@ -277,10 +311,10 @@ class RankComm:
 
     def blocked(self, condition: Condition) -> Blocked:
         """A wait no rank satisfied: the cell, its value, what it expects, and the notifies."""
-        value = self.value(condition.place, self.rank)
-        cell = self.cell(condition.place, self.rank)
+        value = self.value(condition.place)
+        cell = self.cell(condition.place)
         reached = "; ".join(r.describe() for r in cell.received) or "none"
-        into_window = [r for r in self.world.notifies if r.target == self.rank and r not in cell.received]
+        into_window = [r for r in self.delivered if r not in cell.received]
         others = "; ".join(r.describe() for r in into_window[:8]) or "none"
         text = (
             f"{condition.what} at {at_line(condition.span)} waits on {_cell_name(condition)} of rank "

@@ -13,9 +13,11 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
 from pypto.ir import Call, CommError, DataType, Direction, DynDim, Expr, Function, OutOfBoundsError
 from pypto.ir.launch import LaunchPlan
-from pypto.ir.ops import dist
+from pypto.ir.ops import dist, tensor
 from pypto.ir.walker import HostWalker
 from pypto_sim_a2a3.distributed import collectives
 from pypto_sim_a2a3.distributed.collectives import Protocol
@@ -109,10 +111,22 @@ class WorldHost(HostWalker):
 
     @property
     def submit_cycles(self) -> int:
-        return self.world.ranks[0].chip.cost.submit_cycles()
+        return next(iter(self.world.ranks.values())).chip.cost.submit_cycles()
 
 
-# ---------------------------------------------------------------- windows
+# ---------------------------------------------------------------- host tensors and windows
+
+
+@_handles(tensor.reshape)
+def _reshape(host: WorldHost, call: Call, args: tuple[Any, ...]) -> Steps:
+    """``x[r]`` on the HOST: the row of the host tensor, reshaped without the leading dim, as a
+    view (the rank writes the caller's tensor in place)."""
+    shape = tuple(host.extent(d) for d in call.attrs["shape"])
+    source = args[0]
+    if not isinstance(source, torch.Tensor):
+        raise host.error("tensor.reshape on the HOST takes a host tensor", call)
+    return source.view(shape)
+    yield  # a generator
 
 
 @_handles(dist.world_size)
@@ -212,6 +226,8 @@ def _call_subworker(host: WorldHost, call: Call, args: tuple[Any, ...]) -> Steps
     name = str(call.attrs["callee"])
     fn = host.world.program.function(name)
     yield from host.world.drain(call.span, f"the dispatches before {name}")
+    if not host.world.runs(0):  # ranks in processes of their own: rank 0's process calls it
+        return None
     if not fn.requires_runtime_binding:
         return (yield from host.call_control(fn, args))
     callbacks = host.world.options.get("callbacks") or {}

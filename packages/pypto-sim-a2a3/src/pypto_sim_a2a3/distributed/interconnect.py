@@ -8,37 +8,52 @@ transfer leaves once the link is free, keeps it busy for ``bytes / bandwidth`` c
 Every transfer is kept as a :class:`~pypto.ir.backend.LinkTransfer` for the report.
 
 In one process the fabric delivers a message by a small process on the world's scheduler that
-applies it at its arrival cycle; ranks in processes of their own would put the same message on a
-wire instead.
+hands it to its rank at its arrival cycle; to a rank in another process it goes to the transport
+(``outbound``) instead, as the same data.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+import torch
+
 from pypto.ir import SourceSpan
+from pypto.ir.backend import LinkTransfer
 from pypto.ir.errors import at_line
 from pypto_sim_a2a3.cores import Core
 from pypto_sim_a2a3.distributed.ordering import VectorClock
-from pypto_sim_a2a3.distributed.report import LinkTransfer
+from pypto_sim_a2a3.distributed.windows import PlaceRef
 from pypto_sim_a2a3.scheduler import Advance, Event
 from pypto_sim_a2a3.target import Interconnect
+
+NOTIFY, WRITE, READ, REPLY = "notify", "write", "read", "reply"
 
 
 @dataclass(frozen=True)
 class Message:
-    """One cross-rank effect: ``apply`` runs on rank ``dst`` when it arrives."""
+    """One cross-rank effect, as data (a rank in a process of its own receives it by pickle):
+    a ``notify`` into a signal cell, a ``write`` of bytes into a window (``how`` "add": atomic),
+    a ``read`` request and its ``reply`` (matched by ``ticket``). ``place`` names the window bytes
+    on ``dst``; ``clock`` is the sender's vector clock when it sent it."""
 
+    kind: str
     src: int
     dst: int
     sent: int  # the modeled cycle it leaves (its link may hold it back)
     nbytes: int
     op: str
     span: SourceSpan | None
-    clock: VectorClock  # the sender's vector clock when it sent it
-    apply: Callable[[Message], None]
+    clock: VectorClock
+    place: PlaceRef | None = None
+    data: torch.Tensor | None = None
+    value: int = 0
+    how: str = ""
+    index: tuple[int, ...] = ()  # a notify's cell, as the kernel named it (for reports)
+    ticket: int = 0
+    arrives: int = 0  # the modeled cycle its last byte lands (set by the fabric)
 
 
 @dataclass
@@ -52,11 +67,15 @@ class Link:
 class Fabric:
     """The links of a world and the transfers they carried.
 
-    ``spawn(core, coroutine)`` runs a delivery on the world's scheduler."""
+    ``spawn(core, coroutine)`` runs a delivery on the world's scheduler, ``receive(message)`` hands
+    it to its rank once it landed."""
 
     spec: Interconnect
     clock_mhz: float
     spawn: Callable[[Core, Generator[Event, None, None]], Any]
+    receive: Callable[[Message], None]  # hands a landed message to its rank
+    local: frozenset[int] = frozenset()  # the ranks simulated in this process (with an outbound)
+    outbound: Callable[[Message], None] | None = None  # to the ranks of other processes
     transfers: list[LinkTransfer] = field(default_factory=list)
     links: dict[tuple[int, int], Link] = field(default_factory=dict)
 
@@ -88,13 +107,14 @@ class Fabric:
             left -= size
             busy = self.spec.link_cycles(size, self.clock_mhz)
             end = start + busy + self.latency
-            self.transfers.append(LinkTransfer(src, dst, size, start, end, op, where))
+            if size:  # (a read's request carries no payload: only its latency)
+                self.transfers.append(LinkTransfer(src, dst, size, start, end, op, where))
             start = start + busy if pipelined else end
         link.free_at = max(link.free_at, end - self.latency)
         return end
 
     def send(self, message: Message, chunks: int = 1, pipelined: bool = False) -> int:
-        """Send ``message`` (in ``chunks`` transfers): it is applied on its rank when its last byte
+        """Send ``message`` (in ``chunks`` transfers): it reaches its rank when its last byte
         lands; the cycle it lands."""
         arrives = self.occupy(
             message.src,
@@ -106,13 +126,28 @@ class Fabric:
             chunks,
             pipelined,
         )
-        courier = Core(f"link{message.src}->{message.dst}", clock=message.sent)
-        self.spawn(courier, _deliver(message, arrives - message.sent))
+        self.carry(replace(message, arrives=arrives))
         return arrives
 
+    def carry(self, message: Message) -> None:
+        """Hand ``message`` to its rank at its arrival: a courier on this scheduler (a rank of
+        this process), or the transport to another process."""
+        if self.outbound is not None and message.dst not in self.local:
+            self.outbound(message)
+            return
+        courier = Core(f"link{message.src}->{message.dst}", clock=message.sent)
+        self.spawn(courier, _deliver(message, self.receive, message.sent))
 
-def _deliver(message: Message, cycles: int) -> Generator[Event, None, None]:
-    """Carry ``message`` for ``cycles``, then apply it (at its arrival on the world's clock)."""
-    if cycles > 0:
-        yield Advance("LINK", cycles, message.op, message.span, silent=True)
-    message.apply(message)
+    def inject(self, message: Message) -> None:
+        """A message from a rank of another process: hand it to its rank here when it lands."""
+        courier = Core(f"link{message.src}->{message.dst}", clock=message.arrives)
+        self.spawn(courier, _deliver(message, self.receive, message.arrives))
+
+
+def _deliver(
+    message: Message, receive: Callable[[Message], None], start: int
+) -> Generator[Event, None, None]:
+    """Carry ``message`` from cycle ``start`` until it lands, then hand it to its rank."""
+    if message.arrives > start:
+        yield Advance("LINK", message.arrives - start, message.op, message.span, silent=True)
+    receive(message)

@@ -213,9 +213,7 @@ def _get(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> 
     into.copy_(data)
     local = comm.world.windows.find(into)
     if local is not None:
-        comm.world.log.wrote(
-            local, comm.rank, comm.rank, tuple(comm.clock), call.span, f"{_user(call)} writes"
-        )
+        comm.log.wrote(local, comm.rank, comm.rank, tuple(comm.clock), call.span, f"{_user(call)} writes")
 
 
 # ---------------------------------------------------------------- collectives in a kernel

@@ -34,11 +34,13 @@ class WindowBuffer:
     name: str
     size: int
     storage: tuple[torch.Tensor, ...]
+    key: tuple[str, int] = ("", 0)  # (name, the HOST's allocation number): the same in every process
 
     @classmethod
-    def allocate(cls, name: str, size: int, ranks: int) -> WindowBuffer:
+    def allocate(cls, name: str, size: int, ranks: int, key: tuple[str, int] = ("", 0)) -> WindowBuffer:
         nbytes = max(int(size), WINDOW_FLOOR)
-        return cls(name, int(size), tuple(torch.zeros(nbytes, dtype=torch.uint8) for _ in range(ranks)))
+        storage = tuple(torch.zeros(nbytes, dtype=torch.uint8) for _ in range(ranks))
+        return cls(name, int(size), storage, key)
 
     def zero(self) -> None:
         for storage in self.storage:
@@ -77,6 +79,17 @@ class CommCtx:
 
 
 @dataclass(frozen=True)
+class PlaceRef:
+    """A :class:`Place` as a message names it: its buffer's key and its layout (no storage)."""
+
+    key: tuple[str, int]
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    element_offset: int
+    dtype: torch.dtype
+
+
+@dataclass(frozen=True)
 class Place:
     """Where a rank's window tensor lies: its buffer, its rank, and its layout in the storage."""
 
@@ -86,6 +99,9 @@ class Place:
     stride: tuple[int, ...]
     element_offset: int  # in elements of ``dtype`` from the storage's start
     dtype: torch.dtype
+
+    def ref(self) -> PlaceRef:
+        return PlaceRef(self.buffer.key, self.shape, self.stride, self.element_offset, self.dtype)
 
     def on(self, rank: int) -> torch.Tensor:
         """The same view on ``rank``'s storage."""
@@ -125,11 +141,16 @@ class WindowStore:
         kept = self.buffers.get(key)
         if kept is not None and kept.size == size:
             return kept
-        buffer = WindowBuffer.allocate(name, size, self.ranks)
+        buffer = WindowBuffer.allocate(name, size, self.ranks, key)
         self.buffers[key] = buffer
         for rank, storage in enumerate(buffer.storage):
             self._by_storage[storage.untyped_storage().data_ptr()] = (buffer, rank)
         return buffer
+
+    def place(self, ref: PlaceRef, rank: int) -> Place:
+        """The place a message names, on ``rank``'s storage."""
+        buffer = self.buffers[ref.key]
+        return Place(buffer, rank, ref.shape, ref.stride, ref.element_offset, ref.dtype)
 
     def reset(self) -> None:
         """Zero every window buffer (``reset_persistent_windows``)."""

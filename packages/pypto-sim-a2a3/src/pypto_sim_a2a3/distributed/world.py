@@ -19,13 +19,12 @@ from typing import Any
 import torch
 
 from pypto.ir import Function, Program, RunReport, SourceSpan, Target
+from pypto.ir.backend import WorldReport
 from pypto.ir.launch import LoadedProgram
 from pypto_sim_a2a3.chip import Chip
 from pypto_sim_a2a3.cores import Core
-from pypto_sim_a2a3.distributed.endpoint import Cell, RankComm
-from pypto_sim_a2a3.distributed.interconnect import Fabric
-from pypto_sim_a2a3.distributed.ordering import NotifyRecord, WriteLog
-from pypto_sim_a2a3.distributed.report import WorldReport
+from pypto_sim_a2a3.distributed.endpoint import RankComm
+from pypto_sim_a2a3.distributed.interconnect import Fabric, Message
 from pypto_sim_a2a3.distributed.windows import WindowStore
 from pypto_sim_a2a3.runtime_rings import RuntimeRings
 from pypto_sim_a2a3.scheduler import Clocked, Coroutine, Event, Observer, Process, Scheduler, Signal, Wait
@@ -108,7 +107,8 @@ class Rank:
     comm: RankComm
     queue: deque[Work] = field(default_factory=deque)
     arrived: Signal = field(default_factory=Signal)  # work queued, or the host done
-    dispatched: int = 0  # work ever queued on it
+    served: bool = False  # its host thread ended (the host is done and its queue empty)
+    finished_at: int = 0  # the cycle its last work ended (its report's end)
 
 
 class World:
@@ -123,6 +123,8 @@ class World:
         options: Mapping[str, Any],
         loaded: LoadedProgram,
         interconnect: Interconnect = A2A3_INTERCONNECT,
+        local: Sequence[int] | None = None,
+        link: Any = None,
     ) -> None:
         self.program = program
         self.target = target
@@ -132,14 +134,23 @@ class World:
         self.scheduler = WorldScheduler(on_time=self._until)
         windows = options.get("windows")
         self.windows: WindowStore = windows if isinstance(windows, WindowStore) else WindowStore(ranks)
-        self.log = WriteLog()
-        self.cells: dict[tuple[int, int, int], Cell] = {}
-        self.notifies: list[NotifyRecord] = []
-        self.fabric = Fabric(interconnect, target.clock_mhz, self.scheduler.spawn)
+        # A rank in a process of its own (``link``: the runtime's RankLink) simulates only itself;
+        # its messages to the others go through the link.
+        self.link = link
+        outbound = None if link is None else self._outbound
+        self.fabric = Fabric(
+            interconnect,
+            target.clock_mhz,
+            self.scheduler.spawn,
+            self._receive,
+            frozenset(local or ()),
+            outbound,
+        )
         self.progress = Signal()  # some work finished
         self.host_done = False
-        self.ranks: list[Rank] = []
-        for index in range(ranks):
+        self.dispatched = [0] * ranks  # work ever queued on each rank (by this process's host)
+        self.ranks: dict[int, Rank] = {}
+        for index in range(ranks) if local is None else local:
             comm = RankComm(self, index)
             chip = Chip(
                 program,
@@ -153,11 +164,21 @@ class World:
                 comm=comm,
             )
             comm.chip = chip
-            self.ranks.append(Rank(index, chip, comm))
+            self.ranks[index] = Rank(index, chip, comm)
+
+    def _receive(self, message: Message) -> None:
+        self.ranks[message.dst].comm.receive(message)
+
+    def _outbound(self, message: Message) -> None:
+        self.link.send(message.dst, message, message.sent)
 
     def _until(self, now: int) -> None:
-        for rank in self.ranks:
+        for rank in self.ranks.values():
             rank.chip.in_time.until(now)
+
+    def runs(self, rank: int) -> bool:
+        """Whether ``rank`` is simulated here (all are, unless each rank has a process)."""
+        return rank in self.ranks
 
     # ------------------------------------------------------------ running
 
@@ -167,40 +188,60 @@ class World:
 
         host_core = Core("HOST")
         host = self.scheduler.spawn(host_core, self._host(WorldHost(entry, args, self)))
-        for rank in self.ranks:
+        for rank in self.ranks.values():
             rank.chip.start()
             rank.chip.scheduler.spawn(rank.chip.host, self._serve(rank))
         try:
-            self.scheduler.run()
-            for rank in self.ranks:
+            if self.link is None:
+                self.scheduler.run()
+            else:
+                self._run_windows(host)
+            for rank in self.ranks.values():
                 rank.chip.in_time.drain()
-            chips = tuple(rank.chip.report(()) for rank in self.ranks)
+            chips = tuple(self._chip_report(rank) for rank in self.ranks.values())
         finally:
-            for rank in self.ranks:
+            for rank in self.ranks.values():
                 rank.chip.release()
             self.scheduler.release()
         return self._report(chips, host.result, host_core.clock)
+
+    def _run_windows(self, host: Process) -> None:
+        """A rank in a process of its own: simulate window by window (every event before the
+        link's horizon), hand the link what it sent and take what the others sent it."""
+        from pypto_sim_a2a3.distributed.processes import run_windows
+
+        run_windows(self, host)
+
+    def _chip_report(self, rank: Rank) -> RunReport:
+        """A rank's report: its chip's, ending when its last work did (not when the world did)."""
+        report = rank.chip.report(())
+        report.total_cycles = rank.finished_at
+        return report
 
     def _host(self, host: Any) -> Steps:
         result = yield from host.run()
         yield from self.drain(host.fn.span, "every rank's work to finish")
         self.host_done = True
-        for rank in self.ranks:
+        for rank in self.ranks.values():
             rank.arrived.changed()
         return host.resolve(result)
 
     def drain(self, span: SourceSpan | None, what: str) -> Steps:
         """The host waits until every rank has run all its queued work."""
-        if any(rank.queue for rank in self.ranks):
-            yield Wait(lambda: not any(rank.queue for rank in self.ranks), what, span, on=(self.progress,))
+        ranks = list(self.ranks.values())
+        if any(rank.queue for rank in ranks):
+            yield Wait(lambda: not any(rank.queue for rank in ranks), what, span, on=(self.progress,))
 
     def submit(self, rank: int, work: Work) -> None:
         """Queue ``work`` on ``rank``, after the earlier work it shares host tensors with."""
-        earlier = [w for r in self.ranks for w in r.queue if _conflict(w.footprint, work.footprint)]
+        self.dispatched[rank] += 1
+        target = self.ranks.get(rank)
+        if target is None:  # another process simulates that rank: it runs its own dispatches
+            work.done, work.result = True, ()
+            return
+        earlier = [w for r in self.ranks.values() for w in r.queue if _conflict(w.footprint, work.footprint)]
         work.after = tuple(earlier)
-        target = self.ranks[rank]
         target.queue.append(work)
-        target.dispatched += 1
         target.arrived.changed()
 
     def _serve(self, rank: Rank) -> Steps:
@@ -222,19 +263,23 @@ class World:
                     on=(self.progress,),
                 )
             work.result = yield from work.run(rank)
+            rank.finished_at = rank.chip.host.clock
             work.done = True
             rank.queue.popleft()
             self.progress.changed()
+        rank.served = True
         rank.chip.close()
 
     def idle_ranks(self) -> list[int]:
         """The ranks the host never dispatched to (a peer waiting on one of them waits forever)."""
-        return [rank.index for rank in self.ranks if rank.dispatched == 0]
+        return [rank for rank, count in enumerate(self.dispatched) if count == 0]
 
     # ------------------------------------------------------------ the report
 
     def _report(self, chips: tuple[RunReport, ...], outputs: Any, host_clock: int) -> WorldReport:
         ids = tuple(self.options.get("device_ids") or range(self.size))
+        if self.link is not None:
+            self.link.transfers.extend(self.fabric.transfers)
         total = max([host_clock, *(chip.total_cycles for chip in chips)])
         return WorldReport(
             chips=chips,
