@@ -371,7 +371,7 @@ class ChipWorker:
 
 
 def _check_level(level: Any) -> None:
-    """``level`` is 2 (one chip); 3 and above belong to distributed programs, not here yet."""
+    """``level`` is 2 (one chip); 3 and above belong to distributed programs (a DistributedWorker)."""
     if isinstance(level, bool) or not isinstance(level, int):
         raise WorkerError(
             f"ChipWorker(level=...) takes an int, got {type(level).__name__} {level!r}",
@@ -381,9 +381,10 @@ def _check_level(level: Any) -> None:
     if level >= HOST_LEVEL:
         raise WorkerError(
             f"ChipWorker(level={level}): level {level} drives several chips from a host (the "
-            "distributed programs of pl.Level.HOST and above), which this PyPTO does not run yet",
+            "distributed programs of pl.Level.HOST and above), which is a DistributedWorker's",
             call_site(),
-            "use level=2 (one chip), the only level of a ChipWorker; distributed workers are not available",
+            "use level=2 (one chip) for a ChipWorker; for a HOST program, compiled.prepare() gives its "
+            "DistributedWorker",
         )
     if level != CHIP_LEVEL:
         raise WorkerError(
