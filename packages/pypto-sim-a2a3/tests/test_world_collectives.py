@@ -365,12 +365,17 @@ def test_a_comm_op_on_one_chip_is_a_comm_error():
         A2A3SimBackend().run(prog, args, {})
 
 
-def defer_program(n, publish=True):
+def defer_program(n, publish=True, negative=False):
     """Each rank: a waiter task that defer_waits on its signal cell and a publisher task (no edge
     between them) that notifies the next rank's cell."""
     b = FunctionBuilder("waiter", FunctionKind.AIV)
     sig = b.param("sig", window_t((1, 1), INT32))
-    b.do("dist.defer_wait", sig, [0, 0], 1)
+    expected = 1
+    if negative:  # a run-time expected value below 0 on rank 0
+        ctx = b.op("ctx", "dist.get_comm_ctx", sig)
+        me = b.op("me", "dist.rank", ctx)
+        expected = b.op("expected", "scalar.sub", me, 1)
+    b.do("dist.defer_wait", sig, [0, 0], expected)
     waiter = b.build()
     b = FunctionBuilder("publisher", FunctionKind.AIV)
     sig2 = b.param("sig", window_t((1, 1), INT32))
@@ -410,3 +415,8 @@ def test_a_defer_wait_no_rank_satisfies_is_a_deadlock_naming_the_waiting_task():
     text = str(err.value)
     assert "rank0/waiter (deferred): pld.system.defer_wait at waiter.py:2" in text
     assert "signal[0, 0] of rank 0's window 'sig_buf': == 0, expects >= 1" in text
+
+
+def test_a_negative_deferred_expectation_is_a_comm_error():
+    with pytest.raises(CommError, match="expected -1 is negative"):
+        run_world(defer_program(2, negative=True), [], ranks=2)

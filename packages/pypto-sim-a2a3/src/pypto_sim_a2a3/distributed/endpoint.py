@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 Steps = Generator[Event, None, Any]
 NOTIFY_BYTES = 4  # a signal cell's INT32 value crosses the link
 ISSUE_CYCLES = 1  # the scalar unit posting a notify or a wait's first check
+MAX_DEFERRED = 64  # the conditions one defer_wait task may register (the manual's limit)
 
 
 @dataclass
@@ -287,7 +288,21 @@ class RankComm:
 
     def defer(self, launch: Launch, condition: Condition) -> None:
         """A ``defer_wait``: the task of ``launch`` completes only once ``condition`` holds."""
-        self._deferred.setdefault(id(launch), []).append(condition)
+        if condition.expected < 0:
+            raise CommError(
+                f"{condition.what}: expected {condition.expected} is negative; a deferred condition "
+                "polls an unsigned counter (counter >= expected)",
+                condition.span,
+                "keep expected and every published counter value in [0, INT32_MAX]",
+            )
+        conditions = self._deferred.setdefault(id(launch), [])
+        if len(conditions) >= MAX_DEFERRED:
+            raise CommError(
+                f"{condition.what}: a waiter task registers at most {MAX_DEFERRED} conditions",
+                condition.span,
+                "split the waits over several waiter tasks",
+            )
+        conditions.append(condition)
 
     def defers(self, task: Task, launch: Launch) -> bool:
         """The chip finished ``task``'s block on ``launch``: if it deferred waits, complete it once
