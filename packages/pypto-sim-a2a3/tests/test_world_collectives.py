@@ -414,7 +414,7 @@ def test_a_defer_wait_no_rank_satisfies_is_a_deadlock_naming_the_waiting_task():
         run_world(defer_program(2, publish=False), [], ranks=2)
     text = str(err.value)
     assert "rank0/waiter (deferred): pld.system.defer_wait at waiter.py:2" in text
-    assert "signal[0, 0] of rank 0's window 'sig_buf': == 0, expects >= 1" in text
+    assert "sig[0, 0] of rank 0's window 'sig_buf': == 0, expects >= 1" in text
 
 
 def test_a_negative_deferred_expectation_is_a_comm_error():

@@ -57,7 +57,8 @@ class Condition:
     expected: int
     cmp: str
     span: SourceSpan | None
-    what: str  # "dist.wait", "pld.tensor.barrier", ...
+    what: str  # "pld.system.wait", "pld.tensor.barrier", ...
+    name: str = "signal"  # the signal window as the kernel names it
 
     def holds(self, value: int) -> bool:
         return value == self.expected if self.cmp == "Eq" else value >= self.expected
@@ -130,12 +131,13 @@ class RankComm:
         value: int,
         op: str,
         span: SourceSpan | None,
+        name: str = "signal",
     ) -> Steps:
         """Deposit ``value`` into ``peer``'s cell ``place`` (``op`` "Set" or "AtomicAdd"): it lands
         after the link's latency; the core only posts it."""
         self.clock[self.rank] += 1  # the notify orders what this rank did before it
         message = self._message(NOTIFY, peer, core, NOTIFY_BYTES, dist.notify, span, place)
-        self._send(replace(message, value=int(value), how=op, index=index))
+        self._send(replace(message, value=int(value), how=op, index=index, name=name))
         yield Advance("SCALAR", ISSUE_CYCLES, dist.notify, span)
 
     def wait(self, core: Core, condition: Condition) -> Steps:
@@ -255,7 +257,15 @@ class RankComm:
             target[0] += message.value
         cell = self.cell(place)
         cell.clock = join(cell.clock, message.clock)
-        record = NotifyRecord(message.src, message.span, self.rank, message.index, message.value, message.how)
+        record = NotifyRecord(
+            message.src,
+            message.span,
+            self.rank,
+            message.index,
+            message.value,
+            message.how,
+            message.name or "signal",
+        )
         cell.received.append(record)
         self.delivered.append(record)
         before = tuple(c - (r == message.src) for r, c in enumerate(message.clock))  # before its tick
@@ -356,7 +366,7 @@ def spelled(op: str) -> str:
 
 
 def _cell_name(condition: Condition) -> str:
-    return "signal[" + ", ".join(str(i) for i in condition.index) + "]"
+    return f"{condition.name}[" + ", ".join(str(i) for i in condition.index) + "]"
 
 
 def _expects(condition: Condition) -> str:

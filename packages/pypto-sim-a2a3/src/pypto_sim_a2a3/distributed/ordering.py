@@ -37,16 +37,17 @@ class NotifyRecord:
     cell: tuple[int, ...]
     value: int
     op: str  # "Set" or "AtomicAdd"
+    name: str = "signal"  # the signal window as the sender's kernel names it
 
     def describe(self) -> str:
         verb = "set" if self.op == "Set" else "added"
         where = f" at {at_line(self.span)}" if self.span is not None else ""
         into = "in" if verb == "set" else "to"
-        return f"rank {self.sender}{where} {verb} {self.value} {into} {_cell(self.cell)}"
+        return f"rank {self.sender}{where} {verb} {self.value} {into} {_cell(self.name, self.cell)}"
 
 
-def _cell(cell: tuple[int, ...]) -> str:
-    return "signal[" + ", ".join(str(i) for i in cell) + "]"
+def _cell(name: str, cell: tuple[int, ...]) -> str:
+    return f"{name}[" + ", ".join(str(i) for i in cell) + "]"
 
 
 @dataclass
