@@ -420,3 +420,34 @@ def test_a_defer_wait_no_rank_satisfies_is_a_deadlock_naming_the_waiting_task():
 def test_a_negative_deferred_expectation_is_a_comm_error():
     with pytest.raises(CommError, match="expected -1 is negative"):
         run_world(defer_program(2, negative=True), [], ranks=2)
+
+
+def stage_program(n, direction):
+    """HOST: a window ``data`` of [1, S] per rank; copy host rows into it (``"in"``) or out of it."""
+    windows_t, rows_t = window_t((1, S)), tensor_t((1, S))
+    src_t, dst_t = (rows_t, windows_t) if direction == "in" else (windows_t, rows_t)
+    kernel = copy_kernel(f"copy_{direction}", src_t, dst_t, 1)
+    chip = launcher(kernel)
+    b = FunctionBuilder("orchestrator", FunctionKind.Orchestration)
+    rows = b.param("rows", tensor_t((n, S)), Direction.In if direction == "in" else Direction.Out)
+    buf = assign(b, "data_buf", "dist.alloc_window_buffer", S * 4, name="data_buf")
+    with b.loop("r", 0, n) as r:
+        data = b.op("data", "dist.window", buf, [1, S], dtype=FP32)
+        row = row_of(b, rows, r, S, "row")
+        dispatch(b, chip, r, *((row, data) if direction == "in" else (data, row)))
+    return world_program(host(b), chip, kernel)
+
+
+def test_a_window_store_keeps_windows_across_runs_until_it_is_reset():
+    n = 2
+    store = A2A3SimBackend().window_store(n)
+    x, out = torch.randn(n, S), torch.zeros(n, S)
+    run_world(stage_program(n, "in"), [x], ranks=n, windows=store)
+    run_world(stage_program(n, "out"), [out], ranks=n, windows=store)
+    torch.testing.assert_close(out, x)
+    store.reset()
+    run_world(stage_program(n, "out"), [out], ranks=n, windows=store)
+    assert not out.any()
+    fresh = torch.ones(n, S)
+    run_world(stage_program(n, "out"), [fresh], ranks=n)  # no store: a fresh zeroed window
+    assert not fresh.any()
