@@ -16,6 +16,7 @@ from pypto.ir import (
     FunctionKind,
     NotifyOp,
     OutOfBoundsError,
+    RaceError,
     ReduceOp,
     WaitCmp,
     make_call,
@@ -255,7 +256,7 @@ def test_an_allreduce_inside_a_kernel_equals_torch(mode):
     torch.testing.assert_close(out, x.sum(0).expand(n, S), rtol=1e-5, atol=1e-5)
 
 
-def exchange_kernel(n, how, peer_offset=1, row=0, wrap=True):
+def exchange_kernel(n, how, peer_offset=1, row=0, wrap=True, handshake=True):
     """Each rank puts its input row to rank (me + peer_offset) % n's window ``data`` by ``how``
     (remote_store, atomic remote_store, put, or get from the peer), handshakes, and copies it out."""
     b = FunctionBuilder("x", FunctionKind.AIV)
@@ -282,8 +283,9 @@ def exchange_kernel(n, how, peer_offset=1, row=0, wrap=True):
         b.do("tile.store", tile, [0, 0], stage)
         b.do("dist.put", data, peer, stage, [row, 0], [0, 0], shape=(1, S), chunk_rows=1, chunk_cols=8)
     if how != "get":
-        do(b, "dist.notify", sig, peer, [0, 0], 1, op=NotifyOp.Set)
-        do(b, "dist.wait", sig, [0, 0], 1, cmp=WaitCmp.Eq)
+        if handshake:
+            do(b, "dist.notify", sig, peer, [0, 0], 1, op=NotifyOp.Set)
+            do(b, "dist.wait", sig, [0, 0], 1, cmp=WaitCmp.Eq)
         got = b.op("got", "tile.load", data, [row, 0], shape=(1, S), target_memory=Mem.Vec)
         b.do("tile.store", got, [0, 0], out)
     else:
@@ -451,3 +453,12 @@ def test_a_window_store_keeps_windows_across_runs_until_it_is_reset():
     fresh = torch.ones(n, S)
     run_world(stage_program(n, "out"), [fresh], ranks=n)  # no store: a fresh zeroed window
     assert not fresh.any()
+
+
+def test_a_local_load_of_window_bytes_a_peer_stored_without_notify_wait_is_a_race():
+    prog = exchange(2, "store", handshake=False)
+    with pytest.raises(RaceError) as err:
+        run_world(prog, [torch.randn(2, S), torch.zeros(2, S)], ranks=2)
+    text = str(err.value)
+    assert "rank 0" in text and "rank 1" in text and "x.py:" in text
+    assert "with no notify/wait ordering the two" in text

@@ -87,14 +87,16 @@ class Accesses:
 
 @dataclass
 class Shadow:
-    """The last write and the last read of each byte of one rank's window buffer."""
+    """The last write of each byte of one rank's window buffer, its last read by another rank,
+    and its last read by the owner."""
 
     writes: Accesses
     reads: Accesses
+    own_reads: Accesses
 
     @classmethod
     def of(cls, nbytes: int) -> Shadow:
-        return cls(Accesses.of(nbytes), Accesses.of(nbytes))
+        return cls(Accesses.of(nbytes), Accesses.of(nbytes), Accesses.of(nbytes))
 
 
 @dataclass
@@ -130,9 +132,10 @@ class WriteLog:
         atomic add or a notify ``commutes`` with other writes)."""
         shadow = self._shadow(place.buffer, owner)
         index = byte_index(place)
-        found = shadow.reads.unordered(index, writer, clock)
-        if found is not None:
-            self._race(place, owner, shadow.reads, index, found, writer, span, what, "read")
+        for reads in (shadow.reads, shadow.own_reads):
+            found = reads.unordered(index, writer, clock)
+            if found is not None:
+                self._race(place, owner, reads, index, found, writer, span, what, "read")
         if not commutes:
             found = shadow.writes.unordered(index, writer, clock)
             if found is not None:
@@ -149,8 +152,8 @@ class WriteLog:
         found = shadow.writes.unordered(index, reader, clock)
         if found is not None:
             self._race(place, owner, shadow.writes, index, found, reader, span, what, "wrote")
-        if reader != owner:
-            shadow.reads.note(index, reader, clock[reader], self._line(span))
+        reads = shadow.own_reads if reader == owner else shadow.reads
+        reads.note(index, reader, clock[reader], self._line(span))
 
     def _race(
         self,
