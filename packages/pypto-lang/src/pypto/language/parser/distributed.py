@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pypto.ir import DataType, Eval, Expr, ParseError, TensorType, TileType, TupleExpr
+from pypto.ir import DataType, Eval, Expr, ParseError, ReduceOp, TensorType, TileType, TupleExpr
 from pypto.ir.ops import dist
 from pypto.language.builtins import DistBuiltin
 from pypto.language.parser.opcall import OpContext
@@ -290,7 +290,29 @@ def allreduce(
             "makes its own signal window only outside loops",
             "allocate a signal window before the loop and pass it: pld.tensor.allreduce(data, signal)",
         )
-    return b.op(dist.allreduce, args, {"op": op, "mode": mode, "core_num": core_num})
+    call = b.op(dist.allreduce, args, {"op": op, "mode": mode, "core_num": core_num})
+    dtype = call.type.dtype
+    if (mode or "mesh") == "mesh" and dtype not in (DataType.FP16, DataType.FP32):
+        raise b.ctx.fail(
+            f'mode="mesh" reduces pl.FP16 or pl.FP32 windows, got pl.{dtype.name}',
+            'convert the data to pl.FP32 first, or use mode="ring" in a kernel',
+        )
+    if mode == "ring" and b.host and (dtype is not DataType.FP32 or op not in (None, ReduceOp.Sum)):
+        raise b.ctx.fail(
+            "the HOST ring allreduce sums pl.FP32 windows only",
+            'use op=pld.ReduceOp.Sum on a pl.FP32 window, mode="mesh", or the ring inside a kernel',
+        )
+    return call
+
+
+def _host_fp32(b: Build, call: Any) -> Any:
+    """The HOST builtins of allgather, reduce_scatter, broadcast and all_to_all move FP32 only."""
+    if b.host and call.type.dtype is not DataType.FP32:
+        raise b.ctx.fail(
+            f"the HOST builtin moves pl.FP32 windows only, got pl.{call.type.dtype.name}",
+            "use a pl.FP32 window, or call it inside a kernel (any dtype there)",
+        )
+    return call
 
 
 def barrier(b: Build, signal: Any) -> Any:
@@ -302,11 +324,8 @@ def broadcast(b: Build, target: Any, signal: Any, *, root: Any = 0) -> Any:
         raise b.ctx.fail(
             f"root= is a rank index known at compile time, got {describe_value(root)}", "e.g. root=0"
         )
-    return b.op(
-        dist.broadcast,
-        [b.shaped(target, "the target"), b.shaped(signal, "the signal")],
-        {"root": number(root)},
-    )
+    args = [b.shaped(target, "the target"), b.shaped(signal, "the signal")]
+    return _host_fp32(b, b.op(dist.broadcast, args, {"root": number(root)}))
 
 
 def allgather(b: Build, local: Any, target: Any, signal: Any) -> Any:
@@ -315,18 +334,17 @@ def allgather(b: Build, local: Any, target: Any, signal: Any) -> Any:
         b.shaped(target, "the target"),
         b.shaped(signal, "the signal"),
     ]
-    return b.op(dist.allgather, args)
+    return _host_fp32(b, b.op(dist.allgather, args))
 
 
 def reduce_scatter(b: Build, target: Any, signal: Any, *, op: Any = None) -> Any:
-    return b.op(
-        dist.reduce_scatter, [b.shaped(target, "the target"), b.shaped(signal, "the signal")], {"op": op}
-    )
+    args = [b.shaped(target, "the target"), b.shaped(signal, "the signal")]
+    return _host_fp32(b, b.op(dist.reduce_scatter, args, {"op": op}))
 
 
 def all_to_all(b: Build, input: Any, target: Any, signal: Any) -> Any:
     args = [b.shaped(input, "the input"), b.shaped(target, "the target"), b.shaped(signal, "the signal")]
-    return b.op(dist.all_to_all, args)
+    return _host_fp32(b, b.op(dist.all_to_all, args))
 
 
 # path -> (builder, where it may stand)
