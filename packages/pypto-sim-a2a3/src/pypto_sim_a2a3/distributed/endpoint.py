@@ -22,7 +22,7 @@ from pypto.ir.ops import dist
 from pypto_sim_a2a3.coherence import gm_accesses, gm_tensor
 from pypto_sim_a2a3.cores import Core
 from pypto_sim_a2a3.distributed.interconnect import NOTIFY, READ, REPLY, WRITE, Message
-from pypto_sim_a2a3.distributed.ordering import NotifyRecord, VectorClock, WriteLog, join
+from pypto_sim_a2a3.distributed.ordering import NotifyRecord, VectorClock, AccessLog, join
 from pypto_sim_a2a3.distributed.windows import Place
 from pypto_sim_a2a3.scheduler import Advance, Blocked, Event, Signal, Wait
 
@@ -73,7 +73,7 @@ class RankComm:
         self.nranks = world.size
         self.clock = [0] * world.size  # this rank's vector clock
         self.chip: Chip | None = None
-        self.log = WriteLog()  # the accesses of this rank's windows
+        self.log = AccessLog()  # the accesses of this rank's windows
         self.cells: dict[tuple[tuple[str, int], int], Cell] = {}  # this rank's signal cells
         self.delivered: list[NotifyRecord] = []  # every notify that reached this rank
         self._tickets = itertools.count(1)  # this rank's read requests

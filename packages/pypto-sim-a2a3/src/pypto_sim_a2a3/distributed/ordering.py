@@ -100,7 +100,7 @@ class Shadow:
 
 
 @dataclass
-class WriteLog:
+class AccessLog:
     """The window accesses of a world, per buffer and rank, for the cross-rank race check."""
 
     shadows: dict[tuple[int, int], Shadow] = field(default_factory=dict)
