@@ -22,7 +22,7 @@ from pypto.ir.ops import dist
 from pypto_sim_a2a3.coherence import gm_accesses, gm_tensor
 from pypto_sim_a2a3.cores import Core
 from pypto_sim_a2a3.distributed.interconnect import NOTIFY, READ, REPLY, WRITE, Message
-from pypto_sim_a2a3.distributed.ordering import NotifyRecord, VectorClock, AccessLog, join
+from pypto_sim_a2a3.distributed.ordering import AccessLog, NotifyRecord, VectorClock, join
 from pypto_sim_a2a3.distributed.windows import Place
 from pypto_sim_a2a3.scheduler import Advance, Blocked, Event, Signal, Wait
 
