@@ -462,3 +462,9 @@ def test_a_local_load_of_window_bytes_a_peer_stored_without_notify_wait_is_a_rac
     text = str(err.value)
     assert "rank 0" in text and "rank 1" in text and "x.py:" in text
     assert "with no notify/wait ordering the two" in text
+
+
+def test_a_window_store_of_another_world_size_is_a_comm_error():
+    store = A2A3SimBackend().window_store(3)
+    with pytest.raises(CommError, match="holds 3 rank"):
+        run_world(stage_program(2, "in"), [torch.randn(2, S)], ranks=2, windows=store)
