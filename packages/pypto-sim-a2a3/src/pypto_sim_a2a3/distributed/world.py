@@ -136,7 +136,8 @@ class World:
         self.windows: WindowStore = windows if isinstance(windows, WindowStore) else WindowStore(ranks)
         if self.windows.ranks != ranks:
             raise CommError(
-                f"the window store kept from earlier runs holds {self.windows.ranks} rank(s), this world has {ranks}",
+                f"the window store kept from earlier runs holds {self.windows.ranks} rank(s), "
+                f"this world has {ranks}",
                 program.entry_function.span,
                 "keep one window store per world size (a persistent worker's devices)",
             )
