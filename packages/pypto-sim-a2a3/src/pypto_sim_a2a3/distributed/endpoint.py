@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
@@ -21,14 +21,13 @@ from pypto.ir.errors import at_line
 from pypto.ir.ops import dist
 from pypto_sim_a2a3.coherence import gm_accesses, gm_tensor
 from pypto_sim_a2a3.cores import Core
-from pypto_sim_a2a3.distributed.interconnect import NOTIFY, READ, REPLY, WRITE, Message
+from pypto_sim_a2a3.distributed.interconnect import NOTIFY, READ, REPLY, WRITE, Fabric, Message
 from pypto_sim_a2a3.distributed.ordering import AccessLog, NotifyRecord, VectorClock, join
-from pypto_sim_a2a3.distributed.windows import Place
+from pypto_sim_a2a3.distributed.windows import Place, WindowStore
 from pypto_sim_a2a3.scheduler import Advance, Blocked, Event, Signal, Wait
 
 if TYPE_CHECKING:
     from pypto_sim_a2a3.chip import Chip
-    from pypto_sim_a2a3.distributed.world import World
     from pypto_sim_a2a3.launch import Launch
     from pypto_sim_a2a3.taskgraph import Task
 
@@ -64,10 +63,21 @@ class Condition:
         return value == self.expected if self.cmp == "Eq" else value >= self.expected
 
 
+class Domain(Protocol):
+    """What a rank's endpoint asks of its world: its size, its windows, its links, and which
+    ranks the host never dispatched to (for deadlock reports)."""
+
+    size: int
+    windows: WindowStore
+    fabric: Fabric
+
+    def idle_ranks(self) -> list[int]: ...
+
+
 class RankComm:
     """Rank ``rank``'s endpoint in ``world``; ``chip`` is the rank's chip."""
 
-    def __init__(self, world: World, rank: int) -> None:
+    def __init__(self, world: Domain, rank: int) -> None:
         self.world = world
         self.rank = rank
         self.nranks = world.size
