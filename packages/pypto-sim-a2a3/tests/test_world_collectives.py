@@ -468,3 +468,11 @@ def test_a_window_store_of_another_world_size_is_a_comm_error():
     store = A2A3SimBackend().window_store(3)
     with pytest.raises(CommError, match="holds 3 rank"):
         run_world(stage_program(2, "in"), [torch.randn(2, S)], ranks=2, windows=store)
+
+
+def test_a_mesh_allreduce_reads_its_peers_at_once():
+    n, rows = 4, 8
+    report = run_world(host_allreduce(n, rows), [torch.randn(n * rows, S), torch.zeros(n * rows, S)], ranks=n)
+    into_rank0 = [t for t in report.transfers if t.dst == 0 and t.nbytes == rows * S * 4]
+    assert len(into_rank0) == n - 1
+    assert max(t.start for t in into_rank0) < min(t.end for t in into_rank0), "the replies overlap in time"

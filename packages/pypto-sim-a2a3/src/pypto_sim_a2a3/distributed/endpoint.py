@@ -174,14 +174,35 @@ class RankComm:
         """The bytes of ``place`` on ``peer`` (a copy): a request crosses the link, the peer reads
         its window when it lands (checking the read against the writes it has seen), and the reply
         carries the bytes back; the core waits for them."""
-        if peer == self.rank:
-            return place.on(peer).clone()
-        ticket = next(self._tickets)
-        self._send(replace(self._message(READ, peer, core, 0, op, span, place), ticket=ticket))
-        yield Wait(
-            lambda: ticket in self._replies, f"{spelled(op)} from rank {peer}", span, on=(self._replied,)
-        )
-        return self._replies.pop(ticket)
+        (data,) = yield from self.read_all(core, [(peer, place)], span, op)
+        return data
+
+    def read_all(
+        self, core: Core, sources: Sequence[tuple[int, Place]], span: SourceSpan | None, op: str
+    ) -> Steps:
+        """The bytes of each ``(peer, place)``, read at once: every request is posted before the
+        core waits, so reads from different peers share no link and overlap."""
+        tickets: list[int] = []
+        for peer, place in sources:
+            if peer == self.rank:
+                tickets.append(0)
+                continue
+            ticket = next(self._tickets)
+            tickets.append(ticket)
+            self._send(replace(self._message(READ, peer, core, 0, op, span, place), ticket=ticket))
+        pending = [t for t in tickets if t]
+        if pending:
+            peers = sorted({peer for peer, _ in sources if peer != self.rank})
+            yield Wait(
+                lambda: all(t in self._replies for t in pending),
+                f"{spelled(op)} from rank(s) {', '.join(map(str, peers))}",
+                span,
+                on=(self._replied,),
+            )
+        return [
+            self._replies.pop(ticket) if ticket else place.on(self.rank).clone()
+            for ticket, (_, place) in zip(tickets, sources, strict=True)
+        ]
 
     def write(
         self,
