@@ -27,7 +27,7 @@ from pypto.ir.nodes import (
     walk_expr,
     walk_stmts,
 )
-from pypto.ir.ops import op
+from pypto.ir.ops import dist, op
 
 # The kinds a function called from host code runs on the host as: no task of its own.
 CONTROL_KINDS = (FunctionKind.Orchestration, FunctionKind.Opaque)
@@ -58,14 +58,36 @@ def is_control_call(program: Program, call: Call) -> bool:
 
 
 def control_functions(program: Program) -> list[Function]:
-    """The entry, then each control function its host code calls (transitively), once each."""
-    found = [program.entry_function]
+    """The entry, then each control function its host code calls (transitively), once each.
+
+    A distributed program's entry is a HOST function, which the passes leave as written: its
+    control functions are the chip orchestrations the HOST functions dispatch to the ranks (and
+    what those call), each a root of its own."""
+    found = [fn for fn in chip_roots(program) if not fn.is_host]
     for fn in found:  # grows while it is walked
         for call in host_calls(fn.body):
             target = callee(program, call)
             if target is not None and target.kind in CONTROL_KINDS and target not in found:
                 found.append(target)
     return found
+
+
+def chip_roots(program: Program) -> list[Function]:
+    """The functions the chip side starts from: the entry, or for a HOST entry the chip
+    orchestrations its HOST functions dispatch (``dist.dispatch``), in program order."""
+    entry = program.entry_function
+    if not entry.is_host:
+        return [entry]
+    dispatched = {
+        str(e.attrs.get("callee"))
+        for fn in _functions(program)
+        if fn.is_host
+        for stmt in walk_stmts(fn.body)
+        for root in stmt_exprs(stmt)
+        for e in walk_expr(root)
+        if isinstance(e, Call) and e.op == dist.dispatch
+    }
+    return [fn for fn in _functions(program) if fn.name in dispatched]
 
 
 def call_cycle(program: Program) -> list[str] | None:
@@ -99,7 +121,7 @@ def _callees(fn: Function) -> list[str]:
         for stmt in walk_stmts(fn.body)
         for root in stmt_exprs(stmt)
         for e in walk_expr(root)
-        if isinstance(e, Call) and e.op == op.call
+        if isinstance(e, Call) and e.op in (op.call, dist.dispatch, dist.call_subworker)
     ]
 
 

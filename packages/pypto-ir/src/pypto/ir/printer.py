@@ -274,6 +274,11 @@ def format_expr(e: Expr, name_of: Namer = _plain) -> str:
             return f"self.{e.attrs['callee']}({', '.join([*args[1:], f'device={args[0]}'])})"
         if e.op == dist.call_subworker:
             return f"self.{e.attrs['callee']}({', '.join(args)})"
+        if e.op == dist.alloc_window_buffer:  # its name is the variable it is assigned to
+            size = args[0] if args else format_value(list(e.attrs.get("shape", ())))
+            dtype = f", dtype={format_value(e.attrs['dtype'])}" if not args else ""
+            _need_pld()
+            return f"pld.tensor.alloc_window_buffer({size}{dtype})"
         args = _operands(e, args)
         given = _operand_names(e)  # an operand standing for an attr of its name is printed for it
         args += [f"{k}={format_value(v)}" for k, v in e.attrs.items() if k not in given]
@@ -606,6 +611,8 @@ def _param(p: Any, name_of: Namer) -> str:
 # Function attrs written as keywords of the decorator, not in pl.func_attr (the parser reads them
 # before the body): auto_scope=False.
 DECORATOR_ATTRS = ("auto_scope",)
+# A HOST function's level and role are its decorator's; a runtime-bound sub-worker's body is `...`.
+HOST_ATTRS = ("level", "role")
 
 
 def print_function(fn: Function, depth: int = 0, locations: bool = False) -> str:
@@ -621,9 +628,14 @@ def print_function(fn: Function, depth: int = 0, locations: bool = False) -> str
 def _print_function(fn: Function, depth: int) -> str:
     plan = fn.attrs.get("memory_plan")
     printer = _Printer(plan if isinstance(plan, MemoryPlan) else None, unique_names(fn))
-    attrs = {k: v for k, v in fn.attrs.items() if k not in DECORATOR_ATTRS}
+    placed = (*HOST_ATTRS, "requires_runtime_binding") if fn.is_host else ()
+    attrs = {k: v for k, v in fn.attrs.items() if k not in DECORATOR_ATTRS and k not in placed}
     options = "".join(f", {k}={format_value(fn.attrs[k])}" for k in DECORATOR_ATTRS if k in fn.attrs)
-    printer.emit(depth, f"@pl.function(type=pl.FunctionType.{fn.kind.value}{options})")
+    if fn.is_host:
+        decorator = ", ".join(f"{k}={format_value(fn.attrs[k])}" for k in HOST_ATTRS if k in fn.attrs)
+        printer.emit(depth, f"@pl.function({decorator})")
+    else:
+        printer.emit(depth, f"@pl.function(type=pl.FunctionType.{fn.kind.value}{options})")
     params = ", ".join(["self"] + [_param(p, printer.name) for p in fn.params])
     printer.emit(depth, f"def {fn.name}({params}):")
     if attrs:
@@ -632,7 +644,9 @@ def _print_function(fn: Function, depth: int) -> str:
     for r, offset in zip(reservations, layout(reservations), strict=True):
         named = f" ({r.name})" if r.name is not None else ""
         printer.emit(depth + 1, f"# reserved {r.space.name}[{offset:#x}, +{r.size}]: {r.reason}{named}")
-    if fn.body or not attrs:
+    if fn.requires_runtime_binding:
+        printer.emit(depth + 1, "...")
+    elif fn.body or not attrs:
         printer.body(fn.body, depth + 1)
     return "\n".join(printer.lines)
 

@@ -33,7 +33,7 @@ from pypto.ir.nodes import (
     walk_expr,
     walk_stmts,
 )
-from pypto.ir.ops import Communicates, OnHost, OnSide, OpSpec, Side, Unit, dist, get_op, op
+from pypto.ir.ops import Communicates, OnHost, OnSide, OpSpec, Side, Unit, dist, get_op, op, tensor
 from pypto.ir.types import TASK_ID, ArrayType, ScalarType, TensorType, TileType, Type
 
 _DEVICE_UNITS = (Unit.CUBE, Unit.VECTOR, Unit.MTE)
@@ -301,7 +301,8 @@ def _verify_expr(
         host_collective = (
             fn.is_host and comm is not None and comm.where == "both"
         )  # one builtin task per rank
-        on_core = opdef.unit in _DEVICE_UNITS and not opdef.has(OnHost) and not host_collective
+        host_view = fn.is_host and e.op == tensor.reshape  # x[r]: the per-rank piece of a host tensor
+        on_core = opdef.unit in _DEVICE_UNITS and not (opdef.has(OnHost) or host_collective or host_view)
         if fn.kind is FunctionKind.Orchestration and not in_scope and on_core:
             raise VerificationError(
                 f"in {fn.name}: {opdef.dsl_name} runs on a core but sits in the orchestration body",

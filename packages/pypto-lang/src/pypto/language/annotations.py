@@ -19,11 +19,14 @@ from typing import Any, ClassVar, cast
 from pypto.ir import (
     ASYNC_EVENT,
     ASYNC_SESSION,
+    COMM_CTX,
     PREFETCH_CONTEXT,
+    WINDOW_BUFFER,
     CompactMode,
     Const,
     DataType,
     Direction,
+    DistributedTensorType,
     DynDim,
     Expr,
     HandleType,
@@ -36,10 +39,11 @@ from pypto.ir import (
     ScalarType,
     SourceSpan,
     TensorLayout,
+    TensorType,
     TileLayout,
     TypeCheckError,
 )
-from pypto.ir.extents import Extent, is_symbolic
+from pypto.ir.extents import Extent, is_symbolic, tensor_type
 from pypto.ir.tracebacks import frame_span, is_internal, raise_at_user_line
 
 
@@ -55,6 +59,13 @@ class TensorSpec:
     direction: Direction = Direction.In
     bound_axes: tuple[tuple[int, DynDim], ...] = ()
     view: TensorView | None = None  # a pl.TensorView item, if written
+    distributed: bool = False  # pld.DistributedTensor: bound to a window buffer on every rank
+
+    def type_of(self, shape: Sequence[Extent], dtype: DataType) -> TensorType:
+        """The IR type of a parameter so annotated, of ``shape`` and ``dtype``: a window-bound
+        ``DistributedTensorType`` for ``pld.DistributedTensor``, else a ``TensorType``."""
+        t = tensor_type(shape, dtype)
+        return DistributedTensorType(t.shape, t.dtype) if self.distributed else t
 
     def shape_for(self, actual: Sequence[Extent]) -> tuple[Extent, ...]:
         """The shape a parameter so annotated has when passed a tensor of shape ``actual``: the
@@ -73,7 +84,8 @@ class TensorSpec:
         return tuple(shape)
 
     def __str__(self) -> str:
-        inner = "pl.Tensor" if self.shape is None else f"pl.Tensor[{list(self.shape)}, pl.{self.dtype}]"
+        name = "pld.DistributedTensor" if self.distributed else "pl.Tensor"
+        inner = name if self.shape is None else f"{name}[{list(self.shape)}, pl.{self.dtype}]"
         return inner if self.direction is Direction.In else f"pl.{self.direction.value}[{inner}]"
 
 
@@ -503,6 +515,21 @@ class Tensor:
         return TensorSpec(shape, _dtype(items[1], "pl.Tensor"), view=view)
 
 
+class DistributedTensor:
+    """``pld.DistributedTensor[[1, 256], pl.FP32]``: a tensor bound to a window buffer, at the same
+    place on every rank, so that the other ranks can read, write and signal it (made by
+    ``pld.window`` in the HOST function, passed down to chip orchestrations and kernels).
+
+    Bare ``pld.DistributedTensor`` takes shape and dtype from the window passed at the call.
+    """
+
+    @_at_annotation
+    def __class_getitem__(cls, item: Any) -> TensorSpec:
+        items = _items(item, "pld.DistributedTensor", (2,))
+        shape = _shape(items[0], "pld.DistributedTensor", dynamic=True)
+        return TensorSpec(shape, _dtype(items[1], "pld.DistributedTensor"), distributed=True)
+
+
 def _tensor_view(item: Any, shape: tuple[Extent, ...]) -> TensorView | None:
     """The third item of ``pl.Tensor[...]``: a ``pl.TensorView`` for a tensor of ``shape``, or
     ``pl.ND`` (what a tensor is anyway); the layout-only ``pl.DN`` / ``pl.NZ`` are errors."""
@@ -703,6 +730,10 @@ TaskId = ScalarSpec(DataType.TASK_ID)
 # The handles of the asynchronous prefetch (pl.prefetch.*): a kernel holds them, it makes them only
 # through the prefetch ops.
 PrefetchAsyncContext = HandleSpec(PREFETCH_CONTEXT)
+# The communication context of a window (pld.get_comm_ctx): pld.rank / pld.nranks read it.
+CommCtx = HandleSpec(COMM_CTX)
+# A per-rank window buffer (pld.alloc_window_buffer), which pld.window views.
+WindowBuffer = HandleSpec(WINDOW_BUFFER)
 AsyncEvent = HandleSpec(ASYNC_EVENT)
 AsyncSession = HandleSpec(ASYNC_SESSION)
 
@@ -717,6 +748,8 @@ def as_spec(annotation: Any) -> AnnotationSpec:
         return annotation
     if annotation is Tensor:
         return TensorSpec()
+    if annotation is DistributedTensor:
+        return TensorSpec(distributed=True)
     if isinstance(annotation, DataType):
         return ScalarSpec(annotation)
     if annotation is int:

@@ -283,3 +283,34 @@ system = OpNamespace(
     None,
     {"available_cluster_count": available_cluster_count, "available_aiv_count": available_aiv_count},
 )
+
+
+@dataclass(frozen=True)
+class DistBuiltin:
+    """A function of the distributed model, ``pld.<path>`` (``pld.system.notify``,
+    ``pld.tensor.allreduce``, the short ``pld.rank``): the parser builds it
+    (:mod:`pypto.language.parser.distributed`); called as plain Python it raises.
+
+    >>> pld.system.notify(sig, peer=p, offsets=[r, 0], value=1, op=pld.NotifyOp.Set)  # doctest: +SKIP
+    """
+
+    path: str  # "system.notify", "tensor.remote_store", "remote_store" (the short form)
+    doc: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "__name__", self.path.rsplit(".", 1)[-1])
+        object.__setattr__(self, "__doc__", self.doc)
+
+    @property
+    def dsl_name(self) -> str:
+        return f"pld.{self.path}"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise KernelOnlyError(
+            f"{self.dsl_name}() can only be used inside a function the parser reads "
+            "(@pl.jit.host, @pl.jit, @pl.jit.incore, or a @pl.program's function)",
+            hint="kernels are parsed, not executed: call the @pl.jit.host function with torch tensors",
+        )
+
+    def __repr__(self) -> str:
+        return f"<pld builtin {self.dsl_name}>"

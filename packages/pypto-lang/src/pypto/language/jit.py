@@ -167,6 +167,20 @@ class Jit:
         return _decorate("pl.jit.inline", JitKind.inline, func, options)
 
     @staticmethod
+    def host(func: Callable[..., Any] | None = None, **options: Any) -> Any:
+        """The HOST orchestrator of a distributed program: it allocates window buffers, views them
+        (``pld.window``) and dispatches a ``@pl.jit`` chip orchestration to each rank
+        (``chip(x[r], y[r], device=r)`` in ``for r in pl.range(pld.world_size())``). The chip
+        orchestrations it calls, and their kernels, are found from its body.
+
+        >>> @pl.jit.host
+        ... def hello(x: pl.Tensor[[2, 8, 8], pl.FP32], y: pl.Out[pl.Tensor[[2, 8, 8], pl.FP32]]):
+        ...     for r in pl.range(pld.world_size()):
+        ...         per_rank(x[r], y[r], r, device=r)
+        """
+        return _decorate("pl.jit.host", JitKind.host, func, options)
+
+    @staticmethod
     def opaque(func: Callable[..., Any] | None = None, **options: Any) -> Any:
         """A control-plane function of its own: it may hold ``pl.range`` / ``pl.parallel`` loops,
         ``pl.at`` scopes and calls of ``@pl.jit.incore`` kernels, and is called by its bare name
@@ -218,6 +232,12 @@ def _check_options(name: str, kind: JitKind, options: dict[str, Any]) -> None:
     """A JitOptionError at the decorator for an option ``@name`` does not take, or a bad value."""
     allowed = _OPTIONS.get(kind, ())
     unknown = [key for key in options if key not in allowed]
+    if kind is JitKind.host and "level" in options:
+        raise JitOptionError(
+            "@pl.jit.host takes no level=: a HOST orchestrator runs at pl.Level.HOST by definition",
+            call_site(),
+            "write @pl.jit.host with no options",
+        )
     if "auto_scope" in unknown:
         raise JitOptionError(
             f"@{name} does not take auto_scope=: it is outlined into a kernel of its own, with no "

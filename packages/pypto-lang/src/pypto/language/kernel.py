@@ -27,6 +27,7 @@ class JitKind(Enum):
     inline = "@pl.jit.inline"
     function = "@pl.function"  # a function of a @pl.program (pypto.language.parser.classes)
     opaque = "@pl.jit.opaque"
+    host = "@pl.jit.host"  # the HOST orchestrator of a distributed program
 
 
 class KernelFunction:

@@ -132,6 +132,8 @@ def _from_annotation(kernel: KernelFunction, sig: ParamSignature) -> BoundParam:
             "pass the tensors (the shapes come from them), or annotate the shape and dtype",
         )
     t = annotated_type(spec.shape, spec.dtype)
+    if spec.distributed:
+        t = spec.type_of(t.shape, t.dtype)
     return BoundParam(sig.name, t, spec.direction, span=sig.span, view=spec.view)
 
 
@@ -172,7 +174,10 @@ def _bind(sig: ParamSignature, value: Any) -> BoundParam:
     # A dynamic extent stays symbolic: it is no part of the key, the program binds it per call.
     dtype = spec.dtype or actual.dtype  # an int64 tensor passed for a pl.INDEX one is INDEX
     check_strides(value, spec, sig.name)
-    return BoundParam(sig.name, annotated_type(shape, dtype), spec.direction, span=sig.span, view=spec.view)
+    t = annotated_type(shape, dtype)
+    if spec.distributed:
+        t = spec.type_of(t.shape, t.dtype)
+    return BoundParam(sig.name, t, spec.direction, span=sig.span, view=spec.view)
 
 
 def _check_extents(signature: tuple[ParamSignature, ...], values: tuple[Any, ...]) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from pypto.ir import (
+    Function,
     OptimizationStrategy,
     Program,
     PyptoError,
@@ -60,6 +61,15 @@ class Pass(Protocol):
 
 
 Instrument = Callable[[int, Pass, Program], None]
+
+
+def _kept_host(program: Program, host: dict[str, Function]) -> Program:
+    """``program`` with its HOST functions as they were parsed: they drive the ranks from the
+    host, and no pass (outlining, tiling, SSA rewrites) applies to them."""
+    if not host or all(program.functions.get(name) is fn for name, fn in host.items()):
+        return program
+    functions = [host.get(fn.name, fn) for fn in program.functions.values()]
+    return Program(program.name, functions, program.entry, program.attrs)
 
 
 @dataclass
@@ -126,10 +136,11 @@ class PassManager:
         ``DEBUG``."""
         if self.verify:
             verify_program(program)
+        host = {fn.name: fn for fn in program.functions.values() if fn.is_host}
         total = len(self.pipeline)
         for index, p in enumerate(self.pipeline, start=1):
             start = time.perf_counter()
-            program = _run_pass(p, program, ctx)
+            program = _kept_host(_run_pass(p, program, ctx), host)
             if self.verify:
                 _verify_after(p, program)
             log.debug(f"pass {index}/{total} {p.name}: {(time.perf_counter() - start) * 1e3:.2f} ms")

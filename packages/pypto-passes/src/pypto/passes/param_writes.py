@@ -16,7 +16,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 
-from pypto.ir import Assign, Call, Function, Param, Program, Stmt, TensorType, Var
+from pypto.ir import Assign, Call, DistributedTensorType, Function, Param, Program, Stmt, TensorType, Var
 from pypto.ir.errors import CompileWarning, SourceSpan
 from pypto.ir.nodes import For, If, While, stmt_exprs, walk_expr, walk_stmts
 from pypto.ir.ops import get_op, op, tensor
@@ -42,7 +42,15 @@ def undeclared_writes(program: Program) -> list[UndeclaredWrite]:
     for fn in program.functions.values():
         writes = written[fn.name]
         for index, param in enumerate(fn.params):
-            if index in writes and not param.direction.writes and isinstance(param.var.type, TensorType):
+            # A window (pld.DistributedTensor) is shared with the other ranks, who write it too: its
+            # declared direction orders this chip's tasks only, and leaving it In is the manual's way.
+            window = isinstance(param.var.type, DistributedTensorType)
+            if (
+                index in writes
+                and not param.direction.writes
+                and isinstance(param.var.type, TensorType)
+                and not window
+            ):
                 found.append(UndeclaredWrite(fn.name, param, writes[index]))
     return found
 

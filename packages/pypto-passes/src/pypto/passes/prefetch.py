@@ -29,6 +29,7 @@ from pypto.ir import (
     Assign,
     Call,
     Const,
+    DistributedTensorType,
     For,
     Function,
     LoopKind,
@@ -38,8 +39,17 @@ from pypto.ir import (
     Var,
     make_call,
 )
-from pypto.ir.nodes import Break, Continue, nested_bodies, used_vars, walk_stmts, with_bodies
-from pypto.ir.ops import GmAccess, scalar, tile, trait_of
+from pypto.ir.nodes import (
+    Break,
+    Continue,
+    nested_bodies,
+    stmt_exprs,
+    used_vars,
+    walk_expr,
+    walk_stmts,
+    with_bodies,
+)
+from pypto.ir.ops import Communicates, GmAccess, scalar, tile, trait_of
 from pypto.ir.rewrite import NameGen, defined_vars, folded, substitute_body, substitute_expr
 from pypto.passes.gm_access import written_tensors
 
@@ -147,7 +157,19 @@ def _prefetchable(stmt: Stmt, loop: For, inside: set[Var], written: set[Var]) ->
     tensor = stmt.value.args[access.tensor] if access is not None else None
     if not isinstance(tensor, Var) or tensor in written:
         return False
+    if isinstance(tensor.type, DistributedTensorType):
+        return False  # a window: the other ranks write it, ordered by signals no load may pass
     return all(v is loop.var or v not in inside for v in used_vars(stmt.value))
+
+
+def _communicates(body: tuple[Stmt, ...]) -> bool:
+    """Whether ``body`` holds an op that talks to other ranks (an ordering point)."""
+    return any(
+        isinstance(e, Call) and trait_of(e, Communicates) is not None
+        for stmt in walk_stmts(body)
+        for root in stmt_exprs(stmt)
+        for e in walk_expr(root)
+    )
 
 
 def _rewrite(
@@ -156,6 +178,8 @@ def _rewrite(
     """The loop (and the loads before it) with its prefetchable loads ``depth`` iterations ahead;
     None when it has none."""
     stmt = loop.stmt
+    if _communicates(stmt.body):
+        return None  # a notify, wait or remote access orders the loads around it: none moves ahead
     inside = set(defined_vars(stmt.body))
     loads = [s for s in stmt.body if _prefetchable(s, stmt, inside, written)]
     if not loads:

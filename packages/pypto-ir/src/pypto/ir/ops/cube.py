@@ -244,7 +244,7 @@ def check_accumulator(op: str, acc: Type, result: TileType | TensorType, span: S
     """``acc`` of ``matmul_acc`` must be what the product adds to: same kind, shape and dtype (in Acc)."""
     fits = (
         isinstance(acc, (TileType, TensorType))
-        and type(acc) is type(result)
+        and isinstance(acc, TileType) is isinstance(result, TileType)
         and (acc.shape, acc.dtype) == (result.shape, result.dtype)
     )
     if isinstance(acc, TileType) and acc.memory_space not in (None, MemorySpace.Acc):

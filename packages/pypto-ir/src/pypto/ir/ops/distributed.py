@@ -13,13 +13,13 @@ kernel across it. The collectives are single ops: a backend runs each as its pro
 
 from __future__ import annotations
 
-import itertools
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import SourceSpan
-from pypto.ir.nodes import Const, DimExpr, DynDim, Expr, TupleExpr
+from pypto.ir.nodes import Call, Const, DimExpr, DynDim, Expr, TupleExpr, Var
 from pypto.ir.ops.enums import AtomicType, NotifyOp, ReduceOp, WaitCmp
 from pypto.ir.ops.rules import (
     check_offsets,
@@ -199,17 +199,29 @@ def alloc_window_buffer(
     return WINDOW_BUFFER
 
 
-_fresh = itertools.count(1)
-
-
 def window_extent(e: Expr) -> Any:
     """The type's entry for one element of a window's shape operand: an int for a constant, the
-    dynamic extent itself, or a fresh dynamic extent for a value computed at run time."""
+    dynamic extent itself, or for a value computed at run time a dynamic extent named after it
+    (the same expression gives the same extent, so the rule gives the same type each time)."""
     if isinstance(e, Const):
         return e.value
     if isinstance(e, (DynDim, DimExpr)):
         return e
-    return DynDim("extent", -next(_fresh))
+    return DynDim(re.sub(r"\W+", "_", _extent_name(e)).strip("_") or "extent", RUN_TIME_EXTENT)
+
+
+# The ident of a window's run-time extents (pl.dynamic extents have their own, positive ones).
+RUN_TIME_EXTENT = -1
+
+
+def _extent_name(e: Expr) -> str:
+    if isinstance(e, Var):
+        return e.name
+    if isinstance(e, Const):
+        return repr(e.value)
+    if isinstance(e, Call):
+        return "_".join([e.op.rsplit(".", 1)[-1], *(_extent_name(a) for a in e.args)])
+    return type(e).__name__
 
 
 def window_view(
@@ -661,7 +673,7 @@ def _declare() -> None:
         "dist.window",
         Unit.HOST,
         window_view,
-        (Operand("buffer", Role.HANDLE), Operand("shape", Role.VALID_SHAPE)),
+        (Operand("buf", Role.HANDLE), Operand("shape", Role.VALID_SHAPE)),
         (Attr("dtype", DataType, REQUIRED), Attr("offset", int, 0)),
         (_HOST, FormatFree()),
         "tensor.window",
@@ -702,7 +714,7 @@ def _declare() -> None:
         "dist.get_comm_ctx",
         Unit.SCALAR,
         get_comm_ctx,
-        (Operand("tensor", Role.TENSOR, effect=Effect.NONE),),
+        (Operand("dist_tensor", Role.TENSOR, effect=Effect.NONE),),
         (),
         (_BOTH,),
         "system.get_comm_ctx",

@@ -68,7 +68,7 @@ def matrix_shape(shape: Sequence[int]) -> list[int]:
 
 
 def same_kind(op: str, lhs: Type, rhs: Type, span: SourceSpan | None) -> None:
-    if type(lhs) is not type(rhs):
+    if isinstance(lhs, TileType) is not isinstance(rhs, TileType):  # a window is a tensor too
         raise fail(
             op,
             f"operands mix a tensor and a tile: {describe(lhs)} and {describe(rhs)}",

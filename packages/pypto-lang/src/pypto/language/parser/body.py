@@ -80,6 +80,10 @@ class BodyBuilder:
         self.function_split: Any = None
         # An Opaque @pl.function: no plane yet, so no op is out of place in it.
         self.plane_free = False
+        # A HOST function (@pl.jit.host, a HOST orchestrator or sub-worker): it drives the ranks.
+        self.host = False
+        # The name a plain assignment binds while its value is built (pld.alloc_window_buffer's name).
+        self.target_name: str | None = None
         self.windows: dict[Expr, Window] = {}
         self.pads: dict[Expr, PadValue] = {}
         # The entry's tensors with a valid shape (a pl.TensorView), and their views in the open scope.

@@ -12,6 +12,7 @@ from typing import Any
 
 from pypto.ir import (
     UNIT,
+    DistributedTensorType,
     DynDim,
     Eval,
     Expr,
@@ -27,7 +28,7 @@ from pypto.ir import (
     Var,
     make_call,
 )
-from pypto.ir.extents import ExtentBinding, is_symbolic, tensor_type
+from pypto.ir.extents import ExtentBinding, is_symbolic
 from pypto.ir.ops import op
 from pypto.ir.types import describe
 from pypto.language.annotations import ScalarSpec, TensorSpec
@@ -92,6 +93,13 @@ def bind_param(
         )
     spec: TensorSpec = sig.spec  # type: ignore[assignment]
     value = parser.body.atom(value)
+    if spec.distributed and isinstance(value, Var) and not isinstance(value.type, DistributedTensorType):
+        raise TypeCheckError(
+            f"{where} must be a pld.DistributedTensor (a window), got {describe_value(value)}",
+            span,
+            "pass a window made in the HOST function: buf = pld.alloc_window_buffer(...); "
+            "w = pld.window(buf, shape, dtype=...)",
+        )
     if not (isinstance(value, Var) and isinstance(value.type, TensorType)):
         raise TypeCheckError(
             f"{where} must be a tensor, got {describe_value(value)}",
@@ -112,7 +120,7 @@ def bind_param(
             f"pass a tensor that matches the annotation, or annotate the parameter {fits} "
             "(a bare pl.Tensor takes any shape and dtype; a pl.dynamic extent any extent)",
         )
-    bound = tensor_type(shape, t.dtype)
+    bound = spec.type_of(shape, t.dtype)
     if extents is not None:
         with _at_call(callee, span):
             extents.bind(sig.name, bound, t.shape, span)

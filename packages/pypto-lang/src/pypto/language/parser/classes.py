@@ -38,27 +38,31 @@ from pypto.ir import (
     Expr,
     Function,
     FunctionKind,
+    Level,
+    Param,
     ParseError,
     Program,
     PyptoError,
     Return,
+    Role,
     ScalarType,
     SourceSpan,
     Stmt,
     TextSyntaxError,
     Var,
+    make_call,
 )
-from pypto.ir.extents import tensor_type
 from pypto.ir.launch import returned_params
 from pypto.ir.nodes import walk_stmts
-from pypto.ir.ops import op
+from pypto.ir.ops import dist, op
 from pypto.ir.tasks import AccessMode
 from pypto.ir.tracebacks import call_site, raise_at_user_line
 from pypto.ir.types import TASK_ID
 from pypto.language.annotations import ScalarSpec, TensorSpec
 from pypto.language.kernel import JitKind, KernelFunction
 from pypto.language.parser.attrs import LiteralReader
-from pypto.language.parser.calls import incore_call, inline_call, opaque_call
+from pypto.language.parser.calls import bind_arguments, incore_call, inline_call, opaque_call
+from pypto.language.parser.dispatch import device_index, dispatch, host_call
 from pypto.language.parser.env import Namer
 from pypto.language.parser.exprs import ExprParser
 from pypto.language.parser.function import parse_function
@@ -162,6 +166,15 @@ class ProgramFunction(KernelFunction):
         args = self.source.tree.args.args
         return self.method and bool(args) and args[0].arg == "self"
 
+    @property
+    def is_host(self) -> bool:
+        """A HOST function (``@pl.function(level=pl.Level.HOST, role=...)``)."""
+        return self.decorator_attrs.get("level") is Level.HOST
+
+    @property
+    def is_sub_worker(self) -> bool:
+        return self.is_host and self.decorator_attrs.get("role") is Role.SubWorker
+
     @functools.cached_property
     def python_signature(self) -> inspect.Signature:
         """The parameters calls bind to (``self`` dropped), from the ``def`` itself."""
@@ -251,6 +264,8 @@ class ClassProgram:
 
     def check_self(self, member: ProgramFunction) -> None:
         """Every method of a ``@pl.program`` takes ``self`` first (the parser strips it)."""
+        if member.is_sub_worker and not member.skips_self:
+            member.method = False  # a host callback takes only its arguments
         if member.method and not member.skips_self:
             tree = member.source.tree
             where = tree.args.args[0] if tree.args.args else tree
@@ -325,6 +340,8 @@ class ClassProgram:
                 "call the program's own functions as self.f(...), or standalone @pl.function functions",
             )
         member = self.member(callee, parser, node)
+        if parser.body.host or member.is_host or "device" in kwargs:
+            return self.host_call(parser, member, args, kwargs, node)
         if member.func_type is FunctionKind.Inline:
             return inline_call(parser, member, args, kwargs, node, self)
         caller_on_core = parser.body.kernel
@@ -341,12 +358,68 @@ class ClassProgram:
             name = attrs["task"]
             parser.body.namer.fresh(name)  # taken from here on
             parser.env.bind(name, Var(name, TASK_ID, parser.span(node)), parser.span(node))
-        kernel_for: Callable[[Any, Any], Function] = lambda k, _p: self.function(k)  # noqa: E731
+        kernel_for: Callable[[Any, Any], Function] = self.kernel_for
         if self.plane(member) in (FunctionKind.Opaque, FunctionKind.Orchestration):
             if task_attrs is not None:
                 raise not_a_task(parser, member.name, node)
             return opaque_call(parser, member, args, kwargs, node, kernel_for)  # a control function
         return incore_call(parser, member, args, kwargs, node, kernel_for, attrs)
+
+    def host_call(
+        self,
+        parser: ExprParser,
+        member: ProgramFunction,
+        args: list[Any],
+        kwargs: dict[str, Any],
+        node: ast.Call,
+    ) -> Any:
+        """A call in a HOST function: a chip orchestration dispatched to a rank (``device=``, rank
+        0 without it), or a sub-worker called on the host; a HOST function is called by no chip code."""
+        if not parser.body.host:
+            if member.is_host:
+                raise parser.error(
+                    node,
+                    f"{member.name}() is a HOST function: only the HOST orchestrator calls it",
+                    "call it from the @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator) function",
+                )
+            return host_call(parser, member, args, kwargs, node, self.kernel_for)
+        if member.is_sub_worker:
+            fn = self.function(member)
+            values = bind_arguments(parser, member, args, kwargs, node)
+            call_args = [parser.body.atom(values[p.var.name]) for p in fn.params]
+            span = parser.span(node)
+            call = make_call(dist.call_subworker, call_args, {"callee": fn.name}, span, type=UNIT)
+            parser.body.emit(Eval(call, span))
+            return None
+        if member.is_host:
+            raise parser.error(
+                node,
+                f"{member.name}() is the HOST orchestrator: no function calls it",
+                "call the chip orchestrations (self.chip(..., device=r)) and sub-workers from it",
+            )
+        kwargs = dict(kwargs)
+        device = kwargs.pop("device", 0)  # without device=: rank 0, the chip of a one-chip world
+        if self.plane(member) is not FunctionKind.Orchestration:
+            raise parser.error(
+                node,
+                f"{member.name}() is a {self.plane(member).value} function: a HOST function dispatches "
+                "chip orchestrations (type=pl.FunctionType.Orchestration), which launch the kernels",
+                f"add an Orchestration function that calls self.{member.name}(...) and dispatch that one",
+            )
+        return dispatch(
+            parser,
+            member,
+            args,
+            kwargs,
+            node,
+            self.kernel_for,
+            device_index(parser, device, node),
+        )
+
+    def kernel_for(self, kernel: KernelFunction, _params: Any) -> Function:
+        """The parsed function of a program member (parsed once, whatever the call's arguments)."""
+        assert isinstance(kernel, ProgramFunction)
+        return self.function(kernel)
 
     def member(self, callee: ProgramFunction, parser: ExprParser, node: ast.Call) -> ProgramFunction:
         """The program's function for ``callee``; a standalone one joins the program here."""
@@ -386,6 +459,9 @@ def _entry(functions: Iterable[Function]) -> str:
     """The program's entry: its Orchestration function that no other function calls (else an
     uncalled Opaque or Group function, else any uncalled one, else the first)."""
     fns = list(functions)
+    host = [fn for fn in fns if fn.is_host and fn.role is Role.Orchestrator]
+    if host:
+        return host[0].name
     called = {
         s.value.attrs.get("callee")
         for fn in fns
@@ -419,7 +495,7 @@ def bound_params(member: ProgramFunction) -> tuple[BoundParam, ...]:
                 "a @pl.function is parsed once, from its annotations: write the shape and dtype, "
                 "e.g. pl.Tensor[[128, 128], pl.FP32]",
             )
-        t = tensor_type(spec.shape, spec.dtype)
+        t = spec.type_of(spec.shape, spec.dtype)
         params.append(BoundParam(sig.name, t, spec.direction, span=sig.span, view=spec.view))
     return tuple(params)
 
@@ -447,6 +523,8 @@ def _launches_only(group: Function, functions: dict[str, Function]) -> Function:
 
 def parse_program_function(member: ProgramFunction, program: ClassProgram, kind: FunctionKind) -> Function:
     """One function of the program: its attributes (the decorator's, then ``pl.func_attr``), then the body."""
+    if member.is_sub_worker and _abstract_body(member):
+        return _runtime_bound(member)
     fn = parse_function(
         member,
         kind,
@@ -455,8 +533,32 @@ def parse_program_function(member: ProgramFunction, program: ClassProgram, kind:
         member.name,
         decorator_attrs=member.decorator_attrs,
         plane_free=kind is FunctionKind.Opaque,
+        host=member.is_host,
     )
     return replace(fn, attrs={**member.decorator_attrs, **fn.attrs})
+
+
+def _abstract_body(member: ProgramFunction) -> bool:
+    """A body of ``...`` alone (after a docstring): what a runtime-bound sub-worker is written as."""
+    body = [
+        s
+        for s in member.source.tree.body
+        if not (
+            isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and isinstance(s.value.value, str)
+        )
+    ]
+    return (
+        len(body) == 1 and isinstance(body[0], ast.Expr) and getattr(body[0].value, "value", None) is Ellipsis
+    )
+
+
+def _runtime_bound(member: ProgramFunction) -> Function:
+    """A HOST sub-worker written with an ``...`` body: its parameters, no body; the runtime binds a
+    Python callable to it (``prepare(callbacks={name: fn})``)."""
+    params = tuple(Param(Var(p.name, p.type, p.span), p.direction) for p in bound_params(member))
+    attrs = {**member.decorator_attrs, "requires_runtime_binding": True}
+    span = member.source.span(member.source.tree)
+    return Function(member.name, params, (), FunctionKind.Orchestration, span, attrs)
 
 
 # ---------------------------------------------------------------- decorators
@@ -469,9 +571,15 @@ def function(
     attrs: dict[str, Any] | None = None,
     auto_scope: bool = True,
     strict_ssa: bool = False,
+    level: Level | None = None,
+    role: Role | None = None,
     **options: Any,
 ) -> Any:
     """``@pl.function(type=pl.FunctionType.InCore)``: one function of a ``@pl.program``.
+
+    ``level=pl.Level.HOST, role=pl.Role.Orchestrator`` makes the program's HOST orchestrator
+    (it dispatches chip orchestrations, ``self.chip(..., device=r)``); ``role=pl.Role.SubWorker``
+    a host callback, whose ``...`` body is bound at run time (``requires_runtime_binding``).
 
     ``auto_scope=False`` (a control-plane function) leaves its AUTO runtime scopes to the author
     (``with pl.scope():``). ``strict_ssa=True`` makes binding a name twice an
@@ -498,7 +606,11 @@ def function(
         )
     if not isinstance(strict_ssa, bool):
         _decorator_error(f"strict_ssa= takes True or False, got {strict_ssa!r}", "write strict_ssa=True")
+    placed = _level_and_role(type, level, role)
+    if placed:
+        type = FunctionKind.Orchestration
     given = {
+        **placed,
         **(attrs or {}),
         **({} if auto_scope else {"auto_scope": False}),
         **({"strict_ssa": True} if strict_ssa else {}),
@@ -508,6 +620,36 @@ def function(
         return ProgramFunction(f, type, given)
 
     return decorate if func is None else decorate(func)
+
+
+def _level_and_role(kind: FunctionKind, level: Any, role: Any) -> dict[str, Any]:
+    """The ``level`` / ``role`` attributes ``@pl.function(level=..., role=...)`` gives (a HOST
+    function is an Orchestration function at level HOST), checked."""
+    if level is None and role is None:
+        return {}
+    if not isinstance(level, Level):
+        _decorator_error(
+            f"pl.function(level=...) takes a pl.Level, got {level!r}",
+            "write level=pl.Level.HOST, role=pl.Role.Orchestrator (or pl.Role.SubWorker)",
+        )
+    if not isinstance(role, Role):
+        _decorator_error(
+            f"pl.function(level=pl.Level.{level.name}) needs role= a pl.Role, got {role!r}",
+            "write role=pl.Role.Orchestrator (the HOST entry) or role=pl.Role.SubWorker (a host callback)",
+        )
+    if level is not Level.HOST or role is Role.Worker:
+        _decorator_error(
+            f"pl.function(level=pl.Level.{level.name}, role=pl.Role.{role.name}) is not a function this "
+            "compiler builds: level= with role= declares a HOST orchestrator or sub-worker",
+            "write level=pl.Level.HOST with role=pl.Role.Orchestrator or role=pl.Role.SubWorker; a chip "
+            "function is type=pl.FunctionType.Orchestration / InCore",
+        )
+    if kind not in (FunctionKind.Opaque, FunctionKind.Orchestration):
+        _decorator_error(
+            f"a HOST function is an Orchestration function, not type=pl.FunctionType.{kind.value}",
+            "drop type=: level=pl.Level.HOST with role= says what it is",
+        )
+    return {"level": level, "role": role}
 
 
 def auto_scope_problem(kind: FunctionKind, auto_scope: Any) -> tuple[str, str] | None:
@@ -715,6 +857,7 @@ def _text_function(
     scope = ClassNames(names, class_names, {})
     reader = LiteralReader(source, scope)
     func_type, attrs = FunctionKind.Opaque, None
+    level = role = None
     for deco in node.decorator_list:
         target = deco.func if isinstance(deco, ast.Call) else deco
         if reader.value(target) is not function:
@@ -725,6 +868,10 @@ def _text_function(
             for kw in deco.keywords:
                 if kw.arg == "type":
                     func_type = reader.value(kw.value)
+                elif kw.arg == "level":
+                    level = reader.value(kw.value)
+                elif kw.arg == "role":
+                    role = reader.value(kw.value)
                 elif kw.arg in FUNCTION_OPTIONS:
                     attrs = {**(attrs or {}), kw.arg: reader.value(kw.value)}
                 elif kw.arg == "attrs":
@@ -741,8 +888,14 @@ def _text_function(
                     raise reader.error(
                         kw,
                         f"pl.function has no option {kw.arg!r}",
-                        "it takes type=, auto_scope=, strict_ssa= and attrs=",
+                        "it takes type=, level=, role=, auto_scope=, strict_ssa= and attrs=",
                     )
+    try:
+        placed = _level_and_role(func_type, level, role)
+    except PyptoError as err:
+        raise reader.error(node, err.message, err.hint or "") from None
+    if placed:
+        func_type, attrs = FunctionKind.Orchestration, {**placed, **(attrs or {})}
     if not isinstance(func_type, FunctionKind):
         raise reader.error(
             node, f"type= takes a pl.FunctionType, got {func_type!r}", "e.g. type=pl.FunctionType.InCore"

@@ -28,7 +28,7 @@ from pypto.ir.ops import OPS, make_call
 from pypto.ir.ops import array as array_ops
 from pypto.ir.ops import debug as debug_ops
 from pypto.language import annotations as ann
-from pypto.language.builtins import Builtin, OpNamespace
+from pypto.language.builtins import Builtin, DistBuiltin, OpNamespace
 from pypto.language.device import available_aiv_count, available_cluster_count
 from pypto.language.directives import Directive
 from pypto.language.kernel import KernelFunction
@@ -253,7 +253,7 @@ def compile_time_method(callee: Any) -> bool:
     return getattr(callee, "__func__", None) in COMPILE_TIME_METHODS
 
 
-ANNOTATION_CLASSES = (ann.Tensor, ann.Tile, ann.Scalar, ann.Out, ann.InOut, ann.Array)
+ANNOTATION_CLASSES = (ann.Tensor, ann.Tile, ann.Scalar, ann.Out, ann.InOut, ann.Array, ann.DistributedTensor)
 CONSTANT_HINT = (
     "use a value that folds while the kernel compiles: a literal, a module global, a.shape, or a "
     "scalar parameter called with a Python number (not a loop index or a pl.read(...) result)"
@@ -575,6 +575,11 @@ class ExprParser:
                 "subscripts read regions of tensors and tiles (a[0:64, :]); use a scalar as it is",
             )
         dims = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        indexed = not all(isinstance(d, ast.Slice) for d in dims)
+        if self.body.host and isinstance(t, TensorType) and indexed and len(dims) <= len(t.shape):
+            from pypto.language.parser.dispatch import host_index
+
+            return host_index(self, base, node, list(dims))
         if len(dims) > len(t.shape):
             raise self.error(
                 node,
@@ -882,6 +887,10 @@ class ExprParser:
             return self.fold_call(callee, args, kwargs, node)
         if isinstance(callee, KernelFunction):
             return self.calls.call_kernel(self, callee, args, kwargs, node)
+        if isinstance(callee, DistBuiltin):
+            from pypto.language.parser.distributed import build_dist
+
+            return build_dist(self, callee, args, kwargs, node)
         if callee is builtins.range:
             raise self.error(
                 node,

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from pypto.ir import INDEX, Const, DynDim, Expr, Function, FunctionKind, Param, ScalarType, TensorType, Var
+from pypto.ir import Level as HierarchyLevel
+from pypto.ir import Role as FunctionRole
 from pypto.ir.ops import Level, PadValue
 from pypto.language.kernel import KernelFunction
 from pypto.language.parser.attrs import leading_func_attr
@@ -32,6 +34,7 @@ def parse_function(
     body: Sequence[ast.stmt] | None = None,
     decorator_attrs: dict[str, Any] | None = None,
     plane_free: bool = False,
+    host: bool = False,
 ) -> Function:
     """Parse ``kernel``'s body with ``params`` bound.
 
@@ -40,7 +43,8 @@ def parse_function(
 
     ``body``: the statements to parse (default: the whole ``def`` body); ``decorator_attrs``: the
     attributes ``@pl.function(attrs=...)`` gives it; ``plane_free``: an ``Opaque`` ``@pl.function``,
-    which takes its plane from where it is used, may hold tensor and tile ops anywhere. ``InCore``, ``AIC``
+    which takes its plane from where it is used, may hold tensor and tile ops anywhere; ``host``: a
+    HOST function, which drives the ranks (``pld.*`` host ops, dispatches). ``InCore``, ``AIC``
     and ``AIV`` bodies run on a core (tile ops, pipes); the other kinds are on the control plane.
     A ``pl.func_attr({...})`` opening the body gives the function its attributes (an
     ``@pl.jit.incore`` kernel's ``{"split": ...}`` as much as a ``@pl.function``'s).
@@ -53,7 +57,9 @@ def parse_function(
     levels = FillLevels(default)
     return parse_with_fill_levels(
         levels,
-        lambda: _parse_once(kernel, kind, params, calls, name, body, decorator_attrs, plane_free, levels),
+        lambda: _parse_once(
+            kernel, kind, params, calls, name, body, decorator_attrs, plane_free, levels, host
+        ),
     )
 
 
@@ -67,6 +73,7 @@ def _parse_once(
     decorator_attrs: dict[str, Any] | None,
     plane_free: bool,
     levels: FillLevels,
+    host: bool = False,
 ) -> Function:
     namer = Namer()
     env = Env()
@@ -93,9 +100,12 @@ def _parse_once(
     builder.per_lane = bool(merged.get("split_aiv"))
     builder.function_split = merged.get("split")
     builder.plane_free = plane_free
+    builder.host = host
     nodes = [n for n in nodes if not is_bind_dynamic(n)]  # read with the signature
-    if not kernel.auto_scope and not on_core:
+    if not kernel.auto_scope and not on_core and not host:
         attrs = {**attrs, "auto_scope": False}  # the author places its AUTO runtime scopes
+    if host:  # host-ness is the level/role pair (no kind of its own)
+        attrs = {"level": HierarchyLevel.HOST, "role": merged.get("role", FunctionRole.Orchestrator), **attrs}
     parser = StmtParser(kernel, kernel.source, kernel.names, env, builder, calls, role, outputs)
     param_views(builder, env, params, ir_params)
     parser.function_body(nodes)

@@ -24,7 +24,8 @@ from pypto.ir import (
     get_op,
     make_call,
 )
-from pypto.ir.ops import OPS, Effect, GmAccess, Level, OnHost, OpSpec, Role, SetsValid, array
+from pypto.ir.ops import OPS, Communicates, Effect, GmAccess, Level, OnHost, OpSpec, Role, SetsValid, array
+from pypto.ir.ops import tensor as tensor_ops
 from pypto.ir.valid import result_valid
 from pypto.language.dslops import dsl_function
 from pypto.language.parser.body import BodyBuilder
@@ -144,7 +145,12 @@ class OpContext:
         Inside a scope with ``pl.split_aiv`` regions, the region rules check the op too. A type
         error that carries no hint of its own gets the op's DSL signature as its hint.
         """
-        if get_op(op).unit is Unit.HOST and self.body.in_scope and not self.body.kernel:
+        if (
+            get_op(op).unit is Unit.HOST
+            and self.body.in_scope
+            and not self.body.kernel
+            and not self.body.host
+        ):
             # pl.create_tensor in a pl.at scope: the orchestration allocates it before the scope
             return self.body.hoisted(op.rsplit(".", 1)[-1], make_call(op, args, attrs, self.span), self.span)
         spec = get_op(op)
@@ -221,8 +227,10 @@ class OpContext:
                     "there: tids[i] = tid",
                 )
             return
-        if self.body.plane_free:
+        if self.body.plane_free or spec.has(Communicates):  # a pld builder checked where it stands
             return
+        if self.body.host and op == tensor_ops.reshape and not self.body.on_device:
+            return  # x[r]: the per-rank piece of a host tensor, a view
         if spec.unit is Unit.HOST:
             if self.body.on_device:
                 raise self.fail(

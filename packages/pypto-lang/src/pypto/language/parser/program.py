@@ -10,13 +10,18 @@ from pypto.ir import Eval, Function, FunctionKind, Param, ParseError, Program, R
 from pypto.ir.ops import op
 from pypto.language.kernel import JitKind, KernelFunction
 from pypto.language.parser.calls import incore_call, inline_call, opaque_call, returned_params
+from pypto.language.parser.dispatch import host_call
 from pypto.language.parser.env import Namer
 from pypto.language.parser.exprs import ExprParser
 from pypto.language.parser.function import parse_function
 from pypto.language.parser.signature import BoundParam
 
 # The function kind each called helper's decorator gives (an inline helper leaves no function).
-_HELPER_KINDS = {JitKind.incore: FunctionKind.InCore, JitKind.opaque: FunctionKind.Opaque}
+_HELPER_KINDS = {
+    JitKind.incore: FunctionKind.InCore,
+    JitKind.opaque: FunctionKind.Opaque,
+    JitKind.entry: FunctionKind.Orchestration,  # a chip orchestration a HOST function dispatches
+}
 
 
 class ProgramBuilder:
@@ -64,6 +69,14 @@ class ProgramBuilder:
         node: ast.Call,
         task_attrs: dict[str, Any] | None = None,
     ) -> Any:
+        if parser.body.host or "device" in kwargs:
+            return host_call(parser, callee, args, kwargs, node, self.kernel_for)
+        if callee.kind is JitKind.host:
+            raise parser.error(
+                node,
+                f"{callee.name}() is a @pl.jit.host orchestrator: it drives the ranks, called from Python",
+                "call it from Python with the host tensors (and config=RunConfig(distributed_config=...))",
+            )
         if callee.kind is JitKind.incore:
             return incore_call(parser, callee, args, kwargs, node, self.kernel_for, task_attrs)
         if task_attrs is not None:
@@ -110,7 +123,8 @@ def parse_program(kernel: KernelFunction, params: Sequence[BoundParam]) -> Progr
     builder = ProgramBuilder(kernel.name, kernel)
     if kernel.kind is JitKind.incore:
         return _standalone_incore(kernel, tuple(params), builder)
-    entry = parse_function(kernel, FunctionKind.Orchestration, params, builder)
+    host = kernel.kind is JitKind.host
+    entry = parse_function(kernel, FunctionKind.Orchestration, params, builder, host=host)
     return Program(kernel.name, (entry, *builder.kernels.values()), kernel.name)
 
 

@@ -92,6 +92,13 @@ class ScopeParser(SpmdParser):
             )
         item = node.items[0]
         call = item.context_expr
+        if self.body.host:
+            raise self.error(
+                node,
+                "a HOST function runs on the host: it opens no scopes and launches no kernels itself",
+                "put the scope in a @pl.jit chip orchestration and dispatch that to each rank "
+                "(chip(..., device=r))",
+            )
         callee = self.expr(call.func) if isinstance(call, ast.Call) else None
         if (
             isinstance(call, ast.Call)

@@ -20,6 +20,7 @@ from pypto.ir import (
     Continue,
     DataType,
     DimExpr,
+    DistributedTensorType,
     Expr,
     For,
     If,
@@ -344,7 +345,16 @@ class StmtParser(ScopeParser):
                 "chained assignment (a = b = ...) is not supported",
                 f"assign once and copy the name: {second} = ... then {first} = {second}",
             )
-        self.assign(node.targets[0], self.expr(node.value))
+        target = node.targets[0]
+        outer, self.body.target_name = (
+            self.body.target_name,
+            target.id if isinstance(target, ast.Name) else None,
+        )
+        try:
+            value = self.expr(node.value)
+        finally:
+            self.body.target_name = outer
+        self.assign(target, value)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         if not isinstance(node.target, ast.Name):
@@ -368,10 +378,12 @@ class StmtParser(ScopeParser):
             self.body.annotation,
             spec if isinstance(spec, (TileSpec, TensorSpec)) else None,
         )
+        named, self.body.target_name = self.body.target_name, node.target.id
         try:
             value = self.expr(node.value)
         finally:
             self.body.annotation = outer
+            self.body.target_name = named
         value = self.checked(spec, value, node)
         memref = spec.memref if isinstance(spec, TileSpec) else None
         if memref is not None:
@@ -767,7 +779,7 @@ class StmtParser(ScopeParser):
         if isinstance(spec, TileSpec):
             expected = TileType(spec.shape, spec.dtype, spec.memory_space)
         elif isinstance(spec, TensorSpec) and spec.shape is not None:
-            expected = TensorType(annotated_shape(self.body, spec.shape), spec.dtype)  # type: ignore[arg-type]
+            expected = spec.type_of(annotated_shape(self.body, spec.shape), spec.dtype)  # type: ignore[arg-type]
         elif isinstance(spec, ScalarSpec):  # tid: pl.TaskId = t0 is a pl.Scalar[pl.TASK_ID] too
             expected = ScalarType(spec.dtype)
         elif isinstance(spec, ArraySpec):  # arr: pl.Array[8, pl.INT32] = pl.array.create(8, pl.INT32)
@@ -782,6 +794,9 @@ class StmtParser(ScopeParser):
             actual = replace(actual, valid_shape=None)
             if isinstance(spec, TileSpec) and spec.memory_space is None:
                 expected = replace(expected, memory_space=actual.memory_space)  # any space matches
+        plain_annotation = isinstance(spec, TensorSpec) and not spec.distributed
+        if isinstance(actual, DistributedTensorType) and plain_annotation:
+            actual = TensorType(actual.shape, actual.dtype)  # a window is a tensor too
         kind_ok = isinstance(spec, TensorSpec) and isinstance(actual, TensorType)
         if (expected is not None and actual != expected) or (expected is None and not kind_ok):
             written = annotation_text(actual) if actual is not None else None
