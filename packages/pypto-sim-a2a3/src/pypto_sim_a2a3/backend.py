@@ -88,6 +88,7 @@ class A2A3SimBackend:
     def ops(self) -> frozenset[str]:
         """The ops this backend has semantics for (needs torch)."""
         from pypto_sim_a2a3.crosscore import LAUNCH_OPS
+        from pypto_sim_a2a3.distributed import kernel_ops  # noqa: F401  (registers the dist ops)
         from pypto_sim_a2a3.semantics import SEMANTICS
 
         return frozenset(SEMANTICS) | frozenset(LAUNCH_OPS)
@@ -106,6 +107,7 @@ class A2A3SimBackend:
         try:
             from pypto_sim_a2a3.arguments import check_arguments
             from pypto_sim_a2a3.chip import Chip
+            from pypto_sim_a2a3.distributed import kernel_ops  # noqa: F401  (the dist ops: a CommError on one chip)
             from pypto_sim_a2a3.runtime_rings import RuntimeRings
         except ImportError as exc:
             raise PlatformError(
@@ -139,6 +141,82 @@ class A2A3SimBackend:
                 return chip.report(outputs)
             finally:
                 chip.release()
+
+    def run_world(self, program: Program, args: Sequence[Any], options: Mapping[str, Any], ranks: int) -> Any:
+        """Run ``program``'s HOST entry on a world of ``ranks`` simulated chips on one modeled clock.
+
+        ``options`` as for :meth:`run`, plus ``"device_ids"`` (for the report), ``"windows"`` (a
+        :meth:`window_store` kept across runs, or None) and ``"callbacks"`` (SubWorker name ->
+        callable given the list of the call's arguments). Returns a ``WorldReport``: one
+        ``RunReport`` per rank, the world's cycles and the transfers between the chips."""
+        entry = self._world_entry(program, ranks)
+        try:
+            from pypto_sim_a2a3.distributed.world import World
+        except ImportError as exc:
+            raise PlatformError(
+                f"a2a3sim needs torch to run a program ({exc})", entry.span, TORCH_HINT
+            ) from None
+        loaded = self._loaded_program(program)
+        world = World(program, self.target, self.name, ranks, options, loaded)
+        with full_collections_paced():
+            return world.run(entry, args)
+
+    def run_rank(
+        self,
+        program: Program,
+        args: Sequence[Any],
+        options: Mapping[str, Any],
+        rank: int,
+        ranks: int,
+        link: Any,
+    ) -> RunReport:
+        """Simulate rank ``rank`` of a world of ``ranks`` in this process, on ``link`` (the
+        runtime's ``RankLink``): the HOST entry runs here too, dispatching only this rank's work;
+        what this rank does to the others goes over the link, with its modeled send cycle. The
+        rank's ``RunReport``; its transfers go to ``link.transfers``. Modeled cycles equal
+        :meth:`run_world`'s."""
+        entry = self._world_entry(program, ranks)
+        from pypto_sim_a2a3.distributed.world import World
+
+        loaded = self._loaded_program(program)
+        world = World(program, self.target, self.name, ranks, options, loaded, local=(rank,), link=link)
+        with full_collections_paced():
+            report = world.run(entry, args)
+        return report.chips[0]
+
+    def link_lookahead(self, ranks: int) -> int:
+        """The smallest latency of a link between two chips, in cycles: how far ahead ranks in
+        processes of their own may simulate before they exchange what they sent."""
+        from pypto_sim_a2a3.target import A2A3_INTERCONNECT
+
+        return A2A3_INTERCONNECT.latency_cycles(self.target.clock_mhz)
+
+    def _loaded_program(self, program: Program) -> LoadedProgram:
+        loaded = self._loaded.get(program)
+        if loaded is None:
+            loaded = self._loaded[program] = LoadedProgram(program, self.target.aiv_per_group)
+        return loaded
+
+    def _world_entry(self, program: Program, ranks: int) -> Function:
+        entry = program.entry_function
+        if not entry.is_host:
+            raise VerificationError(
+                f"entry {entry.name} is no HOST orchestrator; a world runs a @pl.jit.host entry",
+                entry.span,
+                "write the entry as @pl.jit.host, or as @pl.function(level=pl.Level.HOST, "
+                "role=pl.Role.Orchestrator)",
+            )
+        if ranks < 1:
+            raise PlatformError(f"a world needs at least one rank, got {ranks}", entry.span)
+        freeze_the_loaded_heap()
+        return entry
+
+    def window_store(self, ranks: int) -> Any:
+        """Window buffers a persistent worker keeps across runs (``options["windows"]``);
+        ``store.reset()`` zeroes them."""
+        from pypto_sim_a2a3.distributed.windows import WindowStore
+
+        return WindowStore(ranks)
 
 
 # The backend option naming where a run stops (RunConfig(break_at=...)): "k.py:31", "k.py:31@aiv1",

@@ -82,6 +82,8 @@ class Chip:
         rings: RuntimeRings | None = None,
         debugger: DebugSession | None = None,
         dump: ArgDumpSink | None = None,
+        scheduler: Scheduler | None = None,
+        comm: Any = None,
     ):
         self.program = program
         self.loaded = loaded or LoadedProgram(program, target.aiv_per_group)
@@ -92,7 +94,9 @@ class Chip:
         self.cost = CostModel(target)
         self.steps = steps_of(self.loaded, target)  # the program's calls, decoded once
         self.in_time = TimeOrder()  # GM accesses and ordering events, checked in modeled order
-        self.scheduler = Scheduler(on_time=self.in_time.until)
+        # A chip of a world shares the world's scheduler (one modeled clock for every rank).
+        self.scheduler = scheduler if scheduler is not None else Scheduler(on_time=self.in_time.until)
+        self.comm = comm  # its rank's endpoint in a world of chips (None: a chip alone)
         self.recorder = Recorder(self.scheduler)
         self.host = Core(HOST)
         self.dispatcher = Core(SCHEDULER)
@@ -118,7 +122,8 @@ class Chip:
         # A debugged run walks every block on the full engine: each prints and may stop (the
         # replay models the same cycles, so the figures do not change).
         self.debugger = debugger
-        self.replay = replay_enabled() and debugger is None
+        # A rank of a world walks every block: its comm ops and window accesses go to its endpoint.
+        self.replay = replay_enabled() and debugger is None and comm is None
         self._recordings: dict[int, BlockRecording] = {}
         self._replayable: dict[str, bool] = {}  # per kernel
         # Tasks whose blocks walk differently: task id -> signature -> the recording of the first
@@ -150,13 +155,38 @@ class Chip:
     # ------------------------------------------------------------ the host
 
     def _orchestrate(self, entry: Function, args: Sequence[Any]) -> Generator[Event, None, tuple[Any, ...]]:
+        result = yield from self._submit_all(entry, args)
+        self.close()
+        yield Wait(self.graph.all_retired, "every task to finish", entry.span, on=(self.changed,))
+        return result
+
+    def _submit_all(self, entry: Function, args: Sequence[Any]) -> Generator[Event, None, tuple[Any, ...]]:
         body = self.open_scope(entry.span, f"the body of {entry.name}")
         result = yield from HostFrame(entry, args, self.loaded, self).run()
         self.close_scope(body)
-        self._orchestrated = True
-        self.changed.changed()
+        return result
+
+    # ------------------------------------------------------------ a rank of a world
+
+    def start(self) -> None:
+        """A rank of a world: start the task dispatcher, which serves orchestrations until :meth:`close`."""
+        self.scheduler.spawn(self.dispatcher, self._dispatch())
+
+    def orchestrate(self, entry: Function, args: Sequence[Any]) -> Generator[Event, None, tuple[Any, ...]]:
+        """A rank of a world runs one dispatched orchestration: submit its tasks, wait for them all."""
+        result = yield from self._submit_all(entry, args)
         yield Wait(self.graph.all_retired, "every task to finish", entry.span, on=(self.changed,))
         return result
+
+    def close(self) -> None:
+        """No orchestration submits any more tasks: the dispatcher ends once every task retired."""
+        self._orchestrated = True
+        self.changed.changed()
+
+    def complete(self, task: Task) -> None:
+        """A task whose blocks are done and whose deferred waits hold: retire it."""
+        self._finished.append(task)
+        self.changed.changed()
 
     def submit(
         self,
@@ -376,6 +406,7 @@ class Chip:
             self._settled_observer(task),
             self.in_time,
             self.debugger,
+            self.comm,
         )
         launch, placements = plan_launch(plan, task.args, site, self.target, self.recorder)
         self._launches.append(launch)
@@ -557,6 +588,8 @@ class Chip:
         if self.on_progress is not None and task.blocks > 1:
             self.on_progress(task.name, task.finished_blocks, task.blocks, "blocks")
         if task.finished_blocks == task.blocks:
+            if self.comm is not None and self.comm.defers(task, launch):
+                return  # a defer_wait: it completes once its signal conditions hold
             self._finished.append(task)
             self.changed.changed()
 

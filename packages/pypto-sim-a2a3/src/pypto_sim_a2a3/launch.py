@@ -125,6 +125,8 @@ class Site:
     in_time: TimeOrder | None = None
     # the run's kernel debugger (pypto_sim_a2a3.debugger.DebugSession), None when nothing debugs
     debugger: Any = None
+    # the rank's endpoint in a world of chips (pypto_sim_a2a3.distributed.world.RankComm), None alone
+    comm: Any = None
 
 
 def member_name(core: str, block: int, block_num: int) -> str:
@@ -301,6 +303,8 @@ class Launch:
         """``role`` runs ``call`` from modeled cycle ``at``: order its GM traffic across tasks
         (first: a race between unsynchronised blocks reads best as such), then within the launch."""
         core = self.gm_core(role)
+        if self.site.comm is not None and call.op in GM_DATA_OPS:
+            self.site.comm.gm_access(call, args)  # window bytes: ordered across ranks at issue
         if call.op not in GM_DATA_OPS:  # no GM data: only the core's place in modeled order moves on
             if self.site.in_time is not None:
                 self.site.in_time.note(at, core)

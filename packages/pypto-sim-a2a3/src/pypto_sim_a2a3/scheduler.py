@@ -212,6 +212,33 @@ class Scheduler:
                 self._on_time(min([self.now, *self._kept_clocks()]) if self._kept else self.now)
             self._step(proc)
 
+    def run_until(self, horizon: int) -> int | None:
+        """Step every process whose clock is before ``horizon`` (a rank simulated in a process of
+        its own runs window by window); the clock of the next event, None if none can run now."""
+        while True:
+            self._wake_ready()
+            if not self._runnable:
+                return None
+            if self._runnable[0][0] >= horizon:
+                return self._runnable[0][0]
+            _, _, proc = heapq.heappop(self._runnable)
+            self.now = max(self.now, proc.core.clock)
+            if self._on_time is not None:
+                self._on_time(min([self.now, *self._kept_clocks()]) if self._kept else self.now)
+            self._step(proc)
+
+    @property
+    def idle(self) -> bool:
+        """No process is left, blocked or runnable."""
+        return not (self._runnable or self._blocked)
+
+    def blocked_reasons(self) -> list[tuple[str, Blocked]]:
+        """Each blocked process's name and why it waits (for a deadlock report across processes)."""
+        blocked = sorted(self._blocked, key=lambda proc: proc.order)
+        return [
+            (self.label(proc.core), proc.waiting.blocked()) for proc in blocked if proc.waiting is not None
+        ]
+
     def _kept_clocks(self) -> list[int]:
         """The clocks of blocked cores that will resume at them (a :attr:`Wait.keeps_clock` wait)."""
         return [p.core.clock for p in self._blocked if p.waiting is not None and p.waiting.keeps_clock]
@@ -276,13 +303,17 @@ class Scheduler:
         for observer in self._observers:
             observer(core, core.clock, cycles, event)
 
+    def label(self, core: Clocked) -> str:
+        """A core's name in a deadlock report (a world of chips prefixes the rank)."""
+        return core.name
+
     def _deadlock(self) -> DeadlockError:
         blocked = sorted(self._blocked, key=lambda proc: proc.order)
         reasons = []
         for proc in blocked:
             assert proc.waiting is not None
             reasons.append((proc, proc.waiting.blocked()))
-        lines = [f"  {proc.core.name}: {reason.text}" for proc, reason in reasons]
+        lines = [f"  {self.label(proc.core)}: {reason.text}" for proc, reason in reasons]
         causes = [reason for _, reason in reasons if reason.cause is not None]
         first = blocked[0].waiting
         assert first is not None
