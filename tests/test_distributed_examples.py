@@ -128,7 +128,7 @@ def mirror_chip(
 @pl.jit.host
 def exp_sum(x: pl.Tensor[[NR, 1, W], pl.FP32], y: pl.Out[pl.Tensor[[NR, 1, W], pl.FP32]]):
     win_buf = pld.alloc_window_buffer([1, W], dtype=pl.FP32)
-    seen_buf = pld.alloc_window_buffer([pld.world_size(), 1], dtype=pl.INT32)
+    seen_buf = pld.alloc_window_buffer(pld.world_size() * pl.INT32.get_byte())
     for r in pl.range(pld.world_size()):
         win = pld.window(win_buf, [1, W], dtype=pl.FP32)
         seen = pld.window(seen_buf, [pld.world_size(), 1], dtype=pl.INT32)
@@ -365,13 +365,15 @@ def test_a_sub_worker_callback_sees_the_chip_result():
     a = torch.randn(64, 64).share_memory_()
     b = torch.randn(64, 64).share_memory_()
     f = torch.zeros(64, 64).share_memory_()
-    seen = []
-    with compiled.prepare(
-        callbacks={"look": lambda args: seen.append(_tensor_from_continuous(args[0]).clone())}
-    ) as rt:
+    seen = torch.zeros(64, 64).share_memory_()  # the callback runs in a worker process
+
+    def look(args):
+        seen.copy_(_tensor_from_continuous(args[0]))
+
+    with compiled.prepare(callbacks={"look": look}) as rt:
         rt(a, b, f)
     torch.testing.assert_close(f, a - b)
-    torch.testing.assert_close(seen[0], a - b)
+    torch.testing.assert_close(seen, a - b)
     with pytest.raises(ValueError, match="look"):
         compiled.prepare()
 
@@ -524,7 +526,7 @@ def test_a_profiled_run_writes_a_trace_with_a_process_per_chip(tmp_path):
         distributed_config=DistributedConfig(device_ids=[0, 1, 2, 3]),
         profile_dir=tmp_path / "prof",
     )
-    exp_sum(x, y, config=cfg)
+    squares_left(x, y, config=cfg)
     trace = json.loads((tmp_path / "prof" / "trace.json").read_text())
     names = {
         e["args"]["name"] for e in trace["traceEvents"] if e["ph"] == "M" and e["name"] == "process_name"

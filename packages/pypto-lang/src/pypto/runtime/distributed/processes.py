@@ -175,15 +175,18 @@ class RankProcesses:
 
         context = mp.get_context("fork")  # the children inherit the bound callbacks and programs
         self.ranks = ranks
-        self._conns: list[Any] = []
+        pipes = [context.Pipe() for _ in range(ranks)]
+        self._conns: list[Any] = [parent for parent, _ in pipes]
         self._processes: list[Any] = []
-        for rank in range(ranks):
-            parent, child = context.Pipe()
-            process = context.Process(target=_serve, args=(rank, ranks, child, handler), daemon=True)
+        for rank, (_, child) in enumerate(pipes):
+            # A child closes the ends it inherits but does not own, so that it sees the parent
+            # go (its pipe reads EOF) instead of holding the pipe open itself.
+            others = [c for r, pair in enumerate(pipes) for c in pair if c is not child or r != rank]
+            process = context.Process(target=_serve, args=(rank, ranks, child, handler, others), daemon=True)
             process.start()
-            child.close()
-            self._conns.append(parent)
             self._processes.append(process)
+        for _, child in pipes:
+            child.close()
         timeout = 60.0 if startup_timeout_s is None else startup_timeout_s
         for rank, conn in enumerate(self._conns):
             if not conn.poll(timeout) or conn.recv() != ("ready", rank):
@@ -238,8 +241,12 @@ class RankProcesses:
         self.close()
 
 
-def _serve(rank: int, ranks: int, conn: Any, handler: Handler) -> None:
-    """A rank process: report ready, then run each job with a fresh link until told to stop."""
+def _serve(rank: int, ranks: int, conn: Any, handler: Handler, inherited: Sequence[Any] = ()) -> None:
+    """A rank process: report ready, then run each job with a fresh link until told to stop (or
+    until the parent is gone)."""
+    for other in inherited:
+        other.close()
+    _one_thread_after_fork()
     conn.send(("ready", rank))
     while True:
         try:
@@ -263,6 +270,16 @@ def _serve(rank: int, ranks: int, conn: Any, handler: Handler) -> None:
                 conn.send(("error", _portable(err)))
                 continue
         conn.send(("result", result))
+
+
+def _one_thread_after_fork() -> None:
+    """torch's intra-op thread pool does not survive a fork (a parallel op in the child can wait
+    forever on threads that were not copied): a rank runs its torch work on one thread."""
+    try:
+        import torch
+    except ImportError:  # a rank of a backend without torch: nothing to do
+        return
+    torch.set_num_threads(1)
 
 
 def _portable(err: BaseException) -> tuple[type[BaseException], tuple[Any, ...], dict[str, Any]]:
