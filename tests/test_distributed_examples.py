@@ -534,3 +534,25 @@ def test_a_profiled_run_writes_a_trace_with_a_process_per_chip(tmp_path):
     assert {"rank0 (device 0)", "rank3 (device 3)", "interconnect (chip-to-chip links)"} <= names
     assert any(e.get("cat") == "link" for e in trace["traceEvents"])
     assert (tmp_path / "prof" / "swimlane.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("program", [squares_left, from_right])
+def test_ranks_as_processes_model_the_same_world_as_one_process(program):
+    x = torch.randn(4, 1, W).share_memory_()
+    y = torch.zeros(4, 1, W).share_memory_()
+    compiled = program.compile(x, y, config=world(0, 1, 2, 3))
+    compiled.run_world((x, y), compiled.config)  # the whole world in this process
+    one, once = compiled.last_report, y.clone()
+    y.zero_()
+    with compiled.prepare() as rt:
+        assert rt.engine.in_processes  # a2a3sim simulates one rank per process
+        rt(x, y)
+        apart = rt.last_report
+    assert torch.equal(y, once)
+    assert apart.total_cycles == one.total_cycles
+    assert [c.total_cycles for c in apart.chips] == [c.total_cycles for c in one.chips]
+
+    def order(t):
+        return (t.start, t.src, t.dst, t.op)
+
+    assert sorted(apart.transfers, key=order) == sorted(one.transfers, key=order)
