@@ -128,7 +128,7 @@ def mirror_chip(
 @pl.jit.host
 def exp_sum(x: pl.Tensor[[NR, 1, W], pl.FP32], y: pl.Out[pl.Tensor[[NR, 1, W], pl.FP32]]):
     win_buf = pld.alloc_window_buffer([1, W], dtype=pl.FP32)
-    seen_buf = pld.alloc_window_buffer([pld.world_size(), 1], dtype=pl.INT32)
+    seen_buf = pld.alloc_window_buffer(pld.world_size() * pl.INT32.get_byte())
     for r in pl.range(pld.world_size()):
         win = pld.window(win_buf, [1, W], dtype=pl.FP32)
         seen = pld.window(seen_buf, [pld.world_size(), 1], dtype=pl.INT32)
@@ -365,13 +365,15 @@ def test_a_sub_worker_callback_sees_the_chip_result():
     a = torch.randn(64, 64).share_memory_()
     b = torch.randn(64, 64).share_memory_()
     f = torch.zeros(64, 64).share_memory_()
-    seen = []
-    with compiled.prepare(
-        callbacks={"look": lambda args: seen.append(_tensor_from_continuous(args[0]).clone())}
-    ) as rt:
+    seen = torch.zeros(64, 64).share_memory_()  # the callback runs in a worker process
+
+    def look(args):
+        seen.copy_(_tensor_from_continuous(args[0]))
+
+    with compiled.prepare(callbacks={"look": look}) as rt:
         rt(a, b, f)
     torch.testing.assert_close(f, a - b)
-    torch.testing.assert_close(seen[0], a - b)
+    torch.testing.assert_close(seen, a - b)
     with pytest.raises(ValueError, match="look"):
         compiled.prepare()
 
@@ -524,7 +526,7 @@ def test_a_profiled_run_writes_a_trace_with_a_process_per_chip(tmp_path):
         distributed_config=DistributedConfig(device_ids=[0, 1, 2, 3]),
         profile_dir=tmp_path / "prof",
     )
-    exp_sum(x, y, config=cfg)
+    squares_left(x, y, config=cfg)
     trace = json.loads((tmp_path / "prof" / "trace.json").read_text())
     names = {
         e["args"]["name"] for e in trace["traceEvents"] if e["ph"] == "M" and e["name"] == "process_name"
@@ -532,3 +534,25 @@ def test_a_profiled_run_writes_a_trace_with_a_process_per_chip(tmp_path):
     assert {"rank0 (device 0)", "rank3 (device 3)", "interconnect (chip-to-chip links)"} <= names
     assert any(e.get("cat") == "link" for e in trace["traceEvents"])
     assert (tmp_path / "prof" / "swimlane.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("program", [squares_left, from_right])
+def test_ranks_as_processes_model_the_same_world_as_one_process(program):
+    x = torch.randn(4, 1, W).share_memory_()
+    y = torch.zeros(4, 1, W).share_memory_()
+    compiled = program.compile(x, y, config=world(0, 1, 2, 3))
+    compiled.run_world((x, y), compiled.config)  # the whole world in this process
+    one, once = compiled.last_report, y.clone()
+    y.zero_()
+    with compiled.prepare() as rt:
+        assert rt.engine.in_processes  # a2a3sim simulates one rank per process
+        rt(x, y)
+        apart = rt.last_report
+    assert torch.equal(y, once)
+    assert apart.total_cycles == one.total_cycles
+    assert [c.total_cycles for c in apart.chips] == [c.total_cycles for c in one.chips]
+
+    def order(t):
+        return (t.start, t.src, t.dst, t.op)
+
+    assert sorted(apart.transfers, key=order) == sorted(one.transfers, key=order)

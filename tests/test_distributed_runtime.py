@@ -150,10 +150,12 @@ def world_scale(x: pl.Tensor, y: pl.Out[pl.Tensor]):
     return y
 
 
-def host_program(*, sub_worker: bool = False, abstract: bool = True, name: str = "world_scale") -> Program:
+def host_program(
+    *, sub_worker: bool = False, abstract: bool = True, name: str = "world_scale", ranks: int = 2
+) -> Program:
     """``world_scale(x, y)`` with its entry made a HOST orchestrator (and, with ``sub_worker``, a
     HOST SubWorker ``inspect``), as the language marks ``@pl.jit.host`` functions."""
-    parsed = world_scale.parse(torch.zeros(2, ROWS, COLS), torch.zeros(2, ROWS, COLS))
+    parsed = world_scale.parse(torch.zeros(ranks, ROWS, COLS), torch.zeros(ranks, ROWS, COLS))
     entry = dataclasses.replace(
         parsed.entry_function,
         attrs={**parsed.entry_function.attrs, "level": Level.HOST, "role": Role.Orchestrator},
@@ -664,3 +666,100 @@ def test_a_profiled_run_writes_the_world_profile(world, tmp_path):
 
 def test_a_distributed_compiled_program_is_a_compiled_program():
     assert issubclass(DistributedCompiledProgram, CompiledProgram)
+
+
+# ------------------------------------------------------------ ranks as processes
+
+
+class FakeRankWorld(FakeWorld):
+    """A backend that simulates one rank at a time (``run_rank``): the worker runs each rank in
+    its own process. Rank r writes its slice ``y[r] = x[r] * (r + 1) + (its store's count)``,
+    tells the next rank at cycle 5, and notes its process id in its report."""
+
+    name = "ranksim"
+
+    def link_lookahead(self, ranks: int) -> int:
+        return 50
+
+    def run_rank(self, program, args, options, rank, ranks, link):
+        import os
+
+        x, y = args[0], args[1]
+        store = options.get("windows")
+        before = store.counts[rank] if store is not None else 0
+        y[rank] = x[rank] * (rank + 1) + before
+        if store is not None:
+            store.counts[rank] += 1
+        link.send((rank + 1) % ranks, ("hello", rank), 5)
+        link.transfers.append(LinkTransfer(rank, (rank + 1) % ranks, 64, 5, 55, "dist.notify"))
+        heard = []
+        while not link.done:
+            heard += [m.payload for m in link.advance(None, finished=True)]
+        for fn in options.get("callbacks", {}).values():
+            fn([y[rank], rank])
+        report = RunReport(self.name, 1000.0, total_cycles=100 + rank, hints=[f"pid {os.getpid()}"])
+        report.outputs = ()
+        assert heard == [("hello", (rank - 1) % ranks)]
+        return report
+
+
+@pytest.fixture
+def rank_world(monkeypatch, tmp_path) -> FakeRankWorld:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYPTO_LOAD_PLUGINS", "")
+    reset_registry(load_entry_points=False)
+    backend = FakeRankWorld()
+    register_plugin(WorldPlugin(backend), name="rank-plugin")
+    yield backend
+    reset_registry()
+
+
+def rank_config(device_ids: Sequence[int] = (0, 1, 2)) -> RunConfig:
+    return RunConfig(
+        platform="ranksim",
+        pipeline=(),
+        verification_level=VerificationLevel.NONE,
+        distributed_config=DistributedConfig(device_ids=list(device_ids)),
+    )
+
+
+def test_each_rank_runs_in_its_own_process_on_shared_memory(rank_world):
+    import os
+
+    compiled = compile_program(host_program(sub_worker=True, ranks=3), rank_config())
+    x, y = shared(3, ROWS, COLS), shared(3, ROWS, COLS, fill=0.0)
+    sums = torch.zeros(3).share_memory_()  # the callbacks' side channel home, from each rank process
+
+    def inspect(args):
+        sums[args[1]] = float(args[0].sum())
+
+    with compiled.prepare(callbacks={"inspect": inspect}) as rt:
+        assert rt.engine.in_processes
+        rt(x, y)
+        torch.testing.assert_close(y, expected(x))  # the ranks wrote the parent's tensors
+        report = rt.last_report
+    pids = {hint for chip in report.chips for hint in chip.hints}
+    assert len(pids) == 3 and f"pid {os.getpid()}" not in pids
+    assert report.total_cycles == 102 and len(report.transfers) == 3
+    torch.testing.assert_close(sums, y.sum(dim=(1, 2)))
+
+
+def test_persistent_windows_live_in_each_rank_process(rank_world):
+    compiled = compile_program(host_program(), rank_config((0, 1)))
+    x, y = shared(2, ROWS, COLS), shared(2, ROWS, COLS)
+    with compiled.prepare(persistent=True, reset_persistent_windows=False) as rt:
+        for step in range(3):
+            rt(x, y)
+            torch.testing.assert_close(y, expected(x, offset=step))
+    with compiled.prepare(persistent=True) as rt:
+        for _ in range(2):
+            rt(x, y)
+            torch.testing.assert_close(y, expected(x))
+
+
+def test_a_one_shot_call_runs_the_ranks_in_processes_too(rank_world):
+    compiled = compile_program(host_program(), rank_config((5, 6)))
+    x, y = torch.randn(2, ROWS, COLS), torch.zeros(2, ROWS, COLS)  # torch shares them on the way
+    compiled(x, y)
+    torch.testing.assert_close(y, expected(x))
+    assert compiled.last_report.device_ids == (5, 6)

@@ -111,7 +111,7 @@ class DistributedCompiledProgram(CompiledProgram):
 
     def dispatch(self, args: tuple[Any, ...], config: RunConfig | None = None) -> Any:
         orch = self.build_orch_args(*args)
-        result = self.run_world(orch.values, self.checked_config(config))
+        result = self._one_shot(orch.values, self.checked_config(config))
         return self._or_made(result, list(orch.made))
 
     def run_checked(self, args: tuple[Any, ...], config: RunConfig | None = None) -> Any:
@@ -120,7 +120,20 @@ class DistributedCompiledProgram(CompiledProgram):
         if chosen.codegen_only:
             self.write_artifacts(chosen)
             return None
-        return self.run_world(args, chosen)
+        return self._one_shot(args, chosen)
+
+    def _one_shot(self, args: Sequence[Any], config: RunConfig) -> Any:
+        """One run with the world set up for it: a process per rank when the platform simulates
+        one rank at a time (torch moves the host tensors to shared memory), else this process."""
+        from pypto.runtime.distributed.engine import ProcessEngine, make_engine
+
+        engine = make_engine([self], {}, None)
+        if not isinstance(engine, ProcessEngine):
+            return self.run_world(args, config)
+        try:
+            return self.run_world(args, config, engine=engine)
+        finally:
+            engine.close()
 
     def checked_config(self, config: RunConfig | None) -> RunConfig:
         """A run's config: the compile's, or the one given, whose ``distributed_config`` (if it has

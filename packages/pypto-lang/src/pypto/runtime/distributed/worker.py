@@ -40,7 +40,7 @@ from pypto.ir.errors import CommError
 from pypto.ir.tracebacks import call_site, raise_at_user_line
 from pypto.runtime.config import RunConfig
 from pypto.runtime.distributed.compiled import DistributedCompiledProgram, sub_workers
-from pypto.runtime.distributed.engine import InProcessEngine, make_engine
+from pypto.runtime.distributed.engine import Engine, make_engine
 from pypto.runtime.distributed.tensors import StackedDeviceTensor
 from pypto.runtime.running.device import DeviceTensor, DeviceTensorError
 from pypto.runtime.running.worker import _host_address, _nbytes, _shape
@@ -180,8 +180,9 @@ class DistributedWorker:
         self._inherited: list[Any] = []  # host tensors of dispatches, kept alive as a forked child would
         self._in_flight: deque[DistributedRunHandle] = deque()
         self._admission = threading.Lock()
+        # The ranks come up first: a process engine forks them before the dispatch thread exists.
+        self.engine: Engine = make_engine(self.programs, self.callbacks, self.startup_timeout_s)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pypto-world")
-        self.engine: InProcessEngine = make_engine(first, self.startup_timeout_s)
 
     @property
     def world_size(self) -> int:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pypto.ir import Program, RunReport
+from pypto.ir.backend import WorldReport
 from pypto.runtime.compiling import artifacts
 from pypto.runtime.compiling.compiled import CompiledProgram, compile_program
 from pypto.runtime.config import RunConfig
@@ -27,7 +28,8 @@ class RunResult:
     """What one :func:`run` produced.
 
     ``outputs``: what the entry returns (None when it returns nothing, or when ``codegen_only``
-    ran nothing). ``report``: the backend's ``RunReport`` (None when nothing ran). ``ran``: False
+    ran nothing). ``report``: the backend's ``RunReport`` (a ``WorldReport`` for a distributed
+    program; None when nothing ran). ``ran``: False
     for ``codegen_only``. ``output_dir``: the directory the run wrote its artifacts to, None when
     it wrote none (``compiled.output_dir`` writes them on demand). ``compile_seconds``: the wall
     time the compile took (the first compile of a cached program), ``run_seconds`` the wall time
@@ -47,12 +49,13 @@ class RunResult:
     def __repr__(self) -> str:
         """One line per part, tensors by shape and dtype, the report by its headline (print
         ``result.report`` for its summary)."""
-        done = self.report
-        report = (
-            f"{done.total_cycles} modeled cycles on {done.platform}, {len(done.tasks)} task(s)"
-            if done
-            else "None"
-        )
+        done: Any = self.report
+        if isinstance(done, WorldReport):
+            report = f"{done.total_cycles} modeled cycles on {done.world_size} chip(s)"
+        elif done:
+            report = f"{done.total_cycles} modeled cycles on {done.platform}, {len(done.tasks)} task(s)"
+        else:
+            report = "None"
         return (
             f"RunResult(ran={self.ran}, cache={self.cache!r}, compile_seconds={self.compile_seconds:.3f}, "
             f"run_seconds={self.run_seconds:.3f},\n  outputs={_brief(self.outputs)},\n  report=<{report}>,\n"
