@@ -299,6 +299,33 @@ def test_a_program_host_orchestrator_and_a_runtime_bound_sub_worker():
     assert low.entry == "host" and structural_diff(program.entry_function, low.entry_function) is None
 
 
+@pl.program
+class RebindsInALoop:
+    @pl.function(type=pl.FunctionType.InCore)
+    def stage(self, x: pl.Tensor[[1, 64], pl.FP32], w: pl.InOut[pld.DistributedTensor[[1, 64], pl.FP32]]):
+        return pl.store(pl.load(x, [0, 0], [1, 64]), [0, 0], w)
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def chip(self, x: pl.Tensor[[1, 64], pl.FP32], w: pl.InOut[pld.DistributedTensor[[1, 64], pl.FP32]]):
+        return self.stage(x, w)
+
+    @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+    def host(self, x: pl.Tensor[[2, 1, 64], pl.FP32]):
+        buf = pld.alloc_window_buffer([1, 64], dtype=pl.FP32)
+        w = pld.window(buf, [1, 64], dtype=pl.FP32)
+        for r in pl.range(pld.world_size()):
+            w = self.chip(x[r], w, device=r)
+        w = pld.tensor.allreduce(w, op=pld.ReduceOp.Sum)
+        return x
+
+
+def test_a_dispatch_result_rebound_in_the_host_loop_keeps_the_callees_type():
+    host = RebindsInALoop.entry_function
+    (dispatch,) = [c for c in calls_of(host) if c.op == dist.dispatch]
+    (allreduce,) = [c for c in calls_of(host) if c.op == dist.allreduce]
+    assert dispatch.type == allreduce.args[0].type == DistributedTensorType((1, 64), pl.FP32)
+
+
 # ---------------------------------------------------------------- the namespace
 
 

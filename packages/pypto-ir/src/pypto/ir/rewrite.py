@@ -37,7 +37,7 @@ from pypto.ir.nodes import (
     walk_stmts,
     with_bodies,
 )
-from pypto.ir.ops import Fold, make_call, op, scalar, trait_of
+from pypto.ir.ops import Fold, get_op, make_call, scalar, trait_of
 from pypto.ir.types import INDEX, ScalarType, TupleType
 
 T = TypeVar("T")
@@ -100,7 +100,7 @@ def substitute_expr(expr: Expr, mapping: Mapping[Var, Expr]) -> Expr:
         args = tuple(substitute_expr(a, mapping) for a in expr.args)
         if all(a is b for a, b in zip(args, expr.args, strict=True)):
             return expr
-        if expr.op == op.call:
+        if get_op(expr.op).open:  # a call of a function (a kernel, a dispatch): its type is the callee's
             return replace(expr, args=args)
         return make_call(expr.op, args, expr.attrs, expr.span)
     return expr
@@ -267,7 +267,7 @@ def folded(expr: Expr) -> Expr:
                 return other  # 0 + x is x, 1 * x is x
     if all(a is b for a, b in zip(args, expr.args, strict=True)):
         return expr
-    if expr.op == op.call:
+    if get_op(expr.op).open:
         return replace(expr, args=args)
     return make_call(expr.op, args, expr.attrs, expr.span)
 
