@@ -17,9 +17,10 @@ from pypto.ir import RunReport
 MODULES: dict[str, tuple[str, ...]] = {
     "embedding": ("embed_tokens",),
     "norm": ("rmsnorm",),
-    "projections": ("q_proj", "k_proj", "v_proj", "o_proj"),
+    "projections": ("q_proj", "k_proj", "v_proj", "o_proj", "o_proj_partial"),
     "attention": ("rope_cache", "decode_attention"),
-    "mlp": ("gate_up", "down_proj"),
+    "mlp": ("gate_up", "down_proj", "down_proj_partial"),
+    "allreduce": ("allreduce_residual",),
     "lm_head": ("lm_head",),
 }
 # The mixed kernels: a projection's product on the cube, its consumer on the vector lanes.
