@@ -1,4 +1,5 @@
-# mypy: disable-error-code="valid-type, type-arg, attr-defined, var-annotated"  # the DSL's annotations
+# The DSL functions carry the DSL's annotations, which mypy cannot read as Python types:
+# mypy: disable-error-code="valid-type, type-arg, attr-defined, var-annotated"
 """A Qwen3 decoder layer split over several chips (tensor parallelism, Megatron style).
 
 Each of the ``R`` ranks holds a share of the layer's weights: q/k/v by heads (rank ``r`` the query
