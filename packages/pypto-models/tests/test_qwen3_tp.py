@@ -18,6 +18,7 @@ from pypto.models.qwen3 import (
     decoder_layer,
     rope_tables,
 )
+from pypto.models.qwen3.profile import DecodeProfile
 from pypto.models.qwen3.tp import (
     TensorParallelLayer,
     gather_kv_cache,
@@ -142,6 +143,7 @@ def test_the_tp_layer_decodes_as_transformers_and_as_the_single_chip_layer(
     kernels = {t.kernel for chip in report.chips for t in chip.tasks}
     assert {"o_proj_partial", "down_proj_partial", "allreduce_residual"} <= kernels
     assert "o_proj" not in kernels  # the residual is added once, after the sum
+    assert DecodeProfile.of(report.chips[0], batch=BATCH).modules["allreduce"] > 0
     # The mesh allreduce: every rank reads from every other rank.
     assert set(report.link_bytes()) == {(s, d) for s in range(ranks) for d in range(ranks) if s != d}
 

@@ -1,6 +1,7 @@
 """Where a Qwen3 decode step's modeled time goes: per module (embedding, norm, projections,
-attention, MLP, LM head), the modeled tokens per second on the platform, and how much the mixed
-projection kernels overlap their cube and vector work.
+attention, MLP, LM head; on a rank of a tensor-parallel layer, the allreduce), the modeled
+tokens per second on the platform, and how much the mixed projection kernels overlap their cube
+and vector work.
 
 >>> print(DecodeProfile.of(decoder.reports[-1], batch=1).summary())  # doctest: +SKIP
 """

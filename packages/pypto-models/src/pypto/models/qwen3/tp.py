@@ -48,8 +48,6 @@ from pypto.models.qwen3.kernels.rmsnorm import rmsnorm
 from pypto.models.qwen3.weights import Qwen3Weights
 from pypto.runtime import RunConfig
 
-NR = pl.dynamic("NR")  # the rank count: the leading dimension of the stacked tensors
-
 
 @pl.jit
 def tp_layer_chip(
@@ -157,17 +155,16 @@ def tp_decoder_layer(
     (each rank's copy of the FP32 residual stream; all equal), the sharded weights and caches
     stacked by rank (``[ranks, ...]``), the norm weights, ``positions`` and the RoPE tables
     shared. Rank ``r`` runs :func:`tp_layer_chip` on its shards."""
-    rows = x.shape[1]
-    hidden = x.shape[2]
+    ranks, rows, hidden = x.shape  # the tensors stacked by rank: the world's size
     attn_buf = pld.alloc_window_buffer([rows, hidden], dtype=pl.FP32)
     mlp_buf = pld.alloc_window_buffer([rows, hidden], dtype=pl.FP32)
-    attn_signal_buf = pld.alloc_window_buffer(pld.world_size() * 4)  # one INT32 cell per rank
-    mlp_signal_buf = pld.alloc_window_buffer(pld.world_size() * 4)
+    attn_signal_buf = pld.alloc_window_buffer([ranks, 1], dtype=pl.INT32)  # a cell per rank
+    mlp_signal_buf = pld.alloc_window_buffer([ranks, 1], dtype=pl.INT32)
     for r in pl.range(pld.world_size()):
         attn_sum = pld.window(attn_buf, [rows, hidden], dtype=pl.FP32)
-        attn_signal = pld.window(attn_signal_buf, [pld.world_size(), 1], dtype=pl.INT32)
+        attn_signal = pld.window(attn_signal_buf, [ranks, 1], dtype=pl.INT32)
         mlp_sum = pld.window(mlp_buf, [rows, hidden], dtype=pl.FP32)
-        mlp_signal = pld.window(mlp_signal_buf, [pld.world_size(), 1], dtype=pl.INT32)
+        mlp_signal = pld.window(mlp_signal_buf, [ranks, 1], dtype=pl.INT32)
         tp_layer_chip(
             x[r],
             positions,
