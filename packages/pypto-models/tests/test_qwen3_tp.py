@@ -225,3 +225,42 @@ def test_caches_not_cut_for_the_ranks_are_refused_before_running():
             k_cache,
             v_cache,
         )
+
+
+def test_a_prepared_world_keeps_the_shards_and_caches_resident_across_steps_and_layers():
+    weights = Qwen3Weights.random(CONFIG, seed=4, vocab=False)
+    tp = TensorParallelLayer(weights, ranks=4)
+    k_cache, v_cache = empty_caches()
+    cos, sin = rope_tables(CONFIG, MAX_SEQ)
+    generator = torch.Generator().manual_seed(5)
+    with tp.prepare(BATCH, MAX_SEQ) as resident:
+        for t in range(2):
+            x = torch.randn(BATCH, CONFIG.hidden_size, generator=generator)
+            positions = torch.full((BATCH,), t, dtype=torch.int32)
+            for layer in range(CONFIG.num_layers):  # the residual stream through both layers
+                want = x.clone()
+                decoder_layer(
+                    want,
+                    positions,
+                    *weights.layer_weights(),
+                    cos,
+                    sin,
+                    k_cache,
+                    v_cache,
+                    layer,
+                    MAX_SEQ,
+                    CONFIG.rms_norm_eps,
+                    CONFIG.head_dim**-0.5,
+                )
+                resident(x, positions, layer=layer)
+                assert relative(x, want) < 1e-5
+        k_caches, v_caches = resident.kv_caches()
+        assert resident.last_report.world_size == 4
+        with pytest.raises(ModelError, match="layer 2 is not one of the model's 2 layers"):
+            resident(x, positions, layer=2)
+        with pytest.raises(ModelError, match="prepared for"):
+            resident(torch.zeros(BATCH + 1, CONFIG.hidden_size), positions)
+    # Both steps' keys and values, of both layers, were written into the resident caches.
+    torch.testing.assert_close(gather_kv_cache(k_caches), k_cache)
+    torch.testing.assert_close(gather_kv_cache(v_caches), v_cache)
+    assert torch.count_nonzero(k_caches) > 0

@@ -22,7 +22,9 @@ signal), and the residual is added once, after the sum. Every rank ends with the
 dispatches :func:`tp_layer_chip` (a ``@pl.jit`` chip orchestration) to each rank with ``device=r``
 and that rank's weight shards (``w[r]`` of stacked host tensors). The rank count is the
 ``DistributedConfig``'s. :func:`shard_weights` cuts a model's :class:`Qwen3Weights` into
-:class:`TensorParallelWeights`; :class:`TensorParallelLayer` runs a layer over them.
+:class:`TensorParallelWeights`; :class:`TensorParallelLayer` runs a layer over them, one call at a
+time or, through :meth:`TensorParallelLayer.prepare`, with the shards and caches resident on the
+chips of a prepared ``DistributedWorker``.
 
 >>> tp = TensorParallelLayer(Qwen3Weights.random(get_config("tiny")), ranks=2)  # doctest: +SKIP
 >>> tp(x, positions, cos, sin, k_cache, v_cache, layer=0)  # doctest: +SKIP
@@ -31,6 +33,7 @@ and that rank's weight shards (``w[r]`` of stacked host tensors). The rank count
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 import torch
 
@@ -45,8 +48,8 @@ from pypto.models.qwen3.kernels.collective import allreduce_residual
 from pypto.models.qwen3.kernels.mlp import down_proj_partial, project_gate_up
 from pypto.models.qwen3.kernels.projection import k_proj, o_proj_partial, q_proj, v_proj
 from pypto.models.qwen3.kernels.rmsnorm import rmsnorm
-from pypto.models.qwen3.weights import Qwen3Weights
-from pypto.runtime import RunConfig
+from pypto.models.qwen3.weights import Qwen3Weights, rope_tables
+from pypto.runtime import DistributedWorker, RunConfig
 
 
 @pl.jit
@@ -405,3 +408,138 @@ class TensorParallelLayer:
         self.last_report = tp_decoder_layer.last_report
         x.copy_(stream[0])
         return x
+
+    def prepare(self, batch: int, max_seq: int) -> ResidentTensorParallelLayer:
+        """A prepared world for many decode steps of ``batch`` rows and ``max_seq`` positions: each
+        rank's weight shards and its (zeroed) KV caches uploaded once, resident on its chip
+        (``StackedDeviceTensor`` s of a :class:`~pypto.runtime.DistributedWorker`). Use it as a
+        context manager (``with tp.prepare(2, 64) as resident: resident(x, positions, layer=0)``)."""
+        return ResidentTensorParallelLayer(self, batch, max_seq)
+
+
+class ResidentTensorParallelLayer:
+    """A :class:`TensorParallelLayer` on a prepared :class:`~pypto.runtime.DistributedWorker`: the
+    ranks' weight shards and KV caches live on their chips across calls; each call moves only the
+    residual stream and the positions (host tensors in shared memory, as the worker requires). The
+    worker holds one program per layer (a layer index is part of a program's specialization).
+
+    ``resident(x, positions, layer=l)`` runs layer ``l`` in place on ``x`` ``[batch, hidden]``;
+    :meth:`kv_caches` reads the ranks' caches back whole; :meth:`close` (or leaving the ``with``)
+    releases the world."""
+
+    def __init__(self, tp: TensorParallelLayer, batch: int, max_seq: int) -> None:
+        config, ranks = tp.config, tp.ranks
+        for name, value in (("batch", batch), ("max_seq", max_seq)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ModelError.here(
+                    f"{name} must be a whole number of at least 1, got {value!r}", f"pass {name}=1 or more"
+                )
+        if max_seq > config.max_position_embeddings:
+            raise ModelError.here(
+                f"max_seq {max_seq} is past the model's {config.max_position_embeddings} positions",
+                "pass the longest sequence you will decode",
+            )
+        self.tp, self.batch, self.max_seq = tp, batch, max_seq
+        weights = tp.weights
+        # Per-call IO and the tensors every rank reads whole: in shared memory before prepare().
+        self._stream = torch.zeros(ranks, batch, config.hidden_size).share_memory_()
+        self._positions = torch.zeros(batch, dtype=torch.int32).share_memory_()
+        cos, sin = rope_tables(config, max_seq)
+        self._cos, self._sin = cos.share_memory_(), sin.share_memory_()
+        self._norms = {
+            name: getattr(weights, name).clone().share_memory_()
+            for name in ("input_norm", "q_norm", "k_norm", "post_norm")
+        }
+        cache_shape = (
+            ranks,
+            config.num_layers * batch * max_seq,
+            weights.kv_heads_per_rank * config.head_dim,
+        )
+        caches = torch.zeros(cache_shape, dtype=weights.dtype)
+        # A layer index is part of a program's specialization: one program per layer, one worker.
+        self._programs: dict[int, Any] = {}
+        for layer in range(config.num_layers):
+            arguments = self._arguments(weights, caches, caches, layer)
+            self._programs[layer] = tp_decoder_layer.compile(*arguments, config=tp.run_config)
+        self.worker = DistributedWorker(list(self._programs.values()))
+        self._resident = {
+            name: self.worker.alloc_stacked_tensor(getattr(weights, name))
+            for name in ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+        }
+        self._k_caches = self.worker.alloc_stacked_tensor(caches)
+        self._v_caches = self.worker.alloc_stacked_tensor(caches)
+        self._cache_shape = cache_shape
+        self.last_report: WorldReport | None = None
+
+    def _arguments(self, shards: Any, k_caches: Any, v_caches: Any, layer: int) -> tuple[Any, ...]:
+        """:func:`tp_decoder_layer`'s arguments: the shared IO, the norms, ``shards``' projections."""
+        config, norms = self.tp.config, self._norms
+        return (
+            self._stream,
+            self._positions,
+            norms["input_norm"],
+            _weight(shards, "q_proj"),
+            _weight(shards, "k_proj"),
+            _weight(shards, "v_proj"),
+            norms["q_norm"],
+            norms["k_norm"],
+            _weight(shards, "o_proj"),
+            norms["post_norm"],
+            _weight(shards, "gate_proj"),
+            _weight(shards, "up_proj"),
+            _weight(shards, "down_proj"),
+            self._cos,
+            self._sin,
+            k_caches,
+            v_caches,
+            layer,
+            self.max_seq,
+            config.rms_norm_eps,
+            config.head_dim**-0.5,
+        )
+
+    def __call__(self, x: torch.Tensor, positions: torch.Tensor, layer: int = 0) -> torch.Tensor:
+        """Run layer ``layer`` of a decode step at ``positions`` ``[batch]``; ``x`` ``[batch,
+        hidden]`` (FP32) is updated in place (and returned)."""
+        if tuple(x.shape) != tuple(self._stream.shape[1:]) or tuple(positions.shape) != (self.batch,):
+            raise ModelError.here(
+                f"x is {list(x.shape)} and positions {list(positions.shape)}; this world was prepared "
+                f"for [{self.batch}, {self.tp.config.hidden_size}] and [{self.batch}]",
+                "prepare another: tp.prepare(batch, max_seq)",
+            )
+        self._stream.copy_(x.unsqueeze(0).expand_as(self._stream))
+        self._positions.copy_(positions)
+        if layer not in self._programs:
+            raise ModelError.here(
+                f"layer {layer!r} is not one of the model's {len(self._programs)} layers",
+                f"pass layer=0 .. {len(self._programs) - 1}",
+            )
+        program = self._programs[layer]
+        self.worker.run(program, *self._arguments(self._resident, self._k_caches, self._v_caches, layer))
+        self.last_report = self.worker.last_report
+        x.copy_(self._stream[0])
+        return x
+
+    def kv_caches(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The ranks' caches read back, ``[ranks, layers * batch * max_seq, kv_heads / ranks *
+        head_dim]`` each (:func:`gather_kv_cache` makes a whole one)."""
+        k_out = torch.empty(self._cache_shape, dtype=self.tp.weights.dtype)
+        v_out = torch.empty_like(k_out)
+        self.worker.copy_stacked_from(self._k_caches, k_out)
+        self.worker.copy_stacked_from(self._v_caches, v_out)
+        return k_out, v_out
+
+    def close(self) -> None:
+        """Release the world (the resident tensors and the ranks)."""
+        self.worker.close()
+
+    def __enter__(self) -> ResidentTensorParallelLayer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _weight(shards: Any, name: str) -> Any:
+    """A projection's shards: a field of TensorParallelWeights or an entry of a dict of resident ones."""
+    return shards[name] if isinstance(shards, dict) else getattr(shards, name)
