@@ -212,7 +212,7 @@ def test_intermediate_columns_that_do_not_divide_are_refused():
     assert "[1, 2, 4]" in err.value.hint
 
 
-def test_caches_not_cut_for_the_ranks_are_refused_before_running():
+def test_caches_not_cut_for_the_ranks_or_a_stream_not_fp32_are_refused_before_running():
     tp = TensorParallelLayer(Qwen3Weights.random(CONFIG, seed=3, vocab=False), ranks=2)
     k_cache, v_cache = empty_caches()
     cos, sin = rope_tables(CONFIG, MAX_SEQ)
@@ -224,6 +224,17 @@ def test_caches_not_cut_for_the_ranks_are_refused_before_running():
             sin,
             k_cache,
             v_cache,
+        )
+    k_caches, v_caches = shard_kv_cache(k_cache, 2), shard_kv_cache(v_cache, 2)
+    positions = torch.zeros(BATCH, dtype=torch.int32)
+    with pytest.raises(ModelError, match="FP32"):
+        tp(
+            torch.zeros(BATCH, CONFIG.hidden_size, dtype=torch.bfloat16),
+            positions,
+            cos,
+            sin,
+            k_caches,
+            v_caches,
         )
 
 

@@ -156,8 +156,9 @@ def tp_decoder_layer(
 ):
     """Layer ``layer`` of a decode step over the world's ranks: ``x`` ``[ranks, batch, hidden]``
     (each rank's copy of the FP32 residual stream; all equal), the sharded weights and caches
-    stacked by rank (``[ranks, ...]``), the norm weights, ``positions`` and the RoPE tables
-    shared. Rank ``r`` runs :func:`tp_layer_chip` on its shards."""
+    stacked by rank (``[ranks, ...]``, as many as the ``DistributedConfig`` has devices), the norm
+    weights, ``positions`` and the RoPE tables shared. Rank ``r`` runs :func:`tp_layer_chip` on its
+    shards."""
     ranks, rows, hidden = x.shape  # the tensors stacked by rank: the world's size
     attn_buf = pld.alloc_window_buffer([rows, hidden], dtype=pl.FP32)
     mlp_buf = pld.alloc_window_buffer([rows, hidden], dtype=pl.FP32)
@@ -381,6 +382,11 @@ class TensorParallelLayer:
     ) -> torch.Tensor:
         """Run layer ``layer`` over the ranks; ``x`` is updated in place (and returned)."""
         config = self.config
+        if x.dim() != 2 or x.shape[1] != config.hidden_size or x.dtype != torch.float32:
+            raise ModelError.here(
+                f"x is the FP32 residual stream [batch, {config.hidden_size}], got {list(x.shape)} {x.dtype}",
+                "pass the layer's input hidden states as float32, one row per batch row",
+            )
         batch = x.shape[0]
         expected = (self.ranks, k_caches.shape[1], self.weights.kv_heads_per_rank * config.head_dim)
         if tuple(k_caches.shape) != expected or tuple(v_caches.shape) != expected:
