@@ -7,7 +7,10 @@
 2. one Qwen3-32B decoder layer at its published shapes, batch 16, a 4096-position KV cache, random
    BF16 weights: lowered (wall time), simulated on a2a3sim (wall time, modeled cycles; the timeline,
    which a2a3sim makes when it is first read, timed apart), and checked against the plain-torch
-   reference of the same layer (pypto.models.qwen3.reference).
+   reference of the same layer (pypto.models.qwen3.reference);
+3. the same layer tensor-parallel (pypto.models.qwen3.tp) over 1, 2, 4 and 8 simulated chips: the
+   world's modeled time per chip count (the WorldReport's total), the bytes over the links, wall
+   time, and the same check against the plain-torch layer.
 """
 
 from __future__ import annotations
@@ -21,9 +24,11 @@ import torch
 
 from pypto.models.qwen3 import Qwen3Decoder, Qwen3Weights, decoder_layer, get_config, reference, rope_tables
 from pypto.models.qwen3.profile import DecodeProfile
+from pypto.models.qwen3.tp import TensorParallelLayer, gather_kv_cache, shard_kv_cache
 
 TINY_GOAL_SECONDS = 5.0
 FULL_BATCH, FULL_CACHE = 16, 4096
+TP_CHIPS = (1, 2, 4, 8)
 
 
 def tiny_decode_step() -> None:
@@ -112,17 +117,66 @@ def full_size_layer() -> None:
         raise SystemExit(1)
 
 
+def tensor_parallel_layer(chip_counts: tuple[int, ...] = TP_CHIPS) -> None:
+    """The Qwen3-32B layer of full_size_layer split over 1, 2, 4 and 8 chips (one rank each)."""
+    config = get_config("qwen3-32b").with_layers(1)
+    dtype = torch.bfloat16
+    weights = Qwen3Weights.random(config, seed=0, dtype=dtype, vocab=False)
+    generator = torch.Generator().manual_seed(1)
+    kv_width = config.num_kv_heads * config.head_dim
+    k_cache = (torch.randn(FULL_BATCH * FULL_CACHE, kv_width, generator=generator) * 0.5).to(dtype)
+    v_cache = torch.randn(FULL_BATCH * FULL_CACHE, kv_width, generator=generator).to(dtype)
+    positions = torch.tensor([FULL_CACHE - 1 - 61 * b for b in range(FULL_BATCH)], dtype=torch.int32)
+    x = torch.randn(FULL_BATCH, config.hidden_size, generator=generator)
+    cos, sin = rope_tables(config, FULL_CACHE)
+    want_x, want_k = x.clone(), k_cache.clone()
+    reference.decode_layer(weights, 0, want_x, positions, cos, sin, want_k, v_cache.clone())
+    print(f"Qwen3-32B decoder layer, tensor-parallel (batch {FULL_BATCH}, {FULL_CACHE}-position cache, BF16)")
+    print(f"  {'chips':>5} {'modeled us':>11} {'vs 1 chip':>9} {'link bytes':>12} {'wall s':>7}  check")
+    first_us = None
+    failed = False
+    for chips in chip_counts:
+        tp = TensorParallelLayer(weights, ranks=chips)
+        ours_x = x.clone()
+        k_caches, v_caches = shard_kv_cache(k_cache, chips), shard_kv_cache(v_cache, chips)
+        start = time.perf_counter()
+        tp(ours_x, positions, cos, sin, k_caches, v_caches, layer=0)
+        wall = time.perf_counter() - start
+        report = tp.last_report
+        assert report is not None
+        first_us = first_us or report.total_us
+        error = float((ours_x - want_x).abs().max() / want_x.abs().max())
+        cache_error = float((gather_kv_cache(k_caches).float() - want_k.float()).abs().max())
+        ok = error < 2e-2 and cache_error <= 0.0625
+        failed = failed or not ok
+        link_bytes = sum(report.link_bytes().values())
+        print(
+            f"  {chips:>5} {report.total_us:>11.1f} {first_us / report.total_us:>8.2f}x {link_bytes:>12,} "
+            f"{wall:>7.1f}  {'OK' if ok else 'MISMATCH'} ({error:.1e})"
+        )
+        del tp, k_caches, v_caches
+    print("  modeled us: the world's end on its one modeled clock; wall: lowering and simulating, in seconds")
+    if failed:
+        raise SystemExit(1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--skip-full", action="store_true", help="only the tiny decode step")
+    parser.add_argument("--only-tp", action="store_true", help="only the tensor-parallel Qwen3-32B layer")
     args = parser.parse_args()
     torch.set_num_threads(1)
     machine = f"{platform.machine()}, {os.cpu_count()} CPU(s), python {platform.python_version()}"
     print(f"Qwen3 benchmarks — {machine}; torch {torch.__version__} on {torch.get_num_threads()} thread(s)\n")
+    if args.only_tp:
+        tensor_parallel_layer()
+        return
     tiny_decode_step()
     if not args.skip_full:
         print()
         full_size_layer()
+        print()
+        tensor_parallel_layer()
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ def test_kernels_map_to_their_modules():
 def test_a_steps_profile_splits_its_modeled_time_per_module(decoder):
     report = decoder.reports[-1]
     profile = DecodeProfile.of(report, batch=2)
-    assert set(profile.modules) == set(MODULES)
+    assert set(profile.modules) == set(MODULES) - {"allreduce"}  # one chip: nothing to sum over ranks
     assert profile.total_cycles == report.total_cycles
     assert all(0 < cycles <= report.total_cycles for cycles in profile.modules.values())
     # The modules take turns (only q/k/v run side by side): their spans add up to about the step.
@@ -46,7 +46,7 @@ def test_a_steps_profile_splits_its_modeled_time_per_module(decoder):
     assert all(m.cube_cycles > 0 and m.vector_cycles > 0 and m.overlap_cycles > 0 for m in mixed.values())
     text = profile.summary()
     assert "modeled tokens/s" in text and "both at once" in text
-    assert all(module in text for module in MODULES)
+    assert all(module in text for module in profile.modules)
 
 
 def test_the_profile_of_several_steps_is_their_mean(decoder):

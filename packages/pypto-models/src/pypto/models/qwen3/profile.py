@@ -1,6 +1,7 @@
 """Where a Qwen3 decode step's modeled time goes: per module (embedding, norm, projections,
-attention, MLP, LM head), the modeled tokens per second on the platform, and how much the mixed
-projection kernels overlap their cube and vector work.
+attention, MLP, LM head; on a rank of a tensor-parallel layer, the allreduce), the modeled
+tokens per second on the platform, and how much the mixed projection kernels overlap their cube
+and vector work.
 
 >>> print(DecodeProfile.of(decoder.reports[-1], batch=1).summary())  # doctest: +SKIP
 """
@@ -17,9 +18,10 @@ from pypto.ir import RunReport
 MODULES: dict[str, tuple[str, ...]] = {
     "embedding": ("embed_tokens",),
     "norm": ("rmsnorm",),
-    "projections": ("q_proj", "k_proj", "v_proj", "o_proj"),
+    "projections": ("q_proj", "k_proj", "v_proj", "o_proj", "o_proj_partial"),
     "attention": ("rope_cache", "decode_attention"),
-    "mlp": ("gate_up", "down_proj"),
+    "mlp": ("gate_up", "down_proj", "down_proj_partial"),
+    "allreduce": ("allreduce_residual",),
     "lm_head": ("lm_head",),
 }
 # The mixed kernels: a projection's product on the cube, its consumer on the vector lanes.

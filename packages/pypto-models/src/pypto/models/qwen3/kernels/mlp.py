@@ -10,10 +10,12 @@ post-attention RMSNorm, the two and the residual.
 from __future__ import annotations
 
 import pypto.language as pl
-from pypto.models.qwen3.kernels.projection import column_block, projection_residual, times_rows_t
+from pypto.models.qwen3.kernels.projection import column_block, projection, projection_residual, times_rows_t
 from pypto.models.qwen3.kernels.rmsnorm import rmsnorm
 
 down_proj = projection_residual("down_proj")
+# A tensor-parallel rank's share of down_proj: its intermediate columns, a partial product.
+down_proj_partial = projection("down_proj_partial")
 
 
 @pl.jit.inline

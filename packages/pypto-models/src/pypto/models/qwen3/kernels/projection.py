@@ -89,4 +89,6 @@ q_proj = projection("q_proj")
 k_proj = projection("k_proj")
 v_proj = projection("v_proj")
 o_proj = projection_residual("o_proj")
+# A tensor-parallel rank's share of o_proj: its heads' columns, a partial product to be summed.
+o_proj_partial = projection("o_proj_partial")
 lm_head = projection("lm_head")
