@@ -598,3 +598,25 @@ def test_no_load_is_prefetched_across_a_wait():
     assert "tile.load" not in before  # nothing loaded ahead of the loop
     inside = [c.op for s in loop.body for r in stmt_exprs(s) for c in walk_expr(r) if isinstance(c, Call)]
     assert inside.index(dist.wait) < inside.index("tile.load")
+
+
+def test_a_run_time_window_extent_reads_back_from_the_printed_program():
+    @pl.jit.incore
+    def kernel(x: pl.Tensor[[1, SIZE], pl.FP32], signal: pl.InOut[pld.DistributedTensor[[NR, 1], pl.INT32]]):
+        pld.system.notify(signal, peer=0, offsets=[0, 0], value=1, op=pld.NotifyOp.Set)
+        return signal
+
+    @pl.jit
+    def chip(x: pl.Tensor[[1, SIZE], pl.FP32], signal: pl.InOut[pld.DistributedTensor[[NR, 1], pl.INT32]]):
+        return kernel(x, signal)
+
+    @pl.jit.host
+    def host(x: pl.Tensor[[NR, 1, SIZE], pl.FP32]):
+        buf = pld.alloc_window_buffer(pld.world_size() * pl.INT32.get_byte())
+        for r in pl.range(pld.world_size()):
+            signal = pld.window(buf, [pld.world_size(), 1], dtype=pl.INT32)
+            chip(x[r], signal, device=r)
+        return x
+
+    program = host.parse(torch.zeros(2, 1, SIZE))
+    assert structural_diff(program, pl.parse(program.as_python())) is None

@@ -21,6 +21,7 @@ from pypto.ir import (
     DataType,
     DimExpr,
     DistributedTensorType,
+    DynDim,
     Expr,
     For,
     If,
@@ -54,6 +55,7 @@ from pypto.ir.nodes import (
 from pypto.ir.ops import Level
 from pypto.ir.ops import array as array_ops
 from pypto.ir.ops import tile as tile_ops
+from pypto.ir.ops.distributed import RUN_TIME_EXTENT
 from pypto.ir.rewrite import substitute_body, substitute_expr
 from pypto.ir.types import describe
 from pypto.ir.validflow import (
@@ -798,6 +800,8 @@ class StmtParser(ScopeParser):
         if isinstance(actual, DistributedTensorType) and plain_annotation:
             actual = TensorType(actual.shape, actual.dtype)  # a window is a tensor too
         kind_ok = isinstance(spec, TensorSpec) and isinstance(actual, TensorType)
+        if isinstance(expected, TensorType) and isinstance(actual, TensorType):
+            expected = _run_time_extents_named(expected, actual)
         if (expected is not None and actual != expected) or (expected is None and not kind_ok):
             written = annotation_text(actual) if actual is not None else None
             raise TypeCheckError(
@@ -1480,3 +1484,21 @@ class StmtParser(ScopeParser):
             "write ints (e.g. a.shape[0] // 64) or integer scalars; convert a float scalar with "
             "pl.cast(x, pl.INDEX)",
         )
+
+
+def _run_time_extents_named(expected: TensorType, actual: TensorType) -> TensorType:
+    """``expected`` with each dynamic extent that names one of ``actual``'s run-time extents (a
+    window's ``[pld.world_size(), 1]``, printed as ``world_size = pl.dynamic("world_size")``) at the
+    same axis replaced by that extent: the printed program's annotation reads back as its value."""
+    if len(expected.shape) != len(actual.shape):
+        return expected
+    shape = tuple(
+        have
+        if isinstance(want, DynDim)
+        and isinstance(have, DynDim)
+        and have.ident == RUN_TIME_EXTENT
+        and want.name == have.name
+        else want
+        for want, have in zip(expected.shape, actual.shape, strict=True)
+    )
+    return replace(expected, shape=shape) if shape != expected.shape else expected
