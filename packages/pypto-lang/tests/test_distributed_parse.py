@@ -620,3 +620,27 @@ def test_a_run_time_window_extent_reads_back_from_the_printed_program():
 
     program = host.parse(torch.zeros(2, 1, SIZE))
     assert structural_diff(program, pl.parse(program.as_python())) is None
+
+
+def test_the_shape_overload_takes_a_run_time_extent_as_a_byte_size():
+    @pl.jit.incore
+    def kernel(x: pl.Tensor[[1, SIZE], pl.FP32], signal: pl.InOut[pld.DistributedTensor[[NR, 1], pl.INT32]]):
+        pld.system.notify(signal, peer=0, offsets=[0, 0], value=1, op=pld.NotifyOp.Set)
+        return signal
+
+    @pl.jit
+    def chip(x: pl.Tensor[[1, SIZE], pl.FP32], signal: pl.InOut[pld.DistributedTensor[[NR, 1], pl.INT32]]):
+        return kernel(x, signal)
+
+    @pl.jit.host
+    def host(x: pl.Tensor[[NR, 1, SIZE], pl.FP32]):
+        buf = pld.alloc_window_buffer([pld.world_size(), 1], dtype=pl.INT32)
+        for r in pl.range(pld.world_size()):
+            signal = pld.window(buf, [pld.world_size(), 1], dtype=pl.INT32)
+            chip(x[r], signal, device=r)
+        return x
+
+    program = host.parse(torch.zeros(2, 1, SIZE))
+    (alloc,) = [c for c in calls_of(program.entry_function) if c.op == dist.alloc_window_buffer]
+    assert "shape" not in alloc.attrs and len(alloc.args) == 1  # world_size * 4 bytes, computed at run time
+    assert structural_diff(program, pl.parse(program.as_python())) is None

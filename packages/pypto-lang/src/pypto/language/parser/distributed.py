@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pypto.ir import DataType, Eval, Expr, ParseError, ReduceOp, TensorType, TileType, TupleExpr
-from pypto.ir.ops import dist
+from pypto.ir import DataType, Eval, Expr, ParseError, ReduceOp, ScalarType, TensorType, TileType, TupleExpr
+from pypto.ir.ops import dist, scalar
 from pypto.language.builtins import DistBuiltin
 from pypto.language.parser.opcall import OpContext
 from pypto.language.parser.values import (
@@ -117,6 +117,20 @@ def alloc_window_buffer(b: Build, size: Any, *, dtype: Any = None, name: str | N
                 f"a shape needs dtype=, got {describe_value(dtype)}",
                 "write pld.alloc_window_buffer([rows, cols], dtype=pl.FP32)",
             )
+        if any(isinstance(d, Expr) and isinstance(d.type, ScalarType) for d in size):
+            # a run-time extent ([pld.world_size(), 1]): the buffer's bytes, computed when it runs
+            fixed = dtype.get_byte()
+            for d in size:
+                if is_number(d):
+                    fixed *= number(d)
+            nbytes: Any = fixed
+            for d in size:
+                if not is_number(d):
+                    extent = b.scalar(d, "an extent of the shape")
+                    if not isinstance(nbytes, Expr):  # the constant takes the extent's dtype, as in `n * 4`
+                        nbytes = scalar_expr(nbytes, extent.type.dtype, b.ctx.span)
+                    nbytes = b.op(scalar.mul, [extent, nbytes])
+            return b.op(dist.alloc_window_buffer, [b.scalar(nbytes, "the size in bytes")], named)
         shape = static_shape(size, b.ctx.span, "the shape", dynamic=True)
         return b.op(dist.alloc_window_buffer, [], {"shape": shape, "dtype": dtype, **named})
     if dtype is not None:
