@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pypto.ir import DataType, Eval, Expr, ParseError, ReduceOp, ScalarType, TensorType, TileType, TupleExpr
+from pypto.ir.extents import is_symbolic
 from pypto.ir.ops import dist, scalar
 from pypto.language.builtins import DistBuiltin
 from pypto.language.parser.opcall import OpContext
@@ -117,13 +118,12 @@ def alloc_window_buffer(b: Build, size: Any, *, dtype: Any = None, name: str | N
                 f"a shape needs dtype=, got {describe_value(dtype)}",
                 "write pld.alloc_window_buffer([rows, cols], dtype=pl.FP32)",
             )
-        if any(isinstance(d, Expr) and isinstance(d.type, ScalarType) for d in size):
+        if any(isinstance(d, Expr) and isinstance(d.type, ScalarType) and not is_symbolic(d) for d in size):
             # a run-time extent ([pld.world_size(), 1]): the buffer's bytes, computed when it runs
-            fixed = dtype.get_byte()
+            nbytes: Any = dtype.get_byte()
             for d in size:
                 if is_number(d):
-                    fixed *= number(d)
-            nbytes: Any = fixed
+                    nbytes *= number(d)
             for d in size:
                 if not is_number(d):
                     extent = b.scalar(d, "an extent of the shape")
