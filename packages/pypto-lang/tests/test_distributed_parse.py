@@ -475,6 +475,7 @@ def test_type_rule_errors_point_at_the_call():
 
     err = _error(puts, kind=TypeCheckError)
     assert "chunk_cols > 0" in err.message
+    assert isinstance(err, ValueError)  # the manual's ValueError, before anything runs
 
 
 def test_a_host_function_is_called_from_python_only():

@@ -146,6 +146,12 @@ class TypeCheckError(PyptoError, TypeError):
     """An op got operands of the wrong shape, dtype or memory space."""
 
 
+class OpValueError(TypeCheckError, ValueError):
+    """An op's keyword has a value the op refuses whatever its operands (``pipeline=True`` without
+    both chunk sizes): a ``ValueError`` as PyPTO raises it, and a ``TypeCheckError`` like the
+    other rules of an op."""
+
+
 class VerificationError(PyptoError):
     """The IR broke an invariant (a pass produced bad IR, or a hand-built program is wrong)."""
 

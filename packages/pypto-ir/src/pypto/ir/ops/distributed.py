@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pypto.ir.dtypes import DataType
-from pypto.ir.errors import SourceSpan
+from pypto.ir.errors import OpValueError, SourceSpan
 from pypto.ir.nodes import Call, Const, DimExpr, DynDim, Expr, TupleExpr, Var
 from pypto.ir.ops.enums import AtomicType, NotifyOp, ReduceOp, WaitCmp
 from pypto.ir.ops.rules import (
@@ -28,6 +28,7 @@ from pypto.ir.ops.rules import (
     check_static_bounds,
     fail,
     given,
+    user_name,
 )
 from pypto.ir.ops.spec import (
     REQUIRED,
@@ -410,10 +411,9 @@ def _chunks(op: str, attrs: Mapping[str, Any], extents: Sequence[Any], span: Sou
         if not isinstance(value, int) or value < 0:
             raise fail(op, f"{name} must be an int >= 0, got {value!r}", span, "0 means the whole extent")
     if attrs.get("pipeline") and not (rows > 0 and cols > 0):
-        raise fail(
-            op,
-            f"pipeline=True double-buffers a chunked transfer: it needs chunk_rows > 0 and chunk_cols > 0, "
-            f"got chunk_rows={rows}, chunk_cols={cols}",
+        raise OpValueError(
+            f"{user_name(op)}: pipeline=True double-buffers a chunked transfer: it needs chunk_rows > 0 "
+            f"and chunk_cols > 0, got chunk_rows={rows}, chunk_cols={cols}",
             span,
             "set both chunk_rows= and chunk_cols=, or leave pipeline=False",
         )
