@@ -24,6 +24,7 @@ from pypto_sim_a2a3.distributed.collectives import Protocol
 from pypto_sim_a2a3.distributed.endpoint import spelled
 from pypto_sim_a2a3.distributed.windows import CommCtx, WindowBuffer, WindowView
 from pypto_sim_a2a3.distributed.world import Rank, Work, World, footprint
+from pypto_sim_a2a3.errors import LaunchError
 from pypto_sim_a2a3.scheduler import Advance, Event, Signal, Wait
 from pypto_sim_a2a3.semantics import SEMANTICS
 
@@ -294,6 +295,14 @@ def _op(call: Call) -> str:
 @_handles(dist.allreduce)
 def _allreduce(host: WorldHost, call: Call, args: tuple[Any, ...]) -> Steps:
     blocks = int(call.attrs.get("core_num", 1))
+    chip = host.world.target
+    if blocks > chip.core_groups * chip.aiv_per_group:
+        raise LaunchError(
+            f"pld.tensor.allreduce(core_num={blocks}) launches {blocks} AIV blocks per rank that must all "
+            f"run at once, but {chip.name} has {chip.core_groups * chip.aiv_per_group} AIV cores",
+            call.span,
+            f"use core_num <= {chip.core_groups * chip.aiv_per_group}",
+        )
     target, signal = args[0], _signal(host, call, args, 1, blocks)
     op, ring = _op(call), call.attrs.get("mode", "mesh") == "ring"
 
