@@ -48,7 +48,8 @@ def _blocked(world: World) -> list[tuple[str, str, Any, str | None]]:
 def _deadlock(blocked: list[Any]) -> DeadlockError:
     """Every rank is blocked or idle and nothing is in flight: the world's deadlock, naming every
     rank's blocked waits."""
-    lines = [entry for rank in blocked if rank for entry in rank]
+    # Every rank's process walks the HOST entry: its wait is reported once, as one process would.
+    lines = list(dict.fromkeys(entry for rank in blocked if rank for entry in rank))
     causes = [entry for entry in lines if entry[2] is not None]
     first = causes[0] if causes else (lines[0] if lines else ("", "", None, None))
     text = "\n".join(f"  {name}: {reason}" for name, reason, _, _ in lines)
