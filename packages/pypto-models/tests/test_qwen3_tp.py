@@ -275,3 +275,22 @@ def test_a_prepared_world_keeps_the_shards_and_caches_resident_across_steps_and_
     torch.testing.assert_close(gather_kv_cache(k_caches), k_cache)
     torch.testing.assert_close(gather_kv_cache(v_caches), v_cache)
     assert torch.count_nonzero(k_caches) > 0
+
+
+def test_a_bf16_model_splits_as_its_single_chip_layer_computes():
+    weights = Qwen3Weights.random(CONFIG, seed=6, dtype=torch.bfloat16, vocab=False)
+    generator = torch.Generator().manual_seed(7)
+    k_cache = torch.randn(*empty_caches()[0].shape, generator=generator).to(torch.bfloat16)
+    v_cache = torch.randn(k_cache.shape, generator=generator).to(torch.bfloat16)
+    x = torch.randn(BATCH, CONFIG.hidden_size, generator=generator)
+    positions = torch.tensor([5, 11], dtype=torch.int32)  # rows at different lengths
+    cos, sin = rope_tables(CONFIG, MAX_SEQ)
+    tp = TensorParallelLayer(weights, ranks=4)
+    ours, k_caches, v_caches = x.clone(), shard_kv_cache(k_cache, 4), shard_kv_cache(v_cache, 4)
+    tp(ours, positions, cos, sin, k_caches, v_caches, layer=0)
+    eps, scale = CONFIG.rms_norm_eps, CONFIG.head_dim**-0.5
+    decoder_layer(x, positions, *weights.layer_weights(), cos, sin, k_cache, v_cache, 0, MAX_SEQ, eps, scale)
+    assert relative(ours, x) < 1e-5  # the partial products are FP32: only the order of the sums differs
+    assert k_caches.dtype is torch.bfloat16
+    torch.testing.assert_close(gather_kv_cache(k_caches), k_cache)
+    torch.testing.assert_close(gather_kv_cache(v_caches), v_cache)
