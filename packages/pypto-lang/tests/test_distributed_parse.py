@@ -645,3 +645,24 @@ def test_the_shape_overload_takes_a_run_time_extent_as_a_byte_size():
     (alloc,) = [c for c in calls_of(program.entry_function) if c.op == dist.alloc_window_buffer]
     assert "shape" not in alloc.attrs and len(alloc.args) == 1  # world_size * 4 bytes, computed at run time
     assert structural_diff(program, pl.parse(program.as_python())) is None
+
+
+def test_a_collective_rebinding_its_window_draws_no_write_warning(recwarn):
+    @pl.jit.incore
+    def kernel(
+        x: pl.Tensor[[1, SIZE], pl.FP32],
+        data: pl.InOut[pld.DistributedTensor[[1, SIZE], pl.FP32]],
+        signal: pl.InOut[pld.DistributedTensor[[NR, 1], pl.INT32]],
+        y: pl.Out[pl.Tensor[[1, SIZE], pl.FP32]],
+    ):
+        data = pl.store(pl.load(x, [0, 0], [1, SIZE]), [0, 0], data)
+        data = pld.tensor.allreduce(data, signal, op=pld.ReduceOp.Sum)  # the manual's form: in place
+        return pl.store(pl.load(data, [0, 0], [1, SIZE]), [0, 0], y)
+
+    kernel.parse(
+        torch.zeros(1, SIZE),
+        torch.zeros(1, SIZE),
+        torch.zeros(2, 1, dtype=torch.int32),
+        torch.zeros(1, SIZE),
+    )
+    assert not [w for w in recwarn if "rebinds the name" in str(w.message)]

@@ -52,7 +52,7 @@ from pypto.ir.nodes import (
     used_vars,
     walk_stmts,
 )
-from pypto.ir.ops import Level
+from pypto.ir.ops import Communicates, Level, trait_of
 from pypto.ir.ops import array as array_ops
 from pypto.ir.ops import tile as tile_ops
 from pypto.ir.ops.distributed import RUN_TIME_EXTENT
@@ -660,6 +660,7 @@ class StmtParser(ScopeParser):
             current is not None
             and any(current.value is out for out in self.outputs)
             and value is not current.value
+            and not _writes_in_place(value, current.value)
         ):
             warnings.warn_explicit(
                 f"line {span.line}: `{name} = ...` rebinds the name and writes nothing to the output "
@@ -1502,3 +1503,14 @@ def _run_time_extents_named(expected: TensorType, actual: TensorType) -> TensorT
         for want, have in zip(expected.shape, actual.shape, strict=True)
     )
     return replace(expected, shape=shape) if shape != expected.shape else expected
+
+
+def _writes_in_place(value: Any, tensor: Any) -> bool:
+    """``value`` is a call that writes ``tensor`` in place and gives it back: a collective
+    (``data = pld.tensor.allreduce(data, signal)``), whose result is the window it was given."""
+    return (
+        isinstance(value, Call)
+        and trait_of(value.op, Communicates) is not None
+        and any(arg is tensor for arg in value.args)
+        and isinstance(value.type, TensorType)
+    )
