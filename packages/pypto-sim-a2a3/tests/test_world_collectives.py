@@ -16,6 +16,7 @@ from pypto.ir import (
     FunctionKind,
     NotifyOp,
     OutOfBoundsError,
+    RaceError,
     ReduceOp,
     WaitCmp,
     make_call,
@@ -255,7 +256,7 @@ def test_an_allreduce_inside_a_kernel_equals_torch(mode):
     torch.testing.assert_close(out, x.sum(0).expand(n, S), rtol=1e-5, atol=1e-5)
 
 
-def exchange_kernel(n, how, peer_offset=1, row=0, wrap=True):
+def exchange_kernel(n, how, peer_offset=1, row=0, wrap=True, handshake=True):
     """Each rank puts its input row to rank (me + peer_offset) % n's window ``data`` by ``how``
     (remote_store, atomic remote_store, put, or get from the peer), handshakes, and copies it out."""
     b = FunctionBuilder("x", FunctionKind.AIV)
@@ -282,8 +283,9 @@ def exchange_kernel(n, how, peer_offset=1, row=0, wrap=True):
         b.do("tile.store", tile, [0, 0], stage)
         b.do("dist.put", data, peer, stage, [row, 0], [0, 0], shape=(1, S), chunk_rows=1, chunk_cols=8)
     if how != "get":
-        do(b, "dist.notify", sig, peer, [0, 0], 1, op=NotifyOp.Set)
-        do(b, "dist.wait", sig, [0, 0], 1, cmp=WaitCmp.Eq)
+        if handshake:
+            do(b, "dist.notify", sig, peer, [0, 0], 1, op=NotifyOp.Set)
+            do(b, "dist.wait", sig, [0, 0], 1, cmp=WaitCmp.Eq)
         got = b.op("got", "tile.load", data, [row, 0], shape=(1, S), target_memory=Mem.Vec)
         b.do("tile.store", got, [0, 0], out)
     else:
@@ -365,12 +367,17 @@ def test_a_comm_op_on_one_chip_is_a_comm_error():
         A2A3SimBackend().run(prog, args, {})
 
 
-def defer_program(n, publish=True):
+def defer_program(n, publish=True, negative=False):
     """Each rank: a waiter task that defer_waits on its signal cell and a publisher task (no edge
     between them) that notifies the next rank's cell."""
     b = FunctionBuilder("waiter", FunctionKind.AIV)
     sig = b.param("sig", window_t((1, 1), INT32))
-    b.do("dist.defer_wait", sig, [0, 0], 1)
+    expected = 1
+    if negative:  # a run-time expected value below 0 on rank 0
+        ctx = b.op("ctx", "dist.get_comm_ctx", sig)
+        me = b.op("me", "dist.rank", ctx)
+        expected = b.op("expected", "scalar.sub", me, 1)
+    b.do("dist.defer_wait", sig, [0, 0], expected)
     waiter = b.build()
     b = FunctionBuilder("publisher", FunctionKind.AIV)
     sig2 = b.param("sig", window_t((1, 1), INT32))
@@ -409,4 +416,63 @@ def test_a_defer_wait_no_rank_satisfies_is_a_deadlock_naming_the_waiting_task():
         run_world(defer_program(2, publish=False), [], ranks=2)
     text = str(err.value)
     assert "rank0/waiter (deferred): pld.system.defer_wait at waiter.py:2" in text
-    assert "signal[0, 0] of rank 0's window 'sig_buf': == 0, expects >= 1" in text
+    assert "sig[0, 0] of rank 0's window 'sig_buf': == 0, expects >= 1" in text
+
+
+def test_a_negative_deferred_expectation_is_a_comm_error():
+    with pytest.raises(CommError, match="expected -1 is negative"):
+        run_world(defer_program(2, negative=True), [], ranks=2)
+
+
+def stage_program(n, direction):
+    """HOST: a window ``data`` of [1, S] per rank; copy host rows into it (``"in"``) or out of it."""
+    windows_t, rows_t = window_t((1, S)), tensor_t((1, S))
+    src_t, dst_t = (rows_t, windows_t) if direction == "in" else (windows_t, rows_t)
+    kernel = copy_kernel(f"copy_{direction}", src_t, dst_t, 1)
+    chip = launcher(kernel)
+    b = FunctionBuilder("orchestrator", FunctionKind.Orchestration)
+    rows = b.param("rows", tensor_t((n, S)), Direction.In if direction == "in" else Direction.Out)
+    buf = assign(b, "data_buf", "dist.alloc_window_buffer", S * 4, name="data_buf")
+    with b.loop("r", 0, n) as r:
+        data = b.op("data", "dist.window", buf, [1, S], dtype=FP32)
+        row = row_of(b, rows, r, S, "row")
+        dispatch(b, chip, r, *((row, data) if direction == "in" else (data, row)))
+    return world_program(host(b), chip, kernel)
+
+
+def test_a_window_store_keeps_windows_across_runs_until_it_is_reset():
+    n = 2
+    store = A2A3SimBackend().window_store(n)
+    x, out = torch.randn(n, S), torch.zeros(n, S)
+    run_world(stage_program(n, "in"), [x], ranks=n, windows=store)
+    run_world(stage_program(n, "out"), [out], ranks=n, windows=store)
+    torch.testing.assert_close(out, x)
+    store.reset()
+    run_world(stage_program(n, "out"), [out], ranks=n, windows=store)
+    assert not out.any()
+    fresh = torch.ones(n, S)
+    run_world(stage_program(n, "out"), [fresh], ranks=n)  # no store: a fresh zeroed window
+    assert not fresh.any()
+
+
+def test_a_local_load_of_window_bytes_a_peer_stored_without_notify_wait_is_a_race():
+    prog = exchange(2, "store", handshake=False)
+    with pytest.raises(RaceError) as err:
+        run_world(prog, [torch.randn(2, S), torch.zeros(2, S)], ranks=2)
+    text = str(err.value)
+    assert "rank 0" in text and "rank 1" in text and "x.py:" in text
+    assert "with no notify/wait ordering the two" in text
+
+
+def test_a_window_store_of_another_world_size_is_a_comm_error():
+    store = A2A3SimBackend().window_store(3)
+    with pytest.raises(CommError, match="holds 3 rank"):
+        run_world(stage_program(2, "in"), [torch.randn(2, S)], ranks=2, windows=store)
+
+
+def test_a_mesh_allreduce_reads_its_peers_at_once():
+    n, rows = 4, 8
+    report = run_world(host_allreduce(n, rows), [torch.randn(n * rows, S), torch.zeros(n * rows, S)], ranks=n)
+    into_rank0 = [t for t in report.transfers if t.dst == 0 and t.nbytes == rows * S * 4]
+    assert len(into_rank0) == n - 1
+    assert max(t.start for t in into_rank0) < min(t.end for t in into_rank0), "the replies overlap in time"

@@ -1,8 +1,9 @@
 """The a2a3 chip the simulator models: :data:`A2A3_TARGET` is ``pypto.ir.targets.get_target("a2a3")``.
 
-Every a2a3 figure lives once, in ``pypto/ir/targets/a2a3.toml``; the simulator reads them from
-the target, so a second target (a second data file) can differ. Throughputs are modeling
-constants, not measurements.
+Every a2a3 chip figure lives once, in ``pypto/ir/targets/a2a3.toml``; the simulator reads them
+from the target, so a second target (a second data file) can differ. Throughputs are modeling
+constants, not measurements. The links between chips of a world (:data:`A2A3_INTERCONNECT`) are
+here, with the public figures they come from.
 """
 
 from __future__ import annotations

@@ -85,14 +85,16 @@ class Protocol:
 
 
 def _reduced(p: Protocol, views: list[torch.Tensor], op: str) -> Steps:
-    """Each view reduced over the ranks, in rank order (every rank sums in the same order)."""
+    """Each view reduced over the ranks, in rank order (every rank sums in the same order); the
+    reads from all peers are in flight at once (a mesh: one link per peer)."""
     reduce = REDUCE[op]
     results = []
     for view in views:
-        acc: torch.Tensor | None = None
-        for rank in range(p.n):
-            part = view.clone() if rank == p.me else (yield from p.read(rank, view))
-            acc = part if acc is None else reduce(acc, part)
+        place = p.place(view)
+        parts = yield from p.comm.read_all(p.core, [(rank, place) for rank in range(p.n)], p.span, p.op)
+        acc = parts[0]
+        for part in parts[1:]:
+            acc = reduce(acc, part)
         results.append(acc)
     return results
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
@@ -21,20 +21,20 @@ from pypto.ir.errors import at_line
 from pypto.ir.ops import dist
 from pypto_sim_a2a3.coherence import gm_accesses, gm_tensor
 from pypto_sim_a2a3.cores import Core
-from pypto_sim_a2a3.distributed.interconnect import NOTIFY, READ, REPLY, WRITE, Message
-from pypto_sim_a2a3.distributed.ordering import NotifyRecord, VectorClock, WriteLog, join
-from pypto_sim_a2a3.distributed.windows import Place
+from pypto_sim_a2a3.distributed.interconnect import NOTIFY, READ, REPLY, WRITE, Fabric, Message
+from pypto_sim_a2a3.distributed.ordering import AccessLog, NotifyRecord, VectorClock, join
+from pypto_sim_a2a3.distributed.windows import Place, WindowStore
 from pypto_sim_a2a3.scheduler import Advance, Blocked, Event, Signal, Wait
 
 if TYPE_CHECKING:
     from pypto_sim_a2a3.chip import Chip
-    from pypto_sim_a2a3.distributed.world import World
     from pypto_sim_a2a3.launch import Launch
     from pypto_sim_a2a3.taskgraph import Task
 
 Steps = Generator[Event, None, Any]
 NOTIFY_BYTES = 4  # a signal cell's INT32 value crosses the link
 ISSUE_CYCLES = 1  # the scalar unit posting a notify or a wait's first check
+MAX_DEFERRED = 64  # the conditions one defer_wait task may register (the manual's limit)
 
 
 @dataclass
@@ -56,22 +56,34 @@ class Condition:
     expected: int
     cmp: str
     span: SourceSpan | None
-    what: str  # "dist.wait", "pld.tensor.barrier", ...
+    what: str  # "pld.system.wait", "pld.tensor.barrier", ...
+    name: str = "signal"  # the signal window as the kernel names it
 
     def holds(self, value: int) -> bool:
         return value == self.expected if self.cmp == "Eq" else value >= self.expected
 
 
+class Domain(Protocol):
+    """What a rank's endpoint asks of its world: its size, its windows, its links, and which
+    ranks the host never dispatched to (for deadlock reports)."""
+
+    size: int
+    windows: WindowStore
+    fabric: Fabric
+
+    def idle_ranks(self) -> list[int]: ...
+
+
 class RankComm:
     """Rank ``rank``'s endpoint in ``world``; ``chip`` is the rank's chip."""
 
-    def __init__(self, world: World, rank: int) -> None:
+    def __init__(self, world: Domain, rank: int) -> None:
         self.world = world
         self.rank = rank
         self.nranks = world.size
         self.clock = [0] * world.size  # this rank's vector clock
         self.chip: Chip | None = None
-        self.log = WriteLog()  # the accesses of this rank's windows
+        self.log = AccessLog()  # the accesses of this rank's windows
         self.cells: dict[tuple[tuple[str, int], int], Cell] = {}  # this rank's signal cells
         self.delivered: list[NotifyRecord] = []  # every notify that reached this rank
         self._tickets = itertools.count(1)  # this rank's read requests
@@ -129,12 +141,13 @@ class RankComm:
         value: int,
         op: str,
         span: SourceSpan | None,
+        name: str = "signal",
     ) -> Steps:
         """Deposit ``value`` into ``peer``'s cell ``place`` (``op`` "Set" or "AtomicAdd"): it lands
         after the link's latency; the core only posts it."""
         self.clock[self.rank] += 1  # the notify orders what this rank did before it
         message = self._message(NOTIFY, peer, core, NOTIFY_BYTES, dist.notify, span, place)
-        self._send(replace(message, value=int(value), how=op, index=index))
+        self._send(replace(message, value=int(value), how=op, index=index, name=name))
         yield Advance("SCALAR", ISSUE_CYCLES, dist.notify, span)
 
     def wait(self, core: Core, condition: Condition) -> Steps:
@@ -161,14 +174,35 @@ class RankComm:
         """The bytes of ``place`` on ``peer`` (a copy): a request crosses the link, the peer reads
         its window when it lands (checking the read against the writes it has seen), and the reply
         carries the bytes back; the core waits for them."""
-        if peer == self.rank:
-            return place.on(peer).clone()
-        ticket = next(self._tickets)
-        self._send(replace(self._message(READ, peer, core, 0, op, span, place), ticket=ticket))
-        yield Wait(
-            lambda: ticket in self._replies, f"{spelled(op)} from rank {peer}", span, on=(self._replied,)
-        )
-        return self._replies.pop(ticket)
+        (data,) = yield from self.read_all(core, [(peer, place)], span, op)
+        return data
+
+    def read_all(
+        self, core: Core, sources: Sequence[tuple[int, Place]], span: SourceSpan | None, op: str
+    ) -> Steps:
+        """The bytes of each ``(peer, place)``, read at once: every request is posted before the
+        core waits, so reads from different peers share no link and overlap."""
+        tickets: list[int] = []
+        for peer, place in sources:
+            if peer == self.rank:
+                tickets.append(0)
+                continue
+            ticket = next(self._tickets)
+            tickets.append(ticket)
+            self._send(replace(self._message(READ, peer, core, 0, op, span, place), ticket=ticket))
+        pending = [t for t in tickets if t]
+        if pending:
+            peers = sorted({peer for peer, _ in sources if peer != self.rank})
+            yield Wait(
+                lambda: all(t in self._replies for t in pending),
+                f"{spelled(op)} from rank(s) {', '.join(map(str, peers))}",
+                span,
+                on=(self._replied,),
+            )
+        return [
+            self._replies.pop(ticket) if ticket else place.on(self.rank).clone()
+            for ticket, (_, place) in zip(tickets, sources, strict=True)
+        ]
 
     def write(
         self,
@@ -254,7 +288,15 @@ class RankComm:
             target[0] += message.value
         cell = self.cell(place)
         cell.clock = join(cell.clock, message.clock)
-        record = NotifyRecord(message.src, message.span, self.rank, message.index, message.value, message.how)
+        record = NotifyRecord(
+            message.src,
+            message.span,
+            self.rank,
+            message.index,
+            message.value,
+            message.how,
+            message.name or "signal",
+        )
         cell.received.append(record)
         self.delivered.append(record)
         before = tuple(c - (r == message.src) for r, c in enumerate(message.clock))  # before its tick
@@ -287,7 +329,21 @@ class RankComm:
 
     def defer(self, launch: Launch, condition: Condition) -> None:
         """A ``defer_wait``: the task of ``launch`` completes only once ``condition`` holds."""
-        self._deferred.setdefault(id(launch), []).append(condition)
+        if condition.expected < 0:
+            raise CommError(
+                f"{condition.what}: expected {condition.expected} is negative; a deferred condition "
+                "polls an unsigned counter (counter >= expected)",
+                condition.span,
+                "keep expected and every published counter value in [0, INT32_MAX]",
+            )
+        conditions = self._deferred.setdefault(id(launch), [])
+        if len(conditions) >= MAX_DEFERRED:
+            raise CommError(
+                f"{condition.what}: a waiter task registers at most {MAX_DEFERRED} conditions",
+                condition.span,
+                "split the waits over several waiter tasks",
+            )
+        conditions.append(condition)
 
     def defers(self, task: Task, launch: Launch) -> bool:
         """The chip finished ``task``'s block on ``launch``: if it deferred waits, complete it once
@@ -341,7 +397,7 @@ def spelled(op: str) -> str:
 
 
 def _cell_name(condition: Condition) -> str:
-    return "signal[" + ", ".join(str(i) for i in condition.index) + "]"
+    return f"{condition.name}[" + ", ".join(str(i) for i in condition.index) + "]"
 
 
 def _expects(condition: Condition) -> str:

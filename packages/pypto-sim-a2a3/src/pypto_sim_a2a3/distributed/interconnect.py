@@ -52,6 +52,7 @@ class Message:
     value: int = 0
     how: str = ""
     index: tuple[int, ...] = ()  # a notify's cell, as the kernel named it (for reports)
+    name: str = ""  # a notify's signal window, as the kernel named it (for reports)
     ticket: int = 0
     arrives: int = 0  # the modeled cycle its last byte lands (set by the fabric)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from pypto.ir import Call, CommError
+from pypto.ir import Call, CommError, Var
 from pypto.ir.ops import dist
 from pypto_sim_a2a3.corepipes import GM_PIPES
 from pypto_sim_a2a3.cost import CostModel
@@ -102,14 +102,18 @@ def _notify(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) 
     peer = comm.check_peer(peer, call.span, _user(call))
     place, index = _cell(comm, call, target, offsets)
     yield from _drain(role)
-    yield from comm.notify(role.core, peer, place, index, int(value), _enum(call.attrs["op"]), call.span)
+    name = call.args[0].name if isinstance(call.args[0], Var) else "signal"
+    yield from comm.notify(
+        role.core, peer, place, index, int(value), _enum(call.attrs["op"]), call.span, name
+    )
 
 
 def _condition(comm: RankComm, call: Call, args: tuple[Any, ...]) -> Condition:
     signal, offsets, expected = args
     place, index = _cell(comm, call, signal, offsets)
     cmp = _enum(call.attrs.get("cmp", "Ge"))
-    return Condition(place, index, int(expected), cmp, call.span, _user(call))
+    name = call.args[0].name if isinstance(call.args[0], Var) else "signal"
+    return Condition(place, index, int(expected), cmp, call.span, _user(call), name)
 
 
 @_handles(dist.wait)

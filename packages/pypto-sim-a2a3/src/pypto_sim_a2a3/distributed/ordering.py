@@ -37,16 +37,17 @@ class NotifyRecord:
     cell: tuple[int, ...]
     value: int
     op: str  # "Set" or "AtomicAdd"
+    name: str = "signal"  # the signal window as the sender's kernel names it
 
     def describe(self) -> str:
         verb = "set" if self.op == "Set" else "added"
         where = f" at {at_line(self.span)}" if self.span is not None else ""
         into = "in" if verb == "set" else "to"
-        return f"rank {self.sender}{where} {verb} {self.value} {into} {_cell(self.cell)}"
+        return f"rank {self.sender}{where} {verb} {self.value} {into} {_cell(self.name, self.cell)}"
 
 
-def _cell(cell: tuple[int, ...]) -> str:
-    return "signal[" + ", ".join(str(i) for i in cell) + "]"
+def _cell(name: str, cell: tuple[int, ...]) -> str:
+    return f"{name}[" + ", ".join(str(i) for i in cell) + "]"
 
 
 @dataclass
@@ -86,18 +87,20 @@ class Accesses:
 
 @dataclass
 class Shadow:
-    """The last write and the last read of each byte of one rank's window buffer."""
+    """The last write of each byte of one rank's window buffer, its last read by another rank,
+    and its last read by the owner."""
 
     writes: Accesses
     reads: Accesses
+    own_reads: Accesses
 
     @classmethod
     def of(cls, nbytes: int) -> Shadow:
-        return cls(Accesses.of(nbytes), Accesses.of(nbytes))
+        return cls(Accesses.of(nbytes), Accesses.of(nbytes), Accesses.of(nbytes))
 
 
 @dataclass
-class WriteLog:
+class AccessLog:
     """The window accesses of a world, per buffer and rank, for the cross-rank race check."""
 
     shadows: dict[tuple[int, int], Shadow] = field(default_factory=dict)
@@ -129,9 +132,10 @@ class WriteLog:
         atomic add or a notify ``commutes`` with other writes)."""
         shadow = self._shadow(place.buffer, owner)
         index = byte_index(place)
-        found = shadow.reads.unordered(index, writer, clock)
-        if found is not None:
-            self._race(place, owner, shadow.reads, index, found, writer, span, what, "read")
+        for reads in (shadow.reads, shadow.own_reads):
+            found = reads.unordered(index, writer, clock)
+            if found is not None:
+                self._race(place, owner, reads, index, found, writer, span, what, "read")
         if not commutes:
             found = shadow.writes.unordered(index, writer, clock)
             if found is not None:
@@ -148,8 +152,8 @@ class WriteLog:
         found = shadow.writes.unordered(index, reader, clock)
         if found is not None:
             self._race(place, owner, shadow.writes, index, found, reader, span, what, "wrote")
-        if reader != owner:
-            shadow.reads.note(index, reader, clock[reader], self._line(span))
+        reads = shadow.own_reads if reader == owner else shadow.reads
+        reads.note(index, reader, clock[reader], self._line(span))
 
     def _race(
         self,

@@ -141,6 +141,9 @@ class WindowStore:
         kept = self.buffers.get(key)
         if kept is not None and kept.size == size:
             return kept
+        if kept is not None:  # resized: its old bytes are no window any more
+            for storage in kept.storage:
+                self._by_storage.pop(storage.untyped_storage().data_ptr(), None)
         buffer = WindowBuffer.allocate(name, size, self.ranks, key)
         self.buffers[key] = buffer
         for rank, storage in enumerate(buffer.storage):

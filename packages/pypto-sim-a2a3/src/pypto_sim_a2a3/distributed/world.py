@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from pypto.ir import Function, Program, RunReport, SourceSpan, Target
+from pypto.ir import CommError, Function, Program, RunReport, SourceSpan, Target
 from pypto.ir.backend import WorldReport
 from pypto.ir.launch import LoadedProgram
 from pypto_sim_a2a3.chip import Chip
@@ -134,6 +134,13 @@ class World:
         self.scheduler = WorldScheduler(on_time=self._until)
         windows = options.get("windows")
         self.windows: WindowStore = windows if isinstance(windows, WindowStore) else WindowStore(ranks)
+        if self.windows.ranks != ranks:
+            raise CommError(
+                f"the window store kept from earlier runs holds {self.windows.ranks} rank(s), "
+                f"this world has {ranks}",
+                program.entry_function.span,
+                "keep one window store per world size (a persistent worker's devices)",
+            )
         # A rank in a process of its own (``link``: the runtime's RankLink) simulates only itself;
         # its messages to the others go through the link.
         self.link = link
