@@ -177,6 +177,14 @@ def main(mode, ranks, out):
         elif mode == "oob":
             past_the_end(torch.zeros(ranks, 1, W), config=config(ranks))
             result = ("ok", None)
+        elif mode == "own_group":
+            import torch.distributed as dist
+
+            dist.init_process_group("gloo")  # the user's group: PyPTO uses it
+            group = dist.group.WORLD
+            result = ("ok", matching(ranks, seed=rank))
+            assert dist.group.WORLD is group and dist.get_world_size() == ranks
+            dist.destroy_process_group()
         elif mode == "die":
             matching(ranks, seed=rank)
             if rank == 1:
@@ -252,13 +260,17 @@ def launch(script: Path, mode: str, ranks: int, timeout: float = 60.0) -> tuple[
     return results, seconds
 
 
-def one_process(script: Path, ranks: int) -> Any:
-    """The same program run in this process (the whole world on one modeled clock)."""
-    spec = importlib.util.spec_from_file_location("ranks_script_one_process", script)
+def load(script: Path, name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(name, script)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.matching(ranks, seed=0)
+    return module
+
+
+def one_process(script: Path, ranks: int) -> Any:
+    """The same program run in this process (the whole world on one modeled clock)."""
+    return load(script, "ranks_script_one_process").matching(ranks, seed=0)
 
 
 @pytest.mark.parametrize("ranks", [2, 3])
@@ -275,6 +287,30 @@ def test_processes_of_a_torchrun_launch_give_the_one_process_run(script, monkeyp
         assert torch.equal(py, y) and torch.equal(pz, z)  # every rank's writes reached every process
         assert p_cycles == cycles and p_total == total
         assert p_transfers == transfers and len(transfers) > 0
+
+
+def test_a_process_group_the_script_made_is_used(script, monkeypatch):
+    monkeypatch.setenv(TORCHRUN_ENV, "0")
+    x, y, z, reference = one_process(script, 2)
+    results, _ = launch(script, "own_group", 2)
+    for result in results:
+        assert result[0] == "ok", result
+        px, py, pz, summary = result[1]
+        assert torch.equal(px, x) and torch.equal(py, y) and torch.equal(pz, z)
+        assert summary == reference
+
+
+def test_a_launch_without_its_master_address_is_a_config_error(script, monkeypatch):
+    from pypto.ir.errors import ConfigError
+
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.delenv("MASTER_ADDR", raising=False)
+    monkeypatch.delenv("MASTER_PORT", raising=False)
+    monkeypatch.delenv(TORCHRUN_ENV, raising=False)
+    with pytest.raises(ConfigError, match="MASTER_ADDR, MASTER_PORT are not set") as err:
+        load(script, "ranks_script_master").matching(2, seed=0)
+    assert "torchrun --nproc-per-node" in str(err.value)
 
 
 def test_a_deadlock_is_reported_by_every_process_naming_every_waiting_rank(script):
@@ -304,10 +340,7 @@ def test_a_process_that_dies_does_not_hang_the_others(script):
 def test_a_world_size_unlike_the_programs_rank_count_is_a_config_error(script, monkeypatch):
     from pypto.ir.errors import ConfigError
 
-    spec = importlib.util.spec_from_file_location("ranks_script_sizes", script)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load(script, "ranks_script_sizes")
     monkeypatch.setenv("RANK", "0")
     monkeypatch.setenv("WORLD_SIZE", "3")
     monkeypatch.delenv(TORCHRUN_ENV, raising=False)
