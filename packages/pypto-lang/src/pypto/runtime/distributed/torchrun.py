@@ -26,6 +26,7 @@ import atexit
 import math
 import os
 import pickle
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, cast
@@ -54,11 +55,8 @@ def enabled() -> bool:
         return False
     if all(os.environ.get(name) for name in LAUNCH_ENV):
         return True
-    try:
-        import torch.distributed as dist
-    except ImportError:  # no torch.distributed: nothing to join
-        return False
-    return bool(dist.is_available() and dist.is_initialized())
+    dist = sys.modules.get("torch.distributed")  # a script that made a group has imported it
+    return dist is not None and bool(dist.is_available() and dist.is_initialized())
 
 
 def timeout_s() -> float:
