@@ -158,10 +158,14 @@ def summary(report):
     )
 
 
-def matching(ranks, seed):
+def matching(ranks, seed, whole_world_here=False):
     torch.manual_seed(seed)  # each process its own inputs: process 0's are the host's
     x = torch.randn(ranks, 1, W)
     y, z = torch.zeros(ranks, 1, W), torch.zeros(ranks, 1, W)
+    if whole_world_here:  # the backend's run_world: every rank in this process, one event loop
+        compiled = world.compile(x, y, z, config=config(ranks))
+        compiled.run_world([x, y, z], compiled.config)
+        return x, y, z, summary(compiled.last_report)
     world(x, y, z, config=config(ranks))
     return x, y, z, summary(world.last_report)
 
@@ -270,12 +274,11 @@ def load(script: Path, name: str) -> Any:
 
 def one_process(script: Path, ranks: int) -> Any:
     """The same program run in this process (the whole world on one modeled clock)."""
-    return load(script, "ranks_script_one_process").matching(ranks, seed=0)
+    return load(script, "ranks_script_one_process").matching(ranks, seed=0, whole_world_here=True)
 
 
 @pytest.mark.parametrize("ranks", [2, 3])
-def test_processes_of_a_torchrun_launch_give_the_one_process_run(script, monkeypatch, ranks):
-    monkeypatch.setenv(TORCHRUN_ENV, "0")
+def test_processes_of_a_torchrun_launch_give_the_one_process_run(script, ranks):
     x, y, z, (cycles, transfers, total) = one_process(script, ranks)
     torch.testing.assert_close(y, 2 * x + 2 * torch.roll(x, -1, dims=0))
     torch.testing.assert_close(z, x.max(dim=0, keepdim=True).values.expand(ranks, 1, x.shape[-1]))
@@ -286,18 +289,20 @@ def test_processes_of_a_torchrun_launch_give_the_one_process_run(script, monkeyp
         assert torch.equal(px, x)  # process 0's inputs are the host's, in every process
         assert torch.equal(py, y) and torch.equal(pz, z)  # every rank's writes reached every process
         assert p_cycles == cycles and p_total == total
-        assert p_transfers == transfers and len(transfers) > 0
+        # the same transfers (a world run lists them as its links carried them, processes by
+        # start cycle and sender)
+        assert sorted(p_transfers) == sorted(transfers) and len(transfers) > 0
 
 
-def test_a_process_group_the_script_made_is_used(script, monkeypatch):
-    monkeypatch.setenv(TORCHRUN_ENV, "0")
+def test_a_process_group_the_script_made_is_used(script):
     x, y, z, reference = one_process(script, 2)
     results, _ = launch(script, "own_group", 2)
     for result in results:
         assert result[0] == "ok", result
         px, py, pz, summary = result[1]
         assert torch.equal(px, x) and torch.equal(py, y) and torch.equal(pz, z)
-        assert summary == reference
+        assert summary[0] == reference[0] and summary[2] == reference[2]
+        assert sorted(summary[1]) == sorted(reference[1])
 
 
 def test_a_launch_without_its_master_address_is_a_config_error(script, monkeypatch):
