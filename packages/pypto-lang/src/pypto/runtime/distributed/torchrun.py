@@ -267,12 +267,12 @@ class TorchrunEngine(ProcessEngine):
         if isinstance(windows, RankWindows):
             persistent = windows.reset_requested
             windows.reset_requested = False
-        args = self._host_arguments(compiled, args)
-        before = [_clone(a) for a in args]
         kept = {k: v for k, v in options.items() if k not in ("windows", "callbacks")}
         link = GlooLink(self.rank, self.ranks, self.lookahead, self.group)
         failure: BaseException | None = None
         try:
+            args = self._host_arguments(compiled, args)
+            before = [_clone(a) for a in args]
             # (a GlooLink is a RankLink in all but its barrier)
             report, sent = self._serve_rank(self.rank, cast(Any, link), (index, args, kept, persistent))
             link.finish()
