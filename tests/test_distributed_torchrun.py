@@ -181,6 +181,18 @@ def main(mode, ranks, out):
         elif mode == "oob":
             past_the_end(torch.zeros(ranks, 1, W), config=config(ranks))
             result = ("ok", None)
+        elif mode == "worker":
+            torch.manual_seed(rank)
+            x = torch.randn(ranks, 1, W).share_memory_()
+            y, z = torch.zeros(ranks, 1, W).share_memory_(), torch.zeros(ranks, 1, W).share_memory_()
+            compiled = world.compile(x, y, z, config=config(ranks))
+            steps = []
+            with compiled.prepare(persistent=True) as rt:
+                for _ in range(2):
+                    x.mul_(-2.0)
+                    rt(x, y, z)
+                    steps.append((x.clone(), y.clone(), z.clone(), summary(rt.last_report)))
+            result = ("ok", steps)
         elif mode == "own_group":
             import torch.distributed as dist
 
@@ -316,6 +328,18 @@ def test_a_launch_without_its_master_address_is_a_config_error(script, monkeypat
     with pytest.raises(ConfigError, match="MASTER_ADDR, MASTER_PORT are not set") as err:
         load(script, "ranks_script_master").matching(2, seed=0)
     assert "torchrun --nproc-per-node" in str(err.value)
+
+
+def test_a_prepared_worker_dispatches_each_rank_in_its_process(script):
+    results, _ = launch(script, "worker", 2)
+    assert results[0][0] == "ok" and results[1][0] == "ok", results
+    assert len(results[0][1]) == 2
+    for mine, theirs in zip(results[0][1], results[1][1], strict=True):
+        x, y, z, summary = mine
+        torch.testing.assert_close(y, 2 * x + 2 * torch.roll(x, -1, dims=0))
+        torch.testing.assert_close(z, x.max(dim=0, keepdim=True).values.expand(2, 1, x.shape[-1]))
+        assert all(torch.equal(a, b) for a, b in zip(mine[:3], theirs[:3], strict=True))
+        assert summary == theirs[3] and len(summary[0]) == 2
 
 
 def test_a_deadlock_is_reported_by_every_process_naming_every_waiting_rank(script):
