@@ -164,6 +164,16 @@ SETTINGS: tuple[Described, ...] = (
     Described(SCHEDULER_ENV, "the Dask cluster tuning sweeps run on", _raw(SCHEDULER_ENV, "none: local")),
     Described(WORKERS_ENV, "worker processes of a local tuning cluster", _workers),
     Described(
+        "PYPTO_TORCHRUN",
+        "under torchrun, each process simulates one rank of a distributed program",
+        _of(lambda: settings.switch("PYPTO_TORCHRUN", True)),
+    ),
+    Described(
+        "PYPTO_TORCHRUN_TIMEOUT_S",
+        "seconds a torchrun rank's process waits for the others",
+        _raw("PYPTO_TORCHRUN_TIMEOUT_S", "300"),
+    ),
+    Described(
         "PYPTO_SIM_GC_FREEZE",
         "a2a3sim: freeze the loaded heap for the collector",
         _raw("PYPTO_SIM_GC_FREEZE", "on"),

@@ -144,7 +144,13 @@ def make_engine(
     startup_timeout_s: float | None,
 ) -> Engine:
     """The engine a worker of ``programs`` runs its ranks with: a process per rank when the
-    platform's backend simulates one rank at a time (``run_rank``), else this process."""
+    platform's backend simulates one rank at a time (``run_rank``), else this process. A process
+    launched as one rank of a ``torch.distributed`` world (``torchrun``) simulates only its rank."""
+    from pypto.runtime.distributed.torchrun import torchrun_engine
+
+    launched = torchrun_engine(programs, callbacks)
+    if launched is not None:
+        return launched
     backend = world_backend(programs[0].platform, programs[0].config)
     if callable(getattr(backend, "run_rank", None)) and callable(getattr(backend, "link_lookahead", None)):
         return ProcessEngine(programs, callbacks, startup_timeout_s)
