@@ -123,11 +123,12 @@ class DistributedCompiledProgram(CompiledProgram):
         return self._one_shot(args, chosen)
 
     def _one_shot(self, args: Sequence[Any], config: RunConfig) -> Any:
-        """One run with the world set up for it: a process per rank when the platform simulates
-        one rank at a time (torch moves the host tensors to shared memory), else this process."""
+        """One run with the world set up for it: every rank's chip in this process on one modeled
+        clock (a prepared worker runs a process per rank; under torchrun this process simulates
+        its own rank)."""
         from pypto.runtime.distributed.engine import ProcessEngine, make_engine
 
-        engine = make_engine([self], {}, None)
+        engine = make_engine([self], {}, None, processes=False)
         if not isinstance(engine, ProcessEngine):
             return self.run_world(args, config)
         try:

@@ -142,17 +142,24 @@ def make_engine(
     programs: Sequence[DistributedCompiledProgram],
     callbacks: Mapping[str, Callable[..., Any]],
     startup_timeout_s: float | None,
+    *,
+    processes: bool = True,
 ) -> Engine:
     """The engine a worker of ``programs`` runs its ranks with: a process per rank when the
-    platform's backend simulates one rank at a time (``run_rank``), else this process. A process
-    launched as one rank of a ``torch.distributed`` world (``torchrun``) simulates only its rank."""
+    platform's backend simulates one rank at a time (``run_rank``) and ``processes`` (a prepared
+    worker), else this process (a one-shot call: every chip on one modeled clock, the engine the
+    issue's default and the reference). A process launched as one rank of a ``torch.distributed``
+    world (``torchrun``) simulates only its rank either way."""
     from pypto.runtime.distributed.torchrun import torchrun_engine
 
     launched = torchrun_engine(programs, callbacks)
     if launched is not None:
         return launched
     backend = world_backend(programs[0].platform, programs[0].config)
-    if callable(getattr(backend, "run_rank", None)) and callable(getattr(backend, "link_lookahead", None)):
+    rank_at_a_time = callable(getattr(backend, "run_rank", None)) and callable(
+        getattr(backend, "link_lookahead", None)
+    )
+    if processes and rank_at_a_time:
         return ProcessEngine(programs, callbacks, startup_timeout_s)
     return InProcessEngine(programs[0], startup_timeout_s)
 
