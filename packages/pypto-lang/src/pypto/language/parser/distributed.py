@@ -128,6 +128,7 @@ def alloc_window_buffer(b: Build, size: Any, *, dtype: Any = None, name: str | N
                 if not is_number(d):
                     extent = b.scalar(d, "an extent of the shape")
                     if not isinstance(nbytes, Expr):  # the constant takes the extent's dtype, as in `n * 4`
+                        assert isinstance(extent.type, ScalarType)
                         nbytes = scalar_expr(nbytes, extent.type.dtype, b.ctx.span)
                     nbytes = b.op(scalar.mul, [extent, nbytes])
             return b.op(dist.alloc_window_buffer, [b.scalar(nbytes, "the size in bytes")], named)
