@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import sys
 from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any, NamedTuple, ParamSpec, TypeVar
@@ -225,7 +227,24 @@ def _decorate(name: str, kind: JitKind, func: Any, options: dict[str, Any]) -> A
         )
     jitted = InlineFunction(func, kind) if kind is JitKind.inline else JitFunction(func, kind)
     jitted.auto_scope = options.get("auto_scope", True)
+    _note_enclosing_locals(func)
     return jitted
+
+
+def _note_enclosing_locals(func: Any) -> None:
+    """A kernel defined inside a Python function (the manual's factory pattern: ``def make(nr):``
+    derives ``rounds = 2 * (nr - 1)`` and defines kernels whose annotations name it) may name that
+    function's locals in its annotations. Under ``from __future__ import annotations`` those are
+    strings, which Python does not close over: keep a snapshot of the defining function's locals
+    as they are when the decorator runs, for the parser to read after the closure (see
+    :class:`pypto.language.parser.resolve.GlobalNames`)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("pypto.language"):
+        frame = frame.f_back  # type: ignore[assignment]
+    if frame is None or frame.f_code.co_name == "<module>" or frame.f_locals is frame.f_globals:
+        return
+    with contextlib.suppress(AttributeError, TypeError):  # a callable object without a __dict__
+        func.__pypto_enclosing_locals__ = dict(frame.f_locals)
 
 
 def _check_options(name: str, kind: JitKind, options: dict[str, Any]) -> None:

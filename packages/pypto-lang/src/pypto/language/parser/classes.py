@@ -101,6 +101,7 @@ class ClassNames(GlobalNames):
         self.globals = globals_
         self.closure = closure
         self.class_names = class_names
+        self.enclosing = {}
         self.self_ref: SelfRef | None = None  # what `self` is in a method body (set by the program)
         raw = globals_.get("__builtins__", builtins)
         self.builtins = raw if isinstance(raw, dict) else vars(raw)
@@ -823,6 +824,7 @@ class _Names(GlobalNames):
     def __init__(self, names: dict[str, Any]) -> None:
         self.globals = names
         self.closure = {}
+        self.enclosing = {}
         self.builtins = vars(builtins)
 
 

@@ -46,7 +46,7 @@ OPERAND_WORDS = {
 # The ops whose dtype= messages read "a pl dtype" without an example (as they always have).
 PLAIN_DTYPE = frozenset({tile.create, tile.full, tensor.full, tensor.create})
 # The ops whose shape may hold dynamic extents (a tensor's; a tile's shape is static).
-DYNAMIC_SHAPE = frozenset({tensor.create, tensor.slice, tensor.full})
+DYNAMIC_SHAPE = frozenset({tensor.create, tensor.slice, tensor.full, tensor.reshape})
 
 # The memory spaces a tile can be made in (DDR is global memory, where tensors live).
 TILE_SPACES = ", ".join(repr(m) for m in MemorySpace if m is not MemorySpace.DDR)

@@ -92,6 +92,9 @@ class GlobalNames:
         self.globals: dict[str, Any] = func.__globals__
         cells = func.__closure__ or ()
         self.closure = dict(zip(func.__code__.co_freevars, cells, strict=True))
+        # The defining function's locals when the decorator ran (names a string annotation reads;
+        # see pypto.language.jit._note_enclosing_locals), after the closure, before the globals.
+        self.enclosing: dict[str, Any] = getattr(func, "__pypto_enclosing_locals__", {})
         raw = self.globals.get("__builtins__", builtins)
         self.builtins: dict[str, Any] = raw if isinstance(raw, dict) else vars(raw)
 
@@ -123,7 +126,7 @@ class GlobalNames:
                 return True, self.closure[name].cell_contents
             except ValueError:
                 return False, None
-        for table in (self.globals, self.builtins):
+        for table in (self.enclosing, self.globals, self.builtins):
             value = table.get(name, _MISSING)
             if value is not _MISSING:
                 return True, value
