@@ -42,7 +42,7 @@ from pypto.runtime.config import RunConfig
 from pypto.runtime.distributed.compiled import DistributedCompiledProgram, sub_workers
 from pypto.runtime.distributed.engine import Engine, make_engine
 from pypto.runtime.distributed.tensors import StackedDeviceTensor
-from pypto.runtime.running.device import DeviceTensor, DeviceTensorError
+from pypto.runtime.running.device import DeviceTensor, DeviceTensorError, check_device_range
 from pypto.runtime.running.worker import _host_address, _nbytes, _shape
 from pypto.runtime.settings import ConfigError
 
@@ -555,42 +555,17 @@ class DistributedWorker:
         stacked._live()
 
     def _device_range(self, device_ptr: Any, nbytes: int, what: str, worker_id: int) -> None:
-        if isinstance(device_ptr, (DeviceTensor, StackedDeviceTensor)):
-            raise DeviceTensorError(
-                f"{what} takes a device address, got the {type(device_ptr).__name__} itself",
-                call_site(),
-                "pass its address: t.data_ptr (and t.nbytes) of the DeviceTensor t",
-            )
-        if isinstance(device_ptr, bool) or not isinstance(device_ptr, int):
-            raise DeviceTensorError(
-                f"{what}: the device address must be an int, got {type(device_ptr).__name__}",
-                call_site(),
-                "pass t.data_ptr of a DeviceTensor t of this worker",
-            )
+        """``nbytes`` at ``device_ptr`` lie inside one live buffer on card ``worker_id``."""
         resident = [*self._tensors.values(), *(s for st in self._stacks.values() for s in st.shards)]
-        owner = next(
-            (
-                t
-                for t in resident
-                if t.worker_id == worker_id and t.data_ptr <= device_ptr < t.data_ptr + t.nbytes
-            ),
-            None,
+        check_device_range(
+            device_ptr,
+            nbytes,
+            what,
+            (t for t in resident if t.worker_id == worker_id),
+            f"of worker {worker_id} (freed, on another worker, or never allocated)",
+            "pass t.data_ptr of a live DeviceTensor t and the worker_id it was allocated on",
+            handles=(StackedDeviceTensor,),
         )
-        if owner is None:
-            raise DeviceTensorError(
-                f"{what}: device address {device_ptr:#x} is not inside a buffer of worker {worker_id} "
-                "(freed, on another worker, or never allocated)",
-                call_site(),
-                "pass t.data_ptr of a live DeviceTensor t and the worker_id it was allocated on",
-            )
-        end = owner.data_ptr + owner.nbytes
-        if device_ptr + nbytes > end:
-            raise DeviceTensorError(
-                f"{what}: {nbytes} bytes at device address {device_ptr:#x} run past the end of device "
-                f"tensor {owner.handle} ({owner.nbytes} bytes)",
-                call_site(),
-                f"copy at most {end - device_ptr} bytes from that address (t.nbytes from t.data_ptr)",
-            )
 
 
 # ------------------------------------------------------------ preparing

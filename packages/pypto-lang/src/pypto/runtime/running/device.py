@@ -4,6 +4,7 @@ which ``compiled(...)`` inside the block dispatches through."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from contextvars import ContextVar
 from typing import Any
 
@@ -68,3 +69,44 @@ class DeviceTensor:
 
 
 __all__ = ["ACTIVE_WORKER", "DeviceTensor", "DeviceTensorError"]
+
+
+def check_device_range(
+    device_ptr: Any,
+    nbytes: int,
+    what: str,
+    resident: Iterable[Any],
+    holder: str,
+    owner_hint: str,
+    handles: tuple[type, ...] = (),
+) -> None:
+    """``nbytes`` at ``device_ptr`` lie inside one of the live buffers ``resident`` (the device
+    tensors of a worker, or of one card of a distributed worker); else a DeviceTensorError saying
+    so (not an address, a freed buffer, another worker's, past the end). ``holder`` ends the
+    message's "not inside a buffer ..." clause, ``owner_hint`` is the hint for it; ``handles`` are
+    further tensor types passed by mistake for an address (a stacked tensor)."""
+    if isinstance(device_ptr, (DeviceTensor, *handles)):
+        raise DeviceTensorError(
+            f"{what} takes a device address, got the {type(device_ptr).__name__} itself",
+            call_site(),
+            "pass its address: t.data_ptr (and t.nbytes) of the DeviceTensor t",
+        )
+    if isinstance(device_ptr, bool) or not isinstance(device_ptr, int):
+        raise DeviceTensorError(
+            f"{what}: the device address must be an int, got {type(device_ptr).__name__}",
+            call_site(),
+            "pass t.data_ptr of a DeviceTensor t of this worker",
+        )
+    owner = next((t for t in resident if t.data_ptr <= device_ptr < t.data_ptr + t.nbytes), None)
+    if owner is None:
+        raise DeviceTensorError(
+            f"{what}: device address {device_ptr:#x} is not inside a buffer {holder}", call_site(), owner_hint
+        )
+    end = owner.data_ptr + owner.nbytes
+    if device_ptr + nbytes > end:
+        raise DeviceTensorError(
+            f"{what}: {nbytes} bytes at device address {device_ptr:#x} run past the end of device "
+            f"tensor {owner.handle} ({owner.nbytes} bytes)",
+            call_site(),
+            f"copy at most {end - device_ptr} bytes from that address (t.nbytes from t.data_ptr)",
+        )

@@ -31,7 +31,7 @@ from pypto.ir.tracebacks import call_site, raise_at_user_line
 from pypto.runtime.compiling.compiled import CompiledProgram
 from pypto.runtime.config import RunConfig
 from pypto.runtime.platforms.registry import get_backend
-from pypto.runtime.running.device import ACTIVE_WORKER, DeviceTensor, DeviceTensorError
+from pypto.runtime.running.device import ACTIVE_WORKER, DeviceTensor, DeviceTensorError, check_device_range
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -311,38 +311,15 @@ class ChipWorker:
         tensor._live()
 
     def _device_range(self, device_ptr: Any, nbytes: int, what: str) -> None:
-        """``nbytes`` at ``device_ptr`` lie inside one live buffer of this worker; else a
-        DeviceTensorError saying so (a freed buffer, another worker's, past the end)."""
-        if isinstance(device_ptr, DeviceTensor):
-            raise DeviceTensorError(
-                f"{what} takes a device address, got the DeviceTensor itself",
-                call_site(),
-                "pass its address: t.data_ptr (and t.nbytes) of the DeviceTensor t",
-            )
-        if isinstance(device_ptr, bool) or not isinstance(device_ptr, int):
-            raise DeviceTensorError(
-                f"{what}: the device address must be an int, got {type(device_ptr).__name__}",
-                call_site(),
-                "pass t.data_ptr of a DeviceTensor t of this worker",
-            )
-        owner = next(
-            (t for t in self._tensors.values() if t.data_ptr <= device_ptr < t.data_ptr + t.nbytes), None
+        """``nbytes`` at ``device_ptr`` lie inside one live buffer of this worker."""
+        check_device_range(
+            device_ptr,
+            nbytes,
+            what,
+            self._tensors.values(),
+            "this worker holds (freed, of another worker, or never allocated)",
+            f"{what} with t.data_ptr of a live DeviceTensor t allocated by this worker",
         )
-        if owner is None:
-            raise DeviceTensorError(
-                f"{what}: device address {device_ptr:#x} is not inside a buffer this worker holds "
-                "(freed, of another worker, or never allocated)",
-                call_site(),
-                f"{what} with t.data_ptr of a live DeviceTensor t allocated by this worker",
-            )
-        end = owner.data_ptr + owner.nbytes
-        if device_ptr + nbytes > end:
-            raise DeviceTensorError(
-                f"{what}: {nbytes} bytes at device address {device_ptr:#x} run past the end of device "
-                f"tensor {owner.handle} ({owner.nbytes} bytes)",
-                call_site(),
-                f"copy at most {end - device_ptr} bytes from that address (t.nbytes from t.data_ptr)",
-            )
 
     def _check_open(self) -> None:
         if self.closed:
