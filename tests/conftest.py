@@ -59,9 +59,9 @@ def _no_forced_terminal(monkeypatch):
 
 @pytest.fixture
 def batched_blocks(monkeypatch) -> list[int]:
-    """The blocks a2a3sim walked for their numbers together (``pypto_sim_a2a3.batch``), in the
+    """The blocks a2a3sim walked for their numbers together (``pypto_sim_a2a3.fast.batch``), in the
     order it walked them: filled as the test's programs run."""
-    from pypto_sim_a2a3 import replay
+    from pypto_sim_a2a3.fast import replay
 
     batched: list[int] = []
     walk_batch = replay.walk_batch

@@ -1,5 +1,5 @@
 """Generated ``pl.spmd`` programs run three ways on a2a3sim: the later blocks replayed with their
-numbers walked together (``pypto_sim_a2a3.batch``), replayed with their numbers walked block by
+numbers walked together (``pypto_sim_a2a3.fast.batch``), replayed with their numbers walked block by
 block (``PYPTO_SIM_BATCH=off``), and every block on the full engine (``PYPTO_SIM_REPLAY=off``).
 The three must leave the same numbers, bit for bit, and report the same modeled run.
 

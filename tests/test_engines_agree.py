@@ -1,5 +1,5 @@
 """The simulator's two engines agree: every example, run with the blocks of its spmd launches
-replayed (the default, ``pypto_sim_a2a3.replay``) and with every block on the full engine
+replayed (the default, ``pypto_sim_a2a3.fast.replay``) and with every block on the full engine
 (``PYPTO_SIM_REPLAY=off``), gives the same reports — each modeled cycle, slice, task, heap,
 ring and transfer — and the same numbers in every tensor it passed."""
 

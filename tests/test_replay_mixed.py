@@ -1,13 +1,13 @@
 """A mixed kernel (cube and vector in one scope, connected by pipes) over the blocks of a
-``pl.spmd`` launch: its later blocks replay block 0 (``pypto_sim_a2a3.replay``), rings and
-transfers included, their numbers walked together (``pypto_sim_a2a3.batch``: tiles crossing
+``pl.spmd`` launch: its later blocks replay block 0 (``pypto_sim_a2a3.fast.replay``), rings and
+transfers included, their numbers walked together (``pypto_sim_a2a3.fast.batch``: tiles crossing
 batched rings) or block by block, and the run reports exactly what the full engine reports."""
 
 import pytest
 import torch
 
 import pypto.language as pl
-from pypto_sim_a2a3 import replay
+from pypto_sim_a2a3.fast import replay
 
 ROWS = 128  # per block
 

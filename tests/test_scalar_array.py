@@ -13,7 +13,7 @@ from pypto.ir.nodes import Call, stmt_exprs, walk_expr, walk_stmts
 from pypto.ir.ops import MAX_ARRAY_SIZE, array
 from pypto.runtime import RunConfig, run
 from pypto_sim_a2a3 import OutOfBoundsError, ScalarRangeError
-from pypto_sim_a2a3.cost import CostModel
+from pypto_sim_a2a3.hw.cost import CostModel
 from pypto_sim_a2a3.target import A2A3_TARGET
 
 SIM = RunConfig(platform="a2a3sim")

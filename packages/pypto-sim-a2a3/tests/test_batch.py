@@ -1,4 +1,4 @@
-"""The later blocks of a replayed spmd launch walk their numbers together (:mod:`pypto_sim_a2a3.batch`):
+"""The later blocks of a replayed spmd launch walk their numbers together (:mod:`pypto_sim_a2a3.fast.batch`):
 which kernels may, and that the numbers, reports and errors are the ones every block's own walk
 gives (the batch off) and the full engine gives (``PYPTO_SIM_REPLAY=off``)."""
 
@@ -12,8 +12,8 @@ from sim_lowered import FP16, FP32, FunctionBuilder, Mem, program, rand, run, te
 
 from pypto.ir import Direction, FunctionKind, PyptoError
 from pypto.ir.launch import LoadedProgram
-from pypto_sim_a2a3 import batch, replay
-from pypto_sim_a2a3.batch import Lanes, Unbatchable, batchable
+from pypto_sim_a2a3.fast import batch, replay
+from pypto_sim_a2a3.fast.batch import Lanes, Unbatchable, batchable
 
 COLS = 64
 

@@ -10,8 +10,8 @@ import pytest
 from sim_mixed import gm_args, through_gm
 
 from pypto.ir.nodes import Call, stmt_exprs, walk_expr, walk_stmts
-from pypto_sim_a2a3.coherence import Access, BoxIndex, Region, gm_access
-from pypto_sim_a2a3.footprints import tensor_key
+from pypto_sim_a2a3.checks.coherence import Access, BoxIndex, Region, gm_access
+from pypto_sim_a2a3.checks.footprints import tensor_key
 
 
 def _scan(boxes: list[tuple[int, Region]], query: Region) -> list[int]:

@@ -21,7 +21,7 @@ from sim_lowered import (
 
 from pypto.ir import INDEX, DataType, Direction, FunctionKind, SplitMode, Var, make_call
 from pypto_sim_a2a3 import A2A3_TARGET
-from pypto_sim_a2a3.cost import CostModel
+from pypto_sim_a2a3.hw.cost import CostModel
 
 COST = CostModel(A2A3_TARGET)
 

@@ -12,7 +12,7 @@ from sim_lowered import FunctionBuilder, Mem, rand, single, tensor_t
 
 from pypto.ir import Direction, FunctionKind
 from pypto_sim_a2a3 import A2A3SimBackend
-from pypto_sim_a2a3.debugger import BreakpointError, DebuggerQuit, parse_break_at, source_name
+from pypto_sim_a2a3.engine.debugger import BreakpointError, DebuggerQuit, parse_break_at, source_name
 
 
 def _kernel(printing: bool, breaking: bool = False):

@@ -1,4 +1,4 @@
-"""Each call of a loaded program is decoded once (:mod:`pypto_sim_a2a3.decode`); what cannot run is
+"""Each call of a loaded program is decoded once (:mod:`pypto_sim_a2a3.engine.decode`); what cannot run is
 still reported when it runs, at the user's line."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from sim_lowered import FunctionBuilder, Mem, rand, single, tensor_t, tile_t, ve
 
 from pypto.ir import Direction, FunctionKind, Var, VerificationError
 from pypto_sim_a2a3 import A2A3SimBackend
-from pypto_sim_a2a3 import semantics as sim_semantics
-from pypto_sim_a2a3.decode import Steps, steps_of
+from pypto_sim_a2a3.engine import semantics as sim_semantics
+from pypto_sim_a2a3.engine.decode import Steps, steps_of
 from pypto_sim_a2a3.target import A2A3_TARGET
 
 

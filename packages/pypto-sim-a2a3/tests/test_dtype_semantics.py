@@ -10,7 +10,7 @@ from sim_lowered import Mem, expr
 
 from pypto.ir import DataType, ScalarType, TileType, Var, make_call
 from pypto_sim_a2a3 import ScalarRangeError
-from pypto_sim_a2a3.semantics import SEMANTICS
+from pypto_sim_a2a3.engine.semantics import SEMANTICS
 
 U16, U32, U64 = DataType.UINT16, DataType.UINT32, DataType.UINT64
 TORCH = {U16: torch.uint16, U32: torch.uint32, U64: torch.uint64}

@@ -10,8 +10,8 @@ from sim_mixed import MatmulBias, group_program, round_trip, scale_then_matmul
 from pypto.ir import Direction, FunctionKind, MemorySpace, SplitMode
 from pypto.ir import launch as launch_plans
 from pypto_sim_a2a3 import A2A3_TARGET, A2A3SimBackend, PipeError
-from pypto_sim_a2a3.chip import Chip
-from pypto_sim_a2a3.pipe import lane_share
+from pypto_sim_a2a3.engine.chip import Chip
+from pypto_sim_a2a3.hw.pipe import lane_share
 
 MODES = list(SplitMode)
 

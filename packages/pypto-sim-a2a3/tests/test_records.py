@@ -10,9 +10,9 @@ from sim_lowered import FunctionBuilder, Mem, program, rand, run, single, tensor
 
 from pypto.ir import Direction, FunctionKind
 from pypto.ir.backend import STALL, Slice, busy_and_stalled
-from pypto_sim_a2a3 import races
-from pypto_sim_a2a3.scheduler import Advance, Scheduler
-from pypto_sim_a2a3.timeline import Recorder, make_slice, shifted
+from pypto_sim_a2a3.checks import races
+from pypto_sim_a2a3.engine.scheduler import Advance, Scheduler
+from pypto_sim_a2a3.engine.timeline import Recorder, make_slice, shifted
 
 
 def _complete(record: object) -> bool:

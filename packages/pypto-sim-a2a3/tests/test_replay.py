@@ -1,4 +1,4 @@
-"""The later blocks of an spmd launch replay block 0's steps (:mod:`pypto_sim_a2a3.replay`): which
+"""The later blocks of an spmd launch replay block 0's steps (:mod:`pypto_sim_a2a3.fast.replay`): which
 launches may, and that what a run reports — cycles, slices, numbers, errors — is the same as
 with every block on the full engine (``PYPTO_SIM_REPLAY=off``)."""
 
@@ -8,8 +8,9 @@ import torch
 from sim_lowered import FunctionBuilder, Mem, program, rand, run, tensor_t
 
 from pypto.ir import Direction, FunctionKind, PyptoError
-from pypto_sim_a2a3 import OutOfBoundsError, replay
-from pypto_sim_a2a3.replay import uniform_control
+from pypto_sim_a2a3 import OutOfBoundsError
+from pypto_sim_a2a3.fast import replay
+from pypto_sim_a2a3.fast.replay import uniform_control
 
 ROWS, COLS = 32, 64
 
@@ -281,7 +282,7 @@ def test_blocks_that_walk_alike_but_write_what_they_read_run_on_the_full_engine(
 def test_blocks_that_never_walk_alike_stop_walking_first(monkeypatch):
     """Every block loops a different number of times: after 16 blocks whose walk matched no
     earlier one, the rest run on the full engine without walking first."""
-    from pypto_sim_a2a3 import chip
+    from pypto_sim_a2a3.engine import chip
 
     walked: list[int] = []
     original = chip.Chip._replay_by_walk

@@ -9,8 +9,13 @@ from sim_lowered import FP32, FunctionBuilder, program, rand, tensor_t
 from pypto.ir import Direction, Function, FunctionKind
 from pypto.ir import MemorySpace as Mem
 from pypto_sim_a2a3.backend import A2A3SimBackend
+from pypto_sim_a2a3.engine.runtime_rings import (
+    DEFAULT_DEP_POOL,
+    DEFAULT_HEAP,
+    DEFAULT_TASK_WINDOW,
+    RuntimeRings,
+)
 from pypto_sim_a2a3.errors import RingCapacityError
-from pypto_sim_a2a3.runtime_rings import DEFAULT_DEP_POOL, DEFAULT_HEAP, DEFAULT_TASK_WINDOW, RuntimeRings
 
 ROWS, COLS = 64, 128
 TENSOR_BYTES = ROWS * COLS * 4

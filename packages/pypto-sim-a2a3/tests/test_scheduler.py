@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from pypto.ir import DeadlockError, SourceSpan
-from pypto_sim_a2a3.scheduler import Advance, Blocked, Scheduler, Signal, Wait
+from pypto_sim_a2a3.engine.scheduler import Advance, Blocked, Scheduler, Signal, Wait
 
 
 @dataclass(eq=False)
@@ -123,8 +123,7 @@ def test_a_deadlock_blames_the_cause_a_wait_explains_and_lists_cores_in_spawn_or
     assert (info.value.span, info.value.hint) == (cause, "free it")
 
 
-def test_a_wait_on_a_signal_is_checked_only_after_the_signal_changed(monkeypatch):
-    monkeypatch.delenv("PYPTO_SIM_CHECK_WAKEUPS", raising=False)
+def test_a_wait_on_a_signal_is_checked_only_after_the_signal_changed():
     flag, checks = Signal(), []
     state = {"set": False}
 
@@ -153,8 +152,7 @@ def test_a_wait_on_a_signal_is_checked_only_after_the_signal_changed(monkeypatch
     assert consumer_core.log == [("VECTOR", 50)] and consumer_core.stalled == 50
 
 
-def test_woken_cores_resume_in_the_order_they_blocked_as_a_poll_would_wake_them(monkeypatch):
-    monkeypatch.delenv("PYPTO_SIM_CHECK_WAKEUPS", raising=False)
+def test_woken_cores_resume_in_the_order_they_blocked_as_a_poll_would_wake_them():
     first, second, order = Signal(), Signal(), []
     state = {"open": False}
 
@@ -178,8 +176,7 @@ def test_woken_cores_resume_in_the_order_they_blocked_as_a_poll_would_wake_them(
     assert order == ["a", "b"]
 
 
-def test_a_ready_wait_whose_signal_never_changed_is_caught_in_check_mode(monkeypatch):
-    monkeypatch.setenv("PYPTO_SIM_CHECK_WAKEUPS", "1")
+def test_a_ready_wait_whose_signal_never_changed_is_caught_in_check_mode():
     state = {"set": False}
 
     def producer():
@@ -190,7 +187,7 @@ def test_a_ready_wait_whose_signal_never_changed_is_caught_in_check_mode(monkeyp
     def consumer():
         yield Wait(lambda: state["set"], "the flag", on=(Signal(),))
 
-    scheduler = Scheduler()
+    scheduler = Scheduler(check_wakeups=True)
     scheduler.spawn(ToyCore("aic"), producer())
     scheduler.spawn(ToyCore("aiv"), consumer())
     with pytest.raises(AssertionError, match="aiv missed a wake-up: the flag is ready"):

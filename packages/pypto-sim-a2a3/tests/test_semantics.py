@@ -26,9 +26,9 @@ from pypto.ir import (
 )
 from pypto.ir.extents import WINDOW_ATTR, argument_shape
 from pypto_sim_a2a3 import DivisionByZeroError, OutOfBoundsError, ScalarRangeError
-from pypto_sim_a2a3.coherence import Region, gm_accesses
-from pypto_sim_a2a3.crosscore import LAUNCH_OPS
-from pypto_sim_a2a3.semantics import SEMANTICS
+from pypto_sim_a2a3.checks.coherence import Region, gm_accesses
+from pypto_sim_a2a3.engine.crosscore import LAUNCH_OPS
+from pypto_sim_a2a3.engine.semantics import SEMANTICS
 
 BINARY = {
     "add": torch.add,

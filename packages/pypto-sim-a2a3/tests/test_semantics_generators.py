@@ -10,7 +10,7 @@ from sim_lowered import expr
 
 from pypto.ir import INDEX, DataType, ScalarType, TupleExpr, TupleType, Var, make_call
 from pypto_sim_a2a3 import OutOfBoundsError, ScalarRangeError
-from pypto_sim_a2a3.semantics import SEMANTICS
+from pypto_sim_a2a3.engine.semantics import SEMANTICS
 
 I32 = ScalarType(DataType.INT32)
 TESTED = {"tile.ci", "tile.random", "tile.tri"}

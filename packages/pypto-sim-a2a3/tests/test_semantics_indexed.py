@@ -12,8 +12,8 @@ from sim_lowered import Mem, expr, rand
 from pypto.ir import DataType, TensorType, TileType, Var, make_call
 from pypto.ir.semantics import from_pairs
 from pypto_sim_a2a3 import OutOfBoundsError, UnsortedRunError
-from pypto_sim_a2a3.coherence import Region, gm_accesses
-from pypto_sim_a2a3.semantics import CHECKS, SEMANTICS
+from pypto_sim_a2a3.checks.coherence import Region, gm_accesses
+from pypto_sim_a2a3.engine.semantics import CHECKS, SEMANTICS
 
 FP32, FP16, I32, U32 = DataType.FP32, DataType.FP16, DataType.INT32, DataType.UINT32
 DTYPES = {torch.float32: FP32, torch.float16: FP16, torch.int32: I32, torch.uint32: U32}

@@ -6,7 +6,7 @@ import torch
 from sim_lowered import Mem, expr, rand
 
 from pypto.ir import DataType, TileType, Var, make_call
-from pypto_sim_a2a3.semantics import SEMANTICS
+from pypto_sim_a2a3.engine.semantics import SEMANTICS
 
 FP16, FP32 = DataType.FP16, DataType.FP32
 TESTED = {"tile.batch_matmul", "tile.gemv_acc", "tile.gemv_bias"}

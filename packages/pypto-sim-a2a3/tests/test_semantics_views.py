@@ -10,7 +10,7 @@ from sim_lowered import Mem, expr, rand
 
 from pypto.ir import INDEX, DataType, PadValue, ScalarType, TensorType, TileType, Var, make_call
 from pypto_sim_a2a3 import OutOfBoundsError, ScalarRangeError
-from pypto_sim_a2a3.semantics import SEMANTICS
+from pypto_sim_a2a3.engine.semantics import SEMANTICS
 
 DTYPES = {
     torch.float32: DataType.FP32,

@@ -7,7 +7,7 @@ import heapq
 import random
 from itertools import permutations
 
-from pypto_sim_a2a3.timeorder import TimeOrder, natural_key
+from pypto_sim_a2a3.checks.timeorder import TimeOrder, natural_key
 
 
 def test_events_run_by_cycle_whatever_order_they_were_queued_in():

@@ -18,7 +18,7 @@ from pypto.ir import (
     SpecializationError,
 )
 from pypto.ir import MemorySpace as Mem
-from pypto_sim_a2a3.footprints import footprint, tensor_frame
+from pypto_sim_a2a3.checks.footprints import footprint, tensor_frame
 
 ROWS, COLS = 64, 128
 FP32 = DataType.FP32

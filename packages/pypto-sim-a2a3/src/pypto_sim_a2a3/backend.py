@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import gc
-import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -17,14 +16,13 @@ from weakref import WeakKeyDictionary
 from pypto.ir import Function, FunctionKind, PlatformError, Program, RunReport, VerificationError
 from pypto.ir.argdump import DUMP_ARGS_OPTION
 from pypto.ir.launch import LoadedProgram
+from pypto_sim_a2a3.options import SimOptions
 from pypto_sim_a2a3.target import A2A3_TARGET
 
 TORCH_HINT = "install it: pip install torch (this project pins the CPU build in constraints.txt)"
-GC_FREEZE_ENV = "PYPTO_SIM_GC_FREEZE"  # 0, off, false or no: leave the cyclic collector as it is
 
 
-@functools.cache
-def freeze_the_loaded_heap() -> bool:
+def freeze_the_loaded_heap(sim: SimOptions) -> bool:
     """Once per process, at the first run (torch, the compiler and the simulator loaded): move
     the objects alive now into the cyclic collector's permanent generation (``gc.freeze()``).
 
@@ -32,15 +30,15 @@ def freeze_the_loaded_heap() -> bool:
     about 170,000); a full collection would otherwise scan them all again each time, about 75 ms
     here, several times in a short script and throughout a long simulation. Frozen objects are
     still freed when their last reference goes; only a reference cycle alive at this moment is
-    never collected. ``PYPTO_SIM_GC_FREEZE=off`` leaves the collector alone. True when it froze."""
-    if not _manages_the_collector():
-        return False
+    never collected. ``SimOptions.gc_freeze`` off (``PYPTO_SIM_GC_FREEZE=off``) leaves the collector
+    alone. True when it froze (this run or an earlier one)."""
+    return sim.gc_freeze and _freeze_once()
+
+
+@functools.cache
+def _freeze_once() -> bool:
     gc.freeze()
     return True
-
-
-def _manages_the_collector() -> bool:
-    return os.environ.get(GC_FREEZE_ENV, "").strip().lower() not in ("0", "off", "false", "no")
 
 
 # While a program runs, the oldest generation is collected at most every this many collections
@@ -49,14 +47,14 @@ PACED_FULL_COLLECTIONS = 100
 
 
 @contextmanager
-def full_collections_paced() -> Iterator[None]:
+def full_collections_paced(sim: SimOptions) -> Iterator[None]:
     """While a program runs, the cyclic collector's full collections are rarer: a simulation keeps
     most of what it makes until it ends (timeline slices, access records, tiles), and each full
     collection rescans all of it (a run of a 24-block matmul met one or two, ~50 ms each, about a
     tenth of its time). The young generations are collected as usual, so short-lived cycles
-    still go at once; the thresholds are restored after the run. ``PYPTO_SIM_GC_FREEZE=off``
+    still go at once; the thresholds are restored after the run. ``SimOptions.gc_freeze`` off
     leaves them alone."""
-    if not _manages_the_collector():
+    if not sim.gc_freeze:
         yield
         return
     young, middle, old = gc.get_threshold()
@@ -87,9 +85,9 @@ class A2A3SimBackend:
     @property
     def ops(self) -> frozenset[str]:
         """The ops this backend has semantics for (needs torch)."""
-        from pypto_sim_a2a3.crosscore import LAUNCH_OPS
         from pypto_sim_a2a3.distributed import kernel_ops  # noqa: F401  (registers the dist ops)
-        from pypto_sim_a2a3.semantics import SEMANTICS
+        from pypto_sim_a2a3.engine.crosscore import LAUNCH_OPS
+        from pypto_sim_a2a3.engine.semantics import SEMANTICS
 
         return frozenset(SEMANTICS) | frozenset(LAUNCH_OPS)
 
@@ -105,17 +103,18 @@ class A2A3SimBackend:
         as its first block starts, what it writes once it has resolved; it costs no modeled time."""
         entry = _entry(program)
         try:
-            from pypto_sim_a2a3.arguments import check_arguments
-            from pypto_sim_a2a3.chip import Chip
             from pypto_sim_a2a3.distributed import kernel_ops  # noqa: F401  (the dist ops: a CommError on one chip)
-            from pypto_sim_a2a3.runtime_rings import RuntimeRings
+            from pypto_sim_a2a3.engine.arguments import check_arguments
+            from pypto_sim_a2a3.engine.chip import Chip
+            from pypto_sim_a2a3.engine.runtime_rings import RuntimeRings
         except ImportError as exc:
             raise PlatformError(
                 f"a2a3sim needs torch to run a program ({exc}); compiling for a2a3 does not",
                 entry.span,
                 TORCH_HINT,
             ) from None
-        freeze_the_loaded_heap()
+        sim = SimOptions.for_run(options)
+        freeze_the_loaded_heap(sim)
         check_arguments(entry, args)
         loaded = self._loaded.get(program)
         if loaded is None:
@@ -132,10 +131,11 @@ class A2A3SimBackend:
             rings,
             debugger,
             options.get(DUMP_ARGS_OPTION),
+            sim=sim,
         )
         if debugger is not None:
             debugger.scheduler = chip.scheduler
-        with full_collections_paced():
+        with full_collections_paced(sim):
             try:
                 outputs = chip.run(entry, args)
                 return chip.report(outputs)
@@ -158,7 +158,7 @@ class A2A3SimBackend:
             ) from None
         loaded = self._loaded_program(program)
         world = World(program, self.target, self.name, ranks, options, loaded)
-        with full_collections_paced():
+        with full_collections_paced(world.sim):
             return world.run(entry, args)
 
     def run_rank(
@@ -180,7 +180,7 @@ class A2A3SimBackend:
 
         loaded = self._loaded_program(program)
         world = World(program, self.target, self.name, ranks, options, loaded, local=(rank,), link=link)
-        with full_collections_paced():
+        with full_collections_paced(world.sim):
             report = world.run(entry, args)
         return report.chips[0]
 
@@ -208,7 +208,7 @@ class A2A3SimBackend:
             )
         if ranks < 1:
             raise PlatformError(f"a world needs at least one rank, got {ranks}", entry.span)
-        freeze_the_loaded_heap()
+        freeze_the_loaded_heap(SimOptions.for_run({}))
         return entry
 
     def window_store(self, ranks: int) -> Any:
@@ -225,10 +225,10 @@ BREAK_AT_OPTION = "break_at"
 
 
 def debug_session(program: Program, break_at: Any) -> Any:
-    """The run's kernel debugger (:mod:`pypto_sim_a2a3.debugger`), if the program has a
+    """The run's kernel debugger (:mod:`pypto_sim_a2a3.engine.debugger`), if the program has a
     ``pl.debug`` op or ``break_at`` names a line; None otherwise (the run pays nothing for it)."""
     from pypto.ir.breakpoints import parse_break_at
-    from pypto_sim_a2a3.debugger import DebugSession, debugs
+    from pypto_sim_a2a3.engine.debugger import DebugSession, debugs
 
     given = [break_at] if isinstance(break_at, str) else list(break_at or ())
     breaks = tuple(parse_break_at(text) for text in given)

@@ -1,7 +1,7 @@
 """Where a debugging run stops: ``break_at="kernel.py:31"`` (optionally ``@aiv1``), as plain data.
 
 The runtime checks a ``RunConfig(break_at=...)`` / ``pypto run --break`` against a program's op
-lines with it, and a simulator's kernel debugger stops there (``pypto_sim_a2a3.debugger``).
+lines with it, and a simulator's kernel debugger stops there (``pypto_sim_a2a3.engine.debugger``).
 """
 
 from __future__ import annotations

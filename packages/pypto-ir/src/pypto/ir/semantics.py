@@ -1123,7 +1123,7 @@ def _wait(call: Call, args: Sequence[Any]) -> bool:
 # ---------------------------------------------------------------- kernel debugging
 #
 # pl.debug.print and pl.debug.breakpoint only look: a backend without a kernel debugger drops them
-# with a warning (a2a3sim shows them: pypto_sim_a2a3.debugger).
+# with a warning (a2a3sim shows them: pypto_sim_a2a3.engine.debugger).
 
 
 class DebugOpIgnored(UserWarning):

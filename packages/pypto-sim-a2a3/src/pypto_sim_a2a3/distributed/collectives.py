@@ -16,10 +16,10 @@ from typing import Any
 import torch
 
 from pypto.ir import OutOfBoundsError, SourceSpan
-from pypto_sim_a2a3.cores import Core
 from pypto_sim_a2a3.distributed.endpoint import Condition, RankComm, spelled
 from pypto_sim_a2a3.distributed.windows import Place
-from pypto_sim_a2a3.scheduler import Event
+from pypto_sim_a2a3.engine.scheduler import Event
+from pypto_sim_a2a3.hw.cores import Core
 
 Steps = Generator[Event, None, Any]
 ADD = "AtomicAdd"

@@ -19,17 +19,17 @@ import torch
 from pypto.ir import Call, CommError, OutOfBoundsError, PyptoError, SourceSpan, get_op
 from pypto.ir.errors import at_line
 from pypto.ir.ops import dist
-from pypto_sim_a2a3.coherence import gm_accesses, gm_tensor
-from pypto_sim_a2a3.cores import Core
+from pypto_sim_a2a3.checks.coherence import gm_accesses, gm_tensor
 from pypto_sim_a2a3.distributed.interconnect import NOTIFY, READ, REPLY, WRITE, Fabric, Message
 from pypto_sim_a2a3.distributed.ordering import AccessLog, NotifyRecord, VectorClock, join
 from pypto_sim_a2a3.distributed.windows import Place, WindowStore
-from pypto_sim_a2a3.scheduler import Advance, Blocked, Event, Signal, Wait
+from pypto_sim_a2a3.engine.scheduler import Advance, Blocked, Event, Signal, Wait
+from pypto_sim_a2a3.hw.cores import Core
 
 if TYPE_CHECKING:
-    from pypto_sim_a2a3.chip import Chip
-    from pypto_sim_a2a3.launch import Launch
-    from pypto_sim_a2a3.taskgraph import Task
+    from pypto_sim_a2a3.engine.chip import Chip
+    from pypto_sim_a2a3.engine.launch import Launch
+    from pypto_sim_a2a3.engine.taskgraph import Task
 
 Steps = Generator[Event, None, Any]
 NOTIFY_BYTES = 4  # a signal cell's INT32 value crosses the link

@@ -24,9 +24,9 @@ from pypto_sim_a2a3.distributed.collectives import Protocol
 from pypto_sim_a2a3.distributed.endpoint import spelled
 from pypto_sim_a2a3.distributed.windows import CommCtx, WindowBuffer, WindowView
 from pypto_sim_a2a3.distributed.world import Rank, Work, World, footprint
+from pypto_sim_a2a3.engine.scheduler import Advance, Event, Signal, Wait
+from pypto_sim_a2a3.engine.semantics import SEMANTICS
 from pypto_sim_a2a3.errors import LaunchError
-from pypto_sim_a2a3.scheduler import Advance, Event, Signal, Wait
-from pypto_sim_a2a3.semantics import SEMANTICS
 
 Steps = Generator[Event, None, Any]
 HostOp = Callable[["WorldHost", Call, tuple[Any, ...]], Steps]

@@ -23,10 +23,10 @@ import torch
 from pypto.ir import SourceSpan
 from pypto.ir.backend import LinkTransfer
 from pypto.ir.errors import at_line
-from pypto_sim_a2a3.cores import Core
 from pypto_sim_a2a3.distributed.ordering import VectorClock
 from pypto_sim_a2a3.distributed.windows import PlaceRef
-from pypto_sim_a2a3.scheduler import Advance, Event
+from pypto_sim_a2a3.engine.scheduler import Advance, Event
+from pypto_sim_a2a3.hw.cores import Core
 from pypto_sim_a2a3.target import Interconnect
 
 NOTIFY, WRITE, READ, REPLY = "notify", "write", "read", "reply"

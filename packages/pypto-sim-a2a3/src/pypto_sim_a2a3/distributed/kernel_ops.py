@@ -1,4 +1,4 @@
-"""The ``dist.*`` ops of a kernel, as launch ops (:data:`~pypto_sim_a2a3.crosscore.LAUNCH_OPS`):
+"""The ``dist.*`` ops of a kernel, as launch ops (:data:`~pypto_sim_a2a3.engine.crosscore.LAUNCH_OPS`):
 each decodes its operands, checks the peer and the region at the user's line, lets the core's
 earlier GM work drain (a comm op orders what the core did before it) and runs on the rank's
 :class:`~.endpoint.RankComm`. Outside a world of chips they are a ``CommError``.
@@ -14,15 +14,15 @@ import torch
 
 from pypto.ir import Call, CommError, Var
 from pypto.ir.ops import dist
-from pypto_sim_a2a3.corepipes import GM_PIPES
-from pypto_sim_a2a3.cost import CostModel
-from pypto_sim_a2a3.crosscore import LAUNCH_OPS, LaunchOp, wait_until
 from pypto_sim_a2a3.distributed import collectives
 from pypto_sim_a2a3.distributed.collectives import Protocol
 from pypto_sim_a2a3.distributed.endpoint import Condition, RankComm, check_region, spelled
 from pypto_sim_a2a3.distributed.windows import CommCtx
-from pypto_sim_a2a3.launch import CoreRole
-from pypto_sim_a2a3.scheduler import Advance, Event
+from pypto_sim_a2a3.engine.crosscore import LAUNCH_OPS, LaunchOp, wait_until
+from pypto_sim_a2a3.engine.launch import CoreRole
+from pypto_sim_a2a3.engine.scheduler import Advance, Event
+from pypto_sim_a2a3.hw.corepipes import GM_PIPES
+from pypto_sim_a2a3.hw.cost import CostModel
 
 Steps = Generator[Event, None, Any]
 

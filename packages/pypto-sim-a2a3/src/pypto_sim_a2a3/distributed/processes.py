@@ -15,7 +15,7 @@ from pypto.ir import DeadlockError
 
 if TYPE_CHECKING:
     from pypto_sim_a2a3.distributed.world import World
-    from pypto_sim_a2a3.scheduler import Process
+    from pypto_sim_a2a3.engine.scheduler import Process
 
 
 def run_windows(world: World, host: Process) -> None:

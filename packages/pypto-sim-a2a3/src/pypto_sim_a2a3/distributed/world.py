@@ -21,13 +21,23 @@ import torch
 from pypto.ir import CommError, Function, Program, RunReport, SourceSpan, Target
 from pypto.ir.backend import WorldReport
 from pypto.ir.launch import LoadedProgram
-from pypto_sim_a2a3.chip import Chip
-from pypto_sim_a2a3.cores import Core
 from pypto_sim_a2a3.distributed.endpoint import RankComm
 from pypto_sim_a2a3.distributed.interconnect import Fabric, Message
 from pypto_sim_a2a3.distributed.windows import WindowStore
-from pypto_sim_a2a3.runtime_rings import RuntimeRings
-from pypto_sim_a2a3.scheduler import Clocked, Coroutine, Event, Observer, Process, Scheduler, Signal, Wait
+from pypto_sim_a2a3.engine.chip import Chip
+from pypto_sim_a2a3.engine.runtime_rings import RuntimeRings
+from pypto_sim_a2a3.engine.scheduler import (
+    Clocked,
+    Coroutine,
+    Event,
+    Observer,
+    Process,
+    Scheduler,
+    Signal,
+    Wait,
+)
+from pypto_sim_a2a3.hw.cores import Core
+from pypto_sim_a2a3.options import SimOptions
 from pypto_sim_a2a3.target import A2A3_INTERCONNECT, Interconnect
 
 Steps = Generator[Event, None, Any]
@@ -36,8 +46,8 @@ Steps = Generator[Event, None, Any]
 class WorldScheduler(Scheduler):
     """The one scheduler of a world: each rank's observers see only that rank's cores."""
 
-    def __init__(self, on_time: Callable[[int], None] | None = None) -> None:
-        super().__init__(on_time)
+    def __init__(self, on_time: Callable[[int], None] | None = None, check_wakeups: bool = False) -> None:
+        super().__init__(on_time, check_wakeups)
         self.rank_of: dict[Clocked, int] = {}
         self.rank_observers: dict[int, list[Observer]] = {}
 
@@ -131,7 +141,8 @@ class World:
         self.loaded = loaded
         self.size = ranks
         self.options = options
-        self.scheduler = WorldScheduler(on_time=self._until)
+        self.sim = SimOptions.for_run(options)
+        self.scheduler = WorldScheduler(on_time=self._until, check_wakeups=self.sim.check_wakeups)
         windows = options.get("windows")
         self.windows: WindowStore = windows if isinstance(windows, WindowStore) else WindowStore(ranks)
         if self.windows.ranks != ranks:
@@ -168,6 +179,7 @@ class World:
                 loaded,
                 RuntimeRings.from_options(options),
                 scheduler=RankScheduler(self.scheduler, index),  # type: ignore[arg-type]
+                sim=self.sim,
                 comm=comm,
             )
             comm.chip = chip

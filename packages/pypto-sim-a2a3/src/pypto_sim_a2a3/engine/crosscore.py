@@ -3,7 +3,7 @@ lane and block indices, cross-core ordering through GM (fence, cacheinvalid, syn
 asynchronous prefetch's issue and wait (their time depends on the core's pipes).
 
 :data:`LAUNCH_OPS` maps each op name to a coroutine ``op(role, call, args, cost)``; the kernel
-interpreter dispatches to it before the pure :data:`~pypto_sim_a2a3.semantics.SEMANTICS`.
+interpreter dispatches to it before the pure :data:`~pypto_sim_a2a3.engine.semantics.SEMANTICS`.
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ from pypto.ir.errors import at_line
 from pypto.ir.ops import op, prefetch, short_name, system, user_name
 from pypto.ir.ops import tile as tile_ops
 from pypto.ir.semantics import PrefetchEvent, PrefetchSession, prefetched_bytes
-from pypto_sim_a2a3.corepipes import GM_PIPES, Dependency
-from pypto_sim_a2a3.cost import CostModel, OpCost, tile_bytes
+from pypto_sim_a2a3.engine.launch import CoreRole
+from pypto_sim_a2a3.engine.scheduler import Advance, Event
 from pypto_sim_a2a3.errors import EventError, PipeError, PrefetchError
-from pypto_sim_a2a3.launch import CoreRole
-from pypto_sim_a2a3.pipe import split_of
-from pypto_sim_a2a3.ring import RingSlot, Token
-from pypto_sim_a2a3.scheduler import Advance, Event
+from pypto_sim_a2a3.hw.corepipes import GM_PIPES, Dependency
+from pypto_sim_a2a3.hw.cost import CostModel, OpCost, tile_bytes
+from pypto_sim_a2a3.hw.pipe import split_of
+from pypto_sim_a2a3.hw.ring import RingSlot, Token
 
 Steps = Generator[Event, None, Any]
 LaunchOp = Callable[[CoreRole, Call, tuple[Any, ...], CostModel], Steps]

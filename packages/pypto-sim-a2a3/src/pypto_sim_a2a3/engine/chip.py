@@ -1,18 +1,18 @@
 """The simulated chip: cores with clocks and memory, core groups, and the task scheduler.
 
 The orchestration runs as a coroutine on the ``host`` clock and *submits* each ``call`` as a task
-(:mod:`pypto_sim_a2a3.taskgraph` derives its edges); it does not wait for it. A second AICPU
+(:mod:`pypto_sim_a2a3.engine.taskgraph` derives its edges); it does not wait for it. A second AICPU
 coroutine, the ``scheduler``, starts each ready task on the lowest-numbered free core group (one
 group per block of an ``pl.spmd`` task; the blocks of a ``sync_start`` task all at once, when as many
 groups are free) and retires it when its cores are done, which readies the
 tasks waiting for it; a task of an ``allow_early_resolve=True`` scope readies them earlier, in a
 *resolve* step once every core of it is past its last GM access. Each of these steps costs the
 Target's dispatch cycles. A block's launch
-(see :mod:`pypto_sim_a2a3.launch`) gives each core the kernel needs — one for an AIC or AIV
+(see :mod:`pypto_sim_a2a3.engine.launch`) gives each core the kernel needs — one for an AIC or AIV
 kernel, the AIC and both AIV lanes for a Group kernel — a :class:`KernelFrame` coroutine under
 the same :class:`Scheduler`, so independent tasks on different core groups interleave, each group
 with its own cores, clocks and memory. GM accesses of tasks no edge orders are a ``RaceError``
-(:mod:`pypto_sim_a2a3.races`). A :class:`~pypto_sim_a2a3.timeline.Recorder` keeps every core's
+(:mod:`pypto_sim_a2a3.checks.races`). A :class:`~pypto_sim_a2a3.engine.timeline.Recorder` keeps every core's
 busy and stalled slices, ring occupancy and pipe transfers for the report; the chip itself keeps
 each task's submission and retirement (the task window) and each core's heap per kernel it ran.
 """
@@ -31,35 +31,42 @@ from pypto.ir import Call, Function, MemoryPlan, Program, RunReport, SourceSpan,
 from pypto.ir.argdump import AFTER, BEFORE, ArgDumpSink, DumpedArg, DumpSlot, dump_slots
 from pypto.ir.backend import HeapUse, SubmittedTask
 from pypto.ir.launch import LaunchPlan, LoadedProgram
-from pypto_sim_a2a3.barrier import SyncAll
-from pypto_sim_a2a3.batch import disjoint_outputs
-from pypto_sim_a2a3.coherence import Access, GmOrder
-from pypto_sim_a2a3.cores import Core, CoreGroup
-from pypto_sim_a2a3.cost import CostModel
-from pypto_sim_a2a3.debugger import DebugSession
-from pypto_sim_a2a3.decode import steps_of
+from pypto_sim_a2a3.checks.coherence import Access, GmOrder
+from pypto_sim_a2a3.checks.races import TaskRaces
+from pypto_sim_a2a3.checks.timeorder import TimeOrder
+from pypto_sim_a2a3.engine.debugger import DebugSession
+from pypto_sim_a2a3.engine.decode import steps_of
+from pypto_sim_a2a3.engine.host import HostFrame
+from pypto_sim_a2a3.engine.interpreter import KernelFrame
+from pypto_sim_a2a3.engine.launch import Launch, Placement, Site, check_arguments, plan_launch, task_barrier
+from pypto_sim_a2a3.engine.runtime_rings import RuntimeRings, Scope
+from pypto_sim_a2a3.engine.scheduler import Advance, Event, Scheduler, Signal, Wait
+from pypto_sim_a2a3.engine.taskgraph import (
+    JOIN,
+    ParallelContext,
+    PredicateSite,
+    Task,
+    TaskGraph,
+    access_modes,
+)
+from pypto_sim_a2a3.engine.timeline import Recorder
 from pypto_sim_a2a3.errors import LaunchError
-from pypto_sim_a2a3.host import HostFrame
-from pypto_sim_a2a3.interpreter import KernelFrame
-from pypto_sim_a2a3.launch import Launch, Placement, Site, check_arguments, plan_launch, task_barrier
-from pypto_sim_a2a3.races import TaskRaces
-from pypto_sim_a2a3.replay import (
+from pypto_sim_a2a3.fast.batch import disjoint_outputs
+from pypto_sim_a2a3.fast.replay import (
     BatchedNumbers,
     BlockNumbers,
     BlockRecording,
     GhostBlock,
     NumbersFrame,
-    replay_enabled,
     replayable,
     replayable_by_walk,
     walk_numbers,
     walk_signature,
 )
-from pypto_sim_a2a3.runtime_rings import RuntimeRings, Scope
-from pypto_sim_a2a3.scheduler import Advance, Event, Scheduler, Signal, Wait
-from pypto_sim_a2a3.taskgraph import JOIN, ParallelContext, PredicateSite, Task, TaskGraph, access_modes
-from pypto_sim_a2a3.timeline import Recorder
-from pypto_sim_a2a3.timeorder import TimeOrder
+from pypto_sim_a2a3.hw.barrier import SyncAll
+from pypto_sim_a2a3.hw.cores import Core, CoreGroup
+from pypto_sim_a2a3.hw.cost import CostModel
+from pypto_sim_a2a3.options import SimOptions
 
 # (kernel, done, total, unit): the blocks of an spmd task, or its outermost loop's iterations.
 ProgressObserver = Callable[[str, int, int, str], None]
@@ -84,6 +91,7 @@ class Chip:
         dump: ArgDumpSink | None = None,
         scheduler: Scheduler | None = None,
         comm: Any = None,
+        sim: SimOptions | None = None,
     ):
         self.program = program
         self.loaded = loaded or LoadedProgram(program, target.aiv_per_group)
@@ -91,11 +99,16 @@ class Chip:
         self.on_progress = on_progress  # told how far each running task has got (the same bar)
         self.target = target
         self.platform = platform
+        self.sim = sim if sim is not None else SimOptions.from_env()  # every switch of the run
         self.cost = CostModel(target)
         self.steps = steps_of(self.loaded, target)  # the program's calls, decoded once
         self.in_time = TimeOrder()  # GM accesses and ordering events, checked in modeled order
         # A chip of a world shares the world's scheduler (one modeled clock for every rank).
-        self.scheduler = scheduler if scheduler is not None else Scheduler(on_time=self.in_time.until)
+        self.scheduler = (
+            scheduler
+            if scheduler is not None
+            else Scheduler(on_time=self.in_time.until, check_wakeups=self.sim.check_wakeups)
+        )
         self.comm = comm  # its rank's endpoint in a world of chips (None: a chip alone)
         self.recorder = Recorder(self.scheduler)
         self.host = Core(HOST)
@@ -118,16 +131,16 @@ class Chip:
         self._orchestrated = False
         # changed with any of the above or the task graph: what the host and the dispatcher wait on
         self.changed = Signal()
-        # Replayable spmd tasks: task id -> the recording of its block 0 (see pypto_sim_a2a3.replay)
+        # Replayable spmd tasks: task id -> the recording of its block 0 (see pypto_sim_a2a3.fast.replay)
         # A debugged run walks every block on the full engine: each prints and may stop (the
         # replay models the same cycles, so the figures do not change).
         self.debugger = debugger
         # A rank of a world walks every block: its comm ops and window accesses go to its endpoint.
-        self.replay = replay_enabled() and debugger is None and comm is None
+        self.replay = self.sim.replay and debugger is None and comm is None
         self._recordings: dict[int, BlockRecording] = {}
         self._replayable: dict[str, bool] = {}  # per kernel
         # Tasks whose blocks walk differently: task id -> signature -> the recording of the first
-        # block that walked so (see pypto_sim_a2a3.replay.walk_signature), and per kernel whether
+        # block that walked so (see pypto_sim_a2a3.fast.replay.walk_signature), and per kernel whether
         # its blocks may replay one another so.
         self._templates: dict[int, dict[Any, BlockRecording]] = {}
         self._by_walk_kernels: dict[str, bool] = {}
@@ -450,7 +463,9 @@ class Chip:
             if not self._replayable[name]:
                 return None
             recording = self._recordings[task.id] = BlockRecording(launch, start)
-            recording.numbers = BatchedNumbers(plan, task.blocks, self.target, self.steps, self.cost)
+            recording.numbers = BatchedNumbers(
+                plan, task.blocks, self.target, self.steps, self.cost, batch=self.sim.batch
+            )
             return recording
         found = self._recordings.get(task.id)
         return found if found is not None and start > found.start else None

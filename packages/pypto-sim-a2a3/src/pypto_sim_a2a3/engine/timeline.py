@@ -2,7 +2,7 @@
 
 A :class:`Recorder` watches the scheduler (every ``Advance`` the host and the task dispatcher
 spend, every stretch they are blocked in a ``Wait``), is given the slices of each core's pipes
-(:mod:`pypto_sim_a2a3.corepipes`), and is told by the cross-core pipes when a ring's occupancy
+(:mod:`pypto_sim_a2a3.hw.corepipes`), and is told by the cross-core pipes when a ring's occupancy
 changes and when a tile has crossed. Everything is in modeled cycles.
 """
 
@@ -15,7 +15,7 @@ from pypto.ir import SourceSpan
 from pypto.ir.backend import STALL, RingTrack, Slice, Spans, Transfer, busy_and_stalled_of, core_spans
 from pypto.ir.errors import at_line
 from pypto.ir.records import frozen_record
-from pypto_sim_a2a3.scheduler import Advance, Clocked, Event, Scheduler
+from pypto_sim_a2a3.engine.scheduler import Advance, Clocked, Event, Scheduler
 
 _CORE, _START = attrgetter("core"), attrgetter("start")
 

@@ -20,18 +20,18 @@ from pypto.ir.memory import MemoryPlan, Reservation, layout, plain_ring_name
 from pypto.ir.ops import short_name
 from pypto.ir.ops import system as system_ops
 from pypto.ir.ops import tile as tile_ops
-from pypto_sim_a2a3.arguments import argument_mismatch
-from pypto_sim_a2a3.barrier import SyncAll
-from pypto_sim_a2a3.coherence import GM_DATA_OPS, Access, GmOrder, KeyCache, gm_accesses, gm_tensor
-from pypto_sim_a2a3.corepipes import CorePipes
-from pypto_sim_a2a3.cores import Core, CoreGroup
+from pypto_sim_a2a3.checks.coherence import GM_DATA_OPS, Access, GmOrder, KeyCache, gm_accesses, gm_tensor
+from pypto_sim_a2a3.checks.timeorder import TimeOrder
+from pypto_sim_a2a3.engine.arguments import argument_mismatch
+from pypto_sim_a2a3.engine.timeline import Recorder
 from pypto_sim_a2a3.errors import PipeError
-from pypto_sim_a2a3.events import Events
-from pypto_sim_a2a3.pipe import Pipe, PipeDirection, PipeSetup
-from pypto_sim_a2a3.ring import RingSlot
+from pypto_sim_a2a3.hw.barrier import SyncAll
+from pypto_sim_a2a3.hw.corepipes import CorePipes
+from pypto_sim_a2a3.hw.cores import Core, CoreGroup
+from pypto_sim_a2a3.hw.events import Events
+from pypto_sim_a2a3.hw.pipe import Pipe, PipeDirection, PipeSetup
+from pypto_sim_a2a3.hw.ring import RingSlot
 from pypto_sim_a2a3.target import CoreKind
-from pypto_sim_a2a3.timeline import Recorder
-from pypto_sim_a2a3.timeorder import TimeOrder
 
 # Pipe op -> (its pipe's direction, the kind of core that runs it).
 PIPE_OPS: dict[str, tuple[PipeDirection, CoreKind]] = {
@@ -123,7 +123,7 @@ class Site:
     on_settled: Callable[[], None] | None = None
     # where GM accesses and ordering events wait to be checked in modeled order (None: at once)
     in_time: TimeOrder | None = None
-    # the run's kernel debugger (pypto_sim_a2a3.debugger.DebugSession), None when nothing debugs
+    # the run's kernel debugger (pypto_sim_a2a3.engine.debugger.DebugSession), None when nothing debugs
     debugger: Any = None
     # the rank's endpoint in a world of chips (pypto_sim_a2a3.distributed.world.RankComm), None alone
     comm: Any = None

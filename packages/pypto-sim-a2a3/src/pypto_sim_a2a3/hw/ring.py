@@ -16,7 +16,7 @@ import torch
 
 from pypto.ir import MemorySpace, SourceSpan, SplitMode, TileType
 from pypto.ir.errors import at_line
-from pypto_sim_a2a3.memory import CoreMemory
+from pypto_sim_a2a3.hw.memory import CoreMemory
 
 
 class Token:

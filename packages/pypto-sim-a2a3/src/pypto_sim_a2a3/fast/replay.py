@@ -4,7 +4,7 @@ The blocks of a ``pl.spmd`` launch run one kernel on equal core groups; when the
 and branches do not depend on the block (or on data) and its blocks share no barrier, every
 block does the same steps at the same cycles after its own start (its cores' pipes connect only
 its own cores). So block 0 runs on the full engine
-(:class:`~pypto_sim_a2a3.interpreter.KernelFrame`: its pipes, costs, waits) while a
+(:class:`~pypto_sim_a2a3.engine.interpreter.KernelFrame`: its pipes, costs, waits) while a
 :class:`BlockRecording` keeps, per core and per scheduler step, what the step yielded and what
 it did: the timeline slices it recorded, the GM accesses it reported, the ops it ran, the rings it
 opened and their changes, the tiles that crossed, the moment its last GM access settled, and for
@@ -29,12 +29,12 @@ and its :func:`walk_signature` (its ops with their on-chip byte ranges, where it
 tile) picks the earlier block of the launch that walked the same way: that one's recording is
 replayed as block 0's is. A block that matches none runs on the full engine, recorded (a kernel
 that may run a block twice only, :func:`replayable_by_walk`).
-``PYPTO_SIM_REPLAY=off`` runs every block on the full engine; the tests compare the two.
+``SimOptions.replay`` off (``PYPTO_SIM_REPLAY=off``) runs every block on the full engine; the tests
+compare the two.
 """
 
 from __future__ import annotations
 
-import os
 import weakref
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
@@ -65,7 +65,13 @@ from pypto.ir.nodes import stmt_end_exprs, stmt_exprs, walk_expr, walk_stmts
 from pypto.ir.ops import op, system
 from pypto.ir.ops import tile as tile_ops
 from pypto.ir.walker import KernelWalker
-from pypto_sim_a2a3.batch import (
+from pypto_sim_a2a3.checks.coherence import GM_DATA_OPS
+from pypto_sim_a2a3.engine.decode import Step, Steps
+from pypto_sim_a2a3.engine.interpreter import KernelFrame, skipped
+from pypto_sim_a2a3.engine.launch import CoreRole, Launch, Placement
+from pypto_sim_a2a3.engine.scheduler import Event, Process, Signal, Wait
+from pypto_sim_a2a3.engine.timeline import Recorder
+from pypto_sim_a2a3.fast.batch import (
     BATCH_BLOCKS,
     NO_PIPES,
     LanedArgs,
@@ -78,18 +84,10 @@ from pypto_sim_a2a3.batch import (
     rerunnable,
     walk_batch,
 )
-from pypto_sim_a2a3.coherence import GM_DATA_OPS
-from pypto_sim_a2a3.decode import Step, Steps
-from pypto_sim_a2a3.interpreter import KernelFrame, skipped
-from pypto_sim_a2a3.launch import CoreRole, Launch, Placement
-from pypto_sim_a2a3.scheduler import Event, Process, Signal, Wait
-from pypto_sim_a2a3.timeline import Recorder
 
 if TYPE_CHECKING:
-    from pypto_sim_a2a3.cost import CostModel
+    from pypto_sim_a2a3.hw.cost import CostModel
 
-REPLAY_ENV = "PYPTO_SIM_REPLAY"  # 0, off, false or no: every block on the full engine
-BATCH_ENV = "PYPTO_SIM_BATCH"  # 0, off, false or no: the replayed blocks' numbers walked block by block
 
 # The launch ops a replayed kernel may not hold: they order GM across the blocks of the task (an
 # explicit event orders GM between the cores of a block, which a replayed block does not record).
@@ -103,14 +101,6 @@ _UNIFORM_INDEX_OPS = {tile_ops.get_subblock_idx, op.get_block_num}
 SLICE, OP, GM, SETTLE, RING, RING_CHANGE, TRANSFER = 0, 1, 2, 3, 4, 5, 6
 _PENDING = object()  # a step still running (or never finished): its event is not known
 _FINAL = object()  # the step in which the core's process returned
-
-
-def replay_enabled() -> bool:
-    return _on(REPLAY_ENV)
-
-
-def _on(variable: str) -> bool:
-    return os.environ.get(variable, "").strip().lower() not in ("0", "off", "false", "no")
 
 
 def replayable(plan: LaunchPlan) -> bool:
@@ -420,7 +410,8 @@ def walk_signature(frames: Sequence[NumbersFrame], numbers: Sequence[BlockNumber
 class BlockNumbers:
     """One core's numbers walk: its ops with their operands, and the error it stopped at (in its
     last op if ``in_op``, else between ops, after the last). Walked in a batch (``lane`` is the
-    block's place in it), a scalar operand may be every block's (:class:`~pypto_sim_a2a3.batch.Lanes`)."""
+    block's place in it), a scalar operand may be every block's
+    (:class:`~pypto_sim_a2a3.fast.batch.Lanes`)."""
 
     ops: Sequence[tuple[Call, tuple[Any, ...]]]
     error: Exception | None = None
@@ -438,15 +429,17 @@ class BlockNumbers:
 
 class BatchedNumbers:
     """The numbers of a replayed task's later blocks, walked in batches (see
-    :mod:`pypto_sim_a2a3.batch`) when the kernel allows it, per block otherwise."""
+    :mod:`pypto_sim_a2a3.fast.batch`) when the kernel allows it, per block otherwise."""
 
-    def __init__(self, plan: LaunchPlan, blocks: int, target: Target, steps: Steps, cost: CostModel) -> None:
+    def __init__(
+        self, plan: LaunchPlan, blocks: int, target: Target, steps: Steps, cost: CostModel, batch: bool = True
+    ) -> None:
         self.plan = plan
         self.blocks = blocks
         self.target = target
         self.steps = steps
         self.cost = cost
-        self.batchable = _on(BATCH_ENV) and _batchable(plan)
+        self.batchable = batch and _batchable(plan)
         # block -> its cores' numbers and the high water of each core's memory
         self._walked: dict[int, tuple[list[BlockNumbers], list[dict[MemorySpace, int]]]] = {}
 
@@ -520,7 +513,7 @@ def _may_run_ahead(steps: Sequence[_Step], k: int) -> bool:
     """Whether a block of one core may go on to block 0's step ``k`` without a scheduler step
     first: nothing it does there is seen before its modeled time. Its slices carry their cycles,
     and its GM accesses are checked in modeled order whenever they are queued (at one cycle core
-    by core, :class:`~pypto_sim_a2a3.timeorder.TimeOrder`); but its settling and its end are seen
+    by core, :class:`~pypto_sim_a2a3.checks.timeorder.TimeOrder`); but its settling and its end are seen
     when they happen in the run (then tasks resolve, core groups free up), so a step with either
     waits for its turn, as does a step block 0 has not finished."""
     if k >= len(steps):

@@ -1,6 +1,6 @@
 """Cross-core pipes of a Group launch: ``<group>_c2v`` (AIC -> both AIV lanes) and ``<group>_v2c``.
 
-A :class:`Pipe` has one :class:`~pypto_sim_a2a3.ring.Ring` per consumer, in the consumer's memory:
+A :class:`Pipe` has one :class:`~pypto_sim_a2a3.hw.ring.Ring` per consumer, in the consumer's memory:
 C->V gives each AIV lane its own ring in its Vec, and the AIC pushes each lane its share of the
 tile (``split_shape``); V->C has one ring in the AIC's Mat, and each lane writes its share into
 the slot at its position. ``split=NONE`` gives lane 0 the whole tile and lane 1 a data-less token.
@@ -26,13 +26,13 @@ from pypto.ir.ops import short_name, split_axis, split_shape
 from pypto.ir.ops import system as system_ops
 from pypto.ir.semantics import lane_share
 from pypto.ir.types import MemorySpace, describe
-from pypto_sim_a2a3.corepipes import CorePipes, Dependency, Region
-from pypto_sim_a2a3.cost import OpCost
+from pypto_sim_a2a3.engine.scheduler import Blocked, Event, Signal, Wait
+from pypto_sim_a2a3.engine.timeline import Recorder
 from pypto_sim_a2a3.errors import PipeError
-from pypto_sim_a2a3.memory import CoreMemory, torch_dtype
-from pypto_sim_a2a3.ring import TOKEN, Ring, RingSlot, SlotContent, SlotState, Token
-from pypto_sim_a2a3.scheduler import Blocked, Event, Signal, Wait
-from pypto_sim_a2a3.timeline import Recorder
+from pypto_sim_a2a3.hw.corepipes import CorePipes, Dependency, Region
+from pypto_sim_a2a3.hw.cost import OpCost
+from pypto_sim_a2a3.hw.memory import CoreMemory, torch_dtype
+from pypto_sim_a2a3.hw.ring import TOKEN, Ring, RingSlot, SlotContent, SlotState, Token
 
 FREE_HINT = "match every tpop with a tfree"
 PUSH_HINT = "every tpush needs a matching tpop"

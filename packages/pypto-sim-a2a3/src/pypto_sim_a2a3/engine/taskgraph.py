@@ -34,7 +34,7 @@ import torch
 
 from pypto.ir import AccessMode, Call, Function, Predicate, ScalarType, TaskEdge, Var
 from pypto.ir.errors import at_line
-from pypto_sim_a2a3.footprints import Footprint, footprint
+from pypto_sim_a2a3.checks.footprints import Footprint, footprint
 
 # (pl.parallel loop instance, iteration) of each enclosing pl.parallel loop, outermost first.
 ParallelContext = tuple[tuple[int, int], ...]

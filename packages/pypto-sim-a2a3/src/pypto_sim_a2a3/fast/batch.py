@@ -1,6 +1,6 @@
 """The numbers of the later blocks of a replayed spmd task, computed for all of them at once.
 
-A replayed block (:mod:`pypto_sim_a2a3.replay`) needs its numbers and the operands of its ops:
+A replayed block (:mod:`pypto_sim_a2a3.fast.replay`) needs its numbers and the operands of its ops:
 the timing it takes from block 0. Its kernel's loops and branches are the same in every block
 (``uniform_control``), so the later blocks can walk the kernel together (:func:`walk_batch`): one
 walk per core, on a launch of their own, in which
@@ -17,7 +17,7 @@ walk per core, on a launch of their own, in which
 
 What the batch cannot do (another op, a scalar read from GM, a data-less token, a block that stops
 while its other cores would wait for it) ends it, and the blocks walk one by one
-(:class:`~pypto_sim_a2a3.replay.NumbersFrame`). So that a block may walk again, or run on the full
+(:class:`~pypto_sim_a2a3.fast.replay.NumbersFrame`). So that a block may walk again, or run on the full
 engine, after the batch stored its results, a kernel is batched only when running a block twice
 leaves the same numbers: it adds nothing into GM (no atomic store) and reads no tensor it writes.
 The numbers are bit for bit the ones a block's own walk computes: an elementwise op whose
@@ -62,20 +62,20 @@ from pypto.ir.ops import (
 )
 from pypto.ir.semantics import leading, load_padding, region, typed, valid_of
 from pypto.ir.walker import INDEX_OPS, KernelWalker
-from pypto_sim_a2a3.coherence import gm_data_access
-from pypto_sim_a2a3.cores import Core
-from pypto_sim_a2a3.crosscore import Popped
-from pypto_sim_a2a3.decode import FREE_OPS, Steps
-from pypto_sim_a2a3.interpreter import skipped
-from pypto_sim_a2a3.launch import INIT_OPS, PIPE_OPS, CoreRole, Launch, Placement, Site, placed_rings
-from pypto_sim_a2a3.memory import CoreMemory, SpaceBuffers, slot_of
-from pypto_sim_a2a3.ring import Token
-from pypto_sim_a2a3.scheduler import Wait
-from pypto_sim_a2a3.semantics import CHECKS, SEMANTICS
+from pypto_sim_a2a3.checks.coherence import gm_data_access
+from pypto_sim_a2a3.engine.crosscore import Popped
+from pypto_sim_a2a3.engine.decode import FREE_OPS, Steps
+from pypto_sim_a2a3.engine.interpreter import skipped
+from pypto_sim_a2a3.engine.launch import INIT_OPS, PIPE_OPS, CoreRole, Launch, Placement, Site, placed_rings
+from pypto_sim_a2a3.engine.scheduler import Wait
+from pypto_sim_a2a3.engine.semantics import CHECKS, SEMANTICS
+from pypto_sim_a2a3.hw.cores import Core
+from pypto_sim_a2a3.hw.memory import CoreMemory, SpaceBuffers, slot_of
+from pypto_sim_a2a3.hw.ring import Token
 
 if TYPE_CHECKING:
     from pypto.ir.backend import Slice, Transfer
-    from pypto_sim_a2a3.cost import CostModel
+    from pypto_sim_a2a3.hw.cost import CostModel
 
 BATCH_BLOCKS = 32  # blocks walked together at most (their memories are [blocks, capacity] bytes)
 # A tile of a multiple of this many elements is whole vector widths for every dtype torch has.

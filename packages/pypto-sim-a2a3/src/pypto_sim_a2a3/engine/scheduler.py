@@ -9,7 +9,8 @@ Wake-ups are event-driven: a wait names the :class:`Signal` of each piece of sta
 (a pipe's rings, a barrier, the chip's task state), the owner of that state calls
 :meth:`Signal.changed` when it changes, and after a step the scheduler re-checks only the waits
 on a changed signal (in the order they blocked, as a poll of every wait would). A wait that names
-no signal is re-checked after every step. ``PYPTO_SIM_CHECK_WAKEUPS=1`` checks the signals: the
+no signal is re-checked after every step. ``check_wakeups=True`` (``SimOptions.check_wakeups``,
+``PYPTO_SIM_CHECK_WAKEUPS=1``) checks the signals: the
 other waits are polled too, and one that is ready without its signal having changed is an error.
 
 A woken core's clock jumps to the time of the step that freed it; those
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import os
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -35,7 +35,7 @@ class Advance:
     """Yielded by a coroutine: its core spends ``cycles`` modeled cycles on ``unit``.
 
     ``op`` and ``span`` say what the cycles were spent on; ``peak_cycles`` and ``roof`` what
-    that work needs at the unit's peak rate (see :class:`pypto_sim_a2a3.cost.OpCost`).
+    that work needs at the unit's peak rate (see :class:`pypto_sim_a2a3.hw.cost.OpCost`).
     """
 
     unit: str
@@ -169,7 +169,7 @@ class Scheduler:
     ``proc = scheduler.spawn(core, coroutine); scheduler.run(); proc.result``
     """
 
-    def __init__(self, on_time: Callable[[int], None] | None = None) -> None:
+    def __init__(self, on_time: Callable[[int], None] | None = None, check_wakeups: bool = False) -> None:
         self.now = 0
         self._runnable: list[tuple[int, int, Process]] = []
         self._blocked: list[Process] = []
@@ -179,7 +179,7 @@ class Scheduler:
         self._dirty = False  # some blocked process's signal changed
         self._polled = 0  # blocked processes whose wait names no signal
         self._kept = 0  # blocked processes whose wait keeps their clock
-        self._check_signals = os.environ.get("PYPTO_SIM_CHECK_WAKEUPS", "") not in ("", "0", "off")
+        self._check_signals = check_wakeups
         self.stepping: Process | None = None  # the process of the latest step
 
     def waiting(self) -> list[tuple[str, Wait]]:

@@ -18,7 +18,7 @@ from pypto.ir.backend import ROOF_CUBE, ROOF_MEMORY, ROOF_VECTOR
 from pypto.ir.ops import prefetch, system
 from pypto.ir.ops import tile as tile_ops
 from pypto.ir.semantics import prefetched_bytes
-from pypto_sim_a2a3.scheduler import Advance
+from pypto_sim_a2a3.engine.scheduler import Advance
 
 Mem = MemorySpace
 

@@ -13,7 +13,7 @@ too: they would satisfy the next kernel's wait of the same id. A wait no set wil
 is a deadlock, reported by the scheduler with what the wait needs.
 
 The k-th set and the wait that takes it are one ordering point of the GM access record
-(:mod:`pypto_sim_a2a3.coherence`): the setter's GM accesses before it come before the waiter's
+(:mod:`pypto_sim_a2a3.checks.coherence`): the setter's GM accesses before it come before the waiter's
 after it.
 """
 
@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 from pypto.ir import Call
 from pypto.ir.errors import at_line
+from pypto_sim_a2a3.engine.scheduler import Blocked, Event, Signal, Wait
 from pypto_sim_a2a3.errors import EventError
-from pypto_sim_a2a3.scheduler import Blocked, Event, Signal, Wait
 from pypto_sim_a2a3.target import CoreKind
 
 MAX_PENDING = 15  # the sets one event flag counts before the hardware drops one

@@ -2,7 +2,7 @@
 
 A kernel's walk meets the same :class:`~pypto.ir.Call` in every iteration of its loops, in every
 block of an spmd launch and in every run of the program. A :class:`Step` holds, per call, what the
-kernel interpreter (:mod:`pypto_sim_a2a3.interpreter`) would otherwise look up each time: the op's
+kernel interpreter (:mod:`pypto_sim_a2a3.engine.interpreter`) would otherwise look up each time: the op's
 meaning on the chip (a launch op's coroutine, or the checked semantics), its cost on the target,
 the operands it writes, whether a mirroring lane skips it, and how to read its operands straight
 from the frame's variables. The steps of a :class:`~pypto.ir.launch.LoadedProgram` are kept with
@@ -36,9 +36,9 @@ from pypto.ir.launch import LoadedProgram
 from pypto.ir.ops import system as system_ops
 from pypto.ir.ops import tile
 from pypto.ir.semantics import OpImpl
-from pypto_sim_a2a3.cost import CostModel, OpCost
-from pypto_sim_a2a3.crosscore import LAUNCH_OPS, LaunchOp
-from pypto_sim_a2a3.semantics import SEMANTICS
+from pypto_sim_a2a3.engine.crosscore import LAUNCH_OPS, LaunchOp
+from pypto_sim_a2a3.engine.semantics import SEMANTICS
+from pypto_sim_a2a3.hw.cost import CostModel, OpCost
 
 # An operand as the frame reads it: (VARIABLE, the Var), (CONSTANT, its value), (TUPLE, the
 # operands of its elements) or (CALL, the Step of a nested scalar op, e.g. an offset ``i * 128``).

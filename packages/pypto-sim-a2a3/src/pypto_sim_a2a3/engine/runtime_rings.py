@@ -34,8 +34,8 @@ from typing import Any
 from pypto.ir import SourceSpan
 from pypto.ir.backend import RuntimeRing
 from pypto.ir.errors import at_line
+from pypto_sim_a2a3.engine.taskgraph import Task
 from pypto_sim_a2a3.errors import RingCapacityError
-from pypto_sim_a2a3.taskgraph import Task
 
 RING_COUNT = 4
 # Each ring's size when the config leaves it at 0: slots, bytes, dependency-edge entries.

@@ -37,9 +37,9 @@ import torch
 from pypto.ir import Call, MemorySpace
 from pypto.ir.backend import STALL
 from pypto.ir.errors import at_line
-from pypto_sim_a2a3.cores import Core
-from pypto_sim_a2a3.cost import OpCost
-from pypto_sim_a2a3.timeline import Recorder, make_slice
+from pypto_sim_a2a3.engine.timeline import Recorder, make_slice
+from pypto_sim_a2a3.hw.cores import Core
+from pypto_sim_a2a3.hw.cost import OpCost
 
 # The pipes whose work touches GM, drained by a fence and before a kernel counts as settled.
 GM_PIPES = ("MTE2", "MTE3", "FIXPIPE")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pypto.ir import Target
-from pypto_sim_a2a3.memory import CoreMemory
+from pypto_sim_a2a3.hw.memory import CoreMemory
 from pypto_sim_a2a3.target import CoreKind, core_memory_spaces
 
 

@@ -16,7 +16,7 @@ the same bytes do. Each access covers exactly the bytes it touches: a partial op
 region. Accesses are tracked per GM tensor as boxes of its index space; different launches are
 ordered by the task boundary, so each launch keeps its own record. Views of one tensor (a
 ``pl.slice`` passed as an argument) are boxes of that tensor's index space (see
-:mod:`pypto_sim_a2a3.footprints`), so accesses through two views of it meet where they overlap.
+:mod:`pypto_sim_a2a3.checks.footprints`), so accesses through two views of it meet where they overlap.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ from pypto.ir.errors import at_line
 from pypto.ir.ops import OPS, GmAccess, Level, Ordering, PlacesTile, get_op
 from pypto.ir.records import frozen_record
 from pypto.ir.semantics import wrapped_positions
+from pypto_sim_a2a3.checks.footprints import TensorKey, tensor_frame
 from pypto_sim_a2a3.errors import OutOfBoundsError
-from pypto_sim_a2a3.footprints import TensorKey, tensor_frame
 
 T = TypeVar("T")
 
@@ -107,7 +107,7 @@ class Access:
 
     core: str
     tensor: str
-    key: TensorKey  # the frame of the tensor (see pypto_sim_a2a3.footprints)
+    key: TensorKey  # the frame of the tensor (see pypto_sim_a2a3.checks.footprints)
     region: Region  # the box in the frame
     span: SourceSpan | None
     write: bool

@@ -19,10 +19,10 @@ from pypto.ir import Call, Expr, For, Function, If, LoopKind, SourceSpan, Var, W
 from pypto.ir.launch import LaunchPlan, LoadedProgram
 from pypto.ir.ops import scalar, tensor
 from pypto.ir.walker import HostWalker, Jump
-from pypto_sim_a2a3.runtime_rings import Scope
-from pypto_sim_a2a3.scheduler import Event
-from pypto_sim_a2a3.semantics import SEMANTICS
-from pypto_sim_a2a3.taskgraph import ParallelContext, PredicateSite, Task
+from pypto_sim_a2a3.engine.runtime_rings import Scope
+from pypto_sim_a2a3.engine.scheduler import Event
+from pypto_sim_a2a3.engine.semantics import SEMANTICS
+from pypto_sim_a2a3.engine.taskgraph import ParallelContext, PredicateSite, Task
 
 Steps = Generator[Event, None, Any]
 _READ = scalar.read
@@ -99,7 +99,7 @@ class HostFrame(HostWalker):
     @contextmanager
     def _scope(self, span: SourceSpan | None, what: str) -> Iterator[None]:
         """The runtime scope the compiler places around a function body, a loop body and an arm:
-        the tasks submitted in it hold their ring until it ends (see pypto_sim_a2a3.runtime_rings)."""
+        the tasks submitted in it hold their ring until it ends (see pypto_sim_a2a3.engine.runtime_rings)."""
         scope = self.chip.open_scope(span, what)
         try:
             yield

@@ -3,11 +3,11 @@
 :class:`KernelFrame` is the shared walker of lowered functions (:class:`pypto.ir.walker.KernelWalker`:
 frames, loops, ifs) with the simulated core's meaning of each op: tile values live in the core's
 buffers (a popped tile in its pipe slot), pipe and system ops go to
-:data:`~pypto_sim_a2a3.crosscore.LAUNCH_OPS`, the rest to the checked
-:data:`~pypto_sim_a2a3.semantics.SEMANTICS`.
+:data:`~pypto_sim_a2a3.engine.crosscore.LAUNCH_OPS`, the rest to the checked
+:data:`~pypto_sim_a2a3.engine.semantics.SEMANTICS`.
 
 Time: the core's clock is its scalar unit's, which issues the ops in program order. Scalar work
-takes that clock's cycles; every other op is handed to its pipe (:mod:`pypto_sim_a2a3.corepipes`),
+takes that clock's cycles; every other op is handed to its pipe (:mod:`pypto_sim_a2a3.hw.corepipes`),
 which starts it once the pipe is free and its operands are ready, so the pipes of the core run at
 once. When the kernel returns, the core waits for its pipes to drain.
 """
@@ -28,11 +28,9 @@ from pypto.ir.ops import OPS, Observes, user_name
 from pypto.ir.ops import debug as debug_ops
 from pypto.ir.semantics import OpImpl
 from pypto.ir.walker import KernelWalker
-from pypto_sim_a2a3.coherence import GM_DATA_OPS
-from pypto_sim_a2a3.corepipes import GM_PIPES, CorePipes, Dependency, Region
-from pypto_sim_a2a3.cost import CostModel, OpCost
-from pypto_sim_a2a3.crosscore import Popped
-from pypto_sim_a2a3.decode import (
+from pypto_sim_a2a3.checks.coherence import GM_DATA_OPS
+from pypto_sim_a2a3.engine.crosscore import Popped
+from pypto_sim_a2a3.engine.decode import (
     CONSTANT,
     CORE_UNITS,
     FREE_OPS,
@@ -43,11 +41,13 @@ from pypto_sim_a2a3.decode import (
     Steps,
     data_route,
 )
+from pypto_sim_a2a3.engine.launch import CoreRole
+from pypto_sim_a2a3.engine.scheduler import Advance, Event
+from pypto_sim_a2a3.engine.semantics import SEMANTICS
 from pypto_sim_a2a3.errors import PipeError
-from pypto_sim_a2a3.launch import CoreRole
-from pypto_sim_a2a3.ring import TOKEN, Token
-from pypto_sim_a2a3.scheduler import Advance, Event
-from pypto_sim_a2a3.semantics import SEMANTICS
+from pypto_sim_a2a3.hw.corepipes import GM_PIPES, CorePipes, Dependency, Region
+from pypto_sim_a2a3.hw.cost import CostModel, OpCost
+from pypto_sim_a2a3.hw.ring import TOKEN, Token
 
 Walk = Generator[Event, None, Any]
 # The ops that only look (pl.debug.*): the kernel debugger's, never put on a pipe.

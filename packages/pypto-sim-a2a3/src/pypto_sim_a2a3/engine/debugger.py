@@ -37,11 +37,11 @@ from pypto.ir.nodes import walk_stmts
 from pypto.ir.ops import Observes, debug, get_op, user_name
 from pypto.ir.printer import format_expr
 from pypto.ir.semantics import PrefetchEvent
-from pypto_sim_a2a3.ring import Token
+from pypto_sim_a2a3.hw.ring import Token
 
 if TYPE_CHECKING:
-    from pypto_sim_a2a3.interpreter import KernelFrame
-    from pypto_sim_a2a3.scheduler import Scheduler
+    from pypto_sim_a2a3.engine.interpreter import KernelFrame
+    from pypto_sim_a2a3.engine.scheduler import Scheduler
 
 __all__ = ["BreakLocation", "BreakpointError", "DebugSession", "DebuggerQuit", "debugs", "parse_break_at"]
 

@@ -23,9 +23,9 @@ import torch
 
 from pypto.ir import Call, SourceSpan, Var
 from pypto.ir.errors import at_line
+from pypto_sim_a2a3.checks.footprints import TensorKey, tensor_key
+from pypto_sim_a2a3.engine.scheduler import Blocked, Event, Signal, Wait
 from pypto_sim_a2a3.errors import BarrierError
-from pypto_sim_a2a3.footprints import TensorKey, tensor_key
-from pypto_sim_a2a3.scheduler import Blocked, Event, Signal, Wait
 from pypto_sim_a2a3.target import CoreKind
 
 CORE_TYPES: dict[str | None, tuple[CoreKind, ...]] = {

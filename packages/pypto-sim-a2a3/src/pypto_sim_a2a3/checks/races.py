@@ -6,7 +6,7 @@ bytes another task touched, and at least one of them writes (two atomic adds com
 path must run between the two tasks; otherwise the result would be whichever the schedule gave,
 and the run stops with a ``RaceError`` naming both tasks, the tensor and both source lines. The
 check follows the edges, not the modeled times, so it fires whatever order the tasks ran in.
-Accesses within one task's launch are ordered by :mod:`pypto_sim_a2a3.coherence` instead; so are
+Accesses within one task's launch are ordered by :mod:`pypto_sim_a2a3.checks.coherence` instead; so are
 the blocks of one ``pl.spmd`` task once a ``pl.system.syncall`` round lies between two of their
 accesses (the record then checks that the writer published and fenced and the reader invalidated).
 """
@@ -22,10 +22,10 @@ import torch
 from pypto.ir import Call, Predicate, RaceError
 from pypto.ir.errors import at_line
 from pypto.ir.records import frozen_record
-from pypto_sim_a2a3.coherence import Access, BoxIndex, GmOrder, Region, gm_accesses, gm_tensor
+from pypto_sim_a2a3.checks.coherence import Access, BoxIndex, GmOrder, Region, gm_accesses, gm_tensor
+from pypto_sim_a2a3.checks.footprints import TensorKey, tensor_frame
+from pypto_sim_a2a3.engine.taskgraph import Task, TaskGraph
 from pypto_sim_a2a3.errors import OutOfBoundsError
-from pypto_sim_a2a3.footprints import TensorKey, tensor_frame
-from pypto_sim_a2a3.taskgraph import Task, TaskGraph
 
 RACE_HINT = (
     "keep the edge the data needs: drop the no_dep_args= / manual_dep=True / pl.manual_scope() that "
