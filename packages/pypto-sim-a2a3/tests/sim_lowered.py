@@ -53,6 +53,7 @@ from pypto_sim_a2a3 import A2A3SimBackend
 
 FP32 = DataType.FP32
 FP16 = DataType.FP16
+INT32 = DataType.INT32
 Mem = MemorySpace
 ALIGN = 32
 

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 import torch
-from sim_lowered import FP16, FP32, FunctionBuilder, Mem, program, rand, run, tensor_t
+from sim_lowered import FP16, FP32, INT32, FunctionBuilder, Mem, program, rand, run, tensor_t
 
 from pypto.ir import Direction, FunctionKind, PyptoError
 from pypto.ir.launch import LoadedProgram
@@ -428,6 +428,38 @@ def test_a_scalar_division_by_zero_in_one_block_is_that_blocks_error(monkeypatch
     assert walked == [3]
     _same(outcomes)
     assert "division by zero" in outcomes[0][0].message
+
+
+@pytest.mark.parametrize(
+    ("op", "bad", "message"), [("tile.shl", 40, "shift amount 40"), ("tile.rem", 0, "by zero")]
+)
+def test_a_check_of_a_later_blocks_elements_is_that_blocks_error(monkeypatch, op, bad, message):
+    """A check that reads the tiles' elements (a shift amount, an integer divisor) is made for
+    every block of the batch, not for the first alone: block 2's bad element is its error, as on
+    the full engine."""
+    blocks, rows = 4, 4 * 16
+    walked = _walked(monkeypatch)
+    k = FunctionBuilder("rows", FunctionKind.AIV)
+    a = k.param("a", tensor_t((rows, COLS), INT32))
+    s = k.param("s", tensor_t((rows, COLS), INT32))
+    out = k.param("out", tensor_t((rows, COLS), INT32), Direction.Out)
+    row = k.op("row", "scalar.mul", k.op("block", "get_block_idx"), 16)
+    x = k.op("x", "tile.load", a, [row, 0], shape=(16, COLS), target_memory=Mem.Vec, dtype=INT32)
+    y = k.op("y", "tile.load", s, [row, 0], shape=(16, COLS), target_memory=Mem.Vec, dtype=INT32)
+    k.do("tile.store", k.op("z", op, x, y), [row, 0], out)
+    params = [
+        ("a", tensor_t((rows, COLS), INT32), Direction.In),
+        ("s", tensor_t((rows, COLS), INT32), Direction.In),
+        ("out", tensor_t((rows, COLS), INT32), Direction.Out),
+    ]
+    prog = _launch(k.build(), params, blocks)
+    x = torch.arange(rows * COLS, dtype=torch.int32).view(rows, COLS)
+    amounts = torch.full((rows, COLS), 3, dtype=torch.int32)
+    amounts[2 * 16 + 5, 7] = bad  # in block 2's rows
+    outcomes = _three_ways(monkeypatch, prog, x, amounts, torch.zeros_like(x))
+    assert walked == ([blocks - 1] if op == "tile.shl" else [])  # (torch's integer rem by 0 ends a batch)
+    _same(outcomes)
+    assert message in outcomes[0][0].message
 
 
 def test_a_kernel_that_stores_into_what_it_loads_walks_block_by_block(monkeypatch):

@@ -282,16 +282,16 @@ def test_blocks_that_walk_alike_but_write_what_they_read_run_on_the_full_engine(
 def test_blocks_that_never_walk_alike_stop_walking_first(monkeypatch):
     """Every block loops a different number of times: after 16 blocks whose walk matched no
     earlier one, the rest run on the full engine without walking first."""
-    from pypto_sim_a2a3.engine import chip
+    from pypto_sim_a2a3.fast.runner import FastRunner
 
     walked: list[int] = []
-    original = chip.Chip._replay_by_walk
+    original = FastRunner._replay_by_walk
 
-    def counting(self, task, plan, site, placements, launch, run):
-        walked.append(run.block)
-        return original(self, task, plan, site, placements, launch, run)
+    def counting(self, block):
+        walked.append(block.block)
+        return original(self, block)
 
-    monkeypatch.setattr(chip.Chip, "_replay_by_walk", counting)
+    monkeypatch.setattr(FastRunner, "_replay_by_walk", counting)
     prog = _launch(_looping_kernel(30 * ROWS, None), 30 * ROWS, 30)
     x = rand(30 * ROWS, COLS)
     (on, (_, out_on)), (off, (_, out_off)) = _both(monkeypatch, prog, x, torch.zeros_like(x))

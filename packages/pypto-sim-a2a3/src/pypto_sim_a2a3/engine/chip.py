@@ -8,8 +8,10 @@ groups are free) and retires it when its cores are done, which readies the
 tasks waiting for it; a task of an ``allow_early_resolve=True`` scope readies them earlier, in a
 *resolve* step once every core of it is past its last GM access. Each of these steps costs the
 Target's dispatch cycles. A block's launch
-(see :mod:`pypto_sim_a2a3.engine.launch`) gives each core the kernel needs — one for an AIC or AIV
-kernel, the AIC and both AIV lanes for a Group kernel — a :class:`KernelFrame` coroutine under
+(see :mod:`pypto_sim_a2a3.engine.launch`) seats the cores the kernel needs — one for an AIC or AIV
+kernel, the AIC and both AIV lanes for a Group kernel — and the chip's block runner
+(:mod:`pypto_sim_a2a3.engine.runner`: the reference runner, or the fast runner of
+:mod:`pypto_sim_a2a3.fast.runner` when ``SimOptions.replay`` allows it) runs them as coroutines under
 the same :class:`Scheduler`, so independent tasks on different core groups interleave, each group
 with its own cores, clocks and memory. GM accesses of tasks no edge orders are a ``RaceError``
 (:mod:`pypto_sim_a2a3.checks.races`). A :class:`~pypto_sim_a2a3.engine.timeline.Recorder` keeps every core's
@@ -22,7 +24,7 @@ from __future__ import annotations
 import heapq
 from collections import deque
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -37,8 +39,8 @@ from pypto_sim_a2a3.checks.timeorder import TimeOrder
 from pypto_sim_a2a3.engine.debugger import DebugSession
 from pypto_sim_a2a3.engine.decode import steps_of
 from pypto_sim_a2a3.engine.host import HostFrame
-from pypto_sim_a2a3.engine.interpreter import KernelFrame
 from pypto_sim_a2a3.engine.launch import Launch, Placement, Site, check_arguments, plan_launch, task_barrier
+from pypto_sim_a2a3.engine.runner import BlockRunner, ReferenceRunner, StartedBlock
 from pypto_sim_a2a3.engine.runtime_rings import RuntimeRings, Scope
 from pypto_sim_a2a3.engine.scheduler import Advance, Event, Scheduler, Signal, Wait
 from pypto_sim_a2a3.engine.taskgraph import (
@@ -51,18 +53,7 @@ from pypto_sim_a2a3.engine.taskgraph import (
 )
 from pypto_sim_a2a3.engine.timeline import Recorder
 from pypto_sim_a2a3.errors import LaunchError
-from pypto_sim_a2a3.fast.batch import disjoint_outputs
-from pypto_sim_a2a3.fast.replay import (
-    BatchedNumbers,
-    BlockNumbers,
-    BlockRecording,
-    GhostBlock,
-    NumbersFrame,
-    replayable,
-    replayable_by_walk,
-    walk_numbers,
-    walk_signature,
-)
+from pypto_sim_a2a3.fast.runner import FastRunner
 from pypto_sim_a2a3.hw.barrier import SyncAll
 from pypto_sim_a2a3.hw.cores import Core, CoreGroup
 from pypto_sim_a2a3.hw.cost import CostModel
@@ -131,21 +122,9 @@ class Chip:
         self._orchestrated = False
         # changed with any of the above or the task graph: what the host and the dispatcher wait on
         self.changed = Signal()
-        # Replayable spmd tasks: task id -> the recording of its block 0 (see pypto_sim_a2a3.fast.replay)
-        # A debugged run walks every block on the full engine: each prints and may stop (the
-        # replay models the same cycles, so the figures do not change).
         self.debugger = debugger
-        # A rank of a world walks every block: its comm ops and window accesses go to its endpoint.
-        self.replay = self.sim.replay and debugger is None and comm is None
-        self._recordings: dict[int, BlockRecording] = {}
-        self._replayable: dict[str, bool] = {}  # per kernel
-        # Tasks whose blocks walk differently: task id -> signature -> the recording of the first
-        # block that walked so (see pypto_sim_a2a3.fast.replay.walk_signature), and per kernel whether
-        # its blocks may replay one another so.
-        self._templates: dict[int, dict[Any, BlockRecording]] = {}
-        self._by_walk_kernels: dict[str, bool] = {}
-        self._walk_tally: dict[int, tuple[int, int]] = {}  # per task: blocks replayed, blocks not
         self._launches: list[Launch] = []  # every launch of the run (see release)
+        self.runner = self._runner()  # what runs each started block's cores
         # RunConfig(enable_dump_args=...): where dumped values go, and per started task the
         # arguments still to dump once it has written them
         self.dump = dump
@@ -357,11 +336,7 @@ class Chip:
             self.on_task(task.name)
         self._barriers.pop(task.id, None)
         self._orders.pop(task.id, None)
-        recordings = [self._recordings.pop(task.id, None), *self._templates.pop(task.id, {}).values()]
-        for recording in recordings:
-            if recording is not None:
-                recording.release()  # its blocks have all ended
-        self._walk_tally.pop(task.id, None)
+        self.runner.retire(task)
         self._dump_after(task)
         for ready in self.graph.retire(task):
             self._enqueue(ready)
@@ -391,7 +366,18 @@ class Chip:
 
         return on_settled
 
+    def _runner(self) -> BlockRunner:
+        """The fast runner (:mod:`pypto_sim_a2a3.fast.runner`) if the options allow it, else the
+        reference runner. A debugged run walks every block: each prints and may stop (a replay
+        models the same cycles, so the figures do not change); so does a rank of a world (its comm
+        ops and window accesses go to its endpoint)."""
+        reference = ReferenceRunner(self.scheduler, self.cost, self.steps, self._block_done)
+        if not self.sim.replay or self.debugger is not None or self.comm is not None:
+            return reference
+        return FastRunner(reference, self._relaunch, self.target, self.recorder, batch=self.sim.batch)
+
     def _start(self, task: Task, block: int) -> Generator[Event, None, None]:
+        """Start block ``block`` of ``task`` on the lowest free core group."""
         group = self.core_group(heapq.heappop(self._free))
         cycles = self.cost.dispatch_cycles(resolves=block == 0 and bool(task.deps))
         yield Advance("AICPU", cycles, f"dispatch {task.name}", task.call.span)
@@ -403,12 +389,26 @@ class Chip:
         if task.id not in self._barriers:
             self._barriers[task.id] = task_barrier(plan, task.blocks)
             self._orders[task.id] = GmOrder()
+        site = self._site(task, block, group)
+        launch, placements = self._launch(plan, task.args, site)
+        start = self.dispatcher.clock
+        idle = all(p.role.core.clock <= start for p in placements)  # every core starts with it
+        for placement in placements:
+            core = placement.role.core
+            if core.memory is not None:
+                core.memory.high_water.clear()  # the heap of this kernel, not of the last one
+            core.clock = max(core.clock, start)
+            core.task = task.name
+        self.runner.start(StartedBlock(task, block, plan, site, launch, tuple(placements), start, idle))
+
+    def _site(self, task: Task, block: int, group: CoreGroup) -> Site:
+        """Where block ``block`` of ``task`` runs, and who sees what it does."""
         order = self._orders[task.id]
 
         def on_gm(access: Access, tensor: torch.Tensor) -> None:
             self.races.record(task, block, access, tensor, order)
 
-        site = Site(
+        return Site(
             group,
             block,
             task.blocks,
@@ -421,124 +421,16 @@ class Chip:
             self.debugger,
             self.comm,
         )
-        launch, placements = plan_launch(plan, task.args, site, self.target, self.recorder)
+
+    def _launch(self, plan: LaunchPlan, args: tuple[Any, ...], site: Site) -> tuple[Launch, list[Placement]]:
+        launch, placements = plan_launch(plan, args, site, self.target, self.recorder)
         self._launches.append(launch)
-        run = _BlockRun(task, block, launch, self.dispatcher.clock, tuple(placements))
-        aligned = all(p.role.core.clock <= run.start for p in placements)  # every core starts with it
-        for placement in placements:
-            core = placement.role.core
-            if core.memory is not None:
-                core.memory.high_water.clear()  # the heap of this kernel, not of the last one
-            core.clock = max(core.clock, run.start)
-            core.task = task.name
-        recording = self._recording(task, block, plan, launch, run.start, aligned)
-        if block > 0 and recording is not None:
-            self._replay(recording, placements, launch, run)
-            return
-        if recording is None and self._by_walk(task, plan, placements, aligned):
-            full = self._replay_by_walk(task, plan, site, placements, launch, run)
-            if full is None:
-                return
-            launch, placements, run, recording = full
-        for index, placement in enumerate(placements):
-            process = self._run_kernel(placement, run, recording)
-            if recording is None:
-                self.scheduler.spawn(placement.role.core, process)
-            else:
-                recording.watch(
-                    index, self.scheduler.spawn(placement.role.core, recording.recorded(index, process))
-                )
+        return launch, placements
 
-    def _recording(
-        self, task: Task, block: int, plan: LaunchPlan, launch: Launch, start: int, aligned: bool
-    ) -> BlockRecording | None:
-        """Block 0 of a replayable spmd task: a new recording; a later block: block 0's, if it
-        may follow it (None: the block runs on the full engine)."""
-        if not (self.replay and task.blocks > 1 and aligned):
-            return None
-        if block == 0:
-            name = plan.kernel.name
-            if name not in self._replayable:
-                self._replayable[name] = replayable(plan)
-            if not self._replayable[name]:
-                return None
-            recording = self._recordings[task.id] = BlockRecording(launch, start)
-            recording.numbers = BatchedNumbers(
-                plan, task.blocks, self.target, self.steps, self.cost, batch=self.sim.batch
-            )
-            return recording
-        found = self._recordings.get(task.id)
-        return found if found is not None and start > found.start else None
-
-    def _by_walk(self, task: Task, plan: LaunchPlan, placements: Sequence[Placement], aligned: bool) -> bool:
-        """Whether a block of a task whose blocks walk differently (loops and branches on data or
-        on the block) may replay an earlier block that walked the same way."""
-        if not (self.replay and task.blocks > 1 and aligned):
-            return False
-        hits, misses = self._walk_tally.get(task.id, (0, 0))
-        if misses >= _WALK_TRIES and hits < misses:
-            return False  # its blocks rarely walk alike: the walks cost more than they save
-        name = plan.kernel.name
-        if name not in self._by_walk_kernels:
-            self._by_walk_kernels[name] = replayable_by_walk(plan)
-        return self._by_walk_kernels[name] and disjoint_outputs(plan, placements)
-
-    def _replay_by_walk(
-        self,
-        task: Task,
-        plan: LaunchPlan,
-        site: Site,
-        placements: Sequence[Placement],
-        launch: Launch,
-        run: _BlockRun,
-    ) -> tuple[Launch, list[Placement], _BlockRun, BlockRecording | None] | None:
-        """Walk the block for its numbers and its signature (:func:`walk_signature`): replay the
-        earlier block of the task that walked the same way (None), or run this one on the full
-        engine, on a launch of its own (the walk used this one), recorded for the blocks after it."""
-        frames = [NumbersFrame(p.seat, p.args, p.role, self.cost, self.steps) for p in placements]
-        numbers = walk_numbers(launch, frames)
-        signature = walk_signature(frames, numbers)
-        templates = self._templates.setdefault(task.id, {})
-        template = templates.get(signature) if signature is not None else None
-        hits, misses = self._walk_tally.get(task.id, (0, 0))
-        if template is not None and run.start > template.start:
-            self._walk_tally[task.id] = (hits + 1, misses)
-            self._replay(template, placements, launch, run, numbers)
-            return None
-        self._walk_tally[task.id] = (hits, misses + 1)
-        launch, fresh = plan_launch(plan, task.args, site, self.target, self.recorder)
-        self._launches.append(launch)
-        run = _BlockRun(task, run.block, launch, run.start, tuple(fresh))
-        recording = None
-        if signature is not None and template is None:
-            recording = templates[signature] = BlockRecording(launch, run.start)
-        return launch, fresh, run, recording
-
-    def _replay(
-        self,
-        recording: BlockRecording,
-        placements: Sequence[Placement],
-        launch: Launch,
-        run: _BlockRun,
-        numbers: Sequence[BlockNumbers] | None = None,
-    ) -> None:
-        """A later block of a replayable task: its numbers now (or ``numbers``, walked already),
-        its steps replayed from the recorded block's."""
-        if numbers is None and recording.numbers is not None:
-            numbers = recording.numbers.take(run.block, placements)
-        if numbers is None:
-            frames = [NumbersFrame(p.seat, p.args, p.role, self.cost, self.steps) for p in placements]
-            numbers = walk_numbers(launch, frames)
-        ghost = GhostBlock(
-            recording,
-            launch,
-            run.start - recording.start,
-            numbers,
-            self.recorder,
-            lambda: self._block_done(run),
-        )
-        for index, placement in enumerate(placements):
-            self.scheduler.spawn(placement.role.core, ghost.process(index))
+    def _relaunch(self, block: StartedBlock) -> StartedBlock:
+        """``block`` on a fresh launch on its site (a walk for its numbers used the first)."""
+        launch, placements = self._launch(block.plan, block.task.args, block.site)
+        return replace(block, launch=launch, placements=tuple(placements))
 
     # ------------------------------------------------------------ the argument dump
 
@@ -576,20 +468,7 @@ class Chip:
             return None
         return lambda done, total: on_progress(task.name, done, total, "iterations")
 
-    def _run_kernel(
-        self, placement: Placement, run: _BlockRun, recording: BlockRecording | None = None
-    ) -> Generator[Event, None, tuple[Any, ...]]:
-        role = placement.role
-        frame = KernelFrame(placement.seat, placement.args, role, self.cost, self.steps)
-        if recording is not None:
-            frame.on_op = recording.on_op
-        result = yield from frame.run()
-        role.launch.finish(role)
-        if role.launch.done:
-            self._block_done(run)
-        return result
-
-    def _block_done(self, run: _BlockRun) -> None:
+    def _block_done(self, run: StartedBlock) -> None:
         """The last core of a block returned: record it, free its group, maybe finish its task."""
         launch, task = run.launch, run.task
         launch.check_drained()
@@ -617,14 +496,8 @@ class Chip:
         self.scheduler.release()
         for launch in self._launches:
             launch.release()
-        for recording in [
-            *self._recordings.values(),
-            *(r for t in self._templates.values() for r in t.values()),
-        ]:
-            recording.release()
+        self.runner.release()
         self._launches.clear()
-        self._recordings.clear()
-        self._templates.clear()
 
     # ------------------------------------------------------------ the report
 
@@ -655,23 +528,7 @@ class Chip:
         return report
 
 
-# Blocks of a task walked for a signature that matched no earlier one, after which the task's
-# blocks stop walking first unless as many did match.
-_WALK_TRIES = 16
-
-
-@dataclass(frozen=True)
-class _BlockRun:
-    """One block of a task on its core group, started at cycle ``start``."""
-
-    task: Task
-    block: int
-    launch: Launch
-    start: int
-    placements: tuple[Placement, ...] = ()
-
-
-def _heap_use(placement: Placement, run: _BlockRun) -> HeapUse:
+def _heap_use(placement: Placement, run: StartedBlock) -> HeapUse:
     """What ``placement``'s core held of its memory while it ran its kernel of the block: the top
     of each space its memory plan lays out, and the top it touched."""
     core = placement.role.core

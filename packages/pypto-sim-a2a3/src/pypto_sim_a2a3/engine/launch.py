@@ -5,13 +5,17 @@ kernel alone, a split AIV kernel on both lanes, a Group's AIC and AIV kernels at
 mirroring lane 0 when it only follows the handshakes). A :class:`Launch` puts a plan on one core
 group: a :class:`CoreRole` per seat, and what the cores share — the pipes (``<group>_c2v``,
 ``<group>_v2c``), the ``system.syncall`` barrier and the record of GM accesses.
+
+A launch may have a :class:`LaunchObserver`: it is told what the launch's cores do as they run —
+each op, GM access, settling, timeline slice, ring and transfer (the fast runner records a block
+so; see :mod:`pypto_sim_a2a3.fast.replay`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pypto.ir import Call, Function, FunctionKind, SourceSpan, Target, Var, VerificationError
 from pypto.ir.errors import at_line
@@ -32,6 +36,10 @@ from pypto_sim_a2a3.hw.events import Events
 from pypto_sim_a2a3.hw.pipe import Pipe, PipeDirection, PipeSetup
 from pypto_sim_a2a3.hw.ring import RingSlot
 from pypto_sim_a2a3.target import CoreKind
+
+if TYPE_CHECKING:
+    from pypto.ir.backend import Slice, Transfer
+    from pypto_sim_a2a3.engine.scheduler import Event, Process
 
 # Pipe op -> (its pipe's direction, the kind of core that runs it).
 PIPE_OPS: dict[str, tuple[PipeDirection, CoreKind]] = {
@@ -129,6 +137,72 @@ class Site:
     comm: Any = None
 
 
+class LaunchObserver(Protocol):
+    """What a launch tells an observer as its cores run, from their first step to their last.
+
+    ``launch.observe(recording)``: the block runner hands each core's run through :meth:`stepped` and
+    tells :meth:`spawned` its scheduler process; the launch tells the rest as it happens."""
+
+    def stepped(self, index: int, run: Generator[Event, None, Any]) -> Generator[Event, None, Any]:
+        """Core ``index``'s run as the scheduler steps it (the observer may see each step begin and end)."""
+        ...
+
+    def spawned(self, index: int, process: Process) -> None:
+        """Core ``index`` runs as ``process`` (whose ``on_wake`` the observer may set)."""
+        ...
+
+    def op(self, call: Call) -> None:
+        """A core runs ``call`` (told before its numbers)."""
+        ...
+
+    def gm_access(self, role: CoreRole, call: Call, args: Sequence[Any], at: int) -> None:
+        """``role`` runs ``call`` from modeled cycle ``at`` (told before its GM traffic is checked)."""
+        ...
+
+    def settle(self, role: CoreRole) -> None:
+        """``role`` is past its last GM access (told each time it says so, the first time or not)."""
+        ...
+
+    def slice(self, piece: Slice) -> None:
+        """A core or pipe of the launch was busy or stalled over ``piece``."""
+        ...
+
+    def ring(self, pipe: str, owner: str, slots: int) -> Callable[[int, int], None]:
+        """A pipe opened a ring: what to tell of each change of its occupancy (``delta``, ``cycle``)."""
+        ...
+
+    def transfer(self, transfer: Transfer) -> None:
+        """A tile crossed a pipe."""
+        ...
+
+
+class ObservedRecorder:
+    """The run's recorder as an observed launch's cores and pipes see it: each slice, ring and
+    transfer goes to the recorder and to the observer."""
+
+    def __init__(self, recorder: Recorder, observer: LaunchObserver) -> None:
+        self.recorder = recorder
+        self.observer = observer
+
+    def record(self, piece: Slice) -> None:
+        self.recorder.record(piece)
+        self.observer.slice(piece)
+
+    def ring(self, pipe: str, owner: str, slots: int) -> Callable[[int, int], None]:
+        observed = self.observer.ring(pipe, owner, slots)
+        change = self.recorder.ring(pipe, owner, slots)
+
+        def changed(delta: int, cycle: int) -> None:
+            change(delta, cycle)
+            observed(delta, cycle)
+
+        return changed
+
+    def transfer(self, transfer: Transfer) -> None:
+        self.recorder.transfer(transfer)
+        self.observer.transfer(transfer)
+
+
 def member_name(core: str, block: int, block_num: int) -> str:
     """A core's name in its task's barrier: ``AIV0``, or ``AIV0 of block 2`` among several blocks."""
     return core if block_num == 1 else f"{core} of block {block}"
@@ -164,6 +238,7 @@ class Launch:
         self.name = name
         self.lead = lead  # leading dimensions of the tiles its pipes carry (a batch of blocks: 1)
         self.recorder = recorder
+        self.observer: LaunchObserver | None = None  # told what its cores do (see observe)
         self.pipe_name = pipe_name or name  # the scope's name_hint: pipes read "<scope>_c2v"
         self.site = site
         self.group = site.group
@@ -193,6 +268,17 @@ class Launch:
         """After the run: drop the roles (each names its launch: a reference cycle, which would
         keep the run's records alive until the cyclic collector's next full collection)."""
         self.roles = []
+
+    def observe(self, observer: LaunchObserver | None) -> None:
+        """Tell ``observer`` what the launch's cores do from now on (before any of them runs);
+        None: stop telling (once the observer is done with the launch)."""
+        if isinstance(self.recorder, ObservedRecorder):
+            self.recorder = self.recorder.recorder
+        if observer is not None:
+            self.recorder = ObservedRecorder(self.recorder, observer)  # type: ignore[assignment]
+        self.observer = observer
+        for pipe in self.pipes.values():  # made with the launch: they tell its recorder too
+            pipe.recorder = self.recorder
 
     def _pipe(self, direction: PipeDirection, pipe_id: int) -> Pipe:
         """The pipe ``pipe_id`` of ``direction`` (made on first use): ``mixed_c2v``, ``mixed_c2v#1``."""
@@ -302,6 +388,8 @@ class Launch:
     def gm_access(self, role: CoreRole, call: Call, args: Sequence[Any], at: int = 0) -> None:
         """``role`` runs ``call`` from modeled cycle ``at``: order its GM traffic across tasks
         (first: a race between unsynchronised blocks reads best as such), then within the launch."""
+        if self.observer is not None:
+            self.observer.gm_access(role, call, args, at)
         core = self.gm_core(role)
         if self.site.comm is not None and call.op in GM_DATA_OPS:
             self.site.comm.gm_access(call, args)  # window bytes: ordered across ranks at issue
@@ -346,6 +434,8 @@ class Launch:
     def settle(self, role: CoreRole) -> None:
         """``role`` is past its last GM access: its writes are final, its reads done. Once every
         core is, the site is told (at most once)."""
+        if self.observer is not None:
+            self.observer.settle(role)
         if role.name in self.settled:
             return
         self.settled.add(role.name)

@@ -5,12 +5,21 @@ behind the checks the hardware makes.
 outside its tensor is an ``OutOfBoundsError``, a valid shape outside its tile too, an integer
 division by zero a ``DivisionByZeroError``, a run-time scalar that does not fit the tile's dtype
 or a NaN cast to an integer a ``ScalarRangeError``, each at the user's line), then the numbers.
+
+The same table tells the fast path how each op's numbers are computed for several blocks at once
+(:mod:`pypto_sim_a2a3.fast.batch`): :data:`BATCHING` says, per op, whether its own numbers
+(:data:`NUMBERS`) serve every block in one call (an ``Elementwise`` op of the op table, a cast),
+run block by block (ops that index a tile's own dimensions), run per block only when the blocks'
+scalars differ (scalar math), or whether the batch has its own way (loads, stores, moves, the
+matmul family, ``full``, ``create``); an op it does not name is not batched. :data:`ELEMENT_CHECKS`
+are the checks that read a tile's elements, not only its shape (made for every block).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from enum import Enum
 from typing import Any
 
 import torch
@@ -18,21 +27,37 @@ import torch
 from pypto.ir import ArrayType, Call, DataType, TileType, Var
 from pypto.ir import semantics as shared
 from pypto.ir.extents import WINDOW_ATTR
-from pypto.ir.ops import ELEMENTWISE_BINARY, array, scalar, tile, user_name
+from pypto.ir.ops import (
+    COL_EXPANDS,
+    COL_REDUCTIONS,
+    ELEMENTWISE_BINARY,
+    OPS,
+    ROW_EXPANDS,
+    ROW_REDUCTIONS,
+    Elementwise,
+    array,
+    scalar,
+    tile,
+    user_name,
+)
 from pypto.ir.semantics import OpImpl, valid_of
 from pypto_sim_a2a3.errors import DivisionByZeroError, OutOfBoundsError, ScalarRangeError, UnsortedRunError
 
 Check = Callable[[Call, Sequence[Any]], None]
 
 CHECKS: dict[str, Check] = {}
+ELEMENT_CHECKS: set[str] = set()  # the ops whose check reads a tile's elements (an index, a divisor)
 
 
-def checks(*names: str) -> Callable[[Check], Check]:
-    """Register the decorated function as a check of each op in ``names``, run before its numbers."""
+def checks(*names: str, reads_elements: bool = False) -> Callable[[Check], Check]:
+    """Register the decorated function as a check of each op in ``names``, run before its numbers
+    (``reads_elements``: it reads a tile's elements, not only shapes and scalars)."""
 
     def register(fn: Check) -> Check:
         for name in names:
             CHECKS[name] = fn
+            if reads_elements:
+                ELEMENT_CHECKS.add(name)
         return fn
 
     return register
@@ -181,22 +206,22 @@ def check_indices(call: Call, index: torch.Tensor, count: int, what: str) -> Non
         )
 
 
-@checks(tile.gather)
+@checks(tile.gather, reads_elements=True)
 def _gather(call: Call, args: Sequence[Any]) -> None:
     check_indices(call, args[1], args[0].shape[1], "columns of the source")
 
 
-@checks(tile.scatter)
+@checks(tile.scatter, reads_elements=True)
 def _scatter(call: Call, args: Sequence[Any]) -> None:
     check_indices(call, args[1], args[0].shape[1], "columns of the input")
 
 
-@checks(tile.scatter_update)
+@checks(tile.scatter_update, reads_elements=True)
 def _scatter_update(call: Call, args: Sequence[Any]) -> None:
     check_indices(call, args[1], args[0].shape[0], "rows of the input")
 
 
-@checks(tile.mgather)
+@checks(tile.mgather, reads_elements=True)
 def _mgather(call: Call, args: Sequence[Any]) -> None:
     if call.attrs.get("gather_oob", "undefined") != "undefined":
         return  # an out-of-range index is clamped, wrapped or reads zeros, as asked
@@ -205,7 +230,7 @@ def _mgather(call: Call, args: Sequence[Any]) -> None:
     check_indices(call, args[1], count, "rows of the source" if rows else "elements of the source")
 
 
-@checks(tile.mscatter)
+@checks(tile.mscatter, reads_elements=True)
 def _mscatter(call: Call, args: Sequence[Any]) -> None:
     rows = call.attrs.get("coalesce", "row") == "row"
     output = args[2]
@@ -213,7 +238,7 @@ def _mscatter(call: Call, args: Sequence[Any]) -> None:
     check_indices(call, args[1], count, "rows of the output" if rows else "elements of the output")
 
 
-@checks(tile.gatherb)
+@checks(tile.gatherb, reads_elements=True)
 def _gatherb(call: Call, args: Sequence[Any]) -> None:
     src, offsets = args
     nbytes = src.numel() * src.element_size()
@@ -245,12 +270,12 @@ def check_sorted_runs(call: Call, pairs: torch.Tensor, run: int) -> None:
             )
 
 
-@checks(tile.mrgsort_format1)
+@checks(tile.mrgsort_format1, reads_elements=True)
 def _mrgsort_runs(call: Call, args: Sequence[Any]) -> None:
     check_sorted_runs(call, args[0], int(call.attrs["block_len"]))
 
 
-@checks(tile.mrgsort_format2)
+@checks(tile.mrgsort_format2, reads_elements=True)
 def _mrgsort_lists(call: Call, args: Sequence[Any]) -> None:
     for pairs in args:
         check_sorted_runs(call, pairs, pairs.shape[1])
@@ -330,7 +355,7 @@ def _integer_divisor(call: Call, divisor: torch.Tensor, dividend: torch.Tensor) 
         )
 
 
-@checks(tile.div, tile.rem, tile.fmod, tile.row_expand_div, tile.col_expand_div)
+@checks(tile.div, tile.rem, tile.fmod, tile.row_expand_div, tile.col_expand_div, reads_elements=True)
 def _div(call: Call, args: Sequence[Any]) -> None:
     _integer_divisor(call, args[1], args[0])
 
@@ -356,7 +381,7 @@ def _check_shift(call: Call, amount: torch.Tensor | int, bits: int) -> None:
         )
 
 
-@checks(tile.shl, tile.shr)
+@checks(tile.shl, tile.shr, reads_elements=True)
 def _shift(call: Call, args: Sequence[Any]) -> None:
     if args[1].numel():
         _check_shift(call, args[1], _bits(call))
@@ -437,3 +462,34 @@ def _checked_semantics() -> dict[str, OpImpl]:
 
 
 SEMANTICS: dict[str, OpImpl] = _checked_semantics()
+NUMBERS: dict[str, OpImpl] = shared.SEMANTICS  # each op's numbers alone (its checks made apart)
+
+
+class Batching(Enum):
+    """How an op's numbers are computed for the blocks of a batch (tiles ``[blocks, ...]``)."""
+
+    WHOLE = "whole"  # its numbers on the batch's tiles are each block's, element by element: one call
+    PER_BLOCK = "per block"  # its numbers index a tile's own dimensions: each block's tile on its own
+    SCALAR = "scalar"  # scalar math: once where every block has the same operands, else per block
+    OWN = "own"  # the batch has its own way (pypto_sim_a2a3.fast.batch)
+
+
+def _batching() -> dict[str, Batching]:
+    whole = [name for name, spec in OPS.items() if name.startswith("tile.") and spec.has(Elementwise)]
+    per_block = [
+        *(getattr(tile, n) for n in (*ROW_REDUCTIONS, *COL_REDUCTIONS, *ROW_EXPANDS, *COL_EXPANDS)),
+        *(tile.row_expand, tile.part_add, tile.part_mul, tile.part_max, tile.part_min, tile.expand_clone),
+        *(tile.concat, tile.reshape, tile.transpose, tile.slice, tile.set_validshape, tile.fillpad),
+        tile.assemble,
+    ]
+    scalars = [name for name in SEMANTICS if name.startswith("scalar.") and name != scalar.read]
+    own = [tile.load, tile.load_partial, tile.store, tile.store_partial, tile.move, tile.full, tile.create]
+    own += [tile.matmul, tile.matmul_acc, tile.matmul_bias]
+    table = {name: Batching.WHOLE for name in whole}
+    table.update({name: Batching.PER_BLOCK for name in per_block})
+    table.update({name: Batching.SCALAR for name in scalars})
+    table.update({name: Batching.OWN for name in own})
+    return {name: kind for name, kind in table.items() if name in NUMBERS}
+
+
+BATCHING: dict[str, Batching] = _batching()

@@ -11,9 +11,12 @@ walk per core, on a launch of their own, in which
 - a scalar that differs between the blocks (``pl.get_block_idx()`` and what is computed from it)
   is :class:`Lanes`, one value per block;
 - each op runs its checks per block (an error stops that block alone: its replay raises it at
-  that op, as its own walk would have) and its numbers in one torch call for all of them: loads
-  and stores per block's region, moves, the matmul family, elementwise math and casts; ops that
-  index a tile's own dimensions (reductions, reshapes, slices, broadcasts) run block by block.
+  that op, as its own walk would have; a check of shapes and scalars the blocks share is made
+  once) and its numbers as :data:`~pypto_sim_a2a3.engine.semantics.BATCHING` says: elementwise
+  math and casts by the op's own numbers (:data:`~pypto_sim_a2a3.engine.semantics.NUMBERS`) in
+  one torch call for all the blocks, ops that index a tile's own dimensions (reductions,
+  reshapes, slices, broadcasts) by them block by block, and loads and stores per block's region,
+  moves and the matmul family in the batch's own way (the functions registered with ``_own``).
 
 What the batch cannot do (another op, a scalar read from GM, a data-less token, a block that stops
 while its other cores would wait for it) ends it, and the blocks walk one by one
@@ -46,21 +49,11 @@ from pypto.ir import (
     TileType,
     Var,
 )
-from pypto.ir import semantics as shared
 from pypto.ir.launch import LaunchPlan
 from pypto.ir.nodes import Assign, stmt_end_exprs, stmt_exprs, walk_expr, walk_stmts
-from pypto.ir.ops import (
-    BITWISE_BINARY,
-    COL_EXPANDS,
-    COL_REDUCTIONS,
-    ELEMENTWISE_BINARY,
-    ELEMENTWISE_UNARY,
-    ROW_EXPANDS,
-    ROW_REDUCTIONS,
-    scalar,
-    tile,
-)
-from pypto.ir.semantics import leading, load_padding, region, typed, valid_of
+from pypto.ir.ops import tile
+from pypto.ir.semantics import leading, load_padding, region, torch_dtype, typed, valid_of
+from pypto.ir.semantics import product as block_product
 from pypto.ir.walker import INDEX_OPS, KernelWalker
 from pypto_sim_a2a3.checks.coherence import gm_data_access
 from pypto_sim_a2a3.engine.crosscore import Popped
@@ -68,7 +61,7 @@ from pypto_sim_a2a3.engine.decode import FREE_OPS, Steps
 from pypto_sim_a2a3.engine.interpreter import skipped
 from pypto_sim_a2a3.engine.launch import INIT_OPS, PIPE_OPS, CoreRole, Launch, Placement, Site, placed_rings
 from pypto_sim_a2a3.engine.scheduler import Wait
-from pypto_sim_a2a3.engine.semantics import CHECKS, SEMANTICS
+from pypto_sim_a2a3.engine.semantics import BATCHING, CHECKS, ELEMENT_CHECKS, NUMBERS, Batching
 from pypto_sim_a2a3.hw.cores import Core
 from pypto_sim_a2a3.hw.memory import CoreMemory, SpaceBuffers, slot_of
 from pypto_sim_a2a3.hw.ring import Token
@@ -124,16 +117,6 @@ def _has_lanes(value: Any) -> bool:
 # ---------------------------------------------------------------- which kernels
 
 
-_ELEMENTWISE = frozenset(
-    [getattr(tile, n) for n in ELEMENTWISE_BINARY]
-    + [getattr(tile, f"{n}s") for n in ELEMENTWISE_BINARY]
-    + [getattr(tile, n) for n in ELEMENTWISE_UNARY]
-    + [getattr(tile, n) for n in BITWISE_BINARY]
-    + [getattr(tile, f"{n}s") for n in BITWISE_BINARY]
-    + [getattr(tile, "not"), tile.cmp, tile.cmps, tile.sel, tile.sels, tile.prelu, tile.lrelu]
-    + [tile.addc, tile.subc, tile.addsc, tile.subsc, tile.expands]
-)
-_SCALAR = frozenset(name for name in SEMANTICS if name.startswith("scalar.") and name != scalar.read)
 _PIPE_OPS = frozenset(PIPE_OPS) | frozenset(INIT_OPS)  # pushes, pops, frees, initializations
 
 
@@ -503,7 +486,7 @@ class BatchFrame(KernelWalker):
     ) -> None:
         """The op's checks for each block still running (``laned``: its operands differ between
         them); a block whose check fails stops here."""
-        uniform = not laned and call.op not in _DATA_CHECKS  # checked once, for all
+        uniform = not laned and call.op not in ELEMENT_CHECKS  # checked once, for all
         for lane in self.alive[:1] if uniform else list(self.alive):
             try:
                 check(call, self.lane_args(call, args, lane))
@@ -529,7 +512,7 @@ class BatchFrame(KernelWalker):
 
     def scalars(self, call: Call, args: tuple[Any, ...]) -> Lanes:
         """A scalar op's value in each block (0 in a block stopped before it)."""
-        semantics = shared.SEMANTICS[call.op]
+        semantics = NUMBERS[call.op]
         alive = set(self.alive)
         return Lanes(
             semantics(call, [lane_value(a, lane) for a in args]) if lane in alive else 0
@@ -687,16 +670,16 @@ def walk_batch(
 
 # ---------------------------------------------------------------- the ops, batched
 
+# How the batch computes an op (see engine.semantics.BATCHING): by the op's own numbers, or (the
+# ops whose batching is the batch's own, Batching.OWN) by a function registered with @_own.
 Batched = Callable[[BatchFrame, Call, tuple[Any, ...]], Any]
-_BATCHED: dict[str, Batched] = {}
-# Checks that read a tile's elements (not only its shape): made per block.
-_DATA_CHECKS = frozenset({tile.div, tile.row_expand_div})
+_OWN: dict[str, Batched] = {}
 
 
-def _batched(*names: str) -> Callable[[Batched], Batched]:
+def _own(*names: str) -> Callable[[Batched], Batched]:
     def register(fn: Batched) -> Batched:
         for name in names:
-            _BATCHED[name] = fn
+            _OWN[name] = fn
         return fn
 
     return register
@@ -706,7 +689,7 @@ def _empty(frame: BatchFrame, call: Call, fill: bool) -> torch.Tensor:
     """The blocks' results of ``call``: filled (with a load's padding, else zeros) or not."""
     assert isinstance(call.type, TileType)
     shape = (frame.lanes, *call.type.shape)
-    dtype = shared.torch_dtype(call.type.dtype)
+    dtype = torch_dtype(call.type.dtype)
     return (
         torch.full(shape, load_padding(call, dtype), dtype=dtype) if fill else torch.empty(shape, dtype=dtype)
     )
@@ -737,7 +720,7 @@ def _lane_regions(
     return base.as_strided((lanes, *base.shape), (lane_stride, *base.stride()), base.storage_offset())
 
 
-@_batched(tile.load, tile.load_partial)
+@_own(tile.load, tile.load_partial)
 def _load(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
     tensor, offsets = args[0], args[1]
     assert isinstance(call.type, TileType)
@@ -767,7 +750,7 @@ def _load(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
     return out
 
 
-@_batched(tile.store, tile.store_partial)
+@_own(tile.store, tile.store_partial)
 def _store(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
     value, offsets, tensor = args[0], args[1], args[2]
     valid = args[3] if call.op == tile.store_partial else valid_of(call.args[0].type)
@@ -784,7 +767,7 @@ def _store(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor
     return result
 
 
-@_batched(tile.move)
+@_own(tile.move)
 def _move(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
     result: torch.Tensor = args[0]  # the source tile: its binding copies it (first aside if they overlap)
     return result
@@ -840,7 +823,7 @@ def _one_right(frame: BatchFrame, call: Call, a: torch.Tensor, b: torch.Tensor) 
     same = _ONE_RIGHT.get(key)
     if same is None:
         b = frame.memory.whole(b)
-        own = torch.stack([shared.product(call, a[i], b[i]) for i in range(blocks)])
+        own = torch.stack([block_product(call, a[i], b[i]) for i in range(blocks)])
         same = _ONE_RIGHT[key] = _same_bits(product, own)
     return product if same else None
 
@@ -850,7 +833,7 @@ def _same_bits(x: torch.Tensor, y: torch.Tensor) -> bool:
     return torch.equal(x.contiguous().view(torch.int32), y.contiguous().view(torch.int32))
 
 
-@_batched(tile.matmul)
+@_own(tile.matmul)
 def _matmul(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
     if frame.lanes > 1 and args[0].dim() == args[1].dim() == 3 and frame.memory.same_in_every_block(args[1]):
         product = _one_right(frame, call, args[0], args[1])
@@ -864,7 +847,7 @@ def _matmul(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tenso
     return typed(call, a @ b)
 
 
-@_batched(tile.matmul_acc)
+@_own(tile.matmul_acc)
 def _matmul_acc(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
     acc, a, b = args
     product = _product(frame, call, a, b)
@@ -875,7 +858,7 @@ def _matmul_acc(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.T
     return typed(call, acc.to(product.dtype) + product)
 
 
-@_batched(tile.matmul_bias)
+@_own(tile.matmul_bias)
 def _matmul_bias(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
     a, b, bias = args
     product = _product(frame, call, a, b)
@@ -889,59 +872,44 @@ def _matmul_bias(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.
 def _per_block(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
     """The op's shared semantics block by block (a block stopped before it keeps zeros)."""
     out = _empty(frame, call, True)
-    semantics = shared.SEMANTICS[call.op]
+    semantics = NUMBERS[call.op]
     for lane in frame.alive:
         out[lane].copy_(semantics(call, frame.lane_args(call, args, lane)))
     return out
 
 
-@_batched(*_ELEMENTWISE, tile.cast)
 def _elementwise(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
     first = args[0]
     if first[0].numel() % _VECTOR_ELEMENTS or _has_lanes(args[1:]):
         return _per_block(frame, call, args)
-    value: torch.Tensor = shared.SEMANTICS[call.op](call, args)  # each element on its own
+    value: torch.Tensor = NUMBERS[call.op](call, args)  # each element on its own
     return value
 
 
-# Ops whose shared semantics index a tile's own dimensions (reductions, reshapes, concatenation,
-# slices, broadcasts, pads): each block's tile on its own.
-_PER_BLOCK = frozenset(
-    [getattr(tile, n) for n in (*ROW_REDUCTIONS, *COL_REDUCTIONS, *ROW_EXPANDS, *COL_EXPANDS)]
-    + [
-        tile.row_expand,
-        tile.part_add,
-        tile.part_mul,
-        tile.part_max,
-        tile.part_min,
-        tile.expand_clone,
-        tile.concat,
-        tile.reshape,
-        tile.transpose,
-        tile.slice,
-        tile.set_validshape,
-        tile.fillpad,
-        tile.assemble,
-    ]
-)
-_batched(*_PER_BLOCK)(_per_block)
-
-
-@_batched(tile.full)
+@_own(tile.full)
 def _full(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
     if _has_lanes(args):
         return _per_block(frame, call, args)
-    value: torch.Tensor = shared.SEMANTICS[call.op](call, args)
+    value: torch.Tensor = NUMBERS[call.op](call, args)
     return value.unsqueeze(0).expand(frame.lanes, *value.shape).clone()
 
 
-@_batched(tile.create)
+@_own(tile.create)
 def _create(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
     return _empty(frame, call, True)
 
 
-@_batched(*_SCALAR)
 def _scalar(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> Any:
     if _has_lanes(args):
         return frame.scalars(call, args)
-    return SEMANTICS[call.op](call, args)
+    return NUMBERS[call.op](call, args)  # (its checks made already, for every block)
+
+
+_BY_KIND: dict[Batching, Batched] = {
+    Batching.WHOLE: _elementwise,
+    Batching.PER_BLOCK: _per_block,
+    Batching.SCALAR: _scalar,
+}
+_BATCHED: dict[str, Batched] = {
+    name: _OWN[name] if kind is Batching.OWN else _BY_KIND[kind] for name, kind in BATCHING.items()
+}

@@ -3,12 +3,13 @@
 The blocks of a ``pl.spmd`` launch run one kernel on equal core groups; when the kernel's loops
 and branches do not depend on the block (or on data) and its blocks share no barrier, every
 block does the same steps at the same cycles after its own start (its cores' pipes connect only
-its own cores). So block 0 runs on the full engine
+its own cores). So block 0 runs on the reference runner
 (:class:`~pypto_sim_a2a3.engine.interpreter.KernelFrame`: its pipes, costs, waits) while a
-:class:`BlockRecording` keeps, per core and per scheduler step, what the step yielded and what
-it did: the timeline slices it recorded, the GM accesses it reported, the ops it ran, the rings it
-opened and their changes, the tiles that crossed, the moment its last GM access settled, and for
-each wait the step of the core that ended it. A later block is a :class:`GhostBlock`:
+:class:`BlockRecording`, the :class:`~pypto_sim_a2a3.engine.launch.LaunchObserver` of its launch,
+keeps, per core and per scheduler step, what the step yielded and what it did: the timeline
+slices it recorded, the GM accesses it reported, the ops it ran, the rings it opened and their
+changes, the tiles that crossed, the moment its last GM access settled, and for each wait the
+step of the core that ended it. A later block is a :class:`GhostBlock`:
 
 - its numbers come from a :class:`NumbersFrame` per core: the same walk of the kernel with the
   same checked semantics on the block's own core memory, its tiles crossing its own rings, without
@@ -209,7 +210,8 @@ class _Step:
 
 
 class BlockRecording:
-    """Block 0 of a replayable task, recorded step by step while the full engine runs it."""
+    """Block 0 of a replayable task, recorded step by step while the reference runner runs it: the
+    :class:`~pypto_sim_a2a3.engine.launch.LaunchObserver` of its launch (``launch.observe(recording)``)."""
 
     def __init__(self, launch: Launch, start: int) -> None:
         self.launch = launch
@@ -220,38 +222,70 @@ class BlockRecording:
         self.ghosts: list[GhostBlock] = []  # the blocks replaying this one
         self.numbers: BatchedNumbers | None = None  # the later blocks' numbers, walked together
         self.rings = 0  # the rings its launch opened so far
+        self._index = {id(role): i for i, role in enumerate(launch.roles)}  # each role's core
         self._current: list[tuple[Any, ...]] | None = None  # the effects of the step running now
         self._stepping: _Step | None = None  # the step running now
-        launch.recorder = _RecordingRecorder(launch.recorder, self)  # type: ignore[assignment]
-        for pipe in launch.pipes.values():  # made with the launch: they tell its recorder too
-            pipe.recorder = launch.recorder
-        self._watch(launch)
 
     def release(self) -> None:
         """Once its task's blocks have all ended: drop the blocks replaying it, the processes
-        watched, and its hooks on block 0's launch (each names the recording back: reference
+        watched, and its place on block 0's launch (each names the recording back: reference
         cycles, which would keep the run's records alive until a full collection)."""
         self.ghosts.clear()
         self.processes.clear()
-        launch = self.launch
-        for hooked in ("gm_access", "settle"):
-            launch.__dict__.pop(hooked, None)
-        if isinstance(launch.recorder, _RecordingRecorder):
-            launch.recorder = launch.recorder._recorder
-            for pipe in launch.pipes.values():
-                pipe.recorder = launch.recorder
+        if self.launch.observer is self:
+            self.launch.observe(None)
 
     def effect(self, effect: tuple[Any, ...]) -> None:
         assert self._current is not None, "block 0 did something outside its own steps"
         self._current.append(effect)
 
-    def on_op(self, call: Call) -> None:
+    # ------------------------------------------------ what the launch tells (LaunchObserver)
+
+    def op(self, call: Call) -> None:
         self.effect((OP, call))
 
-    def watch(self, index: int, process: Process) -> None:
+    def gm_access(self, role: CoreRole, call: Call, args: Sequence[Any], at: int) -> None:
+        self.effect((GM, call, at))
+
+    def settle(self, role: CoreRole) -> None:
+        if self._current is not None and self._stepping is not None:
+            self._current.append((SETTLE, self._index[id(role)]))
+            self._stepping.settles = True
+
+    def slice(self, piece: Slice) -> None:
+        self.effect((SLICE, piece))
+
+    def ring(self, pipe: str, owner: str, slots: int) -> Callable[[int, int], None]:
+        number = self.rings
+        self.rings += 1
+        self.effect((RING, number, pipe, owner, slots))
+        return lambda delta, cycle: self.effect((RING_CHANGE, number, delta, cycle))
+
+    def transfer(self, transfer: Transfer) -> None:
+        self.effect((TRANSFER, transfer))
+
+    def spawned(self, index: int, process: Process) -> None:
         """Core ``index`` runs as ``process``: each of its waits records what ended it."""
         self.processes[process] = index
         process.on_wake = lambda stepper: self._woken(index, stepper)
+
+    def stepped(self, index: int, run: Generator[Event, None, Any]) -> Generator[Event, None, Any]:
+        """``run`` (core ``index``'s kernel run), each of its steps recorded."""
+        steps = self.steps[index]
+        while True:
+            step = _Step()
+            steps.append(step)
+            self.counts[index] += 1
+            self._current, self._stepping = step.effects, step
+            try:
+                event = next(run)
+            except StopIteration as stop:
+                self._current = self._stepping = None
+                step.event = _FINAL
+                return stop.value
+            self._current = self._stepping = None
+            step.event = event
+            yield event
 
     def _woken(self, index: int, stepper: Process | None) -> None:
         core = self.processes.get(stepper) if stepper is not None else None
@@ -265,70 +299,6 @@ class BlockRecording:
                 ghost.counts[index] == len(self.steps[index]) and ghost.counts[core] >= self.counts[core]
             ), "a replayed block waited past block 0"
             ghost.signal.changed()
-
-    def _watch(self, launch: Launch) -> None:
-        gm_access, settle = launch.gm_access, launch.settle
-        index = {id(role): i for i, role in enumerate(launch.roles)}
-
-        def recorded_gm_access(role: CoreRole, call: Call, args: Sequence[Any], at: int = 0) -> None:
-            self.effect((GM, call, at))
-            gm_access(role, call, args, at)
-
-        def recorded_settle(role: CoreRole) -> None:
-            if self._current is not None and self._stepping is not None:
-                self._current.append((SETTLE, index[id(role)]))
-                self._stepping.settles = True
-            settle(role)
-
-        launch.gm_access = recorded_gm_access  # type: ignore[method-assign]
-        launch.settle = recorded_settle  # type: ignore[method-assign]
-
-    def recorded(self, index: int, process: Generator[Event, None, Any]) -> Generator[Event, None, Any]:
-        """``process`` (core ``index``'s kernel run), each of its steps recorded."""
-        steps = self.steps[index]
-        while True:
-            step = _Step()
-            steps.append(step)
-            self.counts[index] += 1
-            self._current, self._stepping = step.effects, step
-            try:
-                event = next(process)
-            except StopIteration as stop:
-                self._current = self._stepping = None
-                step.event = _FINAL
-                return stop.value
-            self._current = self._stepping = None
-            step.event = event
-            yield event
-
-
-class _RecordingRecorder:
-    """The run's recorder as block 0's launch sees it: every slice is also kept in the step."""
-
-    def __init__(self, recorder: Recorder, recording: BlockRecording) -> None:
-        self._recorder = recorder
-        self._recording = recording
-
-    def record(self, piece: Slice) -> None:
-        self._recorder.record(piece)
-        self._recording.effect((SLICE, piece))
-
-    def ring(self, pipe: str, owner: str, slots: int) -> Callable[[int, int], None]:
-        recording = self._recording
-        number = recording.rings
-        recording.rings += 1
-        recording.effect((RING, number, pipe, owner, slots))
-        change = self._recorder.ring(pipe, owner, slots)
-
-        def recorded_change(delta: int, cycle: int) -> None:
-            change(delta, cycle)
-            recording.effect((RING_CHANGE, number, delta, cycle))
-
-        return recorded_change
-
-    def transfer(self, transfer: Transfer) -> None:
-        self._recorder.transfer(transfer)
-        self._recording.effect((TRANSFER, transfer))
 
 
 # ---------------------------------------------------------------- a later block
