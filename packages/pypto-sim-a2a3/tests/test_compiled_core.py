@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -244,3 +246,16 @@ def test_a_run_without_the_compiled_core_simulates_on_python_and_says_so_once():
     assert python.returncode == 0, python.stderr
     assert python.stderr == ""
     assert python.stdout == done.stdout  # the same modeled cycles
+
+
+def test_the_compiled_core_is_built_where_a_compiler_is():
+    """Where the C compiler Python was built with is found, the install built the compiled core
+    (else tests/test_engines_agree.py would hold the Python engine to itself, and the tests above
+    would be skipped)."""
+    compiler = (sysconfig.get_config_var("CC") or "").split()
+    if not compiler or shutil.which(compiler[0]) is None:
+        pytest.skip("no C compiler here: the simulator falls back to the Python engine")
+    assert engines.compiled_core_built(), (
+        f"a C compiler ({compiler[0]}) is here, but the compiled timing core is not built "
+        f"({engines.WHY_MISSING}): run `python -m pip install -e packages/pypto-sim-a2a3` again"
+    )

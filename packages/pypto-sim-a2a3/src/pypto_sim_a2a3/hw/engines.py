@@ -57,8 +57,8 @@ def core_pipes_class(engine: str) -> type[CorePipes]:
         raise ConfigError(
             f"{ENGINE_ENV}=compiled, but the compiled timing core of a2a3sim is not built ({WHY_MISSING})",
             None,
-            "reinstall pypto-sim-a2a3 where a C compiler is found (e.g. `pip install --force-reinstall "
-            f"--no-deps -e packages/pypto-sim-a2a3` with gcc or clang on PATH), or set {ENGINE_ENV}=auto "
+            "reinstall pypto-sim-a2a3 where a C compiler is found (from a checkout: `python -m pip "
+            f"install -e packages/pypto-sim-a2a3` with gcc or clang on PATH), or set {ENGINE_ENV}=auto "
             "or python to simulate on the Python engine",
         )
     if not _noticed:
