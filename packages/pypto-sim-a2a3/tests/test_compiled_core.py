@@ -22,6 +22,8 @@ from typing import Any
 
 import pytest
 import torch
+from sim_lowered import rand, run, single, vector_binary_kernel
+from sim_mixed import round_trip
 
 from pypto.ir import MemorySpace, SourceSpan
 from pypto.ir.errors import ConfigError
@@ -210,6 +212,26 @@ def test_without_the_compiled_core_asking_for_it_is_a_config_error(monkeypatch: 
         engines.core_pipes_class("compiled")
     assert "C compiler" in str(raised.value.hint)
     assert "PYPTO_SIM_ENGINE=auto or python" in str(raised.value.hint)
+
+
+def test_the_runs_engine_setting_reaches_the_pipes_of_every_core(monkeypatch: pytest.MonkeyPatch):
+    """PYPTO_SIM_ENGINE, read once per run, picks the class of each core's pipes: the compiled
+    one (here a stand-in that counts the cores it is made for) or the Python reference."""
+    made: list[str] = []
+
+    class Counted(CorePipes):
+        def __init__(self, core: Core, recorder: Any, flag_cycles: int):
+            super().__init__(core, recorder, flag_cycles)
+            made.append(core.name)
+
+    monkeypatch.setattr(engines, "COMPILED", Counted)
+    a, b = rand(64, 128, seed=1), rand(64, 128, seed=2)
+    for engine, counted in (("compiled", True), ("python", False)):
+        monkeypatch.setenv("PYPTO_SIM_ENGINE", engine)
+        made.clear()
+        run(single(vector_binary_kernel("tile.add")), a, b, torch.zeros(64, 128))
+        run(round_trip(), *(rand(64, 64, seed=s) for s in range(4)), torch.zeros(64, 64))
+        assert sorted(made) == (["cg0.AIC", "cg0.AIV0", "cg0.AIV0", "cg0.AIV1"] if counted else [])
 
 
 FALLBACK = r"""
