@@ -176,6 +176,12 @@ def test_a_bad_argument_to_the_compiled_core_pipes_is_a_type_error():
         pipes.run(OpCost("MTE2", 1), None, 0, colour="red")  # type: ignore[call-arg]
     with pytest.raises(TypeError):
         pipes.run(OpCost("MTE2", 1), None, "soon")  # type: ignore[arg-type]
+    unmade = engines.COMPILED.__new__(engines.COMPILED)  # __init__ never ran: an error, not a crash
+    with pytest.raises(RuntimeError, match="was not called"):
+        unmade.drained()
+    pipes.run(OpCost("MTE2", 10), None, 0, writes=[Region(MemorySpace.Vec, 0, 64)])
+    pipes.__init__(Core("c"), Slices(), 0)  # type: ignore[misc]  # made again: it starts afresh
+    assert (pipes.free, pipes.ready([Region(MemorySpace.Vec, 0, 64)])) == ({}, 0)
 
 
 def test_the_engine_setting_picks_the_core_pipes(monkeypatch: pytest.MonkeyPatch):

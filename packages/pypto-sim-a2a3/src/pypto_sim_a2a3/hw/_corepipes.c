@@ -376,6 +376,18 @@ static int CorePipes_init(CorePipes *self, PyObject *args, PyObject *kwds) {
     Py_INCREF(recorder);
     Py_XSETREF(self->recorder, recorder);
     self->flag_cycles = flag_cycles;
+    /* A fresh start, also when __init__ runs again on the same object. */
+    for (Py_ssize_t i = 0; i < self->nspaces; i++) {
+        Py_CLEAR(self->spaces[i].space);
+        PyMem_Free(self->spaces[i].uses);
+    }
+    PyMem_Free(self->spaces);
+    self->spaces = NULL;
+    self->nspaces = 0;
+    for (Py_ssize_t i = 0; i < self->cap_pipes; i++) self->used[i] = 0;
+    self->nused = 0;
+    self->ngm = 0;
+    self->claims = 0;
     Py_XSETREF(self->pipe_names, PyList_New(0));
     Py_XSETREF(self->pipe_ids, PyDict_New());
     Py_XSETREF(self->gm_index, PyDict_New());
@@ -427,7 +439,15 @@ static void CorePipes_dealloc(CorePipes *self) {
 
 /* ------------------------------------------------------------------ the state of the core */
 
+/* Whether __init__ has run (a method of an object made by __new__ alone raises instead of crashing). */
+static int initialized(CorePipes *self) {
+    if (self->pipe_ids != NULL) return 1;
+    PyErr_SetString(PyExc_RuntimeError, "CorePipes.__init__(core, recorder, flag_cycles) was not called");
+    return 0;
+}
+
 static PyObject *CorePipes_drained(CorePipes *self, PyObject *args, PyObject *kwds) {
+    if (!initialized(self)) return NULL;
     static char *names[] = {"pipes", NULL};
     PyObject *pipes = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:drained", names, &pipes)) return NULL;
@@ -461,6 +481,7 @@ static PyObject *CorePipes_drained(CorePipes *self, PyObject *args, PyObject *kw
 }
 
 static PyObject *CorePipes_ready(CorePipes *self, PyObject *regions) {
+    if (!initialized(self)) return NULL;
     PyObject *seq = PySequence_Fast(regions, "ready() takes a sequence of regions");
     if (seq == NULL) return NULL;
     cyc best = 0;
@@ -485,6 +506,7 @@ fail:
 }
 
 static PyObject *CorePipes_last_read(CorePipes *self, PyObject *regions) {
+    if (!initialized(self)) return NULL;
     PyObject *seq = PySequence_Fast(regions, "last_read() takes a sequence of regions");
     if (seq == NULL) return NULL;
     cyc best = 0;
@@ -512,12 +534,14 @@ fail:
 }
 
 static PyObject *CorePipes_gm_written(CorePipes *self, PyObject *tensor) {
+    if (!initialized(self)) return NULL;
     GmUse *use = gm_use(self, tensor, 0);
     if (use == NULL && PyErr_Occurred()) return NULL;
     return PyLong_FromLongLong(use != NULL ? use->written : 0);
 }
 
 static PyObject *CorePipes_copied(CorePipes *self, PyObject *args, PyObject *kwds) {
+    if (!initialized(self)) return NULL;
     static char *names[] = {"source", "dest", NULL};
     PyObject *source_region, *dest_region;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:copied", names, &source_region, &dest_region)) return NULL;
@@ -549,6 +573,7 @@ static PyObject *CorePipes_copied(CorePipes *self, PyObject *args, PyObject *kwd
 }
 
 static PyObject *CorePipes_free_get(CorePipes *self, void *closure) {
+    if (!initialized(self)) return NULL;
     PyObject *pipes = PyDict_New();
     if (pipes == NULL) return NULL;
     for (Py_ssize_t i = 0; i < self->nused; i++) {
@@ -753,12 +778,12 @@ static PyObject *label_of(PyObject *name, PyObject *call, PyObject *pipe) {
 static PyObject *describe(CorePipes *self, const Binding *b) {
     static const char *whats[] = {"data", "read", "written"};
     PyObject *producer = pipe_name(self, b->producer);
-    if (b->space == NULL) return PyUnicode_FromFormat("wait for GM %s by %U", whats[b->what], producer);
+    if (b->space == NULL) return PyUnicode_FromFormat("wait for GM %s by %S", whats[b->what], producer);
     PyObject *space = PyObject_GetAttr(b->space, s_name);
     if (space == NULL) return NULL;
     PyObject *text = b->what == 0
-                         ? PyUnicode_FromFormat("wait for %S data from %U", space, producer)
-                         : PyUnicode_FromFormat("wait for %S buffer %s by %U", space, whats[b->what], producer);
+                         ? PyUnicode_FromFormat("wait for %S data from %S", space, producer)
+                         : PyUnicode_FromFormat("wait for %S buffer %s by %S", space, whats[b->what], producer);
     Py_DECREF(space);
     return text;
 }
@@ -838,6 +863,7 @@ static const char *run_names[] = {"cost", "call", "issue", "reads", "writes", "g
 
 /* CorePipes.run(cost, call, issue, reads=(), writes=(), gm_reads=(), gm_writes=(), after=(), name=None) */
 static PyObject *CorePipes_run(CorePipes *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    if (!initialized(self)) return NULL;
     PyObject *given[RUN_ARGS] = {NULL};
     if (nargs > RUN_ARGS) {
         PyErr_SetString(PyExc_TypeError, "run() takes at most 9 arguments");
