@@ -174,6 +174,11 @@ SETTINGS: tuple[Described, ...] = (
         _raw("PYPTO_TORCHRUN_TIMEOUT_S", "300"),
     ),
     Described(
+        "PYPTO_SIM_ENGINE",
+        "a2a3sim: the timing engine (auto, compiled or python)",
+        _raw("PYPTO_SIM_ENGINE", "auto"),
+    ),
+    Described(
         "PYPTO_SIM_GC_FREEZE",
         "a2a3sim: freeze the loaded heap for the collector",
         _raw("PYPTO_SIM_GC_FREEZE", "on"),

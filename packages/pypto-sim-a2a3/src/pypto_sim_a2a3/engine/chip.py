@@ -57,6 +57,7 @@ from pypto_sim_a2a3.fast.runner import FastRunner
 from pypto_sim_a2a3.hw.barrier import SyncAll
 from pypto_sim_a2a3.hw.cores import Core, CoreGroup
 from pypto_sim_a2a3.hw.cost import CostModel
+from pypto_sim_a2a3.hw.engines import core_pipes_class
 from pypto_sim_a2a3.options import SimOptions
 
 # (kernel, done, total, unit): the blocks of an spmd task, or its outermost loop's iterations.
@@ -92,6 +93,7 @@ class Chip:
         self.platform = platform
         self.sim = sim if sim is not None else SimOptions.from_env()  # every switch of the run
         self.cost = CostModel(target)
+        self.core_pipes = core_pipes_class(self.sim.engine)  # compiled or Python (hw/engines.py)
         self.steps = steps_of(self.loaded, target)  # the program's calls, decoded once
         self.in_time = TimeOrder()  # GM accesses and ordering events, checked in modeled order
         # A chip of a world shares the world's scheduler (one modeled clock for every rank).
@@ -420,6 +422,7 @@ class Chip:
             self.in_time,
             self.debugger,
             self.comm,
+            self.core_pipes,
         )
 
     def _launch(self, plan: LaunchPlan, args: tuple[Any, ...], site: Site) -> tuple[Launch, list[Placement]]:

@@ -45,7 +45,7 @@ from pypto_sim_a2a3.engine.launch import CoreRole
 from pypto_sim_a2a3.engine.scheduler import Advance, Event
 from pypto_sim_a2a3.engine.semantics import SEMANTICS
 from pypto_sim_a2a3.errors import PipeError
-from pypto_sim_a2a3.hw.corepipes import GM_PIPES, CorePipes, Dependency, Region
+from pypto_sim_a2a3.hw.corepipes import GM_PIPES, Dependency, Region
 from pypto_sim_a2a3.hw.cost import CostModel, OpCost
 from pypto_sim_a2a3.hw.ring import TOKEN, Token
 
@@ -69,7 +69,7 @@ class KernelFrame(KernelWalker):
         self.steps = steps  # the program's calls, decoded once
         self.on_op: Callable[[Call], None] | None = None  # told each op as it runs (a recording)
         self.last_gm_statement = _last_gm_statement_of(self.fn)
-        self.pipes = CorePipes(self.core, role.launch.recorder, cost.sync_cycles())
+        self.pipes = site.core_pipes(self.core, role.launch.recorder, cost.sync_cycles())
         role.pipes = self.pipes
         self.issue_step = cost.issue_step()
         self._pending: _Issued | None = (

@@ -135,6 +135,7 @@ class Site:
     debugger: Any = None
     # the rank's endpoint in a world of chips (pypto_sim_a2a3.distributed.world.RankComm), None alone
     comm: Any = None
+    core_pipes: type[CorePipes] = CorePipes  # the run's engine's pipes of a core (hw/engines.py)
 
 
 class LaunchObserver(Protocol):
