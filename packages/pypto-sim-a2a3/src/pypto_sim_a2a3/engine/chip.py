@@ -41,6 +41,7 @@ from pypto_sim_a2a3.engine.interpreter import KernelFrame
 from pypto_sim_a2a3.engine.launch import Launch, Placement, Site, check_arguments, plan_launch, task_barrier
 from pypto_sim_a2a3.engine.runtime_rings import RuntimeRings, Scope
 from pypto_sim_a2a3.engine.scheduler import Advance, Event, Scheduler, Signal, Wait
+from pypto_sim_a2a3.engine.steering import TimingOnly, UnrealGm, launch_steering
 from pypto_sim_a2a3.engine.taskgraph import (
     JOIN,
     ParallelContext,
@@ -150,6 +151,8 @@ class Chip:
         # arguments still to dump once it has written them
         self.dump = dump
         self._to_dump: dict[int, tuple[DumpSlot, ...]] = {}
+        # A timing-only run (SimOptions.timing_only): the GM its tasks wrote without numbers.
+        self.unreal = UnrealGm() if self.sim.timing_only else None
 
     def run(self, entry: Function, args: Sequence[Any]) -> tuple[Any, ...]:
         """Run the orchestration ``entry`` and every task it submits; return what its ``Return`` gave."""
@@ -337,6 +340,9 @@ class Chip:
         assert task.predicate is not None
         predicate, tensor, indices = task.predicate
         self.races.predicate_read(task, predicate, tensor, indices, self.dispatcher.clock)
+        if self.unreal is not None:
+            element = tensor[tuple(slice(i, i + 1) for i in indices)]
+            self.unreal.check_element(element, task.call, predicate.tensor, f"the predicate of {task.name}")
         holds = predicate.holds(tensor[indices].item())
         task.predicate = None  # read once
         if holds:
@@ -420,6 +426,7 @@ class Chip:
             self.in_time,
             self.debugger,
             self.comm,
+            None if self.unreal is None else TimingOnly(launch_steering(plan), self.unreal),
         )
         launch, placements = plan_launch(plan, task.args, site, self.target, self.recorder)
         self._launches.append(launch)
@@ -463,8 +470,10 @@ class Chip:
             if not self._replayable[name]:
                 return None
             recording = self._recordings[task.id] = BlockRecording(launch, start)
+            # (a timing-only run's blocks walk alone: the batch computes every number)
+            batch = self.sim.batch and self.unreal is None
             recording.numbers = BatchedNumbers(
-                plan, task.blocks, self.target, self.steps, self.cost, batch=self.sim.batch
+                plan, task.blocks, self.target, self.steps, self.cost, batch=batch
             )
             return recording
         found = self._recordings.get(task.id)

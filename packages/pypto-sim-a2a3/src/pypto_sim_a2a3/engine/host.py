@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import Any, Protocol
 
 from pypto.ir import Call, Expr, For, Function, If, LoopKind, SourceSpan, Var, While
+from pypto.ir.errors import at_line
 from pypto.ir.launch import LaunchPlan, LoadedProgram
 from pypto.ir.ops import scalar, tensor
 from pypto.ir.walker import HostWalker, Jump
@@ -110,6 +111,9 @@ class HostFrame(HostWalker):
         if call.op == _READ:
             element = _element(args[0], args[1])
             yield from self.chip.wait_for_writers(element, f"the tasks writing {_name(call.args[0])}", call)
+            unreal = getattr(self.chip, "unreal", None)  # (a timing-only run's GM without numbers)
+            if unreal is not None:
+                unreal.check_element(element, call, _name(call.args[0]), _read_value(call))
         value = yield from super().apply(call, args)
         if call.op == _CREATE:
             self.chip.created(value)
@@ -138,6 +142,11 @@ def _element(tensor: Any, offsets: Sequence[Any]) -> Any:
     if len(offsets) != tensor.dim():
         return tensor  # (the read's own check reports it)
     return tensor[tuple(slice(int(o), int(o) + 1) for o in offsets)]
+
+
+def _read_value(call: Call) -> str:
+    """How an error names the value a host's ``pl.read`` gives."""
+    return f"the value pl.read reads at {at_line(call.span)}"
 
 
 def _name(expr: Expr) -> str:

@@ -127,6 +127,9 @@ class Site:
     debugger: Any = None
     # the rank's endpoint in a world of chips (pypto_sim_a2a3.distributed.world.RankComm), None alone
     comm: Any = None
+    # a timing-only run's steering slices and GM without numbers (pypto_sim_a2a3.engine.steering.
+    # TimingOnly), None when the run computes every number
+    timing_only: Any = None
 
 
 def member_name(core: str, block: int, block_num: int) -> str:
