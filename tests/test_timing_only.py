@@ -302,6 +302,13 @@ def test_a_golden_comparison_with_timing_only_is_a_config_error_naming_both(give
     assert named in caught.value.message
 
 
+def test_a_distributed_program_refuses_timing_only():
+    from pypto.ir.distributed_compiled_program import DistributedConfig
+
+    with pytest.raises(ConfigError, match="distributed_config"):
+        RunConfig(timing_only=True, distributed_config=DistributedConfig(device_ids=[0, 1]))
+
+
 def test_a_golden_function_with_timing_only_is_a_config_error():
     def golden(tensors):
         tensors["out"][:] = torch.exp(tensors["x"][:32])
