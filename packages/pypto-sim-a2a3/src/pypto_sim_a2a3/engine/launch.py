@@ -214,8 +214,15 @@ class Launch:
                 self.recorder,
                 f"cg{self.group.index}",
                 lead=self.lead,
+                numbers=self._pipes_carry_numbers(),
             )
         return self.pipes[key]
+
+    def _pipes_carry_numbers(self) -> bool:
+        """Whether the tiles' values cross the pipes: unless a timing-only run's kernels here
+        each find their steering values on their own side."""
+        timing_only = self.site.timing_only
+        return timing_only is None or None in timing_only.steering.values()
 
     def initialize_pipes(self, role: CoreRole, call: Call) -> None:
         """``role``'s ``*_initialize_pipe``: the first one of a pipe id opens its rings, later
