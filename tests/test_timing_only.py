@@ -46,10 +46,10 @@ def report_parts(report):
 def both_ways(kernel, *args):
     """Run ``kernel`` with numbers and timing-only, each on its own copies of ``args``: the two
     reports (which must agree) and the timing-only run's arguments afterwards."""
-    full = [a.clone() for a in args]
+    full = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
     kernel(*full, config=FULL)
     with_numbers = kernel.last_report
-    timed = [a.clone() for a in args]
+    timed = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
     kernel(*timed, config=TIMING)
     timing_only = kernel.last_report
     assert timing_only.timing_only and not with_numbers.timing_only
@@ -189,6 +189,58 @@ def test_an_offset_outside_the_tensor_is_the_same_error_without_numbers():
     for config in (FULL, TIMING):
         with pytest.raises(OutOfBoundsError, match=r"region \[160:192\] is outside dim 0"):
             gather_blocks(x, ints(0, 5, 0, 0), out, config=config)
+
+
+TABLE = pl.Tensor[[16], pl.INT32]
+ROWS = pl.Tensor[[512, 64], pl.FP32]
+
+
+@pl.jit
+def spmd_gather(x: ROWS, table: TABLE, out: pl.Out[ROWS]):
+    with pl.spmd(16, name_hint="gather"):
+        block = pl.get_block_idx()
+        row = pl.read(table, [block])  # each block's offset, from a host tensor
+        t = pl.load(x, [row * 32, 0], [32, 64])
+        pl.store(pl.exp(t), [block * 32, 0], out)
+    return out
+
+
+def test_the_blocks_of_an_spmd_launch_read_their_own_offsets():
+    x, table = torch.randn(512, 64), torch.randperm(16).to(torch.int32)
+    report, (_, _, after) = both_ways(spmd_gather, x, table, torch.zeros(512, 64))
+    assert len(report.tasks) == 16 and torch.equal(after, torch.zeros(512, 64))
+
+
+def test_a_late_block_out_of_bounds_is_the_same_error_without_numbers():
+    x, table = torch.randn(512, 64), torch.arange(16, dtype=torch.int32)
+    table[13] = 16
+    messages = []
+    for config in (FULL, TIMING):
+        with pytest.raises(OutOfBoundsError) as caught:
+            spmd_gather(x, table, torch.zeros(512, 64), config=config)
+        messages.append(str(caught.value))
+    assert "region [512:544] is outside dim 0" in messages[0] and messages[0] == messages[1]
+
+
+@pl.jit
+def spmd_shift(x: ROWS, out: pl.Out[ROWS], shift: int):
+    with pl.spmd(16, name_hint="shift"):
+        block = pl.get_block_idx()
+        t = pl.load(x, [(block + shift) * 32, 0], [32, 64])  # the blocks' numbers walk together
+        pl.store(pl.exp(t), [block * 32, 0], out)
+    return out
+
+
+def test_batched_blocks_take_the_same_time_and_checks_without_numbers():
+    x = torch.randn(512, 64)
+    report, (_, after, _) = both_ways(spmd_shift, x, torch.zeros(512, 64), 0)
+    assert len(report.tasks) == 16 and torch.equal(after, torch.zeros(512, 64))
+    messages = []
+    for config in (FULL, TIMING):
+        with pytest.raises(OutOfBoundsError) as caught:
+            spmd_shift(x, torch.zeros(512, 64), 1, config=config)
+        messages.append(str(caught.value))
+    assert "region [512:544] is outside dim 0" in messages[0] and messages[0] == messages[1]
 
 
 SEQ = pl.Tensor[[4], pl.INT32]

@@ -470,10 +470,8 @@ class Chip:
             if not self._replayable[name]:
                 return None
             recording = self._recordings[task.id] = BlockRecording(launch, start)
-            # (a timing-only run's blocks walk alone: the batch computes every number)
-            batch = self.sim.batch and self.unreal is None
             recording.numbers = BatchedNumbers(
-                plan, task.blocks, self.target, self.steps, self.cost, batch=batch
+                plan, task.blocks, self.target, self.steps, self.cost, batch=self.sim.batch
             )
             return recording
         found = self._recordings.get(task.id)

@@ -284,7 +284,7 @@ class CoreNumbers:
             return self._skip(call, args)
         assert self.unreal is not None
         if call.op in GM_READS:
-            self.unreal.check_read(call, args, _steered_value(call))
+            self.unreal.check_read(call, args, steered_value(call))
         return semantics(call, args)
 
     def _skip(self, call: Call, args: tuple[Any, ...]) -> Any:
@@ -546,7 +546,7 @@ def skipped(call: Call, args: tuple[Any, ...], nothing: Any = TOKEN) -> Any:
     return args[writes[0]] if writes else nothing
 
 
-def _steered_value(call: Call) -> str:
+def steered_value(call: Call) -> str:
     """How an error names the value a steering GM read is for."""
     return f"the value {user_name(call.op)} reads at {at_line(call.span)}"
 
