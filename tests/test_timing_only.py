@@ -25,6 +25,7 @@ TIMING = RunConfig(platform="a2a3sim", timing_only=True)
 X = pl.Tensor[[128, 64], pl.FP32]
 B = pl.Tensor[[32, 64], pl.FP32]
 N = pl.Tensor[[4], pl.INT32]
+X_ZEROS = torch.zeros(128, 64)
 
 
 def report_parts(report):
@@ -284,8 +285,8 @@ def test_the_host_reading_what_a_timing_only_task_wrote_is_an_error_at_its_line(
     with pytest.raises(TimingOnlyError) as caught:
         count_then_loop(x, counts, out, config=TIMING)
     err = caught.value
-    assert "reads counts for the value pl.read reads" in err.message and "steers the run" in err.message
-    assert "wrote that part of counts" in err.message
+    assert err.message.startswith("pl.read(counts, [0]) reads counts for a value that steers")
+    assert "a task of this run wrote that part of counts at" in err.message
     assert err.span is not None and "pl.range(pl.read(counts, [0]))" in err.span.source_line()
     assert "run with numbers" in err.hint
 
@@ -303,9 +304,36 @@ def write_then_gather(x: X, table: pl.Out[N], out: pl.Out[X]):
 
 
 def test_a_kernel_reading_an_offset_a_timing_only_task_wrote_is_an_error_at_its_line():
-    with pytest.raises(TimingOnlyError, match=r"reads table for the value pl\.read reads") as caught:
+    with pytest.raises(
+        TimingOnlyError, match=r"pl\.read\(table, \[i\]\) reads table for a value that steers"
+    ) as caught:
         write_then_gather(torch.randn(128, 64), ints(0, 0, 0, 0), torch.zeros(128, 64), config=TIMING)
     assert "block = pl.read(table, [i])" in caught.value.span.source_line()
+
+
+@pl.jit
+def maybe_negate(x: X, flags: pl.Out[N], out: pl.Out[X], write_flag: int):
+    if write_flag:
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="flag"):
+            pl.write(flags, [1], 1)
+    with pl.spmd(1, predicate=(flags[1] == 1)):  # noqa: SIM117 - the dispatch form
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="negate"):
+            out[:] = pl.neg(x)
+    return out
+
+
+@pytest.mark.parametrize("flag", [0, 1])
+def test_a_predicate_on_a_host_tensor_skips_or_runs_its_task(flag):
+    report, timed = both_ways(maybe_negate, torch.randn(128, 64), ints(0, flag, 0, 0), X_ZEROS, 0)
+    after = timed[2]
+    assert [t.skipped for t in report.submitted] == [not flag]
+    assert torch.equal(after, X_ZEROS)
+
+
+def test_a_predicate_on_what_a_timing_only_task_wrote_is_an_error():
+    with pytest.raises(TimingOnlyError, match=r"predicate=\(flags\[1\] == 1\) reads flags") as caught:
+        maybe_negate(torch.randn(128, 64), ints(0, 0, 0, 0), X_ZEROS.clone(), 1, config=TIMING)
+    assert 'name_hint="negate"' in caught.value.span.source_line()  # the task the predicate guards
 
 
 def test_a_timing_only_run_computes_no_tile_op(monkeypatch):

@@ -342,7 +342,7 @@ class Chip:
         self.races.predicate_read(task, predicate, tensor, indices, self.dispatcher.clock)
         if self.unreal is not None:
             element = tensor[tuple(slice(i, i + 1) for i in indices)]
-            self.unreal.check_element(element, task.call, predicate.tensor, f"the predicate of {task.name}")
+            self.unreal.check_element(element, task.call, predicate.tensor, f"predicate=({predicate})")
         holds = predicate.holds(tensor[indices].item())
         task.predicate = None  # read once
         if holds:

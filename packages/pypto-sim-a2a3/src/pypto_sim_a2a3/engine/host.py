@@ -16,14 +16,13 @@ from contextlib import contextmanager
 from typing import Any, Protocol
 
 from pypto.ir import Call, Expr, For, Function, If, LoopKind, SourceSpan, Var, While
-from pypto.ir.errors import at_line
 from pypto.ir.launch import LaunchPlan, LoadedProgram
 from pypto.ir.ops import scalar, tensor
 from pypto.ir.walker import HostWalker, Jump
 from pypto_sim_a2a3.engine.runtime_rings import Scope
 from pypto_sim_a2a3.engine.scheduler import Event
 from pypto_sim_a2a3.engine.semantics import SEMANTICS
-from pypto_sim_a2a3.engine.steering import UnrealGm
+from pypto_sim_a2a3.engine.steering import UnrealGm, written_text
 from pypto_sim_a2a3.engine.taskgraph import ParallelContext, PredicateSite, Task
 
 Steps = Generator[Event, None, Any]
@@ -116,7 +115,9 @@ class HostFrame(HostWalker):
             element = _element(args[0], args[1])
             yield from self.chip.wait_for_writers(element, f"the tasks writing {_name(call.args[0])}", call)
             if self.chip.unreal is not None:  # a timing-only run: the element must hold its number
-                self.chip.unreal.check_element(element, call, _name(call.args[0]), _read_value(call))
+                self.chip.unreal.check_element(
+                    element, call, _name(call.args[0]), written_text(call.span, "pl.read")
+                )
         value = yield from super().apply(call, args)
         if call.op == _CREATE:
             self.chip.created(value)
@@ -145,11 +146,6 @@ def _element(tensor: Any, offsets: Sequence[Any]) -> Any:
     if len(offsets) != tensor.dim():
         return tensor  # (the read's own check reports it)
     return tensor[tuple(slice(int(o), int(o) + 1) for o in offsets)]
-
-
-def _read_value(call: Call) -> str:
-    """How an error names the value a host's ``pl.read`` gives."""
-    return f"the value pl.read reads at {at_line(call.span)}"
 
 
 def _name(expr: Expr) -> str:

@@ -61,7 +61,7 @@ from pypto_sim_a2a3.engine.decode import (
 from pypto_sim_a2a3.engine.launch import CoreRole
 from pypto_sim_a2a3.engine.scheduler import Advance, Event
 from pypto_sim_a2a3.engine.semantics import ADDRESS_CHECKS, SEMANTICS
-from pypto_sim_a2a3.engine.steering import UNCOMPUTED, TimingOnly
+from pypto_sim_a2a3.engine.steering import UNCOMPUTED, TimingOnly, written_text
 from pypto_sim_a2a3.errors import PipeError
 from pypto_sim_a2a3.hw.corepipes import GM_PIPES, CorePipes, Dependency, Region
 from pypto_sim_a2a3.hw.cost import CostModel, OpCost
@@ -295,7 +295,7 @@ class CoreNumbers:
             check(call, args)
         if call.op in GM_WRITES:
             assert self.unreal is not None
-            self.unreal.written(self.fn.name, call, args)
+            self.unreal.written(call, args)
         return skipped(call, args, UNCOMPUTED)
 
     def place(self, stmt: Assign, value: Any, env: dict[str, Any]) -> None:
@@ -547,8 +547,8 @@ def skipped(call: Call, args: tuple[Any, ...], nothing: Any = TOKEN) -> Any:
 
 
 def steered_value(call: Call) -> str:
-    """How an error names the value a steering GM read is for."""
-    return f"the value {user_name(call.op)} reads at {at_line(call.span)}"
+    """How an error names a kernel's GM read for a steering value: as written (``pl.read(t, [i])``)."""
+    return written_text(call.span, user_name(call.op))
 
 
 # The ops that read, and that write, GM data.

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -34,8 +34,8 @@ from pypto.ir import (
     For,
     Function,
     If,
+    PyptoError,
     Stmt,
-    TensorType,
     Var,
     While,
     get_op,
@@ -55,13 +55,12 @@ _ADDRESS_ROLES = frozenset({Role.OFFSETS, Role.VALID_SHAPE, Role.HANDLE})
 @dataclass(frozen=True)
 class Steering:
     """The steering slice of one kernel: ``calls`` (by ``id``) to compute, ``names`` of the
-    variables they give (a carried tile among them is copied between buffers), ``gm_params`` the
-    tensor parameters a steering value is read from, ``crosses_pipe`` whether one comes from a
-    pipe (then every kernel of the launch computes everything)."""
+    variables that hold numbers (a tile bound or carried to one of them is copied into its
+    buffer), ``crosses_pipe`` whether a steering value comes from a pipe (then every kernel of the
+    launch computes everything)."""
 
     calls: frozenset[int]
     names: frozenset[str]
-    gm_params: frozenset[str]
     crosses_pipe: bool
 
 
@@ -91,32 +90,32 @@ def launch_steering(plan: LaunchPlan) -> dict[str, Steering | None]:
     return found
 
 
-@dataclass
 class _Slicer:
-    fn: Function
-    names: set[str] = field(default_factory=set)
-    calls: set[int] = field(default_factory=set)
-    gm_params: set[str] = field(default_factory=set)
-    crosses_pipe: bool = False
-    _work: list[str] = field(default_factory=list)
+    """The backward walk from a kernel's steering roots over what defines each value."""
+
+    def __init__(self, fn: Function) -> None:
+        self.fn = fn
+        self.names: set[str] = set()
+        self.calls: set[int] = set()
+        self.crosses_pipe = False
+        self._work: list[str] = []  # names needed whose definitions are not walked yet
+        self.defs: dict[str, list[Call]] = {}  # name -> the call assigned to it
+        self.writers: dict[
+            str, list[Call]
+        ] = {}  # name -> the calls writing it in place (a tile, a GM tensor)
+        self.carried: dict[str, list[Expr]] = {}  # iter_arg, result, alias -> what flows into it
+        self._index()
 
     def slice(self) -> Steering:
-        self._index()
         for root in self._roots():
             self._need_expr(root)
         while self._work:
             self._need_name(self._work.pop())
-        return Steering(
-            frozenset(self.calls), frozenset(self.names), frozenset(self.gm_params), self.crosses_pipe
-        )
+        return Steering(frozenset(self.calls), frozenset(self.names), self.crosses_pipe)
 
     # ------------------------------------------------------------ what defines what
 
     def _index(self) -> None:
-        self.params = {p.var.name: p.var for p in self.fn.params}
-        self.defs: dict[str, list[Call]] = {}  # name -> the call assigned to it
-        self.writers: dict[str, list[Call]] = {}  # name -> the calls writing it in place
-        self.carried: dict[str, list[Expr]] = {}  # iter_arg / result -> what flows into it
         for stmt in walk_stmts(self.fn.body):
             if isinstance(stmt, Assign) and isinstance(stmt.value, Call):
                 self.defs.setdefault(stmt.target.name, []).append(stmt.value)
@@ -177,21 +176,20 @@ class _Slicer:
             self._need_expr(arg)
 
     def _need_name(self, name: str) -> None:
+        """``name`` holds numbers: what assigns it, flows into it or writes it in place (a GM
+        tensor a steering value is read from: this kernel's stores into it) computes too."""
         for call in self.defs.get(name, ()):
             self._need_call(call)
         for flow in self.carried.get(name, ()):
             self._need_expr(flow)
         for call in self.writers.get(name, ()):
             self._need_call(call)
-        param = self.params.get(name)
-        if param is not None and isinstance(param.type, TensorType):
-            self.gm_params.add(name)  # read for a steering value: its writers here compute too
 
 
 def _spec(call: Call) -> OpSpec | None:
     try:
         return get_op(call.op)
-    except Exception:  # an op the table does not know: the walk reports it where it runs
+    except PyptoError:  # an op the table does not know: the walk reports it where it runs
         return None
 
 
@@ -240,15 +238,9 @@ def _jumps(body: Iterable[Stmt]) -> Iterator[Break | Continue]:
 
 
 class Uncomputed:
-    """The value of an op a timing-only run skipped. Nothing that steers may read it: the
-    steering slice computes every op such a value comes from, so reaching one is a bug."""
-
-    _instance: Uncomputed | None = None
-
-    def __new__(cls) -> Uncomputed:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
+    """The value of an op a timing-only run skipped (:data:`UNCOMPUTED`). Nothing that steers may
+    read it: the steering slice computes every op such a value comes from, so reaching one is a
+    bug of the slice."""
 
     def __repr__(self) -> str:
         return "<not computed: timing-only run>"
@@ -264,10 +256,9 @@ UNCOMPUTED = Uncomputed()
 
 @dataclass(frozen=True)
 class _Unreal:
-    """A GM region a task wrote without its numbers: its record, and who wrote it."""
+    """A GM region a task wrote without its numbers: its record, and the line that wrote it."""
 
     access: Access
-    kernel: str
     span: SourceSpan | None
 
 
@@ -279,14 +270,14 @@ class UnrealGm:
     def __init__(self) -> None:
         self._by_storage: dict[int, list[_Unreal]] = {}
 
-    def written(self, kernel: str, call: Call, args: tuple[Any, ...]) -> None:
-        """``kernel``'s ``call`` wrote GM without computing what it wrote."""
+    def written(self, call: Call, args: tuple[Any, ...]) -> None:
+        """A task's ``call`` wrote GM without computing what it wrote."""
         for access in gm_accesses("", call, args):
-            self._by_storage.setdefault(access.key[0], []).append(_Unreal(access, kernel, call.span))
+            self._by_storage.setdefault(access.key[0], []).append(_Unreal(access, call.span))
 
     def check_read(self, call: Call, args: tuple[Any, ...], value: str) -> None:
-        """``call`` reads GM for ``value``, which steers the run: an error if a task wrote it
-        without numbers."""
+        """``call`` (written ``value``) reads GM for a value that steers the run: an error if a
+        task wrote it without numbers."""
         if not self._by_storage:
             return
         for access in gm_accesses("", call, args):
@@ -295,7 +286,8 @@ class UnrealGm:
                 raise _unreal_read(call, access.tensor, value, writer)
 
     def check_element(self, tensor: torch.Tensor, call: Call, name: str, value: str) -> None:
-        """The host reads an element (``tensor``, a one-element view of ``name``) for ``value``."""
+        """The host reads an element (``tensor``, a one-element view of ``name``) with ``value``
+        (``pl.read(...)``, ``predicate=``) to steer the run."""
         if not self._by_storage:
             return
         from pypto_sim_a2a3.checks.footprints import tensor_frame
@@ -319,13 +311,21 @@ def _meets(access: Access, element: tuple[int, ...]) -> bool:
 
 def _unreal_read(call: Call, tensor: str, value: str, writer: _Unreal) -> TimingOnlyError:
     return TimingOnlyError(
-        f"a timing-only run reads {tensor} for {value}, which steers the run, but {writer.kernel} wrote "
-        f"that part of {tensor} at {at_line(writer.span)} earlier in this run, and a timing-only run "
-        "does not compute what tasks write",
+        f"{value} reads {tensor} for a value that steers a timing-only run (a loop bound, a branch, an "
+        f"address or a predicate), but a task of this run wrote that part of {tensor} at "
+        f"{at_line(writer.span)} without computing it: a timing-only run computes no values tasks write",
         call.span,
-        "run with numbers (drop timing_only / --timing-only), or compute that tensor from the "
-        "host's inputs before the timing-only run",
+        "run with numbers (drop timing_only / --timing-only), or compute that tensor from the host's "
+        "inputs before the timing-only run",
     )
+
+
+def written_text(span: SourceSpan | None, fallback: str) -> str:
+    """The expression at ``span`` as the user wrote it (``pl.read(counts, [0])``), else ``fallback``."""
+    if span is None or span.end_col is None:
+        return fallback
+    text = span.source_line()[span.col : span.end_col].strip()
+    return text if text.startswith(fallback) else fallback
 
 
 @dataclass(frozen=True)

@@ -510,7 +510,7 @@ class BatchFrame(KernelWalker):
             self._check(check, call, args, laned)
         if call.op in GM_WRITES:
             for lane in self.alive:
-                self.timing_only.unreal.written(self.fn.name, call, self.lane_args(call, args, lane))
+                self.timing_only.unreal.written(call, self.lane_args(call, args, lane))
         return skipped(call, args, UNCOMPUTED)
 
     def _whole(self, call: Call, args: tuple[Any, ...], laned: bool) -> None:
