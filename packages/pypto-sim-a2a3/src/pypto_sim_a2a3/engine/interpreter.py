@@ -108,11 +108,6 @@ class KernelFrame(KernelWalker):
         self.bound_order: dict[str, int] = {}  # when debugging: the order each name was last bound
         self._binds = 0
 
-    @property
-    def pipes(self) -> CorePipes:
-        """The core's pipes (the debugger shows them)."""
-        return self.role.core_pipes
-
     def run(self) -> Walk:
         """Run the kernel, then wait for its pipes to drain (see :meth:`CoreTiming.started`)."""
         if self.timing is not None:
