@@ -276,22 +276,24 @@ class CoreNumbers:
         if self.computes is None:
             return semantics(call, args)
         if id(call) not in self.computes:
-            return self._skip(call, args)
+            return self._skip(step, args)
         assert self.unreal is not None
         if call.op in GM_READS:
             self.unreal.check_read(call, args, steered_value(call))
         return semantics(call, args)
 
-    def _skip(self, call: Call, args: tuple[Any, ...]) -> Any:
+    def _skip(self, step: Step, args: tuple[Any, ...]) -> Any:
         """A timing-only run's op that steers nothing: where it reads and writes is checked, and
-        what it writes in GM is known to hold no numbers."""
+        what it writes in GM is known to hold no numbers. Its value is the operand it writes (a
+        tile's buffer, a GM tensor), else :data:`UNCOMPUTED`."""
+        call = step.call
         check = ADDRESS_CHECKS.get(call.op)
         if check is not None:
             check(call, args)
         if call.op in GM_WRITES:
             assert self.unreal is not None
             self.unreal.written(call, args)
-        return skipped(call, args, UNCOMPUTED)
+        return args[step.writes[0]] if step.writes else UNCOMPUTED
 
     def place(self, stmt: Assign, value: Any, env: dict[str, Any]) -> None:
         """Bind a tile: its buffer in the core's memory, holding ``value``."""
@@ -534,11 +536,10 @@ def _touches_gm(stmt: Stmt) -> bool:
     return False
 
 
-def skipped(call: Call, args: tuple[Any, ...], nothing: Any = TOKEN) -> Any:
-    """What a skipped op evaluates to (on a mirroring lane, or in a timing-only run): the tensor
-    it writes, or ``nothing`` (a token)."""
+def skipped(call: Call, args: tuple[Any, ...]) -> Any:
+    """What a skipped op evaluates to on a mirroring lane: the tensor it writes, or a token."""
     writes = get_op(call.op).writes
-    return args[writes[0]] if writes else nothing
+    return args[writes[0]] if writes else TOKEN
 
 
 def steered_value(call: Call) -> str:

@@ -64,7 +64,7 @@ from pypto.ir.semantics import leading, load_padding, region, typed, valid_of
 from pypto.ir.walker import INDEX_OPS, KernelWalker
 from pypto_sim_a2a3.checks.coherence import gm_data_access
 from pypto_sim_a2a3.engine.crosscore import Popped
-from pypto_sim_a2a3.engine.decode import FREE_OPS, Steps
+from pypto_sim_a2a3.engine.decode import FREE_OPS, Step, Steps
 from pypto_sim_a2a3.engine.interpreter import GM_READS, GM_WRITES, skipped, steered_value
 from pypto_sim_a2a3.engine.launch import INIT_OPS, PIPE_OPS, CoreRole, Launch, Placement, Site, placed_rings
 from pypto_sim_a2a3.engine.scheduler import Wait
@@ -489,7 +489,7 @@ class BatchFrame(KernelWalker):
                 raise Unbatchable(call.op)
             return (yield from step.launch(self.role, call, args, self.cost))
         if skip:
-            return self._skip(call, args, laned)
+            return self._skip(step, args, laned)
         batched = _BATCHED.get(call.op)
         if batched is None or step.semantics is None:
             raise Unbatchable(call.op)
@@ -502,16 +502,17 @@ class BatchFrame(KernelWalker):
         return batched(self, call, args)
         yield  # a generator that never waits
 
-    def _skip(self, call: Call, args: tuple[Any, ...], laned: bool) -> Any:
+    def _skip(self, step: Step, args: tuple[Any, ...], laned: bool) -> Any:
         """A timing-only run's op that steers nothing: each block's address checks, and what it
-        writes in GM known to hold no numbers."""
+        writes in GM known to hold no numbers (see CoreNumbers._skip)."""
+        call = step.call
         check = ADDRESS_CHECKS.get(call.op)
         if check is not None:
             self._check(check, call, args, laned)
         if call.op in GM_WRITES:
             for lane in self.alive:
                 self.timing_only.unreal.written(call, self.lane_args(call, args, lane))
-        return skipped(call, args, UNCOMPUTED)
+        return args[step.writes[0]] if step.writes else UNCOMPUTED
 
     def _whole(self, call: Call, args: tuple[Any, ...], laned: bool) -> None:
         """Fill every block's row of the tiles ``call`` reads, but for the ones it reads in block
