@@ -46,6 +46,7 @@ from pypto.ir.nodes import nested_bodies, stmt_end_exprs, stmt_exprs, walk_expr,
 from pypto.ir.ops import GmAccess, InPipeSlot, Role
 from pypto.ir.ops.spec import STORAGE, OpSpec
 from pypto_sim_a2a3.checks.coherence import Access, gm_accesses
+from pypto_sim_a2a3.checks.footprints import tensor_frame
 from pypto_sim_a2a3.engine.crosscore import LAUNCH_OPS
 
 # The operand roles that say where an op goes, not what it computes.
@@ -290,8 +291,6 @@ class UnrealGm:
         (``pl.read(...)``, ``predicate=``) to steer the run."""
         if not self._by_storage:
             return
-        from pypto_sim_a2a3.checks.footprints import tensor_frame
-
         key, origin = tensor_frame(tensor)
         for unreal in self._by_storage.get(key[0], ()):
             if unreal.access.key != key or _meets(unreal.access, origin):
