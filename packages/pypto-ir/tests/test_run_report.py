@@ -217,3 +217,10 @@ def test_repr_of_a_report_whose_timeline_is_made_when_read_counts_it():
     report = RunReport("toy", clock_mhz=1000, total_cycles=10)
     report.make_timeline_when_read(lambda: [Slice("cg0.AIC", 0, 10, "tile.matmul", "CUBE", "k")])
     assert "1 slice(s)" in repr(report)
+
+
+def test_a_timing_only_report_says_so_in_its_summary_and_a_full_one_does_not():
+    full = RunReport(platform="sim", clock_mhz=1850.0, total_cycles=100)
+    timed = RunReport(platform="sim", clock_mhz=1850.0, total_cycles=100, timing_only=True)
+    assert not full.timing_only and "timing only" not in full.summary()
+    assert timed.summary().splitlines()[0].endswith("timing only (no tile values computed)")

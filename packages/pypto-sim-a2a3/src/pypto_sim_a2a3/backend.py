@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from pypto.ir import Function, FunctionKind, PlatformError, Program, RunReport, VerificationError
+from pypto.ir import ConfigError, Function, FunctionKind, PlatformError, Program, RunReport, VerificationError
 from pypto.ir.argdump import DUMP_ARGS_OPTION
 from pypto.ir.launch import LoadedProgram
 from pypto_sim_a2a3.options import SimOptions
@@ -138,7 +138,9 @@ class A2A3SimBackend:
         with full_collections_paced(sim):
             try:
                 outputs = chip.run(entry, args)
-                return chip.report(outputs)
+                report = chip.report(outputs)
+                report.timing_only = sim.timing_only
+                return report
             finally:
                 chip.release()
 
@@ -156,6 +158,7 @@ class A2A3SimBackend:
             raise PlatformError(
                 f"a2a3sim needs torch to run a program ({exc})", entry.span, TORCH_HINT
             ) from None
+        _refuse_timing_only(options, entry)
         loaded = self._loaded_program(program)
         world = World(program, self.target, self.name, ranks, options, loaded)
         with full_collections_paced(world.sim):
@@ -178,6 +181,7 @@ class A2A3SimBackend:
         entry = self._world_entry(program, ranks)
         from pypto_sim_a2a3.distributed.world import World
 
+        _refuse_timing_only(options, entry)
         loaded = self._loaded_program(program)
         world = World(program, self.target, self.name, ranks, options, loaded, local=(rank,), link=link)
         with full_collections_paced(world.sim):
@@ -235,6 +239,17 @@ def debug_session(program: Program, break_at: Any) -> Any:
     if not breaks and not debugs(program):
         return None
     return DebugSession(program, breaks)
+
+
+def _refuse_timing_only(options: Mapping[str, Any], entry: Function) -> None:
+    """A world of chips runs with numbers: its ranks' collectives and windows carry them."""
+    if SimOptions.for_run(options).timing_only:
+        raise ConfigError(
+            "a timing-only run models one chip; a world of chips (distributed_config, a HOST entry "
+            "on several ranks) runs with numbers",
+            entry.span,
+            "drop timing_only (--timing-only) for a distributed run",
+        )
 
 
 def _entry(program: Program) -> Function:

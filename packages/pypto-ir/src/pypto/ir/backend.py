@@ -265,6 +265,9 @@ class RunReport:
     # The directory the run's argument dump went to (RunConfig(enable_dump_args=1|2)), set by the
     # runtime; None when nothing was dumped. Read it with pypto.tools.dump_viewer.
     args_dump: str | None = None
+    # A timing-only run (RunConfig(timing_only=True)): the modeled time of a full run, no tile
+    # values computed (the outputs hold what they held before).
+    timing_only: bool = False
 
     @property
     def total_us(self) -> float:
@@ -378,9 +381,10 @@ class RunReport:
     def summary(self) -> str:
         """A few lines: total modeled time, each core's busy/stall/idle, the cube-vector overlap,
         each kernel's roofline, each ring's occupancy, and the bottleneck."""
+        only = ", timing only (no tile values computed)" if self.timing_only else ""
         lines = [
             f"{self.platform}: {self.total_cycles} modeled cycles "
-            f"({self.total_us:.2f} modeled us at {self.clock_mhz:g} MHz), {len(self.tasks)} task(s)"
+            f"({self.total_us:.2f} modeled us at {self.clock_mhz:g} MHz), {len(self.tasks)} task(s){only}"
         ]
         for core in sorted(self.busy_cycles):
             busy, stall = self.busy_cycles[core], self.stall_cycles.get(core, 0)

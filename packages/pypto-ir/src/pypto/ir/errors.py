@@ -278,3 +278,8 @@ class OutOfBoundsError(PyptoError, IndexError):
 class ExtentError(PyptoError, ValueError):
     """A tensor extent computed at run time that cannot size a tensor: ``pl.create_tensor`` or an
     orchestration ``pl.slice`` whose extent comes out below 1."""
+
+
+class TimingOnlyError(PyptoError):
+    """A timing-only run (``RunConfig(timing_only=True)``) needs a value it does not compute: a
+    loop bound, a branch, an address or a predicate read from GM that a task of the run wrote."""

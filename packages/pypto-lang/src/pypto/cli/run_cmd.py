@@ -263,6 +263,14 @@ def _report_profiles(launches: list[Launch]) -> None:
             click.echo(f"  {label:<9}{path}")
 
 
+TIMING_ONLY = click.option(
+    "--timing-only",
+    is_flag=True,
+    help="Model the time alone: every modeled cycle and diagnostic of a full run, without computing "
+    "tile values (the scalars that steer the run still are; outputs keep what they held).",
+)
+
+
 @click.command(cls=ScriptCommand, context_settings=SCRIPT_COMMAND)
 @PLATFORM
 @click.option(
@@ -283,6 +291,7 @@ def _report_profiles(launches: list[Launch]) -> None:
     metavar="FILE:LINE",
     show_default="off",
 )
+@TIMING_ONLY
 @MODULE
 @SCRIPT
 @SCRIPT_ARGS
@@ -293,6 +302,7 @@ def run(
     profile_dir: Path | None,
     task_graph: Path | None,
     break_at: str | None,
+    timing_only: bool,
     script_args: tuple[str, ...],
 ) -> None:
     """Run a script (or a module) with these defaults for its kernels.
@@ -312,6 +322,7 @@ def run(
       pypto run --task-graph graphs examples/advanced/03_mixed_kernel.py
       pypto run -m pypto.models.qwen3 --config tiny --prompt-ids 1,2,3
       pypto run --break examples/advanced/03_mixed_kernel.py:39 examples/advanced/03_mixed_kernel.py
+      pypto run --timing-only -m pypto.models.qwen3 --config tiny --prompt-ids 1,2,3
     """
     chosen = None if profile_dir is None else Setting(profile_dir, Origin("--profile"))
     if break_at is not None and not BREAK_AT.fullmatch(break_at.strip()):
@@ -319,7 +330,7 @@ def run(
             f"takes {BREAK_AT_FORM}, got {break_at!r}",
             param_hint="'--break'",
         )
-    with settings.command_line(break_at=break_at):
+    with settings.command_line(break_at=break_at, timing_only=timing_only or None):
         launches = _run(script, module, script_args, platform, chosen, task_graph)
         if break_at is not None and launches and not settings.break_line_held():
             raise ArgumentError(
@@ -342,6 +353,7 @@ def run(
 )
 @PLATFORM
 @TASK_GRAPH
+@TIMING_ONLY
 @MODULE
 @SCRIPT
 @SCRIPT_ARGS
@@ -351,6 +363,7 @@ def profile(
     output: Path | None,
     platform: str | None,
     task_graph: Path | None,
+    timing_only: bool,
     script_args: tuple[str, ...],
 ) -> None:
     """Run a script with profiling on; list the profiles.
@@ -363,9 +376,11 @@ def profile(
     Examples:
       pypto profile -o prof examples/advanced/03_mixed_kernel.py --m 1024
       pypto profile -o prof -m pypto.models.qwen3 --config tiny --prompt-ids 1,2,3
+      pypto profile --timing-only -o prof -m pypto.models.qwen3 --config tiny --prompt-ids 1,2,3
     """
     chosen = settings.profile_root_setting() if output is None else Setting(output, Origin("-o/--output"))
-    launches = _run(script, module, script_args, platform, chosen, task_graph)
+    with settings.command_line(timing_only=timing_only or None):
+        launches = _run(script, module, script_args, platform, chosen, task_graph)
     _report_profiles(launches)
 
 

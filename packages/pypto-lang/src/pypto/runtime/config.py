@@ -225,6 +225,13 @@ class RunConfig(metaclass=_ConfigFields):
     where a core reaches the first op of that line and opens the kernel debugger
     (docs/debugging.md); a line no op is on is an error when the run starts.
 
+    ``timing_only`` (a run-time field, default False; ``pypto run --timing-only``) asks a
+    simulator for the modeled time alone: every cycle, task and diagnostic of a full run, without
+    computing the tiles' values. The scalars that steer the run (loop bounds, branches, offsets,
+    predicates, and what they read) are still computed; the output tensors keep whatever they
+    held. It cannot be combined with a golden comparison (``golden_data_dir``, ``rtol`` /
+    ``atol``) nor with ``distributed_config`` (docs/runtime.md).
+
     ``parsed_pipeline`` is the pipeline ``pipeline`` names, its options typed. ``platform_origin``
     says where the platform's name came from (the session setting, or this call), for error
     messages. An unknown option is an :class:`UnknownOptionError` (a ``TypeError``).
@@ -269,6 +276,7 @@ class RunConfig(metaclass=_ConfigFields):
     distributed_config: Any = None
     emit_source_loc: bool = field(default_factory=settings.emit_source_loc)
     break_at: str | None = None
+    timing_only: bool = False
     parsed_pipeline: Pipeline | None = field(default=None, init=False, repr=False, compare=False)
     platform_origin: Origin = field(default=DEFAULT, init=False, repr=False, compare=False)
     _profile_origin: Origin = field(default=DEFAULT, init=False, repr=False, compare=False)
@@ -296,6 +304,7 @@ class RunConfig(metaclass=_ConfigFields):
         self._check_dump_level()
         self._check_runtime_fields()
         self._check_break_at()
+        self._check_timing_only()
         platform_given = self.platform is not None
         if not platform_given:
             chosen = settings.platform_setting()
@@ -567,6 +576,31 @@ class RunConfig(metaclass=_ConfigFields):
                 f"RunConfig.break_at takes {BREAK_AT_FORM}, got {given!r}", "break_at", "kernel.py:31"
             )
 
+    def _check_timing_only(self) -> None:
+        """A timing-only run computes no tile values: nothing to compare with a golden, and the
+        distributed simulator does not model it."""
+        if not self.timing_only:
+            return
+        compared = [
+            f"{name}={getattr(self, name)!r}"
+            for name, default in (("golden_data_dir", None), ("rtol", 1e-5), ("atol", 1e-5))
+            if getattr(self, name) != default
+        ]
+        if self.distributed_config is not None:
+            compared.append("distributed_config=...")
+        if compared:
+            call = call_site()
+            _raise_at(
+                call,
+                ConfigError(
+                    f"RunConfig(timing_only=True) computes no tile values, so it cannot be combined "
+                    f"with {', '.join(compared)}",
+                    span=call,
+                    hint="drop timing_only to check the numbers, or drop the golden settings (and "
+                    "distributed_config) to model the time alone",
+                ),
+            )
+
     def ring_sizes(self) -> dict[str, Sizes]:
         """Each ring field's four per-ring sizes for a run: this config's entries where not 0, else
         the environment's (``PTO2_RING_*``), else 0 (the backend's default).
@@ -653,6 +687,7 @@ class RunConfig(metaclass=_ConfigFields):
             "device_id": self.device_id,
             "aicpu_thread_num": self.aicpu_thread_num,
             **({"break_at": self.break_at} if self.break_at is not None else {}),
+            **({TIMING_ONLY: True} if self.timing_only else {}),
             **self.ring_sizes(),
         }
 
@@ -688,6 +723,9 @@ class RunConfig(metaclass=_ConfigFields):
         )
 
 
+# The backend option a timing-only run sets (RunConfig(timing_only=True), pypto run --timing-only).
+TIMING_ONLY = "timing_only"
+
 # The options checked by kind: (field, the types it takes, in words, a good value).
 _FIELDS: tuple[tuple[str, tuple[type, ...], str, Any], ...] = (
     ("rtol", (int, float), "a number", 1e-5),
@@ -719,6 +757,7 @@ _FIELDS: tuple[tuple[str, tuple[type, ...], str, Any], ...] = (
     ("analyze_auto_scopes_for_deps", (bool,), "True or False", True),
     ("dump_ptoas_passes", (bool,), "True or False", False),
     ("emit_source_loc", (bool,), "True or False", False),
+    ("timing_only", (bool,), "True or False", True),
     (
         "pipeline",
         (list, tuple, str, type(None)),

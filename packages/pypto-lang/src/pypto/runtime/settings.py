@@ -154,6 +154,13 @@ def break_at() -> str | None:
     return None if chosen is None else str(chosen.value)
 
 
+def timing_only() -> bool:
+    """Whether runs model the time alone by default (``pypto run --timing-only``,
+    ``pypto profile --timing-only``): see ``RunConfig.timing_only``."""
+    chosen = _override("timing_only")
+    return chosen is not None and bool(chosen.value)
+
+
 def note_break_line_held() -> None:
     """A program run under ``pypto run --break`` has an op on that line (see :func:`break_line_held`)."""
     for layer in reversed(_overrides):

@@ -43,6 +43,7 @@ from pypto_sim_a2a3.engine.launch import Launch, Placement, Site, check_argument
 from pypto_sim_a2a3.engine.runner import BlockRunner, ReferenceRunner, StartedBlock
 from pypto_sim_a2a3.engine.runtime_rings import RuntimeRings, Scope
 from pypto_sim_a2a3.engine.scheduler import Advance, Event, Scheduler, Signal, Wait
+from pypto_sim_a2a3.engine.steering import TimingOnly, UnrealGm, launch_steering
 from pypto_sim_a2a3.engine.taskgraph import (
     JOIN,
     ParallelContext,
@@ -131,6 +132,8 @@ class Chip:
         # arguments still to dump once it has written them
         self.dump = dump
         self._to_dump: dict[int, tuple[DumpSlot, ...]] = {}
+        # A timing-only run (SimOptions.timing_only): the GM its tasks wrote without numbers.
+        self.unreal = UnrealGm() if self.sim.timing_only else None
 
     def run(self, entry: Function, args: Sequence[Any]) -> tuple[Any, ...]:
         """Run the orchestration ``entry`` and every task it submits; return what its ``Return`` gave."""
@@ -318,6 +321,9 @@ class Chip:
         assert task.predicate is not None
         predicate, tensor, indices = task.predicate
         self.races.predicate_read(task, predicate, tensor, indices, self.dispatcher.clock)
+        if self.unreal is not None:
+            element = tensor[tuple(slice(i, i + 1) for i in indices)]
+            self.unreal.check_element(element, task.call, predicate.tensor, f"predicate=({predicate})")
         holds = predicate.holds(tensor[indices].item())
         task.predicate = None  # read once
         if holds:
@@ -423,6 +429,7 @@ class Chip:
             self.debugger,
             self.comm,
             self.core_pipes,
+            None if self.unreal is None else TimingOnly(launch_steering(plan), self.unreal),
         )
 
     def _launch(self, plan: LaunchPlan, args: tuple[Any, ...], site: Site) -> tuple[Launch, list[Placement]]:

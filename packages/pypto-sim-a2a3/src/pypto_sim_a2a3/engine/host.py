@@ -22,6 +22,7 @@ from pypto.ir.walker import HostWalker, Jump
 from pypto_sim_a2a3.engine.runtime_rings import Scope
 from pypto_sim_a2a3.engine.scheduler import Event
 from pypto_sim_a2a3.engine.semantics import SEMANTICS
+from pypto_sim_a2a3.engine.steering import UnrealGm, written_text
 from pypto_sim_a2a3.engine.taskgraph import ParallelContext, PredicateSite, Task
 
 Steps = Generator[Event, None, Any]
@@ -30,7 +31,10 @@ _CREATE = tensor.create
 
 
 class TaskHost(Protocol):
-    """What the host asks of the chip: to submit a task or a join, and to wait for a tensor's writers."""
+    """What the host asks of the chip: to submit a task or a join, and to wait for a tensor's
+    writers; in a timing-only run, the GM its tasks wrote without numbers (``unreal``)."""
+
+    unreal: UnrealGm | None
 
     def submit(
         self,
@@ -110,6 +114,10 @@ class HostFrame(HostWalker):
         if call.op == _READ:
             element = _element(args[0], args[1])
             yield from self.chip.wait_for_writers(element, f"the tasks writing {_name(call.args[0])}", call)
+            if self.chip.unreal is not None:  # a timing-only run: the element must hold its number
+                self.chip.unreal.check_element(
+                    element, call, _name(call.args[0]), written_text(call.span, "pl.read")
+                )
         value = yield from super().apply(call, args)
         if call.op == _CREATE:
             self.chip.created(value)

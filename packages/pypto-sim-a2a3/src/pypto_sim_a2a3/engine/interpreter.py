@@ -1,15 +1,19 @@
 """A kernel on one core of a launch, as a coroutine for the scheduler.
 
 :class:`KernelFrame` is the shared walker of lowered functions (:class:`pypto.ir.walker.KernelWalker`:
-frames, loops, ifs) with the simulated core's meaning of each op: tile values live in the core's
-buffers (a popped tile in its pipe slot), pipe and system ops go to
-:data:`~pypto_sim_a2a3.engine.crosscore.LAUNCH_OPS`, the rest to the checked
-:data:`~pypto_sim_a2a3.engine.semantics.SEMANTICS`.
+frames, loops, ifs) with the simulated core's meaning of each op, in two parts:
 
-Time: the core's clock is its scalar unit's, which issues the ops in program order. Scalar work
-takes that clock's cycles; every other op is handed to its pipe (:mod:`pypto_sim_a2a3.hw.corepipes`),
-which starts it once the pipe is free and its operands are ready, so the pipes of the core run at
-once. When the kernel returns, the core waits for its pipes to drain.
+- numbers (:class:`CoreNumbers`): tile values live in the core's buffers (a popped tile in its
+  pipe slot), each op runs its checked :data:`~pypto_sim_a2a3.engine.semantics.SEMANTICS`;
+- timing (:class:`CoreTiming`): the core's clock is its scalar unit's, which issues the ops in
+  program order. Scalar work takes that clock's cycles; every other op is handed to its pipe
+  (:mod:`pypto_sim_a2a3.hw.corepipes`), which starts it once the pipe is free and its operands are
+  ready, so the pipes of the core run at once. When the kernel returns, the core waits for its
+  pipes to drain.
+
+Pipe and system ops go to :data:`~pypto_sim_a2a3.engine.crosscore.LAUNCH_OPS`, which model both.
+A walk for the numbers alone has no timing part (a replayed block's); a timing-only run's numbers
+part computes only what steers the walk (:mod:`pypto_sim_a2a3.engine.steering`).
 """
 
 from __future__ import annotations
@@ -20,11 +24,24 @@ from typing import Any, NamedTuple
 
 import torch
 
-from pypto.ir import Assign, Call, Eval, For, Function, MemoryPlan, Stmt, TileType, Var, While, get_op
+from pypto.ir import (
+    Assign,
+    Call,
+    Eval,
+    For,
+    Function,
+    MemoryPlan,
+    Stmt,
+    TileType,
+    Var,
+    VerificationError,
+    While,
+    get_op,
+)
 from pypto.ir.errors import at_line
 from pypto.ir.launch import Seat
 from pypto.ir.nodes import stmt_end_exprs, stmt_exprs, walk_expr, walk_stmts
-from pypto.ir.ops import OPS, Observes, user_name
+from pypto.ir.ops import OPS, GmAccess, Observes, user_name
 from pypto.ir.ops import debug as debug_ops
 from pypto.ir.semantics import OpImpl
 from pypto.ir.walker import KernelWalker
@@ -43,7 +60,8 @@ from pypto_sim_a2a3.engine.decode import (
 )
 from pypto_sim_a2a3.engine.launch import CoreRole
 from pypto_sim_a2a3.engine.scheduler import Advance, Event
-from pypto_sim_a2a3.engine.semantics import SEMANTICS
+from pypto_sim_a2a3.engine.semantics import ADDRESS_CHECKS, SEMANTICS
+from pypto_sim_a2a3.engine.steering import UNCOMPUTED, TimingOnly, written_text
 from pypto_sim_a2a3.errors import PipeError
 from pypto_sim_a2a3.hw.corepipes import GM_PIPES, Dependency, Region
 from pypto_sim_a2a3.hw.cost import CostModel, OpCost
@@ -56,11 +74,26 @@ PLATFORM = "a2a3sim"
 
 
 class KernelFrame(KernelWalker):
-    """An AIC or AIV kernel running on one core of a launch; tiles live in the core's memory."""
+    """An AIC or AIV kernel running on one core of a launch: the walk of its statements, whose
+    ops have two parts, :class:`CoreNumbers` (what each op computes, in the core's memory) and
+    :class:`CoreTiming` (when: issue, pipes, waits, GM-access reports).
+
+    ``timed=False`` walks the numbers alone (:class:`~pypto_sim_a2a3.fast.replay.NumbersFrame`: a
+    replayed block takes its time from another block); the frame's maker then sets the role's
+    pipes (the launch ops still ask them). In a timing-only run (the launch's
+    ``site.timing_only``) the numbers part computes only the ops that steer the walk."""
 
     debug: Any = None  # the run's kernel debugger (a frame made without __init__ has none)
 
-    def __init__(self, seat: Seat, args: Sequence[Any], role: CoreRole, cost: CostModel, steps: Steps):
+    def __init__(
+        self,
+        seat: Seat,
+        args: Sequence[Any],
+        role: CoreRole,
+        cost: CostModel,
+        steps: Steps,
+        timed: bool = True,
+    ):
         site = role.launch.site
         super().__init__(seat, args, site.block, site.block_num)
         self.role = role
@@ -68,26 +101,20 @@ class KernelFrame(KernelWalker):
         self.cost = cost
         self.steps = steps  # the program's calls, decoded once
         self.on_op: Callable[[Call], None] | None = None  # told each op as it runs (a recording)
-        self.last_gm_statement = _last_gm_statement_of(self.fn)
-        self.pipes = site.core_pipes(self.core, role.launch.recorder, cost.sync_cycles())
-        role.pipes = self.pipes
-        self.issue_step = cost.issue_step()
-        self._pending: _Issued | None = (
-            None  # the statement's op, put on its pipe once its result has a buffer
-        )
+        self.numbers = CoreNumbers(self.fn, role, cost, site.timing_only)
+        self.timing = CoreTiming(self.fn, role, cost) if timed else None
         self.debug = site.debugger  # the run's kernel debugger (None: the program does not debug)
         self.debug_hits: set[int] = set()  # the break_at lines it stopped at in this loop iteration
         self.bound_order: dict[str, int] = {}  # when debugging: the order each name was last bound
         self._binds = 0
 
     def run(self) -> Walk:
-        """Run the kernel, then wait for its pipes to drain; the core is *settled* (see
-        :meth:`Launch.settle`) once the work of the top-level statement holding its last GM access
-        is done, or at once if it touches no GM."""
-        if self.last_gm_statement < 0:
-            self.role.launch.settle(self.role)
+        """Run the kernel, then wait for its pipes to drain (see :meth:`CoreTiming.started`)."""
+        if self.timing is not None:
+            self.timing.started()
         returned = yield from super().run()
-        yield from self.wait_until(self.pipes.drained())
+        if self.timing is not None:
+            yield from self.timing.drain()
         return returned
 
     def iteration(self, loop: For | While) -> Walk:
@@ -96,20 +123,8 @@ class KernelFrame(KernelWalker):
         return (yield from super().iteration(loop))
 
     def top_level_done(self, index: int) -> Walk:
-        if index == self.last_gm_statement:
-            yield from self.wait_until(self.pipes.drained(GM_PIPES))
-            self.role.launch.settle(self.role)
-
-    def wait_until(self, cycle: int) -> Walk:
-        """Hold the scalar unit (the core's clock) until ``cycle``."""
-        if cycle > self.core.clock:
-            yield Advance.scalar(cycle - self.core.clock)
-
-    def scalar(self, cost: OpCost, call: Call, after: int = 0) -> Walk:
-        """Scalar work (or a wait only the scalar unit can do) at the core's clock, not before ``after``."""
-        issue = self.core.clock
-        _, ready = self.pipes.run(cost, call, issue, after=_after(after, "GM written by this core"))
-        yield Advance.scalar(ready - issue)
+        if self.timing is not None:
+            yield from self.timing.statement_done(index)
 
     def exec_stmt(self, stmt: Stmt) -> Walk:
         kind = type(stmt)
@@ -118,7 +133,7 @@ class KernelFrame(KernelWalker):
         if step is not None and step.operands is not None:
             # The common statement, an op on variables and constants, without the walker's frames.
             if step.checks_freed and self.role.freed:
-                self._check_not_freed(step.call)
+                self.numbers.check_not_freed(step.call)
             if step.nested:
                 args = yield from self._operand_walk(step.operands)
             else:
@@ -129,9 +144,8 @@ class KernelFrame(KernelWalker):
             left = None
         else:
             left = yield from super().exec_stmt(stmt)
-        issued, self._pending = self._pending, None
-        if issued is not None:
-            self._to_pipe(issued, stmt)
+        if self.timing is not None:
+            self.timing.statement_bound(stmt, self.env)
         return left
 
     def _operands(self, operands: tuple[Operand, ...]) -> tuple[Any, ...]:
@@ -158,7 +172,7 @@ class KernelFrame(KernelWalker):
                 values.append((yield from self._operand_walk(item)))
             else:
                 if item.checks_freed and self.role.freed:
-                    self._check_not_freed(item.call)
+                    self.numbers.check_not_freed(item.call)
                 args = yield from self._operand_walk(item.operands)
                 values.append((yield from self.run_step(item, args)))
         return tuple(values)
@@ -166,47 +180,170 @@ class KernelFrame(KernelWalker):
     def _undefined(self, var: Var) -> Any:
         raise self.error(f"{var.name} is used before it is defined", var)
 
-    def _to_pipe(self, issued: _Issued, stmt: Stmt) -> None:
-        """Put a statement's op on its pipe, now that its result has its buffer."""
-        call, args = issued.call, issued.args
-        writes_args = issued.writes
-        reads: list[Region] = []
-        writes: list[Region] = []
-        gm_reads: list[torch.Tensor] = []
-        gm_writes: list[torch.Tensor] = []
-        for index, value in enumerate(args):
-            if not isinstance(value, torch.Tensor):
-                continue
-            region = self._region(value)
-            written = index in writes_args
-            if region is None:
-                (gm_writes if written else gm_reads).append(value)
-            else:
-                reads.append(region)  # an op writing a tile in place reads it too
-                if written:
-                    writes.append(region)
-        if isinstance(stmt, Assign) and isinstance(stmt.target.type, TileType):
-            result = self._region_of_var(stmt.target.name)
-            if result is not None:
-                writes.append(result)
-        start, _ = self.pipes.run(issued.cost, call, issued.at, reads, writes, gm_reads, gm_writes)
-        self.role.launch.gm_access(self.role, call, args, start)
-
-    def _region(self, value: torch.Tensor) -> Region | None:
-        assert self.core.memory is not None
-        found = self.core.memory.region(value)
-        return None if found is None else Region(*found)
-
-    def _region_of_var(self, name: str) -> Region | None:
-        value = self.env.get(name)
-        return self._region(value) if isinstance(value, torch.Tensor) else None
-
     def eval_call(self, call: Call) -> Walk:
         if call.op not in FREE_OPS:
-            self._check_not_freed(call)
+            self.numbers.check_not_freed(call)
         return (yield from super().eval_call(call))
 
-    def _check_not_freed(self, call: Call) -> None:
+    def apply(self, call: Call, args: tuple[Any, ...]) -> Walk:
+        return (yield from self.run_step(self.steps.step(call), args))
+
+    def run_step(self, step: Step, args: tuple[Any, ...]) -> Walk:
+        """Run one decoded call on its evaluated operands: its numbers, then its time; the
+        generator returns its value."""
+        call = step.call
+        if self.on_op is not None:
+            self.on_op(call)
+        if self.debug is not None:
+            self.debug.before_op(self, call)
+            if call.op in OBSERVING_OPS:  # looks only: no pipe, no modeled time
+                if call.op == debug_ops.print and not self.role.mirror:
+                    self.debug.show(self, call, args)
+                return TOKEN
+        if step.work and self.role.mirror:
+            return skipped(call, args)
+        if step.launch is not None:  # pipe, index and system ops: the launch's (with its pipes)
+            return (yield from step.launch(self.role, call, args, self.cost))
+        # The op first, so that bad offsets or valid shapes are reported as such, not as a race
+        # over the part of the region that lies inside the tensor.
+        value = self.numbers.compute(step, args)
+        if self.timing is not None:
+            yield from self.timing.issue(step, args, self.steps.cost(step, self.cost))
+        return value
+
+    def iteration_done(self, done: int, count: int) -> None:
+        on_step = self.role.launch.site.on_step
+        if self.role.reports_progress and on_step is not None:
+            on_step(done, count)
+
+    def set_carried(self, var: Var, value: Any) -> None:
+        """A carried tile lives in its iter_arg's buffer: the value is copied in unless it is there."""
+        if self.debug is not None:
+            self.bound_order[var.name] = self._binds = self._binds + 1
+        if not isinstance(var.type, TileType) or isinstance(value, Token):
+            super().set_carried(var, value)
+            return
+        copied = self.numbers.carry(var, value, self.env)
+        if copied is not None and self.timing is not None:
+            self.timing.pipes.copied(*copied)
+
+    def bind(self, stmt: Assign, value: Any) -> None:
+        var = stmt.target
+        if self.debug is not None:
+            self.bound_order[var.name] = self._binds = self._binds + 1
+        self.role.freed.pop(var.name, None)
+        if isinstance(value, Popped):
+            # A popped tile is a view onto its ring slot: it has no allocation of its own.
+            self.role.popped[var.name] = value.slot
+            self.env[var.name] = value.value
+            return
+        if not isinstance(var.type, TileType) or isinstance(value, Token):
+            super().bind(stmt, value)
+            return
+        self.numbers.place(stmt, value, self.env)
+
+
+class CoreNumbers:
+    """The numbers part of a kernel's walk on one core: each op's checked semantics, the tiles in
+    the core's memory (a bound tile copied into its buffer, a carried one into its iter_arg's),
+    and the checks on what an op may read (a tile its tfree gave back, a data-less token).
+
+    In a timing-only run (``timing_only`` given) it computes the ops of the kernel's steering
+    slice (:mod:`pypto_sim_a2a3.engine.steering`) alone; another op only has its address checks
+    made, and its result is the buffer it would fill (or :data:`UNCOMPUTED`, a scalar)."""
+
+    def __init__(self, fn: Function, role: CoreRole, cost: CostModel, timing_only: TimingOnly | None):
+        self.fn = fn
+        self.role = role
+        assert role.core.memory is not None
+        self.memory = role.core.memory
+        self.target = cost.target
+        steering = None if timing_only is None else timing_only.steering.get(fn.name)
+        # The ops computed, by id, and the names whose tiles hold numbers (None: every one).
+        self.computes = None if steering is None else steering.calls
+        self.keeps = None if steering is None else steering.names
+        self.unreal = None if timing_only is None else timing_only.unreal
+
+    def compute(self, step: Step, args: tuple[Any, ...]) -> Any:
+        """The numbers of a call that is no launch op, by its checked semantics (or the error
+        that it cannot run); in a timing-only run only those of a steering op."""
+        call = step.call
+        semantics = step.semantics
+        if semantics is None:
+            semantics = self._cannot_run(call, args)
+        else:
+            self.check_has_data(call, args)
+        if self.computes is None:
+            return semantics(call, args)
+        if id(call) not in self.computes:
+            return self._skip(step, args)
+        assert self.unreal is not None
+        if call.op in GM_READS:
+            self.unreal.check_read(call, args, steered_value(call))
+        return semantics(call, args)
+
+    def _skip(self, step: Step, args: tuple[Any, ...]) -> Any:
+        """A timing-only run's op that steers nothing: where it reads and writes is checked, and
+        what it writes in GM is known to hold no numbers. Its value is the operand it writes (a
+        tile's buffer, a GM tensor), else :data:`UNCOMPUTED`."""
+        call = step.call
+        check = ADDRESS_CHECKS.get(call.op)
+        if check is not None:
+            check(call, args)
+        if call.op in GM_WRITES:
+            assert self.unreal is not None
+            self.unreal.written(call, args)
+        return args[step.writes[0]] if step.writes else UNCOMPUTED
+
+    def place(self, stmt: Assign, value: Any, env: dict[str, Any]) -> None:
+        """Bind a tile: its buffer in the core's memory, holding ``value``."""
+        var = stmt.target
+        dest = self.memory.place(self.fn, var, self.role.core.name, stmt.span, env)
+        if self.keeps is None or var.name in self.keeps:
+            if isinstance(value, torch.Tensor) and self.memory.shares_storage(value):
+                value = value.clone()  # a view of a buffer may overlap the destination
+            dest.copy_(value)
+        env[var.name] = dest
+
+    def carry(self, var: Var, value: Any, env: dict[str, Any]) -> tuple[Region, Region] | None:
+        """Carry tile ``value`` into iter_arg ``var``'s buffer; the (source, destination) regions
+        if it was copied between two buffers of the core."""
+        if self._in_own_slot(var, value):
+            env[var.name] = value  # a slotted iter_arg: the next iteration's slot holds it already
+            return None
+        dest = env.get(var.name)
+        if dest is None:
+            dest = self.memory.place(self.fn, var, self.role.core.name, var.span, env)
+        env[var.name] = dest
+        if dest.data_ptr() == value.data_ptr() and dest.shape == value.shape:
+            return None
+        source = self.region(value)
+        if self.keeps is None or var.name in self.keeps:
+            dest.copy_(value.clone() if self.memory.shares_storage(value) else value)
+        target = self.region(dest)
+        return None if source is None or target is None else (source, target)
+
+    def _in_own_slot(self, var: Var, value: torch.Tensor) -> bool:
+        """Whether ``value`` is one slot of ``var``'s slotted buffer (a tile loaded ahead in a
+        pipelined loop, see :mod:`pypto.passes.prefetch`): carried on, it stays where it is."""
+        plan = self.fn.attrs.get("memory_plan")
+        allocation = plan.of(var.name) if isinstance(plan, MemoryPlan) else None
+        region = self.region(value)
+        if allocation is None or allocation.slots < 2 or region is None:
+            return False
+        return (
+            region.space is allocation.space
+            and allocation.offset <= region.lo
+            and region.hi <= allocation.end
+            and (region.lo - allocation.offset) % allocation.size == 0
+        )
+
+    def region(self, value: torch.Tensor) -> Region | None:
+        """Where ``value`` lies in the core's memory (None: in GM)."""
+        found = self.memory.region(value)
+        return None if found is None else Region(*found)
+
+    def check_not_freed(self, call: Call) -> None:
         """A tile read after its tfree: its slot is the producer's again and may hold the next push."""
         for arg in call.args:
             if not isinstance(arg, Var):
@@ -223,73 +360,7 @@ class KernelFrame(KernelWalker):
                 f"free a popped tile after its last use: move {free} below this line",
             )
 
-    def apply(self, call: Call, args: tuple[Any, ...]) -> Walk:
-        return (yield from self.run_step(self.steps.step(call), args))
-
-    def run_step(self, step: Step, args: tuple[Any, ...]) -> Walk:
-        """Run one decoded call on its evaluated operands; the generator returns its value."""
-        call = step.call
-        if self.on_op is not None:
-            self.on_op(call)
-        if self.debug is not None:
-            self.debug.before_op(self, call)
-            if call.op in OBSERVING_OPS:  # looks only: no pipe, no modeled time
-                if call.op == debug_ops.print and not self.role.mirror:
-                    self.debug.show(self, call, args)
-                return TOKEN
-        if step.work and self.role.mirror:
-            return skipped(call, args)
-        if step.launch is not None:
-            return (yield from step.launch(self.role, call, args, self.cost))
-        # The op first, so that bad offsets or valid shapes are reported as such, not as a race
-        # over the part of the region that lies inside the tensor.
-        value = self.compute(step, args)
-        cost = self.steps.cost(step, self.cost)
-        if cost.unit == "SCALAR":
-            gm = [a for a in args if isinstance(a, torch.Tensor) and self._region(a) is None]
-            self.role.launch.gm_access(self.role, call, args, self.core.clock)
-            yield from self.scalar(cost, call, max((self.pipes.gm_written(t) for t in gm), default=0))
-            return value
-        if self._pending is not None:
-            raise self.error(
-                f"{call.op} is nested inside {self._pending.call.op}: each op needs a statement", call
-            )
-        self._pending = _Issued(call, args, cost, self.core.clock, step.writes)
-        yield self.issue_step  # the scalar unit hands it to its pipe
-        return value
-
-    def compute(self, step: Step, args: tuple[Any, ...]) -> Any:
-        """The numbers of a call that is no launch op, by its checked semantics (or the error
-        that it cannot run)."""
-        call = step.call
-        semantics = step.semantics
-        if semantics is None:
-            semantics = self._cannot_run(call, args)
-        else:
-            self._check_has_data(call, args)
-        return semantics(call, args)
-
-    def _cannot_run(self, call: Call, args: tuple[Any, ...]) -> OpImpl:
-        """Why a call that decoded without semantics cannot run, as the error it is."""
-        unit = get_op(call.op).unit
-        if unit not in CORE_UNITS or call.op.startswith("tensor."):
-            raise self.error(
-                f"{call.op} cannot run inside a kernel",
-                call,
-                "a lowered kernel holds tile.* ops, pipe and system ops, scalar math and loops",
-            )
-        self._check_has_data(call, args)
-        self._check_route(call)
-        if call.op not in SEMANTICS:
-            raise self.error(f"{PLATFORM} has no semantics for op {call.op!r}", call)
-        return SEMANTICS[call.op]
-
-    def iteration_done(self, done: int, count: int) -> None:
-        on_step = self.role.launch.site.on_step
-        if self.role.reports_progress and on_step is not None:
-            on_step(done, count)
-
-    def _check_has_data(self, call: Call, args: tuple[Any, ...]) -> None:
+    def check_has_data(self, call: Call, args: tuple[Any, ...]) -> None:
         for expr, value in zip(call.args, args, strict=True):
             if isinstance(value, Token):
                 name = expr.name if isinstance(expr, Var) else "an operand"
@@ -301,73 +372,128 @@ class KernelFrame(KernelWalker):
                     "get_subblock_idx(), or split UP_DOWN / LEFT_RIGHT",
                 )
 
+    def _cannot_run(self, call: Call, args: tuple[Any, ...]) -> OpImpl:
+        """Why a call that decoded without semantics cannot run, as the error it is."""
+        unit = get_op(call.op).unit
+        if unit not in CORE_UNITS or call.op.startswith("tensor."):
+            raise self._error(
+                f"{call.op} cannot run inside a kernel",
+                call,
+                "a lowered kernel holds tile.* ops, pipe and system ops, scalar math and loops",
+            )
+        self.check_has_data(call, args)
+        self._check_route(call)
+        if call.op not in SEMANTICS:
+            raise self._error(f"{PLATFORM} has no semantics for op {call.op!r}", call)
+        return SEMANTICS[call.op]
+
     def _check_route(self, call: Call) -> None:
         route = data_route(call)
-        if route is None or self.cost.target.is_legal_path(*route):
+        if route is None or self.target.is_legal_path(*route):
             return
         src, dst = route
-        raise self.error(
-            f"{call.op} moves data {src.name}->{dst.name}, which {self.cost.target.name} has no path for",
+        raise self._error(
+            f"{call.op} moves data {src.name}->{dst.name}, which {self.target.name} has no path for",
             call,
-            f"legal paths: {', '.join(self.cost.target.routes())}",
+            f"legal paths: {', '.join(self.target.routes())}",
         )
 
-    def set_carried(self, var: Var, value: Any) -> None:
-        """A carried tile lives in its iter_arg's buffer: the value is copied in unless it is there."""
-        if self.debug is not None:
-            self.bound_order[var.name] = self._binds = self._binds + 1
-        if not isinstance(var.type, TileType) or isinstance(value, Token):
-            super().set_carried(var, value)
-            return
-        assert self.core.memory is not None
-        if self._in_own_slot(var, value):
-            self.env[var.name] = value  # a slotted iter_arg: the next iteration's slot holds it already
-            return
-        dest = self.env.get(var.name)
-        if dest is None:
-            dest = self.core.memory.place(self.fn, var, self.core.name, var.span, self.env)
-        if dest.data_ptr() != value.data_ptr() or dest.shape != value.shape:
-            source = self._region(value)
-            dest.copy_(value.clone() if self.core.memory.shares_storage(value) else value)
-            target = self._region(dest)
-            if source is not None and target is not None:
-                self.pipes.copied(source, target)
-        self.env[var.name] = dest
+    def _error(self, message: str, call: Call, hint: str | None = None) -> VerificationError:
+        return VerificationError(f"in {self.fn.name}: {message}", call.span, hint)
 
-    def _in_own_slot(self, var: Var, value: torch.Tensor) -> bool:
-        """Whether ``value`` is one slot of ``var``'s slotted buffer (a tile loaded ahead in a
-        pipelined loop, see :mod:`pypto.passes.prefetch`): carried on, it stays where it is."""
-        plan = self.fn.attrs.get("memory_plan")
-        allocation = plan.of(var.name) if isinstance(plan, MemoryPlan) else None
-        region = self._region(value)
-        if allocation is None or allocation.slots < 2 or region is None:
-            return False
-        return (
-            region.space is allocation.space
-            and allocation.offset <= region.lo
-            and region.hi <= allocation.end
-            and (region.lo - allocation.offset) % allocation.size == 0
-        )
 
-    def bind(self, stmt: Assign, value: Any) -> None:
-        var = stmt.target
-        if self.debug is not None:
-            self.bound_order[var.name] = self._binds = self._binds + 1
-        self.role.freed.pop(var.name, None)
-        if isinstance(value, Popped):
-            # A popped tile is a view onto its ring slot: it has no allocation of its own.
-            self.role.popped[var.name] = value.slot
-            self.env[var.name] = value.value
+class CoreTiming:
+    """The timing part of a kernel's walk on one core. The core's clock is its scalar unit's,
+    which issues the ops in program order: scalar work takes that clock's cycles; every other op
+    is handed to its pipe (:class:`~pypto_sim_a2a3.hw.corepipes.CorePipes`) once its statement
+    has bound its result, and starts once the pipe is free and its operands are ready. Each op's
+    GM access is reported to the launch (the race and coherence checks) at the cycle it starts."""
+
+    def __init__(self, fn: Function, role: CoreRole, cost: CostModel):
+        self.fn = fn
+        self.role = role
+        self.core = role.core
+        self.last_gm_statement = _last_gm_statement_of(fn)
+        self.pipes = role.launch.site.core_pipes(self.core, role.launch.recorder, cost.sync_cycles())
+        role.pipes = self.pipes
+        self.issue_step = cost.issue_step()
+        self._pending: _Issued | None = None  # the statement's op, put on its pipe once bound
+
+    def started(self) -> None:
+        """The core is *settled* (see :meth:`Launch.settle`) once the work of the top-level
+        statement holding its last GM access is done, or at once if it touches no GM."""
+        if self.last_gm_statement < 0:
+            self.role.launch.settle(self.role)
+
+    def statement_done(self, index: int) -> Walk:
+        if index == self.last_gm_statement:
+            yield from self.wait_until(self.pipes.drained(GM_PIPES))
+            self.role.launch.settle(self.role)
+
+    def drain(self) -> Walk:
+        """The kernel returned: the core waits for its pipes to drain."""
+        yield from self.wait_until(self.pipes.drained())
+
+    def wait_until(self, cycle: int) -> Walk:
+        """Hold the scalar unit (the core's clock) until ``cycle``."""
+        if cycle > self.core.clock:
+            yield Advance.scalar(cycle - self.core.clock)
+
+    def issue(self, step: Step, args: tuple[Any, ...], cost: OpCost) -> Walk:
+        """The scalar unit runs a scalar op now, or hands any other op to its pipe."""
+        call = step.call
+        if cost.unit == "SCALAR":
+            memory = self.core.memory
+            assert memory is not None
+            gm = [a for a in args if isinstance(a, torch.Tensor) and memory.region(a) is None]
+            self.role.launch.gm_access(self.role, call, args, self.core.clock)
+            after = max((self.pipes.gm_written(t) for t in gm), default=0)
+            issue = self.core.clock
+            _, ready = self.pipes.run(cost, call, issue, after=_after(after, "GM written by this core"))
+            yield Advance.scalar(ready - issue)
             return
-        if not isinstance(var.type, TileType) or isinstance(value, Token):
-            super().bind(stmt, value)
+        if self._pending is not None:
+            raise VerificationError(
+                f"in {self.fn.name}: {call.op} is nested inside {self._pending.call.op}: each op needs a "
+                "statement",
+                call.span,
+            )
+        self._pending = _Issued(call, args, cost, self.core.clock, step.writes)
+        yield self.issue_step  # the scalar unit hands it to its pipe
+
+    def statement_bound(self, stmt: Stmt, env: dict[str, Any]) -> None:
+        """Put the statement's op on its pipe, now that its result has its buffer: it reads its
+        operands' regions and writes its result's (and those of the operands it writes)."""
+        issued, self._pending = self._pending, None
+        if issued is None:
             return
-        assert self.core.memory is not None
-        dest = self.core.memory.place(self.fn, var, self.core.name, stmt.span, self.env)
-        if isinstance(value, torch.Tensor) and self.core.memory.shares_storage(value):
-            value = value.clone()  # a view of a buffer may overlap the destination
-        dest.copy_(value)
-        self.env[var.name] = dest
+        memory = self.core.memory
+        assert memory is not None
+        call, args = issued.call, issued.args
+        writes_args = issued.writes
+        reads: list[Region] = []
+        writes: list[Region] = []
+        gm_reads: list[torch.Tensor] = []
+        gm_writes: list[torch.Tensor] = []
+        for index, value in enumerate(args):
+            if not isinstance(value, torch.Tensor):
+                continue
+            found = memory.region(value)
+            written = index in writes_args
+            if found is None:
+                (gm_writes if written else gm_reads).append(value)
+            else:
+                region = Region(*found)
+                reads.append(region)  # an op writing a tile in place reads it too
+                if written:
+                    writes.append(region)
+        if isinstance(stmt, Assign) and isinstance(stmt.target.type, TileType):
+            result = env.get(stmt.target.name)
+            found = memory.region(result) if isinstance(result, torch.Tensor) else None
+            if found is not None:
+                writes.append(Region(*found))
+        start, _ = self.pipes.run(issued.cost, call, issued.at, reads, writes, gm_reads, gm_writes)
+        self.role.launch.gm_access(self.role, call, args, start)
 
 
 class _Issued(NamedTuple):
@@ -414,3 +540,13 @@ def skipped(call: Call, args: tuple[Any, ...]) -> Any:
     """What a skipped op evaluates to on a mirroring lane: the tensor it writes, or a token."""
     writes = get_op(call.op).writes
     return args[writes[0]] if writes else TOKEN
+
+
+def steered_value(call: Call) -> str:
+    """How an error names a kernel's GM read for a steering value: as written (``pl.read(t, [i])``)."""
+    return written_text(call.span, user_name(call.op))
+
+
+# The ops that read, and that write, GM data.
+GM_READS = frozenset(n for n, spec in OPS.items() if (a := spec.trait(GmAccess)) is not None and not a.write)
+GM_WRITES = frozenset(n for n, spec in OPS.items() if (a := spec.trait(GmAccess)) is not None and a.write)

@@ -136,6 +136,9 @@ class Site:
     # the rank's endpoint in a world of chips (pypto_sim_a2a3.distributed.world.RankComm), None alone
     comm: Any = None
     core_pipes: type[CorePipes] = CorePipes  # the run's engine's pipes of a core (hw/engines.py)
+    # a timing-only run's steering slices and GM without numbers (pypto_sim_a2a3.engine.steering.
+    # TimingOnly), None when the run computes every number
+    timing_only: Any = None
 
 
 class LaunchObserver(Protocol):
@@ -298,8 +301,15 @@ class Launch:
                 self.recorder,
                 f"cg{self.group.index}",
                 lead=self.lead,
+                numbers=self._pipes_carry_numbers(),
             )
         return self.pipes[key]
+
+    def _pipes_carry_numbers(self) -> bool:
+        """Whether the tiles' values cross the pipes: unless a timing-only run's kernels here
+        each find their steering values on their own side."""
+        timing_only = self.site.timing_only
+        return timing_only is None or None in timing_only.steering.values()
 
     def initialize_pipes(self, role: CoreRole, call: Call) -> None:
         """``role``'s ``*_initialize_pipe``: the first one of a pipe id opens its rings, later

@@ -49,15 +49,23 @@ CHECKS: dict[str, Check] = {}
 ELEMENT_CHECKS: set[str] = set()  # the ops whose check reads a tile's elements (an index, a divisor)
 
 
-def checks(*names: str, reads_elements: bool = False) -> Callable[[Check], Check]:
+# The checks of where an op reads and writes (regions, valid shapes, a GM index), which read no
+# value the op computes: a timing-only run makes them for the ops whose numbers it skips.
+ADDRESS_CHECKS: dict[str, Check] = {}
+
+
+def checks(*names: str, reads_elements: bool = False, address: bool = False) -> Callable[[Check], Check]:
     """Register the decorated function as a check of each op in ``names``, run before its numbers
-    (``reads_elements``: it reads a tile's elements, not only shapes and scalars)."""
+    (``reads_elements``: it reads a tile's elements, not only shapes and scalars; ``address``: one
+    of :data:`ADDRESS_CHECKS` too)."""
 
     def register(fn: Check) -> Check:
         for name in names:
             CHECKS[name] = fn
             if reads_elements:
                 ELEMENT_CHECKS.add(name)
+            if address:
+                ADDRESS_CHECKS[name] = fn
         return fn
 
     return register
@@ -106,12 +114,12 @@ def check_valid(call: Call, valid: Sequence[int], shape: Sequence[int], whose: s
             )
 
 
-@checks(tile.load)
+@checks(tile.load, address=True)
 def _load(call: Call, args: Sequence[Any]) -> None:
     check_region(call, args[0], args[1], valid_of(call.type))
 
 
-@checks(tile.load_partial)
+@checks(tile.load_partial, address=True)
 def _load_partial(call: Call, args: Sequence[Any]) -> None:
     tensor, offsets, valid = args
     assert isinstance(call.type, TileType)
@@ -119,12 +127,12 @@ def _load_partial(call: Call, args: Sequence[Any]) -> None:
     check_region(call, tensor, offsets, valid)
 
 
-@checks(tile.store)
+@checks(tile.store, address=True)
 def _store(call: Call, args: Sequence[Any]) -> None:
     check_region(call, args[2], args[1], valid_of(call.args[0].type))
 
 
-@checks(tile.store_partial, tile.store_atomic)
+@checks(tile.store_partial, tile.store_atomic, address=True)
 def _store_valid(call: Call, args: Sequence[Any]) -> None:
     tile_value, offsets, tensor = args[:3]
     valid = args[3] if len(args) == 4 else valid_of(call.args[0].type)
@@ -132,14 +140,14 @@ def _store_valid(call: Call, args: Sequence[Any]) -> None:
     check_region(call, tensor, offsets, valid)
 
 
-@checks(tile.fillpad)
+@checks(tile.fillpad, address=True)
 def _fillpad(call: Call, args: Sequence[Any]) -> None:
     tile_type = call.args[0].type
     assert isinstance(tile_type, TileType)
     check_valid(call, args[1] if len(args) == 2 else valid_of(tile_type), tile_type.shape)
 
 
-@checks(tile.gather_row)
+@checks(tile.gather_row, address=True)
 def _gather_row(call: Call, args: Sequence[Any]) -> None:
     dst, src, dst_offsets, src_offsets = args[:4]
     shape = tuple(call.attrs["shape"])
@@ -150,36 +158,43 @@ def _gather_row(call: Call, args: Sequence[Any]) -> None:
     check_region(call, src, src_offsets, shape)
 
 
-@checks(tile.slice)
+@checks(tile.slice, address=True)
 def _slice(call: Call, args: Sequence[Any]) -> None:
     check_region(call, args[0], args[1], tuple(call.attrs["shape"]))
 
 
-@checks(tile.set_validshape)
+@checks(tile.set_validshape, address=True)
 def _set_validshape(call: Call, args: Sequence[Any]) -> None:
     assert isinstance(call.type, TileType)
     check_valid(call, [int(n) for n in args[1]], call.type.shape)
 
 
-@checks(tile.assemble)
+@checks(tile.assemble, address=True)
 def _assemble(call: Call, args: Sequence[Any]) -> None:
     dst, src, offsets = args
     check_region(call, dst, offsets, tuple(src.shape))
 
 
-@checks(scalar.read)
+@checks(scalar.read, address=True)
 def _read(call: Call, args: Sequence[Any]) -> None:
     check_region(call, args[0], args[1], (1,) * args[0].dim())
 
 
 @checks(scalar.write, tile.write)
 def _write(call: Call, args: Sequence[Any]) -> None:
-    target, offsets, value = args
+    _write_region(call, args)
+    check_element_scalar(call, args[2], args[0].dtype)
+
+
+def _write_region(call: Call, args: Sequence[Any]) -> None:
+    target, offsets = args[:2]
     check_region(call, target, offsets, (1,) * target.dim())
-    check_element_scalar(call, value, target.dtype)
 
 
-@checks(tile.tri)
+ADDRESS_CHECKS[scalar.write] = ADDRESS_CHECKS[tile.write] = _write_region
+
+
+@checks(tile.tri, address=True)
 def _tri(call: Call, args: Sequence[Any]) -> None:
     assert isinstance(call.type, TileType)
     if len(args) > 1:
@@ -221,7 +236,7 @@ def _scatter_update(call: Call, args: Sequence[Any]) -> None:
     check_indices(call, args[1], args[0].shape[0], "rows of the input")
 
 
-@checks(tile.mgather, reads_elements=True)
+@checks(tile.mgather, reads_elements=True, address=True)
 def _mgather(call: Call, args: Sequence[Any]) -> None:
     if call.attrs.get("gather_oob", "undefined") != "undefined":
         return  # an out-of-range index is clamped, wrapped or reads zeros, as asked
@@ -230,7 +245,7 @@ def _mgather(call: Call, args: Sequence[Any]) -> None:
     check_indices(call, args[1], count, "rows of the source" if rows else "elements of the source")
 
 
-@checks(tile.mscatter, reads_elements=True)
+@checks(tile.mscatter, reads_elements=True, address=True)
 def _mscatter(call: Call, args: Sequence[Any]) -> None:
     rows = call.attrs.get("coalesce", "row") == "row"
     output = args[2]
@@ -281,7 +296,7 @@ def _mrgsort_lists(call: Call, args: Sequence[Any]) -> None:
         check_sorted_runs(call, pairs, pairs.shape[1])
 
 
-@checks(tile.fillpad_expand)
+@checks(tile.fillpad_expand, address=True)
 def _fillpad_expand(call: Call, args: Sequence[Any]) -> None:
     tile_type = call.args[0].type
     assert isinstance(tile_type, TileType)

@@ -57,11 +57,12 @@ from pypto.ir.semantics import product as block_product
 from pypto.ir.walker import INDEX_OPS, KernelWalker
 from pypto_sim_a2a3.checks.coherence import gm_data_access
 from pypto_sim_a2a3.engine.crosscore import Popped
-from pypto_sim_a2a3.engine.decode import FREE_OPS, Steps
-from pypto_sim_a2a3.engine.interpreter import skipped
+from pypto_sim_a2a3.engine.decode import FREE_OPS, Step, Steps
+from pypto_sim_a2a3.engine.interpreter import GM_READS, GM_WRITES, skipped, steered_value
 from pypto_sim_a2a3.engine.launch import INIT_OPS, PIPE_OPS, CoreRole, Launch, Placement, Site, placed_rings
 from pypto_sim_a2a3.engine.scheduler import Wait
-from pypto_sim_a2a3.engine.semantics import BATCHING, CHECKS, ELEMENT_CHECKS, NUMBERS, Batching
+from pypto_sim_a2a3.engine.semantics import ADDRESS_CHECKS, BATCHING, CHECKS, ELEMENT_CHECKS, NUMBERS, Batching
+from pypto_sim_a2a3.engine.steering import UNCOMPUTED
 from pypto_sim_a2a3.hw.cores import Core
 from pypto_sim_a2a3.hw.memory import CoreMemory, SpaceBuffers, slot_of
 from pypto_sim_a2a3.hw.ring import Token
@@ -412,6 +413,12 @@ class BatchFrame(KernelWalker):
         self.alive = list(range(self.lanes))
         self._assigning: Assign | None = None  # the statement running now, if an assignment
         self._into: torch.Tensor | None = None  # its target's tile, placed by the op that wrote it
+        # A timing-only run: the ops computed (its steering slice, by id), the names whose tiles
+        # hold numbers, its GM without numbers (None: every op computes).
+        self.timing_only = role.launch.site.timing_only
+        steering = None if self.timing_only is None else self.timing_only.steering.get(self.fn.name)
+        self.computes = None if steering is None else steering.calls
+        self.keeps = None if steering is None else steering.names
 
     def exec_stmt(self, stmt: Stmt) -> Generator[Any, None, Any]:
         self._assigning = stmt if type(stmt) is Assign else None
@@ -457,20 +464,38 @@ class BatchFrame(KernelWalker):
             return self.index(call)
         if any(isinstance(a, Token) for a in args):
             raise Unbatchable("a data-less token")
-        if self.memory.in_first:
+        skip = self.computes is not None and step.launch is None and id(call) not in self.computes
+        if self.memory.in_first and not skip:
             self._whole(call, args, laned)
         if step.launch is not None:
             if call.op not in _PIPE_OPS or laned:
                 raise Unbatchable(call.op)
             return (yield from step.launch(self.role, call, args, self.cost))
+        if skip:
+            return self._skip(step, args, laned)
         batched = _BATCHED.get(call.op)
         if batched is None or step.semantics is None:
             raise Unbatchable(call.op)
         check = CHECKS.get(call.op)
         if check is not None:
             self._check(check, call, args, laned)
+        if self.timing_only is not None and call.op in GM_READS:  # a steering value's GM
+            unreal, value = self.timing_only.unreal, steered_value(call)
+            self._check(lambda c, a: unreal.check_read(c, a, value), call, args, laned)
         return batched(self, call, args)
         yield  # a generator that never waits
+
+    def _skip(self, step: Step, args: tuple[Any, ...], laned: bool) -> Any:
+        """A timing-only run's op that steers nothing: each block's address checks, and what it
+        writes in GM known to hold no numbers (see CoreNumbers._skip)."""
+        call = step.call
+        check = ADDRESS_CHECKS.get(call.op)
+        if check is not None:
+            self._check(check, call, args, laned)
+        if call.op in GM_WRITES:
+            for lane in self.alive:
+                self.timing_only.unreal.written(call, self.lane_args(call, args, lane))
+        return args[step.writes[0]] if step.writes else UNCOMPUTED
 
     def _whole(self, call: Call, args: tuple[Any, ...], laned: bool) -> None:
         """Fill every block's row of the tiles ``call`` reads, but for the ones it reads in block
@@ -533,6 +558,9 @@ class BatchFrame(KernelWalker):
         if not isinstance(var.type, TileType) or isinstance(value, Token):
             self.env[var.name] = value
             return
+        if value is UNCOMPUTED:  # a timing-only run's tile that steers nothing: its place alone
+            self.env[var.name] = self._place(var, stmt)
+            return
         alike = isinstance(value, torch.Tensor) and self.memory.same_in_every_block(value)
         dest = self._place(var, stmt)
         if alike and dest.dim() and value is not dest:
@@ -573,7 +601,8 @@ class BatchFrame(KernelWalker):
         if dest.data_ptr() != value.data_ptr() or dest.shape != value.shape:
             value = self.memory.whole(value)
             self.memory.written(self.memory.region(dest))
-            dest.copy_(value.clone() if self.memory.shares_storage(value) else value)
+            if self.keeps is None or var.name in self.keeps:
+                dest.copy_(value.clone() if self.memory.shares_storage(value) else value)
         self.env[var.name] = dest
 
     def _place(self, var: Var, node: Stmt | Var) -> torch.Tensor:
@@ -649,7 +678,7 @@ def walk_batch(
         spaces = role.core.memory.spaces if role.core.memory is not None else ()
         memory = BatchMemory(target, spaces, len(blocks), placement.kernel, index)
         seats.append((Core(role.core.name, memory), role.kind, role.lane, role.mirror, False))
-    site = Site(first.group, blocks[0], block_num)
+    site = Site(first.group, blocks[0], block_num, timing_only=first.site.timing_only)
     launch = Launch(first.name, site, target, seats, NoRecorder(), plan.piped, first.pipe_name, lead=1)  # type: ignore[arg-type]
     frames = []
     for role, placement in zip(launch.roles, placements, strict=True):

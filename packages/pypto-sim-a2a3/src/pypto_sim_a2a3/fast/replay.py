@@ -65,10 +65,9 @@ from pypto.ir.launch import LaunchPlan
 from pypto.ir.nodes import stmt_end_exprs, stmt_exprs, walk_expr, walk_stmts
 from pypto.ir.ops import op, system
 from pypto.ir.ops import tile as tile_ops
-from pypto.ir.walker import KernelWalker
 from pypto_sim_a2a3.checks.coherence import GM_DATA_OPS
 from pypto_sim_a2a3.engine.decode import Step, Steps
-from pypto_sim_a2a3.engine.interpreter import KernelFrame, skipped
+from pypto_sim_a2a3.engine.interpreter import KernelFrame
 from pypto_sim_a2a3.engine.launch import CoreRole, Launch, Placement
 from pypto_sim_a2a3.engine.scheduler import Event, Process, Signal, Wait
 from pypto_sim_a2a3.engine.timeline import Recorder
@@ -305,53 +304,38 @@ class BlockRecording:
 
 
 class NumbersFrame(KernelFrame):
-    """A kernel's walk for its numbers only: the checked semantics on the core's memory, tiles
-    crossing the launch's rings, no time. ``ops`` are the ops it ran with their operands, in
-    order. The walk yields only the waits of its pipe ops (a full or an empty ring)."""
+    """A kernel's walk for its numbers only (a :class:`KernelFrame` without its timing part): the
+    checked semantics on the core's memory, tiles crossing the launch's rings, no time. ``ops``
+    are the ops it ran with their operands, in order. The walk yields only the waits of its pipe
+    ops (a full or an empty ring)."""
 
     def __init__(self, seat: Any, args: Sequence[Any], role: CoreRole, cost: CostModel, steps: Steps):
-        site = role.launch.site
-        KernelWalker.__init__(self, seat, args, site.block, site.block_num)
-        self.role = role
-        self.core = role.core
-        self.cost = cost
-        self.steps = steps
-        self.on_op = None
-        self.pipes = role.pipes = NO_PIPES  # type: ignore[assignment]
-        self._pending = None
+        super().__init__(seat, args, role, cost, steps, timed=False)
+        # The launch ops ask the core's pipes, which take no time here.
+        role.pipes = NO_PIPES  # type: ignore[assignment]
         self.ops: list[tuple[Call, tuple[Any, ...]]] = []
         self.in_op = False  # inside an op's run (an error there belongs to that op)
         # What the walk placed, in order: the byte range of each tile it bound (None for other
         # values) and each carried tile copied between buffers (see walk_signature).
         self.placed: list[Any] = []
 
-    def run(self) -> Generator[Event, None, Any]:
-        return (yield from KernelWalker.run(self))
-
     def bind(self, stmt: Assign, value: Any) -> None:
         super().bind(stmt, value)
-        self.placed.append(self._region_of_var(stmt.target.name))
+        bound = self.env.get(stmt.target.name)
+        self.placed.append(self.numbers.region(bound) if isinstance(bound, torch.Tensor) else None)
 
     def set_carried(self, var: Var, value: Any) -> None:
         super().set_carried(var, value)
         carried = self.env.get(var.name)
         if isinstance(carried, torch.Tensor):  # (the bytes it was copied from, where it is)
             copied = isinstance(value, torch.Tensor) and carried is not value
-            self.placed.append((self._region(value) if copied else None, self._region(carried)))
-
-    def top_level_done(self, index: int) -> Generator[Event, None, None]:
-        yield from ()
+            region = self.numbers.region
+            self.placed.append((region(value) if copied else None, region(carried)))
 
     def run_step(self, step: Step, args: tuple[Any, ...]) -> Generator[Event, None, Any]:
-        call = step.call
-        self.ops.append((call, args))
-        if step.work and self.role.mirror:
-            return skipped(call, args)
+        self.ops.append((step.call, args))
         self.in_op = True
-        if step.launch is not None:  # pipe, index and buffer ops: the launch's, on no pipes
-            value = yield from step.launch(self.role, call, args, self.cost)
-        else:
-            value = self.compute(step, args)
+        value = yield from super().run_step(step, args)
         self.in_op = False
         return value
 

@@ -119,6 +119,8 @@ class Pipe:
     changed: Signal = field(default_factory=Signal)
     # leading dimensions of the tiles that cross (1: the tiles of a batch of blocks, see batch.py)
     lead: int = 0
+    # the tiles' values cross too (off in a timing-only run whose steering values stay on one side)
+    numbers: bool = True
 
     def initialize(self, core: str) -> None:
         """``core`` has initialized its side of the pipe."""
@@ -325,6 +327,8 @@ class Pipe:
         if data is None:
             return _Share(ring, SlotContent(mode, None), None)
         slot_tile = TileType(split_shape(tile.shape, mode), tile.dtype, ring.space)
+        if not self.numbers:
+            return _Share(ring, SlotContent(mode, slot_tile), None)
         padded = torch.zeros((*data.shape[: self.lead], *slot_tile.shape), dtype=torch_dtype(tile.dtype))
         padded[tuple(slice(0, n) for n in data.shape)] = data
         return _Share(ring, SlotContent(mode, slot_tile), padded)
@@ -339,7 +343,7 @@ class Pipe:
             where[axis] = slice(lane * shape[axis], (lane + 1) * shape[axis])
             shape[axis] *= 2
         content = SlotContent(mode, TileType(tuple(shape), tile.dtype, ring.space))
-        carries_data = not isinstance(value, Token) and (axis is not None or lane == 0)
+        carries_data = self.numbers and not isinstance(value, Token) and (axis is not None or lane == 0)
         return _Share(ring, content, value if carries_data else None, (*[slice(None)] * self.lead, *where))
 
     def _check_fits(self, share: _Share, call: Call) -> None:

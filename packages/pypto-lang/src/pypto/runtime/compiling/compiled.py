@@ -50,7 +50,7 @@ from pypto.runtime.compiling.arguments import check_argument, check_runnable
 from pypto.runtime.compiling.cache import OFF, cached_lower
 from pypto.runtime.compiling.compile_profile import CompileProfile
 from pypto.runtime.compiling.pipelines import pipeline_of
-from pypto.runtime.config import RunConfig
+from pypto.runtime.config import TIMING_ONLY, RunConfig
 from pypto.runtime.extensions import RUNTIME
 from pypto.runtime.platforms.families import backend_type_of
 from pypto.runtime.platforms.registry import get_backend, get_target, registry
@@ -559,7 +559,7 @@ class CompiledProgram:
         directory = config.checked_profile_path(self.lowered.name)  # before the run, not after it
         start = time.perf_counter()
         dump = self._args_dump(config)
-        options = {**self._session_break(), **call.backend_options}  # its own break_at first
+        options = {**self._session_break(), **_session_timing_only(), **call.backend_options}  # its own first
         # A kernel debugger's prints and prompt own the terminal: no progress bar draws over them.
         quiet = no_run_bars() if "break_at" in options or self._debugs() else nullcontext()
         with quiet, TaskProgress(self.lowered.name, self.task_count) as progress:
@@ -726,6 +726,11 @@ def _log_hints(compiled: CompiledProgram, config: RunConfig) -> None:
         return
     for hint in hints:
         log.info(f"[perf_hint] {name}: {hint}")
+
+
+def _session_timing_only() -> dict[str, bool]:
+    """``pypto run --timing-only`` (or ``pypto profile --timing-only``): every run models its time alone."""
+    return {TIMING_ONLY: True} if settings.timing_only() else {}
 
 
 def run(

@@ -25,6 +25,7 @@ from pypto.ir.distributed_compiled_program import DistributedConfig
 from pypto.ir.errors import CommError
 from pypto.ir.extensions import IR
 from pypto.ir.tracebacks import call_site, raise_at_user_line
+from pypto.runtime import settings
 from pypto.runtime.compiling import artifacts
 from pypto.runtime.compiling.compiled import CompiledProgram
 from pypto.runtime.config import RunConfig
@@ -174,6 +175,13 @@ class DistributedCompiledProgram(CompiledProgram):
         ``engine`` the worker's rank engine (None: in this process). Returns what the entry
         returns; the :class:`WorldReport` is kept in ``last_report``."""
         self.check_callbacks(callbacks or {})
+        if settings.timing_only():
+            raise ConfigError(
+                f"--timing-only models one chip; {self.entry.name} runs on a world of "
+                f"{self.world_size} chips, which runs with numbers",
+                call_site(),
+                "run the distributed program without --timing-only",
+            )
         call = self.build_call_config(config)
         directory = config.checked_profile_path(self.lowered.name)
         options: dict[str, Any] = {

@@ -23,7 +23,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pypto.ir import Direction, Function, PyptoError
+from pypto.ir import ConfigError, Direction, Function, PyptoError
+from pypto.ir.tracebacks import call_site, raise_at_user_line
 
 if TYPE_CHECKING:
     import torch
@@ -126,6 +127,27 @@ def compare_golden(name: str, got: torch.Tensor, want: torch.Tensor, rtol: float
     )
 
 
+def _check_not_timing_only(config: Any, compared: str) -> None:
+    """A timing-only run computes no tile values: its outputs have nothing to compare."""
+    from pypto.runtime import settings
+
+    given = "RunConfig(timing_only=True)" if getattr(config, "timing_only", False) else None
+    if given is None and settings.timing_only():
+        given = "--timing-only"
+    if given is None:
+        return
+    call = call_site()
+    err = ConfigError(
+        f"a golden comparison ({compared}) checks the outputs' numbers, and {given} computes none",
+        span=call,
+        hint="drop timing_only (--timing-only) to compare with the golden, or run without a golden "
+        "to model the time alone",
+    )
+    if call is None:
+        raise err
+    raise_at_user_line(err, "run")
+
+
 def check_run(
     entry: Function, args: Sequence[Any], run: Callable[[], Any], golden: Golden | None, config: Any
 ) -> Any:
@@ -136,6 +158,7 @@ def check_run(
     directory = getattr(config, "golden_data_dir", None)
     if golden is None and directory is None:
         return run()
+    _check_not_timing_only(config, "golden=" if golden is not None else "golden_data_dir")
     names = [p.var.name for p in entry.params]
     before = {n: a.clone() if isinstance(a, torch.Tensor) else a for n, a in zip(names, args, strict=True)}
     expected = expected_outputs(entry, before, golden, directory)
