@@ -71,6 +71,8 @@ class FastRunner:
         self._walk_tally: dict[int, tuple[int, int]] = {}  # per task: blocks replayed, blocks not
 
     def start(self, block: StartedBlock) -> None:
+        """Replay ``block`` from an earlier block's recording, or run it on the reference runner
+        (recorded, if later blocks of its task may replay it)."""
         recording = self._recording(block)
         if block.block > 0 and recording is not None:
             self._replay(recording, block)
@@ -85,6 +87,7 @@ class FastRunner:
         self.reference.start(block)
 
     def _may_replay(self, block: StartedBlock) -> bool:
+        """A block of an spmd task on a core group idle by its start: its steps are another's, shifted."""
         return block.task.blocks > 1 and block.idle
 
     def _recording(self, block: StartedBlock) -> BlockRecording | None:
@@ -126,7 +129,8 @@ class FastRunner:
         """Walk the block for its numbers and its signature (:func:`walk_signature`): replay the
         earlier block of the task that walked the same way (None), or run this one on the reference
         runner, on a launch of its own (the walk used this one), recorded for the blocks after it."""
-        numbers = walk_numbers(block.launch, frames := self._numbers_frames(block.placements))
+        frames = self._numbers_frames(block.placements)
+        numbers = walk_numbers(block.launch, frames)
         signature = walk_signature(frames, numbers)
         task = block.task
         templates = self._templates.setdefault(task.id, {})
