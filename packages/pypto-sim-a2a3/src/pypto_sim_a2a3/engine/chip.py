@@ -397,7 +397,7 @@ class Chip:
         if task.id not in self._barriers:
             self._barriers[task.id] = task_barrier(plan, task.blocks)
             self._orders[task.id] = GmOrder()
-        site = self._site(task, block, group)
+        site = self._site(task, block, group, plan)
         launch, placements = self._launch(plan, task.args, site)
         start = self.dispatcher.clock
         idle = all(p.role.core.clock <= start for p in placements)  # every core starts with it
@@ -409,7 +409,7 @@ class Chip:
             core.task = task.name
         self.runner.start(StartedBlock(task, block, plan, site, launch, tuple(placements), start, idle))
 
-    def _site(self, task: Task, block: int, group: CoreGroup) -> Site:
+    def _site(self, task: Task, block: int, group: CoreGroup, plan: LaunchPlan) -> Site:
         """Where block ``block`` of ``task`` runs, and who sees what it does."""
         order = self._orders[task.id]
 

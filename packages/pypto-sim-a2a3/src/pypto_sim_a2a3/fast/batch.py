@@ -61,7 +61,14 @@ from pypto_sim_a2a3.engine.decode import FREE_OPS, Step, Steps
 from pypto_sim_a2a3.engine.interpreter import GM_READS, GM_WRITES, skipped, steered_value
 from pypto_sim_a2a3.engine.launch import INIT_OPS, PIPE_OPS, CoreRole, Launch, Placement, Site, placed_rings
 from pypto_sim_a2a3.engine.scheduler import Wait
-from pypto_sim_a2a3.engine.semantics import ADDRESS_CHECKS, BATCHING, CHECKS, ELEMENT_CHECKS, NUMBERS, Batching
+from pypto_sim_a2a3.engine.semantics import (
+    ADDRESS_CHECKS,
+    BATCHING,
+    CHECKS,
+    ELEMENT_CHECKS,
+    NUMBERS,
+    Batching,
+)
 from pypto_sim_a2a3.engine.steering import UNCOMPUTED
 from pypto_sim_a2a3.hw.cores import Core
 from pypto_sim_a2a3.hw.memory import CoreMemory, SpaceBuffers, slot_of
