@@ -30,6 +30,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 import aliased
+import memwatch
 import torch
 from acceptance import Figure, print_summary, record
 
@@ -51,6 +52,7 @@ from pypto.runtime import RunConfig
 TINY_GOAL_SECONDS = 5.0
 FULL_BATCH, FULL_CACHE = 16, 4096
 TP_CHIPS = (1, 2, 4, 8)
+MEMORY_FLOOR_GB = 2.0  # the whole step stops itself when the machine has less available
 STEP_GOAL = 2.0  # the step with numbers: at most this times plain torch's wall time
 TIMING_ONLY_GOAL = 60.0  # seconds for the step in timing-only mode
 STEP_NAME = "Qwen3-32B decode step, with numbers: sim / torch"
@@ -291,21 +293,28 @@ def full_decode_step(layers: int) -> None:
         config.rms_norm_eps,
         config.head_dim**-0.5,
     )
-    start = time.perf_counter()
-    decode_step.compile(*call)
-    lowered = time.perf_counter() - start
-    gc.collect()
-    start = time.perf_counter()
-    decode_step(*call)
-    simulated = time.perf_counter() - start
-    report = decode_step.last_report
-    assert report is not None
-    cycles, modeled_us = report.total_cycles, report.total_us
-    del report
-    gc.collect()
-    start = time.perf_counter()
-    want_hidden, want_logits = reference.decode_step(weights, tokens, positions, cos, sin, want_k, want_v)
-    torch_seconds = time.perf_counter() - start
+    free = memwatch.available_gb()
+    if free is not None:
+        print(
+            f"  memory: {free:.1f} GB available; the run stops itself under {MEMORY_FLOOR_GB:.0f} GB "
+            "(the simulator holds every launch of a program until the program ends)"
+        )
+    with memwatch.MemoryWatch(MEMORY_FLOOR_GB, what="the Qwen3-32B step") as watch:
+        start = time.perf_counter()
+        decode_step.compile(*call)
+        lowered = time.perf_counter() - start
+        gc.collect()
+        start = time.perf_counter()
+        decode_step(*call)
+        simulated = time.perf_counter() - start
+        report = decode_step.last_report
+        assert report is not None
+        cycles, modeled_us = report.total_cycles, report.total_us
+        del report
+        gc.collect()
+        start = time.perf_counter()
+        want_hidden, want_logits = reference.decode_step(weights, tokens, positions, cos, sin, want_k, want_v)
+        torch_seconds = time.perf_counter() - start
     hidden_error = float((hidden.float() - want_hidden.float()).abs().max() / want_hidden.float().abs().max())
     logits_error = float((logits - want_logits).abs().max() / want_logits.abs().max())
     rows = FULL_BATCH * FULL_CACHE  # the one layer's worth of cache the layers share
@@ -325,11 +334,16 @@ def full_decode_step(layers: int) -> None:
         f"{logits_error:.1e} of the largest value, cache rows within {cache_error:.3f}, "
         f"{'the same' if same_tokens else 'DIFFERENT'} greedy tokens: {'OK' if ok else 'MISMATCH'}"
     )
+    print(f"  the process's anonymous memory peaked at {watch.peak_gb:.1f} GB (sampled each second)")
     print(f"  sim/torch = {simulated / torch_seconds:.2f}x (goal <= {STEP_GOAL:g}x)")
-    what = f"the whole step, {layers} layers" + ("" if layers == 64 else " (NOT the model's 64)")
+    model_layers = get_config("qwen3-32b").num_layers
+    what = f"the whole step, {layers} layers" + (
+        "" if layers == model_layers else f" (NOT the model's {model_layers})"
+    )
     record(Figure(STEP_NAME, simulated / torch_seconds, STEP_GOAL, "x", f"measured: {what}"))
     if has_timing_only():
-        seconds, timed_cycles = timing_only_run(decode_step, call)
+        with memwatch.MemoryWatch(MEMORY_FLOOR_GB, what="the Qwen3-32B step, timing-only"):
+            seconds, timed_cycles = timing_only_run(decode_step, call)
         same = (
             "the same modeled cycles"
             if timed_cycles == cycles
