@@ -34,6 +34,7 @@ import memwatch
 import torch
 from acceptance import Figure, print_summary, record
 
+import pypto.language as pl
 from pypto.models.qwen3 import (
     Qwen3Config,
     Qwen3Decoder,
@@ -44,6 +45,9 @@ from pypto.models.qwen3 import (
     reference,
     rope_tables,
 )
+from pypto.models.qwen3.kernels.embedding import embed_tokens
+from pypto.models.qwen3.kernels.projection import lm_head
+from pypto.models.qwen3.kernels.rmsnorm import rmsnorm
 from pypto.models.qwen3.profile import DecodeProfile
 from pypto.models.qwen3.tp import TensorParallelLayer, gather_kv_cache, shard_kv_cache
 from pypto.models.qwen3.weights import layer_shapes
@@ -247,10 +251,11 @@ def shared_layer_weights(config: Qwen3Config, seed: int = 0) -> Qwen3Weights:
     )
 
 
-def full_decode_step(layers: int) -> None:
+def full_decode_step(layers: int, by_layer: bool = False) -> None:
     """The whole decode step (``decode_step``: embedding, ``layers`` layers, final norm, LM head)
     at Qwen3-32B's sizes, batch 16, a 4096-position cache, on a2a3sim with numbers, against plain
-    torch doing the same step; then in timing-only mode when this tree has it."""
+    torch doing the same step; then in timing-only mode when this tree has it. ``by_layer`` runs
+    the same kernels as one program per layer (see :func:`step_by_layer`)."""
     config = get_config("qwen3-32b").with_layers(layers)
     if not aliased.available():
         raise SystemExit("--full-step shares one layer's memory among the layers, which needs Linux (memfd)")
@@ -268,7 +273,8 @@ def full_decode_step(layers: int) -> None:
     logits = torch.zeros(FULL_BATCH, config.vocab_size)
     setup = time.perf_counter() - start
     print(
-        f"Qwen3-32B decode step (decode_step: embedding, {layers} layers, final norm, LM head over "
+        f"Qwen3-32B decode step ({'one program per layer' if by_layer else 'decode_step'}: embedding, "
+        f"{layers} layers, final norm, LM head over "
         f"{config.vocab_size:,} tokens), batch {FULL_BATCH}, {FULL_CACHE}-position cache, BF16"
     )
     print(
@@ -300,17 +306,20 @@ def full_decode_step(layers: int) -> None:
             "(the simulator holds every launch of a program until the program ends)"
         )
     with memwatch.MemoryWatch(MEMORY_FLOOR_GB, what="the Qwen3-32B step") as watch:
-        start = time.perf_counter()
-        decode_step.compile(*call)
-        lowered = time.perf_counter() - start
-        gc.collect()
-        start = time.perf_counter()
-        decode_step(*call)
-        simulated = time.perf_counter() - start
-        report = decode_step.last_report
-        assert report is not None
-        cycles, modeled_us = report.total_cycles, report.total_us
-        del report
+        if by_layer:
+            lowered, simulated, cycles, modeled_us = step_by_layer(config, call)
+        else:
+            start = time.perf_counter()
+            decode_step.compile(*call)
+            lowered = time.perf_counter() - start
+            gc.collect()
+            start = time.perf_counter()
+            decode_step(*call)
+            simulated = time.perf_counter() - start
+            report = decode_step.last_report
+            assert report is not None
+            cycles, modeled_us = report.total_cycles, report.total_us
+            del report
         gc.collect()
         start = time.perf_counter()
         want_hidden, want_logits = reference.decode_step(weights, tokens, positions, cos, sin, want_k, want_v)
@@ -340,8 +349,13 @@ def full_decode_step(layers: int) -> None:
     what = f"the whole step, {layers} layers" + (
         "" if layers == model_layers else f" (NOT the model's {model_layers})"
     )
+    if by_layer:
+        what += f", one program per layer ({layers + 2} programs, not decode_step's one)"
     record(Figure(STEP_NAME, simulated / torch_seconds, STEP_GOAL, "x", f"measured: {what}"))
-    if has_timing_only():
+    if by_layer:
+        print("  timing-only: measured on decode_step only (run --full-step without --by-layer)")
+        record(Figure(TIMING_ONLY_NAME, None, TIMING_ONLY_GOAL, "s", "not run: --by-layer"))
+    elif has_timing_only():
         with memwatch.MemoryWatch(MEMORY_FLOOR_GB, what="the Qwen3-32B step, timing-only"):
             seconds, timed_cycles = timing_only_run(decode_step, call)
         same = (
@@ -360,6 +374,67 @@ def full_decode_step(layers: int) -> None:
     record(Figure(CHECK_NAME, None, None, "", f"{what}, against reference.decode_step", ok=ok))
     if not ok:
         raise SystemExit(1)
+
+
+@pl.jit
+def embed_program(tokens: pl.Tensor, embed: pl.Tensor, x: pl.Out[pl.Tensor]):
+    """decode_step's first launch as a program of its own: the residual stream of the tokens."""
+    x = embed_tokens(tokens, embed, x)
+    return x
+
+
+@pl.jit
+def head_program(
+    x: pl.Tensor,
+    final_norm: pl.Tensor,
+    lm_head_w: pl.Tensor,
+    hidden: pl.Out[pl.Tensor],
+    logits: pl.Out[pl.Tensor],
+    eps: pl.FP32,
+):
+    """decode_step's last two launches as a program of their own: final norm and LM head."""
+    hidden = rmsnorm(x, final_norm, hidden, eps, 0)
+    logits = lm_head(hidden, lm_head_w, logits, 0)
+    return logits
+
+
+def step_by_layer(config: Qwen3Config, call: tuple[Any, ...]) -> tuple[float, float, int, float]:
+    """decode_step's work as ``layers + 2`` programs: the embedding, each ``decoder_layer``, the
+    final norm and LM head, the same kernels over the same tensors (a program's run holds every
+    launch until it ends; one program per layer holds one layer's). Returns (lowering seconds,
+    simulating seconds, the programs' modeled cycles and microseconds summed: no overlap between
+    one layer's last launch and the next one's first, which one program would model)."""
+    tokens, positions, embed, *layer_weights = call[:14]
+    final_norm, lm_head_w, cos, sin, k_cache, v_cache, hidden, logits, eps, scale = call[14:]
+    x = torch.zeros(FULL_BATCH, config.hidden_size)
+    programs: list[tuple[Any, tuple[Any, ...]]] = [(embed_program, (tokens, embed, x))]
+    layers = config.num_layers
+    for layer in range(layers):
+        # The layer's rows of each stacked tensor, as layer 0 of a one-layer model: a layer index
+        # is a specialised scalar, and 64 of them would lower the layer 64 times.
+        own = [rows_of(stacked, layer, layers) for stacked in (*layer_weights, k_cache, v_cache)]
+        args = (x, positions, *own[:-2], cos, sin, *own[-2:], 0, FULL_CACHE, eps, scale)
+        programs.append((decoder_layer, args))
+    programs.append((head_program, (x, final_norm, lm_head_w, hidden, logits, eps)))
+    start = time.perf_counter()
+    for program, args in (programs[0], programs[1], programs[-1]):  # the layers compile once
+        program.compile(*args)
+    lowered = time.perf_counter() - start
+    gc.collect()
+    cycles, modeled_us, simulated = 0, 0.0, 0.0
+    for program, args in programs:
+        start = time.perf_counter()
+        program(*args)
+        simulated += time.perf_counter() - start
+        cycles += program.last_report.total_cycles
+        modeled_us += program.last_report.total_us
+    return lowered, simulated, cycles, modeled_us
+
+
+def rows_of(stacked: torch.Tensor, layer: int, layers: int) -> torch.Tensor:
+    """Layer ``layer``'s rows of a tensor stacking ``layers`` layers along its rows (a view)."""
+    rows = stacked.shape[0] // layers
+    return stacked[layer * rows : (layer + 1) * rows]
 
 
 def weight_gb(config: Qwen3Config) -> float:
@@ -426,6 +501,11 @@ def main() -> None:
     )
     parser.add_argument("--only-step", action="store_true", help="only the whole Qwen3-32B decode step")
     parser.add_argument(
+        "--by-layer",
+        action="store_true",
+        help="the whole step as one program per layer (bounded memory; its ratio labelled so)",
+    )
+    parser.add_argument(
         "--step-layers",
         type=int,
         default=get_config("qwen3-32b").num_layers,
@@ -439,7 +519,7 @@ def main() -> None:
         tensor_parallel_layer()
         return
     if args.only_step:
-        full_decode_step(args.step_layers)
+        full_decode_step(args.step_layers, args.by_layer)
         print_summary()
         return
     tiny_decode_step()
@@ -453,7 +533,7 @@ def main() -> None:
         tensor_parallel_layer()
         print()
         if args.full_step:
-            full_decode_step(args.step_layers)
+            full_decode_step(args.step_layers, args.by_layer)
         else:
             record_layer_extrapolation(layer)
     print_summary()
