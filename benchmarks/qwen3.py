@@ -1,6 +1,7 @@
 """Qwen3 decode benchmarks (issue #13), measured in one run; nothing here is a timed test.
 
     nox -s bench            # runs this after bench.py; or: python benchmarks/qwen3.py [--skip-full]
+    python benchmarks/qwen3.py --only-step [--by-layer] [--step-layers N]   # the whole step alone
 
 1. the tiny configuration's decode step end to end on a2a3sim: the first step of a process
    (parse, compile, simulate) and a later one (cached), wall time; the goal is under 5 s;
@@ -14,8 +15,11 @@
 4. issue #38's acceptance figures of the decode step: the full Qwen3-32B decode step (64 layers,
    batch 16, a 4096-position cache, BF16) simulated with numbers against plain torch doing the same
    step (pypto.models.qwen3.reference), goal 2x, and the same step in timing-only mode, goal 60 s.
-   Measured on the whole step with ``--full-step`` (about 15 minutes on a 2-core machine); without
-   it, extrapolated from the one layer of 2. (64 times its wall time, labelled so).
+   Measured on the whole step with ``--full-step`` (about 15 minutes on an idle 2-core machine);
+   without it, extrapolated from the one layer of 2. (its ratio, labelled so). The 64 layers share
+   one layer's memory (benchmarks/aliased.py). As one ``decode_step`` program the run holds every
+   launch until it ends (about 0.3 GB a layer here); ``--by-layer`` runs the same kernels as one
+   program per layer, which a 24 GB machine holds.
 """
 
 from __future__ import annotations
@@ -422,10 +426,12 @@ def step_by_layer(config: Qwen3Config, call: tuple[Any, ...]) -> tuple[float, fl
     lowered = time.perf_counter() - start
     gc.collect()
     cycles, modeled_us, simulated = 0, 0.0, 0.0
-    for program, args in programs:
+    for done, (program, args) in enumerate(programs, 1):
         start = time.perf_counter()
         program(*args)
         simulated += time.perf_counter() - start
+        if program is decoder_layer and (done - 1) % 16 == 0:
+            print(f"    ... {done - 1} of {layers} layers simulated, {simulated:.0f} s", flush=True)
         cycles += program.last_report.total_cycles
         modeled_us += program.last_report.total_us
     return lowered, simulated, cycles, modeled_us
