@@ -85,12 +85,18 @@ def bench(session: nox.Session) -> None:
     """Compile, cached-call and simulator wall-clock figures, and modeled cycles against the
     roofline, printed as ratios measured in one run; a 64-trial tuning sweep serially and on a
     2-worker Dask LocalCluster; then the Qwen3 decode figures (the tiny step, one full-size
-    Qwen3-32B layer; ``nox -s bench -- --skip-full`` skips that one). benchmarks/README.md
-    records them."""
+    Qwen3-32B layer; ``nox -s bench -- --skip-full`` skips that one) and, at the end, the table of
+    issue #38's acceptance figures, each against its goal. The whole Qwen3-32B decode step is
+    extrapolated from the one layer unless ``nox -s bench -- --full-step`` measures it (about 15
+    minutes more). benchmarks/README.md records them."""
     _install_all(session)
-    session.run("python", str(ROOT / "benchmarks" / "bench.py"))
+    figures = Path(session.create_tmp()) / "acceptance.jsonl"
+    figures.unlink(missing_ok=True)
+    env = {"PYPTO_BENCH_FIGURES": str(figures)}
+    session.run("python", str(ROOT / "benchmarks" / "bench.py"), env=env)
     session.run("python", str(ROOT / "benchmarks" / "tune.py"))
-    session.run("python", str(ROOT / "benchmarks" / "qwen3.py"), *session.posargs)
+    session.run("python", str(ROOT / "benchmarks" / "qwen3.py"), *session.posargs, env=env)
+    session.run("python", str(ROOT / "benchmarks" / "acceptance.py"), str(figures))
 
 
 @nox.session

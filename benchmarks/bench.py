@@ -11,11 +11,18 @@
 4. the a2a3sim simulator's wall time against plain torch eager doing the same math: the seed kernel
    at four sizes and fp16 matmuls of about 1024^3 and 2048^3 over the 24 core groups; under the
    seed kernel, the floor of an engine that computes one op at a time (its tile ops as bare torch
-   calls);
+   calls); fp16 matmuls of exactly 1024^3 and 2048^3 written two ways, a 24-block ``pl.spmd`` whose
+   blocks take every 24th 128x128 output tile and a ``pl.parallel`` grid of 128x128 output tiles
+   (a ``pl.at`` scope each, K looped in 128-steps), issue #38's acceptance figures; every
+   simulated result is checked against torch;
 5. modeled cycles against the roofline bound for the mixed and the staged seed kernel at M=4096;
 6. the same for fp16 matmuls spread over the 24 core groups (a block of M/24 rows each: per
    block, its kernel's roofline; per launch, the whole run against one block's MACs, task
    dispatch included), and a streaming exp kernel under pl.pipeline(stage=2) against one buffer.
+
+The acceptance figures of issue #38 (start-up, the seed kernel at M=4096 and 16384, the four
+exact-size matmuls) are printed against their goals as they are measured and in a table at the
+end (benchmarks/acceptance.py; ``nox -s bench`` prints one table for this script and qwen3.py).
 
 Wall-clock figures depend on the machine and its load; modeled figures do not. Each timed series
 starts after a full collection of the cyclic collector, so that it does not pay for the garbage of
@@ -38,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from acceptance import Figure, print_summary, record
 
 import pypto.language as pl
 from pypto.ir import Program, RunReport
@@ -53,6 +61,10 @@ K, N = 256, 128
 SIZES = (128, 1024, 4096, 16384)  # rows M of the seed kernel
 FLOOR_SIZES = (1024, 4096, 16384)  # ... whose row tiles stream through a loop (the sizes the goal names)
 CUBES = (1024, 2048)  # fp16 N x N x N matmuls over the 24 core groups, against eager
+TILE = 128  # the output tiles of the exact-size matmuls (and their K steps)
+SEED_GOAL_SIZES = (4096, 16384)  # the seed kernel's sizes issue #38 names
+SIM_GOAL = 3.0  # simulator wall time against torch eager, at most
+STARTUP_GOAL = 1.3  # a hello-world process against `python -c "import torch"`, at most
 MODEL_M = 4096
 REPEATS = 20
 CALL_REPEATS = 200  # a cached call's overhead is small: measure it many times
@@ -165,6 +177,7 @@ def simulator_against_eager(kernel: Any, m: int) -> tuple[float, float]:
     compiled.run(a, b, bias, out)  # the first run loads the program's launch plans
     repeats = _repeats(time.perf_counter() - start)
     sim = median_seconds(lambda: compiled.run(a, b, bias, out), repeats)
+    torch.testing.assert_close(out, a.float() @ b.float() + bias, rtol=1e-3, atol=1e-3)
     eager = median_seconds(lambda: torch.add(a.float() @ b.float(), bias, out=out))
     return sim, eager
 
@@ -212,16 +225,62 @@ def cube_against_eager(n: int) -> tuple[float, float]:
     """(simulator, torch eager) seconds for an fp16 ``m`` x ``n`` x ``n`` matmul (``m`` =
     :func:`cube_rows`) over the 24 core groups, one block of rows each, and for ``a.float() @
     b.float()``."""
+    return matmul_against_eager(chip_matmul(cube_rows(n)), cube_rows(n), n)
+
+
+def matmul_against_eager(kernel: Any, m: int, n: int) -> tuple[float, float]:
+    """(simulator, torch eager) seconds for ``kernel`` computing an fp16 ``m`` x ``n`` x ``n``
+    matmul into FP32, and for ``a.float() @ b.float()``; the simulated result is checked first."""
     torch.manual_seed(0)
-    m = cube_rows(n)
     a, b, out = torch.randn(m, n).half(), torch.randn(n, n).half(), torch.zeros(m, n)
-    compiled = chip_matmul(m).compile(a, b, out)
+    compiled = kernel.compile(a, b, out)
     start = time.perf_counter()
     compiled.run(a, b, out)
     repeats = _repeats(time.perf_counter() - start)
     sim = median_seconds(lambda: compiled.run(a, b, out), repeats)
+    torch.testing.assert_close(out, a.float() @ b.float(), rtol=1e-2, atol=1e-2)
     eager = median_seconds(lambda: torch.matmul(a.float(), b.float(), out=out))
     return sim, eager
+
+
+@pl.jit
+def spmd_tiles_matmul(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+    """``out = a @ b`` on the 24 core groups: block ``g`` computes the 128x128 output tiles g,
+    g + 24, g + 48, ... (row-major), each one ``pl.matmul`` over the whole of K (the compiler
+    tiles K). Any multiple of 128 works, whether or not the tiles divide among the 24 blocks."""
+    m, _ = a.shape
+    _, n = b.shape
+    cols = n // TILE
+    for g in pl.spmd(GROUPS, name_hint="spmd_tiles"):
+        for t in pl.range(g, (m // TILE) * cols, GROUPS):
+            r0 = (t // cols) * TILE
+            c0 = (t % cols) * TILE
+            out[r0 : r0 + TILE, c0 : c0 + TILE] = pl.matmul(
+                a[r0 : r0 + TILE, :], b[:, c0 : c0 + TILE], out_dtype=pl.FP32
+            )
+    return out
+
+
+@pl.jit
+def grid_matmul(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+    """``out = a @ b`` as a user writes it first: a ``pl.parallel`` grid over the 128x128 output
+    tiles, a ``pl.at`` scope per tile (a task each), the K loop in 128-steps inside with
+    ``pl.matmul_acc``."""
+    m, k = a.shape
+    _, n = b.shape
+    for i in pl.parallel(m // TILE):
+        for j in pl.parallel(n // TILE):
+            with pl.at(level=pl.Level.CORE_GROUP, name_hint="grid_tile"):
+                r0 = i * TILE
+                c0 = j * TILE
+                acc = pl.matmul(a[r0 : r0 + TILE, 0:TILE], b[0:TILE, c0 : c0 + TILE], out_dtype=pl.FP32)
+                for kk in pl.range(1, k // TILE):
+                    k0 = kk * TILE
+                    acc = pl.matmul_acc(
+                        acc, a[r0 : r0 + TILE, k0 : k0 + TILE], b[k0 : k0 + TILE, c0 : c0 + TILE]
+                    )
+                out[r0 : r0 + TILE, c0 : c0 + TILE] = acc
+    return out
 
 
 def modeled_report(kernel: Any) -> RunReport:
@@ -312,6 +371,8 @@ def main() -> None:
         f"  import torch {torch_only:.2f} s   hello world {hello:.2f} s   "
         f"hello/torch = {hello / torch_only:.2f}x"
     )
+    how = f"the fastest of {STARTUP_RUNS} processes each, alternating"
+    record(Figure("start-up: hello world / import torch", hello / torch_only, STARTUP_GOAL, "x", how))
 
     discovery, cold, warm = compile_times(mixed, seed_args(128))
     print(f"plugin discovery (once per process) {discovery * 1e3:.1f} ms")
@@ -328,6 +389,12 @@ def main() -> None:
         sim, eager = simulator_against_eager(mixed, m)
         ratio = sim / eager
         print(f"  M={m:<5} sim {sim * 1e3:8.2f} ms   eager {eager * 1e3:7.3f} ms   sim/eager = {ratio:5.1f}x")
+        if m in SEED_GOAL_SIZES:
+            record(
+                Figure(
+                    f"seed kernel M={m}: sim / eager", ratio, SIM_GOAL, "x", "medians, checked against torch"
+                )
+            )
         if m not in FLOOR_SIZES:
             continue
         floor = bare_tile_ops(mixed, m)
@@ -338,6 +405,15 @@ def main() -> None:
         sim, eager = cube_against_eager(n)
         shape, ms = f"{cube_rows(n)}x{n}x{n}", f"sim {sim * 1e3:8.2f} ms   eager {eager * 1e3:7.3f} ms"
         print(f"  {shape:<14} {ms}   sim/eager = {sim / eager:5.1f}x")
+    print("a2a3sim wall time against torch eager (fp16 matmuls of exactly n^3; a.float() @ b.float())")
+    forms = {"24-block pl.spmd": spmd_tiles_matmul, "pl.parallel grid of 128x128 tiles": grid_matmul}
+    for n in CUBES:
+        for form, kernel in forms.items():
+            sim, eager = matmul_against_eager(kernel, n, n)
+            shape, ms = f"{n}^3 {form}", f"sim {sim * 1e3:8.2f} ms   eager {eager * 1e3:7.3f} ms"
+            print(f"  {shape:<40} {ms}   sim/eager = {sim / eager:5.1f}x")
+            name = f"fp16 matmul {n}^3, {form}: sim / eager"
+            record(Figure(name, sim / eager, SIM_GOAL, "x", "medians, checked against torch"))
 
     print(f"modeled cycles against the roofline bound (M={MODEL_M}; modeled, not measured)")
     reports = {"mixed (UP_DOWN)": modeled_report(mixed), "staged": modeled_report(staged)}
@@ -360,6 +436,7 @@ def main() -> None:
     single, double = streaming_cycles(1), streaming_cycles(2)
     print(f"  streaming exp over {STREAM_TILES} tiles: one buffer {single}, pl.pipeline(stage=2) {double}")
     print(f"    stage=2 / one buffer = {double / single:.2f}x modeled cycles")
+    print_summary()
 
 
 if __name__ == "__main__":
