@@ -180,3 +180,36 @@ def test_run_dash_m_the_qwen3_model(runner):
     tokens = output.splitlines()[0]
     assert tokens.startswith("tokens: 1,2,3,") and len(tokens.split(",")) == 5
     assert "modeled tokens/s" in output and output.splitlines()[-1] == "OK"
+
+
+TIMING_ONLY_SCRIPT = """
+import torch
+import pypto.language as pl
+
+@pl.jit
+def double(x: pl.Tensor[[32, 64], pl.FP32], out: pl.Out[pl.Tensor[[32, 64], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(pl.mul(pl.load(x, [0, 0], [32, 64]), 2.0), [0, 0], out)
+    return out
+
+out = torch.full((32, 64), 7.0)
+double(torch.ones(32, 64), out)
+report = double.last_report
+print("timing_only", report.timing_only, "untouched", bool((out == 7.0).all()), report.total_cycles)
+"""
+
+
+def test_pypto_run_and_profile_take_timing_only(runner, tmp_path):
+    script = tmp_path / "double.py"
+    script.write_text(TIMING_ONLY_SCRIPT)
+    full = runner.invoke(cli, ["run", str(script)], catch_exceptions=False).output.split()
+    timed = runner.invoke(cli, ["run", "--timing-only", str(script)], catch_exceptions=False).output.split()
+    assert full[:4] == ["timing_only", "False", "untouched", "False"]
+    assert timed[:4] == ["timing_only", "True", "untouched", "True"]
+    assert timed[4] == full[4]  # the same modeled cycles
+    profiled = runner.invoke(
+        cli, ["profile", "--timing-only", "-o", str(tmp_path / "prof"), str(script)], catch_exceptions=False
+    )
+    assert "timing_only True untouched True" in profiled.output
+    summary = (tmp_path / "prof" / "double" / "summary.txt").read_text()
+    assert "timing only" in summary

@@ -10,12 +10,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from click.testing import CliRunner
 
 import pypto.language as pl
-from pypto.cli import cli
 from pypto.ir import ConfigError, OutOfBoundsError, TimingOnlyError
-from pypto.runtime import RunConfig, reset_registry, run
+from pypto.runtime import RunConfig, run
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted(p for p in (ROOT / "examples").rglob("*.py") if "plugins" not in p.parts)
@@ -395,47 +393,3 @@ def test_a_golden_function_with_timing_only_is_a_config_error():
 
     with pytest.raises(ConfigError, match=r"golden comparison \(golden=\).*timing_only=True"):
         run(branch_on_an_element, torch.randn(128, 64), torch.zeros(32, 64), config=TIMING, golden=golden)
-
-
-SCRIPT = """
-import torch
-import pypto.language as pl
-
-@pl.jit
-def double(x: pl.Tensor[[32, 64], pl.FP32], out: pl.Out[pl.Tensor[[32, 64], pl.FP32]]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        pl.store(pl.mul(pl.load(x, [0, 0], [32, 64]), 2.0), [0, 0], out)
-    return out
-
-out = torch.full((32, 64), 7.0)
-double(torch.ones(32, 64), out)
-report = double.last_report
-print("timing_only", report.timing_only, "untouched", bool((out == 7.0).all()), report.total_cycles)
-"""
-
-
-@pytest.fixture
-def runner(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "cache"))
-    for name in ("PYPTO_PLATFORM", "PYPTO_PROFILE", "PYPTO_CACHE", "PYPTO_LOAD_PLUGINS"):
-        monkeypatch.delenv(name, raising=False)
-    reset_registry()
-    yield CliRunner()
-    reset_registry()
-
-
-def test_pypto_run_and_profile_take_timing_only(runner, tmp_path):
-    script = tmp_path / "double.py"
-    script.write_text(SCRIPT)
-    full = runner.invoke(cli, ["run", str(script)], catch_exceptions=False).output.split()
-    timed = runner.invoke(cli, ["run", "--timing-only", str(script)], catch_exceptions=False).output.split()
-    assert full[:4] == ["timing_only", "False", "untouched", "False"]
-    assert timed[:4] == ["timing_only", "True", "untouched", "True"]
-    assert timed[4] == full[4]  # the same modeled cycles
-    profiled = runner.invoke(
-        cli, ["profile", "--timing-only", "-o", str(tmp_path / "prof"), str(script)], catch_exceptions=False
-    )
-    assert "timing_only True untouched True" in profiled.output
-    summary = (tmp_path / "prof" / "double" / "summary.txt").read_text()
-    assert "timing only" in summary
