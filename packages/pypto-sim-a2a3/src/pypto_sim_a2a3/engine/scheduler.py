@@ -83,18 +83,13 @@ class Signal:
     __slots__ = ("_scheduler", "_waiters")
 
     def __init__(self) -> None:
-        self._waiters: dict[Process, None] = {}  # blocked processes to mark, in no order
-        self._scheduler: Scheduler | None = None
+        self._waiters: dict[Any, None] = {}  # blocked processes to re-check, in no order
+        self._scheduler: Any = None  # the scheduler they block under (Python or compiled)
 
     def changed(self) -> None:
         """The state changed: every wait on it is re-checked after the current step."""
-        if not self._waiters:
-            return
-        for proc in self._waiters:
-            proc.dirty = True
-        self._waiters.clear()
-        assert self._scheduler is not None
-        self._scheduler._dirty = True
+        if self._waiters:
+            self._scheduler._signalled(self._waiters)
 
 
 @dataclass(frozen=True)
@@ -161,6 +156,7 @@ class Process:
     dirty: bool = False  # a signal its wait is on changed since the wait was last checked
     # Told, when its wait is over, the process whose step ended it (a recording of its steps).
     on_wake: Callable[[Process | None], None] | None = None
+    seq: int = 0  # when its current wait began: blocked processes are checked in this order
 
 
 class Scheduler:
@@ -172,13 +168,15 @@ class Scheduler:
     def __init__(self, on_time: Callable[[int], None] | None = None, check_wakeups: bool = False) -> None:
         self.now = 0
         self._runnable: list[tuple[int, int, Process]] = []
-        self._blocked: list[Process] = []
+        self._blocked: dict[Process, None] = {}  # in the order they blocked
+        self._kept: dict[Process, None] = {}  # the blocked whose wait keeps their clock
+        # (seq, process) of each blocked process to check in the next pass: those whose signal
+        # changed and those whose wait names none (polled: checked in every pass)
+        self._due: list[tuple[int, Process]] = []
         self._order = itertools.count()
+        self._blocks = itertools.count()
         self._observers: list[Observer] = []
         self._on_time = on_time  # told the clock before each step (events queued by modeled time)
-        self._dirty = False  # some blocked process's signal changed
-        self._polled = 0  # blocked processes whose wait names no signal
-        self._kept = 0  # blocked processes whose wait keeps their clock
         self._check_signals = check_wakeups
         self.stepping: Process | None = None  # the process of the latest step
 
@@ -209,7 +207,7 @@ class Scheduler:
             _, _, proc = heapq.heappop(self._runnable)
             self.now = proc.core.clock
             if self._on_time is not None:
-                self._on_time(min([self.now, *self._kept_clocks()]) if self._kept else self.now)
+                self._on_time(min(self.now, *self._kept_clocks()) if self._kept else self.now)
             self._step(proc)
 
     def run_until(self, horizon: int) -> int | None:
@@ -224,7 +222,7 @@ class Scheduler:
             _, _, proc = heapq.heappop(self._runnable)
             self.now = max(self.now, proc.core.clock)
             if self._on_time is not None:
-                self._on_time(min([self.now, *self._kept_clocks()]) if self._kept else self.now)
+                self._on_time(min(self.now, *self._kept_clocks()) if self._kept else self.now)
             self._step(proc)
 
     @property
@@ -234,14 +232,20 @@ class Scheduler:
 
     def blocked_reasons(self) -> list[tuple[str, Blocked]]:
         """Each blocked process's name and why it waits (for a deadlock report across processes)."""
+        return [(name, wait.blocked()) for name, wait in self._blocked_waits()]
+
+    def label(self, core: Clocked) -> str:
+        """A core's name in a deadlock report (a world of chips prefixes the rank)."""
+        return core.name
+
+    def _blocked_waits(self) -> list[tuple[str, Wait]]:
+        """Each blocked process's label and wait, in spawn order."""
         blocked = sorted(self._blocked, key=lambda proc: proc.order)
-        return [
-            (self.label(proc.core), proc.waiting.blocked()) for proc in blocked if proc.waiting is not None
-        ]
+        return [(self.label(proc.core), proc.waiting) for proc in blocked if proc.waiting is not None]
 
     def _kept_clocks(self) -> list[int]:
         """The clocks of blocked cores that will resume at them (a :attr:`Wait.keeps_clock` wait)."""
-        return [p.core.clock for p in self._blocked if p.waiting is not None and p.waiting.keeps_clock]
+        return [proc.core.clock for proc in self._kept]
 
     def _push(self, proc: Process) -> None:
         heapq.heappush(self._runnable, (proc.core.clock, next(self._order), proc))
@@ -259,67 +263,104 @@ class Scheduler:
             self._push(proc)
         else:
             proc.waiting = event
-            self._blocked.append(proc)
-            self._kept += event.keeps_clock
+            proc.seq = next(self._blocks)
+            self._blocked[proc] = None
+            if event.keeps_clock:
+                self._kept[proc] = None
             if event.on:
-                proc.dirty = self._dirty = True  # checked once as it blocks
-            else:
-                self._polled += 1
+                proc.dirty = True  # checked once as it blocks
+            heapq.heappush(self._due, (proc.seq, proc))
+
+    def _signalled(self, waiters: dict[Process, None]) -> None:
+        """A signal changed (:meth:`Signal.changed`): its ``waiters`` are due for a check, and no
+        longer wait on it."""
+        for proc in waiters:
+            if not proc.dirty:
+                proc.dirty = True
+                if proc.waiting is not None and proc.waiting.on:  # (a polled wait is due already)
+                    heapq.heappush(self._due, (proc.seq, proc))
+        waiters.clear()
 
     def _wake_ready(self) -> None:
-        """Wake the blocked processes whose wait is ready now, in the order they blocked."""
-        if not (self._dirty or self._polled or self._check_signals):
+        """Wake the blocked processes whose wait is ready now, in the order they blocked.
+
+        Only the due ones are checked: those a signal marked and the polled ones. A check may
+        change a signal: a process it marks that blocked after the one checked is checked in this
+        pass, one that blocked before it in the next (as one walk over every blocked process would).
+        """
+        if self._check_signals:
+            self._check_every_wait()
             return
-        self._dirty = False
-        blocked, self._blocked = self._blocked, []
-        for proc in blocked:
+        if not self._due:
+            return
+        due, last, later = self._due, -1, []
+        while due:
+            seq, proc = heapq.heappop(due)
+            if proc.waiting is None or proc.seq != seq:
+                continue  # woken since it was marked
+            if seq <= last:
+                later.append((seq, proc))  # marked again after its check in this pass
+                continue
+            last = seq
+            if not self._check(proc) and not proc.waiting.on:
+                later.append((seq, proc))
+        for entry in later:
+            heapq.heappush(due, entry)
+
+    def _check_every_wait(self) -> None:
+        """``check_wakeups``: check every wait; one ready though none of its signals changed is a
+        wake-up the signals missed."""
+        self._due.clear()
+        for proc in list(self._blocked):
             wait = proc.waiting
             assert wait is not None
             if wait.on and not proc.dirty:
-                if self._check_signals and wait.ready():
+                if wait.ready():
                     raise AssertionError(f"{proc.core.name} missed a wake-up: {wait.what} is ready")
-                self._blocked.append(proc)
                 continue
-            proc.dirty = False
-            if wait.ready():
-                # A woken core resumes when the event that freed it happened, not earlier.
-                if self.now > proc.core.clock and not wait.keeps_clock:
-                    self._notify(proc.core, self.now - proc.core.clock, wait)
-                    proc.core.stall(self.now - proc.core.clock)
-                proc.waiting = None
-                self._kept -= wait.keeps_clock
-                if proc.on_wake is not None:
-                    proc.on_wake(self.stepping)
-                if not wait.on:
-                    self._polled -= 1
-                self._push(proc)
-            else:
-                self._blocked.append(proc)
-                for signal in wait.on:
-                    signal._waiters[proc] = None
-                    signal._scheduler = self
+            self._check(proc)
+        self._due.clear()
+
+    def _check(self, proc: Process) -> bool:
+        """Check ``proc``'s wait: wake it if it is ready, else have its signals mark it."""
+        wait = proc.waiting
+        assert wait is not None
+        proc.dirty = False
+        if not wait.ready():
+            for signal in wait.on:
+                signal._waiters[proc] = None
+                signal._scheduler = self
+            return False
+        # A woken core resumes when the event that freed it happened, not earlier.
+        if self.now > proc.core.clock and not wait.keeps_clock:
+            self._notify(proc.core, self.now - proc.core.clock, wait)
+            proc.core.stall(self.now - proc.core.clock)
+        proc.waiting = None
+        del self._blocked[proc]
+        if wait.keeps_clock:
+            del self._kept[proc]
+        if proc.on_wake is not None:
+            proc.on_wake(self.stepping)
+        self._push(proc)
+        return True
 
     def _notify(self, core: Clocked, cycles: int, event: Event) -> None:
         for observer in self._observers:
             observer(core, core.clock, cycles, event)
 
-    def label(self, core: Clocked) -> str:
-        """A core's name in a deadlock report (a world of chips prefixes the rank)."""
-        return core.name
-
     def _deadlock(self) -> DeadlockError:
-        blocked = sorted(self._blocked, key=lambda proc: proc.order)
-        reasons = []
-        for proc in blocked:
-            assert proc.waiting is not None
-            reasons.append((proc, proc.waiting.blocked()))
-        lines = [f"  {self.label(proc.core)}: {reason.text}" for proc, reason in reasons]
-        causes = [reason for _, reason in reasons if reason.cause is not None]
-        first = blocked[0].waiting
-        assert first is not None
-        return DeadlockError(
-            "every live core is blocked:\n" + "\n".join(lines),
-            causes[0].cause if causes else first.span,
-            (causes[0].hint if causes else None)
-            or "each wait needs another core to make progress; check the order of pushes and pops",
-        )
+        return deadlock_error(self._blocked_waits())
+
+
+def deadlock_error(blocked: list[tuple[str, Wait]]) -> DeadlockError:
+    """The error of a run whose every live process is blocked: ``blocked`` gives each one's label
+    and wait, in spawn order (the compiled scheduler builds it here too)."""
+    reasons = [(name, wait.blocked()) for name, wait in blocked]
+    lines = [f"  {name}: {reason.text}" for name, reason in reasons]
+    causes = [reason for _, reason in reasons if reason.cause is not None]
+    return DeadlockError(
+        "every live core is blocked:\n" + "\n".join(lines),
+        causes[0].cause if causes else blocked[0][1].span,
+        (causes[0].hint if causes else None)
+        or "each wait needs another core to make progress; check the order of pushes and pops",
+    )
