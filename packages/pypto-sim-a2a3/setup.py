@@ -1,7 +1,8 @@
 """The build of pypto-sim-a2a3's compiled timing core (everything else is in pyproject.toml).
 
-One C extension, ``pypto_sim_a2a3.hw._corepipes``, built from source at install time. It is
-*optional*: where no C compiler works, setuptools warns and the package installs without it, and
+Two C extensions, built from source at install time: ``pypto_sim_a2a3.hw._corepipes`` (the pipes
+of a core) and ``pypto_sim_a2a3.engine._scheduler`` (the event loop). Each is *optional*: where no
+C compiler works, setuptools warns and the package installs without them, and
 the simulator runs on its Python engine (the reference) with a one-line notice (docs/engine.md).
 """
 
@@ -14,6 +15,12 @@ setup(
             ["src/pypto_sim_a2a3/hw/_corepipes.c"],
             optional=True,
             extra_compile_args=["-O2"],
-        )
+        ),
+        Extension(
+            "pypto_sim_a2a3.engine._scheduler",
+            ["src/pypto_sim_a2a3/engine/_scheduler.c"],
+            optional=True,
+            extra_compile_args=["-O2"],
+        ),
     ]
 )

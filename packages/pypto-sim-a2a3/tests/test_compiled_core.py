@@ -243,6 +243,7 @@ def test_the_runs_engine_setting_reaches_the_pipes_of_every_core(monkeypatch: py
 FALLBACK = r"""
 import sys
 sys.modules["pypto_sim_a2a3.hw._corepipes"] = None  # as if the install had found no C compiler
+sys.modules["pypto_sim_a2a3.engine._scheduler"] = None
 sys.path.insert(0, sys.argv[1])
 from sim_lowered import rand, run, single, vector_binary_kernel
 import torch

@@ -1,4 +1,6 @@
-"""The discrete-event scheduler on hand-written coroutines: clock order, waits, stalls, deadlock."""
+"""The discrete-event scheduler on hand-written coroutines: clock order, waits, stalls, deadlock.
+
+Each test runs on the Python reference and on the compiled scheduler (where it was built)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,14 @@ import pytest
 
 from pypto.ir import DeadlockError, SourceSpan
 from pypto_sim_a2a3.engine.scheduler import Advance, Blocked, Scheduler, Signal, Wait
+from pypto_sim_a2a3.hw import engines
+
+SCHEDULERS = [Scheduler] + ([engines.COMPILED_SCHEDULER] if engines.COMPILED_SCHEDULER is not None else [])
+
+
+@pytest.fixture(params=SCHEDULERS, ids=lambda cls: cls.__module__.rsplit(".", 1)[-1])
+def Scheduler(request: pytest.FixtureRequest) -> type:  # (it stands for the class)
+    return request.param
 
 
 @dataclass(eq=False)
@@ -26,7 +36,7 @@ class ToyCore:
         self.clock += cycles
 
 
-def test_processes_step_in_order_of_their_core_clocks():
+def test_processes_step_in_order_of_their_core_clocks(Scheduler):
     order: list[str] = []
 
     def worker(name: str, cycles: int):
@@ -41,7 +51,7 @@ def test_processes_step_in_order_of_their_core_clocks():
     assert order == ["slow", "fast", "fast", "fast", "slow", "slow"]
 
 
-def test_generator_return_value_becomes_the_process_result():
+def test_generator_return_value_becomes_the_process_result(Scheduler):
     def kernel():
         yield Advance("CUBE", 5)
         return ("done",)
@@ -52,7 +62,7 @@ def test_generator_return_value_becomes_the_process_result():
     assert proc.done and proc.result == ("done",)
 
 
-def test_a_waiting_core_resumes_at_the_time_the_other_core_freed_it():
+def test_a_waiting_core_resumes_at_the_time_the_other_core_freed_it(Scheduler):
     ready = {"flag": False}
 
     def producer():
@@ -74,7 +84,7 @@ def test_a_waiting_core_resumes_at_the_time_the_other_core_freed_it():
     assert consumer_core.stalled == 100
 
 
-def test_a_wait_that_is_already_satisfied_costs_no_stall():
+def test_a_wait_that_is_already_satisfied_costs_no_stall(Scheduler):
     def kernel():
         yield Advance("VECTOR", 50)
         yield Wait(lambda: True, "nothing")
@@ -87,7 +97,7 @@ def test_a_wait_that_is_already_satisfied_costs_no_stall():
     assert (core.clock, core.stalled) == (55, 0)
 
 
-def test_every_live_core_blocked_is_a_deadlock_naming_each_core_and_wait():
+def test_every_live_core_blocked_is_a_deadlock_naming_each_core_and_wait(Scheduler):
     span = SourceSpan("kernel.py", 31)
 
     def stuck(what: str):
@@ -104,7 +114,7 @@ def test_every_live_core_blocked_is_a_deadlock_naming_each_core_and_wait():
     assert info.value.span == span
 
 
-def test_a_deadlock_blames_the_cause_a_wait_explains_and_lists_cores_in_spawn_order():
+def test_a_deadlock_blames_the_cause_a_wait_explains_and_lists_cores_in_spawn_order(Scheduler):
     wait_span, cause = SourceSpan("kernel.py", 31), SourceSpan("kernel.py", 40)
 
     def stuck(reason: Blocked | None):
@@ -123,7 +133,7 @@ def test_a_deadlock_blames_the_cause_a_wait_explains_and_lists_cores_in_spawn_or
     assert (info.value.span, info.value.hint) == (cause, "free it")
 
 
-def test_a_wait_on_a_signal_is_checked_only_after_the_signal_changed():
+def test_a_wait_on_a_signal_is_checked_only_after_the_signal_changed(Scheduler):
     flag, checks = Signal(), []
     state = {"set": False}
 
@@ -152,7 +162,7 @@ def test_a_wait_on_a_signal_is_checked_only_after_the_signal_changed():
     assert consumer_core.log == [("VECTOR", 50)] and consumer_core.stalled == 50
 
 
-def test_woken_cores_resume_in_the_order_they_blocked_as_a_poll_would_wake_them():
+def test_woken_cores_resume_in_the_order_they_blocked_as_a_poll_would_wake_them(Scheduler):
     first, second, order = Signal(), Signal(), []
     state = {"open": False}
 
@@ -176,7 +186,7 @@ def test_woken_cores_resume_in_the_order_they_blocked_as_a_poll_would_wake_them(
     assert order == ["a", "b"]
 
 
-def test_a_ready_wait_whose_signal_never_changed_is_caught_in_check_mode():
+def test_a_ready_wait_whose_signal_never_changed_is_caught_in_check_mode(Scheduler):
     state = {"set": False}
 
     def producer():

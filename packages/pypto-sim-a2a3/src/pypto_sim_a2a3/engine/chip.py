@@ -58,7 +58,7 @@ from pypto_sim_a2a3.fast.runner import FastRunner
 from pypto_sim_a2a3.hw.barrier import SyncAll
 from pypto_sim_a2a3.hw.cores import Core, CoreGroup
 from pypto_sim_a2a3.hw.cost import CostModel
-from pypto_sim_a2a3.hw.engines import core_pipes_class
+from pypto_sim_a2a3.hw.engines import core_pipes_class, scheduler_class
 from pypto_sim_a2a3.options import SimOptions
 
 # (kernel, done, total, unit): the blocks of an spmd task, or its outermost loop's iterations.
@@ -101,7 +101,9 @@ class Chip:
         self.scheduler = (
             scheduler
             if scheduler is not None
-            else Scheduler(on_time=self.in_time.until, check_wakeups=self.sim.check_wakeups)
+            else scheduler_class(self.sim.engine)(
+                on_time=self.in_time.until, check_wakeups=self.sim.check_wakeups
+            )
         )
         self.comm = comm  # its rank's endpoint in a world of chips (None: a chip alone)
         self.recorder = Recorder(self.scheduler)
