@@ -15,12 +15,14 @@
    time, and the same check against the plain-torch layer;
 4. issue #38's acceptance figures of the decode step: the full Qwen3-32B decode step (64 layers,
    batch 16, a 4096-position cache, BF16) simulated with numbers against plain torch doing the same
-   step (pypto.models.qwen3.reference), goal 2x, and the same step in timing-only mode, goal 60 s.
+   step (pypto.models.qwen3.reference), goal 2x, and the same step in timing-only mode, goal 60 s;
+   its numbers checked against the exact step (reference.decode_step(exact=True): FP64, nothing
+   rounded), at most 1.5x as far from it as plain torch's BF16 step is (see StepDrift).
    Measured on the whole step with ``--full-step`` (about 15 minutes on an idle 2-core machine);
    without it, extrapolated from the one layer of 2. (its ratio, labelled so). The 64 layers share
-   one layer's memory (benchmarks/aliased.py). As one ``decode_step`` program the run holds every
-   launch until it ends (about 0.3 GB a layer here); ``--by-layer`` runs the same kernels as one
-   program per layer, which a 24 GB machine holds.
+   one layer's memory (benchmarks/aliased.py). As one ``decode_step`` program the run keeps each
+   layer's timeline (about 0.05 GB a layer here: a retired task's launches and GM accesses are let
+   go); ``--by-layer`` runs the same kernels as one program per layer.
 """
 
 from __future__ import annotations
@@ -312,7 +314,7 @@ def full_decode_step(layers: int, by_layer: bool = False) -> None:
     if free is not None:
         print(
             f"  memory: {free:.1f} GB available; the run stops itself under {MEMORY_FLOOR_GB:.0f} GB "
-            "(the simulator holds every launch of a program until the program ends)"
+            "(a program's run keeps its timeline until it ends)"
         )
     with memwatch.MemoryWatch(MEMORY_FLOOR_GB, what="the Qwen3-32B step") as watch:
         if by_layer:
