@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import torch
 
@@ -245,6 +246,17 @@ def edges_order_every_conflict(program: Program) -> bool:
     - every kernel writes GM only through parameters it declares ``pl.Out`` or ``pl.InOut``, and
       every task call's access modes let those write (the modes the edges follow are honest).
     """
+    known = _ORDERED.get(program)
+    if known is None:
+        known = _ORDERED[program] = _edges_order_every_conflict(program)
+    return known
+
+
+# Per program (a run's Chip asks each time; a program runs many times).
+_ORDERED: WeakKeyDictionary[Program, bool] = WeakKeyDictionary()
+
+
+def _edges_order_every_conflict(program: Program) -> bool:
     for function in program.functions.values():
         if function.kind in _KERNEL_KINDS:
             if not _writes_declared(function):
