@@ -68,7 +68,7 @@ STEP_GOAL = 2.0  # the step with numbers: at most this times plain torch's wall 
 TIMING_ONLY_GOAL = 60.0  # seconds for the step in timing-only mode
 STEP_NAME = "Qwen3-32B decode step, with numbers: sim / torch"
 TIMING_ONLY_NAME = "Qwen3-32B decode step, timing-only: wall"
-CHECK_NAME = "Qwen3-32B decode step: numbers against the exact step, as close as torch's"
+CHECK_NAME = "Qwen3-32B decode step: numbers"
 # The simulated BF16 step may be at most this times as far from the exact (FP64) step as plain
 # torch's BF16 step is (both round alike; see StepDrift), plus this floor relative to the largest value.
 DRIFT_FACTOR, DRIFT_FLOOR = 1.5, 1e-6
@@ -240,7 +240,9 @@ def record_layer_extrapolation(layer: LayerFigures) -> None:
         print(f"  timing-only: {layer.timing_only * layers:.1f} s")
         how = f"one layer x {layers} (embedding, final norm and LM head left out)"
         record(Figure(TIMING_ONLY_NAME, layer.timing_only * layers, TIMING_ONLY_GOAL, "s", how))
-    record(Figure(CHECK_NAME, None, None, "", "one layer, against reference.decode_layer", ok=layer.ok))
+    record(
+        Figure(CHECK_NAME, None, None, "", "one layer, within 2e-2 of reference.decode_layer", ok=layer.ok)
+    )
 
 
 def shared_layer_weights(config: Qwen3Config, seed: int = 0) -> Qwen3Weights:
@@ -389,7 +391,16 @@ def full_decode_step(layers: int, by_layer: bool = False) -> None:
         record(
             Figure(TIMING_ONLY_NAME, None, TIMING_ONLY_GOAL, "s", "timing-only: not available in this tree")
         )
-    record(Figure(CHECK_NAME, None, None, "", f"{what}, against reference.decode_step(exact=True)", ok=ok))
+    record(
+        Figure(
+            CHECK_NAME,
+            None,
+            None,
+            "",
+            f"{what}: from the exact step at most {DRIFT_FACTOR:g}x torch BF16's distance",
+            ok=ok,
+        )
+    )
     if not ok:
         raise SystemExit(1)
 
