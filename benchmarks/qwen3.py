@@ -15,12 +15,14 @@
    time, and the same check against the plain-torch layer;
 4. issue #38's acceptance figures of the decode step: the full Qwen3-32B decode step (64 layers,
    batch 16, a 4096-position cache, BF16) simulated with numbers against plain torch doing the same
-   step (pypto.models.qwen3.reference), goal 2x, and the same step in timing-only mode, goal 60 s.
+   step (pypto.models.qwen3.reference), goal 2x, and the same step in timing-only mode, goal 60 s;
+   its numbers checked against the exact step (reference.decode_step(exact=True): FP64, nothing
+   rounded), at most 1.5x as far from it as plain torch's BF16 step is (see StepDrift).
    Measured on the whole step with ``--full-step`` (about 15 minutes on an idle 2-core machine);
    without it, extrapolated from the one layer of 2. (its ratio, labelled so). The 64 layers share
-   one layer's memory (benchmarks/aliased.py). As one ``decode_step`` program the run holds every
-   launch until it ends (about 0.3 GB a layer here); ``--by-layer`` runs the same kernels as one
-   program per layer, which a 24 GB machine holds.
+   one layer's memory (benchmarks/aliased.py). As one ``decode_step`` program the run keeps each
+   layer's timeline (about 0.05 GB a layer here: a retired task's launches and GM accesses are let
+   go); ``--by-layer`` runs the same kernels as one program per layer.
 """
 
 from __future__ import annotations
@@ -66,7 +68,10 @@ STEP_GOAL = 2.0  # the step with numbers: at most this times plain torch's wall 
 TIMING_ONLY_GOAL = 60.0  # seconds for the step in timing-only mode
 STEP_NAME = "Qwen3-32B decode step, with numbers: sim / torch"
 TIMING_ONLY_NAME = "Qwen3-32B decode step, timing-only: wall"
-CHECK_NAME = "Qwen3-32B decode step: numbers against torch"
+CHECK_NAME = "Qwen3-32B decode step: numbers"
+# The simulated BF16 step may be at most this times as far from the exact (FP64) step as plain
+# torch's BF16 step is (both round alike; see StepDrift), plus this floor relative to the largest value.
+DRIFT_FACTOR, DRIFT_FLOOR = 1.5, 1e-6
 
 
 def has_timing_only() -> bool:
@@ -235,7 +240,9 @@ def record_layer_extrapolation(layer: LayerFigures) -> None:
         print(f"  timing-only: {layer.timing_only * layers:.1f} s")
         how = f"one layer x {layers} (embedding, final norm and LM head left out)"
         record(Figure(TIMING_ONLY_NAME, layer.timing_only * layers, TIMING_ONLY_GOAL, "s", how))
-    record(Figure(CHECK_NAME, None, None, "", "one layer, against reference.decode_layer", ok=layer.ok))
+    record(
+        Figure(CHECK_NAME, None, None, "", "one layer, within 2e-2 of reference.decode_layer", ok=layer.ok)
+    )
 
 
 def shared_layer_weights(config: Qwen3Config, seed: int = 0) -> Qwen3Weights:
@@ -270,6 +277,7 @@ def full_decode_step(layers: int, by_layer: bool = False) -> None:
     k_layer, v_layer = random_caches(config, generator)
     ours_k, ours_v = aliased.repeated(k_layer, layers), aliased.repeated(v_layer, layers)
     want_k, want_v = aliased.repeated(k_layer, layers), aliased.repeated(v_layer, layers)
+    exact_k, exact_v = (aliased.repeated(cache.double(), layers) for cache in (k_layer, v_layer))
     del k_layer, v_layer
     positions = cache_positions()
     tokens = torch.randint(0, config.vocab_size, (FULL_BATCH,), generator=generator, dtype=torch.int32)
@@ -308,7 +316,7 @@ def full_decode_step(layers: int, by_layer: bool = False) -> None:
     if free is not None:
         print(
             f"  memory: {free:.1f} GB available; the run stops itself under {MEMORY_FLOOR_GB:.0f} GB "
-            "(the simulator holds every launch of a program until the program ends)"
+            "(a program's run keeps its timeline until it ends)"
         )
     with memwatch.MemoryWatch(MEMORY_FLOOR_GB, what="the Qwen3-32B step") as watch:
         if by_layer:
@@ -329,12 +337,16 @@ def full_decode_step(layers: int, by_layer: bool = False) -> None:
         start = time.perf_counter()
         want_hidden, want_logits = reference.decode_step(weights, tokens, positions, cos, sin, want_k, want_v)
         torch_seconds = time.perf_counter() - start
-    hidden_error = float((hidden.float() - want_hidden.float()).abs().max() / want_hidden.float().abs().max())
-    logits_error = float((logits - want_logits).abs().max() / want_logits.abs().max())
+        start = time.perf_counter()
+        exact = reference.decode_step(weights, tokens, positions, cos, sin, exact_k, exact_v, exact=True)
+        exact_seconds = time.perf_counter() - start
     rows = FULL_BATCH * FULL_CACHE  # the one layer's worth of cache the layers share
-    cache_error = float((ours_k[:rows].float() - want_k[:rows].float()).abs().max())
-    same_tokens = bool(torch.equal(logits.argmax(-1), want_logits.argmax(-1)))
-    ok = hidden_error < 2e-2 and logits_error < 2e-2 and cache_error <= 0.0625
+    drift = StepDrift.of(
+        ours=(hidden, logits, ours_k[:rows]),
+        torch_bf16=(want_hidden, want_logits, want_k[:rows]),
+        exact=(*exact, exact_k[:rows]),
+    )
+    ok = drift.ok
     print(
         f"  wall: random weights and caches {setup:6.1f} s   lower {lowered:6.1f} s   "
         f"simulate {simulated:7.1f} s"
@@ -344,10 +356,13 @@ def full_decode_step(layers: int, by_layer: bool = False) -> None:
         f"{FULL_BATCH / (modeled_us / 1e6):,.0f} modeled tokens/s at batch {FULL_BATCH}"
     )
     print(
-        f"  against plain torch ({torch_seconds:.1f} s): hidden within {hidden_error:.1e}, logits within "
-        f"{logits_error:.1e} of the largest value, cache rows within {cache_error:.3f}, "
-        f"{'the same' if same_tokens else 'DIFFERENT'} greedy tokens: {'OK' if ok else 'MISMATCH'}"
+        f"  numbers against the exact step (reference.decode_step(exact=True), FP64 over the same BF16 "
+        f"weights, {exact_seconds:.1f} s),\n  as far as plain torch's BF16 step ({torch_seconds:.1f} s) "
+        f"is, at most {DRIFT_FACTOR:g}x:"
     )
+    for line in drift.lines():
+        print("    " + line)
+    print(f"  {'OK' if ok else 'MISMATCH'}")
     print(f"  the process's anonymous memory peaked at {watch.peak_gb:.1f} GB (sampled each second)")
     print(f"  sim/torch = {simulated / torch_seconds:.2f}x (goal <= {STEP_GOAL:g}x)")
     model_layers = get_config("qwen3-32b").num_layers
@@ -376,9 +391,79 @@ def full_decode_step(layers: int, by_layer: bool = False) -> None:
         record(
             Figure(TIMING_ONLY_NAME, None, TIMING_ONLY_GOAL, "s", "timing-only: not available in this tree")
         )
-    record(Figure(CHECK_NAME, None, None, "", f"{what}, against reference.decode_step", ok=ok))
+    record(
+        Figure(
+            CHECK_NAME,
+            None,
+            None,
+            "",
+            f"{what}: from the exact step at most {DRIFT_FACTOR:g}x torch BF16's distance",
+            ok=ok,
+        )
+    )
     if not ok:
         raise SystemExit(1)
+
+
+@dataclass(frozen=True)
+class StepDrift:
+    """How far the simulated step (``ours``) and plain torch's BF16 step (``torch_bf16``) are from
+    the exact step: each quantity's largest difference relative to its largest exact value.
+
+    Both BF16 steps round where the kernels round (the norms' outputs, the attention's operands,
+    the SwiGLU activation, the cache); a residual stream a hair apart rounds some of those values
+    the other way, and the difference grows layer by layer in both. Against each other, two such
+    steps 64 layers deep differ by a few percent; against the exact step, the simulator must be
+    about as close as torch (at most ``DRIFT_FACTOR`` times torch's distance).
+    """
+
+    names: tuple[str, ...]
+    ours: tuple[float, ...]
+    torch_bf16: tuple[float, ...]
+    between: tuple[float, ...]
+    tokens: tuple[int, int, int]  # greedy tokens equal to the exact step's: ours, torch's; rows
+
+    @staticmethod
+    def of(
+        ours: tuple[torch.Tensor, ...], torch_bf16: tuple[torch.Tensor, ...], exact: tuple[torch.Tensor, ...]
+    ) -> StepDrift:
+        """From (hidden, logits, cache rows) of each step."""
+        want = exact[1].argmax(-1)
+        return StepDrift(
+            names=("hidden", "logits", "cache"),
+            ours=tuple(relative(a, b) for a, b in zip(ours, exact, strict=True)),
+            torch_bf16=tuple(relative(a, b) for a, b in zip(torch_bf16, exact, strict=True)),
+            between=tuple(relative(a, b) for a, b in zip(ours, torch_bf16, strict=True)),
+            tokens=(
+                int((ours[1].argmax(-1) == want).sum()),
+                int((torch_bf16[1].argmax(-1) == want).sum()),
+                len(want),
+            ),
+        )
+
+    @property
+    def ok(self) -> bool:
+        return all(
+            mine <= DRIFT_FACTOR * theirs + DRIFT_FLOOR
+            for mine, theirs in zip(self.ours, self.torch_bf16, strict=True)
+        )
+
+    def lines(self) -> list[str]:
+        rows = [f"{'':8} {'sim-exact':>10} {'torch-exact':>12} {'sim/torch':>10} {'sim-torch':>10}"]
+        for name, mine, theirs, between in zip(
+            self.names, self.ours, self.torch_bf16, self.between, strict=True
+        ):
+            ratio = mine / theirs if theirs else math.inf
+            rows.append(f"{name:8} {mine:10.1e} {theirs:12.1e} {ratio:9.2f}x {between:10.1e}")
+        mine, theirs, total = self.tokens
+        rows.append(f"greedy tokens as the exact step's: sim {mine} of {total}, torch {theirs} of {total}")
+        return rows
+
+
+def relative(value: torch.Tensor, exact: torch.Tensor) -> float:
+    """The largest difference of ``value`` from ``exact``, relative to ``exact``'s largest magnitude."""
+    exact = exact.double()
+    return float((value.double() - exact).abs().max() / exact.abs().max())
 
 
 @pl.jit

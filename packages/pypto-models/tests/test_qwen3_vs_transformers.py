@@ -13,7 +13,7 @@ import pytest
 import torch
 from models_reference import hf_model
 
-from pypto.models.qwen3 import Qwen3Decoder, Qwen3Weights, get_config
+from pypto.models.qwen3 import Qwen3Decoder, Qwen3Weights, get_config, reference, rope_tables
 
 TINY = get_config("tiny")
 PROMPT = torch.tensor([[1, 2, 3, 700, 5, 9, 10, 11]])
@@ -90,3 +90,31 @@ def test_a_full_cache_is_refused_with_the_size_to_ask_for():
         decoder.step([3])
     with pytest.raises(ValueError, match="cache of 5 positions"):
         decoder.generate([[1, 2, 3]], max_new_tokens=3)
+
+
+def test_the_exact_reference_step_is_transformers_in_fp64_over_the_same_bf16_weights():
+    model = hf_model()
+    with torch.no_grad():  # BF16 weights; RoPE's frequencies stay FP32, as in the kernels
+        for param in model.parameters():
+            param.copy_(param.bfloat16())
+    weights = Qwen3Weights.from_state_dict(model.state_dict(), TINY, dtype=torch.bfloat16)
+    max_seq = 16
+    cos, sin = rope_tables(TINY, max_seq)
+    rows = TINY.num_layers * max_seq
+    k_cache = torch.zeros(rows, TINY.num_kv_heads * TINY.head_dim, dtype=torch.float64)
+    v_cache = torch.zeros_like(k_cache)
+    for t in range(PROMPT.shape[1]):
+        positions = torch.tensor([t], dtype=torch.int32)
+        hidden, logits = reference.decode_step(
+            weights, PROMPT[:, t], positions, cos, sin, k_cache, v_cache, exact=True
+        )
+    with torch.no_grad():
+        want = model.double()(PROMPT, output_hidden_states=True)
+    assert logits.dtype == hidden.dtype == torch.float64
+    # transformers' eager attention takes its softmax in FP32: FP32's rounding, not BF16's.
+    assert relative(logits, want.logits[:, -1]) < 1e-6
+    assert relative(hidden, want.hidden_states[-1][:, -1]) < 1e-6
+    rounded, _ = reference.decode_step(
+        weights, PROMPT[:, -1], positions, cos, sin, k_cache.bfloat16(), v_cache.bfloat16()
+    )
+    assert rounded.dtype == torch.bfloat16 and relative(rounded, hidden) > 1e-4

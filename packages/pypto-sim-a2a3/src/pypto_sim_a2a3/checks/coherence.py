@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from operator import add
@@ -189,6 +189,21 @@ class BoxIndex(Generic[T]):
         start, end = _first_dim(region)
         self._waiting.append((start, end, (seq, item)))
 
+    def __len__(self) -> int:
+        return len(self._items) + len(self._waiting)
+
+    def discard(self, drop: Callable[[T], bool]) -> bool:
+        """Remove the items ``drop`` picks; whether none is left."""
+        if self._waiting:
+            self._file()
+        kept = [i for i, (_, item) in enumerate(self._items) if not drop(item)]
+        if len(kept) < len(self._items):
+            self._starts = [self._starts[i] for i in kept]
+            self._ends = [self._ends[i] for i in kept]
+            self._items = [self._items[i] for i in kept]
+            self._reach = list(accumulate(self._ends, max))
+        return not self._items
+
     def overlapping(self, region: Region) -> list[tuple[int, T]]:
         """The items whose boxes meet ``region`` in the first dimension (the caller checks the
         others), as (sequence number, item) in no particular order."""
@@ -240,6 +255,7 @@ class GmOrder:
 
     def __init__(self) -> None:
         self._logs: dict[str, list[GmEvent]] = defaultdict(list)
+        self.pending = 0  # accesses its launches queued for a check in modeled order, not checked yet
         # Per GM tensor, the writes and the reads of every core, indexed for overlap queries (each
         # with its position in its core's log).
         self._writes: dict[TensorKey, BoxIndex[Access]] = {}

@@ -16,13 +16,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import torch
 
-from pypto.ir import Call, Predicate, RaceError
+from pypto.ir import Call, Direction, Function, FunctionKind, LoopKind, Predicate, Program, RaceError, Var
 from pypto.ir.errors import at_line
+from pypto.ir.nodes import For, stmt_exprs, walk_expr, walk_stmts
 from pypto.ir.records import frozen_record
-from pypto_sim_a2a3.checks.coherence import Access, BoxIndex, GmOrder, Region, gm_accesses, gm_tensor
+from pypto_sim_a2a3.checks.coherence import (
+    Access,
+    BoxIndex,
+    GmOrder,
+    Region,
+    gm_accesses,
+    gm_data_access,
+    gm_tensor,
+)
 from pypto_sim_a2a3.checks.footprints import TensorKey, tensor_frame
 from pypto_sim_a2a3.engine.taskgraph import Task, TaskGraph
 from pypto_sim_a2a3.errors import OutOfBoundsError
@@ -72,6 +82,7 @@ class _Log:
     def __init__(self) -> None:
         self.boxes: dict[TensorKey, BoxIndex[TaskAccess]] = {}
         self.units: dict[TensorKey, dict[Unit, int]] = {}
+        self.by_task: dict[int, set[TensorKey]] = {}  # the tensors each task's accesses here touch
 
     def add(self, seq: int, access: TaskAccess, unit: Unit) -> None:
         key = access.access.key
@@ -82,7 +93,15 @@ class _Log:
         boxes.add(seq, access.access.region, access)
         units = self.units[key]
         if unit not in units:
-            units[unit] = len(units)
+            units[unit] = len(units)  # ranks only grow: a forgotten unit keeps its rank
+        self.by_task.setdefault(unit[0], set()).add(key)
+
+    def forget(self, task_id: int) -> None:
+        """Drop the accesses of task ``task_id`` (a tensor none touches any more goes whole)."""
+        for key in self.by_task.pop(task_id, ()):
+            boxes = self.boxes[key]
+            if boxes.discard(lambda access: access.task.id == task_id):
+                del self.boxes[key], self.units[key]
 
 
 class TaskRaces:
@@ -95,6 +114,18 @@ class TaskRaces:
         self._reads = _Log()
         self._writes = _Log()
         self._count = 0  # accesses recorded: each one's sequence number
+
+    def __len__(self) -> int:
+        """The accesses it holds."""
+        return sum(len(boxes) for log in (self._reads, self._writes) for boxes in log.boxes.values())
+
+    def forget(self, task: Task) -> None:
+        """Drop ``task``'s accesses: only once no access recorded later can race with them, i.e.
+        every access of ``task`` itself is recorded (its blocks may race with one another) and the
+        program is one whose edges order every two tasks that share bytes (see
+        :func:`edges_order_every_conflict`), so that :meth:`_clash` would pass over each of them."""
+        self._reads.forget(task.id)
+        self._writes.forget(task.id)
 
     def access(
         self, task: Task, block: int, core: str, call: Call, args: Sequence[Any], order: GmOrder, at: int = 0
@@ -196,6 +227,87 @@ class TaskRaces:
             b.span,
             hint,
         )
+
+
+def edges_order_every_conflict(program: Program) -> bool:
+    """Whether the task graph of every run of ``program`` orders any two tasks whose GM accesses
+    conflict, so that a race between tasks cannot happen (only between the blocks of one task).
+
+    The graph orders two tasks through every tensor they both pass whose access modes conflict
+    (:mod:`pypto_sim_a2a3.engine.taskgraph`): directly, or through a later writer covering the
+    first one's elements, which is ordered after it and before every later task meeting those
+    elements. A kernel touches only the elements of the tensors it is passed (bounds are checked),
+    so a race between tasks needs an access the graph does not see, and a program has none when:
+
+    - no task call turns tracking off (``no_dep``: ``no_dep_args=``, ``pl.no_dep``,
+      ``manual_dep=True`` tensors, ``pl.manual_scope()``);
+    - no ``pl.parallel`` loop runs in the control code (its iterations take no edges between them);
+    - no task call has a ``predicate=`` (the scheduler reads its element, no edge orders the read);
+    - every kernel writes GM only through parameters it declares ``pl.Out`` or ``pl.InOut``, and
+      every task call's access modes let those write (the modes the edges follow are honest).
+    """
+    known = _ORDERED.get(program)
+    if known is None:
+        known = _ORDERED[program] = _edges_order_every_conflict(program)
+    return known
+
+
+# Per program (a run's Chip asks each time; a program runs many times).
+_ORDERED: WeakKeyDictionary[Program, bool] = WeakKeyDictionary()
+
+
+def _edges_order_every_conflict(program: Program) -> bool:
+    for function in program.functions.values():
+        if function.kind in _KERNEL_KINDS:
+            if not _writes_declared(function):
+                return False
+            continue
+        for stmt in walk_stmts(function.body):
+            if isinstance(stmt, For) and stmt.kind is LoopKind.parallel:
+                return False
+            for call in _calls(stmt):
+                if call.attrs.get("no_dep") or call.attrs.get("predicate") is not None:
+                    return False
+                if not _modes_declared(program, call):
+                    return False
+    return True
+
+
+_KERNEL_KINDS = (FunctionKind.InCore, FunctionKind.AIC, FunctionKind.AIV)
+_WRITING = (Direction.Out, Direction.InOut)
+
+
+def _calls(stmt: Any) -> list[Call]:
+    return [e for root in stmt_exprs(stmt) for e in walk_expr(root) if isinstance(e, Call)]
+
+
+def _writes_declared(kernel: Function) -> bool:
+    """Whether every GM write of ``kernel`` goes to a parameter it declares written."""
+    written = {p.var.name for p in kernel.params if p.direction in _WRITING}
+    for stmt in walk_stmts(kernel.body):
+        for call in _calls(stmt):
+            access = gm_data_access(call.op)
+            if access is None or not access.write:
+                continue
+            target = call.args[access.tensor]
+            if not (isinstance(target, Var) and target.name in written):
+                return False
+    return True
+
+
+def _modes_declared(program: Program, call: Call) -> bool:
+    """Whether a task call's access modes (``attrs["access"]``) let it write every parameter its
+    kernel declares written (a call of control code, which has no modes, passes)."""
+    modes = call.attrs.get("access")
+    callee = call.attrs.get("callee")
+    if modes is None or callee is None:
+        return True
+    kernel = program.function(callee)
+    return all(
+        mode is not None and mode.writes
+        for param, mode in zip(kernel.params, modes, strict=False)
+        if param.direction in _WRITING
+    )
 
 
 def _label(access: TaskAccess) -> str:

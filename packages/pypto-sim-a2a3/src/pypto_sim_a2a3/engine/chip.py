@@ -34,7 +34,7 @@ from pypto.ir.argdump import AFTER, BEFORE, ArgDumpSink, DumpedArg, DumpSlot, du
 from pypto.ir.backend import HeapUse, SubmittedTask
 from pypto.ir.launch import LaunchPlan, LoadedProgram
 from pypto_sim_a2a3.checks.coherence import Access, GmOrder
-from pypto_sim_a2a3.checks.races import TaskRaces
+from pypto_sim_a2a3.checks.races import TaskRaces, edges_order_every_conflict
 from pypto_sim_a2a3.checks.timeorder import TimeOrder
 from pypto_sim_a2a3.engine.debugger import DebugSession
 from pypto_sim_a2a3.engine.decode import steps_of
@@ -114,6 +114,9 @@ class Chip:
         self._created: dict[int, int] = {}  # storage of a tensor the orchestration made -> its bytes
         self._held: set[int] = set()  # tasks submitted, waiting for room in their ring
         self.races = TaskRaces(self.graph)
+        # Whether a retired task's GM accesses may leave the race record (see _forget_accesses).
+        self._forgets = comm is None and edges_order_every_conflict(program)
+        self._forgetting: list[tuple[Task, GmOrder]] = []  # retired, some access not checked yet
         self.groups: dict[int, CoreGroup] = {}
         self.tasks: list[TaskRecord] = []
         self.submitted: list[SubmittedTask] = []  # by task id - 1
@@ -128,7 +131,7 @@ class Chip:
         # changed with any of the above or the task graph: what the host and the dispatcher wait on
         self.changed = Signal()
         self.debugger = debugger
-        self._launches: list[Launch] = []  # every launch of the run (see release)
+        self._launches: dict[int, list[Launch]] = {}  # per unretired task, its launches (see _retire)
         self.runner = self._runner()  # what runs each started block's cores
         # RunConfig(enable_dump_args=...): where dumped values go, and per started task the
         # arguments still to dump once it has written them
@@ -345,8 +348,11 @@ class Chip:
         if self.on_task is not None and task.kernel is not None:
             self.on_task(task.name)
         self._barriers.pop(task.id, None)
-        self._orders.pop(task.id, None)
+        order = self._orders.pop(task.id, None)
         self.runner.retire(task)
+        self._release_launches(task)
+        if order is not None:
+            self._forget_accesses(task, order)
         self._dump_after(task)
         for ready in self.graph.retire(task):
             self._enqueue(ready)
@@ -400,7 +406,7 @@ class Chip:
             self._barriers[task.id] = task_barrier(plan, task.blocks)
             self._orders[task.id] = GmOrder()
         site = self._site(task, block, group, plan)
-        launch, placements = self._launch(plan, task.args, site)
+        launch, placements = self._launch(task, plan, task.args, site)
         start = self.dispatcher.clock
         idle = all(p.role.core.clock <= start for p in placements)  # every core starts with it
         for placement in placements:
@@ -434,14 +440,16 @@ class Chip:
             None if self.unreal is None else TimingOnly(launch_steering(plan), self.unreal),
         )
 
-    def _launch(self, plan: LaunchPlan, args: tuple[Any, ...], site: Site) -> tuple[Launch, list[Placement]]:
+    def _launch(
+        self, task: Task, plan: LaunchPlan, args: tuple[Any, ...], site: Site
+    ) -> tuple[Launch, list[Placement]]:
         launch, placements = plan_launch(plan, args, site, self.target, self.recorder)
-        self._launches.append(launch)
+        self._launches.setdefault(task.id, []).append(launch)
         return launch, placements
 
     def _relaunch(self, block: StartedBlock) -> StartedBlock:
         """``block`` on a fresh launch on its site (a walk for its numbers used the first)."""
-        launch, placements = self._launch(block.plan, block.task.args, block.site)
+        launch, placements = self._launch(block.task, block.plan, block.task.args, block.site)
         return replace(block, launch=launch, placements=tuple(placements))
 
     # ------------------------------------------------------------ the argument dump
@@ -506,10 +514,42 @@ class Chip:
         collector's next full collection (a 2304x2048x2048 matmul leaves ~120,000 objects a run;
         a full collection every few runs took ~300 ms)."""
         self.scheduler.release()
-        for launch in self._launches:
-            launch.release()
+        for task_id in list(self._launches):  # the tasks a failed run left unretired
+            self._release_launches_of(task_id)
         self.runner.release()
-        self._launches.clear()
+
+    def _release_launches(self, task: Task) -> None:
+        """A retired task's launches are done: no core of them runs again, their runner let go of
+        them (``runner.retire``) and their GM access record is no longer the task's (``_orders``).
+        What they hold — each launch's record of its cores' GM accesses, pipes, roles — is freed now
+        rather than at the run's end (a Qwen3-32B layer holds ~80,000 GM accesses): a check still
+        queued in modeled order (:class:`~pypto_sim_a2a3.checks.timeorder.TimeOrder`) keeps what it
+        needs of its launch alive on its own."""
+        self._release_launches_of(task.id)
+
+    def _forget_accesses(self, task: Task, order: GmOrder) -> None:
+        """Drop the GM accesses of ``task`` (retired) from the race record once all of them are
+        checked, and those of earlier retired tasks now checked. In a program whose edges order
+        every two tasks that share bytes (:func:`~pypto_sim_a2a3.checks.races.edges_order_every_conflict`:
+        no untracked argument, ``pl.parallel`` loop or predicate; every write declared) an access
+        races only with one of another block of its own task, so once a task's accesses are all
+        checked, none of them can be part of a race again; a ``RaceError`` names what it named. A
+        run of any other program keeps them all (a later task may race with a retired one, whatever
+        their order in modeled time)."""
+        if not self._forgets:
+            return
+        self._forgetting.append((task, order))
+        waiting = []
+        for retired, its_order in self._forgetting:
+            if its_order.pending:  # a check still queued in modeled order (checks.timeorder)
+                waiting.append((retired, its_order))
+            else:
+                self.races.forget(retired)
+        self._forgetting = waiting
+
+    def _release_launches_of(self, task_id: int) -> None:
+        for launch in self._launches.pop(task_id, ()):
+            launch.release()
 
     # ------------------------------------------------------------ the report
 

@@ -269,8 +269,8 @@ class Launch:
                 self._pipe(direction, 0)
 
     def release(self) -> None:
-        """After the run: drop the roles (each names its launch: a reference cycle, which would
-        keep the run's records alive until the cyclic collector's next full collection)."""
+        """Once its task retired: drop the roles (each names its launch: a reference cycle, which
+        would keep the launch's records alive until the cyclic collector's next full collection)."""
         self.roles = []
 
     def observe(self, observer: LaunchObserver | None) -> None:
@@ -409,12 +409,16 @@ class Launch:
                 self.site.in_time.note(at, core)
             return
 
+        gm = self.gm
+
         def check() -> None:
+            gm.pending -= 1
             for access in gm_accesses(core, call, args, at, self._keys):
                 if self.site.on_gm is not None:
                     self.site.on_gm(access, gm_tensor(call, args))
-                self.gm.record(access)
+                gm.record(access)
 
+        gm.pending += 1
         self.in_time(role, at, check)
 
     def in_time(self, role: CoreRole, at: int, action: Callable[[], None]) -> None:
