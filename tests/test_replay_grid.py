@@ -25,6 +25,7 @@ grids = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(grids)
 grid_matmul, grid_branch, grid_widths = grids.grid_matmul, grids.grid_branch, grids.grid_widths
 grid_in_place, grid_in_place_if, grid_race = grids.grid_in_place, grids.grid_in_place_if, grids.grid_race
+grid_stages = grids.grid_stages
 
 
 @pytest.fixture
@@ -69,6 +70,40 @@ def test_the_tasks_of_a_grid_replay_the_first_and_report_what_the_full_engine_do
     _same(on, off)
     assert torch.equal(out_on, out_off)
     torch.testing.assert_close(out_on, a.float() @ b.float(), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("batch", ["on", "off"])
+def test_the_replayed_tasks_of_a_grid_walk_their_numbers_together(
+    monkeypatch, replayed, batched_blocks, batch
+):
+    """The ready tasks that will replay one recording walk their numbers in one batch (their
+    scalars differ: the grid indices), up to 32 at once; with PYPTO_SIM_BATCH=off, one by one."""
+    monkeypatch.setenv("PYPTO_SIM_BATCH", batch)
+    torch.manual_seed(1)
+    a, b = torch.randn(512, 128).half(), torch.randn(128, 512).half()
+    (on, (*_, out_on)), (off, (*_, out_off)) = _both(monkeypatch, grid_matmul, a, b, torch.zeros(512, 512))
+    assert replayed == [63]
+    assert len(batched_blocks) == (63 if batch == "on" else 0)  # every replayed task, in batches
+    _same(on, off)
+    assert torch.equal(out_on, out_off)
+    torch.testing.assert_close(out_on, a.float() @ b.float(), rtol=1e-3, atol=1e-3)
+
+
+def test_grid_tasks_walk_their_numbers_together_only_once_the_tasks_they_read_have_written(
+    monkeypatch, replayed, batched_blocks
+):
+    """Three steps: a fill of ``y``, then a grid of four tasks reading it. A later step's grid
+    tasks are submitted before this step's run but ready only after the next fill: they are not
+    walked with this step's, each step's grid batches its own."""
+    x = torch.randn(64, 64)
+    (on, (_, _, out_on)), (off, (_, _, out_off)) = _both(
+        monkeypatch, grid_stages, x, torch.zeros(64, 64), torch.zeros(192, 64)
+    )
+    assert replayed == [13]  # the first fill and the first grid task run recorded
+    assert len(batched_blocks) == 11  # the three grids' ghosts, step by step
+    _same(on, off)
+    assert torch.equal(out_on, out_off)
+    torch.testing.assert_close(out_on, grids.stages_reference(x))
 
 
 def test_grid_tasks_that_branch_on_data_replay_the_first_that_walked_their_way(monkeypatch, replayed):

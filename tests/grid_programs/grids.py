@@ -109,6 +109,25 @@ def grid_in_place_if(
 
 
 @pl.jit
+def grid_stages(
+    x: pl.Tensor[[64, 64], pl.FP32], y: pl.Out[pl.Tensor[[64, 64], pl.FP32]], out: pl.Out[pl.Tensor]
+):
+    for s in pl.range(3):
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="fill"):  # waits for the last step's readers
+            y[:, :] = pl.mul(x, s + 1.0)
+        for i in pl.parallel(4):  # each reads what this step's fill wrote, and none before it did
+            with pl.at(level=pl.Level.CORE_GROUP, name_hint="read_band"):
+                r = (s * 4 + i) * 16
+                out[r : r + 16, :] = pl.exp(y[i * 16 : i * 16 + 16, :])
+    return out
+
+
+def stages_reference(x: torch.Tensor) -> torch.Tensor:
+    """What :func:`grid_stages` leaves in ``out``."""
+    return torch.cat([((s + 1.0) * x[i * 16 : i * 16 + 16]).exp() for s in range(3) for i in range(4)])
+
+
+@pl.jit
 def grid_race(x: pl.Tensor[[64, 64], pl.FP32], out: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):
     for i in pl.parallel(4):
         with pl.at(level=pl.Level.CORE_GROUP, name_hint="racy"):
@@ -141,6 +160,10 @@ def main() -> None:
     want = torch.cat([2 * (x if i % 2 == 0 else y)[i * 16 : i * 16 + 16] for i in range(8)])
     grid_in_place_if(x, y, torch.tensor([1], dtype=torch.int32))
     torch.testing.assert_close(y, want)
+
+    x, y, out = torch.randn(64, 64), torch.zeros(64, 64), torch.zeros(192, 64)
+    grid_stages(x, y, out)
+    torch.testing.assert_close(out, stages_reference(x))
 
     try:
         grid_race(torch.randn(64, 64), torch.zeros(16, 64))

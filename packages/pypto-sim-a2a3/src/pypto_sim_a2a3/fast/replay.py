@@ -83,6 +83,7 @@ from pypto_sim_a2a3.engine.timeline import Recorder
 from pypto_sim_a2a3.fast.batch import (
     BATCH_BLOCKS,
     NO_PIPES,
+    BatchFrame,
     LanedArgs,
     Lanes,
     NoRecorder,
@@ -432,8 +433,7 @@ class BatchedNumbers:
         self.steps = steps
         self.cost = cost
         self.batchable = batch and _batchable(plan)
-        # block -> its cores' numbers and the high water of each core's memory
-        self._walked: dict[int, tuple[list[BlockNumbers], list[dict[MemorySpace, int]]]] = {}
+        self._walked: dict[int, Walked] = {}  # block -> its cores' numbers and memories' high water
 
     def take(self, block: int, placements: Sequence[Placement]) -> list[BlockNumbers] | None:
         """Block ``block``'s numbers per core (its cores' memories told their high water), or None
@@ -443,12 +443,7 @@ class BatchedNumbers:
         if block not in self._walked and not self._walk(block, placements):
             self.batchable = False
             return None
-        numbers, tops = self._walked.pop(block)
-        for placement, top in zip(placements, tops, strict=True):
-            memory = placement.role.core.memory
-            if memory is not None:
-                memory.high_water.update(top)
-        return numbers
+        return told_high_water(self._walked.pop(block), placements)
 
     def _walk(self, first: int, placements: Sequence[Placement]) -> bool:
         """Walk blocks ``first`` onwards (at most BATCH_BLOCKS of them) together: False if the
@@ -463,14 +458,80 @@ class BatchedNumbers:
         except Exception:  # whatever stops the batch, the blocks' own walks meet again
             return False
         for lane, block in enumerate(blocks):
-            numbers = []
-            for frame in frames:
-                end = frame.ends[lane]
-                ops = frame.ops if end is None else frame.ops[:end]
-                numbers.append(BlockNumbers(ops, frame.errors[lane], frame.errors[lane] is not None, lane))
-            self._walked[block] = (numbers, [dict(frame.memory.high_water) for frame in frames])
+            self._walked[block] = lane_numbers(frames, lane)
         frames[0].role.launch.release()  # the batch's own launch (a reference cycle with its roles)
         return True
+
+
+# A block's numbers per core, and the high water of each core's memory (for its cores' memories).
+Walked = tuple[list[BlockNumbers], list[dict[MemorySpace, int]]]
+
+
+def lane_numbers(frames: Sequence[BatchFrame], lane: int) -> Walked:
+    """Lane ``lane``'s numbers per core from a batch walk, with each core's high water."""
+    numbers = []
+    for frame in frames:
+        end = frame.ends[lane]
+        ops = frame.ops if end is None else frame.ops[:end]
+        numbers.append(BlockNumbers(ops, frame.errors[lane], frame.errors[lane] is not None, lane))
+    return numbers, [dict(frame.memory.high_water) for frame in frames]
+
+
+def told_high_water(walked: Walked, placements: Sequence[Placement]) -> list[BlockNumbers]:
+    """A block's numbers walked in a batch, its cores' memories told their high water."""
+    numbers, tops = walked
+    for placement, top in zip(placements, tops, strict=True):
+        memory = placement.role.core.memory
+        if memory is not None:
+            memory.high_water.update(top)
+    return numbers
+
+
+def walk_tasks(
+    plan: LaunchPlan,
+    placements: Sequence[Placement],
+    tasks_args: Sequence[tuple[Any, ...]],
+    target: Target,
+    steps: Steps,
+    cost: CostModel,
+) -> list[Walked] | None:
+    """The numbers of one-block tasks of ``plan`` walked together (:func:`walk_batch`), one lane
+    per task in the order of ``tasks_args`` (each task's arguments; ``placements`` are the first
+    task's block's): when the tasks pass the same tensors and the kernel batches
+    (:func:`batchable`, so a task may also run again, alone, to the same numbers); their scalars
+    (grid indices) may differ. None if they cannot."""
+    if not _batchable(plan) or not disjoint_outputs(plan, placements):
+        return None
+    laned = []
+    for seat in plan.seats:
+        per_task = [seat.args(args) for args in tasks_args]
+        merged = _laned(per_task)
+        if merged is None:
+            return None
+        laned.append(merged)
+    blocks = [0] * len(tasks_args)
+    try:
+        frames = walk_batch(plan, placements, blocks, 1, target, steps, cost, laned)
+    except Exception:  # whatever stops the batch, the tasks' own walks meet again
+        return None
+    walked = [lane_numbers(frames, lane) for lane in range(len(tasks_args))]
+    frames[0].role.launch.release()  # the batch's own launch (a reference cycle with its roles)
+    return walked
+
+
+def _laned(per_task: Sequence[tuple[Any, ...]]) -> tuple[Any, ...] | None:
+    """One core's arguments in a batch of tasks: each the same in every task, or a scalar that
+    differs as :class:`~pypto_sim_a2a3.fast.batch.Lanes`; None if a tensor differs."""
+    merged = []
+    for values in zip(*per_task, strict=True):
+        first = values[0]
+        if all(v is first for v in values):
+            merged.append(first)
+        elif all(type(v) in (int, float, bool) for v in values):
+            merged.append(Lanes(values))
+        else:
+            return None
+    return tuple(merged)
 
 
 _BATCHABLE: weakref.WeakKeyDictionary[LaunchPlan, bool] = weakref.WeakKeyDictionary()

@@ -10,7 +10,9 @@ task launching the same plan (the tasks of a ``pl.parallel`` grid of ``pl.at`` s
   :func:`~pypto_sim_a2a3.fast.replay.launch_key` runs on the reference runner, recorded (a
   :class:`~pypto_sim_a2a3.fast.replay.BlockRecording` observes its launch); a later block with that
   key replays the recording (a :class:`~pypto_sim_a2a3.fast.replay.GhostBlock`), its numbers walked
-  with its task's other blocks' (:class:`~pypto_sim_a2a3.fast.replay.BatchedNumbers`), or alone;
+  with its task's other blocks' (:class:`~pypto_sim_a2a3.fast.replay.BatchedNumbers`), with the
+  ready one-block tasks that will replay the same recording (:meth:`FastRunner._walk_ahead`), or
+  alone;
 - a block of a plan whose blocks walk differently (:func:`~pypto_sim_a2a3.fast.replay.replayable_by_walk`):
   walked for its numbers and its signature first; it replays the earlier block of the plan that
   walked the same way, or runs on the reference runner, recorded for the blocks after it — until
@@ -26,7 +28,7 @@ ahead for a task's blocks until the task retires.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from pypto.ir import Target
@@ -35,18 +37,21 @@ from pypto_sim_a2a3.engine.launch import Placement
 from pypto_sim_a2a3.engine.runner import ReferenceRunner, StartedBlock, released
 from pypto_sim_a2a3.engine.taskgraph import Task
 from pypto_sim_a2a3.engine.timeline import Recorder
-from pypto_sim_a2a3.fast.batch import disjoint_outputs
+from pypto_sim_a2a3.fast.batch import BATCH_BLOCKS, disjoint_outputs
 from pypto_sim_a2a3.fast.replay import (
     BatchedNumbers,
     BlockNumbers,
     BlockRecording,
     GhostBlock,
     NumbersFrame,
+    Walked,
     launch_key,
     replayable,
     replayable_by_walk,
+    told_high_water,
     walk_numbers,
     walk_signature,
+    walk_tasks,
 )
 
 # Blocks of a plan walked for a signature that matched no earlier one, after which the plan's
@@ -58,22 +63,35 @@ _RECORDINGS = 32
 
 # A fresh launch of a started block on its own site (the chip's: it keeps every launch it made).
 Relaunch = Callable[[StartedBlock], StartedBlock]
+# The tasks whose blocks are ready and not started yet, in the order they start (the chip's).
+Waiting = Callable[[], Iterable[Task]]
 
 
 class FastRunner:
     """Runs started blocks by replay where it may, else on ``reference`` (see the module's docstring).
 
-    ``FastRunner(reference, relaunch, target, recorder, batch=True)``; ``runner.replayed`` counts
-    the blocks it replayed."""
+    ``FastRunner(reference, relaunch, target, recorder, batch=True, waiting=chip_ready_tasks)``;
+    ``runner.replayed`` counts the blocks it replayed."""
 
     def __init__(
-        self, reference: ReferenceRunner, relaunch: Relaunch, target: Target, recorder: Recorder, batch: bool
+        self,
+        reference: ReferenceRunner,
+        relaunch: Relaunch,
+        target: Target,
+        recorder: Recorder,
+        batch: bool,
+        waiting: Waiting | None = None,
     ) -> None:
         self.reference = reference
         self.relaunch = relaunch
         self.target = target
         self.recorder = recorder
         self.batch = batch  # a task's later blocks' numbers walked together (SimOptions.batch)
+        # The chip's ready tasks not started yet, in the order they start: the one-block tasks among
+        # them whose blocks will replay one recording are walked together (None: each alone).
+        self.waiting = waiting
+        self._ahead: dict[int, Walked] = {}  # per one-block task: its numbers, walked with an earlier one's
+        self._unbatched: set[LaunchPlan] = set()  # plans whose tasks' numbers did not walk together
         self.replayed = 0  # blocks replayed so far
         # Per plan, what its blocks replay: the recording of the first block of each launch key
         # (a replayable plan) or of each walk signature (a plan whose blocks walk differently).
@@ -108,11 +126,17 @@ class FastRunner:
             self.reference.start(block)
 
     def _batched(self, block: StartedBlock) -> Sequence[BlockNumbers] | None:
-        """The numbers of a block of an spmd task, walked with its task's next blocks (None: the
+        """The numbers of a replayed block walked with others: a block of an spmd task with its
+        task's next blocks, a one-block task with the ready tasks of its launch key (None: the
         block walks alone)."""
         task = block.task
-        if task.blocks == 1 or not self.batch:
+        if not self.batch:
             return None
+        if task.blocks == 1:
+            walked = self._ahead.pop(task.id, None)
+            if walked is None:
+                walked = self._walk_ahead(block)
+            return None if walked is None else told_high_water(walked, block.placements)
         numbers = self._numbers.get(task.id)
         if numbers is None:
             reference = self.reference
@@ -120,6 +144,43 @@ class FastRunner:
                 block.plan, task.blocks, self.target, reference.steps, reference.cost, batch=self.batch
             )
         return numbers.take(block.block, block.placements)
+
+    def _walk_ahead(self, block: StartedBlock) -> Walked | None:
+        """Walk the numbers of ``block``'s one-block task with those of the ready tasks that will
+        replay the same recording (at most ``BATCH_BLOCKS`` in all); keep theirs for their start.
+
+        Safe from the task graph: a ready task's dependencies are resolved (every task whose
+        writes it reads, or whose reads its writes would clobber, is past its last GM access), and
+        any task that touches its tensors later depends on it; a task unordered with it on the same
+        bytes is a race, reported at its modeled cycle whatever the numbers. A task that then runs
+        on the reference runner after all (its core group busy) computes the same numbers again
+        (the kernel may run twice, :func:`~pypto_sim_a2a3.fast.batch.batchable`), and one with a
+        ``predicate=`` the scheduler has not read yet may be skipped: it is not walked ahead."""
+        if self.waiting is None or block.plan in self._unbatched:
+            return None
+        task, plan = block.task, block.plan
+        key = launch_key(plan, 1, task.args)
+        kernel = plan.kernel
+        later = [
+            other
+            for other in self.waiting()
+            if other.kernel is kernel
+            and other.blocks == 1
+            and other.predicate is None
+            and other.id not in self._ahead
+            and launch_key(plan, 1, other.args) == key
+        ][: BATCH_BLOCKS - 1]
+        if not later:
+            return None
+        reference = self.reference
+        args = [task.args, *(other.args for other in later)]
+        walked = walk_tasks(plan, block.placements, args, self.target, reference.steps, reference.cost)
+        if walked is None:
+            self._unbatched.add(plan)  # (its tasks pass other tensors, or its ops do not batch)
+            return None
+        for other, numbers in zip(later, walked[1:], strict=True):
+            self._ahead[other.id] = numbers
+        return walked[0]
 
     def _by_walk(self, block: StartedBlock) -> bool:
         """Whether a block of a plan whose blocks walk differently (loops and branches on data, on
@@ -182,6 +243,7 @@ class FastRunner:
 
     def retire(self, task: Task) -> None:
         self._numbers.pop(task.id, None)  # (the recordings stay: later tasks may replay them)
+        self._ahead.pop(task.id, None)  # walked ahead, but it ran on the reference runner
 
     def release(self) -> None:
         for recordings in self._recordings.values():
@@ -189,5 +251,7 @@ class FastRunner:
                 recording.release()
         self._recordings.clear()
         self._numbers.clear()
+        self._ahead.clear()
+        self.waiting = None  # (the chip's: a reference cycle with the chip)
         self.relaunch = released  # (the chip's method: a reference cycle with the chip)
         self.reference.release()
