@@ -1,5 +1,7 @@
-"""The simulator's engines agree: every example, run with the blocks of its spmd launches
-replayed (the default, ``pypto_sim_a2a3.fast.replay``) on the Python timing engine
+"""The simulator's engines agree: every example, and the grids of ``pl.at`` scopes of
+``tests/grid_programs/`` (whose tasks replay one another), run with the blocks of its spmd
+launches and the tasks of its grids replayed (the default, ``pypto_sim_a2a3.fast.replay``) on
+the Python timing engine
 (``PYPTO_SIM_ENGINE=python``), and with every block on the full engine (``PYPTO_SIM_REPLAY=off``)
 on the compiled timing core (``PYPTO_SIM_ENGINE=compiled``, docs/engine.md), gives the same reports
 — each modeled cycle, slice, task, heap, ring and transfer — and the same numbers in every tensor
@@ -24,6 +26,7 @@ from pypto_sim_a2a3.hw import engines
 ROOT = Path(__file__).resolve().parent.parent
 COMPILED = "compiled" if engines.compiled_core_built() else "python"
 EXAMPLES = sorted(p for p in (ROOT / "examples").rglob("*.py") if "plugins" not in p.parts)
+GRIDS = sorted((ROOT / "tests" / "grid_programs").glob("*.py"))
 
 DRIVER = r"""
 import hashlib, json, random, runpy, sys
@@ -86,7 +89,7 @@ def digests(path: Path, args: list[str], replay: str, engine: str) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.relative_to(ROOT).as_posix())
+@pytest.mark.parametrize("path", [*EXAMPLES, *GRIDS], ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_replayed_blocks_on_python_report_what_every_block_on_the_compiled_core_reports(path: Path):
     replayed = digests(path, [], "on", "python")
     assert replayed == digests(path, [], "off", COMPILED)

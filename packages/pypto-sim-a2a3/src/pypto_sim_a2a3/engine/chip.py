@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -132,11 +132,11 @@ class Chip:
         self.changed = Signal()
         self.debugger = debugger
         self._launches: dict[int, list[Launch]] = {}  # per unretired task, its launches (see _retire)
-        self.runner = self._runner()  # what runs each started block's cores
         # RunConfig(enable_dump_args=...): where dumped values go, and per started task the
         # arguments still to dump once it has written them
         self.dump = dump
         self._to_dump: dict[int, tuple[DumpSlot, ...]] = {}
+        self.runner = self._runner()  # what runs each started block's cores
         # A timing-only run (SimOptions.timing_only): the GM its tasks wrote without numbers.
         self.unreal = UnrealGm() if self.sim.timing_only else None
 
@@ -390,7 +390,13 @@ class Chip:
         reference = ReferenceRunner(self.scheduler, self.cost, self.steps, self._block_done)
         if not self.sim.replay or self.debugger is not None or self.comm is not None:
             return reference
-        return FastRunner(reference, self._relaunch, self.target, self.recorder, batch=self.sim.batch)
+        # (A run that dumps arguments dumps what a task reads at its start: nothing walked ahead.)
+        waiting = self._waiting if self.dump is None else None
+        return FastRunner(reference, self._relaunch, self.target, self.recorder, self.sim.batch, waiting)
+
+    def _waiting(self) -> Iterator[Task]:
+        """The tasks whose blocks are ready and not started yet, in the order they start."""
+        return (task for task, block in self._ready if block == 0)
 
     def _start(self, task: Task, block: int) -> Generator[Event, None, None]:
         """Start block ``block`` of ``task`` on the lowest free core group."""

@@ -391,7 +391,8 @@ class BatchMemory(CoreMemory):
 
 class BatchFrame(KernelWalker):
     """One core's kernel walked for the blocks ``blocks`` at once (see the module's docstring), as
-    ``role`` of a launch whose cores hold the blocks' memories (:func:`walk_batch` makes it).
+    ``role`` of a launch whose cores hold the blocks' memories (:func:`walk_batch` makes it), on
+    ``args`` (default: the placement's).
 
     ``ops`` are the ops it ran with their operands (tiles ``[blocks, ...]``, scalars maybe
     :class:`Lanes`); ``errors[i]`` is what stopped block ``i`` (in op ``ends[i] - 1``), if any."""
@@ -404,8 +405,10 @@ class BatchFrame(KernelWalker):
         block_num: int,
         steps: Steps,
         cost: CostModel,
+        args: Sequence[Any] | None = None,
     ):
-        super().__init__(placement.seat, placement.args, Lanes(blocks), block_num)  # type: ignore[arg-type]
+        walked = placement.args if args is None else args  # (the blocks' arguments, maybe Lanes)
+        super().__init__(placement.seat, walked, Lanes(blocks), block_num)  # type: ignore[arg-type]
         assert isinstance(role.core.memory, BatchMemory)
         self.role = role
         self.mirror = role.mirror
@@ -673,11 +676,14 @@ def walk_batch(
     target: Target,
     steps: Steps,
     cost: CostModel,
+    args: Sequence[Sequence[Any]] | None = None,
 ) -> list[BatchFrame]:
     """Walk ``blocks`` of ``plan``'s launch together, its cores in turn (each until it waits for a
     ring another one fills or empties), on a launch of its own whose cores hold the blocks'
-    memories and whose pipes carry their tiles; ``placements`` are the first block's. Raises
-    :class:`Unbatchable` (or what the walk met) if the batch cannot do it."""
+    memories and whose pipes carry their tiles; ``placements`` are the first block's. The blocks
+    may be of several tasks: ``args`` are then each core's arguments, a scalar that differs
+    between the tasks as :class:`Lanes` (default: each placement's, the same in every block).
+    Raises :class:`Unbatchable` (or what the walk met) if the batch cannot do it."""
     first = placements[0].role.launch
     seats = []
     for index, placement in enumerate(placements):
@@ -688,10 +694,11 @@ def walk_batch(
     site = Site(first.group, blocks[0], block_num, timing_only=first.site.timing_only)
     launch = Launch(first.name, site, target, seats, NoRecorder(), plan.piped, first.pipe_name, lead=1)  # type: ignore[arg-type]
     frames = []
-    for role, placement in zip(launch.roles, placements, strict=True):
+    for index, (role, placement) in enumerate(zip(launch.roles, placements, strict=True)):
         launch.reservations[role.name] = placed_rings(placement.kernel)
         role.pipes = NO_PIPES  # type: ignore[assignment]
-        frames.append(BatchFrame(placement, role, blocks, block_num, steps, cost))
+        core_args = placement.args if args is None else args[index]
+        frames.append(BatchFrame(placement, role, blocks, block_num, steps, cost, core_args))
 
     def stopped(index: int, error: Exception) -> None:
         if not isinstance(error, _AllStopped):

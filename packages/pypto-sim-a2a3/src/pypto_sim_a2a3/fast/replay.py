@@ -1,4 +1,4 @@
-"""The blocks of an spmd task, replayed: one block runs on the full engine, the others follow it.
+"""Blocks replayed: one block runs on the full engine, the blocks that do its steps follow it.
 
 The blocks of a ``pl.spmd`` launch run one kernel on equal core groups; when the kernel's loops
 and branches do not depend on the block (or on data) and its blocks share no barrier, every
@@ -25,11 +25,20 @@ step of the core that ended it. A later block is a :class:`GhostBlock`:
 An error the numbers walk meets (a region out of bounds in the last block, a division by zero)
 is raised when the replay reaches that op: at the same point of the run as on the full engine.
 
-When the loops and branches depend on data or on the block, a block walks for its numbers first
-and its :func:`walk_signature` (its ops with their on-chip byte ranges, where it placed each
-tile) picks the earlier block of the launch that walked the same way: that one's recording is
-replayed as block 0's is. A block that matches none runs on the full engine, recorded (a kernel
-that may run a block twice only, :func:`replayable_by_walk`).
+The same holds between the tasks of a run that launch the same plan (the tasks of a
+``pl.parallel`` grid of ``pl.at`` scopes): a block of a later task replays the recorded block of
+an earlier one when both take the same steps. With loops and branches on nothing a task passes
+(:func:`replayable`), that is when the two tasks have the same :func:`launch_key`: their block
+count, the shapes of their tensors (the kernel's dynamic extents) and which of their tensors share
+storage (a core orders its GM accesses by storage, so two tensors in one storage may make an op
+wait where two apart do not). Their scalars (grid indices) and views move only GM regions.
+
+When the loops and branches depend on data, on the block or on a task's scalars, a block walks for
+its numbers first and its :func:`walk_signature` (its ops with their on-chip byte ranges, where it
+placed each tile, which of its GM tensors share storage) picks the earlier block of the plan, of
+its task or another one, that walked the same way: that one's recording is replayed as block 0's
+is. A block that matches none runs on the full engine, recorded (a kernel that may run a block
+twice only, :func:`replayable_by_walk`).
 ``SimOptions.replay`` off (``PYPTO_SIM_REPLAY=off``) runs every block on the full engine; the tests
 compare the two.
 """
@@ -74,6 +83,7 @@ from pypto_sim_a2a3.engine.timeline import Recorder
 from pypto_sim_a2a3.fast.batch import (
     BATCH_BLOCKS,
     NO_PIPES,
+    BatchFrame,
     LanedArgs,
     Lanes,
     NoRecorder,
@@ -104,9 +114,10 @@ _FINAL = object()  # the step in which the core's process returned
 
 
 def replayable(plan: LaunchPlan) -> bool:
-    """Whether every block of an spmd launch of ``plan`` does block 0's steps: no barrier, fence
-    or cache invalidation (they order GM across blocks), and loops and branches that are the same
-    in every block. (A static fact of the plan, found once: each run of the program asks.)"""
+    """Whether every block of every launch of ``plan`` with one :func:`launch_key` does the same
+    steps: no barrier, fence or cache invalidation (they order GM across blocks), and loops and
+    branches that are the same in every block and task (:func:`uniform_control`). (A static fact
+    of the plan, found once: each run of the program asks.)"""
     found = _REPLAYABLE.get(plan)
     if found is None:
         found = not _orders_blocks(plan) and all(uniform_control(seat.kernel) for seat in plan.seats)
@@ -123,6 +134,20 @@ def replayable_by_walk(plan: LaunchPlan) -> bool:
     if found is None:
         found = _BY_WALK[plan] = not _orders_blocks(plan) and rerunnable(plan)
     return found
+
+
+def launch_key(plan: LaunchPlan, blocks: int, args: Sequence[Any]) -> tuple[Any, ...]:
+    """What decides the steps of a block of a :func:`replayable` ``plan`` besides the plan: the
+    task's block count (``get_block_num``), each tensor argument's shape (the dynamic extents) and
+    which of them share storage. Blocks of tasks with equal keys, started on idle core groups, do
+    the same steps; their scalars and the regions of their views move only GM regions."""
+    storages: dict[int, int] = {}
+    tensors = []
+    for value in args:
+        if isinstance(value, torch.Tensor):
+            storage = storages.setdefault(value.untyped_storage().data_ptr(), len(storages))
+            tensors.append((tuple(value.shape), storage))
+    return (plan, blocks, tuple(tensors))
 
 
 _REPLAYABLE: weakref.WeakKeyDictionary[LaunchPlan, bool] = weakref.WeakKeyDictionary()
@@ -142,8 +167,9 @@ def _orders_blocks(plan: LaunchPlan) -> bool:
 
 def uniform_control(fn: Function) -> bool:
     """Whether every loop bound and branch condition of ``fn`` is made of constants, dynamic
-    extents, the lane, the block count, enclosing loops' variables and scalar math on them: the
-    same in every block of a launch, whatever the data."""
+    extents, the lane, the block count, enclosing loops' variables and scalar math on them (no
+    parameter): the same in every block of a launch, and in every launch of ``fn`` with the same
+    extents and block count, whatever the data and the scalars passed."""
     return _uniform_body(fn.body, set())
 
 
@@ -183,7 +209,7 @@ def _uniform_body(body: Sequence[Stmt], uniform: set[str]) -> bool:
     return True
 
 
-# ---------------------------------------------------------------- recording block 0
+# ---------------------------------------------------------------- recording a block
 
 
 @dataclass(eq=False)
@@ -209,30 +235,34 @@ class _Step:
 
 
 class BlockRecording:
-    """Block 0 of a replayable task, recorded step by step while the reference runner runs it: the
-    :class:`~pypto_sim_a2a3.engine.launch.LaunchObserver` of its launch (``launch.observe(recording)``)."""
+    """A block of a replayable task, recorded step by step while the reference runner runs it: the
+    :class:`~pypto_sim_a2a3.engine.launch.LaunchObserver` of its launch (``launch.observe(recording)``).
+    Later blocks of its task, or of other tasks of its plan, replay it (:class:`GhostBlock`)."""
 
     def __init__(self, launch: Launch, start: int) -> None:
-        self.launch = launch
+        self.launch: Launch | None = launch  # (None once released)
+        self.cores = [role.core.name for role in launch.roles]  # its cores, in the launch's order
         self.start = start
         self.steps: list[list[_Step]] = [[] for _ in launch.roles]
         self.counts = [0] * len(launch.roles)  # per core, the steps it has begun
         self.processes: dict[Process, int] = {}  # each core's scheduler process -> its core
-        self.ghosts: list[GhostBlock] = []  # the blocks replaying this one
-        self.numbers: BatchedNumbers | None = None  # the later blocks' numbers, walked together
+        self.ghosts: list[GhostBlock] = []  # the blocks replaying this one, until they end
         self.rings = 0  # the rings its launch opened so far
         self._index = {id(role): i for i, role in enumerate(launch.roles)}  # each role's core
         self._current: list[tuple[Any, ...]] | None = None  # the effects of the step running now
         self._stepping: _Step | None = None  # the step running now
 
     def release(self) -> None:
-        """Once its task's blocks have all ended: drop the blocks replaying it, the processes
-        watched, and its place on block 0's launch (each names the recording back: reference
-        cycles, which would keep the run's records alive until a full collection)."""
+        """Once no block may replay it any more: drop the blocks replaying it, the processes
+        watched, its steps (their waits name the launch's pipes) and its place on the recorded
+        block's launch (each names the recording back: reference cycles, which would keep the
+        run's records alive until a full collection)."""
         self.ghosts.clear()
         self.processes.clear()
-        if self.launch.observer is self:
+        self.steps.clear()
+        if self.launch is not None and self.launch.observer is self:
             self.launch.observe(None)
+        self.launch = None  # (its pipes' rings tell the recording: a cycle through the launch)
 
     def effect(self, effect: tuple[Any, ...]) -> None:
         assert self._current is not None, "block 0 did something outside its own steps"
@@ -300,7 +330,7 @@ class BlockRecording:
             ghost.signal.changed()
 
 
-# ---------------------------------------------------------------- a later block
+# ---------------------------------------------------------------- a block that replays it
 
 
 class NumbersFrame(KernelFrame):
@@ -342,20 +372,29 @@ class NumbersFrame(KernelFrame):
 
 def walk_signature(frames: Sequence[NumbersFrame], numbers: Sequence[BlockNumbers]) -> Any:
     """What decides a block's modeled time, from its cores' numbers walks: per core, each op it
-    ran with the on-chip byte ranges of its operands, and where each tile it bound or carried was
-    placed (an op's cost is its call's; GM regions do not change time). Two blocks with equal
-    signatures that start on idle core groups take the same steps, shifted. None if a walk stopped
-    at an error or in a deadlock."""
+    ran with the on-chip byte ranges of its operands and, for a GM operand, which of the block's
+    storages it lies in (a core orders its GM accesses by storage), and where each tile it bound or
+    carried was placed (an op's cost is its call's; GM regions do not change time). Two blocks
+    with equal signatures, of one task or of two launching one plan, that start on idle core
+    groups take the same steps, shifted. None if a walk stopped at an error or in a deadlock."""
     if any(n.error is not None or n.waits for n in numbers):
         return None
     signature = []
+    storages: dict[int, int] = {}  # a GM tensor's storage -> its place among the block's storages
+
+    def where(value: Any, memory: Any) -> Any:
+        if not isinstance(value, torch.Tensor):
+            return None
+        found = memory.region(value)
+        if found is not None:
+            return found
+        storage = value.untyped_storage().data_ptr()
+        return storages.setdefault(storage, len(storages))
+
     for frame, walked in zip(frames, numbers, strict=True):
         memory = frame.core.memory
         assert memory is not None
-        ops = tuple(
-            (id(call), tuple(memory.region(a) if isinstance(a, torch.Tensor) else None for a in args))
-            for call, args in walked.ops
-        )
+        ops = tuple((id(call), tuple(where(a, memory) for a in args)) for call, args in walked.ops)
         signature.append((ops, tuple(frame.placed)))
     return tuple(signature)
 
@@ -394,8 +433,7 @@ class BatchedNumbers:
         self.steps = steps
         self.cost = cost
         self.batchable = batch and _batchable(plan)
-        # block -> its cores' numbers and the high water of each core's memory
-        self._walked: dict[int, tuple[list[BlockNumbers], list[dict[MemorySpace, int]]]] = {}
+        self._walked: dict[int, Walked] = {}  # block -> its cores' numbers and memories' high water
 
     def take(self, block: int, placements: Sequence[Placement]) -> list[BlockNumbers] | None:
         """Block ``block``'s numbers per core (its cores' memories told their high water), or None
@@ -405,12 +443,7 @@ class BatchedNumbers:
         if block not in self._walked and not self._walk(block, placements):
             self.batchable = False
             return None
-        numbers, tops = self._walked.pop(block)
-        for placement, top in zip(placements, tops, strict=True):
-            memory = placement.role.core.memory
-            if memory is not None:
-                memory.high_water.update(top)
-        return numbers
+        return told_high_water(self._walked.pop(block), placements)
 
     def _walk(self, first: int, placements: Sequence[Placement]) -> bool:
         """Walk blocks ``first`` onwards (at most BATCH_BLOCKS of them) together: False if the
@@ -425,14 +458,80 @@ class BatchedNumbers:
         except Exception:  # whatever stops the batch, the blocks' own walks meet again
             return False
         for lane, block in enumerate(blocks):
-            numbers = []
-            for frame in frames:
-                end = frame.ends[lane]
-                ops = frame.ops if end is None else frame.ops[:end]
-                numbers.append(BlockNumbers(ops, frame.errors[lane], frame.errors[lane] is not None, lane))
-            self._walked[block] = (numbers, [dict(frame.memory.high_water) for frame in frames])
+            self._walked[block] = lane_numbers(frames, lane)
         frames[0].role.launch.release()  # the batch's own launch (a reference cycle with its roles)
         return True
+
+
+# A block's numbers per core, and the high water of each core's memory (for its cores' memories).
+Walked = tuple[list[BlockNumbers], list[dict[MemorySpace, int]]]
+
+
+def lane_numbers(frames: Sequence[BatchFrame], lane: int) -> Walked:
+    """Lane ``lane``'s numbers per core from a batch walk, with each core's high water."""
+    numbers = []
+    for frame in frames:
+        end = frame.ends[lane]
+        ops = frame.ops if end is None else frame.ops[:end]
+        numbers.append(BlockNumbers(ops, frame.errors[lane], frame.errors[lane] is not None, lane))
+    return numbers, [dict(frame.memory.high_water) for frame in frames]
+
+
+def told_high_water(walked: Walked, placements: Sequence[Placement]) -> list[BlockNumbers]:
+    """A block's numbers walked in a batch, its cores' memories told their high water."""
+    numbers, tops = walked
+    for placement, top in zip(placements, tops, strict=True):
+        memory = placement.role.core.memory
+        if memory is not None:
+            memory.high_water.update(top)
+    return numbers
+
+
+def walk_tasks(
+    plan: LaunchPlan,
+    placements: Sequence[Placement],
+    tasks_args: Sequence[tuple[Any, ...]],
+    target: Target,
+    steps: Steps,
+    cost: CostModel,
+) -> list[Walked] | None:
+    """The numbers of one-block tasks of ``plan`` walked together (:func:`walk_batch`), one lane
+    per task in the order of ``tasks_args`` (each task's arguments; ``placements`` are the first
+    task's block's): when the tasks pass the same tensors and the kernel batches
+    (:func:`batchable`, so a task may also run again, alone, to the same numbers); their scalars
+    (grid indices) may differ. None if they cannot."""
+    if not _batchable(plan) or not disjoint_outputs(plan, placements):
+        return None
+    laned = []
+    for seat in plan.seats:
+        per_task = [seat.args(args) for args in tasks_args]
+        merged = _laned(per_task)
+        if merged is None:
+            return None
+        laned.append(merged)
+    blocks = [0] * len(tasks_args)
+    try:
+        frames = walk_batch(plan, placements, blocks, 1, target, steps, cost, laned)
+    except Exception:  # whatever stops the batch, the tasks' own walks meet again
+        return None
+    walked = [lane_numbers(frames, lane) for lane in range(len(tasks_args))]
+    frames[0].role.launch.release()  # the batch's own launch (a reference cycle with its roles)
+    return walked
+
+
+def _laned(per_task: Sequence[tuple[Any, ...]]) -> tuple[Any, ...] | None:
+    """One core's arguments in a batch of tasks: each the same in every task, or a scalar that
+    differs as :class:`~pypto_sim_a2a3.fast.batch.Lanes`; None if a tensor differs."""
+    merged = []
+    for values in zip(*per_task, strict=True):
+        first = values[0]
+        if all(v is first for v in values):
+            merged.append(first)
+        elif all(type(v) in (int, float, bool) for v in values):
+            merged.append(Lanes(values))
+        else:
+            return None
+    return tuple(merged)
 
 
 _BATCHABLE: weakref.WeakKeyDictionary[LaunchPlan, bool] = weakref.WeakKeyDictionary()
@@ -477,8 +576,9 @@ def _may_run_ahead(steps: Sequence[_Step], k: int) -> bool:
 
 
 class GhostBlock:
-    """A later block of a replayable task: its numbers walked at its start, its steps replayed
-    from block 0's, ``shift`` cycles later, on its own core group."""
+    """A block that replays a recorded one (a later block of its task, or a block of a later task
+    of its plan): its numbers walked at its start, its steps replayed from the recorded block's,
+    ``shift`` cycles later, on its own core group, with its own GM regions."""
 
     def __init__(
         self,
@@ -495,8 +595,8 @@ class GhostBlock:
         self.numbers = numbers
         self.recorder = recorder
         self.done = done  # the chip's end of a block, once every core has finished
-        pairs = zip(recording.launch.roles, launch.roles, strict=True)
-        self.names = {old.core.name: new.core.name for old, new in pairs}
+        pairs = zip(recording.cores, launch.roles, strict=True)
+        self.names = {old: new.core.name for old, new in pairs}
         self.counts = [0] * len(launch.roles)  # per core, the steps it has begun
         self.signal = Signal()  # changed at each step: what its cores' waits are on
         self.rings: dict[int, Callable[[int, int], None]] = {}
@@ -570,6 +670,7 @@ class GhostBlock:
         assert cursor == len(ops), "a replayed block ran more ops than block 0"
         launch.finish(role)
         if launch.done:
+            self.recording.ghosts.remove(self)  # its cores wait for no step of the recorded block
             self.done()
 
     def _wait(self, step: _Step, wait: Wait) -> Wait:
