@@ -20,6 +20,7 @@ import pytest
 from pypto.ir import DeadlockError, SourceSpan
 from pypto_sim_a2a3.engine.scheduler import Advance, Blocked, Event, Scheduler, Signal, Wait
 from pypto_sim_a2a3.hw import engines
+from pypto_sim_a2a3.hw.cores import Core
 
 needs_compiled = pytest.mark.skipif(
     engines.COMPILED_SCHEDULER is None,
@@ -37,22 +38,6 @@ class FullPoll(Scheduler):
             assert proc.waiting is not None
             if not proc.waiting.on or proc.dirty:
                 self._check(proc)
-
-
-@dataclass(eq=False)
-class ToyCore:
-    name: str
-    clock: int = 0
-    busy: int = 0
-    stalled: int = 0
-
-    def advance(self, unit: str, cycles: int) -> None:
-        self.clock += cycles
-        self.busy += cycles
-
-    def stall(self, cycles: int) -> None:
-        self.clock += cycles
-        self.stalled += cycles
 
 
 @dataclass
@@ -154,7 +139,7 @@ def simulate(make: Callable[..., Any], seed: int, check: bool = False, window: i
     scheduler.observe(
         lambda core, start, cycles, event: log.append(("slice", core.name, start, cycles, describe(event)))
     )
-    cores = [ToyCore(f"core{i}", clock=rng.randint(0, 30)) for i in range(len(scripts))]
+    cores = [Core(f"core{i}", clock=rng.randint(0, 30)) for i in range(len(scripts))]
     procs = []
     for i, (core, script) in enumerate(zip(cores, scripts, strict=True)):
         proc = scheduler.spawn(core, process(world, core.name, script))
@@ -216,7 +201,7 @@ def test_the_compiled_scheduler_runs_window_by_window_as_the_python_one():
 @needs_compiled
 def test_a_compiled_process_is_what_the_python_code_reads_and_sets():
     scheduler = engines.COMPILED_SCHEDULER()
-    core, flag = ToyCore("aiv"), Signal()
+    core, flag = Core("aiv"), Signal()
     seen: list[Any] = []
 
     def waiter():
@@ -229,7 +214,7 @@ def test_a_compiled_process_is_what_the_python_code_reads_and_sets():
         flag.changed()
 
     proc = scheduler.spawn(core, waiter())
-    other = scheduler.spawn(ToyCore("aic"), setter())
+    other = scheduler.spawn(Core("aic"), setter())
     proc.on_wake = lambda stepper: seen.append(stepper)
     assert (proc.core, proc.order, proc.done, proc.waiting, other.order) == (core, 0, False, None, 2)
     scheduler.run()
