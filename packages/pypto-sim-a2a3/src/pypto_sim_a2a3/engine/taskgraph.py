@@ -101,33 +101,102 @@ class Task:
 
 @dataclass(frozen=True)
 class Use:
-    """One task's access to one tensor, as the graph remembers it."""
+    """One task's access to one tensor, as the graph remembers it (``order``: when, among the
+    graph's uses)."""
 
     task: Task
     mode: AccessMode
     tensor: torch.Tensor  # kept alive so that its storage is never reused for another tensor
     where: Footprint
+    order: int = 0
 
 
-@dataclass
-class StorageUses:
-    """The tracked accesses of one storage since their last covering writer: its readers and its
-    writers, apart (a reader only meets writers)."""
+@dataclass(eq=False)
+class _Uses:
+    """The uses of one storage by tasks of one parallel context (the path to this node), with the
+    nodes of the contexts one loop deeper: per loop instance, per iteration."""
 
     readers: list[Use] = field(default_factory=list)
     writers: list[Use] = field(default_factory=list)
+    deeper: dict[int, dict[int, _Uses]] = field(default_factory=dict)
 
-    def met_by(self, mode: AccessMode) -> list[Use]:
-        return self.writers + self.readers if mode.writes else self.writers
+    def gather(self, writes: bool, into: list[Use]) -> None:
+        """Every use of this context and the deeper ones a reader (a writer: ``writes``) meets."""
+        into += self.writers
+        if writes:
+            into += self.readers
+        for iterations in self.deeper.values():
+            for node in iterations.values():
+                node.gather(writes, into)
+
+    def drop_covered(self, where: Footprint) -> bool:
+        """Forget the uses ``where`` covers, here and deeper; whether nothing is left."""
+        self.readers = [u for u in self.readers if not where.covers(u.where)]
+        self.writers = [u for u in self.writers if not where.covers(u.where)]
+        for loop, iterations in list(self.deeper.items()):
+            for iteration, node in list(iterations.items()):
+                if node.drop_covered(where):
+                    del iterations[iteration]
+            if not iterations:
+                del self.deeper[loop]
+        return not (self.readers or self.writers or self.deeper)
+
+
+class StorageUses:
+    """The tracked accesses of one storage since their last covering writer, as a tree of the
+    ``pl.parallel`` contexts of their tasks: a task looks only at the uses it may conflict with,
+    never at those of the other iterations of a ``pl.parallel`` loop it sits in (a grid of tasks
+    finds its conflicts without scanning its siblings)."""
+
+    def __init__(self) -> None:
+        self.root = _Uses()
+
+    def met_by(self, mode: AccessMode, parallel: ParallelContext) -> list[Use]:
+        """The uses a task of context ``parallel`` accessing in ``mode`` meets, in the order the
+        graph took them: the writers, then (a writing ``mode``) the readers. A use of another
+        iteration of a loop the task sits in is left out (a ``pl.parallel`` sibling: no conflict,
+        see :meth:`Task.parallel_sibling`); the others are every use a plain scan would meet."""
+        writes = mode.writes
+        found: list[Use] = []
+        node: _Uses | None = self.root
+        for loop, iteration in parallel:
+            assert node is not None
+            found += node.writers
+            if writes:
+                found += node.readers
+            for other, iterations in node.deeper.items():
+                if other != loop:  # another loop: none of its iterations is a sibling
+                    for deeper in iterations.values():
+                        deeper.gather(writes, found)
+            node = node.deeper.get(loop, {}).get(iteration)
+            if node is None:
+                break
+        else:
+            assert node is not None
+            node.gather(writes, found)
+        found.sort(key=_by_order)
+        if writes:  # (the writers first, as a scan of the writers then the readers meets them)
+            found.sort(key=_writers_first)
+        return found
 
     def add(self, use: Use) -> None:
-        (self.writers if use.mode.writes else self.readers).append(use)
+        node = self.root
+        for loop, iteration in use.task.parallel:
+            node = node.deeper.setdefault(loop, {}).setdefault(iteration, _Uses())
+        (node.writers if use.mode.writes else node.readers).append(use)
 
     def drop_covered(self, where: Footprint) -> None:
         """Forget the uses a writer of ``where`` orders before every later access of their elements
         (a later one meeting them meets the writer, which comes after them)."""
-        self.readers = [u for u in self.readers if not where.covers(u.where)]
-        self.writers = [u for u in self.writers if not where.covers(u.where)]
+        self.root.drop_covered(where)
+
+
+def _by_order(use: Use) -> int:
+    return use.order
+
+
+def _writers_first(use: Use) -> bool:
+    return not use.mode.writes
 
 
 class TaskGraph:
@@ -138,6 +207,7 @@ class TaskGraph:
         self.tasks: list[Task] = []
         self.edges: list[TaskEdge] = []
         self._uses: dict[int, StorageUses] = {}  # by storage
+        self._used = 0  # uses recorded so far (each use's order)
         # Every writer of each storage, tracked or not, with what it writes: what a host read waits for.
         self._writers: dict[int, list[tuple[Task, Footprint]]] = {}
         self._dependents: dict[int, list[Task]] = {}
@@ -195,12 +265,13 @@ class TaskGraph:
                 continue  # tracking is off for this argument: no lookup, and no use recorded
             name = _arg_name(task.call, task.kernel, index)
             uses = self._uses.setdefault(where.storage, StorageUses())
-            for use in uses.met_by(mode):
+            for use in uses.met_by(mode, task.parallel):
                 if use.where.overlaps(where) and self._conflict(task, mode, use):
                     conflicts.setdefault(use.task, name)
             if mode in (AccessMode.Out, AccessMode.InOut) and not task.parallel:
                 uses.drop_covered(where)  # each is ordered before this task, so before later ones
-            uses.add(Use(task, mode, value, where))
+            self._used += 1
+            uses.add(Use(task, mode, value, where, self._used))
         return conflicts
 
     def _note_writer(self, task: Task, where: Footprint) -> None:
