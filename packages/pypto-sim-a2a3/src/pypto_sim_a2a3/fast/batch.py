@@ -30,9 +30,10 @@ transcendental function differently at a tile's tail) runs per block.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import weakref
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -96,9 +97,28 @@ class Lanes(tuple[Any, ...]):
 class LanedArgs(tuple[Any, ...]):
     """The operands of an op in a batch's record when some of them differ between its blocks (a
     :class:`Lanes` among them, or in an offset tuple); the operands of the other ops are plain
-    tuples, the same in every block."""
+    tuples, the same in every block. ``args.lane(i)`` is block ``i``'s operands."""
 
-    __slots__ = ()
+    def lane(self, lane: int) -> tuple[Any, ...]:
+        """Block ``lane``'s operands (every block's split at once, when the first is asked: each
+        block's replay asks for its own)."""
+        split: list[tuple[Any, ...]] | None = self.__dict__.get("split")
+        if split is None:
+            lanes = len(_lanes_in(self)[0])
+            split = self.__dict__["split"] = list(
+                zip(*[_per_lane(value, lanes) for value in self], strict=True)
+            )
+        return split[lane]
+
+
+def _per_lane(value: Any, lanes: int) -> Iterable[Any]:
+    """``value`` in each of ``lanes`` blocks, in order (see :func:`lane_value`)."""
+    kind = type(value)
+    if kind is Lanes:
+        return value
+    if kind is tuple and _has_lanes(value):
+        return list(zip(*[_per_lane(v, lanes) for v in value], strict=True))
+    return itertools.repeat(value, lanes)
 
 
 class Unbatchable(Exception):
@@ -112,9 +132,20 @@ def lane_value(value: Any, lane: int) -> Any:
         return value[lane]
     if kind is tuple:
         return tuple(
-            v[lane] if type(v) is Lanes else lane_value(v, lane) if type(v) is tuple else v for v in value
+            [v[lane] if type(v) is Lanes else lane_value(v, lane) if type(v) is tuple else v for v in value]
         )
     return value
+
+
+def _lanes_in(value: Any) -> list[Lanes]:
+    """The :class:`Lanes` in an op's operands (offset tuples looked into): what differs between
+    the blocks."""
+    kind = type(value)
+    if kind is Lanes:
+        return [value]
+    if kind is tuple or kind is LanedArgs:
+        return [lanes for v in value for lanes in _lanes_in(v)]
+    return []
 
 
 def _has_lanes(value: Any) -> bool:
@@ -522,12 +553,22 @@ class BatchFrame(KernelWalker):
         """The op's checks for each block still running (``laned``: its operands differ between
         them); a block whose check fails stops here."""
         uniform = not laned and call.op not in ELEMENT_CHECKS  # checked once, for all
+        # A check of shapes and scalars alone passes in every block whose scalars are those of a
+        # block it passed in (the blocks share their tensors): made once per set of scalars.
+        scalars = _lanes_in(args) if laned and call.op not in ELEMENT_CHECKS else None
+        passed: set[tuple[Any, ...]] = set()
         for lane in self.alive[:1] if uniform else list(self.alive):
+            key = None if scalars is None else tuple([values[lane] for values in scalars])
+            if key in passed:
+                continue
             try:
                 check(call, self.lane_args(call, args, lane))
             except PyptoError as error:
                 for stopped in list(self.alive) if uniform else [lane]:
                     self._stop(stopped, error)
+            else:
+                if key is not None:
+                    passed.add(key)
         if not self.alive:
             raise _AllStopped
 
@@ -763,6 +804,42 @@ def _lane_regions(
     return base.as_strided((lanes, *base.shape), (lane_stride, *base.stride()), base.storage_offset())
 
 
+def _gather(
+    frame: BatchFrame,
+    tensor: torch.Tensor,
+    offsets: tuple[Any, ...],
+    extent: tuple[int, ...],
+    out: torch.Tensor,
+) -> bool:
+    """Copy every running block's ``region(tensor, its offsets, extent)`` into its row of ``out``
+    (``[blocks, *extent]``) in one torch call, whatever the offsets (each block's region checked
+    in bounds already); False (nothing copied) where it cannot."""
+    if 0 in extent or out.dtype != tensor.dtype or tuple(out.shape) != (frame.lanes, *extent):
+        return False
+    strides = tensor.stride()
+    if len(offsets) != len(strides):
+        return False
+    fixed, moving = 0, []
+    for offset, stride in zip(offsets, strides, strict=True):
+        if type(offset) is Lanes:
+            moving.append((offset, stride))
+        elif type(offset) is int:
+            fixed += offset * stride
+        else:
+            return False
+    alive = frame.alive
+    starts = [fixed + sum(offset[lane] * stride for offset, stride in moving) for lane in range(frame.lanes)]
+    if len(alive) != frame.lanes:  # a stopped block's region may lie outside: it reads a running one's
+        for lane in set(range(frame.lanes)).difference(alive):
+            starts[lane] = starts[alive[0]]
+    if min(starts) < 0:
+        return False
+    # Every region of the tensor as one view, one per element it may start at: the blocks' picked.
+    windows = tensor.as_strided((max(starts) + 1, *extent), (1, *strides), tensor.storage_offset())
+    torch.index_select(windows, 0, torch.tensor(starts), out=out)
+    return True
+
+
 @_own(tile.load, tile.load_partial)
 def _load(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
     tensor, offsets = args[0], args[1]
@@ -783,10 +860,16 @@ def _load(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
         regions = _lane_regions(frame, tensor, offsets, valid, disjoint=False)
     if whole and regions is not None:
         return regions  # a view of GM: the tile's binding copies it into the tile's bytes
+    if whole and regions is None:
+        dest = frame.into(call)  # gathered straight into the tile's bytes
+        if dest is not None and _gather(frame, tensor, offsets, valid, dest):
+            return dest
     out = _empty(frame, call, not whole)
     target = out if whole else out[(slice(None), *leading(valid))]
     if regions is not None:
         target.copy_(regions)
+        return out
+    if _gather(frame, tensor, offsets, valid, target):
         return out
     for lane in frame.alive:
         target[lane].copy_(region(tensor, lane_value(offsets, lane), valid))

@@ -90,7 +90,6 @@ from pypto_sim_a2a3.fast.batch import (
     batchable,
     disjoint_outputs,
     in_turn,
-    lane_value,
     rerunnable,
     walk_batch,
 )
@@ -417,7 +416,7 @@ class BlockNumbers:
         lane = self.lane
         if lane is None or type(args) is not LanedArgs:
             return args
-        return tuple([a[lane] if type(a) is Lanes else lane_value(a, lane) for a in args])
+        return args.lane(lane)
 
 
 class BatchedNumbers:
