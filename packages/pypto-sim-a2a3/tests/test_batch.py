@@ -531,3 +531,74 @@ def test_two_simulations_in_two_threads_batch_on_memories_of_their_own(monkeypat
         results = list(pool.map(lambda p: simulate(*p), programs))
     assert torch.equal(results[0], programs[0][1].exp())
     assert torch.equal(results[1], -programs[1][1])
+
+
+def _gathered(monkeypatch) -> list[bool]:
+    """Whether each gather of the blocks' regions (one torch call) was made."""
+    gathered: list[bool] = []
+    original = batch._gather
+
+    def counting(*args):
+        gathered.append(original(*args))
+        return gathered[-1]
+
+    monkeypatch.setattr(batch, "_gather", counting)
+    return gathered
+
+
+def test_loads_at_offsets_of_no_common_step_are_gathered_at_once_and_a_block_past_the_end_stops_alone(
+    monkeypatch,
+):
+    """Block ``b`` loads rows ``((5 b) % 7) * 16``: no step from block to block, so the batch
+    gathers every block's region in one call (not block by block); the block whose rows lie past the
+    end stops at its load with the error its own walk meets, and the others' numbers are theirs."""
+    blocks, chunk = 6, 16
+    rows = blocks * chunk
+    k = FunctionBuilder("perm", FunctionKind.AIV)
+    a = k.param("a", tensor_t((rows, COLS), FP16))
+    out = k.param("out", tensor_t((rows, COLS), FP16), Direction.Out)
+    block = k.op("block", "get_block_idx")
+    source = k.op(
+        "source", "scalar.mul", k.op("turn", "scalar.mod", k.scalar("scalar.mul", block, 5), 7), chunk
+    )
+    x = k.op("x", "tile.load", a, [source, 0], shape=(chunk, COLS), target_memory=Mem.Vec)
+    k.do("tile.store", x, [k.scalar("scalar.mul", block, chunk), 0], out)
+    params = [
+        ("a", tensor_t((rows, COLS), FP16), Direction.In),
+        ("out", tensor_t((rows, COLS), FP16), Direction.Out),
+    ]
+    gathered = _gathered(monkeypatch)
+    walked = _walked(monkeypatch)
+    x_in = rand(rows, COLS).half()
+    outcomes = _three_ways(monkeypatch, _launch(k.build(), params, blocks), x_in, torch.zeros_like(x_in))
+    assert walked == [blocks - 1] and gathered == [True]
+    _same(outcomes)
+    assert "region [96:112] is outside dim 0 of size 96" in outcomes[0][0].message  # block 4's
+
+
+def test_a_batch_gathers_whole_grids_of_tiles_as_each_block_loads_its_own(monkeypatch):
+    """Every block loads the tile ``(b // 3, b % 3)`` of a 2-D grid of tiles (rows and columns move
+    at once, by no common step): the numbers are each block's own, bit for bit."""
+    blocks, tile = 9, 16
+    k = FunctionBuilder("tiles", FunctionKind.AIV)
+    a = k.param("a", tensor_t((3 * tile, 3 * COLS)))
+    out = k.param("out", tensor_t((blocks * tile, COLS)), Direction.Out)
+    block = k.op("block", "get_block_idx")
+    row = k.op("row", "scalar.mul", k.op("i", "scalar.floordiv", block, 3), tile)
+    col = k.op("col", "scalar.mul", k.op("j", "scalar.mod", block, 3), COLS)
+    x = k.op("x", "tile.load", a, [row, col], shape=(tile, COLS), target_memory=Mem.Vec)
+    k.do("tile.store", k.op("y", "tile.exp", x), [k.scalar("scalar.mul", block, tile), 0], out)
+    params = [
+        ("a", tensor_t((3 * tile, 3 * COLS)), Direction.In),
+        ("out", tensor_t((blocks * tile, COLS)), Direction.Out),
+    ]
+    gathered = _gathered(monkeypatch)
+    walked = _walked(monkeypatch)
+    x_in = rand(3 * tile, 3 * COLS)
+    outcomes = _three_ways(
+        monkeypatch, _launch(k.build(), params, blocks), x_in, torch.zeros(blocks * tile, COLS)
+    )
+    assert walked == [blocks - 1] and gathered == [True]
+    _same(outcomes)
+    tiles = x_in.view(3, tile, 3, COLS).permute(0, 2, 1, 3).reshape(blocks * tile, COLS)
+    assert torch.equal(outcomes[0][1][1], tiles.exp())
