@@ -602,3 +602,66 @@ def test_a_batch_gathers_whole_grids_of_tiles_as_each_block_loads_its_own(monkey
     _same(outcomes)
     tiles = x_in.view(3, tile, 3, COLS).permute(0, 2, 1, 3).reshape(blocks * tile, COLS)
     assert torch.equal(outcomes[0][1][1], tiles.exp())
+
+
+def _own_weights_matmul(blocks: int, placed: str):
+    """``c[block rows] = a[block rows] @ w[block's own K rows]`` in two K steps: no operand is the
+    same in every block; the matmul_acc's tile over its accumulator, elsewhere, or half over it."""
+    m, kk, n = 16, 32, 64
+    k = FunctionBuilder("mm_own", FunctionKind.AIC)
+    a = k.param("a", tensor_t((blocks * m, 2 * kk), FP16))
+    w = k.param("w", tensor_t((blocks * 2 * kk, n), FP16))
+    c = k.param("c", tensor_t((blocks * m, n)), Direction.Out)
+    block = k.op("block", "get_block_idx")
+    row = k.op("row", "scalar.mul", block, m)
+    w_row = k.op("w_row", "scalar.mul", block, 2 * kk)
+    tiles = []
+    for i in range(2):
+        a_l1 = k.op(f"a{i}", "tile.load", a, [row, i * kk], shape=(m, kk), target_memory=Mem.Mat, dtype=FP16)
+        w_at = k.scalar("scalar.add", w_row, i * kk)
+        w_l1 = k.op(f"w{i}", "tile.load", w, [w_at, 0], shape=(kk, n), target_memory=Mem.Mat, dtype=FP16)
+        tiles.append(
+            (
+                k.op(f"a{i}_l0", "tile.move", a_l1, target_memory=Mem.Left),
+                k.op(f"w{i}_l0", "tile.move", w_l1, target_memory=Mem.Right),
+            )
+        )
+    acc = k.op("acc", "tile.matmul", *tiles[0], out_dtype=FP32)
+    acc2 = k.op("acc2", "tile.matmul_acc", acc, *tiles[1])
+    k.do("tile.store", acc2, [row, 0], c)
+    at = {"over_acc": 0, "elsewhere": m * n * 4, "half_over_acc": m * n * 2}[placed]
+    params = [
+        ("a", tensor_t((blocks * m, 2 * kk), FP16), Direction.In),
+        ("w", tensor_t((blocks * 2 * kk, n), FP16), Direction.In),
+        ("c", tensor_t((blocks * m, n)), Direction.Out),
+    ]
+    prog = _launch(k.build(at={"acc": 0, "acc2": at}), params, blocks)
+    x, y = (
+        rand(blocks * m, 2 * kk, dtype=torch.float16),
+        rand(blocks * 2 * kk, n, dtype=torch.float16, seed=1),
+    )
+    return prog, (x, y, torch.zeros(blocks * m, n))
+
+
+@pytest.mark.parametrize("placed", ["over_acc", "elsewhere", "half_over_acc"])
+@pytest.mark.parametrize("rounds_alike", [True, False])
+def test_an_accumulating_matmul_of_the_blocks_own_operands_is_one_fused_call_where_it_rounds_alike(
+    monkeypatch, placed, rounds_alike
+):
+    """``acc + a @ b`` as one fused call (torch.baddbmm) in the tile's bytes, when the first of its
+    layout gives the bits of the product then the sum; where it would not (as if the library
+    rounded otherwise) or its tile lies half over the accumulator, the two steps. Either way each
+    block's own numbers, bit for bit."""
+    layouts: dict = {}
+    monkeypatch.setattr(batch, "_FUSED", layouts)
+    if not rounds_alike:
+        monkeypatch.setattr(batch, "_same_bits", lambda x, y: False)
+    walked = _walked(monkeypatch)
+    prog, args = _own_weights_matmul(5, placed)
+    outcomes = _three_ways(monkeypatch, prog, *args)
+    assert walked == [4]
+    assert list(layouts.values()) == ([] if placed == "half_over_acc" else [rounds_alike])
+    _same(outcomes)
+    x, w = args[0].float(), args[1].float().view(5, 64, 64)
+    expected = torch.cat([x[i * 16 : (i + 1) * 16] @ w[i] for i in range(5)])
+    torch.testing.assert_close(outcomes[0][1][2], expected, rtol=1e-3, atol=1e-3)

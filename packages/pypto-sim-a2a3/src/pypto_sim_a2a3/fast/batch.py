@@ -454,6 +454,7 @@ class BatchFrame(KernelWalker):
         self.alive = list(range(self.lanes))
         self._assigning: Assign | None = None  # the statement running now, if an assignment
         self._into: torch.Tensor | None = None  # its target's tile, placed by the op that wrote it
+        self._tiles: dict[int, tuple[bool, ...]] = {}  # per call met (by id), which operands are tiles
         # A timing-only run: the ops computed (its steering slice, by id), the names whose tiles
         # hold numbers, its GM without numbers (None: every op computes).
         self.timing_only = role.launch.site.timing_only
@@ -581,9 +582,14 @@ class BatchFrame(KernelWalker):
 
     def lane_args(self, call: Call, args: tuple[Any, ...], lane: int) -> tuple[Any, ...]:
         """The operands of ``call`` in block ``lane``: its tiles and scalars."""
+        tiles = self._tiles.get(id(call))
+        if tiles is None:
+            tiles = self._tiles[id(call)] = tuple(isinstance(expr.type, TileType) for expr in call.args)
         return tuple(
-            value[lane] if isinstance(expr.type, TileType) else lane_value(value, lane)
-            for expr, value in zip(call.args, args, strict=True)
+            [
+                value[lane] if tile else lane_value(value, lane)
+                for tile, value in zip(tiles, args, strict=True)
+            ]
         )
 
     def scalars(self, call: Call, args: tuple[Any, ...]) -> Lanes:
@@ -973,9 +979,54 @@ def _matmul(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tenso
     return typed(call, a @ b)
 
 
+# Per layout of an accumulating matmul's operands, whether ``acc + a @ b`` in one fused call
+# (torch.baddbmm) rounds as the product and then the sum do, bit for bit (see _fused_acc).
+_FUSED: dict[tuple[Any, ...], bool] = {}
+
+
+def _fused_acc(
+    frame: BatchFrame, call: Call, acc: torch.Tensor, a: torch.Tensor, b: torch.Tensor
+) -> torch.Tensor | None:
+    """``acc + a @ b`` of every block in one fused call, in the tile's bytes: the product is not
+    made apart and added (one pass over the blocks' tiles fewer). The library may round a fused
+    product otherwise (by layout, shapes, threads), so the first of each layout is compared with
+    the two steps; where they differ, None (the two steps are used). None too where the blocks share
+    ``b`` (one product, :func:`_one_right`) or the result's tile cannot take it."""
+    if a.dim() != 3 or b.dim() != 3 or (frame.lanes > 1 and frame.memory.same_in_every_block(b)):
+        return None
+    left, right = _converted(frame, call, a, frame.memory.whole(b))
+    if not (left.dtype == right.dtype == acc.dtype and left.is_floating_point()):
+        return None
+    dest = frame.into(call, acc)
+    shape = (left.shape[0], left.shape[1], right.shape[2])
+    if dest is None or dest.dtype != acc.dtype or dest.shape != shape or acc.shape != shape:
+        return None
+    if frame._may_overlap(left, dest) or frame._may_overlap(right, dest):
+        return None
+    in_place = dest.data_ptr() == acc.data_ptr() and dest.stride() == acc.stride()
+    key = (call.attrs.get("a_trans"), call.attrs.get("b_trans"), acc.dtype, shape, in_place)
+    key += (left.stride(), right.stride(), acc.stride(), dest.stride(), torch.get_num_threads())
+    same = _FUSED.get(key)
+    if same is False:
+        return None
+    expected = acc + left @ right if same is None else None
+    if in_place:
+        dest.baddbmm_(left, right)
+    else:
+        torch.baddbmm(acc, left, right, out=dest)
+    if expected is not None:
+        same = _FUSED[key] = _same_bits(dest, expected)
+        if not same:
+            dest.copy_(expected)
+    return dest
+
+
 @_own(tile.matmul_acc)
 def _matmul_acc(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor:
     acc, a, b = args
+    fused = _fused_acc(frame, call, acc, a, b)
+    if fused is not None:
+        return fused
     product = _product(frame, call, a, b)
     dest = frame.into(call, acc) if acc.dtype == product.dtype else None
     if dest is not None and dest.dtype == product.dtype and dest.shape == product.shape:
