@@ -1004,7 +1004,7 @@ def _fused_acc(
     if frame._may_overlap(left, dest) or frame._may_overlap(right, dest):
         return None
     in_place = dest.data_ptr() == acc.data_ptr() and dest.stride() == acc.stride()
-    key = (call.attrs.get("a_trans"), call.attrs.get("b_trans"), acc.dtype, shape, in_place)
+    key: tuple[Any, ...] = (call.attrs.get("a_trans"), call.attrs.get("b_trans"), acc.dtype, shape, in_place)
     key += (left.stride(), right.stride(), acc.stride(), dest.stride(), torch.get_num_threads())
     same = _FUSED.get(key)
     if same is False:
