@@ -26,6 +26,7 @@ task whose ``predicate=`` is false at dispatch is *skipped*: retired without run
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +42,7 @@ ParallelContext = tuple[tuple[int, int], ...]
 # A task's predicate=, with the tensor it reads and the element's indices (fixed at submission).
 PredicateSite = tuple[Predicate, torch.Tensor, tuple[int, ...]]
 JOIN = "pl.system.task_dummy"  # what a join is called in messages and the report
+_FOOTPRINTS = 4096  # footprints of tensors kept at most (then forgotten, and found again)
 
 
 @dataclass(eq=False)
@@ -208,6 +210,8 @@ class TaskGraph:
         self.edges: list[TaskEdge] = []
         self._uses: dict[int, StorageUses] = {}  # by storage
         self._used = 0  # uses recorded so far (each use's order)
+        # The footprints of the tensors passed lately, by id (the tensor not kept alive by it).
+        self._footprints: dict[int, tuple[weakref.ref[torch.Tensor], Footprint]] = {}
         # Every writer of each storage, tracked or not, with what it writes: what a host read waits for.
         self._writers: dict[int, list[tuple[Task, Footprint]]] = {}
         self._dependents: dict[int, list[Task]] = {}
@@ -258,13 +262,15 @@ class TaskGraph:
         for index, (value, mode) in enumerate(zip(task.args, modes, strict=True)):
             if mode is None:
                 continue
-            where = footprint(value)
+            where = self._footprint(value)
             if mode.writes:
                 self._note_writer(task, where)
             if index in untracked:
                 continue  # tracking is off for this argument: no lookup, and no use recorded
             name = _arg_name(task.call, task.kernel, index)
-            uses = self._uses.setdefault(where.storage, StorageUses())
+            uses = self._uses.get(where.storage)
+            if uses is None:
+                uses = self._uses[where.storage] = StorageUses()
             for use in uses.met_by(mode, task.parallel):
                 if use.where.overlaps(where) and self._conflict(task, mode, use):
                     conflicts.setdefault(use.task, name)
@@ -273,6 +279,18 @@ class TaskGraph:
             self._used += 1
             uses.add(Use(task, mode, value, where, self._used))
         return conflicts
+
+    def _footprint(self, tensor: torch.Tensor) -> Footprint:
+        """``footprint(tensor)``, found once per tensor the orchestration passes (the tasks of a
+        grid pass the same ones): a tensor's place in its storage does not change during a run."""
+        known = self._footprints.get(id(tensor))
+        if known is not None and known[0]() is tensor:
+            return known[1]
+        where = footprint(tensor)
+        if len(self._footprints) >= _FOOTPRINTS:
+            self._footprints.clear()
+        self._footprints[id(tensor)] = (weakref.ref(tensor), where)
+        return where
 
     def _note_writer(self, task: Task, where: Footprint) -> None:
         writers = self._writers.setdefault(where.storage, [])

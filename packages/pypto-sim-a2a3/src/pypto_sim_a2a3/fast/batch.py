@@ -334,6 +334,7 @@ class BatchMemory(CoreMemory):
         # Tiles converted to another dtype (a matmul's operands to fp32), by region, dtype and shape:
         # a left operand shared by the matmuls of several columns is converted once.
         self.converted: dict[tuple[Any, ...], torch.Tensor] = {}
+        self._sizes: dict[int, int] = {}  # each tile type's bytes, by id
 
     def region(self, tensor: torch.Tensor) -> tuple[MemorySpace, int, int] | None:
         known = self._regions.get(id(tensor))
@@ -344,14 +345,20 @@ class BatchMemory(CoreMemory):
         # written in place): what the blocks shared there they may no longer.
         offset = allocation.slot_offset(slot_value)
         if self.alike or self.converted:
-            self.written((allocation.space, offset, offset + tile.nbytes), whole=True)
+            self.written((allocation.space, offset, offset + self._nbytes(tile)), whole=True)
         return CoreMemory.view_at(self, allocation.space, offset, tile)  # (not view_at: done here)
 
     def view_at(self, space: MemorySpace, offset: int, tile: TileType) -> torch.Tensor:
         # Any other view (a ring slot's, which a push writes in part and a pop reads) as well.
         if self.alike or self.converted:
-            self.written((space, offset, offset + tile.nbytes))
+            self.written((space, offset, offset + self._nbytes(tile)))
         return super().view_at(space, offset, tile)
+
+    def _nbytes(self, tile: TileType) -> int:
+        found = self._sizes.get(id(tile))  # (the kernel's tile types live as long as the batch)
+        if found is None:
+            found = self._sizes[id(tile)] = tile.nbytes
+        return found
 
     def written(self, where: tuple[MemorySpace, int, int] | None, whole: bool = False) -> None:
         """The bytes ``where`` (None: unknown ones) are about to be written (``whole``: all of them,
@@ -794,11 +801,15 @@ def _lane_regions(
     lanes = frame.lanes
     if len(frame.alive) != lanes or lanes < 2 or 0 in extent:
         return None
-    first, second = lane_value(offsets, 0), lane_value(offsets, 1)
-    step = [b - a for a, b in zip(first, second, strict=True)]
-    for lane in range(2, lanes):
-        if any(o != f + lane * s for o, f, s in zip(lane_value(offsets, lane), first, step, strict=True)):
+    step = []
+    for offset in offsets:
+        if type(offset) is int:
+            step.append(0)
+            continue
+        if type(offset) is not Lanes or not _progression(offset):
             return None
+        step.append(offset[1] - offset[0])
+    first = lane_value(offsets, 0)
     if disjoint:
         moving = [dim for dim, size in enumerate(step) if size]
         if len(moving) != 1 or step[moving[0]] < extent[moving[0]]:
@@ -808,6 +819,17 @@ def _lane_regions(
         return None
     base = region(tensor, first, extent)
     return base.as_strided((lanes, *base.shape), (lane_stride, *base.stride()), base.storage_offset())
+
+
+def _progression(values: Lanes) -> bool:
+    """Whether the blocks' values step by one amount from block to block."""
+    start, step = values[0], values[1] - values[0]
+    try:
+        if step == 0:
+            return values.count(start) == len(values)
+        return tuple(range(start, start + step * len(values), step)) == values
+    except TypeError:  # not integers
+        return False
 
 
 def _gather(
@@ -838,11 +860,12 @@ def _gather(
     if len(alive) != frame.lanes:  # a stopped block's region may lie outside: it reads a running one's
         for lane in set(range(frame.lanes)).difference(alive):
             starts[lane] = starts[alive[0]]
-    if min(starts) < 0:
-        return False
+    index = torch.tensor(starts)
+    if index.dtype != torch.int64 or min(starts) < 0:
+        return False  # (offsets that are no integers: the blocks' own walks tell)
     # Every region of the tensor as one view, one per element it may start at: the blocks' picked.
     windows = tensor.as_strided((max(starts) + 1, *extent), (1, *strides), tensor.storage_offset())
-    torch.index_select(windows, 0, torch.tensor(starts), out=out)
+    torch.index_select(windows, 0, index, out=out)
     return True
 
 
