@@ -462,6 +462,8 @@ class BatchFrame(KernelWalker):
         self._assigning: Assign | None = None  # the statement running now, if an assignment
         self._into: torch.Tensor | None = None  # its target's tile, placed by the op that wrote it
         self._tiles: dict[int, tuple[bool, ...]] = {}  # per call met (by id), which operands are tiles
+        # Per tile variable of one slot placed so far (by id), its view and region.
+        self._placed: dict[int, tuple[torch.Tensor, tuple[MemorySpace, int, int]]] = {}
         # A timing-only run: the ops computed (its steering slice, by id), the names whose tiles
         # hold numbers, its GM without numbers (None: every op computes).
         self.timing_only = role.launch.site.timing_only
@@ -670,9 +672,19 @@ class BatchFrame(KernelWalker):
         self.env[var.name] = dest
 
     def _place(self, var: Var, node: Stmt | Var) -> torch.Tensor:
+        placed = self._placed.get(id(var))
+        if placed is not None:  # a tile of one slot: the same place each time
+            view, where = placed
+            if self.memory.alike or self.memory.converted:
+                self.memory.written(where, whole=True)  # (as BatchMemory.view does)
+            return view
         allocation = self.memory.allocation(self.fn, var, self.core, node.span)
         assert isinstance(var.type, TileType)
-        return self.memory.view(allocation, var.type, slot_of(self.fn, var, allocation, node.span, self.env))
+        view = self.memory.view(allocation, var.type, slot_of(self.fn, var, allocation, node.span, self.env))
+        region = self.memory.region(view)
+        if allocation.slots <= 1 and region is not None:
+            self._placed[id(var)] = (view, region)
+        return view
 
     def _in_own_slot(self, var: Var, value: torch.Tensor) -> bool:
         allocation = self.memory.allocation(self.fn, var, self.core, var.span)
