@@ -150,7 +150,14 @@ def _lanes_in(value: Any) -> list[Lanes]:
 
 def _has_lanes(value: Any) -> bool:
     kind = type(value)
-    return kind is Lanes or (kind is tuple and any(_has_lanes(v) for v in value))
+    if kind is Lanes:
+        return True
+    if kind is not tuple:
+        return False
+    kinds = list(map(type, value))  # (no generator for each op's operands: every op of a batch asks)
+    if Lanes in kinds:
+        return True
+    return tuple in kinds and any(_has_lanes(v) for v in value if type(v) is tuple)
 
 
 # ---------------------------------------------------------------- which kernels
@@ -287,6 +294,19 @@ def _spare() -> dict[tuple[int, MemorySpace], torch.Tensor]:
     return kept
 
 
+# The tiles' views of those bytes, kept with them (per core and space, by offset, dtype, shape,
+# blocks and bytes per block): a later batch on the same bytes takes the same views.
+_Views = dict[tuple[Any, ...], torch.Tensor]
+_KEPT_VIEWS = 4096  # views kept per core and space at most
+
+
+def _spare_views() -> dict[tuple[int, MemorySpace], _Views]:
+    kept: dict[tuple[int, MemorySpace], _Views] | None = getattr(_KEPT, "views", None)
+    if kept is None:
+        kept = _KEPT.views = {}
+    return kept
+
+
 class _SpareBuffers(SpaceBuffers):
     def __init__(
         self,
@@ -306,7 +326,16 @@ class _SpareBuffers(SpaceBuffers):
             rows = max(blocks, found.shape[0] if found is not None else 0)
             columns = max(size, found.shape[1] if found is not None else 0)
             found = spare[(self.core, space)] = torch.zeros((rows, columns), dtype=torch.uint8)
+            _spare_views()[(self.core, space)] = {}  # (the views of the bytes let go)
         return found[:blocks, :size]
+
+    def views(self, space: MemorySpace) -> _Views:
+        """The views kept of ``space``'s bytes (made first, if not yet)."""
+        self[space]  # (its bytes, made now if not yet)
+        views = _spare_views().setdefault((self.core, space), {})
+        if len(views) > _KEPT_VIEWS:  # (a run of many kernels and batch sizes)
+            views.clear()
+        return views
 
 
 class BatchMemory(CoreMemory):
@@ -324,7 +353,7 @@ class BatchMemory(CoreMemory):
         plan = kernel.attrs.get("memory_plan")
         if isinstance(plan, MemoryPlan):
             capacities = {s: min(n, plan.peak.get(s, n)) for s, n in capacities.items()}
-        self.buffers = _SpareBuffers(capacities, self._storages, (blocks,), core)
+        self.buffers: _SpareBuffers = _SpareBuffers(capacities, self._storages, (blocks,), core)
         # The regions whose bytes are the same in every block (a tile loaded from where no block's
         # offsets differ, or moved from such a tile): a matmul may multiply by one block's. Of those,
         # the ones written in block 0's row alone (the other rows are filled when an op reads them:
@@ -346,13 +375,28 @@ class BatchMemory(CoreMemory):
         offset = allocation.slot_offset(slot_value)
         if self.alike or self.converted:
             self.written((allocation.space, offset, offset + self._nbytes(tile)), whole=True)
-        return CoreMemory.view_at(self, allocation.space, offset, tile)  # (not view_at: done here)
+        return self._kept_view(allocation.space, offset, tile)  # (not view_at: done here)
 
     def view_at(self, space: MemorySpace, offset: int, tile: TileType) -> torch.Tensor:
         # Any other view (a ring slot's, which a push writes in part and a pop reads) as well.
         if self.alike or self.converted:
             self.written((space, offset, offset + self._nbytes(tile)))
-        return super().view_at(space, offset, tile)
+        return self._kept_view(space, offset, tile)
+
+    def _kept_view(self, space: MemorySpace, offset: int, tile: TileType) -> torch.Tensor:
+        """:meth:`CoreMemory.view_at`, the view made by an earlier batch on the same bytes if any."""
+        top = offset + self._nbytes(tile)
+        if top > self.high_water.get(space, 0):
+            self.high_water[space] = top
+        views = self.buffers.views(space)
+        key = (offset, tile.dtype, tile.shape, self.blocks, self.buffers.capacities[space])
+        view = views.get(key)
+        if view is None:
+            raw = self.buffers[space][..., offset:top]
+            view = views[key] = raw.view(torch_dtype(tile.dtype)).view(self.blocks, *tile.shape)
+        if id(view) not in self._regions:
+            self._regions[id(view)] = (view, (space, offset, top))
+        return view
 
     def _nbytes(self, tile: TileType) -> int:
         found = self._sizes.get(id(tile))  # (the kernel's tile types live as long as the batch)
@@ -499,8 +543,11 @@ class BatchFrame(KernelWalker):
         return dest
 
     def eval_call(self, call: Call) -> Any:
-        if call.op not in FREE_OPS and any(
-            isinstance(a, Var) and a.name in self.role.freed for a in call.args
+        freed = self.role.freed
+        if (
+            freed
+            and call.op not in FREE_OPS
+            and any(isinstance(a, Var) and a.name in freed for a in call.args)
         ):
             raise Unbatchable("a tile read after its tfree")  # the blocks' own walks tell it
         return (yield from super().eval_call(call))
