@@ -665,3 +665,42 @@ def test_an_accumulating_matmul_of_the_blocks_own_operands_is_one_fused_call_whe
     x, w = args[0].float(), args[1].float().view(5, 64, 64)
     expected = torch.cat([x[i * 16 : (i + 1) * 16] @ w[i] for i in range(5)])
     torch.testing.assert_close(outcomes[0][1][2], expected, rtol=1e-3, atol=1e-3)
+
+
+def test_a_batch_stores_a_grid_of_tiles_a_row_of_them_at_once_as_each_block_stores_its_own(monkeypatch):
+    """Block ``b`` stores its tile at ``(b // 3, b % 3)`` of a grid: no step from block to block
+    over all of them, but each row of the grid is one run of blocks stored in one copy."""
+    blocks, tile = 9, 16
+    k = FunctionBuilder("grid_store", FunctionKind.AIV)
+    a = k.param("a", tensor_t((blocks * tile, COLS)))
+    out = k.param("out", tensor_t((3 * tile, 3 * COLS)), Direction.Out)
+    block = k.op("block", "get_block_idx")
+    x = k.op(
+        "x",
+        "tile.load",
+        a,
+        [k.scalar("scalar.mul", block, tile), 0],
+        shape=(tile, COLS),
+        target_memory=Mem.Vec,
+    )
+    row = k.op("row", "scalar.mul", k.op("i", "scalar.floordiv", block, 3), tile)
+    col = k.op("col", "scalar.mul", k.op("j", "scalar.mod", block, 3), COLS)
+    k.do("tile.store", k.op("y", "tile.exp", x), [row, col], out)
+    params = [
+        ("a", tensor_t((blocks * tile, COLS)), Direction.In),
+        ("out", tensor_t((3 * tile, 3 * COLS)), Direction.Out),
+    ]
+    runs = []
+    original = batch._store_runs
+    monkeypatch.setattr(
+        batch, "_store_runs", lambda *args: runs.append(len(args[0].alive)) or original(*args)
+    )
+    walked = _walked(monkeypatch)
+    x_in = rand(blocks * tile, COLS)
+    outcomes = _three_ways(
+        monkeypatch, _launch(k.build(), params, blocks), x_in, torch.zeros(3 * tile, 3 * COLS)
+    )
+    assert walked == [blocks - 1] and runs == [blocks - 1]  # blocks 1-8: runs 1-2, 3-5, 6-8
+    _same(outcomes)
+    grid = x_in.exp().view(3, 3, tile, COLS).permute(0, 2, 1, 3).reshape(3 * tile, 3 * COLS)
+    assert torch.equal(outcomes[0][1][1], grid)

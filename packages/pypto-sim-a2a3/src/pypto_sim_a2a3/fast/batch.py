@@ -973,12 +973,54 @@ def _store(frame: BatchFrame, call: Call, args: tuple[Any, ...]) -> torch.Tensor
     )
     if regions is not None:
         regions.copy_(value[(slice(None), *leading(valid))])
+    elif not _has_lanes(valid) and 0 not in valid:
+        _store_runs(frame, value, offsets, tensor, tuple(valid))
     else:
         for lane in frame.alive:
             extent = lane_value(valid, lane)
             region(tensor, lane_value(offsets, lane), extent).copy_(value[lane][leading(extent)])
     result: torch.Tensor = tensor
     return result
+
+
+def _store_runs(
+    frame: BatchFrame,
+    value: torch.Tensor,
+    offsets: tuple[Any, ...],
+    tensor: torch.Tensor,
+    extent: tuple[int, ...],
+) -> None:
+    """Store each running block's ``value`` rows at its offsets, the blocks in order, a run of
+    consecutive blocks whose regions step along one dimension by at least the extent (no two
+    sharing an element) in one copy: a grid's row of tiles at once."""
+    alive = frame.alive
+    starts = [lane_value(offsets, lane) for lane in alive]
+    rows = value[(slice(None), *leading(extent))]
+    first = 0
+    while first < len(alive):
+        last = first  # the run: alive[first..last]
+        step = (
+            [b - a for a, b in zip(starts[first], starts[last + 1], strict=True)]
+            if last + 1 < len(alive)
+            else []
+        )
+        moving = [dim for dim, size in enumerate(step) if size]
+        if len(moving) == 1 and step[moving[0]] >= extent[moving[0]]:
+            while (
+                last + 1 < len(alive)
+                and alive[last + 1] == alive[last] + 1
+                and all(b - a == d for a, b, d in zip(starts[last], starts[last + 1], step, strict=True))
+            ):
+                last += 1
+        base = region(tensor, starts[first], extent)
+        lane_stride = sum(size * stride for size, stride in zip(step, tensor.stride(), strict=False))
+        if last == first or lane_stride <= 0:
+            for lane in range(first, last + 1):
+                region(tensor, starts[lane], extent).copy_(rows[alive[lane]])
+        else:
+            shape, strides = (last - first + 1, *base.shape), (lane_stride, *base.stride())
+            base.as_strided(shape, strides, base.storage_offset()).copy_(rows[alive[first] : alive[last] + 1])
+        first = last + 1
 
 
 @_own(tile.move)
