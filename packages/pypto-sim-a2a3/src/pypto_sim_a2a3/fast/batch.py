@@ -15,8 +15,9 @@ walk per core, on a launch of their own, in which
   once) and its numbers as :data:`~pypto_sim_a2a3.engine.semantics.BATCHING` says: elementwise
   math and casts by the op's own numbers (:data:`~pypto_sim_a2a3.engine.semantics.NUMBERS`) in
   one torch call for all the blocks, ops that index a tile's own dimensions (reductions,
-  reshapes, slices, broadcasts) by them block by block, and loads and stores per block's region,
-  moves and the matmul family in the batch's own way (the functions registered with ``_own``).
+  reshapes, slices, broadcasts) by them block by block, and loads and stores per block's region
+  (a load's regions gathered in one call, a store's in runs of blocks), moves and the matmul family
+  in the batch's own way (the functions registered with ``_own``).
 
 What the batch cannot do (another op, a scalar read from GM, a data-less token, a block that stops
 while its other cores would wait for it) ends it, and the blocks walk one by one
