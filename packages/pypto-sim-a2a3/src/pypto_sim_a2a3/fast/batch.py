@@ -40,6 +40,7 @@ import torch
 from pypto.ir import (
     Allocation,
     Call,
+    For,
     Function,
     MemoryPlan,
     MemorySpace,
@@ -84,13 +85,17 @@ _VECTOR_ELEMENTS = 256
 
 
 class Lanes(tuple[Any, ...]):
-    """A scalar that differs between the blocks of a batch: its value in each, in order. It has no
-    truth value: a branch or a loop bound on it cannot be batched."""
+    """A scalar that differs between the blocks of a batch: its value in each, in order. Its truth
+    value is the one every block has (a branch all the blocks take alike); where they differ, the
+    branch cannot be batched."""
 
     __slots__ = ()
 
     def __bool__(self) -> bool:
-        raise Unbatchable("a condition differs between the blocks")
+        truth = {bool(value) for value in self}
+        if len(truth) != 1:
+            raise Unbatchable("a condition differs between the blocks")
+        return truth.pop()
 
 
 class LanedArgs(tuple[Any, ...]):
@@ -433,6 +438,28 @@ class BatchFrame(KernelWalker):
     def exec_stmt(self, stmt: Stmt) -> Generator[Any, None, Any]:
         self._assigning = stmt if type(stmt) is Assign else None
         return (yield from super().exec_stmt(stmt))
+
+    def loop_range(self, loop: For) -> Generator[Any, None, Any]:
+        """The loop's iterations; with bounds that differ between the blocks (a loop starting at
+        the block index), each iteration's variable as :class:`Lanes`, when every block runs the
+        loop as many times (else :class:`Unbatchable`)."""
+        bounds = yield from self.eval_all((loop.start, loop.stop, loop.step))
+        if not any(type(b) is Lanes for b in bounds):
+            start, stop, step = bounds
+            if step == 0:
+                raise self._zero_step(loop)
+            return range(int(start), int(stop), int(step))
+        alive, ranges = self.alive, {}
+        for lane in alive:
+            start, stop, step = (int(lane_value(b, lane)) for b in bounds)
+            if step == 0:
+                raise Unbatchable("a loop's step is 0 in a block")  # (its own walk reports it)
+            ranges[lane] = range(start, stop, step)
+        if len({len(r) for r in ranges.values()}) != 1:
+            raise Unbatchable("a loop runs a different number of times in the blocks")
+        first = ranges[alive[0]]
+        lanes = [ranges.get(lane, first) for lane in range(self.lanes)]
+        return [Lanes(r[i] for r in lanes) for i in range(len(first))]
 
     def into(self, call: Call, *operands: torch.Tensor, over: bool = True) -> torch.Tensor | None:
         """The tile the statement running ``call`` binds its value to, placed now so that the op

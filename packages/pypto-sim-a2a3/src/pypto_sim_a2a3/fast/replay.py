@@ -445,12 +445,31 @@ class BatchedNumbers:
             return None
         return told_high_water(self._walked.pop(block), placements)
 
-    def _walk(self, first: int, placements: Sequence[Placement]) -> bool:
-        """Walk blocks ``first`` onwards (at most BATCH_BLOCKS of them) together: False if the
-        batch cannot do it (what it stored is stored again, the same, by the blocks' own walks)."""
+    def take_traced(
+        self, block: int, placements: Sequence[Placement], key: Any, later: Callable[[], dict[int, Any]]
+    ) -> list[BlockNumbers] | None:
+        """Block ``block``'s numbers per core, walked with the task's later blocks whose control
+        traces are ``block``'s (``later()``: their keys, by block), or None if it walks alone."""
+        if not self.batchable:
+            return None
+        if block not in self._walked:
+            keys = later()
+            same = [other for other, k in keys.items() if k == key and other not in self._walked]
+            if not same:
+                return None
+            if not self._walk([block, *same[: BATCH_BLOCKS - 1]], placements):
+                self.batchable = False
+                return None
+        return told_high_water(self._walked.pop(block), placements)
+
+    def _walk(self, blocks: Sequence[int] | int, placements: Sequence[Placement]) -> bool:
+        """Walk ``blocks`` (an int: that block and the next ones, at most BATCH_BLOCKS in all)
+        together: False if the batch cannot do it (what it stored is stored again, the same, by the
+        blocks' own walks)."""
         if not disjoint_outputs(self.plan, placements):
             return False
-        blocks = list(range(first, min(first + BATCH_BLOCKS, self.blocks)))
+        if isinstance(blocks, int):
+            blocks = list(range(blocks, min(blocks + BATCH_BLOCKS, self.blocks)))
         try:
             frames = walk_batch(
                 self.plan, placements, blocks, self.blocks, self.target, self.steps, self.cost
