@@ -258,3 +258,28 @@ def test_the_check_mode_catches_a_trace_that_misses_what_decides_the_steps(monke
         AssertionError, match="has the control trace of an earlier block but walks differently"
     ):
         A2A3SimBackend().run(prog, [x, torch.zeros_like(x)], {})
+
+
+def test_the_blocks_that_take_one_arm_walk_their_numbers_together(monkeypatch):
+    """Each block reads its flag from GM (a scalar read, one per block of the batch) and branches
+    on it: the blocks of each arm walk their numbers in one batch, none alone."""
+    blocks, rows = 8, 8 * CHUNK
+    prog = _launch(
+        _flagged_kernel(rows).build(),
+        blocks,
+        ("a", tensor_t((rows, COLS)), Direction.In),
+        ("flags", tensor_t((64,)), Direction.In),
+        ("out", tensor_t((rows, COLS)), Direction.Out),
+    )
+    x, flags = rand(rows, COLS), torch.zeros(64)
+    flags[[0, 3, 5]] = 1.0
+    monkeypatch.setenv("PYPTO_SIM_CHECK_REPLAY", "0")
+    monkeypatch.setenv("PYPTO_SIM_REPLAY", "on")
+    alone = _alone(monkeypatch)
+    out = torch.zeros_like(x)
+    fast = A2A3SimBackend().run(prog, [x, flags, out], {})
+    assert alone == []
+    monkeypatch.setenv("PYPTO_SIM_REPLAY", "off")
+    full_out = torch.zeros_like(x)
+    _same_reports(fast, A2A3SimBackend().run(prog, [x, flags, full_out], {}))
+    assert torch.equal(out, full_out)

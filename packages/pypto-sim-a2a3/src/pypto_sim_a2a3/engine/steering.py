@@ -117,15 +117,18 @@ class Control:
     recorded: dict[int, tuple[int, ...]]
 
 
-_CONTROL: weakref.WeakKeyDictionary[Function, Control] = weakref.WeakKeyDictionary()
+_CONTROL: weakref.WeakKeyDictionary[Function, dict[bool, Control]] = weakref.WeakKeyDictionary()
 
 
-def control_of(fn: Function) -> Control:
-    """The control slice of kernel ``fn`` (a static fact of the function, found once)."""
-    found = _CONTROL.get(fn)
-    if found is None:
-        found = _CONTROL[fn] = _ControlSlicer(fn).control()
-    return found
+def control_of(fn: Function, valid_shapes: bool = False) -> Control:
+    """The control slice of kernel ``fn`` (a static fact of the function, found once);
+    ``valid_shapes``: with the valid shapes of its pipe ops as roots too (what the blocks whose
+    numbers walk together must share: a batch pushes one valid shape for all its blocks)."""
+    found = _CONTROL.setdefault(fn, {})
+    control = found.get(valid_shapes)
+    if control is None:
+        control = found[valid_shapes] = _ControlSlicer(fn, valid_shapes).control()
+    return control
 
 
 class _Slicer:
@@ -376,7 +379,8 @@ class TimingOnly:
 class _ControlSlicer(_Slicer):
     """The backward walk from what decides a kernel's steps (see :class:`Control`)."""
 
-    def __init__(self, fn: Function) -> None:
+    def __init__(self, fn: Function, valid_shapes: bool) -> None:
+        self.valid_shapes = valid_shapes
         plan = fn.attrs.get("memory_plan")
         allocations = plan.allocations if isinstance(plan, MemoryPlan) else {}
         self.slotted = {name: a for name, a in allocations.items() if a.slots > 1 and a.slot_var}
@@ -407,7 +411,8 @@ class _ControlSlicer(_Slicer):
         kept = []
         for index, arg in enumerate(call.args):
             role = spec.operands[index].role if spec is not None and index < len(spec.operands) else None
-            if role not in STORAGE and role is not Role.VALID_SHAPE and not _constant(arg):
+            timed = role is not Role.VALID_SHAPE or self.valid_shapes
+            if role not in STORAGE and timed and not _constant(arg):
                 kept.append(index)
                 yield arg
         if kept:

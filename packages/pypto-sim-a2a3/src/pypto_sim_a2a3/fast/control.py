@@ -40,20 +40,23 @@ class _Untraced(Exception):
     """The trace walk cannot follow the block (the block walks for its numbers first instead)."""
 
 
-def control_key(placements: Sequence[Placement], site: Site, steps: Steps) -> tuple[Any, ...] | None:
+def control_key(
+    placements: Sequence[Placement], site: Site, steps: Steps, valid_shapes: bool = False
+) -> tuple[Any, ...] | None:
     """Per core of a block (its ``placements`` on ``site``), the values its control takes, in
-    order (see the module's docstring); None where a walk cannot follow the block."""
+    order (see the module's docstring); None where a walk cannot follow the block.
+    ``valid_shapes``: the valid shapes its pipe ops push and pop too (see
+    :func:`~pypto_sim_a2a3.engine.steering.control_of`)."""
     if site.debugger is not None:
         return None
     traces = []
     for placement in placements:
-        control = control_of(placement.kernel)
+        control = control_of(placement.kernel, valid_shapes)
         if not control.traceable:
             return None
-        walk = ControlWalk(placement, site, steps, control)
         try:
-            run = walk.run()
-            next(run)
+            walk = ControlWalk(placement, site, steps, control)
+            next(walk.run())
         except StopIteration:
             traces.append(tuple(walk.trace))
             continue
@@ -214,16 +217,17 @@ def _counted_loops(fn: Function, control: Control) -> dict[int, list[For]]:
     hold in walk order: no branch, jump, while loop, slotted tile, recorded launch op or statement
     of the control slice inside, no carried value the control needs, and inner bounds that read
     nothing the loop assigns or iterates over. (A static fact of the kernel, found once.)"""
-    found = _COUNTED.get(fn)
+    per_control = _COUNTED.setdefault(fn, {})  # (its controls live as long as it does)
+    found = per_control.get(id(control))
     if found is None:
-        found = _COUNTED[fn] = {}
+        found = per_control[id(control)] = {}
         for stmt in walk_stmts(fn.body):
             if isinstance(stmt, For) and _decides_nothing(stmt, control):
                 found[id(stmt)] = [s for s in walk_stmts(stmt.body) if isinstance(s, For)]
     return found
 
 
-_COUNTED: weakref.WeakKeyDictionary[Function, dict[int, list[For]]] = weakref.WeakKeyDictionary()
+_COUNTED: weakref.WeakKeyDictionary[Function, dict[int, dict[int, list[For]]]] = weakref.WeakKeyDictionary()
 
 
 def _decides_nothing(loop: For, control: Control) -> bool:

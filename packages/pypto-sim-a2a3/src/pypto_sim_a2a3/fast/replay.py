@@ -453,7 +453,7 @@ class BatchedNumbers:
         if not self.batchable:
             return None
         if block not in self._walked:
-            keys = later()
+            keys = later()  # (of the blocks not started yet)
             same = [other for other, k in keys.items() if k == key and other not in self._walked]
             if not same:
                 return None

@@ -34,8 +34,9 @@ from typing import Any
 
 from pypto.ir import Target
 from pypto.ir.launch import LaunchPlan
-from pypto_sim_a2a3.engine.launch import Placement
+from pypto_sim_a2a3.engine.launch import Placement, Site
 from pypto_sim_a2a3.engine.runner import ReferenceRunner, StartedBlock, released
+from pypto_sim_a2a3.engine.steering import control_of
 from pypto_sim_a2a3.engine.taskgraph import Task
 from pypto_sim_a2a3.engine.timeline import Recorder
 from pypto_sim_a2a3.fast.batch import BATCH_BLOCKS, disjoint_outputs
@@ -103,6 +104,7 @@ class FastRunner:
         self._launched: set[LaunchPlan] = set()  # plans whose blocks walk differently, launched once
         self._numbers: dict[int, BatchedNumbers] = {}  # per task of several blocks: their numbers
         self._traces: dict[int, dict[int, Any]] = {}  # per task: its later blocks' keys, traced ahead
+        self._batch_keys: dict[int, dict[int, Any]] = {}  # ... and what they share to walk together
         self.check = check  # each traced block also walks for its signature (SimOptions.check_replay)
         self._signatures: dict[Any, Any] = {}  # (check mode) per control key, the first signature
 
@@ -238,6 +240,7 @@ class FastRunner:
     def _control_key(self, block: StartedBlock) -> Any:
         """The key of ``block``'s recording: its launch key and its control trace (None: untraced)."""
         task = block.task
+        self._batch_keys.get(task.id, {}).pop(block.block, None)  # (started: walked with no later one)
         keys = self._traces.get(task.id)
         if keys is not None and block.block in keys:
             return keys.pop(block.block)
@@ -246,8 +249,8 @@ class FastRunner:
         return None if trace is None else (launch_key(block.plan, task.blocks, task.args), trace)
 
     def _traced_numbers(self, block: StartedBlock, key: Any) -> list[BlockNumbers] | None:
-        """``block``'s numbers walked with those of its task's later blocks of the same key (None:
-        it walks alone)."""
+        """``block``'s numbers walked with those of its task's later blocks whose numbers may walk
+        with them (:meth:`_batch_key`), or None if it walks alone."""
         task = block.task
         if not self.batch or task.blocks == 1:
             return None
@@ -257,23 +260,39 @@ class FastRunner:
             numbers = self._numbers[task.id] = BatchedNumbers(
                 block.plan, task.blocks, self.target, reference.steps, reference.cost, batch=self.batch
             )
-        return numbers.take_traced(block.block, block.placements, key, self._later_keys(block))
+        if not numbers.batchable:
+            return None
+        batch_key = self._batch_key(block.placements, block.site, key)
+        if batch_key is None:
+            return None
+        return numbers.take_traced(block.block, block.placements, batch_key, self._later_keys(block))
+
+    def _batch_key(self, placements: Sequence[Placement], site: Site, key: Any) -> Any:
+        """What the blocks whose numbers walk together share: their key and the valid shapes their
+        pipe ops push and pop (a batch pushes one for all its blocks); None: untraced."""
+        if all(control_of(p.kernel, True).recorded == control_of(p.kernel).recorded for p in placements):
+            return key
+        trace = control_key(placements, site, self.reference.steps, valid_shapes=True)
+        return None if trace is None else (key, trace)
 
     def _later_keys(self, block: StartedBlock) -> Callable[[], dict[int, Any]]:
-        """The keys of ``block``'s task's blocks after it, traced once (on its placements)."""
+        """The batch keys of ``block``'s task's blocks after it, traced once (on its placements;
+        their keys are kept for their start)."""
         task = block.task
 
         def later() -> dict[int, Any]:
-            keys = self._traces.get(task.id)
-            if keys is None:
-                keys = self._traces[task.id] = {}
+            found = self._batch_keys.get(task.id)
+            if found is None:
+                found = self._batch_keys[task.id] = {}
+                keys = self._traces.setdefault(task.id, {})
                 launch = launch_key(block.plan, task.blocks, task.args)
                 steps = self.reference.steps
                 for other in range(block.block + 1, task.blocks):
                     site = replace(block.site, block=other)
                     trace = control_key(block.placements, site, steps)
-                    keys[other] = None if trace is None else (launch, trace)
-            return keys
+                    key = keys[other] = None if trace is None else (launch, trace)
+                    found[other] = None if key is None else self._batch_key(block.placements, site, key)
+            return found
 
         return later
 
@@ -341,6 +360,7 @@ class FastRunner:
     def retire(self, task: Task) -> None:
         self._numbers.pop(task.id, None)  # (the recordings stay: later tasks may replay them)
         self._traces.pop(task.id, None)
+        self._batch_keys.pop(task.id, None)
         self._ahead.pop(task.id, None)  # walked ahead, but it ran on the reference runner
 
     def release(self) -> None:
@@ -350,6 +370,7 @@ class FastRunner:
         self._recordings.clear()
         self._numbers.clear()
         self._traces.clear()
+        self._batch_keys.clear()
         self._signatures.clear()
         self._ahead.clear()
         self.waiting = None  # (the chip's: a reference cycle with the chip)
