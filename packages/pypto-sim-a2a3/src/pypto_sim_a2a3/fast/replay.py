@@ -33,12 +33,15 @@ count, the shapes of their tensors (the kernel's dynamic extents) and which of t
 storage (a core orders its GM accesses by storage, so two tensors in one storage may make an op
 wait where two apart do not). Their scalars (grid indices) and views move only GM regions.
 
-When the loops and branches depend on data, on the block or on a task's scalars, a block walks for
-its numbers first and its :func:`walk_signature` (its ops with their on-chip byte ranges, where it
-placed each tile, which of its GM tensors share storage) picks the earlier block of the plan, of
-its task or another one, that walked the same way: that one's recording is replayed as block 0's
-is. A block that matches none runs on the full engine, recorded (a kernel that may run a block
-twice only, :func:`replayable_by_walk`).
+When the loops and branches depend on data, on the block or on a task's scalars, a block's
+control trace (:func:`~pypto_sim_a2a3.fast.control.control_key`: its trip counts, branch arms and
+slots, found by a walk of the statements that decide them alone) with its :func:`launch_key` picks
+the earlier block of the plan, of its task or another one, whose control took the same course:
+that one's recording is replayed as block 0's is. Where the control cannot be traced, the block
+walks for its numbers first and its :func:`walk_signature` (its ops with their on-chip byte ranges,
+where it placed each tile, which of its GM tensors share storage) picks it. A block that matches
+none runs on the full engine, recorded (a kernel that may run a block twice only,
+:func:`replayable_by_walk`).
 ``SimOptions.replay`` off (``PYPTO_SIM_REPLAY=off``) runs every block on the full engine; the tests
 compare the two.
 """

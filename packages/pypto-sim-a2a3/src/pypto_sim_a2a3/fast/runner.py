@@ -14,11 +14,15 @@ task launching the same plan (the tasks of a ``pl.parallel`` grid of ``pl.at`` s
   ready one-block tasks that will replay the same recording (:meth:`FastRunner._walk_ahead`), or
   alone;
 - a block of a plan whose blocks walk differently (:func:`~pypto_sim_a2a3.fast.replay.replayable_by_walk`):
-  walked for its numbers and its signature first; it replays the earlier block of the plan that
-  walked the same way, or runs on the reference runner, recorded for the blocks after it — until
-  ``_WALK_TRIES`` walks of the plan matched nothing (and fewer matched), after which its blocks run
-  on the reference runner. (The first task of such a plan, if of one block, runs on the reference
-  runner without walking first: most kernels launch once);
+  its control trace (:func:`~pypto_sim_a2a3.fast.control.control_key`, a walk of the statements
+  that decide its steps alone) keys the recordings: it replays the earlier block of the plan whose
+  control took the same course, its numbers walked with its task's later blocks of that trace, or
+  runs on the reference runner, recorded for the blocks after it. A block whose control cannot be
+  traced walks for its numbers and its signature first (:func:`~pypto_sim_a2a3.fast.replay.walk_signature`)
+  and replays the earlier block that walked the same way. After ``_WALK_TRIES`` blocks of the
+  plan matched nothing (and fewer matched), its blocks run on the reference runner. (The first
+  task of such a plan, if of one block, runs on the reference runner at once: most kernels launch
+  once);
 - any other block: on the reference runner.
 
 A block replays only if every core of its group was idle by its start (``StartedBlock.idle``).
@@ -63,6 +67,8 @@ _WALK_TRIES = 16
 # Recordings kept per plan (one per launch key or walk signature): a plan whose blocks walk in
 # more ways replays the first ways it met and runs its other blocks on the reference runner.
 _RECORDINGS = 32
+
+_UNTRACED = object()  # a block whose batch key was not traced ahead
 
 # A fresh launch of a started block on its own site (the chip's: it keeps every launch it made).
 Relaunch = Callable[[StartedBlock], StartedBlock]
@@ -209,6 +215,8 @@ class FastRunner:
         whose control took the same course (:func:`~pypto_sim_a2a3.fast.control.control_key`), or
         run this one on the reference runner, recorded for the blocks after it. Where its control
         cannot be traced, its numbers walk first for its signature (:meth:`_replay_by_signature`)."""
+        # (Started: its numbers walk with no later block's; what they would share, if traced ahead.)
+        shared = self._batch_keys.get(block.task.id, {}).pop(block.block, _UNTRACED)
         key = self._control_key(block)
         if key is None:
             self._replay_by_signature(block)
@@ -220,7 +228,7 @@ class FastRunner:
         template = recordings.get(key)
         hits, misses = self._walk_tally.get(plan, (0, 0))
         if template is not None and block.start > template.start:
-            numbers = self._traced_numbers(block, key)
+            numbers = self._traced_numbers(block, key, shared)
             walked_here = numbers is None  # (walked alone, on the block's own launch)
             if numbers is None:
                 numbers = walk_numbers(block.launch, self._numbers_frames(block.placements))
@@ -240,7 +248,6 @@ class FastRunner:
     def _control_key(self, block: StartedBlock) -> Any:
         """The key of ``block``'s recording: its launch key and its control trace (None: untraced)."""
         task = block.task
-        self._batch_keys.get(task.id, {}).pop(block.block, None)  # (started: walked with no later one)
         keys = self._traces.get(task.id)
         if keys is not None and block.block in keys:
             return keys.pop(block.block)
@@ -248,9 +255,10 @@ class FastRunner:
         trace = control_key(block.placements, block.site, reference.steps)
         return None if trace is None else (launch_key(block.plan, task.blocks, task.args), trace)
 
-    def _traced_numbers(self, block: StartedBlock, key: Any) -> list[BlockNumbers] | None:
+    def _traced_numbers(self, block: StartedBlock, key: Any, shared: Any) -> list[BlockNumbers] | None:
         """``block``'s numbers walked with those of its task's later blocks whose numbers may walk
-        with them (:meth:`_batch_key`), or None if it walks alone."""
+        with them (:meth:`_batch_key`; ``shared``: the block's, if traced ahead), or None if it
+        walks alone."""
         task = block.task
         if not self.batch or task.blocks == 1:
             return None
@@ -262,7 +270,7 @@ class FastRunner:
             )
         if not numbers.batchable:
             return None
-        batch_key = self._batch_key(block.placements, block.site, key)
+        batch_key = self._batch_key(block.placements, block.site, key) if shared is _UNTRACED else shared
         if batch_key is None:
             return None
         return numbers.take_traced(block.block, block.placements, batch_key, self._later_keys(block))
