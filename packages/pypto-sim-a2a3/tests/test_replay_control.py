@@ -283,3 +283,38 @@ def test_the_blocks_that_take_one_arm_walk_their_numbers_together(monkeypatch):
     full_out = torch.zeros_like(x)
     _same_reports(fast, A2A3SimBackend().run(prog, [x, flags, full_out], {}))
     assert torch.equal(out, full_out)
+
+
+def test_a_branch_on_a_value_only_tile_math_computes_is_traced_with_that_math(monkeypatch):
+    """The flag is the first element of the block's loaded tile (a load and a tile read): the trace
+    walk computes both, and the blocks replay the first that took their arm."""
+    blocks, rows = 8, 8 * CHUNK
+    k = FunctionBuilder("rows", FunctionKind.AIV)
+    a = k.param("a", tensor_t((rows, COLS)))
+    out = k.param("out", tensor_t((rows, COLS)), Direction.Out)
+    row = k.op("row", "scalar.mul", k.op("block", "get_block_idx"), CHUNK)
+    x = k.op("x", "tile.load", a, [row, 0], shape=(CHUNK, COLS), target_memory=Mem.Vec)
+    flag = k.op("flag", "tile.read", x, [0, 0])
+    k._bodies.append([])
+    k.do("tile.store", k.op("y", "tile.exp", x), [row, 0], out)
+    then_body = tuple(k._bodies.pop())
+    k._bodies.append([])
+    k.do("tile.store", x, [row, 0], out)
+    else_body = tuple(k._bodies.pop())
+    k._emit(If(k.scalar("scalar.gt", flag, 0.0), then_body, else_body, k.span()))
+    kernel = k.build()
+    assert control_of(kernel).traceable and "x" in control_of(kernel).names
+    prog = _rows_launch(kernel, rows, blocks)
+    x_in = -rand(rows, COLS).abs()
+    for b in (1, 4, 6):
+        x_in[b * CHUNK, 0] = 1.0
+    ghosts, signed = _ghosts(monkeypatch), []
+    by_signature = runner.FastRunner._replay_by_signature
+    monkeypatch.setattr(
+        runner.FastRunner, "_replay_by_signature", lambda self, b: signed.append(b) or by_signature(self, b)
+    )
+    (on, (_, out_on)), (off, (_, out_off)) = _both(monkeypatch, prog, x_in, torch.zeros_like(x_in))
+    assert sorted(ghosts) == [2, 3, 4, 5, 6, 7] and signed == []  # every block traced
+    _same_reports(on, off)
+    assert torch.equal(out_on, out_off)
+    assert torch.equal(out_on[CHUNK : 2 * CHUNK], x_in[CHUNK : 2 * CHUNK].exp())
