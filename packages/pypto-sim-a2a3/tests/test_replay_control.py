@@ -13,6 +13,7 @@ from pypto.ir import Direction, FunctionKind, If, PyptoError
 from pypto_sim_a2a3 import A2A3SimBackend, OutOfBoundsError
 from pypto_sim_a2a3.engine.steering import control_of
 from pypto_sim_a2a3.fast import replay, runner
+from pypto_sim_a2a3.options import SimOptions
 
 CHUNK, COLS = 16, 64
 
@@ -318,3 +319,9 @@ def test_a_branch_on_a_value_only_tile_math_computes_is_traced_with_that_math(mo
     _same_reports(on, off)
     assert torch.equal(out_on, out_off)
     assert torch.equal(out_on[CHUNK : 2 * CHUNK], x_in[CHUNK : 2 * CHUNK].exp())
+
+
+def test_the_check_mode_is_off_unless_the_environment_turns_it_on():
+    assert not SimOptions.from_env({}).check_replay
+    assert not SimOptions.from_env({"PYPTO_SIM_CHECK_REPLAY": "off"}).check_replay
+    assert SimOptions.from_env({"PYPTO_SIM_CHECK_REPLAY": "1"}).check_replay
