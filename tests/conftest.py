@@ -13,8 +13,10 @@ LEVEL_ENV = "PYPTO_VERIFICATION_LEVEL"
 HERE = Path(__file__).resolve().parent
 
 # a2a3sim re-checks a blocked core only when the state it waits on signals a change; here every
-# wait is polled too, and a ready one whose state never signalled fails the run (and the test).
+# wait is polled too, and a ready one whose state never signalled fails the run (and the test);
+# and every block replayed by its control trace is checked against its full walk.
 os.environ.setdefault("PYPTO_SIM_CHECK_WAKEUPS", "1")
+os.environ.setdefault("PYPTO_SIM_CHECK_REPLAY", "1")
 
 
 def pytest_configure(config):

@@ -12,11 +12,14 @@ field                      environment                  meaning
 ``batch``                  ``PYPTO_SIM_BATCH``          replayed blocks compute their numbers together
 ``gc_freeze``              ``PYPTO_SIM_GC_FREEZE``      freeze the loaded heap, pace full collections
 ``check_wakeups``          ``PYPTO_SIM_CHECK_WAKEUPS``  poll every wait too; a missed wake-up is an error
+``check_replay``           ``PYPTO_SIM_CHECK_REPLAY``   a block replayed by its control trace also walks for
+                                                        its full signature; blocks of one trace must agree
 ``timing_only``            (``RunConfig(timing_only=)``) model the time, skip the tile values
 =========================  ===========================  =====================================================
 
 Boolean variables are off for ``0``, ``off``, ``false`` or ``no`` (any case), on otherwise;
-``PYPTO_SIM_CHECK_WAKEUPS`` is off unless set to something else.
+``PYPTO_SIM_CHECK_WAKEUPS`` and ``PYPTO_SIM_CHECK_REPLAY`` are off unless set to something else
+(both are checks for the simulator's own tests: they slow a run down).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ REPLAY_ENV = "PYPTO_SIM_REPLAY"
 BATCH_ENV = "PYPTO_SIM_BATCH"
 GC_FREEZE_ENV = "PYPTO_SIM_GC_FREEZE"
 CHECK_WAKEUPS_ENV = "PYPTO_SIM_CHECK_WAKEUPS"
+CHECK_REPLAY_ENV = "PYPTO_SIM_CHECK_REPLAY"
 TIMING_ONLY_OPTION = "timing_only"  # the backend option a RunConfig(timing_only=True) sets
 
 ENGINES = ("auto", "compiled", "python")
@@ -48,6 +52,7 @@ class SimOptions:
     batch: bool = True
     gc_freeze: bool = True
     check_wakeups: bool = False
+    check_replay: bool = False
     timing_only: bool = False
 
     @classmethod
@@ -66,7 +71,8 @@ class SimOptions:
             replay=_on(env.get(REPLAY_ENV, "")),
             batch=_on(env.get(BATCH_ENV, "")),
             gc_freeze=_on(env.get(GC_FREEZE_ENV, "")),
-            check_wakeups=env.get(CHECK_WAKEUPS_ENV, "").strip().lower() not in ("", *_OFF),
+            check_wakeups=_checked(env.get(CHECK_WAKEUPS_ENV, "")),
+            check_replay=_checked(env.get(CHECK_REPLAY_ENV, "")),
         )
 
     @classmethod
@@ -80,3 +86,7 @@ class SimOptions:
 
 def _on(value: str) -> bool:
     return value.strip().lower() not in _OFF
+
+
+def _checked(value: str) -> bool:
+    return value.strip().lower() not in ("", *_OFF)

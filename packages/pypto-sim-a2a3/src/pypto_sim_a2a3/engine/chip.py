@@ -392,7 +392,8 @@ class Chip:
             return reference
         # (A run that dumps arguments dumps what a task reads at its start: nothing walked ahead.)
         waiting = self._waiting if self.dump is None else None
-        return FastRunner(reference, self._relaunch, self.target, self.recorder, self.sim.batch, waiting)
+        batch, check = self.sim.batch, self.sim.check_replay
+        return FastRunner(reference, self._relaunch, self.target, self.recorder, batch, waiting, check)
 
     def _waiting(self) -> Iterator[Task]:
         """The tasks whose blocks are ready and not started yet, in the order they start."""

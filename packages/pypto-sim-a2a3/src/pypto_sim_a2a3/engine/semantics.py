@@ -497,7 +497,8 @@ def _batching() -> dict[str, Batching]:
         *(tile.concat, tile.reshape, tile.transpose, tile.slice, tile.set_validshape, tile.fillpad),
         tile.assemble,
     ]
-    scalars = [name for name in SEMANTICS if name.startswith("scalar.") and name != scalar.read]
+    # (a scalar read from GM too: each block's from its own offsets, checked block by block)
+    scalars = [name for name in SEMANTICS if name.startswith("scalar.")]
     own = [tile.load, tile.load_partial, tile.store, tile.store_partial, tile.move, tile.full, tile.create]
     own += [tile.matmul, tile.matmul_acc, tile.matmul_bias]
     table = {name: Batching.WHOLE for name in whole}

@@ -26,16 +26,21 @@ from typing import Any
 import torch
 
 from pypto.ir import (
+    Allocation,
     Assign,
     Break,
     Call,
+    Const,
     Continue,
+    DynDim,
     Expr,
     For,
     Function,
     If,
+    MemoryPlan,
     PyptoError,
     Stmt,
+    TupleExpr,
     Var,
     While,
     get_op,
@@ -45,6 +50,7 @@ from pypto.ir.launch import LaunchPlan
 from pypto.ir.nodes import nested_bodies, stmt_end_exprs, stmt_exprs, walk_expr, walk_stmts
 from pypto.ir.ops import GmAccess, InPipeSlot, Role
 from pypto.ir.ops.spec import STORAGE, OpSpec
+from pypto.ir.walker import INDEX_OPS
 from pypto_sim_a2a3.checks.coherence import Access, gm_accesses
 from pypto_sim_a2a3.checks.footprints import tensor_frame
 from pypto_sim_a2a3.engine.crosscore import LAUNCH_OPS
@@ -89,6 +95,40 @@ def launch_steering(plan: LaunchPlan) -> dict[str, Steering | None]:
         found = dict.fromkeys(slices) if crosses else dict(slices)
         _LAUNCHES[plan] = found
     return found
+
+
+@dataclass(frozen=True)
+class Control:
+    """The control slice of one kernel: what decides which steps a block takes, not where in GM
+    they go. Its roots are the loop bounds, the branch and while conditions, the slot variables of
+    slotted buffers (which bytes a tile takes) and the operands of launch ops that are no storage
+    (an event id): never a GM offset or an indexed access's index, and never an on-chip
+    offset or valid shape (a tile op's result is bound in its own buffer and its cost is its call's;
+    a pipe checks the valid shape pushed against the one popped, an error the numbers walk meets,
+    and times the whole tile). ``calls`` (by ``id``) and ``names`` are the slice; ``slotted`` maps
+    each slotted tile to its allocation; ``traceable`` whether every call of the slice can run outside the
+    core (scalar math, index ops, GM reads, tile math), no pipe pop or GM write among them;
+    ``recorded`` maps a launch op (by ``id``) to its operands that are roots and no constants."""
+
+    calls: frozenset[int]
+    names: frozenset[str]
+    slotted: dict[str, Allocation]
+    traceable: bool
+    recorded: dict[int, tuple[int, ...]]
+
+
+_CONTROL: weakref.WeakKeyDictionary[Function, dict[bool, Control]] = weakref.WeakKeyDictionary()
+
+
+def control_of(fn: Function, valid_shapes: bool = False) -> Control:
+    """The control slice of kernel ``fn`` (a static fact of the function, found once);
+    ``valid_shapes``: with the valid shapes of its pipe ops as roots too (what the blocks whose
+    numbers walk together must share: a batch pushes one valid shape for all its blocks)."""
+    found = _CONTROL.setdefault(fn, {})
+    control = found.get(valid_shapes)
+    if control is None:
+        control = found[valid_shapes] = _ControlSlicer(fn, valid_shapes).control()
+    return control
 
 
 class _Slicer:
@@ -334,3 +374,67 @@ class TimingOnly:
 
     steering: dict[str, Steering | None]
     unreal: UnrealGm
+
+
+class _ControlSlicer(_Slicer):
+    """The backward walk from what decides a kernel's steps (see :class:`Control`)."""
+
+    def __init__(self, fn: Function, valid_shapes: bool) -> None:
+        self.valid_shapes = valid_shapes
+        plan = fn.attrs.get("memory_plan")
+        allocations = plan.allocations if isinstance(plan, MemoryPlan) else {}
+        self.slotted = {name: a for name, a in allocations.items() if a.slots > 1 and a.slot_var}
+        self.recorded: dict[int, tuple[int, ...]] = {}
+        super().__init__(fn)
+
+    def control(self) -> Control:
+        for name in {a.slot_var for a in self.slotted.values()}:
+            assert name is not None
+            self._need(name)
+        steering = self.slice()
+        traceable = not steering.crosses_pipe and all(self._traceable(c) for c in self._sliced_calls())
+        return Control(steering.calls, steering.names, self.slotted, traceable, self.recorded)
+
+    def _roots(self) -> Iterator[Expr]:
+        for stmt in walk_stmts(self.fn.body):
+            if isinstance(stmt, For):
+                yield from (stmt.start, stmt.stop, stmt.step)
+            elif isinstance(stmt, (While, If)):
+                yield stmt.cond
+            for expr in (*stmt_exprs(stmt), *stmt_end_exprs(stmt)):
+                for e in walk_expr(expr):
+                    if isinstance(e, Call) and e.op in LAUNCH_OPS:
+                        yield from self._launch_operands(e)
+
+    def _launch_operands(self, call: Call) -> Iterator[Expr]:
+        spec = _spec(call)
+        kept = []
+        for index, arg in enumerate(call.args):
+            role = spec.operands[index].role if spec is not None and index < len(spec.operands) else None
+            timed = role is not Role.VALID_SHAPE or self.valid_shapes
+            if role not in STORAGE and timed and not _constant(arg):
+                kept.append(index)
+                yield arg
+        if kept:
+            self.recorded[id(call)] = tuple(kept)
+
+    def _sliced_calls(self) -> Iterator[Call]:
+        for stmt in walk_stmts(self.fn.body):
+            for expr in (*stmt_exprs(stmt), *stmt_end_exprs(stmt)):
+                for e in walk_expr(expr):
+                    if isinstance(e, Call) and id(e) in self.calls:
+                        yield e
+
+    @staticmethod
+    def _traceable(call: Call) -> bool:
+        spec = _spec(call)
+        if spec is None or call.op in INDEX_OPS:
+            return spec is not None
+        access = spec.trait(GmAccess)
+        return call.op not in LAUNCH_OPS and not (access is not None and access.write)
+
+
+def _constant(expr: Expr) -> bool:
+    if isinstance(expr, (Const, DynDim)):
+        return True
+    return isinstance(expr, TupleExpr) and all(_constant(e) for e in expr.elements)

@@ -1,15 +1,17 @@
 """The numbers of the later blocks of a replayed spmd task, computed for all of them at once.
 
 A replayed block (:mod:`pypto_sim_a2a3.fast.replay`) needs its numbers and the operands of its ops:
-the timing it takes from block 0. Its kernel's loops and branches are the same in every block
-(``uniform_control``), so the later blocks can walk the kernel together (:func:`walk_batch`): one
-walk per core, on a launch of their own, in which
+the timing it takes from block 0. Its kernel's loops and branches take the same course in every
+block (``uniform_control``, or blocks of one control trace, :mod:`pypto_sim_a2a3.fast.control`), so
+the later blocks can walk the kernel together (:func:`walk_batch`): one walk per core, on a
+launch of their own, in which
 
 - a tile holds every block's elements, the blocks a leading dimension, in a memory that holds
   every block's bytes (:class:`BatchMemory`: each tile at its planned offset, as on one core);
   the tiles that cross a pipe cross it for every block at once (its rings sit in those memories);
-- a scalar that differs between the blocks (``pl.get_block_idx()`` and what is computed from it)
-  is :class:`Lanes`, one value per block;
+- a scalar that differs between the blocks (``pl.get_block_idx()`` and what is computed from it,
+  a scalar each reads from GM) is :class:`Lanes`, one value per block; a branch every block takes
+  alike and a loop every block runs as many times (from bounds that may differ) are walked once;
 - each op runs its checks per block (an error stops that block alone: its replay raises it at
   that op, as its own walk would have; a check of shapes and scalars the blocks share is made
   once) and its numbers as :data:`~pypto_sim_a2a3.engine.semantics.BATCHING` says: elementwise
@@ -19,13 +21,13 @@ walk per core, on a launch of their own, in which
   (a load's regions gathered in one call, a store's in runs of blocks), moves and the matmul family
   in the batch's own way (the functions registered with ``_own``).
 
-What the batch cannot do (another op, a scalar read from GM, a data-less token, a block that stops
-while its other cores would wait for it) ends it, and the blocks walk one by one
-(:class:`~pypto_sim_a2a3.fast.replay.NumbersFrame`). So that a block may walk again, or run on the full
-engine, after the batch stored its results, a kernel is batched only when running a block twice
-leaves the same numbers: it adds nothing into GM (no atomic store) and reads no tensor it writes.
-The numbers are bit for bit the ones a block's own walk computes: an elementwise op whose
-per-block tile is not a whole number of vector widths (where torch's vectorised loops round a
+What the batch cannot do (another op, a tile op on a data-less token, a branch or a trip count that
+differs, a block that stops while its other cores would wait for it) ends it, and the blocks walk
+one by one (:class:`~pypto_sim_a2a3.fast.replay.NumbersFrame`). So that a block may walk again, or
+run on the full engine, after the batch stored its results, a kernel is batched only when running a
+block twice leaves the same numbers: it adds nothing into GM (no atomic store) and reads no tensor
+it writes. The numbers are bit for bit the ones a block's own walk computes: an elementwise op
+whose per-block tile is not a whole number of vector widths (where torch's vectorised loops round a
 transcendental function differently at a tile's tail) runs per block.
 """
 
@@ -42,6 +44,7 @@ import torch
 from pypto.ir import (
     Allocation,
     Call,
+    For,
     Function,
     MemoryPlan,
     MemorySpace,
@@ -86,13 +89,17 @@ _VECTOR_ELEMENTS = 256
 
 
 class Lanes(tuple[Any, ...]):
-    """A scalar that differs between the blocks of a batch: its value in each, in order. It has no
-    truth value: a branch or a loop bound on it cannot be batched."""
+    """A scalar that differs between the blocks of a batch: its value in each, in order. Its truth
+    value is the one every block has (a branch all the blocks take alike); where they differ, the
+    branch cannot be batched."""
 
     __slots__ = ()
 
     def __bool__(self) -> bool:
-        raise Unbatchable("a condition differs between the blocks")
+        truth = {bool(value) for value in self}
+        if len(truth) != 1:
+            raise Unbatchable("a condition differs between the blocks")
+        return truth.pop()
 
 
 class LanedArgs(tuple[Any, ...]):
@@ -520,6 +527,28 @@ class BatchFrame(KernelWalker):
         self._assigning = stmt if type(stmt) is Assign else None
         return (yield from super().exec_stmt(stmt))
 
+    def loop_range(self, loop: For) -> Generator[Any, None, Any]:
+        """The loop's iterations; with bounds that differ between the blocks (a loop starting at
+        the block index), each iteration's variable as :class:`Lanes`, when every block runs the
+        loop as many times (else :class:`Unbatchable`)."""
+        bounds = yield from self.eval_all((loop.start, loop.stop, loop.step))
+        if not any(type(b) is Lanes for b in bounds):
+            start, stop, step = bounds
+            if step == 0:
+                raise self._zero_step(loop)
+            return range(int(start), int(stop), int(step))
+        alive, ranges = self.alive, {}
+        for lane in alive:
+            start, stop, step = (int(lane_value(b, lane)) for b in bounds)
+            if step == 0:
+                raise Unbatchable("a loop's step is 0 in a block")  # (its own walk reports it)
+            ranges[lane] = range(start, stop, step)
+        if len({len(r) for r in ranges.values()}) != 1:
+            raise Unbatchable("a loop runs a different number of times in the blocks")
+        first = ranges[alive[0]]
+        lanes = [ranges.get(lane, first) for lane in range(self.lanes)]
+        return [Lanes(r[i] for r in lanes) for i in range(len(first))]
+
     def into(self, call: Call, *operands: torch.Tensor, over: bool = True) -> torch.Tensor | None:
         """The tile the statement running ``call`` binds its value to, placed now so that the op
         may write its result there itself, if it shares no byte with ``operands`` or (``over``: an
@@ -561,8 +590,8 @@ class BatchFrame(KernelWalker):
             return skipped(call, args)
         if call.op in INDEX_OPS:
             return self.index(call)
-        if any(isinstance(a, Token) for a in args):
-            raise Unbatchable("a data-less token")
+        if step.launch is None and any(isinstance(a, Token) for a in args):
+            raise Unbatchable("a data-less token")  # (a pipe op passes one on, as on one core)
         skip = self.computes is not None and step.launch is None and id(call) not in self.computes
         if self.memory.in_first and not skip:
             self._whole(call, args, laned)
@@ -649,14 +678,23 @@ class BatchFrame(KernelWalker):
             ]
         )
 
-    def scalars(self, call: Call, args: tuple[Any, ...]) -> Lanes:
-        """A scalar op's value in each block (0 in a block stopped before it)."""
+    def scalars(self, call: Call, args: tuple[Any, ...]) -> Any:
+        """A scalar op's value in each block (0 in a block stopped before it); one int if every
+        block has the same (a row index every block of a batch reads alike)."""
         semantics = NUMBERS[call.op]
         alive = set(self.alive)
-        return Lanes(
+        values = Lanes(
             semantics(call, [lane_value(a, lane) for a in args]) if lane in alive else 0
             for lane in range(self.lanes)
         )
+        first = values[0]
+        if (
+            len(alive) == self.lanes
+            and type(first) is int
+            and all(type(v) is int and v == first for v in values)
+        ):
+            return first
+        return values
 
     def bind(self, stmt: Assign, value: Any) -> None:
         var = stmt.target
@@ -703,7 +741,7 @@ class BatchFrame(KernelWalker):
         return mine[0] is theirs[0] and mine[1] < theirs[2] and theirs[1] < mine[2]
 
     def set_carried(self, var: Var, value: Any) -> None:
-        if not isinstance(var.type, TileType):
+        if not isinstance(var.type, TileType) or isinstance(value, Token):  # (a lane's data-less token)
             self.env[var.name] = value
             return
         if self._in_own_slot(var, value):

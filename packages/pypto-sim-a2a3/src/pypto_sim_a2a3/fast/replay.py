@@ -33,12 +33,15 @@ count, the shapes of their tensors (the kernel's dynamic extents) and which of t
 storage (a core orders its GM accesses by storage, so two tensors in one storage may make an op
 wait where two apart do not). Their scalars (grid indices) and views move only GM regions.
 
-When the loops and branches depend on data, on the block or on a task's scalars, a block walks for
-its numbers first and its :func:`walk_signature` (its ops with their on-chip byte ranges, where it
-placed each tile, which of its GM tensors share storage) picks the earlier block of the plan, of
-its task or another one, that walked the same way: that one's recording is replayed as block 0's
-is. A block that matches none runs on the full engine, recorded (a kernel that may run a block
-twice only, :func:`replayable_by_walk`).
+When the loops and branches depend on data, on the block or on a task's scalars, a block's
+control trace (:func:`~pypto_sim_a2a3.fast.control.control_key`: its trip counts, branch arms and
+slots, found by a walk of the statements that decide them alone) with its :func:`launch_key` picks
+the earlier block of the plan, of its task or another one, whose control took the same course:
+that one's recording is replayed as block 0's is. Where the control cannot be traced, the block
+walks for its numbers first and its :func:`walk_signature` (its ops with their on-chip byte ranges,
+where it placed each tile, which of its GM tensors share storage) picks it. A block that matches
+none runs on the full engine, recorded (a kernel that may run a block twice only,
+:func:`replayable_by_walk`).
 ``SimOptions.replay`` off (``PYPTO_SIM_REPLAY=off``) runs every block on the full engine; the tests
 compare the two.
 """
@@ -444,12 +447,31 @@ class BatchedNumbers:
             return None
         return told_high_water(self._walked.pop(block), placements)
 
-    def _walk(self, first: int, placements: Sequence[Placement]) -> bool:
-        """Walk blocks ``first`` onwards (at most BATCH_BLOCKS of them) together: False if the
-        batch cannot do it (what it stored is stored again, the same, by the blocks' own walks)."""
+    def take_traced(
+        self, block: int, placements: Sequence[Placement], key: Any, later: Callable[[], dict[int, Any]]
+    ) -> list[BlockNumbers] | None:
+        """Block ``block``'s numbers per core, walked with the task's later blocks whose control
+        traces are ``block``'s (``later()``: their keys, by block), or None if it walks alone."""
+        if not self.batchable:
+            return None
+        if block not in self._walked:
+            keys = later()  # (of the blocks not started yet)
+            same = [other for other, k in keys.items() if k == key and other not in self._walked]
+            if not same:
+                return None
+            if not self._walk([block, *same[: BATCH_BLOCKS - 1]], placements):
+                self.batchable = False
+                return None
+        return told_high_water(self._walked.pop(block), placements)
+
+    def _walk(self, blocks: Sequence[int] | int, placements: Sequence[Placement]) -> bool:
+        """Walk ``blocks`` (an int: that block and the next ones, at most BATCH_BLOCKS in all)
+        together: False if the batch cannot do it (what it stored is stored again, the same, by the
+        blocks' own walks)."""
         if not disjoint_outputs(self.plan, placements):
             return False
-        blocks = list(range(first, min(first + BATCH_BLOCKS, self.blocks)))
+        if isinstance(blocks, int):
+            blocks = list(range(blocks, min(blocks + BATCH_BLOCKS, self.blocks)))
         try:
             frames = walk_batch(
                 self.plan, placements, blocks, self.blocks, self.target, self.steps, self.cost
