@@ -101,13 +101,19 @@ def widened(impl: OpImpl) -> OpImpl:
             return result.to(torch_dtype(call.type.dtype))
         return result
 
+    run.__wrapped__ = impl  # type: ignore[attr-defined]  # (for operands that are never tensors)
     return run
 
 
 def torch_dtype(dtype: DataType) -> torch.dtype:
     """The torch dtype holding ``dtype`` elements, e.g. ``DataType.FP16 -> torch.float16``."""
-    result: torch.dtype = getattr(torch, dtype.torch_name)
-    return result
+    found = _TORCH_DTYPES.get(dtype)
+    if found is None:
+        found = _TORCH_DTYPES[dtype] = getattr(torch, dtype.torch_name)
+    return found
+
+
+_TORCH_DTYPES: dict[DataType, torch.dtype] = {}  # each dtype's torch dtype, looked up once
 
 
 def typed(call: Call, value: torch.Tensor) -> torch.Tensor:
@@ -973,9 +979,15 @@ def scalar_result(call: Call, value: Any) -> int | float | bool:
     """``value`` as the Python number of the call's scalar result type."""
     assert isinstance(call.type, ScalarType)
     dtype = call.type.dtype
-    if dtype is DataType.BOOL:
-        return bool(value)
-    return float(value) if dtype.is_float else int(value)
+    number = _NUMBERS.get(dtype)
+    if number is None:
+        number = _NUMBERS[dtype] = bool if dtype is DataType.BOOL else float if dtype.is_float else int
+    return number(value)
+
+
+_NUMBERS: dict[
+    DataType, Callable[[Any], int | float | bool]
+] = {}  # each scalar dtype's Python number type, found once
 
 
 def _scalar_binary(fn: Callable[[Any, Any], Any]) -> OpImpl:

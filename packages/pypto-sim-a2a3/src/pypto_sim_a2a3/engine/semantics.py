@@ -82,6 +82,11 @@ def _user_op(call: Call) -> str:
 def check_region(call: Call, tensor: torch.Tensor, offsets: Sequence[int], extent: Sequence[int]) -> None:
     """An OutOfBoundsError at the call unless ``tensor[offsets : offsets + extent]`` lies inside it.
     An empty region (a lane's share past the end of a dynamic extent) touches nothing, anywhere."""
+    shape = tensor.shape
+    if len(offsets) == 2 and len(extent) == 2 and len(shape) == 2:  # a 2-D region, the common case
+        (row, col), (rows, cols), (height, width) = offsets, extent, shape
+        if rows == 0 or cols == 0 or (row >= 0 and row + rows <= height and col >= 0 and col + cols <= width):
+            return
     if any(size == 0 for size in extent):
         return
     for dim, (off, size, full) in enumerate(zip(offsets, extent, tensor.shape, strict=True)):
@@ -477,6 +482,20 @@ def _checked_semantics() -> dict[str, OpImpl]:
 
 
 SEMANTICS: dict[str, OpImpl] = _checked_semantics()
+
+
+def _on_numbers() -> dict[str, OpImpl]:
+    """Each scalar op's checked semantics for operands that are numbers, not tensors: without the
+    widening of unsigned tensors (:func:`pypto.ir.semantics.widened`), which has none to widen."""
+    found = {}
+    for name, impl in shared.SEMANTICS.items():
+        if name.startswith("scalar."):
+            bare = getattr(impl, "__wrapped__", impl)
+            found[name] = _checked(CHECKS[name], bare) if name in CHECKS else bare
+    return found
+
+
+ON_NUMBERS: dict[str, OpImpl] = _on_numbers()
 NUMBERS: dict[str, OpImpl] = shared.SEMANTICS  # each op's numbers alone (its checks made apart)
 
 

@@ -287,7 +287,7 @@ class Pipe:
             )
         region = Region(ring.space, slot.offset, slot.offset + ring.slot_size)
         _, reader = pipes.last_read([region])
-        _, freed = pipes.run(replace(cost, unit=reader or "MTE2"), call, issued, reads=[region])
+        _, freed = pipes.run(_on_unit(cost, reader or "MTE2"), call, issued, reads=[region])
         ring.release(slot, freed)
         self.changed.changed()
 
@@ -296,7 +296,10 @@ class Pipe:
     def _writable(self, producer: str) -> bool:
         if not self.initialized.issuperset(self.consumers):
             return False
-        return all(ring.writable(producer) for ring in self.rings.values())
+        for ring in self.rings.values():  # noqa: SIM110  (a loop, not all(): the scheduler asks often)
+            if not ring.writable(producer):
+                return False
+        return True
 
     def _shares(self, lane: int, call: Call, value: Any, valid: tuple[int, ...] | None) -> list[_Share]:
         tile = call.args[0].type
@@ -305,9 +308,8 @@ class Pipe:
         if self.direction is PipeDirection.C2V:
             stride = call.attrs.get("lane_stride")
             shares = [
-                replace(
-                    self._lane_slot(tile, mode, i, value, c, stride),
-                    valid=_lane_valid(tile.shape, valid, mode, i, stride),
+                self._lane_slot(
+                    tile, mode, i, value, c, stride, _lane_valid(tile.shape, valid, mode, i, stride)
                 )
                 for i, c in enumerate(self.consumers)
             ]
@@ -318,20 +320,32 @@ class Pipe:
         return shares
 
     def _lane_slot(
-        self, tile: TileType, mode: SplitMode, lane: int, value: Any, consumer: str, stride: int | None
+        self,
+        tile: TileType,
+        mode: SplitMode,
+        lane: int,
+        value: Any,
+        consumer: str,
+        stride: int | None,
+        valid: tuple[int, ...] | None,
     ) -> _Share:
-        """C->V: the share of AIV lane ``lane`` (``stride`` rows or columns of a balanced split),
-        zero-padded to ``split_shape`` (a short odd half)."""
+        """C->V: the share of AIV lane ``lane``'s (``stride`` rows or columns of a balanced split),
+        zero-padded to ``split_shape`` (a short odd half); ``valid``, its real part."""
         ring = self.rings[consumer]
         data = lane_share(value, mode, lane, self.lead, stride)
         if data is None:
-            return _Share(ring, SlotContent(mode, None), None)
+            return _Share(ring, SlotContent(mode, None), None, (), valid)
         slot_tile = TileType(split_shape(tile.shape, mode), tile.dtype, ring.space)
         if not self.numbers:
-            return _Share(ring, SlotContent(mode, slot_tile), None)
-        padded = torch.zeros((*data.shape[: self.lead], *slot_tile.shape), dtype=torch_dtype(tile.dtype))
+            return _Share(ring, SlotContent(mode, slot_tile), None, (), valid)
+        shape = (*data.shape[: self.lead], *slot_tile.shape)
+        dtype = torch_dtype(tile.dtype)
+        if tuple(data.shape) == shape and data.dtype == dtype:
+            # A whole share: written into the slot as it is (the push copies it there at once).
+            return _Share(ring, SlotContent(mode, slot_tile), data, (), valid)
+        padded = torch.zeros(shape, dtype=dtype)
         padded[tuple(slice(0, n) for n in data.shape)] = data
-        return _Share(ring, SlotContent(mode, slot_tile), padded)
+        return _Share(ring, SlotContent(mode, slot_tile), padded, (), valid)
 
     def _gathered_slot(self, tile: TileType, mode: SplitMode, lane: int, value: Any) -> _Share:
         """V->C: lane ``lane``'s share at its position in the AIC's whole tile."""
@@ -505,6 +519,20 @@ def _undrained_cause(rings: list[Ring]) -> tuple[SourceSpan | None, str]:
                 return slot.pushed_at, hint
     popped = next(slot for slot in slots if slot.state is SlotState.POPPED)
     return popped.popped_at, FREE_HINT
+
+
+# (cost, unit) -> that cost on that unit: a free's flag is set on its tile's last reader's pipe.
+_ON_UNIT: dict[tuple[int, str], tuple[OpCost, OpCost]] = {}
+
+
+def _on_unit(cost: OpCost, unit: str) -> OpCost:
+    """``cost`` on ``unit`` (made once per cost and unit: a cost model keeps each op's cost)."""
+    found = _ON_UNIT.get((id(cost), unit))
+    if found is None or found[0] is not cost:
+        if len(_ON_UNIT) > 4096:
+            _ON_UNIT.clear()
+        found = _ON_UNIT[id(cost), unit] = (cost, replace(cost, unit=unit))
+    return found[1]
 
 
 def _content(content: SlotContent) -> str:
