@@ -101,7 +101,7 @@ def _push(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) ->
     nbytes = 0 if isinstance(args[0], Token) else tile_bytes(tile)
     valid = tuple(int(n) for n in args[1]) if len(args) > 1 else tile.valid_shape
     issued = role.core.clock
-    yield from pipe.wait_writable(role.name, call)
+    yield pipe.writable_wait(role.name, call)
     source = (
         role.core.memory.region(args[0]) if isinstance(args[0], torch.Tensor) and role.core.memory else None
     )
@@ -118,7 +118,7 @@ def _push(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) ->
         issued,
         source,
     )
-    yield from issue(role, cost)
+    yield cost.issue_step()  # the scalar unit hands it to its pipe
 
 
 @_handles(tile_ops.tpop_from_aic, tile_ops.tpop_from_aiv)
@@ -126,10 +126,11 @@ def _pop(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> 
     pipe = role.launch.pipe(role, call)
     declared = tuple(int(n) for n in args[0]) if args else None
     issued = role.core.clock
-    yield from pipe.wait_readable(role.name, call)
+    yield pipe.readable_wait(role.name, call)
     slot, value, ready_at = pipe.pop(role.name, call, cost.pop_cost, declared, role.core_pipes, issued)
-    yield from wait_until(role, ready_at)  # the scalar unit waited for the slot's ready flag
-    yield from issue(role, cost)
+    if ready_at > role.core.clock:  # the scalar unit waited for the slot's ready flag
+        yield Advance.scalar(ready_at - role.core.clock)
+    yield cost.issue_step()
     return Popped(slot, value)
 
 
@@ -137,7 +138,7 @@ def _pop(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> 
 def _free(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
     pipe = role.launch.pipe(role, call)
     pipe.free(role.name, role.take_popped(call), call, cost.op_cost(call), role.core_pipes, role.core.clock)
-    yield from issue(role, cost)
+    yield cost.issue_step()
 
 
 _INDICES: dict[str, Callable[[CoreRole], int]] = {

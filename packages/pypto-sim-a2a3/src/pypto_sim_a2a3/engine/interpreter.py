@@ -209,7 +209,7 @@ class KernelFrame(KernelWalker):
         if self.on_op is not None:
             self.on_op(call)
         if step.work and self.role.mirror:
-            return skipped(call, args), None
+            return (args[step.writes[0]] if step.writes else TOKEN), None  # (as skipped() finds)
         value = self.numbers.compute(step, args)
         timing = self.timing
         if timing is None:
@@ -243,7 +243,7 @@ class KernelFrame(KernelWalker):
                     self.debug.show(self, call, args)
                 return TOKEN
         if step.work and self.role.mirror:
-            return skipped(call, args)
+            return args[step.writes[0]] if step.writes else TOKEN  # (skipped(), from the decoded writes)
         if step.launch is not None:  # pipe, index and system ops: the launch's (with its pipes)
             return (yield from step.launch(self.role, call, args, self.cost))
         # The op first, so that bad offsets or valid shapes are reported as such, not as a race

@@ -121,6 +121,8 @@ class Pipe:
     lead: int = 0
     # the tiles' values cross too (off in a timing-only run whose steering values stay on one side)
     numbers: bool = True
+    # id of a pushed tile type -> (it, its split, the ring's space, a lane's slot content, its dtype)
+    _contents: dict[int, tuple[Any, ...]] = field(default_factory=dict, repr=False)
 
     def initialize(self, core: str) -> None:
         """``core`` has initialized its side of the pipe."""
@@ -176,7 +178,11 @@ class Pipe:
     def wait_writable(self, producer: str, call: Call) -> Steps:
         """Block (in the scheduler: a wait, never a busy loop) until ``producer``'s tail slot of
         every ring may take its share."""
-        yield Wait(
+        yield self.writable_wait(producer, call)
+
+    def writable_wait(self, producer: str, call: Call) -> Wait:
+        """The wait of :meth:`wait_writable`, for a caller that yields it itself."""
+        return Wait(
             lambda: self._writable(producer),
             f"a free slot of pipe {self.name}",
             call.span,
@@ -188,7 +194,11 @@ class Pipe:
 
     def wait_readable(self, consumer: str, call: Call) -> Steps:
         """Block until ``consumer``'s head slot is ready to pop."""
-        yield Wait(
+        yield self.readable_wait(consumer, call)
+
+    def readable_wait(self, consumer: str, call: Call) -> Wait:
+        """The wait of :meth:`wait_readable`, for a caller that yields it itself."""
+        return Wait(
             self.rings[consumer].readable,
             f"a ready slot of pipe {self.name}",
             call.span,
@@ -335,17 +345,28 @@ class Pipe:
         data = lane_share(value, mode, lane, self.lead, stride)
         if data is None:
             return _Share(ring, SlotContent(mode, None), None, (), valid)
-        slot_tile = TileType(split_shape(tile.shape, mode), tile.dtype, ring.space)
+        content, dtype = self._lane_content(tile, mode, ring.space)
         if not self.numbers:
-            return _Share(ring, SlotContent(mode, slot_tile), None, (), valid)
-        shape = (*data.shape[: self.lead], *slot_tile.shape)
-        dtype = torch_dtype(tile.dtype)
+            return _Share(ring, content, None, (), valid)
+        assert content.tile is not None
+        shape = (*data.shape[: self.lead], *content.tile.shape)
         if tuple(data.shape) == shape and data.dtype == dtype:
             # A whole share: written into the slot as it is (the push copies it there at once).
-            return _Share(ring, SlotContent(mode, slot_tile), data, (), valid)
+            return _Share(ring, content, data, (), valid)
         padded = torch.zeros(shape, dtype=dtype)
         padded[tuple(slice(0, n) for n in data.shape)] = data
-        return _Share(ring, SlotContent(mode, slot_tile), padded, (), valid)
+        return _Share(ring, content, padded, (), valid)
+
+    def _lane_content(
+        self, tile: TileType, mode: SplitMode, space: MemorySpace
+    ) -> tuple[SlotContent, torch.dtype]:
+        """What a lane's share of a pushed ``tile`` puts in its slot, and its elements' torch dtype
+        (made once per pushed tile type: a kernel pushes the same tile in every iteration)."""
+        found = self._contents.get(id(tile))
+        if found is None or found[0] is not tile or found[1] is not mode or found[2] is not space:
+            content = SlotContent(mode, TileType(split_shape(tile.shape, mode), tile.dtype, space))
+            found = self._contents[id(tile)] = (tile, mode, space, content, torch_dtype(tile.dtype))
+        return found[3], found[4]
 
     def _gathered_slot(self, tile: TileType, mode: SplitMode, lane: int, value: Any) -> _Share:
         """V->C: lane ``lane``'s share at its position in the AIC's whole tile."""
@@ -362,7 +383,7 @@ class Pipe:
 
     def _check_fits(self, share: _Share, call: Call) -> None:
         tile = share.content.tile
-        if tile is not None and tile.nbytes > share.ring.slot_size:
+        if tile is not None and _nbytes(tile) > share.ring.slot_size:
             raise PipeError(
                 f"{short_name(call.op)} puts a {describe(tile)} ({tile.nbytes} bytes) into pipe {self.name}, "
                 f"whose slots hold {share.ring.slot_size} bytes",
@@ -519,6 +540,19 @@ def _undrained_cause(rings: list[Ring]) -> tuple[SourceSpan | None, str]:
                 return slot.pushed_at, hint
     popped = next(slot for slot in slots if slot.state is SlotState.POPPED)
     return popped.popped_at, FREE_HINT
+
+
+# id of a slot's tile type -> (it, its bytes): a push checks that its shares fit their slots.
+_NBYTES: dict[int, tuple[TileType, int]] = {}
+
+
+def _nbytes(tile: TileType) -> int:
+    found = _NBYTES.get(id(tile))
+    if found is None or found[0] is not tile:
+        if len(_NBYTES) > 4096:
+            _NBYTES.clear()
+        found = _NBYTES[id(tile)] = (tile, tile.nbytes)
+    return found[1]
 
 
 # (cost, unit) -> that cost on that unit: a free's flag is set on its tile's last reader's pipe.
