@@ -12,12 +12,13 @@ import torch
 from sim_lowered import FunctionBuilder, Mem, rand, run, single, tensor_t
 from sim_mixed import C2V, FP32, MatmulBias, _lane_offsets
 
-from pypto.ir import Direction, Function, FunctionKind, PyptoError, SplitMode
+from pypto.ir import DataType, Direction, Function, FunctionKind, PyptoError, SplitMode
 from pypto.ir.ops import split_shape
 from pypto_sim_a2a3 import PipeError
 from pypto_sim_a2a3.engine import runner
 from pypto_sim_a2a3.engine.decode import SLOT, Steps
 from pypto_sim_a2a3.engine.interpreter import KernelFrame
+from pypto_sim_a2a3.engine.semantics import SEMANTICS, UNWIDENED
 from pypto_sim_a2a3.target import A2A3_TARGET
 
 
@@ -125,3 +126,16 @@ def test_a_tile_read_after_its_free_is_the_same_pipe_error_on_plain_and_hooked_f
     error, _ = _same_walks(monkeypatch, case.program(), case.args())
     assert isinstance(error, PipeError)
     assert "reads acc_vec after pl.tfree_to_aic(acc_vec)" in error.message
+
+
+def test_an_op_on_unsigned_tiles_keeps_the_widening_and_others_decode_without_it():
+    """torch lacks arithmetic on uint16 / uint32: those operands are widened to int64; an op
+    with no such operand is decoded to its semantics without that check per run."""
+    steps = Steps(A2A3_TARGET)
+    for dtype, widens in ((DataType.UINT32, True), (DataType.UINT16, True), (FP32, False)):
+        k = FunctionBuilder("add", FunctionKind.AIV)
+        x_gm = k.param("x", tensor_t((16, 16), dtype))
+        x = k.op("x_t", "tile.load", x_gm, [0, 0], shape=(16, 16), target_memory=Mem.Vec)
+        y = k.op("y_t", "tile.add", x, x)
+        add = k.build().body[1].value
+        assert steps.step(add).semantics is (SEMANTICS if widens else UNWIDENED)["tile.add"], (dtype, y)

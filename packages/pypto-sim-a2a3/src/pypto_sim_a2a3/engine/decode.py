@@ -20,15 +20,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from pypto.ir import (
+    ArrayType,
     Call,
     Const,
+    DataType,
     Expr,
     MemorySpace,
     PyptoError,
     ScalarType,
     Target,
+    TensorType,
     TileType,
     TupleExpr,
+    TupleType,
+    Type,
     Unit,
     Var,
     get_op,
@@ -38,7 +43,7 @@ from pypto.ir.ops import system as system_ops
 from pypto.ir.ops import tile
 from pypto.ir.semantics import OpImpl
 from pypto_sim_a2a3.engine.crosscore import LAUNCH_OPS, LaunchOp
-from pypto_sim_a2a3.engine.semantics import ON_NUMBERS, SEMANTICS
+from pypto_sim_a2a3.engine.semantics import SEMANTICS, UNWIDENED
 from pypto_sim_a2a3.hw.cost import CostModel, OpCost
 
 # An operand as the frame reads it: (VARIABLE, the Var), (CONSTANT, its value), (TUPLE, the
@@ -158,11 +163,18 @@ class Steps:
 
 
 def _semantics(call: Call) -> OpImpl:
-    """The call's checked semantics; of a scalar op on scalars, the one for operands that are
-    numbers (no tensor operand to widen)."""
-    if call.op in ON_NUMBERS and all(isinstance(arg.type, ScalarType) for arg in call.args):
-        return ON_NUMBERS[call.op]
+    """The call's checked semantics; without the widening of unsigned 16- and 32-bit tensors
+    when no operand is one (a tile or tensor holds its type's dtype, a scalar is a number)."""
+    if call.op in UNWIDENED and not any(_widened(arg.type) for arg in call.args):
+        return UNWIDENED[call.op]
     return SEMANTICS[call.op]
+
+
+def _widened(t: Type) -> bool:
+    """Whether an operand of type ``t`` may be a tensor the semantics widen (or is of unknown kind)."""
+    if isinstance(t, (TileType, TensorType)):
+        return t.dtype in (DataType.UINT16, DataType.UINT32)
+    return not isinstance(t, (ScalarType, TupleType, ArrayType))  # (numbers, tuples of them)
 
 
 def _flatten(operands: tuple[Operand, ...], order: list[tuple[Any, Any]]) -> tuple[Operand, ...]:

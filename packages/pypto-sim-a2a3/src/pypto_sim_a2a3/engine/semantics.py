@@ -484,18 +484,19 @@ def _checked_semantics() -> dict[str, OpImpl]:
 SEMANTICS: dict[str, OpImpl] = _checked_semantics()
 
 
-def _on_numbers() -> dict[str, OpImpl]:
-    """Each scalar op's checked semantics for operands that are numbers, not tensors: without the
-    widening of unsigned tensors (:func:`pypto.ir.semantics.widened`), which has none to widen."""
+def _unwidened() -> dict[str, OpImpl]:
+    """The checked semantics of each op that widens unsigned 16- and 32-bit tensor operands
+    (:func:`pypto.ir.semantics.widened`), without the widening: for a call none of whose operands
+    is such a tensor, which has nothing to widen."""
     found = {}
     for name, impl in shared.SEMANTICS.items():
-        if name.startswith("scalar."):
-            bare = getattr(impl, "__wrapped__", impl)
+        bare = getattr(impl, "__wrapped__", None)
+        if bare is not None:
             found[name] = _checked(CHECKS[name], bare) if name in CHECKS else bare
     return found
 
 
-ON_NUMBERS: dict[str, OpImpl] = _on_numbers()
+UNWIDENED: dict[str, OpImpl] = _unwidened()
 NUMBERS: dict[str, OpImpl] = shared.SEMANTICS  # each op's numbers alone (its checks made apart)
 
 
