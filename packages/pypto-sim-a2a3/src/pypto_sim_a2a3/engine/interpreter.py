@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Generator, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import torch
 
@@ -489,7 +489,9 @@ class CoreTiming:
         assert self.core.memory is not None
         # Where a tile lies in the core's memory (a Region; None: in GM).
         self.region: Callable[[torch.Tensor], Region | None] = self.core.memory.region  # type: ignore[assignment]
-        self._pending: _Issued | None = None  # the statement's op, put on its pipe once bound
+        # The statement's op, put on its pipe once bound: (call, args, cost, issued at, the operands
+        # it writes in place); a plain tuple, made once per op.
+        self._pending: tuple[Call, tuple[Any, ...], OpCost, int, tuple[int, ...]] | None = None
 
     def started(self) -> None:
         """The core is *settled* (see :meth:`Launch.settle`) once the work of the top-level
@@ -529,11 +531,11 @@ class CoreTiming:
             return scalar_step(ready - issue)
         if self._pending is not None:
             raise VerificationError(
-                f"in {self.fn.name}: {call.op} is nested inside {self._pending.call.op}: each op needs a "
+                f"in {self.fn.name}: {call.op} is nested inside {self._pending[0].op}: each op needs a "
                 "statement",
                 call.span,
             )
-        self._pending = _Issued(call, args, cost, self.core.clock, step.writes)
+        self._pending = (call, args, cost, self.core.clock, step.writes)
         return self.issue_step  # the scalar unit hands it to its pipe
 
     def statement_bound(self, stmt: Stmt, env: dict[str, Any]) -> None:
@@ -544,8 +546,7 @@ class CoreTiming:
             return
         self._pending = None
         region = self.region
-        call, args = issued.call, issued.args
-        writes_args = issued.writes
+        call, args, cost, at, writes_args = issued
         reads: list[Region] = []
         writes: list[Region] = []
         gm_reads: list[torch.Tensor] = []
@@ -565,18 +566,8 @@ class CoreTiming:
             found = region(result) if isinstance(result, torch.Tensor) else None
             if found is not None:
                 writes.append(found)
-        start, _ = self.pipes.run(issued.cost, call, issued.at, reads, writes, gm_reads, gm_writes)
+        start, _ = self.pipes.run(cost, call, at, reads, writes, gm_reads, gm_writes)
         self.role.launch.gm_access(self.role, call, args, start)
-
-
-class _Issued(NamedTuple):
-    """An op the scalar unit issued at cycle ``at``, waiting for its statement to bind its result."""
-
-    call: Call
-    args: tuple[Any, ...]
-    cost: OpCost
-    at: int
-    writes: tuple[int, ...]  # the operands the op writes in place
 
 
 # The scalar unit's steps by their cycles: a core yields one per scalar op, and a step is an
