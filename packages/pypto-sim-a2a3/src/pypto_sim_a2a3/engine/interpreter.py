@@ -72,6 +72,7 @@ from pypto_sim_a2a3.hw.memory import CoreMemory, slot_of
 from pypto_sim_a2a3.hw.ring import TOKEN, Token
 
 Walk = Generator[Event, None, Any]
+_UNBOUND = object()  # a name the frame has no value for
 # The ops that only look (pl.debug.*): the kernel debugger's, never put on a pipe.
 OBSERVING_OPS = frozenset(name for name, spec in OPS.items() if spec.has(Observes))
 PLATFORM = "a2a3sim"
@@ -190,10 +191,8 @@ class KernelFrame(KernelWalker):
         values = []
         for kind, item in operands:
             if kind == VARIABLE:
-                try:
-                    values.append(env[item.name])
-                except KeyError:
-                    self._undefined(item)
+                value = env.get(item.name, _UNBOUND)
+                values.append(self._undefined(item) if value is _UNBOUND else value)
             elif kind == CONSTANT:
                 values.append(item)
             elif kind == SLOT:
