@@ -50,12 +50,27 @@ def _handles(*names: str) -> Callable[[LaunchOp], LaunchOp]:
     return register
 
 
+# The scalar unit's steps by their cycles: a core yields one per scalar op, and a step is an
+# immutable record, so one of each length serves every core.
+_SCALAR_STEPS: dict[int, Advance] = {}
+
+
+def scalar_step(cycles: int) -> Advance:
+    """``Advance.scalar(cycles)``, made once per length."""
+    found = _SCALAR_STEPS.get(cycles)
+    if found is None:
+        found = Advance.scalar(cycles)
+        if len(_SCALAR_STEPS) < 4096:
+            _SCALAR_STEPS[cycles] = found
+    return found
+
+
 def on_scalar(role: CoreRole, call: Call, cost: OpCost, after: int = 0, what: str = "") -> Steps:
     """``cost`` on the core's scalar unit, which holds the core's clock, not before ``after``."""
     issue = role.core.clock
     waits = (Dependency(after, None, what),) if after else ()
     _, ready = role.core_pipes.run(cost, call, issue, after=waits)
-    yield Advance.scalar(ready - issue)
+    yield scalar_step(ready - issue)
 
 
 def _spend(role: CoreRole, cost: CostModel, call: Call) -> Steps:
@@ -65,7 +80,7 @@ def _spend(role: CoreRole, cost: CostModel, call: Call) -> Steps:
 def wait_until(role: CoreRole, cycle: int) -> Steps:
     """Hold the core's scalar unit until ``cycle`` (a cross-core flag it waits on)."""
     if cycle > role.core.clock:
-        yield Advance.scalar(cycle - role.core.clock)
+        yield scalar_step(cycle - role.core.clock)
 
 
 def issue(role: CoreRole, cost: CostModel) -> Steps:
@@ -129,7 +144,7 @@ def _pop(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> 
     yield pipe.readable_wait(role.name, call)
     slot, value, ready_at = pipe.pop(role.name, call, cost.pop_cost, declared, role.core_pipes, issued)
     if ready_at > role.core.clock:  # the scalar unit waited for the slot's ready flag
-        yield Advance.scalar(ready_at - role.core.clock)
+        yield scalar_step(ready_at - role.core.clock)
     yield cost.issue_step()
     return Popped(slot, value)
 

@@ -49,7 +49,7 @@ from pypto.ir.ops import debug as debug_ops
 from pypto.ir.semantics import OpImpl
 from pypto.ir.walker import Jump, KernelWalker
 from pypto_sim_a2a3.checks.coherence import GM_DATA_OPS
-from pypto_sim_a2a3.engine.crosscore import Popped
+from pypto_sim_a2a3.engine.crosscore import Popped, scalar_step
 from pypto_sim_a2a3.engine.decode import (
     CONSTANT,
     CORE_UNITS,
@@ -62,7 +62,7 @@ from pypto_sim_a2a3.engine.decode import (
     data_route,
 )
 from pypto_sim_a2a3.engine.launch import CoreRole
-from pypto_sim_a2a3.engine.scheduler import Advance, Event
+from pypto_sim_a2a3.engine.scheduler import Event
 from pypto_sim_a2a3.engine.semantics import ADDRESS_CHECKS, SEMANTICS
 from pypto_sim_a2a3.engine.steering import UNCOMPUTED, TimingOnly, written_text
 from pypto_sim_a2a3.errors import PipeError
@@ -510,7 +510,7 @@ class CoreTiming:
     def wait_until(self, cycle: int) -> Walk:
         """Hold the scalar unit (the core's clock) until ``cycle``."""
         if cycle > self.core.clock:
-            yield Advance.scalar(cycle - self.core.clock)
+            yield scalar_step(cycle - self.core.clock)
 
     def issue(self, step: Step, args: tuple[Any, ...], cost: OpCost) -> Walk:
         """The scalar unit runs a scalar op now, or hands any other op to its pipe."""
@@ -567,21 +567,6 @@ class CoreTiming:
                 writes.append(found)
         start, _ = self.pipes.run(cost, call, at, reads, writes, gm_reads, gm_writes)
         self.role.launch.gm_access(self.role, call, args, start)
-
-
-# The scalar unit's steps by their cycles: a core yields one per scalar op, and a step is an
-# immutable record, so one of each length serves every core.
-_SCALAR_STEPS: dict[int, Advance] = {}
-
-
-def scalar_step(cycles: int) -> Advance:
-    """``Advance.scalar(cycles)``, made once per length."""
-    found = _SCALAR_STEPS.get(cycles)
-    if found is None:
-        found = Advance.scalar(cycles)
-        if len(_SCALAR_STEPS) < 4096:
-            _SCALAR_STEPS[cycles] = found
-    return found
 
 
 def _after(cycle: int, what: str) -> tuple[Dependency, ...]:
