@@ -316,7 +316,9 @@ class CoreNumbers:
         if semantics is None:
             semantics = self._cannot_run(call, args)
         else:
-            self.check_has_data(call, args)
+            for value in args:  # (check_has_data's look, here: one call less per op)
+                if isinstance(value, Token):
+                    self.check_has_data(call, args)
         if self.computes is None:
             return semantics(call, args)
         if id(call) not in self.computes:
@@ -424,11 +426,6 @@ class CoreNumbers:
             )
 
     def check_has_data(self, call: Call, args: tuple[Any, ...]) -> None:
-        for value in args:
-            if isinstance(value, Token):
-                break
-        else:
-            return  # (the common case: no token, looked for without a zip)
         for expr, value in zip(call.args, args, strict=True):
             if isinstance(value, Token):
                 name = expr.name if isinstance(expr, Var) else "an operand"
