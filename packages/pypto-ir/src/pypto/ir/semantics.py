@@ -101,13 +101,21 @@ def widened(impl: OpImpl) -> OpImpl:
             return result.to(torch_dtype(call.type.dtype))
         return result
 
+    run.__wrapped__ = impl  # type: ignore[attr-defined]  # (for operands that are never tensors)
     return run
 
 
 def torch_dtype(dtype: DataType) -> torch.dtype:
     """The torch dtype holding ``dtype`` elements, e.g. ``DataType.FP16 -> torch.float16``."""
-    result: torch.dtype = getattr(torch, dtype.torch_name)
-    return result
+    found = _TORCH_DTYPES.get(id(dtype))
+    if found is None:
+        found = _TORCH_DTYPES[id(dtype)] = getattr(torch, dtype.torch_name)
+    return found
+
+
+# id of a dtype (an enum member, which lives as long as the program) -> its torch dtype, looked
+# up once (by id: an enum member's hash is a Python call)
+_TORCH_DTYPES: dict[int, torch.dtype] = {}
 
 
 def typed(call: Call, value: torch.Tensor) -> torch.Tensor:
@@ -973,9 +981,14 @@ def scalar_result(call: Call, value: Any) -> int | float | bool:
     """``value`` as the Python number of the call's scalar result type."""
     assert isinstance(call.type, ScalarType)
     dtype = call.type.dtype
-    if dtype is DataType.BOOL:
-        return bool(value)
-    return float(value) if dtype.is_float else int(value)
+    number = _NUMBERS.get(id(dtype))
+    if number is None:
+        number = _NUMBERS[id(dtype)] = bool if dtype is DataType.BOOL else float if dtype.is_float else int
+    return number(value)
+
+
+# id of a scalar dtype -> its Python number type, found once (by id, as _TORCH_DTYPES)
+_NUMBERS: dict[int, Callable[[Any], int | float | bool]] = {}
 
 
 def _scalar_binary(fn: Callable[[Any, Any], Any]) -> OpImpl:

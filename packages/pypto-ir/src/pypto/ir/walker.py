@@ -183,6 +183,10 @@ class Walker(ABC):
         if's result to the yield of the arm that ran."""
         self.env[var.name] = value
 
+    def iteration_begins(self, loop: For | While) -> None:
+        """An iteration of ``loop`` is about to run its body (e.g. a debugger's per-iteration state)."""
+        return None
+
     def iteration_done(self, done: int, count: int) -> None:
         """Iteration ``done`` of ``count`` of an outermost loop has finished (e.g. for progress)."""
         return None
@@ -292,7 +296,12 @@ class Walker(ABC):
     def iteration(self, loop: For | While) -> Generator[Any, None, tuple[Any, ...] | Jump | None]:
         """One run of the body and the carry into the next iteration: None to go on, a
         ``Return``'s values, or the :class:`Jump` of a ``break`` (the results then bound)."""
-        left = yield from self.exec_body(loop.body)
+        self.iteration_begins(loop)
+        left = None
+        for stmt in loop.body:  # (exec_body's loop, here: one generator frame less per op)
+            left = yield from self.exec_stmt(stmt)
+            if left is not None:
+                break
         if isinstance(left, Jump):  # its values are the next iteration's, or the last ones
             for var, value in zip(loop.iter_args, left.values, strict=True):
                 self.set_carried(var, value)

@@ -50,12 +50,27 @@ def _handles(*names: str) -> Callable[[LaunchOp], LaunchOp]:
     return register
 
 
+# The scalar unit's steps by their cycles: a core yields one per scalar op, and a step is an
+# immutable record, so one of each length serves every core.
+_SCALAR_STEPS: dict[int, Advance] = {}
+
+
+def scalar_step(cycles: int) -> Advance:
+    """``Advance.scalar(cycles)``, made once per length."""
+    found = _SCALAR_STEPS.get(cycles)
+    if found is None:
+        found = Advance.scalar(cycles)
+        if len(_SCALAR_STEPS) < 4096:
+            _SCALAR_STEPS[cycles] = found
+    return found
+
+
 def on_scalar(role: CoreRole, call: Call, cost: OpCost, after: int = 0, what: str = "") -> Steps:
     """``cost`` on the core's scalar unit, which holds the core's clock, not before ``after``."""
     issue = role.core.clock
     waits = (Dependency(after, None, what),) if after else ()
     _, ready = role.core_pipes.run(cost, call, issue, after=waits)
-    yield Advance.scalar(ready - issue)
+    yield scalar_step(ready - issue)
 
 
 def _spend(role: CoreRole, cost: CostModel, call: Call) -> Steps:
@@ -65,7 +80,7 @@ def _spend(role: CoreRole, cost: CostModel, call: Call) -> Steps:
 def wait_until(role: CoreRole, cycle: int) -> Steps:
     """Hold the core's scalar unit until ``cycle`` (a cross-core flag it waits on)."""
     if cycle > role.core.clock:
-        yield Advance.scalar(cycle - role.core.clock)
+        yield scalar_step(cycle - role.core.clock)
 
 
 def issue(role: CoreRole, cost: CostModel) -> Steps:
@@ -101,7 +116,7 @@ def _push(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) ->
     nbytes = 0 if isinstance(args[0], Token) else tile_bytes(tile)
     valid = tuple(int(n) for n in args[1]) if len(args) > 1 else tile.valid_shape
     issued = role.core.clock
-    yield from pipe.wait_writable(role.name, call)
+    yield pipe.writable_wait(role.name, call)
     source = (
         role.core.memory.region(args[0]) if isinstance(args[0], torch.Tensor) and role.core.memory else None
     )
@@ -118,7 +133,7 @@ def _push(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) ->
         issued,
         source,
     )
-    yield from issue(role, cost)
+    yield cost.issue_step()  # the scalar unit hands it to its pipe
 
 
 @_handles(tile_ops.tpop_from_aic, tile_ops.tpop_from_aiv)
@@ -126,10 +141,11 @@ def _pop(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> 
     pipe = role.launch.pipe(role, call)
     declared = tuple(int(n) for n in args[0]) if args else None
     issued = role.core.clock
-    yield from pipe.wait_readable(role.name, call)
+    yield pipe.readable_wait(role.name, call)
     slot, value, ready_at = pipe.pop(role.name, call, cost.pop_cost, declared, role.core_pipes, issued)
-    yield from wait_until(role, ready_at)  # the scalar unit waited for the slot's ready flag
-    yield from issue(role, cost)
+    if ready_at > role.core.clock:  # the scalar unit waited for the slot's ready flag
+        yield scalar_step(ready_at - role.core.clock)
+    yield cost.issue_step()
     return Popped(slot, value)
 
 
@@ -137,7 +153,7 @@ def _pop(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> 
 def _free(role: CoreRole, call: Call, args: tuple[Any, ...], cost: CostModel) -> Steps:
     pipe = role.launch.pipe(role, call)
     pipe.free(role.name, role.take_popped(call), call, cost.op_cost(call), role.core_pipes, role.core.clock)
-    yield from issue(role, cost)
+    yield cost.issue_step()
 
 
 _INDICES: dict[str, Callable[[CoreRole], int]] = {

@@ -20,14 +20,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from pypto.ir import (
+    ArrayType,
     Call,
     Const,
+    DataType,
     Expr,
     MemorySpace,
     PyptoError,
+    ScalarType,
     Target,
+    TensorType,
     TileType,
     TupleExpr,
+    TupleType,
+    Type,
     Unit,
     Var,
     get_op,
@@ -37,13 +43,14 @@ from pypto.ir.ops import system as system_ops
 from pypto.ir.ops import tile
 from pypto.ir.semantics import OpImpl
 from pypto_sim_a2a3.engine.crosscore import LAUNCH_OPS, LaunchOp
-from pypto_sim_a2a3.engine.semantics import SEMANTICS
+from pypto_sim_a2a3.engine.semantics import SEMANTICS, UNWIDENED
 from pypto_sim_a2a3.hw.cost import CostModel, OpCost
 
 # An operand as the frame reads it: (VARIABLE, the Var), (CONSTANT, its value), (TUPLE, the
-# operands of its elements) or (CALL, the Step of a nested scalar op, e.g. an offset ``i * 128``).
+# operands of its elements) or (CALL, the Step of a nested scalar op, e.g. an offset ``i * 128``);
+# in a step's ``flat`` form, (SLOT, n): the value of the n-th nested op the statement ran.
 Operand = tuple[int, Any]
-CONSTANT, VARIABLE, TUPLE, CALL = 0, 1, 2, 3
+CONSTANT, VARIABLE, TUPLE, CALL, SLOT = 0, 1, 2, 3, 4
 
 CORE_UNITS = (Unit.VECTOR, Unit.CUBE, Unit.MTE, Unit.SCALAR)
 # Ops whose operand may be a tile its own tfree gave back (the freed check skips them).
@@ -64,9 +71,16 @@ class Step:
     # Each operand's variable, constant, nested scalar op or tuple of those; None if one needs
     # the walker (a dynamic extent, a nested op making a tile).
     operands: tuple[Operand, ...] | None
-    checks_freed: bool  # its variable operands must not be tiles a tfree gave back
+    # It reads a tile variable (which must not be one a tfree gave back): only a popped tile is freed.
+    checks_freed: bool
     nested: bool = False  # an operand is (or holds) a nested op, which may take the core's time
     cost: OpCost | None = None  # its cost on the target, set when it first runs
+    # Of a step with nested ops: what its statement runs before the op itself, in the walk's
+    # order: (None, a nested Call) to check that call's operands are not freed tiles (before its
+    # own operands run), (nested Step, its flat operands) to run a nested op, whose value is the
+    # next SLOT; and ``flat_operands``, the op's operands with each nested op as its SLOT.
+    flat: tuple[tuple[Any, Any], ...] = ()
+    flat_operands: tuple[Operand, ...] = ()
 
 
 class Steps:
@@ -103,17 +117,24 @@ class Steps:
             and self._legal_route(call)
         )
         operands = self._operands(call.args)
-        return Step(
+        step = Step(
             call,
             launch,
-            SEMANTICS[call.op] if runnable else None,
+            _semantics(call) if runnable else None,
             spec.unit in (Unit.VECTOR, Unit.CUBE, Unit.MTE)
             or (isinstance(call.type, TileType) and not spec.in_pipe_slot),
             spec.writes,
             operands,
-            call.op not in FREE_OPS,
+            call.op not in FREE_OPS
+            and any(isinstance(a, Var) and isinstance(a.type, TileType) for a in call.args),
             operands is not None and _has_call(operands),
         )
+        if step.nested:
+            assert operands is not None
+            order: list[tuple[Any, Any]] = []
+            step.flat_operands = _flatten(operands, order)
+            step.flat = tuple(order)
+        return step
 
     def _operands(self, args: tuple[Expr, ...]) -> tuple[Operand, ...] | None:
         operands: list[Operand] = []
@@ -139,6 +160,39 @@ class Steps:
     def _legal_route(self, call: Call) -> bool:
         route = data_route(call)
         return route is None or self.target.is_legal_path(*route)
+
+
+def _semantics(call: Call) -> OpImpl:
+    """The call's checked semantics; without the widening of unsigned 16- and 32-bit tensors
+    when no operand is one (a tile or tensor holds its type's dtype, a scalar is a number)."""
+    if call.op in UNWIDENED and not any(_widened(arg.type) for arg in call.args):
+        return UNWIDENED[call.op]
+    return SEMANTICS[call.op]
+
+
+def _widened(t: Type) -> bool:
+    """Whether an operand of type ``t`` may be a tensor the semantics widen (or is of unknown kind)."""
+    if isinstance(t, (TileType, TensorType)):
+        return t.dtype in (DataType.UINT16, DataType.UINT32)
+    return not isinstance(t, (ScalarType, TupleType, ArrayType))  # (numbers, tuples of them)
+
+
+def _flatten(operands: tuple[Operand, ...], order: list[tuple[Any, Any]]) -> tuple[Operand, ...]:
+    """``operands`` with each nested op as a SLOT, the nested ops appended to ``order`` as they
+    run: an op's own nested operands first, left to right (its freed check before them)."""
+    flat: list[Operand] = []
+    for kind, item in operands:
+        if kind == CALL:
+            if item.checks_freed:
+                order.append((None, item.call))
+            inner = _flatten(item.operands, order)
+            flat.append((SLOT, sum(1 for nested, _ in order if nested is not None)))
+            order.append((item, inner))
+        elif kind == TUPLE:
+            flat.append((TUPLE, _flatten(item, order)))
+        else:
+            flat.append((kind, item))
+    return tuple(flat)
 
 
 def _has_call(operands: tuple[Operand, ...]) -> bool:

@@ -20,17 +20,20 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Generator, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import torch
 
 from pypto.ir import (
+    Allocation,
     Assign,
     Call,
     Eval,
     For,
     Function,
     MemoryPlan,
+    MemorySpace,
+    SourceSpan,
     Stmt,
     TileType,
     Var,
@@ -44,14 +47,14 @@ from pypto.ir.nodes import stmt_end_exprs, stmt_exprs, walk_expr, walk_stmts
 from pypto.ir.ops import OPS, GmAccess, Observes, user_name
 from pypto.ir.ops import debug as debug_ops
 from pypto.ir.semantics import OpImpl
-from pypto.ir.walker import KernelWalker
+from pypto.ir.walker import Jump, KernelWalker
 from pypto_sim_a2a3.checks.coherence import GM_DATA_OPS
-from pypto_sim_a2a3.engine.crosscore import Popped
+from pypto_sim_a2a3.engine.crosscore import Popped, scalar_step
 from pypto_sim_a2a3.engine.decode import (
     CONSTANT,
     CORE_UNITS,
     FREE_OPS,
-    TUPLE,
+    SLOT,
     VARIABLE,
     Operand,
     Step,
@@ -59,15 +62,17 @@ from pypto_sim_a2a3.engine.decode import (
     data_route,
 )
 from pypto_sim_a2a3.engine.launch import CoreRole
-from pypto_sim_a2a3.engine.scheduler import Advance, Event
+from pypto_sim_a2a3.engine.scheduler import Event
 from pypto_sim_a2a3.engine.semantics import ADDRESS_CHECKS, SEMANTICS
 from pypto_sim_a2a3.engine.steering import UNCOMPUTED, TimingOnly, written_text
 from pypto_sim_a2a3.errors import PipeError
 from pypto_sim_a2a3.hw.corepipes import GM_PIPES, Dependency, Region
 from pypto_sim_a2a3.hw.cost import CostModel, OpCost
+from pypto_sim_a2a3.hw.memory import CoreMemory, slot_of
 from pypto_sim_a2a3.hw.ring import TOKEN, Token
 
 Walk = Generator[Event, None, Any]
+_UNBOUND = object()  # a name the frame has no value for
 # The ops that only look (pl.debug.*): the kernel debugger's, never put on a pipe.
 OBSERVING_OPS = frozenset(name for name, spec in OPS.items() if spec.has(Observes))
 PLATFORM = "a2a3sim"
@@ -107,6 +112,11 @@ class KernelFrame(KernelWalker):
         self.debug_hits: set[int] = set()  # the break_at lines it stopped at in this loop iteration
         self.bound_order: dict[str, int] = {}  # when debugging: the order each name was last bound
         self._binds = 0
+        # Whether its ops' runs are this class's own (a subclass hooking run_step walks each op
+        # through it): then a plain op runs without a frame of its own.
+        self._plain = type(self).run_step is KernelFrame.run_step
+
+    _plain = False  # (a frame made without __init__ walks every op through run_step)
 
     def run(self) -> Walk:
         """Run the kernel, then wait for its pipes to drain (see :meth:`CoreTiming.started`)."""
@@ -117,10 +127,9 @@ class KernelFrame(KernelWalker):
             yield from self.timing.drain()
         return returned
 
-    def iteration(self, loop: For | While) -> Walk:
+    def iteration_begins(self, loop: For | While) -> None:
         if self.debug is not None:
             self.debug_hits.clear()  # each iteration stops at a break_at line again
-        return (yield from super().iteration(loop))
 
     def top_level_done(self, index: int) -> Walk:
         if self.timing is not None:
@@ -130,52 +139,84 @@ class KernelFrame(KernelWalker):
         kind = type(stmt)
         call = stmt.value if kind is Assign or kind is Eval else None  # type: ignore[attr-defined]
         step = self.steps.step(call) if type(call) is Call else None
-        if step is not None and step.operands is not None:
-            # The common statement, an op on variables and constants, without the walker's frames.
-            if step.checks_freed and self.role.freed:
-                self.numbers.check_not_freed(step.call)
-            if step.nested:
-                args = yield from self._operand_walk(step.operands)
+        if step is None or step.operands is None:
+            left: tuple[Any, ...] | Jump | None
+            if kind is For:  # (the walker's dispatch, without its frame)
+                left = yield from self.exec_for(stmt)  # type: ignore[arg-type]
             else:
-                args = self._operands(step.operands)
-            value = yield from self.run_step(step, args)
-            if kind is Assign:
-                self.bind(stmt, value)  # type: ignore[arg-type]
-            left = None
+                left = yield from super().exec_stmt(stmt)
+            if self.timing is not None:
+                self.timing.statement_bound(stmt, self.env)
+            return left
+        # The common statement, an op on variables, constants and nested scalar ops, without the
+        # walker's frames; an op without a launch part (a plain op) runs without a frame of its
+        # own while nothing hooks the op's run (a debugger, a subclass's run_step).
+        plain = self._plain and self.debug is None
+        if step.checks_freed and self.role.freed:
+            self.numbers.check_not_freed(step.call)
+        if step.nested:
+            slots: list[Any] = []
+            for nested, operands in step.flat:
+                if nested is None:  # a nested op's freed check, before its own operands run
+                    if self.role.freed:
+                        self.numbers.check_not_freed(operands)
+                    continue
+                args = self._operands(operands, slots)
+                if plain and nested.launch is None:
+                    value, event = self._plain_op(nested, args)
+                    if event is not None:
+                        yield event
+                else:
+                    value = yield from self.run_step(nested, args)
+                slots.append(value)
+            args = self._operands(step.flat_operands, slots)
         else:
-            left = yield from super().exec_stmt(stmt)
+            args = self._operands(step.operands)
+        if plain and step.launch is None:
+            value, event = self._plain_op(step, args)
+            if event is not None:
+                yield event
+        else:
+            value = yield from self.run_step(step, args)
+        if kind is Assign:
+            self.bind(stmt, value)  # type: ignore[arg-type]
         if self.timing is not None:
             self.timing.statement_bound(stmt, self.env)
-        return left
+        return None
 
-    def _operands(self, operands: tuple[Operand, ...]) -> tuple[Any, ...]:
-        """The values of a decoded step's operands (variables, constants, tuples of them)."""
+    def _operands(self, operands: tuple[Operand, ...], slots: Sequence[Any] = ()) -> tuple[Any, ...]:
+        """The values of a decoded step's operands (variables, constants, tuples of them, the
+        values of nested ops in ``slots``)."""
         env = self.env
         values = []
         for kind, item in operands:
             if kind == VARIABLE:
-                values.append(env[item.name] if item.name in env else self._undefined(item))
+                value = env.get(item.name, _UNBOUND)
+                values.append(self._undefined(item) if value is _UNBOUND else value)
             elif kind == CONSTANT:
                 values.append(item)
+            elif kind == SLOT:
+                values.append(slots[item])
             else:
-                values.append(self._operands(item))
+                values.append(self._operands(item, slots))
         return tuple(values)
 
-    def _operand_walk(self, operands: tuple[Operand, ...]) -> Walk:
-        """:meth:`_operands` where some operand is a nested op: it runs in its place, in order."""
-        values = []
-        for operand in operands:
-            kind, item = operand
-            if kind in (VARIABLE, CONSTANT):
-                values.append(self._operands((operand,))[0])
-            elif kind == TUPLE:
-                values.append((yield from self._operand_walk(item)))
-            else:
-                if item.checks_freed and self.role.freed:
-                    self.numbers.check_not_freed(item.call)
-                args = yield from self._operand_walk(item.operands)
-                values.append((yield from self.run_step(item, args)))
-        return tuple(values)
+    def _plain_op(self, step: Step, args: tuple[Any, ...]) -> tuple[Any, Event | None]:
+        """:meth:`run_step` of a plain op (no launch part, no debugger) as one call: its value and
+        the event its core yields for it (None: it takes no time here)."""
+        call = step.call
+        if self.on_op is not None:
+            self.on_op(call)
+        if step.work and self.role.mirror:
+            return (args[step.writes[0]] if step.writes else TOKEN), None  # (as skipped() finds)
+        value = self.numbers.compute(step, args)
+        timing = self.timing
+        if timing is None:
+            return value, None
+        cost = step.cost
+        if cost is None:
+            cost = self.steps.cost(step, self.cost)
+        return value, timing.issue_now(step, args, cost)
 
     def _undefined(self, var: Var) -> Any:
         raise self.error(f"{var.name} is used before it is defined", var)
@@ -201,7 +242,7 @@ class KernelFrame(KernelWalker):
                     self.debug.show(self, call, args)
                 return TOKEN
         if step.work and self.role.mirror:
-            return skipped(call, args)
+            return args[step.writes[0]] if step.writes else TOKEN  # (skipped(), from the decoded writes)
         if step.launch is not None:  # pipe, index and system ops: the launch's (with its pipes)
             return (yield from step.launch(self.role, call, args, self.cost))
         # The op first, so that bad offsets or valid shapes are reported as such, not as a race
@@ -263,6 +304,9 @@ class CoreNumbers:
         self.computes = None if steering is None else steering.calls
         self.keeps = None if steering is None else steering.names
         self.unreal = None if timing_only is None else timing_only.unreal
+        self._allocations: dict[str, Allocation] = {}  # each tile's allocation, checked once
+        # (tile, byte offset) -> its buffer view, the view's space and end (one per slot it takes)
+        self._views: dict[tuple[str, int], tuple[torch.Tensor, MemorySpace, int]] = {}
 
     def compute(self, step: Step, args: tuple[Any, ...]) -> Any:
         """The numbers of a call that is no launch op, by its checked semantics (or the error
@@ -272,7 +316,9 @@ class CoreNumbers:
         if semantics is None:
             semantics = self._cannot_run(call, args)
         else:
-            self.check_has_data(call, args)
+            for value in args:  # (check_has_data's look, here: one call less per op)
+                if isinstance(value, Token):
+                    self.check_has_data(call, args)
         if self.computes is None:
             return semantics(call, args)
         if id(call) not in self.computes:
@@ -298,12 +344,32 @@ class CoreNumbers:
     def place(self, stmt: Assign, value: Any, env: dict[str, Any]) -> None:
         """Bind a tile: its buffer in the core's memory, holding ``value``."""
         var = stmt.target
-        dest = self.memory.place(self.fn, var, self.role.core.name, stmt.span, env)
+        dest = self.buffer(var, stmt.span, env)
         if self.keeps is None or var.name in self.keeps:
             if isinstance(value, torch.Tensor) and self.memory.shares_storage(value):
                 value = value.clone()  # a view of a buffer may overlap the destination
             dest.copy_(value)
         env[var.name] = dest
+
+    def buffer(self, var: Var, span: SourceSpan | None, env: dict[str, Any]) -> torch.Tensor:
+        """Tile ``var``'s buffer view now (:meth:`CoreMemory.place`, its allocation looked up and
+        checked once per walk)."""
+        allocation = self._allocations.get(var.name)
+        if allocation is None:
+            allocation = self.memory.allocation(self.fn, var, self.role.core.name, span)
+            self._allocations[var.name] = allocation
+        slot = 0 if allocation.slots <= 1 else slot_of(self.fn, var, allocation, span, env)
+        offset = allocation.slot_offset(slot)
+        found = self._views.get((var.name, offset))
+        if found is None:
+            assert isinstance(var.type, TileType)
+            view = self.memory.view(allocation, var.type, slot)
+            if type(self.memory) is CoreMemory:  # (a memory of its own kind may note each view)
+                self._views[var.name, offset] = (view, allocation.space, offset + var.type.nbytes)
+            return view
+        view, space, top = found
+        self.memory.reached(space, top)  # (what view_at notes of the bytes it hands out)
+        return view
 
     def carry(self, var: Var, value: Any, env: dict[str, Any]) -> tuple[Region, Region] | None:
         """Carry tile ``value`` into iter_arg ``var``'s buffer; the (source, destination) regions
@@ -313,7 +379,7 @@ class CoreNumbers:
             return None
         dest = env.get(var.name)
         if dest is None:
-            dest = self.memory.place(self.fn, var, self.role.core.name, var.span, env)
+            dest = self.buffer(var, var.span, env)
         env[var.name] = dest
         if dest.data_ptr() == value.data_ptr() and dest.shape == value.shape:
             return None
@@ -340,8 +406,7 @@ class CoreNumbers:
 
     def region(self, value: torch.Tensor) -> Region | None:
         """Where ``value`` lies in the core's memory (None: in GM)."""
-        found = self.memory.region(value)
-        return None if found is None else Region(*found)
+        return self.memory.region(value)  # type: ignore[return-value]  # (a Region)
 
     def check_not_freed(self, call: Call) -> None:
         """A tile read after its tfree: its slot is the producer's again and may hold the next push."""
@@ -417,7 +482,12 @@ class CoreTiming:
         self.pipes = role.launch.site.core_pipes(self.core, role.launch.recorder, cost.sync_cycles())
         role.pipes = self.pipes
         self.issue_step = cost.issue_step()
-        self._pending: _Issued | None = None  # the statement's op, put on its pipe once bound
+        assert self.core.memory is not None
+        # Where a tile lies in the core's memory (a Region; None: in GM).
+        self.region: Callable[[torch.Tensor], Region | None] = self.core.memory.region  # type: ignore[assignment]
+        # The statement's op, put on its pipe once bound: (call, args, cost, issued at, the operands
+        # it writes in place); a plain tuple, made once per op.
+        self._pending: tuple[Call, tuple[Any, ...], OpCost, int, tuple[int, ...]] | None = None
 
     def started(self) -> None:
         """The core is *settled* (see :meth:`Launch.settle`) once the work of the top-level
@@ -437,40 +507,42 @@ class CoreTiming:
     def wait_until(self, cycle: int) -> Walk:
         """Hold the scalar unit (the core's clock) until ``cycle``."""
         if cycle > self.core.clock:
-            yield Advance.scalar(cycle - self.core.clock)
+            yield scalar_step(cycle - self.core.clock)
 
     def issue(self, step: Step, args: tuple[Any, ...], cost: OpCost) -> Walk:
         """The scalar unit runs a scalar op now, or hands any other op to its pipe."""
+        yield self.issue_now(step, args, cost)
+
+    def issue_now(self, step: Step, args: tuple[Any, ...], cost: OpCost) -> Event:
+        """:meth:`issue` as one call: the event the core yields for the op."""
         call = step.call
         if cost.unit == "SCALAR":
             memory = self.core.memory
             assert memory is not None
             gm = [a for a in args if isinstance(a, torch.Tensor) and memory.region(a) is None]
             self.role.launch.gm_access(self.role, call, args, self.core.clock)
-            after = max((self.pipes.gm_written(t) for t in gm), default=0)
+            after = max([self.pipes.gm_written(t) for t in gm]) if gm else 0
             issue = self.core.clock
             _, ready = self.pipes.run(cost, call, issue, after=_after(after, "GM written by this core"))
-            yield Advance.scalar(ready - issue)
-            return
+            return scalar_step(ready - issue)
         if self._pending is not None:
             raise VerificationError(
-                f"in {self.fn.name}: {call.op} is nested inside {self._pending.call.op}: each op needs a "
+                f"in {self.fn.name}: {call.op} is nested inside {self._pending[0].op}: each op needs a "
                 "statement",
                 call.span,
             )
-        self._pending = _Issued(call, args, cost, self.core.clock, step.writes)
-        yield self.issue_step  # the scalar unit hands it to its pipe
+        self._pending = (call, args, cost, self.core.clock, step.writes)
+        return self.issue_step  # the scalar unit hands it to its pipe
 
     def statement_bound(self, stmt: Stmt, env: dict[str, Any]) -> None:
         """Put the statement's op on its pipe, now that its result has its buffer: it reads its
         operands' regions and writes its result's (and those of the operands it writes)."""
-        issued, self._pending = self._pending, None
+        issued = self._pending
         if issued is None:
             return
-        memory = self.core.memory
-        assert memory is not None
-        call, args = issued.call, issued.args
-        writes_args = issued.writes
+        self._pending = None
+        region = self.region
+        call, args, cost, at, writes_args = issued
         reads: list[Region] = []
         writes: list[Region] = []
         gm_reads: list[torch.Tensor] = []
@@ -478,32 +550,20 @@ class CoreTiming:
         for index, value in enumerate(args):
             if not isinstance(value, torch.Tensor):
                 continue
-            found = memory.region(value)
-            written = index in writes_args
+            found = region(value)
             if found is None:
-                (gm_writes if written else gm_reads).append(value)
+                (gm_writes if index in writes_args else gm_reads).append(value)
             else:
-                region = Region(*found)
-                reads.append(region)  # an op writing a tile in place reads it too
-                if written:
-                    writes.append(region)
-        if isinstance(stmt, Assign) and isinstance(stmt.target.type, TileType):
+                reads.append(found)  # an op writing a tile in place reads it too
+                if index in writes_args:
+                    writes.append(found)
+        if type(stmt) is Assign and isinstance(stmt.target.type, TileType):
             result = env.get(stmt.target.name)
-            found = memory.region(result) if isinstance(result, torch.Tensor) else None
+            found = region(result) if isinstance(result, torch.Tensor) else None
             if found is not None:
-                writes.append(Region(*found))
-        start, _ = self.pipes.run(issued.cost, call, issued.at, reads, writes, gm_reads, gm_writes)
+                writes.append(found)
+        start, _ = self.pipes.run(cost, call, at, reads, writes, gm_reads, gm_writes)
         self.role.launch.gm_access(self.role, call, args, start)
-
-
-class _Issued(NamedTuple):
-    """An op the scalar unit issued at cycle ``at``, waiting for its statement to bind its result."""
-
-    call: Call
-    args: tuple[Any, ...]
-    cost: OpCost
-    at: int
-    writes: tuple[int, ...]  # the operands the op writes in place
 
 
 def _after(cycle: int, what: str) -> tuple[Dependency, ...]:

@@ -82,6 +82,11 @@ def _user_op(call: Call) -> str:
 def check_region(call: Call, tensor: torch.Tensor, offsets: Sequence[int], extent: Sequence[int]) -> None:
     """An OutOfBoundsError at the call unless ``tensor[offsets : offsets + extent]`` lies inside it.
     An empty region (a lane's share past the end of a dynamic extent) touches nothing, anywhere."""
+    shape = tensor.shape
+    if len(offsets) == 2 and len(extent) == 2 and len(shape) == 2:  # a 2-D region, the common case
+        (row, col), (rows, cols), (height, width) = offsets, extent, shape
+        if rows == 0 or cols == 0 or (row >= 0 and row + rows <= height and col >= 0 and col + cols <= width):
+            return
     if any(size == 0 for size in extent):
         return
     for dim, (off, size, full) in enumerate(zip(offsets, extent, tensor.shape, strict=True)):
@@ -477,6 +482,21 @@ def _checked_semantics() -> dict[str, OpImpl]:
 
 
 SEMANTICS: dict[str, OpImpl] = _checked_semantics()
+
+
+def _unwidened() -> dict[str, OpImpl]:
+    """The checked semantics of each op that widens unsigned 16- and 32-bit tensor operands
+    (:func:`pypto.ir.semantics.widened`), without the widening: for a call none of whose operands
+    is such a tensor, which has nothing to widen."""
+    found = {}
+    for name, impl in shared.SEMANTICS.items():
+        bare = getattr(impl, "__wrapped__", None)
+        if bare is not None:
+            found[name] = _checked(CHECKS[name], bare) if name in CHECKS else bare
+    return found
+
+
+UNWIDENED: dict[str, OpImpl] = _unwidened()
 NUMBERS: dict[str, OpImpl] = shared.SEMANTICS  # each op's numbers alone (its checks made apart)
 
 

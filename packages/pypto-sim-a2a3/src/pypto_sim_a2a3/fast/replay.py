@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -214,17 +214,18 @@ def _uniform_body(body: Sequence[Stmt], uniform: set[str]) -> bool:
 # ---------------------------------------------------------------- recording a block
 
 
-@dataclass(eq=False)
 class _Step:
-    """One scheduler step of a core: what it did (``effects``), then what it yielded."""
+    """One scheduler step of a core: what it did (``effects``), then what it yielded (a plain
+    class with slots: block 0 makes one per step)."""
 
-    effects: list[tuple[Any, ...]] = field(default_factory=list)
-    event: Any = _PENDING
-    wake: tuple[int, int] | None = None  # its wait ended after this step of that core: (core, step)
-    settles: bool = False  # one of its effects is its core's last GM access settling
-    _split: tuple[tuple[Slice, ...], tuple[tuple[Any, ...], ...]] | None = field(
-        default=None, init=False, repr=False
-    )
+    __slots__ = ("_split", "effects", "event", "settles", "wake")
+
+    def __init__(self) -> None:
+        self.effects: list[tuple[Any, ...]] = []
+        self.event: Any = _PENDING
+        self.wake: tuple[int, int] | None = None  # its wait ended after this step of that core: (core, step)
+        self.settles = False  # one of its effects is its core's last GM access settling
+        self._split: tuple[tuple[Slice, ...], tuple[tuple[Any, ...], ...]] | None = None
 
     def split(self) -> tuple[tuple[Slice, ...], tuple[tuple[Any, ...], ...]]:
         """Its slices and its other effects, each in order (of a step done: found once, for every
@@ -272,11 +273,17 @@ class BlockRecording:
 
     # ------------------------------------------------ what the launch tells (LaunchObserver)
 
+    # (The effects told most often are appended in place, not through effect(): one call less.)
+
     def op(self, call: Call) -> None:
-        self.effect((OP, call))
+        current = self._current
+        assert current is not None, "block 0 did something outside its own steps"
+        current.append((OP, call))
 
     def gm_access(self, role: CoreRole, call: Call, args: Sequence[Any], at: int) -> None:
-        self.effect((GM, call, at))
+        current = self._current
+        assert current is not None, "block 0 did something outside its own steps"
+        current.append((GM, call, at))
 
     def settle(self, role: CoreRole) -> None:
         if self._current is not None and self._stepping is not None:
@@ -284,7 +291,9 @@ class BlockRecording:
             self._stepping.settles = True
 
     def slice(self, piece: Slice) -> None:
-        self.effect((SLICE, piece))
+        current = self._current
+        assert current is not None, "block 0 did something outside its own steps"
+        current.append((SLICE, piece))
 
     def ring(self, pipe: str, owner: str, slots: int) -> Callable[[int, int], None]:
         number = self.rings
@@ -303,13 +312,15 @@ class BlockRecording:
     def stepped(self, index: int, run: Generator[Event, None, Any]) -> Generator[Event, None, Any]:
         """``run`` (core ``index``'s kernel run), each of its steps recorded."""
         steps = self.steps[index]
+        counts = self.counts
+        advance = run.__next__
         while True:
             step = _Step()
             steps.append(step)
-            self.counts[index] += 1
+            counts[index] += 1
             self._current, self._stepping = step.effects, step
             try:
-                event = next(run)
+                event = advance()
             except StopIteration as stop:
                 self._current = self._stepping = None
                 step.event = _FINAL

@@ -30,7 +30,6 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import torch
 
@@ -40,17 +39,12 @@ from pypto.ir.errors import at_line
 from pypto_sim_a2a3.engine.timeline import Recorder, make_slice
 from pypto_sim_a2a3.hw.cores import Core
 from pypto_sim_a2a3.hw.cost import OpCost
+from pypto_sim_a2a3.hw.memory import Region
+
+__all__ = ["GM_PIPES", "CorePipes", "Dependency", "Region"]
 
 # The pipes whose work touches GM, drained by a fence and before a kernel counts as settled.
 GM_PIPES = ("MTE2", "MTE3", "FIXPIPE")
-
-
-class Region(NamedTuple):
-    """A byte range of one on-chip space of the core: ``Mem.Vec[lo:hi]``."""
-
-    space: MemorySpace
-    lo: int
-    hi: int
 
 
 @dataclass

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -25,7 +25,16 @@ from pypto.ir import (
 )
 from pypto.ir.semantics import torch_dtype
 
-__all__ = ["CoreMemory", "torch_dtype"]
+__all__ = ["CoreMemory", "Region", "torch_dtype"]
+
+
+class Region(NamedTuple):
+    """A byte range of one on-chip space of a core: ``Mem.Vec[lo:hi]``."""
+
+    space: MemorySpace
+    lo: int
+    hi: int
+
 
 # The allocations of each kernel's tiles already checked against a core's spaces on a target:
 # a plan does not change as it runs, and every core of a kind has the same spaces, so the check
@@ -76,9 +85,10 @@ class CoreMemory:
         self._storages: dict[int, tuple[MemorySpace, int]] = {}
         self.buffers = SpaceBuffers({s: target.spec(s).capacity for s in self._spaces}, self._storages, lanes)
         self.high_water: dict[MemorySpace, int] = {}
-        self._views: dict[tuple[MemorySpace, int, Any, tuple[Any, ...]], torch.Tensor] = {}
+        # (space, offset, dtype, shape) -> the view of those bytes as those elements, and its end
+        self._views: dict[tuple[MemorySpace, int, Any, tuple[Any, ...]], tuple[torch.Tensor, int]] = {}
         # id of a view handed out -> (the view, its region): a view's region is known when it is made
-        self._regions: dict[int, tuple[torch.Tensor, tuple[MemorySpace, int, int]]] = {}
+        self._regions: dict[int, tuple[torch.Tensor, Region]] = {}
 
     @property
     def spaces(self) -> tuple[MemorySpace, ...]:
@@ -90,8 +100,8 @@ class CoreMemory:
         return id(tensor) in self._regions or tensor.untyped_storage().data_ptr() in self._storages
 
     def region(self, tensor: torch.Tensor) -> tuple[MemorySpace, int, int] | None:
-        """The space and the byte range ``[lo, hi)`` a tile view covers, or None for a tensor that
-        lives elsewhere (in GM)."""
+        """The space and the byte range ``[lo, hi)`` a tile view covers (a :class:`Region`), or
+        None for a tensor that lives elsewhere (in GM)."""
         known = self._regions.get(id(tensor))
         if known is not None and known[0] is tensor:
             return known[1]
@@ -100,7 +110,7 @@ class CoreMemory:
             return None
         space, base = found
         lo = tensor.data_ptr() - base
-        return space, lo, lo + tensor.numel() * tensor.element_size()
+        return Region(space, lo, lo + tensor.numel() * tensor.element_size())
 
     def view(self, allocation: Allocation, tile: TileType, slot_value: int = 0) -> torch.Tensor:
         """The tile's elements: ``buffer[offset:offset + nbytes]`` as ``tile.dtype`` of ``tile.shape``
@@ -109,16 +119,23 @@ class CoreMemory:
 
     def view_at(self, space: MemorySpace, offset: int, tile: TileType) -> torch.Tensor:
         """``tile``'s elements on the bytes of ``space`` starting at ``offset`` (e.g. a pipe slot)."""
-        top = offset + tile.nbytes
+        key = (space, offset, tile.dtype, tuple(tile.shape))
+        found = self._views.get(key)
+        if found is None:  # views of the same bytes as the same elements are one: made once
+            top = offset + tile.nbytes
+            raw = self.buffers[space][..., offset:top]  # (of each block, in a batch's memory)
+            view = raw.view(torch_dtype(tile.dtype)).view(*self.buffers.lanes, *tile.shape)
+            found = self._views[key] = (view, top)
+            self._regions[id(view)] = (view, Region(space, offset, top))
+        view, top = found
         if top > self.high_water.get(space, 0):
             self.high_water[space] = top
-        key = (space, offset, tile.dtype, tuple(tile.shape))
-        view = self._views.get(key)
-        if view is None:  # views of the same bytes as the same elements are one: made once
-            raw = self.buffers[space][..., offset:top]  # (of each block, in a batch's memory)
-            view = self._views[key] = raw.view(torch_dtype(tile.dtype)).view(*self.buffers.lanes, *tile.shape)
-            self._regions[id(view)] = (view, (space, offset, top))
         return view
+
+    def reached(self, space: MemorySpace, top: int) -> None:
+        """A view ending at byte ``top`` of ``space`` is handed out again (see :attr:`high_water`)."""
+        if top > self.high_water.get(space, 0):
+            self.high_water[space] = top
 
     def place(
         self,

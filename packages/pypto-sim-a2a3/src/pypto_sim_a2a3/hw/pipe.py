@@ -121,6 +121,8 @@ class Pipe:
     lead: int = 0
     # the tiles' values cross too (off in a timing-only run whose steering values stay on one side)
     numbers: bool = True
+    # id of a pushed tile type -> (it, its split, the ring's space, a lane's slot content, its dtype)
+    _contents: dict[int, tuple[Any, ...]] = field(default_factory=dict, repr=False)
 
     def initialize(self, core: str) -> None:
         """``core`` has initialized its side of the pipe."""
@@ -176,7 +178,11 @@ class Pipe:
     def wait_writable(self, producer: str, call: Call) -> Steps:
         """Block (in the scheduler: a wait, never a busy loop) until ``producer``'s tail slot of
         every ring may take its share."""
-        yield Wait(
+        yield self.writable_wait(producer, call)
+
+    def writable_wait(self, producer: str, call: Call) -> Wait:
+        """The wait of :meth:`wait_writable`, for a caller that yields it itself."""
+        return Wait(
             lambda: self._writable(producer),
             f"a free slot of pipe {self.name}",
             call.span,
@@ -188,7 +194,11 @@ class Pipe:
 
     def wait_readable(self, consumer: str, call: Call) -> Steps:
         """Block until ``consumer``'s head slot is ready to pop."""
-        yield Wait(
+        yield self.readable_wait(consumer, call)
+
+    def readable_wait(self, consumer: str, call: Call) -> Wait:
+        """The wait of :meth:`wait_readable`, for a caller that yields it itself."""
+        return Wait(
             self.rings[consumer].readable,
             f"a ready slot of pipe {self.name}",
             call.span,
@@ -287,7 +297,7 @@ class Pipe:
             )
         region = Region(ring.space, slot.offset, slot.offset + ring.slot_size)
         _, reader = pipes.last_read([region])
-        _, freed = pipes.run(replace(cost, unit=reader or "MTE2"), call, issued, reads=[region])
+        _, freed = pipes.run(_on_unit(cost, reader or "MTE2"), call, issued, reads=[region])
         ring.release(slot, freed)
         self.changed.changed()
 
@@ -296,7 +306,10 @@ class Pipe:
     def _writable(self, producer: str) -> bool:
         if not self.initialized.issuperset(self.consumers):
             return False
-        return all(ring.writable(producer) for ring in self.rings.values())
+        for ring in self.rings.values():  # noqa: SIM110  (a loop, not all(): the scheduler asks often)
+            if not ring.writable(producer):
+                return False
+        return True
 
     def _shares(self, lane: int, call: Call, value: Any, valid: tuple[int, ...] | None) -> list[_Share]:
         tile = call.args[0].type
@@ -305,9 +318,8 @@ class Pipe:
         if self.direction is PipeDirection.C2V:
             stride = call.attrs.get("lane_stride")
             shares = [
-                replace(
-                    self._lane_slot(tile, mode, i, value, c, stride),
-                    valid=_lane_valid(tile.shape, valid, mode, i, stride),
+                self._lane_slot(
+                    tile, mode, i, value, c, stride, _lane_valid(tile.shape, valid, mode, i, stride)
                 )
                 for i, c in enumerate(self.consumers)
             ]
@@ -318,20 +330,43 @@ class Pipe:
         return shares
 
     def _lane_slot(
-        self, tile: TileType, mode: SplitMode, lane: int, value: Any, consumer: str, stride: int | None
+        self,
+        tile: TileType,
+        mode: SplitMode,
+        lane: int,
+        value: Any,
+        consumer: str,
+        stride: int | None,
+        valid: tuple[int, ...] | None,
     ) -> _Share:
-        """C->V: the share of AIV lane ``lane`` (``stride`` rows or columns of a balanced split),
-        zero-padded to ``split_shape`` (a short odd half)."""
+        """C->V: the share of AIV lane ``lane``'s (``stride`` rows or columns of a balanced split),
+        zero-padded to ``split_shape`` (a short odd half); ``valid``, its real part."""
         ring = self.rings[consumer]
         data = lane_share(value, mode, lane, self.lead, stride)
         if data is None:
-            return _Share(ring, SlotContent(mode, None), None)
-        slot_tile = TileType(split_shape(tile.shape, mode), tile.dtype, ring.space)
+            return _Share(ring, SlotContent(mode, None), None, (), valid)
+        content, dtype = self._lane_content(tile, mode, ring.space)
         if not self.numbers:
-            return _Share(ring, SlotContent(mode, slot_tile), None)
-        padded = torch.zeros((*data.shape[: self.lead], *slot_tile.shape), dtype=torch_dtype(tile.dtype))
+            return _Share(ring, content, None, (), valid)
+        assert content.tile is not None
+        shape = (*data.shape[: self.lead], *content.tile.shape)
+        if tuple(data.shape) == shape and data.dtype == dtype:
+            # A whole share: written into the slot as it is (the push copies it there at once).
+            return _Share(ring, content, data, (), valid)
+        padded = torch.zeros(shape, dtype=dtype)
         padded[tuple(slice(0, n) for n in data.shape)] = data
-        return _Share(ring, SlotContent(mode, slot_tile), padded)
+        return _Share(ring, content, padded, (), valid)
+
+    def _lane_content(
+        self, tile: TileType, mode: SplitMode, space: MemorySpace
+    ) -> tuple[SlotContent, torch.dtype]:
+        """What a lane's share of a pushed ``tile`` puts in its slot, and its elements' torch dtype
+        (made once per pushed tile type: a kernel pushes the same tile in every iteration)."""
+        found = self._contents.get(id(tile))
+        if found is None or found[0] is not tile or found[1] is not mode or found[2] is not space:
+            content = SlotContent(mode, TileType(split_shape(tile.shape, mode), tile.dtype, space))
+            found = self._contents[id(tile)] = (tile, mode, space, content, torch_dtype(tile.dtype))
+        return found[3], found[4]
 
     def _gathered_slot(self, tile: TileType, mode: SplitMode, lane: int, value: Any) -> _Share:
         """V->C: lane ``lane``'s share at its position in the AIC's whole tile."""
@@ -348,7 +383,7 @@ class Pipe:
 
     def _check_fits(self, share: _Share, call: Call) -> None:
         tile = share.content.tile
-        if tile is not None and tile.nbytes > share.ring.slot_size:
+        if tile is not None and _nbytes(tile) > share.ring.slot_size:
             raise PipeError(
                 f"{short_name(call.op)} puts a {describe(tile)} ({tile.nbytes} bytes) into pipe {self.name}, "
                 f"whose slots hold {share.ring.slot_size} bytes",
@@ -505,6 +540,33 @@ def _undrained_cause(rings: list[Ring]) -> tuple[SourceSpan | None, str]:
                 return slot.pushed_at, hint
     popped = next(slot for slot in slots if slot.state is SlotState.POPPED)
     return popped.popped_at, FREE_HINT
+
+
+# id of a slot's tile type -> (it, its bytes): a push checks that its shares fit their slots.
+_NBYTES: dict[int, tuple[TileType, int]] = {}
+
+
+def _nbytes(tile: TileType) -> int:
+    found = _NBYTES.get(id(tile))
+    if found is None or found[0] is not tile:
+        if len(_NBYTES) > 4096:
+            _NBYTES.clear()
+        found = _NBYTES[id(tile)] = (tile, tile.nbytes)
+    return found[1]
+
+
+# (cost, unit) -> that cost on that unit: a free's flag is set on its tile's last reader's pipe.
+_ON_UNIT: dict[tuple[int, str], tuple[OpCost, OpCost]] = {}
+
+
+def _on_unit(cost: OpCost, unit: str) -> OpCost:
+    """``cost`` on ``unit`` (made once per cost and unit: a cost model keeps each op's cost)."""
+    found = _ON_UNIT.get((id(cost), unit))
+    if found is None or found[0] is not cost:
+        if len(_ON_UNIT) > 4096:
+            _ON_UNIT.clear()
+        found = _ON_UNIT[id(cost), unit] = (cost, replace(cost, unit=unit))
+    return found[1]
 
 
 def _content(content: SlotContent) -> str:
