@@ -146,21 +146,30 @@ def test_a_scalar_step_is_the_silent_scalar_advance():
     assert Advance.scalar(7) == Advance("SCALAR", 7, silent=True) and _complete(Advance.scalar(7))
 
 
-def test_a_task_access_of_the_race_check_is_made_with_every_field(monkeypatch):
-    made = []
-    record = races.frozen_record
+def test_a_task_access_of_the_race_check_is_its_fields_by_name():
+    recorded: list[races.TaskAccess] = []
+    record = races.TaskRaces.record
 
-    def recording(cls, fields):
-        made.append(record(cls, fields))
-        return made[-1]
+    def keeping(self, task, block, access, tensor, order):
+        record(self, task, block, access, tensor, order)
+        for log in (self._reads, self._writes):
+            recorded.extend(
+                item for boxes in log.boxes.values() for _, item in boxes.overlapping(access.region)
+            )
 
-    monkeypatch.setattr(races, "frozen_record", recording)
     x, y = rand(16, 64), rand(16, 64, seed=1)
     out = torch.zeros(16, 64)
-    run(single(vector_binary_kernel("tile.add", (16, 64))), x, y, out)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(races.TaskRaces, "record", keeping)
+        run(single(vector_binary_kernel("tile.add", (16, 64))), x, y, out)
     assert torch.equal(out, x + y)
-    assert [type(m) for m in made] == [races.TaskAccess] * 3  # two loads, a store
-    assert all(_complete(m) for m in made)
+    made = {id(m): m for m in recorded}.values()
+    assert len(made) == 3 and all(type(m) is races.TaskAccess for m in made)  # two loads, a store
+    for m in made:
+        fields = dict(task=m.task, block=m.block, access=m.access, tensor=m.tensor, position=m.position)
+        assert all(getattr(races.TaskAccess(**fields), name) is value for name, value in fields.items())
+        assert m.label == m.task.label
+    assert sorted(m.position for m in made) == [0, 1, 2]  # in its core's GM record
 
 
 def _random_steps(rng: random.Random, cores: list[str], steps: int) -> list[tuple[Slice, ...]]:
