@@ -484,7 +484,11 @@ def gm_accesses(
     """The GM boxes ``call`` reads or writes: the one of :func:`gm_access`, or, for an indexed
     access (a gather or scatter by an index tile), one box per run of neighbouring places the
     index names (whole rows, or elements with ``coalesce="elem"``)."""
-    fixed = _call_access(call) if keys is None else keys.call(call)
+    if keys is None:
+        fixed = _call_access(call)
+    else:
+        known = keys.calls.get(id(call))  # (keys.call, without its call: every GM access asks)
+        fixed = known[1] if known is not None and known[0] is call else keys.call(call)
     if fixed is None:
         return ()
     access = fixed.access
