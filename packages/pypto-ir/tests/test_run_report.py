@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
+import random
+
 import pytest
 
 from pypto.ir import RunReport, TaskEdge, TaskRecord
-from pypto.ir.backend import STALL, RingTrack, Roofline, Slice
+from pypto.ir.backend import STALL, RingTrack, Roofline, Slice, busy_and_stalled_of, stretches
 
 
 def _report(*slices: Slice, total: int = 100, tasks: list[TaskRecord] | None = None) -> RunReport:
@@ -224,3 +227,24 @@ def test_a_timing_only_report_says_so_in_its_summary_and_a_full_one_does_not():
     timed = RunReport(platform="sim", clock_mhz=1850.0, total_cycles=100, timing_only=True)
     assert not full.timing_only and "timing only" not in full.summary()
     assert timed.summary().splitlines()[0].endswith("timing only (no tile values computed)")
+
+
+def test_a_cores_stretches_are_its_connected_time_with_the_busy_cycles_in_each():
+    busy = [(10, 20), (15, 30), (50, 55)]
+    waits = [(0, 12), (30, 40), (60, 61), (52, 58)]  # (30 touches the busy span that ends there)
+    assert stretches(busy, waits) == [(0, 40, 20), (50, 58, 5), (60, 61, 0)]
+    assert stretches([], [(5, 9)]) == [(5, 9, 0)] and stretches([(1, 2)], []) == [(1, 2, 1)]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_cores_stretches_add_up_to_its_busy_and_stalled_cycles(seed):
+    rng = random.Random(seed)
+
+    def spans() -> list[tuple[int, int]]:
+        return [(s, s + rng.randint(1, 30)) for s in (rng.randint(0, 400) for _ in range(rng.randint(0, 25)))]
+
+    busy, waits = spans(), spans()
+    found = stretches(busy, waits)
+    assert all(a[1] < b[0] for a, b in itertools.pairwise(found))  # in time order, apart
+    cycles = sum(c for _, _, c in found)
+    assert (cycles, sum(e - s for s, e, _ in found) - cycles) == busy_and_stalled_of(busy, waits)

@@ -3,14 +3,13 @@ a plain scan over boxes added in order, out of order, nested and repeated."""
 
 from __future__ import annotations
 
-import dataclasses
 import random
 
 import pytest
 from sim_mixed import gm_args, through_gm
 
 from pypto.ir.nodes import Call, stmt_exprs, walk_expr, walk_stmts
-from pypto_sim_a2a3.checks.coherence import Access, BoxIndex, Region, gm_access
+from pypto_sim_a2a3.checks.coherence import Access, BoxIndex, KeyCache, Region, gm_access
 from pypto_sim_a2a3.checks.footprints import tensor_key
 
 
@@ -86,7 +85,8 @@ def test_a_box_is_the_region_its_offsets_and_extent_make():
 
 
 def test_a_gm_access_record_is_the_access_its_fields_make():
-    """gm_access makes its record field by field: the same object the dataclass makes."""
+    """gm_access makes its record (a tuple) from its fields in order: the record the class makes
+    from them by name."""
     kernel = through_gm(("syncall",), ("syncall",)).function("gm_aiv")
     load = next(
         e
@@ -101,11 +101,21 @@ def test_a_gm_access_record_is_the_access_its_fields_make():
     name = load.args[0].name
     region = Region.box((0, 0), extent)
     assert made == Access("cg0.AIV0", name, tensor_key(tensor), region, load.span, False, False, 120)
-    assert set(vars(made)) == {f.name for f in dataclasses.fields(Access)}
-    # A caller's key cache (a launch's) gives the same record, and keeps each tensor once.
-    keys: dict = {}
+    by_name = Access(
+        core="cg0.AIV0",
+        tensor=name,
+        key=tensor_key(tensor),
+        region=region,
+        span=load.span,
+        write=False,
+        at=120,
+    )
+    assert made._asdict() == by_name._asdict() and type(made) is Access and type(made.region) is Region
+    # A caller's key cache (a launch's) gives the same record, and keeps each tensor and call once.
+    keys = KeyCache()
     other = tensor[1:]  # a view: another tensor object, another key
     assert gm_access("cg0.AIV0", load, (tensor, (0, 0)), at=120, keys=keys) == made
     assert gm_access("cg0.AIV0", load, (tensor, (0, 0)), at=120, keys=keys) == made
     assert gm_access("cg0.AIV0", load, (other, (0, 0)), at=120, keys=keys).key == tensor_key(other)
-    assert [entry[1] for entry in keys.values()] == [tensor_key(tensor), tensor_key(other)]
+    assert [entry[1] for entry in keys.frames.values()] == [tensor_key(tensor), tensor_key(other)]
+    assert [entry[0] for entry in keys.calls.values()] == [load]

@@ -2,6 +2,8 @@
 ``tensor.create`` of extents it computes): what they hold, and how the task graph and the race
 check treat a view as the region of its tensor it covers."""
 
+import random
+
 import pytest
 import torch
 from sim_lowered import FunctionBuilder, expr, program, rand, run, tensor_t
@@ -188,3 +190,23 @@ def test_a_view_of_other_strides_overlaps_wherever_its_bytes_meet():
     assert not footprint(base[:1].T).overlaps(footprint(base[1:2]))
     assert footprint(base).covers(footprint(base[3:9, 7:8]))
     assert not footprint(base[3:9, 7:8]).covers(footprint(base))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_views_frame_is_its_tensors_at_the_views_first_element_when_its_strides_are_row_major(seed):
+    rng = random.Random(seed)
+    base = torch.zeros(6, 10, 12)
+    frame = tensor_frame(base)[0]
+    for _ in range(40):
+        lo = [rng.randrange(0, n) for n in base.shape]
+        hi = [rng.randrange(start + 1, n + 1) for start, n in zip(lo, base.shape, strict=True)]
+        view = base[lo[0] : hi[0], lo[1] : hi[1], lo[2] : hi[2]]
+        assert tensor_frame(view) == (frame, tuple(lo))
+        inner = view[:, 1:] if view.shape[1] > 1 else view[:, :0]
+        assert tensor_frame(inner)[0] == frame  # a view of a view lies in the same frame
+        row = base[lo[0], lo[1]]  # fewer dims: a frame of its own strides, at its offset in them
+        assert tensor_frame(row) == ((frame[0], 4, (1,), 0), (lo[0] * 120 + lo[1] * 12,))
+        stepped = base[lo[0] :, :, :: rng.choice((2, 3))]  # row-major strides of another array
+        assert tensor_frame(stepped) == ((frame[0], 4, stepped.stride(), 0), (lo[0], 0, 0))
+    moved = base.permute(1, 0, 2)
+    assert tensor_frame(moved) == ((frame[0], 0, (10, 6, 12), (12, 120, 1)), (0, 0, 0))

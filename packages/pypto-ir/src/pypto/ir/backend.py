@@ -566,6 +566,24 @@ def busy_and_stalled_of(busy: Spans, waits: Spans) -> tuple[int, int]:
     return _length(busy), _length(waited) - _length(_intersection(waited, busy))
 
 
+def stretches(busy: Spans, waits: Spans) -> list[tuple[int, int, int]]:
+    """One core's time as :func:`core_spans` gives it (``busy`` and ``waits`` spans, in any order)
+    in connected stretches, each ``(start, end, busy cycles)``: in time order, apart from one
+    another. Its busy cycles are the stretches' sums, its stalled cycles the stretches' lengths
+    less them (what :func:`busy_and_stalled_of` gives)."""
+    merged = _union([busy])
+    covered = _union([busy, waits]) if waits else merged
+    found = []
+    i = 0
+    for start, end in covered:
+        cycles = 0
+        while i < len(merged) and merged[i][0] < end:  # (each busy span lies in one stretch)
+            cycles += merged[i][1] - merged[i][0]
+            i += 1
+        found.append((start, end, cycles))
+    return found
+
+
 def _length(spans: Spans) -> int:
     return sum(end - start for start, end in spans)
 

@@ -21,20 +21,20 @@ ordered by the task boundary, so each launch keeps its own record. Views of one 
 
 from __future__ import annotations
 
+import weakref
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from operator import add
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 import torch
 
 from pypto.ir import Call, RaceError, SourceSpan, TileType, Var
 from pypto.ir.errors import at_line
 from pypto.ir.ops import OPS, GmAccess, Level, Ordering, PlacesTile, get_op
-from pypto.ir.records import frozen_record
 from pypto.ir.semantics import wrapped_positions
 from pypto_sim_a2a3.checks.footprints import TensorKey, tensor_frame
 from pypto_sim_a2a3.errors import OutOfBoundsError
@@ -65,30 +65,57 @@ WRITE_WRITE_HINT = (
 )
 
 
-# id(tensor) -> (the tensor, its frame, its origin there): kept while the tensors are alive and the
-# same objects.
-KeyCache = dict[int, tuple[torch.Tensor, TensorKey, tuple[int, ...]]]
+class KeyCache:
+    """What the GM accesses of a caller whose tensors and calls stay the same objects (a launch's
+    arguments, its kernels' calls) find once and reuse: each tensor's frame and origin
+    (:func:`~pypto_sim_a2a3.checks.footprints.tensor_frame`), and each call's fixed part of its
+    access (the tensor's name, whether it writes, the box's extent when the types fix it)."""
+
+    def __init__(self) -> None:
+        # id(tensor) -> (the tensor, its frame, its origin there, the origin an Access names)
+        self.frames: dict[int, tuple[torch.Tensor, TensorKey, tuple[int, ...], tuple[int, ...]]] = {}
+        self.calls: dict[int, tuple[Call, _CallAccess | None]] = {}  # id(call) -> (the call, its access)
+
+    def frame(self, tensor: torch.Tensor) -> tuple[torch.Tensor, TensorKey, tuple[int, ...], tuple[int, ...]]:
+        known = self.frames.get(id(tensor))
+        if known is None or known[0] is not tensor:
+            key, origin = tensor_frame(tensor)
+            known = self.frames[id(tensor)] = (tensor, key, origin, origin if any(origin) else ())
+        return known
+
+    def call(self, call: Call) -> _CallAccess | None:
+        """``call``'s access, if it moves GM data (None otherwise)."""
+        known = self.calls.get(id(call))
+        if known is None or known[0] is not call:
+            if call in _CALLS:  # (found by an earlier launch of the program)
+                found = _CALLS[call]
+            else:
+                found = _CALLS[call] = _call_access(call)
+            known = self.calls[id(call)] = (call, found)
+        return known[1]
 
 
-@dataclass(frozen=True)
-class Region:
-    """A box ``[lo, hi)`` per dim of a GM tensor's index space."""
+class Region(NamedTuple):
+    """A box ``[lo, hi)`` per dim of a GM tensor's index space (a tuple: every GM access makes one)."""
 
     lo: tuple[int, ...]
     hi: tuple[int, ...]
 
     @classmethod
     def box(cls, offsets: Sequence[int], extent: Sequence[int]) -> Region:
-        """The box ``[offsets, offsets + extent)`` (a :func:`~pypto.ir.records.frozen_record`:
-        every GM access makes one)."""
+        """The box ``[offsets, offsets + extent)``."""
         if len(offsets) != len(extent):
             raise ValueError(f"offsets {list(offsets)} and extent {list(extent)} differ in rank")
-        return frozen_record(cls, {"lo": tuple(offsets), "hi": tuple(map(add, offsets, extent))})
+        lo = tuple(offsets)
+        return _NEW(cls, (lo, tuple(map(add, lo, extent))))
 
     def overlap(self, other: Region) -> Region | None:
         lo = tuple(map(max, self.lo, other.lo))
         hi = tuple(map(min, self.hi, other.hi))
-        return Region(lo, hi) if all(a < b for a, b in zip(lo, hi, strict=True)) else None
+        for a, b in zip(lo, hi, strict=True):
+            if a >= b:
+                return None
+        return _NEW(Region, (lo, hi))
 
     def covers(self, other: Region) -> bool:
         return all(a <= c and d <= b for a, b, c, d in zip(self.lo, self.hi, other.lo, other.hi, strict=True))
@@ -101,9 +128,8 @@ class Region:
         return "[" + ", ".join(f"{a}:{b}" for a, b in zip(self.lo, self.hi, strict=True)) + "]"
 
 
-@dataclass(frozen=True)
-class Access:
-    """A read or write of a GM box by one core."""
+class Access(NamedTuple):
+    """A read or write of a GM box by one core (a tuple: every GM access makes one)."""
 
     core: str
     tensor: str
@@ -128,6 +154,10 @@ class Access:
     @property
     def verb(self) -> str:
         return "adds into" if self.atomic else "writes" if self.write else "reads"
+
+
+# Makes a tuple record from its fields in order, without the keyword handling of its constructor.
+_NEW = tuple.__new__
 
 
 @dataclass(frozen=True)
@@ -186,8 +216,11 @@ class BoxIndex(Generic[T]):
         self._waiting: list[tuple[int, int, tuple[int, T]]] = []  # (start, end, entry), not yet filed
 
     def add(self, seq: int, region: Region, item: T) -> None:
-        start, end = _first_dim(region)
-        self._waiting.append((start, end, (seq, item)))
+        lo = region.lo
+        if lo:
+            self._waiting.append((lo[0], region.hi[0], (seq, item)))
+        else:  # (a scalar's region is one point)
+            self._waiting.append((0, 1, (seq, item)))
 
     def __len__(self) -> int:
         return len(self._items) + len(self._waiting)
@@ -439,39 +472,10 @@ def gm_access(
     core: str, call: Call, args: Sequence[Any], at: int = 0, keys: KeyCache | None = None
 ) -> Access | None:
     """The GM box ``call`` reads or writes (starting at modeled cycle ``at``), or None for an op
-    that does not touch GM. ``keys`` keeps the tensors' keys for a caller whose tensors stay the
-    same objects (a launch's arguments): an access of a tensor met before reuses its key."""
-    access = _GM_ACCESS.get(call.op)
-    if access is None:
-        return None
-    tensor, name = args[access.tensor], call.args[access.tensor]
-    if keys is None:
-        key, origin = tensor_frame(tensor)
-    else:
-        known = keys.get(id(tensor))
-        if known is None or known[0] is not tensor:
-            known = keys[id(tensor)] = (tensor, *tensor_frame(tensor))
-        key, origin = known[1], known[2]
-    label = name.name if isinstance(name, Var) else "a GM tensor"
-    assert access.offsets is not None
-    offsets = args[access.offsets]
-    if any(origin):
-        offsets = tuple(map(add, offsets, origin))
-    region = Region.box(offsets, _extent(call, args, tensor, access))
-    return frozen_record(  # (one per GM access)
-        Access,
-        {
-            "core": core,
-            "tensor": label,
-            "key": key,
-            "region": region,
-            "span": call.span,
-            "write": access.write,
-            "atomic": access.atomic,
-            "at": at,
-            "origin": origin if any(origin) else (),
-        },
-    )
+    that does not touch GM. ``keys`` keeps the tensors' keys and the calls' fixed parts for a
+    caller whose tensors and calls stay the same objects (a launch's arguments and kernels)."""
+    fixed = _call_access(call) if keys is None else keys.call(call)
+    return None if fixed is None else _box_access(core, call, args, at, keys, fixed)
 
 
 def gm_accesses(
@@ -480,43 +484,76 @@ def gm_accesses(
     """The GM boxes ``call`` reads or writes: the one of :func:`gm_access`, or, for an indexed
     access (a gather or scatter by an index tile), one box per run of neighbouring places the
     index names (whole rows, or elements with ``coalesce="elem"``)."""
-    access = _GM_ACCESS.get(call.op)
-    if access is None:
+    if keys is None:
+        fixed = _call_access(call)
+    else:
+        known = keys.calls.get(id(call))  # (keys.call, without its call: every GM access asks)
+        fixed = known[1] if known is not None and known[0] is call else keys.call(call)
+    if fixed is None:
         return ()
+    access = fixed.access
     if access.indexed is None:
-        single = gm_access(core, call, args, at, keys)
-        return () if single is None else (single,)
+        return (_box_access(core, call, args, at, keys, fixed),)
     tensor = args[access.tensor]
-    template, origin = _template(core, call, args, at, keys, access)
+    key, origin, named = _frame(tensor, keys)
     regions = _indexed_regions(call, tensor, args[access.indexed])
-    if any(origin):  # a view's places, in the frame of the tensor it views
+    if named:  # a view's places, in the frame of the tensor it views
         regions = [Region(tuple(map(add, r.lo, origin)), tuple(map(add, r.hi, origin))) for r in regions]
-    return tuple(frozen_record(Access, {**template, "region": region}) for region in regions)
+    label, span, write, atomic = fixed.label, call.span, access.write, access.atomic
+    return tuple(Access(core, label, key, region, span, write, atomic, at, named) for region in regions)
 
 
-def _template(
-    core: str, call: Call, args: Sequence[Any], at: int, keys: KeyCache | None, access: GmAccess
-) -> tuple[dict[str, Any], tuple[int, ...]]:
-    """The fields of ``call``'s accesses but their region, and the tensor's origin in its frame."""
-    tensor, name = args[access.tensor], call.args[access.tensor]
+def _box_access(
+    core: str, call: Call, args: Sequence[Any], at: int, keys: KeyCache | None, fixed: _CallAccess
+) -> Access:
+    """The one GM box of ``call`` (an access that is not indexed)."""
+    access = fixed.access
+    tensor = args[access.tensor]
+    key, origin, named = _frame(tensor, keys)
+    assert access.offsets is not None
+    offsets = args[access.offsets]
+    lo = tuple(map(add, offsets, origin)) if named else tuple(offsets)
+    extent = fixed.extent if fixed.extent is not None else _extent(call, args, tensor, access)
+    if len(lo) != len(extent):
+        raise ValueError(f"offsets {list(lo)} and extent {list(extent)} differ in rank")
+    region = _NEW(Region, (lo, tuple(map(add, lo, extent))))
+    return _NEW(Access, (core, fixed.label, key, region, call.span, access.write, access.atomic, at, named))
+
+
+def _frame(tensor: torch.Tensor, keys: KeyCache | None) -> tuple[TensorKey, tuple[int, ...], tuple[int, ...]]:
+    """``tensor``'s frame, its origin there, and the origin an Access names (``()`` at zero)."""
     if keys is None:
         key, origin = tensor_frame(tensor)
-    else:
-        known = keys.get(id(tensor))
-        if known is None or known[0] is not tensor:
-            known = keys[id(tensor)] = (tensor, *tensor_frame(tensor))
-        key, origin = known[1], known[2]
-    fields = {
-        "core": core,
-        "tensor": name.name if isinstance(name, Var) else "a GM tensor",
-        "key": key,
-        "span": call.span,
-        "write": access.write,
-        "atomic": access.atomic,
-        "at": at,
-        "origin": origin if any(origin) else (),
-    }
-    return fields, origin
+        return key, origin, origin if any(origin) else ()
+    known = keys.frames.get(id(tensor))
+    if known is None or known[0] is not tensor:
+        known = keys.frame(tensor)
+    return known[1], known[2], known[3]
+
+
+class _CallAccess(NamedTuple):
+    """What a call's GM accesses share: its op's GmAccess trait, the name of the tensor it names,
+    and its box's extent when the call's types fix it (None: found per access)."""
+
+    access: GmAccess
+    label: str
+    extent: tuple[int, ...] | None
+
+
+# Each call's access, kept while its program is alive (a launch finds those of its kernels' calls
+# here: a grid of tasks launches one plan many times, its loops often unrolled).
+_CALLS: weakref.WeakKeyDictionary[Call, _CallAccess | None] = weakref.WeakKeyDictionary()
+
+
+def _call_access(call: Call) -> _CallAccess | None:
+    access = _GM_ACCESS.get(call.op)
+    if access is None:
+        return None
+    name = call.args[access.tensor]
+    label = name.name if isinstance(name, Var) else "a GM tensor"
+    # (a call that may pass its valid shape at run time finds its extent per access)
+    extent = _fixed_extent(call, access) if access.valid is None else None
+    return _CallAccess(access, label, extent)
 
 
 def _indexed_regions(call: Call, tensor: torch.Tensor, index: torch.Tensor) -> list[Region]:
@@ -585,6 +622,13 @@ def _extent(call: Call, args: Sequence[Any], tensor: torch.Tensor, access: GmAcc
     or loaded, the ``shape`` attr (a gathered row), or one element (a scalar read)."""
     if access.valid is not None and access.valid < len(args):
         return tuple(int(n) for n in args[access.valid])
+    fixed = _fixed_extent(call, access)
+    return fixed if fixed is not None else (1,) * tensor.dim()
+
+
+def _fixed_extent(call: Call, access: GmAccess) -> tuple[int, ...] | None:
+    """The extent of the GM box as the call's types give it (see :func:`_extent`), else None (a
+    scalar read: one element per dim of its tensor)."""
     tile_type = call.args[access.tile].type if access.tile is not None else None
     if tile_type is None and call.op in _PLACING:
         tile_type = call.type  # a load: the tile it fills
@@ -592,7 +636,7 @@ def _extent(call: Call, args: Sequence[Any], tensor: torch.Tensor, access: GmAcc
         return tile_type.valid_shape or tile_type.shape
     if "shape" in call.attrs:
         return tuple(call.attrs["shape"])
-    return (1,) * tensor.dim()
+    return None
 
 
 def _shared(a: Access, b: Access) -> Region | None:

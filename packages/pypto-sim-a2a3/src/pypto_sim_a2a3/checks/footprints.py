@@ -19,6 +19,7 @@ False
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import torch
@@ -31,19 +32,34 @@ TensorKey = tuple[Any, ...]
 def tensor_frame(tensor: torch.Tensor) -> tuple[TensorKey, tuple[int, ...]]:
     """The frame ``tensor`` lies in and its origin there (see the module doc)."""
     storage = tensor.untyped_storage().data_ptr()
-    strides, shape = tensor.stride(), tuple(tensor.shape)
-    row_major = all(s > 0 for s in strides) and all(
-        strides[i] % strides[i + 1] == 0 for i in range(len(strides) - 1)
-    )
-    if row_major:
-        origin, rest = [], int(tensor.storage_offset())
-        for stride in strides:
-            origin.append(rest // stride)
-            rest %= stride
-        inside = all(origin[i] + shape[i] <= strides[i - 1] // strides[i] for i in range(1, len(strides)))
-        if inside:
-            return (storage, tensor.element_size(), tuple(strides), rest), tuple(origin)
-    return (storage, int(tensor.storage_offset()), shape, tuple(strides)), (0,) * len(shape)
+    strides, shape, offset = tensor.stride(), tuple(tensor.shape), int(tensor.storage_offset())
+    placed = _row_major_place(strides, shape, offset)
+    if placed is not None:
+        rest, origin = placed
+        return (storage, tensor.element_size(), strides, rest), origin
+    return (storage, offset, shape, strides), (0,) * len(shape)
+
+
+@lru_cache(maxsize=4096)  # (the views of a run's tensors take few shapes and places)
+def _row_major_place(
+    strides: tuple[int, ...], shape: tuple[int, ...], offset: int
+) -> tuple[int, tuple[int, ...]] | None:
+    """For a tensor of row-major strides (each positive, a multiple of the next) lying inside that
+    array (each index within the extent the stride before it spans): the offset left within its
+    innermost stride, and its origin in the array; else None. (Every GM access of a new view asks.)"""
+    origin = []
+    rest = offset
+    outer = 0
+    for stride in strides:
+        if stride <= 0 or (outer and outer % stride):
+            return None
+        origin.append(rest // stride)
+        rest %= stride
+        outer = stride
+    for i in range(1, len(strides)):
+        if origin[i] + shape[i] > strides[i - 1] // strides[i]:
+            return None
+    return rest, tuple(origin)
 
 
 def tensor_key(tensor: torch.Tensor) -> TensorKey:

@@ -14,8 +14,7 @@ accesses (the record then checks that the writer published and fenced and the re
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from weakref import WeakKeyDictionary
 
 import torch
@@ -23,7 +22,6 @@ import torch
 from pypto.ir import Call, Direction, Function, FunctionKind, LoopKind, Predicate, Program, RaceError, Var
 from pypto.ir.errors import at_line
 from pypto.ir.nodes import For, stmt_exprs, walk_expr, walk_stmts
-from pypto.ir.records import frozen_record
 from pypto_sim_a2a3.checks.coherence import (
     Access,
     BoxIndex,
@@ -57,11 +55,12 @@ SPMD_HINT = (
 
 Unit = tuple[int, int]  # (task id, block)
 PREDICATE_READER = "scheduler"  # who reads a predicate= element: the scheduler, at dispatch
+_NEW = tuple.__new__  # a tuple record from its fields in order
 
 
-@dataclass(frozen=True)
-class TaskAccess:
-    """One GM access by one block of one task, with the tensor it touched."""
+class TaskAccess(NamedTuple):
+    """One GM access by one block of one task, with the tensor it touched (a tuple: every GM
+    access makes one)."""
 
     task: Task
     block: int
@@ -94,7 +93,10 @@ class _Log:
         units = self.units[key]
         if unit not in units:
             units[unit] = len(units)  # ranks only grow: a forgotten unit keeps its rank
-        self.by_task.setdefault(unit[0], set()).add(key)
+        touched = self.by_task.get(unit[0])
+        if touched is None:
+            touched = self.by_task[unit[0]] = set()
+        touched.add(key)
 
     def forget(self, task_id: int) -> None:
         """Drop the accesses of task ``task_id`` (a tensor none touches any more goes whole)."""
@@ -137,26 +139,26 @@ class TaskRaces:
 
     def record(self, task: Task, block: int, access: Access, tensor: torch.Tensor, order: GmOrder) -> None:
         """Record a GM access :func:`gm_access` described, of ``tensor`` (see :meth:`access`)."""
-        core = access.core
-        mine = frozen_record(  # (one per GM access)
-            TaskAccess,
-            {
-                "task": task,
-                "block": block,
-                "access": access,
-                "tensor": tensor,
-                "position": order.position(core),
-            },
-        )
+        mine = _NEW(TaskAccess, (task, block, access, tensor, order.position(access.core)))
         unit = (task.id, block)
-        logs = (self._writes, self._reads) if access.write else (self._writes,)
-        for log in logs:
-            clash = self._clash(log, mine, unit, order)
-            if clash is not None:
-                # Told in modeled time: cores issue ahead, so records come out of that order.
-                raise self._race(*sorted((clash, mine), key=lambda a: a.access.at))
-        (self._writes if access.write else self._reads).add(self._count, mine, unit)
+        key = access.key
+        writes = self._writes
+        if key in writes.boxes:  # (else no access of the tensor to race with)
+            self._check(writes, mine, unit, order)
+        if access.write:
+            if key in self._reads.boxes:
+                self._check(self._reads, mine, unit, order)
+            writes.add(self._count, mine, unit)
+        else:
+            self._reads.add(self._count, mine, unit)
         self._count += 1
+
+    def _check(self, log: _Log, mine: TaskAccess, unit: Unit, order: GmOrder) -> None:
+        """A ``RaceError`` if ``mine`` races with an access of ``log``."""
+        clash = self._clash(log, mine, unit, order)
+        if clash is not None:
+            # Told in modeled time: cores issue ahead, so records come out of that order.
+            raise self._race(*sorted((clash, mine), key=lambda a: a.access.at))
 
     def predicate_read(
         self, task: Task, predicate: Predicate, tensor: torch.Tensor, indices: tuple[int, ...], at: int
@@ -197,10 +199,13 @@ class TaskRaces:
             other = (e.task.id, e.block)
             if other == unit:
                 continue
-            if other not in ordered:
-                ordered[other] = self.graph.ordered(other[0], task)
-            if ordered[other] or access.conflicts(e.access) is None:
+            known = ordered.get(other)
+            if known or access.conflicts(e.access) is None:
                 continue
+            if known is None:
+                known = ordered[other] = self.graph.ordered(other[0], task)
+                if known:
+                    continue
             if e.task is task and order.separated(e.access.core, e.position, access.core):
                 continue
             if best is None or (ranks[other], seq) < best[:2]:

@@ -63,7 +63,13 @@ class TimeOrder:
         """Run the actions of every cycle before ``now`` (a core can still meet an event at ``now``)."""
         heads = self._heads
         while heads and heads[0][0] < now:
-            self._next()()
+            _, rank, number, queue = heads[0]  # (what _next does: the scheduler calls this per step)
+            action = queue.popleft()[1]
+            if queue:
+                heapq.heapreplace(heads, (queue[0][0], rank, number, queue))
+            else:
+                heapq.heappop(heads)
+            action()
 
     def drain(self) -> None:
         """Run every action left (the simulation has ended)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pypto.ir import Call, Function, FunctionKind, SourceSpan, Target, Var, VerificationError
@@ -254,7 +255,7 @@ class Launch:
         self.finished: set[str] = set()
         self.settled: set[str] = set()  # cores past their last GM access
         self.gm = site.gm or GmOrder()
-        self._keys: KeyCache = {}  # the GM tensors its cores access, by id, with their keys
+        self._keys = KeyCache()  # the GM tensors its cores access, by id, with their keys
         self.barrier = site.barrier or SyncAll({role.name: role.kind for role in self.roles})
         self.barrier.seated.update(self.member(role) for role in self.roles)
         self.events = Events({role.name: role.kind for role in self.roles})
@@ -401,25 +402,22 @@ class Launch:
         (first: a race between unsynchronised blocks reads best as such), then within the launch."""
         if self.observer is not None:
             self.observer.gm_access(role, call, args, at)
-        core = self.gm_core(role)
-        if self.site.comm is not None and call.op in GM_DATA_OPS:
-            self.site.comm.gm_access(call, args)  # window bytes: ordered across ranks at issue
+        site = self.site
+        core = role.gm_name or self.gm_core(role)
         if call.op not in GM_DATA_OPS:  # no GM data: only the core's place in modeled order moves on
-            if self.site.in_time is not None:
-                self.site.in_time.note(at, core)
+            if site.in_time is not None:
+                site.in_time.note(at, core)
             return
-
+        if site.comm is not None:
+            site.comm.gm_access(call, args)  # window bytes: ordered across ranks at issue
         gm = self.gm
-
-        def check() -> None:
-            gm.pending -= 1
-            for access in gm_accesses(core, call, args, at, self._keys):
-                if self.site.on_gm is not None:
-                    self.site.on_gm(access, gm_tensor(call, args))
-                gm.record(access)
-
         gm.pending += 1
-        self.in_time(role, at, check)
+        # (a partial of a plain function: cheaper to make than a closure, and holds no launch)
+        check = partial(_check_gm, gm, self._keys, site.on_gm, core, call, args, at)
+        if site.in_time is None:
+            check()
+        else:
+            site.in_time.at(at, core, check)
 
     def in_time(self, role: CoreRole, at: int, action: Callable[[], None]) -> None:
         """Run ``action`` (a GM access's check, or an ordering event's record) when the chip's
@@ -471,6 +469,29 @@ class Launch:
         left = self.events.undrained(self.name)
         if left is not None:
             raise left
+
+
+def _check_gm(
+    gm: GmOrder,
+    keys: KeyCache,
+    on_gm: GmObserver | None,
+    core: str,
+    call: Call,
+    args: Sequence[Any],
+    at: int,
+) -> None:
+    """A GM access of a launch's core, checked in modeled order: told to the chip's race check
+    across tasks (``on_gm``), then ordered within the launch (``gm``)."""
+    gm.pending -= 1
+    accesses = gm_accesses(core, call, args, at, keys)
+    if on_gm is not None and accesses:
+        tensor = gm_tensor(call, args)
+        for access in accesses:
+            on_gm(access, tensor)
+            gm.record(access)
+    else:
+        for access in accesses:
+            gm.record(access)
 
 
 def plan_launch(

@@ -9,15 +9,26 @@ changes and when a tile has crossed. Everything is in modeled cycles.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from operator import attrgetter
+from dataclasses import dataclass
+from operator import attrgetter, itemgetter
 
 from pypto.ir import SourceSpan
-from pypto.ir.backend import STALL, RingTrack, Slice, Spans, Transfer, busy_and_stalled_of, core_spans
+from pypto.ir.backend import (
+    STALL,
+    RingTrack,
+    Slice,
+    Spans,
+    Transfer,
+    busy_and_stalled_of,
+    core_spans,
+    stretches,
+)
 from pypto.ir.errors import at_line
 from pypto.ir.records import frozen_record
 from pypto_sim_a2a3.engine.scheduler import Advance, Clocked, Event, Scheduler
 
 _CORE, _START = attrgetter("core"), attrgetter("start")
+_FIRST = itemgetter(0)
 
 
 def make_slice(
@@ -76,8 +87,12 @@ class Recorder:
         self.rings: list[RingTrack] = []
         self.transfers: list[Transfer] = []
         self._ring_changes: list[tuple[RingTrack, list[tuple[int, int]]]] = []
-        # Replayed slices, made when the timeline is: (their place in slices, block 0's, names, shift).
-        self._shifted: list[tuple[int, Sequence[Slice], Mapping[str, str], int]] = []
+        # Replayed blocks' slices, made when the timeline is, in the places they were recorded.
+        self._replayed: list[_Replayed] = []
+        # The stretches of replayed slices still taking more: by (id of their names, shift), and by
+        # each core of their block (a slice recorded on one ends its stretch).
+        self._replaying: dict[tuple[int, int], _Replayed] = {}
+        self._open: dict[str, _Replayed] = {}
         scheduler.observe(self.observe)
 
     def now(self) -> int:
@@ -87,11 +102,40 @@ class Recorder:
     def record(self, piece: Slice) -> None:
         """A slice of a core's pipe, timed by the core's pipes rather than by the scheduler."""
         self.slices.append(piece)
+        if self._open:
+            self._end_stretch_on(piece.core)
 
     def record_shifted(self, pieces: Sequence[Slice], names: Mapping[str, str], shift: int) -> None:
         """Block 0's ``pieces`` as a replayed block's (:func:`shifted`), here in the timeline: made
-        with the timeline, all at once, if it is read (a replay records tens of thousands)."""
-        self._shifted.append((len(self.slices), pieces, names, shift))
+        with the timeline, all at once, if it is read (a replay records tens of thousands).
+
+        A block's steps recorded one after another, with no other slice on its cores between them,
+        are kept as one stretch: in the timeline (sorted by start, then core; ties of one core in
+        the order met) they take the places they would one by one."""
+        stretch = self._replaying.get((id(names), shift))
+        if stretch is None:
+            stretch = self._stretch(names, shift)
+        stretch.pieces.append(pieces)
+
+    def _stretch(self, names: Mapping[str, str], shift: int) -> _Replayed:
+        """A new stretch of a replayed block's slices, from here; it ends any other on its cores."""
+        stretch = _Replayed(len(self.slices), [], names, shift)
+        self._replayed.append(stretch)
+        self._replaying[(id(names), shift)] = stretch  # (it holds names: the id stays its own)
+        for core in names.values():
+            self._end_stretch_on(core)
+            self._open[core] = stretch
+        return stretch
+
+    def _end_stretch_on(self, core: str) -> None:
+        """A slice lands on ``core``: the replayed stretch on it (if any) takes no more."""
+        stretch = self._open.get(core)
+        if stretch is None:
+            return
+        del self._replaying[(id(stretch.names), stretch.shift)]
+        for name in stretch.names.values():
+            if self._open.get(name) is stretch:
+                del self._open[name]
 
     def observe(self, core: Clocked, start: int, cycles: int, event: Event) -> None:
         """A scheduler observer: one slice per busy or stalled stretch (a kernel core's events are
@@ -107,7 +151,7 @@ class Recorder:
             )
         else:
             piece = Slice(core.name, start, cycles, f"wait for {event.what}", STALL, task, where)
-        self.slices.append(piece)
+        self.record(piece)
 
     def ring(self, pipe: str, owner: str, slots: int) -> Callable[[int, int], None]:
         """A new ring's track; returns the callback its ring calls with each change of the slots in
@@ -142,16 +186,19 @@ class Recorder:
         the replayed blocks' made from block 0's in the places they were recorded: for
         :meth:`pypto.ir.RunReport.make_timeline_when_read`, so that a run whose timeline no one
         reads never makes them. The recorder hands its records over and starts empty."""
-        slices, replayed = self.slices, self._shifted
-        self.slices, self._shifted = [], []
+        slices, replayed = self.slices, self._replayed
+        self.slices, self._replayed = [], []
+        self._replaying.clear()
+        self._open.clear()
 
         def make() -> list[Slice]:
             made: list[Slice] = []
             done = 0
-            for place, pieces, names, shift in replayed:
-                made += slices[done:place]
-                made += [shifted(piece, names, shift) for piece in pieces]
-                done = place
+            for stretch in replayed:
+                made += slices[done : stretch.place]
+                names, shift = stretch.names, stretch.shift
+                made += [shifted(piece, names, shift) for pieces in stretch.pieces for piece in pieces]
+                done = stretch.place
             made += slices[done:]
             # By (start, core), as two stable sorts on the fields themselves: a third of the time
             # of one sort on a key tuple made per slice (a run has tens of thousands).
@@ -163,61 +210,103 @@ class Recorder:
 
     def busy_and_stalled(self) -> tuple[dict[str, int], dict[str, int]]:
         """Per core, its busy and its stalled cycles (:func:`pypto.ir.backend.busy_and_stalled` of
-        the timeline :meth:`timeline` makes), without making the replayed blocks' slices. A core
-        whose slices are all one replayed block's has the figures of block 0's core: the same
-        slices, shifted (found once for all such cores); another core's are found from its spans."""
+        the timeline :meth:`timeline` makes), without making the replayed blocks' slices.
+
+        A core's time falls into parts: the connected stretches of its own slices, and each
+        replayed block's on it, whose figures are block 0's core's (found once per replayed
+        recording: they do not move with the shift). Where no two parts overlap, the core's
+        figures are their sums; else they are found from all its spans."""
         busy, waits = core_spans(self.slices)
-        # Per core of a replayed block: (its pieces, block 0's core, the shift) of each step.
-        replayed: dict[str, list[tuple[int, str, int]]] = {}
-        spans_of: dict[int, dict[str, tuple[Spans, Spans]]] = {}  # id(pieces) -> block 0's spans per core
-        for _, pieces, names, shift in self._shifted:
-            key = id(pieces)
-            by_core = spans_of.get(key)
-            if by_core is None:
-                mine, theirs = core_spans(pieces)
-                by_core = spans_of[key] = {c: (mine.get(c, []), theirs.get(c, [])) for c in {*mine, *theirs}}
-            for core in by_core:
-                replayed.setdefault(names[core], []).append((key, core, shift))
-        figures = {
-            core: _figures([], busy.get(core, []), waits.get(core, []))
-            for core in {*busy, *waits}
-            if core not in replayed
-        }
-        alike: dict[tuple[tuple[int, str], ...], _Figures] = {}
-        for target, parts in replayed.items():
-            shift = parts[0][2]
-            if target in busy or target in waits or any(at != shift for _, _, at in parts):
-                shifted_parts = [(*spans_of[key][core], at) for key, core, at in parts]
-                figures[target] = _figures(shifted_parts, busy.get(target, []), waits.get(target, []))
-                continue
-            # Block 0's spans, unshifted: the figures do not move with the shift.
-            signature = tuple((key, core) for key, core, _ in parts)
-            found = alike.get(signature)
-            if found is None:
-                found = alike[signature] = _figures(
-                    [(*spans_of[key][core], 0) for key, core in signature], [], []
-                )
-            figures[target] = found
-        busy_of = {core: f[0] for core, f in figures.items() if f[2]}
-        return busy_of, {core: f[1] for core, f in figures.items() if f[3]}
+        parts: dict[str, list[_Part]] = {}
+        for core in {*busy, *waits}:
+            mine = parts[core] = []
+            for start, end, cycles in stretches(busy.get(core, []), waits.get(core, [])):
+                mine.append((start, end, cycles, end - start, None, 0))
+        found: dict[tuple[int, ...], dict[str, _CoreSpans]] = {}
+        for stretch in self._replayed:
+            key = tuple(sorted(map(id, stretch.pieces)))  # (the same slices, in any order: the same figures)
+            of_block0 = found.get(key)
+            if of_block0 is None:
+                of_block0 = found[key] = _core_spans_of(stretch.pieces)
+            shift = stretch.shift
+            for core, spans in of_block0.items():
+                part = (spans.first + shift, spans.last + shift, spans.busy, spans.covered, spans, shift)
+                parts.setdefault(stretch.names[core], []).append(part)
+        busy_of: dict[str, int] = {}
+        stalled_of: dict[str, int] = {}
+        for core, its_parts in parts.items():
+            cycles, stalled = _figures(its_parts, busy.get(core, []), waits.get(core, []))
+            if core in busy or any(spans is not None and spans.busy_spans for *_, spans, _ in its_parts):
+                busy_of[core] = cycles
+            if core in waits or any(spans is not None and spans.wait_spans for *_, spans, _ in its_parts):
+                stalled_of[core] = stalled
+        return busy_of, stalled_of
 
     def transfer(self, transfer: Transfer) -> None:
         """A tile share has been popped."""
         self.transfers.append(transfer)
 
 
-# One core's (busy cycles, stalled cycles, whether it has a busy span, whether it has a wait).
-_Figures = tuple[int, int, bool, bool]
+@dataclass(eq=False)
+class _Replayed:
+    """Replayed slices recorded one after another: block 0's ``pieces`` (a tuple per step) on the
+    cores ``names`` gives, ``shift`` cycles later, from ``place`` in the recorder's slices."""
+
+    place: int
+    pieces: list[Sequence[Slice]]
+    names: Mapping[str, str]
+    shift: int
 
 
-def _figures(parts: list[tuple[Spans, Spans, int]], busy: Spans, waits: Spans) -> _Figures:
-    """One core's figures from its own ``busy`` and ``waits`` spans and each part's (block 0's
-    spans of a step), shifted by the part's shift."""
+@dataclass(frozen=True)
+class _CoreSpans:
+    """One core's spans among a replayed block's slices (as block 0 had them): its busy and wait
+    spans, its busy cycles, the cycles it is busy or waits, and the first and last cycle of both."""
+
+    busy_spans: Spans
+    wait_spans: Spans
+    busy: int
+    covered: int
+    first: int
+    last: int
+
+
+def _core_spans_of(pieces: Sequence[Sequence[Slice]]) -> dict[str, _CoreSpans]:
+    busy, waits = core_spans(piece for step in pieces for piece in step)
+    found = {}
+    for core in {*busy, *waits}:
+        mine, theirs = busy.get(core, []), waits.get(core, [])
+        cycles, stalled = busy_and_stalled_of(mine, theirs)
+        first = min(start for start, _ in (*mine, *theirs))
+        last = max(end for _, end in (*mine, *theirs))
+        found[core] = _CoreSpans(mine, theirs, cycles, cycles + stalled, first, last)
+    return found
+
+
+# A part of a core's time: (first cycle, end, busy cycles, busy or waiting cycles, and, for a
+# replayed block's, block 0's spans and the shift; None and 0 for the core's own stretch).
+_Part = tuple[int, int, int, int, "_CoreSpans | None", int]
+
+
+def _figures(parts: list[_Part], busy: Spans, waits: Spans) -> tuple[int, int]:
+    """One core's (busy, stalled) cycles from its parts (its own ``busy`` and ``waits`` spans in
+    stretches, and replayed blocks'): the sums of the parts' if none overlaps another, else from
+    every span."""
+    parts.sort(key=_FIRST)
+    reach = None
+    for first, last, *_ in parts:
+        if reach is not None and first < reach:
+            break
+        reach = last
+    else:
+        cycles = sum(part[2] for part in parts)
+        return cycles, sum(part[3] for part in parts) - cycles
     busy, waits = list(busy), list(waits)
-    for part_busy, part_waits, at in parts:
-        busy += [(start + at, end + at) for start, end in part_busy] if at else part_busy
-        waits += [(start + at, end + at) for start, end in part_waits] if at else part_waits
-    return (*busy_and_stalled_of(busy, waits), bool(busy), bool(waits))
+    for *_, spans, at in parts:
+        if spans is not None:
+            busy += [(start + at, end + at) for start, end in spans.busy_spans]
+            waits += [(start + at, end + at) for start, end in spans.wait_spans]
+    return busy_and_stalled_of(busy, waits)
 
 
 def _source(span: SourceSpan | None) -> str | None:
