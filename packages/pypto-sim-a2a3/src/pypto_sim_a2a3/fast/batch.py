@@ -76,7 +76,7 @@ from pypto_sim_a2a3.engine.semantics import (
 )
 from pypto_sim_a2a3.engine.steering import UNCOMPUTED
 from pypto_sim_a2a3.hw.cores import Core
-from pypto_sim_a2a3.hw.memory import CoreMemory, SpaceBuffers, slot_of
+from pypto_sim_a2a3.hw.memory import CoreMemory, Region, SpaceBuffers, slot_of
 from pypto_sim_a2a3.hw.ring import Token
 
 if TYPE_CHECKING:
@@ -403,7 +403,7 @@ class BatchMemory(CoreMemory):
             raw = self.buffers[space][..., offset:top]
             view = views[key] = raw.view(torch_dtype(tile.dtype)).view(self.blocks, *tile.shape)
         if id(view) not in self._regions:
-            self._regions[id(view)] = (view, (space, offset, top))
+            self._regions[id(view)] = (view, Region(space, offset, top))
         return view
 
     def _nbytes(self, tile: TileType) -> int:
