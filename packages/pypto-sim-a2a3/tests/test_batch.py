@@ -667,6 +667,19 @@ def test_an_accumulating_matmul_of_the_blocks_own_operands_is_one_fused_call_whe
     torch.testing.assert_close(outcomes[0][1][2], expected, rtol=1e-3, atol=1e-3)
 
 
+def test_a_zero_accumulator_leaves_the_fused_layout_undecided(monkeypatch):
+    """A first ``acc + a @ b`` whose accumulator is zero rounds alike fused or not, whatever the
+    library does: it does not decide the layout (the two steps run; a later real sum decides)."""
+    layouts: dict = {}
+    monkeypatch.setattr(batch, "_FUSED", layouts)
+    walked = _walked(monkeypatch)
+    prog, (x, y, out) = _own_weights_matmul(5, "over_acc")
+    x[:, :32] = 0  # the first K step's product, the accumulator, is zero
+    outcomes = _three_ways(monkeypatch, prog, x, y, out)
+    assert walked == [4] and layouts == {}
+    _same(outcomes)
+
+
 def test_a_batch_stores_a_grid_of_tiles_a_row_of_them_at_once_as_each_block_stores_its_own(monkeypatch):
     """Block ``b`` stores its tile at ``(b // 3, b % 3)`` of a grid: no step from block to block
     over all of them, but each row of the grid is one run of blocks stored in one copy."""

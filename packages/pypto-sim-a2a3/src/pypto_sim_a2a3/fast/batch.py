@@ -1168,9 +1168,14 @@ def _fused_acc(
         return None
     in_place = dest.data_ptr() == acc.data_ptr() and dest.stride() == acc.stride()
     key: tuple[Any, ...] = (call.attrs.get("a_trans"), call.attrs.get("b_trans"), acc.dtype, shape, in_place)
-    key += (left.stride(), right.stride(), acc.stride(), dest.stride(), torch.get_num_threads())
+    key += (left.shape[2], left.stride(), right.stride(), acc.stride(), dest.stride())
+    key += (torch.get_num_threads(),)
     same = _FUSED.get(key)
     if same is False:
+        return None
+    if same is None and not bool(acc.ne(0).all()):
+        # A zero in the accumulator cannot tell a library that adds it inside the product (and
+        # rounds once) from the two steps: the layout is decided on a call whose sum is a real one.
         return None
     expected = acc + left @ right if same is None else None
     if in_place:
