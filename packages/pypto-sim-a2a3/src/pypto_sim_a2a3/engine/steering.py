@@ -190,7 +190,11 @@ class _Slicer:
             for expr in (*stmt_exprs(stmt), *stmt_end_exprs(stmt)):
                 for e in walk_expr(expr):
                     if isinstance(e, Call):
-                        yield from _steering_operands(e)
+                        yield from self._call_roots(e)
+
+    def _call_roots(self, call: Call) -> Iterator[Expr]:
+        """The operands of ``call`` that are roots of the slice."""
+        return _steering_operands(call)
 
     # ------------------------------------------------------------ the backward walk
 
@@ -395,16 +399,8 @@ class _ControlSlicer(_Slicer):
         traceable = not steering.crosses_pipe and all(self._traceable(c) for c in self._sliced_calls())
         return Control(steering.calls, steering.names, self.slotted, traceable, self.recorded)
 
-    def _roots(self) -> Iterator[Expr]:
-        for stmt in walk_stmts(self.fn.body):
-            if isinstance(stmt, For):
-                yield from (stmt.start, stmt.stop, stmt.step)
-            elif isinstance(stmt, (While, If)):
-                yield stmt.cond
-            for expr in (*stmt_exprs(stmt), *stmt_end_exprs(stmt)):
-                for e in walk_expr(expr):
-                    if isinstance(e, Call) and e.op in LAUNCH_OPS:
-                        yield from self._launch_operands(e)
+    def _call_roots(self, call: Call) -> Iterator[Expr]:
+        return self._launch_operands(call) if call.op in LAUNCH_OPS else iter(())
 
     def _launch_operands(self, call: Call) -> Iterator[Expr]:
         spec = _spec(call)
